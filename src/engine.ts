@@ -1,0 +1,482 @@
+/**
+ * @module engine
+ * The Engine: commands on tasks (start, get, list, result, cancel, retry, pause, resume, signal,
+ * explain) and the factory of workers. Every status change goes through `planTransition` (the
+ * lifecycle table) and one guarded store write; a command that loses a race re-reads and
+ * re-plans, so two users cancelling and pausing at once each get a correct answer or a clear
+ * IllegalTransitionError.
+ */
+import { systemClock, type Clock } from './clock.ts';
+import { toMs, type Duration } from './duration.ts';
+import {
+  ClosedError, ConcurrentUpdateError, IdempotencyConflictError, IllegalTransitionError, InvalidArgumentError,
+  InvalidInputError, NotSerializableError, TaskCancelledError, TaskFailedError, TaskNotFoundError, TimeoutError,
+  WorkflowNotFoundError, coerceError,
+} from './errors.ts';
+import { newId } from './ids.ts';
+import { ALL_STATUSES, isFinished, isTaskStatus, legalEvents, type LifecycleEvent, type TaskStatus } from './lifecycle.ts';
+import { LocalBus } from './local-bus.ts';
+import { decodeError, decodeJson, deserializeError, encodeJson, type SerializedError } from './serialize.ts';
+import type { StepRow, Store, TaskPatch, TaskRow } from './store.ts';
+import { DEFAULT_STORE_URL, openStore, type StoreOptions } from './store-url.ts';
+import { toHistoryEntry, toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
+import { planTransition } from './transitions.ts';
+import { Worker, type WorkerOptions } from './worker.ts';
+import { isWorkflow, type Workflow } from './workflow.ts';
+
+export interface EngineOptions extends StoreOptions {
+  /**
+   * Where tasks live: `sqlite:<path>`, `postgres://…`, or a Store instance.
+   * @defaultValue 'sqlite:./.stepwise/stepwise.db'
+   */
+  store?: string | Store;
+  /** Workflows this engine can start and its workers can run. */
+  workflows?: readonly Workflow<any, any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Source of "now" and of timers. @defaultValue the system clock */
+  clock?: Clock;
+}
+
+export interface StartOptions {
+  /** Starting twice with the same key returns the first task instead of creating a second. */
+  idempotencyKey?: string;
+  /** Do not run before this much time has passed. */
+  delay?: Duration;
+}
+
+export interface StartResult {
+  id: string;
+  workflow: string;
+  status: TaskStatus;
+  /** `false` when the idempotency key matched an existing task, which is returned instead. */
+  created: boolean;
+}
+
+export interface ListOptions {
+  status?: TaskStatus | readonly TaskStatus[];
+  workflow?: string;
+  /** Page size, 1–1000. @defaultValue 50 */
+  limit?: number;
+  /** `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface ListResult {
+  tasks: TaskSummary[];
+  /** Pass as `cursor` for the next page; `null` on the last page. */
+  nextCursor: string | null;
+}
+
+export interface ResultOptions {
+  /** Reject with TimeoutError if the task has not finished by then. */
+  timeout?: Duration;
+  signal?: AbortSignal;
+}
+
+export interface Explanation {
+  id: string;
+  status: TaskStatus;
+  /** One sentence on why the task is (not) moving. */
+  summary: string;
+  legalEvents: LifecycleEvent[];
+  lease: { owner: string; expiresAt: number; expired: boolean } | null;
+  wait: Record<string, unknown> | null;
+  runAt: number | null;
+  lastStep: { name: string; status: string; attempts: number; error: string | null } | null;
+  error: string | null;
+}
+
+const KEY_MAX = 255;
+
+export class Engine {
+  readonly clock: Clock;
+  readonly #workflows = new Map<string, Workflow>();
+  readonly #bus = new LocalBus();
+  readonly #workers = new Set<Worker>();
+  readonly #storeOption: string | Store;
+  readonly #storeOptions: StoreOptions;
+  #ready: Promise<Store> | null = null;
+  #closed = false;
+  #unsubscribe: (() => Promise<void>) | null = null;
+
+  /**
+   * @example
+   * const engine = new Engine({ store: 'sqlite:./stepwise.db', workflows: [publish] });
+   */
+  constructor(options: EngineOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.#storeOption = options.store ?? DEFAULT_STORE_URL;
+    this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
+    for (const wf of options.workflows ?? []) this.register(wf);
+  }
+
+  /** Adds a workflow definition. A second definition with the same name replaces the first. */
+  register(wf: Workflow<any, any>): this { // eslint-disable-line @typescript-eslint/no-explicit-any
+    if (!isWorkflow(wf)) throw new InvalidArgumentError('engine.register() takes a value created by workflow(name, fn).');
+    this.#workflows.set(wf.name, wf as Workflow);
+    return this;
+  }
+
+  /** The registered workflow definitions, by name. */
+  get workflows(): ReadonlyMap<string, Workflow> {
+    return this.#workflows;
+  }
+
+  /** Opens the store and applies migrations (done on first use; call it to fail fast). */
+  ready(): Promise<Store> {
+    if (this.#closed) return Promise.reject(new ClosedError('The engine'));
+    this.#ready ??= (async () => {
+      const store = typeof this.#storeOption === 'string' ? await openStore(this.#storeOption, this.#storeOptions) : this.#storeOption;
+      await store.migrate();
+      if (store.subscribe) {
+        this.#unsubscribe = await store.subscribe((e) => {
+          if (e.reason === 'task') this.#bus.emit('task:ready', { taskId: e.taskId, workflow: e.workflow ?? null });
+          else if (e.reason === 'cancel') this.#bus.emit('task:cancel', { taskId: e.taskId, reason: null });
+          else if (e.reason === 'pause') this.#bus.emit('task:pause', { taskId: e.taskId });
+          else if (e.reason === 'resume') this.#bus.emit('task:resume', { taskId: e.taskId });
+          else if (e.reason === 'settled') this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
+        });
+      }
+      return store;
+    })();
+    return this.#ready;
+  }
+
+  /**
+   * Creates a task. With an idempotency key, a second call returns the first task (`created:
+   * false`); the same key with another workflow or input is an IdempotencyConflictError.
+   * @example
+   * const { id } = await engine.start('publish-article', { topic: 'x' }, { idempotencyKey: 'article-8001' });
+   */
+  async start<I>(workflow: string | Workflow<I, unknown>, input?: I, options: StartOptions = {}): Promise<StartResult> {
+    const store = await this.ready();
+    const name = typeof workflow === 'string' ? workflow : workflow?.name;
+    if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
+    const def = this.#workflows.get(name);
+    let version: string;
+    let value: unknown = input;
+    if (def) {
+      version = def.version;
+      if (def.options.input) {
+        try {
+          value = def.options.input.parse(input);
+        } catch (e) {
+          throw new InvalidInputError(name, coerceError(e).message, { cause: e });
+        }
+      }
+    } else {
+      const known = await store.listWorkflows();
+      const versions = known.filter((w) => w.name === name).sort((a, b) => b.lastSeenAt - a.lastSeenAt);
+      if (!versions.length) {
+        throw new WorkflowNotFoundError(name, [...new Set([...this.#workflows.keys(), ...known.map((w) => w.name)])].sort());
+      }
+      version = (versions[0] as { version: string }).version;
+    }
+    let encoded: string | null;
+    try {
+      encoded = encodeJson(value, 'The input');
+    } catch (e) {
+      throw new InvalidInputError(name, (e as NotSerializableError).message, { cause: e });
+    }
+    const key = options.idempotencyKey;
+    if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
+      throw new InvalidArgumentError(`idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
+    }
+    const now = this.clock.now();
+    const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
+    const { task, created } = await store.insertTask({
+      id: newId(now), workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now,
+    });
+    if (!created) {
+      if (task.workflow !== name) throw new IdempotencyConflictError(key as string, task.id, `which runs workflow "${task.workflow}", not "${name}"`);
+      if (!jsonEqual(decodeJson(task.input), decodeJson(encoded))) throw new IdempotencyConflictError(key as string, task.id, 'which was started with a different input');
+    } else {
+      this.#announce('task', task.id, name);
+    }
+    return { id: task.id, workflow: name, status: task.status, created };
+  }
+
+  /** The task with its steps (journal) and history (timeline). */
+  async get(id: string): Promise<TaskInfo> {
+    const store = await this.ready();
+    const row = await this.#row(store, id);
+    const [steps, history] = await Promise.all([store.getSteps(id), store.getHistory(id)]);
+    const now = this.clock.now();
+    return { ...toSummary(row), steps: steps.map((s) => toStepInfo(s, now)), history: history.map(toHistoryEntry) };
+  }
+
+  /** Tasks, newest first, optionally by status and workflow, a page at a time. */
+  async list(options: ListOptions = {}): Promise<ListResult> {
+    const store = await this.ready();
+    const statuses = options.status === undefined ? undefined : Array.isArray(options.status) ? options.status : [options.status];
+    for (const s of statuses ?? []) {
+      if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${String(s)}": use one of ${ALL_STATUSES.join(', ')}.`);
+    }
+    const limit = options.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InvalidArgumentError(`limit must be an integer from 1 to 1000, got ${limit}.`);
+    const rows = await store.listTasks({
+      limit,
+      ...(statuses ? { statuses } : {}),
+      ...(options.workflow !== undefined ? { workflow: options.workflow } : {}),
+      ...(options.cursor !== undefined ? { before: options.cursor } : {}),
+    });
+    return { tasks: rows.map(toSummary), nextCursor: rows.length === limit ? (rows[rows.length - 1] as TaskRow).id : null };
+  }
+
+  /**
+   * Waits for the task to finish: resolves with its output when it succeeds; rejects with
+   * TaskFailedError (its `cause` is the task's error) or TaskCancelledError.
+   */
+  async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
+    const store = await this.ready();
+    const deadline = options.timeout === undefined ? Infinity : this.clock.now() + toMs(options.timeout, 'timeout');
+    let pollMs = 25;
+    for (;;) {
+      const row = await this.#row(store, id);
+      if (row.status === 'succeeded') return decodeJson(row.output) as O;
+      if (row.status === 'failed') throw new TaskFailedError(id, row.error ? deserializeError(decodeError(row.error)) : undefined);
+      if (row.status === 'cancelled') throw new TaskCancelledError(id, row.cancelReason ?? undefined);
+      options.signal?.throwIfAborted();
+      const remaining = deadline - this.clock.now();
+      if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row.status} after waiting ${options.timeout}.`);
+      await this.#waitForNews(id, Math.min(pollMs, remaining), options.signal);
+      pollMs = Math.min(1000, pollMs * 2);
+    }
+  }
+
+  /** Resolves when a local run of `id` settles, or after `ms`, whichever is first. */
+  #waitForNews(id: string, ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        off();
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      const off = this.#bus.on('task:settled', (e) => {
+        if (e.taskId === id) done();
+      });
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /**
+   * Cancels a task. Pending, waiting and paused tasks end `cancelled` at once; a running task
+   * becomes `cancelling`, its step's AbortSignal fires in whichever worker holds it, and it ends
+   * `cancelled` once the run has stopped. A cancelled task never resumes.
+   */
+  async cancel(id: string, options: { reason?: string } = {}): Promise<TaskSummary> {
+    const reason = options.reason ?? null;
+    const row = await this.#command(id, 'cancel', () => ({ set: { cancelReason: reason }, detail: { reason } }));
+    if (row.status === 'cancelling') this.#announce('cancel', id, row.workflow, reason);
+    else this.#bus.emit('task:settled', { taskId: id, status: row.status });
+    return toSummary(row);
+  }
+
+  /** Runs a failed task again from the step that failed; completed steps are not re-run. */
+  async retry(id: string): Promise<TaskSummary> {
+    const store = await this.ready();
+    const row = await this.#command(id, 'retry', async (task) => {
+      const steps: StepRow[] = [];
+      const failedStep = task.error ? failedStepOf(decodeError(task.error)) : undefined;
+      if (failedStep !== undefined) {
+        const journal = await store.getSteps(id);
+        const step = journal.find((s) => s.name === failedStep && s.status === 'failed');
+        // A fresh attempt budget; the failure stays as `lastError` for a repair attempt.
+        if (step) steps.push({ ...step, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null });
+      }
+      return { set: { error: null, incrementRetries: true }, steps, detail: { retry: task.retries + 1, fromStep: failedStep ?? null } };
+    });
+    this.#announce('task', id, row.workflow);
+    return toSummary(row);
+  }
+
+  /** Pauses a task: a running one at its next step boundary; a pending or waiting one at once. */
+  async pause(id: string): Promise<TaskSummary> {
+    const row = await this.#command(id, 'pause', () => ({}));
+    if (row.status === 'running') this.#announce('pause', id, row.workflow);
+    return toSummary(row);
+  }
+
+  /** Resumes a paused task (or withdraws a pause request that a running task has not reached). */
+  async resume(id: string): Promise<TaskSummary> {
+    const row = await this.#command(id, 'resume', () => ({}));
+    if (row.status === 'running') this.#announce('resume', id, row.workflow);
+    else this.#announce('task', id, row.workflow);
+    return toSummary(row);
+  }
+
+  /**
+   * Sends an event to a task; `ctx.waitForEvent(name)` receives it. Events sent before the task
+   * waits are kept. With an idempotency key, a repeated send is recorded once.
+   * @returns whether this call recorded a new event (false for a repeated key)
+   */
+  async signal(id: string, name: string, payload?: unknown, options: { idempotencyKey?: string } = {}): Promise<{ created: boolean }> {
+    const store = await this.ready();
+    if (typeof name !== 'string' || !name || name.length > 200) throw new InvalidArgumentError('A signal needs a name of 1-200 characters.');
+    let encoded: string | null;
+    try {
+      encoded = encodeJson(payload, `The payload of signal "${name}"`);
+    } catch (e) {
+      throw new InvalidArgumentError((e as Error).message, { cause: e });
+    }
+    const task = await this.#row(store, id);
+    if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', legalEvents(task), id);
+    const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: options.idempotencyKey ?? null, at: this.clock.now() });
+    if (!res) throw new TaskNotFoundError(id);
+    if (res.created) this.#announce('task', id, task.workflow);
+    return res;
+  }
+
+  /** Why a task is (not) moving: what it waits for, who holds it, what it may do next. */
+  async explain(id: string): Promise<Explanation> {
+    const store = await this.ready();
+    const row = await this.#row(store, id);
+    const steps = await store.getSteps(id);
+    const now = this.clock.now();
+    const last = steps[steps.length - 1];
+    const lease = row.leaseOwner && row.leaseExpiresAt !== null ? { owner: row.leaseOwner, expiresAt: row.leaseExpiresAt, expired: row.leaseExpiresAt <= now } : null;
+    const wait = row.wait ? (JSON.parse(row.wait) as Record<string, unknown>) : null;
+    const error = row.error ? decodeError(row.error).message : null;
+    const registered = this.#workflows.has(row.workflow) || (await store.listWorkflows()).some((w) => w.name === row.workflow);
+    return {
+      id,
+      status: row.status,
+      summary: explainSummary(row, { now, lease, wait, error, registered }),
+      legalEvents: legalEvents(row),
+      lease,
+      wait,
+      runAt: row.runAt,
+      lastStep: last ? { name: last.name, status: last.status, attempts: last.attempts, error: last.error ? decodeError(last.error).message : null } : null,
+      error,
+    };
+  }
+
+  /**
+   * A worker that runs this engine's workflows. Call `start()` on it.
+   * @example
+   * const worker = engine.worker({ concurrency: 8 }); await worker.start(); … await worker.stop();
+   */
+  worker(options: WorkerOptions = {}): Worker {
+    if (this.#closed) throw new ClosedError('The engine');
+    const w = new Worker(
+      {
+        store: () => this.ready(),
+        clock: this.clock,
+        workflows: () => this.#workflows,
+        bus: this.#bus,
+        onStopped: (worker) => this.#workers.delete(worker),
+      },
+      options,
+    );
+    this.#workers.add(w);
+    return w;
+  }
+
+  /** Stops this engine's workers (gracefully) and closes the store. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.#workers].map((w) => w.stop()));
+    await this.#unsubscribe?.();
+    if (this.#ready) {
+      const store = await this.#ready.catch(() => null);
+      if (store && typeof this.#storeOption === 'string') await store.close();
+    }
+  }
+
+  async #row(store: Store, id: string): Promise<TaskRow> {
+    if (typeof id !== 'string' || !id) throw new InvalidArgumentError('A task id is required.');
+    const row = await store.getTask(id);
+    if (!row) throw new TaskNotFoundError(id);
+    return row;
+  }
+
+  /** A user command: plan the transition from the current row, write it with compare-and-set. */
+  async #command(
+    id: string,
+    event: LifecycleEvent,
+    build: (task: TaskRow) => { set?: TaskPatch; detail?: unknown; steps?: StepRow[] } | Promise<{ set?: TaskPatch; detail?: unknown; steps?: StepRow[] }>,
+  ): Promise<TaskRow> {
+    const store = await this.ready();
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const task = await this.#row(store, id);
+      const extra = await build(task);
+      const { write } = planTransition({
+        taskId: id, state: task, event, guard: { version: task.version }, at: this.clock.now(),
+        ...(extra.set ? { set: extra.set } : {}), detail: extra.detail, ...(extra.steps ? { steps: extra.steps } : {}),
+      });
+      const row = await store.transition(write);
+      if (row) return row;
+    }
+    throw new ConcurrentUpdateError(id);
+  }
+
+  #announce(reason: 'task' | 'cancel' | 'pause' | 'resume', taskId: string, workflow: string, cancelReason?: string | null): void {
+    if (reason === 'task') this.#bus.emit('task:ready', { taskId, workflow });
+    else if (reason === 'cancel') this.#bus.emit('task:cancel', { taskId, reason: cancelReason ?? null });
+    else if (reason === 'pause') this.#bus.emit('task:pause', { taskId });
+    else this.#bus.emit('task:resume', { taskId });
+    const store = this.#ready;
+    if (store) {
+      void store.then((s) => s.notify?.({ reason, taskId, workflow })).catch(() => undefined);
+    }
+  }
+}
+
+function explainSummary(
+  row: TaskRow,
+  c: { now: number; lease: Explanation['lease']; wait: Record<string, unknown> | null; error: string | null; registered: boolean },
+): string {
+  const at = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString());
+  switch (row.status) {
+    case 'pending':
+      if (!c.registered) return `Pending, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;
+      return row.runAt !== null && row.runAt > c.now
+        ? `Pending until ${at(row.runAt)} (delayed start).`
+        : `Pending and due: the next worker serving "${row.workflow}" with a free slot will claim it.`;
+    case 'running':
+      if (c.lease?.expired) return `Running, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead; another worker will reclaim the task.`;
+      return `Running on worker ${c.lease?.owner ?? '?'} (lease until ${at(c.lease?.expiresAt ?? null)})${row.pauseRequested ? '; a pause is requested and takes effect at the next step boundary' : ''}.`;
+    case 'waiting': {
+      const w = c.wait ?? {};
+      const until = typeof w.until === 'number' ? ` until ${at(w.until)}` : '';
+      if (w.kind === 'event') return `Waiting for event "${String(w.event)}"${until || ' (no timeout)'}; send it with engine.signal / \`stepwise signal\`.`;
+      if (w.kind === 'retry') return `Waiting to retry step "${String(w.step)}" (attempt ${String(w.attempt)})${until}.`;
+      if (w.kind === 'sleep') return `Sleeping in step "${String(w.step)}"${until}.`;
+      return `Waiting until ${at(row.runAt)}.`;
+    }
+    case 'paused':
+      return 'Paused by a user: resume it to continue.';
+    case 'cancelling':
+      return `Cancelling: worker ${c.lease?.owner ?? '?'} has been told to stop the run${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}.`;
+    case 'succeeded':
+      return `Succeeded at ${at(row.finishedAt)}.`;
+    case 'failed':
+      return `Failed: ${c.error ?? 'unknown error'}. Retry it to run again from the failed step.`;
+    case 'cancelled':
+      return `Cancelled${row.cancelReason ? `: ${row.cancelReason}` : ''}. A cancelled task never resumes.`;
+  }
+}
+
+/** The step whose failure failed the task: a StepFailedError in the error or its causes. */
+function failedStepOf(error: SerializedError): string | undefined {
+  for (let e: SerializedError | undefined = error; e; e = e.cause) {
+    if (e.code === 'STEP_FAILED' && typeof e.data?.stepName === 'string') return e.data.stepName;
+  }
+  return undefined;
+}
+
+/** Deep equality of JSON values (object key order ignored). */
+function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) {
+    const bb = b as unknown[];
+    return a.length === bb.length && a.every((v, i) => jsonEqual(v, bb[i]));
+  }
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}

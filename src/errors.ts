@@ -1,0 +1,336 @@
+/**
+ * @module errors
+ * Every public error Stepwise throws, in one place. Each class carries a stable string `code`
+ * (compare codes, not classes: errors that crossed a process boundary or came back from the store
+ * are rebuilt from JSON, where `instanceof` may not hold) and `readonly` context fields.
+ *
+ * Step code may throw {@link RetryableError} or {@link NonRetryableError} to steer retries; any
+ * other error is retryable unless it says otherwise (`retryable: false`).
+ */
+
+export const ERROR_CODES = Object.freeze({
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  INVALID_INPUT: 'INVALID_INPUT',
+  WORKFLOW_NOT_FOUND: 'WORKFLOW_NOT_FOUND',
+  TASK_NOT_FOUND: 'TASK_NOT_FOUND',
+  ILLEGAL_TRANSITION: 'ILLEGAL_TRANSITION',
+  IDEMPOTENCY_CONFLICT: 'IDEMPOTENCY_CONFLICT',
+  CONCURRENT_UPDATE: 'CONCURRENT_UPDATE',
+  NON_DETERMINISM: 'NON_DETERMINISM',
+  NOT_SERIALIZABLE: 'NOT_SERIALIZABLE',
+  STEP_FAILED: 'STEP_FAILED',
+  STEP_TIMEOUT: 'STEP_TIMEOUT',
+  RETRYABLE: 'RETRYABLE',
+  NON_RETRYABLE: 'NON_RETRYABLE',
+  TASK_FAILED: 'TASK_FAILED',
+  TASK_CANCELLED: 'TASK_CANCELLED',
+  LEASE_LOST: 'LEASE_LOST',
+  WORKER_STOPPING: 'WORKER_STOPPING',
+  STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
+  SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
+  CLOSED: 'CLOSED',
+  TIMEOUT: 'TIMEOUT',
+} as const);
+export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
+
+export interface StepwiseErrorOptions {
+  cause?: unknown;
+}
+
+/** Base class of every error Stepwise throws. `code` is stable; `message` is for people. */
+export class StepwiseError extends Error {
+  readonly code: ErrorCode;
+  /** Whether a step that failed with this error may be attempted again. */
+  readonly retryable: boolean;
+  constructor(code: ErrorCode, message: string, options: StepwiseErrorOptions & { retryable?: boolean } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'StepwiseError';
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** A bad argument to an API call or CLI command (bad duration, bad store URL, bad option). */
+export class InvalidArgumentError extends StepwiseError {
+  constructor(message: string, options?: StepwiseErrorOptions) {
+    super(ERROR_CODES.INVALID_ARGUMENT, message, options);
+    this.name = 'InvalidArgumentError';
+  }
+}
+
+/** The input given to `start` is not JSON-serialisable or fails the workflow's input schema. */
+export class InvalidInputError extends StepwiseError {
+  readonly workflow: string;
+  constructor(workflow: string, message: string, options?: StepwiseErrorOptions) {
+    super(ERROR_CODES.INVALID_INPUT, `Invalid input for workflow "${workflow}": ${message}`, options);
+    this.name = 'InvalidInputError';
+    this.workflow = workflow;
+  }
+}
+
+export class WorkflowNotFoundError extends StepwiseError {
+  readonly workflow: string;
+  constructor(workflow: string, known: readonly string[]) {
+    super(
+      ERROR_CODES.WORKFLOW_NOT_FOUND,
+      `Unknown workflow "${workflow}". ` +
+        (known.length
+          ? `Known workflows: ${known.join(', ')}.`
+          : 'No workflows are registered: pass them to new Engine({ workflows }) or start a worker that exports them.'),
+    );
+    this.name = 'WorkflowNotFoundError';
+    this.workflow = workflow;
+  }
+}
+
+export class TaskNotFoundError extends StepwiseError {
+  readonly taskId: string;
+  constructor(taskId: string) {
+    super(ERROR_CODES.TASK_NOT_FOUND, `No task with id "${taskId}". List tasks with \`stepwise ls\`.`);
+    this.name = 'TaskNotFoundError';
+    this.taskId = taskId;
+  }
+}
+
+/** An event the lifecycle table does not allow from the task's current status. */
+export class IllegalTransitionError extends StepwiseError {
+  readonly taskId: string | undefined;
+  readonly status: string;
+  readonly event: string;
+  readonly legalEvents: readonly string[];
+  constructor(status: string, event: string, legalEvents: readonly string[], taskId?: string) {
+    super(
+      ERROR_CODES.ILLEGAL_TRANSITION,
+      `Cannot ${event} ${taskId ? `task ${taskId}` : 'a task'}: it is ${status}, and "${event}" is not legal from ${status}. ` +
+        (legalEvents.length ? `Legal events: ${legalEvents.join(', ')}.` : `A ${status} task accepts no events.`),
+    );
+    this.name = 'IllegalTransitionError';
+    this.taskId = taskId;
+    this.status = status;
+    this.event = event;
+    this.legalEvents = legalEvents;
+  }
+}
+
+/** The idempotency key is already used by a task with a different workflow or input. */
+export class IdempotencyConflictError extends StepwiseError {
+  readonly idempotencyKey: string;
+  readonly existingTaskId: string;
+  constructor(idempotencyKey: string, existingTaskId: string, why: string) {
+    super(
+      ERROR_CODES.IDEMPOTENCY_CONFLICT,
+      `Idempotency key "${idempotencyKey}" already belongs to task ${existingTaskId}, ${why}. Use a new key for different work.`,
+    );
+    this.name = 'IdempotencyConflictError';
+    this.idempotencyKey = idempotencyKey;
+    this.existingTaskId = existingTaskId;
+  }
+}
+
+/** A command kept losing a compare-and-set race against other writers. */
+export class ConcurrentUpdateError extends StepwiseError {
+  readonly taskId: string;
+  constructor(taskId: string) {
+    super(ERROR_CODES.CONCURRENT_UPDATE, `Task ${taskId} kept changing under this command; try again.`, {
+      retryable: true,
+    });
+    this.name = 'ConcurrentUpdateError';
+    this.taskId = taskId;
+  }
+}
+
+/** The workflow code no longer matches the task's journal: replaying it would be wrong. */
+export class NonDeterminismError extends StepwiseError {
+  readonly taskId: string;
+  readonly position: number;
+  constructor(taskId: string, position: number, message: string) {
+    super(ERROR_CODES.NON_DETERMINISM, message);
+    this.name = 'NonDeterminismError';
+    this.taskId = taskId;
+    this.position = position;
+  }
+}
+
+/** A value that must be stored (input, step output, workflow output) is not plain JSON data. */
+export class NotSerializableError extends StepwiseError {
+  readonly path: string;
+  constructor(what: string, path: string, problem: string) {
+    super(
+      ERROR_CODES.NOT_SERIALIZABLE,
+      `${what} cannot be checkpointed: ${path} ${problem}. Return plain JSON data (objects, arrays, strings, finite numbers, booleans, null).`,
+    );
+    this.name = 'NotSerializableError';
+    this.path = path;
+  }
+}
+
+/** Thrown into workflow code when a step failed for good (non-retryable, or attempts exhausted). */
+export class StepFailedError extends StepwiseError {
+  readonly stepName: string;
+  readonly attempts: number;
+  constructor(stepName: string, attempts: number, cause: unknown) {
+    super(
+      ERROR_CODES.STEP_FAILED,
+      `Step "${stepName}" failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${describe(cause)}`,
+      { cause },
+    );
+    this.name = 'StepFailedError';
+    this.stepName = stepName;
+    this.attempts = attempts;
+  }
+}
+
+/** One attempt of a step ran longer than its `timeout`. Retryable. */
+export class StepTimeoutError extends StepwiseError {
+  readonly stepName: string;
+  readonly timeoutMs: number;
+  constructor(stepName: string, timeoutMs: number) {
+    super(ERROR_CODES.STEP_TIMEOUT, `Step "${stepName}" timed out after ${timeoutMs}ms`, { retryable: true });
+    this.name = 'StepTimeoutError';
+    this.stepName = stepName;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * Throw from step code for a failure worth retrying. `retryAfterMs` (for example from an HTTP
+ * `Retry-After` header) replaces the computed backoff for the next attempt.
+ */
+export class RetryableError extends StepwiseError {
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options: StepwiseErrorOptions & { retryAfterMs?: number } = {}) {
+    super(ERROR_CODES.RETRYABLE, message, { cause: options.cause, retryable: true });
+    this.name = 'RetryableError';
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+/** Throw from step code for a failure that another attempt cannot fix: the step fails at once. */
+export class NonRetryableError extends StepwiseError {
+  constructor(message: string, options?: StepwiseErrorOptions) {
+    super(ERROR_CODES.NON_RETRYABLE, message, { ...options, retryable: false });
+    this.name = 'NonRetryableError';
+  }
+}
+
+/** `engine.result()` of a task that ended `failed`. `cause` is the task's error. */
+export class TaskFailedError extends StepwiseError {
+  readonly taskId: string;
+  constructor(taskId: string, cause: unknown) {
+    super(ERROR_CODES.TASK_FAILED, `Task ${taskId} failed: ${describe(cause)}`, { cause });
+    this.name = 'TaskFailedError';
+    this.taskId = taskId;
+  }
+}
+
+/** `engine.result()` of a cancelled task; also what step code sees as its signal's reason on cancel. */
+export class TaskCancelledError extends StepwiseError {
+  readonly taskId: string;
+  readonly reason: string | undefined;
+  constructor(taskId: string, reason?: string) {
+    super(ERROR_CODES.TASK_CANCELLED, `Task ${taskId} was cancelled${reason ? `: ${reason}` : ''}`);
+    this.name = 'TaskCancelledError';
+    this.taskId = taskId;
+    this.reason = reason;
+  }
+}
+
+/** The worker lost its lease on a task (another worker took it over); its writes are refused. */
+export class LeaseLostError extends StepwiseError {
+  readonly taskId: string;
+  readonly epoch: number;
+  constructor(taskId: string, epoch: number) {
+    super(
+      ERROR_CODES.LEASE_LOST,
+      `Lost the lease on task ${taskId} (epoch ${epoch}): another worker owns it now; this run's writes are refused.`,
+    );
+    this.name = 'LeaseLostError';
+    this.taskId = taskId;
+    this.epoch = epoch;
+  }
+}
+
+/** The signal reason a step sees when its worker is shutting down (the task resumes elsewhere). */
+export class WorkerStoppingError extends StepwiseError {
+  constructor() {
+    super(ERROR_CODES.WORKER_STOPPING, 'The worker is stopping; the task will resume on another worker.', {
+      retryable: true,
+    });
+    this.name = 'WorkerStoppingError';
+  }
+}
+
+/** The database schema is newer than this version of Stepwise understands, or otherwise unusable. */
+export class SchemaMismatchError extends StepwiseError {
+  constructor(message: string) {
+    super(ERROR_CODES.SCHEMA_MISMATCH, message);
+    this.name = 'SchemaMismatchError';
+  }
+}
+
+export class StoreUnavailableError extends StepwiseError {
+  constructor(message: string, options?: StepwiseErrorOptions) {
+    super(ERROR_CODES.STORE_UNAVAILABLE, message, { ...options, retryable: true });
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+export class ClosedError extends StepwiseError {
+  constructor(what: string) {
+    super(ERROR_CODES.CLOSED, `${what} is closed.`);
+    this.name = 'ClosedError';
+  }
+}
+
+/** A wait (for example `engine.result(id, { timeout })`) ran out of time. */
+export class TimeoutError extends StepwiseError {
+  constructor(message: string) {
+    super(ERROR_CODES.TIMEOUT, message);
+    this.name = 'TimeoutError';
+  }
+}
+
+/** True when `e` is a Stepwise error, optionally with the given code; works on rebuilt errors too. */
+export function isStepwiseError(e: unknown, code?: ErrorCode): e is StepwiseError {
+  if (typeof e !== 'object' || e === null) return false;
+  const c = (e as { code?: unknown }).code;
+  if (typeof c !== 'string' || !(Object.values(ERROR_CODES) as string[]).includes(c)) return false;
+  return code === undefined || c === code;
+}
+
+/** Whether a step that threw `e` may be attempted again (unless its retry policy says otherwise). */
+export function isRetryable(e: unknown): boolean {
+  if (typeof e === 'object' && e !== null) {
+    const r = (e as { retryable?: unknown }).retryable;
+    if (typeof r === 'boolean') return r;
+  }
+  return true;
+}
+
+/** Turns anything thrown into an Error, keeping the original as `cause` when it was not one. */
+export function coerceError(e: unknown): Error {
+  if (e instanceof Error) return e;
+  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') {
+    const err = new Error((e as { message: string }).message, { cause: e });
+    const name = (e as { name?: unknown }).name;
+    if (typeof name === 'string') err.name = name;
+    return err;
+  }
+  return new Error(typeof e === 'string' ? e : `Non-error thrown: ${safeString(e)}`, { cause: e });
+}
+
+function describe(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') {
+    return (e as { message: string }).message;
+  }
+  return safeString(e);
+}
+
+function safeString(v: unknown): string {
+  try {
+    return typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
+  } catch {
+    return String(v);
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * @module events
+ * The worker's events, in one typed map with `noun:verb` names. Subscribe with `worker.on(name, fn)`.
+ */
+import { EventEmitter } from 'node:events';
+
+export interface WorkerEvents {
+  'worker:started': { workerId: string; workflows: string[] };
+  'worker:stopping': { workerId: string; inFlight: number };
+  'worker:stopped': { workerId: string };
+  'run:claimed': { taskId: string; workflow: string; epoch: number; reclaimed: boolean };
+  'run:finished': { taskId: string; workflow: string; status: string; durationMs: number };
+  'step:started': { taskId: string; step: string; attempt: number };
+  'step:completed': { taskId: string; step: string; attempt: number; durationMs: number };
+  'step:retrying': { taskId: string; step: string; attempt: number; delayMs: number; error: Error; parked: boolean };
+  'step:failed': { taskId: string; step: string; attempt: number; error: Error };
+  'lease:lost': { taskId: string; epoch: number };
+  /** Something went wrong in the worker itself (a claim or heartbeat failed); it keeps going. */
+  'worker:error': { error: Error; during: string };
+}
+
+export type WorkerEventName = keyof WorkerEvents;
+export type Emit = <K extends WorkerEventName>(name: K, payload: WorkerEvents[K]) => void;
+
+/** A typed EventEmitter. */
+export class TypedEmitter<Events extends object> {
+  readonly #emitter = new EventEmitter();
+  constructor() {
+    this.#emitter.setMaxListeners(100);
+  }
+  on<K extends keyof Events & string>(name: K, listener: (payload: Events[K]) => void): () => void {
+    this.#emitter.on(name, listener);
+    return () => this.#emitter.off(name, listener);
+  }
+  off<K extends keyof Events & string>(name: K, listener: (payload: Events[K]) => void): void {
+    this.#emitter.off(name, listener);
+  }
+  emit<K extends keyof Events & string>(name: K, payload: Events[K]): void {
+    this.#emitter.emit(name, payload);
+  }
+  listenerCount(name: keyof Events & string): number {
+    return this.#emitter.listenerCount(name);
+  }
+}

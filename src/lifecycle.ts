@@ -1,0 +1,199 @@
+/**
+ * @module lifecycle
+ * The task lifecycle: the one table of legal transitions, as a pure function. Nothing else in
+ * Stepwise decides a task's next status; the engine and the worker ask {@link transition} and hand
+ * the answer to the store, which re-checks it atomically (`UPDATE … WHERE status IN (<sources>)`)
+ * and appends the history row in the same transaction.
+ *
+ * A running task can carry a pause request (`pauseRequested`): the run stops at its next step
+ * boundary and then `suspend`s to `paused`. It is part of the state the table looks at, because
+ * "pause" and "resume" are legal on a running task only without, respectively with, that request.
+ */
+import { IllegalTransitionError } from './errors.ts';
+
+export const TASK_STATUSES = Object.freeze({
+  pending: 'pending',
+  running: 'running',
+  waiting: 'waiting',
+  paused: 'paused',
+  cancelling: 'cancelling',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  cancelled: 'cancelled',
+} as const);
+export type TaskStatus = (typeof TASK_STATUSES)[keyof typeof TASK_STATUSES];
+export const ALL_STATUSES: readonly TaskStatus[] = Object.freeze(Object.values(TASK_STATUSES));
+
+/** Statuses a task never leaves (except `failed`, which a user may `retry`). */
+export const FINISHED_STATUSES: readonly TaskStatus[] = Object.freeze(['succeeded', 'failed', 'cancelled']);
+/** Statuses in which a worker holds a lease on the task. */
+export const LEASED_STATUSES: readonly TaskStatus[] = Object.freeze(['running', 'cancelling']);
+
+export const LIFECYCLE_EVENTS = Object.freeze({
+  /** A worker takes a due pending or waiting task. */
+  claim: 'claim',
+  /** A worker takes a running task whose lease expired (its worker died or stalled). */
+  reclaim: 'reclaim',
+  /** The run waits (sleep, long retry backoff): no worker slot is held until `run_at`. */
+  park: 'park',
+  /** A stopping worker hands the task back so another worker resumes it at once. */
+  release: 'release',
+  /** The run reached a step boundary after a pause request. */
+  suspend: 'suspend',
+  complete: 'complete',
+  fail: 'fail',
+  /** User: stop the task. Immediate unless it is running, where it goes through `cancelling`. */
+  cancel: 'cancel',
+  /** The cancelled run stopped (or its worker died while cancelling). */
+  abort: 'abort',
+  /** User: stop at the next step boundary (running) or stay put (pending, waiting). */
+  pause: 'pause',
+  /** User: continue a paused task, or withdraw a pause request not yet honoured. */
+  resume: 'resume',
+  /** User: run a failed task again from the step that failed. */
+  retry: 'retry',
+} as const);
+export type LifecycleEvent = (typeof LIFECYCLE_EVENTS)[keyof typeof LIFECYCLE_EVENTS];
+export const ALL_EVENTS: readonly LifecycleEvent[] = Object.freeze(Object.values(LIFECYCLE_EVENTS));
+
+/** The events a user may send; the rest are sent by workers. */
+export const USER_EVENTS: readonly LifecycleEvent[] = Object.freeze(['cancel', 'pause', 'resume', 'retry']);
+
+/**
+ * What a transition does besides changing status; the engine turns effects into column writes.
+ * - `acquire-lease`: set lease owner and expiry, bump the fencing epoch.
+ * - `release-lease`: clear the lease (the epoch stays, so the old holder stays fenced off).
+ * - `abort-run`: tell the worker that holds the task to fire the run's AbortSignal.
+ * - `request-pause` / `clear-pause-request`: set or clear the pause request of a running task.
+ * - `schedule-now`: make the task due at once.
+ * - `finish`: stamp `finished_at`.
+ */
+export type LifecycleEffect =
+  | 'acquire-lease'
+  | 'release-lease'
+  | 'abort-run'
+  | 'request-pause'
+  | 'clear-pause-request'
+  | 'schedule-now'
+  | 'finish';
+
+interface Edge {
+  readonly to: TaskStatus;
+  readonly effects: readonly LifecycleEffect[];
+  /** Only when the running task has (true) or has not (false) a pause request. */
+  readonly whenPauseRequested?: boolean;
+}
+
+const e = (to: TaskStatus, effects: LifecycleEffect[] = [], whenPauseRequested?: boolean): Edge =>
+  whenPauseRequested === undefined ? { to, effects } : { to, effects, whenPauseRequested };
+
+/** The table. Rows are statuses, columns events; a missing cell is an illegal transition. */
+const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge>>>> = {
+  pending: {
+    claim: e('running', ['acquire-lease']),
+    cancel: e('cancelled', ['finish']),
+    pause: e('paused'),
+  },
+  waiting: {
+    claim: e('running', ['acquire-lease']),
+    cancel: e('cancelled', ['finish']),
+    pause: e('paused'),
+  },
+  running: {
+    reclaim: e('running', ['acquire-lease']),
+    park: e('waiting', ['release-lease']),
+    release: e('pending', ['release-lease', 'schedule-now']),
+    suspend: e('paused', ['release-lease', 'clear-pause-request'], true),
+    complete: e('succeeded', ['release-lease', 'finish']),
+    fail: e('failed', ['release-lease', 'finish']),
+    cancel: e('cancelling', ['abort-run']),
+    pause: e('running', ['request-pause'], false),
+    resume: e('running', ['clear-pause-request'], true),
+  },
+  paused: {
+    resume: e('pending', ['schedule-now']),
+    cancel: e('cancelled', ['finish']),
+  },
+  cancelling: {
+    abort: e('cancelled', ['release-lease', 'finish']),
+  },
+  succeeded: {},
+  failed: {
+    retry: e('pending', ['schedule-now']),
+  },
+  cancelled: {},
+};
+
+/** The part of a task the lifecycle looks at. */
+export interface LifecycleState {
+  readonly status: TaskStatus;
+  readonly pauseRequested?: boolean;
+}
+
+export interface Transition {
+  readonly from: TaskStatus;
+  readonly to: TaskStatus;
+  readonly event: LifecycleEvent;
+  readonly effects: readonly LifecycleEffect[];
+  /** The edge exists only with (true) or without (false) a pause request: the store must re-check it. */
+  readonly pauseRequested?: boolean;
+}
+
+function edge(state: LifecycleState, event: LifecycleEvent): Edge | undefined {
+  const found = TABLE[state.status][event];
+  if (!found) return undefined;
+  if (found.whenPauseRequested !== undefined && found.whenPauseRequested !== Boolean(state.pauseRequested)) {
+    return undefined;
+  }
+  return found;
+}
+
+/**
+ * The next status for `event`, and the effects to apply; throws {@link IllegalTransitionError}
+ * (naming the status, the event and the legal events) when the table has no such edge.
+ */
+export function transition(state: LifecycleState, event: LifecycleEvent, taskId?: string): Transition {
+  const found = edge(state, event);
+  if (!found) throw new IllegalTransitionError(describeState(state), event, legalEvents(state), taskId);
+  const t: Transition = { from: state.status, to: found.to, event, effects: found.effects };
+  return found.whenPauseRequested === undefined ? t : { ...t, pauseRequested: found.whenPauseRequested };
+}
+
+/** The events legal from `state`, in table order. */
+export function legalEvents(state: LifecycleState): LifecycleEvent[] {
+  return ALL_EVENTS.filter((ev) => edge(state, ev) !== undefined);
+}
+
+/** The statuses from which `event` is legal (for the store's atomic `WHERE status IN (…)`). */
+export function sourcesOf(event: LifecycleEvent): TaskStatus[] {
+  return ALL_STATUSES.filter((s) => TABLE[s][event] !== undefined);
+}
+
+export function isFinished(status: TaskStatus): boolean {
+  return FINISHED_STATUSES.includes(status);
+}
+
+export function isTaskStatus(value: unknown): value is TaskStatus {
+  return typeof value === 'string' && (ALL_STATUSES as readonly string[]).includes(value);
+}
+
+function describeState(state: LifecycleState): string {
+  return state.status === 'running' && state.pauseRequested ? 'running (pause requested)' : state.status;
+}
+
+/** Every (status, event) edge, for drawing the lifecycle diagram. */
+export function lifecycleEdges(): Array<{ from: TaskStatus; event: LifecycleEvent; to: TaskStatus; condition?: string }> {
+  const out: Array<{ from: TaskStatus; event: LifecycleEvent; to: TaskStatus; condition?: string }> = [];
+  for (const from of ALL_STATUSES) {
+    for (const event of ALL_EVENTS) {
+      const found = TABLE[from][event];
+      if (!found) continue;
+      out.push(
+        found.whenPauseRequested === undefined
+          ? { from, event, to: found.to }
+          : { from, event, to: found.to, condition: found.whenPauseRequested ? 'pause requested' : 'no pause request' },
+      );
+    }
+  }
+  return out;
+}

@@ -1,0 +1,18 @@
+/**
+ * @module local-bus
+ * @internal
+ * In-process notifications between an engine and its workers: a task became runnable, was
+ * cancelled, paused or resumed, or a run settled. Across processes the same news travels through
+ * the store (PostgreSQL LISTEN/NOTIFY) or is found by polling and heartbeats.
+ */
+import { TypedEmitter } from './events.ts';
+
+export interface LocalBusEvents {
+  'task:ready': { taskId: string; workflow: string | null };
+  'task:cancel': { taskId: string; reason: string | null };
+  'task:pause': { taskId: string };
+  'task:resume': { taskId: string };
+  'task:settled': { taskId: string; status: string };
+}
+
+export class LocalBus extends TypedEmitter<LocalBusEvents> {}

@@ -1,0 +1,121 @@
+/**
+ * @module serialize
+ * What goes into the store is JSON text. This module refuses values that JSON would silently
+ * change (a Date becomes a string, a Map becomes `{}`, NaN becomes null, a class instance loses its
+ * prototype) so that a replayed step returns exactly what the first run returned; and it turns
+ * errors into JSON and back, keeping `name`, `message`, `code`, `stack`, `retryable` and `cause`.
+ */
+import { ERROR_CODES, NotSerializableError, StepwiseError, coerceError, type ErrorCode } from './errors.ts';
+
+/** JSON text for `value`, or `null` for `undefined`. Throws {@link NotSerializableError}. */
+export function encodeJson(value: unknown, what: string): string | null {
+  if (value === undefined) return null;
+  checkJson(value, what, 'the value', new Set());
+  return JSON.stringify(value);
+}
+
+export function decodeJson(text: string | null): unknown {
+  return text === null ? undefined : JSON.parse(text);
+}
+
+function checkJson(value: unknown, what: string, path: string, seen: Set<object>): void {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return;
+    case 'number':
+      if (!Number.isFinite(value)) throw new NotSerializableError(what, path, `is ${value}`);
+      return;
+    case 'undefined':
+      return; // dropped from objects, like JSON.stringify; top-level undefined is stored as NULL
+    case 'bigint':
+      throw new NotSerializableError(what, path, 'is a bigint (convert it to a string)');
+    case 'function':
+      throw new NotSerializableError(what, path, 'is a function');
+    case 'symbol':
+      throw new NotSerializableError(what, path, 'is a symbol');
+  }
+  if (value === null) return;
+  const obj = value as object;
+  if (seen.has(obj)) throw new NotSerializableError(what, path, 'refers back to itself (a cycle)');
+  seen.add(obj);
+  if (Array.isArray(obj)) {
+    for (let i = 0; i < obj.length; i++) {
+      const item: unknown = obj[i];
+      if (item === undefined) throw new NotSerializableError(what, `${path}[${i}]`, 'is undefined (JSON turns it into null)');
+      checkJson(item, what, `${path}[${i}]`, seen);
+    }
+  } else {
+    const proto: unknown = Object.getPrototypeOf(obj);
+    if (proto !== Object.prototype && proto !== null) {
+      const kind = (obj.constructor as { name?: string } | undefined)?.name || 'object';
+      const hint = obj instanceof Date ? ' (use date.toISOString())' : obj instanceof Map || obj instanceof Set ? ' (use an array or a plain object)' : '';
+      throw new NotSerializableError(what, path, `is a ${kind}${hint}`);
+    }
+    for (const [k, v] of Object.entries(obj)) checkJson(v, what, /^[A-Za-z_$][\w$]*$/.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`, seen);
+  }
+  seen.delete(obj);
+}
+
+/** The JSON form of an error as stored in the task row and the journal. */
+export interface SerializedError {
+  name: string;
+  message: string;
+  code?: string;
+  stack?: string;
+  retryable?: boolean;
+  retryAfterMs?: number;
+  /** Extra own enumerable fields of the error that were JSON data (`status`, `stepName`, …). */
+  data?: Record<string, unknown>;
+  cause?: SerializedError;
+}
+
+const SKIP_FIELDS = new Set(['name', 'message', 'code', 'stack', 'retryable', 'retryAfterMs', 'cause']);
+
+export function serializeError(e: unknown, depth = 0): SerializedError {
+  const err = coerceError(e);
+  const out: SerializedError = { name: err.name || 'Error', message: err.message };
+  const anyErr = err as Error & { code?: unknown; retryable?: unknown; retryAfterMs?: unknown };
+  if (typeof anyErr.code === 'string') out.code = anyErr.code;
+  if (typeof err.stack === 'string') out.stack = err.stack;
+  if (typeof anyErr.retryable === 'boolean') out.retryable = anyErr.retryable;
+  if (typeof anyErr.retryAfterMs === 'number') out.retryAfterMs = anyErr.retryAfterMs;
+  const data: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(err)) {
+    if (SKIP_FIELDS.has(k)) continue;
+    if (v === null || ['string', 'number', 'boolean'].includes(typeof v)) data[k] = v;
+  }
+  if (Object.keys(data).length) out.data = data;
+  if (err.cause !== undefined && depth < 5) out.cause = serializeError(err.cause, depth + 1);
+  return out;
+}
+
+/**
+ * An error rebuilt from its JSON form. It is a {@link StepwiseError} when the code is one of ours
+ * (so `isStepwiseError` and `.code` work), otherwise a plain `Error` with the original `name`.
+ */
+export function deserializeError(s: SerializedError): Error {
+  const cause = s.cause ? deserializeError(s.cause) : undefined;
+  const known = s.code !== undefined && (Object.values(ERROR_CODES) as string[]).includes(s.code);
+  let err: Error;
+  if (known) {
+    err = new StepwiseError(s.code as ErrorCode, s.message, { cause, retryable: s.retryable ?? false });
+  } else {
+    err = new Error(s.message, cause === undefined ? undefined : { cause });
+    if (s.code !== undefined) (err as Error & { code?: string }).code = s.code;
+    if (s.retryable !== undefined) (err as Error & { retryable?: boolean }).retryable = s.retryable;
+  }
+  err.name = s.name;
+  if (s.retryAfterMs !== undefined) (err as Error & { retryAfterMs?: number }).retryAfterMs = s.retryAfterMs;
+  if (s.stack !== undefined) err.stack = s.stack;
+  if (s.data) Object.assign(err, s.data);
+  return err;
+}
+
+export function encodeError(e: unknown): string {
+  return JSON.stringify(serializeError(e));
+}
+
+export function decodeError(text: string): SerializedError {
+  return JSON.parse(text) as SerializedError;
+}

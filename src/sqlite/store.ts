@@ -1,0 +1,368 @@
+/**
+ * @module sqlite/store
+ * The embedded store: one SQLite file (WAL), shared by any number of worker processes on one
+ * machine. better-sqlite3 is synchronous, so every method runs to completion before it returns;
+ * every write runs in a `BEGIN IMMEDIATE` transaction, which takes the file's write lock up front
+ * (a deferred transaction that upgrades to a writer could fail with SQLITE_BUSY instead of waiting).
+ */
+import type Database from 'better-sqlite3';
+import { openSqlite, type SqliteOptions } from './connection.ts';
+import { migrateSqlite } from './migrate.ts';
+import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
+import { ClosedError } from '../errors.ts';
+import {
+  STEP_COLUMNS, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
+} from '../rows.ts';
+import type {
+  ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask,
+  SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
+  WriteOp, WriteResult,
+} from '../store.ts';
+
+type Raw = Record<string, unknown>;
+
+const inList = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+const LEASED_SQL = LEASED_STATUSES.map((s) => `'${s}'`).join(', ');
+
+export interface SqliteStoreOptions extends SqliteOptions {
+  /** Clock for migration timestamps only; everything else gets "now" from the caller. */
+  now?: () => number;
+}
+
+export class SqliteStore implements Store {
+  readonly dialect = 'sqlite' as const;
+  readonly description: string;
+  readonly path: string;
+  #db: Database.Database | null;
+  readonly #statements = new Map<string, Database.Statement>();
+  readonly #now: () => number;
+
+  constructor(path: string, options: SqliteStoreOptions = {}) {
+    this.path = path;
+    this.description = `sqlite:${path} (synchronous=${options.synchronous ?? 'FULL'})`;
+    this.#db = openSqlite(path, options);
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The underlying better-sqlite3 handle (for tests and for writes that must share a transaction). */
+  get db(): Database.Database {
+    if (!this.#db) throw new ClosedError('The SQLite store');
+    return this.#db;
+  }
+
+  #stmt(sql: string): Database.Statement {
+    let s = this.#statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      this.#statements.set(sql, s);
+    }
+    return s;
+  }
+
+  #tx<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  async migrate(): Promise<void> {
+    migrateSqlite(this.db, this.#now());
+  }
+
+  async close(): Promise<void> {
+    if (!this.#db) return;
+    this.#statements.clear();
+    this.#db.close();
+    this.#db = null;
+  }
+
+  async insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
+    return this.#tx(() => {
+      const row = this.#stmt(
+        `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
+         VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)
+         ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
+      ).get(task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt) as Raw | undefined;
+      if (row) {
+        this.#history(task.id, task.createdAt, 'create', null, 'pending', 0, null, null);
+        return { task: toTaskRow(row), created: true };
+      }
+      const existing = this.#stmt('SELECT * FROM stepwise_tasks WHERE idempotency_key = ?').get(task.idempotencyKey) as Raw;
+      return { task: toTaskRow(existing), created: false };
+    });
+  }
+
+  async getTask(id: string): Promise<TaskRow | null> {
+    const row = this.#stmt('SELECT * FROM stepwise_tasks WHERE id = ?').get(id) as Raw | undefined;
+    return row ? toTaskRow(row) : null;
+  }
+
+  async findTaskByKey(key: string): Promise<TaskRow | null> {
+    const row = this.#stmt('SELECT * FROM stepwise_tasks WHERE idempotency_key = ?').get(key) as Raw | undefined;
+    return row ? toTaskRow(row) : null;
+  }
+
+  async listTasks(q: ListQuery): Promise<TaskRow[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.statuses?.length) {
+      where.push(`status IN (${inList(q.statuses.length)})`);
+      params.push(...q.statuses);
+    }
+    if (q.workflow !== undefined) {
+      where.push('workflow = ?');
+      params.push(q.workflow);
+    }
+    if (q.before !== undefined) {
+      where.push('id < ?');
+      params.push(q.before);
+    }
+    const sql = `SELECT * FROM stepwise_tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+    return (this.#stmt(sql).all(...params, q.limit) as Raw[]).map(toTaskRow);
+  }
+
+  async getSteps(taskId: string): Promise<StepRow[]> {
+    return this.#steps(taskId);
+  }
+
+  #steps(taskId: string): StepRow[] {
+    return (this.#stmt('SELECT * FROM stepwise_steps WHERE task_id = ? ORDER BY seq').all(taskId) as Raw[]).map(toStepRow);
+  }
+
+  #pendingSignals(taskId: string): SignalRow[] {
+    return (
+      this.#stmt('SELECT * FROM stepwise_signals WHERE task_id = ? AND consumed_seq IS NULL ORDER BY id').all(taskId) as Raw[]
+    ).map(toSignalRow);
+  }
+
+  async getHistory(taskId: string): Promise<HistoryRow[]> {
+    return (this.#stmt('SELECT * FROM stepwise_history WHERE task_id = ? ORDER BY id').all(taskId) as Raw[]).map(toHistoryRow);
+  }
+
+  async getSignals(taskId: string): Promise<SignalRow[]> {
+    return (this.#stmt('SELECT * FROM stepwise_signals WHERE task_id = ? ORDER BY id').all(taskId) as Raw[]).map(toSignalRow);
+  }
+
+  #history(taskId: string, at: number, event: string, from: TaskStatus | null, to: TaskStatus, epoch: number, workerId: string | null, detail: string | null): void {
+    this.#stmt(
+      'INSERT INTO stepwise_history (task_id, at, event, from_status, to_status, epoch, worker_id, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(taskId, at, event, from, to, epoch, workerId, detail);
+  }
+
+  async transition(write: TransitionWrite): Promise<TaskRow | null> {
+    return this.#tx(() => this.#transition(write));
+  }
+
+  #transition(w: TransitionWrite): TaskRow | null {
+    const current = this.#stmt('SELECT status, version, epoch, pause_requested FROM stepwise_tasks WHERE id = ?').get(w.taskId) as
+      | { status: TaskStatus; version: number; epoch: number; pause_requested: number }
+      | undefined;
+    if (!current || !w.from.includes(current.status)) return null;
+    if (w.pauseRequested !== undefined && (current.pause_requested === 1) !== w.pauseRequested) return null;
+    if ('version' in w.guard ? current.version !== w.guard.version : current.epoch !== w.guard.epoch) return null;
+    const { sets, params } = this.#assignments(w.set);
+    const row = this.#stmt(`UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets} WHERE id = ? RETURNING *`).get(
+      w.to, w.at, ...params, w.taskId,
+    ) as Raw;
+    this.#history(w.taskId, w.at, w.event, current.status, w.to, current.epoch, w.workerId ?? null, w.detail ?? null);
+    if (typeof w.set.waitEvent === 'string') {
+      this.#stmt(
+        `UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND EXISTS
+           (SELECT 1 FROM stepwise_signals WHERE task_id = ? AND name = ? AND consumed_seq IS NULL)`,
+      ).run(w.at, w.taskId, w.taskId, w.set.waitEvent);
+    }
+    for (const step of w.steps ?? []) this.#upsertStep(step);
+    for (const c of w.consume ?? []) this.#consume(c.signalId, c.seq);
+    return toTaskRow(row);
+  }
+
+  /** `, col = ?, …` for a patch, and its parameters. */
+  #assignments(patch: TaskPatch): { sets: string; params: unknown[] } {
+    let sets = '';
+    const params: unknown[] = [];
+    for (const [col, value] of patchAssignments(patch, (b) => (b ? 1 : 0))) {
+      if (isRaw(value)) sets += `, ${col} = ${value.raw}`;
+      else {
+        sets += `, ${col} = ?`;
+        params.push(value);
+      }
+    }
+    return { sets, params };
+  }
+
+  #upsertStep(step: StepRow): void {
+    this.#stmt(
+      `INSERT INTO stepwise_steps (${STEP_COLUMNS.join(', ')}) VALUES (${inList(STEP_COLUMNS.length)})
+       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ')}`,
+    ).run(...stepValues(step));
+  }
+
+  #consume(signalId: number, seq: number): void {
+    this.#stmt('UPDATE stepwise_signals SET consumed_seq = ? WHERE id = ? AND consumed_seq IS NULL').run(seq, signalId);
+  }
+
+  /** The fenced journal write: accepted only while the writer's epoch is current and the task leased. */
+  #stepWrite(w: StepWrite): boolean {
+    const fence = this.#stmt(`SELECT 1 FROM stepwise_tasks WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL})`).get(w.taskId, w.epoch);
+    if (!fence) return false;
+    this.#upsertStep(w.step);
+    if (w.consume) this.#consume(w.consume.signalId, w.consume.seq);
+    return true;
+  }
+
+  async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
+    if (ops.length === 1 && ops[0]?.kind === 'step') {
+      // The hot path of a plain step: one statement, one implicit transaction.
+      return [this.#singleStepWrite(ops[0])];
+    }
+    return this.#tx(() => ops.map((op) => (op.kind === 'step' ? this.#stepWrite(op) : this.#transition(op))));
+  }
+
+  #singleStepWrite(w: StepWrite): boolean {
+    if (w.consume) return this.#tx(() => this.#stepWrite(w));
+    const res = this.#stmt(
+      `INSERT INTO stepwise_steps (${STEP_COLUMNS.join(', ')}) SELECT ${inList(STEP_COLUMNS.length)}
+       WHERE EXISTS (SELECT 1 FROM stepwise_tasks WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL}))
+       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ')}`,
+    ).run(...stepValues(w.step), w.taskId, w.epoch);
+    return res.changes === 1;
+  }
+
+  async claim(r: ClaimRequest): Promise<ClaimedTask[]> {
+    if (r.limit <= 0 || r.workflows.length === 0) return [];
+    return this.#tx(() => {
+      const picked: Array<{ id: string; status: TaskStatus; workflow: string; leaseOwner: string | null; event: 'claim' | 'reclaim' }> = [];
+      const room = this.#room(r);
+      const take = (rows: Raw[], event: 'claim' | 'reclaim'): void => {
+        for (const row of rows) {
+          if (picked.length >= r.limit) return;
+          const wf = String(row.workflow);
+          const left = room.get(wf);
+          if (left !== undefined) {
+            if (left <= 0) continue;
+            room.set(wf, left - 1);
+          }
+          picked.push({ id: String(row.id), status: row.status as TaskStatus, workflow: wf, leaseOwner: (row.lease_owner as string | null) ?? null, event });
+        }
+      };
+      const wfIn = inList(r.workflows.length);
+      // Expired leases first: their tasks have waited longest.
+      take(
+        this.#stmt(
+          `SELECT id, status, workflow, lease_owner FROM stepwise_tasks
+           WHERE status IN (${inList(r.reclaim.from.length)}) AND lease_expires_at <= ? AND workflow IN (${wfIn})
+           ORDER BY lease_expires_at LIMIT ?`,
+        ).all(...r.reclaim.from, r.now, ...r.workflows, r.limit * 4) as Raw[],
+        'reclaim',
+      );
+      if (picked.length < r.limit) {
+        take(
+          this.#stmt(
+            `SELECT id, status, workflow, NULL AS lease_owner FROM stepwise_tasks
+             WHERE status IN (${inList(r.claim.from.length)}) AND run_at <= ? AND workflow IN (${wfIn})
+             ORDER BY run_at, id LIMIT ?`,
+          ).all(...r.claim.from, r.now, ...r.workflows, r.limit * 4) as Raw[],
+          'claim',
+        );
+      }
+      const expires = r.now + r.leaseMs;
+      return picked.map((p) => {
+        const to = p.event === 'claim' ? r.claim.to : r.reclaim.to;
+        const row = toTaskRow(
+          this.#stmt(
+            `UPDATE stepwise_tasks SET status = ?, lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1,
+               version = version + 1, runs = runs + 1, wait = NULL, wait_event = NULL, updated_at = ?
+             WHERE id = ? RETURNING *`,
+          ).get(to, r.workerId, expires, r.now, p.id) as Raw,
+        );
+        const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
+        this.#history(p.id, r.now, p.event, p.status, to, row.epoch, r.workerId, detail);
+        return { task: row, event: p.event, steps: this.#steps(p.id), signals: this.#pendingSignals(p.id) };
+      });
+    });
+  }
+
+  /** Remaining capacity per capped workflow (tasks in leased statuses count against the cap). */
+  #room(r: ClaimRequest): Map<string, number> {
+    const room = new Map<string, number>();
+    const capped = Object.entries(r.concurrency ?? {}).filter(([wf]) => r.workflows.includes(wf));
+    if (!capped.length) return room;
+    for (const [wf, cap] of capped) room.set(wf, cap);
+    const counts = this.#stmt(
+      `SELECT workflow, COUNT(*) AS n FROM stepwise_tasks WHERE status IN (${LEASED_SQL}) AND lease_expires_at > ?
+       AND workflow IN (${inList(capped.length)}) GROUP BY workflow`,
+    ).all(r.now, ...capped.map(([wf]) => wf)) as Array<{ workflow: string; n: number }>;
+    for (const c of counts) room.set(c.workflow, (room.get(c.workflow) ?? 0) - c.n);
+    return room;
+  }
+
+  async heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> {
+    if (!r.held.length) return [];
+    return this.#tx(() => {
+      const out: HeldTask[] = [];
+      const stmt = this.#stmt(
+        `UPDATE stepwise_tasks SET lease_expires_at = ? WHERE id = ? AND epoch = ? AND lease_owner = ? AND status IN (${LEASED_SQL})
+         RETURNING id, status, pause_requested, cancel_reason`,
+      );
+      for (const h of r.held) {
+        const row = stmt.get(r.now + r.leaseMs, h.taskId, h.epoch, r.workerId) as Raw | undefined;
+        if (row) {
+          out.push({
+            taskId: String(row.id),
+            status: row.status as TaskStatus,
+            pauseRequested: row.pause_requested === 1,
+            cancelReason: (row.cancel_reason as string | null) ?? null,
+          });
+        }
+      }
+      return out;
+    });
+  }
+
+  async expireLeases(r: ExpireRequest): Promise<number> {
+    return this.#tx(() => {
+      const rows = this.#stmt(
+        `SELECT id, status, epoch, lease_owner FROM stepwise_tasks WHERE status IN (${inList(r.from.length)}) AND lease_expires_at <= ?`,
+      ).all(...r.from, r.now) as Array<{ id: string; status: TaskStatus; epoch: number; lease_owner: string | null }>;
+      const { sets, params } = this.#assignments(r.set);
+      for (const row of rows) {
+        this.#stmt(`UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets} WHERE id = ?`).run(r.to, r.now, ...params, row.id);
+        this.#history(row.id, r.now, r.event, row.status, r.to, row.epoch, null, JSON.stringify({ reason: 'lease expired', previousOwner: row.lease_owner }));
+      }
+      return rows.length;
+    });
+  }
+
+  async insertSignal(s: SignalWrite): Promise<{ created: boolean } | null> {
+    return this.#tx(() => {
+      const exists = this.#stmt('SELECT 1 FROM stepwise_tasks WHERE id = ?').get(s.taskId);
+      if (!exists) return null;
+      const res = this.#stmt(
+        `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (task_id, idempotency_key) DO NOTHING`,
+      ).run(s.taskId, s.name, s.payload, s.idempotencyKey, s.at);
+      if (res.changes === 1) {
+        this.#stmt('UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND wait_event = ?').run(s.at, s.taskId, s.name);
+      }
+      return { created: res.changes === 1 };
+    });
+  }
+
+  async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {
+    if (!workflows.length) return;
+    this.#tx(() => {
+      for (const w of workflows) {
+        this.#stmt(
+          `INSERT INTO stepwise_workflows (name, version, registered_at, last_seen_at) VALUES (?, ?, ?, ?)
+           ON CONFLICT (name, version) DO UPDATE SET last_seen_at = excluded.last_seen_at`,
+        ).run(w.name, w.version, w.at, w.at);
+      }
+    });
+  }
+
+  async listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> {
+    return (this.#stmt('SELECT name, version, last_seen_at FROM stepwise_workflows ORDER BY name, version').all() as Raw[]).map((r) => ({
+      name: String(r.name),
+      version: String(r.version),
+      lastSeenAt: Number(r.last_seen_at),
+    }));
+  }
+}

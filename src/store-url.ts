@@ -1,0 +1,55 @@
+/**
+ * @module store-url
+ * Opens a store from a URL: `sqlite:<path>` (relative to the working directory, or absolute;
+ * `sqlite::memory:` for a private in-memory database) with optional `?synchronous=normal`, or
+ * `postgres://…` / `postgresql://…` (the PostgreSQL store is loaded only when asked for).
+ */
+import { resolve } from 'node:path';
+import { InvalidArgumentError } from './errors.ts';
+import type { Store } from './store.ts';
+import type { SqliteOptions, SqliteSynchronous } from './sqlite/connection.ts';
+
+/** The store used when none is given: a file in the working directory. */
+export const DEFAULT_STORE_URL = 'sqlite:./.stepwise/stepwise.db';
+
+export interface StoreOptions {
+  sqlite?: SqliteOptions;
+  postgres?: { schema?: string; poolSize?: number };
+}
+
+export function describeStoreUrl(url: string): { dialect: 'sqlite'; path: string; options: SqliteOptions } | { dialect: 'postgres'; url: string } {
+  if (typeof url !== 'string' || !url) throw new InvalidArgumentError('The store URL is empty: use sqlite:<path> or postgres://…');
+  if (/^postgres(ql)?:\/\//i.test(url)) return { dialect: 'postgres', url };
+  if (url.startsWith('sqlite:')) {
+    let rest = url.slice('sqlite:'.length);
+    const q = rest.indexOf('?');
+    const params = new URLSearchParams(q >= 0 ? rest.slice(q + 1) : '');
+    if (q >= 0) rest = rest.slice(0, q);
+    if (rest.startsWith('//')) rest = rest.slice(2); // sqlite:///abs/path
+    if (!rest) throw new InvalidArgumentError(`Store URL "${url}" has no path: use sqlite:./stepwise.db`);
+    const options: SqliteOptions = {};
+    for (const [k, v] of params) {
+      if (k === 'synchronous') {
+        const s = v.toUpperCase();
+        if (s !== 'FULL' && s !== 'NORMAL') throw new InvalidArgumentError(`synchronous=${v} in "${url}": use full or normal`);
+        options.synchronous = s as SqliteSynchronous;
+      } else if (k === 'busyTimeoutMs') {
+        options.busyTimeoutMs = Number(v);
+      } else {
+        throw new InvalidArgumentError(`Unknown option "${k}" in store URL "${url}" (known: synchronous, busyTimeoutMs)`);
+      }
+    }
+    return { dialect: 'sqlite', path: rest === ':memory:' ? rest : resolve(rest), options };
+  }
+  throw new InvalidArgumentError(`Unsupported store URL "${url}": use sqlite:<path> or postgres://user@host:port/database`);
+}
+
+export async function openStore(url: string, options: StoreOptions = {}): Promise<Store> {
+  const d = describeStoreUrl(url);
+  if (d.dialect === 'sqlite') {
+    const { SqliteStore } = await import('./sqlite/store.ts');
+    return new SqliteStore(d.path, { ...options.sqlite, ...d.options });
+  }
+  const { PostgresStore } = await import('./postgres/store.ts');
+  return new PostgresStore(d.url, options.postgres);
+}

@@ -1,0 +1,283 @@
+/**
+ * @module store
+ * The Store contract: what the engine needs from a database, in terms of rows and guarded writes.
+ * A store knows SQL and nothing about workflows; the engine knows workflows and nothing about SQL.
+ * JSON payloads (input, output, errors, details) travel as text and are never parsed here.
+ *
+ * Every status change is a {@link TransitionWrite}: the lifecycle module has already picked the
+ * target status and the legal source statuses; the store re-checks them atomically
+ * (`UPDATE … WHERE status IN (…) AND version = ?` or `AND epoch = ?`) and appends the history row
+ * in the same transaction. Worker writes are fenced by the lease epoch: a worker that lost its
+ * lease (another worker claimed the task and bumped the epoch) gets its writes refused.
+ */
+import type { TaskStatus } from './lifecycle.ts';
+
+export interface TaskRow {
+  id: string;
+  workflow: string;
+  workflowVersion: string;
+  status: TaskStatus;
+  /** JSON text; `null` stands for `undefined`. */
+  input: string | null;
+  output: string | null;
+  /** JSON of a SerializedError. */
+  error: string | null;
+  idempotencyKey: string | null;
+  /** When a pending or waiting task becomes due (ms since epoch); `null`: not by time. */
+  runAt: number | null;
+  leaseOwner: string | null;
+  leaseExpiresAt: number | null;
+  /** Fencing epoch: bumped by every claim; every worker write must quote it. */
+  epoch: number;
+  /** Row version for compare-and-set by commands. */
+  version: number;
+  /** Runs so far (claims, including reclaims after a lost worker). */
+  runs: number;
+  /** User retries of a failed task so far. */
+  retries: number;
+  pauseRequested: boolean;
+  /** What a waiting task waits for (JSON), for `explain` and the CLI. */
+  wait: string | null;
+  /** The event name a waiting task waits for; a matching signal makes it due at once. */
+  waitEvent: string | null;
+  cancelReason: string | null;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+}
+
+export type StepKind = 'step' | 'sleep' | 'event';
+/**
+ * - `completed`: output recorded; replay returns it.
+ * - `failed`: failed for good; replay throws the recorded error (until the task is retried).
+ * - `retrying`: an attempt failed and another is due at `wakeAt`.
+ * - `waiting`: a sleep or event wait in progress, until `wakeAt` (or a signal).
+ */
+export type StepStatus = 'completed' | 'failed' | 'retrying' | 'waiting';
+
+/** One journal entry: the checkpoint of one step (or sleep, or event wait) of a task. */
+export interface StepRow {
+  taskId: string;
+  /** Position in the workflow's call order (0-based): the replay identity with `name`. */
+  seq: number;
+  /** Step id: the step's name, with `#n` from the second occurrence on (`fetch`, `fetch#2`). */
+  name: string;
+  kind: StepKind;
+  status: StepStatus;
+  output: string | null;
+  error: string | null;
+  attempts: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  wakeAt: number | null;
+  /** Lease epoch of the run that wrote it. */
+  epoch: number;
+}
+
+export interface HistoryRow {
+  id: number;
+  taskId: string;
+  at: number;
+  event: string;
+  fromStatus: TaskStatus | null;
+  toStatus: TaskStatus;
+  epoch: number;
+  workerId: string | null;
+  /** JSON text. */
+  detail: string | null;
+}
+
+export interface SignalRow {
+  id: number;
+  taskId: string;
+  name: string;
+  payload: string | null;
+  idempotencyKey: string | null;
+  createdAt: number;
+  /** Journal position of the event wait that consumed it; `null` while unconsumed. */
+  consumedSeq: number | null;
+}
+
+/** Columns a transition may set besides status/version/updated_at. Absent keys are left alone. */
+export interface TaskPatch {
+  output?: string | null;
+  error?: string | null;
+  runAt?: number | null;
+  /** `true` clears lease owner and expiry. */
+  clearLease?: boolean;
+  pauseRequested?: boolean;
+  wait?: string | null;
+  waitEvent?: string | null;
+  cancelReason?: string | null;
+  finishedAt?: number | null;
+  /** `true` adds one to `retries`. */
+  incrementRetries?: boolean;
+}
+
+export type WriteGuard = { version: number } | { epoch: number };
+
+export interface TransitionWrite {
+  kind: 'transition';
+  taskId: string;
+  event: string;
+  /** Legal source statuses (from the lifecycle table); the write is refused from any other. */
+  from: readonly TaskStatus[];
+  to: TaskStatus;
+  guard: WriteGuard;
+  /** When set, the write is refused unless the task's pause request is in this state. */
+  pauseRequested?: boolean;
+  set: TaskPatch;
+  at: number;
+  workerId?: string | null;
+  /** JSON text for the history row. */
+  detail?: string | null;
+  /** Journal rows committed in the same transaction (upserted by (taskId, seq)). */
+  steps?: readonly StepRow[];
+  /** Signals consumed in the same transaction. */
+  consume?: readonly { signalId: number; seq: number }[];
+}
+// When `set.waitEvent` names an event, the store also makes the task due at `at` if an unconsumed
+// signal of that name already exists, so that a signal sent while the task was still running
+// cannot be missed.
+
+/** A journal write by the run holding the lease at `epoch`; refused once the epoch moved on. */
+export interface StepWrite {
+  kind: 'step';
+  taskId: string;
+  epoch: number;
+  step: StepRow;
+  consume?: { signalId: number; seq: number };
+}
+
+export type WriteOp = TransitionWrite | StepWrite;
+/** For a transition: the updated row, or `null` if its guard failed; for a step: accepted or not. */
+export type WriteResult = TaskRow | null | boolean;
+
+export interface NewTask {
+  id: string;
+  workflow: string;
+  workflowVersion: string;
+  input: string | null;
+  idempotencyKey: string | null;
+  runAt: number;
+  createdAt: number;
+}
+
+export interface ClaimRequest {
+  workerId: string;
+  now: number;
+  leaseMs: number;
+  limit: number;
+  /** Only tasks of these workflows. */
+  workflows: readonly string[];
+  /** Statuses a due task is claimed from (lifecycle `claim` sources), and the target. */
+  claim: { from: readonly TaskStatus[]; to: TaskStatus };
+  /** Statuses an expired-lease task is reclaimed from (lifecycle `reclaim` sources), and the target. */
+  reclaim: { from: readonly TaskStatus[]; to: TaskStatus };
+  /** Per-workflow caps on tasks in leased statuses, across all workers. */
+  concurrency?: Readonly<Record<string, number>>;
+}
+
+export interface ClaimedTask {
+  task: TaskRow;
+  event: 'claim' | 'reclaim';
+  steps: StepRow[];
+  signals: SignalRow[];
+}
+
+export interface HeartbeatRequest {
+  workerId: string;
+  now: number;
+  leaseMs: number;
+  held: readonly { taskId: string; epoch: number }[];
+}
+
+export interface HeldTask {
+  taskId: string;
+  status: TaskStatus;
+  pauseRequested: boolean;
+  cancelReason: string | null;
+}
+
+/** Expired leases in `from` statuses are moved to `to` with a history row (`event`). */
+export interface ExpireRequest {
+  now: number;
+  event: string;
+  from: readonly TaskStatus[];
+  to: TaskStatus;
+  set: TaskPatch;
+}
+
+export interface ListQuery {
+  statuses?: readonly TaskStatus[];
+  workflow?: string;
+  limit: number;
+  /** Return tasks with ids below this one (ids are time-ordered; newest first). */
+  before?: string;
+}
+
+export interface SignalWrite {
+  taskId: string;
+  name: string;
+  payload: string | null;
+  idempotencyKey: string | null;
+  at: number;
+}
+
+export interface WorkflowRegistration {
+  name: string;
+  version: string;
+  at: number;
+}
+
+/** Why a woken worker should look again: what changed. */
+export type WakeReason = 'task' | 'cancel' | 'pause' | 'resume' | 'settled';
+export interface WakeEvent {
+  reason: WakeReason;
+  taskId: string;
+  workflow?: string;
+}
+
+export interface Store {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** A printable description (no secrets). */
+  readonly description: string;
+  /** Applies pending migrations; safe when several processes call it at once. */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+
+  insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }>;
+  getTask(id: string): Promise<TaskRow | null>;
+  findTaskByKey(idempotencyKey: string): Promise<TaskRow | null>;
+  listTasks(query: ListQuery): Promise<TaskRow[]>;
+  getSteps(taskId: string): Promise<StepRow[]>;
+  getHistory(taskId: string): Promise<HistoryRow[]>;
+  getSignals(taskId: string): Promise<SignalRow[]>;
+
+  /** One guarded transition (see {@link TransitionWrite}). */
+  transition(write: TransitionWrite): Promise<TaskRow | null>;
+  /** Many fenced writes in one transaction; each op is guarded on its own. */
+  writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]>;
+
+  claim(request: ClaimRequest): Promise<ClaimedTask[]>;
+  heartbeat(request: HeartbeatRequest): Promise<HeldTask[]>;
+  expireLeases(request: ExpireRequest): Promise<number>;
+
+  /**
+   * Records a signal (deduplicated by `(taskId, idempotencyKey)`) and, if the task is waiting for
+   * an event of that name, makes it due at `at`. Returns whether a new signal was recorded, or
+   * `null` if the task does not exist.
+   */
+  insertSignal(signal: SignalWrite): Promise<{ created: boolean } | null>;
+
+  registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void>;
+  listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>>;
+
+  /**
+   * Subscribes to wake-ups from other processes (PostgreSQL LISTEN/NOTIFY). Stores without a
+   * cross-process channel return `null`; callers then rely on polling.
+   */
+  subscribe?(listener: (event: WakeEvent) => void): Promise<(() => Promise<void>) | null>;
+  /** Announces a change to other processes (no-op where unsupported). */
+  notify?(event: WakeEvent): Promise<void>;
+}

@@ -1,0 +1,140 @@
+/**
+ * @module task-info
+ * The read model: what `engine.get()` and `engine.list()` return, built from store rows. A task
+ * is a discriminated union on `status`: `output` exists only when it succeeded, `error` only when
+ * it failed.
+ */
+import type { TaskStatus } from './lifecycle.ts';
+import { decodeError, decodeJson, type SerializedError } from './serialize.ts';
+import type { HistoryRow, StepKind, StepRow, StepStatus, TaskRow } from './store.ts';
+
+export interface TaskLease {
+  owner: string;
+  expiresAt: number;
+}
+
+interface TaskSummaryBase {
+  id: string;
+  workflow: string;
+  workflowVersion: string;
+  input: unknown;
+  idempotencyKey: string | null;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+  /** When a pending or waiting task is due (ms since epoch); `null` if it waits for a signal only. */
+  runAt: number | null;
+  /** Runs so far: claims by workers, including resumptions after a crash. */
+  runs: number;
+  /** User retries of this task after it failed. */
+  retries: number;
+  /** Fencing epoch of the current (or last) run. */
+  epoch: number;
+  lease: TaskLease | null;
+  /** What a waiting task waits for: `{ kind: 'sleep' | 'retry' | 'event', step, until, … }`. */
+  wait: Record<string, unknown> | null;
+  pauseRequested: boolean;
+  cancelReason: string | null;
+}
+
+export type TaskSummary =
+  | (TaskSummaryBase & { status: 'succeeded'; output: unknown })
+  | (TaskSummaryBase & { status: 'failed'; error: SerializedError })
+  | (TaskSummaryBase & { status: Exclude<TaskStatus, 'succeeded' | 'failed'> });
+
+export interface StepInfo {
+  /** Position in call order. */
+  seq: number;
+  /** Step id: name, `#n` from the second occurrence on. */
+  name: string;
+  kind: StepKind;
+  status: StepStatus;
+  attempts: number;
+  output: unknown;
+  error: SerializedError | null;
+  startedAt: number | null;
+  finishedAt: number | null;
+  durationMs: number | null;
+  wakeAt: number | null;
+  /** The key passed to the step (`v1:<task>:<name>#<n>`); `null` for sleeps and event waits. */
+  idempotencyKey: string | null;
+  /** Epoch of the run that recorded it. */
+  epoch: number;
+}
+
+export interface HistoryEntry {
+  at: number;
+  event: string;
+  from: TaskStatus | null;
+  to: TaskStatus;
+  epoch: number;
+  workerId: string | null;
+  detail: Record<string, unknown> | null;
+}
+
+export type TaskInfo = TaskSummary & { steps: StepInfo[]; history: HistoryEntry[] };
+
+export function toSummary(row: TaskRow): TaskSummary {
+  const base: TaskSummaryBase = {
+    id: row.id,
+    workflow: row.workflow,
+    workflowVersion: row.workflowVersion,
+    input: decodeJson(row.input),
+    idempotencyKey: row.idempotencyKey,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    finishedAt: row.finishedAt,
+    runAt: row.runAt,
+    runs: row.runs,
+    retries: row.retries,
+    epoch: row.epoch,
+    lease: row.leaseOwner && row.leaseExpiresAt !== null ? { owner: row.leaseOwner, expiresAt: row.leaseExpiresAt } : null,
+    wait: row.wait ? (JSON.parse(row.wait) as Record<string, unknown>) : null,
+    pauseRequested: row.pauseRequested,
+    cancelReason: row.cancelReason,
+  };
+  if (row.status === 'succeeded') return { ...base, status: 'succeeded', output: decodeJson(row.output) };
+  if (row.status === 'failed') {
+    return { ...base, status: 'failed', error: row.error ? decodeError(row.error) : { name: 'Error', message: 'unknown error' } };
+  }
+  return { ...base, status: row.status };
+}
+
+/** The base name of a step id (`fetch#2` → `fetch`) and its occurrence (2). */
+export function parseStepId(stepId: string): { name: string; occurrence: number } {
+  const m = /^(.*)#(\d+)$/.exec(stepId);
+  return m ? { name: m[1] as string, occurrence: Number(m[2]) } : { name: stepId, occurrence: 1 };
+}
+
+/** `now` turns a sleep whose time has come into `completed` (a sleep is not written twice). */
+export function toStepInfo(row: StepRow, now: number): StepInfo {
+  const { name, occurrence } = parseStepId(row.name);
+  const slept = row.kind === 'sleep' && row.status === 'waiting' && row.wakeAt !== null && row.wakeAt <= now;
+  return {
+    seq: row.seq,
+    name: row.name,
+    kind: row.kind,
+    status: slept ? 'completed' : row.status,
+    attempts: row.attempts,
+    output: decodeJson(row.output),
+    error: row.error ? decodeError(row.error) : null,
+    startedAt: row.startedAt,
+    finishedAt: slept ? row.wakeAt : row.finishedAt,
+    durationMs: row.startedAt !== null && (slept ? row.wakeAt : row.finishedAt) !== null ? (slept ? (row.wakeAt as number) : (row.finishedAt as number)) - row.startedAt : null,
+    wakeAt: row.wakeAt,
+    idempotencyKey: row.kind === 'step' ? `v1:${row.taskId}:${name}#${occurrence}` : null,
+    epoch: row.epoch,
+  };
+}
+
+export function toHistoryEntry(row: HistoryRow): HistoryEntry {
+  return {
+    at: row.at,
+    event: row.event,
+    from: row.fromStatus,
+    to: row.toStatus,
+    epoch: row.epoch,
+    workerId: row.workerId,
+    detail: row.detail ? (JSON.parse(row.detail) as Record<string, unknown>) : null,
+  };
+}

@@ -1,0 +1,78 @@
+/**
+ * @module transitions
+ * @internal
+ * The one function through which every status write passes: it asks the lifecycle table for the
+ * edge (throwing IllegalTransitionError if there is none), turns the edge's effects into columns,
+ * and returns the guarded write for the store, which re-checks the source status atomically and
+ * appends the history row in the same transaction.
+ */
+import { transition, type LifecycleEvent, type LifecycleState, type Transition } from './lifecycle.ts';
+import type { StepRow, TaskPatch, TransitionWrite, WriteGuard } from './store.ts';
+
+export interface TransitionInput {
+  taskId: string;
+  state: LifecycleState;
+  event: LifecycleEvent;
+  guard: WriteGuard;
+  at: number;
+  set?: TaskPatch;
+  detail?: unknown;
+  workerId?: string | null;
+  steps?: readonly StepRow[];
+  consume?: readonly { signalId: number; seq: number }[];
+}
+
+/** The lifecycle edge plus the store write that performs it. */
+export function planTransition(input: TransitionInput): { edge: Transition; write: TransitionWrite } {
+  const edge = transition(input.state, input.event, input.taskId);
+  const set: TaskPatch = { ...effectColumns(edge, input.at), ...input.set };
+  const write: TransitionWrite = {
+    kind: 'transition',
+    taskId: input.taskId,
+    event: input.event,
+    from: [edge.from],
+    to: edge.to,
+    guard: input.guard,
+    set,
+    at: input.at,
+    workerId: input.workerId ?? null,
+    detail: input.detail === undefined ? null : JSON.stringify(input.detail),
+  };
+  if (edge.pauseRequested !== undefined) write.pauseRequested = edge.pauseRequested;
+  if (input.steps?.length) write.steps = input.steps;
+  if (input.consume?.length) write.consume = input.consume;
+  return { edge, write };
+}
+
+/** The columns an edge's effects write. */
+export function effectColumns(edge: Transition, at: number): TaskPatch {
+  const set: TaskPatch = {};
+  for (const effect of edge.effects) {
+    switch (effect) {
+      case 'release-lease':
+        set.clearLease = true;
+        break;
+      case 'finish':
+        set.finishedAt = at;
+        break;
+      case 'schedule-now':
+        set.runAt = at;
+        break;
+      case 'request-pause':
+        set.pauseRequested = true;
+        break;
+      case 'clear-pause-request':
+        set.pauseRequested = false;
+        break;
+      case 'acquire-lease': // performed by the store's claim
+      case 'abort-run': // a notification to the worker holding the task, not a column
+        break;
+    }
+  }
+  // Leaving `waiting` or `paused` for any status forgets what the task waited for.
+  if (edge.from !== edge.to && (edge.from === 'waiting' || edge.from === 'paused')) {
+    set.wait = null;
+    set.waitEvent = null;
+  }
+  return set;
+}

@@ -1,0 +1,310 @@
+/**
+ * @module worker
+ * A worker claims due tasks, holds a lease on each (renewed by a heartbeat that runs on its own
+ * timer, so a ten-minute LLM call keeps its lease), runs them, and writes each run's outcome.
+ *
+ * Lease and heartbeat lengths trade two failures against each other: a lease that is too short
+ * expires under a slow event loop and lets a second worker run the same step concurrently (the
+ * first one's checkpoint is then refused by fencing, but its side effect may already have
+ * happened); a lease that is too long delays the resumption of a crashed worker's tasks. The
+ * defaults (30 s lease, heartbeat every 2 s) tolerate a 28 s stall and resume a dead worker's
+ * tasks within ~30 s. The heartbeat also carries cancel and pause requests from other processes,
+ * so they arrive within one heartbeat.
+ *
+ * Worker lifecycle: created → running → stopping → stopped. `stop()` drains: no new claims, runs
+ * stop at their next step boundary, in-flight steps may finish within `shutdownGraceMs`; after
+ * that their signals fire, and every unfinished task is released (back to pending) so that
+ * another worker resumes it at once instead of waiting for the lease to expire.
+ */
+import type { Clock } from './clock.ts';
+import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
+import { TypedEmitter, type WorkerEvents } from './events.ts';
+import { shortId } from './ids.ts';
+import { sourcesOf, transition } from './lifecycle.ts';
+import { TaskRun } from './run.ts';
+import type { ClaimedTask, Store } from './store.ts';
+import { effectColumns } from './transitions.ts';
+import { WriteBatcher } from './write-batcher.ts';
+import type { Workflow } from './workflow.ts';
+import type { LocalBus } from './local-bus.ts';
+
+export interface WorkerOptions {
+  /** Tasks run at once by this worker. @defaultValue 8 */
+  concurrency?: number;
+  /** Serve only these workflows (names). @defaultValue every workflow registered with the engine */
+  workflows?: readonly string[];
+  /** A stable name for this worker in leases and history. @defaultValue `<hostname>-<pid>-<random>` */
+  workerId?: string;
+  /**
+   * Lease length. A task whose worker stops heartbeating is resumed by another worker this long
+   * after its last heartbeat. @defaultValue 30000
+   */
+  leaseMs?: number;
+  /** Heartbeat period: renews leases and picks up cancel/pause requests. @defaultValue 2000 */
+  heartbeatMs?: number;
+  /**
+   * How often an idle worker looks for due tasks. Tasks started, resumed or signalled through an
+   * engine in the same process (or, on PostgreSQL, anywhere) wake it at once. @defaultValue 500
+   */
+  pollIntervalMs?: number;
+  /** `stop()` lets in-flight steps finish for this long before firing their signals. @defaultValue 10000 */
+  shutdownGraceMs?: number;
+  /** After a run's signal fires, how long it may take to settle before it is abandoned. @defaultValue 5000 */
+  cancelGraceMs?: number;
+  /** Waits (retry backoff, sleep) longer than this park the task instead of holding a slot. @defaultValue 5000 */
+  parkAfterMs?: number;
+}
+
+export type WorkerState = 'created' | 'running' | 'stopping' | 'stopped';
+
+/** @internal What a worker needs from its engine. */
+export interface WorkerHost {
+  store: () => Promise<Store>;
+  clock: Clock;
+  workflows: () => ReadonlyMap<string, Workflow>;
+  bus: LocalBus;
+  onStopped: (worker: Worker) => void;
+}
+
+const positiveInt = (name: string, v: number): number => {
+  if (!Number.isFinite(v) || v <= 0) throw new InvalidArgumentError(`worker option ${name} must be a positive number, got ${v}`);
+  return v;
+};
+
+export class Worker {
+  readonly id: string;
+  readonly #host: WorkerHost;
+  readonly #concurrency: number;
+  readonly #only: readonly string[] | undefined;
+  readonly #leaseMs: number;
+  readonly #heartbeatMs: number;
+  readonly #pollIntervalMs: number;
+  readonly #shutdownGraceMs: number;
+  readonly #cancelGraceMs: number;
+  readonly #parkAfterMs: number;
+  readonly #events = new TypedEmitter<WorkerEvents>();
+  readonly #runs = new Map<string, TaskRun>();
+  readonly #running = new Set<Promise<void>>();
+  /** Last successful heartbeat (or claim) time per task, for self-fencing when heartbeats fail. */
+  readonly #renewedAt = new Map<string, number>();
+  #state: WorkerState = 'created';
+  #store: Store | null = null;
+  #writer: WriteBatcher | null = null;
+  #workflows = new Map<string, Workflow>();
+  #wake: (() => void) | null = null;
+  #woken = false;
+  #loop: Promise<void> | null = null;
+  #heartbeat: NodeJS.Timeout | null = null;
+  #beating: Promise<void> | null = null;
+  #unsubscribe: Array<() => void | Promise<void>> = [];
+
+  /** @internal Use `engine.worker(options)`. */
+  constructor(host: WorkerHost, options: WorkerOptions = {}) {
+    this.#host = host;
+    this.id = options.workerId ?? `${process.env.HOSTNAME || 'worker'}-${process.pid}-${shortId()}`;
+    this.#concurrency = Math.floor(positiveInt('concurrency', options.concurrency ?? 8));
+    this.#only = options.workflows;
+    this.#leaseMs = positiveInt('leaseMs', options.leaseMs ?? 30_000);
+    this.#heartbeatMs = positiveInt('heartbeatMs', options.heartbeatMs ?? Math.min(2000, this.#leaseMs / 3));
+    if (this.#heartbeatMs * 2 > this.#leaseMs) {
+      throw new InvalidArgumentError(`heartbeatMs (${this.#heartbeatMs}) must be at most half of leaseMs (${this.#leaseMs}), or leases expire between heartbeats.`);
+    }
+    this.#pollIntervalMs = positiveInt('pollIntervalMs', options.pollIntervalMs ?? 500);
+    this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
+    this.#cancelGraceMs = options.cancelGraceMs ?? 5000;
+    this.#parkAfterMs = options.parkAfterMs ?? 5000;
+  }
+
+  get state(): WorkerState {
+    return this.#state;
+  }
+
+  /** Tasks this worker is running now. */
+  get inFlight(): number {
+    return this.#runs.size;
+  }
+
+  on<K extends keyof WorkerEvents & string>(name: K, listener: (payload: WorkerEvents[K]) => void): () => void {
+    return this.#events.on(name, listener);
+  }
+
+  /** Starts claiming and running tasks. Resolves once the worker is running. */
+  async start(): Promise<void> {
+    if (this.#state !== 'created') throw new ClosedError(`Worker ${this.id} (${this.#state}) cannot start again; it`);
+    const store = await this.#host.store();
+    this.#store = store;
+    const all = this.#host.workflows();
+    const names = this.#only ?? [...all.keys()];
+    for (const name of names) {
+      const wf = all.get(name);
+      if (!wf) throw new InvalidArgumentError(`Worker asked to serve "${name}", which is not registered with the engine (registered: ${[...all.keys()].join(', ') || 'none'}).`);
+      this.#workflows.set(name, wf);
+    }
+    if (!this.#workflows.size) throw new InvalidArgumentError('This worker has no workflows to run: pass them to new Engine({ workflows }).');
+    await store.registerWorkflows([...this.#workflows.values()].map((w) => ({ name: w.name, version: w.version, at: this.#host.clock.now() })));
+    this.#writer = new WriteBatcher(store, {
+      onRetry: (error, attempt) => this.#events.emit('worker:error', { error: coerceError(error), during: `writing checkpoints (attempt ${attempt})` }),
+    });
+    this.#state = 'running';
+    this.#subscribe(store);
+    this.#heartbeat = setInterval(() => void this.#beat(), this.#heartbeatMs);
+    this.#loop = this.#claimLoop();
+    this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
+  }
+
+  #subscribe(store: Store): void {
+    const bus = this.#host.bus;
+    this.#unsubscribe.push(
+      bus.on('task:ready', ({ workflow }) => {
+        if (!workflow || this.#workflows.has(workflow)) this.#poke();
+      }),
+      bus.on('task:cancel', ({ taskId, reason }) => this.#runs.get(taskId)?.cancel(reason ?? undefined)),
+      bus.on('task:pause', ({ taskId }) => this.#runs.get(taskId)?.requestPause()),
+      bus.on('task:resume', ({ taskId }) => this.#runs.get(taskId)?.withdrawPause()),
+    );
+  }
+
+  /** Wakes the claim loop now. */
+  #poke(): void {
+    this.#woken = true;
+    this.#wake?.();
+  }
+
+  async #claimLoop(): Promise<void> {
+    const store = this.#store as Store;
+    const claim = { from: sourcesOf('claim'), to: transition({ status: 'pending' }, 'claim').to };
+    const reclaim = { from: sourcesOf('reclaim'), to: transition({ status: 'running' }, 'reclaim').to };
+    const concurrency: Record<string, number> = {};
+    for (const wf of this.#workflows.values()) if (wf.options.concurrency) concurrency[wf.name] = wf.options.concurrency;
+    while (this.#state === 'running') {
+      this.#woken = false;
+      const free = this.#concurrency - this.#runs.size;
+      let got = 0;
+      if (free > 0) {
+        try {
+          const claimed = await store.claim({
+            workerId: this.id, now: this.#host.clock.now(), leaseMs: this.#leaseMs, limit: free,
+            workflows: [...this.#workflows.keys()], claim, reclaim, concurrency,
+          });
+          got = claimed.length;
+          for (const c of claimed) this.#startRun(c);
+        } catch (e) {
+          this.#events.emit('worker:error', { error: coerceError(e), during: 'claiming tasks' });
+        }
+      }
+      if (this.#state !== 'running') break;
+      // A full claim may have left more due tasks behind: look again at once while there is room.
+      if (got > 0 && got === free) continue;
+      if (this.#woken) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, this.#pollIntervalMs);
+        function done(): void {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.#wake = () => setImmediate(done);
+      });
+      this.#wake = null;
+    }
+  }
+
+  #startRun(claimed: ClaimedTask): void {
+    const wf = this.#workflows.get(claimed.task.workflow) as Workflow;
+    const started = this.#host.clock.now();
+    const run = new TaskRun(claimed, wf, {
+      store: this.#store as Store,
+      writer: this.#writer as WriteBatcher,
+      clock: this.#host.clock,
+      workerId: this.id,
+      parkAfterMs: this.#parkAfterMs,
+      cancelGraceMs: this.#cancelGraceMs,
+      emit: (name, payload) => this.#events.emit(name, payload),
+    });
+    this.#runs.set(run.taskId, run);
+    this.#renewedAt.set(run.taskId, started);
+    if (this.#state === 'stopping') run.drain();
+    this.#events.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: run.epoch, reclaimed: claimed.event === 'reclaim' });
+    const p = run.execute().then((status) => {
+      this.#runs.delete(run.taskId);
+      this.#renewedAt.delete(run.taskId);
+      this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
+      this.#host.bus.emit('task:settled', { taskId: run.taskId, status });
+      this.#poke();
+    });
+    this.#running.add(p);
+    void p.finally(() => this.#running.delete(p));
+  }
+
+  /** Renews the leases of every running task; learns of cancels and pauses from other processes. */
+  async #beat(): Promise<void> {
+    if (this.#beating || !this.#store) return;
+    const store = this.#store;
+    this.#beating = (async () => {
+      const now = this.#host.clock.now();
+      const runs = [...this.#runs.values()];
+      try {
+        if (runs.length) {
+          const held = await store.heartbeat({ workerId: this.id, now, leaseMs: this.#leaseMs, held: runs.map((r) => ({ taskId: r.taskId, epoch: r.epoch })) });
+          const byId = new Map(held.map((h) => [h.taskId, h]));
+          for (const run of runs) {
+            if (this.#runs.get(run.taskId) !== run) continue; // finished meanwhile
+            const h = byId.get(run.taskId);
+            if (!h) {
+              run.loseLease();
+              continue;
+            }
+            this.#renewedAt.set(run.taskId, now);
+            if (h.status === 'cancelling') run.cancel(h.cancelReason ?? undefined);
+            else if (h.pauseRequested) run.requestPause();
+            else run.withdrawPause();
+          }
+        }
+        const abort = transition({ status: 'cancelling' }, 'abort');
+        await store.expireLeases({ now, event: 'abort', from: sourcesOf('abort'), to: abort.to, set: effectColumns(abort, now) });
+      } catch (e) {
+        this.#events.emit('worker:error', { error: coerceError(e), during: 'heartbeat' });
+        // Self-fencing: a run whose lease has surely expired stops before another worker's run collides with it.
+        for (const run of runs) {
+          if (now - (this.#renewedAt.get(run.taskId) ?? now) >= this.#leaseMs) run.loseLease();
+        }
+      }
+    })();
+    await this.#beating;
+    this.#beating = null;
+  }
+
+  /**
+   * Stops gracefully: no new claims; runs stop at their next step boundary; in-flight steps get
+   * `graceMs` to finish, then their signals fire; unfinished tasks are released to other workers.
+   */
+  async stop(options: { graceMs?: number } = {}): Promise<void> {
+    if (this.#state === 'created') {
+      this.#state = 'stopped';
+      return;
+    }
+    if (this.#state !== 'running') return this.#stopped();
+    this.#state = 'stopping';
+    this.#events.emit('worker:stopping', { workerId: this.id, inFlight: this.#runs.size });
+    this.#poke();
+    for (const run of this.#runs.values()) run.drain();
+    const graceMs = options.graceMs ?? this.#shutdownGraceMs;
+    const all = (): Promise<unknown> => Promise.allSettled([...this.#running]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all(), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+    for (const run of this.#runs.values()) run.abortForShutdown();
+    await all();
+    await this.#loop;
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    await this.#beating;
+    await this.#writer?.drain();
+    for (const off of this.#unsubscribe) await off();
+    this.#state = 'stopped';
+    this.#events.emit('worker:stopped', { workerId: this.id });
+    this.#host.onStopped(this);
+  }
+
+  async #stopped(): Promise<void> {
+    while (this.#state !== 'stopped') await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * @module workflow
+ * `workflow(name, fn, options)` declares a durable workflow: an async function of a context and a
+ * JSON input. The definition is plain data; an Engine runs it.
+ */
+import { InvalidArgumentError } from './errors.ts';
+import type { Duration } from './duration.ts';
+import type { RetryOptions } from './retry.ts';
+import type { SerializedError } from './serialize.ts';
+
+/** What a step function receives. */
+export interface StepContext {
+  /** Fires when the task is cancelled, the step times out, the worker stops or loses its lease. */
+  readonly signal: AbortSignal;
+  /**
+   * Deterministic and versioned: `v1:<taskId>:<step>#<n>`. The same on every attempt, retry and
+   * resume of this step; pass it to external APIs so that a repeated call is recognised.
+   */
+  readonly idempotencyKey: string;
+  /** 1 for the first attempt. Counts across resumes of the task. */
+  readonly attempt: number;
+  /** The error of the previous attempt, so that a retry can repair instead of repeating. */
+  readonly lastError: Error | undefined;
+  readonly taskId: string;
+  /** The step id: the name, with `#n` from its second occurrence on. */
+  readonly stepName: string;
+}
+
+export interface StepOptions {
+  /** Retry policy for this step (a number is `maxAttempts`). Defaults to the workflow's, else 3 attempts. */
+  retry?: RetryOptions | number;
+  /** Per-attempt time limit: the step's signal fires and the attempt fails with StepTimeoutError. */
+  timeout?: Duration;
+}
+
+export interface WaitForEventOptions {
+  /** Give up after this long and return `{ timedOut: true }`. Without it, waits until a signal arrives. */
+  timeout?: Duration;
+}
+
+export type EventResult<T> = { timedOut: false; payload: T } | { timedOut: true };
+
+/** The durable API available inside a workflow function. */
+export interface WorkflowContext {
+  readonly taskId: string;
+  readonly workflow: string;
+  readonly workflowVersion: string;
+  /** Fires when the run must stop (cancel, worker shutdown, lease lost). */
+  readonly signal: AbortSignal;
+  /**
+   * Runs `fn` once and checkpoints its JSON result; when the task resumes, returns the recorded
+   * result without running `fn` again. Retries per the step's policy.
+   * @example
+   * const page = await ctx.step('fetch', ({ signal, idempotencyKey }) => fetchPage(url, { signal, idempotencyKey }));
+   */
+  step<T>(name: string, fn: (step: StepContext) => Promise<T> | T, options?: StepOptions): Promise<T>;
+  /** A durable sleep: a long one parks the task (no worker slot held) until it is due. */
+  sleep(name: string, duration: Duration): Promise<void>;
+  /**
+   * Waits for `engine.signal(taskId, name, payload)`. Signals sent before the wait are kept and
+   * delivered in order. The task parks while it waits.
+   */
+  waitForEvent<T = unknown>(name: string, options?: WaitForEventOptions): Promise<EventResult<T>>;
+}
+
+/** Anything with `parse(value)` (zod and most validators), used to check `start()` input. */
+export interface InputSchema<I> {
+  parse(value: unknown): I;
+}
+
+export interface WorkflowOptions<I> {
+  /**
+   * The code version. Tasks record the version they started with; a task resumed by code whose
+   * steps no longer match its journal fails with a non-determinism error that names both versions.
+   * @defaultValue '1'
+   */
+  version?: string | number;
+  /** Validates input at `start()`; a failure is an InvalidInputError and no task is created. */
+  input?: InputSchema<I>;
+  /** Default retry policy of this workflow's steps. */
+  retry?: RetryOptions | number;
+  /** At most this many tasks of this workflow run at once, across all workers. */
+  concurrency?: number;
+}
+
+export type WorkflowFunction<I, O> = (ctx: WorkflowContext, input: I) => Promise<O>;
+
+const WORKFLOW = Symbol.for('stepwise.workflow');
+
+export interface Workflow<I = unknown, O = unknown> {
+  readonly [WORKFLOW]: true;
+  readonly name: string;
+  readonly version: string;
+  readonly fn: WorkflowFunction<I, O>;
+  readonly options: Readonly<WorkflowOptions<I>>;
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
+
+/**
+ * Declares a durable workflow.
+ * @example
+ * export const brief = workflow('research-brief', async (ctx, input: { topic: string }) => {
+ *   const docs = await ctx.step('gather', () => gather(input.topic));
+ *   return ctx.step('write', () => write(docs));
+ * }, { version: 2 });
+ */
+export function workflow<I = unknown, O = unknown>(
+  name: string,
+  fn: WorkflowFunction<I, O>,
+  options: WorkflowOptions<I> = {},
+): Workflow<I, O> {
+  if (typeof name !== 'string' || !NAME.test(name)) {
+    throw new InvalidArgumentError(
+      `Workflow name ${JSON.stringify(name)} is not valid: use 1-200 letters, digits and . _ : / - (starting with a letter or digit).`,
+    );
+  }
+  if (typeof fn !== 'function') throw new InvalidArgumentError(`workflow("${name}"): the second argument must be an async function.`);
+  if (options.concurrency !== undefined && (!Number.isInteger(options.concurrency) || options.concurrency < 1)) {
+    throw new InvalidArgumentError(`workflow("${name}"): concurrency must be an integer ≥ 1.`);
+  }
+  return Object.freeze({ [WORKFLOW]: true as const, name, version: String(options.version ?? '1'), fn, options: Object.freeze({ ...options }) });
+}
+
+export function isWorkflow(value: unknown): value is Workflow {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[WORKFLOW] === true;
+}
+
+export type { SerializedError };

@@ -1,0 +1,88 @@
+/**
+ * @module write-batcher
+ * @internal
+ * Group commit for one worker: checkpoints and end-of-run transitions requested while a batch is
+ * being written (or within the same tick) are committed together in one database transaction, so
+ * concurrent tasks share one durable write. Each op keeps its own fence: one op refused does not
+ * affect the others. A failed batch (database unreachable, lock timeout) is retried with backoff;
+ * every op is an idempotent upsert or a guarded update, so a retry cannot apply twice.
+ */
+import type { Store, WriteOp, WriteResult } from './store.ts';
+
+interface Pending {
+  op: WriteOp;
+  resolve: (r: WriteResult) => void;
+  reject: (e: unknown) => void;
+}
+
+export interface WriteBatcherOptions {
+  /** Attempts of a failing batch before its ops are rejected. @defaultValue 6 */
+  maxAttempts?: number;
+  /** Most ops in one transaction. @defaultValue 256 */
+  maxBatch?: number;
+  /** Called when a batch failed and will be retried. */
+  onRetry?: (error: unknown, attempt: number) => void;
+}
+
+export class WriteBatcher {
+  readonly #store: Store;
+  readonly #maxAttempts: number;
+  readonly #maxBatch: number;
+  readonly #onRetry: ((error: unknown, attempt: number) => void) | undefined;
+  #queue: Pending[] = [];
+  #flushing = false;
+  #scheduled = false;
+
+  constructor(store: Store, options: WriteBatcherOptions = {}) {
+    this.#store = store;
+    this.#maxAttempts = options.maxAttempts ?? 6;
+    this.#maxBatch = options.maxBatch ?? 256;
+    this.#onRetry = options.onRetry;
+  }
+
+  write(op: WriteOp): Promise<WriteResult> {
+    return new Promise<WriteResult>((resolve, reject) => {
+      this.#queue.push({ op, resolve, reject });
+      if (!this.#flushing && !this.#scheduled) {
+        this.#scheduled = true;
+        queueMicrotask(() => void this.#flush());
+      }
+    });
+  }
+
+  /** Resolves once everything queued so far has been written. */
+  async drain(): Promise<void> {
+    while (this.#queue.length || this.#flushing) await new Promise((r) => setImmediate(r));
+  }
+
+  async #flush(): Promise<void> {
+    this.#scheduled = false;
+    if (this.#flushing) return;
+    this.#flushing = true;
+    try {
+      while (this.#queue.length) {
+        const batch = this.#queue.splice(0, this.#maxBatch);
+        await this.#commit(batch);
+      }
+    } finally {
+      this.#flushing = false;
+    }
+  }
+
+  async #commit(batch: Pending[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const results = await this.#store.writeBatch(batch.map((p) => p.op));
+        batch.forEach((p, i) => p.resolve(results[i] as WriteResult));
+        return;
+      } catch (e) {
+        if (attempt >= this.#maxAttempts) {
+          for (const p of batch) p.reject(e);
+          return;
+        }
+        this.#onRetry?.(e, attempt);
+        await new Promise((r) => setTimeout(r, Math.min(2000, 50 * 2 ** attempt)));
+      }
+    }
+  }
+}
