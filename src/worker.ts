@@ -209,7 +209,8 @@ export class Worker {
   }
 
   #startRun(claimed: ClaimedTask): void {
-    const wf = this.#workflows.get(claimed.task.workflow) as Workflow;
+    // The engine's current definition (it may have been re-registered since this worker started).
+    const wf = this.#host.workflows().get(claimed.task.workflow) ?? (this.#workflows.get(claimed.task.workflow) as Workflow);
     const started = this.#host.clock.now();
     const run = new TaskRun(claimed, wf, {
       store: this.#store as Store,

@@ -1,0 +1,228 @@
+/**
+ * @module cli/commands
+ * One function per CLI command. Each uses only the public library API.
+ */
+import { Engine, InvalidArgumentError, formatMs, isTaskStatus, type TaskStatus, type WorkerEvents } from '../index.ts';
+import { bold, colorStatus, dim, taskDetail, taskTable, time } from './format.ts';
+import { loadWorkflows } from './load-module.ts';
+
+export interface CommandContext {
+  db: string;
+  json: boolean;
+  args: string[];
+  options: Record<string, string | boolean | undefined>;
+  out: (line: string) => void;
+}
+
+const str = (o: CommandContext['options'], k: string): string | undefined => (typeof o[k] === 'string' ? (o[k] as string) : undefined);
+
+function need(ctx: CommandContext, i: number, what: string): string {
+  const v = ctx.args[i];
+  if (!v) throw new InvalidArgumentError(`Missing ${what}. See \`stepwise help\`.`);
+  return v;
+}
+
+function parseJson(text: string | undefined, what: string): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new InvalidArgumentError(`${what} is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+function int(ctx: CommandContext, name: string): number | undefined {
+  const v = str(ctx.options, name);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`--${name} must be a positive number, got "${v}"`);
+  return n;
+}
+
+async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) => Promise<T>): Promise<T> {
+  const engine = new Engine({ store: ctx.db });
+  try {
+    return await fn(engine);
+  } finally {
+    await engine.close();
+  }
+}
+
+export async function worker(ctx: CommandContext): Promise<void> {
+  const workflows = await loadWorkflows(need(ctx, 0, 'module path (stepwise worker <module>)'));
+  const engine = new Engine({ store: ctx.db, workflows });
+  const only = str(ctx.options, 'workflows')?.split(',').map((s) => s.trim()).filter(Boolean);
+  const w = engine.worker({
+    ...(int(ctx, 'concurrency') !== undefined ? { concurrency: int(ctx, 'concurrency') } : {}),
+    ...(int(ctx, 'lease-ms') !== undefined ? { leaseMs: int(ctx, 'lease-ms') } : {}),
+    ...(int(ctx, 'heartbeat-ms') !== undefined ? { heartbeatMs: int(ctx, 'heartbeat-ms') } : {}),
+    ...(int(ctx, 'poll-ms') !== undefined ? { pollIntervalMs: int(ctx, 'poll-ms') } : {}),
+    ...(int(ctx, 'grace-ms') !== undefined ? { shutdownGraceMs: int(ctx, 'grace-ms') } : {}),
+    ...(str(ctx.options, 'worker-id') ? { workerId: str(ctx.options, 'worker-id') } : {}),
+    ...(only?.length ? { workflows: only } : {}),
+  });
+  const quiet = ctx.options.quiet === true;
+  const log = <K extends keyof WorkerEvents>(name: K, payload: WorkerEvents[K]): void => {
+    if (ctx.json) ctx.out(JSON.stringify({ at: new Date().toISOString(), event: name, ...payload, ...('error' in payload ? { error: (payload as { error: Error }).error.message } : {}) }));
+    else if (!quiet || name.startsWith('worker:') || name === 'lease:lost') ctx.out(describeEvent(name, payload));
+  };
+  for (const name of ['worker:started', 'worker:stopping', 'worker:stopped', 'worker:error', 'run:claimed', 'run:finished', 'step:started', 'step:completed', 'step:retrying', 'step:failed', 'lease:lost'] as const) {
+    w.on(name, (p) => log(name, p as never));
+  }
+  await w.start();
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const onSignal = (sig: string): void => {
+      if (stopping) {
+        ctx.out(`${sig} again: exiting without waiting; leases will expire and other workers resume the tasks.`);
+        process.exit(130);
+      }
+      stopping = true;
+      ctx.out(`${sig}: stopping gracefully (in-flight steps may finish; send ${sig} again to exit at once)…`);
+      void w.stop().then(() => engine.close()).then(resolve);
+    };
+    process.on('SIGINT', () => onSignal('SIGINT'));
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+  });
+}
+
+function describeEvent<K extends keyof WorkerEvents>(name: K, p: WorkerEvents[K]): string {
+  const at = dim(new Date().toISOString().slice(11, 23));
+  const a = p as Record<string, unknown>;
+  const task = a.taskId ? `${dim('task')} ${String(a.taskId)}` : '';
+  switch (name) {
+    case 'worker:started':
+      return `${at} worker ${String(a.workerId)} started; workflows: ${(a.workflows as string[]).join(', ')}`;
+    case 'worker:stopping':
+      return `${at} worker stopping (${String(a.inFlight)} in flight)`;
+    case 'worker:stopped':
+      return `${at} worker stopped`;
+    case 'worker:error':
+      return `${at} ${colorStatus('failed')} during ${String(a.during)}: ${(a.error as Error).message}`;
+    case 'run:claimed':
+      return `${at} ${task} ${a.reclaimed ? bold('reclaimed after a lost worker') : 'claimed'} (${String(a.workflow)}, epoch ${String(a.epoch)})`;
+    case 'run:finished':
+      return `${at} ${task} → ${colorStatus(String(a.status))} after ${formatMs(a.durationMs as number)}`;
+    case 'step:started':
+      return `${at} ${task} step ${bold(String(a.step))} started${(a.attempt as number) > 1 ? ` (attempt ${String(a.attempt)})` : ''}`;
+    case 'step:completed':
+      return `${at} ${task} step ${bold(String(a.step))} ${colorStatus('completed')} in ${formatMs(a.durationMs as number)}`;
+    case 'step:retrying':
+      return `${at} ${task} step ${bold(String(a.step))} attempt ${String(a.attempt)} failed: ${(a.error as Error).message}; retry in ${formatMs(a.delayMs as number)}${a.parked ? ' (task parked)' : ''}`;
+    case 'step:failed':
+      return `${at} ${task} step ${bold(String(a.step))} ${colorStatus('failed')}: ${(a.error as Error).message}`;
+    case 'lease:lost':
+      return `${at} ${task} ${colorStatus('failed')} lease lost (epoch ${String(a.epoch)}): another worker owns it; this run's writes were refused`;
+    default:
+      return `${at} ${name} ${JSON.stringify(p)}`;
+  }
+}
+
+export async function start(ctx: CommandContext): Promise<void> {
+  const name = need(ctx, 0, 'workflow name (stepwise start <workflow> --input JSON)');
+  const input = parseJson(str(ctx.options, 'input'), '--input');
+  await withEngine(ctx, async (engine) => {
+    const key = str(ctx.options, 'key');
+    const res = await engine.start(name, input, key ? { idempotencyKey: key } : {});
+    if (ctx.json && !ctx.options.wait) return ctx.out(JSON.stringify(res));
+    if (!ctx.json) ctx.out(res.created ? `Started ${res.id} (${name})` : `Task ${res.id} already exists for key ${key} (${res.status})`);
+    if (ctx.options.wait) await follow(ctx, engine, res.id);
+  });
+}
+
+/** Live progress: prints each step and transition as it happens, until the task finishes. */
+async function follow(ctx: CommandContext, engine: Engine, id: string): Promise<void> {
+  const seenSteps = new Map<number, string>();
+  let seenHistory = 0;
+  for (;;) {
+    const t = await engine.get(id);
+    for (const h of t.history.slice(seenHistory)) {
+      if (!ctx.json) ctx.out(`${dim(time(h.at))} ${bold(h.event)} → ${colorStatus(h.to)}${h.workerId ? dim(` (${h.workerId})`) : ''}`);
+    }
+    seenHistory = t.history.length;
+    for (const s of t.steps) {
+      const key = `${s.status}:${s.attempts}`;
+      if (seenSteps.get(s.seq) === key) continue;
+      seenSteps.set(s.seq, key);
+      if (!ctx.json) ctx.out(`${dim(time(s.finishedAt ?? s.startedAt))}   step ${bold(s.name)} ${colorStatus(s.status)}${s.durationMs !== null ? ` in ${formatMs(s.durationMs)}` : ''}`);
+    }
+    if (t.status === 'succeeded' || t.status === 'failed' || t.status === 'cancelled') {
+      if (ctx.json) ctx.out(JSON.stringify(t));
+      else if (t.status === 'succeeded') ctx.out(`output: ${JSON.stringify(t.output)}`);
+      else if (t.status === 'failed') ctx.out(`error: ${t.error.message}`);
+      if (t.status !== 'succeeded') process.exitCode = 1;
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export async function ls(ctx: CommandContext): Promise<void> {
+  const statusOpt = str(ctx.options, 'status');
+  const statuses = statusOpt?.split(',').map((s) => s.trim());
+  for (const s of statuses ?? []) if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${s}" (pending, running, waiting, paused, cancelling, succeeded, failed, cancelled).`);
+  await withEngine(ctx, async (engine) => {
+    const page = await engine.list({
+      ...(statuses ? { status: statuses as TaskStatus[] } : {}),
+      ...(str(ctx.options, 'workflow') ? { workflow: str(ctx.options, 'workflow') } : {}),
+      ...(int(ctx, 'limit') ? { limit: int(ctx, 'limit') } : {}),
+      ...(str(ctx.options, 'cursor') ? { cursor: str(ctx.options, 'cursor') } : {}),
+    });
+    if (ctx.json) return ctx.out(JSON.stringify(page));
+    ctx.out(taskTable(page.tasks));
+    if (page.nextCursor) ctx.out(dim(`more: stepwise ls --cursor ${page.nextCursor}`));
+  });
+}
+
+export async function show(ctx: CommandContext): Promise<void> {
+  const id = need(ctx, 0, 'task id (stepwise show <id>)');
+  await withEngine(ctx, async (engine) => {
+    const t = await engine.get(id);
+    ctx.out(ctx.json ? JSON.stringify(t) : taskDetail(t));
+  });
+}
+
+export async function explain(ctx: CommandContext): Promise<void> {
+  const id = need(ctx, 0, 'task id (stepwise explain <id>)');
+  await withEngine(ctx, async (engine) => {
+    const e = await engine.explain(id);
+    if (ctx.json) return ctx.out(JSON.stringify(e));
+    ctx.out(`${bold(e.id)} ${colorStatus(e.status)}\n  ${e.summary}`);
+    ctx.out(`  legal events: ${e.legalEvents.join(', ') || 'none'}`);
+    if (e.lease) ctx.out(`  lease: ${e.lease.owner} until ${time(e.lease.expiresAt)}${e.lease.expired ? ' (expired)' : ''}`);
+    if (e.lastStep) ctx.out(`  last step: ${e.lastStep.name} ${e.lastStep.status} after ${e.lastStep.attempts} attempt(s)${e.lastStep.error ? `: ${e.lastStep.error}` : ''}`);
+  });
+}
+
+function command(run: (engine: Engine, id: string, ctx: CommandContext) => Promise<{ id: string; status: string }>, verb: string) {
+  return async (ctx: CommandContext): Promise<void> => {
+    const id = need(ctx, 0, `task id (stepwise ${verb} <id>)`);
+    await withEngine(ctx, async (engine) => {
+      const t = await run(engine, id, ctx);
+      ctx.out(ctx.json ? JSON.stringify(t) : `${t.id} → ${colorStatus(t.status)}`);
+    });
+  };
+}
+
+export const cancel = command((e, id, ctx) => e.cancel(id, str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}), 'cancel');
+export const retry = command((e, id) => e.retry(id), 'retry');
+export const pause = command((e, id) => e.pause(id), 'pause');
+export const resume = command((e, id) => e.resume(id), 'resume');
+
+export async function signal(ctx: CommandContext): Promise<void> {
+  const id = need(ctx, 0, 'task id (stepwise signal <id> <name> [--data JSON])');
+  const name = need(ctx, 1, 'signal name (stepwise signal <id> <name> [--data JSON])');
+  const data = parseJson(str(ctx.options, 'data'), '--data');
+  await withEngine(ctx, async (engine) => {
+    const key = str(ctx.options, 'key');
+    const res = await engine.signal(id, name, data, key ? { idempotencyKey: key } : {});
+    ctx.out(ctx.json ? JSON.stringify(res) : res.created ? `Sent "${name}" to ${id}` : `Already sent (key ${key})`);
+  });
+}
+
+export async function migrate(ctx: CommandContext): Promise<void> {
+  await withEngine(ctx, async (engine) => {
+    await engine.ready();
+    ctx.out(ctx.json ? JSON.stringify({ migrated: true, db: ctx.db }) : `Schema is up to date in ${ctx.db}`);
+  });
+}

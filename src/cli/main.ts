@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+/**
+ * @module cli/main
+ * The `stepwise` command line: parses arguments with node:util parseArgs, runs one command,
+ * prints errors as one line (`stepwise: [CODE] message`) and exits non-zero.
+ */
+import { parseArgs } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { DEFAULT_STORE_URL, isStepwiseError } from '../index.ts';
+import * as commands from './commands.ts';
+
+const HELP = `stepwise — durable execution for long-running agent tasks
+
+Usage: stepwise <command> [arguments] [--db URL] [--json]
+
+Commands:
+  worker <module>            run the workflows exported by <module> (.js, or .ts with tsx)
+        [--concurrency N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
+        [--workflows a,b] [--worker-id ID] [--quiet]
+  start <workflow> --input JSON [--key K] [--wait]
+                             create a task (same --key → the existing task); --wait follows it live
+  ls [--status S[,S]] [--workflow W] [--limit N] [--cursor C]
+                             list tasks, newest first
+  show <id>                  a task: steps (status, attempts, durations) and its timeline
+  explain <id>               why a task is (not) moving
+  cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
+  retry <id>                 run a failed task again from the failed step
+  pause <id> | resume <id>   pause at the next step boundary / continue
+  signal <id> <name> [--data JSON] [--key K]
+                             send an event to ctx.waitForEvent(name)
+  migrate                    create or upgrade the schema and exit
+  version                    print the version
+
+Options:
+  --db URL     sqlite:<path> or postgres://…  (env STEPWISE_DB; default ${DEFAULT_STORE_URL})
+  --json       machine-readable output
+`;
+
+type Command = (ctx: commands.CommandContext) => Promise<void>;
+const COMMANDS: Record<string, Command> = {
+  worker: commands.worker,
+  start: commands.start,
+  ls: commands.ls,
+  show: commands.show,
+  explain: commands.explain,
+  cancel: commands.cancel,
+  retry: commands.retry,
+  pause: commands.pause,
+  resume: commands.resume,
+  signal: commands.signal,
+  migrate: commands.migrate,
+};
+
+async function main(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        db: { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        input: { type: 'string' },
+        key: { type: 'string' },
+        wait: { type: 'boolean' },
+        status: { type: 'string' },
+        workflow: { type: 'string' },
+        workflows: { type: 'string' },
+        limit: { type: 'string' },
+        cursor: { type: 'string' },
+        reason: { type: 'string' },
+        data: { type: 'string' },
+        concurrency: { type: 'string' },
+        'lease-ms': { type: 'string' },
+        'heartbeat-ms': { type: 'string' },
+        'poll-ms': { type: 'string' },
+        'grace-ms': { type: 'string' },
+        'worker-id': { type: 'string' },
+        quiet: { type: 'boolean' },
+      },
+    });
+  } catch (e) {
+    process.stderr.write(`stepwise: ${(e as Error).message}\nRun \`stepwise help\` for usage.\n`);
+    return 2;
+  }
+  const [name, ...args] = parsed.positionals;
+  if (!name || name === 'help' || parsed.values.help) {
+    process.stdout.write(HELP);
+    return name || parsed.values.help ? 0 : 2;
+  }
+  if (name === 'version') {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    process.stdout.write(`${pkg.version}\n`);
+    return 0;
+  }
+  const run = COMMANDS[name];
+  if (!run) {
+    process.stderr.write(`stepwise: unknown command "${name}". Commands: ${Object.keys(COMMANDS).join(', ')}, version, help.\n`);
+    return 2;
+  }
+  try {
+    await run({
+      db: parsed.values.db ?? process.env.STEPWISE_DB ?? DEFAULT_STORE_URL,
+      json: parsed.values.json === true,
+      args,
+      options: parsed.values,
+      out: (line) => process.stdout.write(`${line}\n`),
+    });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (e) {
+    const code = isStepwiseError(e) ? e.code : undefined;
+    const message = e instanceof Error ? e.message : String(e);
+    if (parsed.values.json) process.stderr.write(`${JSON.stringify({ error: { code: code ?? 'ERROR', message } })}\n`);
+    else process.stderr.write(`stepwise: ${code ? `[${code}] ` : ''}${message}\n`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

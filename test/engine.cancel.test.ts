@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { IllegalTransitionError, TaskCancelledError, workflow } from '../src/index.ts';
+import { ManualClock } from '../src/testing/index.ts';
+import { gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+
+describe('cancellation', () => {
+  it('cancels a running task: cancelling, the step signal fires, then cancelled with the reason in history', async () => {
+    const entered = gate();
+    let signalReason: unknown;
+    let after = 0;
+    const wf = workflow('long-llm', async (ctx) => {
+      await ctx.step('generate', ({ signal }) =>
+        new Promise((_, reject) => {
+          entered.open();
+          signal.addEventListener('abort', () => {
+            signalReason = signal.reason;
+            reject(signal.reason as Error);
+          });
+        }),
+      );
+      await ctx.step('publish', () => void after++);
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('long-llm');
+    await entered.promise;
+    const cancelling = await engine.cancel(id, { reason: 'user clicked cancel' });
+    expect(cancelling.status).toBe('cancelling');
+    const err = await engine.result(id).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TaskCancelledError);
+    expect((err as TaskCancelledError).reason).toBe('user clicked cancel');
+    expect(signalReason).toBeInstanceOf(TaskCancelledError);
+    expect(after).toBe(0);
+    const info = await engine.get(id);
+    expect(info.status).toBe('cancelled');
+    expect(info.lease).toBeNull();
+    expect(info.history.map((h) => `${h.event}:${h.to}`)).toEqual(['create:pending', 'claim:running', 'cancel:cancelling', 'abort:cancelled']);
+    expect(info.history[2]?.detail).toEqual({ reason: 'user clicked cancel' });
+  });
+
+  it('ends a running task whose step ignores its signal within the cancel grace period', async () => {
+    const entered = gate();
+    const wf = workflow('stubborn', async (ctx) => {
+      await ctx.step('ignore-signal', () => {
+        entered.open();
+        return new Promise(() => undefined); // never settles, never listens
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { cancelGraceMs: 100 });
+    const { id } = await engine.start('stubborn');
+    await entered.promise;
+    await engine.cancel(id);
+    await waitForStatus(engine, id, 'cancelled', 5000);
+  });
+
+  it('cancels pending, waiting and paused tasks at once', async () => {
+    const clock = new ManualClock();
+    const wf = workflow('sleepy', async (ctx) => {
+      await ctx.sleep('nap', '1h');
+    });
+    const engine = makeEngine({ workflows: [wf], clock });
+    const pending = await engine.start('sleepy');
+    expect((await engine.cancel(pending.id)).status).toBe('cancelled');
+
+    const paused = await engine.start('sleepy');
+    await engine.pause(paused.id);
+    expect((await engine.cancel(paused.id, { reason: 'obsolete' })).status).toBe('cancelled');
+
+    const worker = await startWorker(engine, { parkAfterMs: 100 });
+    const waiting = await engine.start('sleepy');
+    await waitForStatus(engine, waiting.id, 'waiting');
+    expect(worker.inFlight).toBe(0);
+    const c = await engine.cancel(waiting.id);
+    expect(c.status).toBe('cancelled');
+    expect(c.finishedAt).not.toBeNull();
+  });
+
+  it('never resumes a cancelled task: resume, retry and cancel again are illegal transitions', async () => {
+    const wf = workflow('noop', async () => 1);
+    const engine = makeEngine({ workflows: [wf] });
+    const { id } = await engine.start('noop');
+    await engine.cancel(id);
+    for (const cmd of [() => engine.resume(id), () => engine.retry(id), () => engine.cancel(id), () => engine.pause(id)]) {
+      const e = await cmd().catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(IllegalTransitionError);
+      expect((e as IllegalTransitionError).message).toContain('it is cancelled');
+    }
+    // A worker started later does not pick it up.
+    await startWorker(engine);
+    await new Promise((r) => setTimeout(r, 100));
+    const info = await engine.get(id);
+    expect(info.status).toBe('cancelled');
+    expect(info.runs).toBe(0);
+  });
+
+  it('aborts a step through AbortSignal.any with the run signal on a step timeout too', async () => {
+    const wf = workflow('timeout-once', async (ctx) =>
+      ctx.step('slow', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error))), {
+        timeout: '30ms',
+        retry: 1,
+      }),
+    );
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('timeout-once');
+    await waitForStatus(engine, id, 'failed');
+    const info = await engine.get(id);
+    expect(info.steps[0]?.error?.code).toBe('STEP_TIMEOUT');
+    expect(info.steps[0]?.error?.message).toBe('Step "slow" timed out after 30ms');
+  });
+});

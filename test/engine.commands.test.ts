@@ -1,0 +1,160 @@
+import { describe, expect, it } from 'vitest';
+import {
+  IdempotencyConflictError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, WorkflowNotFoundError, workflow,
+} from '../src/index.ts';
+import { gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { Engine } from '../src/index.ts';
+
+const echo = workflow('echo', async (_ctx, input: unknown) => input);
+
+describe('engine commands', () => {
+  it('returns the existing task for a repeated idempotency key instead of creating a second', async () => {
+    const engine = makeEngine({ workflows: [echo] });
+    const a = await engine.start('echo', { x: 1, y: [2] }, { idempotencyKey: 'article-8001' });
+    const b = await engine.start('echo', { y: [2], x: 1 }, { idempotencyKey: 'article-8001' });
+    expect(a.created).toBe(true);
+    expect(b).toEqual({ ...a, created: false });
+    expect((await engine.list()).tasks).toHaveLength(1);
+  });
+
+  it('deduplicates concurrent starts with the same key', async () => {
+    const engine = makeEngine({ workflows: [echo] });
+    const results = await Promise.all(Array.from({ length: 20 }, () => engine.start('echo', 1, { idempotencyKey: 'k' })));
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    expect(results.filter((r) => r.created)).toHaveLength(1);
+  });
+
+  it('refuses the same key with a different input or workflow', async () => {
+    const other = workflow('other', async () => null);
+    const engine = makeEngine({ workflows: [echo, other] });
+    await engine.start('echo', { x: 1 }, { idempotencyKey: 'k1' });
+    await expect(engine.start('echo', { x: 2 }, { idempotencyKey: 'k1' })).rejects.toThrow(IdempotencyConflictError);
+    await expect(engine.start('other', { x: 1 }, { idempotencyKey: 'k1' })).rejects.toThrow(/runs workflow "echo", not "other"/);
+  });
+
+  it('gives typed errors with codes for unknown workflows, unknown ids and malformed input', async () => {
+    const schema = { parse: (v: unknown) => { if (typeof (v as { topic?: unknown })?.topic !== 'string') throw new Error('topic must be a string'); return v; } };
+    const strict = workflow('strict', async () => null, { input: schema });
+    const engine = makeEngine({ workflows: [echo, strict] });
+    const unknown = await engine.start('ecoh', {}).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(WorkflowNotFoundError);
+    expect((unknown as WorkflowNotFoundError).code).toBe('WORKFLOW_NOT_FOUND');
+    expect((unknown as Error).message).toContain('Known workflows: echo, strict');
+    await expect(engine.get('nope')).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
+    await expect(engine.cancel('nope')).rejects.toThrow(TaskNotFoundError);
+    await expect(engine.start('echo', { when: new Date() })).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+    await expect(engine.start('strict', { topic: 3 })).rejects.toThrow(InvalidInputError);
+    await expect(engine.start('strict', { topic: 3 })).rejects.toThrow(/topic must be a string/);
+    await expect(engine.list({ status: 'done' as never })).rejects.toThrow(InvalidArgumentError);
+    await expect(engine.start('echo', 1, { idempotencyKey: '' })).rejects.toThrow(InvalidArgumentError);
+    expect((await engine.list()).tasks).toHaveLength(0); // nothing was created by bad input
+  });
+
+  it('knows workflows registered by workers in the database even without the code', async () => {
+    const url = tempDbUrl();
+    const withCode = new Engine({ store: url, workflows: [echo] });
+    const w = withCode.worker({ pollIntervalMs: 20 });
+    await w.start();
+    const cli = new Engine({ store: url }); // like the CLI: no workflow code loaded
+    try {
+      const { id } = await cli.start('echo', { hello: 'world' });
+      expect(await cli.result(id)).toEqual({ hello: 'world' });
+      await expect(cli.start('missing', {})).rejects.toThrow(/Unknown workflow "missing". Known workflows: echo/);
+    } finally {
+      await cli.close();
+      await withCode.close();
+    }
+  });
+
+  it('lists newest first, filters by status and workflow, and pages with a cursor', async () => {
+    const other = workflow('other', async () => null);
+    const engine = makeEngine({ workflows: [echo, other] });
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push((await engine.start(i % 2 ? 'other' : 'echo', i)).id);
+    await engine.cancel(ids[0] as string);
+    const page1 = await engine.list({ limit: 3 });
+    const page2 = await engine.list({ limit: 3, cursor: page1.nextCursor as string });
+    const page3 = await engine.list({ limit: 3, cursor: page2.nextCursor as string });
+    expect([...page1.tasks, ...page2.tasks, ...page3.tasks].map((t) => t.id)).toEqual([...ids].reverse());
+    expect(page3.nextCursor).toBeNull();
+    expect((await engine.list({ workflow: 'other' })).tasks).toHaveLength(3);
+    expect((await engine.list({ status: 'cancelled' })).tasks.map((t) => t.id)).toEqual([ids[0]]);
+    expect((await engine.list({ status: ['pending', 'cancelled'] })).tasks).toHaveLength(7);
+  });
+
+  it('pauses a running task at the next step boundary and resumes it', async () => {
+    const inStep = gate();
+    const release = gate();
+    const wf = workflow('pausable', async (ctx) => {
+      await ctx.step('one', async () => {
+        inStep.open();
+        await release.promise;
+        return 1;
+      });
+      return ctx.step('two', () => 2);
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const worker = await startWorker(engine);
+    const { id } = await engine.start('pausable');
+    await inStep.promise;
+    const p = await engine.pause(id);
+    expect(p.status).toBe('running');
+    expect(p.pauseRequested).toBe(true);
+    await expect(engine.pause(id)).rejects.toThrow(/running \(pause requested\)/);
+    release.open();
+    await waitForStatus(engine, id, 'paused');
+    expect(worker.inFlight).toBe(0);
+    const steps = (await engine.get(id)).steps;
+    expect(steps.map((s) => s.name)).toEqual(['one']);
+    expect((await engine.explain(id)).legalEvents).toEqual(['cancel', 'resume']);
+    await engine.resume(id);
+    expect(await engine.result(id)).toBe(2);
+  });
+
+  it('withdraws a pause request that the run has not reached yet', async () => {
+    const inStep = gate();
+    const release = gate();
+    const wf = workflow('withdraw', async (ctx) => {
+      await ctx.step('one', async () => {
+        inStep.open();
+        await release.promise;
+      });
+      return ctx.step('two', () => 'done');
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('withdraw');
+    await inStep.promise;
+    await engine.pause(id);
+    const resumed = await engine.resume(id);
+    expect(resumed.status).toBe('running');
+    expect(resumed.pauseRequested).toBe(false);
+    release.open();
+    expect(await engine.result(id)).toBe('done');
+    expect((await engine.get(id)).history.map((h) => h.event)).toEqual(['create', 'claim', 'pause', 'resume', 'complete']);
+  });
+
+  it('delivers signals sent before and after the task waits for them, once per idempotency key', async () => {
+    const wf = workflow('approval-ish', async (ctx) => {
+      const first = await ctx.waitForEvent<{ ok: boolean }>('early');
+      const second = await ctx.waitForEvent<string>('late', { timeout: '1h' });
+      return { first, second };
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const { id } = await engine.start('approval-ish');
+    expect(await engine.signal(id, 'early', { ok: true }, { idempotencyKey: 'e1' })).toEqual({ created: true });
+    expect(await engine.signal(id, 'early', { ok: false }, { idempotencyKey: 'e1' })).toEqual({ created: false });
+    await startWorker(engine);
+    await waitForStatus(engine, id, 'waiting');
+    expect((await engine.explain(id)).summary).toMatch(/Waiting for event "late"/);
+    await engine.signal(id, 'late', 'hello');
+    expect(await engine.result(id)).toEqual({ first: { timedOut: false, payload: { ok: true } }, second: { timedOut: false, payload: 'hello' } });
+    await expect(engine.signal(id, 'late', 'again')).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+  });
+
+  it('result() rejects with a timeout error when asked to wait less than the task takes', async () => {
+    const engine = makeEngine({ workflows: [echo] });
+    const { id } = await engine.start('echo', 1);
+    await expect(engine.result(id, { timeout: 50 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+  });
+});

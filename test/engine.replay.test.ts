@@ -1,0 +1,181 @@
+import { describe, expect, it } from 'vitest';
+import { NonDeterminismError, workflow, type WorkflowContext } from '../src/index.ts';
+import { gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+
+describe('checkpoint and replay', () => {
+  it('returns recorded outputs of completed steps without running them again after a pause and resume', async () => {
+    const runs: Record<string, number> = {};
+    const count = (name: string): void => void (runs[name] = (runs[name] ?? 0) + 1);
+    const hold = gate();
+    const entered = gate();
+    const wf = workflow('replay', async (ctx, input: { n: number }) => {
+      const a = await ctx.step('a', () => (count('a'), { value: input.n + 1, at: Math.random() }));
+      await ctx.step('b', async () => {
+        count('b');
+        entered.open();
+        await hold.promise;
+        return 'b';
+      });
+      const c = await ctx.step('c', () => (count('c'), a.value * 10));
+      return { a, c };
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('replay', { n: 1 });
+    await entered.promise;
+    await engine.pause(id); // takes effect at the next step boundary
+    hold.open();
+    await waitForStatus(engine, id, 'paused');
+    const before = (await engine.get(id)).steps.find((s) => s.name === 'a')?.output as { at: number };
+    await engine.resume(id);
+    const out = await engine.result<{ a: { value: number; at: number }; c: number }>(id);
+    expect(out.c).toBe(20);
+    expect(out.a.at).toBe(before.at); // the recorded (random) output was reused
+    expect(runs).toEqual({ a: 1, b: 1, c: 1 });
+    const info = await engine.get(id);
+    expect(info.history.map((h) => h.event)).toEqual(['create', 'claim', 'pause', 'suspend', 'resume', 'claim', 'complete']);
+    expect(info.runs).toBe(2);
+  });
+
+  it('gives loops and parallel steps stable identities and idempotency keys', async () => {
+    const keys: string[] = [];
+    const wf = workflow('loops', async (ctx) => {
+      const items = await Promise.all([1, 2, 3].map((i) => ctx.step('fetch', ({ idempotencyKey }) => (keys.push(idempotencyKey), i * 2))));
+      let sum = 0;
+      for (const item of items) sum += await ctx.step('add', () => item);
+      return sum;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('loops');
+    expect(await engine.result(id)).toBe(12);
+    const info = await engine.get(id);
+    expect(info.steps.map((s) => s.name)).toEqual(['fetch', 'fetch#2', 'fetch#3', 'add', 'add#2', 'add#3']);
+    expect(info.steps.map((s) => s.seq)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(keys.sort()).toEqual([`v1:${id}:fetch#1`, `v1:${id}:fetch#2`, `v1:${id}:fetch#3`]);
+    expect(info.steps[1]?.idempotencyKey).toBe(`v1:${id}:fetch#2`);
+  });
+
+  it('stops with a non-determinism error when the code calls a different step than the journal recorded', async () => {
+    const entered = gate();
+    const hold = gate();
+    let version = 1;
+    const body = async (ctx: WorkflowContext): Promise<string> => {
+      await ctx.step(version === 1 ? 'draft' : 'outline', () => 'x');
+      await ctx.step('slow', async () => {
+        entered.open();
+        await hold.promise;
+      });
+      await ctx.step('publish', () => 'ok');
+      return 'done';
+    };
+    const v1 = workflow('diverge', body, { version: 1 });
+    const engine = makeEngine({ workflows: [v1] });
+    await startWorker(engine);
+    const { id } = await engine.start('diverge');
+    await entered.promise;
+    await engine.pause(id);
+    hold.open();
+    await waitForStatus(engine, id, 'paused');
+    version = 2;
+    engine.register(workflow('diverge', body, { version: 2 }));
+    await engine.resume(id);
+    await expect(engine.result(id)).rejects.toThrow(/failed/);
+    const info = await engine.get(id);
+    expect(info.status).toBe('failed');
+    if (info.status !== 'failed') return;
+    expect(info.error.code).toBe('NON_DETERMINISM');
+    expect(info.error.message).toContain('at position 0 the code now calls step "outline", but the journal recorded step "draft"');
+    expect(info.error.message).toContain('version 2, started under version 1');
+    // The journal was not rewritten by the diverging code.
+    expect(info.steps.map((s) => s.name)).toEqual(['draft', 'slow']);
+  });
+
+  it('detects a journal with more steps than the code now makes', async () => {
+    const entered = gate();
+    const hold = gate();
+    let short = false;
+    const wf = workflow('shrink', async (ctx) => {
+      await ctx.step('one', () => 1);
+      if (short) return 'short';
+      await ctx.step('two', async () => {
+        entered.open();
+        await hold.promise;
+      });
+      await ctx.step('three', () => 3);
+      return 'long';
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('shrink');
+    await entered.promise;
+    await engine.pause(id);
+    hold.open();
+    await waitForStatus(engine, id, 'paused');
+    short = true;
+    await engine.resume(id);
+    const err = await engine.result(id).catch((e: Error) => e);
+    expect((err as Error & { cause: Error }).cause).toMatchObject({ code: 'NON_DETERMINISM' });
+    expect(String((err as Error & { cause: Error }).cause.message)).toContain('journal has 1 more, starting with step "two"');
+  });
+
+  it('fails the task even if workflow code swallows the non-determinism error', async () => {
+    let second = false;
+    const entered = gate();
+    const hold = gate();
+    const wf = workflow('swallow', async (ctx) => {
+      try {
+        await ctx.step(second ? 'renamed' : 'original', () => 1);
+      } catch {
+        // user code that catches everything
+      }
+      await ctx.step('wait', async () => {
+        if (!second) {
+          entered.open();
+          await hold.promise;
+        }
+      });
+      await ctx.step('after', () => 'after');
+      return 'finished';
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('swallow');
+    await entered.promise;
+    await engine.pause(id);
+    hold.open();
+    await waitForStatus(engine, id, 'paused');
+    second = true;
+    await engine.resume(id);
+    await waitForStatus(engine, id, 'failed');
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.code).toBe('NON_DETERMINISM');
+    expect(NonDeterminismError.name).toBe('NonDeterminismError');
+  });
+
+  it('refuses a step output that is not JSON data, failing the step with a clear error', async () => {
+    const wf = workflow('bad-output', async (ctx) => {
+      await ctx.step('when', () => ({ at: new Date(0) }));
+      return 'unreachable';
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('bad-output');
+    await waitForStatus(engine, id, 'failed');
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.message).toMatch(/Step "when" failed after 1 attempt: The output of step "when" cannot be checkpointed: the value.at is a Date/);
+    expect(info.steps[0]).toMatchObject({ name: 'when', status: 'failed', attempts: 1 });
+  });
+
+  it('lets workflow code catch a failed step and go on (optional step)', async () => {
+    const wf = workflow('optional', async (ctx) => {
+      const extra = await ctx.step('enrich', () => { throw new Error('service down'); }, { retry: 1 }).catch(() => null);
+      return { extra, main: await ctx.step('main', () => 'ok') };
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('optional');
+    expect(await engine.result(id)).toEqual({ extra: null, main: 'ok' });
+    expect((await engine.get(id)).steps.map((s) => `${s.name}:${s.status}`)).toEqual(['enrich:failed', 'main:completed']);
+  });
+});

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ALL_EVENTS, ALL_STATUSES, IllegalTransitionError, legalEvents, lifecycleEdges, sourcesOf, transition,
+  type LifecycleEvent, type TaskStatus,
+} from '../src/index.ts';
+
+// The expected table, written out independently of src/lifecycle.ts: status → event → next status.
+// `running+pause` is a running task with a pause request.
+const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
+  pending: { claim: 'running', cancel: 'cancelled', pause: 'paused' },
+  waiting: { claim: 'running', cancel: 'cancelled', pause: 'paused' },
+  running: {
+    reclaim: 'running', park: 'waiting', release: 'pending', complete: 'succeeded', fail: 'failed',
+    cancel: 'cancelling', pause: 'running',
+  },
+  'running+pause': {
+    reclaim: 'running', park: 'waiting', release: 'pending', suspend: 'paused', complete: 'succeeded',
+    fail: 'failed', cancel: 'cancelling', resume: 'running',
+  },
+  paused: { resume: 'pending', cancel: 'cancelled' },
+  cancelling: { abort: 'cancelled' },
+  succeeded: {},
+  failed: { retry: 'pending' },
+  cancelled: {},
+};
+
+const states = [
+  ...ALL_STATUSES.map((status) => ({ label: status as string, state: { status, pauseRequested: false } })),
+  { label: 'running+pause', state: { status: 'running' as TaskStatus, pauseRequested: true } },
+];
+
+describe('lifecycle transition table', () => {
+  const cases = states.flatMap(({ label, state }) => ALL_EVENTS.map((event) => ({ label, state, event })));
+
+  it('covers every status and event', () => {
+    expect(cases).toHaveLength((ALL_STATUSES.length + 1) * ALL_EVENTS.length);
+    expect(Object.keys(EXPECTED).sort()).toEqual(states.map((s) => s.label).sort());
+  });
+
+  it.each(cases)('$label --$event-->', ({ label, state, event }) => {
+    const expected = EXPECTED[label]?.[event];
+    if (expected === undefined) {
+      let thrown: unknown;
+      try {
+        transition(state, event, 'task-1');
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown).toBeInstanceOf(IllegalTransitionError);
+      const err = thrown as IllegalTransitionError;
+      expect(err.code).toBe('ILLEGAL_TRANSITION');
+      expect(err.event).toBe(event);
+      expect(err.status).toContain(state.status);
+      expect(err.legalEvents).toEqual(Object.keys(EXPECTED[label] ?? {}).sort((a, b) => ALL_EVENTS.indexOf(a as LifecycleEvent) - ALL_EVENTS.indexOf(b as LifecycleEvent)));
+      expect(err.message).toContain(`"${event}" is not legal from ${state.status}`);
+      expect(err.message).toContain('task-1');
+    } else {
+      expect(transition(state, event).to).toBe(expected);
+    }
+  });
+
+  it('lists the legal events of a state in table order', () => {
+    expect(legalEvents({ status: 'failed' })).toEqual(['retry']);
+    expect(legalEvents({ status: 'succeeded' })).toEqual([]);
+    expect(legalEvents({ status: 'running', pauseRequested: true })).toContain('resume');
+    expect(legalEvents({ status: 'running' })).not.toContain('resume');
+  });
+
+  it('names the legal events in the error message of a finished task', () => {
+    expect(() => transition({ status: 'cancelled' }, 'resume')).toThrow(/A cancelled task accepts no events/);
+    expect(() => transition({ status: 'failed' }, 'cancel')).toThrow(/Legal events: retry/);
+  });
+
+  it('gives the store the source statuses of each event', () => {
+    expect(sourcesOf('claim').sort()).toEqual(['pending', 'waiting']);
+    expect(sourcesOf('reclaim')).toEqual(['running']);
+    expect(sourcesOf('cancel').sort()).toEqual(['paused', 'pending', 'running', 'waiting']);
+    expect(sourcesOf('abort')).toEqual(['cancelling']);
+  });
+
+  it('attaches effects that release leases and stamp finished tasks', () => {
+    expect(transition({ status: 'running' }, 'complete').effects).toEqual(expect.arrayContaining(['release-lease', 'finish']));
+    expect(transition({ status: 'running' }, 'cancel').effects).toEqual(['abort-run']);
+    expect(transition({ status: 'failed' }, 'retry').effects).toEqual(['schedule-now']);
+    expect(transition({ status: 'running', pauseRequested: true }, 'suspend').pauseRequested).toBe(true);
+  });
+
+  it('draws every edge once for the diagram', () => {
+    const edges = lifecycleEdges();
+    const count = Object.entries(EXPECTED)
+      .filter(([k]) => k !== 'running+pause')
+      .reduce((n, [, v]) => n + Object.keys(v).length, 0);
+    // running+pause adds suspend and resume; pause exists only without a request.
+    expect(edges).toHaveLength(count + 2);
+  });
+});

@@ -1,0 +1,67 @@
+// An engine on a fresh SQLite file per test, closed (workers stopped) after each test.
+import { afterEach } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Engine, type EngineOptions, type TaskStatus, type Worker, type WorkerOptions } from '../../src/index.ts';
+
+const engines: Engine[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  await Promise.all(engines.splice(0).map((e) => e.close()));
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+export function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'stepwise-test-'));
+  dirs.push(d);
+  return d;
+}
+
+export function tempDbUrl(): string {
+  return `sqlite:${join(tempDir(), 'stepwise.db')}`;
+}
+
+export function makeEngine(options: EngineOptions = {}): Engine {
+  const engine = new Engine({ store: tempDbUrl(), ...options });
+  engines.push(engine);
+  return engine;
+}
+
+/** Fast settings for tests: short polls and heartbeats. */
+export const FAST: WorkerOptions = { pollIntervalMs: 20, heartbeatMs: 50, leaseMs: 2000, cancelGraceMs: 500, shutdownGraceMs: 500 };
+
+export async function startWorker(engine: Engine, options: WorkerOptions = {}): Promise<Worker> {
+  const worker = engine.worker({ ...FAST, ...options });
+  await worker.start();
+  return worker;
+}
+
+/** Polls until the task reaches one of the statuses (or throws after `ms`). */
+export async function waitForStatus(engine: Engine, id: string, statuses: TaskStatus | TaskStatus[], ms = 10_000): Promise<void> {
+  const want = Array.isArray(statuses) ? statuses : [statuses];
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const t = await engine.get(id);
+    if (want.includes(t.status)) return;
+    if (Date.now() > deadline) throw new Error(`task ${id} is ${t.status}, expected ${want.join('|')}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Polls until `check()` is true. */
+export async function eventually(check: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A promise with its resolve function, for steps that wait on the test. */
+export function gate<T = void>(): { promise: Promise<T>; open: (v: T) => void } {
+  let open!: (v: T) => void;
+  const promise = new Promise<T>((r) => (open = r));
+  return { promise, open };
+}

@@ -1,0 +1,40 @@
+// PostgreSQL for tests: where it is, whether it is up, and a fresh schema per test file.
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+
+export const PG_URL = process.env.STEPWISE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export async function postgresAvailability(): Promise<{ ok: boolean; url: string; reason?: string }> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return { ok: true, url: PG_URL };
+  } catch (e) {
+    return { ok: false, url: PG_URL, reason: (e as Error).message };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+let cached: Promise<boolean> | undefined;
+/** Whether PostgreSQL suites should run (checked once per test file). */
+export function hasPostgres(): Promise<boolean> {
+  cached ??= postgresAvailability().then((a) => a.ok);
+  return cached;
+}
+
+/** A schema name no other test uses. */
+export function freshSchemaName(prefix = 'sw_test'): string {
+  return `${prefix}_${randomBytes(5).toString('hex')}`;
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}

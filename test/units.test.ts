@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { NonRetryableError, RetryableError, StepFailedError, isRetryable, isStepwiseError, toMs } from '../src/index.ts';
+import { backoffMs, resolveRetry, shouldRetry } from '../src/retry.ts';
+import { decodeError, deserializeError, encodeError, encodeJson } from '../src/serialize.ts';
+import { newId } from '../src/ids.ts';
+
+describe('durations', () => {
+  it('accepts milliseconds and unit strings', () => {
+    expect(toMs(250)).toBe(250);
+    expect(toMs('500ms')).toBe(500);
+    expect(toMs('30s')).toBe(30_000);
+    expect(toMs('10m')).toBe(600_000);
+    expect(toMs('2h')).toBe(7_200_000);
+    expect(toMs('1d')).toBe(86_400_000);
+    expect(toMs('1h30m')).toBe(5_400_000);
+    expect(toMs('1.5s')).toBe(1500);
+  });
+  it('rejects anything else with an actionable message', () => {
+    for (const bad of ['', 'soon', '10 minutes', '-5s', '5x', -1, Number.NaN]) {
+      expect(() => toMs(bad as never)).toThrow(/duration|milliseconds/);
+    }
+  });
+});
+
+describe('retry policy', () => {
+  const policy = resolveRetry({ maxAttempts: 5, initialDelay: '1s', factor: 2, maxDelay: '10s' });
+  it('backs off exponentially with full jitter, capped at maxDelay', () => {
+    expect(backoffMs(policy, 1, undefined, () => 0.999999)).toBe(999);
+    expect(backoffMs(policy, 3, undefined, () => 0.999999)).toBe(3999);
+    expect(backoffMs(policy, 10, undefined, () => 0.999999)).toBe(9999);
+    expect(backoffMs(policy, 3, undefined, () => 0)).toBe(0);
+    const noJitter = resolveRetry({ initialDelay: 100, jitter: false });
+    expect(backoffMs(noJitter, 2)).toBe(200);
+  });
+  it('honours Retry-After carried by the error', () => {
+    expect(backoffMs(policy, 1, new RetryableError('slow down', { retryAfterMs: 42_000 }))).toBe(42_000);
+  });
+  it('is bounded by maxAttempts and never retries a NonRetryableError', () => {
+    expect(shouldRetry(policy, new Error('x'), 4)).toBe(true);
+    expect(shouldRetry(policy, new Error('x'), 5)).toBe(false);
+    expect(shouldRetry(policy, new NonRetryableError('bad request'), 1)).toBe(false);
+    const picky = resolveRetry({ maxAttempts: 5, retryIf: (e) => (e as Error).message.includes('429') });
+    expect(shouldRetry(picky, new Error('HTTP 429'), 1)).toBe(true);
+    expect(shouldRetry(picky, new Error('HTTP 400'), 1)).toBe(false);
+    expect(shouldRetry(picky, new NonRetryableError('HTTP 429 but fatal'), 1)).toBe(false);
+  });
+  it('rejects a nonsensical attempt count', () => {
+    expect(() => resolveRetry({ maxAttempts: 0 })).toThrow(/maxAttempts/);
+  });
+});
+
+describe('serialisation of checkpointed values', () => {
+  it('accepts plain JSON data and stores undefined as NULL', () => {
+    expect(encodeJson({ a: [1, 'x', null, { b: true }] }, 'v')).toBe('{"a":[1,"x",null,{"b":true}]}');
+    expect(encodeJson(undefined, 'v')).toBeNull();
+  });
+  it.each([
+    [{ when: new Date(0) }, /the value.when is a Date \(use date.toISOString\(\)\)/],
+    [{ m: new Map() }, /is a Map/],
+    [{ n: Number.NaN }, /is NaN/],
+    [{ n: 10n }, /bigint/],
+    [{ f: () => 1 }, /is a function/],
+    [[1, undefined], /\[1\] is undefined/],
+    [new (class Thing {})(), /is a Thing/],
+  ])('refuses %o with a message naming the path', (value, message) => {
+    expect(() => encodeJson(value, 'The output of step "s"')).toThrow(message);
+  });
+  it('refuses cycles', () => {
+    const a: Record<string, unknown> = {};
+    a.self = a;
+    expect(() => encodeJson(a, 'v')).toThrow(/cycle/);
+  });
+});
+
+describe('error serialisation', () => {
+  it('keeps code, retryable flag, retryAfter and cause through JSON', () => {
+    const original = new StepFailedError('fetch#2', 3, new NonRetryableError('400 Bad Request'));
+    const back = deserializeError(decodeError(encodeError(original)));
+    expect(isStepwiseError(back, 'STEP_FAILED')).toBe(true);
+    expect(back.name).toBe('StepFailedError');
+    expect((back as unknown as { stepName: string }).stepName).toBe('fetch#2');
+    expect(isRetryable(back.cause)).toBe(false);
+    expect((back.cause as Error).message).toBe('400 Bad Request');
+    const retry = deserializeError(decodeError(encodeError(new RetryableError('busy', { retryAfterMs: 5 }))));
+    expect(isRetryable(retry)).toBe(true);
+    expect((retry as unknown as { retryAfterMs: number }).retryAfterMs).toBe(5);
+  });
+  it('keeps foreign error names, codes and fields', () => {
+    const e = Object.assign(new TypeError('boom'), { code: 'ECONNRESET', status: 503 });
+    const back = deserializeError(decodeError(encodeError(e)));
+    expect(back.name).toBe('TypeError');
+    expect((back as Error & { code: string }).code).toBe('ECONNRESET');
+    expect((back as Error & { status: number }).status).toBe(503);
+  });
+});
+
+describe('task ids', () => {
+  it('sort by creation time', () => {
+    const a = newId(1_000);
+    const b = newId(2_000);
+    expect(a < b).toBe(true);
+    expect(a).toHaveLength(26);
+  });
+});
