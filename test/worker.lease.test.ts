@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { workflow } from '../src/index.ts';
+import { gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+
+describe('worker leases', () => {
+  it('keeps the lease of a step that runs longer than the lease, by heartbeat', async () => {
+    const wf = workflow('long-step', async (ctx) => ctx.step('slow', () => new Promise((r) => setTimeout(() => r('done'), 1200))));
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { leaseMs: 300, heartbeatMs: 50 });
+    await startWorker(engine, { leaseMs: 300, heartbeatMs: 50 }); // would steal an expired lease
+    const { id } = await engine.start('long-step');
+    expect(await engine.result(id)).toBe('done');
+    const info = await engine.get(id);
+    expect(info.runs).toBe(1);
+    expect(info.history.map((h) => h.event)).toEqual(['create', 'claim', 'complete']);
+  });
+
+  it('stop() lets an in-flight step finish within the grace period, then releases the task at the next boundary', async () => {
+    const inStep = gate();
+    const release = gate();
+    const runs: string[] = [];
+    const wf = workflow('drain', async (ctx) => {
+      await ctx.step('one', async () => {
+        runs.push('one');
+        inStep.open();
+        await release.promise;
+      });
+      await ctx.step('two', () => void runs.push('two'));
+      return 'ok';
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const w1 = await startWorker(engine, { leaseMs: 60_000 });
+    const { id } = await engine.start('drain');
+    await inStep.promise;
+    const stopping = w1.stop({ graceMs: 5000 });
+    setTimeout(() => release.open(), 50);
+    await stopping;
+    const mid = await engine.get(id);
+    expect(mid.status).toBe('pending');
+    expect(mid.lease).toBeNull();
+    expect(mid.steps.map((s) => `${s.name}:${s.status}`)).toEqual(['one:completed']);
+    expect(mid.history.at(-1)).toMatchObject({ event: 'release', from: 'running', to: 'pending' });
+    // Another worker resumes at once (no 60 s lease to wait out) and does not re-run step one.
+    await startWorker(engine, { leaseMs: 60_000 });
+    expect(await engine.result(id, { timeout: '5s' })).toBe('ok');
+    expect(runs).toEqual(['one', 'two']);
+  });
+
+  it('stop() aborts a step that outlives the grace period and releases the task', async () => {
+    const inStep = gate();
+    let reason: unknown;
+    const wf = workflow('stuck', async (ctx) =>
+      ctx.step('forever', ({ signal, attempt }) => {
+        if (attempt > 0 && reason) return 'second run';
+        inStep.open();
+        return new Promise((_, reject) => signal.addEventListener('abort', () => reject((reason = signal.reason) as Error)));
+      }),
+    );
+    const engine = makeEngine({ workflows: [wf] });
+    const w1 = await startWorker(engine, { leaseMs: 60_000 });
+    const { id } = await engine.start('stuck');
+    await inStep.promise;
+    await w1.stop({ graceMs: 100 });
+    expect((reason as Error).name).toBe('WorkerStoppingError');
+    await waitForStatus(engine, id, 'pending');
+    expect((await engine.get(id)).history.at(-1)?.detail).toMatchObject({ reason: expect.stringContaining('stopping') });
+    await startWorker(engine);
+    expect(await engine.result(id, { timeout: '5s' })).toBe('second run');
+  });
+
+  it('refuses to start with a heartbeat too slow for its lease', () => {
+    const engine = makeEngine({ workflows: [workflow('x', async () => 1)] });
+    expect(() => engine.worker({ leaseMs: 1000, heartbeatMs: 800 })).toThrow(/heartbeatMs \(800\) must be at most half of leaseMs/);
+  });
+
+  it('runs at most `concurrency` tasks at once per worker and at most the workflow cap across workers', async () => {
+    let running = 0;
+    let peak = 0;
+    const wf = workflow('capped', async (ctx) =>
+      ctx.step('work', async () => {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise((r) => setTimeout(r, 30));
+        running--;
+      }), { concurrency: 3 });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { concurrency: 2 });
+    await startWorker(engine, { concurrency: 2 });
+    const ids = await Promise.all(Array.from({ length: 12 }, () => engine.start('capped').then((r) => r.id)));
+    for (const id of ids) await engine.result(id, { timeout: '10s' });
+    expect(peak).toBeLessThanOrEqual(3);
+    expect(peak).toBeGreaterThanOrEqual(2);
+  });
+});

@@ -1,0 +1,103 @@
+// Several processes on one SQLite file: migration at open, shared work, cross-process cancel.
+import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Engine } from '../src/index.ts';
+import { listener, triple } from './fixtures/crash-workflows.ts';
+import { eventually, tempDir, waitForStatus } from './support/engine.ts';
+import { readLog, spawnCli } from './support/processes.ts';
+
+const FIXTURE = 'test/fixtures/crash-workflows.ts';
+
+describe('several processes sharing one SQLite file', () => {
+  it('migrates a new file once when four processes open it at the same moment', async () => {
+    const file = join(tempDir(), 'fresh.db');
+    const procs = Array.from({ length: 4 }, () => spawnCli(['migrate', '--db', `sqlite:${file}`]));
+    const exits = await Promise.all(procs.map((p) => p.exited));
+    expect(exits.map((e) => e.code), procs.map((p) => p.output()).join('\n')).toEqual([0, 0, 0, 0]);
+    const db = new Database(file, { readonly: true });
+    const rows = db.prepare('SELECT id, name FROM stepwise_migrations ORDER BY id').all();
+    db.close();
+    expect(rows).toEqual([{ id: 1, name: 'init' }]);
+  }, 60_000);
+
+  it('shares the work of 60 tasks among three worker processes, each task claimed once', async () => {
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'shared.db')}`;
+    const log = join(dir, 'effects.log');
+    const engine = new Engine({ store: db, workflows: [triple] });
+    try {
+      const ids: string[] = [];
+      for (let n = 0; n < 60; n++) ids.push((await engine.start('triple', { n })).id);
+      const workers = Array.from({ length: 3 }, () =>
+        spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--concurrency', '4', '--quiet'], { STEPWISE_TEST_LOG: log }),
+      );
+      for (const [n, id] of ids.entries()) expect(await engine.result(id, { timeout: '60s' })).toBe(3 * n + 3);
+      const tasks = (await engine.list({ limit: 100 })).tasks;
+      expect(tasks.every((t) => t.status === 'succeeded' && t.runs === 1)).toBe(true);
+      const effects = readLog(log);
+      expect(effects).toHaveLength(180);
+      expect(new Set(effects.map((e) => e.key)).size).toBe(180); // no step ran twice
+      const byPid = new Set(effects.map((e) => e.pid));
+      expect(byPid.size).toBeGreaterThan(1);
+      for (const w of workers) w.child.kill('SIGTERM');
+      const exits = await Promise.all(workers.map((w) => w.exited));
+      expect(exits.map((e) => e.code)).toEqual([0, 0, 0]);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
+  it('cancels a task running in another process: the step signal fires there within a heartbeat', async () => {
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'cancel.db')}`;
+    const log = join(dir, 'effects.log');
+    const engine = new Engine({ store: db, workflows: [listener] });
+    try {
+      const { id } = await engine.start('listener', { ms: 60_000 });
+      const w = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--heartbeat-ms', '200'], { STEPWISE_TEST_LOG: log });
+      await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'the step to start');
+      const requested = Date.now();
+      expect((await engine.cancel(id, { reason: 'changed my mind' })).status).toBe('cancelling');
+      await waitForStatus(engine, id, 'cancelled', 10_000);
+      const aborted = readLog(log).find((l) => l.event === 'aborted') as { reason?: string; message?: string; at: number } | undefined;
+      expect(aborted?.reason).toBe('TaskCancelledError');
+      expect(aborted?.message).toContain('changed my mind');
+      // Noticed by the next heartbeat (200 ms), not by the 60 s step finishing.
+      expect(aborted!.at - requested).toBeLessThan(10_000);
+      expect(readLog(log).filter((l) => l.event === 'effect')).toEqual([]);
+      const info = await engine.get(id);
+      expect(info.history.map((h) => `${h.event}:${h.to}`)).toEqual(['create:pending', 'claim:running', 'cancel:cancelling', 'abort:cancelled']);
+      expect(info.history[3]?.workerId).toBe(info.history[1]?.workerId);
+      w.child.kill('SIGTERM');
+      await w.exited;
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it('ends a cancelling task whose worker died as cancelled once its lease expires', async () => {
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'dead-cancel.db')}`;
+    const log = join(dir, 'effects.log');
+    const engine = new Engine({ store: db, workflows: [listener] });
+    try {
+      const { id } = await engine.start('listener', { ms: 60_000 });
+      const a = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--lease-ms', '1000', '--heartbeat-ms', '200'], { STEPWISE_TEST_LOG: log });
+      await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'the step to start');
+      a.child.kill('SIGKILL');
+      await a.exited;
+      await engine.cancel(id, { reason: 'cleanup' });
+      // Any worker's heartbeat sweeps expired cancelling tasks.
+      const b = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--lease-ms', '1000', '--heartbeat-ms', '200'], { STEPWISE_TEST_LOG: log });
+      await waitForStatus(engine, id, 'cancelled', 15_000);
+      const last = (await engine.get(id)).history.at(-1);
+      expect(last).toMatchObject({ event: 'abort', from: 'cancelling', to: 'cancelled', detail: { reason: 'lease expired' } });
+      expect(readLog(log).filter((l) => l.event === 'start')).toHaveLength(1); // never resumed
+      b.child.kill('SIGTERM');
+      await b.exited;
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+});
