@@ -484,24 +484,46 @@ export class TaskRun {
     const ctx: StepContext = Object.freeze({
       signal, idempotencyKey: a.idempotencyKey, attempt: a.attempt, lastError: a.lastError, taskId: this.taskId, stepName: a.stepId,
     });
+    if (runSignal.aborted) return Promise.reject(runSignal.reason);
+    if (!timeout || timeoutMs === undefined) {
+      // Fast path (no timeout): race the step against the run's signal only.
+      return new Promise<T>((resolve, reject) => {
+        const onAbort = (): void => reject(runSignal.reason);
+        runSignal.addEventListener('abort', onAbort, { once: true });
+        let result: Promise<T> | T;
+        try {
+          result = fn(ctx);
+        } catch (e) {
+          runSignal.removeEventListener('abort', onAbort);
+          return reject(e);
+        }
+        Promise.resolve(result).then(
+          (v) => {
+            runSignal.removeEventListener('abort', onAbort);
+            resolve(v);
+          },
+          (e: unknown) => {
+            runSignal.removeEventListener('abort', onAbort);
+            reject(e);
+          },
+        );
+      });
+    }
     return new Promise<T>((resolve, reject) => {
       const timerStop = new AbortController();
       const cleanup = (): void => {
         signal.removeEventListener('abort', onAbort);
-        timerStop.abort();
+        timerStop.abort(null);
       };
       const onAbort = (): void => {
         cleanup();
         reject(signal.reason);
       };
-      if (signal.aborted) return reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
-      if (timeout && timeoutMs !== undefined) {
-        this.#deps.clock.sleep(timeoutMs, timerStop.signal).then(
-          () => timeout.abort(new StepTimeoutError(a.stepId, timeoutMs)),
-          () => undefined,
-        );
-      }
+      this.#deps.clock.sleep(timeoutMs, timerStop.signal).then(
+        () => timeout.abort(new StepTimeoutError(a.stepId, timeoutMs)),
+        () => undefined,
+      );
       Promise.resolve()
         .then(() => fn(ctx))
         .then(

@@ -10,6 +10,9 @@ import { ERROR_CODES, NotSerializableError, StepwiseError, coerceError, type Err
 /** JSON text for `value`, or `null` for `undefined`. Throws {@link NotSerializableError}. */
 export function encodeJson(value: unknown, what: string): string | null {
   if (value === undefined) return null;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) {
+    return JSON.stringify(value);
+  }
   checkJson(value, what, 'the value', new Set());
   return JSON.stringify(value);
 }

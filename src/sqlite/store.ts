@@ -23,6 +23,12 @@ type Raw = Record<string, unknown>;
 
 const inList = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 const LEASED_SQL = LEASED_STATUSES.map((s) => `'${s}'`).join(', ');
+const STEP_VALUE_COLUMNS = STEP_COLUMNS.slice(1); // the journal refers to its task by `task_no`
+const STEP_UPSERT = `ON CONFLICT (task_no, seq) DO UPDATE SET ${STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ')}`;
+/** The checkpoint of a plain step: one statement, fenced by the epoch, one implicit transaction. */
+const FENCED_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}) SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}
+  WHERE EXISTS (SELECT 1 FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})) ${STEP_UPSERT}`;
+const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length)}) ${STEP_UPSERT}`;
 
 export interface SqliteStoreOptions extends SqliteOptions {
   /** Clock for migration timestamps only; everything else gets "now" from the caller. */
@@ -35,6 +41,8 @@ export class SqliteStore implements Store {
   readonly path: string;
   #db: Database.Database | null;
   readonly #statements = new Map<string, Database.Statement>();
+  /** Task id → internal integer key (ids never change, so entries never go stale). */
+  readonly #taskNo = new Map<string, number>();
   readonly #now: () => number;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
@@ -57,6 +65,19 @@ export class SqliteStore implements Store {
       this.#statements.set(sql, s);
     }
     return s;
+  }
+
+  /** The internal key of a task, or undefined if there is no such task. */
+  #no(taskId: string): number | undefined {
+    let no = this.#taskNo.get(taskId);
+    if (no === undefined) {
+      const row = this.#stmt('SELECT no FROM stepwise_tasks WHERE id = ?').get(taskId) as { no: number } | undefined;
+      if (!row) return undefined;
+      no = row.no;
+      if (this.#taskNo.size > 100_000) this.#taskNo.clear();
+      this.#taskNo.set(taskId, no);
+    }
+    return no;
   }
 
   #tx<T>(fn: () => T): T {
@@ -124,7 +145,9 @@ export class SqliteStore implements Store {
   }
 
   #steps(taskId: string): StepRow[] {
-    return (this.#stmt('SELECT * FROM stepwise_steps WHERE task_id = ? ORDER BY seq').all(taskId) as Raw[]).map(toStepRow);
+    const no = this.#no(taskId);
+    if (no === undefined) return [];
+    return (this.#stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? ORDER BY seq').all(taskId, no) as Raw[]).map(toStepRow);
   }
 
   #pendingSignals(taskId: string): SignalRow[] {
@@ -189,10 +212,9 @@ export class SqliteStore implements Store {
   }
 
   #upsertStep(step: StepRow): void {
-    this.#stmt(
-      `INSERT INTO stepwise_steps (${STEP_COLUMNS.join(', ')}) VALUES (${inList(STEP_COLUMNS.length)})
-       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ')}`,
-    ).run(...stepValues(step));
+    const no = this.#no(step.taskId);
+    if (no === undefined) return;
+    this.#stmt(UPSERT_STEP_SQL).run(no, ...stepValues(step).slice(1));
   }
 
   #consume(signalId: number, seq: number): void {
@@ -202,6 +224,7 @@ export class SqliteStore implements Store {
   /** The fenced journal write: accepted only while the writer's epoch is current and the task leased. */
   #stepWrite(w: StepWrite): boolean {
     const fence = this.#stmt(`SELECT 1 FROM stepwise_tasks WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL})`).get(w.taskId, w.epoch);
+    if (w.step.taskId !== w.taskId) return false;
     if (!fence) return false;
     this.#upsertStep(w.step);
     if (w.consume) this.#consume(w.consume.signalId, w.consume.seq);
@@ -218,11 +241,12 @@ export class SqliteStore implements Store {
 
   #singleStepWrite(w: StepWrite): boolean {
     if (w.consume) return this.#tx(() => this.#stepWrite(w));
-    const res = this.#stmt(
-      `INSERT INTO stepwise_steps (${STEP_COLUMNS.join(', ')}) SELECT ${inList(STEP_COLUMNS.length)}
-       WHERE EXISTS (SELECT 1 FROM stepwise_tasks WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL}))
-       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ')}`,
-    ).run(...stepValues(w.step), w.taskId, w.epoch);
+    const s = w.step;
+    const no = this.#no(w.taskId);
+    if (no === undefined || s.taskId !== w.taskId) return false;
+    const res = this.#stmt(FENCED_STEP_SQL).run(
+      no, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, no, w.epoch,
+    );
     return res.changes === 1;
   }
 
@@ -266,13 +290,13 @@ export class SqliteStore implements Store {
       const expires = r.now + r.leaseMs;
       return picked.map((p) => {
         const to = p.event === 'claim' ? r.claim.to : r.reclaim.to;
-        const row = toTaskRow(
-          this.#stmt(
-            `UPDATE stepwise_tasks SET status = ?, lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1,
-               version = version + 1, runs = runs + 1, wait = NULL, wait_event = NULL, updated_at = ?
-             WHERE id = ? RETURNING *`,
-          ).get(to, r.workerId, expires, r.now, p.id) as Raw,
-        );
+        const raw = this.#stmt(
+          `UPDATE stepwise_tasks SET status = ?, lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1,
+             version = version + 1, runs = runs + 1, wait = NULL, wait_event = NULL, updated_at = ?
+           WHERE id = ? RETURNING *`,
+        ).get(to, r.workerId, expires, r.now, p.id) as Raw;
+        this.#taskNo.set(p.id, Number(raw.no));
+        const row = toTaskRow(raw);
         const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
         this.#history(p.id, r.now, p.event, p.status, to, row.epoch, r.workerId, detail);
         return { task: row, event: p.event, steps: this.#steps(p.id), signals: this.#pendingSignals(p.id) };

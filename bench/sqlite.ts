@@ -1,0 +1,99 @@
+// SQLite benchmarks: per-step overhead against the raw write, and task throughput of one worker process.
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { Engine } from '../src/index.ts';
+import { median, spawnWorker, stopWorkers, tempDir, waitAllDone } from './lib.ts';
+import { manySteps, threeSteps } from './workflows.ts';
+
+type Sync = 'FULL' | 'NORMAL';
+
+/** Microseconds per single-row INSERT transaction (autocommit) on a fresh WAL file. */
+export function rawInsertUs(sync: Sync, n: number, shape: 'minimal' | 'journal'): number {
+  const db = new Database(join(tempDir(), 'raw.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${sync}`);
+  let insert: (i: number) => void;
+  if (shape === 'minimal') {
+    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+    const s = db.prepare('INSERT INTO t (v) VALUES (?)');
+    insert = (i) => s.run(String(i));
+  } else {
+    // A hand-rolled checkpoint row: the same columns as the Stepwise journal, no fencing.
+    db.exec(`CREATE TABLE j (task_no INTEGER NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
+      status TEXT NOT NULL, output TEXT, error TEXT, attempts INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER,
+      wake_at INTEGER, epoch INTEGER NOT NULL, PRIMARY KEY (task_no, seq)) WITHOUT ROWID`);
+    const s = db.prepare('INSERT INTO j VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    insert = (i) => s.run(1, i, 'noop', 'step', 'completed', String(i), null, 1, Date.now(), Date.now(), null, 1);
+  }
+  for (let i = 0; i < 100; i++) insert(1e9 + i);
+  const t = performance.now();
+  for (let i = 0; i < n; i++) insert(i);
+  const us = ((performance.now() - t) * 1000) / n;
+  db.close();
+  return us;
+}
+
+/**
+ * Microseconds per step of one task of `n` no-op steps, run by an in-process worker. A first task
+ * warms the JIT up (the raw loop gets its warm-up too); the second one is measured.
+ */
+export async function stepUs(sync: Sync, n: number): Promise<number> {
+  const engine = new Engine({ store: `sqlite:${join(tempDir(), 'steps.db')}?synchronous=${sync.toLowerCase()}`, workflows: [manySteps] });
+  const worker = engine.worker({ concurrency: 1, pollIntervalMs: 5 });
+  const spans = new Map<string, number>();
+  worker.on('run:claimed', ({ taskId }) => spans.set(taskId, performance.now()));
+  worker.on('run:finished', ({ taskId }) => spans.set(taskId, performance.now() - (spans.get(taskId) as number)));
+  await worker.start();
+  const warm = await engine.start(manySteps, { n });
+  await engine.result(warm.id);
+  const measured = await engine.start(manySteps, { n });
+  await engine.result(measured.id);
+  await engine.close();
+  return ((spans.get(measured.id) as number) * 1000) / n;
+}
+
+export interface StepOverhead {
+  sync: Sync;
+  rawMinimalUs: number;
+  rawJournalUs: number;
+  stepUs: number;
+  ratioMinimal: number;
+  ratioJournal: number;
+}
+
+/** Interleaves raw and engine measurements `rounds` times and reports medians. */
+export async function stepOverhead(sync: Sync, rounds: number, steps = 1000): Promise<StepOverhead> {
+  const rawM: number[] = [];
+  const rawJ: number[] = [];
+  const eng: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    rawM.push(rawInsertUs(sync, steps, 'minimal'));
+    eng.push(await stepUs(sync, steps));
+    rawJ.push(rawInsertUs(sync, steps, 'journal'));
+  }
+  const s = median(eng);
+  return { sync, rawMinimalUs: median(rawM), rawJournalUs: median(rawJ), stepUs: s, ratioMinimal: s / median(rawM), ratioJournal: s / median(rawJ) };
+}
+
+export interface Throughput {
+  store: string;
+  workers: number;
+  tasks: number;
+  steps: number;
+  seconds: number;
+  tasksPerSec: number;
+  stepsPerSec: number;
+}
+
+/** `tasks` tasks of three no-op steps, enqueued first, then run by `workers` worker processes. */
+export async function throughput(db: string, label: string, tasks: number, workers: number, concurrency = 32): Promise<Throughput> {
+  const engine = new Engine({ store: db, workflows: [threeSteps, manySteps] });
+  const ids: string[] = [];
+  for (let i = 0; i < tasks; i++) ids.push((await engine.start(threeSteps)).id);
+  const children = Array.from({ length: workers }, () => spawnWorker(db, ['--concurrency', String(concurrency), '--poll-ms', '50']));
+  const { spanMs } = await waitAllDone(engine, ids);
+  await stopWorkers(children);
+  await engine.close();
+  const seconds = spanMs / 1000;
+  return { store: label, workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds };
+}
