@@ -102,7 +102,7 @@ async function main(argv: string[]): Promise<number> {
   }
   try {
     await run({
-      db: parsed.values.db ?? process.env.STEPWISE_DB ?? DEFAULT_STORE_URL,
+      db: parsed.values.db || process.env.STEPWISE_DB || DEFAULT_STORE_URL,
       json: parsed.values.json === true,
       args,
       options: parsed.values,

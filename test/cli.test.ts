@@ -1,0 +1,119 @@
+// The `stepwise` CLI, run as a real process against a SQLite file.
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Engine } from '../src/index.ts';
+import { listener, triple } from './fixtures/crash-workflows.ts';
+import { eventually, tempDir } from './support/engine.ts';
+import { spawnCli } from './support/processes.ts';
+
+const cwd = new URL('..', import.meta.url).pathname;
+
+function cli(args: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
+}
+
+describe('stepwise CLI', () => {
+  it('starts, lists, shows and explains tasks, with --json for scripts', async () => {
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'cli.db')}`;
+    const worker = spawnCli(['worker', 'test/fixtures/crash-workflows.ts', '--db', db, '--poll-ms', '20']);
+    await eventually(() => /started; workflows: .*triple/.test(worker.output()), 20_000, `worker start: ${worker.output()}`);
+
+    const started = cli(['start', 'triple', '--input', '{"n":5}', '--key', 'order-1', '--json'], { STEPWISE_DB: db });
+    expect(started.code, started.err).toBe(0);
+    const { id, created } = JSON.parse(started.out) as { id: string; created: boolean };
+    expect(created).toBe(true);
+    const again = cli(['start', 'triple', '--input', '{"n":5}', '--key', 'order-1', '--db', db]);
+    expect(again.out).toContain(`Task ${id} already exists for key order-1`);
+
+    const engine = new Engine({ store: db });
+    try {
+      expect(await engine.result(id, { timeout: '20s' })).toBe(18);
+    } finally {
+      await engine.close();
+    }
+    const ls = cli(['ls', '--db', db, '--status', 'succeeded']);
+    expect(ls.code).toBe(0);
+    expect(ls.out).toMatch(new RegExp(`${id}\\s+triple@1\\s+succeeded\\s+1`));
+    const lsJson = JSON.parse(cli(['ls', '--db', db, '--json']).out) as { tasks: Array<{ id: string }>; nextCursor: string | null };
+    expect(lsJson.tasks.map((t) => t.id)).toEqual([id]);
+    expect(lsJson.nextCursor).toBeNull();
+
+    const show = cli(['show', id, '--db', db]);
+    expect(show.code).toBe(0);
+    expect(show.out).toContain('Steps');
+    expect(show.out).toMatch(/0\s+part\s+completed\s+1\s+\d+ms/);
+    expect(show.out).toMatch(/2\s+part#3\s+completed/);
+    expect(show.out).toMatch(/create\s+∅ → pending/);
+    expect(show.out).toMatch(/complete\s+running → succeeded/);
+    const showJson = JSON.parse(cli(['show', id, '--db', db, '--json']).out) as { status: string; steps: unknown[]; history: unknown[] };
+    expect(showJson.status).toBe('succeeded');
+    expect(showJson.steps).toHaveLength(3);
+    expect(showJson.history).toHaveLength(3);
+    expect(cli(['explain', id, '--db', db]).out).toContain('Succeeded at');
+    worker.child.kill('SIGTERM');
+    expect((await worker.exited).code).toBe(0);
+  }, 60_000);
+
+  it('pauses, resumes, cancels and retries through commands', async () => {
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'cmd.db')}`;
+    const engine = new Engine({ store: db, workflows: [listener, triple] });
+    try {
+      const a = await engine.start(listener, { ms: 50 });
+      expect(cli(['pause', a.id, '--db', db]).out).toContain(`${a.id} → paused`);
+      expect(cli(['resume', a.id, '--db', db]).out).toContain(`${a.id} → pending`);
+      expect(cli(['cancel', a.id, '--reason', 'not needed', '--db', db]).out).toContain(`${a.id} → cancelled`);
+      expect((await engine.get(a.id)).cancelReason).toBe('not needed');
+      const retry = cli(['retry', a.id, '--db', db]);
+      expect(retry.code).toBe(1);
+      expect(retry.err.trim()).toBe(`stepwise: [ILLEGAL_TRANSITION] Cannot retry task ${a.id}: it is cancelled, and "retry" is not legal from cancelled. A cancelled task accepts no events.`);
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it('prints one clear line and exits non-zero on bad input', () => {
+    const db = `sqlite:${join(tempDir(), 'bad.db')}`;
+    const cases: Array<[string[], number, RegExp]> = [
+      [['show', 'no-such-task', '--db', db], 1, /^stepwise: \[TASK_NOT_FOUND\] No task with id "no-such-task"/],
+      [['start', 'triple', '--input', '{oops', '--db', db], 1, /^stepwise: \[INVALID_ARGUMENT\] --input is not valid JSON/],
+      [['start', 'nobody-registered-this', '--db', db], 1, /^stepwise: \[WORKFLOW_NOT_FOUND\] Unknown workflow "nobody-registered-this"/],
+      [['ls', '--status', 'finished', '--db', db], 1, /^stepwise: \[INVALID_ARGUMENT\] Unknown status "finished"/],
+      [['show', '--db', db], 1, /^stepwise: \[INVALID_ARGUMENT\] Missing task id/],
+      [['frobnicate'], 2, /^stepwise: unknown command "frobnicate"/],
+      [['ls', '--colour'], 2, /^stepwise: Unknown option '--colour'/],
+      [['ls', '--db', 'mysql://x'], 1, /^stepwise: \[INVALID_ARGUMENT\] Unsupported store URL "mysql:\/\/x"/],
+      [['worker', 'test/fixtures/nope.ts', '--db', db], 1, /^stepwise: \[INVALID_ARGUMENT\] Module not found/],
+    ];
+    for (const [args, code, message] of cases) {
+      const r = cli(args);
+      expect(r.code, args.join(' ')).toBe(code);
+      expect(r.err.split('\n').filter(Boolean), args.join(' ')).toHaveLength(args[0] === 'ls' && code === 2 ? 2 : 1);
+      expect(r.err, args.join(' ')).toMatch(message);
+    }
+    const json = cli(['show', 'nope', '--db', db, '--json']);
+    expect(JSON.parse(json.err)).toEqual({ error: { code: 'TASK_NOT_FOUND', message: 'No task with id "nope". List tasks with `stepwise ls`.' } });
+  }, 120_000);
+
+  it('uses ./.stepwise/stepwise.db when no --db or STEPWISE_DB is given', () => {
+    const dir = tempDir();
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+    const r = spawnSync(process.execPath, ['--import', tsx, join(cwd, 'src/cli/main.ts'), 'migrate'], {
+      cwd: dir,
+      env: { ...process.env, STEPWISE_DB: '' , NO_COLOR: '1' },
+      encoding: 'utf8',
+    });
+    expect(r.stdout).toContain(`sqlite:./.stepwise/stepwise.db`);
+    expect(spawnSync('ls', [join(dir, '.stepwise')], { encoding: 'utf8' }).stdout).toContain('stepwise.db');
+  }, 30_000);
+});
