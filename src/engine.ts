@@ -17,7 +17,7 @@ import { newId } from './ids.ts';
 import { ALL_STATUSES, isFinished, isTaskStatus, legalEvents, type LifecycleEvent, type TaskStatus } from './lifecycle.ts';
 import { LocalBus } from './local-bus.ts';
 import { decodeError, decodeJson, deserializeError, encodeJson, type SerializedError } from './serialize.ts';
-import type { StepRow, Store, TaskPatch, TaskRow } from './store.ts';
+import type { StepRow, Store, TaskPatch, TaskRow, WakeEvent } from './store.ts';
 import { DEFAULT_STORE_URL, openStore, type StoreOptions } from './store-url.ts';
 import { toHistoryEntry, toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
 import { planTransition } from './transitions.ts';
@@ -130,7 +130,7 @@ export class Engine {
       if (store.subscribe) {
         this.#unsubscribe = await store.subscribe((e) => {
           if (e.reason === 'task') this.#bus.emit('task:ready', { taskId: e.taskId, workflow: e.workflow ?? null });
-          else if (e.reason === 'cancel') this.#bus.emit('task:cancel', { taskId: e.taskId, reason: null });
+          else if (e.reason === 'cancel') this.#bus.emit('task:cancel', { taskId: e.taskId, reason: e.cancelReason ?? null });
           else if (e.reason === 'pause') this.#bus.emit('task:pause', { taskId: e.taskId });
           else if (e.reason === 'resume') this.#bus.emit('task:resume', { taskId: e.taskId });
           else if (e.reason === 'settled') this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
@@ -419,7 +419,9 @@ export class Engine {
     else this.#bus.emit('task:resume', { taskId });
     const store = this.#ready;
     if (store) {
-      void store.then((s) => s.notify?.({ reason, taskId, workflow })).catch(() => undefined);
+      const event: WakeEvent = { reason, taskId, workflow };
+      if (reason === 'cancel') event.cancelReason = cancelReason ?? null;
+      void store.then((s) => s.notify?.(event)).catch(() => undefined);
     }
   }
 }

@@ -234,8 +234,11 @@ export interface WorkflowRegistration {
 export type WakeReason = 'task' | 'cancel' | 'pause' | 'resume' | 'settled';
 export interface WakeEvent {
   reason: WakeReason;
+  /** The task; `'*'` means "anything may have changed" (sent after a listener reconnects: poll). */
   taskId: string;
   workflow?: string;
+  /** With `reason: 'cancel'`: the user's reason. */
+  cancelReason?: string | null;
 }
 
 export interface Store {
@@ -254,7 +257,10 @@ export interface Store {
   getHistory(taskId: string): Promise<HistoryRow[]>;
   getSignals(taskId: string): Promise<SignalRow[]>;
 
-  /** One guarded transition (see {@link TransitionWrite}). */
+  /**
+   * One guarded transition (see {@link TransitionWrite}). Returns the row as it is after the whole
+   * write, including the waitEvent rule (a waiting task made due by an earlier signal).
+   */
   transition(write: TransitionWrite): Promise<TaskRow | null>;
   /** Many fenced writes in one transaction; each op is guarded on its own. */
   writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]>;

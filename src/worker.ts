@@ -230,6 +230,10 @@ export class Worker {
       this.#renewedAt.delete(run.taskId);
       this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
       this.#host.bus.emit('task:settled', { taskId: run.taskId, status });
+      if (status === 'succeeded' || status === 'failed' || status === 'cancelled') {
+        // Wakes `engine.result()` callers in other processes (where the store can notify).
+        void this.#store?.notify?.({ reason: 'settled', taskId: run.taskId, workflow: wf.name }).catch(() => undefined);
+      }
       this.#poke();
     });
     this.#running.add(p);

@@ -27,11 +27,13 @@ describe('several processes sharing one SQLite file', () => {
     const log = join(dir, 'effects.log');
     const engine = new Engine({ store: db, workflows: [triple] });
     try {
-      const ids: string[] = [];
-      for (let n = 0; n < 60; n++) ids.push((await engine.start('triple', { n })).id);
       const workers = Array.from({ length: 3 }, () =>
-        spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--concurrency', '4', '--quiet'], { STEPWISE_TEST_LOG: log }),
+        spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--concurrency', '4'], { STEPWISE_TEST_LOG: log }),
       );
+      for (const w of workers) await eventually(() => w.output().includes('started; workflows'), 20_000, 'workers to start');
+      const ids: string[] = [];
+      // 20 ms per step: long enough that one worker's four slots cannot take all the work.
+      for (let n = 0; n < 60; n++) ids.push((await engine.start('triple', { n, delayMs: 20 })).id);
       for (const [n, id] of ids.entries()) expect(await engine.result(id, { timeout: '60s' })).toBe(3 * n + 3);
       const tasks = (await engine.list({ limit: 100 })).tasks;
       expect(tasks.every((t) => t.status === 'succeeded' && t.runs === 1)).toBe(true);

@@ -1,1 +1,850 @@
-export class PostgresStore { constructor(_u: string, _o?: unknown) { throw new Error('PostgreSQL store: not built yet'); } }
+/**
+ * @module postgres/store
+ * The distributed store: one PostgreSQL schema shared by any number of workers on any number of
+ * machines. Semantics are those of the SQLite store (the reference); what differs is how
+ * concurrent writers are serialized:
+ *
+ * - A transition is one statement: a CTE that locks the task row (`SELECT … FOR UPDATE`, whose
+ *   guard PostgreSQL re-checks against the newest row version), updates it, appends the history
+ *   row and upserts steps / consumes signals only if the update happened. A transition that sets
+ *   `waitEvent` runs a second statement in the same transaction (after the lock is held, so that
+ *   its fresh snapshot sees any signal committed before), see {@link PostgresStore.transition}.
+ * - A step write is one autocommit statement fenced by `SELECT … FOR SHARE` on the task row: a
+ *   claim that bumps the epoch (an UPDATE) either waits for the write, or makes it fail its re-check.
+ * - Claims lock candidates with `FOR UPDATE SKIP LOCKED`, so that workers take disjoint tasks
+ *   without waiting on each other; per-workflow caps serialize on `pg_advisory_xact_lock`.
+ * - Wake-ups travel by LISTEN/NOTIFY on a channel named after the schema.
+ *
+ * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
+ */
+import { createRequire } from 'node:module';
+import type { Client, ClientBase, Notification, Pool } from 'pg';
+import { migratePostgres, quoteIdent } from './migrate.ts';
+import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
+import { ClosedError, InvalidArgumentError, StepwiseError, StoreUnavailableError } from '../errors.ts';
+import {
+  STEP_COLUMNS, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
+} from '../rows.ts';
+import type {
+  ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask,
+  SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WakeEvent,
+  WorkflowRegistration, WriteOp, WriteResult,
+} from '../store.ts';
+
+type Raw = Record<string, unknown>;
+type PgModule = typeof import('pg');
+
+export interface PostgresStoreOptions {
+  /**
+   * The schema that holds Stepwise's tables; created by `migrate()`. Several deployments (or
+   * test runs) can share one database with different schemas. A plain identifier
+   * (letters, digits, `_`; at most 58 characters, since the wake-up channel is `<schema>_wake`).
+   * @defaultValue 'stepwise'
+   */
+  schema?: string;
+  /**
+   * Connections in the pool. Each claim, batch or multi-statement write holds one for its
+   * transaction; LISTEN uses a separate connection outside the pool.
+   * @defaultValue 10
+   */
+  poolSize?: number;
+  /** Clock for migration timestamps only; everything else gets "now" from the caller. */
+  now?: () => number;
+}
+
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,57}$/;
+const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
+/** SQL types of {@link STEP_COLUMNS}, in order. */
+const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer'] as const;
+/** SQL types of the columns a {@link TaskPatch} may write. */
+const PATCH_TYPES: Readonly<Record<string, string>> = {
+  output: 'text', error: 'text', run_at: 'bigint', lease_owner: 'text', lease_expires_at: 'bigint',
+  pause_requested: 'boolean', wait: 'text', wait_event: 'text', cancel_reason: 'text', finished_at: 'bigint',
+};
+const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
+/** Reconnect delays of the LISTEN connection: doubles from the first to the last. */
+const RECONNECT_MS = { first: 100, max: 5000 } as const;
+/** How many distinct statement texts are prepared by name (see `#rows`). */
+const MAX_NAMED_STATEMENTS = 500;
+/** Transactions that lose a deadlock or serialization race are run again, at most this often. */
+const TX_ATTEMPTS = 3;
+
+/**
+ * Task statuses as SQL literals. Statuses come from the lifecycle table, never from users, but
+ * are checked anyway; literals (rather than parameters) let the planner match the partial indexes.
+ */
+function sqlStatuses(statuses: readonly TaskStatus[]): string {
+  return statuses
+    .map((s) => {
+      if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown task status "${String(s)}"`);
+      return `'${s}'`;
+    })
+    .join(', ');
+}
+
+/** Collects positional parameters, each with an explicit SQL type. */
+class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown, type: string): string {
+    this.values.push(value);
+    return `$${this.values.length}::${type}`;
+  }
+}
+
+let pgModule: PgModule | undefined;
+function loadPg(): PgModule {
+  if (pgModule) return pgModule;
+  try {
+    pgModule = createRequire(import.meta.url)('pg') as PgModule;
+  } catch (e) {
+    const missing = (e as { code?: unknown }).code === 'MODULE_NOT_FOUND';
+    throw new StoreUnavailableError(
+      missing
+        ? 'The PostgreSQL store needs the "pg" package, which is not installed: npm install pg'
+        : `The "pg" package failed to load: ${(e as Error).message}`,
+      { cause: e },
+    );
+  }
+  return pgModule;
+}
+
+const CONNECTION_ERRNOS = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH',
+]);
+
+/**
+ * Whether a driver error means "cannot talk to the database" (rather than a bad statement):
+ * socket errors, SQLSTATE class 08 (connection exception), 57P01-03 (server shutting down or
+ * starting), 53300 (too many connections), 28xxx (authentication), 3D000 (no such database).
+ */
+function isConnectionError(e: unknown): boolean {
+  if (typeof e !== 'object' || e === null) return false;
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (CONNECTION_ERRNOS.has(code)) return true;
+    if (/^(08|28)/.test(code) || ['57P01', '57P02', '57P03', '53300', '3D000'].includes(code)) return true;
+  }
+  const message = (e as { message?: unknown }).message;
+  return typeof message === 'string' && /connection terminated|timeout exceeded when trying to connect|not queryable|connection error/i.test(message);
+}
+
+function isRetryableConflict(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+/** The one place where driver errors become Stepwise errors. */
+function translateError(e: unknown, description: string): unknown {
+  if (e instanceof StepwiseError) return e;
+  if (isConnectionError(e)) {
+    return new StoreUnavailableError(`PostgreSQL (${description}) is unavailable: ${(e as Error).message}`, { cause: e });
+  }
+  return e;
+}
+
+/** `postgres://user@host:port/db`: the URL without password or query string. */
+function printableUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.username ? `${u.username}@` : ''}${u.host}${u.pathname}`;
+  } catch {
+    return 'postgres://…';
+  }
+}
+
+export class PostgresStore implements Store {
+  readonly dialect = 'postgres' as const;
+  readonly description: string;
+  /** The schema holding the tables (unquoted). */
+  readonly schema: string;
+  /** The LISTEN/NOTIFY channel of this schema. */
+  readonly channel: string;
+  readonly #url: string;
+  readonly #pg: PgModule;
+  #pool: Pool | null;
+  readonly #listeners = new Set<WakeListener>();
+  /** Statement text → prepared statement name; one map per store, hence per pool. */
+  readonly #statementNames = new Map<string, string>();
+  readonly #now: () => number;
+  /** Quoted table names. */
+  readonly #t: { tasks: string; steps: string; history: string; signals: string; workflows: string };
+
+  constructor(url: string, options: PostgresStoreOptions = {}) {
+    const schema = options.schema ?? 'stepwise';
+    if (!SCHEMA_NAME.test(schema)) {
+      throw new InvalidArgumentError(
+        `Invalid PostgreSQL schema name "${schema}": use letters, digits and _ (not first), at most 58 characters.`,
+      );
+    }
+    const poolSize = options.poolSize ?? 10;
+    if (!Number.isInteger(poolSize) || poolSize < 1) throw new InvalidArgumentError(`poolSize must be a positive integer, got ${poolSize}`);
+    this.#pg = loadPg();
+    this.#url = url;
+    this.schema = schema;
+    this.channel = `${schema}_wake`;
+    this.description = `${printableUrl(url)} (schema ${schema})`;
+    this.#now = options.now ?? Date.now;
+    const s = quoteIdent(schema);
+    this.#t = { tasks: `${s}.tasks`, steps: `${s}.steps`, history: `${s}.history`, signals: `${s}.signals`, workflows: `${s}.workflows` };
+    this.#pool = new this.#pg.Pool({ connectionString: url, max: poolSize, keepAlive: true, application_name: 'stepwise' });
+    // An idle pooled connection that dies is dropped by the pool; the next query opens a new one.
+    this.#pool.on('error', () => undefined);
+  }
+
+  get #db(): Pool {
+    if (!this.#pool) throw new ClosedError('The PostgreSQL store');
+    return this.#pool;
+  }
+
+  /** Runs `fn`, translating driver errors at this one boundary. */
+  async #run<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw translateError(e, this.description);
+    }
+  }
+
+  /**
+   * Runs a statement as a named prepared statement (parsed and planned once per connection, which
+   * halves the cost of a step write). Texts depend only on the shape of a write (which patch
+   * columns, whether it has steps), so there are few of them; past a bound, statements go unnamed.
+   */
+  async #rows(db: ClientBase | Pool, text: string, values: readonly unknown[] = []): Promise<Raw[]> {
+    let name = this.#statementNames.get(text);
+    if (name === undefined && this.#statementNames.size < MAX_NAMED_STATEMENTS) {
+      name = `stepwise_${this.#statementNames.size + 1}`;
+      this.#statementNames.set(text, name);
+    }
+    return (await db.query<Raw>(name === undefined ? { text, values: values as unknown[] } : { name, text, values: values as unknown[] })).rows;
+  }
+
+  /** `fn` in one transaction on one pooled client; re-run if it loses a deadlock. */
+  async #tx<T>(fn: (client: ClientBase) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.#db.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const result = await fn(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (e) {
+        if (isConnectionError(e)) broken = e as Error;
+        else await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError as Error));
+        if (attempt < TX_ATTEMPTS && isRetryableConflict(e)) continue;
+        throw e;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  async migrate(): Promise<void> {
+    await this.#run(async () => {
+      const client = await this.#db.connect();
+      let broken: Error | undefined;
+      try {
+        await migratePostgres(client, this.schema, this.#now());
+      } catch (e) {
+        if (isConnectionError(e)) broken = e as Error;
+        throw e;
+      } finally {
+        client.release(broken);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    if (!pool) return;
+    this.#pool = null;
+    const listeners = [...this.#listeners];
+    this.#listeners.clear();
+    await Promise.all(listeners.map((l) => l.stop()));
+    await pool.end();
+  }
+
+  // ── Reads ────────────────────────────────────────────────────────────────────────────────
+
+  async getTask(id: string): Promise<TaskRow | null> {
+    return this.#run(async () => {
+      const [row] = await this.#rows(this.#db, `SELECT * FROM ${this.#t.tasks} WHERE id = $1`, [id]);
+      return row ? toTaskRow(row) : null;
+    });
+  }
+
+  async findTaskByKey(key: string): Promise<TaskRow | null> {
+    return this.#run(async () => {
+      const [row] = await this.#rows(this.#db, `SELECT * FROM ${this.#t.tasks} WHERE idempotency_key = $1`, [key]);
+      return row ? toTaskRow(row) : null;
+    });
+  }
+
+  async listTasks(q: ListQuery): Promise<TaskRow[]> {
+    return this.#run(async () => {
+      const p = new Params();
+      const where: string[] = [];
+      if (q.statuses?.length) where.push(`status IN (${sqlStatuses(q.statuses)})`);
+      if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
+      if (q.before !== undefined) where.push(`id < ${p.add(q.before, 'text')}`);
+      const text = `SELECT * FROM ${this.#t.tasks} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY id DESC LIMIT ${p.add(q.limit, 'integer')}`;
+      return (await this.#rows(this.#db, text, p.values)).map(toTaskRow);
+    });
+  }
+
+  async getSteps(taskId: string): Promise<StepRow[]> {
+    return this.#run(async () =>
+      (await this.#rows(this.#db, `SELECT * FROM ${this.#t.steps} WHERE task_id = $1 ORDER BY seq`, [taskId])).map(toStepRow),
+    );
+  }
+
+  async getHistory(taskId: string): Promise<HistoryRow[]> {
+    return this.#run(async () =>
+      (await this.#rows(this.#db, `SELECT * FROM ${this.#t.history} WHERE task_id = $1 ORDER BY id`, [taskId])).map(toHistoryRow),
+    );
+  }
+
+  async getSignals(taskId: string): Promise<SignalRow[]> {
+    return this.#run(async () =>
+      (await this.#rows(this.#db, `SELECT * FROM ${this.#t.signals} WHERE task_id = $1 ORDER BY id`, [taskId])).map(toSignalRow),
+    );
+  }
+
+  // ── Task creation ────────────────────────────────────────────────────────────────────────
+
+  async insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
+    return this.#run(async () => {
+      // One statement: the task and its 'create' history row, or nothing if the key exists. A
+      // concurrent insert of the same key makes ON CONFLICT wait for it, so the re-select sees it;
+      // the loop covers the (retention) case where the existing task vanished in between.
+      for (let attempt = 1; ; attempt++) {
+        const [row] = await this.#rows(
+          this.#db,
+          `WITH ins AS (
+             INSERT INTO ${this.#t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
+             VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $7)
+             ON CONFLICT (idempotency_key) DO NOTHING RETURNING *
+           ), h AS (
+             INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
+             SELECT id, created_at, 'create', NULL, 'pending', 0, NULL, NULL FROM ins
+           )
+           SELECT * FROM ins`,
+          [task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt],
+        );
+        if (row) return { task: toTaskRow(row), created: true };
+        const [existing] = await this.#rows(this.#db, `SELECT * FROM ${this.#t.tasks} WHERE idempotency_key = $1`, [task.idempotencyKey]);
+        if (existing) return { task: toTaskRow(existing), created: false };
+        if (attempt >= TX_ATTEMPTS) throw new Error(`insertTask: idempotency key "${task.idempotencyKey}" conflicts with a task that cannot be read`);
+      }
+    });
+  }
+
+  // ── Guarded writes ───────────────────────────────────────────────────────────────────────
+
+  /**
+   * One statement, unless `set.waitEvent` names an event: then a second statement in the same
+   * transaction makes the task due if a matching unconsumed signal exists. It must be a separate
+   * statement: under READ COMMITTED a statement's snapshot is taken when it starts, possibly before
+   * a concurrent `insertSignal` (which locks the task row first) committed; the second statement
+   * starts after this transaction holds the row lock, so it sees every signal committed before, and
+   * any signal committed after sees this task's `wait_event`.
+   */
+  async transition(write: TransitionWrite): Promise<TaskRow | null> {
+    return this.#run(() =>
+      typeof write.set.waitEvent === 'string' ? this.#tx((c) => this.#transition(c, write)) : this.#transition(this.#db, write),
+    );
+  }
+
+  async #transition(db: ClientBase | Pool, w: TransitionWrite): Promise<TaskRow | null> {
+    if (!w.from.length) return null;
+    const { text, values } = this.#transitionSql(w);
+    const [row] = await this.#rows(db, text, values);
+    if (!row) return null;
+    if (typeof w.set.waitEvent === 'string') {
+      const [due] = await this.#rows(
+        db,
+        `UPDATE ${this.#t.tasks} SET run_at = $1 WHERE id = $2 AND EXISTS
+           (SELECT 1 FROM ${this.#t.signals} WHERE task_id = $2 AND name = $3 AND consumed_seq IS NULL)
+         RETURNING *`,
+        [w.at, w.taskId, w.set.waitEvent],
+      );
+      if (due) return toTaskRow(due);
+    }
+    return toTaskRow(row);
+  }
+
+  /**
+   * `cur` locks the task if the guard holds (PostgreSQL re-checks the guard against the newest
+   * row version after waiting for a concurrent writer); `upd` applies the patch; `hist` appends the
+   * history row with the previous status and epoch; `steps` and `consumed` run only if `upd` did.
+   */
+  #transitionSql(w: TransitionWrite): { text: string; values: unknown[] } {
+    const t = this.#t;
+    const p = new Params();
+    const id = p.add(w.taskId, 'text');
+    const guard = 'version' in w.guard ? `version = ${p.add(w.guard.version, 'integer')}` : `epoch = ${p.add(w.guard.epoch, 'integer')}`;
+    const pause = w.pauseRequested === undefined ? '' : ` AND pause_requested = ${w.pauseRequested ? 'TRUE' : 'FALSE'}`;
+    const to = p.add(w.to, 'text');
+    const at = p.add(w.at, 'bigint');
+    const sets = this.#assignments(w.set, p);
+    let text = `WITH cur AS (
+        SELECT id AS cur_id, status AS cur_status, epoch AS cur_epoch FROM ${t.tasks}
+        WHERE id = ${id} AND status IN (${sqlStatuses(w.from)}) AND ${guard}${pause}
+        FOR UPDATE
+      ), upd AS (
+        UPDATE ${t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${at}${sets}
+        FROM cur WHERE t.id = cur.cur_id RETURNING t.*
+      ), hist AS (
+        INSERT INTO ${t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
+        SELECT cur_id, ${at}, ${p.add(w.event, 'text')}, cur_status, ${to}, cur_epoch, ${p.add(w.workerId ?? null, 'text')}, ${p.add(w.detail ?? null, 'text')}
+        FROM cur JOIN upd ON upd.id = cur.cur_id
+      )`;
+    const steps = uniqueSteps(w.steps ?? []);
+    if (steps.length) {
+      const columns = STEP_COLUMNS.map((c, i) => p.add(steps.map((s) => stepValues(s)[i]), `${STEP_TYPES[i]}[]`));
+      text += `, steps AS (
+        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
+        SELECT * FROM unnest(${columns.join(', ')}) WHERE EXISTS (SELECT 1 FROM upd)
+        ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
+      )`;
+    }
+    const consume = uniqueConsumes(w.consume ?? []);
+    if (consume.length) {
+      text += `, consumed AS (
+        UPDATE ${t.signals} AS s SET consumed_seq = c.seq
+        FROM unnest(${p.add(consume.map((c) => c.signalId), 'bigint[]')}, ${p.add(consume.map((c) => c.seq), 'integer[]')}) AS c(id, seq)
+        WHERE s.id = c.id AND s.consumed_seq IS NULL AND EXISTS (SELECT 1 FROM upd)
+      )`;
+    }
+    text += ' SELECT * FROM upd';
+    return { text, values: p.values };
+  }
+
+  /** `, col = $n, …` for a patch (booleans as booleans). */
+  #assignments(patch: TaskPatch, p: Params): string {
+    let sets = '';
+    for (const [col, value] of patchAssignments(patch, (b) => b)) {
+      sets += isRaw(value) ? `, ${col} = ${value.raw}` : `, ${col} = ${p.add(value, PATCH_TYPES[col] ?? 'text')}`;
+    }
+    return sets;
+  }
+
+  async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
+    if (!ops.length) return [];
+    const [only] = ops;
+    if (ops.length === 1 && only) {
+      // The hot path of a plain step: one autocommit statement, one round trip.
+      return [only.kind === 'step' ? await this.#run(() => this.#stepWrite(this.#db, only)) : await this.transition(only)];
+    }
+    return this.#run(() =>
+      this.#tx(async (c) => {
+        const out: WriteResult[] = [];
+        for (const op of ops) out.push(op.kind === 'step' ? await this.#stepWrite(c, op) : await this.#transition(c, op));
+        return out;
+      }),
+    );
+  }
+
+  /**
+   * The fenced journal write, one statement: accepted only while the task is leased at the writer's
+   * epoch. `FOR SHARE` holds off a concurrent claim (whose epoch bump would otherwise commit
+   * between this statement's check and its insert) and lets concurrent step writes of the same task
+   * proceed together.
+   */
+  async #stepWrite(db: ClientBase | Pool, w: StepWrite): Promise<boolean> {
+    const t = this.#t;
+    const p = new Params();
+    const values = stepValues(w.step).map((v, i) => p.add(v, STEP_TYPES[i] as string));
+    let text = `WITH fence AS (
+        SELECT 1 FROM ${t.tasks} WHERE id = ${p.add(w.taskId, 'text')} AND epoch = ${p.add(w.epoch, 'integer')}
+          AND status IN (${LEASED_SQL}) FOR SHARE
+      ), ins AS (
+        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values.join(', ')} WHERE EXISTS (SELECT 1 FROM fence)
+        ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET} RETURNING 1
+      )`;
+    if (w.consume) {
+      text += `, consumed AS (
+        UPDATE ${t.signals} SET consumed_seq = ${p.add(w.consume.seq, 'integer')}
+        WHERE id = ${p.add(w.consume.signalId, 'bigint')} AND consumed_seq IS NULL AND EXISTS (SELECT 1 FROM ins)
+      )`;
+    }
+    text += ' SELECT count(*)::int AS n FROM ins';
+    const [row] = await this.#rows(db, text, p.values);
+    return row?.n === 1;
+  }
+
+  // ── Leases ───────────────────────────────────────────────────────────────────────────────
+
+  async claim(r: ClaimRequest): Promise<ClaimedTask[]> {
+    if (r.limit <= 0 || r.workflows.length === 0) return [];
+    return this.#run(() =>
+      this.#tx(async (c) => {
+        const room = await this.#room(c, r);
+        const picked: Array<{ id: string; status: TaskStatus; leaseOwner: string | null; event: 'claim' | 'reclaim' }> = [];
+        // Locks due candidates (skipping rows other workers hold) until `limit` are picked. A row of
+        // a workflow without room is skipped (it stays locked until commit); the workflow is then
+        // left out of the next round, so the loop ends after at most one round per capped workflow.
+        const pick = async (event: 'claim' | 'reclaim', from: readonly TaskStatus[], due: string, order: string): Promise<void> => {
+          if (!from.length) return;
+          for (;;) {
+            const need = r.limit - picked.length;
+            const allowed = r.workflows.filter((wf) => (room.get(wf) ?? 1) > 0);
+            if (need <= 0 || !allowed.length) return;
+            const rows = await this.#rows(
+              c,
+              `SELECT id, status, workflow, lease_owner FROM ${this.#t.tasks}
+               WHERE status IN (${sqlStatuses(from)}) AND ${due} <= $1 AND workflow = ANY($2::text[]) AND NOT (id = ANY($3::text[]))
+               ORDER BY ${order} LIMIT $4 FOR UPDATE SKIP LOCKED`,
+              [r.now, allowed, picked.map((x) => x.id), need],
+            );
+            let skipped = false;
+            for (const row of rows) {
+              const wf = String(row.workflow);
+              const left = room.get(wf);
+              if (left !== undefined) {
+                if (left <= 0) {
+                  skipped = true;
+                  continue;
+                }
+                room.set(wf, left - 1);
+              }
+              const leaseOwner = event === 'reclaim' ? ((row.lease_owner as string | null) ?? null) : null;
+              picked.push({ id: String(row.id), status: row.status as TaskStatus, leaseOwner, event });
+            }
+            if (!skipped || rows.length < need) return;
+          }
+        };
+        // Expired leases first: their tasks have waited longest.
+        await pick('reclaim', r.reclaim.from, 'lease_expires_at', 'lease_expires_at, id');
+        await pick('claim', r.claim.from, 'run_at', 'run_at, id');
+        if (!picked.length) return [];
+
+        const p = new Params();
+        const ids = picked.map((x) => x.id);
+        const rows = await this.#rows(
+          c,
+          `WITH p AS (
+             SELECT * FROM unnest(${p.add(ids, 'text[]')}, ${p.add(picked.map((x) => x.event), 'text[]')},
+               ${p.add(picked.map((x) => x.status), 'text[]')},
+               ${p.add(picked.map((x) => (x.event === 'reclaim' ? JSON.stringify({ previousOwner: x.leaseOwner }) : null)), 'text[]')})
+               WITH ORDINALITY AS p(p_id, p_event, p_status, p_detail, p_ord)
+           ), u AS (
+             UPDATE ${this.#t.tasks} AS t
+             SET status = CASE WHEN p.p_event = 'reclaim' THEN ${p.add(r.reclaim.to, 'text')} ELSE ${p.add(r.claim.to, 'text')} END,
+               lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
+               epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_event = NULL,
+               updated_at = ${p.add(r.now, 'bigint')}
+             FROM p WHERE t.id = p.p_id
+             RETURNING t.*, p.p_event, p.p_status, p.p_detail, p.p_ord
+           ), h AS (
+             INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
+             SELECT id, updated_at, p_event, p_status, status, epoch, lease_owner, p_detail FROM u ORDER BY p_ord
+           )
+           SELECT * FROM u ORDER BY p_ord`,
+          p.values,
+        );
+        const steps = groupBy(
+          (await this.#rows(c, `SELECT * FROM ${this.#t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [ids])).map(toStepRow),
+          (s) => s.taskId,
+        );
+        const signals = groupBy(
+          (await this.#rows(c, `SELECT * FROM ${this.#t.signals} WHERE task_id = ANY($1::text[]) AND consumed_seq IS NULL ORDER BY id`, [ids])).map(toSignalRow),
+          (s) => s.taskId,
+        );
+        return rows.map((row) => {
+          const task = toTaskRow(row);
+          return { task, event: row.p_event as 'claim' | 'reclaim', steps: steps.get(task.id) ?? [], signals: signals.get(task.id) ?? [] };
+        });
+      }),
+    );
+  }
+
+  /**
+   * Remaining capacity per capped workflow. Claimers of a capped workflow serialize on an advisory
+   * lock (taken in name order, so two claimers never deadlock), then count leased tasks with a
+   * fresh snapshot that includes every claim committed before the lock was granted.
+   */
+  async #room(c: ClientBase, r: ClaimRequest): Promise<Map<string, number>> {
+    const room = new Map<string, number>();
+    const capped = Object.entries(r.concurrency ?? {}).filter(([wf]) => r.workflows.includes(wf));
+    if (!capped.length) return room;
+    for (const [wf, cap] of capped) room.set(wf, cap);
+    const names = capped.map(([wf]) => wf).sort();
+    await c.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k', [
+      names.map((wf) => `stepwise:cap:${this.schema}:${wf}`),
+    ]);
+    const counts = await this.#rows(
+      c,
+      `SELECT workflow, count(*)::int AS n FROM ${this.#t.tasks}
+       WHERE status IN (${LEASED_SQL}) AND lease_expires_at > $1 AND workflow = ANY($2::text[]) GROUP BY workflow`,
+      [r.now, names],
+    );
+    for (const row of counts) room.set(String(row.workflow), (room.get(String(row.workflow)) ?? 0) - Number(row.n));
+    return room;
+  }
+
+  async heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> {
+    if (!r.held.length) return [];
+    return this.#run(async () => {
+      const rows = await this.#rows(
+        this.#db,
+        `UPDATE ${this.#t.tasks} AS t SET lease_expires_at = $1
+         FROM unnest($2::text[], $3::integer[]) AS h(id, epoch)
+         WHERE t.id = h.id AND t.epoch = h.epoch AND t.lease_owner = $4 AND t.status IN (${LEASED_SQL})
+         RETURNING t.id, t.status, t.pause_requested, t.cancel_reason`,
+        [r.now + r.leaseMs, r.held.map((h) => h.taskId), r.held.map((h) => h.epoch), r.workerId],
+      );
+      const byId = new Map(rows.map((row) => [String(row.id), row]));
+      const out: HeldTask[] = [];
+      for (const h of r.held) {
+        const row = byId.get(h.taskId);
+        if (!row) continue;
+        byId.delete(h.taskId);
+        out.push({
+          taskId: h.taskId,
+          status: row.status as TaskStatus,
+          pauseRequested: row.pause_requested === true,
+          cancelReason: (row.cancel_reason as string | null) ?? null,
+        });
+      }
+      return out;
+    });
+  }
+
+  /** One statement; tasks another transaction holds (being claimed or renewed) are skipped. */
+  async expireLeases(r: ExpireRequest): Promise<number> {
+    if (!r.from.length) return 0;
+    return this.#run(async () => {
+      const p = new Params();
+      const now = p.add(r.now, 'bigint');
+      const to = p.add(r.to, 'text');
+      const sets = this.#assignments(r.set, p);
+      const [row] = await this.#rows(
+        this.#db,
+        `WITH x AS (
+           SELECT id AS x_id, status AS x_status, epoch AS x_epoch, lease_owner AS x_owner FROM ${this.#t.tasks}
+           WHERE status IN (${sqlStatuses(r.from)}) AND lease_expires_at <= ${now}
+           FOR UPDATE SKIP LOCKED
+         ), u AS (
+           UPDATE ${this.#t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}${sets}
+           FROM x WHERE t.id = x.x_id RETURNING t.id
+         ), h AS (
+           INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
+           SELECT x_id, ${now}, ${p.add(r.event, 'text')}, x_status, ${to}, x_epoch, NULL,
+             '{"reason":"lease expired","previousOwner":' || COALESCE(to_json(x_owner)::text, 'null') || '}'
+           FROM x JOIN u ON u.id = x.x_id
+         )
+         SELECT count(*)::int AS n FROM u`,
+        p.values,
+      );
+      return Number(row?.n ?? 0);
+    });
+  }
+
+  // ── Signals and workflows ────────────────────────────────────────────────────────────────
+
+  /**
+   * Locks the task row first (so a concurrent transition that sets `wait_event` is either seen by
+   * the wake-up UPDATE, or sees this signal: see {@link PostgresStore.transition}).
+   */
+  async insertSignal(s: SignalWrite): Promise<{ created: boolean } | null> {
+    return this.#run(() =>
+      this.#tx(async (c) => {
+        const [task] = await this.#rows(c, `SELECT 1 FROM ${this.#t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [s.taskId]);
+        if (!task) return null;
+        const [row] = await this.#rows(
+          c,
+          `WITH ins AS (
+             INSERT INTO ${this.#t.signals} (task_id, name, payload, idempotency_key, created_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (task_id, idempotency_key) DO NOTHING RETURNING id
+           ), due AS (
+             UPDATE ${this.#t.tasks} SET run_at = $5 WHERE id = $1 AND wait_event = $2 AND EXISTS (SELECT 1 FROM ins)
+           )
+           SELECT count(*)::int AS n FROM ins`,
+          [s.taskId, s.name, s.payload, s.idempotencyKey, s.at],
+        );
+        return { created: row?.n === 1 };
+      }),
+    );
+  }
+
+  async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {
+    if (!workflows.length) return;
+    // One row per (name, version): first registration time, last seen time (as a loop of upserts would).
+    const merged = new Map<string, { name: string; version: string; first: number; last: number }>();
+    for (const w of workflows) {
+      const key = JSON.stringify([w.name, w.version]);
+      const m = merged.get(key);
+      if (m) m.last = w.at;
+      else merged.set(key, { name: w.name, version: w.version, first: w.at, last: w.at });
+    }
+    const rows = [...merged.values()];
+    await this.#run(() =>
+      this.#db.query(
+        `INSERT INTO ${this.#t.workflows} (name, version, registered_at, last_seen_at)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[])
+         ON CONFLICT (name, version) DO UPDATE SET last_seen_at = excluded.last_seen_at`,
+        [rows.map((r) => r.name), rows.map((r) => r.version), rows.map((r) => r.first), rows.map((r) => r.last)],
+      ),
+    );
+  }
+
+  async listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> {
+    return this.#run(async () =>
+      (
+        await this.#rows(this.#db, `SELECT name, version, last_seen_at FROM ${this.#t.workflows} ORDER BY name COLLATE "C", version COLLATE "C"`)
+      ).map((r) => ({ name: String(r.name), version: String(r.version), lastSeenAt: Number(r.last_seen_at) })),
+    );
+  }
+
+  // ── Wake-ups ─────────────────────────────────────────────────────────────────────────────
+
+  async notify(event: WakeEvent): Promise<void> {
+    await this.#run(() => this.#db.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(event)]));
+  }
+
+  /**
+   * LISTENs on a dedicated connection (not from the pool). If it drops, it reconnects with backoff
+   * and then calls `listener` once with `{ reason: 'task', taskId: '*' }`, since notifications sent
+   * while it was down are lost. Throws if the first connection fails.
+   */
+  async subscribe(listener: (event: WakeEvent) => void): Promise<() => Promise<void>> {
+    if (!this.#pool) throw new ClosedError('The PostgreSQL store');
+    const l = new WakeListener(() => new this.#pg.Client({ connectionString: this.#url, keepAlive: true, application_name: 'stepwise-listen' }), this.channel, listener);
+    this.#listeners.add(l);
+    try {
+      await this.#run(() => l.start());
+    } catch (e) {
+      this.#listeners.delete(l);
+      await l.stop();
+      throw e;
+    }
+    return async () => {
+      this.#listeners.delete(l);
+      await l.stop();
+    };
+  }
+}
+
+/** One LISTEN connection that survives drops. */
+class WakeListener {
+  readonly #connect: () => Client;
+  readonly #channel: string;
+  readonly #listener: (event: WakeEvent) => void;
+  #client: Client | null = null;
+  #stopped = false;
+  #timer: NodeJS.Timeout | null = null;
+  #delayMs: number = RECONNECT_MS.first;
+
+  constructor(connect: () => Client, channel: string, listener: (event: WakeEvent) => void) {
+    this.#connect = connect;
+    this.#channel = channel;
+    this.#listener = listener;
+  }
+
+  async start(): Promise<void> {
+    await this.#open();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    const client = this.#client;
+    this.#client = null;
+    if (client) await client.end().catch(() => undefined);
+  }
+
+  async #open(): Promise<void> {
+    const client = this.#connect();
+    // 'error' precedes 'end' when the connection drops; 'end' schedules the reconnect.
+    client.on('error', () => undefined);
+    client.on('notification', (msg: Notification) => {
+      if (msg.channel === this.#channel) this.#deliver(parseWakeEvent(msg.payload));
+    });
+    client.on('end', () => {
+      if (this.#client !== client) return;
+      this.#client = null;
+      this.#scheduleReconnect();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${quoteIdent(this.#channel)}`);
+    } catch (e) {
+      await client.end().catch(() => undefined);
+      throw e;
+    }
+    if (this.#stopped) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.#client = client;
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#stopped || this.#timer) return;
+    const delay = this.#delayMs;
+    this.#delayMs = Math.min(this.#delayMs * 2, RECONNECT_MS.max);
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#open().then(
+        () => {
+          if (this.#stopped) return;
+          this.#delayMs = RECONNECT_MS.first;
+          // Notifications sent while disconnected are lost: tell the worker to poll.
+          this.#deliver({ reason: 'task', taskId: '*' });
+        },
+        () => this.#scheduleReconnect(),
+      );
+    }, delay);
+  }
+
+  #deliver(event: WakeEvent | null): void {
+    if (!event || this.#stopped) return;
+    try {
+      this.#listener(event);
+    } catch {
+      // A listener's failure is its own; the connection keeps listening.
+    }
+  }
+}
+
+function parseWakeEvent(payload: string | undefined): WakeEvent | null {
+  if (!payload) return null;
+  try {
+    const v = JSON.parse(payload) as Partial<WakeEvent> | null;
+    if (!v || typeof v.reason !== 'string' || typeof v.taskId !== 'string') return null;
+    const event: WakeEvent = { reason: v.reason, taskId: v.taskId };
+    if (typeof v.workflow === 'string') event.workflow = v.workflow;
+    if (typeof v.cancelReason === 'string') event.cancelReason = v.cancelReason;
+    return event;
+  } catch {
+    return null;
+  }
+}
+
+/** The last write of each (taskId, seq) wins, as a sequence of upserts would. */
+function uniqueSteps(steps: readonly StepRow[]): StepRow[] {
+  const byKey = new Map<string, StepRow>();
+  for (const s of steps) byKey.set(`${s.taskId}\u0000${s.seq}`, s);
+  return [...byKey.values()];
+}
+
+/** The first consumer of each signal wins, as a sequence of guarded updates would. */
+function uniqueConsumes(consume: readonly { signalId: number; seq: number }[]): Array<{ signalId: number; seq: number }> {
+  const byId = new Map<number, { signalId: number; seq: number }>();
+  for (const c of consume) if (!byId.has(c.signalId)) byId.set(c.signalId, c);
+  return [...byId.values()];
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const list = out.get(key(item));
+    if (list) list.push(item);
+    else out.set(key(item), [item]);
+  }
+  return out;
+}

@@ -186,14 +186,15 @@ export class SqliteStore implements Store {
       w.to, w.at, ...params, w.taskId,
     ) as Raw;
     this.#history(w.taskId, w.at, w.event, current.status, w.to, current.epoch, w.workerId ?? null, w.detail ?? null);
-    if (typeof w.set.waitEvent === 'string') {
-      this.#stmt(
-        `UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND EXISTS
-           (SELECT 1 FROM stepwise_signals WHERE task_id = ? AND name = ? AND consumed_seq IS NULL)`,
-      ).run(w.at, w.taskId, w.taskId, w.set.waitEvent);
-    }
     for (const step of w.steps ?? []) this.#upsertStep(step);
     for (const c of w.consume ?? []) this.#consume(c.signalId, c.seq);
+    if (typeof w.set.waitEvent === 'string') {
+      const due = this.#stmt(
+        `UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND EXISTS
+           (SELECT 1 FROM stepwise_signals WHERE task_id = ? AND name = ? AND consumed_seq IS NULL) RETURNING *`,
+      ).get(w.at, w.taskId, w.taskId, w.set.waitEvent) as Raw | undefined;
+      if (due) return toTaskRow(due);
+    }
     return toTaskRow(row);
   }
 

@@ -1,0 +1,858 @@
+// The Store contract, run against every backend: `STORE=sqlite|postgres|all` (default `all`).
+// SQLite gets a temporary file per test; PostgreSQL gets a fresh schema for this file (tests keep
+// apart through unique workflow names and task ids), plus fresh schemas for the tests that need an
+// empty database (migrations, lease expiry). The PostgreSQL backend is skipped only when the
+// server is unreachable (the global setup reports it, and fails instead under CI=true).
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { SqliteStore } from '../src/sqlite/store.ts';
+import { PostgresStore } from '../src/postgres/store.ts';
+import { postgresMigrations, sqliteMigrations, type Migration } from '../src/generated/sql.ts';
+import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
+import { isStepwiseError } from '../src/errors.ts';
+import type { ClaimRequest, ClaimedTask, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+
+const T0 = 1_700_000_000_000;
+const LEASE_MS = 30_000;
+
+const selected = (process.env.STORE ?? 'all').toLowerCase();
+if (!['sqlite', 'postgres', 'all'].includes(selected)) throw new Error(`STORE=${selected}: use sqlite, postgres or all`);
+const wantSqlite = selected === 'sqlite' || selected === 'all';
+const wantPostgres = selected === 'postgres' || selected === 'all';
+const postgresUp = wantPostgres && (await hasPostgres());
+
+// ── Backends ─────────────────────────────────────────────────────────────────────────────────
+
+/** A database of its own: open stores on it, and look at its migrations table. */
+interface Target {
+  open(): Store;
+  migrationRows(): Promise<Array<{ id: number; breaking: boolean }>>;
+  addMigrationRow(id: number, name: string, breaking: boolean): Promise<void>;
+}
+
+interface Backend {
+  name: 'sqlite' | 'postgres';
+  enabled: boolean;
+  migrations: readonly Migration[];
+  setup(): Promise<void>;
+  teardown(): Promise<void>;
+  /** The store for one test, migrated. */
+  open(): Promise<Store>;
+  /** An empty, unmigrated database. */
+  isolated(): Target;
+}
+
+const opened: Store[] = [];
+function track<S extends Store>(store: S): S {
+  opened.push(store);
+  return store;
+}
+
+function sqliteBackend(): Backend {
+  let dir = '';
+  const target = (path: string): Target => ({
+    open: () => track(new SqliteStore(path)),
+    async migrationRows() {
+      const db = new Database(path, { readonly: true });
+      try {
+        return (db.prepare('SELECT id, breaking FROM stepwise_migrations ORDER BY id').all() as Array<{ id: number; breaking: number }>).map(
+          (r) => ({ id: r.id, breaking: r.breaking === 1 }),
+        );
+      } finally {
+        db.close();
+      }
+    },
+    async addMigrationRow(id, name, breaking) {
+      const db = new Database(path);
+      try {
+        db.prepare('INSERT INTO stepwise_migrations (id, name, breaking, applied_at) VALUES (?, ?, ?, ?)').run(id, name, breaking ? 1 : 0, T0);
+      } finally {
+        db.close();
+      }
+    },
+  });
+  const newPath = (): string => join(dir, `${randomBytes(6).toString('hex')}.db`);
+  return {
+    name: 'sqlite',
+    enabled: wantSqlite,
+    migrations: sqliteMigrations,
+    async setup() {
+      dir = mkdtempSync(join(tmpdir(), 'stepwise-conformance-'));
+    },
+    async teardown() {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+    async open() {
+      const store = target(newPath()).open();
+      await store.migrate();
+      return store;
+    },
+    isolated: () => target(newPath()),
+  };
+}
+
+async function withPg<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+function postgresBackend(): Backend {
+  const schemas: string[] = [];
+  const fileSchema = freshSchemaName('sw_conf');
+  const target = (schema: string): Target => ({
+    open: () => track(new PostgresStore(PG_URL, { schema, poolSize: 4 })),
+    migrationRows: () =>
+      withPg(async (c) => (await c.query<{ id: number; breaking: boolean }>(`SELECT id, breaking FROM "${schema}".migrations ORDER BY id`)).rows),
+    addMigrationRow: (id, name, breaking) =>
+      withPg(async (c) => {
+        await c.query(`INSERT INTO "${schema}".migrations (id, name, breaking, applied_at) VALUES ($1, $2, $3, $4)`, [id, name, breaking, T0]);
+      }),
+  });
+  return {
+    name: 'postgres',
+    enabled: postgresUp,
+    migrations: postgresMigrations,
+    async setup() {
+      schemas.push(fileSchema);
+      const store = target(fileSchema).open();
+      await store.migrate();
+    },
+    async teardown() {
+      for (const s of schemas.splice(0)) await dropSchema(s);
+    },
+    async open() {
+      return target(fileSchema).open();
+    },
+    isolated() {
+      const schema = freshSchemaName('sw_conf');
+      schemas.push(schema);
+      return target(schema);
+    },
+  };
+}
+
+const backends: Backend[] = [];
+if (wantSqlite) backends.push(sqliteBackend());
+if (wantPostgres) backends.push(postgresBackend());
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((s) => s.close()));
+});
+
+// ── Helpers ──────────────────────────────────────────────────────────────────────────────────
+
+const CLAIM = { from: sourcesOf('claim'), to: 'running' as TaskStatus };
+const RECLAIM = { from: sourcesOf('reclaim'), to: 'running' as TaskStatus };
+
+/** Names no other test uses: workflows, task ids (ordered by creation within a test), keys. */
+function namespace() {
+  const p = randomBytes(4).toString('hex');
+  let n = 0;
+  return {
+    wf: (name = 'main') => `${name}-${p}`,
+    id: () => `t-${p}-${String(++n).padStart(4, '0')}`,
+    key: (name: string) => `${name}-${p}`,
+  };
+}
+type Namespace = ReturnType<typeof namespace>;
+
+function newTask(ns: Namespace, over: Partial<NewTask> = {}): NewTask {
+  return { id: ns.id(), workflow: ns.wf(), workflowVersion: 'v1', input: '{"n":1}', idempotencyKey: null, runAt: T0, createdAt: T0, ...over };
+}
+
+function claimRequest(ns: Namespace, over: Partial<ClaimRequest> = {}): ClaimRequest {
+  return { workerId: 'w1', now: T0, leaseMs: LEASE_MS, limit: 10, workflows: [ns.wf()], claim: CLAIM, reclaim: RECLAIM, ...over };
+}
+
+function stepRow(taskId: string, seq: number, epoch: number, over: Partial<StepRow> = {}): StepRow {
+  return {
+    taskId, seq, name: `s${seq}`, kind: 'step', status: 'completed', output: JSON.stringify({ seq }), error: null,
+    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch, ...over,
+  };
+}
+
+/** A transition from the task's current status, guarded by its current version. */
+function write(task: TaskRow, over: Partial<TransitionWrite> & Pick<TransitionWrite, 'event' | 'to'>): TransitionWrite {
+  return { kind: 'transition', taskId: task.id, from: [task.status], guard: { version: task.version }, set: {}, at: T0 + 100, ...over };
+}
+
+async function mustGet(store: Store, id: string): Promise<TaskRow> {
+  const task = await store.getTask(id);
+  if (!task) throw new Error(`task ${id} not found`);
+  return task;
+}
+
+/** Creates a task and claims it; returns the claimed row. */
+async function claimedTask(store: Store, ns: Namespace, over: Partial<NewTask> = {}, workerId = 'w1'): Promise<TaskRow> {
+  const { task } = await store.insertTask(newTask(ns, over));
+  const claimed = await store.claim(claimRequest(ns, { workerId, workflows: [task.workflow], limit: 1 }));
+  const mine = claimed.find((c) => c.task.id === task.id);
+  if (!mine) throw new Error(`task ${task.id} was not claimed`);
+  return mine.task;
+}
+
+async function eventually(check: () => boolean | Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+// ── The contract ─────────────────────────────────────────────────────────────────────────────
+
+for (const backend of backends) {
+  describe.skipIf(!backend.enabled)(`Store contract on ${backend.name}`, () => {
+    let store: Store;
+    let ns: Namespace;
+
+    beforeAll(() => backend.setup());
+    afterAll(() => backend.teardown());
+    beforeEach(async () => {
+      store = await backend.open();
+      ns = namespace();
+    });
+
+    describe('migrations', () => {
+      it('migrate is idempotent: running it again applies nothing and keeps the data', async () => {
+        const target = backend.isolated();
+        const s = target.open();
+        await s.migrate();
+        const { task } = await s.insertTask(newTask(ns));
+        await s.migrate();
+        expect(await target.migrationRows()).toEqual(backend.migrations.map((m) => ({ id: m.id, breaking: m.breaking })));
+        expect((await s.getTask(task.id))?.id).toBe(task.id);
+      });
+
+      it('two stores migrating the same database at once both succeed and apply each migration once', async () => {
+        const target = backend.isolated();
+        const a = target.open();
+        const b = target.open();
+        await Promise.all([a.migrate(), b.migrate()]);
+        expect(await target.migrationRows()).toEqual(backend.migrations.map((m) => ({ id: m.id, breaking: m.breaking })));
+        const { task } = await a.insertTask(newTask(ns));
+        expect((await b.getTask(task.id))?.id).toBe(task.id);
+      });
+
+      it('a database with an unknown breaking migration is refused with SchemaMismatchError', async () => {
+        const target = backend.isolated();
+        await target.open().migrate();
+        await target.addMigrationRow(900, 'from_the_future', true);
+        const err = await target.open().migrate().then(() => null, (e: unknown) => e);
+        expect(isStepwiseError(err, 'SCHEMA_MISMATCH')).toBe(true);
+        expect((err as Error).message).toContain('900');
+      });
+
+      it('a database with an unknown non-breaking migration is accepted', async () => {
+        const target = backend.isolated();
+        await target.open().migrate();
+        await target.addMigrationRow(900, 'additive', false);
+        await expect(target.open().migrate()).resolves.toBeUndefined();
+      });
+    });
+
+    describe('tasks', () => {
+      it('insertTask creates a pending task at version 1, epoch 0, with a create history row', async () => {
+        const input = newTask(ns, { idempotencyKey: ns.key('k'), runAt: T0 + 5 });
+        const { task, created } = await store.insertTask(input);
+        expect(created).toBe(true);
+        expect(task).toEqual({
+          id: input.id, workflow: input.workflow, workflowVersion: 'v1', status: 'pending', input: '{"n":1}', output: null, error: null,
+          idempotencyKey: input.idempotencyKey, runAt: T0 + 5, leaseOwner: null, leaseExpiresAt: null, epoch: 0, version: 1, runs: 0,
+          retries: 0, pauseRequested: false, wait: null, waitEvent: null, cancelReason: null, createdAt: T0, updatedAt: T0, finishedAt: null,
+        });
+        expect(await store.getTask(input.id)).toEqual(task);
+        const history = await store.getHistory(input.id);
+        expect(history).toHaveLength(1);
+        expect(history[0]).toMatchObject({ taskId: input.id, at: T0, event: 'create', fromStatus: null, toStatus: 'pending', epoch: 0, workerId: null, detail: null });
+      });
+
+      it('insertTask with an existing idempotency key returns the existing task and writes nothing', async () => {
+        const key = ns.key('article');
+        const first = await store.insertTask(newTask(ns, { idempotencyKey: key }));
+        const second = await store.insertTask(newTask(ns, { idempotencyKey: key, input: '{"n":2}' }));
+        expect(second.created).toBe(false);
+        expect(second.task).toEqual(first.task);
+        expect(await store.findTaskByKey(key)).toEqual(first.task);
+        expect(await store.listTasks({ workflow: ns.wf(), limit: 10 })).toHaveLength(1);
+        expect(await store.getHistory(first.task.id)).toHaveLength(1);
+      });
+
+      it('concurrent inserts with one idempotency key create one task', async () => {
+        const key = ns.key('race');
+        const results = await Promise.all(Array.from({ length: 8 }, () => store.insertTask(newTask(ns, { idempotencyKey: key }))));
+        expect(results.filter((r) => r.created)).toHaveLength(1);
+        expect(new Set(results.map((r) => r.task.id)).size).toBe(1);
+      });
+
+      it('tasks without an idempotency key never collide', async () => {
+        const a = await store.insertTask(newTask(ns));
+        const b = await store.insertTask(newTask(ns));
+        expect([a.created, b.created]).toEqual([true, true]);
+      });
+
+      it('getTask and findTaskByKey return null for unknown ids and keys; reads of unknown tasks are empty', async () => {
+        expect(await store.getTask(ns.id())).toBeNull();
+        expect(await store.findTaskByKey(ns.key('nope'))).toBeNull();
+        expect(await store.getSteps(ns.id())).toEqual([]);
+        expect(await store.getHistory(ns.id())).toEqual([]);
+        expect(await store.getSignals(ns.id())).toEqual([]);
+      });
+
+      it('listTasks lists newest first, filters by status and workflow, and pages with a before cursor', async () => {
+        const ids: string[] = [];
+        for (let i = 0; i < 5; i++) ids.push((await store.insertTask(newTask(ns))).task.id);
+        const other = (await store.insertTask(newTask(ns, { workflow: ns.wf('other') }))).task.id;
+        await store.claim(claimRequest(ns, { limit: 2 })); // the two oldest: ids[0], ids[1]
+        const newestFirst = [...ids].reverse();
+
+        expect((await store.listTasks({ workflow: ns.wf(), limit: 10 })).map((t) => t.id)).toEqual(newestFirst);
+        expect((await store.listTasks({ workflow: ns.wf(), statuses: ['running'], limit: 10 })).map((t) => t.id)).toEqual([ids[1], ids[0]]);
+        expect((await store.listTasks({ workflow: ns.wf(), statuses: ['pending', 'running'], limit: 10 })).map((t) => t.id)).toEqual(newestFirst);
+        expect((await store.listTasks({ workflow: ns.wf('other'), limit: 10 })).map((t) => t.id)).toEqual([other]);
+
+        const pages: string[][] = [];
+        let before: string | undefined;
+        for (;;) {
+          const page = await store.listTasks({ workflow: ns.wf(), limit: 2, ...(before === undefined ? {} : { before }) });
+          if (!page.length) break;
+          pages.push(page.map((t) => t.id));
+          before = page[page.length - 1]?.id;
+        }
+        expect(pages).toEqual([newestFirst.slice(0, 2), newestFirst.slice(2, 4), newestFirst.slice(4)]);
+      });
+    });
+
+    describe('transitions', () => {
+      it('a transition from a status not in `from` is refused: no change, no history row', async () => {
+        const { task } = await store.insertTask(newTask(ns));
+        const result = await store.transition(write(task, { event: 'abort', from: ['cancelling'], to: 'cancelled', set: { finishedAt: T0 + 100 } }));
+        expect(result).toBeNull();
+        expect(await store.getTask(task.id)).toEqual(task);
+        expect(await store.getHistory(task.id)).toHaveLength(1);
+      });
+
+      it('a transition with a stale version is refused: no change, no history row', async () => {
+        const { task } = await store.insertTask(newTask(ns));
+        const paused = await store.transition(write(task, { event: 'pause', to: 'paused' }));
+        expect(paused?.version).toBe(2);
+        const stale = await store.transition(write(task, { event: 'cancel', from: ['paused'], to: 'cancelled' }));
+        expect(stale).toBeNull();
+        expect(await store.getTask(task.id)).toEqual(paused);
+        expect((await store.getHistory(task.id)).map((h) => h.event)).toEqual(['create', 'pause']);
+      });
+
+      it('a transition with a stale epoch is refused: no change, no history row', async () => {
+        const task = await claimedTask(store, ns);
+        const refused = await store.transition(write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch - 1 }, set: { output: '1' } }));
+        expect(refused).toBeNull();
+        expect(await store.getTask(task.id)).toEqual(task);
+        expect((await store.getHistory(task.id)).map((h) => h.event)).toEqual(['create', 'claim']);
+      });
+
+      it('the pauseRequested guard refuses a transition when the pause request is in the other state', async () => {
+        const task = await claimedTask(store, ns);
+        const refused = await store.transition(write(task, { event: 'resume', to: 'running', pauseRequested: true, set: { pauseRequested: false } }));
+        expect(refused).toBeNull();
+        const requested = await store.transition(write(task, { event: 'pause', to: 'running', pauseRequested: false, set: { pauseRequested: true } }));
+        expect(requested?.pauseRequested).toBe(true);
+        if (!requested) throw new Error('unreachable');
+        const again = await store.transition(write(requested, { event: 'pause', to: 'running', pauseRequested: false, set: { pauseRequested: true } }));
+        expect(again).toBeNull();
+        const suspended = await store.transition(
+          write(requested, { event: 'suspend', to: 'paused', guard: { epoch: task.epoch }, pauseRequested: true, set: { pauseRequested: false, clearLease: true } }),
+        );
+        expect(suspended).toMatchObject({ status: 'paused', pauseRequested: false, leaseOwner: null, leaseExpiresAt: null });
+        expect((await store.getHistory(task.id)).map((h) => h.event)).toEqual(['create', 'claim', 'pause', 'suspend']);
+      });
+
+      it('an accepted transition bumps the version, applies the patch and appends one history row with the previous status and epoch', async () => {
+        const task = await claimedTask(store, ns);
+        const failed = await store.transition(
+          write(task, {
+            event: 'fail', to: 'failed', guard: { epoch: task.epoch }, at: T0 + 200, workerId: 'w1', detail: '{"why":"boom"}',
+            set: { error: '{"message":"boom"}', clearLease: true, finishedAt: T0 + 200, cancelReason: null },
+          }),
+        );
+        expect(failed).toEqual({
+          ...task, status: 'failed', error: '{"message":"boom"}', leaseOwner: null, leaseExpiresAt: null, finishedAt: T0 + 200,
+          version: task.version + 1, updatedAt: T0 + 200,
+        });
+        expect(await store.getTask(task.id)).toEqual(failed);
+        const history = await store.getHistory(task.id);
+        expect(history).toHaveLength(3);
+        expect(history[2]).toMatchObject({ event: 'fail', fromStatus: 'running', toStatus: 'failed', epoch: task.epoch, at: T0 + 200, workerId: 'w1', detail: '{"why":"boom"}' });
+        if (!failed) throw new Error('unreachable');
+
+        const retried = await store.transition(
+          write(failed, { event: 'retry', to: 'pending', at: T0 + 300, set: { runAt: T0 + 300, incrementRetries: true, error: null, finishedAt: null } }),
+        );
+        expect(retried).toMatchObject({ status: 'pending', retries: 1, runAt: T0 + 300, error: null, finishedAt: null, version: task.version + 2, epoch: task.epoch });
+        expect((await store.getHistory(task.id))[3]).toMatchObject({ event: 'retry', fromStatus: 'failed', toStatus: 'pending', workerId: null, detail: null });
+      });
+
+      it('concurrent transitions with the same version guard: exactly one is accepted', async () => {
+        const { task } = await store.insertTask(newTask(ns));
+        const results = await Promise.all(Array.from({ length: 8 }, () => store.transition(write(task, { event: 'pause', to: 'paused' }))));
+        expect(results.filter((r) => r !== null)).toHaveLength(1);
+        expect((await store.getHistory(task.id)).map((h) => h.event)).toEqual(['create', 'pause']);
+        expect((await mustGet(store, task.id)).version).toBe(2);
+      });
+
+      it('an accepted transition upserts its steps and consumes its signals in the same write; a refused one does neither', async () => {
+        const task = await claimedTask(store, ns);
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch, { status: 'retrying', output: null }) }])).toEqual([true]);
+        await store.insertSignal({ taskId: task.id, name: 'go', payload: '"a"', idempotencyKey: null, at: T0 + 10 });
+        const [signal] = await store.getSignals(task.id);
+        if (!signal) throw new Error('no signal');
+
+        const refused = await store.transition(
+          write(task, {
+            event: 'park', to: 'waiting', guard: { epoch: task.epoch + 1 }, set: { clearLease: true },
+            steps: [stepRow(task.id, 0, task.epoch), stepRow(task.id, 1, task.epoch)], consume: [{ signalId: signal.id, seq: 1 }],
+          }),
+        );
+        expect(refused).toBeNull();
+        expect((await store.getSteps(task.id)).map((s) => s.status)).toEqual(['retrying']);
+        expect((await store.getSignals(task.id))[0]?.consumedSeq).toBeNull();
+
+        const parked = await store.transition(
+          write(task, {
+            event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: T0 + 5000, wait: '{"sleep":"s2"}' },
+            steps: [stepRow(task.id, 0, task.epoch), stepRow(task.id, 1, task.epoch, { kind: 'event', output: '"a"' }), stepRow(task.id, 2, task.epoch, { kind: 'sleep', status: 'waiting', output: null, wakeAt: T0 + 5000 })],
+            consume: [{ signalId: signal.id, seq: 1 }],
+          }),
+        );
+        expect(parked).toMatchObject({ status: 'waiting', runAt: T0 + 5000, wait: '{"sleep":"s2"}', leaseOwner: null });
+        expect(await store.getSteps(task.id)).toEqual([
+          stepRow(task.id, 0, task.epoch),
+          stepRow(task.id, 1, task.epoch, { kind: 'event', output: '"a"' }),
+          stepRow(task.id, 2, task.epoch, { kind: 'sleep', status: 'waiting', output: null, wakeAt: T0 + 5000 }),
+        ]);
+        expect((await store.getSignals(task.id))[0]?.consumedSeq).toBe(1);
+      });
+
+      it('setting waitEvent makes the task due at once when a matching signal already waits, and not otherwise', async () => {
+        const early = await claimedTask(store, ns);
+        await store.insertSignal({ taskId: early.id, name: 'approved', payload: null, idempotencyKey: null, at: T0 + 50 });
+        expect((await mustGet(store, early.id)).runAt).toBe(T0); // not waiting yet: nothing changes
+        await store.transition(
+          write(early, { event: 'park', to: 'waiting', guard: { epoch: early.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvent: 'approved' } }),
+        );
+        expect(await mustGet(store, early.id)).toMatchObject({ status: 'waiting', waitEvent: 'approved', runAt: T0 + 100 });
+
+        const other = await claimedTask(store, ns);
+        await store.insertSignal({ taskId: other.id, name: 'something-else', payload: null, idempotencyKey: null, at: T0 + 50 });
+        await store.transition(
+          write(other, { event: 'park', to: 'waiting', guard: { epoch: other.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvent: 'approved' } }),
+        );
+        expect(await mustGet(store, other.id)).toMatchObject({ status: 'waiting', waitEvent: 'approved', runAt: null });
+      });
+    });
+
+    describe('claims', () => {
+      it('claim takes due tasks of the listed workflows only, oldest run_at first, up to the limit', async () => {
+        const a = (await store.insertTask(newTask(ns, { runAt: T0 - 3000 }))).task;
+        const b = (await store.insertTask(newTask(ns, { runAt: T0 - 1000 }))).task;
+        const c = (await store.insertTask(newTask(ns, { runAt: T0 - 2000 }))).task;
+        const future = (await store.insertTask(newTask(ns, { runAt: T0 + 10_000 }))).task;
+        const unlisted = (await store.insertTask(newTask(ns, { workflow: ns.wf('unlisted'), runAt: T0 - 5000 }))).task;
+
+        const first = await store.claim(claimRequest(ns, { limit: 2, workerId: 'w1' }));
+        expect(first.map((x) => [x.task.id, x.event])).toEqual([[a.id, 'claim'], [c.id, 'claim']]);
+        expect(first[0]?.task).toMatchObject({
+          status: 'running', leaseOwner: 'w1', leaseExpiresAt: T0 + LEASE_MS, epoch: 1, version: 2, runs: 1, updatedAt: T0,
+        });
+        expect((await store.getHistory(a.id))[1]).toMatchObject({ event: 'claim', fromStatus: 'pending', toStatus: 'running', epoch: 1, workerId: 'w1', detail: null, at: T0 });
+
+        expect((await store.claim(claimRequest(ns, { workerId: 'w2' }))).map((x) => x.task.id)).toEqual([b.id]);
+        expect(await store.claim(claimRequest(ns, { workerId: 'w2' }))).toEqual([]);
+        expect((await mustGet(store, future.id)).status).toBe('pending');
+        expect((await mustGet(store, unlisted.id)).status).toBe('pending');
+        expect((await store.claim(claimRequest(ns, { now: T0 + 10_000 }))).map((x) => x.task.id)).toEqual([future.id]);
+      });
+
+      it('claim with a limit of 0 or no workflows takes nothing', async () => {
+        await store.insertTask(newTask(ns));
+        expect(await store.claim(claimRequest(ns, { limit: 0 }))).toEqual([]);
+        expect(await store.claim(claimRequest(ns, { workflows: [] }))).toEqual([]);
+      });
+
+      it('claiming a waiting task clears what it waited for and returns its steps and unconsumed signals', async () => {
+        const task = await claimedTask(store, ns);
+        await store.insertSignal({ taskId: task.id, name: 'first', payload: '1', idempotencyKey: null, at: T0 + 1 });
+        await store.insertSignal({ taskId: task.id, name: 'second', payload: '2', idempotencyKey: null, at: T0 + 2 });
+        const [first] = await store.getSignals(task.id);
+        if (!first) throw new Error('no signal');
+        expect(
+          await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch, { kind: 'event' }), consume: { signalId: first.id, seq: 0 } }]),
+        ).toEqual([true]);
+        await store.transition(
+          write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: T0 + 1000, wait: '{"event":"third"}', waitEvent: 'third' } }),
+        );
+        const [claimed, ...rest] = await store.claim(claimRequest(ns, { now: T0 + 1000, workerId: 'w2' }));
+        expect(rest).toEqual([]);
+        expect(claimed?.event).toBe('claim');
+        expect(claimed?.task).toMatchObject({ status: 'running', wait: null, waitEvent: null, epoch: 2, runs: 2, leaseOwner: 'w2' });
+        expect(claimed?.steps).toEqual([stepRow(task.id, 0, task.epoch, { kind: 'event' })]);
+        expect(claimed?.signals.map((s) => [s.name, s.payload, s.consumedSeq])).toEqual([['second', '2', null]]);
+        expect((await store.getHistory(task.id)).at(-1)).toMatchObject({ event: 'claim', fromStatus: 'waiting', toStatus: 'running', epoch: 2, workerId: 'w2' });
+      });
+
+      it('claim reclaims expired leases first, bumping the epoch and recording the previous owner', async () => {
+        const stale = await claimedTask(store, ns, { runAt: T0 }, 'w1');
+        const due = (await store.insertTask(newTask(ns, { runAt: T0 }))).task;
+        expect(await store.claim(claimRequest(ns, { now: T0 + LEASE_MS - 1, workerId: 'w2', limit: 1 }))).toMatchObject([{ task: { id: due.id } }]);
+        const late = T0 + LEASE_MS + 1;
+        const [reclaimed, ...rest] = await store.claim(claimRequest(ns, { now: late, workerId: 'w3', limit: 1 }));
+        expect(rest).toEqual([]);
+        expect(reclaimed?.event).toBe('reclaim');
+        expect(reclaimed?.task).toMatchObject({ id: stale.id, status: 'running', leaseOwner: 'w3', leaseExpiresAt: late + LEASE_MS, epoch: stale.epoch + 1, runs: 2 });
+        expect((await store.getHistory(stale.id)).at(-1)).toMatchObject({
+          event: 'reclaim', fromStatus: 'running', toStatus: 'running', epoch: stale.epoch + 1, workerId: 'w3', detail: '{"previousOwner":"w1"}',
+        });
+      });
+
+      it('per-workflow concurrency caps count leased tasks across claims and free up as tasks finish', async () => {
+        const capped = ns.wf('capped');
+        const free = ns.wf('free');
+        for (let i = 0; i < 5; i++) await store.insertTask(newTask(ns, { workflow: capped }));
+        for (let i = 0; i < 3; i++) await store.insertTask(newTask(ns, { workflow: free }));
+        const request = claimRequest(ns, { workflows: [capped, free], concurrency: { [capped]: 2 } });
+
+        const first = await store.claim(request);
+        expect(first.filter((c) => c.task.workflow === capped)).toHaveLength(2);
+        expect(first.filter((c) => c.task.workflow === free)).toHaveLength(3);
+        expect(await store.claim({ ...request, workerId: 'w2' })).toEqual([]);
+
+        const done = first.find((c) => c.task.workflow === capped)?.task;
+        if (!done) throw new Error('unreachable');
+        await store.transition(write(done, { event: 'complete', to: 'succeeded', guard: { epoch: done.epoch }, set: { clearLease: true, output: '1', finishedAt: T0 + 100 } }));
+        const next = await store.claim({ ...request, workerId: 'w2' });
+        expect(next.map((c) => c.task.workflow)).toEqual([capped]);
+        // Without the cap the rest is claimable.
+        expect(await store.claim({ ...request, workerId: 'w3', concurrency: {} })).toHaveLength(2);
+      });
+    });
+
+    describe('fenced writes', () => {
+      it('a step write is refused after another claim bumped the epoch, and accepted for the current epoch', async () => {
+        const task = await claimedTask(store, ns, {}, 'w1');
+        const [reclaim] = await store.claim(claimRequest(ns, { now: T0 + LEASE_MS, workerId: 'w2' }));
+        expect(reclaim?.task.epoch).toBe(task.epoch + 1);
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) }])).toEqual([false]);
+        expect(await store.getSteps(task.id)).toEqual([]);
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch + 1, step: stepRow(task.id, 0, task.epoch + 1) }])).toEqual([true]);
+        expect(await store.getSteps(task.id)).toEqual([stepRow(task.id, 0, task.epoch + 1)]);
+      });
+
+      it('a step write is refused once the task is no longer leased, even at its epoch', async () => {
+        const task = await claimedTask(store, ns);
+        await store.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: T0 + 10 } }));
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) }])).toEqual([false]);
+        expect(await store.getSteps(task.id)).toEqual([]);
+      });
+
+      it('a step write upserts by position and consumes its signal only when accepted', async () => {
+        const task = await claimedTask(store, ns);
+        await store.insertSignal({ taskId: task.id, name: 'go', payload: null, idempotencyKey: null, at: T0 });
+        const [signal] = await store.getSignals(task.id);
+        if (!signal) throw new Error('no signal');
+        const consume = { signalId: signal.id, seq: 0 };
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch + 5, step: stepRow(task.id, 0, task.epoch), consume }])).toEqual([false]);
+        expect((await store.getSignals(task.id))[0]?.consumedSeq).toBeNull();
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch, { status: 'retrying' }) }])).toEqual([true]);
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch, { attempts: 2 }), consume }])).toEqual([true]);
+        expect(await store.getSteps(task.id)).toEqual([stepRow(task.id, 0, task.epoch, { attempts: 2 })]);
+        expect((await store.getSignals(task.id))[0]?.consumedSeq).toBe(0);
+      });
+
+      it('writeBatch guards each op on its own: refused ops do not undo accepted ones', async () => {
+        const one = await claimedTask(store, ns);
+        const two = await claimedTask(store, ns);
+        const results = await store.writeBatch([
+          { kind: 'step', taskId: one.id, epoch: one.epoch, step: stepRow(one.id, 0, one.epoch) },
+          { kind: 'step', taskId: two.id, epoch: two.epoch + 1, step: stepRow(two.id, 0, two.epoch) },
+          write(one, { event: 'complete', to: 'succeeded', guard: { epoch: one.epoch }, set: { output: '"done"', clearLease: true, finishedAt: T0 + 100 } }),
+          write(two, { event: 'complete', to: 'succeeded', guard: { version: two.version - 1 }, set: { output: '"done"' } }),
+          { kind: 'step', taskId: two.id, epoch: two.epoch, step: stepRow(two.id, 1, two.epoch) },
+        ]);
+        expect(results[0]).toBe(true);
+        expect(results[1]).toBe(false);
+        expect(results[2]).toMatchObject({ id: one.id, status: 'succeeded', output: '"done"' });
+        expect(results[3]).toBeNull();
+        expect(results[4]).toBe(true);
+        expect(results).toHaveLength(5);
+        expect(await store.getSteps(one.id)).toEqual([stepRow(one.id, 0, one.epoch)]);
+        expect(await store.getSteps(two.id)).toEqual([stepRow(two.id, 1, two.epoch)]);
+        expect(await mustGet(store, two.id)).toEqual(two);
+        expect((await store.getHistory(one.id)).map((h) => h.event)).toEqual(['create', 'claim', 'complete']);
+        expect((await store.getHistory(two.id)).map((h) => h.event)).toEqual(['create', 'claim']);
+        expect(await store.writeBatch([])).toEqual([]);
+      });
+    });
+
+    describe('leases', () => {
+      it('heartbeat renews only leases held at the current epoch and reports status, pause request and cancel reason', async () => {
+        const pausing = await claimedTask(store, ns);
+        const cancelling = await claimedTask(store, ns);
+        const lost = await claimedTask(store, ns);
+        await store.transition(write(pausing, { event: 'pause', to: 'running', pauseRequested: false, set: { pauseRequested: true } }));
+        await store.transition(write(cancelling, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'user asked' } }));
+
+        const held = await store.heartbeat({
+          workerId: 'w1', now: T0 + 1000, leaseMs: LEASE_MS,
+          held: [{ taskId: pausing.id, epoch: pausing.epoch }, { taskId: cancelling.id, epoch: cancelling.epoch }, { taskId: lost.id, epoch: lost.epoch + 1 }],
+        });
+        expect(held).toEqual([
+          { taskId: pausing.id, status: 'running', pauseRequested: true, cancelReason: null },
+          { taskId: cancelling.id, status: 'cancelling', pauseRequested: false, cancelReason: 'user asked' },
+        ]);
+        expect((await mustGet(store, pausing.id)).leaseExpiresAt).toBe(T0 + 1000 + LEASE_MS);
+        expect((await mustGet(store, cancelling.id)).leaseExpiresAt).toBe(T0 + 1000 + LEASE_MS);
+        expect((await mustGet(store, lost.id)).leaseExpiresAt).toBe(T0 + LEASE_MS);
+        // Another worker cannot renew a lease it does not own.
+        expect(await store.heartbeat({ workerId: 'w2', now: T0 + 2000, leaseMs: LEASE_MS, held: [{ taskId: pausing.id, epoch: pausing.epoch }] })).toEqual([]);
+        expect(await store.heartbeat({ workerId: 'w1', now: T0, leaseMs: LEASE_MS, held: [] })).toEqual([]);
+      });
+
+      it('expireLeases moves expired leases to the target status with a history row, and leaves live leases alone', async () => {
+        const s = backend.isolated().open();
+        await s.migrate();
+        const expired = await claimedTask(s, ns, {}, 'w1');
+        const cancelling = await claimedTask(s, ns, {}, 'w1');
+        await s.transition(write(cancelling, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'stop' } }));
+        const live = (await s.insertTask(newTask(ns, { runAt: T0 + 5000 }))).task;
+        await s.claim(claimRequest(ns, { now: T0 + 5000, workerId: 'w2' }));
+
+        const now = T0 + LEASE_MS + 10; // past the first two leases, not the third
+        const count = await s.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: { clearLease: true, runAt: now } });
+        expect(count).toBe(1);
+        expect(await mustGet(s, expired.id)).toMatchObject({ status: 'pending', leaseOwner: null, leaseExpiresAt: null, runAt: now, version: expired.version + 1, epoch: expired.epoch });
+        expect((await s.getHistory(expired.id)).at(-1)).toMatchObject({
+          event: 'release', fromStatus: 'running', toStatus: 'pending', epoch: expired.epoch, workerId: null, at: now,
+          detail: '{"reason":"lease expired","previousOwner":"w1"}',
+        });
+        expect((await mustGet(s, cancelling.id)).status).toBe('cancelling');
+        expect(await mustGet(s, live.id)).toMatchObject({ status: 'running', leaseOwner: 'w2' });
+
+        expect(await s.expireLeases({ now, event: 'abort', from: ['cancelling'], to: 'cancelled', set: { clearLease: true, finishedAt: now } })).toBe(1);
+        expect(await mustGet(s, cancelling.id)).toMatchObject({ status: 'cancelled', finishedAt: now, cancelReason: 'stop' });
+        expect(await s.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: {} })).toBe(0);
+      });
+    });
+
+    describe('signals', () => {
+      it('insertSignal deduplicates by idempotency key per task, and returns null for an unknown task', async () => {
+        const a = (await store.insertTask(newTask(ns))).task;
+        const b = (await store.insertTask(newTask(ns))).task;
+        expect(await store.insertSignal({ taskId: a.id, name: 'cb', payload: '1', idempotencyKey: 'k1', at: T0 })).toEqual({ created: true });
+        expect(await store.insertSignal({ taskId: a.id, name: 'cb', payload: '2', idempotencyKey: 'k1', at: T0 + 1 })).toEqual({ created: false });
+        expect(await store.insertSignal({ taskId: b.id, name: 'cb', payload: '3', idempotencyKey: 'k1', at: T0 + 2 })).toEqual({ created: true });
+        expect(await store.insertSignal({ taskId: a.id, name: 'cb', payload: '4', idempotencyKey: null, at: T0 + 3 })).toEqual({ created: true });
+        expect(await store.insertSignal({ taskId: a.id, name: 'cb', payload: '5', idempotencyKey: null, at: T0 + 4 })).toEqual({ created: true });
+        expect(await store.insertSignal({ taskId: ns.id(), name: 'cb', payload: null, idempotencyKey: null, at: T0 })).toBeNull();
+        const signals = await store.getSignals(a.id);
+        expect(signals.map((s) => [s.name, s.payload, s.idempotencyKey, s.createdAt, s.consumedSeq])).toEqual([
+          ['cb', '1', 'k1', T0, null], ['cb', '4', null, T0 + 3, null], ['cb', '5', null, T0 + 4, null],
+        ]);
+        expect(signals.every((s) => s.taskId === a.id && s.id > 0)).toBe(true);
+      });
+
+      it('a signal makes a task waiting for that event due at once, and leaves one waiting for another event alone', async () => {
+        const task = await claimedTask(store, ns);
+        await store.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvent: 'approved' } }));
+        await store.insertSignal({ taskId: task.id, name: 'other', payload: null, idempotencyKey: null, at: T0 + 500 });
+        expect((await mustGet(store, task.id)).runAt).toBeNull();
+        await store.insertSignal({ taskId: task.id, name: 'approved', payload: '{"by":"ed"}', idempotencyKey: 'once', at: T0 + 600 });
+        expect((await mustGet(store, task.id)).runAt).toBe(T0 + 600);
+        // A duplicate does not move the task again.
+        await store.insertSignal({ taskId: task.id, name: 'approved', payload: null, idempotencyKey: 'once', at: T0 + 700 });
+        expect((await mustGet(store, task.id)).runAt).toBe(T0 + 600);
+        const [claimed] = await store.claim(claimRequest(ns, { now: T0 + 600 }));
+        expect(claimed?.signals.map((s) => s.name)).toEqual(['other', 'approved']);
+      });
+    });
+
+    describe('workflows', () => {
+      it('registerWorkflows upserts last-seen times, and listWorkflows lists them by name and version', async () => {
+        const a = ns.wf('a');
+        const b = ns.wf('b');
+        await store.registerWorkflows([{ name: b, version: '1', at: T0 }, { name: a, version: '2', at: T0 }, { name: a, version: '1', at: T0 }]);
+        await store.registerWorkflows([{ name: a, version: '1', at: T0 + 50 }]);
+        await store.registerWorkflows([]);
+        const mine = (await store.listWorkflows()).filter((w) => w.name === a || w.name === b);
+        expect(mine).toEqual([
+          { name: a, version: '1', lastSeenAt: T0 + 50 },
+          { name: a, version: '2', lastSeenAt: T0 },
+          { name: b, version: '1', lastSeenAt: T0 },
+        ]);
+      });
+    });
+  });
+}
+
+// ── PostgreSQL only: many pools, LISTEN/NOTIFY ───────────────────────────────────────────────
+
+if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processes', () => {
+  const schema = freshSchemaName('sw_conf_pg');
+  const open = (poolSize = 4): PostgresStore => track(new PostgresStore(PG_URL, { schema, poolSize }));
+  let ns: Namespace;
+
+  beforeAll(async () => {
+    const s = new PostgresStore(PG_URL, { schema });
+    await s.migrate();
+    await s.close();
+  });
+  afterAll(() => dropSchema(schema));
+  beforeEach(() => {
+    ns = namespace();
+  });
+
+  it('two stores claiming concurrently from 200 due tasks never claim the same task twice', async () => {
+    const a = open(6);
+    const b = open(6);
+    const ids = new Set<string>();
+    for (let i = 0; i < 200; i++) ids.add((await a.insertTask(newTask(ns, { runAt: T0 - i }))).task.id);
+    const claimed: string[] = [];
+    for (let round = 0; claimed.length < 200; round++) {
+      if (round > 50) throw new Error(`only ${claimed.length} of 200 tasks claimed`);
+      const batches = await Promise.all(
+        Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).claim(claimRequest(ns, { workerId: `w${i}`, limit: 3 }))),
+      );
+      const got = batches.flat();
+      if (!got.length) break;
+      claimed.push(...got.map((c) => c.task.id));
+      expect(got.every((c) => c.task.epoch === 1 && c.event === 'claim')).toBe(true);
+    }
+    expect(claimed).toHaveLength(200);
+    expect(new Set(claimed)).toEqual(ids);
+    const claimRows = await withPg(async (c) =>
+      (await c.query(`SELECT count(*)::int AS n FROM "${schema}".history WHERE event = 'claim' AND task_id = ANY($1)`, [[...ids]])).rows[0].n as number,
+    );
+    expect(claimRows).toBe(200);
+  });
+
+  it('a concurrency cap holds when many workers on two stores claim at once', async () => {
+    const a = open(6);
+    const b = open(6);
+    for (let i = 0; i < 40; i++) await a.insertTask(newTask(ns));
+    const batches = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claim(claimRequest(ns, { workerId: `w${i}`, limit: 2, concurrency: { [ns.wf()]: 5 } }))),
+    );
+    expect(batches.flat()).toHaveLength(5);
+    expect(await a.listTasks({ workflow: ns.wf(), statuses: ['running'], limit: 100 })).toHaveLength(5);
+  });
+
+  it('a zombie step write racing a reclaim is either refused or lands before the reclaim reads the journal', async () => {
+    const a = open();
+    const b = open();
+    for (let round = 0; round < 20; round++) {
+      const task = await claimedTask(a, ns, {}, 'zombie');
+      // A claim skips a task whose step write is in flight (SKIP LOCKED), so the heir tries again.
+      const reclaim = async (): Promise<ClaimedTask | undefined> => {
+        for (let i = 0; i < 1000; i++) {
+          const [got] = await b.claim(claimRequest(ns, { now: T0 + LEASE_MS, workerId: 'heir', limit: 1 }));
+          if (got) return got;
+        }
+        return undefined;
+      };
+      const [write, reclaimed] = await Promise.all([
+        a.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) }]),
+        reclaim(),
+      ]);
+      expect(reclaimed?.task.id).toBe(task.id);
+      // Accepted writes are in the journal the new run replays; refused ones are nowhere.
+      expect(reclaimed?.steps.length).toBe(write[0] ? 1 : 0);
+      expect(await a.getSteps(task.id)).toHaveLength(write[0] ? 1 : 0);
+      await a.transition(write_(reclaimed?.task));
+    }
+    function write_(task: TaskRow | undefined): TransitionWrite {
+      if (!task) throw new Error('unreachable');
+      return write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch }, set: { clearLease: true } });
+    }
+  });
+
+  it('a signal racing the park that starts waiting for it is never lost', async () => {
+    const a = open();
+    const b = open();
+    for (let round = 0; round < 30; round++) {
+      const task = await claimedTask(a, ns);
+      await Promise.all([
+        a.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvent: 'ready' } })),
+        b.insertSignal({ taskId: task.id, name: 'ready', payload: null, idempotencyKey: null, at: T0 + 200 }),
+      ]);
+      const after = await mustGet(a, task.id);
+      expect(after.status).toBe('waiting');
+      expect(after.runAt).not.toBeNull();
+      await a.transition(write(after, { event: 'cancel', to: 'cancelled', set: { finishedAt: T0 + 300 } }));
+    }
+  });
+
+  it('a notification from one store reaches a subscriber of another', async () => {
+    const listening = open();
+    const sending = open();
+    const received: WakeEvent[] = [];
+    const unsubscribe = await listening.subscribe((e) => received.push(e));
+    const event: WakeEvent = { reason: 'cancel', taskId: ns.id(), workflow: ns.wf() };
+    await sending.notify(event);
+    await eventually(() => received.length > 0, 'the notification');
+    expect(received).toEqual([event]);
+    await unsubscribe();
+  });
+
+  it('a listener whose connection is killed reconnects, asks for a poll, and receives later notifications', async () => {
+    const listening = open();
+    const sending = open();
+    const received: WakeEvent[] = [];
+    const unsubscribe = await listening.subscribe((e) => received.push(e));
+    const killed = await withPg(async (c) =>
+      (await c.query(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.channel}"`])).rows,
+    );
+    expect(killed).toEqual([{ ok: true }]);
+    await eventually(() => received.some((e) => e.taskId === '*'), 'the poll request after reconnecting');
+    expect(received).toEqual([{ reason: 'task', taskId: '*' }]);
+    const event: WakeEvent = { reason: 'task', taskId: ns.id() };
+    await sending.notify(event);
+    await eventually(() => received.length > 1, 'a notification after reconnecting');
+    expect(received).toEqual([{ reason: 'task', taskId: '*' }, event]);
+    await unsubscribe();
+  });
+
+  it('unsubscribe ends the listening connection and stops delivery; close ends every listener', async () => {
+    const listening = open();
+    const sending = open();
+    const received: WakeEvent[] = [];
+    const listenConnections = (): Promise<number> =>
+      withPg(async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.channel}"`])).rows[0].n as number);
+    const unsubscribe = await listening.subscribe((e) => received.push(e));
+    await listening.subscribe(() => undefined);
+    expect(await listenConnections()).toBe(2);
+    await unsubscribe();
+    await sending.notify({ reason: 'task', taskId: ns.id() });
+    await eventually(async () => (await listenConnections()) === 1, 'the unsubscribed connection to end');
+    expect(received).toEqual([]);
+    await listening.close();
+    await eventually(async () => (await listenConnections()) === 0, 'close to end the listener');
+    await expect(listening.getTask('x')).rejects.toMatchObject({ code: 'CLOSED' });
+  });
+
+  it('an unreachable server surfaces as StoreUnavailableError; a bad schema name as InvalidArgumentError', async () => {
+    const down = track(new PostgresStore('postgres://postgres@127.0.0.1:1/test', { schema }));
+    const err = await down.getTask('x').then(() => null, (e: unknown) => e);
+    expect(isStepwiseError(err, 'STORE_UNAVAILABLE')).toBe(true);
+    expect((err as Error).message).toContain('127.0.0.1:1');
+    expect(() => new PostgresStore(PG_URL, { schema: 'bad-name"; DROP' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+});
