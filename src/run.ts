@@ -482,7 +482,7 @@ export class TaskRun {
     const timeout = timeoutMs === undefined ? undefined : new AbortController();
     const signal = timeout ? AbortSignal.any([runSignal, timeout.signal]) : runSignal;
     const ctx: StepContext = Object.freeze({
-      signal, idempotencyKey: a.idempotencyKey, attempt: a.attempt, lastError: a.lastError, taskId: this.taskId, stepName: a.stepId,
+      signal, idempotencyKey: a.idempotencyKey, attempt: a.attempt, lastError: a.lastError, taskId: this.taskId, stepName: a.stepId, epoch: this.epoch,
     });
     if (runSignal.aborted) return Promise.reject(runSignal.reason);
     if (!timeout || timeoutMs === undefined) {

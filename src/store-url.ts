@@ -2,7 +2,8 @@
  * @module store-url
  * Opens a store from a URL: `sqlite:<path>` (relative to the working directory, or absolute;
  * `sqlite::memory:` for a private in-memory database) with optional `?synchronous=normal`, or
- * `postgres://…` / `postgresql://…` (the PostgreSQL store is loaded only when asked for).
+ * `postgres://…` / `postgresql://…` with optional `?schema=name` (the PostgreSQL store is loaded
+ * only when asked for).
  */
 import { resolve } from 'node:path';
 import { InvalidArgumentError } from './errors.ts';
@@ -17,9 +18,23 @@ export interface StoreOptions {
   postgres?: { schema?: string; poolSize?: number };
 }
 
-export function describeStoreUrl(url: string): { dialect: 'sqlite'; path: string; options: SqliteOptions } | { dialect: 'postgres'; url: string } {
+export function describeStoreUrl(
+  url: string,
+): { dialect: 'sqlite'; path: string; options: SqliteOptions } | { dialect: 'postgres'; url: string; schema?: string } {
   if (typeof url !== 'string' || !url) throw new InvalidArgumentError('The store URL is empty: use sqlite:<path> or postgres://…');
-  if (/^postgres(ql)?:\/\//i.test(url)) return { dialect: 'postgres', url };
+  if (/^postgres(ql)?:\/\//i.test(url)) {
+    // `?schema=name` selects the schema that holds Stepwise's tables; the rest goes to the driver.
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new InvalidArgumentError('The PostgreSQL URL is malformed: use postgres://user:password@host:port/database');
+    }
+    const schema = parsed.searchParams.get('schema');
+    if (schema === null) return { dialect: 'postgres', url };
+    parsed.searchParams.delete('schema');
+    return { dialect: 'postgres', url: parsed.toString(), schema };
+  }
   if (url.startsWith('sqlite:')) {
     let rest = url.slice('sqlite:'.length);
     const q = rest.indexOf('?');
@@ -51,5 +66,5 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
     return new SqliteStore(d.path, { ...options.sqlite, ...d.options });
   }
   const { PostgresStore } = await import('./postgres/store.ts');
-  return new PostgresStore(d.url, options.postgres);
+  return new PostgresStore(d.url, { ...options.postgres, ...(d.schema !== undefined ? { schema: d.schema } : {}) });
 }

@@ -24,6 +24,11 @@ export interface StepContext {
   readonly taskId: string;
   /** The step id: the name, with `#n` from its second occurrence on. */
   readonly stepName: string;
+  /**
+   * The fencing epoch of this run: it grows each time a worker takes the task over. Hand it to a
+   * system that can refuse writes from a stale owner (a zombie worker whose lease expired).
+   */
+  readonly epoch: number;
 }
 
 export interface StepOptions {

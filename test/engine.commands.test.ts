@@ -2,12 +2,16 @@ import { describe, expect, it } from 'vitest';
 import {
   IdempotencyConflictError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, WorkflowNotFoundError, workflow,
 } from '../src/index.ts';
-import { gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { TEST_STORE, gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 import { Engine } from '../src/index.ts';
 
 const echo = workflow('echo', async (_ctx, input: unknown) => input);
 
 describe('engine commands', () => {
+  it(`runs this suite on the ${TEST_STORE} store`, async () => {
+    expect((await makeEngine().ready()).dialect).toBe(TEST_STORE);
+  });
+
   it('returns the existing task for a repeated idempotency key instead of creating a second', async () => {
     const engine = makeEngine({ workflows: [echo] });
     const a = await engine.start('echo', { x: 1, y: [2] }, { idempotencyKey: 'article-8001' });

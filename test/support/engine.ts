@@ -1,16 +1,23 @@
-// An engine on a fresh SQLite file per test, closed (workers stopped) after each test.
+// An engine on a fresh store per test, closed (workers stopped) after each test: a SQLite file,
+// or with STEPWISE_TEST_STORE=postgres a fresh PostgreSQL schema (the engine suites run on both).
 import { afterEach } from 'vitest';
+import { PG_URL, dropSchema, freshSchemaName } from './postgres.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine, type EngineOptions, type TaskStatus, type Worker, type WorkerOptions } from '../../src/index.ts';
 
+/** Which backend the engine suites run on. */
+export const TEST_STORE = (process.env.STEPWISE_TEST_STORE ?? 'sqlite') as 'sqlite' | 'postgres';
+
 const engines: Engine[] = [];
 const dirs: string[] = [];
+const schemas: string[] = [];
 
 afterEach(async () => {
   await Promise.all(engines.splice(0).map((e) => e.close()));
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  for (const s of schemas.splice(0)) await dropSchema(s);
 });
 
 export function tempDir(): string {
@@ -19,7 +26,13 @@ export function tempDir(): string {
   return d;
 }
 
+/** A store URL nobody else uses: a SQLite file, or a PostgreSQL schema (dropped after the test). */
 export function tempDbUrl(): string {
+  if (TEST_STORE === 'postgres') {
+    const schema = freshSchemaName('sw_engine');
+    schemas.push(schema);
+    return `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`;
+  }
   return `sqlite:${join(tempDir(), 'stepwise.db')}`;
 }
 

@@ -1,0 +1,139 @@
+// Chaos: four worker processes on one PostgreSQL database, 300 tasks of four steps whose side
+// effects go to a table of their own keyed by the step's idempotency key; for 30 seconds workers
+// are killed with SIGKILL at random (and restarted), or frozen with SIGSTOP past their lease (and
+// thawed, as zombies). Then: every task succeeded, every completed step ran exactly once, no side
+// effect row was written twice, and no write from a fenced-off worker was accepted.
+import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { Engine } from '../src/index.ts';
+import { chaos, createChaosTables } from './fixtures/chaos-workflows.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import { spawnCli, type SpawnedWorker } from './support/processes.ts';
+
+const TASKS = 300;
+const WORKERS = 4;
+const CHAOS_MS = 30_000;
+const LEASE_MS = 2000;
+
+const schema = freshSchemaName('sw_chaos');
+afterAll(async () => dropSchema(schema));
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const between = (a: number, b: number): number => a + Math.floor(Math.random() * (b - a));
+
+describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
+  it('survives 30 s of random SIGKILLs and SIGSTOPs across four workers without losing or repeating work', async () => {
+    const db = `${PG_URL}?schema=${schema}`;
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    const engine = new Engine({ store: db, workflows: [chaos] });
+    const outputs: SpawnedWorker[] = [];
+    try {
+      await engine.ready();
+      await createChaosTables(client, schema);
+      const ids: string[] = [];
+      for (let n = 0; n < TASKS; n++) ids.push((await engine.start(chaos, { n, minMs: 150, maxMs: 650 })).id);
+
+      const args = ['worker', 'test/fixtures/chaos-workflows.ts', '--db', db, '--lease-ms', String(LEASE_MS), '--heartbeat-ms', '400', '--poll-ms', '250', '--concurrency', '4'];
+      const env = { CHAOS_PG_URL: PG_URL, CHAOS_SCHEMA: schema };
+      const spawnOne = (): SpawnedWorker => {
+        const w = spawnCli(args, env);
+        outputs.push(w);
+        return w;
+      };
+      const slots = Array.from({ length: WORKERS }, spawnOne);
+      const frozen = new Set<number>();
+      let kills = 0;
+      let stops = 0;
+      const started = Date.now();
+      while (Date.now() - started < CHAOS_MS) {
+        await sleep(between(500, 1500));
+        const i = between(0, WORKERS);
+        if (frozen.has(i)) continue;
+        const victim = slots[i] as SpawnedWorker;
+        if (Math.random() < 0.7) {
+          victim.child.kill('SIGKILL');
+          await victim.exited;
+          kills++;
+          slots[i] = spawnOne();
+        } else {
+          // Frozen past its lease: its tasks are reclaimed elsewhere; when it thaws it is a zombie.
+          victim.child.kill('SIGSTOP');
+          stops++;
+          frozen.add(i);
+          setTimeout(() => {
+            victim.child.kill('SIGCONT');
+            frozen.delete(i);
+          }, between(LEASE_MS + 500, LEASE_MS + 1500));
+        }
+      }
+      const chaosSeconds = (Date.now() - started) / 1000;
+      await sleep(LEASE_MS + 1500); // every frozen worker has thawed
+      for (const [n, id] of ids.entries()) expect(await engine.result(id, { timeout: '3m' })).toBe(4 * n);
+
+      // Every task succeeded with four completed steps.
+      const tasks = await client.query<{ id: string; status: string; runs: number }>(`SELECT id, status, runs FROM "${schema}".tasks`);
+      expect(tasks.rows).toHaveLength(TASKS);
+      expect(tasks.rows.every((t) => t.status === 'succeeded')).toBe(true);
+      const journal = await client.query<{ task_id: string; seq: number; name: string; status: string; epoch: number; finished_at: string }>(
+        `SELECT task_id, seq, name, status, epoch, finished_at FROM "${schema}".steps ORDER BY task_id, seq`,
+      );
+      expect(journal.rows).toHaveLength(TASKS * 4);
+      expect(journal.rows.every((s) => s.status === 'completed')).toBe(true);
+
+      // No side-effect row was written twice: one row per step key, and exactly one execution
+      // inserted it (others found the key taken).
+      const effects = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".chaos_effects`);
+      expect(effects.rows[0]?.n).toBe(TASKS * 4);
+      const attempts = await client.query<{ key: string; epoch: number; inserted: boolean }>(`SELECT key, epoch, inserted FROM "${schema}".chaos_attempts`);
+      const byKey = new Map<string, Array<{ epoch: number; inserted: boolean }>>();
+      for (const a of attempts.rows) byKey.set(a.key, [...(byKey.get(a.key) ?? []), { epoch: a.epoch, inserted: a.inserted }]);
+      expect(byKey.size).toBe(TASKS * 4);
+      for (const list of byKey.values()) expect(list.filter((a) => a.inserted)).toHaveLength(1);
+
+      // Every completed step ran exactly once from the run that checkpointed it on: executions at
+      // or after the checkpointing epoch number exactly one (re-executions only by interrupted runs).
+      let reExecuted = 0;
+      for (const s of journal.rows) {
+        const list = byKey.get(`v1:${s.task_id}:${s.name}#1`) ?? [];
+        expect(list.filter((a) => a.epoch >= s.epoch), `${s.task_id} ${s.name}`).toEqual([{ epoch: s.epoch, inserted: expect.any(Boolean) }]);
+        if (list.length > 1) reExecuted++;
+      }
+
+      // No write from a fenced-off worker was accepted: each checkpoint was written before the next
+      // epoch's claim of its task, and epochs never go backwards along the journal.
+      const claims = await client.query<{ task_id: string; epoch: number; at: string }>(
+        `SELECT task_id, epoch, at FROM "${schema}".history WHERE event IN ('claim', 'reclaim')`,
+      );
+      const claimedAt = new Map(claims.rows.map((c) => [`${c.task_id}/${c.epoch}`, Number(c.at)]));
+      let lastTask = '';
+      let lastEpoch = 0;
+      for (const s of journal.rows) {
+        if (s.task_id !== lastTask) lastEpoch = 0;
+        expect(s.epoch).toBeGreaterThanOrEqual(lastEpoch);
+        const next = claimedAt.get(`${s.task_id}/${s.epoch + 1}`);
+        if (next !== undefined) expect(Number(s.finished_at)).toBeLessThanOrEqual(next);
+        lastTask = s.task_id;
+        lastEpoch = s.epoch;
+      }
+      const resumptions = claims.rows.length - TASKS;
+      const refused = outputs.reduce((n, w) => n + (w.output().match(/lease lost/g)?.length ?? 0), 0);
+
+      console.log(
+        `[chaos] ${chaosSeconds.toFixed(1)} s of chaos: ${kills} SIGKILLs, ${stops} SIGSTOP/SIGCONT zombies, ${outputs.length} worker processes; ` +
+          `${TASKS} tasks, ${TASKS * 4} steps, ${resumptions} resumptions (reclaims), ${reExecuted} steps re-executed by a later run ` +
+          `(interrupted before their checkpoint, same idempotency key), ${refused} runs fenced off (writes refused after a lost lease).`,
+      );
+      expect(chaosSeconds).toBeGreaterThanOrEqual(30);
+      expect(kills).toBeGreaterThan(0);
+      expect(resumptions).toBeGreaterThan(0);
+      expect(stops === 0 || refused > 0).toBe(true);
+      for (const w of slots) w.child.kill('SIGTERM');
+      await Promise.all(slots.map((w) => w.exited));
+    } finally {
+      for (const w of outputs) if (w.child.exitCode === null) w.child.kill('SIGKILL');
+      await client.end();
+      await engine.close();
+    }
+  }, 300_000);
+});

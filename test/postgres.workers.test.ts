@@ -1,0 +1,152 @@
+// Worker processes on PostgreSQL: wake-ups by LISTEN/NOTIFY (workers here poll only every ten
+// minutes, so anything that happens in seconds came through a notification), a listener that
+// survives its connection being killed, cross-process cancel through the same channel, and crash
+// recovery after SIGKILL.
+import { afterAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import pg from 'pg';
+import { Engine } from '../src/index.ts';
+import { listener, pipeline, triple, waiter } from './fixtures/crash-workflows.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import { eventually, tempDir, waitForStatus } from './support/engine.ts';
+import { readLog, spawnCli } from './support/processes.ts';
+
+const FIXTURE = 'test/fixtures/crash-workflows.ts';
+const schemas: string[] = [];
+afterAll(async () => {
+  for (const s of schemas) await dropSchema(s);
+});
+
+function freshUrl(): string {
+  const schema = freshSchemaName('sw_workers');
+  schemas.push(schema);
+  return `${PG_URL}?schema=${schema}`;
+}
+
+async function sql<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+const NO_POLL = ['--poll-ms', '600000'];
+
+describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => {
+  it('wakes an idle worker by notification when a task is started, resumed or signalled', async () => {
+    const db = freshUrl();
+    const log = join(tempDir(), 'effects.log');
+    const engine = new Engine({ store: db, workflows: [triple, listener, waiter] });
+    try {
+      await engine.ready();
+      const w = spawnCli(['worker', FIXTURE, '--db', db, ...NO_POLL], { STEPWISE_TEST_LOG: log });
+      await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
+      // Started: the worker has already done its first (empty) claim; only a notification wakes it now.
+      const a = await engine.start(triple, { n: 1 });
+      expect(await engine.result(a.id, { timeout: '20s' })).toBe(6);
+      // Resumed: paused before any worker took it, then resumed.
+      const b = await engine.start(triple, { n: 2, delayMs: 1 }, { delay: '1h' });
+      await engine.pause(b.id);
+      await engine.resume(b.id);
+      expect(await engine.result(b.id, { timeout: '20s' })).toBe(9);
+      // Signalled: parked waiting for an event, woken by its arrival.
+      const c = await engine.start(waiter);
+      await waitForStatus(engine, c.id, 'waiting', 20_000);
+      await engine.signal(c.id, 'go', 'green light');
+      expect(await engine.result(c.id, { timeout: '20s' })).toBe('got green light');
+      w.child.kill('SIGTERM');
+      expect((await w.exited).code).toBe(0);
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it('keeps receiving notifications after its LISTEN connection is killed', async () => {
+    const db = freshUrl();
+    const engine = new Engine({ store: db, workflows: [triple] });
+    try {
+      await engine.ready();
+      const w = spawnCli(['worker', FIXTURE, '--db', db, ...NO_POLL]);
+      await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
+      const killed = await sql<{ pid: number }>(
+        `SELECT pg_terminate_backend(pid) AS killed, pid FROM pg_stat_activity
+         WHERE application_name = 'stepwise-listen' AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()`,
+      );
+      expect(killed.length).toBeGreaterThan(0);
+      // The worker reconnects (100 ms backoff), re-subscribes and polls once for anything missed.
+      await eventually(async () => (await sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'stepwise-listen' AND query ILIKE 'LISTEN%'`)).length >= killed.length, 20_000, 'LISTEN to come back');
+      const { id } = await engine.start(triple, { n: 3 });
+      expect(await engine.result(id, { timeout: '20s' })).toBe(12);
+      w.child.kill('SIGTERM');
+      await w.exited;
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it('reaches the worker holding a running task with a cancel through the same channel', async () => {
+    const db = freshUrl();
+    const log = join(tempDir(), 'effects.log');
+    const engine = new Engine({ store: db, workflows: [listener] });
+    try {
+      await engine.ready();
+      // A one-minute heartbeat: the cancel cannot arrive by heartbeat within this test.
+      const w = spawnCli(['worker', FIXTURE, '--db', db, ...NO_POLL, '--heartbeat-ms', '60000', '--lease-ms', '600000'], { STEPWISE_TEST_LOG: log });
+      await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
+      const { id } = await engine.start(listener, { ms: 120_000 });
+      await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'the step to start');
+      await engine.cancel(id, { reason: 'stop it' });
+      await waitForStatus(engine, id, 'cancelled', 20_000);
+      const aborted = readLog(log).find((l) => l.event === 'aborted') as { reason?: string; message?: string } | undefined;
+      expect(aborted?.reason).toBe('TaskCancelledError');
+      expect(aborted?.message).toContain('stop it');
+      w.child.kill('SIGTERM');
+      await w.exited;
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it('resumes a SIGKILLed worker\'s task on another worker without re-running finished steps', async () => {
+    const db = freshUrl();
+    const log = join(tempDir(), 'effects.log');
+    const engine = new Engine({ store: db, workflows: [pipeline] });
+    try {
+      const { id } = await engine.start(pipeline, { slowMs: 1500 });
+      const args = ['worker', FIXTURE, '--db', db, '--lease-ms', '1500', '--heartbeat-ms', '250', '--poll-ms', '100'];
+      const a = spawnCli(args, { STEPWISE_TEST_LOG: log });
+      await eventually(() => readLog(log).some((l) => l.event === 'start' && l.pid === a.pid), 20_000, 'worker A to start slow-write');
+      a.child.kill('SIGKILL');
+      await a.exited;
+      const b = spawnCli(args, { STEPWISE_TEST_LOG: log });
+      expect((await engine.result<{ writtenBy: number }>(id, { timeout: '30s' })).writtenBy).toBe(b.pid);
+      const effects = (step: string): number[] => readLog(log).filter((l) => l.event === 'effect' && l.key === `v1:${id}:${step}#1`).map((l) => l.pid);
+      expect([effects('fetch'), effects('transform'), effects('slow-write'), effects('notify')]).toEqual([[a.pid], [a.pid], [b.pid], [b.pid]]);
+      const info = await engine.get(id);
+      expect(info.history.map((h) => h.event)).toEqual(['create', 'claim', 'reclaim', 'complete']);
+      b.child.kill('SIGTERM');
+      await b.exited;
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it('accepts --db postgres://…?schema= in the CLI for every command', async () => {
+    const db = freshUrl();
+    const engine = new Engine({ store: db, workflows: [triple] });
+    try {
+      const { id } = await engine.start(triple, { n: 0 });
+      const ls = spawnCli(['ls', '--db', db, '--json']);
+      expect((await ls.exited).code).toBe(0);
+      expect((JSON.parse(ls.output()) as { tasks: Array<{ id: string }> }).tasks.map((t) => t.id)).toEqual([id]);
+      const cancel = spawnCli(['cancel', id, '--db', db]);
+      expect((await cancel.exited).code).toBe(0);
+      expect(cancel.output()).toContain(`${id} → cancelled`);
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+});
