@@ -1,38 +1,78 @@
 // `npm run bench`: every figure is measured side by side in this one run, on this machine.
-// Results are printed and written to .bench/results.json.
+// Results are printed and written to .bench/results.json. `--quick`: one round, fewer samples.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fmt, root, tempDir } from './lib.ts';
-import { stepOverhead, throughput, type StepOverhead, type Throughput } from './sqlite.ts';
+import * as sqlite from './sqlite.ts';
+import * as postgres from './postgres.ts';
 
 const quick = process.argv.includes('--quick');
 const rounds = quick ? 1 : 3;
-const results: { machine: string; overhead: StepOverhead[]; throughput: Throughput[] } = {
-  machine: `${process.version} on ${process.platform}/${process.arch}`,
-  overhead: [],
-  throughput: [],
-};
+const results: Record<string, unknown> = { machine: `${process.version} on ${process.platform}/${process.arch}`, at: new Date().toISOString() };
+const line = (s: string): void => console.log(s);
 
-console.log(`Stepwise benchmark (${results.machine})${quick ? ' — quick mode' : ''}\n`);
-console.log('(a) Per-step overhead: one task of 1,000 sequential no-op steps vs one single-row INSERT transaction');
-console.log('    on a file with the same settings (medians of interleaved rounds).');
+line(`Stepwise benchmark (${results.machine as string})${quick ? ' — quick mode' : ''}`);
+
+line('\n(a) Per-step overhead: one task of 1,000 sequential no-op steps, per step, vs one single-row INSERT');
+line('    transaction on the same kind of file/database (medians of interleaved rounds). "journal row" is a');
+line('    row with the journal\'s columns; "minimal" is (serial id, text).');
+const overhead: Record<string, unknown> = {};
 for (const sync of ['FULL', 'NORMAL'] as const) {
-  const o = await stepOverhead(sync, rounds);
-  results.overhead.push(o);
-  console.log(
-    `    SQLite WAL synchronous=${sync.padEnd(6)}  step ${fmt(o.stepUs).padStart(7)} µs   raw journal-row INSERT ${fmt(o.rawJournalUs).padStart(7)} µs → ${fmt(o.ratioJournal, 2)}×` +
-      `   raw minimal INSERT ${fmt(o.rawMinimalUs).padStart(7)} µs → ${fmt(o.ratioMinimal, 2)}×`,
-  );
+  const o = await sqlite.stepOverhead(sync, rounds);
+  overhead[`sqlite-${sync}`] = o;
+  line(`    SQLite WAL synchronous=${sync.padEnd(6)} step ${fmt(o.stepUs).padStart(7)} µs | raw journal row ${fmt(o.rawJournalUs).padStart(7)} µs → ${fmt(o.ratioJournal, 2)}× | raw minimal ${fmt(o.rawMinimalUs).padStart(7)} µs → ${fmt(o.ratioMinimal, 2)}×`);
 }
+const pgUp = await postgres.pgAvailable();
+if (pgUp) {
+  const o = await postgres.stepOverhead(rounds);
+  overhead.postgres = o;
+  line(`    PostgreSQL                     step ${fmt(o.stepUs).padStart(7)} µs | raw journal row ${fmt(o.rawJournalUs).padStart(7)} µs → ${fmt(o.ratioJournal, 2)}× | raw minimal ${fmt(o.rawMinimalUs).padStart(7)} µs → ${fmt(o.ratioMinimal, 2)}×`);
+} else {
+  line(`    PostgreSQL: not reachable at ${postgres.PG_URL}; skipped.`);
+}
+results.overhead = overhead;
 
-console.log('\n(b) Throughput: 500 tasks × 3 no-op steps, enqueued first, one worker process (first claim → last finish)');
+line('\n(b) Throughput: 500 tasks × 3 no-op steps, enqueued first, then run by worker processes');
+line('    (concurrency 32 each; first claim → last finish, from the tasks\' own history).');
+const tp: sqlite.Throughput[] = [];
 for (const sync of ['FULL', 'NORMAL'] as const) {
-  const db = `sqlite:${join(tempDir(), 'tp.db')}?synchronous=${sync.toLowerCase()}`;
-  const t = await throughput(db, `sqlite ${sync}`, 500, 1);
-  results.throughput.push(t);
-  console.log(`    SQLite ${sync.padEnd(6)} 1 worker: ${fmt(t.tasksPerSec, 0).padStart(6)} tasks/s  ${fmt(t.stepsPerSec, 0).padStart(6)} steps/s  (${fmt(t.seconds, 2)} s)`);
+  const t = await sqlite.throughput(`sqlite:${join(tempDir(), 'tp.db')}?synchronous=${sync.toLowerCase()}`, `sqlite ${sync}`, 500, 1);
+  tp.push(t);
+  line(`    SQLite ${sync.padEnd(6)}  1 worker : ${fmt(t.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(t.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(t.seconds, 2)} s)`);
 }
+let dbosResult: postgres.DbosResult | { error: string } | null = null;
+if (pgUp) {
+  for (const workers of [1, 2, 4]) {
+    const t = await postgres.pgThroughput(workers, 500);
+    tp.push(t);
+    line(`    PostgreSQL     ${workers} worker${workers > 1 ? 's' : ' '}: ${fmt(t.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(t.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(t.seconds, 2)} s)`);
+  }
+  dbosResult = postgres.dbos(500, 1000);
+  if ('error' in dbosResult) {
+    line(`    DBOS Transact: failed to run (${dbosResult.error})`);
+  } else {
+    const d = dbosResult;
+    const ours = tp.find((t) => t.store === 'postgres' && t.workers === 1) as sqlite.Throughput;
+    line(`    DBOS ${d.version}  1 process: ${fmt(d.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(d.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(d.concurrentS, 2)} s; 500 workflows started at once in-process)`);
+    line(`    → Stepwise on PostgreSQL, one worker process: ${fmt(ours.stepsPerSec / d.stepsPerSec, 1)}× DBOS's steps/s`);
+    const four = tp.find((t) => t.store === 'postgres' && t.workers === 4);
+    if (four) line(`    → with four worker processes: ${fmt(four.stepsPerSec / d.stepsPerSec, 1)}×`);
+    const o = overhead.postgres as postgres.PgOverhead;
+    line(`    Per step of a 1,000-step workflow: Stepwise ${fmt(o.stepUs, 0)} µs, DBOS ${fmt(d.perStepUs, 0)} µs (${fmt(d.perStepUs / o.stepUs, 1)}×)`);
+  }
+}
+results.throughput = tp;
+results.dbos = dbosResult;
 
+line('\n(c) Wake-up latency: task started → its first step running, worker idle in another process');
+const samples = quick ? 40 : 200;
+const lat: postgres.Latency[] = [];
+if (pgUp) lat.push(await postgres.wakeLatency(postgres.freshPgUrl('lat'), 'postgres (LISTEN/NOTIFY; poll 60 s)', samples, 60_000));
+lat.push(await postgres.wakeLatency(`sqlite:${join(tempDir(), 'lat.db')}`, 'sqlite (polling every 500 ms)', Math.min(samples, 60), 500));
+for (const l of lat) line(`    ${l.store.padEnd(38)} p50 ${fmt(l.p50Ms, 0).padStart(4)} ms   p99 ${fmt(l.p99Ms, 0).padStart(4)} ms   (${l.samples} samples)`);
+results.latency = lat;
+
+if (pgUp) await postgres.cleanup();
 mkdirSync(join(root, '.bench'), { recursive: true });
 writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
-console.log('\nWritten to .bench/results.json');
+line('\nWritten to .bench/results.json');

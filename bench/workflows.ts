@@ -14,3 +14,6 @@ export const threeSteps = workflow('bench-three-steps', async (ctx) => {
   await ctx.step('c', () => 3);
   return 3;
 });
+
+/** Returns the time its first step began: for wake-up latency (start → first step running). */
+export const stamp = workflow('bench-stamp', async (ctx) => ctx.step('began', () => Date.now()));

@@ -20,7 +20,7 @@ import { decodeError, decodeJson, deserializeError, encodeJson, type SerializedE
 import type { StepRow, Store, TaskPatch, TaskRow, WakeEvent } from './store.ts';
 import { DEFAULT_STORE_URL, openStore, type StoreOptions } from './store-url.ts';
 import { toHistoryEntry, toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
-import { planTransition } from './transitions.ts';
+import { planTransition, wakeFor } from './transitions.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 
@@ -127,15 +127,7 @@ export class Engine {
     this.#ready ??= (async () => {
       const store = typeof this.#storeOption === 'string' ? await openStore(this.#storeOption, this.#storeOptions) : this.#storeOption;
       await store.migrate();
-      if (store.subscribe) {
-        this.#unsubscribe = await store.subscribe((e) => {
-          if (e.reason === 'task') this.#bus.emit('task:ready', { taskId: e.taskId, workflow: e.workflow ?? null });
-          else if (e.reason === 'cancel') this.#bus.emit('task:cancel', { taskId: e.taskId, reason: e.cancelReason ?? null });
-          else if (e.reason === 'pause') this.#bus.emit('task:pause', { taskId: e.taskId });
-          else if (e.reason === 'resume') this.#bus.emit('task:resume', { taskId: e.taskId });
-          else if (e.reason === 'settled') this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
-        });
-      }
+      if (store.subscribe) this.#unsubscribe = await store.subscribe((e) => this.#deliver(e));
       return store;
     })();
     return this.#ready;
@@ -183,14 +175,16 @@ export class Engine {
     }
     const now = this.clock.now();
     const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
+    const id = newId(now);
+    const wake: WakeEvent = { reason: 'task', taskId: id, workflow: name };
     const { task, created } = await store.insertTask({
-      id: newId(now), workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now,
+      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, notify: wake,
     });
     if (!created) {
       if (task.workflow !== name) throw new IdempotencyConflictError(key as string, task.id, `which runs workflow "${task.workflow}", not "${name}"`);
       if (!jsonEqual(decodeJson(task.input), decodeJson(encoded))) throw new IdempotencyConflictError(key as string, task.id, 'which was started with a different input');
     } else {
-      this.#announce('task', task.id, name);
+      this.#deliver(wake);
     }
     return { id: task.id, workflow: name, status: task.status, created };
   }
@@ -267,9 +261,7 @@ export class Engine {
    */
   async cancel(id: string, options: { reason?: string } = {}): Promise<TaskSummary> {
     const reason = options.reason ?? null;
-    const row = await this.#command(id, 'cancel', () => ({ set: { cancelReason: reason }, detail: { reason } }));
-    if (row.status === 'cancelling') this.#announce('cancel', id, row.workflow, reason);
-    else this.#bus.emit('task:settled', { taskId: id, status: row.status });
+    const row = await this.#command(id, 'cancel', () => ({ set: { cancelReason: reason }, detail: { reason } }), reason);
     return toSummary(row);
   }
 
@@ -287,23 +279,17 @@ export class Engine {
       }
       return { set: { error: null, incrementRetries: true }, steps, detail: { retry: task.retries + 1, fromStep: failedStep ?? null } };
     });
-    this.#announce('task', id, row.workflow);
     return toSummary(row);
   }
 
   /** Pauses a task: a running one at its next step boundary; a pending or waiting one at once. */
   async pause(id: string): Promise<TaskSummary> {
-    const row = await this.#command(id, 'pause', () => ({}));
-    if (row.status === 'running') this.#announce('pause', id, row.workflow);
-    return toSummary(row);
+    return toSummary(await this.#command(id, 'pause', () => ({})));
   }
 
   /** Resumes a paused task (or withdraws a pause request that a running task has not reached). */
   async resume(id: string): Promise<TaskSummary> {
-    const row = await this.#command(id, 'resume', () => ({}));
-    if (row.status === 'running') this.#announce('resume', id, row.workflow);
-    else this.#announce('task', id, row.workflow);
-    return toSummary(row);
+    return toSummary(await this.#command(id, 'resume', () => ({})));
   }
 
   /**
@@ -322,9 +308,10 @@ export class Engine {
     }
     const task = await this.#row(store, id);
     if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', legalEvents(task), id);
-    const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: options.idempotencyKey ?? null, at: this.clock.now() });
+    const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
+    const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: options.idempotencyKey ?? null, at: this.clock.now(), notify: wake });
     if (!res) throw new TaskNotFoundError(id);
-    if (res.created) this.#announce('task', id, task.workflow);
+    if (res.created) this.#deliver(wake);
     return res;
   }
 
@@ -397,6 +384,7 @@ export class Engine {
     id: string,
     event: LifecycleEvent,
     build: (task: TaskRow) => { set?: TaskPatch; detail?: unknown; steps?: StepRow[] } | Promise<{ set?: TaskPatch; detail?: unknown; steps?: StepRow[] }>,
+    cancelReason?: string | null,
   ): Promise<TaskRow> {
     const store = await this.ready();
     for (let attempt = 0; attempt < 20; attempt++) {
@@ -405,23 +393,35 @@ export class Engine {
       const { write } = planTransition({
         taskId: id, state: task, event, guard: { version: task.version }, at: this.clock.now(),
         ...(extra.set ? { set: extra.set } : {}), detail: extra.detail, ...(extra.steps ? { steps: extra.steps } : {}),
+        notify: (edge) => wakeFor(edge, id, task.workflow, cancelReason),
       });
       const row = await store.transition(write);
-      if (row) return row;
+      if (row) {
+        if (write.notify) this.#deliver(write.notify);
+        return row;
+      }
     }
     throw new ConcurrentUpdateError(id);
   }
 
-  #announce(reason: 'task' | 'cancel' | 'pause' | 'resume', taskId: string, workflow: string, cancelReason?: string | null): void {
-    if (reason === 'task') this.#bus.emit('task:ready', { taskId, workflow });
-    else if (reason === 'cancel') this.#bus.emit('task:cancel', { taskId, reason: cancelReason ?? null });
-    else if (reason === 'pause') this.#bus.emit('task:pause', { taskId });
-    else this.#bus.emit('task:resume', { taskId });
-    const store = this.#ready;
-    if (store) {
-      const event: WakeEvent = { reason, taskId, workflow };
-      if (reason === 'cancel') event.cancelReason = cancelReason ?? null;
-      void store.then((s) => s.notify?.(event)).catch(() => undefined);
+  /** Passes news about a task to this process's workers and waiters (local or from NOTIFY). */
+  #deliver(e: WakeEvent): void {
+    switch (e.reason) {
+      case 'task':
+        this.#bus.emit('task:ready', { taskId: e.taskId, workflow: e.workflow ?? null });
+        break;
+      case 'cancel':
+        this.#bus.emit('task:cancel', { taskId: e.taskId, reason: e.cancelReason ?? null });
+        break;
+      case 'pause':
+        this.#bus.emit('task:pause', { taskId: e.taskId });
+        break;
+      case 'resume':
+        this.#bus.emit('task:resume', { taskId: e.taskId });
+        break;
+      case 'settled':
+        this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
+        break;
     }
   }
 }

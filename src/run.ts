@@ -27,7 +27,7 @@ import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from './retry.ts';
 import { decodeError, decodeJson, deserializeError, encodeError, encodeJson } from './serialize.ts';
 import type { ClaimedTask, SignalRow, StepKind, StepRow, TaskPatch, TaskRow, Store } from './store.ts';
-import { planTransition } from './transitions.ts';
+import { planTransition, wakeFor } from './transitions.ts';
 import type { WriteBatcher } from './write-batcher.ts';
 import type { EventResult, StepContext, StepOptions, WaitForEventOptions, Workflow, WorkflowContext } from './workflow.ts';
 
@@ -262,6 +262,7 @@ export class TaskRun {
         detail: ev === event ? opts.detail : { reason: this.#cancelReason ?? null },
         workerId: this.#deps.workerId,
         steps: ev === 'abort' ? [] : opts.steps,
+        notify: (edge) => wakeFor(edge, this.taskId, this.workflow.name),
       });
       const row = (await this.#deps.writer.write(write)) as TaskRow | null;
       if (row) return row.status;

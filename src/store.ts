@@ -135,6 +135,8 @@ export interface TransitionWrite {
   steps?: readonly StepRow[];
   /** Signals consumed in the same transaction. */
   consume?: readonly { signalId: number; seq: number }[];
+  /** Announced to other processes when (and only if) the write commits. */
+  notify?: WakeEvent;
 }
 // When `set.waitEvent` names an event, the store also makes the task due at `at` if an unconsumed
 // signal of that name already exists, so that a signal sent while the task was still running
@@ -161,6 +163,8 @@ export interface NewTask {
   idempotencyKey: string | null;
   runAt: number;
   createdAt: number;
+  /** Announced to other processes if the task was created. */
+  notify?: WakeEvent;
 }
 
 export interface ClaimRequest {
@@ -222,6 +226,8 @@ export interface SignalWrite {
   payload: string | null;
   idempotencyKey: string | null;
   at: number;
+  /** Announced to other processes if the signal was recorded. */
+  notify?: WakeEvent;
 }
 
 export interface WorkflowRegistration {
@@ -245,6 +251,8 @@ export interface Store {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
   readonly description: string;
+  /** How many `writeBatch` calls a worker may have in flight at once (1 for a single connection). */
+  readonly parallelWrites: number;
   /** Applies pending migrations; safe when several processes call it at once. */
   migrate(): Promise<void>;
   close(): Promise<void>;
@@ -280,8 +288,9 @@ export interface Store {
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>>;
 
   /**
-   * Subscribes to wake-ups from other processes (PostgreSQL LISTEN/NOTIFY). Stores without a
-   * cross-process channel return `null`; callers then rely on polling.
+   * Subscribes to wake-ups from other processes (PostgreSQL LISTEN/NOTIFY): the `notify` events
+   * of writes committed anywhere. Stores without a cross-process channel do not implement it;
+   * callers then rely on polling and heartbeats.
    */
   subscribe?(listener: (event: WakeEvent) => void): Promise<(() => Promise<void>) | null>;
   /** Announces a change to other processes (no-op where unsupported). */

@@ -6,8 +6,8 @@
  * and returns the guarded write for the store, which re-checks the source status atomically and
  * appends the history row in the same transaction.
  */
-import { transition, type LifecycleEvent, type LifecycleState, type Transition } from './lifecycle.ts';
-import type { StepRow, TaskPatch, TransitionWrite, WriteGuard } from './store.ts';
+import { isFinished, transition, type LifecycleEvent, type LifecycleState, type Transition } from './lifecycle.ts';
+import type { StepRow, TaskPatch, TransitionWrite, WakeEvent, WriteGuard } from './store.ts';
 
 export interface TransitionInput {
   taskId: string;
@@ -20,6 +20,8 @@ export interface TransitionInput {
   workerId?: string | null;
   steps?: readonly StepRow[];
   consume?: readonly { signalId: number; seq: number }[];
+  /** Computes the cross-process announcement of this transition from its edge. */
+  notify?: (edge: Transition) => WakeEvent | undefined;
 }
 
 /** The lifecycle edge plus the store write that performs it. */
@@ -41,6 +43,8 @@ export function planTransition(input: TransitionInput): { edge: Transition; writ
   if (edge.pauseRequested !== undefined) write.pauseRequested = edge.pauseRequested;
   if (input.steps?.length) write.steps = input.steps;
   if (input.consume?.length) write.consume = input.consume;
+  const notify = input.notify?.(edge);
+  if (notify) write.notify = notify;
   return { edge, write };
 }
 
@@ -75,4 +79,18 @@ export function effectColumns(edge: Transition, at: number): TaskPatch {
     set.waitEvent = null;
   }
   return set;
+}
+
+/**
+ * What other processes should hear about a transition of task `taskId`: a finished task wakes
+ * `result()` callers; a cancel of a running task reaches the worker that holds it; a pause
+ * request or its withdrawal reaches that worker; a task made runnable wakes idle workers.
+ */
+export function wakeFor(edge: Transition, taskId: string, workflow: string, cancelReason?: string | null): WakeEvent | undefined {
+  if (isFinished(edge.to)) return { reason: 'settled', taskId, workflow };
+  if (edge.effects.includes('abort-run')) return { reason: 'cancel', taskId, workflow, cancelReason: cancelReason ?? null };
+  if (edge.effects.includes('request-pause')) return { reason: 'pause', taskId, workflow };
+  if (edge.effects.includes('clear-pause-request') && edge.to === 'running') return { reason: 'resume', taskId, workflow };
+  if (edge.to === 'pending') return { reason: 'task', taskId, workflow };
+  return undefined;
 }

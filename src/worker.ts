@@ -143,6 +143,7 @@ export class Worker {
     if (!this.#workflows.size) throw new InvalidArgumentError('This worker has no workflows to run: pass them to new Engine({ workflows }).');
     await store.registerWorkflows([...this.#workflows.values()].map((w) => ({ name: w.name, version: w.version, at: this.#host.clock.now() })));
     this.#writer = new WriteBatcher(store, {
+      maxInFlight: store.parallelWrites,
       onRetry: (error, attempt) => this.#events.emit('worker:error', { error: coerceError(error), during: `writing checkpoints (attempt ${attempt})` }),
     });
     this.#state = 'running';
@@ -230,10 +231,6 @@ export class Worker {
       this.#renewedAt.delete(run.taskId);
       this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
       this.#host.bus.emit('task:settled', { taskId: run.taskId, status });
-      if (status === 'succeeded' || status === 'failed' || status === 'cancelled') {
-        // Wakes `engine.result()` callers in other processes (where the store can notify).
-        void this.#store?.notify?.({ reason: 'settled', taskId: run.taskId, workflow: wf.name }).catch(() => undefined);
-      }
       this.#poke();
     });
     this.#running.add(p);

@@ -20,6 +20,12 @@ export interface WriteBatcherOptions {
   maxAttempts?: number;
   /** Most ops in one transaction. @defaultValue 256 */
   maxBatch?: number;
+  /**
+   * Batches written at once. 1 suits a store with one connection (SQLite); a pooled store
+   * (PostgreSQL) overlaps round trips, and the database groups the commits' log flushes.
+   * @defaultValue 1
+   */
+  maxInFlight?: number;
   /** Called when a batch failed and will be retried. */
   onRetry?: (error: unknown, attempt: number) => void;
 }
@@ -29,43 +35,47 @@ export class WriteBatcher {
   readonly #maxAttempts: number;
   readonly #maxBatch: number;
   readonly #onRetry: ((error: unknown, attempt: number) => void) | undefined;
+  readonly #maxInFlight: number;
   #queue: Pending[] = [];
-  #flushing = false;
+  #inFlight = 0;
   #scheduled = false;
 
   constructor(store: Store, options: WriteBatcherOptions = {}) {
     this.#store = store;
     this.#maxAttempts = options.maxAttempts ?? 6;
     this.#maxBatch = options.maxBatch ?? 256;
+    this.#maxInFlight = Math.max(1, options.maxInFlight ?? 1);
     this.#onRetry = options.onRetry;
   }
 
   write(op: WriteOp): Promise<WriteResult> {
     return new Promise<WriteResult>((resolve, reject) => {
       this.#queue.push({ op, resolve, reject });
-      if (!this.#flushing && !this.#scheduled) {
+      if (!this.#scheduled && this.#inFlight < this.#maxInFlight) {
+        // Ops requested in the same tick go into the same batch.
         this.#scheduled = true;
-        queueMicrotask(() => void this.#flush());
+        queueMicrotask(() => {
+          this.#scheduled = false;
+          this.#pump();
+        });
       }
     });
   }
 
   /** Resolves once everything queued so far has been written. */
   async drain(): Promise<void> {
-    while (this.#queue.length || this.#flushing) await new Promise((r) => setImmediate(r));
+    while (this.#queue.length || this.#inFlight) await new Promise((r) => setImmediate(r));
   }
 
-  async #flush(): Promise<void> {
-    this.#scheduled = false;
-    if (this.#flushing) return;
-    this.#flushing = true;
-    try {
-      while (this.#queue.length) {
-        const batch = this.#queue.splice(0, this.#maxBatch);
-        await this.#commit(batch);
-      }
-    } finally {
-      this.#flushing = false;
+  /** Starts batches while there is work and room; each finished batch pumps again. */
+  #pump(): void {
+    while (this.#queue.length && this.#inFlight < this.#maxInFlight) {
+      const batch = this.#queue.splice(0, this.#maxBatch);
+      this.#inFlight++;
+      void this.#commit(batch).finally(() => {
+        this.#inFlight--;
+        this.#pump();
+      });
     }
   }
 

@@ -20,7 +20,9 @@
 import { createRequire } from 'node:module';
 import type { Client, ClientBase, Notification, Pool } from 'pg';
 import { migratePostgres, quoteIdent } from './migrate.ts';
-import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
+import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, sqlStatuses, type Tables } from './sql-text.ts';
+import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
+import type { TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StepwiseError, StoreUnavailableError } from '../errors.ts';
 import {
   STEP_COLUMNS, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
@@ -53,43 +55,12 @@ export interface PostgresStoreOptions {
 }
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,57}$/;
-const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
-/** SQL types of {@link STEP_COLUMNS}, in order. */
-const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer'] as const;
-/** SQL types of the columns a {@link TaskPatch} may write. */
-const PATCH_TYPES: Readonly<Record<string, string>> = {
-  output: 'text', error: 'text', run_at: 'bigint', lease_owner: 'text', lease_expires_at: 'bigint',
-  pause_requested: 'boolean', wait: 'text', wait_event: 'text', cancel_reason: 'text', finished_at: 'bigint',
-};
-const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
 /** Reconnect delays of the LISTEN connection: doubles from the first to the last. */
 const RECONNECT_MS = { first: 100, max: 5000 } as const;
 /** How many distinct statement texts are prepared by name (see `#rows`). */
 const MAX_NAMED_STATEMENTS = 500;
 /** Transactions that lose a deadlock or serialization race are run again, at most this often. */
 const TX_ATTEMPTS = 3;
-
-/**
- * Task statuses as SQL literals. Statuses come from the lifecycle table, never from users, but
- * are checked anyway; literals (rather than parameters) let the planner match the partial indexes.
- */
-function sqlStatuses(statuses: readonly TaskStatus[]): string {
-  return statuses
-    .map((s) => {
-      if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown task status "${String(s)}"`);
-      return `'${s}'`;
-    })
-    .join(', ');
-}
-
-/** Collects positional parameters, each with an explicit SQL type. */
-class Params {
-  readonly values: unknown[] = [];
-  add(value: unknown, type: string): string {
-    this.values.push(value);
-    return `$${this.values.length}::${type}`;
-  }
-}
 
 let pgModule: PgModule | undefined;
 function loadPg(): PgModule {
@@ -154,6 +125,8 @@ function printableUrl(url: string): string {
 
 export class PostgresStore implements Store {
   readonly dialect = 'postgres' as const;
+  /** Half the pool, leaving connections for claims, heartbeats and commands. */
+  readonly parallelWrites: number;
   readonly description: string;
   /** The schema holding the tables (unquoted). */
   readonly schema: string;
@@ -167,7 +140,7 @@ export class PostgresStore implements Store {
   readonly #statementNames = new Map<string, string>();
   readonly #now: () => number;
   /** Quoted table names. */
-  readonly #t: { tasks: string; steps: string; history: string; signals: string; workflows: string };
+  readonly #t: Tables;
 
   constructor(url: string, options: PostgresStoreOptions = {}) {
     const schema = options.schema ?? 'stepwise';
@@ -179,6 +152,7 @@ export class PostgresStore implements Store {
     const poolSize = options.poolSize ?? 10;
     if (!Number.isInteger(poolSize) || poolSize < 1) throw new InvalidArgumentError(`poolSize must be a positive integer, got ${poolSize}`);
     this.#pg = loadPg();
+    this.parallelWrites = Math.max(1, Math.floor(poolSize / 2));
     this.#url = url;
     this.schema = schema;
     this.channel = `${schema}_wake`;
@@ -330,8 +304,8 @@ export class PostgresStore implements Store {
              INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
              SELECT id, created_at, 'create', NULL, 'pending', 0, NULL, NULL FROM ins
            )
-           SELECT * FROM ins`,
-          [task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt],
+           SELECT ins.*, CASE WHEN $9::text IS NOT NULL THEN pg_notify($8, $9) END AS notified FROM ins`,
+          [task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, this.channel, payload(task.notify)],
         );
         if (row) return { task: toTaskRow(row), created: true };
         const [existing] = await this.#rows(this.#db, `SELECT * FROM ${this.#t.tasks} WHERE idempotency_key = $1`, [task.idempotencyKey]);
@@ -418,7 +392,9 @@ export class PostgresStore implements Store {
         WHERE s.id = c.id AND s.consumed_seq IS NULL AND EXISTS (SELECT 1 FROM upd)
       )`;
     }
-    text += ' SELECT * FROM upd';
+    text += w.notify
+      ? ` SELECT upd.*, pg_notify(${p.add(this.channel, 'text')}, ${p.add(payload(w.notify), 'text')}) AS notified FROM upd`
+      : ' SELECT * FROM upd';
     return { text, values: p.values };
   }
 
@@ -431,6 +407,11 @@ export class PostgresStore implements Store {
     return sets;
   }
 
+  /**
+   * Group commit: plain step checkpoints go into one multi-row statement, end-of-run transitions
+   * into another (see batch-sql.ts); each op keeps its own guard. Writes that need more (signal
+   * consumption, journal rows with a transition, an event wait) run one by one in a transaction.
+   */
   async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
     if (!ops.length) return [];
     const [only] = ops;
@@ -438,13 +419,41 @@ export class PostgresStore implements Store {
       // The hot path of a plain step: one autocommit statement, one round trip.
       return [only.kind === 'step' ? await this.#run(() => this.#stepWrite(this.#db, only)) : await this.transition(only)];
     }
-    return this.#run(() =>
-      this.#tx(async (c) => {
-        const out: WriteResult[] = [];
-        for (const op of ops) out.push(op.kind === 'step' ? await this.#stepWrite(c, op) : await this.#transition(c, op));
-        return out;
-      }),
-    );
+    return this.#run(async () => {
+      const results: WriteResult[] = new Array<WriteResult>(ops.length).fill(null);
+      const steps: Array<{ op: StepWrite; at: number }> = [];
+      const transitions: Array<{ op: TransitionWrite; at: number }> = [];
+      const rest: Array<{ op: WriteOp; at: number }> = [];
+      const transitionTasks = new Set<string>();
+      ops.forEach((op, at) => {
+        if (op.kind === 'step' && !op.consume) steps.push({ op, at });
+        else if (op.kind === 'transition' && isBatchableTransition(op) && !transitionTasks.has(op.taskId)) {
+          transitionTasks.add(op.taskId);
+          transitions.push({ op, at });
+        } else rest.push({ op, at });
+      });
+      if (steps.length) {
+        const { text, values, keys } = stepBatchSql(this.#t, steps.map((s) => s.op));
+        const accepted = new Set((await this.#rows(this.#db, text, values)).map((r) => `${String(r.task_id)}/${Number(r.seq)}`));
+        steps.forEach((s, i) => (results[s.at] = accepted.has(keys[i] as string)));
+      }
+      if (transitions.length) {
+        const { text, values } = transitionBatchSql(this.#t, transitions.map((x) => x.op), this.channel);
+        for (const row of await this.#rows(this.#db, text, values)) {
+          const entry = transitions[Number(row.batch_ord) - 1];
+          if (entry) results[entry.at] = toTaskRow(row);
+        }
+      }
+      if (rest.length) {
+        const out = await this.#tx(async (c) => {
+          const r: WriteResult[] = [];
+          for (const { op } of rest) r.push(op.kind === 'step' ? await this.#stepWrite(c, op) : await this.#transition(c, op));
+          return r;
+        });
+        rest.forEach((x, i) => (results[x.at] = out[i] as WriteResult));
+      }
+      return results;
+    });
   }
 
   /**
@@ -479,6 +488,8 @@ export class PostgresStore implements Store {
 
   async claim(r: ClaimRequest): Promise<ClaimedTask[]> {
     if (r.limit <= 0 || r.workflows.length === 0) return [];
+    const capped = Object.keys(r.concurrency ?? {}).some((wf) => r.workflows.includes(wf));
+    if (!capped) return this.#run(() => this.#claimUncapped(r));
     return this.#run(() =>
       this.#tx(async (c) => {
         const room = await this.#room(c, r);
@@ -562,6 +573,77 @@ export class PostgresStore implements Store {
   }
 
   /**
+   * Claims without concurrency caps: one autocommit statement locks candidates with
+   * `FOR UPDATE SKIP LOCKED` (expired leases first, then due tasks), takes them and writes their
+   * history rows; the journals of resumed tasks are read afterwards (a journal cannot change once
+   * the claim has committed: older runs are fenced off).
+   */
+  async #claimUncapped(r: ClaimRequest): Promise<ClaimedTask[]> {
+    const p = new Params();
+    const now = p.add(r.now, 'bigint');
+    const wfs = p.add(r.workflows, 'text[]');
+    const limit = p.add(r.limit, 'integer');
+    const reclaimTo = p.add(r.reclaim.to, 'text');
+    const claimTo = p.add(r.claim.to, 'text');
+    const parts: string[] = [];
+    if (r.reclaim.from.length) {
+      parts.push(`r AS (
+        SELECT id, status, lease_owner, 0 AS pri, lease_expires_at AS due FROM ${this.#t.tasks}
+        WHERE status IN (${sqlStatuses(r.reclaim.from)}) AND lease_expires_at <= ${now} AND workflow = ANY(${wfs})
+        ORDER BY lease_expires_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
+    }
+    if (r.claim.from.length) {
+      parts.push(`c AS (
+        SELECT id, status, NULL::text AS lease_owner, 1 AS pri, run_at AS due FROM ${this.#t.tasks}
+        WHERE status IN (${sqlStatuses(r.claim.from)}) AND run_at <= ${now} AND workflow = ANY(${wfs})
+        ORDER BY run_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
+    }
+    if (!parts.length) return [];
+    const union = [r.reclaim.from.length ? 'SELECT * FROM r' : '', r.claim.from.length ? 'SELECT * FROM c' : ''].filter(Boolean).join(' UNION ALL ');
+    const rows = await this.#rows(
+      this.#db,
+      `WITH ${parts.join(', ')},
+       p AS (SELECT * FROM (${union}) x ORDER BY pri, due, id LIMIT ${limit}),
+       u AS (
+         UPDATE ${this.#t.tasks} AS t
+         SET status = CASE WHEN p.pri = 0 THEN ${reclaimTo} ELSE ${claimTo} END,
+           lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
+           epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_event = NULL, updated_at = ${now}
+         FROM p WHERE t.id = p.id
+         RETURNING t.*, p.pri AS p_pri, p.status AS p_status, p.lease_owner AS p_owner
+       ), h AS (
+         INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
+         SELECT id, ${now}, CASE WHEN p_pri = 0 THEN 'reclaim' ELSE 'claim' END, p_status, status, epoch, lease_owner,
+           CASE WHEN p_pri = 0 THEN '{"previousOwner":' || COALESCE(to_json(p_owner)::text, 'null') || '}' END
+         FROM u ORDER BY p_pri, id
+       )
+       SELECT u.*,
+         EXISTS (SELECT 1 FROM ${this.#t.signals} g WHERE g.task_id = u.id AND g.consumed_seq IS NULL) AS has_signals
+       FROM u ORDER BY p_pri, id`,
+      p.values,
+    );
+    // The journal is read after the claim committed, with a fresh snapshot: a step write that
+    // committed while this statement waited is included (later ones are fenced off). A first run
+    // has no journal. Signals sent meanwhile are picked up when the run waits for them.
+    const withSteps = rows.filter((row) => Number(row.runs) > 1).map((row) => String(row.id));
+    const withSignals = rows.filter((row) => row.has_signals === true).map((row) => String(row.id));
+    const [steps, signals] = await Promise.all([
+      withSteps.length
+        ? this.#rows(this.#db, `SELECT * FROM ${this.#t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [withSteps])
+        : Promise.resolve([]),
+      withSignals.length
+        ? this.#rows(this.#db, `SELECT * FROM ${this.#t.signals} WHERE task_id = ANY($1::text[]) AND consumed_seq IS NULL ORDER BY id`, [withSignals])
+        : Promise.resolve([]),
+    ]);
+    const stepsBy = groupBy(steps.map(toStepRow), (x) => x.taskId);
+    const signalsBy = groupBy(signals.map(toSignalRow), (x) => x.taskId);
+    return rows.map((row) => {
+      const task = toTaskRow(row);
+      return { task, event: row.p_pri === 0 ? 'reclaim' : 'claim', steps: stepsBy.get(task.id) ?? [], signals: signalsBy.get(task.id) ?? [] };
+    });
+  }
+
+  /**
    * Remaining capacity per capped workflow. Claimers of a capped workflow serialize on an advisory
    * lock (taken in name order, so two claimers never deadlock), then count leased tasks with a
    * fresh snapshot that includes every claim committed before the lock was granted.
@@ -588,11 +670,14 @@ export class PostgresStore implements Store {
   async heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> {
     if (!r.held.length) return [];
     return this.#run(async () => {
+      // Rows are locked in id order, like every multi-row writer here, so none of them deadlock.
       const rows = await this.#rows(
         this.#db,
-        `UPDATE ${this.#t.tasks} AS t SET lease_expires_at = $1
-         FROM unnest($2::text[], $3::integer[]) AS h(id, epoch)
-         WHERE t.id = h.id AND t.epoch = h.epoch AND t.lease_owner = $4 AND t.status IN (${LEASED_SQL})
+        `WITH l AS (
+           SELECT t.id FROM ${this.#t.tasks} t JOIN unnest($2::text[], $3::integer[]) AS h(id, epoch) ON t.id = h.id AND t.epoch = h.epoch
+           WHERE t.lease_owner = $4 AND t.status IN (${LEASED_SQL}) ORDER BY t.id FOR NO KEY UPDATE OF t
+         )
+         UPDATE ${this.#t.tasks} AS t SET lease_expires_at = $1 FROM l WHERE t.id = l.id
          RETURNING t.id, t.status, t.pause_requested, t.cancel_reason`,
         [r.now + r.leaseMs, r.held.map((h) => h.taskId), r.held.map((h) => h.epoch), r.workerId],
       );
@@ -662,8 +747,8 @@ export class PostgresStore implements Store {
            ), due AS (
              UPDATE ${this.#t.tasks} SET run_at = $5 WHERE id = $1 AND wait_event = $2 AND EXISTS (SELECT 1 FROM ins)
            )
-           SELECT count(*)::int AS n FROM ins`,
-          [s.taskId, s.name, s.payload, s.idempotencyKey, s.at],
+           SELECT count(*)::int AS n, CASE WHEN count(*) > 0 AND $7::text IS NOT NULL THEN pg_notify($6, $7) END AS notified FROM ins`,
+          [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, this.channel, payload(s.notify)],
         );
         return { created: row?.n === 1 };
       }),
@@ -809,6 +894,13 @@ class WakeListener {
       // A listener's failure is its own; the connection keeps listening.
     }
   }
+}
+
+/** The NOTIFY payload of a wake-up (at most a few hundred bytes: ids, names, a short reason). */
+function payload(event: WakeEvent | undefined): string | null {
+  if (!event) return null;
+  const text = JSON.stringify(event);
+  return text.length < 7900 ? text : JSON.stringify({ ...event, cancelReason: null });
 }
 
 function parseWakeEvent(payload: string | undefined): WakeEvent | null {

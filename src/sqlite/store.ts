@@ -37,6 +37,8 @@ export interface SqliteStoreOptions extends SqliteOptions {
 
 export class SqliteStore implements Store {
   readonly dialect = 'sqlite' as const;
+  /** One synchronous connection: batches are written one after the other. */
+  readonly parallelWrites = 1;
   readonly description: string;
   readonly path: string;
   #db: Database.Database | null;

@@ -1,0 +1,39 @@
+// DBOS Transact doing the benchmark's work, in its fastest single-process mode (workflows started
+// directly with DBOS.startWorkflow, all awaited). Prints one JSON line with the figures.
+// Usage: node bench/peers/dbos.mjs <postgres url of an existing database> <schema> <tasks> <steps-in-long-workflow>
+import { DBOS } from '@dbos-inc/dbos-sdk';
+
+process.noDeprecation = true; // pg warns about queued queries inside DBOS at launch
+const [url, schema, tasksArg, longArg] = process.argv.slice(2);
+const tasks = Number(tasksArg ?? 500);
+const longSteps = Number(longArg ?? 1000);
+
+DBOS.setConfig({ name: 'stepwise-bench', systemDatabaseUrl: url, systemDatabaseSchemaName: schema, logLevel: 'error', applicationVersion: 'bench' });
+const noop = async () => {};
+const step = DBOS.registerStep(noop, { name: 'noop' });
+const three = DBOS.registerWorkflow(async () => {
+  await step();
+  await step();
+  await step();
+  return 3;
+}, { name: 'three-steps' });
+const many = DBOS.registerWorkflow(async (n) => {
+  for (let i = 0; i < n; i++) await DBOS.runStep(noop, { name: 'noop' });
+  return n;
+}, { name: 'many-steps' });
+
+await DBOS.launch();
+for (let i = 0; i < 20; i++) await three(); // warm-up: JIT, pool, plans
+
+let t = performance.now();
+const handles = await Promise.all(Array.from({ length: tasks }, () => DBOS.startWorkflow(three)()));
+await Promise.all(handles.map((h) => h.getResult()));
+const concurrentS = (performance.now() - t) / 1000;
+
+await many(50); // warm-up
+t = performance.now();
+await many(longSteps);
+const perStepUs = ((performance.now() - t) * 1000) / longSteps;
+
+await DBOS.shutdown();
+console.log(JSON.stringify({ version: '5.3.0', tasks, concurrentS, tasksPerSec: tasks / concurrentS, stepsPerSec: (tasks * 3) / concurrentS, perStepUs }));

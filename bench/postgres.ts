@@ -1,0 +1,178 @@
+// PostgreSQL benchmarks: per-step overhead against the raw write, throughput with 1, 2 and 4
+// worker processes, DBOS Transact on the same work, and wake-up latency.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { Engine } from '../src/index.ts';
+import { median, percentile, root, spawnWorker, stopWorkers } from './lib.ts';
+import { throughput, type Throughput } from './sqlite.ts';
+import { manySteps, stamp } from './workflows.ts';
+
+export const PG_URL = process.env.STEPWISE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const schemas: string[] = [];
+
+export async function pgAvailable(): Promise<boolean> {
+  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await c.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+async function sql(text: string, values: unknown[] = []): Promise<void> {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    await c.query(text, values);
+  } finally {
+    await c.end();
+  }
+}
+
+/** A store URL on a schema of its own (dropped by `cleanup`). */
+export function freshPgUrl(label: string): string {
+  const schema = `stepwise_bench_${label}_${process.pid}_${schemas.length}`;
+  schemas.push(schema);
+  return `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`;
+}
+
+export async function cleanup(): Promise<void> {
+  for (const s of schemas.splice(0)) await sql(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+}
+
+/** Microseconds per single-row INSERT transaction (autocommit, prepared), awaited one by one. */
+export async function rawInsertUs(n: number, shape: 'minimal' | 'journal'): Promise<number> {
+  const schema = `stepwise_bench_raw_${process.pid}`;
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE; CREATE SCHEMA "${schema}"`);
+    let insert: (i: number) => Promise<unknown>;
+    if (shape === 'minimal') {
+      await c.query(`CREATE TABLE "${schema}".t (id BIGSERIAL PRIMARY KEY, v TEXT)`);
+      insert = (i) => c.query({ name: 'raw-min', text: `INSERT INTO "${schema}".t (v) VALUES ($1)`, values: [String(i)] });
+    } else {
+      await c.query(`CREATE TABLE "${schema}".j (task_id TEXT NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
+        status TEXT NOT NULL, output TEXT, error TEXT, attempts INTEGER NOT NULL, started_at BIGINT, finished_at BIGINT, wake_at BIGINT,
+        epoch INTEGER NOT NULL, PRIMARY KEY (task_id, seq))`);
+      insert = (i) => c.query({
+        name: 'raw-journal',
+        text: `INSERT INTO "${schema}".j VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+        values: ['01m8k9g3hddk0t17kke5zb66hf', i, 'noop', 'step', 'completed', String(i), null, 1, Date.now(), Date.now(), null, 1],
+      });
+    }
+    for (let i = 0; i < 100; i++) await insert(1e9 + i);
+    const t = performance.now();
+    for (let i = 0; i < n; i++) await insert(i);
+    return ((performance.now() - t) * 1000) / n;
+  } finally {
+    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await c.end();
+  }
+}
+
+/** Microseconds per step of a task of `n` no-op steps on PostgreSQL (after a warm-up task). */
+export async function stepUs(n: number): Promise<number> {
+  const engine = new Engine({ store: freshPgUrl('steps'), workflows: [manySteps] });
+  const worker = engine.worker({ concurrency: 1, pollIntervalMs: 5 });
+  const spans = new Map<string, number>();
+  worker.on('run:claimed', ({ taskId }) => spans.set(taskId, performance.now()));
+  worker.on('run:finished', ({ taskId }) => spans.set(taskId, performance.now() - (spans.get(taskId) as number)));
+  await worker.start();
+  await engine.result((await engine.start(manySteps, { n })).id);
+  const measured = await engine.start(manySteps, { n });
+  await engine.result(measured.id);
+  await engine.close();
+  return ((spans.get(measured.id) as number) * 1000) / n;
+}
+
+export interface PgOverhead {
+  rawMinimalUs: number;
+  rawJournalUs: number;
+  stepUs: number;
+  ratioMinimal: number;
+  ratioJournal: number;
+}
+
+export async function stepOverhead(rounds: number, steps = 1000): Promise<PgOverhead> {
+  const m: number[] = [];
+  const j: number[] = [];
+  const s: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    m.push(await rawInsertUs(steps, 'minimal'));
+    s.push(await stepUs(steps));
+    j.push(await rawInsertUs(steps, 'journal'));
+  }
+  const step = median(s);
+  return { rawMinimalUs: median(m), rawJournalUs: median(j), stepUs: step, ratioMinimal: step / median(m), ratioJournal: step / median(j) };
+}
+
+export async function pgThroughput(workers: number, tasks: number): Promise<Throughput> {
+  return throughput(freshPgUrl(`tp${workers}`), 'postgres', tasks, workers);
+}
+
+export interface DbosResult {
+  version: string;
+  tasks: number;
+  concurrentS: number;
+  tasksPerSec: number;
+  stepsPerSec: number;
+  perStepUs: number;
+}
+
+/** DBOS Transact on the same database (its own schema), installed under bench/peers on first use. */
+export function dbos(tasks: number, longSteps: number): DbosResult | { error: string } {
+  const dir = join(root, 'bench/peers');
+  if (!existsSync(join(dir, 'node_modules/@dbos-inc/dbos-sdk'))) {
+    const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
+    if (r.status !== 0) return { error: 'npm ci in bench/peers failed (DBOS Transact not installed)' };
+  }
+  const schema = `stepwise_bench_dbos_${process.pid}`;
+  try {
+    const out = execFileSync(process.execPath, [join(dir, 'dbos.mjs'), PG_URL, schema, String(tasks), String(longSteps)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const line = out.trim().split('\n').at(-1) as string;
+    return JSON.parse(line) as DbosResult;
+  } catch (e) {
+    return { error: (e as Error).message };
+  } finally {
+    void sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+  }
+}
+
+export interface Latency {
+  store: string;
+  samples: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/**
+ * Start → first step running, with a worker in another process that is idle when the task is
+ * started: measured by a first step that returns the time it began (same machine, same clock).
+ */
+export async function wakeLatency(db: string, label: string, samples: number, pollMs: number): Promise<Latency> {
+  const engine = new Engine({ store: db, workflows: [stamp] });
+  await engine.ready();
+  const child = spawnWorker(db, ['--poll-ms', String(pollMs)]);
+  try {
+    const warm = await engine.start(stamp);
+    await engine.result(warm.id, { timeout: '60s' });
+    const lat: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      await new Promise((r) => setTimeout(r, 20 + Math.random() * 30)); // the worker is idle again
+      const t0 = Date.now();
+      const { id } = await engine.start(stamp);
+      const began = await engine.result<number>(id, { timeout: '60s' });
+      lat.push(began - t0);
+    }
+    return { store: label, samples, p50Ms: percentile(lat, 50), p99Ms: percentile(lat, 99) };
+  } finally {
+    await stopWorkers([child]);
+    await engine.close();
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * @module postgres/batch-sql
+ * @internal
+ * Group commit on PostgreSQL: many workers' writes in one statement each, so that a batch costs
+ * one round trip and one commit whatever its size.
+ *
+ * - Step checkpoints: one multi-row `INSERT … SELECT FROM unnest(…)`, joined to the task rows
+ *   locked `FOR SHARE` whose epoch and status still allow the write (the fence, per row).
+ * - End-of-run transitions (epoch-guarded, without journal rows, signals or an event wait): one
+ *   multi-row `UPDATE … FROM unnest(…)` over the rows locked `FOR UPDATE` whose status, epoch and
+ *   pause request match, plus their history rows.
+ *
+ * Multi-row lockers take their row locks in id order (`ORDER BY id` under the locking clause), as
+ * the heartbeat does, so two of them never deadlock.
+ */
+import { STEP_COLUMNS, stepValues } from '../rows.ts';
+import type { StepWrite, TransitionWrite } from '../store.ts';
+import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_SET, type Tables } from './sql-text.ts';
+
+/**
+ * The fenced checkpoints of `ops` (none with `consume`). Returns the statement and, per op, the
+ * key `task_id/seq` to look for among the returned rows (an op whose row comes back was accepted).
+ */
+export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: string; values: unknown[]; keys: string[] } {
+  // The last write of a (task, seq) wins, as a sequence of upserts would; an INSERT … ON CONFLICT
+  // may not touch one row twice.
+  const last = new Map<string, StepWrite>();
+  for (const op of ops) last.set(`${op.step.taskId}/${op.step.seq}`, op);
+  const rows = [...last.values()];
+  const p = new Params();
+  const columns = STEP_COLUMNS.map((_, i) => p.add(rows.map((op) => stepValues(op.step)[i]), `${STEP_TYPES[i]}[]`));
+  const fence = p.add(rows.map((op) => op.epoch), 'integer[]');
+  const writer = p.add(rows.map((op) => op.taskId), 'text[]');
+  const text = `WITH i AS (
+      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${writer})
+        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, writer_task)
+    ), fence AS (
+      SELECT id, epoch FROM ${t.tasks} WHERE id = ANY(${writer}) AND status IN (${LEASED_SQL}) ORDER BY id FOR SHARE
+    ), ins AS (
+      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
+      SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')} FROM i
+      JOIN fence f ON f.id = i.writer_task AND f.epoch = i.fence_epoch AND i.task_id = i.writer_task
+      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
+      RETURNING task_id, seq
+    )
+    SELECT task_id, seq FROM ins`;
+  return { text, values: p.values, keys: ops.map((op) => `${op.step.taskId}/${op.step.seq}`) };
+}
+
+/** Whether a transition can go into {@link transitionBatchSql}. */
+export function isBatchableTransition(w: TransitionWrite): boolean {
+  return (
+    'epoch' in w.guard &&
+    w.from.length === 1 &&
+    !w.steps?.length &&
+    !w.consume?.length &&
+    typeof w.set.waitEvent !== 'string'
+  );
+}
+
+/** Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with `ord`). */
+export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channel: string): { text: string; values: unknown[] } {
+  const p = new Params();
+  const col = <T>(f: (w: TransitionWrite) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
+  const has = (k: keyof TransitionWrite['set']) => (w: TransitionWrite): boolean => k in w.set && w.set[k] !== undefined;
+  const i = {
+    id: col((w) => w.taskId, 'text'),
+    epoch: col((w) => ('epoch' in w.guard ? w.guard.epoch : null), 'integer'),
+    fromStatus: col((w) => w.from[0], 'text'),
+    toStatus: col((w) => w.to, 'text'),
+    event: col((w) => w.event, 'text'),
+    at: col((w) => w.at, 'bigint'),
+    worker: col((w) => w.workerId ?? null, 'text'),
+    detail: col((w) => w.detail ?? null, 'text'),
+    pauseGuard: col((w) => w.pauseRequested ?? null, 'boolean'),
+    setOutput: col(has('output'), 'boolean'),
+    output: col((w) => w.set.output ?? null, 'text'),
+    setError: col(has('error'), 'boolean'),
+    error: col((w) => w.set.error ?? null, 'text'),
+    setRunAt: col(has('runAt'), 'boolean'),
+    runAt: col((w) => w.set.runAt ?? null, 'bigint'),
+    clearLease: col((w) => w.set.clearLease === true, 'boolean'),
+    setPause: col(has('pauseRequested'), 'boolean'),
+    pause: col((w) => w.set.pauseRequested ?? false, 'boolean'),
+    setWait: col(has('wait'), 'boolean'),
+    wait: col((w) => w.set.wait ?? null, 'text'),
+    setWaitEvent: col(has('waitEvent'), 'boolean'),
+    setCancel: col(has('cancelReason'), 'boolean'),
+    cancel: col((w) => w.set.cancelReason ?? null, 'text'),
+    setFinished: col(has('finishedAt'), 'boolean'),
+    finished: col((w) => w.set.finishedAt ?? null, 'bigint'),
+    retries: col((w) => w.set.incrementRetries === true, 'boolean'),
+    notify: col((w) => (w.notify ? JSON.stringify(w.notify) : null), 'text'),
+  };
+  // `ord` (1-based) is the op's position in `ops`, from unnest's ORDINALITY.
+  const names = Object.keys(i);
+  const keep = (c: string, flag: string, value: string): string => `${c} = CASE WHEN i.${flag} THEN i.${value} ELSE t.${c} END`;
+  const text = `WITH i AS (
+      SELECT * FROM unnest(${names.map((k) => i[k as keyof typeof i]).join(', ')}) WITH ORDINALITY AS i(${names.join(', ')}, ord)
+    ), cur AS (
+      SELECT t.id, t.status AS cur_status, t.epoch AS cur_epoch FROM ${t.tasks} t
+      JOIN i ON t.id = i.id AND t.epoch = i.epoch AND t.status = i.fromStatus AND (i.pauseGuard IS NULL OR t.pause_requested = i.pauseGuard)
+      ORDER BY t.id FOR UPDATE OF t
+    ), upd AS (
+      UPDATE ${t.tasks} AS t SET status = i.toStatus, version = t.version + 1, updated_at = i.at,
+        ${keep('output', 'setOutput', 'output')}, ${keep('error', 'setError', 'error')}, ${keep('run_at', 'setRunAt', 'runAt')},
+        lease_owner = CASE WHEN i.clearLease THEN NULL ELSE t.lease_owner END,
+        lease_expires_at = CASE WHEN i.clearLease THEN NULL ELSE t.lease_expires_at END,
+        ${keep('pause_requested', 'setPause', 'pause')}, ${keep('wait', 'setWait', 'wait')},
+        wait_event = CASE WHEN i.setWaitEvent THEN NULL ELSE t.wait_event END,
+        ${keep('cancel_reason', 'setCancel', 'cancel')}, ${keep('finished_at', 'setFinished', 'finished')},
+        retries = t.retries + CASE WHEN i.retries THEN 1 ELSE 0 END
+      FROM i JOIN cur ON cur.id = i.id WHERE t.id = i.id
+      RETURNING t.*, i.ord AS batch_ord, i.notify AS batch_notify
+    ), hist AS (
+      INSERT INTO ${t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
+      SELECT i.id, i.at, i.event, cur.cur_status, i.toStatus, cur.cur_epoch, i.worker, i.detail
+      FROM i JOIN cur ON cur.id = i.id JOIN upd ON upd.id = i.id
+      ORDER BY i.ord
+    )
+    SELECT upd.*, CASE WHEN batch_notify IS NOT NULL THEN pg_notify(${p.add(channel, 'text')}, batch_notify) END AS notified FROM upd`;
+  return { text, values: p.values };
+}

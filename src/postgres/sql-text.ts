@@ -1,0 +1,53 @@
+/**
+ * @module postgres/sql-text
+ * @internal
+ * Building blocks of the PostgreSQL store's statements: typed positional parameters, status
+ * literals, column types, and the quoted table names of one schema.
+ */
+import { InvalidArgumentError } from '../errors.ts';
+import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
+import { STEP_COLUMNS } from '../rows.ts';
+
+/**
+ * Task statuses as SQL literals. Statuses come from the lifecycle table, never from users, but
+ * are checked anyway; literals (rather than parameters) let the planner match the partial indexes.
+ */
+export function sqlStatuses(statuses: readonly TaskStatus[]): string {
+  return statuses
+    .map((s) => {
+      if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown task status "${String(s)}"`);
+      return `'${s}'`;
+    })
+    .join(', ');
+}
+
+export const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
+
+/** SQL types of {@link STEP_COLUMNS}, in order. */
+export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer'] as const;
+
+/** SQL types of the columns a TaskPatch may write. */
+export const PATCH_TYPES: Readonly<Record<string, string>> = {
+  output: 'text', error: 'text', run_at: 'bigint', lease_owner: 'text', lease_expires_at: 'bigint',
+  pause_requested: 'boolean', wait: 'text', wait_event: 'text', cancel_reason: 'text', finished_at: 'bigint',
+};
+
+export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
+
+/** Collects positional parameters, each with an explicit SQL type. */
+export class Params {
+  readonly values: unknown[] = [];
+  add(value: unknown, type: string): string {
+    this.values.push(value);
+    return `$${this.values.length}::${type}`;
+  }
+}
+
+/** Quoted, schema-qualified table names. */
+export interface Tables {
+  tasks: string;
+  steps: string;
+  history: string;
+  signals: string;
+  workflows: string;
+}
