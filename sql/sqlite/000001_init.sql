@@ -40,7 +40,7 @@ CREATE TABLE stepwise_tasks (
   finished_at      INTEGER
 );
 -- Claims: due pending/waiting tasks, and running/cancelling tasks whose lease expired.
-CREATE INDEX stepwise_tasks_due ON stepwise_tasks (run_at) WHERE status IN ('pending', 'waiting');
+CREATE INDEX stepwise_tasks_due ON stepwise_tasks (run_at, id) WHERE status IN ('pending', 'waiting');
 CREATE INDEX stepwise_tasks_leased ON stepwise_tasks (lease_expires_at) WHERE status IN ('running', 'cancelling');
 -- Listing, newest first, by status or workflow.
 CREATE INDEX stepwise_tasks_status ON stepwise_tasks (status, id);

@@ -8,8 +8,8 @@
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
-import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
-import { ClosedError } from '../errors.ts';
+import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
+import { ClosedError, InvalidArgumentError } from '../errors.ts';
 import {
   STEP_COLUMNS, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
@@ -22,7 +22,29 @@ import type {
 type Raw = Record<string, unknown>;
 
 const inList = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
-const LEASED_SQL = LEASED_STATUSES.map((s) => `'${s}'`).join(', ');
+/**
+ * Statuses as SQL literals (checked against the lifecycle's list): with literals, rather than
+ * bound parameters, SQLite can prove that a query implies a partial index's WHERE clause and use it.
+ */
+const statusList = (statuses: readonly TaskStatus[]): string =>
+  statuses
+    .map((s) => {
+      if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown task status "${String(s)}"`);
+      return `'${s}'`;
+    })
+    .join(', ');
+const LEASED_SQL = statusList(LEASED_STATUSES);
+/** The WHERE clauses of the partial indexes for claims (sql/sqlite/000001_init.sql). */
+const DUE_INDEX: readonly TaskStatus[] = ['pending', 'waiting'];
+const LEASED_INDEX: readonly TaskStatus[] = ['running', 'cancelling'];
+/**
+ * `status IN (…)` for a claim query. SQLite uses a partial index only when the query repeats the
+ * index's own WHERE term, so it is added when the statuses asked for are among the index's.
+ */
+const statusTerm = (statuses: readonly TaskStatus[], index: readonly TaskStatus[]): string =>
+  statuses.every((s) => index.includes(s))
+    ? `status IN (${statusList(index)}) AND status IN (${statusList(statuses)})`
+    : `status IN (${statusList(statuses)})`;
 const STEP_VALUE_COLUMNS = STEP_COLUMNS.slice(1); // the journal refers to its task by `task_no`
 const STEP_UPSERT = `ON CONFLICT (task_no, seq) DO UPDATE SET ${STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ')}`;
 /** The checkpoint of a plain step: one statement, fenced by the epoch, one implicit transaction. */
@@ -127,8 +149,7 @@ export class SqliteStore implements Store {
     const where: string[] = [];
     const params: unknown[] = [];
     if (q.statuses?.length) {
-      where.push(`status IN (${inList(q.statuses.length)})`);
-      params.push(...q.statuses);
+      where.push(`status IN (${statusList(q.statuses)})`);
     }
     if (q.workflow !== undefined) {
       where.push('workflow = ?');
@@ -270,23 +291,25 @@ export class SqliteStore implements Store {
           picked.push({ id: String(row.id), status: row.status as TaskStatus, workflow: wf, leaseOwner: (row.lease_owner as string | null) ?? null, event });
         }
       };
+      // `+workflow` keeps the planner off the workflow index, which would walk a workflow's whole
+      // history; the status term lets it use the partial index of due (or expired) tasks instead.
       const wfIn = inList(r.workflows.length);
       // Expired leases first: their tasks have waited longest.
       take(
         this.#stmt(
           `SELECT id, status, workflow, lease_owner FROM stepwise_tasks
-           WHERE status IN (${inList(r.reclaim.from.length)}) AND lease_expires_at <= ? AND workflow IN (${wfIn})
+           WHERE ${statusTerm(r.reclaim.from, LEASED_INDEX)} AND lease_expires_at <= ? AND +workflow IN (${wfIn})
            ORDER BY lease_expires_at LIMIT ?`,
-        ).all(...r.reclaim.from, r.now, ...r.workflows, r.limit * 4) as Raw[],
+        ).all(r.now, ...r.workflows, r.limit * 4) as Raw[],
         'reclaim',
       );
       if (picked.length < r.limit) {
         take(
           this.#stmt(
             `SELECT id, status, workflow, NULL AS lease_owner FROM stepwise_tasks
-             WHERE status IN (${inList(r.claim.from.length)}) AND run_at <= ? AND workflow IN (${wfIn})
+             WHERE ${statusTerm(r.claim.from, DUE_INDEX)} AND run_at <= ? AND +workflow IN (${wfIn})
              ORDER BY run_at, id LIMIT ?`,
-          ).all(...r.claim.from, r.now, ...r.workflows, r.limit * 4) as Raw[],
+          ).all(r.now, ...r.workflows, r.limit * 4) as Raw[],
           'claim',
         );
       }
@@ -347,8 +370,8 @@ export class SqliteStore implements Store {
   async expireLeases(r: ExpireRequest): Promise<number> {
     return this.#tx(() => {
       const rows = this.#stmt(
-        `SELECT id, status, epoch, lease_owner FROM stepwise_tasks WHERE status IN (${inList(r.from.length)}) AND lease_expires_at <= ?`,
-      ).all(...r.from, r.now) as Array<{ id: string; status: TaskStatus; epoch: number; lease_owner: string | null }>;
+        `SELECT id, status, epoch, lease_owner FROM stepwise_tasks WHERE status IN (${statusList(r.from)}) AND lease_expires_at <= ?`,
+      ).all(r.now) as Array<{ id: string; status: TaskStatus; epoch: number; lease_owner: string | null }>;
       const { sets, params } = this.#assignments(r.set);
       for (const row of rows) {
         this.#stmt(`UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets} WHERE id = ?`).run(r.to, r.now, ...params, row.id);
