@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { Engine } from '../src/index.ts';
 import { median, percentile, root, spawnWorker, stopWorkers } from './lib.ts';
-import { throughput, type Throughput } from './sqlite.ts';
+import { measureSteps, throughput, type Throughput } from './sqlite.ts';
 import { manySteps, stamp } from './workflows.ts';
 
 export const PG_URL = process.env.STEPWISE_BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -76,19 +76,12 @@ export async function rawInsertUs(n: number, shape: 'minimal' | 'journal'): Prom
   }
 }
 
-/** Microseconds per step of a task of `n` no-op steps on PostgreSQL (after a warm-up task). */
+/** Microseconds per step of a task of `n` no-op steps on PostgreSQL, at steady state (see measureSteps). */
 export async function stepUs(n: number): Promise<number> {
   const engine = new Engine({ store: freshPgUrl('steps'), workflows: [manySteps] });
-  const worker = engine.worker({ concurrency: 1, pollIntervalMs: 5 });
-  const spans = new Map<string, number>();
-  worker.on('run:claimed', ({ taskId }) => spans.set(taskId, performance.now()));
-  worker.on('run:finished', ({ taskId }) => spans.set(taskId, performance.now() - (spans.get(taskId) as number)));
-  await worker.start();
-  await engine.result((await engine.start(manySteps, { n })).id);
-  const measured = await engine.start(manySteps, { n });
-  await engine.result(measured.id);
+  const us = await measureSteps(engine, n, 2, 3);
   await engine.close();
-  return ((spans.get(measured.id) as number) * 1000) / n;
+  return us;
 }
 
 export interface PgOverhead {

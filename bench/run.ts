@@ -33,7 +33,7 @@ if (pgUp) {
 results.overhead = overhead;
 
 line('\n(b) Throughput: 500 tasks × 3 no-op steps, enqueued first, then run by worker processes');
-line('    (concurrency 32 each; first claim → last finish, from the tasks\' own history).');
+line('    (concurrency 64 each; first claim → last finish, from the tasks\' own history).');
 const tp: sqlite.Throughput[] = [];
 for (const sync of ['FULL', 'NORMAL'] as const) {
   const t = await sqlite.throughput(`sqlite:${join(tempDir(), 'tp.db')}?synchronous=${sync.toLowerCase()}`, `sqlite ${sync}`, 500, 1);
