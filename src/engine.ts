@@ -125,9 +125,17 @@ export class Engine {
   ready(): Promise<Store> {
     if (this.#closed) return Promise.reject(new ClosedError('The engine'));
     this.#ready ??= (async () => {
-      const store = typeof this.#storeOption === 'string' ? await openStore(this.#storeOption, this.#storeOptions) : this.#storeOption;
-      await store.migrate();
-      if (store.subscribe) this.#unsubscribe = await store.subscribe((e) => this.#deliver(e));
+      const owned = typeof this.#storeOption === 'string';
+      const store = owned ? await openStore(this.#storeOption as string, this.#storeOptions) : (this.#storeOption as Store);
+      try {
+        await store.migrate();
+        if (store.subscribe) this.#unsubscribe = await store.subscribe((e) => this.#deliver(e));
+      } catch (e) {
+        // Not cached: the next call tries again (the database may be back by then).
+        this.#ready = null;
+        if (owned) await store.close().catch(() => undefined);
+        throw e;
+      }
       return store;
     })();
     return this.#ready;
@@ -269,15 +277,16 @@ export class Engine {
   async retry(id: string): Promise<TaskSummary> {
     const store = await this.ready();
     const row = await this.#command(id, 'retry', async (task) => {
-      const steps: StepRow[] = [];
       const failedStep = task.error ? failedStepOf(decodeError(task.error)) : undefined;
-      if (failedStep !== undefined) {
-        const journal = await store.getSteps(id);
-        const step = journal.find((s) => s.name === failedStep && s.status === 'failed');
+      const journal = await store.getSteps(id);
+      // The failures that ended the task: the step named by its error, and every failed step
+      // after the last result the code went on from (a caught failure followed by more work stays).
+      const lastGood = Math.max(0, ...journal.filter((s) => s.done !== null && s.status !== 'failed').map((s) => s.done as number));
+      const steps: StepRow[] = journal
+        .filter((s) => s.status === 'failed' && (s.name === failedStep || s.done === null || s.done > lastGood))
         // A fresh attempt budget; the failure stays as `lastError` for a repair attempt.
-        if (step) steps.push({ ...step, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null });
-      }
-      return { set: { error: null, incrementRetries: true }, steps, detail: { retry: task.retries + 1, fromStep: failedStep ?? null } };
+        .map((s) => ({ ...s, status: 'retrying' as const, attempts: 0, wakeAt: null, finishedAt: null, done: null }));
+      return { set: { error: null, incrementRetries: true }, steps, detail: { retry: task.retries + 1, fromSteps: steps.map((s) => s.name) } };
     });
     return toSummary(row);
   }
@@ -442,11 +451,20 @@ function explainSummary(
       return `Running on worker ${c.lease?.owner ?? '?'} (lease until ${at(c.lease?.expiresAt ?? null)})${row.pauseRequested ? '; a pause is requested and takes effect at the next step boundary' : ''}.`;
     case 'waiting': {
       const w = c.wait ?? {};
-      const until = typeof w.until === 'number' ? ` until ${at(w.until)}` : '';
-      if (w.kind === 'event') return `Waiting for event "${String(w.event)}"${until || ' (no timeout)'}; send it with engine.signal / \`stepwise signal\`.`;
-      if (w.kind === 'retry') return `Waiting to retry step "${String(w.step)}" (attempt ${String(w.attempt)})${until}.`;
-      if (w.kind === 'sleep') return `Sleeping in step "${String(w.step)}"${until}.`;
-      return `Waiting until ${at(row.runAt)}.`;
+      const until = (t: unknown): string => (typeof t === 'number' ? ` until ${at(t)}` : '');
+      const one = (x: Record<string, unknown>): string => {
+        if (x.kind === 'event') return `event "${String(x.event)}"${until(x.until) || ' (no timeout)'}`;
+        if (x.kind === 'retry') return `the retry of step "${String(x.step)}" (attempt ${String(x.attempt)})${until(x.until)}`;
+        if (x.kind === 'sleep') return `the end of sleep "${String(x.step)}"${until(x.until)}`;
+        return `its wake-up time${until(row.runAt)}`;
+      };
+      const hint = (list: Array<Record<string, unknown>>): string =>
+        list.some((x) => x.kind === 'event') ? '; send events with engine.signal / `stepwise signal`' : '';
+      if (w.kind === 'several' && Array.isArray(w.waits)) {
+        const list = w.waits as Array<Record<string, unknown>>;
+        return `Waiting for the first of: ${list.map(one).join('; ')}${hint(list)}.`;
+      }
+      return `Waiting for ${one(w)}${hint([w])}.`;
     }
     case 'paused':
       return 'Paused by a user: resume it to continue.';

@@ -35,8 +35,18 @@ export class TypedEmitter<Events extends object> {
   off<K extends keyof Events & string>(name: K, listener: (payload: Events[K]) => void): void {
     this.#emitter.off(name, listener);
   }
+  /**
+   * Calls each listener; a listener that throws does not reach the caller (the engine's own work
+   * must not fail because of an observer) and is reported as a process warning.
+   */
   emit<K extends keyof Events & string>(name: K, payload: Events[K]): void {
-    this.#emitter.emit(name, payload);
+    for (const listener of this.#emitter.listeners(name) as Array<(p: Events[K]) => void>) {
+      try {
+        listener(payload);
+      } catch (e) {
+        process.emitWarning(`A "${name}" listener threw: ${e instanceof Error ? e.message : String(e)}`, { code: 'STEPWISE_LISTENER' });
+      }
+    }
   }
   listenerCount(name: keyof Events & string): number {
     return this.#emitter.listenerCount(name);

@@ -4,7 +4,7 @@
  * delay between 0 and min(maxDelay, initialDelay × factor^(attempt-1))), a retryable predicate,
  * and an error's own `retryAfterMs` (e.g. from HTTP Retry-After) taking precedence when present.
  */
-import { isRetryable } from './errors.ts';
+import { InvalidArgumentError, isRetryable } from './errors.ts';
 import { toMs, type Duration } from './duration.ts';
 
 export interface RetryOptions {
@@ -47,7 +47,9 @@ export function resolveRetry(opts: RetryOptions | number | undefined, base: Retr
   if (opts === undefined) return base;
   const o: RetryOptions = typeof opts === 'number' ? { maxAttempts: opts } : opts;
   const maxAttempts = o.maxAttempts ?? base.maxAttempts;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new RangeError(`retry.maxAttempts must be an integer ≥ 1, got ${maxAttempts}`);
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new InvalidArgumentError(`retry.maxAttempts must be an integer ≥ 1, got ${maxAttempts}`);
+  if (o.factor !== undefined && (!Number.isFinite(o.factor) || o.factor < 1)) throw new InvalidArgumentError(`retry.factor must be a number ≥ 1, got ${o.factor}`);
+  if (o.retryIf !== undefined && typeof o.retryIf !== 'function') throw new InvalidArgumentError('retry.retryIf must be a function');
   const userIf = o.retryIf;
   return {
     maxAttempts,

@@ -33,7 +33,7 @@ export function toTaskRow(r: Raw): TaskRow {
     retries: num(r.retries),
     pauseRequested: r.pause_requested === true || num(r.pause_requested) === 1,
     wait: strOrNull(r.wait),
-    waitEvent: strOrNull(r.wait_event),
+    waitEvents: decodeEvents(strOrNull(r.wait_events)),
     cancelReason: strOrNull(r.cancel_reason),
     createdAt: num(r.created_at),
     updatedAt: num(r.updated_at),
@@ -55,6 +55,7 @@ export function toStepRow(r: Raw): StepRow {
     finishedAt: numOrNull(r.finished_at),
     wakeAt: numOrNull(r.wake_at),
     epoch: num(r.epoch),
+    done: numOrNull(r.done),
   };
 }
 
@@ -87,11 +88,11 @@ export function toSignalRow(r: Raw): SignalRow {
 /** The step row's values in the column order of {@link STEP_COLUMNS}. */
 export const STEP_COLUMNS = [
   'task_id', 'seq', 'name', 'kind', 'status', 'output', 'error',
-  'attempts', 'started_at', 'finished_at', 'wake_at', 'epoch',
+  'attempts', 'started_at', 'finished_at', 'wake_at', 'epoch', 'done',
 ] as const;
 
 export function stepValues(s: StepRow): unknown[] {
-  return [s.taskId, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch];
+  return [s.taskId, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done];
 }
 
 /**
@@ -109,7 +110,7 @@ export function patchAssignments(patch: TaskPatch, toBool: (b: boolean) => unkno
   }
   if (patch.pauseRequested !== undefined) out.push(['pause_requested', toBool(patch.pauseRequested)]);
   if ('wait' in patch) out.push(['wait', patch.wait]);
-  if ('waitEvent' in patch) out.push(['wait_event', patch.waitEvent]);
+  if ('waitEvents' in patch) out.push(['wait_events', encodeEvents(patch.waitEvents ?? null)]);
   if ('cancelReason' in patch) out.push(['cancel_reason', patch.cancelReason]);
   if ('finishedAt' in patch) out.push(['finished_at', patch.finishedAt]);
   if (patch.incrementRetries) out.push(['retries', { raw: 'retries + 1' }]);
@@ -118,4 +119,13 @@ export function patchAssignments(patch: TaskPatch, toBool: (b: boolean) => unkno
 
 export function isRaw(v: unknown): v is { raw: string } {
   return typeof v === 'object' && v !== null && 'raw' in v;
+}
+
+/** Awaited events as stored: `|approve|reject|` (names may not contain `|`), or NULL. */
+export function encodeEvents(events: readonly string[] | null): string | null {
+  return events && events.length ? `|${events.join('|')}|` : null;
+}
+
+export function decodeEvents(text: string | null): string[] | null {
+  return text ? text.split('|').filter(Boolean) : null;
 }

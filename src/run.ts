@@ -2,24 +2,31 @@
  * @module run
  * @internal
  * One run of a claimed task: replays the workflow function against the task's journal, executes
- * the steps that have no checkpoint yet, and ends the run with one lifecycle transition
- * (complete, fail, park, suspend, release or abort).
+ * what has no checkpoint yet, and ends the run with one lifecycle transition (complete, fail,
+ * park, suspend, release or abort).
  *
- * Replay: the function runs from the top every time; each `ctx.step` / `ctx.sleep` /
- * `ctx.waitForEvent` call takes the next position (`seq`) in call order, so loops and
- * `Promise.all` get stable identities. A position with a checkpoint returns the recorded output
- * without running; a position whose recorded name differs is a non-determinism error.
+ * Identity. Each `ctx.step` / `ctx.sleep` / `ctx.waitForEvent` call takes the next position
+ * (`seq`) in call order; its id is its name plus occurrence (`fetch`, `fetch#2`). A position whose
+ * recorded name differs is a non-determinism error.
  *
- * Stopping: a run stops at a step boundary when it must wait (park), was paused, or its worker is
- * draining; the step that noticed throws an internal `SuspendRun`, which user code should not
- * catch; if it does, the run still suspends, because the decision is taken from the run's own
- * flags, not from what the function returned. A run halts at once (the AbortSignal fires) when it
- * is cancelled, loses its lease, or its worker stops past its grace period.
+ * Order. Every result handed to the workflow code (a step's output or failure, an elapsed sleep,
+ * an event) is recorded with its place in the order the code received them (`done`). Replay hands
+ * recorded results back in that same order, one at a time, letting the code's continuations run
+ * in between, so the code makes the same calls in the same order as the first time — also when
+ * `Promise.all` branches await different things. Results produced in this run are handed over
+ * only after the replay is complete, in the order they were recorded.
+ *
+ * Stopping. Waits (a long sleep or retry backoff, an event) are registered, not thrown: when the
+ * run has nothing left to do but wait, it parks with all of them (the earliest deadline, every
+ * awaited event). A pause or a draining worker stops new calls from starting (they simply do not
+ * resolve in this run); when in-flight work has settled the run ends `paused` or back to
+ * `pending`. A cancel, a lost lease or the end of the worker's grace period halts the run at once:
+ * the AbortSignal fires and new calls reject.
  */
 import type { Clock } from './clock.ts';
 import { optionalMs, toMs, type Duration } from './duration.ts';
 import {
-  LeaseLostError, NonDeterminismError, NotSerializableError, StepFailedError, StepTimeoutError,
+  InvalidArgumentError, LeaseLostError, NonDeterminismError, NotSerializableError, StepFailedError, StepTimeoutError,
   StoreUnavailableError, TaskCancelledError, WorkerStoppingError, coerceError,
 } from './errors.ts';
 import type { Emit } from './events.ts';
@@ -40,27 +47,17 @@ export interface RunDeps {
   parkAfterMs: number;
   /** After the signal fires, how long the run may take to settle before it is abandoned. */
   cancelGraceMs: number;
+  /** Until when this run's lease is surely still ours (last renewal + lease − margin). */
+  leaseSafeUntil: () => number;
   emit: Emit;
 }
 
-/**
- * Internal control flow: thrown into workflow code when the run must stop at a step boundary.
- * As a user you should never see this error; if you catch it, rethrow it.
- */
-class SuspendRun extends Error {
-  constructor(why: string) {
-    super(`Stepwise is suspending this run (${why}); rethrow this error if you catch it.`);
-    this.name = 'SuspendRun';
-  }
-}
-
-/** What the run should become when it stops at a boundary. */
-type SuspendKind = 'park' | 'pause' | 'drain';
-
-interface ParkRequest {
+/** A wait registered by the code: the task may park on it. */
+interface Wait {
+  row: StepRow;
   wakeAt: number | null;
-  wait: Record<string, unknown>;
-  waitEvent: string | null;
+  event: string | null;
+  describe: Record<string, unknown>;
 }
 
 interface Position {
@@ -70,7 +67,12 @@ interface Position {
   recorded: StepRow | undefined;
 }
 
-const STEP_NAME = /^[^#\s][^#]{0,199}$/;
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** Names of steps, sleeps and events: not empty, no `#` (it marks repeats) and no `|` (it separates awaited events). */
+const STEP_NAME = /^[^#|\s][^#|]{0,199}$/;
+/** A replay that waits this long for the code to make the call the journal says comes next has diverged. */
+const REPLAY_STALL_MS = 30_000;
 
 export class TaskRun {
   readonly taskId: string;
@@ -82,21 +84,38 @@ export class TaskRun {
   readonly #signals: SignalRow[];
   readonly #controller = new AbortController();
   readonly #defaultRetry: RetryPolicy;
-  readonly #inflight = new Set<Promise<unknown>>();
-  /** Rows written together with the transition that ends the run (retry schedules, waits). */
-  readonly #endRows = new Map<number, StepRow>();
   #seq = 0;
   readonly #occurrences = new Map<string, number>();
-  #suspend: SuspendKind | null = null;
-  #suspended = false;
-  #park: ParkRequest | null = null;
+
+  // Ordered replay.
+  readonly #replay: StepRow[];
+  #replayIndex = 0;
+  readonly #replayCalls = new Map<number, () => void>();
+  #replayScheduled = false;
+  #replayStall: NodeJS.Timeout | null = null;
+  #replayFinished!: () => void;
+  /** The last recorded `done` (results handed to the code so far). */
+  #done: number;
+  /** Resolutions of this run are handed over in `done` order, after the replay. */
+  #gate: Promise<void>;
+
+  // Activity, waits and stop requests.
+  /** Live work in progress: step attempts, checkpoints, in-process sleeps, results waiting for their turn. */
+  #live = 0;
+  readonly #waits = new Map<number, Wait>();
+  #pause = false;
+  #drain = false;
   #fatal: Error | null = null;
   #cancelReason: string | undefined;
   #cancelled = false;
   #leaseLost = false;
   #halt: Error | null = null;
-  #haltPromise: Promise<void>;
-  #onHalt!: () => void;
+  #ended = false;
+  #idleCheckScheduled = false;
+  #signalIdle!: () => void;
+  readonly #idle: Promise<void>;
+  #signalHalt!: () => void;
+  readonly #halted: Promise<void>;
 
   constructor(claimed: ClaimedTask, workflow: Workflow, deps: RunDeps) {
     this.#task = claimed.task;
@@ -107,8 +126,14 @@ export class TaskRun {
     for (const s of claimed.steps) this.#journal.set(s.seq, s);
     this.#signals = [...claimed.signals];
     this.#defaultRetry = resolveRetry(workflow.options.retry);
-    this.#haltPromise = new Promise<void>((resolve) => (this.#onHalt = resolve));
+    this.#replay = claimed.steps.filter((s) => s.done !== null).sort((a, b) => (a.done as number) - (b.done as number));
+    this.#done = this.#replay.length ? (this.#replay[this.#replay.length - 1]?.done as number) : 0;
+    this.#gate = new Promise<void>((resolve) => (this.#replayFinished = resolve));
+    this.#idle = new Promise<void>((resolve) => (this.#signalIdle = resolve));
+    this.#halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
+    if (!this.#replay.length) this.#replayFinished();
     if (claimed.task.status === 'cancelling') this.cancel(claimed.task.cancelReason ?? undefined);
+    if (claimed.task.pauseRequested) this.#pause = true;
   }
 
   get signal(): AbortSignal {
@@ -125,26 +150,29 @@ export class TaskRun {
     this.#haltWith(new TaskCancelledError(this.taskId, reason));
   }
 
-  /** Another worker owns the task now: stop at once, write nothing. */
+  /** Another worker owns the task now (or may, any moment): stop at once, write nothing. */
   loseLease(): void {
     if (this.#leaseLost) return;
     this.#leaseLost = true;
     this.#haltWith(new LeaseLostError(this.taskId, this.epoch));
   }
 
-  /** Stop at the next step boundary and end `paused`. */
+  /** Start no new call; end `paused` once in-flight work has settled. */
   requestPause(): void {
-    if (this.#suspend === null || this.#suspend === 'drain' || this.#suspend === 'park') this.#suspend = 'pause';
+    if (this.#pause) return;
+    this.#pause = true;
+    this.#scheduleIdleCheck();
   }
 
   /** The pause request was withdrawn before the run honoured it. */
   withdrawPause(): void {
-    if (this.#suspend === 'pause') this.#suspend = this.#park ? 'park' : null;
+    this.#pause = false;
   }
 
-  /** The worker is stopping: start no new step; in-flight steps may finish. */
+  /** The worker is stopping: start no new call; hand the task back once in-flight work settled. */
   drain(): void {
-    if (this.#suspend === null) this.#suspend = 'drain';
+    this.#drain = true;
+    this.#scheduleIdleCheck();
   }
 
   /** The worker's grace period is over: fire the signal; the task goes back to pending. */
@@ -156,23 +184,33 @@ export class TaskRun {
     if (this.#halt) return;
     this.#halt = error;
     this.#controller.abort(error);
-    this.#onHalt();
+    this.#signalHalt();
+  }
+
+  #haltReason(): Error {
+    return this.#halt ?? new Error('run halted');
+  }
+
+  #blocked(): boolean {
+    return this.#pause || this.#drain || this.#ended;
   }
 
   // --- the run ----------------------------------------------------------------------------------
 
-  /** Runs the workflow to its next stopping point and writes the outcome. Never throws. */
+  /** Runs the workflow until it finishes or can only wait, and writes the outcome. Never throws. */
   async execute(): Promise<TaskStatus | 'lease-lost'> {
     const ctx = this.#context();
-    let result: { ok: true; value: unknown } | { ok: false; error: unknown } | null = null;
+    let result: Outcome | null = null;
     const fnDone = Promise.resolve()
       .then(() => this.workflow.fn(ctx, decodeJson(this.#task.input)))
       .then(
-        (value) => (result = { ok: true, value }),
-        (error: unknown) => (result = { ok: false, error }),
+        (value) => void (result = { ok: true, value }),
+        (error: unknown) => void (result = { ok: false, error }),
       );
-    await Promise.race([fnDone, this.#haltPromise.then(() => this.#grace(fnDone))]);
-    await this.#settleInflight();
+    await Promise.race([fnDone, this.#idle, this.#halted.then(() => this.#grace(fnDone))]);
+    if (this.#halt) await this.#settleLive();
+    this.#ended = true;
+    if (this.#replayStall) clearTimeout(this.#replayStall);
     try {
       return await this.#finish(result);
     } catch (e) {
@@ -183,43 +221,35 @@ export class TaskRun {
     }
   }
 
-  /** After a halt, give the function and its steps `cancelGraceMs` to settle. */
+  /** After a halt, give the function `cancelGraceMs` to settle. */
   async #grace(work: Promise<unknown>): Promise<void> {
     const timer = new AbortController();
     await Promise.race([work, this.#deps.clock.sleep(this.#deps.cancelGraceMs, timer.signal).catch(() => undefined)]);
-    timer.abort();
+    timer.abort(null);
   }
 
-  async #settleInflight(): Promise<void> {
-    while (this.#inflight.size) {
-      const all = Promise.allSettled([...this.#inflight]);
-      if (this.#halt) await this.#grace(all);
-      else await all;
-      if (this.#halt) return;
-    }
+  /** After a halt, wait (within the grace period) for live work to notice its signal. */
+  async #settleLive(): Promise<void> {
+    const deadline = Date.now() + this.#deps.cancelGraceMs;
+    while (this.#live > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   }
 
-  async #finish(result: { ok: true; value: unknown } | { ok: false; error: unknown } | null): Promise<TaskStatus | 'lease-lost'> {
+  async #finish(result: Outcome | null): Promise<TaskStatus | 'lease-lost'> {
     if (this.#leaseLost) return this.#lost();
     if (this.#cancelled) return this.#end('abort', { detail: { reason: this.#cancelReason ?? null } });
     if (this.#fatal) return this.#end('fail', { set: { error: encodeError(this.#fatal) }, detail: { error: this.#fatal.message } });
-    const rows = [...this.#endRows.values()];
+    const rows = [...this.#waits.values()].map((w) => w.row);
     if (this.#halt) return this.#end('release', { steps: rows, detail: { reason: this.#halt.message } });
-    if (this.#suspended || (result && !result.ok && result.error instanceof SuspendRun)) {
-      if (this.#suspend === 'pause') return this.#end('suspend', { steps: rows, detail: { reason: 'pause requested' } });
-      if (this.#park && this.#suspend !== 'drain') {
-        const p = this.#park;
-        return this.#end('park', {
-          steps: rows,
-          set: { runAt: p.wakeAt, wait: JSON.stringify(p.wait), waitEvent: p.waitEvent },
-          detail: p.wait,
-        });
-      }
-      return this.#end('release', { steps: rows, detail: { reason: this.#suspend === 'drain' ? 'worker stopping' : 'pause withdrawn' } });
+    if (!result) {
+      // The code can only wait (or was asked to stop starting work).
+      if (this.#pause) return this.#end('suspend', { steps: rows, detail: { reason: 'pause requested' } });
+      if (this.#drain) return this.#end('release', { steps: rows, detail: { reason: 'worker stopping' } });
+      if (this.#waits.size) return this.#park(rows);
+      return this.#end('release', { steps: rows, detail: { reason: 'run did not settle' } });
     }
-    if (!result) return this.#end('release', { steps: rows, detail: { reason: 'run did not settle' } });
-    if (!result.ok) {
-      const error = coerceError(result.error);
+    const outcome: Outcome = result;
+    if (!outcome.ok) {
+      const error = coerceError(outcome.error);
       return this.#end('fail', { set: { error: encodeError(error) }, detail: { error: error.message } });
     }
     const leftover = [...this.#journal.keys()].filter((seq) => seq >= this.#seq).sort((a, b) => a - b);
@@ -234,11 +264,25 @@ export class TaskRun {
     }
     let output: string | null;
     try {
-      output = encodeJson(result.value, `The output of workflow "${this.workflow.name}"`);
+      output = encodeJson(outcome.value, `The output of workflow "${this.workflow.name}"`);
     } catch (e) {
       return this.#end('fail', { set: { error: encodeError(e) }, detail: { error: (e as Error).message } });
     }
     return this.#end('complete', { set: { output } });
+  }
+
+  /** Parks on every registered wait: due at the earliest deadline, or when any awaited event arrives. */
+  #park(rows: StepRow[]): Promise<TaskStatus | 'lease-lost'> {
+    const waits = [...this.#waits.values()];
+    const deadlines = waits.map((w) => w.wakeAt).filter((t): t is number => t !== null);
+    const wakeAt = deadlines.length ? Math.min(...deadlines) : null;
+    const events = [...new Set(waits.map((w) => w.event).filter((e): e is string => e !== null))];
+    const wait = waits.length === 1 ? (waits[0] as Wait).describe : { kind: 'several', until: wakeAt, waits: waits.map((w) => w.describe) };
+    return this.#end('park', {
+      steps: rows,
+      set: { runAt: wakeAt, wait: JSON.stringify(wait), waitEvents: events.length ? events : null },
+      detail: wait,
+    });
   }
 
   #lost(): 'lease-lost' {
@@ -281,6 +325,155 @@ export class TaskRun {
     return `Task ${this.taskId} (workflow "${this.workflow.name}" version ${now}${started !== now ? `, started under version ${started}` : ''})`;
   }
 
+  // --- bookkeeping ------------------------------------------------------------------------------
+
+  /**
+   * Runs `work` counted as live activity until it settles or calls `idle()` (when it turns into a
+   * wait that may outlast the run); then checks whether the run can only wait.
+   */
+  #track<T>(work: (idle: () => void) => Promise<T>): Promise<T> {
+    this.#live++;
+    let counted = true;
+    const idle = (): void => {
+      if (!counted) return;
+      counted = false;
+      this.#live--;
+      this.#scheduleIdleCheck();
+    };
+    let p: Promise<T>;
+    try {
+      p = work(idle);
+    } catch (e) {
+      p = Promise.reject(e);
+    }
+    p.then(idle, idle);
+    return p;
+  }
+
+  /** The run can only wait: end it (after the code's continuations had their turn). */
+  #scheduleIdleCheck(): void {
+    if (this.#idleCheckScheduled || this.#ended) return;
+    this.#idleCheckScheduled = true;
+    setImmediate(() => {
+      this.#idleCheckScheduled = false;
+      if (this.#ended || this.#live > 0 || this.#replayScheduled) return;
+      if (!this.#waits.size && !this.#pause && !this.#drain) return;
+      const next = this.#replay[this.#replayIndex];
+      if (next && !this.#pause && !this.#drain) {
+        // Nothing runs and the code only waits, yet the journal says it made another call next.
+        this.#fail(
+          new NonDeterminismError(
+            this.taskId,
+            next.seq,
+            `${this.#who()}: the code waits, but the journal says it called ${next.kind} "${next.name}" (position ${next.seq}) next when the task first ran. The workflow's control flow depends on something other than its steps' results.`,
+          ),
+        );
+        return;
+      }
+      this.#signalIdle();
+    });
+  }
+
+  /** A promise that does not settle in this run (the call resumes in a later run). */
+  #parked<T>(): Promise<T> {
+    this.#scheduleIdleCheck();
+    return new Promise<T>(() => undefined);
+  }
+
+  /** What a call gets when it may not start: a rejection if halted, else it waits for a later run. */
+  #notNow<T>(): Promise<T> {
+    if (this.#fatal) return Promise.reject(this.#fatal);
+    if (this.#halt) return Promise.reject(this.#halt);
+    return this.#parked<T>();
+  }
+
+  /** Marks the run as failed for good, whatever the workflow code does with the error. */
+  #fail(error: Error): Error {
+    this.#fatal ??= error;
+    this.#scheduleIdleCheck();
+    this.#signalIdle();
+    return error;
+  }
+
+  // --- ordered replay ---------------------------------------------------------------------------
+
+  /** A call whose result is recorded: it is handed back when its turn (`done`) comes. */
+  #replayed<T>(seq: number, settle: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#replayCalls.set(seq, () => {
+        try {
+          resolve(settle());
+        } catch (e) {
+          reject(e);
+        }
+      });
+      this.#scheduleReplay();
+    });
+  }
+
+  #scheduleReplay(): void {
+    if (this.#replayScheduled) return;
+    this.#replayScheduled = true;
+    // After the code's pending continuations (microtasks) have run.
+    setImmediate(() => {
+      this.#replayScheduled = false;
+      this.#replayNext();
+    });
+  }
+
+  /** Hands back the next recorded result if the code has asked for it; one per turn. */
+  #replayNext(): void {
+    if (this.#ended) return;
+    const next = this.#replay[this.#replayIndex];
+    if (!next) {
+      this.#replayFinished();
+      this.#scheduleIdleCheck();
+      return;
+    }
+    const call = this.#replayCalls.get(next.seq);
+    if (!call) {
+      // The code has not made this call yet: wait for it, but not forever.
+      if (this.#replayStall) clearTimeout(this.#replayStall);
+      const index = this.#replayIndex;
+      this.#replayStall = setTimeout(() => {
+        if (this.#replayIndex !== index || this.#ended) return;
+        this.#fail(
+          new NonDeterminismError(
+            this.taskId,
+            next.seq,
+            `${this.#who()}: replay expects ${next.kind} "${next.name}" (position ${next.seq}) to be called next, as it was when the task first ran, but the code has not called it. The workflow's control flow depends on something other than its steps' results.`,
+          ),
+        );
+      }, REPLAY_STALL_MS);
+      this.#replayStall.unref?.();
+      return;
+    }
+    if (this.#replayStall) clearTimeout(this.#replayStall);
+    this.#replayStall = null;
+    this.#replayCalls.delete(next.seq);
+    this.#replayIndex++;
+    call();
+    this.#scheduleReplay();
+  }
+
+  /**
+   * Hands a result of this run to the code in `done` order, after the replay: `done` is taken
+   * now (synchronously), the result is handed over when `work` settled and every earlier result
+   * has been handed over.
+   */
+  #inOrder<T>(work: Promise<T>): Promise<T> {
+    const previous = this.#gate;
+    let open!: () => void;
+    this.#gate = new Promise<void>((resolve) => (open = resolve));
+    this.#live++;
+    const settled = previous.then(() => work);
+    settled.then(open, open).finally(() => {
+      this.#live--;
+      this.#scheduleIdleCheck();
+    });
+    return settled;
+  }
+
   // --- the context given to workflow code ------------------------------------------------------
 
   #context(): WorkflowContext {
@@ -299,7 +492,9 @@ export class TaskRun {
   #position(name: string, kind: StepKind): Position {
     if (typeof name !== 'string' || !STEP_NAME.test(name)) {
       throw this.#fail(
-        new NonDeterminismError(this.taskId, this.#seq, `${kind} name ${JSON.stringify(name)} is not valid: use 1-200 characters without "#" (it marks repeats: fetch, fetch#2).`),
+        new InvalidArgumentError(
+          `${kind} name ${JSON.stringify(name)} is not valid: use 1-200 characters without "#" (it marks repeats: fetch, fetch#2) or "|".`,
+        ),
       );
     }
     const seq = this.#seq++;
@@ -313,80 +508,70 @@ export class TaskRun {
           this.taskId,
           seq,
           `${this.#who()}: at position ${seq} the code now calls ${kind} "${stepId}", but the journal recorded ${recorded.kind} "${recorded.name}". ` +
-            'The workflow code changed incompatibly while the task was in flight; give the new code a new workflow version and let old tasks finish on the old code.',
+            'The workflow code changed incompatibly while the task was in flight; deploy such changes under a new workflow version.',
         ),
       );
     }
     return { seq, stepId, occurrence, recorded };
   }
 
-  /** Marks the run as failed for good, whatever the workflow code does with the error. */
-  #fail(error: Error): Error {
-    this.#fatal ??= error;
-    return error;
-  }
-
-  /** Throws if no new step may start: the run is halted or must stop at this boundary. */
-  #checkBoundary(): void {
-    if (this.#fatal) throw this.#fatal;
-    if (this.#halt) throw this.#halt;
-    if (this.#suspend !== null) {
-      this.#suspended = true;
-      throw new SuspendRun(this.#suspend === 'park' ? 'waiting' : this.#suspend === 'pause' ? 'paused' : 'worker stopping');
-    }
-  }
-
-  #track<T>(p: Promise<T>): Promise<T> {
-    this.#inflight.add(p);
-    const done = (): void => void this.#inflight.delete(p);
-    p.then(done, done);
-    return p;
-  }
-
   #row(seq: number, stepId: string, kind: StepKind, fields: Partial<StepRow>): StepRow {
     return {
       taskId: this.taskId, seq, name: stepId, kind, status: 'completed', output: null, error: null,
-      attempts: 0, startedAt: null, finishedAt: null, wakeAt: null, epoch: this.epoch, ...fields,
+      attempts: 0, startedAt: null, finishedAt: null, wakeAt: null, epoch: this.epoch, done: null, ...fields,
     };
   }
 
-  /** A fenced journal write; a refused write means the lease is lost. */
+  /**
+   * A fenced journal write. A refused write means the lease is lost. A database that does not
+   * answer is retried while the lease is surely still ours; after that, the run stops.
+   */
   async #checkpoint(row: StepRow, consume?: { signalId: number; seq: number }): Promise<void> {
-    let accepted: unknown;
-    try {
-      accepted = await this.#deps.writer.write({ kind: 'step', taskId: this.taskId, epoch: this.epoch, step: row, ...(consume ? { consume } : {}) });
-    } catch (e) {
-      // Not the step's fault: stop the run; the task resumes from its last checkpoint.
-      this.#haltWith(new StoreUnavailableError(`Could not checkpoint step "${row.name}" of task ${this.taskId}: ${coerceError(e).message}`, { cause: e }));
-      throw this.#halt as Error;
-    }
-    if (!accepted) {
-      this.loseLease();
-      throw this.#halt as Error;
+    for (;;) {
+      if (this.#halt) throw this.#halt;
+      let accepted: unknown;
+      try {
+        accepted = await this.#deps.writer.write({ kind: 'step', taskId: this.taskId, epoch: this.epoch, step: row, ...(consume ? { consume } : {}) });
+      } catch (e) {
+        if (this.#deps.clock.now() < this.#deps.leaseSafeUntil() && !this.#halt) {
+          await new Promise((r) => setTimeout(r, 500));
+          continue;
+        }
+        // Not the step's fault: stop the run; the task resumes from its last checkpoint.
+        this.#haltWith(new StoreUnavailableError(`Could not checkpoint ${row.kind} "${row.name}" of task ${this.taskId}: ${coerceError(e).message}`, { cause: e }));
+        throw this.#haltReason();
+      }
+      if (!accepted) {
+        this.loseLease();
+        throw this.#haltReason();
+      }
+      return;
     }
   }
 
-  /** Stops the run at this boundary until `wakeAt`; `row` is written with the park transition. */
-  #parkUntil(req: ParkRequest, row: StepRow): never {
-    this.#endRows.set(row.seq, row);
-    if (!this.#park) this.#park = req;
-    else if (req.wakeAt !== null && (this.#park.wakeAt === null || req.wakeAt < this.#park.wakeAt)) {
-      this.#park = { ...req, waitEvent: this.#park.waitEvent ?? req.waitEvent };
-    }
-    if (this.#suspend === null) this.#suspend = 'park';
-    this.#suspended = true;
-    throw new SuspendRun('waiting');
+  /** Records a result for the code (with its `done`) and hands it over in order. */
+  #complete<T>(row: StepRow, value: () => T, consume?: { signalId: number; seq: number }): Promise<T> {
+    const done = ++this.#done;
+    const write = this.#checkpoint({ ...row, done }, consume).then(value);
+    return this.#inOrder(write);
   }
 
-  /** Waits in-process when short, parks the task when long. */
-  async #waitUntil(wakeAt: number, req: ParkRequest, row: StepRow): Promise<void> {
+  /** Registers a wait on which the task may park; the call does not settle in this run. */
+  #waitFor<T>(wait: Wait, idle?: () => void): Promise<T> {
+    this.#waits.set(wait.row.seq, wait);
+    idle?.();
+    return this.#parked<T>();
+  }
+
+  /** A short wait in-process (live); a long one registers a park. Resolves when the time has come. */
+  async #pauseUntil(wakeAt: number, wait: Wait, idle: () => void): Promise<void> {
     const remaining = wakeAt - this.#deps.clock.now();
     if (remaining <= 0) return;
-    if (remaining > this.#deps.parkAfterMs) this.#parkUntil(req, row);
+    if (remaining > this.#deps.parkAfterMs) return this.#waitFor<void>(wait, idle);
     try {
       await this.#deps.clock.sleep(remaining, this.#controller.signal);
     } catch {
-      throw this.#halt ?? new Error('sleep interrupted');
+      throw this.#halt ?? new Error('wait interrupted');
     }
   }
 
@@ -396,22 +581,25 @@ export class TaskRun {
     let pos: Position;
     try {
       pos = this.#position(name, 'step');
-      if (pos.recorded?.status === 'completed') return Promise.resolve(decodeJson(pos.recorded.output) as T);
-      if (pos.recorded?.status === 'failed') {
-        const err = deserializeError(decodeError(pos.recorded.error as string));
-        return Promise.reject(new StepFailedError(pos.stepId, pos.recorded.attempts, err));
+      const rec = pos.recorded;
+      if (rec && rec.done !== null) {
+        return this.#replayed(pos.seq, () => {
+          if (rec.status === 'completed') return decodeJson(rec.output) as T;
+          throw new StepFailedError(pos.stepId, rec.attempts, deserializeError(decodeError(rec.error as string)));
+        });
       }
-      if (typeof fn !== 'function') throw this.#fail(new TypeError(`ctx.step("${name}"): the second argument must be a function`));
-      this.#checkBoundary();
+      if (typeof fn !== 'function') throw this.#fail(new InvalidArgumentError(`ctx.step("${name}"): the second argument must be a function`));
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#track(this.#execute(pos.seq, pos.stepId, pos.occurrence, name, fn, options, pos.recorded));
+    if (this.#fatal || this.#halt || this.#blocked()) return this.#notNow<T>();
+    const p = pos;
+    return this.#track((idle) => this.#execute(p.seq, p.stepId, p.occurrence, name, fn, options, p.recorded, idle));
   }
 
   async #execute<T>(
     seq: number, stepId: string, occurrence: number, name: string,
-    fn: (s: StepContext) => Promise<T> | T, options: StepOptions, recorded: StepRow | undefined,
+    fn: (s: StepContext) => Promise<T> | T, options: StepOptions, recorded: StepRow | undefined, idle: () => void,
   ): Promise<T> {
     const { clock, emit, parkAfterMs } = this.#deps;
     const policy = options.retry === undefined ? this.#defaultRetry : resolveRetry(options.retry, this.#defaultRetry);
@@ -420,8 +608,11 @@ export class TaskRun {
     let attempt = recorded?.status === 'retrying' ? recorded.attempts : 0;
     let lastError: Error | undefined = recorded?.error ? deserializeError(decodeError(recorded.error)) : undefined;
     const firstStart = recorded?.startedAt ?? clock.now();
+    const retryWait = (row: StepRow, wakeAt: number, next: number): Wait => ({
+      row, wakeAt, event: null, describe: { kind: 'retry', step: stepId, attempt: next, until: wakeAt },
+    });
     if (recorded?.status === 'retrying' && recorded.wakeAt !== null) {
-      await this.#waitUntil(recorded.wakeAt, this.#retryWait(stepId, attempt + 1, recorded.wakeAt), recorded);
+      await this.#pauseUntil(recorded.wakeAt, retryWait(recorded, recorded.wakeAt, attempt + 1), idle);
     }
     for (;;) {
       attempt++;
@@ -435,20 +626,21 @@ export class TaskRun {
         const error = coerceError(raw);
         if (!shouldRetry(policy, error, attempt)) {
           emit('step:failed', { taskId: this.taskId, step: stepId, attempt, error });
-          await this.#checkpoint(this.#row(seq, stepId, 'step', {
+          const failed = this.#row(seq, stepId, 'step', {
             status: 'failed', error: encodeError(error), attempts: attempt, startedAt: firstStart, finishedAt: clock.now(),
-          }));
-          throw new StepFailedError(stepId, attempt, error);
+          });
+          return this.#complete(failed, () => {
+            throw new StepFailedError(stepId, attempt, error);
+          });
         }
         const delayMs = backoffMs(policy, attempt, error);
         const wakeAt = clock.now() + delayMs;
-        const parked = delayMs > parkAfterMs;
-        emit('step:retrying', { taskId: this.taskId, step: stepId, attempt, delayMs, error, parked });
+        emit('step:retrying', { taskId: this.taskId, step: stepId, attempt, delayMs, error, parked: delayMs > parkAfterMs });
         lastError = error;
-        const row = this.#row(seq, stepId, 'step', {
-          status: 'retrying', error: encodeError(error), attempts: attempt, startedAt: firstStart, wakeAt,
-        });
-        await this.#waitUntil(wakeAt, this.#retryWait(stepId, attempt + 1, wakeAt), row);
+        const row = this.#row(seq, stepId, 'step', { status: 'retrying', error: encodeError(error), attempts: attempt, startedAt: firstStart, wakeAt });
+        await this.#pauseUntil(wakeAt, retryWait(row, wakeAt, attempt + 1), idle);
+        if (this.#halt) throw this.#halt;
+        if (this.#blocked()) return this.#waitFor<T>(retryWait(row, clock.now(), attempt + 1), idle);
         continue;
       }
       let output: string | null;
@@ -457,20 +649,20 @@ export class TaskRun {
       } catch (e) {
         const error = e as NotSerializableError;
         emit('step:failed', { taskId: this.taskId, step: stepId, attempt, error });
-        await this.#checkpoint(this.#row(seq, stepId, 'step', {
+        const failed = this.#row(seq, stepId, 'step', {
           status: 'failed', error: encodeError(error), attempts: attempt, startedAt: firstStart, finishedAt: clock.now(),
-        }));
-        throw new StepFailedError(stepId, attempt, error);
+        });
+        return this.#complete(failed, () => {
+          throw new StepFailedError(stepId, attempt, error);
+        });
       }
       const finishedAt = clock.now();
-      await this.#checkpoint(this.#row(seq, stepId, 'step', { output, attempts: attempt, startedAt: firstStart, finishedAt }));
-      emit('step:completed', { taskId: this.taskId, step: stepId, attempt, durationMs: finishedAt - started });
-      return (output === null ? undefined : JSON.parse(output)) as T;
+      const row = this.#row(seq, stepId, 'step', { output, attempts: attempt, startedAt: firstStart, finishedAt });
+      return this.#complete(row, () => {
+        emit('step:completed', { taskId: this.taskId, step: stepId, attempt, durationMs: finishedAt - started });
+        return (output === null ? undefined : JSON.parse(output)) as T;
+      });
     }
-  }
-
-  #retryWait(stepId: string, nextAttempt: number, wakeAt: number): ParkRequest {
-    return { wakeAt, wait: { kind: 'retry', step: stepId, attempt: nextAttempt, until: wakeAt }, waitEvent: null };
   }
 
   /** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
@@ -485,108 +677,101 @@ export class TaskRun {
     const ctx: StepContext = Object.freeze({
       signal, idempotencyKey: a.idempotencyKey, attempt: a.attempt, lastError: a.lastError, taskId: this.taskId, stepName: a.stepId, epoch: this.epoch,
     });
-    if (runSignal.aborted) return Promise.reject(runSignal.reason);
-    if (!timeout || timeoutMs === undefined) {
-      // Fast path (no timeout): race the step against the run's signal only.
-      return new Promise<T>((resolve, reject) => {
-        const onAbort = (): void => reject(runSignal.reason);
-        runSignal.addEventListener('abort', onAbort, { once: true });
-        let result: Promise<T> | T;
-        try {
-          result = fn(ctx);
-        } catch (e) {
-          runSignal.removeEventListener('abort', onAbort);
-          return reject(e);
-        }
-        Promise.resolve(result).then(
-          (v) => {
-            runSignal.removeEventListener('abort', onAbort);
-            resolve(v);
-          },
-          (e: unknown) => {
-            runSignal.removeEventListener('abort', onAbort);
-            reject(e);
-          },
-        );
-      });
-    }
+    if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise<T>((resolve, reject) => {
-      const timerStop = new AbortController();
+      const timerStop = timeout ? new AbortController() : undefined;
       const cleanup = (): void => {
         signal.removeEventListener('abort', onAbort);
-        timerStop.abort(null);
+        timerStop?.abort(null);
       };
       const onAbort = (): void => {
         cleanup();
         reject(signal.reason);
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      this.#deps.clock.sleep(timeoutMs, timerStop.signal).then(
-        () => timeout.abort(new StepTimeoutError(a.stepId, timeoutMs)),
-        () => undefined,
-      );
-      Promise.resolve()
-        .then(() => fn(ctx))
-        .then(
-          (v) => {
-            cleanup();
-            resolve(v);
-          },
-          (e: unknown) => {
-            cleanup();
-            reject(e);
-          },
+      if (timeout && timerStop && timeoutMs !== undefined) {
+        this.#deps.clock.sleep(timeoutMs, timerStop.signal).then(
+          () => timeout.abort(new StepTimeoutError(a.stepId, timeoutMs)),
+          () => undefined,
         );
+      }
+      let result: Promise<T> | T;
+      try {
+        result = fn(ctx);
+      } catch (e) {
+        cleanup();
+        return reject(e);
+      }
+      Promise.resolve(result).then(
+        (v) => {
+          cleanup();
+          resolve(v);
+        },
+        (e: unknown) => {
+          cleanup();
+          reject(e);
+        },
+      );
     });
   }
 
   // --- ctx.sleep ------------------------------------------------------------------------------
 
-  async #sleep(name: string, duration: Duration): Promise<void> {
-    const { seq, stepId, recorded } = this.#position(name, 'sleep');
-    const now = this.#deps.clock.now();
-    if (recorded) {
-      if (recorded.wakeAt === null || recorded.wakeAt <= now) return;
-    } else {
-      this.#checkBoundary();
+  #sleep(name: string, duration: Duration): Promise<void> {
+    let pos: Position;
+    let ms: number;
+    try {
+      pos = this.#position(name, 'sleep');
+      if (pos.recorded && pos.recorded.done !== null) return this.#replayed(pos.seq, () => undefined);
+      ms = toMs(duration, `duration of sleep "${pos.stepId}"`);
+    } catch (e) {
+      return Promise.reject(e);
     }
-    const ms = toMs(duration, `duration of sleep "${stepId}"`);
-    const row = recorded ?? this.#row(seq, stepId, 'sleep', { status: 'waiting', startedAt: now, wakeAt: now + ms });
-    const wakeAt = row.wakeAt as number;
-    const req: ParkRequest = { wakeAt, wait: { kind: 'sleep', step: stepId, until: wakeAt }, waitEvent: null };
-    if (!recorded) {
-      if (ms > this.#deps.parkAfterMs) this.#parkUntil(req, row);
-      await this.#checkpoint(row);
-    }
-    await this.#waitUntil(wakeAt, req, row);
+    if (this.#fatal || this.#halt || this.#blocked()) return this.#notNow();
+    const { seq, stepId, recorded } = pos;
+    return this.#track(async (idle) => {
+      const now = this.#deps.clock.now();
+      const row = recorded ?? this.#row(seq, stepId, 'sleep', { status: 'waiting', startedAt: now, wakeAt: now + ms });
+      const wakeAt = row.wakeAt as number;
+      const wait: Wait = { row, wakeAt, event: null, describe: { kind: 'sleep', step: stepId, until: wakeAt } };
+      // The wake-up time is recorded once, so a resumed sleep ends when it was meant to.
+      if (!recorded && wakeAt - now <= this.#deps.parkAfterMs) await this.#checkpoint(row);
+      await this.#pauseUntil(wakeAt, wait, idle);
+      if (this.#halt) throw this.#halt;
+      if (this.#blocked()) return this.#waitFor<void>(wait, idle);
+      return this.#complete({ ...row, status: 'completed', finishedAt: this.#deps.clock.now() }, () => undefined);
+    });
   }
 
   // --- ctx.waitForEvent -------------------------------------------------------------------------
 
-  async #waitForEvent<T>(name: string, options: WaitForEventOptions = {}): Promise<EventResult<T>> {
-    const { seq, stepId, recorded } = this.#position(name, 'event');
-    if (recorded?.status === 'completed') return decodeJson(recorded.output) as EventResult<T>;
+  #waitForEvent<T>(name: string, options: WaitForEventOptions = {}): Promise<EventResult<T>> {
+    let pos: Position;
+    let timeoutMs: number | undefined;
+    try {
+      pos = this.#position(name, 'event');
+      const rec = pos.recorded;
+      if (rec && rec.done !== null) return this.#replayed(pos.seq, () => decodeJson(rec.output) as EventResult<T>);
+      timeoutMs = optionalMs(options.timeout, `timeout of waitForEvent "${pos.stepId}"`);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (this.#fatal || this.#halt || this.#blocked()) return this.#notNow();
+    const { seq, stepId, recorded } = pos;
     const now = this.#deps.clock.now();
-    if (!recorded) this.#checkBoundary();
-    const timeoutMs = optionalMs(options.timeout, `timeout of waitForEvent "${stepId}"`);
     const deadline = recorded ? recorded.wakeAt : timeoutMs === undefined ? null : now + timeoutMs;
     const startedAt = recorded?.startedAt ?? now;
+    const base = this.#row(seq, stepId, 'event', { status: 'waiting', startedAt, wakeAt: deadline });
     const index = this.#signals.findIndex((s) => s.name === name);
     if (index >= 0) {
       const [signal] = this.#signals.splice(index, 1) as [SignalRow];
       const result: EventResult<T> = { timedOut: false, payload: decodeJson(signal.payload) as T };
-      await this.#checkpoint(
-        this.#row(seq, stepId, 'event', { output: JSON.stringify(result), startedAt, finishedAt: now, wakeAt: deadline }),
-        { signalId: signal.id, seq },
-      );
-      return result;
+      return this.#complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: now }, () => result, { signalId: signal.id, seq });
     }
     if (deadline !== null && deadline <= now) {
       const result: EventResult<T> = { timedOut: true };
-      await this.#checkpoint(this.#row(seq, stepId, 'event', { output: JSON.stringify(result), startedAt, finishedAt: now, wakeAt: deadline }));
-      return result;
+      return this.#complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: now }, () => result);
     }
-    const row = recorded ?? this.#row(seq, stepId, 'event', { status: 'waiting', startedAt, wakeAt: deadline });
-    return this.#parkUntil({ wakeAt: deadline, wait: { kind: 'event', event: name, step: stepId, until: deadline }, waitEvent: name }, row);
+    return this.#waitFor({ row: recorded ?? base, wakeAt: deadline, event: name, describe: { kind: 'event', event: name, step: stepId, until: deadline } });
   }
 }

@@ -38,8 +38,8 @@ export interface TaskRow {
   pauseRequested: boolean;
   /** What a waiting task waits for (JSON), for `explain` and the CLI. */
   wait: string | null;
-  /** The event name a waiting task waits for; a matching signal makes it due at once. */
-  waitEvent: string | null;
+  /** The events a waiting task waits for; a matching signal makes it due at once. */
+  waitEvents: string[] | null;
   cancelReason: string | null;
   createdAt: number;
   updatedAt: number;
@@ -72,6 +72,11 @@ export interface StepRow {
   wakeAt: number | null;
   /** Lease epoch of the run that wrote it. */
   epoch: number;
+  /**
+   * For a result handed to the workflow code (a step's output or failure, an elapsed sleep, an
+   * event): its place (1, 2, …) in the order the code received results. Replay keeps that order.
+   */
+  done: number | null;
 }
 
 export interface HistoryRow {
@@ -107,7 +112,8 @@ export interface TaskPatch {
   clearLease?: boolean;
   pauseRequested?: boolean;
   wait?: string | null;
-  waitEvent?: string | null;
+  /** Events a parked task waits for (a signal of any of them makes it due). */
+  waitEvents?: readonly string[] | null;
   cancelReason?: string | null;
   finishedAt?: number | null;
   /** `true` adds one to `retries`. */
@@ -138,9 +144,9 @@ export interface TransitionWrite {
   /** Announced to other processes when (and only if) the write commits. */
   notify?: WakeEvent;
 }
-// When `set.waitEvent` names an event, the store also makes the task due at `at` if an unconsumed
-// signal of that name already exists, so that a signal sent while the task was still running
-// cannot be missed.
+// When `set.waitEvents` names events, the store also makes the task due at `at` if an unconsumed
+// signal of one of those names already exists, so that a signal sent while the task was still
+// running cannot be missed.
 
 /** A journal write by the run holding the lease at `epoch`; refused once the epoch moved on. */
 export interface StepWrite {
@@ -174,6 +180,11 @@ export interface ClaimRequest {
   limit: number;
   /** Only tasks of these workflows. */
   workflows: readonly string[];
+  /**
+   * Only these versions of a workflow (tasks started under another version are left to workers
+   * that serve it). A workflow without an entry: any version.
+   */
+  versions?: Readonly<Record<string, readonly string[]>>;
   /** Statuses a due task is claimed from (lifecycle `claim` sources), and the target. */
   claim: { from: readonly TaskStatus[]; to: TaskStatus };
   /** Statuses an expired-lease task is reclaimed from (lifecycle `reclaim` sources), and the target. */
@@ -267,7 +278,7 @@ export interface Store {
 
   /**
    * One guarded transition (see {@link TransitionWrite}). Returns the row as it is after the whole
-   * write, including the waitEvent rule (a waiting task made due by an earlier signal).
+   * write, including the waitEvents rule (a waiting task made due by an earlier signal).
    */
   transition(write: TransitionWrite): Promise<TaskRow | null>;
   /** Many fenced writes in one transaction; each op is guarded on its own. */

@@ -76,7 +76,7 @@ export function effectColumns(edge: Transition, at: number): TaskPatch {
   // Leaving `waiting` or `paused` for any status forgets what the task waited for.
   if (edge.from !== edge.to && (edge.from === 'waiting' || edge.from === 'paused')) {
     set.wait = null;
-    set.waitEvent = null;
+    set.waitEvents = null;
   }
   return set;
 }

@@ -23,7 +23,8 @@ import { shortId } from './ids.ts';
 import { sourcesOf, transition } from './lifecycle.ts';
 import { TaskRun } from './run.ts';
 import type { ClaimedTask, Store } from './store.ts';
-import { effectColumns } from './transitions.ts';
+import { effectColumns, planTransition, wakeFor } from './transitions.ts';
+import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
 import type { LocalBus } from './local-bus.ts';
@@ -40,7 +41,11 @@ export interface WorkerOptions {
    * after its last heartbeat. @defaultValue 30000
    */
   leaseMs?: number;
-  /** Heartbeat period: renews leases and picks up cancel/pause requests. @defaultValue 2000 */
+  /**
+   * Heartbeat period: renews leases and picks up cancel/pause requests. At most a third of the
+   * lease: a run that has not renewed its lease for `leaseMs − 2 × heartbeatMs` stops itself.
+   * @defaultValue min(2000, leaseMs / 3)
+   */
   heartbeatMs?: number;
   /**
    * How often an idle worker looks for due tasks. Tasks started, resumed or signalled through an
@@ -106,8 +111,10 @@ export class Worker {
     this.#only = options.workflows;
     this.#leaseMs = positiveInt('leaseMs', options.leaseMs ?? 30_000);
     this.#heartbeatMs = positiveInt('heartbeatMs', options.heartbeatMs ?? Math.min(2000, this.#leaseMs / 3));
-    if (this.#heartbeatMs * 2 > this.#leaseMs) {
-      throw new InvalidArgumentError(`heartbeatMs (${this.#heartbeatMs}) must be at most half of leaseMs (${this.#leaseMs}), or leases expire between heartbeats.`);
+    if (this.#heartbeatMs * 3 > this.#leaseMs) {
+      throw new InvalidArgumentError(
+        `heartbeatMs (${this.#heartbeatMs}) must be at most a third of leaseMs (${this.#leaseMs}): a run stops itself two heartbeats before its lease could expire.`,
+      );
     }
     this.#pollIntervalMs = positiveInt('pollIntervalMs', options.pollIntervalMs ?? 500);
     this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
@@ -176,7 +183,11 @@ export class Worker {
     const claim = { from: sourcesOf('claim'), to: transition({ status: 'pending' }, 'claim').to };
     const reclaim = { from: sourcesOf('reclaim'), to: transition({ status: 'running' }, 'reclaim').to };
     const concurrency: Record<string, number> = {};
-    for (const wf of this.#workflows.values()) if (wf.options.concurrency) concurrency[wf.name] = wf.options.concurrency;
+    const versions: Record<string, string[]> = {};
+    for (const wf of this.#workflows.values()) {
+      if (wf.options.concurrency) concurrency[wf.name] = wf.options.concurrency;
+      versions[wf.name] = [wf.version, ...(wf.options.compatibleVersions ?? []).map(String)];
+    }
     while (this.#state === 'running') {
       this.#woken = false;
       const free = this.#concurrency - this.#runs.size;
@@ -185,7 +196,7 @@ export class Worker {
         try {
           const claimed = await store.claim({
             workerId: this.id, now: this.#host.clock.now(), leaseMs: this.#leaseMs, limit: free,
-            workflows: [...this.#workflows.keys()], claim, reclaim, concurrency,
+            workflows: [...this.#workflows.keys()], versions, claim, reclaim, concurrency,
           });
           got = claimed.length;
           for (const c of claimed) this.#startRun(c);
@@ -213,20 +224,28 @@ export class Worker {
     // The engine's current definition (it may have been re-registered since this worker started).
     const wf = this.#host.workflows().get(claimed.task.workflow) ?? (this.#workflows.get(claimed.task.workflow) as Workflow);
     const started = this.#host.clock.now();
-    const run = new TaskRun(claimed, wf, {
-      store: this.#store as Store,
-      writer: this.#writer as WriteBatcher,
-      clock: this.#host.clock,
-      workerId: this.id,
-      parkAfterMs: this.#parkAfterMs,
-      cancelGraceMs: this.#cancelGraceMs,
-      emit: (name, payload) => this.#events.emit(name, payload),
-    });
+    let run: TaskRun;
+    try {
+      run = new TaskRun(claimed, wf, {
+        store: this.#store as Store,
+        writer: this.#writer as WriteBatcher,
+        clock: this.#host.clock,
+        workerId: this.id,
+        parkAfterMs: this.#parkAfterMs,
+        cancelGraceMs: this.#cancelGraceMs,
+        leaseSafeUntil: () => this.#safeUntil(claimed.task.id),
+        emit: (name, payload) => this.#events.emit(name, payload),
+      });
+    } catch (e) {
+      // A run that cannot even start would otherwise hold its lease until it expires, and again.
+      void this.#failUnstartable(claimed, coerceError(e));
+      return;
+    }
     this.#runs.set(run.taskId, run);
     this.#renewedAt.set(run.taskId, started);
     if (this.#state === 'stopping') run.drain();
     this.#events.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: run.epoch, reclaimed: claimed.event === 'reclaim' });
-    const p = run.execute().then((status) => {
+    const p = run.execute().catch(() => 'lease-lost' as const).then((status) => {
       this.#runs.delete(run.taskId);
       this.#renewedAt.delete(run.taskId);
       this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
@@ -237,8 +256,41 @@ export class Worker {
     void p.finally(() => this.#running.delete(p));
   }
 
+  /** Fails a claimed task whose run could not be constructed (fenced by the claim's epoch). */
+  async #failUnstartable(claimed: ClaimedTask, error: Error): Promise<void> {
+    this.#events.emit('worker:error', { error, during: `starting task ${claimed.task.id}` });
+    try {
+      const { write } = planTransition({
+        taskId: claimed.task.id,
+        state: claimed.task,
+        event: 'fail',
+        guard: { epoch: claimed.task.epoch },
+        at: this.#host.clock.now(),
+        set: { error: encodeError(error) },
+        detail: { error: error.message },
+        workerId: this.id,
+        notify: (edge) => wakeFor(edge, claimed.task.id, claimed.task.workflow),
+      });
+      await (this.#writer as WriteBatcher).write(write);
+    } catch (e) {
+      this.#events.emit('worker:error', { error: coerceError(e), during: `failing task ${claimed.task.id}` });
+    }
+  }
+
+  /**
+   * Until when a task's lease is surely still ours: its last renewal plus the lease, less two
+   * heartbeats of margin (clocks of workers drift, and another worker needs a poll to notice).
+   */
+  #safeUntil(taskId: string): number {
+    return (this.#renewedAt.get(taskId) ?? 0) + this.#leaseMs - 2 * this.#heartbeatMs;
+  }
+
   /** Renews the leases of every running task; learns of cancels and pauses from other processes. */
   async #beat(): Promise<void> {
+    // Self-fencing, whatever the state of the heartbeat itself (it may hang on a dead network):
+    // a run whose lease may have expired stops before another worker's run collides with it.
+    const now = this.#host.clock.now();
+    for (const run of this.#runs.values()) if (now >= this.#safeUntil(run.taskId)) run.loseLease();
     if (this.#beating || !this.#store) return;
     const store = this.#store;
     this.#beating = (async () => {
@@ -265,10 +317,6 @@ export class Worker {
         await store.expireLeases({ now, event: 'abort', from: sourcesOf('abort'), to: abort.to, set: effectColumns(abort, now) });
       } catch (e) {
         this.#events.emit('worker:error', { error: coerceError(e), during: 'heartbeat' });
-        // Self-fencing: a run whose lease has surely expired stops before another worker's run collides with it.
-        for (const run of runs) {
-          if (now - (this.#renewedAt.get(run.taskId) ?? now) >= this.#leaseMs) run.loseLease();
-        }
       }
     })();
     await this.#beating;
@@ -297,6 +345,14 @@ export class Worker {
     for (const run of this.#runs.values()) run.abortForShutdown();
     await all();
     await this.#loop;
+    // A claim that was in flight when stop() began may have started runs since: drain them too.
+    while (this.#running.size) {
+      for (const run of this.#runs.values()) {
+        run.drain();
+        run.abortForShutdown();
+      }
+      await all();
+    }
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     await this.#beating;
     await this.#writer?.drain();

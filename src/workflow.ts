@@ -4,6 +4,7 @@
  * JSON input. The definition is plain data; an Engine runs it.
  */
 import { InvalidArgumentError } from './errors.ts';
+import { resolveRetry } from './retry.ts';
 import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
@@ -75,11 +76,19 @@ export interface InputSchema<I> {
 
 export interface WorkflowOptions<I> {
   /**
-   * The code version. Tasks record the version they started with; a task resumed by code whose
-   * steps no longer match its journal fails with a non-determinism error that names both versions.
+   * The code version. Tasks record the version they started with and are run only by workers that
+   * serve that version (or list it in `compatibleVersions`), so a rolling deploy never replays a
+   * task on code it was not started with. A journal that still does not match fails the task with
+   * a non-determinism error that names both versions.
    * @defaultValue '1'
    */
   version?: string | number;
+  /**
+   * Older versions whose in-flight tasks this code can also run (its calls still match their
+   * journals). Workers run only tasks started under `version` or one of these; tasks of other
+   * versions wait for workers that serve them.
+   */
+  compatibleVersions?: readonly (string | number)[];
   /** Validates input at `start()`; a failure is an InvalidInputError and no task is created. */
   input?: InputSchema<I>;
   /** Default retry policy of this workflow's steps. */
@@ -123,6 +132,11 @@ export function workflow<I = unknown, O = unknown>(
   if (typeof fn !== 'function') throw new InvalidArgumentError(`workflow("${name}"): the second argument must be an async function.`);
   if (options.concurrency !== undefined && (!Number.isInteger(options.concurrency) || options.concurrency < 1)) {
     throw new InvalidArgumentError(`workflow("${name}"): concurrency must be an integer ≥ 1.`);
+  }
+  try {
+    resolveRetry(options.retry);
+  } catch (e) {
+    throw new InvalidArgumentError(`workflow("${name}"): ${(e as Error).message}`, { cause: e });
   }
   return Object.freeze({ [WORKFLOW]: true as const, name, version: String(options.version ?? '1'), fn, options: Object.freeze({ ...options }) });
 }

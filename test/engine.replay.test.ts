@@ -179,3 +179,104 @@ describe('checkpoint and replay', () => {
     expect((await engine.get(id)).steps.map((s) => `${s.name}:${s.status}`)).toEqual(['enrich:failed', 'main:completed']);
   });
 });
+
+describe('replay of concurrent branches', () => {
+  it('hands recorded results back in the order the code first received them, so parallel branches keep their identities', async () => {
+    const calls: string[] = [];
+    const wf = workflow('branches', async (ctx) => {
+      const branch = async (name: string, delayMs: number, url: string): Promise<string> => {
+        await ctx.step(name, async () => {
+          await new Promise((r) => setTimeout(r, delayMs));
+          return name;
+        });
+        // Same step name in both branches: which one is `fetch` and which `fetch#2` depends on
+        // which branch got there first, which depends on timing in the first run.
+        return ctx.step('fetch', () => (calls.push(url), url));
+      };
+      const [one, two] = await Promise.all([branch('slow', 80, 'page-1'), branch('quick', 1, 'page-2')]);
+      await ctx.waitForEvent('go'); // park: the next run replays everything above
+      return { one, two };
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('branches');
+    await waitForStatus(engine, id, 'waiting');
+    const journal = (await engine.get(id)).steps.map((s) => [s.name, s.output]);
+    expect(journal).toContainEqual(['fetch', 'page-2']); // the quick branch got there first
+    expect(journal).toContainEqual(['fetch#2', 'page-1']);
+    await engine.signal(id, 'go', null);
+    expect(await engine.result(id)).toEqual({ one: 'page-1', two: 'page-2' });
+    expect(calls.sort()).toEqual(['page-1', 'page-2']); // nothing ran twice
+  });
+
+  it('does not let a step re-run after a crash overtake results recorded before it', async () => {
+    // First run: `long` is in flight while `a` and then `b` complete; the run stops (pause).
+    // Second run: `long` runs again live and finishes fast; it must not hand its result over
+    // before `a` and `b` are replayed, or the branch after it would take their positions.
+    let longMs = 300;
+    const order: string[] = [];
+    const wf = workflow('overtake', async (ctx) => {
+      const slow = (async () => {
+        await ctx.step('long', () => new Promise((r) => setTimeout(() => r('long'), longMs)));
+        order.push('after-long');
+        return ctx.step('x', () => 'x');
+      })();
+      const quick = (async () => {
+        await ctx.step('a', () => 'a');
+        order.push('after-a');
+        await ctx.step('b', () => 'b');
+        order.push('after-b');
+        return ctx.step('c', () => 'c');
+      })();
+      return Promise.all([slow, quick]);
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const worker = await startWorker(engine);
+    const { id } = await engine.start('overtake');
+    // Stop the worker while `long` runs (after a, b, c completed): the task is released.
+    const started = Date.now();
+    while (Date.now() - started < 5000 && (await engine.get(id)).steps.filter((s) => s.status === 'completed').length < 3) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await worker.stop({ graceMs: 0 });
+    expect((await engine.get(id)).status).toBe('pending');
+    longMs = 1;
+    order.length = 0;
+    await startWorker(engine);
+    expect(await engine.result(id)).toEqual(['x', 'c']);
+    expect(order.indexOf('after-long')).toBeGreaterThan(order.indexOf('after-b'));
+    expect((await engine.get(id)).steps.map((s) => s.name)).toEqual(['long', 'a', 'b', 'c', 'x']);
+  });
+});
+
+describe('waiting on several things at once', () => {
+  it('parks on every wait of a Promise.race and wakes on whichever event arrives', async () => {
+    const wf = workflow('race-events', async (ctx) => {
+      const result = await Promise.race([
+        ctx.waitForEvent<string>('approve').then((e) => ({ decision: 'approve', e })),
+        ctx.waitForEvent<string>('reject').then((e) => ({ decision: 'reject', e })),
+      ]);
+      return ctx.step('record', () => result.decision);
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('race-events');
+    await waitForStatus(engine, id, 'waiting');
+    expect((await engine.explain(id)).summary).toMatch(/Waiting for the first of: event "approve" \(no timeout\); event "reject" \(no timeout\)/);
+    await engine.signal(id, 'reject', 'no');
+    expect(await engine.result(id)).toBe('reject');
+  });
+
+  it('wakes a task racing a long sleep against an event when the event comes first', async () => {
+    const wf = workflow('race-sleep', async (ctx) => {
+      const winner = await Promise.race([ctx.sleep('deadline', '1h').then(() => 'deadline'), ctx.waitForEvent('x').then(() => 'event')]);
+      return ctx.step('winner', () => winner);
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { parkAfterMs: 1000 });
+    const { id } = await engine.start('race-sleep');
+    await waitForStatus(engine, id, 'waiting');
+    await engine.signal(id, 'x', 1);
+    expect(await engine.result(id, { timeout: '10s' })).toBe('event');
+  });
+});

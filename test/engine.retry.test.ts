@@ -80,7 +80,7 @@ describe('step retries', () => {
     expect(parked.runAt).toBe(clock.now() + 3_600_000);
     expect(parked.wait).toMatchObject({ kind: 'retry', step: 'rate-limited', attempt: 2 });
     expect(parked.steps[1]).toMatchObject({ status: 'retrying', attempts: 1 });
-    expect((await engine.explain(id)).summary).toMatch(/Waiting to retry step "rate-limited" \(attempt 2\) until/);
+    expect((await engine.explain(id)).summary).toMatch(/Waiting for the retry of step "rate-limited" \(attempt 2\) until/);
     await clock.advance('59m');
     await new Promise((r) => setTimeout(r, 100));
     expect((await engine.get(id)).status).toBe('waiting');

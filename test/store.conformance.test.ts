@@ -178,7 +178,7 @@ function claimRequest(ns: Namespace, over: Partial<ClaimRequest> = {}): ClaimReq
 function stepRow(taskId: string, seq: number, epoch: number, over: Partial<StepRow> = {}): StepRow {
   return {
     taskId, seq, name: `s${seq}`, kind: 'step', status: 'completed', output: JSON.stringify({ seq }), error: null,
-    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch, ...over,
+    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch, done: seq + 1, ...over,
   };
 }
 
@@ -270,7 +270,7 @@ for (const backend of backends) {
         expect(task).toEqual({
           id: input.id, workflow: input.workflow, workflowVersion: 'v1', status: 'pending', input: '{"n":1}', output: null, error: null,
           idempotencyKey: input.idempotencyKey, runAt: T0 + 5, leaseOwner: null, leaseExpiresAt: null, epoch: 0, version: 1, runs: 0,
-          retries: 0, pauseRequested: false, wait: null, waitEvent: null, cancelReason: null, createdAt: T0, updatedAt: T0, finishedAt: null,
+          retries: 0, pauseRequested: false, wait: null, waitEvents: null, cancelReason: null, createdAt: T0, updatedAt: T0, finishedAt: null,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await store.getHistory(input.id);
@@ -443,21 +443,33 @@ for (const backend of backends) {
         expect((await store.getSignals(task.id))[0]?.consumedSeq).toBe(1);
       });
 
-      it('setting waitEvent makes the task due at once when a matching signal already waits, and not otherwise', async () => {
+      it('a task waiting for several events is made due by a signal of any of them, and by none other', async () => {
+        const task = await claimedTask(store, ns);
+        await store.transition(
+          write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approve', 'reject'] } }),
+        );
+        expect(await mustGet(store, task.id)).toMatchObject({ waitEvents: ['approve', 'reject'], runAt: null });
+        await store.insertSignal({ taskId: task.id, name: 'approv', payload: null, idempotencyKey: null, at: T0 + 200 });
+        expect((await mustGet(store, task.id)).runAt).toBeNull(); // a prefix is not a match
+        await store.insertSignal({ taskId: task.id, name: 'reject', payload: null, idempotencyKey: null, at: T0 + 300 });
+        expect((await mustGet(store, task.id)).runAt).toBe(T0 + 300);
+      });
+
+      it('setting waitEvents makes the task due at once when a matching signal already waits, and not otherwise', async () => {
         const early = await claimedTask(store, ns);
         await store.insertSignal({ taskId: early.id, name: 'approved', payload: null, idempotencyKey: null, at: T0 + 50 });
         expect((await mustGet(store, early.id)).runAt).toBe(T0); // not waiting yet: nothing changes
         await store.transition(
-          write(early, { event: 'park', to: 'waiting', guard: { epoch: early.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvent: 'approved' } }),
+          write(early, { event: 'park', to: 'waiting', guard: { epoch: early.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }),
         );
-        expect(await mustGet(store, early.id)).toMatchObject({ status: 'waiting', waitEvent: 'approved', runAt: T0 + 100 });
+        expect(await mustGet(store, early.id)).toMatchObject({ status: 'waiting', waitEvents: ['approved'], runAt: T0 + 100 });
 
         const other = await claimedTask(store, ns);
         await store.insertSignal({ taskId: other.id, name: 'something-else', payload: null, idempotencyKey: null, at: T0 + 50 });
         await store.transition(
-          write(other, { event: 'park', to: 'waiting', guard: { epoch: other.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvent: 'approved' } }),
+          write(other, { event: 'park', to: 'waiting', guard: { epoch: other.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }),
         );
-        expect(await mustGet(store, other.id)).toMatchObject({ status: 'waiting', waitEvent: 'approved', runAt: null });
+        expect(await mustGet(store, other.id)).toMatchObject({ status: 'waiting', waitEvents: ['approved'], runAt: null });
       });
     });
 
@@ -483,6 +495,26 @@ for (const backend of backends) {
         expect((await store.claim(claimRequest(ns, { now: T0 + 10_000 }))).map((x) => x.task.id)).toEqual([future.id]);
       });
 
+      it('claim takes only the listed versions of a workflow, when versions are listed', async () => {
+        const v1 = (await store.insertTask(newTask(ns, { workflowVersion: '1', runAt: T0 - 2000 }))).task;
+        const v2 = (await store.insertTask(newTask(ns, { workflowVersion: '2', runAt: T0 - 1000 }))).task;
+        const v3 = (await store.insertTask(newTask(ns, { workflowVersion: '3', runAt: T0 - 500 }))).task;
+        const only2 = await store.claim(claimRequest(ns, { versions: { [ns.wf()]: ['2'] } }));
+        expect(only2.map((x) => x.task.id)).toEqual([v2.id]);
+        const oneOrThree = await store.claim(claimRequest(ns, { workerId: 'w2', versions: { [ns.wf()]: ['3', '1'] } }));
+        expect(oneOrThree.map((x) => x.task.id)).toEqual([v1.id, v3.id]);
+      });
+
+      it('a capped workflow at its limit does not hide other workflows\' due tasks behind its backlog', async () => {
+        const capped = ns.wf('capped');
+        const free = ns.wf('free');
+        for (let i = 0; i < 30; i++) await store.insertTask(newTask(ns, { workflow: capped, runAt: T0 - 10_000 + i }));
+        const other = (await store.insertTask(newTask(ns, { workflow: free, runAt: T0 }))).task;
+        const got = await store.claim(claimRequest(ns, { workflows: [capped, free], concurrency: { [capped]: 1 }, limit: 3 }));
+        expect(got.map((x) => x.task.workflow).sort()).toEqual([capped, free].sort());
+        expect(got.map((x) => x.task.id)).toContain(other.id);
+      });
+
       it('claim with a limit of 0 or no workflows takes nothing', async () => {
         await store.insertTask(newTask(ns));
         expect(await store.claim(claimRequest(ns, { limit: 0 }))).toEqual([]);
@@ -499,12 +531,12 @@ for (const backend of backends) {
           await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch, { kind: 'event' }), consume: { signalId: first.id, seq: 0 } }]),
         ).toEqual([true]);
         await store.transition(
-          write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: T0 + 1000, wait: '{"event":"third"}', waitEvent: 'third' } }),
+          write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: T0 + 1000, wait: '{"event":"third"}', waitEvents: ['third'] } }),
         );
         const [claimed, ...rest] = await store.claim(claimRequest(ns, { now: T0 + 1000, workerId: 'w2' }));
         expect(rest).toEqual([]);
         expect(claimed?.event).toBe('claim');
-        expect(claimed?.task).toMatchObject({ status: 'running', wait: null, waitEvent: null, epoch: 2, runs: 2, leaseOwner: 'w2' });
+        expect(claimed?.task).toMatchObject({ status: 'running', wait: null, waitEvents: null, epoch: 2, runs: 2, leaseOwner: 'w2' });
         expect(claimed?.steps).toEqual([stepRow(task.id, 0, task.epoch, { kind: 'event' })]);
         expect(claimed?.signals.map((s) => [s.name, s.payload, s.consumedSeq])).toEqual([['second', '2', null]]);
         expect((await store.getHistory(task.id)).at(-1)).toMatchObject({ event: 'claim', fromStatus: 'waiting', toStatus: 'running', epoch: 2, workerId: 'w2' });
@@ -672,7 +704,7 @@ for (const backend of backends) {
 
       it('a signal makes a task waiting for that event due at once, and leaves one waiting for another event alone', async () => {
         const task = await claimedTask(store, ns);
-        await store.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvent: 'approved' } }));
+        await store.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }));
         await store.insertSignal({ taskId: task.id, name: 'other', payload: null, idempotencyKey: null, at: T0 + 500 });
         expect((await mustGet(store, task.id)).runAt).toBeNull();
         await store.insertSignal({ taskId: task.id, name: 'approved', payload: '{"by":"ed"}', idempotencyKey: 'once', at: T0 + 600 });
@@ -790,7 +822,7 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
     for (let round = 0; round < 30; round++) {
       const task = await claimedTask(a, ns);
       await Promise.all([
-        a.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvent: 'ready' } })),
+        a.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['ready'] } })),
         b.insertSignal({ taskId: task.id, name: 'ready', payload: null, idempotencyKey: null, at: T0 + 200 }),
       ]);
       const after = await mustGet(a, task.id);

@@ -70,7 +70,7 @@ describe('worker leases', () => {
 
   it('refuses to start with a heartbeat too slow for its lease', () => {
     const engine = makeEngine({ workflows: [workflow('x', async () => 1)] });
-    expect(() => engine.worker({ leaseMs: 1000, heartbeatMs: 800 })).toThrow(/heartbeatMs \(800\) must be at most half of leaseMs/);
+    expect(() => engine.worker({ leaseMs: 1000, heartbeatMs: 400 })).toThrow(/heartbeatMs \(400\) must be at most a third of leaseMs/);
   });
 
   it('runs at most `concurrency` tasks at once per worker and at most the workflow cap across workers', async () => {

@@ -6,7 +6,9 @@
 --            lease (owner, expiry, fencing epoch), schedule (run_at) and counters.
 --            `version` is bumped by every status write (compare-and-set for commands);
 --            `epoch` is bumped by every claim (fencing for workers).
--- steps      the journal: one row per step / sleep / event wait, keyed by call position.
+-- steps      the journal: one row per step / sleep / event wait, keyed by call position; `done`
+--            is the order in which results were handed to the workflow code (replay keeps it).
+--            A waiting task's awaited events are `wait_events`, as |name|name|.
 -- history    append-only timeline of lifecycle transitions (claim, park, cancel, …).
 -- signals    events sent to tasks; kept until a waiting step consumes them.
 -- workflows  workflows that workers have registered (name, version), so that a process without
@@ -38,7 +40,7 @@ CREATE TABLE :SCHEMA.tasks (
   retries          INTEGER NOT NULL DEFAULT 0,
   pause_requested  BOOLEAN NOT NULL DEFAULT FALSE,
   wait             TEXT,
-  wait_event       TEXT,
+  wait_events      TEXT,
   cancel_reason    TEXT,
   created_at       BIGINT NOT NULL,
   updated_at       BIGINT NOT NULL,
@@ -67,6 +69,7 @@ CREATE TABLE :SCHEMA.steps (
   finished_at BIGINT,
   wake_at     BIGINT,
   epoch       INTEGER NOT NULL,
+  done        INTEGER,
   PRIMARY KEY (task_id, seq)
 );
 

@@ -6,7 +6,10 @@
 --                    integer keys make the per-step checkpoint (the hot path) markedly cheaper.
 --                    `version` is bumped by every status write (compare-and-set for commands);
 --                    `epoch` is bumped by every claim (fencing for workers).
--- stepwise_steps     the journal: one row per step / sleep / event wait, keyed by call position.
+-- stepwise_steps     the journal: one row per step / sleep / event wait, keyed by call position;
+--                    `done` is the order in which results were handed to the workflow code
+--                    (replay hands them back in the same order).
+--                    A waiting task's awaited events are `wait_events`, as |name|name|.
 -- stepwise_history   append-only timeline of lifecycle transitions (claim, park, cancel, …).
 -- stepwise_signals   events sent to tasks; kept until a waiting step consumes them.
 -- stepwise_workflows workflows that workers have registered (name, version), so that a process
@@ -33,7 +36,7 @@ CREATE TABLE stepwise_tasks (
   retries          INTEGER NOT NULL DEFAULT 0,
   pause_requested  INTEGER NOT NULL DEFAULT 0,
   wait             TEXT,
-  wait_event       TEXT,
+  wait_events      TEXT,
   cancel_reason    TEXT,
   created_at       INTEGER NOT NULL,
   updated_at       INTEGER NOT NULL,
@@ -59,6 +62,7 @@ CREATE TABLE stepwise_steps (
   finished_at INTEGER,
   wake_at     INTEGER,
   epoch       INTEGER NOT NULL,
+  done        INTEGER,
   PRIMARY KEY (task_no, seq)
 ) WITHOUT ROWID;
 

@@ -54,7 +54,7 @@ export function isBatchableTransition(w: TransitionWrite): boolean {
     w.from.length === 1 &&
     !w.steps?.length &&
     !w.consume?.length &&
-    typeof w.set.waitEvent !== 'string'
+    !w.set.waitEvents?.length
   );
 }
 
@@ -84,7 +84,7 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
     pause: col((w) => w.set.pauseRequested ?? false, 'boolean'),
     setWait: col(has('wait'), 'boolean'),
     wait: col((w) => w.set.wait ?? null, 'text'),
-    setWaitEvent: col(has('waitEvent'), 'boolean'),
+    setWaitEvents: col(has('waitEvents'), 'boolean'),
     setCancel: col(has('cancelReason'), 'boolean'),
     cancel: col((w) => w.set.cancelReason ?? null, 'text'),
     setFinished: col(has('finishedAt'), 'boolean'),
@@ -107,7 +107,7 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
         lease_owner = CASE WHEN i.clearLease THEN NULL ELSE t.lease_owner END,
         lease_expires_at = CASE WHEN i.clearLease THEN NULL ELSE t.lease_expires_at END,
         ${keep('pause_requested', 'setPause', 'pause')}, ${keep('wait', 'setWait', 'wait')},
-        wait_event = CASE WHEN i.setWaitEvent THEN NULL ELSE t.wait_event END,
+        wait_events = CASE WHEN i.setWaitEvents THEN NULL ELSE t.wait_events END,
         ${keep('cancel_reason', 'setCancel', 'cancel')}, ${keep('finished_at', 'setFinished', 'finished')},
         retries = t.retries + CASE WHEN i.retries THEN 1 ELSE 0 END
       FROM i JOIN cur ON cur.id = i.id WHERE t.id = i.id

@@ -24,12 +24,12 @@ export function sqlStatuses(statuses: readonly TaskStatus[]): string {
 export const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
 
 /** SQL types of {@link STEP_COLUMNS}, in order. */
-export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer'] as const;
+export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer'] as const;
 
 /** SQL types of the columns a TaskPatch may write. */
 export const PATCH_TYPES: Readonly<Record<string, string>> = {
   output: 'text', error: 'text', run_at: 'bigint', lease_owner: 'text', lease_expires_at: 'bigint',
-  pause_requested: 'boolean', wait: 'text', wait_event: 'text', cancel_reason: 'text', finished_at: 'bigint',
+  pause_requested: 'boolean', wait: 'text', wait_events: 'text', cancel_reason: 'text', finished_at: 'bigint',
 };
 
 export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
@@ -41,6 +41,24 @@ export class Params {
     this.values.push(value);
     return `$${this.values.length}::${type}`;
   }
+}
+
+/**
+ * The workflows (and, where listed, only those versions) a claiming worker serves, as a condition
+ * on `workflow` / `workflow_version`.
+ */
+export function servedSql(p: Params, workflows: readonly string[], versions: Readonly<Record<string, readonly string[]>> | undefined): string {
+  const any = workflows.filter((wf) => !versions?.[wf]);
+  const names: string[] = [];
+  const vers: string[] = [];
+  for (const wf of workflows) for (const v of versions?.[wf] ?? []) {
+    names.push(wf);
+    vers.push(v);
+  }
+  const parts: string[] = [];
+  if (any.length) parts.push(`workflow = ANY(${p.add(any, 'text[]')})`);
+  if (names.length) parts.push(`(workflow, workflow_version) IN (SELECT * FROM unnest(${p.add(names, 'text[]')}, ${p.add(vers, 'text[]')}))`);
+  return parts.length ? `(${parts.join(' OR ')})` : 'FALSE';
 }
 
 /** Quoted, schema-qualified table names. */

@@ -7,7 +7,7 @@
  * - A transition is one statement: a CTE that locks the task row (`SELECT … FOR UPDATE`, whose
  *   guard PostgreSQL re-checks against the newest row version), updates it, appends the history
  *   row and upserts steps / consumes signals only if the update happened. A transition that sets
- *   `waitEvent` runs a second statement in the same transaction (after the lock is held, so that
+ *   `waitEvents` runs a second statement in the same transaction (after the lock is held, so that
  *   its fresh snapshot sees any signal committed before), see {@link PostgresStore.transition}.
  * - A step write is one autocommit statement fenced by `SELECT … FOR SHARE` on the task row: a
  *   claim that bumps the epoch (an UPDATE) either waits for the write, or makes it fail its re-check.
@@ -20,12 +20,12 @@
 import { createRequire } from 'node:module';
 import type { Client, ClientBase, Notification, Pool } from 'pg';
 import { migratePostgres, quoteIdent } from './migrate.ts';
-import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, sqlStatuses, type Tables } from './sql-text.ts';
+import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
 import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StepwiseError, StoreUnavailableError } from '../errors.ts';
 import {
-  STEP_COLUMNS, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
+  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
 import type {
   ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask,
@@ -318,16 +318,16 @@ export class PostgresStore implements Store {
   // ── Guarded writes ───────────────────────────────────────────────────────────────────────
 
   /**
-   * One statement, unless `set.waitEvent` names an event: then a second statement in the same
+   * One statement, unless `set.waitEvents` names events: then a second statement in the same
    * transaction makes the task due if a matching unconsumed signal exists. It must be a separate
    * statement: under READ COMMITTED a statement's snapshot is taken when it starts, possibly before
    * a concurrent `insertSignal` (which locks the task row first) committed; the second statement
    * starts after this transaction holds the row lock, so it sees every signal committed before, and
-   * any signal committed after sees this task's `wait_event`.
+   * any signal committed after sees this task's `wait_events`.
    */
   async transition(write: TransitionWrite): Promise<TaskRow | null> {
     return this.#run(() =>
-      typeof write.set.waitEvent === 'string' ? this.#tx((c) => this.#transition(c, write)) : this.#transition(this.#db, write),
+      write.set.waitEvents?.length ? this.#tx((c) => this.#transition(c, write)) : this.#transition(this.#db, write),
     );
   }
 
@@ -336,13 +336,14 @@ export class PostgresStore implements Store {
     const { text, values } = this.#transitionSql(w);
     const [row] = await this.#rows(db, text, values);
     if (!row) return null;
-    if (typeof w.set.waitEvent === 'string') {
+    const events = encodeEvents(w.set.waitEvents ?? null);
+    if (events !== null) {
       const [due] = await this.#rows(
         db,
         `UPDATE ${this.#t.tasks} SET run_at = $1 WHERE id = $2 AND EXISTS
-           (SELECT 1 FROM ${this.#t.signals} WHERE task_id = $2 AND name = $3 AND consumed_seq IS NULL)
+           (SELECT 1 FROM ${this.#t.signals} WHERE task_id = $2 AND consumed_seq IS NULL AND strpos($3, '|' || name || '|') > 0)
          RETURNING *`,
-        [w.at, w.taskId, w.set.waitEvent],
+        [w.at, w.taskId, events],
       );
       if (due) return toTaskRow(due);
     }
@@ -503,13 +504,12 @@ export class PostgresStore implements Store {
             const need = r.limit - picked.length;
             const allowed = r.workflows.filter((wf) => (room.get(wf) ?? 1) > 0);
             if (need <= 0 || !allowed.length) return;
-            const rows = await this.#rows(
-              c,
-              `SELECT id, status, workflow, lease_owner FROM ${this.#t.tasks}
-               WHERE status IN (${sqlStatuses(from)}) AND ${due} <= $1 AND workflow = ANY($2::text[]) AND NOT (id = ANY($3::text[]))
-               ORDER BY ${order} LIMIT $4 FOR UPDATE SKIP LOCKED`,
-              [r.now, allowed, picked.map((x) => x.id), need],
-            );
+            const q = new Params();
+            const text = `SELECT id, status, workflow, lease_owner FROM ${this.#t.tasks}
+               WHERE status IN (${sqlStatuses(from)}) AND ${due} <= ${q.add(r.now, 'bigint')} AND ${servedSql(q, allowed, r.versions)}
+               AND NOT (id = ANY(${q.add(picked.map((x) => x.id), 'text[]')}))
+               ORDER BY ${order} LIMIT ${q.add(need, 'integer')} FOR UPDATE SKIP LOCKED`;
+            const rows = await this.#rows(c, text, q.values);
             let skipped = false;
             for (const row of rows) {
               const wf = String(row.workflow);
@@ -545,7 +545,7 @@ export class PostgresStore implements Store {
              UPDATE ${this.#t.tasks} AS t
              SET status = CASE WHEN p.p_event = 'reclaim' THEN ${p.add(r.reclaim.to, 'text')} ELSE ${p.add(r.claim.to, 'text')} END,
                lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
-               epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_event = NULL,
+               epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL,
                updated_at = ${p.add(r.now, 'bigint')}
              FROM p WHERE t.id = p.p_id
              RETURNING t.*, p.p_event, p.p_status, p.p_detail, p.p_ord
@@ -581,7 +581,7 @@ export class PostgresStore implements Store {
   async #claimUncapped(r: ClaimRequest): Promise<ClaimedTask[]> {
     const p = new Params();
     const now = p.add(r.now, 'bigint');
-    const wfs = p.add(r.workflows, 'text[]');
+    const served = servedSql(p, r.workflows, r.versions);
     const limit = p.add(r.limit, 'integer');
     const reclaimTo = p.add(r.reclaim.to, 'text');
     const claimTo = p.add(r.claim.to, 'text');
@@ -589,13 +589,13 @@ export class PostgresStore implements Store {
     if (r.reclaim.from.length) {
       parts.push(`r AS (
         SELECT id, status, lease_owner, 0 AS pri, lease_expires_at AS due FROM ${this.#t.tasks}
-        WHERE status IN (${sqlStatuses(r.reclaim.from)}) AND lease_expires_at <= ${now} AND workflow = ANY(${wfs})
+        WHERE status IN (${sqlStatuses(r.reclaim.from)}) AND lease_expires_at <= ${now} AND ${served}
         ORDER BY lease_expires_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
     }
     if (r.claim.from.length) {
       parts.push(`c AS (
         SELECT id, status, NULL::text AS lease_owner, 1 AS pri, run_at AS due FROM ${this.#t.tasks}
-        WHERE status IN (${sqlStatuses(r.claim.from)}) AND run_at <= ${now} AND workflow = ANY(${wfs})
+        WHERE status IN (${sqlStatuses(r.claim.from)}) AND run_at <= ${now} AND ${served}
         ORDER BY run_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
     }
     if (!parts.length) return [];
@@ -608,7 +608,7 @@ export class PostgresStore implements Store {
          UPDATE ${this.#t.tasks} AS t
          SET status = CASE WHEN p.pri = 0 THEN ${reclaimTo} ELSE ${claimTo} END,
            lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
-           epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_event = NULL, updated_at = ${now}
+           epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL, updated_at = ${now}
          FROM p WHERE t.id = p.id
          RETURNING t.*, p.pri AS p_pri, p.status AS p_status, p.lease_owner AS p_owner
        ), h AS (
@@ -731,7 +731,7 @@ export class PostgresStore implements Store {
   // ── Signals and workflows ────────────────────────────────────────────────────────────────
 
   /**
-   * Locks the task row first (so a concurrent transition that sets `wait_event` is either seen by
+   * Locks the task row first (so a concurrent transition that sets `wait_events` is either seen by
    * the wake-up UPDATE, or sees this signal: see {@link PostgresStore.transition}).
    */
   async insertSignal(s: SignalWrite): Promise<{ created: boolean } | null> {
@@ -745,7 +745,7 @@ export class PostgresStore implements Store {
              INSERT INTO ${this.#t.signals} (task_id, name, payload, idempotency_key, created_at) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (task_id, idempotency_key) DO NOTHING RETURNING id
            ), due AS (
-             UPDATE ${this.#t.tasks} SET run_at = $5 WHERE id = $1 AND wait_event = $2 AND EXISTS (SELECT 1 FROM ins)
+             UPDATE ${this.#t.tasks} SET run_at = $5 WHERE id = $1 AND strpos(wait_events, '|' || $2 || '|') > 0 AND EXISTS (SELECT 1 FROM ins)
            )
            SELECT count(*)::int AS n, CASE WHEN count(*) > 0 AND $7::text IS NOT NULL THEN pg_notify($6, $7) END AS notified FROM ins`,
           [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, this.channel, payload(s.notify)],

@@ -11,7 +11,7 @@ import { migrateSqlite } from './migrate.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError } from '../errors.ts';
 import {
-  STEP_COLUMNS, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
+  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
 import type {
   ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask,
@@ -37,6 +37,24 @@ const LEASED_SQL = statusList(LEASED_STATUSES);
 /** The WHERE clauses of the partial indexes for claims (sql/sqlite/000001_init.sql). */
 const DUE_INDEX: readonly TaskStatus[] = ['pending', 'waiting'];
 const LEASED_INDEX: readonly TaskStatus[] = ['running', 'cancelling'];
+/** `(+workflow IN (…) OR (+workflow = ? AND workflow_version IN (…)) …)`: the workflows (and versions) a worker serves. */
+function servedClause(workflows: readonly string[], versions: ClaimRequest['versions']): { sql: string; params: unknown[] } {
+  const any = workflows.filter((wf) => !versions?.[wf]);
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  if (any.length) {
+    parts.push(`+workflow IN (${inList(any.length)})`);
+    params.push(...any);
+  }
+  for (const wf of workflows) {
+    const vs = versions?.[wf];
+    if (!vs?.length) continue;
+    parts.push(`(+workflow = ? AND workflow_version IN (${inList(vs.length)}))`);
+    params.push(wf, ...vs);
+  }
+  return { sql: `(${parts.join(' OR ')})`, params };
+}
+
 /**
  * `status IN (…)` for a claim query. SQLite uses a partial index only when the query repeats the
  * index's own WHERE term, so it is added when the statuses asked for are among the index's.
@@ -211,11 +229,12 @@ export class SqliteStore implements Store {
     this.#history(w.taskId, w.at, w.event, current.status, w.to, current.epoch, w.workerId ?? null, w.detail ?? null);
     for (const step of w.steps ?? []) this.#upsertStep(step);
     for (const c of w.consume ?? []) this.#consume(c.signalId, c.seq);
-    if (typeof w.set.waitEvent === 'string') {
+    const events = encodeEvents(w.set.waitEvents ?? null);
+    if (events !== null) {
       const due = this.#stmt(
         `UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND EXISTS
-           (SELECT 1 FROM stepwise_signals WHERE task_id = ? AND name = ? AND consumed_seq IS NULL) RETURNING *`,
-      ).get(w.at, w.taskId, w.taskId, w.set.waitEvent) as Raw | undefined;
+           (SELECT 1 FROM stepwise_signals WHERE task_id = ? AND consumed_seq IS NULL AND instr(?, '|' || name || '|') > 0) RETURNING *`,
+      ).get(w.at, w.taskId, w.taskId, events) as Raw | undefined;
       if (due) return toTaskRow(due);
     }
     return toTaskRow(row);
@@ -269,7 +288,7 @@ export class SqliteStore implements Store {
     const no = this.#no(w.taskId);
     if (no === undefined || s.taskId !== w.taskId) return false;
     const res = this.#stmt(FENCED_STEP_SQL).run(
-      no, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, no, w.epoch,
+      no, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, no, w.epoch,
     );
     return res.changes === 1;
   }
@@ -277,48 +296,51 @@ export class SqliteStore implements Store {
   async claim(r: ClaimRequest): Promise<ClaimedTask[]> {
     if (r.limit <= 0 || r.workflows.length === 0) return [];
     return this.#tx(() => {
-      const picked: Array<{ id: string; status: TaskStatus; workflow: string; leaseOwner: string | null; event: 'claim' | 'reclaim' }> = [];
+      const picked: Array<{ id: string; status: TaskStatus; leaseOwner: string | null; event: 'claim' | 'reclaim' }> = [];
       const room = this.#room(r);
-      const take = (rows: Raw[], event: 'claim' | 'reclaim'): void => {
-        for (const row of rows) {
-          if (picked.length >= r.limit) return;
-          const wf = String(row.workflow);
-          const left = room.get(wf);
-          if (left !== undefined) {
-            if (left <= 0) continue;
-            room.set(wf, left - 1);
+      // Candidates are read a window at a time; a workflow at its concurrency cap is left out of
+      // the next window, so a capped backlog never hides other workflows' tasks.
+      const pick = (event: 'claim' | 'reclaim', from: readonly TaskStatus[], index: readonly TaskStatus[], due: string, order: string): void => {
+        if (!from.length) return;
+        for (;;) {
+          const need = r.limit - picked.length;
+          const allowed = r.workflows.filter((wf) => (room.get(wf) ?? 1) > 0);
+          if (need <= 0 || !allowed.length) return;
+          const served = servedClause(allowed, r.versions);
+          const taken = picked.map((p) => p.id);
+          // `+workflow` keeps the planner off the workflow index, which would walk a workflow's
+          // whole history; the status term lets it use the partial index of due (or expired) tasks.
+          const rows = this.#stmt(
+            `SELECT id, status, workflow, lease_owner FROM stepwise_tasks
+             WHERE ${statusTerm(from, index)} AND ${due} <= ? AND ${served.sql}
+             ${taken.length ? `AND id NOT IN (${inList(taken.length)})` : ''}
+             ORDER BY ${order} LIMIT ?`,
+          ).all(r.now, ...served.params, ...taken, need) as Raw[];
+          let full = false;
+          for (const row of rows) {
+            const wf = String(row.workflow);
+            const left = room.get(wf);
+            if (left !== undefined) {
+              if (left <= 0) {
+                full = true;
+                continue;
+              }
+              room.set(wf, left - 1);
+            }
+            picked.push({ id: String(row.id), status: row.status as TaskStatus, leaseOwner: event === 'reclaim' ? ((row.lease_owner as string | null) ?? null) : null, event });
           }
-          picked.push({ id: String(row.id), status: row.status as TaskStatus, workflow: wf, leaseOwner: (row.lease_owner as string | null) ?? null, event });
+          if (!full || rows.length < need) return;
         }
       };
-      // `+workflow` keeps the planner off the workflow index, which would walk a workflow's whole
-      // history; the status term lets it use the partial index of due (or expired) tasks instead.
-      const wfIn = inList(r.workflows.length);
       // Expired leases first: their tasks have waited longest.
-      take(
-        this.#stmt(
-          `SELECT id, status, workflow, lease_owner FROM stepwise_tasks
-           WHERE ${statusTerm(r.reclaim.from, LEASED_INDEX)} AND lease_expires_at <= ? AND +workflow IN (${wfIn})
-           ORDER BY lease_expires_at LIMIT ?`,
-        ).all(r.now, ...r.workflows, r.limit * 4) as Raw[],
-        'reclaim',
-      );
-      if (picked.length < r.limit) {
-        take(
-          this.#stmt(
-            `SELECT id, status, workflow, NULL AS lease_owner FROM stepwise_tasks
-             WHERE ${statusTerm(r.claim.from, DUE_INDEX)} AND run_at <= ? AND +workflow IN (${wfIn})
-             ORDER BY run_at, id LIMIT ?`,
-          ).all(r.now, ...r.workflows, r.limit * 4) as Raw[],
-          'claim',
-        );
-      }
+      pick('reclaim', r.reclaim.from, LEASED_INDEX, 'lease_expires_at', 'lease_expires_at, id');
+      pick('claim', r.claim.from, DUE_INDEX, 'run_at', 'run_at, id');
       const expires = r.now + r.leaseMs;
       return picked.map((p) => {
         const to = p.event === 'claim' ? r.claim.to : r.reclaim.to;
         const raw = this.#stmt(
           `UPDATE stepwise_tasks SET status = ?, lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1,
-             version = version + 1, runs = runs + 1, wait = NULL, wait_event = NULL, updated_at = ?
+             version = version + 1, runs = runs + 1, wait = NULL, wait_events = NULL, updated_at = ?
            WHERE id = ? RETURNING *`,
         ).get(to, r.workerId, expires, r.now, p.id) as Raw;
         this.#taskNo.set(p.id, Number(raw.no));
@@ -390,7 +412,7 @@ export class SqliteStore implements Store {
          ON CONFLICT (task_id, idempotency_key) DO NOTHING`,
       ).run(s.taskId, s.name, s.payload, s.idempotencyKey, s.at);
       if (res.changes === 1) {
-        this.#stmt('UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND wait_event = ?').run(s.at, s.taskId, s.name);
+        this.#stmt(`UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(s.at, s.taskId, s.name);
       }
       return { created: res.changes === 1 };
     });
