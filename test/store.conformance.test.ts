@@ -34,6 +34,8 @@ interface Target {
   open(): Store;
   migrationRows(): Promise<Array<{ id: number; breaking: boolean }>>;
   addMigrationRow(id: number, name: string, breaking: boolean): Promise<void>;
+  /** Pretends migration `id` was applied from another text. */
+  alterChecksum(id: number): Promise<void>;
 }
 
 interface Backend {
@@ -72,6 +74,14 @@ function sqliteBackend(): Backend {
       const db = new Database(path);
       try {
         db.prepare('INSERT INTO stepwise_migrations (id, name, breaking, applied_at) VALUES (?, ?, ?, ?)').run(id, name, breaking ? 1 : 0, T0);
+      } finally {
+        db.close();
+      }
+    },
+    async alterChecksum(id) {
+      const db = new Database(path);
+      try {
+        db.prepare(`UPDATE stepwise_migrations SET checksum = 'edited' WHERE id = ?`).run(id);
       } finally {
         db.close();
       }
@@ -117,6 +127,10 @@ function postgresBackend(): Backend {
     addMigrationRow: (id, name, breaking) =>
       withPg(async (c) => {
         await c.query(`INSERT INTO "${schema}".migrations (id, name, breaking, applied_at) VALUES ($1, $2, $3, $4)`, [id, name, breaking, T0]);
+      }),
+    alterChecksum: (id) =>
+      withPg(async (c) => {
+        await c.query(`UPDATE "${schema}".migrations SET checksum = 'edited' WHERE id = $1`, [id]);
       }),
   });
   return {
@@ -252,6 +266,15 @@ for (const backend of backends) {
         const err = await target.open().migrate().then(() => null, (e: unknown) => e);
         expect(isStepwiseError(err, 'SCHEMA_MISMATCH')).toBe(true);
         expect((err as Error).message).toContain('900');
+      });
+
+      it('a database whose applied migration differs from the shipped text is refused with SchemaMismatchError', async () => {
+        const target = backend.isolated();
+        await target.open().migrate();
+        await target.alterChecksum(1);
+        const err = await target.open().migrate().then(() => null, (e: unknown) => e);
+        expect(isStepwiseError(err, 'SCHEMA_MISMATCH')).toBe(true);
+        expect((err as Error).message).toMatch(/migration 1 \(init\) applied from a different text/);
       });
 
       it('a database with an unknown non-breaking migration is accepted', async () => {

@@ -11,7 +11,7 @@
  */
 import type { ClientBase } from 'pg';
 import { postgresMigrations, type Migration } from '../generated/sql.ts';
-import { SchemaMismatchError } from '../errors.ts';
+import { checkApplied } from '../migrations.ts';
 
 /** The placeholder in `sql/postgres/*.sql` that stands for the quoted schema name. */
 export const SCHEMA_PLACEHOLDER = ':SCHEMA';
@@ -42,22 +42,17 @@ export async function migratePostgres(
     await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`stepwise:migrate:${schema}`]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
     await client.query(`CREATE TABLE IF NOT EXISTS ${s}.migrations (
-      id INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking BOOLEAN NOT NULL, applied_at BIGINT NOT NULL)`);
-    const applied = (await client.query<{ id: number; name: string; breaking: boolean }>(
-      `SELECT id, name, breaking FROM ${s}.migrations ORDER BY id`,
+      id INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking BOOLEAN NOT NULL, applied_at BIGINT NOT NULL, checksum TEXT)`);
+    await client.query(`ALTER TABLE ${s}.migrations ADD COLUMN IF NOT EXISTS checksum TEXT`);
+    const applied = (await client.query<{ id: number; name: string; breaking: boolean; checksum: string | null }>(
+      `SELECT id, name, breaking, checksum FROM ${s}.migrations ORDER BY id`,
     )).rows;
-    const known = new Map(migrations.map((m) => [m.id, m]));
-    const unknownBreaking = applied.find((a) => !known.has(a.id) && a.breaking);
-    if (unknownBreaking) {
-      throw new SchemaMismatchError(
-        `The database schema ${s} has breaking migration ${unknownBreaking.id} (${unknownBreaking.name}), newer than this version of Stepwise understands. Upgrade Stepwise.`,
-      );
-    }
+    checkApplied(`The database schema ${s}`, applied, migrations);
     const done = new Set(applied.map((a) => a.id));
     let count = 0;
     for (const m of migrations) {
       if (done.has(m.id)) continue;
-      await client.query(`INSERT INTO ${s}.migrations (id, name, breaking, applied_at) VALUES ($1, $2, $3, $4)`, [m.id, m.name, m.breaking, now]);
+      await client.query(`INSERT INTO ${s}.migrations (id, name, breaking, applied_at, checksum) VALUES ($1, $2, $3, $4, $5)`, [m.id, m.name, m.breaking, now, m.checksum]);
       await client.query(migrationSql(m, schema));
       count++;
     }
