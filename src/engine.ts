@@ -269,6 +269,9 @@ export class Engine {
    */
   async cancel(id: string, options: { reason?: string } = {}): Promise<TaskSummary> {
     const reason = options.reason ?? null;
+    if (reason !== null && (typeof reason !== 'string' || reason.length > 1000)) {
+      throw new InvalidArgumentError('A cancel reason must be a string of at most 1000 characters.');
+    }
     const row = await this.#command(id, 'cancel', () => ({ set: { cancelReason: reason }, detail: { reason } }), reason);
     return toSummary(row);
   }
@@ -308,7 +311,11 @@ export class Engine {
    */
   async signal(id: string, name: string, payload?: unknown, options: { idempotencyKey?: string } = {}): Promise<{ created: boolean }> {
     const store = await this.ready();
-    if (typeof name !== 'string' || !name || name.length > 200) throw new InvalidArgumentError('A signal needs a name of 1-200 characters.');
+    if (typeof name !== 'string' || !/^[^|]{1,200}$/.test(name)) throw new InvalidArgumentError('A signal needs a name of 1-200 characters without "|".');
+    const key = options.idempotencyKey;
+    if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
+      throw new InvalidArgumentError(`A signal's idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
+    }
     let encoded: string | null;
     try {
       encoded = encodeJson(payload, `The payload of signal "${name}"`);
@@ -318,7 +325,7 @@ export class Engine {
     const task = await this.#row(store, id);
     if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', legalEvents(task), id);
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
-    const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: options.idempotencyKey ?? null, at: this.clock.now(), notify: wake });
+    const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: key ?? null, at: this.clock.now(), notify: wake });
     if (!res) throw new TaskNotFoundError(id);
     if (res.created) this.#deliver(wake);
     return res;
@@ -334,7 +341,11 @@ export class Engine {
     const lease = row.leaseOwner && row.leaseExpiresAt !== null ? { owner: row.leaseOwner, expiresAt: row.leaseExpiresAt, expired: row.leaseExpiresAt <= now } : null;
     const wait = row.wait ? (JSON.parse(row.wait) as Record<string, unknown>) : null;
     const error = row.error ? decodeError(row.error).message : null;
-    const registered = this.#workflows.has(row.workflow) || (await store.listWorkflows()).some((w) => w.name === row.workflow);
+    const local = this.#workflows.get(row.workflow);
+    const registered = [
+      ...(local ? [local.version, ...(local.options.compatibleVersions ?? []).map(String)] : []),
+      ...(await store.listWorkflows()).filter((w) => w.name === row.workflow).map((w) => w.version),
+    ];
     return {
       id,
       status: row.status,
@@ -437,12 +448,15 @@ export class Engine {
 
 function explainSummary(
   row: TaskRow,
-  c: { now: number; lease: Explanation['lease']; wait: Record<string, unknown> | null; error: string | null; registered: boolean },
+  c: { now: number; lease: Explanation['lease']; wait: Record<string, unknown> | null; error: string | null; registered: string[] },
 ): string {
   const at = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString());
   switch (row.status) {
     case 'pending':
-      if (!c.registered) return `Pending, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;
+      if (!c.registered.length) return `Pending, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;
+      if (!c.registered.includes(row.workflowVersion)) {
+        return `Pending, but it was started under version ${row.workflowVersion} of "${row.workflow}" and workers have registered only version(s) ${[...new Set(c.registered)].join(', ')}: run a worker with version ${row.workflowVersion}, or list it in compatibleVersions if the new code can replay it.`;
+      }
       return row.runAt !== null && row.runAt > c.now
         ? `Pending until ${at(row.runAt)} (delayed start).`
         : `Pending and due: the next worker serving "${row.workflow}" with a free slot will claim it.`;

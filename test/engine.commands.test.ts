@@ -51,7 +51,13 @@ describe('engine commands', () => {
     await expect(engine.start('strict', { topic: 3 })).rejects.toThrow(/topic must be a string/);
     await expect(engine.list({ status: 'done' as never })).rejects.toThrow(InvalidArgumentError);
     await expect(engine.start('echo', 1, { idempotencyKey: '' })).rejects.toThrow(InvalidArgumentError);
-    expect((await engine.list()).tasks).toHaveLength(0); // nothing was created by bad input
+    const { id } = await engine.start('echo', 1);
+    await expect(engine.signal(id, 'go', 1, { idempotencyKey: {} as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(engine.signal(id, 'a|b', 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(engine.cancel(id, { reason: { why: 1 } as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect((await engine.get(id)).status).toBe('pending'); // bad input left the task alone
+    await engine.cancel(id);
+    expect((await engine.list()).tasks).toHaveLength(1); // nothing was created by bad input
   });
 
   it('knows workflows registered by workers in the database even without the code', async () => {
@@ -160,5 +166,37 @@ describe('engine commands', () => {
     const engine = makeEngine({ workflows: [echo] });
     const { id } = await engine.start('echo', 1);
     await expect(engine.result(id, { timeout: 50 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+  });
+});
+
+describe('workflow versions', () => {
+  it('runs a task only on workers that serve its version, or declare it compatible', async () => {
+    const url = tempDbUrl();
+    const v1 = workflow('versioned', async (ctx) => ctx.step('which', () => 'v1'), { version: 1 });
+    const v2 = workflow('versioned', async (ctx) => ctx.step('which', () => 'v2'), { version: 2 });
+    const old = new Engine({ store: url, workflows: [v1] });
+    const current = new Engine({ store: url, workflows: [v2] });
+    try {
+      const a = await old.start(v1); // started under version 1
+      const b = await current.start(v2);
+      const w2 = current.worker({ pollIntervalMs: 20 });
+      await w2.start();
+      expect(await current.result(b.id)).toBe('v2');
+      await new Promise((r) => setTimeout(r, 150));
+      expect((await current.get(a.id)).status).toBe('pending'); // the v2 worker leaves it alone
+      expect((await current.explain(a.id)).summary).toMatch(/started under version 1 of "versioned" and workers have registered only version\(s\) 2/);
+      const v3 = workflow('versioned', async (ctx) => ctx.step('which', () => 'v3'), { version: 3, compatibleVersions: [1] });
+      const next = new Engine({ store: url, workflows: [v3] });
+      try {
+        const w3 = next.worker({ pollIntervalMs: 20 });
+        await w3.start();
+        expect(await next.result(a.id)).toBe('v3'); // declared compatible: runs the v1 task
+      } finally {
+        await next.close();
+      }
+    } finally {
+      await old.close();
+      await current.close();
+    }
   });
 });

@@ -9,7 +9,7 @@ import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
-import { ClosedError, InvalidArgumentError } from '../errors.ts';
+import { ClosedError, InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
 import {
   STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
@@ -122,12 +122,30 @@ export class SqliteStore implements Store {
     return no;
   }
 
+  /** Runs `fn` in a `BEGIN IMMEDIATE` transaction; driver errors are translated here. */
   #tx<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    return this.#translate(() => this.db.transaction(fn).immediate());
+  }
+
+  /**
+   * The one place where SQLite errors become Stepwise errors: a file that stays locked past the
+   * busy timeout, a full or read-only disk, an I/O error: the store is unavailable (retryable).
+   * Other errors are bugs and pass through unchanged.
+   */
+  #translate<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN|PROTOCOL)/.test(code)) {
+        throw new StoreUnavailableError(`SQLite database ${this.path} is unavailable (${code}): ${(e as Error).message}`, { cause: e });
+      }
+      throw e;
+    }
   }
 
   async migrate(): Promise<void> {
-    migrateSqlite(this.db, this.#now());
+    this.#translate(() => migrateSqlite(this.db, this.#now()));
   }
 
   async close(): Promise<void> {
@@ -287,8 +305,10 @@ export class SqliteStore implements Store {
     const s = w.step;
     const no = this.#no(w.taskId);
     if (no === undefined || s.taskId !== w.taskId) return false;
-    const res = this.#stmt(FENCED_STEP_SQL).run(
-      no, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, no, w.epoch,
+    const res = this.#translate(() =>
+      this.#stmt(FENCED_STEP_SQL).run(
+        no, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, no, w.epoch,
+      ),
     );
     return res.changes === 1;
   }
