@@ -154,13 +154,13 @@ export class Worker {
       onRetry: (error, attempt) => this.#events.emit('worker:error', { error: coerceError(error), during: `writing checkpoints (attempt ${attempt})` }),
     });
     this.#state = 'running';
-    this.#subscribe(store);
+    this.#subscribe();
     this.#heartbeat = setInterval(() => void this.#beat(), this.#heartbeatMs);
     this.#loop = this.#claimLoop();
     this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
   }
 
-  #subscribe(store: Store): void {
+  #subscribe(): void {
     const bus = this.#host.bus;
     this.#unsubscribe.push(
       bus.on('task:ready', ({ workflow }) => {

@@ -18,10 +18,11 @@
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
 import { createRequire } from 'node:module';
-import type { Client, ClientBase, Notification, Pool } from 'pg';
+import type { ClientBase, Pool } from 'pg';
 import { migratePostgres, quoteIdent } from './migrate.ts';
 import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
 import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
+import { WakeListener, payload } from './wake.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StepwiseError, StoreUnavailableError } from '../errors.ts';
 import {
@@ -55,8 +56,6 @@ export interface PostgresStoreOptions {
 }
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,57}$/;
-/** Reconnect delays of the LISTEN connection: doubles from the first to the last. */
-const RECONNECT_MS = { first: 100, max: 5000 } as const;
 /** How many distinct statement texts are prepared by name (see `#rows`). */
 const MAX_NAMED_STATEMENTS = 500;
 /** Transactions that lose a deadlock or serialization race are run again, at most this often. */
@@ -378,7 +377,7 @@ export class PostgresStore implements Store {
       )`;
     const steps = uniqueSteps(w.steps ?? []);
     if (steps.length) {
-      const columns = STEP_COLUMNS.map((c, i) => p.add(steps.map((s) => stepValues(s)[i]), `${STEP_TYPES[i]}[]`));
+      const columns = STEP_COLUMNS.map((_, i) => p.add(steps.map((s) => stepValues(s)[i]), `${STEP_TYPES[i]}[]`));
       text += `, steps AS (
         INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
         SELECT * FROM unnest(${columns.join(', ')}) WHERE EXISTS (SELECT 1 FROM upd)
@@ -810,110 +809,6 @@ export class PostgresStore implements Store {
       this.#listeners.delete(l);
       await l.stop();
     };
-  }
-}
-
-/** One LISTEN connection that survives drops. */
-class WakeListener {
-  readonly #connect: () => Client;
-  readonly #channel: string;
-  readonly #listener: (event: WakeEvent) => void;
-  #client: Client | null = null;
-  #stopped = false;
-  #timer: NodeJS.Timeout | null = null;
-  #delayMs: number = RECONNECT_MS.first;
-
-  constructor(connect: () => Client, channel: string, listener: (event: WakeEvent) => void) {
-    this.#connect = connect;
-    this.#channel = channel;
-    this.#listener = listener;
-  }
-
-  async start(): Promise<void> {
-    await this.#open();
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    const client = this.#client;
-    this.#client = null;
-    if (client) await client.end().catch(() => undefined);
-  }
-
-  async #open(): Promise<void> {
-    const client = this.#connect();
-    // 'error' precedes 'end' when the connection drops; 'end' schedules the reconnect.
-    client.on('error', () => undefined);
-    client.on('notification', (msg: Notification) => {
-      if (msg.channel === this.#channel) this.#deliver(parseWakeEvent(msg.payload));
-    });
-    client.on('end', () => {
-      if (this.#client !== client) return;
-      this.#client = null;
-      this.#scheduleReconnect();
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${quoteIdent(this.#channel)}`);
-    } catch (e) {
-      await client.end().catch(() => undefined);
-      throw e;
-    }
-    if (this.#stopped) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.#client = client;
-  }
-
-  #scheduleReconnect(): void {
-    if (this.#stopped || this.#timer) return;
-    const delay = this.#delayMs;
-    this.#delayMs = Math.min(this.#delayMs * 2, RECONNECT_MS.max);
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      this.#open().then(
-        () => {
-          if (this.#stopped) return;
-          this.#delayMs = RECONNECT_MS.first;
-          // Notifications sent while disconnected are lost: tell the worker to poll.
-          this.#deliver({ reason: 'task', taskId: '*' });
-        },
-        () => this.#scheduleReconnect(),
-      );
-    }, delay);
-  }
-
-  #deliver(event: WakeEvent | null): void {
-    if (!event || this.#stopped) return;
-    try {
-      this.#listener(event);
-    } catch {
-      // A listener's failure is its own; the connection keeps listening.
-    }
-  }
-}
-
-/** The NOTIFY payload of a wake-up (at most a few hundred bytes: ids, names, a short reason). */
-function payload(event: WakeEvent | undefined): string | null {
-  if (!event) return null;
-  const text = JSON.stringify(event);
-  return text.length < 7900 ? text : JSON.stringify({ ...event, cancelReason: null });
-}
-
-function parseWakeEvent(payload: string | undefined): WakeEvent | null {
-  if (!payload) return null;
-  try {
-    const v = JSON.parse(payload) as Partial<WakeEvent> | null;
-    if (!v || typeof v.reason !== 'string' || typeof v.taskId !== 'string') return null;
-    const event: WakeEvent = { reason: v.reason, taskId: v.taskId };
-    if (typeof v.workflow === 'string') event.workflow = v.workflow;
-    if (typeof v.cancelReason === 'string') event.cancelReason = v.cancelReason;
-    return event;
-  } catch {
-    return null;
   }
 }
 

@@ -1,0 +1,118 @@
+/**
+ * @module postgres/wake
+ * @internal
+ * Wake-ups across processes: the NOTIFY payload of a write, and one LISTEN connection (outside
+ * the pool) that survives drops: it reconnects with backoff, re-subscribes, and then tells its
+ * listener to poll once (`taskId: '*'`), since notifications sent while it was down are lost.
+ */
+import type { Client, Notification } from 'pg';
+import { quoteIdent } from './migrate.ts';
+import type { WakeEvent } from '../store.ts';
+
+/** Reconnect delays of the LISTEN connection: doubles from the first to the last. */
+const RECONNECT_MS = { first: 100, max: 5000 } as const;
+
+/** One LISTEN connection that survives drops. */
+export class WakeListener {
+  readonly #connect: () => Client;
+  readonly #channel: string;
+  readonly #listener: (event: WakeEvent) => void;
+  #client: Client | null = null;
+  #stopped = false;
+  #timer: NodeJS.Timeout | null = null;
+  #delayMs: number = RECONNECT_MS.first;
+
+  constructor(connect: () => Client, channel: string, listener: (event: WakeEvent) => void) {
+    this.#connect = connect;
+    this.#channel = channel;
+    this.#listener = listener;
+  }
+
+  async start(): Promise<void> {
+    await this.#open();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    const client = this.#client;
+    this.#client = null;
+    if (client) await client.end().catch(() => undefined);
+  }
+
+  async #open(): Promise<void> {
+    const client = this.#connect();
+    // 'error' precedes 'end' when the connection drops; 'end' schedules the reconnect.
+    client.on('error', () => undefined);
+    client.on('notification', (msg: Notification) => {
+      if (msg.channel === this.#channel) this.#deliver(parseWakeEvent(msg.payload));
+    });
+    client.on('end', () => {
+      if (this.#client !== client) return;
+      this.#client = null;
+      this.#scheduleReconnect();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${quoteIdent(this.#channel)}`);
+    } catch (e) {
+      await client.end().catch(() => undefined);
+      throw e;
+    }
+    if (this.#stopped) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.#client = client;
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#stopped || this.#timer) return;
+    const delay = this.#delayMs;
+    this.#delayMs = Math.min(this.#delayMs * 2, RECONNECT_MS.max);
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#open().then(
+        () => {
+          if (this.#stopped) return;
+          this.#delayMs = RECONNECT_MS.first;
+          // Notifications sent while disconnected are lost: tell the worker to poll.
+          this.#deliver({ reason: 'task', taskId: '*' });
+        },
+        () => this.#scheduleReconnect(),
+      );
+    }, delay);
+  }
+
+  #deliver(event: WakeEvent | null): void {
+    if (!event || this.#stopped) return;
+    try {
+      this.#listener(event);
+    } catch {
+      // A listener's failure is its own; the connection keeps listening.
+    }
+  }
+}
+
+/** The NOTIFY payload of a wake-up (at most a few hundred bytes: ids, names, a short reason). */
+export function payload(event: WakeEvent | undefined): string | null {
+  if (!event) return null;
+  const text = JSON.stringify(event);
+  return text.length < 7900 ? text : JSON.stringify({ ...event, cancelReason: null });
+}
+
+export function parseWakeEvent(payload: string | undefined): WakeEvent | null {
+  if (!payload) return null;
+  try {
+    const v = JSON.parse(payload) as Partial<WakeEvent> | null;
+    if (!v || typeof v.reason !== 'string' || typeof v.taskId !== 'string') return null;
+    const event: WakeEvent = { reason: v.reason, taskId: v.taskId };
+    if (typeof v.workflow === 'string') event.workflow = v.workflow;
+    if (typeof v.cancelReason === 'string') event.cancelReason = v.cancelReason;
+    return event;
+  } catch {
+    return null;
+  }
+}
+
