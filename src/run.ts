@@ -221,11 +221,14 @@ export class TaskRun {
     }
   }
 
-  /** After a halt, give the function `cancelGraceMs` to settle. */
+  /**
+   * After a halt, give the function `cancelGraceMs` to settle. Real time, not the engine's clock:
+   * this bounds how long a worker slot stays busy, whatever time the workflow lives in.
+   */
   async #grace(work: Promise<unknown>): Promise<void> {
-    const timer = new AbortController();
-    await Promise.race([work, this.#deps.clock.sleep(this.#deps.cancelGraceMs, timer.signal).catch(() => undefined)]);
-    timer.abort(null);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#deps.cancelGraceMs)))]);
+    clearTimeout(timer);
   }
 
   /** After a halt, wait (within the grace period) for live work to notice its signal. */
