@@ -280,16 +280,22 @@ export class Engine {
   async retry(id: string): Promise<TaskSummary> {
     const store = await this.ready();
     const row = await this.#command(id, 'retry', async (task) => {
-      const failedStep = task.error ? failedStepOf(decodeError(task.error)) : undefined;
       const journal = await store.getSteps(id);
-      // The failures that ended the task: the step named by its error, and every failed step
-      // after the last result the code went on from (a caught failure followed by more work stays).
-      const lastGood = Math.max(0, ...journal.filter((s) => s.done !== null && s.status !== 'failed').map((s) => s.done as number));
-      const steps: StepRow[] = journal
-        .filter((s) => s.status === 'failed' && (s.name === failedStep || s.done === null || s.done > lastGood))
-        // A fresh attempt budget; the failure stays as `lastError` for a repair attempt.
-        .map((s) => ({ ...s, status: 'retrying' as const, attempts: 0, wakeAt: null, finishedAt: null, done: null }));
-      return { set: { error: null, incrementRetries: true }, steps, detail: { retry: task.retries + 1, fromSteps: steps.map((s) => s.name) } };
+      const failure = retryPoint(task, journal);
+      if (!failure) return { set: { error: null, incrementRetries: true }, detail: { retry: task.retries + 1, fromStep: null } };
+      // The failed step runs again with a fresh attempt budget (its error stays as `lastError`),
+      // and what the code did after receiving that failure (a compensation, a log step, a wait)
+      // is forgotten: on retry the code takes that path again only if the step fails again.
+      const after = journal.filter(
+        (s) => s.seq > failure.seq && (s.done === null || (failure.done !== null && s.done > failure.done)),
+      );
+      const reset: StepRow = { ...failure, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null, done: null };
+      return {
+        set: { error: null, incrementRetries: true },
+        steps: [reset],
+        deleteSteps: after.map((s) => s.seq),
+        detail: { retry: task.retries + 1, fromStep: failure.name, forgotten: after.map((s) => s.name) },
+      };
     });
     return toSummary(row);
   }
@@ -403,7 +409,7 @@ export class Engine {
   async #command(
     id: string,
     event: LifecycleEvent,
-    build: (task: TaskRow) => { set?: TaskPatch; detail?: unknown; steps?: StepRow[] } | Promise<{ set?: TaskPatch; detail?: unknown; steps?: StepRow[] }>,
+    build: (task: TaskRow) => CommandWrite | Promise<CommandWrite>,
     cancelReason?: string | null,
   ): Promise<TaskRow> {
     const store = await this.ready();
@@ -413,6 +419,7 @@ export class Engine {
       const { write } = planTransition({
         taskId: id, state: task, event, guard: { version: task.version }, at: this.clock.now(),
         ...(extra.set ? { set: extra.set } : {}), detail: extra.detail, ...(extra.steps ? { steps: extra.steps } : {}),
+        ...(extra.deleteSteps ? { deleteSteps: extra.deleteSteps } : {}),
         notify: (edge) => wakeFor(edge, id, task.workflow, cancelReason),
       });
       const row = await store.transition(write);
@@ -467,7 +474,10 @@ function explainSummary(
       const w = c.wait ?? {};
       const until = (t: unknown): string => (typeof t === 'number' ? ` until ${at(t)}` : '');
       const one = (x: Record<string, unknown>): string => {
-        if (x.kind === 'event') return `event "${String(x.event)}"${until(x.until) || ' (no timeout)'}`;
+        if (x.kind === 'event') {
+          const names = Array.isArray(x.events) ? (x.events as string[]).map((e) => `"${e}"`).join(' or ') : `"${String(x.event)}"`;
+          return `event ${names}${until(x.until) || ' (no timeout)'}`;
+        }
         if (x.kind === 'retry') return `the retry of step "${String(x.step)}" (attempt ${String(x.attempt)})${until(x.until)}`;
         if (x.kind === 'sleep') return `the end of sleep "${String(x.step)}"${until(x.until)}`;
         return `its wake-up time${until(row.runAt)}`;
@@ -491,6 +501,27 @@ function explainSummary(
     case 'cancelled':
       return `Cancelled${row.cancelReason ? `: ${row.cancelReason}` : ''}. A cancelled task never resumes.`;
   }
+}
+
+/** What a command writes besides the status change. */
+interface CommandWrite {
+  set?: TaskPatch;
+  detail?: unknown;
+  steps?: StepRow[];
+  deleteSteps?: number[];
+}
+
+/**
+ * The failed step a retry starts from: the one named by the task's error (a StepFailedError in
+ * the error or its causes), else the last result the code received, if that was a failure.
+ */
+function retryPoint(task: TaskRow, journal: readonly StepRow[]): StepRow | undefined {
+  const named = task.error ? failedStepOf(decodeError(task.error)) : undefined;
+  const failed = journal.filter((s) => s.status === 'failed');
+  const byName = failed.find((s) => s.name === named);
+  if (byName) return byName;
+  const last = journal.filter((s) => s.done !== null).sort((a, b) => (b.done as number) - (a.done as number))[0];
+  return last?.status === 'failed' ? last : undefined;
 }
 
 /** The step whose failure failed the task: a StepFailedError in the error or its causes. */

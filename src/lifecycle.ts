@@ -104,8 +104,8 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge>>>>
     park: e('waiting', ['release-lease']),
     release: e('pending', ['release-lease', 'schedule-now']),
     suspend: e('paused', ['release-lease', 'clear-pause-request'], true),
-    complete: e('succeeded', ['release-lease', 'finish']),
-    fail: e('failed', ['release-lease', 'finish']),
+    complete: e('succeeded', ['release-lease', 'clear-pause-request', 'finish']),
+    fail: e('failed', ['release-lease', 'clear-pause-request', 'finish']),
     cancel: e('cancelling', ['abort-run']),
     pause: e('running', ['request-pause'], false),
     resume: e('running', ['clear-pause-request'], true),
@@ -115,7 +115,7 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge>>>>
     cancel: e('cancelled', ['finish']),
   },
   cancelling: {
-    abort: e('cancelled', ['release-lease', 'finish']),
+    abort: e('cancelled', ['release-lease', 'clear-pause-request', 'finish']),
   },
   succeeded: {},
   failed: {

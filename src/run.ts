@@ -16,13 +16,22 @@
  * `Promise.all` branches await different things. Results produced in this run are handed over
  * only after the replay is complete, in the order they were recorded.
  *
- * Stopping. Waits (a long sleep or retry backoff, an event) are registered, not thrown: when the
- * run has nothing left to do but wait, it parks with all of them (the earliest deadline, every
- * awaited event). A pause or a draining worker stops new calls from starting (they simply do not
+ * Results are handed over one per macrotask (after the code's continuations have run), in the
+ * first run as in replay, so both interleave branches identically.
+ *
+ * Stopping. Waits (a long sleep or retry backoff, an event) are registered, not thrown. A wait
+ * with a deadline also runs a timer in-process, so it ends on time while other work goes on; when
+ * the run has nothing left to do but wait, it parks with all of its waits (the earliest deadline,
+ * every awaited event). A pause or a draining worker stops new calls from starting (they do not
  * resolve in this run); when in-flight work has settled the run ends `paused` or back to
- * `pending`. A cancel, a lost lease or the end of the worker's grace period halts the run at once:
- * the AbortSignal fires and new calls reject.
+ * `pending`. A cancel, or the end of the worker's grace period, fires the AbortSignal and new calls
+ * reject; a step that still completes within the grace period is checkpointed. A lost lease (or a
+ * database that stays away) stops the run without writing anything more.
+ *
+ * Workflow code should await only `ctx` calls (and promises built from them); other I/O belongs
+ * in steps. The run decides it can only wait after the code has been quiet for a moment.
  */
+import { setMaxListeners } from 'node:events';
 import type { Clock } from './clock.ts';
 import { optionalMs, toMs, type Duration } from './duration.ts';
 import {
@@ -56,8 +65,14 @@ export interface RunDeps {
 interface Wait {
   row: StepRow;
   wakeAt: number | null;
-  event: string | null;
+  events: readonly string[];
   describe: Record<string, unknown>;
+}
+
+/** Live-activity accounting of one call: `idle()` while it only waits, `busy()` when it resumes. */
+interface Activity {
+  idle(): void;
+  busy(): void;
 }
 
 interface Position {
@@ -73,6 +88,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 const STEP_NAME = /^[^#|\s][^#|]{0,199}$/;
 /** A replay that waits this long for the code to make the call the journal says comes next has diverged. */
 const REPLAY_STALL_MS = 30_000;
+/** How long the code must stay quiet before the run decides it can only wait. */
+const QUIET_MS = 10;
 
 export class TaskRun {
   readonly taskId: string;
@@ -102,9 +119,17 @@ export class TaskRun {
   // Activity, waits and stop requests.
   /** Live work in progress: step attempts, checkpoints, in-process sleeps, results waiting for their turn. */
   #live = 0;
+  /** Of `#live`: results that are ready and only wait for the replay to reach them. */
+  #gated = 0;
+  /** Bumped by every call and every hand-over: the code is not quiet while it moves. */
+  #activity = 0;
   readonly #waits = new Map<number, Wait>();
+  /** Ends the in-process timers of waits when the run ends. */
+  readonly #waitTimers = new AbortController();
   #pause = false;
   #drain = false;
+  /** Calls refused because of a pause or a drain: the run cannot finish in this run any more. */
+  #refused = 0;
   #fatal: Error | null = null;
   #cancelReason: string | undefined;
   #cancelled = false;
@@ -132,6 +157,7 @@ export class TaskRun {
     this.#idle = new Promise<void>((resolve) => (this.#signalIdle = resolve));
     this.#halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
     if (!this.#replay.length) this.#replayFinished();
+    setMaxListeners(0, this.#controller.signal); // one listener per concurrent step attempt
     if (claimed.task.status === 'cancelling') this.cancel(claimed.task.cancelReason ?? undefined);
     if (claimed.task.pauseRequested) this.#pause = true;
   }
@@ -191,6 +217,11 @@ export class TaskRun {
     return this.#halt ?? new Error('run halted');
   }
 
+  /** Whether the run may still write: not after losing its lease or giving up on the database. */
+  #mayWrite(): boolean {
+    return !this.#leaseLost && !(this.#halt instanceof StoreUnavailableError);
+  }
+
   #blocked(): boolean {
     return this.#pause || this.#drain || this.#ended;
   }
@@ -207,9 +238,11 @@ export class TaskRun {
         (value) => void (result = { ok: true, value }),
         (error: unknown) => void (result = { ok: false, error }),
       );
+    if (this.#replay.length) this.#scheduleReplay(); // arms the stall watchdog if the first call never comes
     await Promise.race([fnDone, this.#idle, this.#halted.then(() => this.#grace(fnDone))]);
     if (this.#halt) await this.#settleLive();
     this.#ended = true;
+    this.#waitTimers.abort(null);
     if (this.#replayStall) clearTimeout(this.#replayStall);
     try {
       return await this.#finish(result);
@@ -218,6 +251,9 @@ export class TaskRun {
       // task will be resumed from its last checkpoint by whichever worker claims it.
       this.#deps.emit('worker:error', { error: coerceError(e), during: `finishing task ${this.taskId}` });
       return 'lease-lost';
+    } finally {
+      // Steps still running after the workflow returned (the losers of a race) are told to stop.
+      if (!this.#controller.signal.aborted) this.#controller.abort(new Error(`Task ${this.taskId}: the run has ended`));
     }
   }
 
@@ -247,6 +283,7 @@ export class TaskRun {
       // The code can only wait (or was asked to stop starting work).
       if (this.#pause) return this.#end('suspend', { steps: rows, detail: { reason: 'pause requested' } });
       if (this.#drain) return this.#end('release', { steps: rows, detail: { reason: 'worker stopping' } });
+      if (this.#refused) return this.#end('release', { steps: rows, detail: { reason: 'pause withdrawn' } });
       if (this.#waits.size) return this.#park(rows);
       return this.#end('release', { steps: rows, detail: { reason: 'run did not settle' } });
     }
@@ -279,7 +316,7 @@ export class TaskRun {
     const waits = [...this.#waits.values()];
     const deadlines = waits.map((w) => w.wakeAt).filter((t): t is number => t !== null);
     const wakeAt = deadlines.length ? Math.min(...deadlines) : null;
-    const events = [...new Set(waits.map((w) => w.event).filter((e): e is string => e !== null))];
+    const events = [...new Set(waits.flatMap((w) => w.events))];
     const wait = waits.length === 1 ? (waits[0] as Wait).describe : { kind: 'several', until: wakeAt, waits: waits.map((w) => w.describe) };
     return this.#end('park', {
       steps: rows,
@@ -297,6 +334,8 @@ export class TaskRun {
   async #end(requested: LifecycleEvent, opts: { set?: TaskPatch; detail?: unknown; steps?: StepRow[] }): Promise<TaskStatus | 'lease-lost'> {
     let status: TaskStatus = this.#cancelled ? 'cancelling' : 'running';
     let event = requested;
+    let set = opts.set;
+    let detail = opts.detail;
     for (let i = 0; i < 4; i++) {
       const ev: LifecycleEvent = status === 'cancelling' ? 'abort' : event;
       const { write } = planTransition({
@@ -305,19 +344,28 @@ export class TaskRun {
         event: ev,
         guard: { epoch: this.epoch },
         at: this.#deps.clock.now(),
-        set: ev === event ? opts.set : {},
-        detail: ev === event ? opts.detail : { reason: this.#cancelReason ?? null },
+        set: ev === event ? set : {},
+        detail: ev === event ? detail : { reason: this.#cancelReason ?? null },
         workerId: this.#deps.workerId,
         steps: ev === 'abort' ? [] : opts.steps,
         notify: (edge) => wakeFor(edge, this.taskId, this.workflow.name),
       });
+      // Parking or handing back must not swallow a pause this run has not heard of yet.
+      if (ev === 'park' || ev === 'release') write.pauseRequested = false;
       const row = (await this.#deps.writer.write(write)) as TaskRow | null;
       if (row) return row.status;
       const fresh = await this.#deps.store.getTask(this.taskId);
       if (!fresh || fresh.epoch !== this.epoch || (fresh.status !== 'running' && fresh.status !== 'cancelling')) return this.#lost();
       status = fresh.status;
-      // A pause withdrawn before the run stopped: hand the task back instead of parking it paused.
-      if (event === 'suspend' && !fresh.pauseRequested) event = 'release';
+      if (event === 'suspend' && !fresh.pauseRequested) {
+        // A pause withdrawn before the run stopped: hand the task back instead of parking it paused.
+        event = 'release';
+      } else if ((event === 'park' || event === 'release') && fresh.pauseRequested) {
+        // A pause arrived meanwhile: stop paused, with the same journal rows.
+        event = 'suspend';
+        set = {};
+        detail = { reason: 'pause requested' };
+      }
     }
     return this.#lost();
   }
@@ -334,47 +382,77 @@ export class TaskRun {
    * Runs `work` counted as live activity until it settles or calls `idle()` (when it turns into a
    * wait that may outlast the run); then checks whether the run can only wait.
    */
-  #track<T>(work: (idle: () => void) => Promise<T>): Promise<T> {
+  #track<T>(work: (activity: Activity) => Promise<T>): Promise<T> {
     this.#live++;
     let counted = true;
-    const idle = (): void => {
-      if (!counted) return;
-      counted = false;
-      this.#live--;
-      this.#scheduleIdleCheck();
+    const activity: Activity = {
+      idle: () => {
+        if (!counted) return;
+        counted = false;
+        this.#live--;
+        this.#scheduleIdleCheck();
+      },
+      busy: () => {
+        if (counted) return;
+        counted = true;
+        this.#live++;
+      },
     };
     let p: Promise<T>;
     try {
-      p = work(idle);
+      p = work(activity);
     } catch (e) {
       p = Promise.reject(e);
     }
-    p.then(idle, idle);
+    p.then(activity.idle, activity.idle);
     return p;
   }
 
-  /** The run can only wait: end it (after the code's continuations had their turn). */
+  /**
+   * Ends the run when it can only wait: nothing live, and the code quiet (after its continuations
+   * and a short pause, so that a plain `await` in workflow code is not mistaken for idleness).
+   */
   #scheduleIdleCheck(): void {
     if (this.#idleCheckScheduled || this.#ended) return;
     this.#idleCheckScheduled = true;
+    const quietSince = this.#activity;
     setImmediate(() => {
-      this.#idleCheckScheduled = false;
-      if (this.#ended || this.#live > 0 || this.#replayScheduled) return;
-      if (!this.#waits.size && !this.#pause && !this.#drain) return;
-      const next = this.#replay[this.#replayIndex];
-      if (next && !this.#pause && !this.#drain) {
-        // Nothing runs and the code only waits, yet the journal says it made another call next.
-        this.#fail(
-          new NonDeterminismError(
-            this.taskId,
-            next.seq,
-            `${this.#who()}: the code waits, but the journal says it called ${next.kind} "${next.name}" (position ${next.seq}) next when the task first ran. The workflow's control flow depends on something other than its steps' results.`,
-          ),
-        );
+      if (!this.#quiet()) {
+        this.#idleCheckScheduled = false;
         return;
       }
-      this.#signalIdle();
+      setTimeout(() => {
+        this.#idleCheckScheduled = false;
+        if (!this.#quiet() || this.#activity !== quietSince) {
+          if (!this.#ended) this.#scheduleIdleCheck();
+          return;
+        }
+        this.#onQuiet();
+      }, QUIET_MS).unref?.();
     });
+  }
+
+  /** Nothing runs but results waiting for the replay, and no replay turn is pending. */
+  #quiet(): boolean {
+    return !this.#ended && this.#live === this.#gated && !this.#replayScheduled;
+  }
+
+  #onQuiet(): void {
+    const next = this.#replay[this.#replayIndex];
+    const stopping = this.#pause || this.#drain || this.#refused > 0;
+    if (next && !stopping && (this.#waits.size || this.#gated)) {
+      // The code only waits, yet the journal says it made another call next.
+      this.#fail(
+        new NonDeterminismError(
+          this.taskId,
+          next.seq,
+          `${this.#who()}: the code waits, but the journal says it called ${next.kind} "${next.name}" (position ${next.seq}) next when the task first ran. The workflow's control flow depends on something other than its steps' results.`,
+        ),
+      );
+      return;
+    }
+    if (this.#live > 0) return; // results still waiting for the replay (the stall watchdog covers it)
+    if (this.#waits.size || stopping) this.#signalIdle();
   }
 
   /** A promise that does not settle in this run (the call resumes in a later run). */
@@ -387,6 +465,7 @@ export class TaskRun {
   #notNow<T>(): Promise<T> {
     if (this.#fatal) return Promise.reject(this.#fatal);
     if (this.#halt) return Promise.reject(this.#halt);
+    this.#refused++;
     return this.#parked<T>();
   }
 
@@ -455,6 +534,7 @@ export class TaskRun {
     this.#replayStall = null;
     this.#replayCalls.delete(next.seq);
     this.#replayIndex++;
+    this.#activity++;
     call();
     this.#scheduleReplay();
   }
@@ -462,18 +542,33 @@ export class TaskRun {
   /**
    * Hands a result of this run to the code in `done` order, after the replay: `done` is taken
    * now (synchronously), the result is handed over when `work` settled and every earlier result
-   * has been handed over.
+   * has been handed over; the next one follows a macrotask later, as in replay.
    */
   #inOrder<T>(work: Promise<T>): Promise<T> {
     const previous = this.#gate;
     let open!: () => void;
     this.#gate = new Promise<void>((resolve) => (open = resolve));
     this.#live++;
-    const settled = previous.then(() => work);
-    settled.then(open, open).finally(() => {
-      this.#live--;
+    let gated = false;
+    const ready = (): void => {
+      // The result is ready; if it still waits for the replay, the run may be stalled on it.
+      gated = true;
+      this.#gated++;
       this.#scheduleIdleCheck();
-    });
+      if (this.#replayIndex < this.#replay.length) this.#scheduleReplay();
+    };
+    work.then(ready, ready);
+    const settled = previous.then(() => work);
+    const handedOver = (): void => {
+      this.#activity++;
+      setImmediate(() => {
+        if (gated) this.#gated--;
+        this.#live--;
+        open();
+        this.#scheduleIdleCheck();
+      });
+    };
+    settled.then(handedOver, handedOver);
     return settled;
   }
 
@@ -487,7 +582,7 @@ export class TaskRun {
       signal: this.#controller.signal,
       step: <T>(name: string, fn: (s: StepContext) => Promise<T> | T, options?: StepOptions) => this.#step(name, fn, options),
       sleep: (name: string, duration: Duration) => this.#sleep(name, duration),
-      waitForEvent: <T>(name: string, options?: WaitForEventOptions) => this.#waitForEvent<T>(name, options),
+      waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => this.#waitForEvent<T>(name, options),
     });
   }
 
@@ -500,6 +595,7 @@ export class TaskRun {
         ),
       );
     }
+    this.#activity++;
     const seq = this.#seq++;
     const occurrence = (this.#occurrences.get(name) ?? 0) + 1;
     this.#occurrences.set(name, occurrence);
@@ -531,12 +627,13 @@ export class TaskRun {
    */
   async #checkpoint(row: StepRow, consume?: { signalId: number; seq: number }): Promise<void> {
     for (;;) {
-      if (this.#halt) throw this.#halt;
+      // After a cancel or a worker stop the lease is still ours: a step that completed is recorded.
+      if (!this.#mayWrite()) throw this.#haltReason();
       let accepted: unknown;
       try {
         accepted = await this.#deps.writer.write({ kind: 'step', taskId: this.taskId, epoch: this.epoch, step: row, ...(consume ? { consume } : {}) });
       } catch (e) {
-        if (this.#deps.clock.now() < this.#deps.leaseSafeUntil() && !this.#halt) {
+        if (this.#deps.clock.now() < this.#deps.leaseSafeUntil() && this.#mayWrite()) {
           await new Promise((r) => setTimeout(r, 500));
           continue;
         }
@@ -559,23 +656,44 @@ export class TaskRun {
     return this.#inOrder(write);
   }
 
-  /** Registers a wait on which the task may park; the call does not settle in this run. */
-  #waitFor<T>(wait: Wait, idle?: () => void): Promise<T> {
+  /**
+   * Registers a wait on which the task may park. With `timer`, a wait that has a deadline also
+   * ends in-process when the deadline comes while the run is still going (other work is live);
+   * the promise then resolves and the caller goes on. Otherwise it does not settle in this run.
+   */
+  #waitFor(wait: Wait, activity: Activity, timer = true): Promise<void> {
     this.#waits.set(wait.row.seq, wait);
-    idle?.();
-    return this.#parked<T>();
+    activity.idle();
+    if (!timer || wait.wakeAt === null) return this.#parked<void>();
+    return new Promise<void>((resolve) => {
+      this.#deps.clock.sleep(Math.max(0, (wait.wakeAt as number) - this.#deps.clock.now()), this.#waitTimers.signal).then(
+        () => {
+          if (this.#ended || this.#waits.get(wait.row.seq) !== wait) return;
+          this.#waits.delete(wait.row.seq);
+          activity.busy();
+          resolve();
+        },
+        () => undefined,
+      );
+    });
   }
 
-  /** A short wait in-process (live); a long one registers a park. Resolves when the time has come. */
-  async #pauseUntil(wakeAt: number, wait: Wait, idle: () => void): Promise<void> {
+  /** A short wait in-process; a long one is registered (it may park the task). Resolves when due. */
+  async #pauseUntil(wakeAt: number, wait: Wait, activity: Activity): Promise<void> {
     const remaining = wakeAt - this.#deps.clock.now();
     if (remaining <= 0) return;
-    if (remaining > this.#deps.parkAfterMs) return this.#waitFor<void>(wait, idle);
+    if (remaining > this.#deps.parkAfterMs) return this.#waitFor(wait, activity);
     try {
       await this.#deps.clock.sleep(remaining, this.#controller.signal);
     } catch {
-      throw this.#halt ?? new Error('wait interrupted');
+      throw this.#haltReason();
     }
+  }
+
+  /** Stops a call that may not go on now (pause, drain): its row is kept for the next run. */
+  #holdFor(wait: Wait, activity: Activity): Promise<never> {
+    this.#refused++;
+    return this.#waitFor(wait, activity, false) as Promise<never>;
   }
 
   // --- ctx.step ---------------------------------------------------------------------------------
@@ -597,12 +715,12 @@ export class TaskRun {
     }
     if (this.#fatal || this.#halt || this.#blocked()) return this.#notNow<T>();
     const p = pos;
-    return this.#track((idle) => this.#execute(p.seq, p.stepId, p.occurrence, name, fn, options, p.recorded, idle));
+    return this.#track((activity) => this.#execute(p.seq, p.stepId, p.occurrence, name, fn, options, p.recorded, activity));
   }
 
   async #execute<T>(
     seq: number, stepId: string, occurrence: number, name: string,
-    fn: (s: StepContext) => Promise<T> | T, options: StepOptions, recorded: StepRow | undefined, idle: () => void,
+    fn: (s: StepContext) => Promise<T> | T, options: StepOptions, recorded: StepRow | undefined, activity: Activity,
   ): Promise<T> {
     const { clock, emit, parkAfterMs } = this.#deps;
     const policy = options.retry === undefined ? this.#defaultRetry : resolveRetry(options.retry, this.#defaultRetry);
@@ -612,10 +730,12 @@ export class TaskRun {
     let lastError: Error | undefined = recorded?.error ? deserializeError(decodeError(recorded.error)) : undefined;
     const firstStart = recorded?.startedAt ?? clock.now();
     const retryWait = (row: StepRow, wakeAt: number, next: number): Wait => ({
-      row, wakeAt, event: null, describe: { kind: 'retry', step: stepId, attempt: next, until: wakeAt },
+      row, wakeAt, events: [], describe: { kind: 'retry', step: stepId, attempt: next, until: wakeAt },
     });
     if (recorded?.status === 'retrying' && recorded.wakeAt !== null) {
-      await this.#pauseUntil(recorded.wakeAt, retryWait(recorded, recorded.wakeAt, attempt + 1), idle);
+      await this.#pauseUntil(recorded.wakeAt, retryWait(recorded, recorded.wakeAt, attempt + 1), activity);
+      if (this.#halt) throw this.#halt;
+      if (this.#blocked()) return this.#holdFor(retryWait(recorded, clock.now(), attempt + 1), activity);
     }
     for (;;) {
       attempt++;
@@ -626,6 +746,7 @@ export class TaskRun {
         value = await this.#attempt(fn, { idempotencyKey, attempt, lastError, stepId }, timeoutMs);
       } catch (raw) {
         if (this.#halt) throw this.#halt;
+        if (this.#ended) throw raw; // a step left running when the run ended: nothing to record
         const error = coerceError(raw);
         if (!shouldRetry(policy, error, attempt)) {
           emit('step:failed', { taskId: this.taskId, step: stepId, attempt, error });
@@ -641,9 +762,9 @@ export class TaskRun {
         emit('step:retrying', { taskId: this.taskId, step: stepId, attempt, delayMs, error, parked: delayMs > parkAfterMs });
         lastError = error;
         const row = this.#row(seq, stepId, 'step', { status: 'retrying', error: encodeError(error), attempts: attempt, startedAt: firstStart, wakeAt });
-        await this.#pauseUntil(wakeAt, retryWait(row, wakeAt, attempt + 1), idle);
+        await this.#pauseUntil(wakeAt, retryWait(row, wakeAt, attempt + 1), activity);
         if (this.#halt) throw this.#halt;
-        if (this.#blocked()) return this.#waitFor<T>(retryWait(row, clock.now(), attempt + 1), idle);
+        if (this.#blocked()) return this.#holdFor(retryWait(row, clock.now(), attempt + 1), activity);
         continue;
       }
       let output: string | null;
@@ -688,6 +809,10 @@ export class TaskRun {
         timerStop?.abort(null);
       };
       const onAbort = (): void => {
+        // The step was told to stop. If it was cancelled or its worker is stopping, the lease is
+        // still ours: give it the grace period to finish (a result it returns is recorded, so its
+        // side effect is not repeated). A timeout or a lost lease ends the attempt at once.
+        if (this.#mayWrite() && this.#halt && signal.reason === this.#halt) return;
         cleanup();
         reject(signal.reason);
       };
@@ -732,27 +857,32 @@ export class TaskRun {
     }
     if (this.#fatal || this.#halt || this.#blocked()) return this.#notNow();
     const { seq, stepId, recorded } = pos;
-    return this.#track(async (idle) => {
+    return this.#track(async (activity) => {
       const now = this.#deps.clock.now();
       const row = recorded ?? this.#row(seq, stepId, 'sleep', { status: 'waiting', startedAt: now, wakeAt: now + ms });
       const wakeAt = row.wakeAt as number;
-      const wait: Wait = { row, wakeAt, event: null, describe: { kind: 'sleep', step: stepId, until: wakeAt } };
+      const wait: Wait = { row, wakeAt, events: [], describe: { kind: 'sleep', step: stepId, until: wakeAt } };
       // The wake-up time is recorded once, so a resumed sleep ends when it was meant to.
       if (!recorded && wakeAt - now <= this.#deps.parkAfterMs) await this.#checkpoint(row);
-      await this.#pauseUntil(wakeAt, wait, idle);
+      await this.#pauseUntil(wakeAt, wait, activity);
       if (this.#halt) throw this.#halt;
-      if (this.#blocked()) return this.#waitFor<void>(wait, idle);
+      if (this.#blocked()) return this.#holdFor(wait, activity);
       return this.#complete({ ...row, status: 'completed', finishedAt: this.#deps.clock.now() }, () => undefined);
     });
   }
 
   // --- ctx.waitForEvent -------------------------------------------------------------------------
 
-  #waitForEvent<T>(name: string, options: WaitForEventOptions = {}): Promise<EventResult<T>> {
+  #waitForEvent<T>(nameOrNames: string | readonly string[], options: WaitForEventOptions = {}): Promise<EventResult<T>> {
     let pos: Position;
     let timeoutMs: number | undefined;
+    let names: readonly string[];
     try {
-      pos = this.#position(name, 'event');
+      names = typeof nameOrNames === 'string' ? [nameOrNames] : [...nameOrNames];
+      if (!names.length || names.some((n) => typeof n !== 'string' || !STEP_NAME.test(n) || n.includes('+'))) {
+        throw this.#fail(new InvalidArgumentError(`waitForEvent: ${JSON.stringify(nameOrNames)} is not an event name or a non-empty list of them (1-200 characters, no "#", "|" or "+").`));
+      }
+      pos = this.#position(names.join('+'), 'event');
       const rec = pos.recorded;
       if (rec && rec.done !== null) return this.#replayed(pos.seq, () => decodeJson(rec.output) as EventResult<T>);
       timeoutMs = optionalMs(options.timeout, `timeout of waitForEvent "${pos.stepId}"`);
@@ -761,20 +891,25 @@ export class TaskRun {
     }
     if (this.#fatal || this.#halt || this.#blocked()) return this.#notNow();
     const { seq, stepId, recorded } = pos;
-    const now = this.#deps.clock.now();
-    const deadline = recorded ? recorded.wakeAt : timeoutMs === undefined ? null : now + timeoutMs;
-    const startedAt = recorded?.startedAt ?? now;
-    const base = this.#row(seq, stepId, 'event', { status: 'waiting', startedAt, wakeAt: deadline });
-    const index = this.#signals.findIndex((s) => s.name === name);
-    if (index >= 0) {
-      const [signal] = this.#signals.splice(index, 1) as [SignalRow];
-      const result: EventResult<T> = { timedOut: false, payload: decodeJson(signal.payload) as T };
-      return this.#complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: now }, () => result, { signalId: signal.id, seq });
-    }
-    if (deadline !== null && deadline <= now) {
+    return this.#track(async (activity) => {
+      const now = this.#deps.clock.now();
+      const deadline = recorded ? recorded.wakeAt : timeoutMs === undefined ? null : now + timeoutMs;
+      const startedAt = recorded?.startedAt ?? now;
+      const base = this.#row(seq, stepId, 'event', { status: 'waiting', startedAt, wakeAt: deadline });
+      const index = this.#signals.findIndex((s) => names.includes(s.name));
+      if (index >= 0) {
+        const [signal] = this.#signals.splice(index, 1) as [SignalRow];
+        const result: EventResult<T> = { timedOut: false, name: signal.name, payload: decodeJson(signal.payload) as T };
+        return this.#complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: now }, () => result, { signalId: signal.id, seq });
+      }
+      if (deadline === null || deadline > now) {
+        const what = names.length === 1 ? { event: names[0] } : { events: names };
+        await this.#waitFor({ row: recorded ?? base, wakeAt: deadline, events: names, describe: { kind: 'event', ...what, step: stepId, until: deadline } }, activity);
+        if (this.#halt) throw this.#halt;
+      }
+      // The deadline passed (in a later run, or in-process while other work went on).
       const result: EventResult<T> = { timedOut: true };
-      return this.#complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: now }, () => result);
-    }
-    return this.#waitFor({ row: recorded ?? base, wakeAt: deadline, event: name, describe: { kind: 'event', event: name, step: stepId, until: deadline } });
+      return this.#complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: this.#deps.clock.now() }, () => result);
+    });
   }
 }

@@ -139,6 +139,8 @@ export interface TransitionWrite {
   detail?: string | null;
   /** Journal rows committed in the same transaction (upserted by (taskId, seq)). */
   steps?: readonly StepRow[];
+  /** Journal positions deleted in the same transaction (a retry forgets what followed the failure). */
+  deleteSteps?: readonly number[];
   /** Signals consumed in the same transaction. */
   consume?: readonly { signalId: number; seq: number }[];
   /** Announced to other processes when (and only if) the write commits. */

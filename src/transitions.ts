@@ -19,6 +19,7 @@ export interface TransitionInput {
   detail?: unknown;
   workerId?: string | null;
   steps?: readonly StepRow[];
+  deleteSteps?: readonly number[];
   consume?: readonly { signalId: number; seq: number }[];
   /** Computes the cross-process announcement of this transition from its edge. */
   notify?: (edge: Transition) => WakeEvent | undefined;
@@ -42,6 +43,7 @@ export function planTransition(input: TransitionInput): { edge: Transition; writ
   };
   if (edge.pauseRequested !== undefined) write.pauseRequested = edge.pauseRequested;
   if (input.steps?.length) write.steps = input.steps;
+  if (input.deleteSteps?.length) write.deleteSteps = input.deleteSteps;
   if (input.consume?.length) write.consume = input.consume;
   const notify = input.notify?.(edge);
   if (notify) write.notify = notify;
@@ -90,7 +92,7 @@ export function wakeFor(edge: Transition, taskId: string, workflow: string, canc
   if (isFinished(edge.to)) return { reason: 'settled', taskId, workflow };
   if (edge.effects.includes('abort-run')) return { reason: 'cancel', taskId, workflow, cancelReason: cancelReason ?? null };
   if (edge.effects.includes('request-pause')) return { reason: 'pause', taskId, workflow };
-  if (edge.effects.includes('clear-pause-request') && edge.to === 'running') return { reason: 'resume', taskId, workflow };
+  if (edge.effects.includes('clear-pause-request') && edge.event === 'resume' && edge.to === 'running') return { reason: 'resume', taskId, workflow };
   if (edge.to === 'pending') return { reason: 'task', taskId, workflow };
   return undefined;
 }

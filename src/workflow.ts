@@ -44,7 +44,8 @@ export interface WaitForEventOptions {
   timeout?: Duration;
 }
 
-export type EventResult<T> = { timedOut: false; payload: T } | { timedOut: true };
+/** What `waitForEvent` returns: the event that arrived (its name and payload), or a timeout. */
+export type EventResult<T> = { timedOut: false; name: string; payload: T } | { timedOut: true };
 
 /** The durable API available inside a workflow function. */
 export interface WorkflowContext {
@@ -63,10 +64,14 @@ export interface WorkflowContext {
   /** A durable sleep: a long one parks the task (no worker slot held) until it is due. */
   sleep(name: string, duration: Duration): Promise<void>;
   /**
-   * Waits for `engine.signal(taskId, name, payload)`. Signals sent before the wait are kept and
-   * delivered in order. The task parks while it waits.
+   * Waits for `engine.signal(taskId, name, payload)`, or for the first of several events
+   * (`['approve', 'reject']`: one wait, no loser left behind). Signals sent before the wait are
+   * kept and delivered in order. The task parks while it waits.
+   * @example
+   * const decision = await ctx.waitForEvent(['approve', 'reject'], { timeout: '2d' });
+   * if (decision.timedOut || decision.name === 'reject') return { published: false };
    */
-  waitForEvent<T = unknown>(name: string, options?: WaitForEventOptions): Promise<EventResult<T>>;
+  waitForEvent<T = unknown>(name: string | readonly string[], options?: WaitForEventOptions): Promise<EventResult<T>>;
 }
 
 /** Anything with `parse(value)` (zod and most validators), used to check `start()` input. */

@@ -158,7 +158,10 @@ describe('engine commands', () => {
     await waitForStatus(engine, id, 'waiting');
     expect((await engine.explain(id)).summary).toMatch(/Waiting for event "late"/);
     await engine.signal(id, 'late', 'hello');
-    expect(await engine.result(id)).toEqual({ first: { timedOut: false, payload: { ok: true } }, second: { timedOut: false, payload: 'hello' } });
+    expect(await engine.result(id)).toEqual({
+      first: { timedOut: false, name: 'early', payload: { ok: true } },
+      second: { timedOut: false, name: 'late', payload: 'hello' },
+    });
     await expect(engine.signal(id, 'late', 'again')).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
   });
 

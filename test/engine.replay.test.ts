@@ -250,6 +250,48 @@ describe('replay of concurrent branches', () => {
 });
 
 describe('waiting on several things at once', () => {
+  it('waits for the first of several events with one wait, round after round', async () => {
+    const wf = workflow('review-rounds', async (ctx) => {
+      const decisions: string[] = [];
+      for (let round = 1; round <= 2; round++) {
+        const d = await ctx.waitForEvent<string>(['approve', 'reject']);
+        decisions.push(d.timedOut ? 'timeout' : `${d.name}:${d.payload}`);
+      }
+      return decisions;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('review-rounds');
+    await waitForStatus(engine, id, 'waiting');
+    expect((await engine.explain(id)).summary).toMatch(/Waiting for event "approve" or "reject" \(no timeout\)/);
+    await engine.signal(id, 'approve', 'round 1');
+    await new Promise((r) => setTimeout(r, 50));
+    await waitForStatus(engine, id, 'waiting');
+    await engine.signal(id, 'reject', 'round 2');
+    expect(await engine.result(id)).toEqual(['approve:round 1', 'reject:round 2']);
+  });
+
+  it('times out a wait for an event in-process while other work is still running', async () => {
+    const wf = workflow('race-timeout', async (ctx) => {
+      const [ev] = await Promise.all([ctx.waitForEvent('never', { timeout: '200ms' }), ctx.step('busy', () => new Promise((r) => setTimeout(r, 600)))]);
+      return ev;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { parkAfterMs: 50 });
+    const { id } = await engine.start('race-timeout');
+    expect(await engine.result(id)).toEqual({ timedOut: true });
+  });
+
+  it('ends a long sleep in-process when it is due while a step is still running', async () => {
+    const wf = workflow('deadline', async (ctx) =>
+      Promise.race([ctx.step('slow-llm', () => new Promise((r) => setTimeout(() => r('answer'), 3000))), ctx.sleep('deadline', 300).then(() => 'deadline')]),
+    );
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { parkAfterMs: 100 });
+    const { id } = await engine.start('deadline');
+    expect(await engine.result(id, { timeout: '2500ms' })).toBe('deadline');
+  });
+
   it('parks on every wait of a Promise.race and wakes on whichever event arrives', async () => {
     const wf = workflow('race-events', async (ctx) => {
       const result = await Promise.race([

@@ -53,6 +53,7 @@ export function isBatchableTransition(w: TransitionWrite): boolean {
     'epoch' in w.guard &&
     w.from.length === 1 &&
     !w.steps?.length &&
+    !w.deleteSteps?.length &&
     !w.consume?.length &&
     !w.set.waitEvents?.length
   );

@@ -384,6 +384,11 @@ export class PostgresStore implements Store {
         ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
       )`;
     }
+    if (w.deleteSteps?.length) {
+      text += `, deleted AS (
+        DELETE FROM ${t.steps} WHERE task_id = ${id} AND seq = ANY(${p.add(w.deleteSteps, 'integer[]')}) AND EXISTS (SELECT 1 FROM upd)
+      )`;
+    }
     const consume = uniqueConsumes(w.consume ?? []);
     if (consume.length) {
       text += `, consumed AS (

@@ -245,6 +245,9 @@ export class SqliteStore implements Store {
       w.to, w.at, ...params, w.taskId,
     ) as Raw;
     this.#history(w.taskId, w.at, w.event, current.status, w.to, current.epoch, w.workerId ?? null, w.detail ?? null);
+    if (w.deleteSteps?.length) {
+      this.#stmt(`DELETE FROM stepwise_steps WHERE task_no = ? AND seq IN (${inList(w.deleteSteps.length)})`).run(this.#no(w.taskId), ...w.deleteSteps);
+    }
     for (const step of w.steps ?? []) this.#upsertStep(step);
     for (const c of w.consume ?? []) this.#consume(c.signalId, c.seq);
     const events = encodeEvents(w.set.waitEvents ?? null);
