@@ -1,0 +1,165 @@
+// Edge cases of a run: pauses that arrive or are withdrawn at awkward moments, a worker stopping
+// while a step finishes, retries after a handled failure, and interleavings that replay must keep.
+import { describe, expect, it } from 'vitest';
+import { Engine, workflow } from '../src/index.ts';
+import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('run edges', () => {
+  it('finishes a task whose pause was withdrawn after a call had already been held back', async () => {
+    const calls: string[] = [];
+    const wf = workflow('withdrawn', async (ctx) => {
+      await Promise.all([
+        ctx.step('A', async () => (await sleep(50), calls.push('A'))).then(() => ctx.step('C', () => calls.push('C'))),
+        ctx.step('B', async () => (await sleep(400), calls.push('B'))),
+      ]);
+      return 'ok';
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('withdrawn');
+    await sleep(20);
+    await engine.pause(id);
+    await sleep(150); // A finished; C was held back by the pause
+    await engine.resume(id);
+    expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
+    expect(calls.sort()).toEqual(['A', 'B', 'C']);
+    expect((await engine.get(id)).history.map((h) => h.event)).toContain('release');
+  });
+
+  it('stops paused, not parked, when a pause from another process arrives before the run parks', async () => {
+    const url = tempDbUrl();
+    const wf = workflow('pause-at-park', async (ctx) => {
+      await ctx.step('A', async () => (await sleep(300), 1));
+      await ctx.sleep('nap', 1500);
+      return ctx.step('B', () => 2);
+    });
+    const running = new Engine({ store: url, workflows: [wf] });
+    const elsewhere = new Engine({ store: url }); // no shared bus: the worker hears of the pause late
+    try {
+      const w = running.worker({ parkAfterMs: 100, heartbeatMs: 1000, leaseMs: 5000, pollIntervalMs: 20 });
+      await w.start();
+      const { id } = await running.start(wf);
+      await sleep(100);
+      expect((await elsewhere.pause(id)).pauseRequested).toBe(true);
+      await waitForStatus(elsewhere, id, ['paused', 'waiting'], 5000);
+      const t = await elsewhere.get(id);
+      expect(t.status).toBe('paused');
+      expect(t.pauseRequested).toBe(false);
+      // On SQLite the worker hears of the pause only at its next heartbeat, after the run parked
+      // (its wait is kept); on PostgreSQL NOTIFY brings it before the sleep is even called.
+      expect(['waiting', undefined]).toContain(t.steps.find((s) => s.name === 'nap')?.status);
+      await elsewhere.resume(id);
+      expect(await running.result(id, { timeout: '10s' })).toBe(2);
+    } finally {
+      await running.close();
+      await elsewhere.close();
+    }
+  });
+
+  it('records a step that finishes within the grace period after its worker stopped, and does not run it again', async () => {
+    let runs = 0;
+    const wf = workflow('finish-in-grace', async (ctx) => {
+      await ctx.step('ignores-signal', async () => {
+        runs++;
+        await sleep(200); // does not listen to its signal
+        return 'done';
+      });
+      return ctx.step('next', () => 'next');
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const w1 = await startWorker(engine, { cancelGraceMs: 2000 });
+    const { id } = await engine.start('finish-in-grace');
+    await sleep(50);
+    await w1.stop({ graceMs: 0 }); // signal fires at once; the step finishes 150 ms later
+    const mid = await engine.get(id);
+    expect(mid.status).toBe('pending');
+    expect(mid.steps.map((s) => `${s.name}:${s.status}`)).toEqual(['ignores-signal:completed']);
+    await startWorker(engine);
+    expect(await engine.result(id)).toBe('next');
+    expect(runs).toBe(1);
+  });
+
+  it('retries from the failed step and forgets the compensation that followed it', async () => {
+    let failing = true;
+    const log: string[] = [];
+    const wf = workflow('compensate', async (ctx) => {
+      try {
+        await ctx.step('charge', () => {
+          if (failing) throw new Error('card declined');
+          return 'charged';
+        }, { retry: 1 });
+      } catch (e) {
+        await ctx.step('undo', () => void log.push('undo'));
+        throw e;
+      }
+      return ctx.step('ship', () => 'shipped');
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('compensate');
+    await waitForStatus(engine, id, 'failed');
+    failing = false;
+    await engine.retry(id);
+    expect(await engine.result(id)).toBe('shipped');
+    expect(log).toEqual(['undo']);
+    const info = await engine.get(id);
+    expect(info.steps.map((s) => s.name)).toEqual(['charge', 'ship']);
+    expect(info.history.find((h) => h.event === 'retry')?.detail).toMatchObject({ fromStep: 'charge', forgotten: ['undo'] });
+  });
+
+  it('keeps a failure the code handled when retrying a later one', async () => {
+    let failLater = true;
+    const runs: string[] = [];
+    const wf = workflow('handled-then-failed', async (ctx) => {
+      const settled = await Promise.allSettled([
+        ctx.step('optional', () => { runs.push('optional'); throw new Error('nope'); }, { retry: 1 }),
+        ctx.step('main', () => (runs.push('main'), 'main')),
+      ]);
+      await ctx.step('later', () => {
+        runs.push('later');
+        if (failLater) throw new Error('later failed');
+      }, { retry: 1 });
+      return settled.map((s) => s.status);
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('handled-then-failed');
+    await waitForStatus(engine, id, 'failed');
+    failLater = false;
+    await engine.retry(id);
+    expect(await engine.result(id)).toEqual(['rejected', 'fulfilled']);
+    expect(runs.sort()).toEqual(['later', 'later', 'main', 'optional']); // optional did not run again
+  });
+
+  it('replays branches identically when results completed together and one branch awaits in between', async () => {
+    const order: string[][] = [];
+    let run = -1;
+    const wf = workflow('interleave', async (ctx) => {
+      order[++run] = [];
+      const mine = order[run] as string[];
+      await Promise.all([
+        (async () => {
+          await ctx.step('A', () => 1);
+          for (let i = 0; i < 4; i++) await null; // a few plain awaits, as helper code does
+          mine.push('x2');
+          await ctx.step('x2', () => 1);
+        })(),
+        (async () => {
+          await ctx.step('B', () => 2);
+          mine.push('y2');
+          await ctx.step('y2', () => 2);
+        })(),
+      ]);
+      await ctx.sleep('nap', 300); // parks: the next run replays everything above
+      return 'ok';
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { parkAfterMs: 100 });
+    const { id } = await engine.start('interleave');
+    expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
+    expect(order.length).toBeGreaterThanOrEqual(2);
+    expect(order[1]).toEqual(order[0]);
+  });
+});
