@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Engine, type TaskStatus } from '../src/index.ts';
+import { Engine, type TaskStatus } from '../dist/index.js';
 
 export const root = new URL('..', import.meta.url).pathname;
 
@@ -23,7 +23,7 @@ export function percentile(xs: number[], p: number): number {
 }
 
 export function spawnWorker(db: string, extra: string[] = [], env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'worker', join(root, 'bench/workflows.ts'), '--db', db, '--quiet', ...extra], {
+  return spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'worker', join(root, 'bench/workflows.ts'), '--db', db, '--quiet', ...extra], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, ...env },
   });

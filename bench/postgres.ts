@@ -4,7 +4,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { Engine } from '../src/index.ts';
+import { Engine } from '../dist/index.js';
 import { median, percentile, root, spawnWorker, stopWorkers } from './lib.ts';
 import { measureSteps, throughput, type Throughput } from './sqlite.ts';
 import { manySteps, stamp } from './workflows.ts';

@@ -1,7 +1,7 @@
 // SQLite benchmarks: per-step overhead against the raw write, and task throughput of one worker process.
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { Engine } from '../src/index.ts';
+import { Engine } from '../dist/index.js';
 import { median, spawnWorker, stopWorkers, tempDir, waitAllDone } from './lib.ts';
 import { manySteps, threeSteps } from './workflows.ts';
 

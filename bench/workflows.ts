@@ -1,5 +1,5 @@
 // Workflows used by the benchmark (also loaded by spawned worker processes).
-import { workflow } from '../src/index.ts';
+import { workflow } from '../dist/index.js';
 
 /** `n` sequential no-op steps: measures the per-step cost of the engine. */
 export const manySteps = workflow('bench-many-steps', async (ctx, input: { n: number }) => {

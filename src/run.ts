@@ -44,6 +44,7 @@ import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from './retry.
 import { decodeError, decodeJson, deserializeError, encodeError, encodeJson } from './serialize.ts';
 import type { ClaimedTask, SignalRow, StepKind, StepRow, TaskPatch, TaskRow, Store } from './store.ts';
 import { planTransition, wakeFor } from './transitions.ts';
+import { nextTurn } from './turns.ts';
 import type { WriteBatcher } from './write-batcher.ts';
 import type { EventResult, StepContext, StepOptions, WaitForEventOptions, Workflow, WorkflowContext } from './workflow.ts';
 
@@ -414,6 +415,9 @@ export class TaskRun {
    */
   #scheduleIdleCheck(): void {
     if (this.#idleCheckScheduled || this.#ended) return;
+    // Only a run that waits, was asked to stop starting work, or holds results for the replay can
+    // end before its code returns; the common case (a run busy with its steps) checks nothing.
+    if (!this.#waits.size && !this.#pause && !this.#drain && !this.#refused && !this.#gated) return;
     this.#idleCheckScheduled = true;
     const quietSince = this.#activity;
     setImmediate(() => {
@@ -497,7 +501,7 @@ export class TaskRun {
     if (this.#replayScheduled) return;
     this.#replayScheduled = true;
     // After the code's pending continuations (microtasks) have run.
-    setImmediate(() => {
+    nextTurn(() => {
       this.#replayScheduled = false;
       this.#replayNext();
     });
@@ -561,7 +565,7 @@ export class TaskRun {
     const settled = previous.then(() => work);
     const handedOver = (): void => {
       this.#activity++;
-      setImmediate(() => {
+      nextTurn(() => {
         if (gated) this.#gated--;
         this.#live--;
         open();

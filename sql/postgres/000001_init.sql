@@ -30,7 +30,7 @@ CREATE TABLE :SCHEMA.tasks (
   input            TEXT,
   output           TEXT,
   error            TEXT,
-  idempotency_key  TEXT UNIQUE,
+  idempotency_key  TEXT,
   run_at           BIGINT,
   lease_owner      TEXT,
   lease_expires_at BIGINT,
@@ -50,10 +50,13 @@ CREATE TABLE :SCHEMA.tasks (
 -- expired. The store writes these status lists as literals so the planner can use the partial indexes.
 CREATE INDEX tasks_due ON :SCHEMA.tasks (run_at, id) WHERE status IN ('pending', 'waiting');
 CREATE INDEX tasks_leased ON :SCHEMA.tasks (lease_expires_at) WHERE status IN ('running', 'cancelling');
--- Concurrency caps count the leased tasks of one workflow.
-CREATE INDEX tasks_leased_workflow ON :SCHEMA.tasks (workflow) WHERE status IN ('running', 'cancelling');
 -- Listing, newest first, by status or workflow.
-CREATE INDEX tasks_status ON :SCHEMA.tasks (status, id);
+-- Every status change of a task writes a new row version into each index (PostgreSQL cannot update
+-- in place when an indexed column changes), so indexes are kept few and partial: keyless tasks are
+-- not in the key index, and succeeded tasks (the bulk, listed newest first from the primary key
+-- anyway) are not in the status index. Concurrency caps count leased tasks through tasks_leased.
+CREATE UNIQUE INDEX tasks_idempotency_key ON :SCHEMA.tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
+CREATE INDEX tasks_status ON :SCHEMA.tasks (status, id) WHERE status <> 'succeeded';
 CREATE INDEX tasks_workflow ON :SCHEMA.tasks (workflow, id);
 
 CREATE TABLE :SCHEMA.steps (

@@ -159,7 +159,11 @@ export class PostgresStore implements Store {
     this.#now = options.now ?? Date.now;
     const s = quoteIdent(schema);
     this.#t = { tasks: `${s}.tasks`, steps: `${s}.steps`, history: `${s}.history`, signals: `${s}.signals`, workflows: `${s}.workflows` };
-    this.#pool = new this.#pg.Pool({ connectionString: url, max: poolSize, keepAlive: true, application_name: 'stepwise' });
+    // Generic plans: the statements are prepared once per connection and their parameters are arrays
+    // whose sizes vary; re-planning each execution (custom plans) would cost more than running it.
+    this.#pool = new this.#pg.Pool({
+      connectionString: url, max: poolSize, keepAlive: true, application_name: 'stepwise', options: '-c plan_cache_mode=force_generic_plan',
+    });
     // An idle pooled connection that dies is dropped by the pool; the next query opens a new one.
     this.#pool.on('error', () => undefined);
   }
@@ -298,7 +302,7 @@ export class PostgresStore implements Store {
           `WITH ins AS (
              INSERT INTO ${this.#t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
              VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $7)
-             ON CONFLICT (idempotency_key) DO NOTHING RETURNING *
+             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
            ), h AS (
              INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
              SELECT id, created_at, 'create', NULL, 'pending', 0, NULL, NULL FROM ins
