@@ -34,7 +34,7 @@ if (pgUp) {
 results.overhead = overhead;
 
 line('\n(b) Throughput: 500 tasks × 3 no-op steps, enqueued first, then run by worker processes');
-line(`    (concurrency 64 each; first claim → last finish, from the tasks' own history; median of ${rounds} interleaved round${rounds > 1 ? 's' : ''}).`);
+line(`    (concurrency 256 each, claims of 64; first claim → last finish, from the tasks' own history; median of ${rounds} interleaved round${rounds > 1 ? 's' : ''}).`);
 const tp: sqlite.Throughput[] = [];
 const medianOf = (runs: sqlite.Throughput[]): sqlite.Throughput => {
   const sorted = [...runs].sort((a, b) => a.stepsPerSec - b.stepsPerSec);

@@ -99,7 +99,7 @@ export interface Throughput {
 }
 
 /** `tasks` tasks of three no-op steps, enqueued first, then run by `workers` worker processes. */
-export async function throughput(db: string, label: string, tasks: number, workers: number, concurrency = 64): Promise<Throughput> {
+export async function throughput(db: string, label: string, tasks: number, workers: number, concurrency = 256): Promise<Throughput> {
   const engine = new Engine({ store: db, workflows: [threeSteps, manySteps] });
   const ids: string[] = [];
   for (let i = 0; i < tasks; i++) ids.push((await engine.start(threeSteps)).id);

@@ -54,6 +54,7 @@ export async function worker(ctx: CommandContext): Promise<void> {
   const only = str(ctx.options, 'workflows')?.split(',').map((s) => s.trim()).filter(Boolean);
   const w = engine.worker({
     ...(int(ctx, 'concurrency') !== undefined ? { concurrency: int(ctx, 'concurrency') } : {}),
+    ...(int(ctx, 'claim-batch') !== undefined ? { claimBatch: int(ctx, 'claim-batch') } : {}),
     ...(int(ctx, 'lease-ms') !== undefined ? { leaseMs: int(ctx, 'lease-ms') } : {}),
     ...(int(ctx, 'heartbeat-ms') !== undefined ? { heartbeatMs: int(ctx, 'heartbeat-ms') } : {}),
     ...(int(ctx, 'poll-ms') !== undefined ? { pollIntervalMs: int(ctx, 'poll-ms') } : {}),

@@ -15,7 +15,7 @@ Usage: stepwise <command> [arguments] [--db URL] [--json]
 
 Commands:
   worker <module>            run the workflows exported by <module> (.js, or .ts with tsx)
-        [--concurrency N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
+        [--concurrency N] [--claim-batch N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
         [--workflows a,b] [--worker-id ID] [--quiet]
   start <workflow> --input JSON [--key K] [--wait]
                              create a task (same --key → the existing task); --wait follows it live
@@ -73,6 +73,7 @@ async function main(argv: string[]): Promise<number> {
         reason: { type: 'string' },
         data: { type: 'string' },
         concurrency: { type: 'string' },
+        'claim-batch': { type: 'string' },
         'lease-ms': { type: 'string' },
         'heartbeat-ms': { type: 'string' },
         'poll-ms': { type: 'string' },
