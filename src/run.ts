@@ -131,6 +131,15 @@ export class TaskRun {
   #drain = false;
   /** Calls refused because of a pause or a drain: the run cannot finish in this run any more. */
   #refused = 0;
+  /**
+   * Results already handed to the code whose journal rows are not written yet. They are written
+   * before the run's next side effect (a step attempt, a journal write), with the run's last
+   * transition (so the final step of a task costs no write of its own), or one turn after their
+   * hand-over at the latest.
+   */
+  #deferred: Array<{ row: StepRow; consume: { signalId: number; seq: number } | undefined }> = [];
+  /** Writes of deferred rows in progress. */
+  #writes: Promise<unknown> = Promise.resolve();
   #fatal: Error | null = null;
   #cancelReason: string | undefined;
   #cancelled = false;
@@ -333,6 +342,12 @@ export class TaskRun {
 
   /** Writes the run's last transition, fenced by the epoch; follows a concurrent cancel. */
   async #end(requested: LifecycleEvent, opts: { set?: TaskPatch; detail?: unknown; steps?: StepRow[] }): Promise<TaskStatus | 'lease-lost'> {
+    // Rows of results not yet written go with the last transition (their writes in progress first).
+    await this.#writes.catch(() => undefined);
+    if (!this.#mayWrite()) return this.#lost();
+    const deferred = this.#deferred.splice(0);
+    const resultRows = deferred.map((d) => d.row);
+    const consume = deferred.flatMap((d) => (d.consume ? [d.consume] : []));
     let status: TaskStatus = this.#cancelled ? 'cancelling' : 'running';
     let event = requested;
     let set = opts.set;
@@ -348,7 +363,8 @@ export class TaskRun {
         set: ev === event ? set : {},
         detail: ev === event ? detail : { reason: this.#cancelReason ?? null },
         workerId: this.#deps.workerId,
-        steps: ev === 'abort' ? [] : opts.steps,
+        steps: ev === 'abort' ? resultRows : [...(opts.steps ?? []), ...resultRows],
+        consume,
         notify: (edge) => wakeFor(edge, this.taskId, this.workflow.name),
       });
       // Parking or handing back must not swallow a pause this run has not heard of yet.
@@ -548,7 +564,7 @@ export class TaskRun {
    * now (synchronously), the result is handed over when `work` settled and every earlier result
    * has been handed over; the next one follows a macrotask later, as in replay.
    */
-  #inOrder<T>(work: Promise<T>): Promise<T> {
+  #inOrder<T>(work: Promise<T>, afterHandOver?: () => void): Promise<T> {
     const previous = this.#gate;
     let open!: () => void;
     this.#gate = new Promise<void>((resolve) => (open = resolve));
@@ -565,6 +581,7 @@ export class TaskRun {
     const settled = previous.then(() => work);
     const handedOver = (): void => {
       this.#activity++;
+      afterHandOver?.();
       nextTurn(() => {
         if (gated) this.#gated--;
         this.#live--;
@@ -653,11 +670,25 @@ export class TaskRun {
     }
   }
 
-  /** Records a result for the code (with its `done`) and hands it over in order. */
+  /**
+   * Records a result for the code (with its `done`) and hands it over in order. Its row is
+   * written later (see `#deferred`): nothing the code does before its next side effect is
+   * observable, and a crash before the write replays the result's call, which is deterministic.
+   */
   #complete<T>(row: StepRow, value: () => T, consume?: { signalId: number; seq: number }): Promise<T> {
     const done = ++this.#done;
-    const write = this.#checkpoint({ ...row, done }, consume).then(value);
-    return this.#inOrder(write);
+    this.#deferred.push({ row: { ...row, done }, consume });
+    return this.#inOrder(Promise.resolve().then(value), () => nextTurn(() => void this.#flush().catch(() => undefined)));
+  }
+
+  /** Writes the deferred rows; resolves when every row written so far is durable. */
+  #flush(): Promise<unknown> {
+    if (this.#deferred.length && this.#mayWrite()) {
+      const batch = this.#deferred.splice(0);
+      const written = Promise.all(batch.map((d) => this.#checkpoint(d.row, d.consume)));
+      this.#writes = Promise.all([this.#writes, written]);
+    }
+    return this.#writes;
   }
 
   /**
@@ -742,6 +773,9 @@ export class TaskRun {
       if (this.#blocked()) return this.#holdFor(retryWait(recorded, clock.now(), attempt + 1), activity);
     }
     for (;;) {
+      // No side effect before every result the code has received is durable.
+      await this.#flush();
+      if (this.#halt) throw this.#halt;
       attempt++;
       const started = clock.now();
       emit('step:started', { taskId: this.taskId, step: stepId, attempt });
@@ -867,7 +901,10 @@ export class TaskRun {
       const wakeAt = row.wakeAt as number;
       const wait: Wait = { row, wakeAt, events: [], describe: { kind: 'sleep', step: stepId, until: wakeAt } };
       // The wake-up time is recorded once, so a resumed sleep ends when it was meant to.
-      if (!recorded && wakeAt - now <= this.#deps.parkAfterMs) await this.#checkpoint(row);
+      if (!recorded && wakeAt - now <= this.#deps.parkAfterMs) {
+        await this.#flush();
+        await this.#checkpoint(row);
+      }
       await this.#pauseUntil(wakeAt, wait, activity);
       if (this.#halt) throw this.#halt;
       if (this.#blocked()) return this.#holdFor(wait, activity);

@@ -6,15 +6,16 @@
  *
  * - Step checkpoints: one multi-row `INSERT … SELECT FROM unnest(…)`, joined to the task rows
  *   locked `FOR SHARE` whose epoch and status still allow the write (the fence, per row).
- * - End-of-run transitions (epoch-guarded, without journal rows, signals or an event wait): one
+ * - End-of-run transitions (epoch-guarded, without signals, deletions or an event wait): one
  *   multi-row `UPDATE … FROM unnest(…)` over the rows locked `FOR UPDATE` whose status, epoch and
- *   pause request match, plus their history rows.
+ *   pause request match, plus their history rows and the journal rows they carry (for the tasks
+ *   whose update happened).
  *
  * Multi-row lockers take their row locks in id order (`ORDER BY id` under the locking clause), as
  * the heartbeat does, so two of them never deadlock.
  */
 import { STEP_COLUMNS, stepValues } from '../rows.ts';
-import type { StepWrite, TransitionWrite } from '../store.ts';
+import type { StepRow, StepWrite, TransitionWrite } from '../store.ts';
 import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_SET, type Tables } from './sql-text.ts';
 
 /**
@@ -52,7 +53,6 @@ export function isBatchableTransition(w: TransitionWrite): boolean {
   return (
     'epoch' in w.guard &&
     w.from.length === 1 &&
-    !w.steps?.length &&
     !w.deleteSteps?.length &&
     !w.consume?.length &&
     !w.set.waitEvents?.length
@@ -118,7 +118,22 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
       SELECT i.id, i.at, i.event, cur.cur_status, i.toStatus, cur.cur_epoch, i.worker, i.detail
       FROM i JOIN cur ON cur.id = i.id JOIN upd ON upd.id = i.id
       ORDER BY i.ord
-    )
+    )${journalCte(t, p, ops)}
     SELECT upd.*, CASE WHEN batch_notify IS NOT NULL THEN pg_notify(${p.add(channel, 'text')}, batch_notify) END AS notified FROM upd`;
   return { text, values: p.values };
+}
+
+/** The journal rows carried by batched transitions, written only for tasks whose update happened. */
+function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[]): string {
+  const last = new Map<string, StepRow>();
+  for (const op of ops) for (const step of op.steps ?? []) last.set(`${step.taskId}/${step.seq}`, step);
+  const rows = [...last.values()];
+  if (!rows.length) return '';
+  const columns = STEP_COLUMNS.map((_, i) => p.add(rows.map((r) => stepValues(r)[i]), `${STEP_TYPES[i]}[]`));
+  return `, journal AS (
+      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
+      SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}
+      FROM unnest(${columns.join(', ')}) AS j(${STEP_COLUMNS.join(', ')}) JOIN upd ON upd.id = j.task_id
+      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
+    )`;
 }
