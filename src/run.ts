@@ -19,6 +19,11 @@
  * Results are handed over one per macrotask (after the code's continuations have run), in the
  * first run as in replay, so both interleave branches identically.
  *
+ * Durability. A result's journal row is written before the run's next side effect (any step
+ * attempt waits for it), or with the run's last transition, or one turn after its hand-over at
+ * the latest: workflow code between steps has no effects, and a crash before the write only
+ * replays that call again. So a task's final step shares the write that completes the task.
+ *
  * Stopping. Waits (a long sleep or retry backoff, an event) are registered, not thrown. A wait
  * with a deadline also runs a timer in-process, so it ends on time while other work goes on; when
  * the run has nothing left to do but wait, it parks with all of its waits (the earliest deadline,
