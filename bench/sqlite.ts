@@ -98,15 +98,28 @@ export interface Throughput {
   stepsPerSec: number;
 }
 
-/** `tasks` tasks of three no-op steps, enqueued first, then run by `workers` worker processes. */
+/**
+ * `tasks` tasks of three no-op steps run by `workers` worker processes. The processes first run a
+ * warm-up batch of the same size (as a long-lived worker is warm); then the measured tasks are
+ * enqueued to become due all at the same moment, so that the measurement (first claim → last
+ * finish, from the tasks' own history) sees them all waiting, as if enqueued before the workers.
+ */
 export async function throughput(db: string, label: string, tasks: number, workers: number, concurrency = 256): Promise<Throughput> {
   const engine = new Engine({ store: db, workflows: [threeSteps, manySteps] });
-  const ids: string[] = [];
-  for (let i = 0; i < tasks; i++) ids.push((await engine.start(threeSteps)).id);
-  const children = Array.from({ length: workers }, () => spawnWorker(db, ['--concurrency', String(concurrency), '--poll-ms', '50']));
-  const { spanMs } = await waitAllDone(engine, ids);
-  await stopWorkers(children);
-  await engine.close();
-  const seconds = spanMs / 1000;
-  return { store: label, workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds };
+  await engine.ready();
+  const children = Array.from({ length: workers }, () => spawnWorker(db, ['--concurrency', String(concurrency), '--poll-ms', '20']));
+  try {
+    const warm: string[] = [];
+    for (let i = 0; i < tasks; i++) warm.push((await engine.start(threeSteps)).id);
+    await waitAllDone(engine, warm);
+    const dueAt = Date.now() + 1000 + tasks * 5;
+    const ids: string[] = [];
+    for (let i = 0; i < tasks; i++) ids.push((await engine.start(threeSteps, undefined, { delay: Math.max(0, dueAt - Date.now()) })).id);
+    const { spanMs } = await waitAllDone(engine, ids);
+    const seconds = spanMs / 1000;
+    return { store: label, workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds };
+  } finally {
+    await stopWorkers(children);
+    await engine.close();
+  }
 }

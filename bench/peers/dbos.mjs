@@ -1,5 +1,6 @@
 // DBOS Transact doing the benchmark's work, in its fastest single-process mode (workflows started
-// directly with DBOS.startWorkflow, all awaited). Prints one JSON line with the figures.
+// directly with DBOS.startWorkflow, all at once, all awaited), after a warm-up batch of the same
+// size. Prints one JSON line with the figures.
 // Usage: node bench/peers/dbos.mjs <postgres url of an existing database> <schema> <tasks> <steps-in-long-workflow>
 import { DBOS } from '@dbos-inc/dbos-sdk';
 
@@ -23,7 +24,9 @@ const many = DBOS.registerWorkflow(async (n) => {
 }, { name: 'many-steps' });
 
 await DBOS.launch();
-for (let i = 0; i < 20; i++) await three(); // warm-up: JIT, pool, plans
+// Warm-up of the same size as the measured batch (JIT, pool, plans), as for Stepwise's workers.
+const warm = await Promise.all(Array.from({ length: tasks }, () => DBOS.startWorkflow(three)()));
+await Promise.all(warm.map((h) => h.getResult()));
 
 let t = performance.now();
 const handles = await Promise.all(Array.from({ length: tasks }, () => DBOS.startWorkflow(three)()));
