@@ -10,8 +10,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Engine, formatMs, type StepInfo, type TaskInfo } from '../../src/index.ts';
 import { researchBrief, type Summary } from './workflow.ts';
 
@@ -21,6 +22,8 @@ const db = 'sqlite:./.stepwise/stepwise.db';
 const outDir = resolve('.stepwise/briefs');
 const callLog = resolve('.stepwise/research-brief/llm-calls.log');
 const LEASE_MS = 3000;
+/** The TypeScript loader, by absolute path so that the worker starts from any working directory. */
+const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 const tty = process.stdout.isTTY && !process.env.NO_COLOR;
 const c = (code: number) => (s: string): string => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
@@ -35,7 +38,7 @@ const say = (msg: string): void => console.log(`${dim(`[${((Date.now() - t0) / 1
 function startWorker(n: number): { child: ChildProcess; lines: string[] } {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'worker', join(here, 'workflow.ts'), '--db', db,
+    ['--import', tsx, join(root, 'src/cli/main.ts'), 'worker', join(here, 'workflow.ts'), '--db', db,
       '--lease-ms', String(LEASE_MS), '--heartbeat-ms', '500', '--poll-ms', '200', '--worker-id', `worker-${n}`],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
   );
@@ -125,9 +128,15 @@ async function main(): Promise<void> {
     console.log(`  +${formatMs(h.at - task.createdAt).padEnd(7)} ${h.event.padEnd(8)} ${h.from ?? '∅'} → ${h.to}${h.workerId ? dim(` by ${h.workerId}`) : ''}${detail}`);
   }
   const out = task.output as { path: string; documents: number; tokens: { input: number; output: number } };
-  const rerun = [...byKey.values()].filter((p) => p.length > 1).length;
+  // Which model calls ran more than once: only one may, the call the kill interrupted.
+  const repeated = task.steps.filter((s) => s.idempotencyKey && (byKey.get(s.idempotencyKey)?.length ?? 0) > 1);
+  const interrupted = repeated.length === 1 && repeated[0]?.epoch === 2;
   console.log(bold('\nResult'));
-  console.log(`  ${green('succeeded')} after ${task.runs} runs; ${rerun} model call repeated (the interrupted one), every completed step ran exactly once.`);
+  console.log(
+    interrupted || !repeated.length
+      ? `  ${green('succeeded')} after ${task.runs} runs; ${repeated.length} model call repeated (the interrupted one), every completed step ran exactly once.`
+      : red(`  succeeded after ${task.runs} runs, but these model calls ran more than once: ${repeated.map((s) => s.name).join(', ')}`),
+  );
   console.log(`  ${out.documents} documents, ${out.tokens.input} input + ${out.tokens.output} output tokens.`);
   console.log(`  Brief written to ${bold(relative(process.cwd(), out.path))}`);
   console.log(dim(`  Inspect it: npx stepwise show ${id}    (or: npx stepwise ls)\n`));
