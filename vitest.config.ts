@@ -21,7 +21,7 @@ export default defineConfig({
     projects: [
       { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'] } },
       ...(pg.ok
-        ? [{ extends: true, test: { name: 'engine-on-postgres', include: ENGINE_SUITES, env: { STEPWISE_TEST_STORE: 'postgres' } } }]
+        ? [{ extends: true as const, test: { name: 'engine-on-postgres', include: ENGINE_SUITES, env: { STEPWISE_TEST_STORE: 'postgres' } } }]
         : []),
     ],
   },

@@ -26,6 +26,7 @@ export function time(ms: number | null): string {
 
 /** A plain-text table; widths from the visible text (ANSI colours ignored). */
 export function table(header: string[], rows: string[][]): string {
+  // eslint-disable-next-line no-control-regex -- ANSI colour codes start with ESC
   const visible = (s: string): number => s.replace(/\x1b\[[0-9;]*m/g, '').length;
   const widths = header.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ''))));
   const line = (cells: string[]): string => cells.map((c, i) => c + ' '.repeat((widths[i] as number) - visible(c))).join('  ').trimEnd();
