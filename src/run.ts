@@ -47,7 +47,7 @@ import type { Emit } from './events.ts';
 import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from './retry.ts';
 import { decodeError, decodeJson, deserializeError, encodeError, encodeJson } from './serialize.ts';
-import type { ClaimedTask, SignalRow, StepKind, StepRow, TaskPatch, TaskRow, Store } from './store.ts';
+import type { ClaimedTask, SignalRow, StepKind, StepRow, TaskPatch, TaskRow, Store, TransitionWrite } from './store.ts';
 import { planTransition, wakeFor } from './transitions.ts';
 import { nextTurn } from './turns.ts';
 import type { WriteBatcher } from './write-batcher.ts';
@@ -73,6 +73,16 @@ interface Wait {
   wakeAt: number | null;
   events: readonly string[];
   describe: Record<string, unknown>;
+}
+
+/** A result handed (or about to be handed) to the code whose journal row is not written yet. */
+interface Deferred {
+  row: StepRow;
+  consume: { signalId: number; seq: number } | undefined;
+  /** The code has received it. */
+  handed: boolean;
+  /** Called once the row is durable. */
+  onDurable: (() => void) | undefined;
 }
 
 /** Live-activity accounting of one call: `idle()` while it only waits, `busy()` when it resumes. */
@@ -142,9 +152,11 @@ export class TaskRun {
    * transition (so the final step of a task costs no write of its own), or one turn after their
    * hand-over at the latest.
    */
-  #deferred: Array<{ row: StepRow; consume: { signalId: number; seq: number } | undefined }> = [];
+  #deferred: Deferred[] = [];
   /** Writes of deferred rows in progress. */
   #writes: Promise<unknown> = Promise.resolve();
+  /** The last transition is being prepared: deferred rows go with it, not on their own. */
+  #ending = false;
   #fatal: Error | null = null;
   #cancelReason: string | undefined;
   #cancelled = false;
@@ -347,8 +359,16 @@ export class TaskRun {
 
   /** Writes the run's last transition, fenced by the epoch; follows a concurrent cancel. */
   async #end(requested: LifecycleEvent, opts: { set?: TaskPatch; detail?: unknown; steps?: StepRow[] }): Promise<TaskStatus | 'lease-lost'> {
-    // Rows of results not yet written go with the last transition (their writes in progress first).
-    await this.#writes.catch(() => undefined);
+    // Rows of results not yet written go with the last transition: no more writes of their own,
+    // and every write already started has settled (it may be accepted or show the lease lost).
+    this.#ending = true;
+    for (let w = this.#writes; ; w = this.#writes) {
+      await w.then(
+        () => undefined,
+        () => undefined,
+      );
+      if (w === this.#writes) break;
+    }
     if (!this.#mayWrite()) return this.#lost();
     const deferred = this.#deferred.splice(0);
     const resultRows = deferred.map((d) => d.row);
@@ -374,8 +394,11 @@ export class TaskRun {
       });
       // Parking or handing back must not swallow a pause this run has not heard of yet.
       if (ev === 'park' || ev === 'release') write.pauseRequested = false;
-      const row = (await this.#deps.writer.write(write)) as TaskRow | null;
-      if (row) return row.status;
+      const row = await this.#writeLast(write);
+      if (row) {
+        for (const d of deferred) d.onDurable?.();
+        return row.status;
+      }
       const fresh = await this.#deps.store.getTask(this.taskId);
       if (!fresh || fresh.epoch !== this.epoch || (fresh.status !== 'running' && fresh.status !== 'cancelling')) return this.#lost();
       status = fresh.status;
@@ -390,6 +413,21 @@ export class TaskRun {
       }
     }
     return this.#lost();
+  }
+
+  /**
+   * The last transition; while the lease is surely ours a failing database is retried (results
+   * the code received may travel only with this write, and giving up means running them again).
+   */
+  async #writeLast(write: TransitionWrite): Promise<TaskRow | null> {
+    for (;;) {
+      try {
+        return (await this.#deps.writer.write(write)) as TaskRow | null;
+      } catch (e) {
+        if (this.#deps.clock.now() >= this.#deps.leaseSafeUntil() || !this.#mayWrite()) throw e;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
   }
 
   #who(): string {
@@ -680,18 +718,31 @@ export class TaskRun {
    * written later (see `#deferred`): nothing the code does before its next side effect is
    * observable, and a crash before the write replays the result's call, which is deterministic.
    */
-  #complete<T>(row: StepRow, value: () => T, consume?: { signalId: number; seq: number }): Promise<T> {
+  #complete<T>(row: StepRow, value: () => T, consume?: { signalId: number; seq: number }, onDurable?: () => void): Promise<T> {
     const done = ++this.#done;
-    this.#deferred.push({ row: { ...row, done }, consume });
-    return this.#inOrder(Promise.resolve().then(value), () => nextTurn(() => void this.#flush().catch(() => undefined)));
+    const entry: Deferred = { row: { ...row, done }, consume, handed: false, onDurable };
+    this.#deferred.push(entry);
+    return this.#inOrder(Promise.resolve().then(value), () => {
+      entry.handed = true;
+      nextTurn(() => void this.#flush(true).catch(() => undefined));
+    });
   }
 
-  /** Writes the deferred rows; resolves when every row written so far is durable. */
-  #flush(): Promise<unknown> {
-    if (this.#deferred.length && this.#mayWrite()) {
-      const batch = this.#deferred.splice(0);
-      const written = Promise.all(batch.map((d) => this.#checkpoint(d.row, d.consume)));
-      this.#writes = Promise.all([this.#writes, written]);
+  /**
+   * Writes the deferred rows (with `handedOnly`, those the code has received: a result still
+   * waiting for its turn may yet go with the last transition); resolves when every row written so
+   * far is durable. Once the last transition is being prepared, rows wait for it.
+   */
+  #flush(handedOnly = false): Promise<unknown> {
+    if (this.#deferred.length && this.#mayWrite() && !this.#ending) {
+      const batch = handedOnly ? this.#deferred.filter((d) => d.handed) : this.#deferred;
+      this.#deferred = handedOnly ? this.#deferred.filter((d) => !d.handed) : [];
+      if (batch.length) {
+        const written = Promise.all(batch.map((d) => this.#checkpoint(d.row, d.consume))).then(() => {
+          for (const d of batch) d.onDurable?.();
+        });
+        this.#writes = Promise.all([this.#writes, written]);
+      }
     }
     return this.#writes;
   }
@@ -781,6 +832,13 @@ export class TaskRun {
       // No side effect before every result the code has received is durable.
       await this.#flush();
       if (this.#halt) throw this.#halt;
+      if (this.#blocked()) {
+        // Paused or draining meanwhile: this attempt does not start in this run.
+        if (attempt > 0) return this.#holdFor(retryWait(this.#row(seq, stepId, 'step', { status: 'retrying', error: lastError ? encodeError(lastError) : null, attempts: attempt, startedAt: firstStart, wakeAt: clock.now() }), clock.now(), attempt + 1), activity);
+        this.#refused++;
+        activity.idle();
+        return this.#parked<T>();
+      }
       attempt++;
       const started = clock.now();
       emit('step:started', { taskId: this.taskId, step: stepId, attempt });
@@ -825,10 +883,14 @@ export class TaskRun {
       }
       const finishedAt = clock.now();
       const row = this.#row(seq, stepId, 'step', { output, attempts: attempt, startedAt: firstStart, finishedAt });
-      return this.#complete(row, () => {
-        emit('step:completed', { taskId: this.taskId, step: stepId, attempt, durationMs: finishedAt - started });
-        return (output === null ? undefined : JSON.parse(output)) as T;
-      });
+      const completedAttempt = attempt;
+      return this.#complete(
+        row,
+        () => (output === null ? undefined : JSON.parse(output)) as T,
+        undefined,
+        // Reported once the result is durable (a step reported completed never runs again).
+        () => emit('step:completed', { taskId: this.taskId, step: stepId, attempt: completedAttempt, durationMs: finishedAt - started }),
+      );
     }
   }
 

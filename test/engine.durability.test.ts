@@ -1,0 +1,106 @@
+// When a result's journal row is written: before the next side effect, or with the run's last
+// transition; never lost while the run holds its lease. Uses a store wrapper that makes writes slow,
+// lets two of them overlap (as on a pooled database) or fail for a while.
+import { describe, expect, it } from 'vitest';
+import { Engine, openStore, workflow, type Store, type WorkerEvents } from '../src/index.ts';
+import { tempDbUrl } from './support/engine.ts';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A store whose writes go through `around` (delay them, fail them) and that allows `parallel` writes at once. */
+function slowStore(inner: Store, around: (kind: string) => Promise<void>, parallel = 2): Store {
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'parallelWrites') return parallel;
+      const value = Reflect.get(target, prop, target) as unknown;
+      if (prop === 'writeBatch' || prop === 'transition') {
+        return async (arg: unknown) => {
+          const ops = (prop === 'writeBatch' ? arg : [arg]) as Array<{ kind: string }>;
+          await around(ops.every((o) => o.kind === 'step') ? 'step' : 'transition');
+          return (value as (a: unknown) => unknown).call(target, arg);
+        };
+      }
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+describe('durability of results', () => {
+  it('keeps the row of a result that completes while an earlier row is being written, and runs its step once', async () => {
+    let charged = 0;
+    const wf = workflow('pair', async (ctx) => {
+      await Promise.all([ctx.step('a', async () => (await sleep(20), 'a')), ctx.step('charge', async () => (await sleep(25), ++charged))]);
+      return 'ok';
+    });
+    // Step writes are slow and two may overlap: the last transition can overtake a step write.
+    const store = slowStore(await openStore(tempDbUrl()), (kind) => sleep(kind === 'step' ? 40 : 0));
+    const engine = new Engine({ store, workflows: [wf] });
+    try {
+      await engine.worker({ pollIntervalMs: 20, heartbeatMs: 50, leaseMs: 2000 }).start();
+      const { id } = await engine.start(wf);
+      expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
+      await sleep(200);
+      const info = await engine.get(id);
+      expect(info.steps.map((s) => `${s.name}:${s.status}`).sort()).toEqual(['a:completed', 'charge:completed']);
+      expect(charged).toBe(1);
+    } finally {
+      await engine.close();
+      await store.close();
+    }
+  });
+
+  it('retries the last transition while the lease is safe, so results that travel with it do not run again', async () => {
+    let charged = 0;
+    let down = false;
+    const wf = workflow('outage-at-end', async (ctx) => {
+      await ctx.step('prepare', () => 'p');
+      await ctx.step('charge', () => {
+        charged++;
+        down = true; // the database goes away right after the side effect
+        setTimeout(() => (down = false), 4000);
+        return 'charged';
+      });
+      return 'ok';
+    });
+    const store = slowStore(await openStore(tempDbUrl()), async () => {
+      if (down) {
+        await sleep(5);
+        throw new Error('injected: database unreachable');
+      }
+    }, 1);
+    const engine = new Engine({ store, workflows: [wf] });
+    try {
+      await engine.worker({ pollIntervalMs: 20, heartbeatMs: 100, leaseMs: 8000 }).start();
+      const { id } = await engine.start(wf);
+      expect(await engine.result(id, { timeout: '30s' })).toBe('ok');
+      expect(charged).toBe(1);
+      expect((await engine.get(id)).steps.map((s) => s.name)).toEqual(['prepare', 'charge']);
+    } finally {
+      await engine.close();
+      await store.close();
+    }
+  }, 40_000);
+
+  it('reports a step completed only once its result is durable', async () => {
+    const events: string[] = [];
+    const wf = workflow('report', async (ctx) => {
+      await ctx.step('one', () => 1);
+      return ctx.step('two', () => 2);
+    });
+    const engine = new Engine({ store: tempDbUrl(), workflows: [wf] });
+    try {
+      const worker = engine.worker({ pollIntervalMs: 20 });
+      const seen = (name: keyof WorkerEvents) => (e: { step?: string; taskId: string }) => void events.push(`${name}:${e.step ?? ''}`);
+      worker.on('step:completed', seen('step:completed'));
+      worker.on('run:finished', seen('run:finished'));
+      await worker.start();
+      const { id } = await engine.start(wf);
+      await engine.result(id);
+      await sleep(50);
+      // `two` is written with the task's completion, so it is reported after one's (flushed before two ran).
+      expect(events).toEqual(['step:completed:one', 'step:completed:two', 'run:finished:']);
+    } finally {
+      await engine.close();
+    }
+  });
+});
