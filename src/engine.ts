@@ -202,8 +202,7 @@ export class Engine {
     const store = await this.ready();
     const row = await this.#row(store, id);
     const [steps, history] = await Promise.all([store.getSteps(id), store.getHistory(id)]);
-    const now = this.clock.now();
-    return { ...toSummary(row), steps: steps.map((s) => toStepInfo(s, now)), history: history.map(toHistoryEntry) };
+    return { ...toSummary(row), steps: steps.map(toStepInfo), history: history.map(toHistoryEntry) };
   }
 
   /** Tasks, newest first, optionally by status and workflow, a page at a time. */

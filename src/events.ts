@@ -48,7 +48,4 @@ export class TypedEmitter<Events extends object> {
       }
     }
   }
-  listenerCount(name: keyof Events & string): number {
-    return this.#emitter.listenerCount(name);
-  }
 }

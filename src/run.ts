@@ -820,21 +820,34 @@ export class TaskRun {
     let attempt = recorded?.status === 'retrying' ? recorded.attempts : 0;
     let lastError: Error | undefined = recorded?.error ? deserializeError(decodeError(recorded.error)) : undefined;
     const firstStart = recorded?.startedAt ?? clock.now();
-    const retryWait = (row: StepRow, wakeAt: number, next: number): Wait => ({
-      row, wakeAt, events: [], describe: { kind: 'retry', step: stepId, attempt: next, until: wakeAt },
+    /** A wait until the next attempt, with the row that records the attempts so far. */
+    const retryWait = (wakeAt: number): Wait => ({
+      row: this.#row(seq, stepId, 'step', {
+        status: 'retrying', error: lastError ? encodeError(lastError) : null, attempts: attempt, startedAt: firstStart, wakeAt,
+      }),
+      wakeAt,
+      events: [],
+      describe: { kind: 'retry', step: stepId, attempt: attempt + 1, until: wakeAt },
     });
-    if (recorded?.status === 'retrying' && recorded.wakeAt !== null) {
-      await this.#pauseUntil(recorded.wakeAt, retryWait(recorded, recorded.wakeAt, attempt + 1), activity);
-      if (this.#halt) throw this.#halt;
-      if (this.#blocked()) return this.#holdFor(retryWait(recorded, clock.now(), attempt + 1), activity);
-    }
+    /** The step failed for good: the code receives a StepFailedError (recorded like any result). */
+    const failWith = (error: Error): Promise<T> => {
+      emit('step:failed', { taskId: this.taskId, step: stepId, attempt, error });
+      const failed = this.#row(seq, stepId, 'step', {
+        status: 'failed', error: encodeError(error), attempts: attempt, startedAt: firstStart, finishedAt: clock.now(),
+      });
+      const attempts = attempt;
+      return this.#complete(failed, () => {
+        throw new StepFailedError(stepId, attempts, error);
+      });
+    };
+    if (recorded?.status === 'retrying' && recorded.wakeAt !== null) await this.#pauseUntil(recorded.wakeAt, retryWait(recorded.wakeAt), activity);
     for (;;) {
       // No side effect before every result the code has received is durable.
       await this.#flush();
       if (this.#halt) throw this.#halt;
       if (this.#blocked()) {
-        // Paused or draining meanwhile: this attempt does not start in this run.
-        if (attempt > 0) return this.#holdFor(retryWait(this.#row(seq, stepId, 'step', { status: 'retrying', error: lastError ? encodeError(lastError) : null, attempts: attempt, startedAt: firstStart, wakeAt: clock.now() }), clock.now(), attempt + 1), activity);
+        // Paused or draining: this attempt does not start in this run (a retry keeps its count).
+        if (attempt > 0) return this.#holdFor(retryWait(clock.now()), activity);
         this.#refused++;
         activity.idle();
         return this.#parked<T>();
@@ -849,37 +862,19 @@ export class TaskRun {
         if (this.#halt) throw this.#halt;
         if (this.#ended) throw raw; // a step left running when the run ended: nothing to record
         const error = coerceError(raw);
-        if (!shouldRetry(policy, error, attempt)) {
-          emit('step:failed', { taskId: this.taskId, step: stepId, attempt, error });
-          const failed = this.#row(seq, stepId, 'step', {
-            status: 'failed', error: encodeError(error), attempts: attempt, startedAt: firstStart, finishedAt: clock.now(),
-          });
-          return this.#complete(failed, () => {
-            throw new StepFailedError(stepId, attempt, error);
-          });
-        }
+        if (!shouldRetry(policy, error, attempt)) return failWith(error);
         const delayMs = backoffMs(policy, attempt, error);
         const wakeAt = clock.now() + delayMs;
         emit('step:retrying', { taskId: this.taskId, step: stepId, attempt, delayMs, error, parked: delayMs > parkAfterMs });
         lastError = error;
-        const row = this.#row(seq, stepId, 'step', { status: 'retrying', error: encodeError(error), attempts: attempt, startedAt: firstStart, wakeAt });
-        await this.#pauseUntil(wakeAt, retryWait(row, wakeAt, attempt + 1), activity);
-        if (this.#halt) throw this.#halt;
-        if (this.#blocked()) return this.#holdFor(retryWait(row, clock.now(), attempt + 1), activity);
+        await this.#pauseUntil(wakeAt, retryWait(wakeAt), activity);
         continue;
       }
       let output: string | null;
       try {
         output = encodeJson(value, `The output of step "${stepId}"`);
       } catch (e) {
-        const error = e as NotSerializableError;
-        emit('step:failed', { taskId: this.taskId, step: stepId, attempt, error });
-        const failed = this.#row(seq, stepId, 'step', {
-          status: 'failed', error: encodeError(error), attempts: attempt, startedAt: firstStart, finishedAt: clock.now(),
-        });
-        return this.#complete(failed, () => {
-          throw new StepFailedError(stepId, attempt, error);
-        });
+        return failWith(e as NotSerializableError);
       }
       const finishedAt = clock.now();
       const row = this.#row(seq, stepId, 'step', { output, attempts: attempt, startedAt: firstStart, finishedAt });

@@ -106,21 +106,19 @@ export function parseStepId(stepId: string): { name: string; occurrence: number 
   return m ? { name: m[1] as string, occurrence: Number(m[2]) } : { name: stepId, occurrence: 1 };
 }
 
-/** `now` turns a sleep whose time has come into `completed` (a sleep is not written twice). */
-export function toStepInfo(row: StepRow, now: number): StepInfo {
+export function toStepInfo(row: StepRow): StepInfo {
   const { name, occurrence } = parseStepId(row.name);
-  const slept = row.kind === 'sleep' && row.status === 'waiting' && row.wakeAt !== null && row.wakeAt <= now;
   return {
     seq: row.seq,
     name: row.name,
     kind: row.kind,
-    status: slept ? 'completed' : row.status,
+    status: row.status,
     attempts: row.attempts,
     output: decodeJson(row.output),
     error: row.error ? decodeError(row.error) : null,
     startedAt: row.startedAt,
-    finishedAt: slept ? row.wakeAt : row.finishedAt,
-    durationMs: row.startedAt !== null && (slept ? row.wakeAt : row.finishedAt) !== null ? (slept ? (row.wakeAt as number) : (row.finishedAt as number)) - row.startedAt : null,
+    finishedAt: row.finishedAt,
+    durationMs: row.startedAt !== null && row.finishedAt !== null ? row.finishedAt - row.startedAt : null,
     wakeAt: row.wakeAt,
     idempotencyKey: row.kind === 'step' ? `v1:${row.taskId}:${name}#${occurrence}` : null,
     epoch: row.epoch,

@@ -311,8 +311,8 @@ export class PostgresStore implements Store {
           [task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, this.channel, payload(task.notify)],
         );
         if (row) return { task: toTaskRow(row), created: true };
-        const [existing] = await this.#rows(this.#db, `SELECT * FROM ${this.#t.tasks} WHERE idempotency_key = $1`, [task.idempotencyKey]);
-        if (existing) return { task: toTaskRow(existing), created: false };
+        const existing = await this.findTaskByKey(task.idempotencyKey as string);
+        if (existing) return { task: existing, created: false };
         if (attempt >= TX_ATTEMPTS) throw new Error(`insertTask: idempotency key "${task.idempotencyKey}" conflicts with a task that cannot be read`);
       }
     });

@@ -166,8 +166,7 @@ export class SqliteStore implements Store {
         this.#history(task.id, task.createdAt, 'create', null, 'pending', 0, null, null);
         return { task: toTaskRow(row), created: true };
       }
-      const existing = this.#stmt('SELECT * FROM stepwise_tasks WHERE idempotency_key = ?').get(task.idempotencyKey) as Raw;
-      return { task: toTaskRow(existing), created: false };
+      return { task: this.#byKey(task.idempotencyKey as string) as TaskRow, created: false };
     });
   }
 
@@ -177,6 +176,10 @@ export class SqliteStore implements Store {
   }
 
   async findTaskByKey(key: string): Promise<TaskRow | null> {
+    return this.#byKey(key);
+  }
+
+  #byKey(key: string): TaskRow | null {
     const row = this.#stmt('SELECT * FROM stepwise_tasks WHERE idempotency_key = ?').get(key) as Raw | undefined;
     return row ? toTaskRow(row) : null;
   }
@@ -286,34 +289,24 @@ export class SqliteStore implements Store {
   }
 
   /** The fenced journal write: accepted only while the writer's epoch is current and the task leased. */
+  /** The fenced journal write, one statement: accepted only while the writer's epoch is current and the task leased. */
   #stepWrite(w: StepWrite): boolean {
-    const fence = this.#stmt(`SELECT 1 FROM stepwise_tasks WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL})`).get(w.taskId, w.epoch);
-    if (w.step.taskId !== w.taskId) return false;
-    if (!fence) return false;
-    this.#upsertStep(w.step);
-    if (w.consume) this.#consume(w.consume.signalId, w.consume.seq);
-    return true;
-  }
-
-  async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
-    if (ops.length === 1 && ops[0]?.kind === 'step') {
-      // The hot path of a plain step: one statement, one implicit transaction.
-      return [this.#singleStepWrite(ops[0])];
-    }
-    return this.#tx(() => ops.map((op) => (op.kind === 'step' ? this.#stepWrite(op) : this.#transition(op))));
-  }
-
-  #singleStepWrite(w: StepWrite): boolean {
-    if (w.consume) return this.#tx(() => this.#stepWrite(w));
     const s = w.step;
     const no = this.#no(w.taskId);
     if (no === undefined || s.taskId !== w.taskId) return false;
-    const res = this.#translate(() =>
+    const accepted =
       this.#stmt(FENCED_STEP_SQL).run(
         no, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, no, w.epoch,
-      ),
-    );
-    return res.changes === 1;
+      ).changes === 1;
+    if (accepted && w.consume) this.#consume(w.consume.signalId, w.consume.seq);
+    return accepted;
+  }
+
+  async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
+    const [only] = ops;
+    // The hot path of a plain step: one statement in its own implicit transaction.
+    if (ops.length === 1 && only?.kind === 'step' && !only.consume) return [this.#translate(() => this.#stepWrite(only))];
+    return this.#tx(() => ops.map((op) => (op.kind === 'step' ? this.#stepWrite(op) : this.#transition(op))));
   }
 
   async claim(r: ClaimRequest): Promise<ClaimedTask[]> {
