@@ -43,7 +43,7 @@ import {
   InvalidArgumentError, LeaseLostError, NonDeterminismError, NotSerializableError, StepFailedError, StepTimeoutError,
   StoreUnavailableError, TaskCancelledError, WorkerStoppingError, coerceError,
 } from './errors.ts';
-import type { Emit } from './events.ts';
+import type { Emit, WorkerEventName } from './events.ts';
 import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from './retry.ts';
 import { decodeError, decodeJson, deserializeError, encodeError, encodeJson } from './serialize.ts';
@@ -65,6 +65,8 @@ export interface RunDeps {
   /** Until when this run's lease is surely still ours (last renewal + lease − margin). */
   leaseSafeUntil: () => number;
   emit: Emit;
+  /** Whether an event has listeners: step events are built only then (a step is a hot path). */
+  hears: (name: WorkerEventName) => boolean;
 }
 
 /** A wait registered by the code: the task may park on it. */
@@ -106,6 +108,13 @@ const STEP_NAME = /^[^#|\s][^#|]{0,199}$/;
 const REPLAY_STALL_MS = 30_000;
 /** How long the code must stay quiet before the run decides it can only wait. */
 const QUIET_MS = 10;
+/**
+ * Results handed over at once (without waiting for the next turn) before the run yields the event
+ * loop anyway, and the longest it keeps it: heartbeats, cancels and other tasks get their turn
+ * every few milliseconds however quick a run of steps is.
+ */
+const AT_ONCE_MAX = 64;
+const AT_ONCE_MS = 4;
 
 export class TaskRun {
   readonly taskId: string;
@@ -153,8 +162,16 @@ export class TaskRun {
    * hand-over at the latest.
    */
   #deferred: Deferred[] = [];
-  /** Writes of deferred rows in progress. */
+  /** Writes of deferred rows in progress (settles when all of them have). */
   #writes: Promise<unknown> = Promise.resolve();
+  #writesPending = 0;
+  /** A turn that writes the rows of results handed over is scheduled. */
+  #flushTurn = false;
+  /** Handed over at once since the run last waited for a turn, and since when (real time). */
+  #atOnce = 0;
+  #atOnceSince = 0;
+  /** Abort handlers of the attempts in progress: one listener on the run's signal serves them all. */
+  readonly #attemptAborts = new Set<() => void>();
   /** The last transition is being prepared: deferred rows go with it, not on their own. */
   #ending = false;
   #fatal: Error | null = null;
@@ -184,7 +201,10 @@ export class TaskRun {
     this.#idle = new Promise<void>((resolve) => (this.#signalIdle = resolve));
     this.#halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
     if (!this.#replay.length) this.#replayFinished();
-    setMaxListeners(0, this.#controller.signal); // one listener per concurrent step attempt
+    setMaxListeners(0, this.#controller.signal); // steps with a timeout listen on their own
+    this.#controller.signal.addEventListener('abort', () => {
+      for (const onAbort of [...this.#attemptAborts]) onAbort();
+    }, { once: true });
     if (claimed.task.status === 'cancelling') this.cancel(claimed.task.cancelReason ?? undefined);
     if (claimed.task.pauseRequested) this.#pause = true;
   }
@@ -622,18 +642,38 @@ export class TaskRun {
     };
     work.then(ready, ready);
     const settled = previous.then(() => work);
+    const release = (): void => {
+      if (gated) this.#gated--;
+      this.#live--;
+      open();
+      this.#scheduleIdleCheck();
+    };
     const handedOver = (): void => {
       this.#activity++;
       afterHandOver?.();
-      nextTurn(() => {
-        if (gated) this.#gated--;
-        this.#live--;
-        open();
-        this.#scheduleIdleCheck();
-      });
+      if (this.#mayHandOverAtOnce()) release();
+      else nextTurn(release);
     };
     settled.then(handedOver, handedOver);
     return settled;
+  }
+
+  /**
+   * Whether the next result may follow this one without waiting for a turn: this is the only call
+   * in flight (its own activity and hand-over: nothing it could be ordered against, now or in a
+   * replay, where the code makes the same lone call) and the replay is over. Bounded in number and
+   * time, so that timers and I/O get in between.
+   */
+  #mayHandOverAtOnce(): boolean {
+    if (this.#live > 2 || this.#replayIndex < this.#replay.length || this.#replayScheduled) return false;
+    const now = performance.now();
+    if (this.#atOnce === 0) this.#atOnceSince = now;
+    if (this.#atOnce >= AT_ONCE_MAX || now - this.#atOnceSince > AT_ONCE_MS) {
+      this.#atOnce = 0;
+      return false;
+    }
+    this.#atOnce++;
+    return true;
   }
 
   // --- the context given to workflow code ------------------------------------------------------
@@ -695,7 +735,9 @@ export class TaskRun {
       if (!this.#mayWrite()) throw this.#haltReason();
       let accepted: unknown;
       try {
-        accepted = await this.#deps.writer.write({ kind: 'step', taskId: this.taskId, epoch: this.epoch, step: row, ...(consume ? { consume } : {}) });
+        accepted = await this.#deps.writer.write(
+          consume ? { kind: 'step', taskId: this.taskId, epoch: this.epoch, step: row, consume } : { kind: 'step', taskId: this.taskId, epoch: this.epoch, step: row },
+        );
       } catch (e) {
         if (this.#deps.clock.now() < this.#deps.leaseSafeUntil() && this.#mayWrite()) {
           await new Promise((r) => setTimeout(r, 500));
@@ -724,7 +766,12 @@ export class TaskRun {
     this.#deferred.push(entry);
     return this.#inOrder(Promise.resolve().then(value), () => {
       entry.handed = true;
-      nextTurn(() => void this.#flush(true).catch(() => undefined));
+      if (this.#flushTurn) return;
+      this.#flushTurn = true;
+      nextTurn(() => {
+        this.#flushTurn = false;
+        void this.#flush(true).catch(() => undefined);
+      });
     });
   }
 
@@ -738,10 +785,16 @@ export class TaskRun {
       const batch = handedOnly ? this.#deferred.filter((d) => d.handed) : this.#deferred;
       this.#deferred = handedOnly ? this.#deferred.filter((d) => !d.handed) : [];
       if (batch.length) {
-        const written = Promise.all(batch.map((d) => this.#checkpoint(d.row, d.consume))).then(() => {
-          for (const d of batch) d.onDurable?.();
-        });
-        this.#writes = Promise.all([this.#writes, written]);
+        const only = batch.length === 1 ? (batch[0] as Deferred) : null;
+        const written = only
+          ? this.#checkpoint(only.row, only.consume).then(only.onDurable)
+          : Promise.all(batch.map((d) => this.#checkpoint(d.row, d.consume))).then(() => {
+              for (const d of batch) d.onDurable?.();
+            });
+        const settled = (): void => void this.#writesPending--;
+        written.then(settled, settled);
+        // Earlier writes all settled: this one alone is what is in progress.
+        this.#writes = this.#writesPending++ === 0 ? written : Promise.all([this.#writes, written]);
       }
     }
     return this.#writes;
@@ -813,7 +866,7 @@ export class TaskRun {
     seq: number, stepId: string, occurrence: number, name: string,
     fn: (s: StepContext) => Promise<T> | T, options: StepOptions, recorded: StepRow | undefined, activity: Activity,
   ): Promise<T> {
-    const { clock, emit, parkAfterMs } = this.#deps;
+    const { clock, emit, hears, parkAfterMs } = this.#deps;
     const policy = options.retry === undefined ? this.#defaultRetry : resolveRetry(options.retry, this.#defaultRetry);
     const timeoutMs = optionalMs(options.timeout, `timeout of step "${stepId}"`);
     const idempotencyKey = `v1:${this.taskId}:${name}#${occurrence}`;
@@ -854,7 +907,7 @@ export class TaskRun {
       }
       attempt++;
       const started = clock.now();
-      emit('step:started', { taskId: this.taskId, step: stepId, attempt });
+      if (hears('step:started')) emit('step:started', { taskId: this.taskId, step: stepId, attempt });
       let value: T;
       try {
         value = await this.#attempt(fn, { idempotencyKey, attempt, lastError, stepId }, timeoutMs);
@@ -884,7 +937,9 @@ export class TaskRun {
         () => (output === null ? undefined : JSON.parse(output)) as T,
         undefined,
         // Reported once the result is durable (a step reported completed never runs again).
-        () => emit('step:completed', { taskId: this.taskId, step: stepId, attempt: completedAttempt, durationMs: finishedAt - started }),
+        () => {
+          if (hears('step:completed')) emit('step:completed', { taskId: this.taskId, step: stepId, attempt: completedAttempt, durationMs: finishedAt - started });
+        },
       );
     }
   }
@@ -905,7 +960,8 @@ export class TaskRun {
     return new Promise<T>((resolve, reject) => {
       const timerStop = timeout ? new AbortController() : undefined;
       const cleanup = (): void => {
-        signal.removeEventListener('abort', onAbort);
+        if (timeout) signal.removeEventListener('abort', onAbort);
+        else this.#attemptAborts.delete(onAbort);
         timerStop?.abort(null);
       };
       const onAbort = (): void => {
@@ -916,7 +972,10 @@ export class TaskRun {
         cleanup();
         reject(signal.reason);
       };
-      signal.addEventListener('abort', onAbort, { once: true });
+      // Without a timeout the attempt listens through the run's one listener (cheaper than an
+      // EventTarget listener per attempt); the run's signal fires it once, like `{ once: true }`.
+      if (timeout) signal.addEventListener('abort', onAbort, { once: true });
+      else this.#attemptAborts.add(onAbort);
       if (timeout && timerStop && timeoutMs !== undefined) {
         this.#deps.clock.sleep(timeoutMs, timerStop.signal).then(
           () => timeout.abort(new StepTimeoutError(a.stepId, timeoutMs)),

@@ -243,6 +243,7 @@ export class Worker {
         cancelGraceMs: this.#cancelGraceMs,
         leaseSafeUntil: () => this.#safeUntil(claimed.task.id),
         emit: (name, payload) => this.#events.emit(name, payload),
+        hears: (name) => this.#events.hears(name),
       });
     } catch (e) {
       // A run that cannot even start would otherwise hold its lease until it expires, and again.
