@@ -93,6 +93,24 @@ interface Activity {
   busy(): void;
 }
 
+/** One `ctx.step` call being executed: its identity and its attempts so far. */
+interface StepCall<T> {
+  seq: number;
+  stepId: string;
+  fn: (s: StepContext) => Promise<T> | T;
+  options: StepOptions;
+  recorded: StepRow | undefined;
+  activity: Activity;
+  idempotencyKey: string;
+  attempt: number;
+  lastError: Error | undefined;
+  firstStart: number;
+  /** When the current attempt started. */
+  started: number;
+  timeoutMs: number | undefined;
+  policy: RetryPolicy;
+}
+
 interface Position {
   seq: number;
   stepId: string;
@@ -113,7 +131,7 @@ const QUIET_MS = 10;
  * loop anyway, and the longest it keeps it: heartbeats, cancels and other tasks get their turn
  * every few milliseconds however quick a run of steps is.
  */
-const AT_ONCE_MAX = 64;
+const AT_ONCE_MAX = 1024;
 const AT_ONCE_MS = 4;
 
 export class TaskRun {
@@ -351,7 +369,7 @@ export class TaskRun {
     }
     let output: string | null;
     try {
-      output = encodeJson(outcome.value, `The output of workflow "${this.workflow.name}"`);
+      output = encodeJson(outcome.value, () => `The output of workflow "${this.workflow.name}"`);
     } catch (e) {
       return this.#end('fail', { set: { error: encodeError(e) }, detail: { error: (e as Error).message } });
     }
@@ -858,105 +876,119 @@ export class TaskRun {
       return Promise.reject(e);
     }
     if (this.#fatal || this.#halt || this.#blocked()) return this.#notNow<T>();
-    const p = pos;
-    return this.#track((activity) => this.#execute(p.seq, p.stepId, p.occurrence, name, fn, options, p.recorded, activity));
+    const call: StepCall<T> = {
+      seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
+      idempotencyKey: `v1:${this.taskId}:${name}#${pos.occurrence}`, attempt: 0, lastError: undefined, firstStart: 0, started: 0,
+      timeoutMs: undefined, policy: this.#defaultRetry,
+    };
+    return this.#track((activity) => {
+      call.activity = activity;
+      return this.#execute(call);
+    });
   }
 
-  async #execute<T>(
-    seq: number, stepId: string, occurrence: number, name: string,
-    fn: (s: StepContext) => Promise<T> | T, options: StepOptions, recorded: StepRow | undefined, activity: Activity,
-  ): Promise<T> {
-    const { clock, emit, hears, parkAfterMs } = this.#deps;
-    const policy = options.retry === undefined ? this.#defaultRetry : resolveRetry(options.retry, this.#defaultRetry);
-    const timeoutMs = optionalMs(options.timeout, `timeout of step "${stepId}"`);
-    const idempotencyKey = `v1:${this.taskId}:${name}#${occurrence}`;
-    let attempt = recorded?.status === 'retrying' ? recorded.attempts : 0;
-    let lastError: Error | undefined = recorded?.error ? deserializeError(decodeError(recorded.error)) : undefined;
-    const firstStart = recorded?.startedAt ?? clock.now();
-    /** A wait until the next attempt, with the row that records the attempts so far. */
-    const retryWait = (wakeAt: number): Wait => ({
-      row: this.#row(seq, stepId, 'step', {
-        status: 'retrying', error: lastError ? encodeError(lastError) : null, attempts: attempt, startedAt: firstStart, wakeAt,
+  /** A wait until the next attempt of a step, with the row that records its attempts so far. */
+  #retryWait(c: StepCall<unknown>, wakeAt: number): Wait {
+    return {
+      row: this.#row(c.seq, c.stepId, 'step', {
+        status: 'retrying', error: c.lastError ? encodeError(c.lastError) : null, attempts: c.attempt, startedAt: c.firstStart, wakeAt,
       }),
       wakeAt,
       events: [],
-      describe: { kind: 'retry', step: stepId, attempt: attempt + 1, until: wakeAt },
-    });
-    /** The step failed for good: the code receives a StepFailedError (recorded like any result). */
-    const failWith = (error: Error): Promise<T> => {
-      emit('step:failed', { taskId: this.taskId, step: stepId, attempt, error });
-      const failed = this.#row(seq, stepId, 'step', {
-        status: 'failed', error: encodeError(error), attempts: attempt, startedAt: firstStart, finishedAt: clock.now(),
-      });
-      const attempts = attempt;
-      return this.#complete(failed, () => {
-        throw new StepFailedError(stepId, attempts, error);
-      });
+      describe: { kind: 'retry', step: c.stepId, attempt: c.attempt + 1, until: wakeAt },
     };
-    if (recorded?.status === 'retrying' && recorded.wakeAt !== null) await this.#pauseUntil(recorded.wakeAt, retryWait(recorded.wakeAt), activity);
+  }
+
+  /** The step failed for good: the code receives a StepFailedError (recorded like any result). */
+  #stepFailed<T>(c: StepCall<T>, error: Error): Promise<T> {
+    this.#deps.emit('step:failed', { taskId: this.taskId, step: c.stepId, attempt: c.attempt, error });
+    const failed = this.#row(c.seq, c.stepId, 'step', {
+      status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: this.#deps.clock.now(),
+    });
+    const attempts = c.attempt;
+    return this.#complete(failed, () => {
+      throw new StepFailedError(c.stepId, attempts, error);
+    });
+  }
+
+  async #execute<T>(c: StepCall<T>): Promise<T> {
+    const { clock, emit, hears, parkAfterMs } = this.#deps;
+    const { options, recorded } = c;
+    if (options.retry !== undefined) c.policy = resolveRetry(options.retry, this.#defaultRetry);
+    if (options.timeout !== undefined) c.timeoutMs = optionalMs(options.timeout, `timeout of step "${c.stepId}"`);
+    if (recorded) {
+      if (recorded.status === 'retrying') c.attempt = recorded.attempts;
+      if (recorded.error) c.lastError = deserializeError(decodeError(recorded.error));
+    }
+    c.firstStart = recorded?.startedAt ?? clock.now();
+    if (recorded?.status === 'retrying' && recorded.wakeAt !== null) await this.#pauseUntil(recorded.wakeAt, this.#retryWait(c, recorded.wakeAt), c.activity);
     for (;;) {
       // No side effect before every result the code has received is durable.
       await this.#flush();
       if (this.#halt) throw this.#halt;
       if (this.#blocked()) {
         // Paused or draining: this attempt does not start in this run (a retry keeps its count).
-        if (attempt > 0) return this.#holdFor(retryWait(clock.now()), activity);
+        if (c.attempt > 0) return this.#holdFor(this.#retryWait(c, clock.now()), c.activity);
         this.#refused++;
-        activity.idle();
+        c.activity.idle();
         return this.#parked<T>();
       }
-      attempt++;
-      const started = clock.now();
-      if (hears('step:started')) emit('step:started', { taskId: this.taskId, step: stepId, attempt });
+      c.attempt++;
+      c.started = clock.now();
+      if (hears('step:started')) emit('step:started', { taskId: this.taskId, step: c.stepId, attempt: c.attempt });
       let value: T;
       try {
-        value = await this.#attempt(fn, { idempotencyKey, attempt, lastError, stepId }, timeoutMs);
+        value = await this.#attempt(c);
       } catch (raw) {
         if (this.#halt) throw this.#halt;
         if (this.#ended) throw raw; // a step left running when the run ended: nothing to record
         const error = coerceError(raw);
-        if (!shouldRetry(policy, error, attempt)) return failWith(error);
-        const delayMs = backoffMs(policy, attempt, error);
+        if (!shouldRetry(c.policy, error, c.attempt)) return this.#stepFailed(c, error);
+        const delayMs = backoffMs(c.policy, c.attempt, error);
         const wakeAt = clock.now() + delayMs;
-        emit('step:retrying', { taskId: this.taskId, step: stepId, attempt, delayMs, error, parked: delayMs > parkAfterMs });
-        lastError = error;
-        await this.#pauseUntil(wakeAt, retryWait(wakeAt), activity);
+        emit('step:retrying', { taskId: this.taskId, step: c.stepId, attempt: c.attempt, delayMs, error, parked: delayMs > parkAfterMs });
+        c.lastError = error;
+        await this.#pauseUntil(wakeAt, this.#retryWait(c, wakeAt), c.activity);
         continue;
       }
-      let output: string | null;
-      try {
-        output = encodeJson(value, `The output of step "${stepId}"`);
-      } catch (e) {
-        return failWith(e as NotSerializableError);
-      }
-      const finishedAt = clock.now();
-      const row = this.#row(seq, stepId, 'step', { output, attempts: attempt, startedAt: firstStart, finishedAt });
-      const completedAttempt = attempt;
-      return this.#complete(
-        row,
-        () => (output === null ? undefined : JSON.parse(output)) as T,
-        undefined,
-        // Reported once the result is durable (a step reported completed never runs again).
-        () => {
-          if (hears('step:completed')) emit('step:completed', { taskId: this.taskId, step: stepId, attempt: completedAttempt, durationMs: finishedAt - started });
-        },
-      );
+      return this.#stepSucceeded(c, value);
     }
   }
 
+  /** Records the step's output (handed back as its JSON copy, as a replay would). */
+  #stepSucceeded<T>(c: StepCall<T>, value: T): Promise<T> {
+    let output: string | null;
+    try {
+      output = encodeJson(value, () => `The output of step "${c.stepId}"`);
+    } catch (e) {
+      return this.#stepFailed(c, e as NotSerializableError);
+    }
+    const finishedAt = this.#deps.clock.now();
+    const row = this.#row(c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.firstStart, finishedAt });
+    const attempt = c.attempt;
+    const { emit, hears } = this.#deps;
+    return this.#complete(
+      row,
+      () => (output === null ? undefined : JSON.parse(output)) as T,
+      undefined,
+      // Reported once the result is durable (a step reported completed never runs again).
+      () => {
+        if (hears('step:completed')) emit('step:completed', { taskId: this.taskId, step: c.stepId, attempt, durationMs: finishedAt - c.started });
+      },
+    );
+  }
+
   /** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
-  #attempt<T>(
-    fn: (s: StepContext) => Promise<T> | T,
-    a: { idempotencyKey: string; attempt: number; lastError: Error | undefined; stepId: string },
-    timeoutMs: number | undefined,
-  ): Promise<T> {
+  #attempt<T>(c: StepCall<T>): Promise<T> {
     const runSignal = this.#controller.signal;
+    const timeoutMs = c.timeoutMs;
     const timeout = timeoutMs === undefined ? undefined : new AbortController();
     const signal = timeout ? AbortSignal.any([runSignal, timeout.signal]) : runSignal;
     const ctx: StepContext = Object.freeze({
-      signal, idempotencyKey: a.idempotencyKey, attempt: a.attempt, lastError: a.lastError, taskId: this.taskId, stepName: a.stepId, epoch: this.epoch,
+      signal, idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, taskId: this.taskId, stepName: c.stepId, epoch: this.epoch,
     });
     if (signal.aborted) return Promise.reject(signal.reason);
+    const fn = c.fn;
     return new Promise<T>((resolve, reject) => {
       const timerStop = timeout ? new AbortController() : undefined;
       const cleanup = (): void => {
@@ -978,7 +1010,7 @@ export class TaskRun {
       else this.#attemptAborts.add(onAbort);
       if (timeout && timerStop && timeoutMs !== undefined) {
         this.#deps.clock.sleep(timeoutMs, timerStop.signal).then(
-          () => timeout.abort(new StepTimeoutError(a.stepId, timeoutMs)),
+          () => timeout.abort(new StepTimeoutError(c.stepId, timeoutMs)),
           () => undefined,
         );
       }
@@ -989,16 +1021,22 @@ export class TaskRun {
         cleanup();
         return reject(e);
       }
-      Promise.resolve(result).then(
-        (v) => {
-          cleanup();
-          resolve(v);
-        },
-        (e: unknown) => {
-          cleanup();
-          reject(e);
-        },
-      );
+      if (result instanceof Promise) {
+        result.then(
+          (v) => {
+            cleanup();
+            resolve(v);
+          },
+          (e: unknown) => {
+            cleanup();
+            reject(e);
+          },
+        );
+      } else {
+        // A synchronous step (or a thenable, which `resolve` adopts).
+        cleanup();
+        resolve(result);
+      }
     });
   }
 

@@ -7,14 +7,51 @@
  */
 import { ERROR_CODES, NotSerializableError, StepwiseError, coerceError, type ErrorCode } from './errors.ts';
 
-/** JSON text for `value`, or `null` for `undefined`. Throws {@link NotSerializableError}. */
-export function encodeJson(value: unknown, what: string): string | null {
+/**
+ * JSON text for `value`, or `null` for `undefined`. Throws {@link NotSerializableError} naming
+ * `what` (built only then) and the path of the first offending value.
+ */
+export function encodeJson(value: unknown, what: string | (() => string)): string | null {
   if (value === undefined) return null;
   if (value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) {
     return JSON.stringify(value);
   }
-  checkJson(value, what, 'the value', new Set());
+  // A quick walk first; paths are built only to explain a refusal.
+  if (!isPlainJson(value, new Set())) checkJson(value, typeof what === 'string' ? what : what(), 'the value', new Set());
   return JSON.stringify(value);
+}
+
+/** Whether JSON round-trips `value` exactly (no path bookkeeping: the common case is yes). */
+function isPlainJson(value: unknown, seen: Set<object>): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'undefined':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (seen.has(value)) return false;
+  seen.add(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (item === undefined || !isPlainJson(item, seen)) return false;
+    }
+  } else {
+    const proto: unknown = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return false;
+    for (const key in value) {
+      if (Object.hasOwn(value, key) && !isPlainJson((value as Record<string, unknown>)[key], seen)) return false;
+    }
+  }
+  seen.delete(value);
+  return true;
 }
 
 export function decodeJson(text: string | null): unknown {

@@ -285,6 +285,11 @@ export interface Store {
   transition(write: TransitionWrite): Promise<TaskRow | null>;
   /** Many fenced writes in one transaction; each op is guarded on its own. */
   writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]>;
+  /**
+   * `writeBatch`, done before returning: offered by a store on a synchronous driver (SQLite), so
+   * that a lone run's checkpoint costs no promise round of its own. Same results, same errors.
+   */
+  writeBatchNow?(ops: readonly WriteOp[]): WriteResult[];
 
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
   heartbeat(request: HeartbeatRequest): Promise<HeldTask[]>;

@@ -159,6 +159,7 @@ export class Worker {
     await store.registerWorkflows([...this.#workflows.values()].map((w) => ({ name: w.name, version: w.version, at: this.#host.clock.now() })));
     this.#writer = new WriteBatcher(store, {
       maxInFlight: store.parallelWrites,
+      alone: () => this.#runs.size <= 1,
       onRetry: (error, attempt) => this.#events.emit('worker:error', { error: coerceError(error), during: `writing checkpoints (attempt ${attempt})` }),
     });
     this.#state = 'running';

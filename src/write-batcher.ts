@@ -28,6 +28,11 @@ export interface WriteBatcherOptions {
   maxInFlight?: number;
   /** Called when a batch failed and will be retried. */
   onRetry?: (error: unknown, attempt: number) => void;
+  /**
+   * Whether there is nobody to group with (one run in flight): then a store that writes
+   * synchronously writes at once instead of waiting for the tick's other requests.
+   */
+  alone?: () => boolean;
 }
 
 export class WriteBatcher {
@@ -36,6 +41,7 @@ export class WriteBatcher {
   readonly #maxBatch: number;
   readonly #onRetry: ((error: unknown, attempt: number) => void) | undefined;
   readonly #maxInFlight: number;
+  readonly #alone: () => boolean;
   #queue: Pending[] = [];
   #inFlight = 0;
   #scheduled = false;
@@ -46,9 +52,18 @@ export class WriteBatcher {
     this.#maxBatch = options.maxBatch ?? 256;
     this.#maxInFlight = Math.max(1, options.maxInFlight ?? 1);
     this.#onRetry = options.onRetry;
+    this.#alone = options.alone ?? (() => false);
   }
 
   write(op: WriteOp): Promise<WriteResult> {
+    if (this.#store.writeBatchNow && !this.#queue.length && !this.#inFlight && this.#alone()) {
+      try {
+        return Promise.resolve(this.#store.writeBatchNow([op])[0] as WriteResult);
+      } catch (e) {
+        // Queued below: written again with the batches' retries and backoff (every op is idempotent).
+        this.#onRetry?.(e, 1);
+      }
+    }
     return new Promise<WriteResult>((resolve, reject) => {
       this.#queue.push({ op, resolve, reject });
       if (!this.#scheduled && this.#inFlight < this.#maxInFlight) {

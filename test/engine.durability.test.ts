@@ -2,7 +2,7 @@
 // transition; never lost while the run holds its lease. Uses a store wrapper that makes writes slow,
 // lets two of them overlap (as on a pooled database) or fail for a while.
 import { describe, expect, it } from 'vitest';
-import { Engine, openStore, workflow, type Store, type WorkerEvents } from '../src/index.ts';
+import { Engine, StoreUnavailableError, openStore, workflow, type Store, type WorkerEvents } from '../src/index.ts';
 import { tempDbUrl } from './support/engine.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -12,6 +12,7 @@ function slowStore(inner: Store, around: (kind: string) => Promise<void>, parall
   return new Proxy(inner, {
     get(target, prop) {
       if (prop === 'parallelWrites') return parallel;
+      if (prop === 'writeBatchNow') return undefined; // its writes are asynchronous now
       const value = Reflect.get(target, prop, target) as unknown;
       if (prop === 'writeBatch' || prop === 'transition') {
         return async (arg: unknown) => {
@@ -26,6 +27,54 @@ function slowStore(inner: Store, around: (kind: string) => Promise<void>, parall
 }
 
 describe('durability of results', () => {
+  it('writes a lone run\'s checkpoints at once on SQLite, and retries one that fails through the queue without running its step again', async () => {
+    let charged = 0;
+    const wf = workflow('direct', async (ctx) => {
+      await ctx.step('prepare', () => 'p');
+      await ctx.step('charge', () => ++charged);
+      await ctx.step('after', () => 'a');
+      return 'ok';
+    });
+    const inner = await openStore(tempDbUrl());
+    let direct = 0;
+    let refusedOnce = false;
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop === 'writeBatchNow' && typeof value === 'function') {
+          return (ops: Array<{ kind: string; step?: { name: string } }>) => {
+            direct++;
+            // The checkpoint of "charge" meets a locked database once (as SQLITE_BUSY would).
+            if (!refusedOnce && ops.some((o) => o.step?.name === 'charge')) {
+              refusedOnce = true;
+              throw new StoreUnavailableError('SQLite database is unavailable (SQLITE_BUSY): database is locked');
+            }
+            return (value as (o: unknown) => unknown).call(target, ops);
+          };
+        }
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const engine = new Engine({ store, workflows: [wf] });
+    const retried: string[] = [];
+    try {
+      const worker = engine.worker({ pollIntervalMs: 20, heartbeatMs: 50, leaseMs: 2000 });
+      worker.on('worker:error', (e) => retried.push(e.during));
+      await worker.start();
+      const { id } = await engine.start(wf);
+      expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
+      if (inner.dialect !== 'sqlite') return; // PostgreSQL writes are asynchronous: no direct path
+      expect(direct).toBeGreaterThanOrEqual(2);
+      expect(refusedOnce).toBe(true);
+      expect(charged).toBe(1);
+      expect(retried.some((d) => d.startsWith('writing checkpoints'))).toBe(true);
+      expect((await engine.get(id)).steps.map((s) => `${s.name}:${s.status}`)).toEqual(['prepare:completed', 'charge:completed', 'after:completed']);
+    } finally {
+      await engine.close();
+      await store.close();
+    }
+  });
+
   it('keeps the row of a result that completes while an earlier row is being written, and runs its step once', async () => {
     let charged = 0;
     const wf = workflow('pair', async (ctx) => {

@@ -7,6 +7,36 @@ import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/eng
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('run edges', () => {
+  it('lets the event loop in during a long run of instant steps (results are handed over at once only for a while)', async () => {
+    let turns = 0;
+    let ended = false;
+    let turnsDuringRun = -1;
+    const wf = workflow('instant-steps', async (ctx) => {
+      for (let i = 0; i < 3000; i++) {
+        await ctx.step('s', () => {
+          if (i === 0) {
+            const tick = (): void => {
+              turns++;
+              if (!ended) setImmediate(tick);
+            };
+            setImmediate(tick);
+          }
+          if (i === 2999) turnsDuringRun = turns;
+          return i;
+        });
+      }
+      return 'done';
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    expect(await engine.result(id, { timeout: '20s' })).toBe('done');
+    ended = true;
+    // A lone step's result skips the turn, but at most 1,024 times or 4 ms in a row: heartbeats,
+    // cancels and other tasks' work get in throughout (each turn lets the probe tick once).
+    expect(turnsDuringRun).toBeGreaterThanOrEqual(2);
+  });
+
   it('finishes a task whose pause was withdrawn after a call had already been held back', async () => {
     const calls: string[] = [];
     const wf = workflow('withdrawn', async (ctx) => {

@@ -303,9 +303,21 @@ export class SqliteStore implements Store {
   }
 
   async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
+    return this.writeBatchNow(ops);
+  }
+
+  writeBatchNow(ops: readonly WriteOp[]): WriteResult[] {
     const [only] = ops;
     // The hot path of a plain step: one statement in its own implicit transaction.
-    if (ops.length === 1 && only?.kind === 'step' && !only.consume) return [this.#translate(() => this.#stepWrite(only))];
+    if (ops.length === 1 && only?.kind === 'step' && !only.consume) {
+      try {
+        return [this.#stepWrite(only)];
+      } catch (e) {
+        return this.#translate(() => {
+          throw e;
+        });
+      }
+    }
     return this.#tx(() => ops.map((op) => (op.kind === 'step' ? this.#stepWrite(op) : this.#transition(op))));
   }
 
