@@ -34,6 +34,21 @@ export const PATCH_TYPES: Readonly<Record<string, string>> = {
 
 export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
 
+/**
+ * The fenced checkpoint of one plain step: parameters are the step's columns ($1…$13, in
+ * {@link STEP_COLUMNS} order), then the task id and the writer's epoch. Accepted (one row) only
+ * while the task is leased at that epoch; `FOR SHARE` holds off a concurrent claim (whose epoch
+ * bump would otherwise commit between the check and the insert) and lets concurrent step writes of
+ * the same task proceed together.
+ */
+export function plainStepSql(t: Tables): string {
+  const n = STEP_COLUMNS.length;
+  const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
+  return `INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values}
+    WHERE EXISTS (SELECT 1 FROM ${t.tasks} WHERE id = $${n + 1}::text AND epoch = $${n + 2}::integer AND status IN (${LEASED_SQL}) FOR SHARE)
+    ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}`;
+}
+
 /** Collects positional parameters, each with an explicit SQL type. */
 export class Params {
   readonly values: unknown[] = [];

@@ -18,9 +18,9 @@
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
 import { createRequire } from 'node:module';
-import type { ClientBase, Pool } from 'pg';
+import type { ClientBase, Pool, QueryResult } from 'pg';
 import { migratePostgres, quoteIdent } from './migrate.ts';
-import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
+import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, plainStepSql, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
 import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
 import { WakeListener, payload } from './wake.ts';
 import type { TaskStatus } from '../lifecycle.ts';
@@ -137,6 +137,7 @@ export class PostgresStore implements Store {
   readonly #listeners = new Set<WakeListener>();
   /** Statement text → prepared statement name; one map per store, hence per pool. */
   readonly #statementNames = new Map<string, string>();
+  #plainStepSql: string | undefined;
   readonly #now: () => number;
   /** Quoted table names. */
   readonly #t: Tables;
@@ -188,12 +189,16 @@ export class PostgresStore implements Store {
    * columns, whether it has steps), so there are few of them; past a bound, statements go unnamed.
    */
   async #rows(db: ClientBase | Pool, text: string, values: readonly unknown[] = []): Promise<Raw[]> {
+    return (await this.#query(db, text, values)).rows;
+  }
+
+  async #query(db: ClientBase | Pool, text: string, values: readonly unknown[]): Promise<QueryResult<Raw>> {
     let name = this.#statementNames.get(text);
     if (name === undefined && this.#statementNames.size < MAX_NAMED_STATEMENTS) {
       name = `stepwise_${this.#statementNames.size + 1}`;
       this.#statementNames.set(text, name);
     }
-    return (await db.query<Raw>(name === undefined ? { text, values: values as unknown[] } : { name, text, values: values as unknown[] })).rows;
+    return db.query<Raw>(name === undefined ? { text, values: values as unknown[] } : { name, text, values: values as unknown[] });
   }
 
   /** `fn` in one transaction on one pooled client; re-run if it loses a deadlock. */
@@ -466,29 +471,30 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The fenced journal write, one statement: accepted only while the task is leased at the writer's
-   * epoch. `FOR SHARE` holds off a concurrent claim (whose epoch bump would otherwise commit
-   * between this statement's check and its insert) and lets concurrent step writes of the same task
-   * proceed together.
+   * The fenced journal write, one statement (see {@link plainStepSql}); one that consumes a signal
+   * also marks it, in the same statement, only if the row was accepted.
    */
   async #stepWrite(db: ClientBase | Pool, w: StepWrite): Promise<boolean> {
     const t = this.#t;
+    if (!w.consume) {
+      // The hot path: one statement whose text never changes (prepared once per connection);
+      // the task row's lock is taken in the EXISTS, and the row count says whether it was accepted.
+      const values = stepValues(w.step);
+      values.push(w.taskId, w.epoch);
+      return (await this.#query(db, (this.#plainStepSql ??= plainStepSql(t)), values)).rowCount === 1;
+    }
     const p = new Params();
     const values = stepValues(w.step).map((v, i) => p.add(v, STEP_TYPES[i] as string));
-    let text = `WITH fence AS (
+    const text = `WITH fence AS (
         SELECT 1 FROM ${t.tasks} WHERE id = ${p.add(w.taskId, 'text')} AND epoch = ${p.add(w.epoch, 'integer')}
           AND status IN (${LEASED_SQL}) FOR SHARE
       ), ins AS (
         INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values.join(', ')} WHERE EXISTS (SELECT 1 FROM fence)
         ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET} RETURNING 1
-      )`;
-    if (w.consume) {
-      text += `, consumed AS (
+      ), consumed AS (
         UPDATE ${t.signals} SET consumed_seq = ${p.add(w.consume.seq, 'integer')}
         WHERE id = ${p.add(w.consume.signalId, 'bigint')} AND consumed_seq IS NULL AND EXISTS (SELECT 1 FROM ins)
-      )`;
-    }
-    text += ' SELECT count(*)::int AS n FROM ins';
+      ) SELECT count(*)::int AS n FROM ins`;
     const [row] = await this.#rows(db, text, p.values);
     return row?.n === 1;
   }
