@@ -260,6 +260,11 @@ export interface WakeEvent {
   cancelReason?: string | null;
 }
 
+export interface NextRunRequest {
+  workflows: readonly string[];
+  after: number;
+}
+
 export interface Store {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
@@ -294,6 +299,11 @@ export interface Store {
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
   heartbeat(request: HeartbeatRequest): Promise<HeldTask[]>;
   expireLeases(request: ExpireRequest): Promise<number>;
+  /**
+   * When the next pending or waiting task of these workflows falls due: the earliest `runAt`
+   * later than `after`, or `null` if none is scheduled. Lets an idle worker sleep until then.
+   */
+  nextRunAt(request: NextRunRequest): Promise<number | null>;
 
   /**
    * Records a signal (deduplicated by `(taskId, idempotencyKey)`) and, if the task is waiting for

@@ -217,15 +217,31 @@ export class Worker {
       // A full claim may have left more due tasks behind: look again at once while there is room.
       if (got > 0 && got === Math.min(free, this.#claimBatch)) continue;
       if (this.#woken) continue;
+      // Room for more: sleep until the next scheduled task falls due (a delayed start, a sleep or
+      // a backoff that parked), if that comes before the next poll. Notifications wake it sooner.
+      const nextDue = free > got ? await this.#nextDue(store) : null;
+      if (this.#woken || this.#state !== 'running') continue;
       await new Promise<void>((resolve) => {
+        const until = new AbortController();
         const timer = setTimeout(done, this.#pollIntervalMs);
         function done(): void {
           clearTimeout(timer);
+          until.abort();
           resolve();
         }
+        if (nextDue !== null) this.#host.clock.sleep(Math.max(1, nextDue - this.#host.clock.now()), until.signal).then(done, () => undefined);
         this.#wake = () => setImmediate(done);
       });
       this.#wake = null;
+    }
+  }
+
+  /** When the next task of this worker's workflows falls due (null: none, or the store did not say). */
+  async #nextDue(store: Store): Promise<number | null> {
+    try {
+      return await store.nextRunAt({ workflows: [...this.#workflows.keys()], after: this.#host.clock.now() });
+    } catch {
+      return null; // the poll still comes; the claim reports what is wrong with the store
     }
   }
 

@@ -497,6 +497,23 @@ for (const backend of backends) {
     });
 
     describe('claims', () => {
+      it('nextRunAt tells when the next pending or waiting task of the listed workflows falls due', async () => {
+        expect(await store.nextRunAt({ workflows: [ns.wf()], after: T0 })).toBeNull();
+        await store.insertTask(newTask(ns, { runAt: T0 - 1000 })); // already due: the claim's business
+        await store.insertTask(newTask(ns, { runAt: T0 + 9000 }));
+        const soon = (await store.insertTask(newTask(ns, { runAt: T0 + 4000 }))).task;
+        await store.insertTask(newTask(ns, { workflow: ns.wf('unlisted'), runAt: T0 + 1000 }));
+        expect(await store.nextRunAt({ workflows: [ns.wf()], after: T0 })).toBe(T0 + 4000);
+        expect(await store.nextRunAt({ workflows: [ns.wf(), ns.wf('unlisted')], after: T0 })).toBe(T0 + 1000);
+        expect(await store.nextRunAt({ workflows: [ns.wf()], after: T0 + 4000 })).toBe(T0 + 9000);
+        expect(await store.nextRunAt({ workflows: [ns.wf()], after: T0 + 9000 })).toBeNull();
+        expect(await store.nextRunAt({ workflows: [], after: T0 })).toBeNull();
+        // A task that is running is nobody's next wake-up.
+        await store.claim(claimRequest(ns, { now: T0 + 4000, limit: 10 }));
+        expect((await mustGet(store, soon.id)).status).toBe('running');
+        expect(await store.nextRunAt({ workflows: [ns.wf()], after: T0 })).toBe(T0 + 9000);
+      });
+
       it('claim takes due tasks of the listed workflows only, oldest run_at first, up to the limit', async () => {
         const a = (await store.insertTask(newTask(ns, { runAt: T0 - 3000 }))).task;
         const b = (await store.insertTask(newTask(ns, { runAt: T0 - 1000 }))).task;

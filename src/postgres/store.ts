@@ -29,7 +29,7 @@ import {
   STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
 import type {
-  ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask,
+  ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WakeEvent,
   WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
@@ -713,6 +713,19 @@ export class PostgresStore implements Store {
   }
 
   /** One statement; tasks another transaction holds (being claimed or renewed) are skipped. */
+  async nextRunAt(r: NextRunRequest): Promise<number | null> {
+    if (!r.workflows.length) return null;
+    return this.#run(async () => {
+      const [row] = await this.#rows(
+        this.#db,
+        `SELECT run_at FROM ${this.#t.tasks} WHERE status IN ('pending', 'waiting') AND run_at > $1::bigint AND workflow = ANY($2::text[])
+         ORDER BY run_at LIMIT 1`,
+        [r.after, r.workflows],
+      );
+      return row ? Number(row.run_at) : null;
+    });
+  }
+
   async expireLeases(r: ExpireRequest): Promise<number> {
     if (!r.from.length) return 0;
     return this.#run(async () => {

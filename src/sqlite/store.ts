@@ -14,7 +14,7 @@ import {
   STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
 import type {
-  ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask,
+  ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
 } from '../store.ts';
@@ -415,6 +415,18 @@ export class SqliteStore implements Store {
       }
       return out;
     });
+  }
+
+  async nextRunAt(r: NextRunRequest): Promise<number | null> {
+    if (!r.workflows.length) return null;
+    // The due index in run_at order, from `after` on, until a task of one of the workflows.
+    const row = this.#translate(() =>
+      this.#stmt(
+        `SELECT run_at FROM stepwise_tasks WHERE ${statusTerm(DUE_INDEX, DUE_INDEX)} AND run_at > ? AND +workflow IN (${inList(r.workflows.length)})
+         ORDER BY run_at LIMIT 1`,
+      ).get(r.after, ...r.workflows),
+    ) as Raw | undefined;
+    return row ? Number(row.run_at) : null;
   }
 
   async expireLeases(r: ExpireRequest): Promise<number> {

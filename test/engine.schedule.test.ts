@@ -1,0 +1,47 @@
+// Scheduled work falls due on time: an idle worker sleeps until the next task is due (a delayed
+// start, a parked sleep), not until its next poll.
+import { describe, expect, it } from 'vitest';
+import { workflow } from '../src/index.ts';
+import { ManualClock } from '../src/testing/index.ts';
+import { makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+
+/** Polls so rarely that only the next-due wake-up can explain a task running in time. */
+const RARE_POLL = { pollIntervalMs: 600_000 };
+
+describe('scheduled work', () => {
+  it('starts a delayed task when it falls due, though the worker polls only every ten minutes', async () => {
+    const wf = workflow('delayed', async (ctx) => ctx.step('ran-at', () => Date.now()));
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, RARE_POLL);
+    const startedAt = Date.now();
+    const { id } = await engine.start(wf, undefined, { delay: '300ms' });
+    const ranAt = await engine.result<number>(id, { timeout: '20s' });
+    expect(ranAt - startedAt).toBeGreaterThanOrEqual(300);
+  });
+
+  it('resumes a task parked on a sleep when the sleep ends, though the worker polls only every ten minutes', async () => {
+    const wf = workflow('napper', async (ctx) => {
+      await ctx.step('before', () => 'b');
+      await ctx.sleep('nap', '400ms');
+      return ctx.step('after', () => 'a');
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { ...RARE_POLL, parkAfterMs: 50 });
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'waiting');
+    expect(await engine.result(id, { timeout: '20s' })).toBe('a');
+    expect((await engine.get(id)).history.map((h) => h.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
+  });
+
+  it('follows the engine clock: advancing a manual clock past a task\'s due time wakes the idle worker', async () => {
+    const clock = new ManualClock();
+    const wf = workflow('in-an-hour', async (ctx) => ctx.step('go', () => 'went'));
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, RARE_POLL);
+    const { id } = await engine.start(wf, undefined, { delay: '1h' });
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await engine.get(id)).status).toBe('pending');
+    await clock.advance('1h');
+    expect(await engine.result(id, { timeout: '20s' })).toBe('went');
+  });
+});
