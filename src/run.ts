@@ -142,7 +142,13 @@ export class TaskRun {
   readonly #deps: RunDeps;
   readonly #journal = new Map<number, StepRow>();
   readonly #signals: SignalRow[];
-  readonly #controller = new AbortController();
+  /**
+   * The run's AbortSignal, made when first asked for (most runs end without anyone listening, and
+   * an abort with its event costs more than a step). `#aborted` / `#abortReason` are the truth.
+   */
+  #controller: AbortController | null = null;
+  #aborted = false;
+  #abortReason: unknown;
   readonly #defaultRetry: RetryPolicy;
   #seq = 0;
   readonly #occurrences = new Map<string, number>();
@@ -168,7 +174,7 @@ export class TaskRun {
   #activity = 0;
   readonly #waits = new Map<number, Wait>();
   /** Ends the in-process timers of waits when the run ends. */
-  readonly #waitTimers = new AbortController();
+  #waitTimers: AbortController | null = null;
   #pause = false;
   #drain = false;
   /** Calls refused because of a pause or a drain: the run cannot finish in this run any more. */
@@ -188,7 +194,7 @@ export class TaskRun {
   /** Handed over at once since the run last waited for a turn, and since when (real time). */
   #atOnce = 0;
   #atOnceSince = 0;
-  /** Abort handlers of the attempts in progress: one listener on the run's signal serves them all. */
+  /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
   readonly #attemptAborts = new Set<() => void>();
   /** The last transition is being prepared: deferred rows go with it, not on their own. */
   #ending = false;
@@ -219,16 +225,26 @@ export class TaskRun {
     this.#idle = new Promise<void>((resolve) => (this.#signalIdle = resolve));
     this.#halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
     if (!this.#replay.length) this.#replayFinished();
-    setMaxListeners(0, this.#controller.signal); // steps with a timeout listen on their own
-    this.#controller.signal.addEventListener('abort', () => {
-      for (const onAbort of [...this.#attemptAborts]) onAbort();
-    }, { once: true });
     if (claimed.task.status === 'cancelling') this.cancel(claimed.task.cancelReason ?? undefined);
     if (claimed.task.pauseRequested) this.#pause = true;
   }
 
   get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      setMaxListeners(0, this.#controller.signal); // steps with a timeout listen on it
+      if (this.#aborted) this.#controller.abort(this.#abortReason);
+    }
     return this.#controller.signal;
+  }
+
+  /** Fires the run's signal (if anyone asked for it) and stops the attempts in progress. */
+  #abortRun(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = true;
+    this.#abortReason = reason;
+    this.#controller?.abort(reason);
+    for (const onAbort of [...this.#attemptAborts]) onAbort();
   }
 
   // --- commands from the worker ---------------------------------------------------------------
@@ -274,7 +290,7 @@ export class TaskRun {
   #haltWith(error: Error): void {
     if (this.#halt) return;
     this.#halt = error;
-    this.#controller.abort(error);
+    this.#abortRun(error);
     this.#signalHalt();
   }
 
@@ -307,7 +323,7 @@ export class TaskRun {
     await Promise.race([fnDone, this.#idle, this.#halted.then(() => this.#grace(fnDone))]);
     if (this.#halt) await this.#settleLive();
     this.#ended = true;
-    this.#waitTimers.abort(null);
+    this.#waitTimers?.abort(null);
     if (this.#replayStall) clearTimeout(this.#replayStall);
     try {
       return await this.#finish(result);
@@ -318,7 +334,7 @@ export class TaskRun {
       return 'lease-lost';
     } finally {
       // Steps still running after the workflow returned (the losers of a race) are told to stop.
-      if (!this.#controller.signal.aborted) this.#controller.abort(new Error(`Task ${this.taskId}: the run has ended`));
+      if (!this.#aborted) this.#abortRun(new Error(`Task ${this.taskId}: the run has ended`));
     }
   }
 
@@ -697,11 +713,14 @@ export class TaskRun {
   // --- the context given to workflow code ------------------------------------------------------
 
   #context(): WorkflowContext {
+    const run = this; // eslint-disable-line @typescript-eslint/no-this-alias -- the getter's `this` is the context
     return Object.freeze({
       taskId: this.taskId,
       workflow: this.workflow.name,
       workflowVersion: this.workflow.version,
-      signal: this.#controller.signal,
+      get signal(): AbortSignal {
+        return run.signal;
+      },
       step: <T>(name: string, fn: (s: StepContext) => Promise<T> | T, options?: StepOptions) => this.#step(name, fn, options),
       sleep: (name: string, duration: Duration) => this.#sleep(name, duration),
       waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => this.#waitForEvent<T>(name, options),
@@ -828,7 +847,7 @@ export class TaskRun {
     activity.idle();
     if (!timer || wait.wakeAt === null) return this.#parked<void>();
     return new Promise<void>((resolve) => {
-      this.#deps.clock.sleep(Math.max(0, (wait.wakeAt as number) - this.#deps.clock.now()), this.#waitTimers.signal).then(
+      this.#deps.clock.sleep(Math.max(0, (wait.wakeAt as number) - this.#deps.clock.now()), (this.#waitTimers ??= new AbortController()).signal).then(
         () => {
           if (this.#ended || this.#waits.get(wait.row.seq) !== wait) return;
           this.#waits.delete(wait.row.seq);
@@ -846,7 +865,7 @@ export class TaskRun {
     if (remaining <= 0) return;
     if (remaining > this.#deps.parkAfterMs) return this.#waitFor(wait, activity);
     try {
-      await this.#deps.clock.sleep(remaining, this.#controller.signal);
+      await this.#deps.clock.sleep(remaining, this.signal);
     } catch {
       throw this.#haltReason();
     }
@@ -980,19 +999,24 @@ export class TaskRun {
 
   /** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
   #attempt<T>(c: StepCall<T>): Promise<T> {
-    const runSignal = this.#controller.signal;
+    if (this.#aborted) return Promise.reject(this.#abortReason);
     const timeoutMs = c.timeoutMs;
     const timeout = timeoutMs === undefined ? undefined : new AbortController();
-    const signal = timeout ? AbortSignal.any([runSignal, timeout.signal]) : runSignal;
+    // With a timeout, the step's own signal (the run's or the timeout's); without, the run's,
+    // made only if the step asks for it.
+    const own = timeout ? AbortSignal.any([this.signal, timeout.signal]) : undefined;
+    const run = this; // eslint-disable-line @typescript-eslint/no-this-alias -- the getter's `this` is the context
     const ctx: StepContext = Object.freeze({
-      signal, idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, taskId: this.taskId, stepName: c.stepId, epoch: this.epoch,
+      get signal(): AbortSignal {
+        return own ?? run.signal;
+      },
+      idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, taskId: this.taskId, stepName: c.stepId, epoch: this.epoch,
     });
-    if (signal.aborted) return Promise.reject(signal.reason);
     const fn = c.fn;
     return new Promise<T>((resolve, reject) => {
       const timerStop = timeout ? new AbortController() : undefined;
       const cleanup = (): void => {
-        if (timeout) signal.removeEventListener('abort', onAbort);
+        if (own) own.removeEventListener('abort', onAbort);
         else this.#attemptAborts.delete(onAbort);
         timerStop?.abort(null);
       };
@@ -1000,13 +1024,14 @@ export class TaskRun {
         // The step was told to stop. If it was cancelled or its worker is stopping, the lease is
         // still ours: give it the grace period to finish (a result it returns is recorded, so its
         // side effect is not repeated). A timeout or a lost lease ends the attempt at once.
-        if (this.#mayWrite() && this.#halt && signal.reason === this.#halt) return;
+        const reason: unknown = own ? own.reason : this.#abortReason;
+        if (this.#mayWrite() && this.#halt && reason === this.#halt) return;
         cleanup();
-        reject(signal.reason);
+        reject(reason);
       };
-      // Without a timeout the attempt listens through the run's one listener (cheaper than an
-      // EventTarget listener per attempt); the run's signal fires it once, like `{ once: true }`.
-      if (timeout) signal.addEventListener('abort', onAbort, { once: true });
+      // Without a timeout the run calls the attempt's handler when it aborts (once), which costs
+      // far less than an EventTarget listener per attempt.
+      if (own) own.addEventListener('abort', onAbort, { once: true });
       else this.#attemptAborts.add(onAbort);
       if (timeout && timerStop && timeoutMs !== undefined) {
         this.#deps.clock.sleep(timeoutMs, timerStop.signal).then(

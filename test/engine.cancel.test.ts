@@ -54,6 +54,29 @@ describe('cancellation', () => {
     await waitForStatus(engine, id, 'cancelled', 5000);
   });
 
+  it('shows the cancel on ctx.signal even to code that first looks at it afterwards', async () => {
+    const entered = gate();
+    let seen: { aborted: boolean; reason: unknown } | null = null;
+    const wf = workflow('late-look', async (ctx) => {
+      // The step finishes within the grace period without ever touching a signal.
+      await ctx.step('slow', async () => {
+        entered.open();
+        await new Promise((r) => setTimeout(r, 150));
+        return 'done';
+      });
+      seen = { aborted: ctx.signal.aborted, reason: ctx.signal.reason };
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { cancelGraceMs: 2000 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id, { reason: 'changed my mind' });
+    await waitForStatus(engine, id, 'cancelled', 5000);
+    expect(seen).not.toBeNull();
+    expect(seen!.aborted).toBe(true);
+    expect(seen!.reason).toBeInstanceOf(TaskCancelledError);
+  });
+
   it('cancels pending, waiting and paused tasks at once', async () => {
     const clock = new ManualClock();
     const wf = workflow('sleepy', async (ctx) => {
