@@ -1,6 +1,6 @@
 // Small helpers for the benchmark: timing, medians, temp dirs, spawning workers.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine, type TaskStatus } from '../dist/index.js';
@@ -57,6 +57,51 @@ export async function waitAllDone(engine: Engine, ids: string[]): Promise<{ span
     last = Math.max(last, t.finishedAt ?? 0);
   }
   return { spanMs: last - first, firstClaimAt: first, lastFinishAt: last };
+}
+
+/** Waits until no task is unfinished (one light query every 10 ms). */
+export async function waitNoneUnfinished(engine: Engine): Promise<void> {
+  const deadline = Date.now() + 600_000;
+  while ((await engine.list({ status: ['pending', 'running', 'waiting', 'cancelling'], limit: 1 })).tasks.length) {
+    if (Date.now() > deadline) throw new Error('tasks did not finish within 10 minutes');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export interface CpuSample {
+  /** Wall-clock time of the sample (ms). */
+  at: number;
+  /** CPU time used so far (ms, 10 ms resolution) by the given processes, and by all PostgreSQL processes. */
+  workersMs: number;
+  postgresMs: number;
+}
+
+/** CPU used so far by `pids` and by PostgreSQL (Linux /proc); null where /proc is not there. */
+export function cpuSample(pids: readonly number[]): CpuSample | null {
+  const ticks = (pid: string): { comm: string; ms: number } | null => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime + stime, in clock ticks of 10 ms (USER_HZ is 100 on Linux).
+      return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(fields[11]) + Number(fields[12])) * 10 };
+    } catch {
+      return null;
+    }
+  };
+  let procs: string[];
+  try {
+    procs = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return null;
+  }
+  let workersMs = 0;
+  for (const pid of pids) workersMs += ticks(String(pid))?.ms ?? 0;
+  let postgresMs = 0;
+  for (const pid of procs) {
+    const t = ticks(pid);
+    if (t?.comm.startsWith('postgres')) postgresMs += t.ms;
+  }
+  return { at: Date.now(), workersMs, postgresMs };
 }
 
 export type { TaskStatus };

@@ -2,6 +2,7 @@
 // built package (dist/), as users run it.
 // Results are printed and written to .bench/results.json. `--quick`: one round, fewer samples.
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fmt, root, tempDir } from './lib.ts';
 import * as sqlite from './sqlite.ts';
@@ -11,6 +12,14 @@ const quick = process.argv.includes('--quick');
 const rounds = quick ? 1 : 5;
 const results: Record<string, unknown> = { machine: `${process.version} on ${process.platform}/${process.arch}`, at: new Date().toISOString() };
 const line = (s: string): void => console.log(s);
+const cores = cpus().length;
+/** "CPU: workers 290 ms + PostgreSQL 90 ms in 400 ms (2 cores: 48% busy)". */
+const cpuNote = (t: sqlite.Throughput): string => {
+  if (!t.cpu) return '';
+  const { wallMs, workersMs, postgresMs } = t.cpu;
+  const busy = Math.round((100 * (workersMs + postgresMs)) / (wallMs * cores));
+  return `  CPU: worker${t.workers > 1 ? 's' : ''} ${fmt(workersMs, 0)} ms${postgresMs ? ` + PostgreSQL ${fmt(postgresMs, 0)} ms` : ''} in ${fmt(wallMs, 0)} ms (${cores} cores ${busy}% busy)`;
+};
 
 line(`Stepwise benchmark (${results.machine as string})${quick ? ' — quick mode' : ''}`);
 
@@ -45,7 +54,7 @@ for (const sync of ['FULL', 'NORMAL'] as const) {
   for (let r = 0; r < rounds; r++) runs.push(await sqlite.throughput(`sqlite:${join(tempDir(), 'tp.db')}?synchronous=${sync.toLowerCase()}`, `sqlite ${sync}`, 500, 1));
   const t = medianOf(runs);
   tp.push(t);
-  line(`    SQLite ${sync.padEnd(6)}  1 worker : ${fmt(t.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(t.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(t.seconds, 2)} s)`);
+  line(`    SQLite ${sync.padEnd(6)}  1 worker : ${fmt(t.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(t.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(t.seconds, 2)} s)${cpuNote(t)}`);
 }
 let dbosResult: postgres.DbosResult | { error: string } | null = null;
 if (pgUp) {
@@ -64,7 +73,7 @@ if (pgUp) {
   for (const workers of [1, 2, 4]) {
     const t = medianOf(ours.get(workers) ?? []);
     tp.push(t);
-    line(`    PostgreSQL     ${workers} worker${workers > 1 ? 's' : ' '}: ${fmt(t.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(t.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(t.seconds, 2)} s)`);
+    line(`    PostgreSQL     ${workers} worker${workers > 1 ? 's' : ' '}: ${fmt(t.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(t.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(t.seconds, 2)} s)${cpuNote(t)}`);
   }
   if (dbosResult && 'error' in dbosResult) {
     line(`    DBOS Transact: failed to run (${dbosResult.error})`);

@@ -2,7 +2,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Engine } from '../dist/index.js';
-import { median, spawnWorker, stopWorkers, tempDir, waitAllDone } from './lib.ts';
+import { cpuSample, median, spawnWorker, stopWorkers, tempDir, waitAllDone, waitNoneUnfinished } from './lib.ts';
 import { manySteps, threeSteps } from './workflows.ts';
 
 type Sync = 'FULL' | 'NORMAL';
@@ -96,6 +96,8 @@ export interface Throughput {
   seconds: number;
   tasksPerSec: number;
   stepsPerSec: number;
+  /** CPU used while the tasks ran (from their due time until none was left), where /proc tells. */
+  cpu?: { wallMs: number; workersMs: number; postgresMs: number };
 }
 
 /**
@@ -115,9 +117,17 @@ export async function throughput(db: string, label: string, tasks: number, worke
     const dueAt = Date.now() + 1000 + tasks * 5;
     const ids: string[] = [];
     for (let i = 0; i < tasks; i++) ids.push((await engine.start(threeSteps, undefined, { delay: Math.max(0, dueAt - Date.now()) })).id);
+    const pids = children.map((c) => c.pid ?? 0);
+    while (Date.now() < dueAt - 20) await new Promise((r) => setTimeout(r, 5));
+    const before = cpuSample(pids);
+    await waitNoneUnfinished(engine);
+    const after = cpuSample(pids);
     const { spanMs } = await waitAllDone(engine, ids);
     const seconds = spanMs / 1000;
-    return { store: label, workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds };
+    const cpu = before && after
+      ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, postgresMs: after.postgresMs - before.postgresMs }
+      : undefined;
+    return { store: label, workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds, ...(cpu ? { cpu } : {}) };
   } finally {
     await stopWorkers(children);
     await engine.close();

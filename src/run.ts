@@ -36,7 +36,7 @@
  * Workflow code should await only `ctx` calls (and promises built from them); other I/O belongs
  * in steps. The run decides it can only wait after the code has been quiet for a moment.
  */
-import { setMaxListeners } from 'node:events';
+import { getEventListeners, setMaxListeners } from 'node:events';
 import type { Clock } from './clock.ts';
 import { optionalMs, toMs, type Duration } from './duration.ts';
 import {
@@ -143,8 +143,9 @@ export class TaskRun {
   readonly #journal = new Map<number, StepRow>();
   readonly #signals: SignalRow[];
   /**
-   * The run's AbortSignal, made when first asked for (most runs end without anyone listening, and
-   * an abort with its event costs more than a step). `#aborted` / `#abortReason` are the truth.
+   * The run's AbortSignal, made when first asked for. At the end of a run it is fired only if a
+   * step is still running or someone listens: an abort event costs more than a step, and most
+   * runs end with nobody to tell. `#aborted` / `#abortReason` are the truth.
    */
   #controller: AbortController | null = null;
   #aborted = false;
@@ -194,6 +195,8 @@ export class TaskRun {
   /** Handed over at once since the run last waited for a turn, and since when (real time). */
   #atOnce = 0;
   #atOnceSince = 0;
+  /** Attempts with a timeout in progress (they listen on their own signal). */
+  #timedAttempts = 0;
   /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
   readonly #attemptAborts = new Set<() => void>();
   /** The last transition is being prepared: deferred rows go with it, not on their own. */
@@ -334,7 +337,10 @@ export class TaskRun {
       return 'lease-lost';
     } finally {
       // Steps still running after the workflow returned (the losers of a race) are told to stop.
-      if (!this.#aborted) this.#abortRun(new Error(`Task ${this.taskId}: the run has ended`));
+      // (Nothing to tell when no step is running and nobody listens: no abort event to dispatch.)
+      if (!this.#aborted && (this.#attemptAborts.size || this.#timedAttempts || (this.#controller && getEventListeners(this.#controller.signal, 'abort').length))) {
+        this.#abortRun(new Error(`Task ${this.taskId}: the run has ended`));
+      }
     }
   }
 
@@ -1002,21 +1008,23 @@ export class TaskRun {
     if (this.#aborted) return Promise.reject(this.#abortReason);
     const timeoutMs = c.timeoutMs;
     const timeout = timeoutMs === undefined ? undefined : new AbortController();
-    // With a timeout, the step's own signal (the run's or the timeout's); without, the run's,
-    // made only if the step asks for it.
+    // With a timeout, the step's own signal (the run's or the timeout's); without, the run's.
     const own = timeout ? AbortSignal.any([this.signal, timeout.signal]) : undefined;
-    const run = this; // eslint-disable-line @typescript-eslint/no-this-alias -- the getter's `this` is the context
     const ctx: StepContext = Object.freeze({
-      get signal(): AbortSignal {
-        return own ?? run.signal;
-      },
+      signal: own ?? this.signal,
       idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, taskId: this.taskId, stepName: c.stepId, epoch: this.epoch,
     });
     const fn = c.fn;
     return new Promise<T>((resolve, reject) => {
       const timerStop = timeout ? new AbortController() : undefined;
+      let done = false;
       const cleanup = (): void => {
-        if (own) own.removeEventListener('abort', onAbort);
+        if (done) return;
+        done = true;
+        if (own) {
+          own.removeEventListener('abort', onAbort);
+          this.#timedAttempts--;
+        }
         else this.#attemptAborts.delete(onAbort);
         timerStop?.abort(null);
       };
@@ -1031,7 +1039,10 @@ export class TaskRun {
       };
       // Without a timeout the run calls the attempt's handler when it aborts (once), which costs
       // far less than an EventTarget listener per attempt.
-      if (own) own.addEventListener('abort', onAbort, { once: true });
+      if (own) {
+        this.#timedAttempts++;
+        own.addEventListener('abort', onAbort, { once: true });
+      }
       else this.#attemptAborts.add(onAbort);
       if (timeout && timerStop && timeoutMs !== undefined) {
         this.#deps.clock.sleep(timeoutMs, timerStop.signal).then(

@@ -20,10 +20,11 @@ export interface StoreOptions {
 
 export function describeStoreUrl(
   url: string,
-): { dialect: 'sqlite'; path: string; options: SqliteOptions } | { dialect: 'postgres'; url: string; schema?: string } {
+): { dialect: 'sqlite'; path: string; options: SqliteOptions } | { dialect: 'postgres'; url: string; schema?: string; poolSize?: number } {
   if (typeof url !== 'string' || !url) throw new InvalidArgumentError('The store URL is empty: use sqlite:<path> or postgres://…');
   if (/^postgres(ql)?:\/\//i.test(url)) {
-    // `?schema=name` selects the schema that holds Stepwise's tables; the rest goes to the driver.
+    // `?schema=name` selects the schema that holds Stepwise's tables and `?poolSize=n` the number
+    // of connections a process opens; the rest goes to the driver.
     let parsed: URL;
     try {
       parsed = new URL(url);
@@ -31,9 +32,18 @@ export function describeStoreUrl(
       throw new InvalidArgumentError('The PostgreSQL URL is malformed: use postgres://user:password@host:port/database');
     }
     const schema = parsed.searchParams.get('schema');
-    if (schema === null) return { dialect: 'postgres', url };
+    const pool = parsed.searchParams.get('poolSize');
+    if (schema === null && pool === null) return { dialect: 'postgres', url };
+    let poolSize: number | undefined;
+    if (pool !== null) {
+      poolSize = Number(pool);
+      if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1000) {
+        throw new InvalidArgumentError(`poolSize=${pool} in the PostgreSQL URL: use a whole number of connections from 1 to 1000`);
+      }
+    }
     parsed.searchParams.delete('schema');
-    return { dialect: 'postgres', url: parsed.toString(), schema };
+    parsed.searchParams.delete('poolSize');
+    return { dialect: 'postgres', url: parsed.toString(), ...(schema !== null ? { schema } : {}), ...(poolSize !== undefined ? { poolSize } : {}) };
   }
   if (url.startsWith('sqlite:')) {
     let rest = url.slice('sqlite:'.length);
@@ -66,5 +76,9 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
     return new SqliteStore(d.path, { ...options.sqlite, ...d.options });
   }
   const { PostgresStore } = await import('./postgres/store.ts');
-  return new PostgresStore(d.url, { ...options.postgres, ...(d.schema !== undefined ? { schema: d.schema } : {}) });
+  return new PostgresStore(d.url, {
+    ...options.postgres,
+    ...(d.schema !== undefined ? { schema: d.schema } : {}),
+    ...(d.poolSize !== undefined ? { poolSize: d.poolSize } : {}),
+  });
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { IllegalTransitionError, TaskCancelledError, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { eventually, gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
 
 describe('cancellation', () => {
   it('cancels a running task: cancelling, the step signal fires, then cancelled with the reason in history', async () => {
@@ -75,6 +75,34 @@ describe('cancellation', () => {
     expect(seen).not.toBeNull();
     expect(seen!.aborted).toBe(true);
     expect(seen!.reason).toBeInstanceOf(TaskCancelledError);
+  });
+
+  it('tells a step still running when the workflow returns (the loser of a race) to stop, with and without a timeout', async () => {
+    const reasons: Record<string, unknown> = {};
+    const loser = (name: string) => ({ signal }: { signal: AbortSignal }) =>
+      new Promise<string>((resolve) => {
+        // Polls rather than listens: the signal itself must say it was aborted.
+        const timer = setInterval(() => {
+          if (!signal.aborted) return;
+          clearInterval(timer);
+          reasons[name] = signal.reason;
+          resolve('stopped');
+        }, 5);
+      });
+    const wf = workflow('race', async (ctx) =>
+      Promise.race([
+        ctx.step('winner', () => 'won'),
+        ctx.step('slow', loser('slow')),
+        ctx.step('slow-timed', loser('slow-timed'), { timeout: '1h' }),
+      ]),
+    );
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    expect(await engine.result(id, { timeout: '10s' })).toBe('won');
+    await eventually(() => Object.keys(reasons).length === 2, 5000, 'both losers to be told');
+    expect(String((reasons.slow as Error).message)).toMatch(/the run has ended/);
+    expect(String((reasons['slow-timed'] as Error).message)).toMatch(/the run has ended/);
   });
 
   it('cancels pending, waiting and paused tasks at once', async () => {

@@ -3,6 +3,7 @@ import { NonRetryableError, RetryableError, StepFailedError, isRetryable, isStep
 import { backoffMs, resolveRetry, shouldRetry } from '../src/retry.ts';
 import { decodeError, deserializeError, encodeError, encodeJson } from '../src/serialize.ts';
 import { newId } from '../src/ids.ts';
+import { describeStoreUrl } from '../src/store-url.ts';
 
 describe('durations', () => {
   it('accepts milliseconds and unit strings', () => {
@@ -100,5 +101,20 @@ describe('task ids', () => {
     const b = newId(2_000);
     expect(a < b).toBe(true);
     expect(a).toHaveLength(26);
+  });
+});
+
+describe('store URLs', () => {
+  it('takes the schema and the pool size out of a PostgreSQL URL and leaves the rest to the driver', () => {
+    expect(describeStoreUrl('postgres://u@h:5432/db?schema=agents&poolSize=25&sslmode=require')).toEqual({
+      dialect: 'postgres', url: 'postgres://u@h:5432/db?sslmode=require', schema: 'agents', poolSize: 25,
+    });
+    expect(describeStoreUrl('postgres://u@h/db')).toEqual({ dialect: 'postgres', url: 'postgres://u@h/db' });
+  });
+  it.each(['0', '-3', '2.5', 'lots', '5000'])('refuses poolSize=%s with a message saying what is allowed', (n) => {
+    expect(() => describeStoreUrl(`postgres://u@h/db?poolSize=${n}`)).toThrow(/poolSize=.* whole number of connections from 1 to 1000/);
+  });
+  it('refuses an unknown SQLite option, naming the known ones', () => {
+    expect(() => describeStoreUrl('sqlite:./x.db?journal=off')).toThrow(/Unknown option "journal".*synchronous, busyTimeoutMs/);
   });
 });
