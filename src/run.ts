@@ -17,7 +17,10 @@
  * only after the replay is complete, in the order they were recorded.
  *
  * Results are handed over one per macrotask (after the code's continuations have run), in the
- * first run as in replay, so both interleave branches identically.
+ * first run as in replay, so both interleave branches identically. The one exception is a result
+ * of the only call in flight, after the replay: nothing can be ordered against it (the code makes
+ * the same lone call in a replay), so the next result may follow without waiting for a turn —
+ * for a while (see AT_ONCE_MAX / AT_ONCE_MS), so that timers and I/O still get in.
  *
  * Durability. A result's journal row is written before the run's next side effect (any step
  * attempt waits for it), or with the run's last transition, or one turn after its hand-over at

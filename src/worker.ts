@@ -222,14 +222,16 @@ export class Worker {
       const nextDue = free > got ? await this.#nextDue(store) : null;
       if (this.#woken || this.#state !== 'running') continue;
       await new Promise<void>((resolve) => {
-        const until = new AbortController();
+        // (An AbortController only when there is a due time to wait for, aborted without a
+        // DOMException: this loop turns once per finished run when the worker is busy.)
+        const until = nextDue === null ? null : new AbortController();
         const timer = setTimeout(done, this.#pollIntervalMs);
         function done(): void {
           clearTimeout(timer);
-          until.abort();
+          until?.abort(null);
           resolve();
         }
-        if (nextDue !== null) this.#host.clock.sleep(Math.max(1, nextDue - this.#host.clock.now()), until.signal).then(done, () => undefined);
+        if (until && nextDue !== null) this.#host.clock.sleep(Math.max(1, nextDue - this.#host.clock.now()), until.signal).then(done, () => undefined);
         this.#wake = () => setImmediate(done);
       });
       this.#wake = null;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { workflow } from '../src/index.ts';
-import { gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { Engine, openStore, workflow } from '../src/index.ts';
+import { gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
 describe('worker leases', () => {
   it('keeps the lease of a step that runs longer than the lease, by heartbeat', async () => {
@@ -90,5 +90,45 @@ describe('worker leases', () => {
     for (const id of ids) await engine.result(id, { timeout: '10s' });
     expect(peak).toBeLessThanOrEqual(3);
     expect(peak).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('claims under a backlog', () => {
+  it('claims a backlog in batches (not one claim per finished task) and runs every task once', async () => {
+    const wf = workflow('quick', async (ctx) => {
+      await ctx.step('a', () => 1);
+      await ctx.step('b', () => new Promise((r) => setTimeout(() => r(2), Math.random() * 5)));
+      return 'ok';
+    });
+    const inner = await openStore(tempDbUrl());
+    const claims: number[] = [];
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop === 'claim') {
+          return async (r: unknown) => {
+            const got = await (value as (r: unknown) => Promise<unknown[]>).call(target, r);
+            if (got.length) claims.push(got.length);
+            return got;
+          };
+        }
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const engine = new Engine({ store, workflows: [wf] });
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 200; i++) ids.push((await engine.start(wf)).id);
+      // 16 slots and 200 due tasks: runs that finish in the same turn free their slots together.
+      const worker = engine.worker({ concurrency: 16, pollIntervalMs: 20, heartbeatMs: 50, leaseMs: 2000 });
+      await worker.start();
+      for (const id of ids) expect(await engine.result(id, { timeout: '20s' })).toBe('ok');
+      expect(claims.reduce((a, b) => a + b, 0)).toBe(200);
+      expect(claims.length).toBeLessThan(200 / 2);
+      await worker.stop();
+    } finally {
+      await engine.close();
+      await store.close();
+    }
   });
 });

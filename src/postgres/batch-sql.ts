@@ -29,7 +29,7 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
   for (const op of ops) last.set(`${op.step.taskId}/${op.step.seq}`, op);
   const rows = [...last.values()];
   const p = new Params();
-  const columns = STEP_COLUMNS.map((_, i) => p.add(rows.map((op) => stepValues(op.step)[i]), `${STEP_TYPES[i]}[]`));
+  const columns = stepColumns(p, rows.map((op) => op.step));
   const fence = p.add(rows.map((op) => op.epoch), 'integer[]');
   const writer = p.add(rows.map((op) => op.taskId), 'text[]');
   const text = `WITH i AS (
@@ -46,6 +46,13 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
     )
     SELECT task_id, seq FROM ins`;
   return { text, values: p.values, keys: ops.map((op) => `${op.step.taskId}/${op.step.seq}`) };
+}
+
+/** One array parameter per journal column (each row's values taken once). */
+function stepColumns(p: Params, rows: readonly StepRow[]): string[] {
+  const arrays: unknown[][] = STEP_COLUMNS.map(() => new Array<unknown>(rows.length));
+  rows.forEach((row, r) => stepValues(row).forEach((v, c) => ((arrays[c] as unknown[])[r] = v)));
+  return arrays.map((values, c) => p.add(values, `${STEP_TYPES[c]}[]`));
 }
 
 /** Whether a transition can go into {@link transitionBatchSql}. */
@@ -129,7 +136,7 @@ function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[]): stri
   for (const op of ops) for (const step of op.steps ?? []) last.set(`${step.taskId}/${step.seq}`, step);
   const rows = [...last.values()];
   if (!rows.length) return '';
-  const columns = STEP_COLUMNS.map((_, i) => p.add(rows.map((r) => stepValues(r)[i]), `${STEP_TYPES[i]}[]`));
+  const columns = stepColumns(p, rows);
   return `, journal AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
       SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}

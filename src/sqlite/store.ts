@@ -288,7 +288,6 @@ export class SqliteStore implements Store {
     this.#stmt('UPDATE stepwise_signals SET consumed_seq = ? WHERE id = ? AND consumed_seq IS NULL').run(seq, signalId);
   }
 
-  /** The fenced journal write: accepted only while the writer's epoch is current and the task leased. */
   /** The fenced journal write, one statement: accepted only while the writer's epoch is current and the task leased. */
   #stepWrite(w: StepWrite): boolean {
     const s = w.step;
