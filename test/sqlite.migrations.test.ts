@@ -14,8 +14,9 @@ describe('SQLite migrations', () => {
     old.pragma('journal_mode = WAL');
     migrateSqlite(old, 1_000, sqliteMigrations.slice(0, 1));
     // A task interrupted after its first step, as an engine of migration 1 left it.
-    old.exec(`INSERT INTO stepwise_tasks (no, id, workflow, workflow_version, status, input, created_at, updated_at, run_at)
-      VALUES (7, 'task-from-v1', 'upgrade', '1', 'pending', '{"n":2}', 1000, 1000, 1000);
+    // (Its first run was claimed once, at epoch 1, and handed back when its worker stopped.)
+    old.exec(`INSERT INTO stepwise_tasks (no, id, workflow, workflow_version, status, input, created_at, updated_at, run_at, runs, epoch)
+      VALUES (7, 'task-from-v1', 'upgrade', '1', 'pending', '{"n":2}', 1000, 1000, 1000, 1, 1);
       INSERT INTO stepwise_steps (task_no, seq, name, kind, status, output, attempts, started_at, finished_at, epoch, done)
       VALUES (7, 0, 'first', 'step', 'completed', '"from v1"', 1, 1000, 1001, 1, 1);`);
     old.close();

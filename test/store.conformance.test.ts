@@ -582,6 +582,23 @@ for (const backend of backends) {
         expect((await store.getHistory(task.id)).at(-1)).toMatchObject({ event: 'claim', fromStatus: 'waiting', toStatus: 'running', epoch: 2, workerId: 'w2' });
       });
 
+      it('a first claim returns the signals sent before the task ever ran, each with its own task, and no journal', async () => {
+        const a = (await store.insertTask(newTask(ns, { runAt: T0 - 2 }))).task;
+        const b = (await store.insertTask(newTask(ns, { runAt: T0 - 1 }))).task;
+        const c = (await store.insertTask(newTask(ns, { runAt: T0 }))).task;
+        await store.insertSignal({ taskId: a.id, name: 'early', payload: '"for a"', idempotencyKey: null, at: T0 - 1 });
+        await store.insertSignal({ taskId: c.id, name: 'early', payload: '"for c"', idempotencyKey: null, at: T0 - 1 });
+        await store.insertSignal({ taskId: c.id, name: 'later', payload: '"c again"', idempotencyKey: null, at: T0 });
+        const claimed = await store.claim(claimRequest(ns, { limit: 3 }));
+        expect(claimed.map((x) => x.task.id)).toEqual([a.id, b.id, c.id]);
+        expect(claimed.map((x) => x.signals.map((g) => [g.taskId, g.payload]))).toEqual([
+          [[a.id, '"for a"']],
+          [],
+          [[c.id, '"for c"'], [c.id, '"c again"']],
+        ]);
+        expect(claimed.every((x) => x.steps.length === 0 && x.task.runs === 1)).toBe(true);
+      });
+
       it('claim reclaims expired leases first, bumping the epoch and recording the previous owner', async () => {
         const stale = await claimedTask(store, ns, { runAt: T0 }, 'w1');
         const due = (await store.insertTask(newTask(ns, { runAt: T0 }))).task;

@@ -212,12 +212,6 @@ export class SqliteStore implements Store {
     return (this.#stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? ORDER BY seq').all(taskId, no) as Raw[]).map(toStepRow);
   }
 
-  #pendingSignals(taskId: string): SignalRow[] {
-    return (
-      this.#stmt('SELECT * FROM stepwise_signals WHERE task_id = ? AND consumed_seq IS NULL ORDER BY id').all(taskId) as Raw[]
-    ).map(toSignalRow);
-  }
-
   async getHistory(taskId: string): Promise<HistoryRow[]> {
     return (this.#stmt('SELECT * FROM stepwise_history WHERE task_id = ? ORDER BY id').all(taskId) as Raw[]).map(toHistoryRow);
   }
@@ -363,6 +357,17 @@ export class SqliteStore implements Store {
       pick('reclaim', r.reclaim.from, LEASED_INDEX, 'lease_expires_at', 'lease_expires_at, id');
       pick('claim', r.claim.from, DUE_INDEX, 'run_at', 'run_at, id');
       const expires = r.now + r.leaseMs;
+      // Pending signals of all picked tasks in one query (a task may be signalled before its first run).
+      const signalsBy = new Map<string, SignalRow[]>();
+      if (picked.length) {
+        const pending = this.#stmt(
+          `SELECT * FROM stepwise_signals WHERE task_id IN (${inList(picked.length)}) AND consumed_seq IS NULL ORDER BY id`,
+        ).all(...picked.map((p) => p.id)) as Raw[];
+        for (const raw of pending) {
+          const signal = toSignalRow(raw);
+          signalsBy.set(signal.taskId, [...(signalsBy.get(signal.taskId) ?? []), signal]);
+        }
+      }
       return picked.map((p) => {
         const to = p.event === 'claim' ? r.claim.to : r.reclaim.to;
         const raw = this.#stmt(
@@ -374,7 +379,8 @@ export class SqliteStore implements Store {
         const row = toTaskRow(raw);
         const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
         this.#history(p.id, r.now, p.event, p.status, to, row.epoch, r.workerId, detail);
-        return { task: row, event: p.event, steps: this.#steps(p.id), signals: this.#pendingSignals(p.id) };
+        // A first run has no journal yet.
+        return { task: row, event: p.event, steps: row.runs > 1 ? this.#steps(p.id) : [], signals: signalsBy.get(p.id) ?? [] };
       });
     });
   }
