@@ -136,6 +136,8 @@ const QUIET_MS = 10;
  */
 const AT_ONCE_MAX = 1024;
 const AT_ONCE_MS = 4;
+/** Hand-overs further apart than this do not count as one streak. */
+const AT_ONCE_GAP_MS = 1;
 
 export class TaskRun {
   readonly taskId: string;
@@ -198,6 +200,7 @@ export class TaskRun {
   /** Handed over at once since the run last waited for a turn, and since when (real time). */
   #atOnce = 0;
   #atOnceSince = 0;
+  #atOnceLast = 0;
   /** Attempts with a timeout in progress (they listen on their own signal). */
   #timedAttempts = 0;
   /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
@@ -710,7 +713,13 @@ export class TaskRun {
   #mayHandOverAtOnce(): boolean {
     if (this.#live > 2 || this.#replayIndex < this.#replay.length || this.#replayScheduled) return false;
     const now = performance.now();
-    if (this.#atOnce === 0) this.#atOnceSince = now;
+    // A streak of hand-overs in quick succession (a gap means the code waited on I/O, and the
+    // event loop turned meanwhile) is cut after AT_ONCE_MAX or AT_ONCE_MS by one turn.
+    if (this.#atOnce === 0 || now - this.#atOnceLast > AT_ONCE_GAP_MS) {
+      this.#atOnce = 0;
+      this.#atOnceSince = now;
+    }
+    this.#atOnceLast = now;
     if (this.#atOnce >= AT_ONCE_MAX || now - this.#atOnceSince > AT_ONCE_MS) {
       this.#atOnce = 0;
       return false;

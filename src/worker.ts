@@ -200,11 +200,12 @@ export class Worker {
     while (this.#state === 'running') {
       this.#woken = false;
       const free = this.#concurrency - this.#runs.size;
+      const now = this.#host.clock.now();
       let got = 0;
       if (free > 0) {
         try {
           const claimed = await store.claim({
-            workerId: this.id, now: this.#host.clock.now(), leaseMs: this.#leaseMs, limit: Math.min(free, this.#claimBatch),
+            workerId: this.id, now, leaseMs: this.#leaseMs, limit: Math.min(free, this.#claimBatch),
             workflows: [...this.#workflows.keys()], versions, claim, reclaim, concurrency,
           });
           got = claimed.length;
@@ -219,8 +220,10 @@ export class Worker {
       if (this.#woken) continue;
       // Room for more: sleep until the next scheduled task falls due (a delayed start, a sleep or
       // a backoff that parked), if that comes before the next poll. Notifications wake it sooner.
-      const nextDue = free > got ? await this.#nextDue(store) : null;
+      // "Next" counts from the claim's own `now`: a task that fell due while the claim ran is next.
+      const nextDue = free > got ? await this.#nextDue(store, now) : null;
       if (this.#woken || this.#state !== 'running') continue;
+      if (nextDue !== null && nextDue <= this.#host.clock.now()) continue; // due already: claim it
       await new Promise<void>((resolve) => {
         // (An AbortController only when there is a due time to wait for, aborted without a
         // DOMException: this loop turns once per finished run when the worker is busy.)
@@ -239,9 +242,9 @@ export class Worker {
   }
 
   /** When the next task of this worker's workflows falls due (null: none, or the store did not say). */
-  async #nextDue(store: Store): Promise<number | null> {
+  async #nextDue(store: Store, after: number): Promise<number | null> {
     try {
-      return await store.nextRunAt({ workflows: [...this.#workflows.keys()], after: this.#host.clock.now() });
+      return await store.nextRunAt({ workflows: [...this.#workflows.keys()], after });
     } catch {
       return null; // the poll still comes; the claim reports what is wrong with the store
     }

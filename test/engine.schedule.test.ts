@@ -1,9 +1,9 @@
 // Scheduled work falls due on time: an idle worker sleeps until the next task is due (a delayed
 // start, a parked sleep), not until its next poll.
 import { describe, expect, it } from 'vitest';
-import { workflow } from '../src/index.ts';
+import { Engine, openStore, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
 /** Polls so rarely that only the next-due wake-up can explain a task running in time. */
 const RARE_POLL = { pollIntervalMs: 600_000 };
@@ -43,5 +43,41 @@ describe('scheduled work', () => {
     expect((await engine.get(id)).status).toBe('pending');
     await clock.advance('1h');
     expect(await engine.result(id, { timeout: '20s' })).toBe('went');
+  });
+
+  it('runs a task that fell due while the worker was claiming, without waiting for the next poll', async () => {
+    const clock = new ManualClock();
+    const inner = await openStore(tempDbUrl());
+    let slowClaim = false;
+    // A claim that takes so long that the task it did not see falls due meanwhile.
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop === 'claim') {
+          return async (r: unknown) => {
+            const got = await (value as (r: unknown) => Promise<unknown[]>).call(target, r);
+            if (slowClaim) {
+              slowClaim = false;
+              await clock.advance('1h');
+            }
+            return got;
+          };
+        }
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const wf = workflow('due-mid-claim', async (ctx) => ctx.step('go', () => 'went'));
+    const engine = new Engine({ store, workflows: [wf], clock });
+    try {
+      await startWorker(engine, RARE_POLL);
+      await new Promise((r) => setTimeout(r, 50)); // the worker is idle
+      slowClaim = true;
+      const { id } = await engine.start(wf, undefined, { delay: '1h' }); // wakes the worker: a claim
+      await waitForStatus(engine, id, 'succeeded', 20_000); // real time: the engine's clock jumped
+      expect(await engine.result(id)).toBe('went');
+    } finally {
+      await engine.close();
+      await store.close();
+    }
   });
 });
