@@ -29,8 +29,8 @@ export interface WriteBatcherOptions {
   /** Called when a batch failed and will be retried. */
   onRetry?: (error: unknown, attempt: number) => void;
   /**
-   * Whether there is nobody to group with (one run in flight): then a store that writes
-   * synchronously writes at once instead of waiting for the tick's other requests.
+   * Whether there is nobody to group with (one run in flight): then a write that finds nothing
+   * queued or in flight goes to the store at once instead of waiting for the tick's other requests.
    */
   alone?: () => boolean;
 }
@@ -56,14 +56,39 @@ export class WriteBatcher {
   }
 
   write(op: WriteOp): Promise<WriteResult> {
-    if (this.#store.writeBatchNow && !this.#queue.length && !this.#inFlight && this.#alone()) {
-      try {
-        return Promise.resolve(this.#store.writeBatchNow([op])[0] as WriteResult);
-      } catch (e) {
-        // Queued below: written again with the batches' retries and backoff (every op is idempotent).
-        this.#onRetry?.(e, 1);
+    if (!this.#queue.length && !this.#inFlight && this.#alone()) {
+      // Nobody to group with: write now, without waiting for the tick's other requests. A failure
+      // goes to the queue below, written again with the batches' retries and backoff (every op
+      // is idempotent).
+      if (this.#store.writeBatchNow) {
+        try {
+          return Promise.resolve(this.#store.writeBatchNow([op])[0] as WriteResult);
+        } catch (e) {
+          this.#onRetry?.(e, 1);
+          return this.#enqueue(op);
+        }
       }
+      this.#inFlight++;
+      const settled = (): void => {
+        this.#inFlight--;
+        this.#pump();
+      };
+      return this.#store.writeBatch([op]).then(
+        (results) => {
+          settled();
+          return results[0] as WriteResult;
+        },
+        (e: unknown) => {
+          settled();
+          this.#onRetry?.(e, 1);
+          return this.#enqueue(op);
+        },
+      );
     }
+    return this.#enqueue(op);
+  }
+
+  #enqueue(op: WriteOp): Promise<WriteResult> {
     return new Promise<WriteResult>((resolve, reject) => {
       this.#queue.push({ op, resolve, reject });
       if (!this.#scheduled && this.#inFlight < this.#maxInFlight) {

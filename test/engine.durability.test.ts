@@ -27,7 +27,7 @@ function slowStore(inner: Store, around: (kind: string) => Promise<void>, parall
 }
 
 describe('durability of results', () => {
-  it('writes a lone run\'s checkpoints at once on SQLite, and retries one that fails through the queue without running its step again', async () => {
+  it('writes a lone run\'s checkpoints at once, and retries one that fails through the queue without running its step again', async () => {
     let charged = 0;
     const wf = workflow('direct', async (ctx) => {
       await ctx.step('prepare', () => 'p');
@@ -36,19 +36,29 @@ describe('durability of results', () => {
       return 'ok';
     });
     const inner = await openStore(tempDbUrl());
-    let direct = 0;
+    const writes: string[] = [];
     let refusedOnce = false;
+    /** The checkpoint of "charge" meets a locked database once (as SQLITE_BUSY would). */
+    const failOnce = (ops: Array<{ step?: { name: string } }>): void => {
+      if (!refusedOnce && ops.some((o) => o.step?.name === 'charge')) {
+        refusedOnce = true;
+        throw new StoreUnavailableError('The database is unavailable (SQLITE_BUSY): database is locked');
+      }
+    };
     const store = new Proxy(inner, {
       get(target, prop) {
         const value = Reflect.get(target, prop, target) as unknown;
         if (prop === 'writeBatchNow' && typeof value === 'function') {
-          return (ops: Array<{ kind: string; step?: { name: string } }>) => {
-            direct++;
-            // The checkpoint of "charge" meets a locked database once (as SQLITE_BUSY would).
-            if (!refusedOnce && ops.some((o) => o.step?.name === 'charge')) {
-              refusedOnce = true;
-              throw new StoreUnavailableError('SQLite database is unavailable (SQLITE_BUSY): database is locked');
-            }
+          return (ops: Array<{ step?: { name: string } }>) => {
+            writes.push('now');
+            failOnce(ops);
+            return (value as (o: unknown) => unknown).call(target, ops);
+          };
+        }
+        if (prop === 'writeBatch') {
+          return async (ops: Array<{ step?: { name: string } }>) => {
+            writes.push(`batch:${ops.length}`);
+            failOnce(ops);
             return (value as (o: unknown) => unknown).call(target, ops);
           };
         }
@@ -63,11 +73,13 @@ describe('durability of results', () => {
       await worker.start();
       const { id } = await engine.start(wf);
       expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
-      if (inner.dialect !== 'sqlite') return; // PostgreSQL writes are asynchronous: no direct path
-      expect(direct).toBeGreaterThanOrEqual(2);
       expect(refusedOnce).toBe(true);
       expect(charged).toBe(1);
       expect(retried.some((d) => d.startsWith('writing checkpoints'))).toBe(true);
+      // One op per write: nothing waited for company (SQLite writes synchronously).
+      expect(writes.length).toBeGreaterThanOrEqual(3);
+      expect(writes.every((w) => w === 'now' || w === 'batch:1')).toBe(true);
+      if (inner.dialect === 'sqlite') expect(writes.filter((w) => w === 'now').length).toBeGreaterThanOrEqual(2);
       expect((await engine.get(id)).steps.map((s) => `${s.name}:${s.status}`)).toEqual(['prepare:completed', 'charge:completed', 'after:completed']);
     } finally {
       await engine.close();
