@@ -35,14 +35,14 @@ export class TypedEmitter<Events extends object> {
   off<K extends keyof Events & string>(name: K, listener: (payload: Events[K]) => void): void {
     this.#emitter.off(name, listener);
   }
-  /**
-   * Calls each listener; a listener that throws does not reach the caller (the engine's own work
-   * must not fail because of an observer) and is reported as a process warning.
-   */
   /** Whether anyone listens (so that a hot path builds no payload nobody reads). */
   hears(name: keyof Events & string): boolean {
     return this.#emitter.listenerCount(name) > 0;
   }
+  /**
+   * Calls each listener; a listener that throws does not reach the caller (the engine's own work
+   * must not fail because of an observer) and is reported as a process warning.
+   */
   emit<K extends keyof Events & string>(name: K, payload: Events[K]): void {
     if (this.#emitter.listenerCount(name) === 0) return;
     for (const listener of this.#emitter.listeners(name) as Array<(p: Events[K]) => void>) {

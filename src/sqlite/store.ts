@@ -136,12 +136,17 @@ export class SqliteStore implements Store {
     try {
       return fn();
     } catch (e) {
-      const code = (e as { code?: unknown }).code;
-      if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN|PROTOCOL)/.test(code)) {
-        throw new StoreUnavailableError(`SQLite database ${this.path} is unavailable (${code}): ${(e as Error).message}`, { cause: e });
-      }
-      throw e;
+      throw this.#storeError(e);
     }
+  }
+
+  /** A driver error as the engine sees it: a busy, locked or failing file is StoreUnavailableError (retryable). */
+  #storeError(e: unknown): unknown {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN|PROTOCOL)/.test(code)) {
+      return new StoreUnavailableError(`SQLite database ${this.path} is unavailable (${code}): ${(e as Error).message}`, { cause: e });
+    }
+    return e;
   }
 
   async migrate(): Promise<void> {
@@ -306,9 +311,7 @@ export class SqliteStore implements Store {
       try {
         return [this.#stepWrite(only)];
       } catch (e) {
-        return this.#translate(() => {
-          throw e;
-        });
+        throw this.#storeError(e);
       }
     }
     return this.#tx(() => ops.map((op) => (op.kind === 'step' ? this.#stepWrite(op) : this.#transition(op))));
