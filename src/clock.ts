@@ -15,19 +15,30 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** The longest delay setTimeout honours. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep(ms, signal) {
     return new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const timer = setTimeout(() => {
+      // setTimeout fires at once past 2^31-1 ms (~24.8 days): a longer sleep is a chain of them.
+      const until = Date.now() + Math.max(0, ms);
+      let timer: NodeJS.Timeout;
+      const arm = (): void => {
+        const left = until - Date.now();
+        timer = setTimeout(left > MAX_TIMER_MS ? arm : done, Math.max(0, Math.min(left, MAX_TIMER_MS)));
+      };
+      const done = (): void => {
         signal?.removeEventListener('abort', onAbort);
         resolve();
-      }, Math.max(0, ms));
+      };
       const onAbort = (): void => {
         clearTimeout(timer);
         reject(signal?.reason);
       };
+      arm();
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   },

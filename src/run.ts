@@ -52,7 +52,7 @@ import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from './retry.
 import { decodeError, decodeJson, deserializeError, encodeError, encodeJson } from './serialize.ts';
 import type { ClaimedTask, SignalRow, StepKind, StepRow, TaskPatch, TaskRow, Store, TransitionWrite } from './store.ts';
 import { planTransition, wakeFor } from './transitions.ts';
-import { nextTurn } from './turns.ts';
+import { mayStayInTurn, nextTurn } from './turns.ts';
 import type { WriteBatcher } from './write-batcher.ts';
 import type { EventResult, StepContext, StepOptions, WaitForEventOptions, Workflow, WorkflowContext } from './workflow.ts';
 
@@ -100,7 +100,7 @@ interface Activity {
 interface StepCall<T> {
   seq: number;
   stepId: string;
-  fn: (s: StepContext) => Promise<T> | T;
+  fn: (s: StepContext) => PromiseLike<T> | T;
   options: StepOptions;
   recorded: StepRow | undefined;
   activity: Activity;
@@ -123,6 +123,11 @@ interface Position {
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
+/** A promise or any other thenable (a query builder, a promise from another realm). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
+
 /** Names of steps, sleeps and events: not empty, no `#` (it marks repeats) and no `|` (it separates awaited events). */
 const STEP_NAME = /^[^#|\s][^#|]{0,199}$/;
 /** A replay that waits this long for the code to make the call the journal says comes next has diverged. */
@@ -130,14 +135,12 @@ const REPLAY_STALL_MS = 30_000;
 /** How long the code must stay quiet before the run decides it can only wait. */
 const QUIET_MS = 10;
 /**
- * Results handed over at once (without waiting for the next turn) before the run yields the event
- * loop anyway, and the longest it keeps it: heartbeats, cancels and other tasks get their turn
- * every few milliseconds however quick a run of steps is.
+ * Results handed over at once (without waiting for the next turn) in one macrotask, by all runs of
+ * the process together, and the longest such a macrotask may last: then everyone waits for a turn,
+ * so heartbeats, cancels and other tasks get in every few milliseconds however quick the steps are.
  */
 const AT_ONCE_MAX = 1024;
 const AT_ONCE_MS = 4;
-/** Hand-overs further apart than this do not count as one streak. */
-const AT_ONCE_GAP_MS = 1;
 
 export class TaskRun {
   readonly taskId: string;
@@ -197,10 +200,6 @@ export class TaskRun {
   #writesPending = 0;
   /** A turn that writes the rows of results handed over is scheduled. */
   #flushTurn = false;
-  /** Handed over at once since the run last waited for a turn, and since when (real time). */
-  #atOnce = 0;
-  #atOnceSince = 0;
-  #atOnceLast = 0;
   /** Attempts with a timeout in progress (they listen on their own signal). */
   #timedAttempts = 0;
   /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
@@ -343,7 +342,9 @@ export class TaskRun {
       return 'lease-lost';
     } finally {
       // Steps still running after the workflow returned (the losers of a race) are told to stop.
-      // (Nothing to tell when no step is running and nobody listens: no abort event to dispatch.)
+      // (Nothing to tell when no step is running and nobody listens directly: no abort event to
+      // dispatch. A signal derived with AbortSignal.any from a step that has already returned is
+      // not told: work a step leaves behind after returning is its own.)
       if (!this.#aborted && (this.#attemptAborts.size || this.#timedAttempts || (this.#controller && getEventListeners(this.#controller.signal, 'abort').length))) {
         this.#abortRun(new Error(`Task ${this.taskId}: the run has ended`));
       }
@@ -712,20 +713,7 @@ export class TaskRun {
    */
   #mayHandOverAtOnce(): boolean {
     if (this.#live > 2 || this.#replayIndex < this.#replay.length || this.#replayScheduled) return false;
-    const now = performance.now();
-    // A streak of hand-overs in quick succession (a gap means the code waited on I/O, and the
-    // event loop turned meanwhile) is cut after AT_ONCE_MAX or AT_ONCE_MS by one turn.
-    if (this.#atOnce === 0 || now - this.#atOnceLast > AT_ONCE_GAP_MS) {
-      this.#atOnce = 0;
-      this.#atOnceSince = now;
-    }
-    this.#atOnceLast = now;
-    if (this.#atOnce >= AT_ONCE_MAX || now - this.#atOnceSince > AT_ONCE_MS) {
-      this.#atOnce = 0;
-      return false;
-    }
-    this.#atOnce++;
-    return true;
+    return mayStayInTurn(AT_ONCE_MAX, AT_ONCE_MS);
   }
 
   // --- the context given to workflow code ------------------------------------------------------
@@ -739,7 +727,7 @@ export class TaskRun {
       get signal(): AbortSignal {
         return run.signal;
       },
-      step: <T>(name: string, fn: (s: StepContext) => Promise<T> | T, options?: StepOptions) => this.#step(name, fn, options),
+      step: <T>(name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions) => this.#step(name, fn, options),
       sleep: (name: string, duration: Duration) => this.#sleep(name, duration),
       waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => this.#waitForEvent<T>(name, options),
     });
@@ -897,7 +885,7 @@ export class TaskRun {
 
   // --- ctx.step ---------------------------------------------------------------------------------
 
-  #step<T>(name: string, fn: (s: StepContext) => Promise<T> | T, options: StepOptions = {}): Promise<T> {
+  #step<T>(name: string, fn: (s: StepContext) => PromiseLike<T> | T, options: StepOptions = {}): Promise<T> {
     let pos: Position;
     try {
       pos = this.#position(name, 'step');
@@ -1062,18 +1050,19 @@ export class TaskRun {
           () => undefined,
         );
       }
-      let result: Promise<T> | T;
+      let result: PromiseLike<T> | T;
       try {
         result = fn(ctx);
       } catch (e) {
         cleanup();
         return reject(e);
       }
-      if (result instanceof Promise) {
-        result.then(
+      if (isThenable(result)) {
+        // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
+        Promise.resolve(result).then(
           (v) => {
             cleanup();
-            resolve(v);
+            resolve(v as T);
           },
           (e: unknown) => {
             cleanup();
@@ -1081,9 +1070,9 @@ export class TaskRun {
           },
         );
       } else {
-        // A synchronous step (or a thenable, which `resolve` adopts).
+        // A synchronous step: its value is final.
         cleanup();
-        resolve(result);
+        resolve(result as T);
       }
     });
   }

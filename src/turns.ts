@@ -21,3 +21,35 @@ export function nextTurn(fn: () => void): void {
     for (const f of due) f();
   });
 }
+
+/** Bumped when the event loop turns (by an immediate armed while a streak is going on). */
+let turn = 0;
+let bumpArmed = false;
+let streakTurn = -1;
+let streakStart = 0;
+let streakCount = 0;
+
+/**
+ * Whether one more result may be handed over within the current macrotask (without waiting for a
+ * turn). The budget is the process's, shared by all runs: at most `maxCount` hand-overs or `maxMs`
+ * of real time per macrotask, then everyone waits for a turn, so timers (heartbeats, step timeouts)
+ * and I/O (cancels, notifications) get in however quick the steps are.
+ */
+export function mayStayInTurn(maxCount: number, maxMs: number): boolean {
+  if (!bumpArmed) {
+    bumpArmed = true;
+    setImmediate(() => {
+      bumpArmed = false;
+      turn++;
+    });
+  }
+  const now = performance.now();
+  if (streakTurn !== turn) {
+    streakTurn = turn;
+    streakStart = now;
+    streakCount = 0;
+  }
+  if (streakCount >= maxCount || now - streakStart > maxMs) return false;
+  streakCount++;
+  return true;
+}

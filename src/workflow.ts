@@ -60,7 +60,7 @@ export interface WorkflowContext {
    * @example
    * const page = await ctx.step('fetch', ({ signal, idempotencyKey }) => fetchPage(url, { signal, idempotencyKey }));
    */
-  step<T>(name: string, fn: (step: StepContext) => Promise<T> | T, options?: StepOptions): Promise<T>;
+  step<T>(name: string, fn: (step: StepContext) => PromiseLike<T> | T, options?: StepOptions): Promise<T>;
   /** A durable sleep: a long one parks the task (no worker slot held) until it is due. */
   sleep(name: string, duration: Duration): Promise<void>;
   /**

@@ -105,6 +105,33 @@ describe('cancellation', () => {
     expect(String((reasons['slow-timed'] as Error).message)).toMatch(/the run has ended/);
   });
 
+  it('times out a step that returns a thenable (not a native promise), and tells it to stop', async () => {
+    let aborted = false;
+    const wf = workflow('thenable', async (ctx) => {
+      try {
+        await ctx.step(
+          'query-builder',
+          ({ signal }) => {
+            signal.addEventListener('abort', () => (aborted = true));
+            // Like a query builder: `then` starts the work.
+            return { then: (ok: (v: string) => void) => void setTimeout(() => ok('late'), 3000) } as unknown as PromiseLike<string>;
+          },
+          { timeout: '200ms', retry: { maxAttempts: 1 } },
+        );
+        return 'finished';
+      } catch (e) {
+        return (e as Error & { cause?: Error }).cause?.name ?? (e as Error).name;
+      }
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    const startedAt = Date.now();
+    expect(await engine.result(id, { timeout: '10s' })).toBe('StepTimeoutError');
+    expect(Date.now() - startedAt).toBeLessThan(2500);
+    expect(aborted).toBe(true);
+  });
+
   it('cancels pending, waiting and paused tasks at once', async () => {
     const clock = new ManualClock();
     const wf = workflow('sleepy', async (ctx) => {

@@ -37,6 +37,39 @@ describe('run edges', () => {
     expect(turnsDuringRun).toBeGreaterThanOrEqual(2);
   });
 
+  it('lets the event loop in when every step takes over a millisecond of CPU, for one run and for several together', async () => {
+    const busy = (ms: number): void => {
+      const end = performance.now() + ms;
+      while (performance.now() < end);
+    };
+    let turns = 0;
+    let probing = true;
+    const tick = (): void => {
+      turns++;
+      if (probing) setImmediate(tick);
+    };
+    const slow = workflow('cpu-steps', async (ctx, input: { n: number; ms: number }) => {
+      for (let i = 0; i < input.n; i++) await ctx.step('s', () => busy(input.ms));
+      return 'done';
+    });
+    const engine = makeEngine({ workflows: [slow] });
+    await startWorker(engine, { concurrency: 8 });
+    try {
+      // One run, 1.2 ms per step: hand-overs far apart, yet still in one macrotask unless cut.
+      setImmediate(tick);
+      const one = await engine.start(slow, { n: 200, ms: 1.2 });
+      expect(await engine.result(one.id, { timeout: '30s' })).toBe('done');
+      expect(turns).toBeGreaterThanOrEqual(20); // ~240 ms of steps, a turn at least every few ms
+      // Five runs, 0.3 ms per step: the budget is the process's, not each run's.
+      turns = 0;
+      const five = await Promise.all(Array.from({ length: 5 }, () => engine.start(slow, { n: 120, ms: 0.3 })));
+      for (const t of five) expect(await engine.result(t.id, { timeout: '30s' })).toBe('done');
+      expect(turns).toBeGreaterThanOrEqual(20);
+    } finally {
+      probing = false;
+    }
+  });
+
   it('finishes a task whose pause was withdrawn after a call had already been held back', async () => {
     const calls: string[] = [];
     const wf = workflow('withdrawn', async (ctx) => {

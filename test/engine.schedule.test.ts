@@ -1,7 +1,7 @@
 // Scheduled work falls due on time: an idle worker sleeps until the next task is due (a delayed
 // start, a parked sleep), not until its next poll.
 import { describe, expect, it } from 'vitest';
-import { Engine, openStore, workflow } from '../src/index.ts';
+import { Engine, openStore, systemClock, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
@@ -79,5 +79,48 @@ describe('scheduled work', () => {
       await engine.close();
       await store.close();
     }
+  });
+
+  it('does not spin on a task due in a month (beyond the longest timer): the worker just polls', async () => {
+    const inner = await openStore(tempDbUrl());
+    let claims = 0;
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop === 'claim') {
+          return (r: unknown) => {
+            claims++;
+            return (value as (r: unknown) => Promise<unknown>).call(target, r);
+          };
+        }
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const wf = workflow('next-month', async (ctx) => ctx.step('go', () => 'went'));
+    const engine = new Engine({ store, workflows: [wf] });
+    try {
+      await startWorker(engine, { pollIntervalMs: 200 });
+      await engine.start(wf, undefined, { delay: 30 * 24 * 3_600_000 });
+      claims = 0;
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(claims).toBeLessThanOrEqual(8); // about one per poll, not one per millisecond
+    } finally {
+      await engine.close();
+      await store.close();
+    }
+  });
+
+  it('a system-clock sleep longer than the longest timer does not end early, and can be aborted', async () => {
+    const stop = new AbortController();
+    let ended: string | null = null;
+    const sleeping = systemClock.sleep(2 ** 31 + 10_000, stop.signal).then(
+      () => (ended = 'resolved'),
+      () => (ended = 'aborted'),
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    expect(ended).toBeNull();
+    stop.abort(new Error('enough'));
+    await sleeping;
+    expect(ended).toBe('aborted');
   });
 });

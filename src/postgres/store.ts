@@ -712,7 +712,7 @@ export class PostgresStore implements Store {
     });
   }
 
-  /** One statement; tasks another transaction holds (being claimed or renewed) are skipped. */
+  /** The due index in run_at order, from `after` on, until a task of one of the workflows. */
   async nextRunAt(r: NextRunRequest): Promise<number | null> {
     if (!r.workflows.length) return null;
     return this.#run(async () => {
@@ -726,6 +726,7 @@ export class PostgresStore implements Store {
     });
   }
 
+  /** One statement; tasks another transaction holds (being claimed or renewed) are skipped. */
   async expireLeases(r: ExpireRequest): Promise<number> {
     if (!r.from.length) return 0;
     return this.#run(async () => {
