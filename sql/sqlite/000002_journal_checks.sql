@@ -2,7 +2,8 @@
 -- in a CHECK by building a small temporary table on every write, which made the checkpoint of a
 -- step (the engine's hot path) about 10% dearer than the same row without it; `x = 'a' OR …`
 -- checks the same thing without that cost. SQLite cannot alter a constraint, so the table is
--- rebuilt (same columns, same rows).
+-- rebuilt (same columns, same rows). On a large file the copy holds the write lock while it runs
+-- and needs free disk space for a second copy of the journal until the old one is dropped.
 
 CREATE TABLE stepwise_steps_rebuilt (
   task_no     INTEGER NOT NULL,
