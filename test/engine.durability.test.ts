@@ -3,6 +3,8 @@
 // lets two of them overlap (as on a pooled database) or fail for a while.
 import { describe, expect, it } from 'vitest';
 import { Engine, StoreUnavailableError, openStore, workflow, type Store, type WorkerEvents } from '../src/index.ts';
+import type { WriteOp } from '../src/store.ts';
+import { spyStore } from './support/store-spy.ts';
 import { tempDbUrl } from './support/engine.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -39,30 +41,22 @@ describe('durability of results', () => {
     const writes: string[] = [];
     let refusedOnce = false;
     /** The checkpoint of "charge" meets a locked database once (as SQLITE_BUSY would). */
-    const failOnce = (ops: Array<{ step?: { name: string } }>): void => {
-      if (!refusedOnce && ops.some((o) => o.step?.name === 'charge')) {
+    const failOnce = (ops: readonly WriteOp[]): void => {
+      if (!refusedOnce && ops.some((o) => o.kind === 'step' && o.step.name === 'charge')) {
         refusedOnce = true;
         throw new StoreUnavailableError('The database is unavailable (SQLITE_BUSY): database is locked');
       }
     };
-    const store = new Proxy(inner, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'writeBatchNow' && typeof value === 'function') {
-          return (ops: Array<{ step?: { name: string } }>) => {
-            writes.push('now');
-            failOnce(ops);
-            return (value as (o: unknown) => unknown).call(target, ops);
-          };
-        }
-        if (prop === 'writeBatch') {
-          return async (ops: Array<{ step?: { name: string } }>) => {
-            writes.push(`batch:${ops.length}`);
-            failOnce(ops);
-            return (value as (o: unknown) => unknown).call(target, ops);
-          };
-        }
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    const store = spyStore(inner, {
+      writeBatchNow: (original) => (ops) => {
+        writes.push('now');
+        failOnce(ops);
+        return original(ops);
+      },
+      writeBatch: (original) => async (ops) => {
+        writes.push(`batch:${ops.length}`);
+        failOnce(ops);
+        return original(ops);
       },
     });
     const engine = new Engine({ store, workflows: [wf] });

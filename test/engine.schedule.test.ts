@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Engine, openStore, systemClock, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { spyStore } from './support/store-spy.ts';
 
 /** Polls so rarely that only the next-due wake-up can explain a task running in time. */
 const RARE_POLL = { pollIntervalMs: 600_000 };
@@ -50,20 +51,14 @@ describe('scheduled work', () => {
     const inner = await openStore(tempDbUrl());
     let slowClaim = false;
     // A claim that takes so long that the task it did not see falls due meanwhile.
-    const store = new Proxy(inner, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'claim') {
-          return async (r: unknown) => {
-            const got = await (value as (r: unknown) => Promise<unknown[]>).call(target, r);
-            if (slowClaim) {
-              slowClaim = false;
-              await clock.advance('1h');
-            }
-            return got;
-          };
+    const store = spyStore(inner, {
+      claim: (original) => async (r) => {
+        const got = await original(r);
+        if (slowClaim) {
+          slowClaim = false;
+          await clock.advance('1h');
         }
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        return got;
       },
     });
     const wf = workflow('due-mid-claim', async (ctx) => ctx.step('go', () => 'went'));
@@ -84,16 +79,10 @@ describe('scheduled work', () => {
   it('does not spin on a task due in a month (beyond the longest timer): the worker just polls', async () => {
     const inner = await openStore(tempDbUrl());
     let claims = 0;
-    const store = new Proxy(inner, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'claim') {
-          return (r: unknown) => {
-            claims++;
-            return (value as (r: unknown) => Promise<unknown>).call(target, r);
-          };
-        }
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    const store = spyStore(inner, {
+      claim: (original) => (r) => {
+        claims++;
+        return original(r);
       },
     });
     const wf = workflow('next-month', async (ctx) => ctx.step('go', () => 'went'));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Engine, openStore, workflow } from '../src/index.ts';
 import { gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { spyStore } from './support/store-spy.ts';
 
 describe('worker leases', () => {
   it('keeps the lease of a step that runs longer than the lease, by heartbeat', async () => {
@@ -102,17 +103,11 @@ describe('claims under a backlog', () => {
     });
     const inner = await openStore(tempDbUrl());
     const claims: number[] = [];
-    const store = new Proxy(inner, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'claim') {
-          return async (r: unknown) => {
-            const got = await (value as (r: unknown) => Promise<unknown[]>).call(target, r);
-            if (got.length) claims.push(got.length);
-            return got;
-          };
-        }
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    const store = spyStore(inner, {
+      claim: (original) => async (r) => {
+        const got = await original(r);
+        if (got.length) claims.push(got.length);
+        return got;
       },
     });
     const engine = new Engine({ store, workflows: [wf] });
