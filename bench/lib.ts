@@ -38,15 +38,10 @@ export async function stopWorkers(children: ChildProcess[]): Promise<void> {
 }
 
 /**
- * Waits until none of the tasks is unfinished (one light query every 50 ms, so that the waiting
- * does not load the database it measures); returns the span from first claim to last finish.
+ * Waits until none of the tasks is unfinished; returns the span from first claim to last finish.
  */
 export async function waitAllDone(engine: Engine, ids: string[]): Promise<{ spanMs: number; firstClaimAt: number; lastFinishAt: number }> {
-  const deadline = Date.now() + 600_000;
-  while ((await engine.list({ status: ['pending', 'running', 'waiting', 'cancelling'], limit: 1 })).tasks.length) {
-    if (Date.now() > deadline) throw new Error('tasks did not finish within 10 minutes');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitNoneUnfinished(engine);
   let first = Infinity;
   let last = 0;
   for (const id of ids) {
@@ -59,12 +54,15 @@ export async function waitAllDone(engine: Engine, ids: string[]): Promise<{ span
   return { spanMs: last - first, firstClaimAt: first, lastFinishAt: last };
 }
 
-/** Waits until no task is unfinished (one light query every 10 ms). */
-export async function waitNoneUnfinished(engine: Engine): Promise<void> {
+/**
+ * Waits until no task is unfinished: one light query every `pollMs` (50 by default, so that the
+ * waiting does not load the database it measures).
+ */
+export async function waitNoneUnfinished(engine: Engine, pollMs = 50): Promise<void> {
   const deadline = Date.now() + 600_000;
   while ((await engine.list({ status: ['pending', 'running', 'waiting', 'cancelling'], limit: 1 })).tasks.length) {
     if (Date.now() > deadline) throw new Error('tasks did not finish within 10 minutes');
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
 }
 

@@ -120,7 +120,7 @@ export async function throughput(db: string, label: string, tasks: number, worke
     const pids = children.map((c) => c.pid ?? 0);
     while (Date.now() < dueAt - 20) await new Promise((r) => setTimeout(r, 5));
     const before = cpuSample(pids);
-    await waitNoneUnfinished(engine);
+    await waitNoneUnfinished(engine, 10); // the CPU window ends close to the last finish
     const after = cpuSample(pids);
     const { spanMs } = await waitAllDone(engine, ids);
     const seconds = spanMs / 1000;

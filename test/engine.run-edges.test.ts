@@ -6,22 +6,40 @@ import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/eng
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Counts turns of the event loop (one tick per turn) from `start()` until `stop()`. */
+function turnProbe(): { readonly turns: number; start(): void; reset(): void; stop(): void } {
+  let turns = 0;
+  let probing = false;
+  const tick = (): void => {
+    turns++;
+    if (probing) setImmediate(tick);
+  };
+  return {
+    get turns() {
+      return turns;
+    },
+    start() {
+      probing = true;
+      setImmediate(tick);
+    },
+    reset() {
+      turns = 0;
+    },
+    stop() {
+      probing = false;
+    },
+  };
+}
+
 describe('run edges', () => {
   it('lets the event loop in during a long run of instant steps (results are handed over at once only for a while)', async () => {
-    let turns = 0;
-    let ended = false;
+    const probe = turnProbe();
     let turnsDuringRun = -1;
     const wf = workflow('instant-steps', async (ctx) => {
       for (let i = 0; i < 3000; i++) {
         await ctx.step('s', () => {
-          if (i === 0) {
-            const tick = (): void => {
-              turns++;
-              if (!ended) setImmediate(tick);
-            };
-            setImmediate(tick);
-          }
-          if (i === 2999) turnsDuringRun = turns;
+          if (i === 0) probe.start();
+          if (i === 2999) turnsDuringRun = probe.turns;
           return i;
         });
       }
@@ -31,7 +49,7 @@ describe('run edges', () => {
     await startWorker(engine);
     const { id } = await engine.start(wf);
     expect(await engine.result(id, { timeout: '20s' })).toBe('done');
-    ended = true;
+    probe.stop();
     // A lone step's result skips the turn, but at most 1,024 times or 4 ms in a row: heartbeats,
     // cancels and other tasks' work get in throughout (each turn lets the probe tick once).
     expect(turnsDuringRun).toBeGreaterThanOrEqual(2);
@@ -42,12 +60,7 @@ describe('run edges', () => {
       const end = performance.now() + ms;
       while (performance.now() < end);
     };
-    let turns = 0;
-    let probing = true;
-    const tick = (): void => {
-      turns++;
-      if (probing) setImmediate(tick);
-    };
+    const probe = turnProbe();
     const slow = workflow('cpu-steps', async (ctx, input: { n: number; ms: number }) => {
       for (let i = 0; i < input.n; i++) await ctx.step('s', () => busy(input.ms));
       return 'done';
@@ -56,17 +69,17 @@ describe('run edges', () => {
     await startWorker(engine, { concurrency: 8 });
     try {
       // One run, 1.2 ms per step: hand-overs far apart, yet still in one macrotask unless cut.
-      setImmediate(tick);
+      probe.start();
       const one = await engine.start(slow, { n: 200, ms: 1.2 });
       expect(await engine.result(one.id, { timeout: '30s' })).toBe('done');
-      expect(turns).toBeGreaterThanOrEqual(20); // ~240 ms of steps, a turn at least every few ms
+      expect(probe.turns).toBeGreaterThanOrEqual(20); // ~240 ms of steps, a turn at least every few ms
       // Five runs, 0.3 ms per step: the budget is the process's, not each run's.
-      turns = 0;
+      probe.reset();
       const five = await Promise.all(Array.from({ length: 5 }, () => engine.start(slow, { n: 120, ms: 0.3 })));
       for (const t of five) expect(await engine.result(t.id, { timeout: '30s' })).toBe('done');
-      expect(turns).toBeGreaterThanOrEqual(20);
+      expect(probe.turns).toBeGreaterThanOrEqual(20);
     } finally {
-      probing = false;
+      probe.stop();
     }
   });
 
