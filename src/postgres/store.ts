@@ -23,6 +23,7 @@ import { migratePostgres, quoteIdent } from './migrate.ts';
 import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, plainStepSql, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
 import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
 import { WakeListener, payload } from './wake.ts';
+import { HotConnection } from './hot-connection.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StepwiseError, StoreUnavailableError } from '../errors.ts';
 import {
@@ -134,6 +135,8 @@ export class PostgresStore implements Store {
   readonly #url: string;
   readonly #pg: PgModule;
   #pool: Pool | null;
+  /** A connection kept for lone step checkpoints (see hot-connection.ts). */
+  readonly #hot: HotConnection;
   readonly #listeners = new Set<WakeListener>();
   /** Statement text → prepared statement name; one map per store, hence per pool. */
   readonly #statementNames = new Map<string, string>();
@@ -167,6 +170,7 @@ export class PostgresStore implements Store {
     });
     // An idle pooled connection that dies is dropped by the pool; the next query opens a new one.
     this.#pool.on('error', () => undefined);
+    this.#hot = new HotConnection(this.#pool, poolSize, isConnectionError);
   }
 
   get #db(): Pool {
@@ -241,6 +245,7 @@ export class PostgresStore implements Store {
     const pool = this.#pool;
     if (!pool) return;
     this.#pool = null;
+    this.#hot.close();
     const listeners = [...this.#listeners];
     this.#listeners.clear();
     await Promise.all(listeners.map((l) => l.stop()));
@@ -481,7 +486,9 @@ export class PostgresStore implements Store {
       // the task row's lock is taken in the EXISTS, and the row count says whether it was accepted.
       const values = stepValues(w.step);
       values.push(w.taskId, w.epoch);
-      return (await this.#query(db, (this.#plainStepSql ??= plainStepSql(t)), values)).rowCount === 1;
+      const text = (this.#plainStepSql ??= plainStepSql(t));
+      const onHot = db === this.#pool ? this.#hot.tryRun((c) => this.#query(c, text, values)) : undefined;
+      return (await (onHot ?? this.#query(db, text, values))).rowCount === 1;
     }
     const p = new Params();
     const values = stepValues(w.step).map((v, i) => p.add(v, STEP_TYPES[i] as string));

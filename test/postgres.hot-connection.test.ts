@@ -1,0 +1,138 @@
+// The connection a PostgreSQL store keeps for lone step checkpoints (src/postgres/hot-connection.ts):
+// it must survive being killed (idle or mid-write) without crashing the process or losing a step,
+// never starve the rest of the store of connections (down to a pool of one), and be given back on close.
+import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { Engine, workflow } from '../src/index.ts';
+import { PostgresStore } from '../src/postgres/index.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import { FAST } from './support/engine.ts';
+
+const schemas: string[] = [];
+afterAll(async () => {
+  for (const s of schemas) await dropSchema(s);
+});
+
+function freshSchema(): string {
+  const schema = freshSchemaName('sw_hot');
+  schemas.push(schema);
+  return schema;
+}
+
+async function sql<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Backends of this schema's store whose last statement was a step checkpoint, and are idle now. */
+async function idleCheckpointBackends(schema: string): Promise<number[]> {
+  const rows = await sql<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity WHERE application_name = 'stepwise' AND state = 'idle' AND query LIKE $1`,
+    [`INSERT INTO "${schema}".steps%`],
+  );
+  return rows.map((r) => r.pid);
+}
+
+describe.skipIf(!(await hasPostgres()))('the kept connection for lone checkpoints', () => {
+  it('keeps one connection for a lone run and survives it being killed while idle and mid-run', async () => {
+    const schema = freshSchema();
+    const runs = new Map<number, number>();
+    const killed: number[][] = [];
+    const steps = workflow('hot-steps', async (ctx, input: { n: number }) => {
+      let sum = 0;
+      for (let i = 0; i < input.n; i++) {
+        sum += await ctx.step(`s${i}`, async () => {
+          runs.set(i, (runs.get(i) ?? 0) + 1);
+          if (i === 20 || i === 40) {
+            // Kill the connection that wrote the last checkpoint while it sits idle, checked out of
+            // the pool; wait for the socket to close, so the driver reports it with nobody querying.
+            const pids = await idleCheckpointBackends(schema);
+            killed.push(pids);
+            await sql('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+            await new Promise((r) => setTimeout(r, 150));
+          }
+          return i;
+        });
+      }
+      return sum;
+    });
+    const engine = new Engine({ store: `${PG_URL}?schema=${schema}&poolSize=4`, workflows: [steps] });
+    const errors: string[] = [];
+    try {
+      const worker = engine.worker({ ...FAST, concurrency: 1 });
+      worker.on('worker:error', ({ during }) => errors.push(during));
+      await worker.start();
+      const { id } = await engine.start(steps, { n: 60 });
+      expect(await engine.result(id, { timeout: '30s' })).toBe((59 * 60) / 2);
+      // Consecutive checkpoints shared one connection: after 20 of them exactly one backend was
+      // the last to write one (the pool would have spread them over the idle connections too).
+      expect(killed[0]).toHaveLength(1);
+      // After the kill, the checkpoint that found no kept connection went through the pool while
+      // a new one was being kept: one or two backends, none of them the dead one.
+      expect(killed[1]?.length).toBeGreaterThanOrEqual(1);
+      expect(killed[1]?.length).toBeLessThanOrEqual(2);
+      expect(killed[1]).not.toContain(killed[0]?.[0]);
+      expect([...runs.values()].every((n) => n === 1)).toBe(true); // no step ran twice
+      expect(runs.size).toBe(60);
+      const t = await engine.get(id);
+      expect(t.steps.filter((s) => s.status === 'completed')).toHaveLength(60);
+    } finally {
+      await engine.close();
+    }
+    // The process is still here (an unhandled 'error' of the killed connection would have failed
+    // the test run); a write that met the dead socket was retried and reported, not lost.
+    expect(errors.every((d) => d.startsWith('writing checkpoints'))).toBe(true);
+  }, 60_000);
+
+  it('never holds the only connection: a pool of one runs parallel branches, reads and claims', async () => {
+    const schema = freshSchema();
+    const fan = workflow('hot-fan', async (ctx, input: { n: number }) => {
+      const parts = await Promise.all(Array.from({ length: input.n }, (_, i) => ctx.step(`p${i}`, () => i)));
+      let total = 0;
+      for (const p of parts) total += await ctx.step(`add${p}`, () => p);
+      return total;
+    });
+    for (const poolSize of [1, 2]) {
+      const engine = new Engine({ store: `${PG_URL}?schema=${schema}&poolSize=${poolSize}`, workflows: [fan] });
+      try {
+        const worker = engine.worker({ ...FAST, concurrency: 4 });
+        await worker.start();
+        const ids = await Promise.all(Array.from({ length: 6 }, () => engine.start(fan, { n: 5 }).then((s) => s.id)));
+        // Reads compete with the runs' writes for the same connections.
+        const reads = Promise.all(ids.map((id) => engine.get(id)));
+        const results = await Promise.all(ids.map((id) => engine.result(id, { timeout: '30s' })));
+        await reads;
+        expect(results).toEqual(ids.map(() => 10));
+      } finally {
+        await engine.close();
+      }
+    }
+  }, 60_000);
+
+  it('gives the kept connection back on close: no backend of the store is left', async () => {
+    const schema = freshSchema();
+    const one = workflow('hot-one', async (ctx) => {
+      for (let i = 0; i < 5; i++) await ctx.step(`s${i}`, () => i);
+      return 'ok';
+    });
+    const store = new PostgresStore(PG_URL, { schema });
+    const engine = new Engine({ store, workflows: [one] });
+    try {
+      const worker = engine.worker({ ...FAST, concurrency: 1 });
+      await worker.start();
+      const { id } = await engine.start(one);
+      expect(await engine.result(id, { timeout: '30s' })).toBe('ok');
+      expect(await idleCheckpointBackends(schema)).toHaveLength(1);
+    } finally {
+      await engine.close();
+    }
+    await store.close(); // resolves: ending the pool does not wait for a connection kept forever
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await idleCheckpointBackends(schema)).toEqual([]);
+  }, 30_000);
+});
