@@ -22,6 +22,51 @@ export function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
 }
 
+export interface Overhead {
+  rawMinimalUs: number;
+  rawJournalUs: number;
+  stepUs: number;
+  /** Medians of the rounds' own ratios (each step figure against the raw writes around it). */
+  ratioMinimal: number;
+  ratioJournal: number;
+  /** Each round's step ÷ journal-row ratio. */
+  roundRatios: number[];
+}
+
+/**
+ * Per-step overhead, measured in `rounds` rounds of: raw journal row, raw minimal row, engine
+ * steps, raw minimal row, raw journal row. Each round's ratio divides its step figure by the mean
+ * of the raw writes just before and after it, so that a drift of the disk's sync time during the
+ * run (on a shared machine it moves by tens of percent) moves both sides of a ratio alike.
+ */
+export async function pairedOverhead(
+  rounds: number,
+  raw: (shape: 'minimal' | 'journal') => number | Promise<number>,
+  step: () => Promise<number>,
+): Promise<Overhead> {
+  const rawM: number[] = [];
+  const rawJ: number[] = [];
+  const steps: number[] = [];
+  const ratioM: number[] = [];
+  const ratioJ: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const j1 = await raw('journal');
+    const m1 = await raw('minimal');
+    const s = await step();
+    const m = (m1 + (await raw('minimal'))) / 2;
+    const j = (j1 + (await raw('journal'))) / 2;
+    rawM.push(m);
+    rawJ.push(j);
+    steps.push(s);
+    ratioM.push(s / m);
+    ratioJ.push(s / j);
+  }
+  return {
+    rawMinimalUs: median(rawM), rawJournalUs: median(rawJ), stepUs: median(steps),
+    ratioMinimal: median(ratioM), ratioJournal: median(ratioJ), roundRatios: ratioJ,
+  };
+}
+
 export function spawnWorker(db: string, extra: string[] = [], env: Record<string, string> = {}): ChildProcess {
   return spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'worker', join(root, 'bench/workflows.ts'), '--db', db, '--quiet', ...extra], {
     stdio: ['ignore', 'ignore', 'inherit'],

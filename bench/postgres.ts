@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Engine } from '../dist/index.js';
-import { median, percentile, root, spawnWorker, stopWorkers } from './lib.ts';
+import { pairedOverhead, percentile, root, spawnWorker, stopWorkers, type Overhead } from './lib.ts';
 import { measureSteps, throughput, type Throughput } from './sqlite.ts';
 import { manySteps, stamp } from './workflows.ts';
 
@@ -79,30 +79,16 @@ export async function rawInsertUs(n: number, shape: 'minimal' | 'journal'): Prom
 /** Microseconds per step of a task of `n` no-op steps on PostgreSQL, at steady state (see measureSteps). */
 export async function stepUs(n: number): Promise<number> {
   const engine = new Engine({ store: freshPgUrl('steps'), workflows: [manySteps] });
-  const us = await measureSteps(engine, n, 2, 3);
+  const us = await measureSteps(engine, n, 4, 3);
   await engine.close();
   return us;
 }
 
-export interface PgOverhead {
-  rawMinimalUs: number;
-  rawJournalUs: number;
-  stepUs: number;
-  ratioMinimal: number;
-  ratioJournal: number;
-}
+export type PgOverhead = Overhead;
 
+/** Raw inserts and engine steps, round after round (see {@link pairedOverhead}). */
 export async function stepOverhead(rounds: number, steps = 1000): Promise<PgOverhead> {
-  const m: number[] = [];
-  const j: number[] = [];
-  const s: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    m.push(await rawInsertUs(steps, 'minimal'));
-    s.push(await stepUs(steps));
-    j.push(await rawInsertUs(steps, 'journal'));
-  }
-  const step = median(s);
-  return { rawMinimalUs: median(m), rawJournalUs: median(j), stepUs: step, ratioMinimal: step / median(m), ratioJournal: step / median(j) };
+  return pairedOverhead(rounds, (shape) => rawInsertUs(steps, shape), () => stepUs(steps));
 }
 
 export async function pgThroughput(workers: number, tasks: number): Promise<Throughput> {

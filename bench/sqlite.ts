@@ -2,7 +2,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Engine } from '../dist/index.js';
-import { cpuSample, median, spawnWorker, stopWorkers, tempDir, waitAllDone, waitNoneUnfinished } from './lib.ts';
+import { cpuSample, median, pairedOverhead, spawnWorker, stopWorkers, tempDir, waitAllDone, waitNoneUnfinished, type Overhead } from './lib.ts';
 import { manySteps, threeSteps } from './workflows.ts';
 
 type Sync = 'FULL' | 'NORMAL';
@@ -65,27 +65,13 @@ export async function measureSteps(engine: Engine, n: number, warmup = 6, measur
   return median(per);
 }
 
-export interface StepOverhead {
+export interface StepOverhead extends Overhead {
   sync: Sync;
-  rawMinimalUs: number;
-  rawJournalUs: number;
-  stepUs: number;
-  ratioMinimal: number;
-  ratioJournal: number;
 }
 
-/** Interleaves raw and engine measurements `rounds` times and reports medians. */
+/** Raw writes and engine steps, round after round (see {@link pairedOverhead}). */
 export async function stepOverhead(sync: Sync, rounds: number, steps = 1000): Promise<StepOverhead> {
-  const rawM: number[] = [];
-  const rawJ: number[] = [];
-  const eng: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    rawM.push(rawInsertUs(sync, steps, 'minimal'));
-    eng.push(await stepUs(sync, steps));
-    rawJ.push(rawInsertUs(sync, steps, 'journal'));
-  }
-  const s = median(eng);
-  return { sync, rawMinimalUs: median(rawM), rawJournalUs: median(rawJ), stepUs: s, ratioMinimal: s / median(rawM), ratioJournal: s / median(rawJ) };
+  return { sync, ...(await pairedOverhead(rounds, (shape) => rawInsertUs(sync, steps, shape), () => stepUs(sync, steps))) };
 }
 
 export interface Throughput {
