@@ -97,6 +97,12 @@ export class Engine {
   #ready: Promise<Store> | null = null;
   #closed = false;
   #unsubscribe: (() => Promise<void>) | null = null;
+  /**
+   * The subscription to finished tasks, opened by the first `result()` (a process that never waits
+   * for a result, such as a worker, is not sent one message per finished task); null until then,
+   * and again after a failed attempt, so that the next `result()` tries again.
+   */
+  #settled: Promise<(() => Promise<void>) | null> | null = null;
 
   /**
    * @example
@@ -129,7 +135,7 @@ export class Engine {
       const store = owned ? await openStore(this.#storeOption as string, this.#storeOptions) : (this.#storeOption as Store);
       try {
         await store.migrate();
-        if (store.subscribe) this.#unsubscribe = await store.subscribe((e) => this.#deliver(e));
+        if (store.subscribe) this.#unsubscribe = await store.subscribe((e) => this.#deliver(e), 'work');
       } catch (e) {
         // Not cached: the next call tries again (the database may be back by then).
         this.#ready = null;
@@ -230,6 +236,7 @@ export class Engine {
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
     const store = await this.ready();
     const deadline = options.timeout === undefined ? Infinity : this.clock.now() + toMs(options.timeout, 'timeout');
+    await this.#listenSettled(store);
     let pollMs = 25;
     for (;;) {
       const row = await this.#row(store, id);
@@ -244,7 +251,20 @@ export class Engine {
     }
   }
 
-  /** Resolves when a local run of `id` settles, or after `ms`, whichever is first. */
+  /**
+   * Subscribes to finished tasks of other processes, once. Without it (a store with no channel, or
+   * a failed subscription) `result()` still finds the outcome by polling.
+   */
+  async #listenSettled(store: Store): Promise<void> {
+    if (!store.subscribe || this.#closed) return;
+    this.#settled ??= store.subscribe((e) => this.#deliver(e), 'settled').catch(() => {
+      this.#settled = null;
+      return null;
+    });
+    await this.#settled;
+  }
+
+  /** Resolves when a run of `id` settles (here or, by notification, elsewhere), or after `ms`. */
   #waitForNews(id: string, ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = (): void => {
@@ -255,7 +275,7 @@ export class Engine {
       };
       const timer = setTimeout(done, ms);
       const off = this.#bus.on('task:settled', (e) => {
-        if (e.taskId === id) done();
+        if (e.taskId === id || e.taskId === '*') done(); // '*': notifications may have been missed
       });
       signal?.addEventListener('abort', done, { once: true });
     });
@@ -391,6 +411,7 @@ export class Engine {
     this.#closed = true;
     await Promise.all([...this.#workers].map((w) => w.stop()));
     await this.#unsubscribe?.();
+    await (await this.#settled)?.();
     if (this.#ready) {
       const store = await this.#ready.catch(() => null);
       if (store && typeof this.#storeOption === 'string') await store.close();

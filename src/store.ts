@@ -260,6 +260,19 @@ export interface WakeEvent {
   cancelReason?: string | null;
 }
 
+/**
+ * What a subscriber hears. `'work'` (the default): a task became runnable, or was cancelled,
+ * paused or resumed — what workers act on. `'settled'`: a task finished — what `engine.result()`
+ * waits for. Kept apart so that workers, which never wait for results, are not sent a message
+ * for every task that any worker finishes.
+ */
+export type WakeTopic = 'work' | 'settled';
+
+/** The topic of a wake-up event. */
+export function topicOf(event: WakeEvent): WakeTopic {
+  return event.reason === 'settled' ? 'settled' : 'work';
+}
+
 export interface NextRunRequest {
   workflows: readonly string[];
   after: number;
@@ -317,10 +330,10 @@ export interface Store {
 
   /**
    * Subscribes to wake-ups from other processes (PostgreSQL LISTEN/NOTIFY): the `notify` events
-   * of writes committed anywhere. Stores without a cross-process channel do not implement it;
-   * callers then rely on polling and heartbeats.
+   * of writes committed anywhere, of one topic. Stores without a cross-process channel do not
+   * implement it; callers then rely on polling and heartbeats.
    */
-  subscribe?(listener: (event: WakeEvent) => void): Promise<(() => Promise<void>) | null>;
+  subscribe?(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<(() => Promise<void>) | null>;
   /** Announces a change to other processes (no-op where unsupported). */
   notify?(event: WakeEvent): Promise<void>;
 }

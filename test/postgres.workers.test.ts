@@ -64,6 +64,34 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
     }
   }, 60_000);
 
+  it('sends finished tasks only to processes that wait for a result, from their first result()', async () => {
+    const db = freshUrl();
+    const schema = new URL(db).searchParams.get('schema') as string;
+    const listeners = async (channel: string): Promise<number> =>
+      (await sql(`SELECT 1 FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${schema}_${channel}"`])).length;
+    const starter = new Engine({ store: db, workflows: [triple] });
+    try {
+      await starter.ready();
+      const w = spawnCli(['worker', FIXTURE, '--db', db, ...NO_POLL]);
+      await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
+      const first = await starter.start(triple, { n: 1 });
+      await waitForStatus(starter, first.id, 'succeeded', 20_000);
+      // The worker and the starter listen for work; nobody has waited for a result yet.
+      expect(await listeners('wake')).toBe(2);
+      expect(await listeners('done')).toBe(0);
+      expect(await starter.result(first.id)).toBe(6);
+      expect(await listeners('done')).toBe(1); // the starter, from its first result() on
+      const second = await starter.start(triple, { n: 2 });
+      expect(await starter.result(second.id, { timeout: '20s' })).toBe(9);
+      expect(await listeners('done')).toBe(1); // one subscription, kept
+      w.child.kill('SIGTERM');
+      expect((await w.exited).code).toBe(0);
+    } finally {
+      await starter.close();
+    }
+    await eventually(async () => (await listeners('done')) === 0 && (await listeners('wake')) === 0, 20_000, 'close to end both listeners');
+  }, 60_000);
+
   it('keeps receiving notifications after its LISTEN connection is killed', async () => {
     const db = freshUrl();
     const engine = new Engine({ store: db, workflows: [triple] });

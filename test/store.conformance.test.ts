@@ -919,6 +919,37 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
     await unsubscribe();
   });
 
+  it('finished tasks are announced apart from work: each topic hears only its own, both after a reconnect', async () => {
+    const listening = open();
+    const sending = open();
+    const work: WakeEvent[] = [];
+    const settled: WakeEvent[] = [];
+    const offWork = await listening.subscribe((e) => work.push(e), 'work');
+    const offSettled = await listening.subscribe((e) => settled.push(e), 'settled');
+    const done: WakeEvent = { reason: 'settled', taskId: ns.id(), workflow: ns.wf() };
+    const ready: WakeEvent = { reason: 'task', taskId: ns.id(), workflow: ns.wf() };
+    await sending.notify(done);
+    await sending.notify(ready);
+    // A finished task announced by a batched end-of-run transition travels the same way.
+    const task = await claimedTask(sending, ns);
+    const [row] = await sending.writeBatch([
+      write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch }, set: { clearLease: true, finishedAt: T0 }, notify: { reason: 'settled', taskId: task.id } }),
+      { kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) },
+    ]);
+    expect(row).toMatchObject({ status: 'succeeded' });
+    await eventually(() => settled.length >= 2 && work.length >= 1, 'both topics');
+    await new Promise((r) => setTimeout(r, 100)); // nothing else arrives
+    expect(settled).toEqual([done, { reason: 'settled', taskId: task.id }]);
+    expect(work).toEqual([ready]);
+    // After its connection is killed, the settled listener is told to look again as a settled event.
+    await withPg(async (c) => c.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.settledChannel}"`]));
+    await eventually(() => settled.some((e) => e.taskId === '*'), 'the look-again after reconnecting');
+    expect(settled.at(-1)).toEqual({ reason: 'settled', taskId: '*' });
+    expect(work).toEqual([ready]);
+    await offWork();
+    await offSettled();
+  });
+
   it('unsubscribe ends the listening connection and stops delivery; close ends every listener', async () => {
     const listening = open();
     const sending = open();

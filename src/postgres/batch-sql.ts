@@ -15,7 +15,7 @@
  * the heartbeat does, so two of them never deadlock.
  */
 import { STEP_COLUMNS, stepValues } from '../rows.ts';
-import type { StepRow, StepWrite, TransitionWrite } from '../store.ts';
+import type { StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
 import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_SET, type Tables } from './sql-text.ts';
 
 /**
@@ -67,7 +67,11 @@ export function isBatchableTransition(w: TransitionWrite): boolean {
 }
 
 /** Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with `ord`). */
-export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channel: string): { text: string; values: unknown[] } {
+export function transitionBatchSql(
+  t: Tables,
+  ops: readonly TransitionWrite[],
+  channelOf: (event: WakeEvent) => string,
+): { text: string; values: unknown[] } {
   const p = new Params();
   const col = <T>(f: (w: TransitionWrite) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
   const has = (k: keyof TransitionWrite['set']) => (w: TransitionWrite): boolean => k in w.set && w.set[k] !== undefined;
@@ -99,6 +103,7 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
     finished: col((w) => w.set.finishedAt ?? null, 'bigint'),
     retries: col((w) => w.set.incrementRetries === true, 'boolean'),
     notify: col((w) => (w.notify ? JSON.stringify(w.notify) : null), 'text'),
+    notifyChannel: col((w) => (w.notify ? channelOf(w.notify) : null), 'text'),
   };
   // `ord` (1-based) is the op's position in `ops`, from unnest's ORDINALITY.
   const names = Object.keys(i);
@@ -119,14 +124,14 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
         ${keep('cancel_reason', 'setCancel', 'cancel')}, ${keep('finished_at', 'setFinished', 'finished')},
         retries = t.retries + CASE WHEN i.retries THEN 1 ELSE 0 END
       FROM i JOIN cur ON cur.id = i.id WHERE t.id = i.id
-      RETURNING t.*, i.ord AS batch_ord, i.notify AS batch_notify
+      RETURNING t.*, i.ord AS batch_ord, i.notify AS batch_notify, i.notifyChannel AS batch_channel
     ), hist AS (
       INSERT INTO ${t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
       SELECT i.id, i.at, i.event, cur.cur_status, i.toStatus, cur.cur_epoch, i.worker, i.detail
       FROM i JOIN cur ON cur.id = i.id JOIN upd ON upd.id = i.id
       ORDER BY i.ord
     )${journalCte(t, p, ops)}
-    SELECT upd.*, CASE WHEN batch_notify IS NOT NULL THEN pg_notify(${p.add(channel, 'text')}, batch_notify) END AS notified FROM upd`;
+    SELECT upd.*, CASE WHEN batch_notify IS NOT NULL THEN pg_notify(batch_channel, batch_notify) END AS notified FROM upd`;
   return { text, values: p.values };
 }
 

@@ -13,12 +13,14 @@
  *   claim that bumps the epoch (an UPDATE) either waits for the write, or makes it fail its re-check.
  * - Claims lock candidates with `FOR UPDATE SKIP LOCKED`, so that workers take disjoint tasks
  *   without waiting on each other; per-workflow caps serialize on `pg_advisory_xact_lock`.
- * - Wake-ups travel by LISTEN/NOTIFY on a channel named after the schema.
+ * - Wake-ups travel by LISTEN/NOTIFY on two channels named after the schema: `<schema>_wake` for
+ *   work (what workers listen to) and `<schema>_done` for finished tasks (what result waiters
+ *   listen to).
  *
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
 import { createRequire } from 'node:module';
-import type { ClientBase, Pool, QueryResult } from 'pg';
+import type { Client, ClientBase, Pool, QueryResult } from 'pg';
 import { migratePostgres, quoteIdent } from './migrate.ts';
 import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, plainStepSql, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
 import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
@@ -31,9 +33,10 @@ import {
 } from '../rows.ts';
 import type {
   ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask, NextRunRequest,
-  SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WakeEvent,
+  SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WakeEvent, WakeTopic,
   WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
+import { topicOf } from '../store.ts';
 
 type Raw = Record<string, unknown>;
 type PgModule = typeof import('pg');
@@ -42,7 +45,8 @@ export interface PostgresStoreOptions {
   /**
    * The schema that holds Stepwise's tables; created by `migrate()`. Several deployments (or
    * test runs) can share one database with different schemas. A plain identifier
-   * (letters, digits, `_`; at most 58 characters, since the wake-up channel is `<schema>_wake`).
+   * (letters, digits, `_`; at most 58 characters, since the wake-up channels are `<schema>_wake`
+   * and `<schema>_done`).
    * @defaultValue 'stepwise'
    */
   schema?: string;
@@ -130,8 +134,10 @@ export class PostgresStore implements Store {
   readonly description: string;
   /** The schema holding the tables (unquoted). */
   readonly schema: string;
-  /** The LISTEN/NOTIFY channel of this schema. */
+  /** The LISTEN/NOTIFY channel of this schema's work: started, resumed, signalled, cancelled… */
   readonly channel: string;
+  /** The LISTEN/NOTIFY channel of this schema's finished tasks. */
+  readonly settledChannel: string;
   readonly #url: string;
   readonly #pg: PgModule;
   #pool: Pool | null;
@@ -159,6 +165,7 @@ export class PostgresStore implements Store {
     this.#url = url;
     this.schema = schema;
     this.channel = `${schema}_wake`;
+    this.settledChannel = `${schema}_done`;
     this.description = `${printableUrl(url)} (schema ${schema})`;
     this.#now = options.now ?? Date.now;
     const s = quoteIdent(schema);
@@ -318,7 +325,7 @@ export class PostgresStore implements Store {
              SELECT id, created_at, 'create', NULL, 'pending', 0, NULL, NULL FROM ins
            )
            SELECT ins.*, CASE WHEN $9::text IS NOT NULL THEN pg_notify($8, $9) END AS notified FROM ins`,
-          [task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, this.channel, payload(task.notify)],
+          [task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, this.#channelOf(task.notify), payload(task.notify)],
         );
         if (row) return { task: toTaskRow(row), created: true };
         const existing = await this.findTaskByKey(task.idempotencyKey as string);
@@ -412,7 +419,7 @@ export class PostgresStore implements Store {
       )`;
     }
     text += w.notify
-      ? ` SELECT upd.*, pg_notify(${p.add(this.channel, 'text')}, ${p.add(payload(w.notify), 'text')}) AS notified FROM upd`
+      ? ` SELECT upd.*, pg_notify(${p.add(this.#channelOf(w.notify), 'text')}, ${p.add(payload(w.notify), 'text')}) AS notified FROM upd`
       : ' SELECT * FROM upd';
     return { text, values: p.values };
   }
@@ -457,7 +464,7 @@ export class PostgresStore implements Store {
         steps.forEach((s, i) => (results[s.at] = accepted.has(keys[i] as string)));
       }
       if (transitions.length) {
-        const { text, values } = transitionBatchSql(this.#t, transitions.map((x) => x.op), this.channel);
+        const { text, values } = transitionBatchSql(this.#t, transitions.map((x) => x.op), (e) => this.#channelOf(e));
         for (const row of await this.#rows(this.#db, text, values)) {
           const entry = transitions[Number(row.batch_ord) - 1];
           if (entry) results[entry.at] = toTaskRow(row);
@@ -783,7 +790,7 @@ export class PostgresStore implements Store {
              UPDATE ${this.#t.tasks} SET run_at = $5 WHERE id = $1 AND strpos(wait_events, '|' || $2 || '|') > 0 AND EXISTS (SELECT 1 FROM ins)
            )
            SELECT count(*)::int AS n, CASE WHEN count(*) > 0 AND $7::text IS NOT NULL THEN pg_notify($6, $7) END AS notified FROM ins`,
-          [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, this.channel, payload(s.notify)],
+          [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, this.#channelOf(s.notify), payload(s.notify)],
         );
         return { created: row?.n === 1 };
       }),
@@ -822,17 +829,26 @@ export class PostgresStore implements Store {
   // ── Wake-ups ─────────────────────────────────────────────────────────────────────────────
 
   async notify(event: WakeEvent): Promise<void> {
-    await this.#run(() => this.#db.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify(event)]));
+    await this.#run(() => this.#db.query('SELECT pg_notify($1, $2)', [this.#channelOf(event), JSON.stringify(event)]));
+  }
+
+  /** The channel an event travels on (see {@link topicOf}). */
+  #channelOf(event: WakeEvent | undefined): string {
+    return event && topicOf(event) === 'settled' ? this.settledChannel : this.channel;
   }
 
   /**
-   * LISTENs on a dedicated connection (not from the pool). If it drops, it reconnects with backoff
-   * and then calls `listener` once with `{ reason: 'task', taskId: '*' }`, since notifications sent
-   * while it was down are lost. Throws if the first connection fails.
+   * LISTENs to one topic's channel on a dedicated connection (not from the pool). If it drops, it
+   * reconnects with backoff and then calls `listener` once with `taskId: '*'` (reason `'task'`, or
+   * `'settled'` for that topic), since notifications sent while it was down are lost. Throws if the
+   * first connection fails.
    */
-  async subscribe(listener: (event: WakeEvent) => void): Promise<() => Promise<void>> {
+  async subscribe(listener: (event: WakeEvent) => void, topic: WakeTopic = 'work'): Promise<() => Promise<void>> {
     if (!this.#pool) throw new ClosedError('The PostgreSQL store');
-    const l = new WakeListener(() => new this.#pg.Client({ connectionString: this.#url, keepAlive: true, application_name: 'stepwise-listen' }), this.channel, listener);
+    const channel = topic === 'settled' ? this.settledChannel : this.channel;
+    const missed: WakeEvent = { reason: topic === 'settled' ? 'settled' : 'task', taskId: '*' };
+    const connect = (): Client => new this.#pg.Client({ connectionString: this.#url, keepAlive: true, application_name: 'stepwise-listen' });
+    const l = new WakeListener(connect, channel, missed, listener);
     this.#listeners.add(l);
     try {
       await this.#run(() => l.start());

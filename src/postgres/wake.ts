@@ -3,7 +3,7 @@
  * @internal
  * Wake-ups across processes: the NOTIFY payload of a write, and one LISTEN connection (outside
  * the pool) that survives drops: it reconnects with backoff, re-subscribes, and then tells its
- * listener to poll once (`taskId: '*'`), since notifications sent while it was down are lost.
+ * listener to look again once (`taskId: '*'`), since notifications sent while it was down are lost.
  */
 import type { Client, Notification } from 'pg';
 import { quoteIdent } from './migrate.ts';
@@ -16,15 +16,18 @@ const RECONNECT_MS = { first: 100, max: 5000 } as const;
 export class WakeListener {
   readonly #connect: () => Client;
   readonly #channel: string;
+  readonly #missed: WakeEvent;
   readonly #listener: (event: WakeEvent) => void;
   #client: Client | null = null;
   #stopped = false;
   #timer: NodeJS.Timeout | null = null;
   #delayMs: number = RECONNECT_MS.first;
 
-  constructor(connect: () => Client, channel: string, listener: (event: WakeEvent) => void) {
+  /** `missed`: what the listener is told after a reconnect (an event with `taskId: '*'`). */
+  constructor(connect: () => Client, channel: string, missed: WakeEvent, listener: (event: WakeEvent) => void) {
     this.#connect = connect;
     this.#channel = channel;
+    this.#missed = missed;
     this.#listener = listener;
   }
 
@@ -77,8 +80,8 @@ export class WakeListener {
         () => {
           if (this.#stopped) return;
           this.#delayMs = RECONNECT_MS.first;
-          // Notifications sent while disconnected are lost: tell the worker to poll.
-          this.#deliver({ reason: 'task', taskId: '*' });
+          // Notifications sent while disconnected are lost: tell the listener to look again.
+          this.#deliver(this.#missed);
         },
         () => this.#scheduleReconnect(),
       );
