@@ -1,0 +1,75 @@
+// Upgrading an existing PostgreSQL schema: later migrations keep the data of earlier ones.
+import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { Engine, workflow } from '../src/index.ts';
+import { postgresMigrations } from '../src/generated/sql.ts';
+import { migratePostgres } from '../src/postgres/migrate.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import { startWorker } from './support/engine.ts';
+
+const schemas: string[] = [];
+afterAll(async () => {
+  for (const s of schemas) await dropSchema(s);
+});
+
+async function withClient<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
+  it('upgrades a schema written under migration 1 without losing tasks or journal rows, and the engine resumes its task', async () => {
+    const schema = freshSchemaName('sw_upgrade');
+    schemas.push(schema);
+    await withClient(async (c) => {
+      await migratePostgres(c, schema, 1_000, postgresMigrations.slice(0, 1));
+      // A task interrupted after its first step, as an engine of migration 1 left it (claimed
+      // once, at epoch 1, and handed back when its worker stopped).
+      await c.query(`INSERT INTO "${schema}".tasks (id, workflow, workflow_version, status, input, created_at, updated_at, run_at, runs, epoch)
+        VALUES ('task-from-v1', 'upgrade', '1', 'pending', '{"n":2}', 1000, 1000, 1000, 1, 1)`);
+      await c.query(`INSERT INTO "${schema}".steps (task_id, seq, name, kind, status, output, attempts, started_at, finished_at, epoch, done)
+        VALUES ('task-from-v1', 0, 'first', 'step', 'completed', '"from v1"', 1, 1000, 1001, 1, 1)`);
+    });
+    let firstRuns = 0;
+    const wf = workflow('upgrade', async (ctx, input: { n: number }) => {
+      const a = await ctx.step('first', () => {
+        firstRuns++;
+        return 'again';
+      });
+      const b = await ctx.step('second', () => input.n * 2);
+      return `${a}/${b}`;
+    });
+    const engine = new Engine({ store: `${PG_URL}?schema=${schema}`, workflows: [wf] });
+    try {
+      await engine.ready();
+      const applied = await withClient(async (c) => (await c.query(`SELECT id FROM "${schema}".migrations ORDER BY id`)).rows);
+      expect(applied).toEqual(postgresMigrations.map((m) => ({ id: m.id })));
+      await startWorker(engine);
+      expect(await engine.result('task-from-v1', { timeout: '10s' })).toBe('from v1/4');
+      expect(firstRuns).toBe(0); // its checkpoint survived the upgrade
+      const steps = (await engine.get('task-from-v1')).steps.map((s) => [s.name, s.status]);
+      expect(steps).toEqual([['first', 'completed'], ['second', 'completed']]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('the upgraded journal still refuses a kind or status the engine never writes', async () => {
+    const schema = freshSchemaName('sw_domains');
+    schemas.push(schema);
+    await withClient(async (c) => {
+      await migratePostgres(c, schema, 1_000);
+      let seq = 0;
+      const insert = (kind: string, status: string): Promise<unknown> =>
+        c.query(`INSERT INTO "${schema}".steps (task_id, seq, name, kind, status, epoch) VALUES ('t', $1, 'x', $2, $3, 1)`, [seq++, kind, status]);
+      await expect(insert('step', 'completed')).resolves.toBeDefined();
+      await expect(insert('lunch', 'completed')).rejects.toMatchObject({ code: '23514' }); // check_violation
+      await expect(insert('step', 'half-done')).rejects.toMatchObject({ code: '23514' });
+    });
+  });
+});
