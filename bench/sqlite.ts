@@ -87,8 +87,10 @@ export interface Throughput {
 }
 
 /**
- * `tasks` tasks of three no-op steps run by `workers` worker processes. The processes first run a
- * warm-up batch of the same size (as a long-lived worker is warm); then `bursts` times, the
+ * `tasks` tasks of three no-op steps run by `workers` worker processes. The processes first run
+ * warm-up tasks, twice the batch for each process (as a long-lived worker is warm: V8 optimises
+ * the whole path only after thousands of steps, and a process that got a share of a single batch
+ * was measured still cold, so more processes looked slower than they are); then `bursts` times, the
  * measured tasks are enqueued to become due all at the same moment, so that the measurement (first
  * claim → last finish, from the tasks' own history) sees them all waiting, as if enqueued before
  * the workers. A burst lasts a fraction of a second, so one garbage collection or a neighbour's
@@ -100,7 +102,7 @@ export async function throughput(db: string, label: string, tasks: number, worke
   const children = Array.from({ length: workers }, () => spawnWorker(db, ['--concurrency', String(concurrency), '--poll-ms', '20']));
   try {
     const warm: string[] = [];
-    for (let i = 0; i < tasks; i++) warm.push((await engine.start(threeSteps)).id);
+    for (let i = 0; i < 2 * tasks * workers; i++) warm.push((await engine.start(threeSteps)).id);
     await waitAllDone(engine, warm);
     const runs: Throughput[] = [];
     for (let b = 0; b < bursts; b++) runs.push(await burst(engine, label, tasks, workers, children.map((c) => c.pid ?? 0)));

@@ -20,7 +20,7 @@ import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
 import { TypedEmitter, type WorkerEvents } from './events.ts';
 import { shortId } from './ids.ts';
-import { sourcesOf, transition } from './lifecycle.ts';
+import { isFinished, sourcesOf, transition } from './lifecycle.ts';
 import { TaskRun } from './run.ts';
 import type { ClaimedTask, Store } from './store.ts';
 import { effectColumns, planTransition, wakeFor } from './transitions.ts';
@@ -105,6 +105,12 @@ export class Worker {
   #workflows = new Map<string, Workflow>();
   #wake: (() => void) | null = null;
   #woken = false;
+  /**
+   * Whether due tasks may be left behind: the last claim took all it asked for (or failed). While
+   * it is false, a run that finishes does not make the worker look again (nothing was left; new
+   * work announces itself by a notification or is found by the poll).
+   */
+  #backlog = true;
   #loop: Promise<void> | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
   #beating: Promise<void> | null = null;
@@ -209,10 +215,14 @@ export class Worker {
             workflows: [...this.#workflows.keys()], versions, claim, reclaim, concurrency,
           });
           got = claimed.length;
+          this.#backlog = got === Math.min(free, this.#claimBatch);
           for (const c of claimed) this.#startRun(c);
         } catch (e) {
+          this.#backlog = true;
           this.#events.emit('worker:error', { error: coerceError(e), during: 'claiming tasks' });
         }
+      } else {
+        this.#backlog = true; // no room to look: there may be due tasks
       }
       if (this.#state !== 'running') break;
       // A full claim may have left more due tasks behind: look again at once while there is room.
@@ -281,7 +291,10 @@ export class Worker {
       this.#renewedAt.delete(run.taskId);
       this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
       this.#host.bus.emit('task:settled', { taskId: run.taskId, status });
-      this.#poke();
+      // The freed slot is worth a claim only if there may be work for it: due tasks were left
+      // behind, the workflow is capped (a task held back by the cap may run now), or the task is
+      // not finished (it parked or was handed back: its next due time must be counted).
+      if (this.#backlog || wf.options.concurrency || status === 'lease-lost' || !isFinished(status)) this.#poke();
     });
     this.#running.add(p);
     void p.finally(() => this.#running.delete(p));

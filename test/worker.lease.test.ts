@@ -126,4 +126,42 @@ describe('claims under a backlog', () => {
       await store.close();
     }
   });
+
+  it('does not look for work when a run finishes and its last claim left nothing behind', async () => {
+    const wf = workflow('done-quickly', async (ctx) => ctx.step('a', () => 1));
+    const capped = workflow('capped', async (ctx) => ctx.step('a', () => 1), { concurrency: 1 });
+    const inner = await openStore(tempDbUrl());
+    let claims = 0;
+    const store = spyStore(inner, {
+      claim: (original) => async (r) => {
+        claims++;
+        return original(r);
+      },
+    });
+    const engine = new Engine({ store, workflows: [wf, capped] });
+    try {
+      const first = await Promise.all([1, 2, 3].map(() => engine.start(wf).then((s) => s.id)));
+      // Polls every ten minutes: every claim below is the worker's own decision, not a poll.
+      const worker = engine.worker({ concurrency: 8, pollIntervalMs: 600_000, heartbeatMs: 50, leaseMs: 2000 });
+      await worker.start();
+      for (const id of first) expect(await engine.result(id, { timeout: '20s' })).toBe(1);
+      await new Promise((r) => setTimeout(r, 100));
+      // One claim took all three (fewer than it asked for): their three finishes claimed nothing.
+      expect(claims).toBe(1);
+      // New work still wakes it (the engine's bus; on PostgreSQL its NOTIFY comes back too and
+      // wakes it a second time); the finish of that run claims nothing more.
+      const next = await engine.start(wf);
+      expect(await engine.result(next.id, { timeout: '20s' })).toBe(1);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(claims).toBeGreaterThanOrEqual(2);
+      expect(claims).toBeLessThanOrEqual(3);
+      // A capped workflow's finished run looks again at once: a task held back by the cap is due.
+      const held = await Promise.all([1, 2, 3].map(() => engine.start(capped).then((s) => s.id)));
+      for (const id of held) expect(await engine.result(id, { timeout: '20s' })).toBe(1);
+      await worker.stop();
+    } finally {
+      await engine.close();
+      await store.close();
+    }
+  });
 });
