@@ -114,12 +114,13 @@ export async function waitNoneUnfinished(engine: Engine, pollMs = 50): Promise<v
 export interface CpuSample {
   /** Wall-clock time of the sample (ms). */
   at: number;
-  /** CPU time used so far (ms, 10 ms resolution) by the given processes, and by all PostgreSQL processes. */
+  /** CPU time used so far (ms, 10 ms resolution) by the given processes. */
   workersMs: number;
-  postgresMs: number;
+  /** CPU time used so far by each PostgreSQL process (backends come and go between samples). */
+  postgres: Map<string, number>;
 }
 
-/** CPU used so far by `pids` and by PostgreSQL (Linux /proc); null where /proc is not there. */
+/** CPU used so far by `pids` and by each PostgreSQL process (Linux /proc); null where /proc is not there. */
 export function cpuSample(pids: readonly number[]): CpuSample | null {
   const ticks = (pid: string): { comm: string; ms: number } | null => {
     try {
@@ -139,12 +140,22 @@ export function cpuSample(pids: readonly number[]): CpuSample | null {
   }
   let workersMs = 0;
   for (const pid of pids) workersMs += ticks(String(pid))?.ms ?? 0;
-  let postgresMs = 0;
+  const postgres = new Map<string, number>();
   for (const pid of procs) {
     const t = ticks(pid);
-    if (t?.comm.startsWith('postgres')) postgresMs += t.ms;
+    if (t?.comm.startsWith('postgres')) postgres.set(pid, t.ms);
   }
-  return { at: Date.now(), workersMs, postgresMs };
+  return { at: Date.now(), workersMs, postgres };
+}
+
+/**
+ * PostgreSQL CPU between two samples: the growth of each process seen in both, plus all of each
+ * process that started in between (a backend that exited in between is missed, not subtracted).
+ */
+export function postgresCpuMs(before: CpuSample, after: CpuSample): number {
+  let ms = 0;
+  for (const [pid, now] of after.postgres) ms += now - (before.postgres.get(pid) ?? 0);
+  return ms;
 }
 
 export type { TaskStatus };
