@@ -99,7 +99,7 @@ export interface Throughput {
 export async function throughput(db: string, label: string, tasks: number, workers: number, concurrency = 256, bursts = 3): Promise<Throughput> {
   const engine = new Engine({ store: db, workflows: [threeSteps, manySteps] });
   await engine.ready();
-  const children = Array.from({ length: workers }, () => spawnWorker(db, ['--concurrency', String(concurrency), '--poll-ms', '20']));
+  const children = Array.from({ length: workers }, () => spawnWorker(db, ['--concurrency', String(concurrency)]));
   try {
     const warm: string[] = [];
     for (let i = 0; i < 2 * tasks * workers; i++) warm.push((await engine.start(threeSteps)).id);
