@@ -194,6 +194,11 @@ export class PostgresStore implements Store {
     }
   }
 
+  /** `#run`'s translation, as a rejection handler. */
+  readonly #translate = (e: unknown): never => {
+    throw translateError(e, this.description);
+  };
+
   /**
    * Runs a statement as a named prepared statement (parsed and planned once per connection, which
    * halves the cost of a step write). Texts depend only on the shape of a write (which patch
@@ -203,7 +208,7 @@ export class PostgresStore implements Store {
     return (await this.#query(db, text, values)).rows;
   }
 
-  async #query(db: ClientBase | Pool, text: string, values: readonly unknown[]): Promise<QueryResult<Raw>> {
+  #query(db: ClientBase | Pool, text: string, values: readonly unknown[]): Promise<QueryResult<Raw>> {
     let name = this.#statementNames.get(text);
     if (name === undefined && this.#statementNames.size < MAX_NAMED_STATEMENTS) {
       name = `stepwise_${this.#statementNames.size + 1}`;
@@ -438,11 +443,24 @@ export class PostgresStore implements Store {
    * into another (see batch-sql.ts); each op keeps its own guard. Writes that need more (signal
    * consumption, journal rows with a transition, an event wait) run one by one in a transaction.
    */
-  async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
+  writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
+    const [only] = ops;
+    if (ops.length === 1 && only?.kind === 'step' && this.#pool) {
+      // The hot path of a plain step: one autocommit statement, one round trip (and as few
+      // promise hops as possible: this is paid once per step of a lone run).
+      try {
+        return this.#stepWrite(this.#pool, only).then((accepted) => [accepted], this.#translate);
+      } catch (e) {
+        return Promise.reject(translateError(e, this.description));
+      }
+    }
+    return this.#writeBatch(ops);
+  }
+
+  async #writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
     if (!ops.length) return [];
     const [only] = ops;
     if (ops.length === 1 && only) {
-      // The hot path of a plain step: one autocommit statement, one round trip.
       return [only.kind === 'step' ? await this.#run(() => this.#stepWrite(this.#db, only)) : await this.transition(only)];
     }
     return this.#run(async () => {
@@ -486,17 +504,20 @@ export class PostgresStore implements Store {
    * The fenced journal write, one statement (see {@link plainStepSql}); one that consumes a signal
    * also marks it, in the same statement, only if the row was accepted.
    */
-  async #stepWrite(db: ClientBase | Pool, w: StepWrite): Promise<boolean> {
+  #stepWrite(db: ClientBase | Pool, w: StepWrite): Promise<boolean> {
+    if (w.consume) return this.#consumingStepWrite(db, w, w.consume);
+    // The hot path: one statement whose text never changes (prepared once per connection); the
+    // task row's lock is taken in the EXISTS, and the row count says whether it was accepted.
+    const values = stepValues(w.step);
+    values.push(w.taskId, w.epoch);
+    const text = (this.#plainStepSql ??= plainStepSql(this.#t));
+    const onHot = db === this.#pool ? this.#hot.tryRun((c) => this.#query(c, text, values)) : undefined;
+    return (onHot ?? this.#query(db, text, values)).then((r) => r.rowCount === 1);
+  }
+
+  /** A journal write that also marks the signal it consumed, only if the row was accepted. */
+  async #consumingStepWrite(db: ClientBase | Pool, w: StepWrite, consume: NonNullable<StepWrite['consume']>): Promise<boolean> {
     const t = this.#t;
-    if (!w.consume) {
-      // The hot path: one statement whose text never changes (prepared once per connection);
-      // the task row's lock is taken in the EXISTS, and the row count says whether it was accepted.
-      const values = stepValues(w.step);
-      values.push(w.taskId, w.epoch);
-      const text = (this.#plainStepSql ??= plainStepSql(t));
-      const onHot = db === this.#pool ? this.#hot.tryRun((c) => this.#query(c, text, values)) : undefined;
-      return (await (onHot ?? this.#query(db, text, values))).rowCount === 1;
-    }
     const p = new Params();
     const values = stepValues(w.step).map((v, i) => p.add(v, STEP_TYPES[i] as string));
     const text = `WITH fence AS (
@@ -506,8 +527,8 @@ export class PostgresStore implements Store {
         INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values.join(', ')} WHERE EXISTS (SELECT 1 FROM fence)
         ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET} RETURNING 1
       ), consumed AS (
-        UPDATE ${t.signals} SET consumed_seq = ${p.add(w.consume.seq, 'integer')}
-        WHERE id = ${p.add(w.consume.signalId, 'bigint')} AND consumed_seq IS NULL AND EXISTS (SELECT 1 FROM ins)
+        UPDATE ${t.signals} SET consumed_seq = ${p.add(consume.seq, 'integer')}
+        WHERE id = ${p.add(consume.signalId, 'bigint')} AND consumed_seq IS NULL AND EXISTS (SELECT 1 FROM ins)
       ) SELECT count(*)::int AS n FROM ins`;
     const [row] = await this.#rows(db, text, p.values);
     return row?.n === 1;
