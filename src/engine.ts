@@ -261,7 +261,11 @@ export class Engine {
       this.#settled = null;
       return null;
     });
-    await this.#settled;
+    // Not longer than a second: a database that is slow to take a new connection should not hold
+    // up a result that polling can find (the subscription goes on in the background).
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.#settled, new Promise<void>((r) => (timer = setTimeout(r, 1000)))]);
+    clearTimeout(timer);
   }
 
   /** Resolves when a run of `id` settles (here or, by notification, elsewhere), or after `ms`. */

@@ -44,28 +44,46 @@ describe.skipIf(!(await hasPostgres()))('the kept connection for lone checkpoint
     const pool = new pg.Pool({ connectionString: PG_URL, max: 3 });
     const hot = new HotConnection(pool, 3, () => false);
     const pid = (c: pg.ClientBase): Promise<number> => c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid').then((r) => r.rows[0]?.pid as number);
+    const kept = (): number => pool.totalCount - pool.idleCount;
+    /** Until a statement runs on a kept connection (checking one out takes a round trip or two). */
+    const untilKept = async (): Promise<void> => {
+      for (let i = 0; ; i++) {
+        const running = hot.tryRun(pid);
+        if (running) return void (await running);
+        if (i > 500) throw new Error('no connection was kept');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
     try {
       expect(hot.tryRun(pid)).toBeUndefined(); // none kept yet: the caller uses the pool; one is checked out
-      await new Promise((r) => setTimeout(r, 200));
+      await untilKept();
       const pids = new Set<number>();
       for (let i = 0; i < 20; i++) pids.add(await (hot.tryRun(pid) as Promise<number>));
-      expect(pids.size).toBe(1);
-      expect(pool.idleCount).toBe(pool.totalCount - 1); // it stays checked out between statements
+      expect([...pids]).toEqual([expect.any(Number)]); // every one ran, all on one backend
+      expect(kept()).toBe(1); // it stays checked out between statements
       // Busy: a second statement at the same time is not queued behind the first.
       const first = hot.tryRun((c) => c.query('SELECT pg_sleep(0.05)'));
       expect(first).toBeDefined();
       expect(hot.tryRun(pid)).toBeUndefined();
-      await first;
-      // Someone waits for a connection: the kept one goes back to the pool instead of being used.
+      // Someone starts waiting for a connection while it is busy: it goes back when its statement ends.
       const held = await Promise.all([pool.connect(), pool.connect()]);
       const waiting = pool.connect();
-      expect(pool.waitingCount).toBe(1);
-      expect(hot.tryRun(pid)).toBeUndefined();
+      await first;
       (await waiting).release();
+      expect(kept()).toBe(2); // only the two held ones
       for (const c of held) c.release();
+      // Kept again, then unused for over a second: given back.
+      expect(hot.tryRun(pid)).toBeUndefined();
+      await untilKept();
+      expect(kept()).toBe(1);
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(kept()).toBe(0);
+      // Kept again, then closed: given back.
+      expect(hot.tryRun(pid)).toBeUndefined();
+      await untilKept();
+      expect(kept()).toBe(1);
       hot.close();
-      await new Promise((r) => setTimeout(r, 50));
-      expect(pool.idleCount).toBe(pool.totalCount); // given back on close
+      expect(kept()).toBe(0);
     } finally {
       await pool.end();
     }

@@ -59,6 +59,32 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
     }
   });
 
+  it('keeps working when a later migration changes column types under its prepared statements', async () => {
+    const schema = freshSchemaName('sw_retype');
+    schemas.push(schema);
+    const wf = workflow('retype', async (ctx, input: { n: number }) => ctx.step('double', () => input.n * 2));
+    const engine = new Engine({ store: `${PG_URL}?schema=${schema}&poolSize=3`, workflows: [wf] });
+    try {
+      await startWorker(engine);
+      const first = await engine.start(wf, { n: 1 });
+      expect(await engine.result(first.id, { timeout: '10s' })).toBe(2);
+      // Prepare the reads on every pooled connection.
+      await Promise.all([1, 2, 3].map(() => engine.get(first.id)));
+      // Another process changes the types of columns that `SELECT *` and `RETURNING *` return.
+      await withClient(async (c) => {
+        await c.query(`CREATE DOMAIN "${schema}".note AS TEXT`);
+        await c.query(`ALTER TABLE "${schema}".steps ALTER COLUMN error TYPE "${schema}".note`);
+        await c.query(`ALTER TABLE "${schema}".tasks ALTER COLUMN cancel_reason TYPE "${schema}".note`);
+      });
+      // Each connection's statements are now stale; the store replaces the connections and goes on.
+      for (let i = 0; i < 4; i++) expect((await engine.get(first.id)).steps).toHaveLength(1);
+      const second = await engine.start(wf, { n: 5 });
+      expect(await engine.result(second.id, { timeout: '10s' })).toBe(10);
+    } finally {
+      await engine.close();
+    }
+  });
+
   it('the upgraded journal still refuses a kind or status the engine never writes', async () => {
     const schema = freshSchemaName('sw_domains');
     schemas.push(schema);

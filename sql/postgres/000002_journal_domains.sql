@@ -1,3 +1,6 @@
+--! breaking-change: processes of an earlier version must be stopped before it runs (their
+-- statements prepared against the old column types fail with "cached plan must not change result
+-- type"), and an earlier version refuses to start on a schema that has it.
 -- The journal's kinds and statuses checked by domains instead of table CHECK constraints. The same
 -- values are refused, but PostgreSQL prepares a table's CHECK expressions anew for every statement
 -- that writes the table, which made the checkpoint of a step (the engine's hot path) about 10 µs

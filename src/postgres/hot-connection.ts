@@ -7,11 +7,14 @@
  * durable commit); on a kept connection it pays none of them.
  *
  * The connection is the pool's own (it counts against `poolSize`) and goes back to it whenever
- * something else waits for a connection, when it breaks, and when the store closes. It is only
- * used while no statement of its own is in flight: a second caller takes the pool instead of
- * queueing behind the first.
+ * something else waits for a connection, when it has not been used for a second, when it breaks,
+ * and when the store closes. It is only used while no statement of its own is in flight: a second
+ * caller takes the pool instead of queueing behind the first.
  */
 import type { Pool, PoolClient } from 'pg';
+
+/** A kept connection unused for this long goes back to the pool. */
+const IDLE_MS = 1000;
 
 export class HotConnection {
   readonly #pool: Pool;
@@ -22,6 +25,9 @@ export class HotConnection {
   #acquiring = false;
   #busy = false;
   #closed = false;
+  /** Used since the idle timer last looked. */
+  #used = false;
+  #idleTimer: NodeJS.Timeout | null = null;
 
   /**
    * `max`: the pool's size (a pool of one is never held); `isBroken`: whether an error means the
@@ -50,6 +56,7 @@ export class HotConnection {
     }
     if (this.#busy) return undefined;
     this.#busy = true;
+    this.#used = true;
     return this.#runOn(client, fn);
   }
 
@@ -61,8 +68,22 @@ export class HotConnection {
       throw e;
     } finally {
       this.#busy = false;
-      if (this.#closed && this.#client === client) this.#giveBack(client);
+      // Closing, or others waiting for a connection: give it back now, not at the next checkpoint.
+      if (this.#closed || this.#pool.waitingCount > 0) this.#giveBack(client);
     }
+  }
+
+  /** Every IDLE_MS while a connection is kept: gives it back if it was not used meanwhile. */
+  #watchIdle(): void {
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = null;
+      const client = this.#client;
+      if (!client) return;
+      if (!this.#used && !this.#busy) return this.#giveBack(client);
+      this.#used = false;
+      this.#watchIdle();
+    }, IDLE_MS);
+    this.#idleTimer.unref();
   }
 
   #acquire(): void {
@@ -79,6 +100,8 @@ export class HotConnection {
         this.#onError = (e: Error) => this.#giveBack(client, e);
         client.on('error', this.#onError);
         this.#client = client;
+        this.#used = true;
+        if (!this.#idleTimer) this.#watchIdle();
       },
       () => {
         this.#acquiring = false; // the next statement through the pool reports the failure
@@ -90,6 +113,8 @@ export class HotConnection {
   #giveBack(client: PoolClient, error?: Error): void {
     if (this.#client !== client) return;
     this.#client = null;
+    if (this.#idleTimer) clearTimeout(this.#idleTimer);
+    this.#idleTimer = null;
     if (this.#onError) client.removeListener('error', this.#onError);
     this.#onError = null;
     client.release(error); // the pool listens for its errors again (and destroys it if `error`)

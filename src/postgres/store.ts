@@ -103,6 +103,20 @@ function isConnectionError(e: unknown): boolean {
   return typeof message === 'string' && /connection terminated|timeout exceeded when trying to connect|not queryable|connection error/i.test(message);
 }
 
+/**
+ * Whether a connection must not be used again: it is broken, or one of its prepared statements was
+ * planned against a column type that a migration has since changed (PostgreSQL then fails that
+ * statement on that connection every time: "cached plan must not change result type").
+ */
+function isUnusableConnection(e: unknown): boolean {
+  return isConnectionError(e) || isStalePlan(e);
+}
+
+function isStalePlan(e: unknown): boolean {
+  const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
+  return code === '0A000' && typeof message === 'string' && /cached plan must not change result type/.test(message);
+}
+
 function isRetryableConflict(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return code === '40P01' || code === '40001';
@@ -143,6 +157,7 @@ export class PostgresStore implements Store {
   #pool: Pool | null;
   /** A connection kept for lone step checkpoints (see hot-connection.ts). */
   readonly #hot: HotConnection;
+  readonly #poolSize: number;
   readonly #listeners = new Set<WakeListener>();
   /** Statement text → prepared statement name; one map per store, hence per pool. */
   readonly #statementNames = new Map<string, string>();
@@ -177,7 +192,8 @@ export class PostgresStore implements Store {
     });
     // An idle pooled connection that dies is dropped by the pool; the next query opens a new one.
     this.#pool.on('error', () => undefined);
-    this.#hot = new HotConnection(this.#pool, poolSize, isConnectionError);
+    this.#hot = new HotConnection(this.#pool, poolSize, isUnusableConnection);
+    this.#poolSize = poolSize;
   }
 
   get #db(): Pool {
@@ -214,7 +230,14 @@ export class PostgresStore implements Store {
       name = `stepwise_${this.#statementNames.size + 1}`;
       this.#statementNames.set(text, name);
     }
-    return db.query<Raw>(name === undefined ? { text, values: values as unknown[] } : { name, text, values: values as unknown[] });
+    const config = name === undefined ? { text, values: values as unknown[] } : { name, text, values: values as unknown[] };
+    if (db !== this.#pool) return db.query<Raw>(config);
+    // Through the pool, a connection whose prepared statement went stale (a migration changed a
+    // column's type) is destroyed by the pool on the error: run it again on another one.
+    const pool = db;
+    const attempt = (left: number): Promise<QueryResult<Raw>> =>
+      pool.query<Raw>(config).catch((e: unknown) => (left > 0 && isStalePlan(e) ? attempt(left - 1) : Promise.reject(e)));
+    return attempt(this.#poolSize);
   }
 
   /** `fn` in one transaction on one pooled client; re-run if it loses a deadlock. */
@@ -228,9 +251,9 @@ export class PostgresStore implements Store {
         await client.query('COMMIT');
         return result;
       } catch (e) {
-        if (isConnectionError(e)) broken = e as Error;
+        if (isUnusableConnection(e)) broken = e as Error;
         else await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError as Error));
-        if (attempt < TX_ATTEMPTS && isRetryableConflict(e)) continue;
+        if (attempt < TX_ATTEMPTS && (isRetryableConflict(e) || isStalePlan(e))) continue;
         throw e;
       } finally {
         client.release(broken);
@@ -245,7 +268,7 @@ export class PostgresStore implements Store {
       try {
         await migratePostgres(client, this.schema, this.#now());
       } catch (e) {
-        if (isConnectionError(e)) broken = e as Error;
+        if (isUnusableConnection(e)) broken = e as Error;
         throw e;
       } finally {
         client.release(broken);
@@ -868,7 +891,9 @@ export class PostgresStore implements Store {
     if (!this.#pool) throw new ClosedError('The PostgreSQL store');
     const channel = topic === 'settled' ? this.settledChannel : this.channel;
     const missed: WakeEvent = { reason: topic === 'settled' ? 'settled' : 'task', taskId: '*' };
-    const connect = (): Client => new this.#pg.Client({ connectionString: this.#url, keepAlive: true, application_name: 'stepwise-listen' });
+    const connect = (): Client => new this.#pg.Client({
+      connectionString: this.#url, keepAlive: true, application_name: 'stepwise-listen', connectionTimeoutMillis: 10_000,
+    });
     const l = new WakeListener(connect, channel, missed, listener);
     this.#listeners.add(l);
     try {
