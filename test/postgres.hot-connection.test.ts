@@ -6,7 +6,7 @@ import pg from 'pg';
 import { Engine, workflow } from '../src/index.ts';
 import { PostgresStore } from '../src/postgres/index.ts';
 import { HotConnection } from '../src/postgres/hot-connection.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres, sql } from './support/postgres.ts';
 import { FAST } from './support/engine.ts';
 
 const schemas: string[] = [];
@@ -20,15 +20,6 @@ function freshSchema(): string {
   return schema;
 }
 
-async function sql<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 /** Backends of this schema's store whose last statement was a step checkpoint, and are idle now. */
 async function idleCheckpointBackends(schema: string): Promise<number[]> {

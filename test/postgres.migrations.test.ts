@@ -1,10 +1,9 @@
 // Upgrading an existing PostgreSQL schema: later migrations keep the data of earlier ones.
 import { afterAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { Engine, workflow } from '../src/index.ts';
 import { postgresMigrations } from '../src/generated/sql.ts';
 import { migratePostgres } from '../src/postgres/migrate.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
 import { startWorker } from './support/engine.ts';
 
 const schemas: string[] = [];
@@ -12,21 +11,12 @@ afterAll(async () => {
   for (const s of schemas) await dropSchema(s);
 });
 
-async function withClient<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: PG_URL });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
 
 describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
   it('upgrades a schema written under migration 1 without losing tasks or journal rows, and the engine resumes its task', async () => {
     const schema = freshSchemaName('sw_upgrade');
     schemas.push(schema);
-    await withClient(async (c) => {
+    await withPg(async (c) => {
       await migratePostgres(c, schema, 1_000, postgresMigrations.slice(0, 1));
       // A task interrupted after its first step, as an engine of migration 1 left it (claimed
       // once, at epoch 1, and handed back when its worker stopped).
@@ -47,7 +37,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
     const engine = new Engine({ store: `${PG_URL}?schema=${schema}`, workflows: [wf] });
     try {
       await engine.ready();
-      const applied = await withClient(async (c) => (await c.query(`SELECT id FROM "${schema}".migrations ORDER BY id`)).rows);
+      const applied = await withPg(async (c) => (await c.query(`SELECT id FROM "${schema}".migrations ORDER BY id`)).rows);
       expect(applied).toEqual(postgresMigrations.map((m) => ({ id: m.id })));
       await startWorker(engine);
       expect(await engine.result('task-from-v1', { timeout: '10s' })).toBe('from v1/4');
@@ -71,7 +61,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
       // Prepare the reads on every pooled connection.
       await Promise.all([1, 2, 3].map(() => engine.get(first.id)));
       // Another process changes the types of columns that `SELECT *` and `RETURNING *` return.
-      await withClient(async (c) => {
+      await withPg(async (c) => {
         await c.query(`CREATE DOMAIN "${schema}".note AS TEXT`);
         await c.query(`ALTER TABLE "${schema}".steps ALTER COLUMN error TYPE "${schema}".note`);
         await c.query(`ALTER TABLE "${schema}".tasks ALTER COLUMN cancel_reason TYPE "${schema}".note`);
@@ -88,7 +78,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
   it('the upgraded journal still refuses a kind or status the engine never writes', async () => {
     const schema = freshSchemaName('sw_domains');
     schemas.push(schema);
-    await withClient(async (c) => {
+    await withPg(async (c) => {
       await migratePostgres(c, schema, 1_000);
       let seq = 0;
       const insert = (kind: string, status: string): Promise<unknown> =>

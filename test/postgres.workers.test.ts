@@ -4,10 +4,9 @@
 // recovery after SIGKILL.
 import { afterAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import pg from 'pg';
 import { Engine } from '../src/index.ts';
 import { listener, pipeline, triple, waiter } from './fixtures/crash-workflows.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres, sql } from './support/postgres.ts';
 import { eventually, tempDir, waitForStatus } from './support/engine.ts';
 import { readLog, spawnCli } from './support/processes.ts';
 
@@ -23,15 +22,6 @@ function freshUrl(): string {
   return `${PG_URL}?schema=${schema}`;
 }
 
-async function sql<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
 
 const NO_POLL = ['--poll-ms', '600000'];
 

@@ -9,14 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { SqliteStore } from '../src/sqlite/store.ts';
 import { PostgresStore } from '../src/postgres/store.ts';
 import { postgresMigrations, sqliteMigrations, type Migration } from '../src/generated/sql.ts';
 import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
 import { isStepwiseError } from '../src/errors.ts';
 import type { ClaimRequest, ClaimedTask, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
 
 const T0 = 1_700_000_000_000;
 const LEASE_MS = 30_000;
@@ -107,15 +106,6 @@ function sqliteBackend(): Backend {
   };
 }
 
-async function withPg<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 function postgresBackend(): Backend {
   const schemas: string[] = [];

@@ -29,12 +29,22 @@ export function freshSchemaName(prefix = 'sw_test'): string {
   return `${prefix}_${randomBytes(5).toString('hex')}`;
 }
 
-export async function dropSchema(schema: string): Promise<void> {
+/** `fn` with a client of its own on the test database, closed afterwards. */
+export async function withPg<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
   try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    return await fn(client);
   } finally {
     await client.end();
   }
+}
+
+/** The rows of one statement, run on a client of its own. */
+export function sql<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
+  return withPg(async (c) => (await c.query<T>(text, values)).rows);
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  await withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
 }
