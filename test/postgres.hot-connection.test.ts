@@ -1,24 +1,15 @@
 // The connection a PostgreSQL store keeps for lone step checkpoints (src/postgres/hot-connection.ts):
 // it must survive being killed (idle or mid-write) without crashing the process or losing a step,
 // never starve the rest of the store of connections (down to a pool of one), and be given back on close.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { Engine, workflow } from '../src/index.ts';
 import { PostgresStore } from '../src/postgres/index.ts';
 import { HotConnection } from '../src/postgres/hot-connection.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres, sql } from './support/postgres.ts';
-import { FAST } from './support/engine.ts';
+import { PG_URL, hasPostgres, sql } from './support/postgres.ts';
+import { FAST, schemasOfThisFile } from './support/engine.ts';
 
-const schemas: string[] = [];
-afterAll(async () => {
-  for (const s of schemas) await dropSchema(s);
-});
-
-function freshSchema(): string {
-  const schema = freshSchemaName('sw_hot');
-  schemas.push(schema);
-  return schema;
-}
+const freshSchema = schemasOfThisFile('sw_hot');
 
 
 /** Backends of this schema's store whose last statement was a step checkpoint, and are idle now. */

@@ -1,21 +1,18 @@
 // Upgrading an existing PostgreSQL schema: later migrations keep the data of earlier ones.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Engine, workflow } from '../src/index.ts';
 import { postgresMigrations } from '../src/generated/sql.ts';
+import { upgradeWorkflow } from './fixtures/upgrade-workflow.ts';
 import { migratePostgres } from '../src/postgres/migrate.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
-import { startWorker } from './support/engine.ts';
+import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
+import { schemasOfThisFile, startWorker } from './support/engine.ts';
 
-const schemas: string[] = [];
-afterAll(async () => {
-  for (const s of schemas) await dropSchema(s);
-});
+const freshSchema = schemasOfThisFile('sw_migrate');
 
 
 describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
   it('upgrades a schema written under migration 1 without losing tasks or journal rows, and the engine resumes its task', async () => {
-    const schema = freshSchemaName('sw_upgrade');
-    schemas.push(schema);
+    const schema = freshSchema();
     await withPg(async (c) => {
       await migratePostgres(c, schema, 1_000, postgresMigrations.slice(0, 1));
       // A task interrupted after its first step, as an engine of migration 1 left it (claimed
@@ -25,15 +22,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
       await c.query(`INSERT INTO "${schema}".steps (task_id, seq, name, kind, status, output, attempts, started_at, finished_at, epoch, done)
         VALUES ('task-from-v1', 0, 'first', 'step', 'completed', '"from v1"', 1, 1000, 1001, 1, 1)`);
     });
-    let firstRuns = 0;
-    const wf = workflow('upgrade', async (ctx, input: { n: number }) => {
-      const a = await ctx.step('first', () => {
-        firstRuns++;
-        return 'again';
-      });
-      const b = await ctx.step('second', () => input.n * 2);
-      return `${a}/${b}`;
-    });
+    const { wf, firstRuns } = upgradeWorkflow();
     const engine = new Engine({ store: `${PG_URL}?schema=${schema}`, workflows: [wf] });
     try {
       await engine.ready();
@@ -41,7 +30,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
       expect(applied).toEqual(postgresMigrations.map((m) => ({ id: m.id })));
       await startWorker(engine);
       expect(await engine.result('task-from-v1', { timeout: '10s' })).toBe('from v1/4');
-      expect(firstRuns).toBe(0); // its checkpoint survived the upgrade
+      expect(firstRuns()).toBe(0); // its checkpoint survived the upgrade
       const steps = (await engine.get('task-from-v1')).steps.map((s) => [s.name, s.status]);
       expect(steps).toEqual([['first', 'completed'], ['second', 'completed']]);
     } finally {
@@ -50,8 +39,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
   });
 
   it('keeps working when a later migration changes column types under its prepared statements', async () => {
-    const schema = freshSchemaName('sw_retype');
-    schemas.push(schema);
+    const schema = freshSchema();
     const wf = workflow('retype', async (ctx, input: { n: number }) => ctx.step('double', () => input.n * 2));
     const engine = new Engine({ store: `${PG_URL}?schema=${schema}&poolSize=3`, workflows: [wf] });
     try {
@@ -76,8 +64,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
   });
 
   it('the upgraded journal still refuses a kind or status the engine never writes', async () => {
-    const schema = freshSchemaName('sw_domains');
-    schemas.push(schema);
+    const schema = freshSchema();
     await withPg(async (c) => {
       await migratePostgres(c, schema, 1_000);
       let seq = 0;

@@ -2,25 +2,17 @@
 // minutes, so anything that happens in seconds came through a notification), a listener that
 // survives its connection being killed, cross-process cancel through the same channel, and crash
 // recovery after SIGKILL.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { Engine } from '../src/index.ts';
 import { listener, pipeline, triple, waiter } from './fixtures/crash-workflows.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres, sql } from './support/postgres.ts';
-import { eventually, tempDir, waitForStatus } from './support/engine.ts';
+import { PG_URL, hasPostgres, sql } from './support/postgres.ts';
+import { eventually, schemasOfThisFile, tempDir, waitForStatus } from './support/engine.ts';
 import { readLog, spawnCli } from './support/processes.ts';
 
 const FIXTURE = 'test/fixtures/crash-workflows.ts';
-const schemas: string[] = [];
-afterAll(async () => {
-  for (const s of schemas) await dropSchema(s);
-});
-
-function freshUrl(): string {
-  const schema = freshSchemaName('sw_workers');
-  schemas.push(schema);
-  return `${PG_URL}?schema=${schema}`;
-}
+const freshSchema = schemasOfThisFile('sw_workers');
+const freshUrl = (): string => `${PG_URL}?schema=${freshSchema()}`;
 
 
 const NO_POLL = ['--poll-ms', '600000'];

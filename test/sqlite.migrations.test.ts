@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { Engine, workflow } from '../src/index.ts';
+import { Engine } from '../src/index.ts';
+import { upgradeWorkflow } from './fixtures/upgrade-workflow.ts';
 import { sqliteMigrations } from '../src/generated/sql.ts';
 import { migrateSqlite } from '../src/sqlite/migrate.ts';
 import { startWorker, tempDir } from './support/engine.ts';
@@ -21,15 +22,7 @@ describe('SQLite migrations', () => {
       VALUES (7, 0, 'first', 'step', 'completed', '"from v1"', 1, 1000, 1001, 1, 1);`);
     old.close();
 
-    let firstRuns = 0;
-    const wf = workflow('upgrade', async (ctx, input: { n: number }) => {
-      const a = await ctx.step('first', () => {
-        firstRuns++;
-        return 'again';
-      });
-      const b = await ctx.step('second', () => input.n * 2);
-      return `${a}/${b}`;
-    });
+    const { wf, firstRuns } = upgradeWorkflow();
     const engine = new Engine({ store: `sqlite:${file}`, workflows: [wf] });
     try {
       await engine.ready();
@@ -44,7 +37,7 @@ describe('SQLite migrations', () => {
       }
       await startWorker(engine);
       expect(await engine.result('task-from-v1', { timeout: '10s' })).toBe('from v1/4');
-      expect(firstRuns).toBe(0); // its checkpoint survived the upgrade
+      expect(firstRuns()).toBe(0); // its checkpoint survived the upgrade
     } finally {
       await engine.close();
     }

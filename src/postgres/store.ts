@@ -468,11 +468,11 @@ export class PostgresStore implements Store {
    */
   writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
     const [only] = ops;
-    if (ops.length === 1 && only?.kind === 'step' && this.#pool) {
+    if (ops.length === 1 && only?.kind === 'step') {
       // The hot path of a plain step: one autocommit statement, one round trip (and as few
       // promise hops as possible: this is paid once per step of a lone run).
       try {
-        return this.#stepWrite(this.#pool, only).then((accepted) => [accepted], this.#translate);
+        return this.#stepWrite(this.#db, only).then((accepted) => [accepted], this.#translate);
       } catch (e) {
         return Promise.reject(translateError(e, this.description));
       }
@@ -480,12 +480,11 @@ export class PostgresStore implements Store {
     return this.#writeBatch(ops);
   }
 
+  /** Everything but a lone step write (see {@link writeBatch}). */
   async #writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
     if (!ops.length) return [];
     const [only] = ops;
-    if (ops.length === 1 && only) {
-      return [only.kind === 'step' ? await this.#run(() => this.#stepWrite(this.#db, only)) : await this.transition(only)];
-    }
+    if (ops.length === 1 && only?.kind === 'transition') return [await this.transition(only)];
     return this.#run(async () => {
       const results: WriteResult[] = new Array<WriteResult>(ops.length).fill(null);
       const steps: Array<{ op: StepWrite; at: number }> = [];
@@ -878,7 +877,11 @@ export class PostgresStore implements Store {
 
   /** The channel an event travels on (see {@link topicOf}). */
   #channelOf(event: WakeEvent | undefined): string {
-    return event && topicOf(event) === 'settled' ? this.settledChannel : this.channel;
+    return this.#topicChannel(event ? topicOf(event) : 'work');
+  }
+
+  #topicChannel(topic: WakeTopic): string {
+    return topic === 'settled' ? this.settledChannel : this.channel;
   }
 
   /**
@@ -889,7 +892,7 @@ export class PostgresStore implements Store {
    */
   async subscribe(listener: (event: WakeEvent) => void, topic: WakeTopic = 'work'): Promise<() => Promise<void>> {
     if (!this.#pool) throw new ClosedError('The PostgreSQL store');
-    const channel = topic === 'settled' ? this.settledChannel : this.channel;
+    const channel = this.#topicChannel(topic);
     const missed: WakeEvent = { reason: topic === 'settled' ? 'settled' : 'task', taskId: '*' };
     const connect = (): Client => new this.#pg.Client({
       connectionString: this.#url, keepAlive: true, application_name: 'stepwise-listen', connectionTimeoutMillis: 10_000,

@@ -1,6 +1,6 @@
 // An engine on a fresh store per test, closed (workers stopped) after each test: a SQLite file,
 // or with STEPWISE_TEST_STORE=postgres a fresh PostgreSQL schema (the engine suites run on both).
-import { afterEach } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 import { PG_URL, dropSchema, freshSchemaName } from './postgres.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -77,4 +77,20 @@ export function gate<T = void>(): { promise: Promise<T>; open: (v: T) => void } 
   let open!: (v: T) => void;
   const promise = new Promise<T>((r) => (open = r));
   return { promise, open };
+}
+
+/**
+ * Fresh schema names for one test file (call at its top level): each call of the returned function
+ * gives a new name, and every schema named is dropped after the file's tests.
+ */
+export function schemasOfThisFile(prefix: string): () => string {
+  const schemas: string[] = [];
+  afterAll(async () => {
+    for (const s of schemas) await dropSchema(s);
+  });
+  return () => {
+    const schema = freshSchemaName(prefix);
+    schemas.push(schema);
+    return schema;
+  };
 }
