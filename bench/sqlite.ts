@@ -96,7 +96,11 @@ export interface Throughput {
  * the workers. A burst lasts a fraction of a second, so one garbage collection or a neighbour's
  * fsync moves it by tens of percent: the median burst is reported.
  */
-export async function throughput(db: string, label: string, tasks: number, workers: number, concurrency = 256, bursts = 3): Promise<Throughput> {
+export async function throughput(
+  db: string, label: string, tasks: number, workers: number,
+  options: { concurrency?: number; bursts?: number; afterWarmUp?: () => Promise<void> } = {},
+): Promise<Throughput> {
+  const { concurrency = 256, bursts = 3, afterWarmUp } = options;
   const engine = new Engine({ store: db, workflows: [threeSteps, manySteps] });
   await engine.ready();
   const children = Array.from({ length: workers }, () => spawnWorker(db, ['--concurrency', String(concurrency)]));
@@ -104,6 +108,7 @@ export async function throughput(db: string, label: string, tasks: number, worke
     const warm: string[] = [];
     for (let i = 0; i < 2 * tasks * workers; i++) warm.push((await engine.start(threeSteps)).id);
     await waitAllDone(engine, warm);
+    await afterWarmUp?.();
     const runs: Throughput[] = [];
     for (let b = 0; b < bursts; b++) runs.push(await burst(engine, label, tasks, workers, children.map((c) => c.pid ?? 0)));
     return [...runs].sort((x, y) => x.stepsPerSec - y.stepsPerSec)[Math.floor(runs.length / 2)] as Throughput;

@@ -4,19 +4,22 @@
  * Group commit on PostgreSQL: many workers' writes in one statement each, so that a batch costs
  * one round trip and one commit whatever its size.
  *
- * - Step checkpoints: one multi-row `INSERT … SELECT FROM unnest(…)`, joined to the task rows
- *   locked `FOR SHARE` whose epoch and status still allow the write (the fence, per row).
+ * - Step checkpoints: one multi-row `INSERT … SELECT FROM unnest(…)`, each row written only if
+ *   its task, locked `FOR SHARE`, still has the writer's epoch and a leased status (the fence, per
+ *   row).
  * - End-of-run transitions (epoch-guarded, without signals, deletions or an event wait): one
- *   multi-row `UPDATE … FROM unnest(…)` over the rows locked `FOR UPDATE` whose status, epoch and
- *   pause request match, plus their history rows and the journal rows they carry (for the tasks
- *   whose update happened).
+ *   multi-row `UPDATE … FROM unnest(…)` over the task rows, locked `FOR UPDATE`, whose status,
+ *   epoch and pause request match, plus their history rows and the journal rows they carry (for
+ *   the tasks whose update happened).
  *
- * Multi-row lockers take their row locks in id order (`ORDER BY id` under the locking clause), as
- * the heartbeat does, so two of them never deadlock.
+ * Each task row is found by its primary key, one lookup per op ({@link lockById}), so a batch costs
+ * the same on a table of a thousand tasks or of millions. Multi-row lockers take their row locks in
+ * id order (the ops sorted by id, in the C collation of the key), as the heartbeat does, so two of
+ * them never deadlock.
  */
 import { STEP_COLUMNS, stepValues } from '../rows.ts';
 import type { StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
-import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_SET, type Tables } from './sql-text.ts';
+import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_SET, lockById, type Tables } from './sql-text.ts';
 
 /**
  * The fenced checkpoints of `ops` (none with `consume`). Returns the statement and, per op, the
@@ -35,12 +38,11 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
   const text = `WITH i AS (
       SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${writer})
         AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, writer_task)
-    ), fence AS (
-      SELECT id, epoch FROM ${t.tasks} WHERE id = ANY(${writer}) AND status IN (${LEASED_SQL}) ORDER BY id FOR SHARE
     ), ins AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
-      SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')} FROM i
-      JOIN fence f ON f.id = i.writer_task AND f.epoch = i.fence_epoch AND i.task_id = i.writer_task
+      SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')} FROM (SELECT * FROM i ORDER BY writer_task COLLATE "C") i
+      WHERE i.task_id = i.writer_task AND EXISTS (
+        SELECT 1 FROM (${lockById(t, 'i.writer_task', 'SHARE')}) f WHERE f.epoch = i.fence_epoch AND f.status IN (${LEASED_SQL}))
       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
       RETURNING task_id, seq
     )
@@ -107,29 +109,28 @@ export function transitionBatchSql(
   };
   // `ord` (1-based) is the op's position in `ops`, from unnest's ORDINALITY.
   const names = Object.keys(i);
-  const keep = (c: string, flag: string, value: string): string => `${c} = CASE WHEN i.${flag} THEN i.${value} ELSE t.${c} END`;
+  const keep = (c: string, flag: string, value: string): string => `${c} = CASE WHEN c.${flag} THEN c.${value} ELSE t.${c} END`;
   const text = `WITH i AS (
       SELECT * FROM unnest(${names.map((k) => i[k as keyof typeof i]).join(', ')}) WITH ORDINALITY AS i(${names.join(', ')}, ord)
     ), cur AS (
-      SELECT t.id, t.status AS cur_status, t.epoch AS cur_epoch FROM ${t.tasks} t
-      JOIN i ON t.id = i.id AND t.epoch = i.epoch AND t.status = i.fromStatus AND (i.pauseGuard IS NULL OR t.pause_requested = i.pauseGuard)
-      ORDER BY t.id FOR UPDATE OF t
+      SELECT i.*, t.status AS cur_status, t.epoch AS cur_epoch
+      FROM (SELECT * FROM i ORDER BY id COLLATE "C") i CROSS JOIN LATERAL (${lockById(t, 'i.id', 'UPDATE')}) t
+      WHERE t.epoch = i.epoch AND t.status = i.fromStatus AND (i.pauseGuard IS NULL OR t.pause_requested = i.pauseGuard)
     ), upd AS (
-      UPDATE ${t.tasks} AS t SET status = i.toStatus, version = t.version + 1, updated_at = i.at,
+      UPDATE ${t.tasks} AS t SET status = c.toStatus, version = t.version + 1, updated_at = c.at,
         ${keep('output', 'setOutput', 'output')}, ${keep('error', 'setError', 'error')}, ${keep('run_at', 'setRunAt', 'runAt')},
-        lease_owner = CASE WHEN i.clearLease THEN NULL ELSE t.lease_owner END,
-        lease_expires_at = CASE WHEN i.clearLease THEN NULL ELSE t.lease_expires_at END,
+        lease_owner = CASE WHEN c.clearLease THEN NULL ELSE t.lease_owner END,
+        lease_expires_at = CASE WHEN c.clearLease THEN NULL ELSE t.lease_expires_at END,
         ${keep('pause_requested', 'setPause', 'pause')}, ${keep('wait', 'setWait', 'wait')},
-        wait_events = CASE WHEN i.setWaitEvents THEN NULL ELSE t.wait_events END,
+        wait_events = CASE WHEN c.setWaitEvents THEN NULL ELSE t.wait_events END,
         ${keep('cancel_reason', 'setCancel', 'cancel')}, ${keep('finished_at', 'setFinished', 'finished')},
-        retries = t.retries + CASE WHEN i.retries THEN 1 ELSE 0 END
-      FROM i JOIN cur ON cur.id = i.id WHERE t.id = i.id
-      RETURNING t.*, i.ord AS batch_ord, i.notify AS batch_notify, i.notifyChannel AS batch_channel
+        retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END
+      FROM cur c WHERE t.id = c.id
+      RETURNING t.*, c.ord AS batch_ord, c.notify AS batch_notify, c.notifyChannel AS batch_channel,
+        c.at AS h_at, c.event AS h_event, c.cur_status AS h_from, c.cur_epoch AS h_epoch, c.worker AS h_worker, c.detail AS h_detail
     ), hist AS (
       INSERT INTO ${t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
-      SELECT i.id, i.at, i.event, cur.cur_status, i.toStatus, cur.cur_epoch, i.worker, i.detail
-      FROM i JOIN cur ON cur.id = i.id JOIN upd ON upd.id = i.id
-      ORDER BY i.ord
+      SELECT id, h_at, h_event, h_from, status, h_epoch, h_worker, h_detail FROM upd ORDER BY batch_ord
     )${journalCte(t, p, ops)}
     SELECT upd.*, CASE WHEN batch_notify IS NOT NULL THEN pg_notify(batch_channel, batch_notify) END AS notified FROM upd`;
   return { text, values: p.values };

@@ -45,8 +45,57 @@ export function plainStepSql(t: Tables): string {
   const n = STEP_COLUMNS.length;
   const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
   return `INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values}
-    WHERE EXISTS (SELECT 1 FROM ${t.tasks} WHERE id = $${n + 1}::text AND epoch = $${n + 2}::integer AND status IN (${LEASED_SQL}) FOR SHARE)
+    WHERE EXISTS (SELECT 1 FROM (${lockById(t, `$${n + 1}::text`, 'SHARE')}) f WHERE f.epoch = $${n + 2}::integer AND f.status IN (${LEASED_SQL}))
     ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}`;
+}
+
+/**
+ * The task row of one id, locked: a lookup by primary key whatever the planner believes of the
+ * table. The caller's conditions on status and epoch stay outside, checked on the newest version
+ * of the row once it is locked (as a condition under the locking clause would be); `OFFSET 0` keeps
+ * the planner from pushing them in. Under them, plans picked a scan of the leased-tasks index or a
+ * sequential scan joined by hash, at a cost that grew with the table on every write.
+ */
+export function lockById(t: Tables, id: string, strength: 'SHARE' | 'UPDATE' | 'NO KEY UPDATE'): string {
+  return `SELECT id, status, epoch, version, pause_requested, lease_owner FROM ${t.tasks} WHERE id = ${id} OFFSET 0 FOR ${strength}`;
+}
+
+/**
+ * A worker's lease renewal: $1 the new expiry, $2/$3 the held task ids and epochs, $4 the worker.
+ * Returns the tasks still held, with what the worker must act on (a pause or cancel request).
+ * Rows are locked in id order, like every multi-row writer here, so none of them deadlock.
+ */
+export function heartbeatSql(t: Tables): string {
+  return `WITH l AS (
+      SELECT t.id FROM (SELECT * FROM unnest($2::text[], $3::integer[]) AS h(id, epoch) ORDER BY id COLLATE "C") h
+      CROSS JOIN LATERAL (${lockById(t, 'h.id', 'NO KEY UPDATE')}) t
+      WHERE t.epoch = h.epoch AND t.lease_owner = $4 AND t.status IN (${LEASED_SQL})
+    )
+    UPDATE ${t.tasks} AS t SET lease_expires_at = $1 FROM l WHERE t.id = l.id
+    RETURNING t.id, t.status, t.pause_requested, t.cancel_reason`;
+}
+
+/**
+ * When the next pending or waiting task of the workflows $2 falls due after $1: the due index in
+ * run_at order until a task of one of them. The workflow condition stays outside (`OFFSET 0`):
+ * pushed in, it made the planner intersect the due index with the workflow index, which lists
+ * every task the workflow ever had.
+ */
+export function nextDueSql(t: Tables): string {
+  return `SELECT run_at FROM (
+      SELECT run_at, workflow FROM ${t.tasks} WHERE status IN ('pending', 'waiting') AND run_at > $1::bigint ORDER BY run_at OFFSET 0
+    ) due WHERE workflow = ANY($2::text[]) ORDER BY run_at LIMIT 1`;
+}
+
+/**
+ * Tasks of the workflows $2 holding a live lease at $1, per workflow (for concurrency caps): read
+ * from the leased-tasks index, with the workflow condition kept outside for the reason given at
+ * {@link nextDueSql}.
+ */
+export function leasedCountSql(t: Tables): string {
+  return `SELECT workflow, count(*)::int AS n FROM (
+      SELECT workflow FROM ${t.tasks} WHERE status IN (${LEASED_SQL}) AND lease_expires_at > $1::bigint OFFSET 0
+    ) leased WHERE workflow = ANY($2::text[]) GROUP BY workflow`;
 }
 
 /** Collects positional parameters, each with an explicit SQL type. */

@@ -4,8 +4,8 @@
  * machines. Semantics are those of the SQLite store (the reference); what differs is how
  * concurrent writers are serialized:
  *
- * - A transition is one statement: a CTE that locks the task row (`SELECT … FOR UPDATE`, whose
- *   guard PostgreSQL re-checks against the newest row version), updates it, appends the history
+ * - A transition is one statement: a CTE that locks the task row by its primary key (`SELECT …
+ *   FOR UPDATE`, the guard checked on the newest row version), updates it, appends the history
  *   row and upserts steps / consumes signals only if the update happened. A transition that sets
  *   `waitEvents` runs a second statement in the same transaction (after the lock is held, so that
  *   its fresh snapshot sees any signal committed before), see {@link PostgresStore.transition}.
@@ -22,7 +22,7 @@
 import { createRequire } from 'node:module';
 import type { Client, ClientBase, Pool, QueryResult } from 'pg';
 import { migratePostgres, quoteIdent } from './migrate.ts';
-import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, plainStepSql, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
+import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, heartbeatSql, leasedCountSql, lockById, nextDueSql, plainStepSql, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
 import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
 import { WakeListener, payload } from './wake.ts';
 import { HotConnection } from './hot-connection.ts';
@@ -399,8 +399,8 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * `cur` locks the task if the guard holds (PostgreSQL re-checks the guard against the newest
-   * row version after waiting for a concurrent writer); `upd` applies the patch; `hist` appends the
+   * `cur` locks the task and keeps it if the guard holds (checked on the newest row version, once
+   * a concurrent writer has committed); `upd` applies the patch; `hist` appends the
    * history row with the previous status and epoch; `steps` and `consumed` run only if `upd` did.
    */
   #transitionSql(w: TransitionWrite): { text: string; values: unknown[] } {
@@ -413,9 +413,8 @@ export class PostgresStore implements Store {
     const at = p.add(w.at, 'bigint');
     const sets = this.#assignments(w.set, p);
     let text = `WITH cur AS (
-        SELECT id AS cur_id, status AS cur_status, epoch AS cur_epoch FROM ${t.tasks}
-        WHERE id = ${id} AND status IN (${sqlStatuses(w.from)}) AND ${guard}${pause}
-        FOR UPDATE
+        SELECT id AS cur_id, status AS cur_status, epoch AS cur_epoch FROM (${lockById(t, id, 'UPDATE')}) l
+        WHERE status IN (${sqlStatuses(w.from)}) AND ${guard}${pause}
       ), upd AS (
         UPDATE ${t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${at}${sets}
         FROM cur WHERE t.id = cur.cur_id RETURNING t.*
@@ -543,8 +542,8 @@ export class PostgresStore implements Store {
     const p = new Params();
     const values = stepValues(w.step).map((v, i) => p.add(v, STEP_TYPES[i] as string));
     const text = `WITH fence AS (
-        SELECT 1 FROM ${t.tasks} WHERE id = ${p.add(w.taskId, 'text')} AND epoch = ${p.add(w.epoch, 'integer')}
-          AND status IN (${LEASED_SQL}) FOR SHARE
+        SELECT 1 FROM (${lockById(t, p.add(w.taskId, 'text'), 'SHARE')}) l
+        WHERE epoch = ${p.add(w.epoch, 'integer')} AND status IN (${LEASED_SQL})
       ), ins AS (
         INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values.join(', ')} WHERE EXISTS (SELECT 1 FROM fence)
         ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET} RETURNING 1
@@ -728,12 +727,7 @@ export class PostgresStore implements Store {
     await c.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k', [
       names.map((wf) => `stepwise:cap:${this.schema}:${wf}`),
     ]);
-    const counts = await this.#rows(
-      c,
-      `SELECT workflow, count(*)::int AS n FROM ${this.#t.tasks}
-       WHERE status IN (${LEASED_SQL}) AND lease_expires_at > $1 AND workflow = ANY($2::text[]) GROUP BY workflow`,
-      [r.now, names],
-    );
+    const counts = await this.#rows(c, leasedCountSql(this.#t), [r.now, names]);
     for (const row of counts) room.set(String(row.workflow), (room.get(String(row.workflow)) ?? 0) - Number(row.n));
     return room;
   }
@@ -741,15 +735,9 @@ export class PostgresStore implements Store {
   async heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> {
     if (!r.held.length) return [];
     return this.#run(async () => {
-      // Rows are locked in id order, like every multi-row writer here, so none of them deadlock.
       const rows = await this.#rows(
         this.#db,
-        `WITH l AS (
-           SELECT t.id FROM ${this.#t.tasks} t JOIN unnest($2::text[], $3::integer[]) AS h(id, epoch) ON t.id = h.id AND t.epoch = h.epoch
-           WHERE t.lease_owner = $4 AND t.status IN (${LEASED_SQL}) ORDER BY t.id FOR NO KEY UPDATE OF t
-         )
-         UPDATE ${this.#t.tasks} AS t SET lease_expires_at = $1 FROM l WHERE t.id = l.id
-         RETURNING t.id, t.status, t.pause_requested, t.cancel_reason`,
+        heartbeatSql(this.#t),
         [r.now + r.leaseMs, r.held.map((h) => h.taskId), r.held.map((h) => h.epoch), r.workerId],
       );
       const byId = new Map(rows.map((row) => [String(row.id), row]));
@@ -769,16 +757,11 @@ export class PostgresStore implements Store {
     });
   }
 
-  /** The due index in run_at order, from `after` on, until a task of one of the workflows. */
+  /** When the next task of one of the workflows falls due after `after` (see {@link nextDueSql}). */
   async nextRunAt(r: NextRunRequest): Promise<number | null> {
     if (!r.workflows.length) return null;
     return this.#run(async () => {
-      const [row] = await this.#rows(
-        this.#db,
-        `SELECT run_at FROM ${this.#t.tasks} WHERE status IN ('pending', 'waiting') AND run_at > $1::bigint AND workflow = ANY($2::text[])
-         ORDER BY run_at LIMIT 1`,
-        [r.after, r.workflows],
-      );
+      const [row] = await this.#rows(this.#db, nextDueSql(this.#t), [r.after, r.workflows]);
       return row ? Number(row.run_at) : null;
     });
   }

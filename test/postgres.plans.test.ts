@@ -1,0 +1,129 @@
+// The PostgreSQL store's frequent statements do work in proportion to what they touch, not to the
+// size of the tasks table, whatever the planner's statistics say: each is prepared with a generic
+// plan (as the store runs them) on a table of 30,000 tasks and executed under EXPLAIN ANALYZE.
+import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { Engine } from '../src/index.ts';
+import { stepBatchSql, transitionBatchSql } from '../src/postgres/batch-sql.ts';
+import { heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, type Tables } from '../src/postgres/sql-text.ts';
+import { stepValues } from '../src/rows.ts';
+import type { StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
+import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
+import { schemasOfThisFile } from './support/engine.ts';
+
+const freshSchema = schemasOfThisFile('sw_plans');
+
+const TASKS = 30_000;
+const RUNNING = 3_000; // every 10th task
+const PENDING = 500; // due later, beyond the running ones
+const NOW = 1_000_000;
+
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+/** Rows of the tasks table (or entries of its indexes) that the plan read, and how it read them. */
+function tasksWork(node: PlanNode, acc = { rows: 0, access: new Set<string>() }): { rows: number; access: Set<string> } {
+  const onTasks = node['Relation Name'] === 'tasks' || node['Index Name']?.startsWith('tasks_');
+  if (onTasks && /Scan/.test(node['Node Type'])) {
+    const perLoop = node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0);
+    acc.rows += perLoop * node['Actual Loops'];
+    acc.access.add(node['Index Name'] ? `${node['Node Type']} ${node['Index Name']}` : node['Node Type']);
+  }
+  for (const child of node.Plans ?? []) tasksWork(child, acc);
+  return acc;
+}
+
+/** Runs `text` as a prepared statement with a generic plan, under EXPLAIN ANALYZE, and rolls it back. */
+async function explain(c: pg.Client, text: string, values: unknown[]): Promise<PlanNode> {
+  const literal = (v: unknown): string => {
+    if (v === null || v === undefined) return 'NULL';
+    if (Array.isArray(v)) return c.escapeLiteral(`{${v.map((x) => (x === null ? 'NULL' : `"${String(x).replace(/["\\]/g, '\\$&')}"`)).join(',')}}`);
+    return c.escapeLiteral(String(v));
+  };
+  await c.query('BEGIN');
+  try {
+    await c.query(`PREPARE probe AS ${text}`);
+    const r = await c.query(`EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) EXECUTE probe(${values.map(literal).join(', ')})`);
+    return (r.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
+  } finally {
+    await c.query('ROLLBACK');
+    await c.query('DEALLOCATE ALL'); // a prepared statement outlives the transaction
+  }
+}
+
+const id = (n: number): string => `task-${String(n).padStart(6, '0')}`;
+const runningIds = (k: number): string[] => Array.from({ length: k }, (_, i) => id((i + 1) * 10 * Math.floor(RUNNING / k)));
+const step = (taskId: string, seq: number): StepRow => ({
+  taskId, seq, name: `s${seq}`, kind: 'step', status: 'completed', output: '1', error: null,
+  attempts: 1, startedAt: NOW, finishedAt: NOW, wakeAt: null, epoch: 1, done: null,
+});
+
+describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
+  for (const stats of ['analyzed while empty, then loaded', 'analyzed once loaded', 'analyzed while none ran, then 3,000 running'] as const) {
+    it(`finds tasks by key, not by scanning the table, on 30,000 tasks ${stats}`, async () => {
+      const schema = freshSchema();
+      const engine = new Engine({ store: `${PG_URL}?schema=${schema}` });
+      await engine.ready();
+      await engine.close();
+      const t: Tables = {
+        tasks: `"${schema}".tasks`, steps: `"${schema}".steps`, history: `"${schema}".history`,
+        signals: `"${schema}".signals`, workflows: `"${schema}".workflows`,
+      };
+      await withPg(async (c) => {
+        if (stats === 'analyzed while empty, then loaded') await c.query(`ANALYZE ${t.tasks}`);
+        await c.query(
+          `INSERT INTO ${t.tasks} (id, workflow, workflow_version, status, epoch, lease_owner, lease_expires_at, run_at, created_at, updated_at)
+           SELECT 'task-' || lpad(g::text, 6, '0'), 'w', '1',
+             CASE WHEN g % 10 = 0 AND NOT $4 THEN 'running' WHEN g > $1 - $2 THEN 'pending' ELSE 'succeeded' END, 1,
+             CASE WHEN g % 10 = 0 THEN 'worker-a' END, CASE WHEN g % 10 = 0 THEN $3 + 60000 END,
+             CASE WHEN g % 10 <> 0 AND g > $1 - $2 THEN $3 + g END, 1, 1
+           FROM generate_series(1, $1) g`,
+          [TASKS, PENDING, NOW, stats === 'analyzed while none ran, then 3,000 running'],
+        );
+        if (stats !== 'analyzed while empty, then loaded') await c.query(`ANALYZE ${t.tasks}`);
+        if (stats === 'analyzed while none ran, then 3,000 running') {
+          await c.query(`UPDATE ${t.tasks} SET status = 'running' WHERE lease_owner IS NOT NULL`);
+        }
+        await c.query('SET plan_cache_mode = force_generic_plan');
+
+        const ids = runningIds(40);
+        const steps: StepWrite[] = ids.map((taskId) => ({ kind: 'step', taskId, epoch: 1, step: step(taskId, 0) }));
+        const transitions: TransitionWrite[] = ids.map((taskId) => ({
+          kind: 'transition', taskId, event: 'succeed', from: ['running'], to: 'succeeded', guard: { epoch: 1 },
+          set: { output: '3', clearLease: true, finishedAt: NOW }, at: NOW, workerId: 'worker-a', steps: [step(taskId, 3)],
+        }));
+        const stepBatch = stepBatchSql(t, steps);
+        const transitionBatch = transitionBatchSql(t, transitions, () => 'probe_channel');
+        const plain = [...stepValues(step(ids[0]!, 1)), ids[0], 1];
+        const cases: Array<{ name: string; text: string; values: unknown[]; rows: number; most: number }> = [
+          { name: 'batched checkpoints', text: stepBatch.text, values: stepBatch.values, rows: 40, most: 40 },
+          { name: 'batched end-of-run transitions', text: transitionBatch.text, values: transitionBatch.values, rows: 40, most: 2 * 40 },
+          { name: 'lone checkpoint', text: plainStepSql(t), values: plain, rows: 0, most: 1 },
+          { name: 'heartbeat', text: heartbeatSql(t), values: [NOW + 60000, ids, ids.map(() => 1), 'worker-a'], rows: 40, most: 2 * 40 },
+          // Bounded by the pending or leased tasks, which the due and leased indexes list (a bitmap
+          // scan counts each twice: its index entries and its rows; the probes above left row versions).
+          { name: 'next due time', text: nextDueSql(t), values: [NOW, ['w']], rows: 1, most: 2 * PENDING },
+          { name: 'leased count of a capped workflow', text: leasedCountSql(t), values: [NOW, ['w']], rows: 1, most: 2 * RUNNING + 200 },
+        ];
+        for (const k of cases) {
+          const plan = await explain(c, k.text, k.values);
+          const work = tasksWork(plan);
+          const how = `${k.name}: read ${work.rows} rows of tasks by ${[...work.access].join(', ')}`;
+          expect(plan['Actual Rows'], how).toBe(k.rows);
+          expect([...work.access].filter((a) => /Seq Scan|tasks_workflow/.test(a)), how).toEqual([]);
+          expect(work.rows, how).toBeLessThanOrEqual(k.most);
+        }
+        // The probes themselves were rolled back.
+        expect((await c.query(`SELECT count(*)::int AS n FROM ${t.steps}`)).rows[0].n).toBe(0);
+      });
+    });
+  }
+});
