@@ -48,7 +48,7 @@ if (pgUp) {
 results.overhead = overhead;
 
 line('\n(b) Throughput: 500 tasks × 3 no-op steps, all due at once, run by warmed-up worker processes');
-line(`    (concurrency 256 each, claims of 64, default 500 ms poll; first claim → last finish, from the tasks' own history;\n    each process of either engine warmed up with twice the batch; per round the median of 3 batches;\n    median of ${rounds} interleaved round${rounds > 1 ? 's' : ''}).`);
+line(`    (concurrency 256 each, default claims (up to 256), default 500 ms poll; first claim → last finish, from the tasks' own history;\n    each process of either engine warmed up with twice the batch; per round the median of 3 batches;\n    median of ${rounds} interleaved round${rounds > 1 ? 's' : ''}).`);
 const tp: sqlite.Throughput[] = [];
 const medianOf = (runs: sqlite.Throughput[]): sqlite.Throughput => {
   const sorted = [...runs].sort((a, b) => a.stepsPerSec - b.stepsPerSec);

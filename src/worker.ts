@@ -33,9 +33,11 @@ export interface WorkerOptions {
   /** Tasks run at once by this worker. @defaultValue 8 */
   concurrency?: number;
   /**
-   * Most tasks taken by one claim. With a higher concurrency, tasks are claimed in several
-   * cohorts whose checkpoints overlap on the database instead of moving in lockstep.
-   * @defaultValue 64
+   * Most tasks taken by one claim; a claim never takes more than the free slots, so a worker does
+   * not hold tasks it cannot start. One claim per free slot-full keeps the claims few when many
+   * workers share a queue: with claims of 64, four PostgreSQL workers of concurrency 256 spent their
+   * time on claims that skipped each other's locked rows, and did no more than one worker.
+   * @defaultValue 256
    */
   claimBatch?: number;
   /** Serve only these workflows (names). @defaultValue every workflow registered with the engine */
@@ -121,7 +123,7 @@ export class Worker {
     this.#host = host;
     this.id = options.workerId ?? `${process.env.HOSTNAME || 'worker'}-${process.pid}-${shortId()}`;
     this.#concurrency = Math.floor(positiveInt('concurrency', options.concurrency ?? 8));
-    this.#claimBatch = Math.floor(positiveInt('claimBatch', options.claimBatch ?? 64));
+    this.#claimBatch = Math.floor(positiveInt('claimBatch', options.claimBatch ?? 256));
     this.#only = options.workflows;
     this.#leaseMs = positiveInt('leaseMs', options.leaseMs ?? 30_000);
     this.#heartbeatMs = positiveInt('heartbeatMs', options.heartbeatMs ?? Math.min(2000, this.#leaseMs / 3));

@@ -127,6 +127,44 @@ describe('claims under a backlog', () => {
     }
   });
 
+  it('fills every free slot with one claim, up to 256 tasks, and never claims more than it can start', async () => {
+    const release: Array<() => void> = [];
+    const wf = workflow('held', async (ctx) => ctx.step('wait', () => new Promise<number>((r) => release.push(() => r(1)))));
+    const inner = await openStore(tempDbUrl());
+    const limits: number[] = [];
+    const store = spyStore(inner, {
+      claim: (original) => async (r) => {
+        limits.push(r.limit);
+        return original(r);
+      },
+    });
+    const engine = new Engine({ store, workflows: [wf] });
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 400; i++) ids.push((await engine.start(wf)).id);
+      const worker = engine.worker({ concurrency: 300, pollIntervalMs: 20 });
+      let started = 0;
+      worker.on('run:claimed', () => started++);
+      await worker.start();
+      const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+      for (let i = 0; i < 1000 && release.length < 300; i++) await sleep(10);
+      expect(limits.slice(0, 2)).toEqual([256, 300 - 256]); // the default batch, then the free slots
+      expect(started).toBe(300);
+      expect((await engine.list({ status: ['running'], limit: 1000 })).tasks).toHaveLength(300);
+      const results = Promise.all(ids.map((id) => engine.result(id, { timeout: '20s' })));
+      for (let i = 0; i < 2000 && (started < 400 || release.length); i++) {
+        release.splice(0).forEach((go) => go());
+        await sleep(5);
+      }
+      expect(await results).toEqual(ids.map(() => 1));
+      expect(Math.max(...limits)).toBe(256);
+      await worker.stop();
+    } finally {
+      await engine.close();
+      await store.close();
+    }
+  });
+
   it('does not look for work when a run finishes and its last claim left nothing behind', async () => {
     const wf = workflow('done-quickly', async (ctx) => ctx.step('a', () => 1));
     const capped = workflow('capped', async (ctx) => ctx.step('a', () => 1), { concurrency: 1 });
