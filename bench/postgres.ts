@@ -97,10 +97,13 @@ export async function stepOverhead(rounds: number, steps = 1000): Promise<PgOver
  * (autovacuum analyzes tables as they grow), and without them the planner scans the whole tasks
  * table for the harness's "anything left?" query, which it polls while the workers run.
  */
-export async function pgThroughput(workers: number, tasks: number): Promise<Throughput> {
+export async function pgThroughput(workers: number, tasks: number, concurrency = 256): Promise<Throughput> {
   const url = freshPgUrl(`tp${workers}`);
   const schema = new URL(url).searchParams.get('schema') as string;
-  return throughput(url, 'postgres', tasks, workers, { afterWarmUp: () => sql(`ANALYZE "${schema}".tasks, "${schema}".steps, "${schema}".history`) });
+  return throughput(url, 'postgres', tasks, workers, {
+    concurrency,
+    afterWarmUp: () => sql(`ANALYZE "${schema}".tasks, "${schema}".steps, "${schema}".history`),
+  });
 }
 
 export interface DbosResult {
