@@ -34,9 +34,9 @@ export interface WorkerOptions {
   concurrency?: number;
   /**
    * Most tasks taken by one claim; a claim never takes more than the free slots, so a worker does
-   * not hold tasks it cannot start. One claim per free slot-full keeps the claims few when many
-   * workers share a queue: with claims of 64, four PostgreSQL workers of concurrency 256 spent their
-   * time on claims that skipped each other's locked rows, and did no more than one worker.
+   * not hold tasks it cannot start. Filling every free slot at once keeps claims few when many
+   * workers share a queue (smaller claims made each worker claim several times in a row, each
+   * claimer skipping the rows the others had locked).
    * @defaultValue 256
    */
   claimBatch?: number;
