@@ -9,7 +9,7 @@
 import { systemClock, type Clock } from './clock.ts';
 import { toMs, type Duration } from './duration.ts';
 import {
-  ClosedError, ConcurrentUpdateError, IdempotencyConflictError, IllegalTransitionError, InvalidArgumentError,
+  ClosedError, ConcurrentUpdateError, ERROR_CODES, IdempotencyConflictError, IllegalTransitionError, InvalidArgumentError,
   InvalidInputError, NotSerializableError, TaskCancelledError, TaskFailedError, TaskNotFoundError, TimeoutError,
   WorkflowNotFoundError, coerceError,
 } from './errors.ts';
@@ -231,7 +231,8 @@ export class Engine {
 
   /**
    * Waits for the task to finish: resolves with its output when it succeeds; rejects with
-   * TaskFailedError (its `cause` is the task's error) or TaskCancelledError.
+   * TaskFailedError (its `cause` is the task's error) or TaskCancelledError. A store that is
+   * unavailable for a while (STORE_UNAVAILABLE) is waited out until the timeout.
    */
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
     const store = await this.ready();
@@ -239,7 +240,18 @@ export class Engine {
     await this.#listenSettled(store);
     let pollMs = 25;
     for (;;) {
-      const row = await this.#row(store, id);
+      let row: TaskRow;
+      try {
+        row = await this.#row(store, id);
+      } catch (e) {
+        // A blip of the store while waiting (a dropped connection, a database restarting) is
+        // waited out like an unfinished task, until the deadline.
+        if ((e as { code?: unknown }).code !== ERROR_CODES.STORE_UNAVAILABLE || this.clock.now() >= deadline) throw e;
+        options.signal?.throwIfAborted();
+        await this.#waitForNews(id, Math.min(pollMs, deadline - this.clock.now()), options.signal);
+        pollMs = Math.min(1000, pollMs * 2);
+        continue;
+      }
       if (row.status === 'succeeded') return decodeJson(row.output) as O;
       if (row.status === 'failed') throw new TaskFailedError(id, row.error ? deserializeError(decodeError(row.error)) : undefined);
       if (row.status === 'cancelled') throw new TaskCancelledError(id, row.cancelReason ?? undefined);

@@ -81,6 +81,35 @@ describe('durability of results', () => {
     }
   });
 
+  it('result() waits out a store that is unavailable for a moment, and still gives up at its timeout', async () => {
+    const wf = workflow('blip', async (ctx) => ctx.step('only', async () => (await sleep(60), 'done')));
+    const inner = await openStore(tempDbUrl());
+    let down = true;
+    let refused = 0;
+    const store = spyStore(inner, {
+      getTask: (original) => async (id) => {
+        if (down) {
+          refused++;
+          throw new StoreUnavailableError('The database is unavailable: terminating connection due to administrator command');
+        }
+        return original(id);
+      },
+    });
+    const engine = new Engine({ store, workflows: [wf] });
+    try {
+      await engine.worker({ pollIntervalMs: 20, heartbeatMs: 50, leaseMs: 2000 }).start();
+      const { id } = await engine.start(wf);
+      setTimeout(() => (down = false), 150);
+      expect(await engine.result(id, { timeout: '10s' })).toBe('done');
+      expect(refused).toBeGreaterThanOrEqual(2);
+      down = true;
+      await expect(engine.result(id, { timeout: '100ms' })).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    } finally {
+      await engine.close();
+      await store.close();
+    }
+  });
+
   it('keeps the row of a result that completes while an earlier row is being written, and runs its step once', async () => {
     let charged = 0;
     const wf = workflow('pair', async (ctx) => {

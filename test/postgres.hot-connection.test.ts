@@ -94,10 +94,10 @@ describe.skipIf(!(await hasPostgres()))('the kept connection for lone checkpoint
       return sum;
     });
     const engine = new Engine({ store: `${PG_URL}?schema=${schema}&poolSize=4`, workflows: [steps] });
-    const errors: string[] = [];
+    const errors: Array<{ during: string; code: string }> = [];
     try {
       const worker = engine.worker({ ...FAST, concurrency: 1 });
-      worker.on('worker:error', ({ during }) => errors.push(during));
+      worker.on('worker:error', ({ during, error }) => errors.push({ during, code: String((error as { code?: unknown }).code) }));
       await worker.start();
       const { id } = await engine.start(steps, { n: 60 });
       expect(await engine.result(id, { timeout: '30s' })).toBe((59 * 60) / 2);
@@ -115,8 +115,13 @@ describe.skipIf(!(await hasPostgres()))('the kept connection for lone checkpoint
       await engine.close();
     }
     // The process is still here (an unhandled 'error' of the killed connection would have failed
-    // the test run); a write that met the dead socket was retried and reported, not lost.
-    expect(errors.every((d) => d.startsWith('writing checkpoints'))).toBe(true);
+    // the test run); a write that met the dead socket was retried and reported, not lost. A killed
+    // pooled connection may also have been handed to a heartbeat or a claim in the moment before
+    // the pool saw it close: that one is reported as the store being unavailable, and retried on
+    // the next beat.
+    for (const e of errors) {
+      if (!e.during.startsWith('writing checkpoints')) expect(e).toEqual({ during: expect.stringMatching(/^(heartbeat|claiming tasks)$/), code: 'STORE_UNAVAILABLE' });
+    }
   }, 60_000);
 
   it('never holds the only connection: a pool of one runs parallel branches, reads and claims', async () => {
