@@ -11,7 +11,7 @@ import { toMs, type Duration } from './duration.ts';
 import {
   ClosedError, ConcurrentUpdateError, ERROR_CODES, IdempotencyConflictError, IllegalTransitionError, InvalidArgumentError,
   InvalidInputError, NotSerializableError, TaskCancelledError, TaskFailedError, TaskNotFoundError, TimeoutError,
-  WorkflowNotFoundError, coerceError,
+  WorkflowNotFoundError, coerceError, isStepwiseError,
 } from './errors.ts';
 import { newId } from './ids.ts';
 import { ALL_STATUSES, isFinished, isTaskStatus, legalEvents, type LifecycleEvent, type TaskStatus } from './lifecycle.ts';
@@ -240,24 +240,18 @@ export class Engine {
     await this.#listenSettled(store);
     let pollMs = 25;
     for (;;) {
-      let row: TaskRow;
-      try {
-        row = await this.#row(store, id);
-      } catch (e) {
-        // A blip of the store while waiting (a dropped connection, a database restarting) is
-        // waited out like an unfinished task, until the deadline.
-        if ((e as { code?: unknown }).code !== ERROR_CODES.STORE_UNAVAILABLE || this.clock.now() >= deadline) throw e;
-        options.signal?.throwIfAborted();
-        await this.#waitForNews(id, Math.min(pollMs, deadline - this.clock.now()), options.signal);
-        pollMs = Math.min(1000, pollMs * 2);
-        continue;
-      }
-      if (row.status === 'succeeded') return decodeJson(row.output) as O;
-      if (row.status === 'failed') throw new TaskFailedError(id, row.error ? deserializeError(decodeError(row.error)) : undefined);
-      if (row.status === 'cancelled') throw new TaskCancelledError(id, row.cancelReason ?? undefined);
+      // A blip of the store while waiting (a dropped connection, a database restarting) is waited
+      // out like an unfinished task, until the deadline.
+      const row = await this.#row(store, id).catch((e: unknown) => {
+        if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || this.clock.now() >= deadline) throw e;
+        return null;
+      });
+      if (row?.status === 'succeeded') return decodeJson(row.output) as O;
+      if (row?.status === 'failed') throw new TaskFailedError(id, row.error ? deserializeError(decodeError(row.error)) : undefined);
+      if (row?.status === 'cancelled') throw new TaskCancelledError(id, row.cancelReason ?? undefined);
       options.signal?.throwIfAborted();
       const remaining = deadline - this.clock.now();
-      if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row.status} after waiting ${options.timeout}.`);
+      if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row?.status ?? 'unfinished'} after waiting ${options.timeout}.`);
       await this.#waitForNews(id, Math.min(pollMs, remaining), options.signal);
       pollMs = Math.min(1000, pollMs * 2);
     }

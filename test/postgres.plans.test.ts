@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../src/index.ts';
 import { stepBatchSql, transitionBatchSql } from '../src/postgres/batch-sql.ts';
-import { heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, type Tables } from '../src/postgres/sql-text.ts';
+import { heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, tablesOf } from '../src/postgres/sql-text.ts';
 import { stepValues } from '../src/rows.ts';
 import type { StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
 import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
@@ -73,10 +73,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
       const engine = new Engine({ store: `${PG_URL}?schema=${schema}` });
       await engine.ready();
       await engine.close();
-      const t: Tables = {
-        tasks: `"${schema}".tasks`, steps: `"${schema}".steps`, history: `"${schema}".history`,
-        signals: `"${schema}".signals`, workflows: `"${schema}".workflows`,
-      };
+      const t = tablesOf(schema);
       await withPg(async (c) => {
         if (stats === 'analyzed while empty, then loaded') await c.query(`ANALYZE ${t.tasks}`);
         await c.query(

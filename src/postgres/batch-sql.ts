@@ -19,7 +19,7 @@
  */
 import { STEP_COLUMNS, stepValues } from '../rows.ts';
 import type { StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
-import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_SET, lockById, type Tables } from './sql-text.ts';
+import { Params, STEP_TYPES, STEP_UPSERT_SET, leaseFence, lockById, type Tables } from './sql-text.ts';
 
 /**
  * The fenced checkpoints of `ops` (none with `consume`). Returns the statement and, per op, the
@@ -41,8 +41,7 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
     ), ins AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
       SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')} FROM (SELECT * FROM i ORDER BY writer_task COLLATE "C") i
-      WHERE i.task_id = i.writer_task AND EXISTS (
-        SELECT 1 FROM (${lockById(t, 'i.writer_task', 'SHARE')}) f WHERE f.epoch = i.fence_epoch AND f.status IN (${LEASED_SQL}))
+      WHERE i.task_id = i.writer_task AND ${leaseFence(t, 'i.writer_task', 'i.fence_epoch')}
       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
       RETURNING task_id, seq
     )

@@ -7,6 +7,7 @@
 import { InvalidArgumentError } from '../errors.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { STEP_COLUMNS } from '../rows.ts';
+import { quoteIdent } from './migrate.ts';
 
 /**
  * Task statuses as SQL literals. Statuses come from the lifecycle table, never from users, but
@@ -37,15 +38,13 @@ export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded
 /**
  * The fenced checkpoint of one plain step: parameters are the step's columns ($1…$13, in
  * {@link STEP_COLUMNS} order), then the task id and the writer's epoch. Accepted (one row) only
- * while the task is leased at that epoch; `FOR SHARE` holds off a concurrent claim (whose epoch
- * bump would otherwise commit between the check and the insert) and lets concurrent step writes of
- * the same task proceed together.
+ * while the task is leased at that epoch ({@link leaseFence}).
  */
 export function plainStepSql(t: Tables): string {
   const n = STEP_COLUMNS.length;
   const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
   return `INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values}
-    WHERE EXISTS (SELECT 1 FROM (${lockById(t, `$${n + 1}::text`, 'SHARE')}) f WHERE f.epoch = $${n + 2}::integer AND f.status IN (${LEASED_SQL}))
+    WHERE ${leaseFence(t, `$${n + 1}::text`, `$${n + 2}::integer`)}
     ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}`;
 }
 
@@ -58,6 +57,16 @@ export function plainStepSql(t: Tables): string {
  */
 export function lockById(t: Tables, id: string, strength: 'SHARE' | 'UPDATE' | 'NO KEY UPDATE'): string {
   return `SELECT id, status, epoch, version, pause_requested, lease_owner FROM ${t.tasks} WHERE id = ${id} OFFSET 0 FOR ${strength}`;
+}
+
+/**
+ * The fence of a checkpoint: true while the task `id` is leased at `epoch` (SQL expressions). The
+ * row is held `FOR SHARE` until the write commits, which holds off a concurrent claim (whose epoch
+ * bump would otherwise commit between the check and the write) and lets concurrent checkpoints of
+ * the same task proceed together.
+ */
+export function leaseFence(t: Tables, id: string, epoch: string): string {
+  return `EXISTS (SELECT 1 FROM (${lockById(t, id, 'SHARE')}) f WHERE f.epoch = ${epoch} AND f.status IN (${LEASED_SQL}))`;
 }
 
 /**
@@ -132,4 +141,10 @@ export interface Tables {
   history: string;
   signals: string;
   workflows: string;
+}
+
+/** The tables of `schema` (a name already checked by the store). */
+export function tablesOf(schema: string): Tables {
+  const s = quoteIdent(schema);
+  return { tasks: `${s}.tasks`, steps: `${s}.steps`, history: `${s}.history`, signals: `${s}.signals`, workflows: `${s}.workflows` };
 }

@@ -21,8 +21,8 @@
  */
 import { createRequire } from 'node:module';
 import type { Client, ClientBase, Pool, QueryResult } from 'pg';
-import { migratePostgres, quoteIdent } from './migrate.ts';
-import { LEASED_SQL, PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, heartbeatSql, leasedCountSql, lockById, nextDueSql, plainStepSql, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
+import { migratePostgres } from './migrate.ts';
+import { PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, heartbeatSql, leaseFence, leasedCountSql, lockById, nextDueSql, plainStepSql, servedSql, sqlStatuses, tablesOf, type Tables } from './sql-text.ts';
 import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
 import { WakeListener, payload } from './wake.ts';
 import { HotConnection } from './hot-connection.ts';
@@ -183,8 +183,7 @@ export class PostgresStore implements Store {
     this.settledChannel = `${schema}_done`;
     this.description = `${printableUrl(url)} (schema ${schema})`;
     this.#now = options.now ?? Date.now;
-    const s = quoteIdent(schema);
-    this.#t = { tasks: `${s}.tasks`, steps: `${s}.steps`, history: `${s}.history`, signals: `${s}.signals`, workflows: `${s}.workflows` };
+    this.#t = tablesOf(schema);
     // Generic plans: the statements are prepared once per connection and their parameters are arrays
     // whose sizes vary; re-planning each execution (custom plans) would cost more than running it.
     this.#pool = new this.#pg.Pool({
@@ -541,11 +540,9 @@ export class PostgresStore implements Store {
     const t = this.#t;
     const p = new Params();
     const values = stepValues(w.step).map((v, i) => p.add(v, STEP_TYPES[i] as string));
-    const text = `WITH fence AS (
-        SELECT 1 FROM (${lockById(t, p.add(w.taskId, 'text'), 'SHARE')}) l
-        WHERE epoch = ${p.add(w.epoch, 'integer')} AND status IN (${LEASED_SQL})
-      ), ins AS (
-        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values.join(', ')} WHERE EXISTS (SELECT 1 FROM fence)
+    const text = `WITH ins AS (
+        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values.join(', ')}
+        WHERE ${leaseFence(t, p.add(w.taskId, 'text'), p.add(w.epoch, 'integer'))}
         ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET} RETURNING 1
       ), consumed AS (
         UPDATE ${t.signals} SET consumed_seq = ${p.add(consume.seq, 'integer')}
