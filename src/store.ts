@@ -9,6 +9,20 @@
  * (`UPDATE … WHERE status IN (…) AND version = ?` or `AND epoch = ?`) and appends the history row
  * in the same transaction. Worker writes are fenced by the lease epoch: a worker that lost its
  * lease (another worker claimed the task and bumped the epoch) gets its writes refused.
+ *
+ * The event log. Every write that changes a task appends its entries to the task's log in the
+ * same transaction, numbered by `seq` (1, 2, … per task, no gaps, in commit order even under
+ * concurrent writers of one task). Entries come from two places (formats in `log-entries.ts`):
+ * - the engine: `TransitionWrite.log` (the transition's own entry first);
+ * - the store, derived from what it writes, in this order after the engine's entries: one
+ *   `step:<status>` entry per journal row written (`stepEntry`), one `step:forgotten` entry for
+ *   `deleteSteps` (`forgottenEntry`), one `signal:consumed` per consumed signal
+ *   (`signalConsumedEntry`); a `signal:received` entry for a recorded signal
+ *   (`signalReceivedEntry`, actor from the SignalWrite); and a `transition` entry for each task
+ *   it creates (`create`, actor user), claims (`claim` / `reclaim`, actor the worker, with the
+ *   new epoch; a reclaim's detail names the previous owner) or moves on lease expiry (actor
+ *   system `lease-expiry`). Derived step, forgotten and consumed entries take the actor of the
+ *   write: the first `log` entry's, or for a StepWrite the worker holding the lease.
  */
 import type { TaskStatus } from './lifecycle.ts';
 
@@ -79,17 +93,38 @@ export interface StepRow {
   done: number | null;
 }
 
-export interface HistoryRow {
-  id: number;
+/** Who caused an entry of the event log. */
+export type ActorKind = 'user' | 'worker' | 'system';
+
+/**
+ * One entry of a task's append-only event log, as stored. `seq` numbers a task's entries 1, 2, 3…
+ * without gaps, in commit order; `data` is JSON text the store never parses (except where it
+ * builds the entries of its own operations, see {@link Store}).
+ */
+export interface EventRow {
   taskId: string;
+  seq: number;
   at: number;
-  event: string;
-  fromStatus: TaskStatus | null;
-  toStatus: TaskStatus;
-  epoch: number;
-  workerId: string | null;
+  type: string;
+  actorKind: ActorKind;
+  actorId: string;
+  data: string | null;
+}
+
+/** An entry for the store to append; it gets the task's next `seq` in the same transaction. */
+export interface NewEvent {
+  type: string;
+  actorKind: ActorKind;
+  actorId: string;
   /** JSON text. */
-  detail: string | null;
+  data: string | null;
+}
+
+/** A read of the log across all tasks, resumable from `cursor` (opaque; `null` from the start). */
+export interface LogPage {
+  events: EventRow[];
+  /** Pass back as `after` to read what follows. */
+  cursor: string | null;
 }
 
 export interface SignalRow {
@@ -137,6 +172,11 @@ export interface TransitionWrite {
   workerId?: string | null;
   /** JSON text for the history row. */
   detail?: string | null;
+  /**
+   * Log entries appended in the same transaction, in order, before the entries the store derives
+   * from `steps`, `deleteSteps` and `consume` (see {@link Store}). The first is the transition's own.
+   */
+  log: readonly NewEvent[];
   /** Journal rows committed in the same transaction (upserted by (taskId, seq)). */
   steps?: readonly StepRow[];
   /** Journal positions deleted in the same transaction (a retry forgets what followed the failure). */
@@ -239,6 +279,9 @@ export interface SignalWrite {
   payload: string | null;
   idempotencyKey: string | null;
   at: number;
+  /** Who sent it (recorded in the `signal:received` entry). */
+  actorKind: ActorKind;
+  actorId: string;
   /** Announced to other processes if the signal was recorded. */
   notify?: WakeEvent;
 }
@@ -293,7 +336,14 @@ export interface Store {
   findTaskByKey(idempotencyKey: string): Promise<TaskRow | null>;
   listTasks(query: ListQuery): Promise<TaskRow[]>;
   getSteps(taskId: string): Promise<StepRow[]>;
-  getHistory(taskId: string): Promise<HistoryRow[]>;
+  /** A task's log entries with `seq > after` (default 0), oldest first, at most `limit` (default all). */
+  getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]>;
+  /**
+   * Entries of every task committed after `after` (a cursor from an earlier page; `null`: from the
+   * start), in an order that never places an entry before one already returned: a reader that
+   * resumes from a cursor misses nothing, even under concurrent writers.
+   */
+  readLog(after: string | null, limit: number): Promise<LogPage>;
   getSignals(taskId: string): Promise<SignalRow[]>;
 
   /**

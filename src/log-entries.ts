@@ -1,0 +1,81 @@
+/**
+ * @module log-entries
+ * @internal
+ * The stored form of the task event log: the `type` and JSON `data` of each kind of entry, built in
+ * one place for the engine (transitions it plans) and for the stores (the entries they derive from
+ * journal rows, signals, claims and lease expiry). `src/task-events.ts` reads them back as the
+ * public {@link TaskEvent} union.
+ *
+ * JSON texts that are already JSON (a step's output, an error, a signal's payload) are embedded as
+ * they are, not parsed and encoded again, so that writing an entry costs a string concatenation.
+ */
+import type { ActorKind, NewEvent, StepRow } from './store.ts';
+
+/** Entry types. Step entries are `step:<journal status>`. */
+export const EVENT_TYPES = Object.freeze({
+  transition: 'transition',
+  stepCompleted: 'step:completed',
+  stepFailed: 'step:failed',
+  stepRetrying: 'step:retrying',
+  stepWaiting: 'step:waiting',
+  stepsForgotten: 'step:forgotten',
+  signalReceived: 'signal:received',
+  signalConsumed: 'signal:consumed',
+} as const);
+
+const raw = (json: string | null): string => (json === null ? 'null' : json);
+const str = (s: string | null | undefined): string => (s === null || s === undefined ? 'null' : JSON.stringify(s));
+
+/**
+ * A lifecycle transition: `{ event, from, to, epoch?, detail?, output?, error? }`. `detail`,
+ * `output` and `error` are JSON texts (omitted when null).
+ */
+export function transitionEntry(
+  actorKind: ActorKind,
+  actorId: string,
+  t: { event: string; from: string | null; to: string; epoch?: number | null; detail?: string | null; output?: string | null; error?: string | null },
+): NewEvent {
+  let data = `{"event":${str(t.event)},"from":${str(t.from)},"to":${str(t.to)}`;
+  if (t.epoch !== undefined && t.epoch !== null) data += `,"epoch":${t.epoch}`;
+  if (t.detail) data += `,"detail":${t.detail}`;
+  if (t.output !== undefined && t.output !== null) data += `,"output":${t.output}`;
+  if (t.error) data += `,"error":${t.error}`;
+  return { type: EVENT_TYPES.transition, actorKind, actorId, data: `${data}}` };
+}
+
+/** A journal row written: its type is `step:<status>`, its data the row (without the task id). */
+export function stepEntry(actorKind: ActorKind, actorId: string, s: StepRow): NewEvent {
+  return {
+    type: `step:${s.status}`,
+    actorKind,
+    actorId,
+    data:
+      `{"seq":${s.seq},"name":${str(s.name)},"kind":${str(s.kind)},"status":${str(s.status)},"output":${raw(s.output)},` +
+      `"error":${raw(s.error)},"attempts":${s.attempts},"startedAt":${s.startedAt ?? 'null'},"finishedAt":${s.finishedAt ?? 'null'},` +
+      `"wakeAt":${s.wakeAt ?? 'null'},"epoch":${s.epoch},"done":${s.done ?? 'null'}}`,
+  };
+}
+
+/** Journal positions deleted (a retry forgets what followed the failed step). */
+export function forgottenEntry(actorKind: ActorKind, actorId: string, seqs: readonly number[]): NewEvent {
+  return { type: EVENT_TYPES.stepsForgotten, actorKind, actorId, data: `{"seqs":[${seqs.join(',')}]}` };
+}
+
+/** A signal recorded for the task. */
+export function signalReceivedEntry(
+  actorKind: ActorKind,
+  actorId: string,
+  s: { signalId: number; name: string; payload: string | null; idempotencyKey: string | null },
+): NewEvent {
+  return {
+    type: EVENT_TYPES.signalReceived,
+    actorKind,
+    actorId,
+    data: `{"signalId":${s.signalId},"name":${str(s.name)},"payload":${raw(s.payload)},"idempotencyKey":${str(s.idempotencyKey)}}`,
+  };
+}
+
+/** A signal consumed by the event wait at journal position `seq`. */
+export function signalConsumedEntry(actorKind: ActorKind, actorId: string, c: { signalId: number; seq: number }): NewEvent {
+  return { type: EVENT_TYPES.signalConsumed, actorKind, actorId, data: `{"signalId":${c.signalId},"seq":${c.seq}}` };
+}
