@@ -19,7 +19,8 @@ import { LocalBus } from './local-bus.ts';
 import { decodeError, decodeJson, deserializeError, encodeJson, type SerializedError } from './serialize.ts';
 import type { StepRow, Store, TaskPatch, TaskRow, WakeEvent } from './store.ts';
 import { DEFAULT_STORE_URL, openStore, type StoreOptions } from './store-url.ts';
-import { toHistoryEntry, toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
+import { toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
+import { toTaskEvent } from './task-events.ts';
 import { planTransition, wakeFor } from './transitions.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
@@ -207,8 +208,8 @@ export class Engine {
   async get(id: string): Promise<TaskInfo> {
     const store = await this.ready();
     const row = await this.#row(store, id);
-    const [steps, history] = await Promise.all([store.getSteps(id), store.getHistory(id)]);
-    return { ...toSummary(row), steps: steps.map(toStepInfo), history: history.map(toHistoryEntry) };
+    const [steps, history] = await Promise.all([store.getSteps(id), store.getEvents(id)]);
+    return { ...toSummary(row), steps: steps.map(toStepInfo), history: history.map(toTaskEvent) };
   }
 
   /** Tasks, newest first, optionally by status and workflow, a page at a time. */
@@ -360,7 +361,7 @@ export class Engine {
     const task = await this.#row(store, id);
     if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', legalEvents(task), id);
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
-    const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: key ?? null, at: this.clock.now(), notify: wake });
+    const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: key ?? null, at: this.clock.now(), actorKind: 'user', actorId: 'anonymous', notify: wake });
     if (!res) throw new TaskNotFoundError(id);
     if (res.created) this.#deliver(wake);
     return res;

@@ -20,7 +20,11 @@ export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';
 
 // Reading tasks
-export type { TaskInfo, TaskSummary, StepInfo, HistoryEntry, TaskLease } from './task-info.ts';
+export type { TaskInfo, TaskSummary, StepInfo, TaskLease } from './task-info.ts';
+export type {
+  TaskEvent, TaskEventType, Actor, StepRecord, TransitionEvent, StepEvent, StepsForgottenEvent, SignalReceivedEvent,
+  SignalConsumedEvent, UnknownEvent,
+} from './task-events.ts';
 export type { SerializedError } from './serialize.ts';
 
 // Lifecycle

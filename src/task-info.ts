@@ -6,7 +6,8 @@
  */
 import type { TaskStatus } from './lifecycle.ts';
 import { decodeError, decodeJson, type SerializedError } from './serialize.ts';
-import type { HistoryRow, StepKind, StepRow, StepStatus, TaskRow } from './store.ts';
+import type { StepKind, StepRow, StepStatus, TaskRow } from './store.ts';
+import type { TaskEvent } from './task-events.ts';
 
 export interface TaskLease {
   owner: string;
@@ -62,17 +63,8 @@ export interface StepInfo {
   epoch: number;
 }
 
-export interface HistoryEntry {
-  at: number;
-  event: string;
-  from: TaskStatus | null;
-  to: TaskStatus;
-  epoch: number;
-  workerId: string | null;
-  detail: Record<string, unknown> | null;
-}
-
-export type TaskInfo = TaskSummary & { steps: StepInfo[]; history: HistoryEntry[] };
+/** A task with its journal (`steps`) and its event log (`history`, oldest first). */
+export type TaskInfo = TaskSummary & { steps: StepInfo[]; history: TaskEvent[] };
 
 export function toSummary(row: TaskRow): TaskSummary {
   const base: TaskSummaryBase = {
@@ -122,17 +114,5 @@ export function toStepInfo(row: StepRow): StepInfo {
     wakeAt: row.wakeAt,
     idempotencyKey: row.kind === 'step' ? `v1:${row.taskId}:${name}#${occurrence}` : null,
     epoch: row.epoch,
-  };
-}
-
-export function toHistoryEntry(row: HistoryRow): HistoryEntry {
-  return {
-    at: row.at,
-    event: row.event,
-    from: row.fromStatus,
-    to: row.toStatus,
-    epoch: row.epoch,
-    workerId: row.workerId,
-    detail: row.detail ? (JSON.parse(row.detail) as Record<string, unknown>) : null,
   };
 }

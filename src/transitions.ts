@@ -7,7 +7,8 @@
  * appends the history row in the same transaction.
  */
 import { isFinished, transition, type LifecycleEvent, type LifecycleState, type Transition } from './lifecycle.ts';
-import type { StepRow, TaskPatch, TransitionWrite, WakeEvent, WriteGuard } from './store.ts';
+import { transitionEntry } from './log-entries.ts';
+import type { ActorKind, StepRow, TaskPatch, TransitionWrite, WakeEvent, WriteGuard } from './store.ts';
 
 export interface TransitionInput {
   taskId: string;
@@ -18,6 +19,8 @@ export interface TransitionInput {
   set?: TaskPatch;
   detail?: unknown;
   workerId?: string | null;
+  /** Who causes it; default: the worker `workerId`, else an anonymous user. */
+  actor?: { kind: ActorKind; id: string };
   steps?: readonly StepRow[];
   deleteSteps?: readonly number[];
   consume?: readonly { signalId: number; seq: number }[];
@@ -29,6 +32,8 @@ export interface TransitionInput {
 export function planTransition(input: TransitionInput): { edge: Transition; write: TransitionWrite } {
   const edge = transition(input.state, input.event, input.taskId);
   const set: TaskPatch = { ...effectColumns(edge, input.at), ...input.set };
+  const detail = input.detail === undefined ? null : JSON.stringify(input.detail);
+  const actor = input.actor ?? (input.workerId ? { kind: 'worker' as const, id: input.workerId } : { kind: 'user' as const, id: 'anonymous' });
   const write: TransitionWrite = {
     kind: 'transition',
     taskId: input.taskId,
@@ -39,7 +44,12 @@ export function planTransition(input: TransitionInput): { edge: Transition; writ
     set,
     at: input.at,
     workerId: input.workerId ?? null,
-    detail: input.detail === undefined ? null : JSON.stringify(input.detail),
+    detail,
+    log: [
+      transitionEntry(actor.kind, actor.id, {
+        event: input.event, from: edge.from, to: edge.to, detail, output: set.output ?? null, error: set.error ?? null,
+      }),
+    ],
   };
   if (edge.pauseRequested !== undefined) write.pauseRequested = edge.pauseRequested;
   if (input.steps?.length) write.steps = input.steps;

@@ -138,7 +138,7 @@ async function follow(ctx: CommandContext, engine: Engine, id: string): Promise<
   for (;;) {
     const t = await engine.get(id);
     for (const h of t.history.slice(seenHistory)) {
-      if (!ctx.json) ctx.out(`${dim(time(h.at))} ${bold(h.event)} → ${colorStatus(h.to)}${h.workerId ? dim(` (${h.workerId})`) : ''}`);
+      if (!ctx.json && h.type === 'transition') ctx.out(`${dim(time(h.at))} ${bold(h.event)} → ${colorStatus(h.to)}${h.actor.kind === 'worker' ? dim(` (${h.actor.id})`) : ''}`);
     }
     seenHistory = t.history.length;
     for (const s of t.steps) {

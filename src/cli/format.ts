@@ -2,7 +2,7 @@
  * @module cli/format
  * Human output of the CLI: tables, timelines, durations. `--json` bypasses all of it.
  */
-import { formatMs, type HistoryEntry, type StepInfo, type TaskInfo, type TaskSummary } from '../index.ts';
+import { formatMs, type StepInfo, type TaskEvent, type TaskInfo, type TaskSummary } from '../index.ts';
 
 const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
 const paint = (code: number) => (s: string): string => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
@@ -46,11 +46,41 @@ function stepRow(s: StepInfo): string[] {
   return [String(s.seq), s.kind === 'step' ? s.name : `${s.name} (${s.kind})`, colorStatus(s.status), String(s.attempts || ''), s.durationMs === null ? '-' : formatMs(s.durationMs), `e${s.epoch}`, detail];
 }
 
-function historyLine(h: HistoryEntry, start: number): string {
-  const rel = `+${formatMs(h.at - start)}`.padStart(9);
-  const move = h.from === h.to ? colorStatus(h.to) : `${h.from ? colorStatus(h.from) : '∅'} → ${colorStatus(h.to)}`;
-  const extra = h.detail ? dim(Object.entries(h.detail).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ')) : '';
-  return `  ${dim(time(h.at))} ${dim(rel)}  ${bold(h.event.padEnd(8))} ${move}  ${h.workerId ? dim(`by ${h.workerId} `) : ''}${dim(`e${h.epoch}`)} ${extra}`.trimEnd();
+/** `key=value …` of an object's set fields. */
+function pairs(o: Record<string, unknown> | undefined): string {
+  if (!o) return '';
+  return Object.entries(o).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
+}
+
+/** What an event did, in a few words: `claim pending → running e3`, `step fetch completed (attempt 2)`. */
+export function describeEvent(e: TaskEvent): string {
+  switch (e.type) {
+    case 'transition': {
+      const move = e.from === e.to ? colorStatus(e.to) : `${e.from ? colorStatus(e.from) : '∅'} → ${colorStatus(e.to)}`;
+      return `${bold(e.event.padEnd(8))} ${move}${e.epoch !== undefined ? dim(` e${e.epoch}`) : ''} ${dim(pairs(e.detail))}`.trimEnd();
+    }
+    case 'step:completed':
+    case 'step:failed':
+    case 'step:retrying':
+    case 'step:waiting': {
+      const what = e.step.kind === 'step' ? 'step' : e.step.kind;
+      const err = e.step.error ? red(` ${e.step.error.message.split('\n')[0] ?? ''}`) : '';
+      return `${bold(what.padEnd(8))} ${e.step.name} ${colorStatus(e.step.status)}${e.step.attempts > 1 ? dim(` (attempt ${e.step.attempts})`) : ''}${err}`;
+    }
+    case 'step:forgotten':
+      return `${bold('forget'.padEnd(8))} journal positions ${e.seqs.join(', ')}`;
+    case 'signal:received':
+      return `${bold('signal'.padEnd(8))} ${e.name} received${e.idempotencyKey ? dim(` key=${e.idempotencyKey}`) : ''}`;
+    case 'signal:consumed':
+      return `${bold('signal'.padEnd(8))} #${e.signalId} consumed at position ${e.seq}`;
+    case 'unknown':
+      return `${bold(e.original)}`;
+  }
+}
+
+function eventLine(e: TaskEvent, start: number): string {
+  const rel = `+${formatMs(e.at - start)}`.padStart(9);
+  return `  ${dim(String(e.seq).padStart(3))} ${dim(time(e.at))} ${dim(rel)}  ${describeEvent(e)}  ${dim(`by ${e.actor.kind}:${e.actor.id}`)}`.trimEnd();
 }
 
 export function taskDetail(t: TaskInfo): string {
@@ -71,7 +101,7 @@ export function taskDetail(t: TaskInfo): string {
   out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map(stepRow)) : dim('  (none yet)'));
   out.push('', bold('Timeline'));
   const start = t.history[0]?.at ?? t.createdAt;
-  for (const h of t.history) out.push(historyLine(h, start));
+  for (const e of t.history) out.push(eventLine(e, start));
   return out.join('\n');
 }
 

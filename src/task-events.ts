@@ -1,0 +1,138 @@
+/**
+ * @module task-events
+ * The task event log as users read it: `engine.get(id).history`, `engine.events()` and observers.
+ * Every change of a task is one entry, appended in the same transaction as the change itself, with
+ * a per-task sequence number (1, 2, 3…, no gaps, in commit order) and the actor that caused it.
+ * A task's status, journal and outputs can be rebuilt from its log alone.
+ */
+import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
+import type { SerializedError } from './serialize.ts';
+import type { ActorKind, EventRow, StepKind, StepStatus } from './store.ts';
+
+/** Who caused an event: a person or API client, a worker process, or the engine itself. */
+export interface Actor {
+  kind: ActorKind;
+  id: string;
+}
+
+interface EventBase {
+  taskId: string;
+  /** 1, 2, 3… per task: pass the last one seen as `after` to resume a read. */
+  seq: number;
+  at: number;
+  actor: Actor;
+}
+
+/** A journal row as recorded by a step event (the row's state after the write). */
+export interface StepRecord {
+  /** Position in call order. */
+  seq: number;
+  /** Step id: name, `#n` from the second occurrence on. */
+  name: string;
+  kind: StepKind;
+  status: StepStatus;
+  output: unknown;
+  error: SerializedError | null;
+  attempts: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  wakeAt: number | null;
+  epoch: number;
+  /** Order in which the code received results (replay keeps it); null while not handed over. */
+  done: number | null;
+}
+
+/** A status change (or a pause request, or a claim) through the lifecycle table. */
+export interface TransitionEvent extends EventBase {
+  type: 'transition';
+  /** `create` for the task's creation; otherwise a lifecycle event. */
+  event: LifecycleEvent | 'create';
+  from: TaskStatus | null;
+  to: TaskStatus;
+  /** The lease epoch a claim or reclaim started. */
+  epoch?: number;
+  detail?: Record<string, unknown>;
+  /** The task's output, on `complete`. */
+  output?: unknown;
+  /** The task's error, on `fail`. */
+  error?: SerializedError;
+}
+
+/** A journal row written: a step completed, failed for good, will be retried, or a wait began. */
+export interface StepEvent extends EventBase {
+  type: 'step:completed' | 'step:failed' | 'step:retrying' | 'step:waiting';
+  step: StepRecord;
+}
+
+/** Journal rows a retry deleted (what the code did after the failure it retries). */
+export interface StepsForgottenEvent extends EventBase {
+  type: 'step:forgotten';
+  seqs: number[];
+}
+
+export interface SignalReceivedEvent extends EventBase {
+  type: 'signal:received';
+  signalId: number;
+  name: string;
+  payload: unknown;
+  idempotencyKey: string | null;
+}
+
+export interface SignalConsumedEvent extends EventBase {
+  type: 'signal:consumed';
+  signalId: number;
+  /** The journal position of the event wait that received it. */
+  seq: number;
+}
+
+/** An entry of a kind this version does not know (written by a newer version). */
+export interface UnknownEvent extends EventBase {
+  type: 'unknown';
+  original: string;
+  data: unknown;
+}
+
+/** One entry of a task's event log. */
+export type TaskEvent = TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UnknownEvent;
+export type TaskEventType = TaskEvent['type'];
+
+/** The public form of a stored entry. */
+export function toTaskEvent(row: EventRow): TaskEvent {
+  const base: EventBase = { taskId: row.taskId, seq: row.seq, at: row.at, actor: { kind: row.actorKind, id: row.actorId } };
+  const data = (row.data === null ? {} : JSON.parse(row.data)) as Record<string, unknown>;
+  switch (row.type) {
+    case 'transition': {
+      const e: TransitionEvent = { ...base, type: 'transition', event: data.event as TransitionEvent['event'], from: (data.from ?? null) as TaskStatus | null, to: data.to as TaskStatus };
+      if (typeof data.epoch === 'number') e.epoch = data.epoch;
+      if (data.detail !== undefined && data.detail !== null) e.detail = data.detail as Record<string, unknown>;
+      if ('output' in data) e.output = data.output;
+      if (data.error) e.error = data.error as SerializedError;
+      return e;
+    }
+    case 'step:completed':
+    case 'step:failed':
+    case 'step:retrying':
+    case 'step:waiting': {
+      const s = data as unknown as StepRecord & { error: SerializedError | null };
+      return {
+        ...base,
+        type: row.type,
+        step: {
+          seq: s.seq, name: s.name, kind: s.kind, status: s.status, output: s.output ?? undefined, error: s.error ?? null, attempts: s.attempts,
+          startedAt: s.startedAt, finishedAt: s.finishedAt, wakeAt: s.wakeAt, epoch: s.epoch, done: s.done,
+        },
+      };
+    }
+    case 'step:forgotten':
+      return { ...base, type: 'step:forgotten', seqs: (data.seqs ?? []) as number[] };
+    case 'signal:received':
+      return {
+        ...base, type: 'signal:received', signalId: data.signalId as number, name: data.name as string, payload: data.payload ?? undefined,
+        idempotencyKey: (data.idempotencyKey ?? null) as string | null,
+      };
+    case 'signal:consumed':
+      return { ...base, type: 'signal:consumed', signalId: data.signalId as number, seq: data.seq as number };
+    default:
+      return { ...base, type: 'unknown', original: row.type, data };
+  }
+}
