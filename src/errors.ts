@@ -30,8 +30,49 @@ export const ERROR_CODES = Object.freeze({
   SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
   CLOSED: 'CLOSED',
   TIMEOUT: 'TIMEOUT',
+  /** The actor may not do this (not a listed approver, a role without the right, a closed decision). */
+  FORBIDDEN: 'FORBIDDEN',
+  /** The request contradicts what is already recorded (a contrary decision, a reused key with other data). */
+  CONFLICT: 'CONFLICT',
 } as const);
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
+
+/**
+ * What each code means to an HTTP client: the status a server answers with. Codes a task's own
+ * failure carries (a step that failed, a cancelled task) are 409 when they come back from a command
+ * on that task, and 500 only for the engine's own faults. One table, used by the server and by
+ * anyone mapping errors to statuses, so that a code never answers two different ways.
+ */
+export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
+  INVALID_ARGUMENT: 400,
+  INVALID_INPUT: 400,
+  NOT_SERIALIZABLE: 400,
+  FORBIDDEN: 403,
+  WORKFLOW_NOT_FOUND: 404,
+  TASK_NOT_FOUND: 404,
+  ILLEGAL_TRANSITION: 409,
+  IDEMPOTENCY_CONFLICT: 409,
+  CONFLICT: 409,
+  CONCURRENT_UPDATE: 409,
+  TASK_FAILED: 409,
+  TASK_CANCELLED: 409,
+  STEP_FAILED: 409,
+  NON_DETERMINISM: 409,
+  NON_RETRYABLE: 422,
+  RETRYABLE: 503,
+  STEP_TIMEOUT: 504,
+  TIMEOUT: 504,
+  LEASE_LOST: 409,
+  WORKER_STOPPING: 503,
+  STORE_UNAVAILABLE: 503,
+  CLOSED: 503,
+  SCHEMA_MISMATCH: 500,
+});
+
+/** The HTTP status for an error: its code's entry in {@link HTTP_STATUS}, 500 for anything else. */
+export function httpStatusOf(e: unknown): number {
+  return isStepwiseError(e) ? HTTP_STATUS[e.code] : 500;
+}
 
 export interface StepwiseErrorOptions {
   cause?: unknown;
@@ -279,6 +320,26 @@ export class ClosedError extends StepwiseError {
   constructor(what: string) {
     super(ERROR_CODES.CLOSED, `${what} is closed.`);
     this.name = 'ClosedError';
+  }
+}
+
+/** The actor may not do what it asked: `reason` says why and what would be allowed. */
+export class ForbiddenError extends StepwiseError {
+  readonly actor: string | undefined;
+  constructor(message: string, options: StepwiseErrorOptions & { actor?: string } = {}) {
+    super(ERROR_CODES.FORBIDDEN, message, options);
+    this.name = 'ForbiddenError';
+    this.actor = options.actor;
+  }
+}
+
+/** The request contradicts what is already recorded; `recorded` is what was recorded first. */
+export class ConflictError extends StepwiseError {
+  readonly recorded: unknown;
+  constructor(message: string, options: StepwiseErrorOptions & { recorded?: unknown } = {}) {
+    super(ERROR_CODES.CONFLICT, message, options);
+    this.name = 'ConflictError';
+    this.recorded = options.recorded;
   }
 }
 
