@@ -20,7 +20,9 @@ import { decodeError, decodeJson, deserializeError, encodeJson, type SerializedE
 import type { StepRow, Store, TaskPatch, TaskRow, WakeEvent } from './store.ts';
 import { DEFAULT_STORE_URL, openStore, type StoreOptions } from './store-url.ts';
 import { toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
-import { toTaskEvent } from './task-events.ts';
+import { toTaskEvent, type Actor, type TaskEvent } from './task-events.ts';
+import { LogTail, allEvents, taskEvents, type EventsOptions } from './event-stream.ts';
+import { notify, type Observer } from './observers.ts';
 import { planTransition, wakeFor } from './transitions.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
@@ -35,9 +37,23 @@ export interface EngineOptions extends StoreOptions {
   workflows?: readonly Workflow<any, any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any
   /** Source of "now" and of timers. @defaultValue the system clock */
   clock?: Clock;
+  /**
+   * What watches the work (logs, metrics, traces, live views): hooks around every run and step
+   * attempt of this engine's workers, and every log entry this process appends. See {@link Observer}.
+   */
+  observers?: readonly Observer[];
 }
 
-export interface StartOptions {
+/** Who asks: a name (taken as a user) or an {@link Actor}. Recorded in the task's event log. */
+export type By = string | Actor;
+
+/** Options of commands on a task. */
+export interface CommandOptions {
+  /** Who asks (recorded in the log). @defaultValue an anonymous user */
+  by?: By;
+}
+
+export interface StartOptions extends CommandOptions {
   /** Starting twice with the same key returns the first task instead of creating a second. */
   idempotencyKey?: string;
   /** Do not run before this much time has passed. */
@@ -88,6 +104,19 @@ export interface Explanation {
 
 const KEY_MAX = 255;
 
+/** The actor of a command: `by` checked, an anonymous user without it. */
+function actorOf(by: By | undefined): Actor {
+  if (by === undefined) return { kind: 'user', id: 'anonymous' };
+  const actor: Actor = typeof by === 'string' ? { kind: 'user', id: by } : by;
+  if (
+    typeof actor !== 'object' || actor === null || !['user', 'worker', 'system'].includes(actor.kind) ||
+    typeof actor.id !== 'string' || !actor.id || actor.id.length > 200
+  ) {
+    throw new InvalidArgumentError('`by` must be a name of 1-200 characters or { kind: "user" | "worker" | "system", id }.');
+  }
+  return { kind: actor.kind, id: actor.id };
+}
+
 export class Engine {
   readonly clock: Clock;
   readonly #workflows = new Map<string, Workflow>();
@@ -104,6 +133,10 @@ export class Engine {
    * and again after a failed attempt, so that the next `result()` tries again.
    */
   #settled: Promise<(() => Promise<void>) | null> | null = null;
+  readonly #observers: readonly Observer[];
+  /** Delivers this process's log entries to observers' `onEvent` (only when one has it). */
+  #tail: LogTail | null = null;
+  #offTail: (() => void) | null = null;
 
   /**
    * @example
@@ -113,6 +146,10 @@ export class Engine {
     this.clock = options.clock ?? systemClock;
     this.#storeOption = options.store ?? DEFAULT_STORE_URL;
     this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
+    this.#observers = [...(options.observers ?? [])];
+    for (const o of this.#observers) {
+      if (typeof o !== 'object' || o === null) throw new InvalidArgumentError('Each observer must be an object with hooks (onRunStart, onStepEnd, onEvent, …).');
+    }
     for (const wf of options.workflows ?? []) this.register(wf);
   }
 
@@ -137,6 +174,11 @@ export class Engine {
       try {
         await store.migrate();
         if (store.subscribe) this.#unsubscribe = await store.subscribe((e) => this.#deliver(e), 'work');
+        if (this.#observers.some((o) => typeof o.onEvent === 'function')) {
+          const tail = new LogTail(store, (e) => notify(this.#observers, 'onEvent', e));
+          this.#tail = tail;
+          this.#offTail = this.#bus.on('log:appended', ({ taskId }) => tail.nudge(taskId));
+        }
       } catch (e) {
         // Not cached: the next call tries again (the database may be back by then).
         this.#ready = null;
@@ -188,18 +230,21 @@ export class Engine {
     if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
       throw new InvalidArgumentError(`idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
     }
+    const actor = actorOf(options.by);
     const now = this.clock.now();
     const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
     const id = newId(now);
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: name };
     const { task, created } = await store.insertTask({
       id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, notify: wake,
+      actorKind: actor.kind, actorId: actor.id,
     });
     if (!created) {
       if (task.workflow !== name) throw new IdempotencyConflictError(key as string, task.id, `which runs workflow "${task.workflow}", not "${name}"`);
       if (!jsonEqual(decodeJson(task.input), decodeJson(encoded))) throw new IdempotencyConflictError(key as string, task.id, 'which was started with a different input');
     } else {
       this.#deliver(wake);
+      this.#appended(task.id);
     }
     return { id: task.id, workflow: name, status: task.status, created };
   }
@@ -297,19 +342,19 @@ export class Engine {
    * becomes `cancelling`, its step's AbortSignal fires in whichever worker holds it, and it ends
    * `cancelled` once the run has stopped. A cancelled task never resumes.
    */
-  async cancel(id: string, options: { reason?: string } = {}): Promise<TaskSummary> {
+  async cancel(id: string, options: CommandOptions & { reason?: string } = {}): Promise<TaskSummary> {
     const reason = options.reason ?? null;
     if (reason !== null && (typeof reason !== 'string' || reason.length > 1000)) {
       throw new InvalidArgumentError('A cancel reason must be a string of at most 1000 characters.');
     }
-    const row = await this.#command(id, 'cancel', () => ({ set: { cancelReason: reason }, detail: { reason } }), reason);
+    const row = await this.#command(id, 'cancel', options.by, () => ({ set: { cancelReason: reason }, detail: { reason } }), reason);
     return toSummary(row);
   }
 
   /** Runs a failed task again from the step that failed; completed steps are not re-run. */
-  async retry(id: string): Promise<TaskSummary> {
+  async retry(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
     const store = await this.ready();
-    const row = await this.#command(id, 'retry', async (task) => {
+    const row = await this.#command(id, 'retry', options.by, async (task) => {
       const journal = await store.getSteps(id);
       const failure = retryPoint(task, journal);
       if (!failure) return { set: { error: null, incrementRetries: true }, detail: { retry: task.retries + 1, fromStep: null } };
@@ -331,13 +376,13 @@ export class Engine {
   }
 
   /** Pauses a task: a running one at its next step boundary; a pending or waiting one at once. */
-  async pause(id: string): Promise<TaskSummary> {
-    return toSummary(await this.#command(id, 'pause', () => ({})));
+  async pause(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
+    return toSummary(await this.#command(id, 'pause', options.by, () => ({})));
   }
 
   /** Resumes a paused task (or withdraws a pause request that a running task has not reached). */
-  async resume(id: string): Promise<TaskSummary> {
-    return toSummary(await this.#command(id, 'resume', () => ({})));
+  async resume(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
+    return toSummary(await this.#command(id, 'resume', options.by, () => ({})));
   }
 
   /**
@@ -345,8 +390,9 @@ export class Engine {
    * waits are kept. With an idempotency key, a repeated send is recorded once.
    * @returns whether this call recorded a new event (false for a repeated key)
    */
-  async signal(id: string, name: string, payload?: unknown, options: { idempotencyKey?: string } = {}): Promise<{ created: boolean }> {
+  async signal(id: string, name: string, payload?: unknown, options: CommandOptions & { idempotencyKey?: string } = {}): Promise<{ created: boolean }> {
     const store = await this.ready();
+    const actor = actorOf(options.by);
     if (typeof name !== 'string' || !/^[^|]{1,200}$/.test(name)) throw new InvalidArgumentError('A signal needs a name of 1-200 characters without "|".');
     const key = options.idempotencyKey;
     if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
@@ -361,10 +407,52 @@ export class Engine {
     const task = await this.#row(store, id);
     if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', legalEvents(task), id);
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
-    const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: key ?? null, at: this.clock.now(), actorKind: 'user', actorId: 'anonymous', notify: wake });
+    const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: key ?? null, at: this.clock.now(), actorKind: actor.kind, actorId: actor.id, notify: wake });
     if (!res) throw new TaskNotFoundError(id);
-    if (res.created) this.#deliver(wake);
+    if (res.created) {
+      this.#deliver(wake);
+      this.#appended(id);
+    }
     return res;
+  }
+
+  /**
+   * The event log as it grows: one task's entries (`taskId`, resumable by `after: seq`) or every
+   * task's (resumable by `after: cursor`), read from the store, so it sees what every process
+   * writes. It keeps waiting for new entries unless `follow: false`; a task's stream ends once the
+   * task has succeeded or been cancelled. Break out of the loop (or abort `signal`) to stop.
+   * @example
+   * for await (const e of engine.events({ taskId: id })) console.log(e.seq, e.type, e.actor.id);
+   */
+  events(options: EventsOptions & { taskId: string }): AsyncIterable<TaskEvent>;
+  events(options?: EventsOptions): AsyncIterable<TaskEvent & { cursor?: string }>;
+  events(options: EventsOptions = {}): AsyncIterable<TaskEvent & { cursor?: string }> {
+    if (options.taskId !== undefined && (typeof options.taskId !== 'string' || !options.taskId)) throw new InvalidArgumentError('events(): taskId must be a task id.');
+    if (options.taskId !== undefined && options.after !== undefined && (typeof options.after !== 'number' || !Number.isInteger(options.after) || options.after < 0)) {
+      throw new InvalidArgumentError('events({ taskId, after }): after is the last seq seen, a whole number ≥ 0.');
+    }
+    if (options.taskId === undefined && options.after !== undefined && typeof options.after !== 'string') {
+      throw new InvalidArgumentError('events({ after }) across tasks takes the cursor of an earlier event (a string), or "now".');
+    }
+    if (options.pollMs !== undefined) toMs(options.pollMs, 'pollMs');
+    const bus = this.#bus;
+    // The settled channel tells a reader elsewhere at once that a task finished.
+    const open = async (): Promise<Store> => {
+      const store = await this.ready();
+      await this.#listenSettled(store);
+      return store;
+    };
+    return {
+      [Symbol.asyncIterator]: async function* () {
+        const store = await open();
+        if (options.taskId !== undefined) {
+          if (!(await store.getTask(options.taskId))) throw new TaskNotFoundError(options.taskId);
+          yield* taskEvents(store, bus, options.taskId, options);
+        } else {
+          yield* allEvents(store, bus, options);
+        }
+      },
+    };
   }
 
   /** Why a task is (not) moving: what it waits for, who holds it, what it may do next. */
@@ -408,6 +496,7 @@ export class Engine {
         clock: this.clock,
         workflows: () => this.#workflows,
         bus: this.#bus,
+        observers: this.#observers,
         onStopped: (worker) => this.#workers.delete(worker),
       },
       options,
@@ -423,6 +512,8 @@ export class Engine {
     await Promise.all([...this.#workers].map((w) => w.stop()));
     await this.#unsubscribe?.();
     await (await this.#settled)?.();
+    this.#offTail?.();
+    await this.#tail?.idle();
     if (this.#ready) {
       const store = await this.#ready.catch(() => null);
       if (store && typeof this.#storeOption === 'string') await store.close();
@@ -440,15 +531,17 @@ export class Engine {
   async #command(
     id: string,
     event: LifecycleEvent,
+    by: By | undefined,
     build: (task: TaskRow) => CommandWrite | Promise<CommandWrite>,
     cancelReason?: string | null,
   ): Promise<TaskRow> {
+    const actor = actorOf(by);
     const store = await this.ready();
     for (let attempt = 0; attempt < 20; attempt++) {
       const task = await this.#row(store, id);
       const extra = await build(task);
       const { write } = planTransition({
-        taskId: id, state: task, event, guard: { version: task.version }, at: this.clock.now(),
+        taskId: id, state: task, event, guard: { version: task.version }, at: this.clock.now(), actor,
         ...(extra.set ? { set: extra.set } : {}), detail: extra.detail, ...(extra.steps ? { steps: extra.steps } : {}),
         ...(extra.deleteSteps ? { deleteSteps: extra.deleteSteps } : {}),
         notify: (edge) => wakeFor(edge, id, task.workflow, cancelReason),
@@ -456,10 +549,16 @@ export class Engine {
       const row = await store.transition(write);
       if (row) {
         if (write.notify) this.#deliver(write.notify);
+        this.#appended(id);
         return row;
       }
     }
     throw new ConcurrentUpdateError(id);
+  }
+
+  /** Tells this process's log readers that entries of `taskId` were committed. */
+  #appended(taskId: string): void {
+    if (this.#bus.hears('log:appended')) this.#bus.emit('log:appended', { taskId });
   }
 
   /** Passes news about a task to this process's workers and waiters (local or from NOTIFY). */

@@ -14,7 +14,7 @@ export type {
 
 // Running them
 export { Engine } from './engine.ts';
-export type { EngineOptions, StartOptions, StartResult, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
+export type { EngineOptions, CommandOptions, By, StartOptions, StartResult, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
 export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';
@@ -23,8 +23,11 @@ export type { WorkerEvents, WorkerEventName } from './events.ts';
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease } from './task-info.ts';
 export type {
   TaskEvent, TaskEventType, Actor, StepRecord, TransitionEvent, StepEvent, StepsForgottenEvent, SignalReceivedEvent,
-  SignalConsumedEvent, UnknownEvent,
+  SignalConsumedEvent, UnknownEvent, RebuiltTask,
 } from './task-events.ts';
+export { rebuildTask } from './task-events.ts';
+export type { Observer, ObserverHook, RunInfo, AttemptInfo } from './observers.ts';
+export type { EventsOptions } from './event-stream.ts';
 export type { SerializedError } from './serialize.ts';
 
 // Lifecycle

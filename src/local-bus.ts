@@ -13,6 +13,8 @@ export interface LocalBusEvents {
   'task:pause': { taskId: string };
   'task:resume': { taskId: string };
   'task:settled': { taskId: string; status: string };
+  /** Entries of the task's event log were committed by this process. */
+  'log:appended': { taskId: string };
 }
 
 export class LocalBus extends TypedEmitter<LocalBusEvents> {}

@@ -122,8 +122,9 @@ export interface NewEvent {
 
 /** A read of the log across all tasks, resumable from `cursor` (opaque; `null` from the start). */
 export interface LogPage {
-  events: EventRow[];
-  /** Pass back as `after` to read what follows. */
+  /** Each with the cursor that resumes right after it. */
+  events: Array<EventRow & { cursor: string }>;
+  /** Pass back as `after` to read what follows (the last event's cursor, or `after` if none). */
   cursor: string | null;
 }
 
@@ -211,6 +212,9 @@ export interface NewTask {
   idempotencyKey: string | null;
   runAt: number;
   createdAt: number;
+  /** Who started it (the actor of the `create` entry). @defaultValue an anonymous user */
+  actorKind?: ActorKind;
+  actorId?: string;
   /** Announced to other processes if the task was created. */
   notify?: WakeEvent;
 }

@@ -136,3 +136,46 @@ export function toTaskEvent(row: EventRow): TaskEvent {
       return { ...base, type: 'unknown', original: row.type, data };
   }
 }
+
+/** What a task's log says about it: its status, output or error, and its journal. */
+export interface RebuiltTask {
+  status: TaskStatus | null;
+  output: unknown;
+  error: SerializedError | null;
+  /** Journal rows by position, as the last step entry of each position left them. */
+  steps: StepRecord[];
+}
+
+/**
+ * Folds a task's log (oldest first) into its state: the last transition's status, the output of a
+ * `complete`, the error of a `fail` (cleared by a `retry`), and the journal as step entries wrote
+ * it, less what a retry forgot. For a complete log this equals the stored task.
+ */
+export function rebuildTask(events: Iterable<TaskEvent>): RebuiltTask {
+  let status: TaskStatus | null = null;
+  let output: unknown;
+  let error: SerializedError | null = null;
+  const steps = new Map<number, StepRecord>();
+  for (const e of events) {
+    switch (e.type) {
+      case 'transition':
+        status = e.to;
+        if (e.event === 'complete') output = e.output;
+        if (e.event === 'fail') error = e.error ?? null;
+        if (e.event === 'retry') error = null;
+        break;
+      case 'step:completed':
+      case 'step:failed':
+      case 'step:retrying':
+      case 'step:waiting':
+        steps.set(e.step.seq, e.step);
+        break;
+      case 'step:forgotten':
+        for (const seq of e.seqs) steps.delete(seq);
+        break;
+      default:
+        break;
+    }
+  }
+  return { status, output, error, steps: [...steps.values()].sort((a, b) => a.seq - b.seq) };
+}

@@ -28,6 +28,7 @@ import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
 import type { LocalBus } from './local-bus.ts';
+import { observeWorker, type Observer } from './observers.ts';
 
 export interface WorkerOptions {
   /** Tasks run at once by this worker. @defaultValue 8 */
@@ -76,6 +77,7 @@ export interface WorkerHost {
   clock: Clock;
   workflows: () => ReadonlyMap<string, Workflow>;
   bus: LocalBus;
+  observers?: readonly Observer[];
   onStopped: (worker: Worker) => void;
 }
 
@@ -169,7 +171,9 @@ export class Worker {
       maxInFlight: store.parallelWrites,
       alone: () => this.#runs.size <= 1,
       onRetry: (error, attempt) => this.#events.emit('worker:error', { error: coerceError(error), during: `writing checkpoints (attempt ${attempt})` }),
+      onCommitted: (ops) => this.#appended(ops),
     });
+    if (this.#host.observers?.length) this.#unsubscribe.push(observeWorker((name, fn) => this.#events.on(name, fn), this.id, this.#host.observers));
     this.#state = 'running';
     this.#subscribe();
     this.#heartbeat = setInterval(() => void this.#beat(), this.#heartbeatMs);
@@ -187,6 +191,13 @@ export class Worker {
       bus.on('task:pause', ({ taskId }) => this.#runs.get(taskId)?.requestPause()),
       bus.on('task:resume', ({ taskId }) => this.#runs.get(taskId)?.withdrawPause()),
     );
+  }
+
+  /** Tells this process's log readers that entries of these tasks were committed. */
+  #appended(written: readonly { taskId?: string; id?: string }[]): void {
+    const bus = this.#host.bus;
+    if (!bus.hears('log:appended')) return;
+    for (const w of written) bus.emit('log:appended', { taskId: (w.taskId ?? w.id) as string });
   }
 
   /** Wakes the claim loop now. */
@@ -217,6 +228,7 @@ export class Worker {
             workflows: [...this.#workflows.keys()], versions, claim, reclaim, concurrency,
           });
           got = claimed.length;
+          if (got) this.#appended(claimed.map((c) => c.task));
           this.#backlog = got === Math.min(free, this.#claimBatch);
           for (const c of claimed) this.#startRun(c);
         } catch (e) {

@@ -33,6 +33,8 @@ export interface WriteBatcherOptions {
    * queued or in flight goes to the store at once instead of waiting for the tick's other requests.
    */
   alone?: () => boolean;
+  /** Called after ops were committed (whatever each op's own result), for log readers. */
+  onCommitted?: (ops: readonly WriteOp[]) => void;
 }
 
 export class WriteBatcher {
@@ -42,6 +44,7 @@ export class WriteBatcher {
   readonly #onRetry: ((error: unknown, attempt: number) => void) | undefined;
   readonly #maxInFlight: number;
   readonly #alone: () => boolean;
+  readonly #onCommitted: ((ops: readonly WriteOp[]) => void) | undefined;
   #queue: Pending[] = [];
   #inFlight = 0;
   #scheduled = false;
@@ -53,6 +56,7 @@ export class WriteBatcher {
     this.#maxInFlight = Math.max(1, options.maxInFlight ?? 1);
     this.#onRetry = options.onRetry;
     this.#alone = options.alone ?? (() => false);
+    this.#onCommitted = options.onCommitted;
   }
 
   write(op: WriteOp): Promise<WriteResult> {
@@ -62,7 +66,9 @@ export class WriteBatcher {
       // is idempotent).
       if (this.#store.writeBatchNow) {
         try {
-          return Promise.resolve(this.#store.writeBatchNow([op])[0] as WriteResult);
+          const result = this.#store.writeBatchNow([op])[0] as WriteResult;
+          this.#onCommitted?.([op]);
+          return Promise.resolve(result);
         } catch (e) {
           this.#onRetry?.(e, 1);
           return this.#enqueue(op);
@@ -76,6 +82,7 @@ export class WriteBatcher {
       return this.#store.writeBatch([op]).then(
         (results) => {
           settled();
+          this.#onCommitted?.([op]);
           return results[0] as WriteResult;
         },
         (e: unknown) => {
@@ -122,7 +129,9 @@ export class WriteBatcher {
   async #commit(batch: Pending[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const results = await this.#store.writeBatch(batch.map((p) => p.op));
+        const ops = batch.map((p) => p.op);
+        const results = await this.#store.writeBatch(ops);
+        this.#onCommitted?.(ops);
         batch.forEach((p, i) => p.resolve(results[i] as WriteResult));
         return;
       } catch (e) {

@@ -1,0 +1,181 @@
+/**
+ * @module event-stream
+ * @internal
+ * Reading the event log as it grows: `engine.events()` (one task, or every task) and the delivery
+ * of this process's entries to observers' `onEvent`.
+ *
+ * A reader reads the log, hands out what it found, then waits for news before reading again. News
+ * is a nudge on the local bus (this process committed entries of the task, or heard of a change
+ * from another process through the store's notifications), or the poll interval running out: on
+ * PostgreSQL, transitions that other processes announce (a task made runnable, cancelled, paused,
+ * finished) arrive at once, and other entries (step checkpoints of a worker elsewhere) within one
+ * poll; on SQLite, other processes' entries are found by polling. Nothing is missed either way:
+ * the log, not the nudge, is what is read.
+ */
+import { isFinished } from './lifecycle.ts';
+import type { LocalBus } from './local-bus.ts';
+import type { EventRow, Store } from './store.ts';
+import { toTaskEvent, type TaskEvent } from './task-events.ts';
+
+export interface EventsOptions {
+  /** Only this task's entries; without it, every task's (in commit order). */
+  taskId?: string;
+  /**
+   * Resume after this point: for one task, the last `seq` seen (0: from the start); for every task,
+   * the `cursor` of the last page (see {@link EventsPage}) — `'now'` starts at the current end.
+   * @defaultValue from the start
+   */
+  after?: number | string;
+  /**
+   * Keep waiting for new entries (true), or end at the current end of the log (false). A reader of
+   * one task also ends once the task has succeeded or been cancelled and its last entry was read.
+   * @defaultValue true
+   */
+  follow?: boolean;
+  /** Ends the iteration (without an error). */
+  signal?: AbortSignal;
+  /** Longest wait between two reads of the log without news. @defaultValue 500 */
+  pollMs?: number;
+}
+
+/** How many entries one read asks for. */
+const PAGE = 500;
+
+/** Resolves on a nudge for `taskId` (or any task), after `ms`, or when `signal` aborts. */
+export function waitForNews(bus: LocalBus, taskId: string | undefined, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const offs: Array<() => void> = [];
+    const done = (): void => {
+      clearTimeout(timer);
+      for (const off of offs) off();
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    const match = (e: { taskId: string }): void => {
+      if (taskId === undefined || e.taskId === taskId || e.taskId === '*') done();
+    };
+    offs.push(
+      bus.on('log:appended', match),
+      bus.on('task:ready', match),
+      bus.on('task:cancel', match),
+      bus.on('task:pause', match),
+      bus.on('task:resume', match),
+      bus.on('task:settled', match),
+    );
+    if (signal?.aborted) done();
+    else signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** The entries of one task after `after`, as they are appended. */
+export async function* taskEvents(store: Store, bus: LocalBus, taskId: string, options: EventsOptions): AsyncGenerator<TaskEvent> {
+  let after = typeof options.after === 'number' ? options.after : 0;
+  const follow = options.follow ?? true;
+  const pollMs = options.pollMs ?? 500;
+  for (;;) {
+    if (options.signal?.aborted) return;
+    // The task's status is read before its entries: if it is final then, no entry can follow the
+    // ones read next.
+    const task = follow ? await store.getTask(taskId) : null;
+    const rows = await store.getEvents(taskId, after, PAGE);
+    for (const row of rows) {
+      after = row.seq;
+      yield toTaskEvent(row);
+      if (options.signal?.aborted) return;
+    }
+    if (rows.length === PAGE) continue;
+    if (!follow) return;
+    if (!task || task.status === 'succeeded' || task.status === 'cancelled') return;
+    await waitForNews(bus, taskId, pollMs, options.signal);
+  }
+}
+
+/** The entries of every task after a cursor, as they are appended. */
+export async function* allEvents(store: Store, bus: LocalBus, options: EventsOptions): AsyncGenerator<TaskEvent & { cursor: string }> {
+  let cursor: string | null = typeof options.after === 'string' ? options.after : null;
+  if (cursor === 'now') cursor = await endCursor(store);
+  const follow = options.follow ?? true;
+  const pollMs = options.pollMs ?? 500;
+  for (;;) {
+    if (options.signal?.aborted) return;
+    const page = await store.readLog(cursor, PAGE);
+    for (const row of page.events) {
+      yield { ...toTaskEvent(row), cursor: row.cursor };
+      if (options.signal?.aborted) return;
+    }
+    if (page.cursor !== null) cursor = page.cursor;
+    if (page.events.length === PAGE) continue;
+    if (!follow) return;
+    await waitForNews(bus, undefined, pollMs, options.signal);
+  }
+}
+
+/** The cursor at the current end of the log. */
+async function endCursor(store: Store): Promise<string | null> {
+  let cursor: string | null = null;
+  for (;;) {
+    const page = await store.readLog(cursor, PAGE * 10);
+    if (page.cursor !== null) cursor = page.cursor;
+    if (page.events.length < PAGE * 10) return cursor;
+  }
+}
+
+/**
+ * Hands the entries this process appends to `deliver`, once each and in order per task: on each
+ * nudge it reads the task's entries after the last one delivered. Reads of one task never overlap.
+ * Tasks are forgotten once finished (and after `maxTasks` others, oldest first).
+ */
+export class LogTail {
+  readonly #store: Store;
+  readonly #deliver: (e: TaskEvent) => void;
+  readonly #maxTasks: number;
+  readonly #seen = new Map<string, number>();
+  readonly #reading = new Map<string, Promise<void>>();
+  readonly #again = new Set<string>();
+
+  constructor(store: Store, deliver: (e: TaskEvent) => void, maxTasks = 10_000) {
+    this.#store = store;
+    this.#deliver = deliver;
+    this.#maxTasks = maxTasks;
+  }
+
+  /** New entries of `taskId` were committed here. */
+  nudge(taskId: string): void {
+    if (this.#reading.has(taskId)) {
+      this.#again.add(taskId);
+      return;
+    }
+    const p = this.#read(taskId).finally(() => {
+      this.#reading.delete(taskId);
+      if (this.#again.delete(taskId)) this.nudge(taskId);
+    });
+    this.#reading.set(taskId, p);
+  }
+
+  /** Resolves when every read started so far has delivered. */
+  async idle(): Promise<void> {
+    while (this.#reading.size) await Promise.all([...this.#reading.values()]);
+  }
+
+  async #read(taskId: string): Promise<void> {
+    let after = this.#seen.get(taskId) ?? 0;
+    let rows: EventRow[];
+    try {
+      rows = await this.#store.getEvents(taskId, after);
+    } catch {
+      return; // the store is away: the next nudge reads from the same place
+    }
+    let finished = false;
+    for (const row of rows) {
+      after = row.seq;
+      const event = toTaskEvent(row);
+      finished = event.type === 'transition' && isFinished(event.to) && event.to !== 'failed';
+      this.#deliver(event);
+    }
+    this.#seen.delete(taskId);
+    if (finished) return;
+    this.#seen.set(taskId, after);
+    if (this.#seen.size > this.#maxTasks) this.#seen.delete(this.#seen.keys().next().value as string);
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * @module observers
+ * The one seam for everything that watches work: logs, metrics, traces, token accounting and live
+ * dashboards are observers given to `new Engine({ observers })`. An observer has hooks around each
+ * run of a task and each step attempt (start, end, error, with the attempt's context), and
+ * `onEvent` for every entry this process appends to a task's event log, in log order.
+ *
+ * Hooks are called synchronously where the work happens and must be quick; a hook that throws (or
+ * returns a promise that rejects) never fails the engine's work: it is reported as a process
+ * warning with code `STEPWISE_OBSERVER`. Nothing else may patch into a run.
+ */
+import { parseStepId } from './task-info.ts';
+import type { TaskStatus } from './lifecycle.ts';
+import type { TaskEvent } from './task-events.ts';
+import type { WorkerEvents } from './events.ts';
+
+/** One run of a task: a worker's claim of it until the run ends. */
+export interface RunInfo {
+  taskId: string;
+  workflow: string;
+  /** The lease epoch of this run (the fencing token its writes carry). */
+  epoch: number;
+  workerId: string;
+  /** Taken over from a worker whose lease expired. */
+  reclaimed: boolean;
+}
+
+/** One attempt of one step. */
+export interface AttemptInfo extends RunInfo {
+  /** Step id: name, `#n` from the second occurrence on. */
+  step: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** The key the step passes to external APIs (`v1:<task>:<step>#<n>`). */
+  idempotencyKey: string;
+}
+
+export interface Observer {
+  /** For warnings about this observer. */
+  name?: string;
+  onRunStart?(run: RunInfo): unknown;
+  /** `status` is the task's status when the run ended, or `lease-lost` if it ended without writing. */
+  onRunEnd?(run: RunInfo & { status: TaskStatus | 'lease-lost'; durationMs: number }): unknown;
+  onStepStart?(attempt: AttemptInfo): unknown;
+  /** The attempt's result is durable (a step reported here never runs again). */
+  onStepEnd?(attempt: AttemptInfo & { durationMs: number }): unknown;
+  /** The attempt failed; `retrying` says whether another attempt follows (after `delayMs`). */
+  onStepError?(attempt: AttemptInfo & { error: Error; retrying: boolean; delayMs: number | null }): unknown;
+  /** Every entry this process appended to a task's log, once, in `seq` order per task. */
+  onEvent?(event: TaskEvent): unknown;
+  /** The worker itself met a problem (a claim or heartbeat failed); it keeps going. */
+  onWorkerError?(e: { workerId: string; error: Error; during: string }): unknown;
+}
+
+export type ObserverHook = Exclude<keyof Observer, 'name'>;
+type HookPayload<K extends ObserverHook> = Parameters<NonNullable<Observer[K]>>[0];
+
+/** Calls `hook` of every observer that has it, so that none can fail the caller. */
+export function notify<K extends ObserverHook>(observers: readonly Observer[], hook: K, payload: HookPayload<K>): void {
+  for (const o of observers) {
+    const fn = o[hook] as ((p: unknown) => unknown) | undefined;
+    if (typeof fn !== 'function') continue;
+    try {
+      const r = fn.call(o, payload);
+      if (r && typeof (r as Promise<unknown>).then === 'function') (r as Promise<unknown>).then(undefined, (e: unknown) => warn(o, hook, e));
+    } catch (e) {
+      warn(o, hook, e);
+    }
+  }
+}
+
+function warn(o: Observer, hook: string, e: unknown): void {
+  process.emitWarning(`Observer ${o.name ?? '(unnamed)'} threw in ${hook}: ${e instanceof Error ? e.message : String(e)}`, { code: 'STEPWISE_OBSERVER' });
+}
+
+/** The key a step passes to external APIs, from its task and step id. */
+export function idempotencyKeyOf(taskId: string, stepId: string): string {
+  const { name, occurrence } = parseStepId(stepId);
+  return `v1:${taskId}:${name}#${occurrence}`;
+}
+
+type On = <K extends keyof WorkerEvents & string>(name: K, listener: (payload: WorkerEvents[K]) => void) => () => void;
+
+/**
+ * Connects observers to a worker's events, adding each run's context to its step events.
+ * Returns the function that disconnects them.
+ */
+export function observeWorker(on: On, workerId: string, observers: readonly Observer[]): () => void {
+  const has = (hook: ObserverHook): boolean => observers.some((o) => typeof o[hook] === 'function');
+  const runs = new Map<string, RunInfo>();
+  const attempt = (taskId: string, step: string, n: number): AttemptInfo => {
+    const run = runs.get(taskId) ?? { taskId, workflow: '', epoch: 0, workerId, reclaimed: false };
+    return { ...run, step, attempt: n, idempotencyKey: idempotencyKeyOf(taskId, step) };
+  };
+  const offs = [
+    on('run:claimed', (e) => {
+      const run: RunInfo = { taskId: e.taskId, workflow: e.workflow, epoch: e.epoch, workerId, reclaimed: e.reclaimed };
+      runs.set(e.taskId, run);
+      notify(observers, 'onRunStart', run);
+    }),
+    on('run:finished', (e) => {
+      const run = runs.get(e.taskId) ?? { taskId: e.taskId, workflow: e.workflow, epoch: 0, workerId, reclaimed: false };
+      runs.delete(e.taskId);
+      notify(observers, 'onRunEnd', { ...run, status: e.status as TaskStatus | 'lease-lost', durationMs: e.durationMs });
+    }),
+    on('worker:error', (e) => notify(observers, 'onWorkerError', { workerId, error: e.error, during: e.during })),
+  ];
+  // Step events are built by the run only when someone listens: subscribe only for hooks in use.
+  if (has('onStepStart')) offs.push(on('step:started', (e) => notify(observers, 'onStepStart', attempt(e.taskId, e.step, e.attempt))));
+  if (has('onStepEnd')) offs.push(on('step:completed', (e) => notify(observers, 'onStepEnd', { ...attempt(e.taskId, e.step, e.attempt), durationMs: e.durationMs })));
+  if (has('onStepError')) {
+    offs.push(
+      on('step:retrying', (e) => notify(observers, 'onStepError', { ...attempt(e.taskId, e.step, e.attempt), error: e.error, retrying: true, delayMs: e.delayMs })),
+      on('step:failed', (e) => notify(observers, 'onStepError', { ...attempt(e.taskId, e.step, e.attempt), error: e.error, retrying: false, delayMs: null })),
+    );
+  }
+  return () => {
+    for (const off of offs) off();
+  };
+}

@@ -1,0 +1,267 @@
+// The task event log (engine.get().history, engine.events()) and the observer seam, on the store
+// the engine suites run on (SQLite, and PostgreSQL in the engine-on-postgres project).
+import { describe, expect, it } from 'vitest';
+import {
+  Engine, NonRetryableError, rebuildTask, workflow, type Observer, type StepInfo, type TaskEvent, type TaskInfo,
+} from '../src/index.ts';
+import { TEST_STORE, eventually, gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+
+/** The stored task as the log must rebuild it. */
+function expectRebuilt(info: TaskInfo): void {
+  const rebuilt = rebuildTask(info.history);
+  expect(rebuilt.status).toBe(info.status);
+  if (info.status === 'succeeded') expect(rebuilt.output).toEqual(info.output);
+  if (info.status === 'failed') expect(rebuilt.error?.message).toBe(info.error.message);
+  const journal = (s: Pick<StepInfo, 'seq' | 'name' | 'kind' | 'status' | 'output' | 'attempts' | 'startedAt' | 'finishedAt' | 'wakeAt' | 'epoch'> & { error: { message: string } | null }) => ({
+    seq: s.seq, name: s.name, kind: s.kind, status: s.status, output: s.output, error: s.error?.message ?? null,
+    attempts: s.attempts, startedAt: s.startedAt, finishedAt: s.finishedAt, wakeAt: s.wakeAt, epoch: s.epoch,
+  });
+  expect(rebuilt.steps.map(journal)).toEqual(info.steps.map(journal));
+}
+
+function expectGapless(history: readonly TaskEvent[]): void {
+  expect(history.map((e) => e.seq)).toEqual(history.map((_, i) => i + 1));
+}
+
+describe(`the task event log (${TEST_STORE})`, () => {
+  it('rebuilds a task that parked, received a signal and succeeded, with every entry numbered and attributed', async () => {
+    const wf = workflow('approve-flow', async (ctx, input: { n: number }) => {
+      const a = await ctx.step('draft', () => ({ text: `draft ${input.n}` }));
+      await ctx.sleep('cool-down', 30);
+      const decision = await ctx.waitForEvent<{ ok: boolean }>('decision', { timeout: '1h' });
+      const b = await ctx.step('publish', () => ({ published: decision.payload?.ok === true, text: a.text }));
+      return b;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { parkAfterMs: 5 });
+    const { id } = await engine.start(wf, { n: 1 }, { by: 'bob' });
+    await waitForStatus(engine, id, 'waiting');
+    await eventually(async () => (await engine.get(id)).wait?.kind === 'event', 10_000, 'the task to wait for the decision');
+    await engine.signal(id, 'decision', { ok: true }, { by: { kind: 'system', id: 'review-bot' } });
+    expect(await engine.result(id, { timeout: '10s' })).toEqual({ published: true, text: 'draft 1' });
+
+    const info = await engine.get(id);
+    expectGapless(info.history);
+    expectRebuilt(info);
+    const first = info.history[0];
+    expect(first).toMatchObject({ type: 'transition', event: 'create', from: null, to: 'pending', actor: { kind: 'user', id: 'bob' } });
+    const received = info.history.find((e) => e.type === 'signal:received');
+    expect(received).toMatchObject({ name: 'decision', payload: { ok: true }, actor: { kind: 'system', id: 'review-bot' } });
+    const consumed = info.history.find((e) => e.type === 'signal:consumed');
+    expect(consumed).toMatchObject({ seq: expect.any(Number) });
+    const claim = info.history.find((e) => e.type === 'transition' && e.event === 'claim');
+    expect(claim?.actor.kind).toBe('worker');
+    const completed = info.history.filter((e) => e.type === 'step:completed').map((e) => (e.type === 'step:completed' ? e.step.name : ''));
+    expect(completed).toEqual(expect.arrayContaining(['draft', 'cool-down', 'decision', 'publish']));
+    const last = info.history[info.history.length - 1];
+    expect(last).toMatchObject({ type: 'transition', event: 'complete', to: 'succeeded', output: { published: true, text: 'draft 1' } });
+  });
+
+  it('rebuilds a task that failed, was retried from its failed step by a named user, and succeeded', async () => {
+    let failing = true;
+    const wf = workflow('flaky-once', async (ctx) => {
+      const a = await ctx.step('a', () => 1);
+      try {
+        await ctx.step('b', () => {
+          if (failing) throw new NonRetryableError('b is broken');
+          return 2;
+        });
+      } catch (e) {
+        await ctx.step('report', () => 'reported');
+        throw e;
+      }
+      return a + 1;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await waitForStatus(engine, id, 'failed');
+    const failed = await engine.get(id);
+    expectRebuilt(failed);
+    expect(failed.history[failed.history.length - 1]).toMatchObject({ type: 'transition', event: 'fail', error: { message: expect.stringContaining('b is broken') } });
+
+    failing = false;
+    await engine.retry(id, { by: 'carol' });
+    expect(await engine.result(id, { timeout: '10s' })).toBe(2);
+    const info = await engine.get(id);
+    expectGapless(info.history);
+    expectRebuilt(info);
+    const retry = info.history.find((e) => e.type === 'transition' && e.event === 'retry');
+    expect(retry?.actor).toEqual({ kind: 'user', id: 'carol' });
+    const forgotten = info.history.find((e) => e.type === 'step:forgotten');
+    expect(forgotten && forgotten.type === 'step:forgotten' && forgotten.seqs.length).toBe(1);
+    expect(info.steps.map((s) => s.name)).toEqual(['a', 'b']);
+  });
+
+  it('rebuilds a parked task cancelled by a user, and a running one that went through cancelling', async () => {
+    const started = gate();
+    const sleeper = workflow('sleeper', async (ctx) => {
+      await ctx.step('first', () => 'x');
+      await ctx.sleep('nap', '1h');
+    });
+    const busy = workflow('busy', async (ctx) => {
+      await ctx.step('long', ({ signal }) => {
+        started.open();
+        return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+      });
+    });
+    const engine = makeEngine({ workflows: [sleeper, busy] });
+    await startWorker(engine);
+    const parked = await engine.start(sleeper, undefined);
+    await waitForStatus(engine, parked.id, 'waiting');
+    await engine.cancel(parked.id, { reason: 'not needed', by: 'dave' });
+    const a = await engine.get(parked.id);
+    expectGapless(a.history);
+    expectRebuilt(a);
+    expect(a.history[a.history.length - 1]).toMatchObject({ event: 'cancel', to: 'cancelled', actor: { id: 'dave' }, detail: { reason: 'not needed' } });
+
+    const running = await engine.start(busy, undefined);
+    await started.promise;
+    await engine.cancel(running.id, { by: 'erin' });
+    await waitForStatus(engine, running.id, 'cancelled');
+    const b = await engine.get(running.id);
+    expectGapless(b.history);
+    expectRebuilt(b);
+    const moves = b.history.filter((e) => e.type === 'transition').map((e) => (e.type === 'transition' ? `${e.event}:${e.to}:${e.actor.kind}` : ''));
+    expect(moves).toEqual(['create:pending:user', 'claim:running:worker', 'cancel:cancelling:user', 'abort:cancelled:worker']);
+  });
+
+  it('refuses a malformed actor with a typed error and leaves the task alone', async () => {
+    const wf = workflow('noop', async () => 1);
+    const engine = makeEngine({ workflows: [wf] });
+    const { id } = await engine.start(wf, undefined);
+    await expect(engine.cancel(id, { by: '' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(engine.pause(id, { by: { kind: 'robot', id: 'x' } as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const info = await engine.get(id);
+    expect(info.status).toBe('pending');
+    expect(info.history).toHaveLength(1);
+  });
+});
+
+describe(`engine.events() (${TEST_STORE})`, () => {
+  it('streams one task\'s entries live to a reader in another engine, resumes after a seq, and ends when the task succeeds', async () => {
+    const release = gate();
+    const wf = workflow('three', async (ctx) => {
+      await ctx.step('one', () => 1);
+      await ctx.step('two', () => release.promise.then(() => 2));
+      await ctx.step('three', () => 3);
+      return 'done';
+    });
+    const url = tempDbUrl();
+    const writer = new Engine({ store: url, workflows: [wf] });
+    const reader = new Engine({ store: url });
+    try {
+      await startWorker(writer);
+      const { id } = await writer.start(wf, undefined);
+      const seen: TaskEvent[] = [];
+      const reading = (async () => {
+        for await (const e of reader.events({ taskId: id, pollMs: 50 })) seen.push(e);
+      })();
+      await eventually(() => seen.some((e) => e.type === 'step:completed' && e.step.name === 'one'), 10_000, 'the reader to see step one');
+      expect(seen.some((e) => e.type === 'transition' && e.to === 'succeeded')).toBe(false);
+      release.open();
+      await reading; // ends by itself once the task has succeeded
+      const info = await writer.get(id);
+      expect(seen.map((e) => e.seq)).toEqual(info.history.map((e) => e.seq));
+      expect(seen[seen.length - 1]).toMatchObject({ type: 'transition', to: 'succeeded' });
+
+      const resumed: TaskEvent[] = [];
+      for await (const e of reader.events({ taskId: id, after: 3, follow: false })) resumed.push(e);
+      expect(resumed.map((e) => e.seq)).toEqual(info.history.slice(3).map((e) => e.seq));
+      await expect(reader.events({ taskId: 'nope' })[Symbol.asyncIterator]().next()).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
+      expect(() => reader.events({ taskId: id, after: -1 })).toThrow(/after/);
+    } finally {
+      await writer.close();
+      await reader.close();
+    }
+  });
+
+  it('streams every task\'s entries in an order a reader can resume from its cursor without missing or repeating any', async () => {
+    const wf = workflow('pair', async (ctx, n: number) => {
+      await ctx.step('a', () => n);
+      return ctx.step('b', () => n * 2);
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { concurrency: 8 });
+    const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => engine.start(wf, i).then((r) => r.id)));
+    await Promise.all(ids.map((id) => engine.result(id, { timeout: '20s' })));
+    const firstHalf: Array<TaskEvent & { cursor?: string }> = [];
+    for await (const e of engine.events({ follow: false })) {
+      firstHalf.push(e);
+      if (firstHalf.length === 20) break;
+    }
+    const rest: TaskEvent[] = [];
+    for await (const e of engine.events({ after: firstHalf[firstHalf.length - 1]?.cursor as string, follow: false })) rest.push(e);
+    const all = [...firstHalf, ...rest];
+    const expected = (await Promise.all(ids.map((id) => engine.get(id)))).flatMap((t) => t.history.map((e) => `${e.taskId}#${e.seq}`));
+    expect(all.map((e) => `${e.taskId}#${e.seq}`).sort()).toEqual(expected.sort());
+    // Per task, the global order keeps each task's own order.
+    for (const id of ids) {
+      const seqs = all.filter((e) => e.taskId === id).map((e) => e.seq);
+      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    }
+  });
+});
+
+describe(`observers (${TEST_STORE})`, () => {
+  it('see each run and step attempt with its context, and every log entry once in order; a throwing observer fails nothing', async () => {
+    let calls = 0;
+    const wf = workflow('observed', async (ctx) => {
+      await ctx.step('fetch', () => {
+        calls++;
+        if (calls === 1) throw new Error('transient');
+        return 'ok';
+      }, { retry: { maxAttempts: 3, initialDelay: 1 } });
+      return ctx.step('save', () => 'saved');
+    });
+    const hooks: string[] = [];
+    const entries: TaskEvent[] = [];
+    const recorder: Observer = {
+      name: 'recorder',
+      onRunStart: (r) => void hooks.push(`run:start:${r.workflow}:e${r.epoch}`),
+      onRunEnd: (r) => void hooks.push(`run:end:${r.status}`),
+      onStepStart: (a) => void hooks.push(`step:start:${a.step}:${a.attempt}:${a.idempotencyKey === `v1:${a.taskId}:${a.step}#1`}`),
+      onStepEnd: (a) => void hooks.push(`step:end:${a.step}:${a.attempt}`),
+      onStepError: (a) => void hooks.push(`step:error:${a.step}:${a.attempt}:${a.retrying}:${a.error.message}`),
+      onEvent: (e) => void entries.push(e),
+    };
+    const thrower: Observer = {
+      name: 'thrower',
+      onStepEnd: () => {
+        throw new Error('observer bug');
+      },
+      onEvent: () => Promise.reject(new Error('async observer bug')),
+    };
+    const warnings: string[] = [];
+    const onWarning = (w: Error & { code?: string }): void => void (w.code === 'STEPWISE_OBSERVER' && warnings.push(w.message));
+    process.on('warning', onWarning);
+    try {
+      const engine = makeEngine({ workflows: [wf], observers: [thrower, recorder] });
+      await startWorker(engine);
+      const { id } = await engine.start(wf, undefined);
+      expect(await engine.result(id, { timeout: '10s' })).toBe('saved');
+      const info = await engine.get(id);
+      await eventually(() => entries.length === info.history.length, 10_000, 'onEvent to see every entry');
+      expect(entries.map((e) => e.seq)).toEqual(info.history.map((e) => e.seq));
+      await eventually(() => hooks.includes('run:end:succeeded'), 10_000, 'the run to end');
+      expect(hooks).toEqual([
+        'run:start:observed:e1',
+        'step:start:fetch:1:true',
+        'step:error:fetch:1:true:transient',
+        'step:start:fetch:2:true',
+        'step:end:fetch:2',
+        'step:start:save:1:true',
+        'step:end:save:1',
+        'run:end:succeeded',
+      ]);
+      await eventually(() => warnings.length >= 2, 5000, 'warnings about the throwing observer');
+      expect(warnings.some((w) => w.includes('thrower') && w.includes('observer bug'))).toBe(true);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('refuses an observer that is not an object', () => {
+    expect(() => new Engine({ store: tempDbUrl(), observers: [null as never] })).toThrow(/observer/);
+  });
+});
