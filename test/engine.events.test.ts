@@ -29,7 +29,7 @@ describe(`the task event log (${TEST_STORE})`, () => {
       const a = await ctx.step('draft', () => ({ text: `draft ${input.n}` }));
       await ctx.sleep('cool-down', 30);
       const decision = await ctx.waitForEvent<{ ok: boolean }>('decision', { timeout: '1h' });
-      const b = await ctx.step('publish', () => ({ published: decision.payload?.ok === true, text: a.text }));
+      const b = await ctx.step('publish', () => ({ published: !decision.timedOut && decision.payload.ok, text: a.text }));
       return b;
     });
     const engine = makeEngine({ workflows: [wf] });
