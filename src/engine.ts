@@ -14,7 +14,7 @@ import {
   WorkflowNotFoundError, coerceError, isStepwiseError,
 } from './errors.ts';
 import { newId } from './ids.ts';
-import { ALL_STATUSES, isFinished, isTaskStatus, legalEvents, type LifecycleEvent, type TaskStatus } from './lifecycle.ts';
+import { ALL_STATUSES, isFinished, isTaskStatus, userEvents, type LifecycleEvent, type TaskStatus } from './lifecycle.ts';
 import { LocalBus } from './local-bus.ts';
 import { decodeError, decodeJson, deserializeError, encodeJson, type SerializedError } from './serialize.ts';
 import type { StepRow, Store, TaskPatch, TaskRow, WakeEvent } from './store.ts';
@@ -94,6 +94,7 @@ export interface Explanation {
   status: TaskStatus;
   /** One sentence on why the task is (not) moving. */
   summary: string;
+  /** What a person may do now (cancel, pause, resume, retry). */
   legalEvents: LifecycleEvent[];
   lease: { owner: string; expiresAt: number; expired: boolean } | null;
   wait: Record<string, unknown> | null;
@@ -405,7 +406,7 @@ export class Engine {
       throw new InvalidArgumentError((e as Error).message, { cause: e });
     }
     const task = await this.#row(store, id);
-    if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', legalEvents(task), id);
+    if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', userEvents(task), id);
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
     const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: key ?? null, at: this.clock.now(), actorKind: actor.kind, actorId: actor.id, notify: wake });
     if (!res) throw new TaskNotFoundError(id);
@@ -474,7 +475,7 @@ export class Engine {
       id,
       status: row.status,
       summary: explainSummary(row, { now, lease, wait, error, registered }),
-      legalEvents: legalEvents(row),
+      legalEvents: userEvents(row),
       lease,
       wait,
       runAt: row.runAt,

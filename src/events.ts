@@ -25,8 +25,9 @@ export type Emit = <K extends WorkerEventName>(name: K, payload: WorkerEvents[K]
 /** A typed EventEmitter. */
 export class TypedEmitter<Events extends object> {
   readonly #emitter = new EventEmitter();
-  constructor() {
-    this.#emitter.setMaxListeners(100);
+  /** @param maxListeners per event before Node warns of a leak; 0: no limit. */
+  constructor(maxListeners = 100) {
+    this.#emitter.setMaxListeners(maxListeners);
   }
   on<K extends keyof Events & string>(name: K, listener: (payload: Events[K]) => void): () => void {
     this.#emitter.on(name, listener);

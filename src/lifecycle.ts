@@ -154,7 +154,7 @@ function edge(state: LifecycleState, event: LifecycleEvent): Edge | undefined {
  */
 export function transition(state: LifecycleState, event: LifecycleEvent, taskId?: string): Transition {
   const found = edge(state, event);
-  if (!found) throw new IllegalTransitionError(describeState(state), event, legalEvents(state), taskId);
+  if (!found) throw new IllegalTransitionError(describeState(state), event, userEvents(state), taskId);
   const t: Transition = { from: state.status, to: found.to, event, effects: found.effects };
   return found.whenPauseRequested === undefined ? t : { ...t, pauseRequested: found.whenPauseRequested };
 }
@@ -162,6 +162,11 @@ export function transition(state: LifecycleState, event: LifecycleEvent, taskId?
 /** The events legal from `state`, in table order. */
 export function legalEvents(state: LifecycleState): LifecycleEvent[] {
   return ALL_EVENTS.filter((ev) => edge(state, ev) !== undefined);
+}
+
+/** The events a person may send from `state` (cancel, pause, resume, retry): what errors and `explain` list. */
+export function userEvents(state: LifecycleState): LifecycleEvent[] {
+  return legalEvents(state).filter((ev) => USER_EVENTS.includes(ev));
 }
 
 /** The statuses from which `event` is legal (for the store's atomic `WHERE status IN (…)`). */

@@ -17,4 +17,12 @@ export interface LocalBusEvents {
   'log:appended': { taskId: string };
 }
 
-export class LocalBus extends TypedEmitter<LocalBusEvents> {}
+/**
+ * Every `result()` and `events()` reader of the process waits here (each removes its listener when
+ * it is done), so their number is the number of waiting callers, not a leak: no listener limit.
+ */
+export class LocalBus extends TypedEmitter<LocalBusEvents> {
+  constructor() {
+    super(0);
+  }
+}

@@ -59,7 +59,9 @@ export function describeStoreUrl(
         if (s !== 'FULL' && s !== 'NORMAL') throw new InvalidArgumentError(`synchronous=${v} in "${url}": use full or normal`);
         options.synchronous = s as SqliteSynchronous;
       } else if (k === 'busyTimeoutMs') {
-        options.busyTimeoutMs = Number(v);
+        const ms = Number(v);
+        if (!/^\d+$/.test(v) || !Number.isSafeInteger(ms)) throw new InvalidArgumentError(`busyTimeoutMs=${v} in "${url}": use a whole number of milliseconds`);
+        options.busyTimeoutMs = ms;
       } else {
         throw new InvalidArgumentError(`Unknown option "${k}" in store URL "${url}" (known: synchronous, busyTimeoutMs)`);
       }

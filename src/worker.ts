@@ -81,8 +81,13 @@ export interface WorkerHost {
   onStopped: (worker: Worker) => void;
 }
 
+const positive = (name: string, v: number): number => {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new InvalidArgumentError(`worker option ${name} must be a positive number, got ${String(v)}`);
+  return v;
+};
+/** Counts (tasks, claims): a fraction would be floored to a worker that never claims. */
 const positiveInt = (name: string, v: number): number => {
-  if (!Number.isFinite(v) || v <= 0) throw new InvalidArgumentError(`worker option ${name} must be a positive number, got ${v}`);
+  if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError(`worker option ${name} must be a whole number ≥ 1, got ${String(v)}`);
   return v;
 };
 
@@ -124,17 +129,17 @@ export class Worker {
   constructor(host: WorkerHost, options: WorkerOptions = {}) {
     this.#host = host;
     this.id = options.workerId ?? `${process.env.HOSTNAME || 'worker'}-${process.pid}-${shortId()}`;
-    this.#concurrency = Math.floor(positiveInt('concurrency', options.concurrency ?? 8));
-    this.#claimBatch = Math.floor(positiveInt('claimBatch', options.claimBatch ?? 256));
+    this.#concurrency = positiveInt('concurrency', options.concurrency ?? 8);
+    this.#claimBatch = positiveInt('claimBatch', options.claimBatch ?? 256);
     this.#only = options.workflows;
-    this.#leaseMs = positiveInt('leaseMs', options.leaseMs ?? 30_000);
-    this.#heartbeatMs = positiveInt('heartbeatMs', options.heartbeatMs ?? Math.min(2000, this.#leaseMs / 3));
+    this.#leaseMs = positive('leaseMs', options.leaseMs ?? 30_000);
+    this.#heartbeatMs = positive('heartbeatMs', options.heartbeatMs ?? Math.min(2000, this.#leaseMs / 3));
     if (this.#heartbeatMs * 3 > this.#leaseMs) {
       throw new InvalidArgumentError(
         `heartbeatMs (${this.#heartbeatMs}) must be at most a third of leaseMs (${this.#leaseMs}): a run stops itself two heartbeats before its lease could expire.`,
       );
     }
-    this.#pollIntervalMs = positiveInt('pollIntervalMs', options.pollIntervalMs ?? 500);
+    this.#pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? 500);
     this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
     this.#cancelGraceMs = options.cancelGraceMs ?? 5000;
     this.#parkAfterMs = options.parkAfterMs ?? 5000;

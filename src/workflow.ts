@@ -116,6 +116,9 @@ export interface Workflow<I = unknown, O = unknown> {
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
+/** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
+const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+
 /**
  * Declares a durable workflow.
  * @example
@@ -135,6 +138,11 @@ export function workflow<I = unknown, O = unknown>(
     );
   }
   if (typeof fn !== 'function') throw new InvalidArgumentError(`workflow("${name}"): the second argument must be an async function.`);
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError(`workflow("${name}"): options must be an object.`);
+  const unknown = Object.keys(options).filter((k) => !(WORKFLOW_OPTIONS as readonly string[]).includes(k));
+  if (unknown.length) {
+    throw new InvalidArgumentError(`workflow("${name}"): unknown option${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')} (known: ${WORKFLOW_OPTIONS.join(', ')}).`);
+  }
   if (options.concurrency !== undefined && (!Number.isInteger(options.concurrency) || options.concurrency < 1)) {
     throw new InvalidArgumentError(`workflow("${name}"): concurrency must be an integer ≥ 1.`);
   }

@@ -2,6 +2,7 @@
  * @module cli/commands
  * One function per CLI command. Each uses only the public library API.
  */
+import { readFileSync } from 'node:fs';
 import { Engine, InvalidArgumentError, formatMs, isTaskStatus, type TaskStatus, type WorkerEvents } from '../index.ts';
 import { bold, colorStatus, dim, taskDetail, taskTable, time } from './format.ts';
 import { loadWorkflows } from './load-module.ts';
@@ -22,25 +23,50 @@ function need(ctx: CommandContext, i: number, what: string): string {
   return v;
 }
 
+/**
+ * JSON given on the command line: the text itself, `@path` for a file's contents, or `-` for
+ * standard input (so that large inputs need not fit on a command line).
+ */
 function parseJson(text: string | undefined, what: string): unknown {
   if (text === undefined) return undefined;
+  let source = text;
+  if (text === '-' || text.startsWith('@')) {
+    const file = text === '-' ? 0 : text.slice(1);
+    try {
+      source = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new InvalidArgumentError(`${what}: cannot read ${text === '-' ? 'standard input' : file}: ${(e as Error).message}`);
+    }
+  }
   try {
-    return JSON.parse(text);
+    return JSON.parse(source);
   } catch (e) {
     throw new InvalidArgumentError(`${what} is not valid JSON: ${(e as Error).message}`);
   }
 }
 
+/** A whole number ≥ 1 (counts and milliseconds). */
 function int(ctx: CommandContext, name: string): number | undefined {
   const v = str(ctx.options, name);
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`--${name} must be a positive number, got "${v}"`);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`--${name} must be a whole number ≥ 1, got "${v}"`);
   return n;
 }
 
-async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) => Promise<T>): Promise<T> {
-  const engine = new Engine({ store: ctx.db });
+/** A --key value: absent, or a non-empty key (an empty one would silently start a new task each time). */
+function keyOption(ctx: CommandContext): string | undefined {
+  const key = str(ctx.options, 'key');
+  if (key !== undefined && !key.trim()) throw new InvalidArgumentError('--key must not be empty: give the idempotency key, or leave --key out.');
+  return key;
+}
+
+/**
+ * An engine on the command's store. Only `worker` and `migrate` may create a database: for every
+ * other command a mistyped sqlite: path is an error, not a new empty file.
+ */
+async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) => Promise<T>, create = false): Promise<T> {
+  const engine = new Engine({ store: ctx.db, ...(create ? {} : { sqlite: { mustExist: true } }) });
   try {
     return await fn(engine);
   } finally {
@@ -70,16 +96,19 @@ export async function worker(ctx: CommandContext): Promise<void> {
   for (const name of ['worker:started', 'worker:stopping', 'worker:stopped', 'worker:error', 'run:claimed', 'run:finished', 'step:started', 'step:completed', 'step:retrying', 'step:failed', 'lease:lost'] as const) {
     w.on(name, (p) => log(name, p as never));
   }
+  /** A message of the CLI itself: a line for people, a JSON object in the --json stream. */
+  const note = (text: string, signal: string, action: string): void =>
+    ctx.out(ctx.json ? JSON.stringify({ at: new Date().toISOString(), event: 'cli:signal', signal, action }) : text);
   await w.start();
   await new Promise<void>((resolve) => {
     let stopping = false;
     const onSignal = (sig: string): void => {
       if (stopping) {
-        ctx.out(`${sig} again: exiting without waiting; leases will expire and other workers resume the tasks.`);
+        note(`${sig} again: exiting without waiting; leases will expire and other workers resume the tasks.`, sig, 'exit');
         process.exit(130);
       }
       stopping = true;
-      ctx.out(`${sig}: stopping gracefully (in-flight steps may finish; send ${sig} again to exit at once)…`);
+      note(`${sig}: stopping gracefully (in-flight steps may finish; send ${sig} again to exit at once)…`, sig, 'stop');
       void w.stop().then(() => engine.close()).then(resolve);
     };
     process.on('SIGINT', () => onSignal('SIGINT'));
@@ -122,9 +151,9 @@ function describeEvent<K extends keyof WorkerEvents>(name: K, p: WorkerEvents[K]
 export async function start(ctx: CommandContext): Promise<void> {
   const name = need(ctx, 0, 'workflow name (stepwise start <workflow> --input JSON)');
   const input = parseJson(str(ctx.options, 'input'), '--input');
+  const key = keyOption(ctx);
   await withEngine(ctx, async (engine) => {
-    const key = str(ctx.options, 'key');
-    const res = await engine.start(name, input, key ? { idempotencyKey: key } : {});
+    const res = await engine.start(name, input, { ...by(ctx), ...(key !== undefined ? { idempotencyKey: key } : {}) });
     if (ctx.json && !ctx.options.wait) return ctx.out(JSON.stringify(res));
     if (!ctx.json) ctx.out(res.created ? `Started ${res.id} (${name})` : `Task ${res.id} already exists for key ${key} (${res.status})`);
     if (ctx.options.wait) await follow(ctx, engine, res.id);
@@ -205,18 +234,26 @@ function command(run: (engine: Engine, id: string, ctx: CommandContext) => Promi
   };
 }
 
-export const cancel = command((e, id, ctx) => e.cancel(id, str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}), 'cancel');
-export const retry = command((e, id) => e.retry(id), 'retry');
-export const pause = command((e, id) => e.pause(id), 'pause');
-export const resume = command((e, id) => e.resume(id), 'resume');
+/** `--as NAME`: who asks, recorded in the task's log. */
+function by(ctx: CommandContext): { by?: string } {
+  const name = str(ctx.options, 'as');
+  if (name === undefined) return {};
+  if (!name.trim()) throw new InvalidArgumentError('--as must name who asks (recorded in the task\'s log).');
+  return { by: name };
+}
+
+export const cancel = command((e, id, ctx) => e.cancel(id, { ...by(ctx), ...(str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}) }), 'cancel');
+export const retry = command((e, id, ctx) => e.retry(id, by(ctx)), 'retry');
+export const pause = command((e, id, ctx) => e.pause(id, by(ctx)), 'pause');
+export const resume = command((e, id, ctx) => e.resume(id, by(ctx)), 'resume');
 
 export async function signal(ctx: CommandContext): Promise<void> {
   const id = need(ctx, 0, 'task id (stepwise signal <id> <name> [--data JSON])');
   const name = need(ctx, 1, 'signal name (stepwise signal <id> <name> [--data JSON])');
   const data = parseJson(str(ctx.options, 'data'), '--data');
+  const key = keyOption(ctx);
   await withEngine(ctx, async (engine) => {
-    const key = str(ctx.options, 'key');
-    const res = await engine.signal(id, name, data, key ? { idempotencyKey: key } : {});
+    const res = await engine.signal(id, name, data, { ...by(ctx), ...(key !== undefined ? { idempotencyKey: key } : {}) });
     ctx.out(ctx.json ? JSON.stringify(res) : res.created ? `Sent "${name}" to ${id}` : `Already sent (key ${key})`);
   });
 }
@@ -225,5 +262,5 @@ export async function migrate(ctx: CommandContext): Promise<void> {
   await withEngine(ctx, async (engine) => {
     await engine.ready();
     ctx.out(ctx.json ? JSON.stringify({ migrated: true, db: ctx.db }) : `Schema is up to date in ${ctx.db}`);
-  });
+  }, true);
 }

@@ -17,7 +17,7 @@ Commands:
   worker <module>            run the workflows exported by <module> (.js, or .ts with tsx)
         [--concurrency N] [--claim-batch N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
         [--workflows a,b] [--worker-id ID] [--quiet]
-  start <workflow> --input JSON [--key K] [--wait]
+  start <workflow> --input JSON|@file|- [--key K] [--wait]
                              create a task (same --key → the existing task); --wait follows it live
   ls [--status S[,S]] [--workflow W] [--limit N] [--cursor C]
                              list tasks, newest first
@@ -26,7 +26,7 @@ Commands:
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
   retry <id>                 run a failed task again from the failed step
   pause <id> | resume <id>   pause at the next step boundary / continue
-  signal <id> <name> [--data JSON] [--key K]
+  signal <id> <name> [--data JSON|@file|-] [--key K]
                              send an event to ctx.waitForEvent(name)
   migrate                    create or upgrade the schema and exit
   version                    print the version
@@ -34,6 +34,9 @@ Commands:
 Options:
   --db URL     sqlite:<path> or postgres://…  (env STEPWISE_DB; default ${DEFAULT_STORE_URL})
   --json       machine-readable output
+  --as NAME    who asks (start, cancel, retry, pause, resume, signal): recorded in the task's log
+
+Only worker and migrate create a SQLite database; the other commands refuse a path where none exists.
 `;
 
 type Command = (ctx: commands.CommandContext) => Promise<void>;
@@ -80,6 +83,7 @@ async function main(argv: string[]): Promise<number> {
         'grace-ms': { type: 'string' },
         'worker-id': { type: 'string' },
         quiet: { type: 'boolean' },
+        as: { type: 'string' },
       },
     });
   } catch (e) {

@@ -7,9 +7,9 @@
  * loss), and a busy timeout so that writers from other processes queue instead of failing.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { StoreUnavailableError } from '../errors.ts';
+import { InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
 
 export type SqliteSynchronous = 'FULL' | 'NORMAL';
 
@@ -22,15 +22,35 @@ export interface SqliteOptions {
    * @defaultValue 5000
    */
   busyTimeoutMs?: number;
+  /**
+   * Refuse to create the file (and its directory): for read-only commands, where a mistyped path
+   * must be an error, not a new empty database. @defaultValue false
+   */
+  mustExist?: boolean;
+}
+
+/** Errors of opening a file, with the path and what to do about them. */
+function openError(path: string, e: unknown): Error {
+  const code = (e as { code?: string }).code;
+  const message = (e as Error).message;
+  if (code === 'SQLITE_NOTADB') return new InvalidArgumentError(`${path} is not a SQLite database (${message}). Check the sqlite: path.`, { cause: e });
+  if (code === 'SQLITE_CORRUPT') return new StoreUnavailableError(`The SQLite database ${path} is corrupt (${message}): restore it from a backup.`, { cause: e });
+  if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EROFS' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY') {
+    return new InvalidArgumentError(`Cannot open SQLite database ${path}: ${message}${code?.startsWith('SQLITE') ? '' : ` (${code})`}. Check that the directory exists and is writable.`, { cause: e });
+  }
+  return new StoreUnavailableError(`Cannot open SQLite database ${path}: ${message}`, { cause: e });
 }
 
 export function openSqlite(path: string, options: SqliteOptions = {}): Database.Database {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  if (options.mustExist && path !== ':memory:' && !existsSync(path)) {
+    throw new InvalidArgumentError(`There is no Stepwise database at ${path}. Check the sqlite: path (--db or STEPWISE_DB); a worker or \`stepwise migrate\` creates it.`);
+  }
   let db: Database.Database;
   try {
-    db = new Database(path, { timeout: options.busyTimeoutMs ?? 5000 });
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    db = new Database(path, { timeout: options.busyTimeoutMs ?? 5000, fileMustExist: options.mustExist === true });
   } catch (e) {
-    throw new StoreUnavailableError(`Cannot open SQLite database ${path}: ${(e as Error).message}`, { cause: e });
+    throw openError(path, e);
   }
   // Switching to WAL needs a moment of exclusive access; another process doing the same may hold it.
   for (let attempt = 0; ; attempt++) {
@@ -38,8 +58,12 @@ export function openSqlite(path: string, options: SqliteOptions = {}): Database.
       db.pragma('journal_mode = WAL');
       break;
     } catch (e) {
-      if ((e as { code?: string }).code !== 'SQLITE_BUSY' || attempt > 50) throw e;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+      if ((e as { code?: string }).code === 'SQLITE_BUSY' && attempt <= 50) {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+        continue;
+      }
+      db.close();
+      throw openError(path, e);
     }
   }
   db.pragma(`synchronous = ${options.synchronous ?? 'FULL'}`);
