@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { existsSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { Engine } from '../src/index.ts';
@@ -84,6 +85,7 @@ describe('stepwise CLI', () => {
 
   it('prints one clear line and exits non-zero on bad input', () => {
     const db = `sqlite:${join(tempDir(), 'bad.db')}`;
+    expect(cli(['migrate', '--db', db]).code).toBe(0);
     const cases: Array<[string[], number, RegExp]> = [
       [['show', 'no-such-task', '--db', db], 1, /^stepwise: \[TASK_NOT_FOUND\] No task with id "no-such-task"/],
       [['start', 'triple', '--input', '{oops', '--db', db], 1, /^stepwise: \[INVALID_ARGUMENT\] --input is not valid JSON/],
@@ -104,6 +106,69 @@ describe('stepwise CLI', () => {
     const json = cli(['show', 'nope', '--db', db, '--json']);
     expect(JSON.parse(json.err)).toEqual({ error: { code: 'TASK_NOT_FOUND', message: 'No task with id "nope". List tasks with `stepwise ls`.' } });
   }, 120_000);
+
+  it('refuses a mistyped SQLite path in read-only commands without creating anything, and names the path', () => {
+    const dir = tempDir();
+    const missing = join(dir, 'typo', 'stepwsie.db');
+    for (const args of [['ls'], ['show', 'x'], ['explain', 'x'], ['cancel', 'x'], ['signal', 'x', 'go'], ['start', 'triple', '--input', '1']]) {
+      const r = cli([...args, '--db', `sqlite:${missing}`]);
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.err, args.join(' ')).toContain(`[INVALID_ARGUMENT] There is no Stepwise database at ${missing}`);
+    }
+    expect(existsSync(join(dir, 'typo'))).toBe(false);
+    const notDb = join(dir, 'notes.txt');
+    writeFileSync(notDb, 'these are not the tables you are looking for, '.repeat(100));
+    const r = cli(['ls', '--db', `sqlite:${notDb}`]);
+    expect(r.err).toContain(`[INVALID_ARGUMENT] ${notDb} is not a SQLite database`);
+    const under = cli(['migrate', '--db', `sqlite:${notDb}/x.db`]);
+    expect(under.code).toBe(1);
+    expect(under.err).toMatch(/\[INVALID_ARGUMENT\] Cannot open SQLite database .*notes\.txt\/x\.db/);
+    expect(cli(['ls', '--db', `sqlite:${join(dir, 'a.db')}?busyTimeoutMs=abc`]).err).toMatch(/\[INVALID_ARGUMENT\] busyTimeoutMs=abc/);
+  }, 60_000);
+
+  it('reads --input from a file or standard input, refuses an empty --key, and records --as in the log', async () => {
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'in.db')}`;
+    const engine = new Engine({ store: db, workflows: [triple] });
+    try {
+      await engine.ready();
+      const file = join(dir, 'input.json');
+      writeFileSync(file, JSON.stringify({ n: 7 }));
+      const fromFile = cli(['start', 'triple', '--input', `@${file}`, '--as', 'ops-bot', '--json', '--db', db]);
+      expect(fromFile.code, fromFile.err).toBe(0);
+      const { id } = JSON.parse(fromFile.out) as { id: string };
+      const task = await engine.get(id);
+      expect(task.input).toEqual({ n: 7 });
+      expect(task.history[0]?.actor).toEqual({ kind: 'user', id: 'ops-bot' });
+      const piped = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', 'triple', '--input', '-', '--json', '--db', db], {
+        cwd, input: '{"n": 8}', encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' },
+      });
+      expect(piped.status, piped.stderr).toBe(0);
+      expect((await engine.get((JSON.parse(piped.stdout) as { id: string }).id)).input).toEqual({ n: 8 });
+      const emptyKey = cli(['start', 'triple', '--input', '1', '--key', '', '--db', db]);
+      expect(emptyKey.code).toBe(1);
+      expect(emptyKey.err).toContain('[INVALID_ARGUMENT] --key must not be empty');
+      expect(cli(['start', 'triple', '--input', '@/no/such/file.json', '--db', db]).err).toContain('[INVALID_ARGUMENT] --input: cannot read /no/such/file.json');
+      expect(cli(['cancel', id, '--as', 'alice', '--db', db]).code).toBe(0);
+      const cancelled = await engine.get(id);
+      expect(cancelled.history[cancelled.history.length - 1]).toMatchObject({ event: 'cancel', actor: { kind: 'user', id: 'alice' } });
+      expect(cli(['worker', 'test/fixtures/crash-workflows.ts', '--concurrency', '0.5', '--db', db]).err).toContain('[INVALID_ARGUMENT] --concurrency must be a whole number ≥ 1, got "0.5"');
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it('prints only JSON lines from worker --json, also when it is told to stop', async () => {
+    const db = `sqlite:${join(tempDir(), 'json.db')}`;
+    const worker = spawnCli(['worker', 'test/fixtures/crash-workflows.ts', '--db', db, '--poll-ms', '20', '--json']);
+    await eventually(() => worker.output().includes('"worker:started"'), 20_000, `worker start: ${worker.output()}`);
+    worker.child.kill('SIGTERM');
+    expect((await worker.exited).code).toBe(0);
+    const lines = worker.output().split('\n').filter(Boolean);
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    expect(lines.map((l) => (JSON.parse(l) as { event: string }).event)).toEqual(expect.arrayContaining(['worker:started', 'cli:signal', 'worker:stopped']));
+  }, 60_000);
 
   it('uses ./.stepwise/stepwise.db when no --db or STEPWISE_DB is given', () => {
     const dir = tempDir();
