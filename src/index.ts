@@ -33,7 +33,7 @@ export type { SerializedError } from './serialize.ts';
 // Lifecycle
 export {
   TASK_STATUSES, LIFECYCLE_EVENTS, ALL_STATUSES, ALL_EVENTS, USER_EVENTS, FINISHED_STATUSES,
-  transition, legalEvents, userEvents, sourcesOf, isFinished, isTaskStatus, lifecycleEdges,
+  transition, legalEvents, userEvents, sourcesOf, isFinished, isTaskStatus, lifecycleEdges, lifecycleDiagram,
 } from './lifecycle.ts';
 export type { TaskStatus, LifecycleEvent, LifecycleEffect, LifecycleState, Transition } from './lifecycle.ts';
 

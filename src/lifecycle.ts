@@ -186,6 +186,19 @@ function describeState(state: LifecycleState): string {
   return state.status === 'running' && state.pauseRequested ? 'running (pause requested)' : state.status;
 }
 
+/**
+ * The lifecycle as a Mermaid state diagram (`stateDiagram-v2`): one line per edge of the table,
+ * labelled with its event (and its condition on a pause request), from creation (`[*] --> pending`)
+ * to the finished statuses. With `current`, that status is highlighted (for a task's page).
+ */
+export function lifecycleDiagram(current?: TaskStatus): string {
+  const lines = ['stateDiagram-v2', '  [*] --> pending: create'];
+  for (const e of lifecycleEdges()) lines.push(`  ${e.from} --> ${e.to}: ${e.event}${e.condition ? ` (${e.condition})` : ''}`);
+  for (const s of FINISHED_STATUSES) lines.push(`  ${s} --> [*]`);
+  if (current) lines.push('  classDef current fill:#fde68a,stroke:#b45309,stroke-width:2px', `  class ${current} current`);
+  return lines.join('\n');
+}
+
 /** Every (status, event) edge, for drawing the lifecycle diagram. */
 export function lifecycleEdges(): Array<{ from: TaskStatus; event: LifecycleEvent; to: TaskStatus; condition?: string }> {
   const out: Array<{ from: TaskStatus; event: LifecycleEvent; to: TaskStatus; condition?: string }> = [];

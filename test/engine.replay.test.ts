@@ -150,7 +150,10 @@ describe('checkpoint and replay', () => {
     await waitForStatus(engine, id, 'failed');
     const info = await engine.get(id);
     expect(info.status === 'failed' && info.error.code).toBe('NON_DETERMINISM');
-    expect(NonDeterminismError.name).toBe('NonDeterminismError');
+    expect(info.status === 'failed' && info.error.name).toBe('NonDeterminismError');
+    expect(info.status === 'failed' && info.error.message).toMatch(/at position 0 the code now calls step "renamed", but the journal recorded step "original"/);
+    // The swallowed error did not let the code go on: nothing after the diverging call was recorded.
+    expect(info.steps.map((s) => s.name)).toEqual(['original', 'wait']);
   });
 
   it('refuses a step output that is not JSON data, failing the step with a clear error', async () => {

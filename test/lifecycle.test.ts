@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  ALL_EVENTS, ALL_STATUSES, IllegalTransitionError, legalEvents, lifecycleEdges, sourcesOf, transition,
+  ALL_EVENTS, ALL_STATUSES, IllegalTransitionError, legalEvents, lifecycleDiagram, lifecycleEdges, sourcesOf, transition,
   type LifecycleEvent, type TaskStatus,
 } from '../src/index.ts';
 
@@ -51,7 +51,9 @@ describe('lifecycle transition table', () => {
       expect(err.code).toBe('ILLEGAL_TRANSITION');
       expect(err.event).toBe(event);
       expect(err.status).toContain(state.status);
-      expect(err.legalEvents).toEqual(Object.keys(EXPECTED[label] ?? {}).sort((a, b) => ALL_EVENTS.indexOf(a as LifecycleEvent) - ALL_EVENTS.indexOf(b as LifecycleEvent)));
+      // Only what a person can send: workers' events (claim, park, complete…) are not offered.
+      const sendable = Object.keys(EXPECTED[label] ?? {}).filter((ev) => ['cancel', 'pause', 'resume', 'retry'].includes(ev));
+      expect(err.legalEvents).toEqual(sendable.sort((a, b) => ALL_EVENTS.indexOf(a as LifecycleEvent) - ALL_EVENTS.indexOf(b as LifecycleEvent)));
       expect(err.message).toContain(`"${event}" is not legal from ${state.status}`);
       expect(err.message).toContain('task-1');
     } else {
@@ -85,12 +87,28 @@ describe('lifecycle transition table', () => {
     expect(transition({ status: 'running', pauseRequested: true }, 'suspend').pauseRequested).toBe(true);
   });
 
-  it('draws every edge once for the diagram', () => {
-    const edges = lifecycleEdges();
-    const count = Object.entries(EXPECTED)
-      .filter(([k]) => k !== 'running+pause')
-      .reduce((n, [, v]) => n + Object.keys(v).length, 0);
-    // running+pause adds suspend and resume; pause exists only without a request.
-    expect(edges).toHaveLength(count + 2);
+  it('draws the diagram with exactly the edges of the table, each once, with its condition', () => {
+    const lines = lifecycleDiagram().split('\n').slice(1).map((l) => l.trim());
+    const drawn = lines.filter((l) => !l.startsWith('[*]') && !l.endsWith('[*]'));
+    // The expected edges, from the independent table: an edge legal in both running states is drawn
+    // once without a condition; one legal in only one of them carries that state as its condition.
+    const expected = new Set<string>();
+    for (const status of ALL_STATUSES) {
+      const plain = EXPECTED[status] ?? {};
+      const paused = status === 'running' ? (EXPECTED['running+pause'] ?? {}) : plain;
+      for (const event of ALL_EVENTS) {
+        const a = plain[event];
+        const b = paused[event];
+        if (a && b && a === b) expected.add(`${status} --> ${a}: ${event}`);
+        else if (a) expected.add(`${status} --> ${a}: ${event} (no pause request)`);
+        else if (b) expected.add(`${status} --> ${b}: ${event} (pause requested)`);
+      }
+    }
+    expect(new Set(drawn)).toEqual(expected);
+    expect(drawn).toHaveLength(expected.size);
+    expect(lines).toContain('[*] --> pending: create');
+    for (const s of ['succeeded', 'failed', 'cancelled']) expect(lines).toContain(`${s} --> [*]`);
+    expect(lifecycleDiagram('cancelling')).toContain('class cancelling current');
+    expect(lifecycleEdges()).toHaveLength(expected.size);
   });
 });

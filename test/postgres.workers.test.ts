@@ -146,15 +146,36 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
 
   it('accepts --db postgres://…?schema= in the CLI for every command', async () => {
     const db = freshUrl();
-    const engine = new Engine({ store: db, workflows: [triple] });
+    const cli = async (...args: string[]): Promise<string> => {
+      const p = spawnCli([...args, '--db', db]);
+      const { code } = await p.exited;
+      expect(code, `${args.join(' ')}: ${p.output()}`).toBe(0);
+      return p.output();
+    };
+    expect(await cli('migrate')).toContain('Schema is up to date');
+    const engine = new Engine({ store: db, workflows: [triple, waiter] });
     try {
-      const { id } = await engine.start(triple, { n: 0 });
-      const ls = spawnCli(['ls', '--db', db, '--json']);
-      expect((await ls.exited).code).toBe(0);
-      expect((JSON.parse(ls.output()) as { tasks: Array<{ id: string }> }).tasks.map((t) => t.id)).toEqual([id]);
-      const cancel = spawnCli(['cancel', id, '--db', db]);
-      expect((await cancel.exited).code).toBe(0);
-      expect(cancel.output()).toContain(`${id} → cancelled`);
+      // A worker that has served `triple` once registered it: the CLI, without the code, may start it.
+      const w = engine.worker();
+      await w.start();
+      await w.stop();
+      const { id } = JSON.parse(await cli('start', 'triple', '--input', '{"n":0}', '--json')) as { id: string };
+      expect((JSON.parse(await cli('ls', '--json')) as { tasks: Array<{ id: string }> }).tasks.map((t) => t.id)).toEqual([id]);
+      expect(await cli('show', id)).toContain('create');
+      expect(await cli('explain', id)).toContain('legal events: cancel, pause');
+      expect(await cli('pause', id)).toContain(`${id} → paused`);
+      expect(await cli('resume', id)).toContain(`${id} → pending`);
+      expect(await cli('signal', id, 'go', '--data', '{"x":1}')).toContain(`Sent "go" to ${id}`);
+      expect(await cli('cancel', id, '--as', 'ops')).toContain(`${id} → cancelled`);
+      const info = await engine.get(id);
+      expect(info.status).toBe('cancelled');
+      expect(info.history.some((e) => e.type === 'signal:received' && e.name === 'go')).toBe(true);
+      expect(info.history[info.history.length - 1]?.actor).toEqual({ kind: 'user', id: 'ops' });
+      const failing = await engine.start(triple, { n: 1 });
+      await engine.cancel(failing.id);
+      const retry = spawnCli(['retry', failing.id, '--db', db]);
+      expect((await retry.exited).code).toBe(1);
+      expect(retry.output()).toContain('[ILLEGAL_TRANSITION]');
     } finally {
       await engine.close();
     }
