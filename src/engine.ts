@@ -361,9 +361,11 @@ export class Engine {
       if (!failure) return { set: { error: null, incrementRetries: true }, detail: { retry: task.retries + 1, fromStep: null } };
       // The failed step runs again with a fresh attempt budget (its error stays as `lastError`),
       // and what the code did after receiving that failure (a compensation, a log step, a wait)
-      // is forgotten: on retry the code takes that path again only if the step fails again.
+      // is forgotten: on retry the code takes that path again only if the step fails again. A
+      // step that was already running beside the failed one (a Promise.all branch) and completed
+      // is not a consequence of the failure: it is kept, so its side effect is not repeated.
       const after = journal.filter(
-        (s) => s.seq > failure.seq && (s.done === null || (failure.done !== null && s.done > failure.done)),
+        (s) => s.seq > failure.seq && (s.done === null || (failure.done !== null && s.done > failure.done)) && !ranAlongside(s, failure),
       );
       const reset: StepRow = { ...failure, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null, done: null };
       return {
@@ -653,6 +655,11 @@ function retryPoint(task: TaskRow, journal: readonly StepRow[]): StepRow | undef
   if (byName) return byName;
   const last = journal.filter((s) => s.done !== null).sort((a, b) => (b.done as number) - (a.done as number))[0];
   return last?.status === 'failed' ? last : undefined;
+}
+
+/** A completed step that started before `failure` was recorded: it ran beside the failed step. */
+function ranAlongside(s: StepRow, failure: StepRow): boolean {
+  return s.kind === 'step' && s.status === 'completed' && s.startedAt !== null && failure.finishedAt !== null && s.startedAt < failure.finishedAt;
 }
 
 /** The step whose failure failed the task: a StepFailedError in the error or its causes. */

@@ -160,4 +160,37 @@ describe('step retries', () => {
     expect(await engine.result(id)).toBe('awake');
     await eventually(async () => (await engine.get(id)).steps[0]?.status === 'completed');
   });
+
+  it('keeps a step that completed beside the failed one when the task is retried: its side effect is not repeated', async () => {
+    let broken = true;
+    const effects: string[] = [];
+    const wf = workflow('branches', async (ctx) => {
+      const [a, b] = await Promise.allSettled([
+        ctx.step('a', () => {
+          effects.push('a');
+          if (broken) throw new NonRetryableError('a is broken');
+          return 'A';
+        }),
+        ctx.step('b', async () => {
+          await new Promise((r) => setTimeout(r, 150)); // completes after a has failed
+          effects.push('b');
+          return 'B';
+        }),
+      ]);
+      if (a.status === 'rejected') throw a.reason;
+      return [a.value, b.status === 'fulfilled' ? b.value : null];
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await waitForStatus(engine, id, 'failed');
+    expect(effects.sort()).toEqual(['a', 'b']);
+    broken = false;
+    const retried = await engine.retry(id);
+    expect(retried.status).toBe('pending');
+    const retryEntry = (await engine.get(id)).history.find((e) => e.type === 'transition' && e.event === 'retry');
+    expect(retryEntry?.type === 'transition' && retryEntry.detail).toMatchObject({ fromStep: 'a', forgotten: [] });
+    expect(await engine.result(id, { timeout: '10s' })).toEqual(['A', 'B']);
+    expect(effects.sort()).toEqual(['a', 'a', 'b']); // b ran once, a twice
+  });
 });
