@@ -4,14 +4,27 @@
  * `'2h'`, `'1d'`, or combinations (`'1h30m'`).
  */
 import { InvalidArgumentError } from './errors.ts';
+import { MAX_DURATION_MS } from './text-rules.ts';
 
 export type Duration = number | string;
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const PART = /(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)/gy;
 
-/** Milliseconds in `d`; throws {@link InvalidArgumentError} naming `what` on anything else. */
+/**
+ * Milliseconds in `d` (at most 100 years: a time that both stores and JavaScript dates hold);
+ * throws {@link InvalidArgumentError} naming `what` on anything else.
+ */
 export function toMs(d: Duration, what = 'duration'): number {
+  return bounded(parseMs(d, what), d, what);
+}
+
+function bounded(ms: number, d: Duration, what: string): number {
+  if (ms > MAX_DURATION_MS) throw new InvalidArgumentError(`${what} ${JSON.stringify(d)} is longer than 100 years (${MAX_DURATION_MS} ms), the most Stepwise accepts.`);
+  return ms;
+}
+
+function parseMs(d: Duration, what: string): number {
   if (typeof d === 'number') {
     if (!Number.isFinite(d) || d < 0) throw new InvalidArgumentError(`${what} must be a non-negative number of milliseconds, got ${d}`);
     return d;

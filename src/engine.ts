@@ -24,6 +24,7 @@ import { toTaskEvent, type Actor, type TaskEvent } from './task-events.ts';
 import { LogTail, allEvents, taskEvents, type EventsOptions } from './event-stream.ts';
 import { notify, type Observer } from './observers.ts';
 import { planTransition, wakeFor } from './transitions.ts';
+import { checkText } from './text-rules.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 
@@ -115,6 +116,7 @@ function actorOf(by: By | undefined): Actor {
   ) {
     throw new InvalidArgumentError('`by` must be a name of 1-200 characters or { kind: "user" | "worker" | "system", id }.');
   }
+  checkText(actor.id, 'The actor (`by`)');
   return { kind: actor.kind, id: actor.id };
 }
 
@@ -231,6 +233,7 @@ export class Engine {
     if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
       throw new InvalidArgumentError(`idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
     }
+    if (key !== undefined) checkText(key, 'The idempotencyKey');
     const actor = actorOf(options.by);
     const now = this.clock.now();
     const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
@@ -348,6 +351,7 @@ export class Engine {
     if (reason !== null && (typeof reason !== 'string' || reason.length > 1000)) {
       throw new InvalidArgumentError('A cancel reason must be a string of at most 1000 characters.');
     }
+    if (reason !== null) checkText(reason, 'The cancel reason');
     const row = await this.#command(id, 'cancel', options.by, () => ({ set: { cancelReason: reason }, detail: { reason } }), reason);
     return toSummary(row);
   }
@@ -397,10 +401,12 @@ export class Engine {
     const store = await this.ready();
     const actor = actorOf(options.by);
     if (typeof name !== 'string' || !/^[^|]{1,200}$/.test(name)) throw new InvalidArgumentError('A signal needs a name of 1-200 characters without "|".');
+    checkText(name, `The signal name ${JSON.stringify(name)}`);
     const key = options.idempotencyKey;
     if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
       throw new InvalidArgumentError(`A signal's idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
     }
+    if (key !== undefined) checkText(key, "The signal's idempotencyKey");
     let encoded: string | null;
     try {
       encoded = encodeJson(payload, `The payload of signal "${name}"`);

@@ -29,6 +29,7 @@ import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
 import type { LocalBus } from './local-bus.ts';
 import { observeWorker, type Observer } from './observers.ts';
+import { checkText } from './text-rules.ts';
 
 export interface WorkerOptions {
   /** Tasks run at once by this worker. @defaultValue 8 */
@@ -129,6 +130,8 @@ export class Worker {
   constructor(host: WorkerHost, options: WorkerOptions = {}) {
     this.#host = host;
     this.id = options.workerId ?? `${process.env.HOSTNAME || 'worker'}-${process.pid}-${shortId()}`;
+    if (typeof this.id !== 'string' || !this.id || this.id.length > 200) throw new InvalidArgumentError('worker option workerId must be a string of 1-200 characters.');
+    checkText(this.id, 'The workerId');
     this.#concurrency = positiveInt('concurrency', options.concurrency ?? 8);
     this.#claimBatch = positiveInt('claimBatch', options.claimBatch ?? 256);
     this.#only = options.workflows;

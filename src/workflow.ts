@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from './errors.ts';
 import { resolveRetry } from './retry.ts';
+import { checkText } from './text-rules.ts';
 import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
@@ -151,7 +152,10 @@ export function workflow<I = unknown, O = unknown>(
   } catch (e) {
     throw new InvalidArgumentError(`workflow("${name}"): ${(e as Error).message}`, { cause: e });
   }
-  return Object.freeze({ [WORKFLOW]: true as const, name, version: String(options.version ?? '1'), fn, options: Object.freeze({ ...options }) });
+  const version = String(options.version ?? '1');
+  if (!version || version.length > 100) throw new InvalidArgumentError(`workflow("${name}"): version must be 1-100 characters.`);
+  checkText(version, `workflow("${name}"): the version`);
+  return Object.freeze({ [WORKFLOW]: true as const, name, version, fn, options: Object.freeze({ ...options }) });
 }
 
 export function isWorkflow(value: unknown): value is Workflow {

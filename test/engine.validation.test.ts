@@ -61,3 +61,39 @@ describe(`validation (${TEST_STORE})`, () => {
     }
   });
 });
+
+describe(`values both stores can hold (${TEST_STORE})`, () => {
+  const NUL = 'a\u0000b';
+  const HALF_EMOJI = '🚀 launch'.slice(1); // a lone low surrogate
+
+  it('refuses NUL characters and lone surrogates in keys, names, reasons and actors at the call, leaving the task untouched', async () => {
+    const wf = workflow('plain', async (ctx) => ctx.waitForEvent('go'));
+    const engine = makeEngine({ workflows: [wf] });
+    await expect(engine.start(wf, 1, { idempotencyKey: NUL })).rejects.toThrow(/idempotencyKey contains a NUL character/);
+    await expect(engine.start(wf, 1, { idempotencyKey: HALF_EMOJI })).rejects.toThrow(/lone UTF-16 surrogate/);
+    const { id } = await engine.start(wf, 1);
+    await expect(engine.signal(id, NUL)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(engine.signal(id, 'go', 1, { idempotencyKey: HALF_EMOJI })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(engine.cancel(id, { reason: NUL })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(engine.pause(id, { by: HALF_EMOJI })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(() => engine.worker({ workerId: NUL })).toThrow(/workerId contains a NUL/);
+    expect(() => workflow('v', async () => 1, { version: HALF_EMOJI })).toThrow(/version contains a lone UTF-16 surrogate/);
+    const info = await engine.get(id);
+    expect(info.status).toBe('pending');
+    expect(info.history).toHaveLength(1);
+    // In a JSON payload the same characters are fine: JSON escapes them, and they come back exactly.
+    await engine.signal(id, 'go', { text: NUL + HALF_EMOJI });
+    const received = (await engine.get(id)).history.find((e) => e.type === 'signal:received');
+    expect(received?.type === 'signal:received' && received.payload).toEqual({ text: NUL + HALF_EMOJI });
+  });
+
+  it('refuses durations and delays beyond what a date can hold, with a typed error', async () => {
+    const wf = workflow('later', async () => 1);
+    const engine = makeEngine({ workflows: [wf] });
+    await expect(engine.start(wf, 1, { delay: 1e20 })).rejects.toThrow(/longer than 100 years/);
+    await expect(engine.start(wf, 1, { delay: '100000000d' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const { id } = await engine.start(wf, 1, { delay: '3650d' });
+    const explained = await engine.explain(id);
+    expect(explained.summary).toMatch(/Pending until \d{4}-/);
+  });
+});
