@@ -41,6 +41,7 @@ function openError(path: string, e: unknown): Error {
   return new StoreUnavailableError(`Cannot open SQLite database ${path}: ${message}`, { cause: e });
 }
 
+/** @internal */
 export function openSqlite(path: string, options: SqliteOptions = {}): Database.Database {
   if (options.mustExist && path !== ':memory:' && !existsSync(path)) {
     throw new InvalidArgumentError(`There is no Stepwise database at ${path}. Check the sqlite: path (--db or STEPWISE_DB); a worker or \`stepwise migrate\` creates it.`);

@@ -1,5 +1,5 @@
 /**
- * @module stepwise/sqlite
+ * @module stepwise-engine/sqlite
  * The embedded SQLite store, for `new Engine({ store: new SqliteStore(path, options) })` when the
  * URL form (`sqlite:<path>?synchronous=normal`) is not enough.
  */

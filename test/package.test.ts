@@ -1,0 +1,90 @@
+// The published package as a user gets it: `npm pack`, the tarball installed into a fresh project,
+// a consumer type-checked with skipLibCheck: false (every .d.ts we ship must stand on its own) and
+// run against an embedded SQLite file.
+import { describe, expect, it } from 'vitest';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from './support/engine.ts';
+
+const root = new URL('..', import.meta.url).pathname;
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string> };
+
+const CONSUMER = `
+import { Engine, workflow, isStepwiseError, type TaskEvent, type Observer } from '${pkg.name}';
+import { SqliteStore, type SqliteStoreOptions } from '${pkg.name}/sqlite';
+import type { PostgresStoreOptions } from '${pkg.name}/postgres';
+import { ManualClock } from '${pkg.name}/testing';
+
+const greet = workflow('greet', async (ctx, input: { name: string }) => {
+  const text = await ctx.step('compose', () => \`hello \${input.name}\`);
+  await ctx.sleep('pause', 1);
+  return { text };
+});
+
+const options: SqliteStoreOptions = { synchronous: 'NORMAL' };
+const pgOptions: PostgresStoreOptions = { schema: 'app' };
+const seen: TaskEvent['type'][] = [];
+const observer: Observer = { onEvent: (e) => void seen.push(e.type) };
+const engine = new Engine({ store: new SqliteStore(process.argv[2] as string, options), workflows: [greet], observers: [observer] });
+const worker = engine.worker({ concurrency: 2 });
+await worker.start();
+const { id } = await engine.start('greet', { name: 'world' });
+const out = (await engine.result(id, { timeout: '20s' })) as { text: string };
+await worker.stop();
+await engine.close();
+const clock = new ManualClock(0);
+console.log(JSON.stringify({ out, clock: clock.now(), pg: pgOptions.schema, coded: isStepwiseError(new Error('x')), logged: seen.includes('step:completed') }));
+`;
+
+describe(`the published package (${pkg.name})`, () => {
+  it('packs, installs into a fresh project, type-checks with skipLibCheck: false and runs', () => {
+    const dir = tempDir();
+    // `npm pack` runs the build (prepare), so the tarball holds what the sources build to now.
+    const packed = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const [{ filename, files }] = JSON.parse(packed.slice(packed.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    const paths = files.map((f) => f.path);
+    expect(paths).toContain('dist/index.d.ts');
+    expect(paths).toContain('dist/cli/main.js');
+    expect(paths.some((p) => p.startsWith('src/') || p.startsWith('test/'))).toBe(false);
+
+    const project = join(dir, 'app');
+    const installed = join(project, 'node_modules', pkg.name);
+    mkdirSync(installed, { recursive: true });
+    execFileSync('tar', ['-xzf', join(dir, filename), '-C', installed, '--strip-components=1']);
+    // The package's own dependencies and the consumer's type packages, as npm would install them
+    // (linked from this checkout: no network, and better-sqlite3 need not compile again).
+    for (const dep of ['better-sqlite3', 'pg', '@types/better-sqlite3', '@types/node', '@types/pg', 'bindings', 'file-uri-to-path', 'pg-types', 'pg-protocol', 'pg-pool', 'pg-connection-string', 'pgpass', 'pg-int8', 'postgres-array', 'postgres-bytea', 'postgres-date', 'postgres-interval', 'split2', 'xtend', 'pg-cloudflare', 'undici-types']) {
+      const target = join(root, 'node_modules', dep);
+      const link = join(project, 'node_modules', dep);
+      mkdirSync(join(link, '..'), { recursive: true });
+      try {
+        symlinkSync(target, link, 'dir');
+      } catch {
+        // optional packages this checkout does not have
+      }
+    }
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'app', type: 'module', private: true }));
+    writeFileSync(join(project, 'main.ts'), CONSUMER);
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false,
+          outDir: 'out', types: ['node'], exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true,
+        },
+        include: ['main.ts'],
+      }),
+    );
+    const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', project], { encoding: 'utf8' });
+    expect(tsc.stdout + tsc.stderr, 'type errors in the shipped declarations or the consumer').toBe('');
+    expect(readdirSync(join(project, 'out'))).toContain('main.js');
+
+    const run = spawnSync(process.execPath, [join(project, 'out/main.js'), join(dir, 'app.db')], { cwd: project, encoding: 'utf8', timeout: 60_000 });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout.trim())).toEqual({ out: { text: 'hello world' }, clock: 0, pg: 'app', coded: false, logged: true });
+
+    const bin = spawnSync(process.execPath, [join(installed, pkg.bin.stepwise as string), 'version'], { encoding: 'utf8' });
+    expect(bin.stdout.trim()).toBe(pkg.version);
+  }, 180_000);
+});
