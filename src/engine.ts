@@ -69,6 +69,33 @@ export interface StartResult {
   created: boolean;
 }
 
+/**
+ * A started task: what `start()` reports, and `result()` typed by the workflow's output when the
+ * task was started from its definition (`engine.start(definition, input)`).
+ */
+export class TaskHandle<O = unknown> implements StartResult {
+  readonly id: string;
+  readonly workflow: string;
+  readonly status: TaskStatus;
+  readonly created: boolean;
+  readonly #engine: Engine;
+  /** @internal */
+  constructor(engine: Engine, r: StartResult) {
+    this.#engine = engine;
+    this.id = r.id;
+    this.workflow = r.workflow;
+    this.status = r.status;
+    this.created = r.created;
+  }
+  /** Waits for the task to finish: see {@link Engine.result}. */
+  result(options?: ResultOptions): Promise<O> {
+    return this.#engine.result<O>(this.id, options);
+  }
+  toJSON(): StartResult {
+    return { id: this.id, workflow: this.workflow, status: this.status, created: this.created };
+  }
+}
+
 export interface ListOptions {
   status?: TaskStatus | readonly TaskStatus[];
   workflow?: string;
@@ -199,11 +226,14 @@ export class Engine {
    * @example
    * const { id } = await engine.start('publish-article', { topic: 'x' }, { idempotencyKey: 'article-8001' });
    */
-  async start<I>(workflow: string | Workflow<I, unknown>, input?: I, options: StartOptions = {}): Promise<StartResult> {
+  start<I, O, In>(workflow: Workflow<I, O, In>, ...args: undefined extends In ? [input?: In, options?: StartOptions] : [input: In, options?: StartOptions]): Promise<TaskHandle<O>>;
+  start(workflow: string, input?: unknown, options?: StartOptions): Promise<TaskHandle>;
+  async start(workflow: string | Workflow<unknown, unknown, unknown>, input?: unknown, options: StartOptions = {}): Promise<TaskHandle> {
     const store = await this.ready();
     const name = typeof workflow === 'string' ? workflow : workflow?.name;
     if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
-    const def = this.#workflows.get(name);
+    // A definition given here is used as it is, registered with this engine or not.
+    const def = typeof workflow !== 'string' && isWorkflow(workflow) ? workflow : this.#workflows.get(name);
     let version: string;
     let value: unknown = input;
     if (def) {
@@ -250,7 +280,7 @@ export class Engine {
       this.#deliver(wake);
       this.#appended(task.id);
     }
-    return { id: task.id, workflow: name, status: task.status, created };
+    return new TaskHandle(this, { id: task.id, workflow: name, status: task.status, created });
   }
 
   /** The task with its steps (journal) and history (timeline). */

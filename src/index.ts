@@ -9,11 +9,11 @@
 export { workflow, isWorkflow } from './workflow.ts';
 export type {
   Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema,
-  EventResult, WaitForEventOptions,
+  EventResult, WaitForEventOptions, JsonSafe,
 } from './workflow.ts';
 
 // Running them
-export { Engine } from './engine.ts';
+export { Engine, TaskHandle } from './engine.ts';
 export type { EngineOptions, CommandOptions, By, StartOptions, StartResult, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
 export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';

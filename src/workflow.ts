@@ -61,7 +61,7 @@ export interface WorkflowContext {
    * @example
    * const page = await ctx.step('fetch', ({ signal, idempotencyKey }) => fetchPage(url, { signal, idempotencyKey }));
    */
-  step<T>(name: string, fn: (step: StepContext) => PromiseLike<T> | T, options?: StepOptions): Promise<T>;
+  step<R>(name: string, fn: (step: StepContext) => R & JsonCheck<Awaited<R>>, options?: StepOptions): Promise<Awaited<R>>;
   /** A durable sleep: a long one parks the task (no worker slot held) until it is due. */
   sleep(name: string, duration: Duration): Promise<void>;
   /**
@@ -75,12 +75,38 @@ export interface WorkflowContext {
   waitForEvent<T = unknown>(name: string | readonly string[], options?: WaitForEventOptions): Promise<EventResult<T>>;
 }
 
-/** Anything with `parse(value)` (zod and most validators), used to check `start()` input. */
-export interface InputSchema<I> {
+/**
+ * Anything with `parse(value)` (zod and most validators), used to check `start()` input. A schema
+ * that declares its types the Standard Schema way (`~standard.types`, as zod does) makes `start()`
+ * accept its *input* type (fields with `.default()` may be left out) while the workflow receives
+ * its output type.
+ */
+export interface InputSchema<I, In = I> {
   parse(value: unknown): I;
+  readonly '~standard'?: { readonly types?: { readonly input: In; readonly output: I } | undefined };
 }
 
-export interface WorkflowOptions<I> {
+/**
+ * `T` if it is JSON data as a checkpoint stores it, else `never` where TypeScript can tell: a
+ * `Date`, `Map`, `Set`, `RegExp`, function, `bigint` or `symbol` anywhere inside (class instances
+ * with methods included) would not come back the same from the journal. Used as the bound of step
+ * outputs, so such a step is a compile-time error; values TypeScript cannot see into (`any`,
+ * `unknown`) are checked at run time (NOT_SERIALIZABLE).
+ */
+export type JsonSafe<T> = unknown extends T
+  ? T
+  : T extends string | number | boolean | null | undefined | void
+    ? T
+    : T extends Date | Map<unknown, unknown> | Set<unknown> | WeakMap<object, unknown> | WeakSet<object> | RegExp | bigint | symbol | ((...args: never[]) => unknown)
+      ? never
+      : T extends readonly unknown[]
+        ? { [K in keyof T]: JsonSafe<T[K]> }
+        : { [K in keyof T]: JsonSafe<T[K]> };
+
+/** `unknown` (no constraint) when `T` is JSON-safe, `never` (a type error at the call) when not. */
+export type JsonCheck<T> = [T] extends [JsonSafe<T>] ? unknown : never;
+
+export interface WorkflowOptions<I, In = I> {
   /**
    * The code version. Tasks record the version they started with and are run only by workers that
    * serve that version (or list it in `compatibleVersions`), so a rolling deploy never replays a
@@ -96,7 +122,7 @@ export interface WorkflowOptions<I> {
    */
   compatibleVersions?: readonly (string | number)[];
   /** Validates input at `start()`; a failure is an InvalidInputError and no task is created. */
-  input?: InputSchema<I>;
+  input?: InputSchema<I, In>;
   /** Default retry policy of this workflow's steps. */
   retry?: RetryOptions | number;
   /** At most this many tasks of this workflow run at once, across all workers. */
@@ -107,12 +133,18 @@ export type WorkflowFunction<I, O> = (ctx: WorkflowContext, input: I) => Promise
 
 const WORKFLOW = Symbol.for('stepwise.workflow');
 
-export interface Workflow<I = unknown, O = unknown> {
+/**
+ * A workflow definition: `I` is what the function receives, `O` what it returns, `In` what
+ * `engine.start()` accepts (the input schema's input type; `I` without a schema).
+ */
+export interface Workflow<I = unknown, O = unknown, In = I> {
   readonly [WORKFLOW]: true;
   readonly name: string;
   readonly version: string;
   readonly fn: WorkflowFunction<I, O>;
-  readonly options: Readonly<WorkflowOptions<I>>;
+  readonly options: Readonly<WorkflowOptions<I, In>>;
+  /** Type-only: what `start()` accepts. */
+  readonly __input?: In;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
@@ -128,11 +160,11 @@ const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'co
  *   return ctx.step('write', () => write(docs));
  * }, { version: 2 });
  */
-export function workflow<I = unknown, O = unknown>(
+export function workflow<I = unknown, O = unknown, In = I>(
   name: string,
   fn: WorkflowFunction<I, O>,
-  options: WorkflowOptions<I> = {},
-): Workflow<I, O> {
+  options: WorkflowOptions<I, In> = {},
+): Workflow<I, O, In> {
   if (typeof name !== 'string' || !NAME.test(name)) {
     throw new InvalidArgumentError(
       `Workflow name ${JSON.stringify(name)} is not valid: use 1-200 letters, digits and . _ : / - (starting with a letter or digit).`,

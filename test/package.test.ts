@@ -42,7 +42,7 @@ describe(`the published package (${pkg.name})`, () => {
     const dir = tempDir();
     // `npm pack` runs the build (prepare), so the tarball holds what the sources build to now.
     const packed = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    const [{ filename, files }] = JSON.parse(packed.slice(packed.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    const [{ filename, files }] = JSON.parse(packed.slice(packed.indexOf('['))) as [{ filename: string; files: Array<{ path: string }> }];
     const paths = files.map((f) => f.path);
     expect(paths).toContain('dist/index.d.ts');
     expect(paths).toContain('dist/cli/main.js');
