@@ -25,6 +25,7 @@ import { LogTail, allEvents, taskEvents, type EventsOptions } from './event-stre
 import { notify, type Observer } from './observers.ts';
 import { planTransition, wakeFor } from './transitions.ts';
 import { checkText } from './text-rules.ts';
+import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 
@@ -43,6 +44,8 @@ export interface EngineOptions extends StoreOptions {
    * attempt of this engine's workers, and every log entry this process appends. See {@link Observer}.
    */
   observers?: readonly Observer[];
+  /** Size limits on inputs, outputs and signal payloads (defaults: 16 MiB, 16 MiB, 1 MiB). */
+  limits?: Limits;
 }
 
 /** Who asks: a name (taken as a user) or an {@link Actor}. Recorded in the task's event log. */
@@ -164,6 +167,8 @@ export class Engine {
    */
   #settled: Promise<(() => Promise<void>) | null> | null = null;
   readonly #observers: readonly Observer[];
+  /** @internal The size limits in force (workers check outputs against them). */
+  readonly limits: Required<Limits>;
   /** Delivers this process's log entries to observers' `onEvent` (only when one has it). */
   #tail: LogTail | null = null;
   #offTail: (() => void) | null = null;
@@ -176,6 +181,9 @@ export class Engine {
     this.clock = options.clock ?? systemClock;
     this.#storeOption = options.store ?? DEFAULT_STORE_URL;
     this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
+    this.limits = resolveLimits(options.limits, (name, v) => {
+      if (!Number.isSafeInteger(v) || (v as number) < 1) throw new InvalidArgumentError(`Engine option ${name} must be a whole number of bytes ≥ 1, got ${String(v)}.`);
+    });
     this.#observers = [...(options.observers ?? [])];
     for (const o of this.#observers) {
       if (typeof o !== 'object' || o === null) throw new InvalidArgumentError('Each observer must be an object with hooks (onRunStart, onStepEnd, onEvent, …).');
@@ -259,6 +267,7 @@ export class Engine {
     } catch (e) {
       throw new InvalidInputError(name, (e as NotSerializableError).message, { cause: e });
     }
+    checkSize(encoded, this.limits.inputBytes, () => `The input of workflow "${name}"`, 'inputBytes');
     const key = options.idempotencyKey;
     if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
       throw new InvalidArgumentError(`idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
@@ -443,6 +452,7 @@ export class Engine {
     } catch (e) {
       throw new InvalidArgumentError((e as Error).message, { cause: e });
     }
+    checkSize(encoded, this.limits.payloadBytes, () => `The payload of signal "${name}"`, 'payloadBytes');
     const task = await this.#row(store, id);
     if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', userEvents(task), id);
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };

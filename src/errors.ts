@@ -34,6 +34,8 @@ export const ERROR_CODES = Object.freeze({
   FORBIDDEN: 'FORBIDDEN',
   /** The request contradicts what is already recorded (a contrary decision, a reused key with other data). */
   CONFLICT: 'CONFLICT',
+  /** An input, output or payload is larger than the engine's configured limit. */
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
 } as const);
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
@@ -47,6 +49,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   INVALID_ARGUMENT: 400,
   INVALID_INPUT: 400,
   NOT_SERIALIZABLE: 400,
+  PAYLOAD_TOO_LARGE: 413,
   FORBIDDEN: 403,
   WORKFLOW_NOT_FOUND: 404,
   TASK_NOT_FOUND: 404,
@@ -340,6 +343,21 @@ export class ConflictError extends StepwiseError {
     super(ERROR_CODES.CONFLICT, message, options);
     this.name = 'ConflictError';
     this.recorded = options.recorded;
+  }
+}
+
+/** A value is larger than its limit (`EngineOptions.limits`); nothing was stored. */
+export class PayloadTooLargeError extends StepwiseError {
+  readonly bytes: number;
+  readonly limitBytes: number;
+  constructor(what: string, bytes: number, limitBytes: number, option: string) {
+    super(
+      ERROR_CODES.PAYLOAD_TOO_LARGE,
+      `${what} is ${bytes} bytes as JSON, over the limit of ${limitBytes} bytes. Keep large data outside the task (a file or object store) and pass a reference, or raise limits.${option}.`,
+    );
+    this.name = 'PayloadTooLargeError';
+    this.bytes = bytes;
+    this.limitBytes = limitBytes;
   }
 }
 

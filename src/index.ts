@@ -43,7 +43,7 @@ export {
   IllegalTransitionError, IdempotencyConflictError, ConcurrentUpdateError, NonDeterminismError, NotSerializableError,
   StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, TaskFailedError, TaskCancelledError,
   LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, ClosedError, TimeoutError,
-  ForbiddenError, ConflictError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
+  ForbiddenError, ConflictError, PayloadTooLargeError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';
 
@@ -53,6 +53,8 @@ export type { Clock } from './clock.ts';
 export { toMs, formatMs } from './duration.ts';
 export type { Duration } from './duration.ts';
 export type { RetryOptions } from './retry.ts';
+export { DEFAULT_LIMITS } from './limits.ts';
+export type { Limits } from './limits.ts';
 export { openStore, DEFAULT_STORE_URL } from './store-url.ts';
 export type { StoreOptions } from './store-url.ts';
 export type { Store } from './store.ts';

@@ -97,3 +97,20 @@ describe(`values both stores can hold (${TEST_STORE})`, () => {
     expect(explained.summary).toMatch(/Pending until \d{4}-/);
   });
 });
+
+describe(`size limits (${TEST_STORE})`, () => {
+  it('refuses an input or signal payload over its limit with PAYLOAD_TOO_LARGE, storing nothing', async () => {
+    const wf = workflow('big', async (ctx) => ctx.waitForEvent('data'));
+    const engine = makeEngine({ workflows: [wf], limits: { inputBytes: 1000, payloadBytes: 500 } });
+    const err = await engine.start(wf, { text: 'x'.repeat(2000) }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', limitBytes: 1000 });
+    expect((err as Error).message).toMatch(/The input of workflow "big" is 20\d\d bytes as JSON, over the limit of 1000 bytes.*limits\.inputBytes/);
+    expect((await engine.list()).tasks).toHaveLength(0);
+    // Multi-byte characters count as bytes, not as characters.
+    await expect(engine.start(wf, { text: '€'.repeat(340) })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    const { id } = await engine.start(wf, { text: 'small' });
+    await expect(engine.signal(id, 'data', 'y'.repeat(600))).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE', limitBytes: 500 });
+    expect((await engine.get(id)).history.some((e) => e.type === 'signal:received')).toBe(false);
+    expect(() => makeEngine({ limits: { inputBytes: 0 } })).toThrow(/limits.inputBytes must be a whole number of bytes/);
+  });
+});

@@ -1,0 +1,40 @@
+/**
+ * @module limits
+ * Size limits on what a task stores: its input, step and task outputs, and signal payloads. No
+ * normal agent task comes near the defaults; they stop a runaway value (a 1 GB input, a transcript
+ * that grows without bound) from being written to the database, where it would slow every read of
+ * the task and could exhaust the worker's memory on resume.
+ */
+import { PayloadTooLargeError } from './errors.ts';
+
+export interface Limits {
+  /** Largest task input, as JSON. @defaultValue 16 MiB */
+  inputBytes?: number;
+  /** Largest step output or task output, as JSON. @defaultValue 16 MiB */
+  outputBytes?: number;
+  /** Largest signal payload, as JSON. @defaultValue 1 MiB */
+  payloadBytes?: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<Required<Limits>> = Object.freeze({
+  inputBytes: 16 * 1024 * 1024,
+  outputBytes: 16 * 1024 * 1024,
+  payloadBytes: 1024 * 1024,
+});
+
+/** The limits with defaults filled in; throws on a limit that is not a positive whole number. */
+export function resolveLimits(limits: Limits | undefined, check: (name: string, v: unknown) => void): Required<Limits> {
+  const out = { ...DEFAULT_LIMITS, ...(limits ?? {}) };
+  for (const [k, v] of Object.entries(out)) check(`limits.${k}`, v);
+  return out;
+}
+
+/**
+ * Throws PayloadTooLargeError if `json` (a JSON text, or null) is over `limit` bytes in UTF-8. A
+ * string's byte length is at most three times its length, so most values are not even measured.
+ */
+export function checkSize(json: string | null, limit: number, what: () => string, option: keyof Limits): void {
+  if (json === null || json.length * 3 <= limit) return;
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > limit) throw new PayloadTooLargeError(what(), bytes, limit, option);
+}
