@@ -1,0 +1,92 @@
+// A step whose AbortSignal fired is interrupted, whatever its function returns: the AI SDK's
+// streamText ends its text stream quietly on abort, so a step that collects the stream returns a
+// truncated answer as if it had finished. Such a result is never checkpointed as completed.
+import { describe, expect, it } from 'vitest';
+import { streamText } from 'ai';
+import { MockLanguageModelV3, simulateReadableStream } from 'ai/test';
+import { workflow } from '../src/index.ts';
+import { TEST_STORE, eventually, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+
+const WORDS = 300;
+
+/** A model that streams WORDS words; the first call slowly (so that it can be interrupted), later calls at once. */
+function slowFirstModel(): { model: MockLanguageModelV3; calls: () => number; firstStarted: () => boolean } {
+  let calls = 0;
+  const model = new MockLanguageModelV3({
+    doStream: async () => {
+      calls++;
+      const words = Array.from({ length: WORDS }, (_, i) => `w${i} `);
+      return {
+        stream: simulateReadableStream({
+          chunks: [
+            { type: 'text-start' as const, id: '1' },
+            ...words.map((delta) => ({ type: 'text-delta' as const, id: '1', delta })),
+            { type: 'text-end' as const, id: '1' },
+            { type: 'finish' as const, finishReason: { unified: 'stop' as const, raw: undefined }, usage: { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: WORDS, text: WORDS, reasoning: 0 } } },
+          ],
+          chunkDelayInMs: calls === 1 ? 5 : 0,
+        }),
+      };
+    },
+  });
+  return { model, calls: () => calls, firstStarted: () => calls >= 1 };
+}
+
+function writer(name: string, model: MockLanguageModelV3, options: { timeout?: string; retry?: number } = {}) {
+  return workflow(name, async (ctx) => {
+    const text = await ctx.step('write', async ({ signal }) => {
+      const result = streamText({ model, prompt: 'write 300 words', abortSignal: signal });
+      let out = '';
+      for await (const delta of result.textStream) out += delta;
+      return out;
+    }, options);
+    return { words: text.trim().split(/\s+/).length };
+  });
+}
+
+describe(`interrupted steps are never checkpointed (${TEST_STORE}, real AI SDK stream)`, () => {
+  it('hands a task back when the worker stops mid-stream, and the next worker writes the whole answer', async () => {
+    const m = slowFirstModel();
+    const wf = writer('graceful-stop', m.model);
+    const engine = makeEngine({ workflows: [wf] });
+    const first = await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await eventually(m.firstStarted, 10_000, 'the first model call');
+    await new Promise((r) => setTimeout(r, 100)); // some words streamed, most not
+    await first.stop({ graceMs: 20 });
+    const stopped = await engine.get(id);
+    expect(stopped.status).toBe('pending');
+    expect(stopped.steps.filter((s) => s.status === 'completed')).toEqual([]);
+    await startWorker(engine);
+    expect(await engine.result(id, { timeout: '20s' })).toEqual({ words: WORDS });
+    expect(m.calls()).toBe(2);
+  });
+
+  it('ends a task cancelled mid-stream as cancelled, with no completed step recorded', async () => {
+    const m = slowFirstModel();
+    const wf = writer('cancel-mid-stream', m.model);
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await eventually(m.firstStarted, 10_000, 'the model call');
+    await new Promise((r) => setTimeout(r, 100));
+    await engine.cancel(id);
+    await waitForStatus(engine, id, 'cancelled');
+    const info = await engine.get(id);
+    expect(info.steps.filter((s) => s.status === 'completed')).toEqual([]);
+    expect(info.history.some((e) => e.type === 'step:completed')).toBe(false);
+  });
+
+  it('counts a step that times out mid-stream as a failed attempt, not as its truncated answer', async () => {
+    const m = slowFirstModel();
+    const wf = writer('timeout-mid-stream', m.model, { timeout: '300ms', retry: 2 });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    expect(await engine.result(id, { timeout: '20s' })).toEqual({ words: WORDS });
+    const info = await engine.get(id);
+    expect(info.steps[0]).toMatchObject({ name: 'write', status: 'completed', attempts: 2 });
+    const retrying = info.history.find((e) => e.type === 'step:retrying');
+    expect(retrying?.type === 'step:retrying' && retrying.step.error?.code).toBe('STEP_TIMEOUT');
+  });
+});
