@@ -124,8 +124,10 @@ async function main(): Promise<void> {
   }
   console.log(bold('\nTimeline'));
   for (const h of task.history) {
+    if (h.type !== 'transition') continue;
+    const by = h.actor.kind === 'worker' ? h.actor.id : null;
     const detail = h.event === 'reclaim' ? dim(` (previous owner ${String(h.detail?.previousOwner)} was dead)`) : '';
-    console.log(`  +${formatMs(h.at - task.createdAt).padEnd(7)} ${h.event.padEnd(8)} ${h.from ?? '∅'} → ${h.to}${h.workerId ? dim(` by ${h.workerId}`) : ''}${detail}`);
+    console.log(`  +${formatMs(h.at - task.createdAt).padEnd(7)} ${h.event.padEnd(8)} ${h.from ?? '∅'} → ${h.to}${by ? dim(` by ${by}`) : ''}${detail}`);
   }
   const out = task.output as { path: string; documents: number; tokens: { input: number; output: number } };
   // Which model calls ran more than once: only one may, the call the kill interrupted.
