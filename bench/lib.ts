@@ -92,7 +92,7 @@ export async function waitAllDone(engine: Engine, ids: string[]): Promise<{ span
   for (const id of ids) {
     const t = await engine.get(id);
     if (t.status !== 'succeeded') throw new Error(`task ${id} ended ${t.status}`);
-    const claim = t.history.find((h) => h.event === 'claim');
+    const claim = t.history.find((h) => h.type === 'transition' && h.event === 'claim');
     if (claim) first = Math.min(first, claim.at);
     last = Math.max(last, t.finishedAt ?? 0);
   }

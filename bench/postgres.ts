@@ -102,7 +102,7 @@ export async function pgThroughput(workers: number, tasks: number, concurrency =
   const schema = new URL(url).searchParams.get('schema') as string;
   return throughput(url, 'postgres', tasks, workers, {
     concurrency,
-    afterWarmUp: () => sql(`ANALYZE "${schema}".tasks, "${schema}".steps, "${schema}".history`),
+    afterWarmUp: () => sql(`ANALYZE "${schema}".tasks, "${schema}".steps, "${schema}".events`),
   });
 }
 

@@ -9,7 +9,7 @@
  * JSON texts that are already JSON (a step's output, an error, a signal's payload) are embedded as
  * they are, not parsed and encoded again, so that writing an entry costs a string concatenation.
  */
-import type { ActorKind, NewEvent, StepRow } from './store.ts';
+import type { ActorKind, NewEvent, StepRow, TransitionWrite } from './store.ts';
 
 /** Entry types. Step entries are `step:<journal status>`. */
 export const EVENT_TYPES = Object.freeze({
@@ -78,4 +78,43 @@ export function signalReceivedEntry(
 /** A signal consumed by the event wait at journal position `seq`. */
 export function signalConsumedEntry(actorKind: ActorKind, actorId: string, c: { signalId: number; seq: number }): NewEvent {
   return { type: EVENT_TYPES.signalConsumed, actorKind, actorId, data: `{"signalId":${c.signalId},"seq":${c.seq}}` };
+}
+
+/**
+ * When a journal write happened, for its `step:*` entry: a StepWrite carries no time of its own,
+ * so it is the row's finish time, or a wait's start, or else the wall clock.
+ */
+export function stepEntryAt(s: StepRow): number {
+  return s.finishedAt ?? (s.status === 'waiting' ? s.startedAt : null) ?? Date.now();
+}
+
+/** The last write of each (taskId, seq) wins, as a sequence of upserts would. */
+export function uniqueSteps(steps: readonly StepRow[]): StepRow[] {
+  const byKey = new Map<string, StepRow>();
+  for (const s of steps) byKey.set(`${s.taskId}\u0000${s.seq}`, s);
+  return [...byKey.values()];
+}
+
+/** The first consumer of each signal wins, as a sequence of guarded updates would. */
+export function uniqueConsumes(consume: readonly { signalId: number; seq: number }[]): Array<{ signalId: number; seq: number }> {
+  const byId = new Map<number, { signalId: number; seq: number }>();
+  for (const c of consume) if (!byId.has(c.signalId)) byId.set(c.signalId, c);
+  return [...byId.values()];
+}
+
+/**
+ * Every entry a transition write appends, in order: the engine's `log`, then one `step:<status>`
+ * per journal row written, one `step:forgotten` for deleted positions, one `signal:consumed` per
+ * consumed signal. Derived entries take the actor of the first `log` entry (else the write's
+ * worker, else an anonymous user).
+ */
+export function transitionWriteEntries(w: TransitionWrite): NewEvent[] {
+  const first = w.log[0];
+  const kind: ActorKind = first ? first.actorKind : w.workerId ? 'worker' : 'user';
+  const id = first ? first.actorId : (w.workerId ?? 'anonymous');
+  const out: NewEvent[] = [...w.log];
+  for (const s of uniqueSteps(w.steps ?? [])) out.push(stepEntry(kind, id, s));
+  if (w.deleteSteps?.length) out.push(forgottenEntry(kind, id, w.deleteSteps));
+  for (const c of uniqueConsumes(w.consume ?? [])) out.push(signalConsumedEntry(kind, id, c));
+  return out;
 }

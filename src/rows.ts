@@ -5,7 +5,7 @@
  * strings) and the Store's row types, plus the column list a {@link TaskPatch} writes. Shared by the
  * SQLite and PostgreSQL stores so that both read and write the same shape.
  */
-import type { HistoryRow, SignalRow, StepRow, TaskPatch, TaskRow } from './store.ts';
+import type { ActorKind, EventRow, SignalRow, StepRow, TaskPatch, TaskRow } from './store.ts';
 import type { TaskStatus } from './lifecycle.ts';
 
 type Raw = Record<string, unknown>;
@@ -59,17 +59,15 @@ export function toStepRow(r: Raw): StepRow {
   };
 }
 
-export function toHistoryRow(r: Raw): HistoryRow {
+export function toEventRow(r: Raw): EventRow {
   return {
-    id: num(r.id),
     taskId: String(r.task_id),
+    seq: num(r.seq),
     at: num(r.at),
-    event: String(r.event),
-    fromStatus: (strOrNull(r.from_status) as TaskStatus | null) ?? null,
-    toStatus: r.to_status as TaskStatus,
-    epoch: num(r.epoch),
-    workerId: strOrNull(r.worker_id),
-    detail: strOrNull(r.detail),
+    type: String(r.type),
+    actorKind: r.actor_kind as ActorKind,
+    actorId: String(r.actor_id),
+    data: strOrNull(r.data),
   };
 }
 

@@ -727,7 +727,8 @@ export class TaskRun {
       get signal(): AbortSignal {
         return run.signal;
       },
-      step: <T>(name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions) => this.#step(name, fn, options),
+      // The JSON bound on outputs is a compile-time check for workflow authors; the run takes any value.
+      step: (<T>(name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions) => this.#step(name, fn, options)) as WorkflowContext['step'],
       sleep: (name: string, duration: Duration) => this.#sleep(name, duration),
       waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => this.#waitForEvent<T>(name, options),
     });

@@ -6,7 +6,7 @@
  *
  * Every status change is a {@link TransitionWrite}: the lifecycle module has already picked the
  * target status and the legal source statuses; the store re-checks them atomically
- * (`UPDATE … WHERE status IN (…) AND version = ?` or `AND epoch = ?`) and appends the history row
+ * (`UPDATE … WHERE status IN (…) AND version = ?` or `AND epoch = ?`) and appends its log entries
  * in the same transaction. Worker writes are fenced by the lease epoch: a worker that lost its
  * lease (another worker claimed the task and bumped the epoch) gets its writes refused.
  *
@@ -171,7 +171,7 @@ export interface TransitionWrite {
   set: TaskPatch;
   at: number;
   workerId?: string | null;
-  /** JSON text for the history row. */
+  /** JSON text: the transition's detail (also in its log entry). */
   detail?: string | null;
   /**
    * Log entries appended in the same transaction, in order, before the entries the store derives
@@ -260,7 +260,7 @@ export interface HeldTask {
   cancelReason: string | null;
 }
 
-/** Expired leases in `from` statuses are moved to `to` with a history row (`event`). */
+/** Expired leases in `from` statuses are moved to `to` with a `transition` log entry (`event`, actor system `lease-expiry`). */
 export interface ExpireRequest {
   now: number;
   event: string;

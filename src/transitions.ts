@@ -4,7 +4,7 @@
  * The one function through which every status write passes: it asks the lifecycle table for the
  * edge (throwing IllegalTransitionError if there is none), turns the edge's effects into columns,
  * and returns the guarded write for the store, which re-checks the source status atomically and
- * appends the history row in the same transaction.
+ * appends its log entries in the same transaction.
  */
 import { isFinished, transition, type LifecycleEvent, type LifecycleState, type Transition } from './lifecycle.ts';
 import { transitionEntry } from './log-entries.ts';

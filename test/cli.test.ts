@@ -56,10 +56,11 @@ describe('stepwise CLI', () => {
     expect(show.out).toMatch(/2\s+part#3\s+completed/);
     expect(show.out).toMatch(/create\s+∅ → pending/);
     expect(show.out).toMatch(/complete\s+running → succeeded/);
-    const showJson = JSON.parse(cli(['show', id, '--db', db, '--json']).out) as { status: string; steps: unknown[]; history: unknown[] };
+    const showJson = JSON.parse(cli(['show', id, '--db', db, '--json']).out) as { status: string; steps: unknown[]; history: Array<{ type: string }> };
     expect(showJson.status).toBe('succeeded');
     expect(showJson.steps).toHaveLength(3);
-    expect(showJson.history).toHaveLength(3);
+    expect(showJson.history.filter((e) => e.type === 'transition')).toHaveLength(3); // create, claim, complete
+    expect(showJson.history.filter((e) => e.type === 'step:completed')).toHaveLength(3);
     expect(cli(['explain', id, '--db', db]).out).toContain('Succeeded at');
     worker.child.kill('SIGTERM');
     expect((await worker.exited).code).toBe(0);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { Engine } from '../src/index.ts';
 import { pipeline } from './fixtures/crash-workflows.ts';
-import { eventually, tempDir } from './support/engine.ts';
+import { eventually, tempDir, transitionsOf } from './support/engine.ts';
 import { readLog, spawnCli } from './support/processes.ts';
 
 const FIXTURE = 'test/fixtures/crash-workflows.ts';
@@ -39,12 +39,12 @@ describe('crash recovery on SQLite (real processes)', () => {
       const info = await engine.get(id);
       expect(info.status).toBe('succeeded');
       expect(info.runs).toBe(2);
-      expect(info.history.map((h) => `${h.event}:${h.from}->${h.to}`)).toEqual([
+      expect(transitionsOf(info).map((h) => `${h.event}:${h.from}->${h.to}`)).toEqual([
         'create:null->pending', 'claim:pending->running', 'reclaim:running->running', 'complete:running->succeeded',
       ]);
-      const reclaim = info.history[2];
-      expect(reclaim?.detail).toMatchObject({ previousOwner: info.history[1]?.workerId });
-      expect(reclaim?.workerId).not.toBe(info.history[1]?.workerId);
+      const reclaim = transitionsOf(info)[2];
+      expect(reclaim?.detail).toMatchObject({ previousOwner: transitionsOf(info)[1]?.actor.id });
+      expect(reclaim?.actor.id).not.toBe(transitionsOf(info)[1]?.actor.id);
       expect(info.steps.map((s) => [s.name, s.epoch])).toEqual([['fetch', 1], ['transform', 1], ['slow-write', 2], ['notify', 2]]);
       expect(b.output()).toContain('reclaimed after a lost worker');
       b.child.kill('SIGTERM');
@@ -78,7 +78,7 @@ describe('crash recovery on SQLite (real processes)', () => {
       const write = info.steps.find((s) => s.name === 'slow-write');
       expect(write?.epoch).toBe(2);
       expect(write?.output).toEqual({ pid: b.pid });
-      expect(info.history.map((h) => h.event)).toEqual(['create', 'claim', 'reclaim', 'complete']);
+      expect(transitionsOf(info).map((h) => h.event)).toEqual(['create', 'claim', 'reclaim', 'complete']);
       // A's side effect did happen (it was past the point of no return), with the same idempotency
       // key as B's: the key is what lets the external system recognise the duplicate.
       const effects = readLog(log).filter((l) => l.event === 'effect' && l.key === `v1:${id}:slow-write#1`);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { IllegalTransitionError, TaskCancelledError, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { eventually, gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { eventually, gate, makeEngine, startWorker, waitForStatus, transitionsOf } from './support/engine.ts';
 
 describe('cancellation', () => {
   it('cancels a running task: cancelling, the step signal fires, then cancelled with the reason in history', async () => {
@@ -34,8 +34,8 @@ describe('cancellation', () => {
     const info = await engine.get(id);
     expect(info.status).toBe('cancelled');
     expect(info.lease).toBeNull();
-    expect(info.history.map((h) => `${h.event}:${h.to}`)).toEqual(['create:pending', 'claim:running', 'cancel:cancelling', 'abort:cancelled']);
-    expect(info.history[2]?.detail).toEqual({ reason: 'user clicked cancel' });
+    expect(transitionsOf(info).map((h) => `${h.event}:${h.to}`)).toEqual(['create:pending', 'claim:running', 'cancel:cancelling', 'abort:cancelled']);
+    expect(transitionsOf(info)[2]?.detail).toEqual({ reason: 'user clicked cancel' });
   });
 
   it('ends a running task whose step ignores its signal within the cancel grace period', async () => {

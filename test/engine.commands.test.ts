@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   IdempotencyConflictError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, WorkflowNotFoundError, workflow,
 } from '../src/index.ts';
-import { TEST_STORE, gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { TEST_STORE, gate, makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
 import { Engine } from '../src/index.ts';
 
 const echo = workflow('echo', async (_ctx, input: unknown) => input);
@@ -141,7 +141,7 @@ describe('engine commands', () => {
     expect(resumed.pauseRequested).toBe(false);
     release.open();
     expect(await engine.result(id)).toBe('done');
-    expect((await engine.get(id)).history.map((h) => h.event)).toEqual(['create', 'claim', 'pause', 'resume', 'complete']);
+    expect(transitionsOf(await engine.get(id)).map((h) => h.event)).toEqual(['create', 'claim', 'pause', 'resume', 'complete']);
   });
 
   it('delivers signals sent before and after the task waits for them, once per idempotency key', async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NonRetryableError, RetryableError, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { eventually, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { eventually, makeEngine, startWorker, waitForStatus, transitionsOf } from './support/engine.ts';
 
 describe('step retries', () => {
   it('retries a transient failure with the same idempotency key and shows the previous error to the next attempt', async () => {
@@ -88,7 +88,7 @@ describe('step retries', () => {
     expect(await engine.result(id)).toBe('b-done');
     expect(attempts).toBe(2);
     const info = await engine.get(id);
-    expect(info.history.map((h) => h.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
+    expect(transitionsOf(info).map((h) => h.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
   });
 
   it('retries a failed task from the failed step; completed steps are not re-run; the step sees the previous error', async () => {
@@ -117,7 +117,7 @@ describe('step retries', () => {
     expect(lastSeen).toBe('schema mismatch');
     const info = await engine.get(id);
     expect(info.retries).toBe(1);
-    expect(info.history.map((h) => `${h.event}:${h.to}`)).toEqual([
+    expect(transitionsOf(info).map((h) => `${h.event}:${h.to}`)).toEqual([
       'create:pending', 'claim:running', 'fail:failed', 'retry:pending', 'claim:running', 'complete:succeeded',
     ]);
   });

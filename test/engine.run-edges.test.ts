@@ -2,7 +2,7 @@
 // while a step finishes, retries after a handled failure, and interleavings that replay must keep.
 import { describe, expect, it } from 'vitest';
 import { Engine, workflow } from '../src/index.ts';
-import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -101,7 +101,7 @@ describe('run edges', () => {
     await engine.resume(id);
     expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
     expect(calls.sort()).toEqual(['A', 'B', 'C']);
-    expect((await engine.get(id)).history.map((h) => h.event)).toContain('release');
+    expect(transitionsOf(await engine.get(id)).map((h) => h.event)).toContain('release');
   });
 
   it('stops paused, not parked, when a pause from another process arrives before the run parks', async () => {
@@ -182,7 +182,7 @@ describe('run edges', () => {
     expect(log).toEqual(['undo']);
     const info = await engine.get(id);
     expect(info.steps.map((s) => s.name)).toEqual(['charge', 'ship']);
-    expect(info.history.find((h) => h.event === 'retry')?.detail).toMatchObject({ fromStep: 'charge', forgotten: ['undo'] });
+    expect(transitionsOf(info).find((h) => h.event === 'retry')?.detail).toMatchObject({ fromStep: 'charge', forgotten: ['undo'] });
   });
 
   it('keeps a failure the code handled when retrying a later one', async () => {

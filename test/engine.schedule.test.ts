@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { Engine, openStore, systemClock, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
 import { spyStore } from './support/store-spy.ts';
 
 /** Polls so rarely that only the next-due wake-up can explain a task running in time. */
@@ -31,7 +31,7 @@ describe('scheduled work', () => {
     const { id } = await engine.start(wf);
     await waitForStatus(engine, id, 'waiting');
     expect(await engine.result(id, { timeout: '20s' })).toBe('a');
-    expect((await engine.get(id)).history.map((h) => h.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
+    expect(transitionsOf(await engine.get(id)).map((h) => h.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
   });
 
   it('follows the engine clock: advancing a manual clock past a task\'s due time wakes the idle worker', async () => {

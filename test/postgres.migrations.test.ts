@@ -4,6 +4,7 @@ import { Engine, workflow } from '../src/index.ts';
 import { postgresMigrations } from '../src/generated/sql.ts';
 import { upgradeWorkflow } from './fixtures/upgrade-workflow.ts';
 import { migratePostgres } from '../src/postgres/migrate.ts';
+import { PostgresStore } from '../src/postgres/store.ts';
 import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
 import { schemasOfThisFile, startWorker } from './support/engine.ts';
 
@@ -35,6 +36,52 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
       expect(steps).toEqual([['first', 'completed'], ['second', 'completed']]);
     } finally {
       await engine.close();
+    }
+  });
+
+  it('upgrades a schema written under migration 2: its history becomes the event log, and new entries follow it', async () => {
+    const schema = freshSchema();
+    await withPg(async (c) => {
+      await migratePostgres(c, schema, 1_000, postgresMigrations.slice(0, 2));
+      await c.query(`INSERT INTO "${schema}".tasks (id, workflow, workflow_version, status, created_at, updated_at, run_at, runs, epoch)
+        VALUES ('old-a', 'w', '1', 'pending', 1000, 1000, 1000, 2, 2), ('old-b', 'w', '1', 'succeeded', 1000, 1000, NULL, 1, 1)`);
+      // Interleaved rows of two tasks, as the history table held them.
+      await c.query(`INSERT INTO "${schema}".history (task_id, at, event, from_status, to_status, epoch, worker_id, detail) VALUES
+        ('old-a', 1000, 'create', NULL, 'pending', 0, NULL, NULL),
+        ('old-b', 1001, 'create', NULL, 'pending', 0, NULL, NULL),
+        ('old-a', 1002, 'claim', 'pending', 'running', 1, 'w-1', NULL),
+        ('old-b', 1003, 'claim', 'pending', 'running', 1, 'w-1', NULL),
+        ('old-a', 1004, 'abort', 'running', 'pending', 1, NULL, '{"reason":"lease expired","previousOwner":"w-1"}'),
+        ('old-b', 1005, 'complete', 'running', 'succeeded', 1, 'w-1', NULL),
+        ('old-a', 1006, 'pause', 'pending', 'paused', 1, NULL, '{"why":"ops"}')`);
+    });
+    const store = new PostgresStore(PG_URL, { schema });
+    try {
+      await store.migrate();
+      const a = await store.getEvents('old-a');
+      expect(a.map((e) => [e.seq, e.at, e.type, `${e.actorKind}:${e.actorId}`])).toEqual([
+        [1, 1000, 'transition', 'user:anonymous'],
+        [2, 1002, 'transition', 'worker:w-1'],
+        [3, 1004, 'transition', 'system:lease-expiry'],
+        [4, 1006, 'transition', 'user:anonymous'],
+      ]);
+      expect(a.map((e) => JSON.parse(e.data ?? 'null'))).toEqual([
+        { event: 'create', from: null, to: 'pending', epoch: 0, detail: null },
+        { event: 'claim', from: 'pending', to: 'running', epoch: 1, detail: null },
+        { event: 'abort', from: 'running', to: 'pending', epoch: 1, detail: { reason: 'lease expired', previousOwner: 'w-1' } },
+        { event: 'pause', from: 'pending', to: 'paused', epoch: 1, detail: { why: 'ops' } },
+      ]);
+      expect((await store.getEvents('old-b')).map((e) => e.seq)).toEqual([1, 2, 3]);
+      // The cross-task read returns the copied rows in history order.
+      const page = await store.readLog(null, 100);
+      expect(page.events.map((e) => `${e.taskId}/${e.seq}`)).toEqual(['old-a/1', 'old-b/1', 'old-a/2', 'old-b/2', 'old-a/3', 'old-b/3', 'old-a/4']);
+      // The counter was initialised from the copy: the next entry of old-a is 5.
+      await store.insertSignal({ actorKind: 'user', actorId: 'ops', taskId: 'old-a', name: 'x', payload: null, idempotencyKey: null, at: 2000 });
+      expect((await store.getEvents('old-a', 4)).map((e) => [e.seq, e.type])).toEqual([[5, 'signal:received']]);
+      const gone = await withPg(async (c) => (await c.query(`SELECT to_regclass($1) AS t`, [`"${schema}".history`])).rows[0].t);
+      expect(gone).toBeNull();
+    } finally {
+      await store.close();
     }
   });
 

@@ -7,6 +7,7 @@ import { Engine } from '../src/index.ts';
 import { stepBatchSql, transitionBatchSql } from '../src/postgres/batch-sql.ts';
 import { heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, tablesOf } from '../src/postgres/sql-text.ts';
 import { stepValues } from '../src/rows.ts';
+import { transitionEntry } from '../src/log-entries.ts';
 import type { StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
 import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
 import { schemasOfThisFile } from './support/engine.ts';
@@ -96,12 +97,14 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
         const transitions: TransitionWrite[] = ids.map((taskId) => ({
           kind: 'transition', taskId, event: 'succeed', from: ['running'], to: 'succeeded', guard: { epoch: 1 },
           set: { output: '3', clearLease: true, finishedAt: NOW }, at: NOW, workerId: 'worker-a', steps: [step(taskId, 3)],
+          log: [transitionEntry('worker', 'worker-a', { event: 'succeed', from: 'running', to: 'succeeded', output: '3' })],
         }));
         const stepBatch = stepBatchSql(t, steps);
         const transitionBatch = transitionBatchSql(t, transitions, () => 'probe_channel');
-        const plain = [...stepValues(step(ids[0]!, 1)), ids[0], 1];
+        const plain = [...stepValues(step(ids[0]!, 1)), ids[0], 1, NOW, 'step:completed', '{}'];
         const cases: Array<{ name: string; text: string; values: unknown[]; rows: number; most: number }> = [
-          { name: 'batched checkpoints', text: stepBatch.text, values: stepBatch.values, rows: 40, most: 40 },
+          // Each task row twice: locked in id order, then its log counter updated (as the heartbeat does).
+          { name: 'batched checkpoints', text: stepBatch.text, values: stepBatch.values, rows: 40, most: 2 * 40 },
           { name: 'batched end-of-run transitions', text: transitionBatch.text, values: transitionBatch.values, rows: 40, most: 2 * 40 },
           { name: 'lone checkpoint', text: plainStepSql(t), values: plain, rows: 0, most: 1 },
           { name: 'heartbeat', text: heartbeatSql(t), values: [NOW + 60000, ids, ids.map(() => 1), 'worker-a'], rows: 40, most: 2 * 40 },

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Engine } from '../src/index.ts';
 import { listener, pipeline, triple, waiter } from './fixtures/crash-workflows.ts';
 import { PG_URL, hasPostgres, sql } from './support/postgres.ts';
-import { eventually, schemasOfThisFile, tempDir, waitForStatus } from './support/engine.ts';
+import { eventually, schemasOfThisFile, tempDir, waitForStatus, transitionsOf } from './support/engine.ts';
 import { readLog, spawnCli } from './support/processes.ts';
 
 const FIXTURE = 'test/fixtures/crash-workflows.ts';
@@ -136,7 +136,7 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
       const effects = (step: string): number[] => readLog(log).filter((l) => l.event === 'effect' && l.key === `v1:${id}:${step}#1`).map((l) => l.pid);
       expect([effects('fetch'), effects('transform'), effects('slow-write'), effects('notify')]).toEqual([[a.pid], [a.pid], [b.pid], [b.pid]]);
       const info = await engine.get(id);
-      expect(info.history.map((h) => h.event)).toEqual(['create', 'claim', 'reclaim', 'complete']);
+      expect(transitionsOf(info).map((h) => h.event)).toEqual(['create', 'claim', 'reclaim', 'complete']);
       b.child.kill('SIGTERM');
       await b.exited;
     } finally {

@@ -6,6 +6,7 @@ import { Engine } from '../src/index.ts';
 import { upgradeWorkflow } from './fixtures/upgrade-workflow.ts';
 import { sqliteMigrations } from '../src/generated/sql.ts';
 import { migrateSqlite } from '../src/sqlite/migrate.ts';
+import { SqliteStore } from '../src/sqlite/store.ts';
 import { startWorker, tempDir } from './support/engine.ts';
 
 describe('SQLite migrations', () => {
@@ -40,6 +41,49 @@ describe('SQLite migrations', () => {
       expect(firstRuns()).toBe(0); // its checkpoint survived the upgrade
     } finally {
       await engine.close();
+    }
+  });
+
+  it('upgrades a file written under migration 2: its history becomes the event log, and new entries follow it', async () => {
+    const file = join(tempDir(), 'v2.db');
+    const old = new Database(file);
+    old.pragma('journal_mode = WAL');
+    migrateSqlite(old, 1_000, sqliteMigrations.slice(0, 2));
+    old.exec(`INSERT INTO stepwise_tasks (no, id, workflow, workflow_version, status, created_at, updated_at, run_at, runs, epoch)
+      VALUES (3, 'old-a', 'w', '1', 'pending', 1000, 1000, 1000, 2, 2), (9, 'old-b', 'w', '1', 'succeeded', 1000, 1000, NULL, 1, 1);
+      INSERT INTO stepwise_history (task_id, at, event, from_status, to_status, epoch, worker_id, detail) VALUES
+        ('old-a', 1000, 'create', NULL, 'pending', 0, NULL, NULL),
+        ('old-b', 1001, 'create', NULL, 'pending', 0, NULL, NULL),
+        ('old-a', 1002, 'claim', 'pending', 'running', 1, 'w-1', NULL),
+        ('old-b', 1003, 'claim', 'pending', 'running', 1, 'w-1', NULL),
+        ('old-a', 1004, 'abort', 'running', 'pending', 1, NULL, '{"reason":"lease expired","previousOwner":"w-1"}'),
+        ('old-b', 1005, 'complete', 'running', 'succeeded', 1, 'w-1', NULL),
+        ('old-a', 1006, 'pause', 'pending', 'paused', 1, NULL, '{"why":"ops"}');`);
+    old.close();
+    const store = new SqliteStore(file);
+    try {
+      await store.migrate();
+      const a = await store.getEvents('old-a');
+      expect(a.map((e) => [e.seq, e.at, e.type, `${e.actorKind}:${e.actorId}`])).toEqual([
+        [1, 1000, 'transition', 'user:anonymous'],
+        [2, 1002, 'transition', 'worker:w-1'],
+        [3, 1004, 'transition', 'system:lease-expiry'],
+        [4, 1006, 'transition', 'user:anonymous'],
+      ]);
+      expect(a.map((e) => JSON.parse(e.data ?? 'null'))).toEqual([
+        { event: 'create', from: null, to: 'pending', epoch: 0, detail: null },
+        { event: 'claim', from: 'pending', to: 'running', epoch: 1, detail: null },
+        { event: 'abort', from: 'running', to: 'pending', epoch: 1, detail: { reason: 'lease expired', previousOwner: 'w-1' } },
+        { event: 'pause', from: 'pending', to: 'paused', epoch: 1, detail: { why: 'ops' } },
+      ]);
+      expect((await store.getEvents('old-b')).map((e) => e.seq)).toEqual([1, 2, 3]);
+      const page = await store.readLog(null, 100);
+      expect(page.events.map((e) => `${e.taskId}/${e.seq}`)).toEqual(['old-a/1', 'old-b/1', 'old-a/2', 'old-b/2', 'old-a/3', 'old-b/3', 'old-a/4']);
+      await store.insertSignal({ actorKind: 'user', actorId: 'ops', taskId: 'old-a', name: 'x', payload: null, idempotencyKey: null, at: 2000 });
+      expect((await store.getEvents('old-a', 4)).map((e) => [e.seq, e.type])).toEqual([[5, 'signal:received']]);
+      expect(store.db.prepare(`SELECT name FROM sqlite_master WHERE name = 'stepwise_history'`).get()).toBeUndefined();
+    } finally {
+      await store.close();
     }
   });
 

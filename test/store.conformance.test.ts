@@ -14,7 +14,8 @@ import { PostgresStore } from '../src/postgres/store.ts';
 import { postgresMigrations, sqliteMigrations, type Migration } from '../src/generated/sql.ts';
 import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
 import { isStepwiseError } from '../src/errors.ts';
-import type { ClaimRequest, ClaimedTask, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
+import type { ClaimRequest, ClaimedTask, EventRow, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
+import { transitionEntry } from '../src/log-entries.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
 
 const T0 = 1_700_000_000_000;
@@ -186,9 +187,36 @@ function stepRow(taskId: string, seq: number, epoch: number, over: Partial<StepR
   };
 }
 
-/** A transition from the task's current status, guarded by its current version. */
+/**
+ * A transition from the task's current status, guarded by its current version, with the log entry
+ * planTransition would give it (actor: the worker `workerId`, else an anonymous user).
+ */
 function write(task: TaskRow, over: Partial<TransitionWrite> & Pick<TransitionWrite, 'event' | 'to'>): TransitionWrite {
-  return { kind: 'transition', taskId: task.id, from: [task.status], guard: { version: task.version }, set: {}, at: T0 + 100, ...over };
+  const w: Omit<TransitionWrite, 'log'> & { log?: TransitionWrite['log'] } = {
+    kind: 'transition', taskId: task.id, from: [task.status], guard: { version: task.version }, set: {}, at: T0 + 100, ...over,
+  };
+  const entry = transitionEntry(w.workerId ? 'worker' : 'user', w.workerId ?? 'anonymous', {
+    event: w.event, from: w.from[0] ?? null, to: w.to, detail: w.detail ?? null, output: w.set.output ?? null, error: w.set.error ?? null,
+  });
+  return { ...w, log: w.log ?? [entry] };
+}
+
+/** A task's `transition` entries, flattened: `actor` is `kind:id`, `detail` JSON text or null. */
+async function transitions(store: Store, taskId: string) {
+  return (await store.getEvents(taskId))
+    .filter((e) => e.type === 'transition')
+    .map((e) => {
+      const d = JSON.parse(e.data ?? '{}') as { event: string; from: string | null; to: string; epoch?: number; detail?: unknown };
+      return {
+        taskId: e.taskId, seq: e.seq, at: e.at, event: d.event, fromStatus: d.from ?? null, toStatus: d.to, epoch: d.epoch,
+        actor: `${e.actorKind}:${e.actorId}`, detail: d.detail === undefined || d.detail === null ? null : JSON.stringify(d.detail),
+      };
+    });
+}
+
+/** `seq:type:actor` of each entry of a task's log. */
+async function logOf(store: Store, taskId: string): Promise<string[]> {
+  return (await store.getEvents(taskId)).map((e: EventRow) => `${e.seq}:${e.type}:${e.actorKind}:${e.actorId}`);
 }
 
 async function mustGet(store: Store, id: string): Promise<TaskRow> {
@@ -276,7 +304,7 @@ for (const backend of backends) {
     });
 
     describe('tasks', () => {
-      it('insertTask creates a pending task at version 1, epoch 0, with a create history row', async () => {
+      it('insertTask creates a pending task at version 1, epoch 0, with a create log entry', async () => {
         const input = newTask(ns, { idempotencyKey: ns.key('k'), runAt: T0 + 5 });
         const { task, created } = await store.insertTask(input);
         expect(created).toBe(true);
@@ -286,9 +314,9 @@ for (const backend of backends) {
           retries: 0, pauseRequested: false, wait: null, waitEvents: null, cancelReason: null, createdAt: T0, updatedAt: T0, finishedAt: null,
         });
         expect(await store.getTask(input.id)).toEqual(task);
-        const history = await store.getHistory(input.id);
+        const history = await transitions(store, input.id);
         expect(history).toHaveLength(1);
-        expect(history[0]).toMatchObject({ taskId: input.id, at: T0, event: 'create', fromStatus: null, toStatus: 'pending', epoch: 0, workerId: null, detail: null });
+        expect(history[0]).toMatchObject({ taskId: input.id, seq: 1, at: T0, event: 'create', fromStatus: null, toStatus: 'pending', actor: 'user:anonymous', detail: null });
       });
 
       it('insertTask with an existing idempotency key returns the existing task and writes nothing', async () => {
@@ -299,7 +327,7 @@ for (const backend of backends) {
         expect(second.task).toEqual(first.task);
         expect(await store.findTaskByKey(key)).toEqual(first.task);
         expect(await store.listTasks({ workflow: ns.wf(), limit: 10 })).toHaveLength(1);
-        expect(await store.getHistory(first.task.id)).toHaveLength(1);
+        expect(await transitions(store, first.task.id)).toHaveLength(1);
       });
 
       it('concurrent inserts with one idempotency key create one task', async () => {
@@ -319,7 +347,7 @@ for (const backend of backends) {
         expect(await store.getTask(ns.id())).toBeNull();
         expect(await store.findTaskByKey(ns.key('nope'))).toBeNull();
         expect(await store.getSteps(ns.id())).toEqual([]);
-        expect(await store.getHistory(ns.id())).toEqual([]);
+        expect(await store.getEvents(ns.id())).toEqual([]);
         expect(await store.getSignals(ns.id())).toEqual([]);
       });
 
@@ -348,30 +376,30 @@ for (const backend of backends) {
     });
 
     describe('transitions', () => {
-      it('a transition from a status not in `from` is refused: no change, no history row', async () => {
+      it('a transition from a status not in `from` is refused: no change, no log entry', async () => {
         const { task } = await store.insertTask(newTask(ns));
         const result = await store.transition(write(task, { event: 'abort', from: ['cancelling'], to: 'cancelled', set: { finishedAt: T0 + 100 } }));
         expect(result).toBeNull();
         expect(await store.getTask(task.id)).toEqual(task);
-        expect(await store.getHistory(task.id)).toHaveLength(1);
+        expect(await transitions(store, task.id)).toHaveLength(1);
       });
 
-      it('a transition with a stale version is refused: no change, no history row', async () => {
+      it('a transition with a stale version is refused: no change, no log entry', async () => {
         const { task } = await store.insertTask(newTask(ns));
         const paused = await store.transition(write(task, { event: 'pause', to: 'paused' }));
         expect(paused?.version).toBe(2);
         const stale = await store.transition(write(task, { event: 'cancel', from: ['paused'], to: 'cancelled' }));
         expect(stale).toBeNull();
         expect(await store.getTask(task.id)).toEqual(paused);
-        expect((await store.getHistory(task.id)).map((h) => h.event)).toEqual(['create', 'pause']);
+        expect((await transitions(store, task.id)).map((h) => h.event)).toEqual(['create', 'pause']);
       });
 
-      it('a transition with a stale epoch is refused: no change, no history row', async () => {
+      it('a transition with a stale epoch is refused: no change, no log entry', async () => {
         const task = await claimedTask(store, ns);
         const refused = await store.transition(write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch - 1 }, set: { output: '1' } }));
         expect(refused).toBeNull();
         expect(await store.getTask(task.id)).toEqual(task);
-        expect((await store.getHistory(task.id)).map((h) => h.event)).toEqual(['create', 'claim']);
+        expect((await transitions(store, task.id)).map((h) => h.event)).toEqual(['create', 'claim']);
       });
 
       it('the pauseRequested guard refuses a transition when the pause request is in the other state', async () => {
@@ -387,10 +415,10 @@ for (const backend of backends) {
           write(requested, { event: 'suspend', to: 'paused', guard: { epoch: task.epoch }, pauseRequested: true, set: { pauseRequested: false, clearLease: true } }),
         );
         expect(suspended).toMatchObject({ status: 'paused', pauseRequested: false, leaseOwner: null, leaseExpiresAt: null });
-        expect((await store.getHistory(task.id)).map((h) => h.event)).toEqual(['create', 'claim', 'pause', 'suspend']);
+        expect((await transitions(store, task.id)).map((h) => h.event)).toEqual(['create', 'claim', 'pause', 'suspend']);
       });
 
-      it('an accepted transition bumps the version, applies the patch and appends one history row with the previous status and epoch', async () => {
+      it('an accepted transition bumps the version, applies the patch and appends one log entry with the previous status and epoch', async () => {
         const task = await claimedTask(store, ns);
         const failed = await store.transition(
           write(task, {
@@ -403,30 +431,30 @@ for (const backend of backends) {
           version: task.version + 1, updatedAt: T0 + 200,
         });
         expect(await store.getTask(task.id)).toEqual(failed);
-        const history = await store.getHistory(task.id);
+        const history = await transitions(store, task.id);
         expect(history).toHaveLength(3);
-        expect(history[2]).toMatchObject({ event: 'fail', fromStatus: 'running', toStatus: 'failed', epoch: task.epoch, at: T0 + 200, workerId: 'w1', detail: '{"why":"boom"}' });
+        expect(history[2]).toMatchObject({ seq: 3, event: 'fail', fromStatus: 'running', toStatus: 'failed', at: T0 + 200, actor: 'worker:w1', detail: '{"why":"boom"}' });
         if (!failed) throw new Error('unreachable');
 
         const retried = await store.transition(
           write(failed, { event: 'retry', to: 'pending', at: T0 + 300, set: { runAt: T0 + 300, incrementRetries: true, error: null, finishedAt: null } }),
         );
         expect(retried).toMatchObject({ status: 'pending', retries: 1, runAt: T0 + 300, error: null, finishedAt: null, version: task.version + 2, epoch: task.epoch });
-        expect((await store.getHistory(task.id))[3]).toMatchObject({ event: 'retry', fromStatus: 'failed', toStatus: 'pending', workerId: null, detail: null });
+        expect((await transitions(store, task.id))[3]).toMatchObject({ seq: 4, event: 'retry', fromStatus: 'failed', toStatus: 'pending', actor: 'user:anonymous', detail: null });
       });
 
       it('concurrent transitions with the same version guard: exactly one is accepted', async () => {
         const { task } = await store.insertTask(newTask(ns));
         const results = await Promise.all(Array.from({ length: 8 }, () => store.transition(write(task, { event: 'pause', to: 'paused' }))));
         expect(results.filter((r) => r !== null)).toHaveLength(1);
-        expect((await store.getHistory(task.id)).map((h) => h.event)).toEqual(['create', 'pause']);
+        expect((await transitions(store, task.id)).map((h) => h.event)).toEqual(['create', 'pause']);
         expect((await mustGet(store, task.id)).version).toBe(2);
       });
 
       it('an accepted transition upserts its steps and consumes its signals in the same write; a refused one does neither', async () => {
         const task = await claimedTask(store, ns);
         expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch, { status: 'retrying', output: null }) }])).toEqual([true]);
-        await store.insertSignal({ taskId: task.id, name: 'go', payload: '"a"', idempotencyKey: null, at: T0 + 10 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'go', payload: '"a"', idempotencyKey: null, at: T0 + 10 });
         const [signal] = await store.getSignals(task.id);
         if (!signal) throw new Error('no signal');
 
@@ -462,15 +490,15 @@ for (const backend of backends) {
           write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approve', 'reject'] } }),
         );
         expect(await mustGet(store, task.id)).toMatchObject({ waitEvents: ['approve', 'reject'], runAt: null });
-        await store.insertSignal({ taskId: task.id, name: 'approv', payload: null, idempotencyKey: null, at: T0 + 200 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'approv', payload: null, idempotencyKey: null, at: T0 + 200 });
         expect((await mustGet(store, task.id)).runAt).toBeNull(); // a prefix is not a match
-        await store.insertSignal({ taskId: task.id, name: 'reject', payload: null, idempotencyKey: null, at: T0 + 300 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'reject', payload: null, idempotencyKey: null, at: T0 + 300 });
         expect((await mustGet(store, task.id)).runAt).toBe(T0 + 300);
       });
 
       it('setting waitEvents makes the task due at once when a matching signal already waits, and not otherwise', async () => {
         const early = await claimedTask(store, ns);
-        await store.insertSignal({ taskId: early.id, name: 'approved', payload: null, idempotencyKey: null, at: T0 + 50 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: early.id, name: 'approved', payload: null, idempotencyKey: null, at: T0 + 50 });
         expect((await mustGet(store, early.id)).runAt).toBe(T0); // not waiting yet: nothing changes
         await store.transition(
           write(early, { event: 'park', to: 'waiting', guard: { epoch: early.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }),
@@ -478,7 +506,7 @@ for (const backend of backends) {
         expect(await mustGet(store, early.id)).toMatchObject({ status: 'waiting', waitEvents: ['approved'], runAt: T0 + 100 });
 
         const other = await claimedTask(store, ns);
-        await store.insertSignal({ taskId: other.id, name: 'something-else', payload: null, idempotencyKey: null, at: T0 + 50 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: other.id, name: 'something-else', payload: null, idempotencyKey: null, at: T0 + 50 });
         await store.transition(
           write(other, { event: 'park', to: 'waiting', guard: { epoch: other.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }),
         );
@@ -516,7 +544,7 @@ for (const backend of backends) {
         expect(first[0]?.task).toMatchObject({
           status: 'running', leaseOwner: 'w1', leaseExpiresAt: T0 + LEASE_MS, epoch: 1, version: 2, runs: 1, updatedAt: T0,
         });
-        expect((await store.getHistory(a.id))[1]).toMatchObject({ event: 'claim', fromStatus: 'pending', toStatus: 'running', epoch: 1, workerId: 'w1', detail: null, at: T0 });
+        expect((await transitions(store, a.id))[1]).toMatchObject({ seq: 2, event: 'claim', fromStatus: 'pending', toStatus: 'running', epoch: 1, actor: 'worker:w1', detail: null, at: T0 });
 
         expect((await store.claim(claimRequest(ns, { workerId: 'w2' }))).map((x) => x.task.id)).toEqual([b.id]);
         expect(await store.claim(claimRequest(ns, { workerId: 'w2' }))).toEqual([]);
@@ -553,8 +581,8 @@ for (const backend of backends) {
 
       it('claiming a waiting task clears what it waited for and returns its steps and unconsumed signals', async () => {
         const task = await claimedTask(store, ns);
-        await store.insertSignal({ taskId: task.id, name: 'first', payload: '1', idempotencyKey: null, at: T0 + 1 });
-        await store.insertSignal({ taskId: task.id, name: 'second', payload: '2', idempotencyKey: null, at: T0 + 2 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'first', payload: '1', idempotencyKey: null, at: T0 + 1 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'second', payload: '2', idempotencyKey: null, at: T0 + 2 });
         const [first] = await store.getSignals(task.id);
         if (!first) throw new Error('no signal');
         expect(
@@ -569,16 +597,16 @@ for (const backend of backends) {
         expect(claimed?.task).toMatchObject({ status: 'running', wait: null, waitEvents: null, epoch: 2, runs: 2, leaseOwner: 'w2' });
         expect(claimed?.steps).toEqual([stepRow(task.id, 0, task.epoch, { kind: 'event' })]);
         expect(claimed?.signals.map((s) => [s.name, s.payload, s.consumedSeq])).toEqual([['second', '2', null]]);
-        expect((await store.getHistory(task.id)).at(-1)).toMatchObject({ event: 'claim', fromStatus: 'waiting', toStatus: 'running', epoch: 2, workerId: 'w2' });
+        expect((await transitions(store, task.id)).at(-1)).toMatchObject({ event: 'claim', fromStatus: 'waiting', toStatus: 'running', epoch: 2, actor: 'worker:w2' });
       });
 
       it('a first claim returns the signals sent before the task ever ran, each with its own task, and no journal', async () => {
         const a = (await store.insertTask(newTask(ns, { runAt: T0 - 2 }))).task;
         const b = (await store.insertTask(newTask(ns, { runAt: T0 - 1 }))).task;
         const c = (await store.insertTask(newTask(ns, { runAt: T0 }))).task;
-        await store.insertSignal({ taskId: a.id, name: 'early', payload: '"for a"', idempotencyKey: null, at: T0 - 1 });
-        await store.insertSignal({ taskId: c.id, name: 'early', payload: '"for c"', idempotencyKey: null, at: T0 - 1 });
-        await store.insertSignal({ taskId: c.id, name: 'later', payload: '"c again"', idempotencyKey: null, at: T0 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: a.id, name: 'early', payload: '"for a"', idempotencyKey: null, at: T0 - 1 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: c.id, name: 'early', payload: '"for c"', idempotencyKey: null, at: T0 - 1 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: c.id, name: 'later', payload: '"c again"', idempotencyKey: null, at: T0 });
         const claimed = await store.claim(claimRequest(ns, { limit: 3 }));
         expect(claimed.map((x) => x.task.id)).toEqual([a.id, b.id, c.id]);
         expect(claimed.map((x) => x.signals.map((g) => [g.taskId, g.payload]))).toEqual([
@@ -598,8 +626,8 @@ for (const backend of backends) {
         expect(rest).toEqual([]);
         expect(reclaimed?.event).toBe('reclaim');
         expect(reclaimed?.task).toMatchObject({ id: stale.id, status: 'running', leaseOwner: 'w3', leaseExpiresAt: late + LEASE_MS, epoch: stale.epoch + 1, runs: 2 });
-        expect((await store.getHistory(stale.id)).at(-1)).toMatchObject({
-          event: 'reclaim', fromStatus: 'running', toStatus: 'running', epoch: stale.epoch + 1, workerId: 'w3', detail: '{"previousOwner":"w1"}',
+        expect((await transitions(store, stale.id)).at(-1)).toMatchObject({
+          event: 'reclaim', fromStatus: 'running', toStatus: 'running', epoch: stale.epoch + 1, actor: 'worker:w3', detail: '{"previousOwner":"w1"}',
         });
       });
 
@@ -645,7 +673,7 @@ for (const backend of backends) {
 
       it('a step write upserts by position and consumes its signal only when accepted', async () => {
         const task = await claimedTask(store, ns);
-        await store.insertSignal({ taskId: task.id, name: 'go', payload: null, idempotencyKey: null, at: T0 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'go', payload: null, idempotencyKey: null, at: T0 });
         const [signal] = await store.getSignals(task.id);
         if (!signal) throw new Error('no signal');
         const consume = { signalId: signal.id, seq: 0 };
@@ -676,8 +704,8 @@ for (const backend of backends) {
         expect(await store.getSteps(one.id)).toEqual([stepRow(one.id, 0, one.epoch)]);
         expect(await store.getSteps(two.id)).toEqual([stepRow(two.id, 1, two.epoch)]);
         expect(await mustGet(store, two.id)).toEqual(two);
-        expect((await store.getHistory(one.id)).map((h) => h.event)).toEqual(['create', 'claim', 'complete']);
-        expect((await store.getHistory(two.id)).map((h) => h.event)).toEqual(['create', 'claim']);
+        expect((await transitions(store, one.id)).map((h) => h.event)).toEqual(['create', 'claim', 'complete']);
+        expect((await transitions(store, two.id)).map((h) => h.event)).toEqual(['create', 'claim']);
         expect(await store.writeBatch([])).toEqual([]);
       });
     });
@@ -706,7 +734,7 @@ for (const backend of backends) {
         expect(await store.heartbeat({ workerId: 'w1', now: T0, leaseMs: LEASE_MS, held: [] })).toEqual([]);
       });
 
-      it('expireLeases moves expired leases to the target status with a history row, and leaves live leases alone', async () => {
+      it('expireLeases moves expired leases to the target status with a log entry, and leaves live leases alone', async () => {
         const s = backend.isolated().open();
         await s.migrate();
         const expired = await claimedTask(s, ns, {}, 'w1');
@@ -719,8 +747,8 @@ for (const backend of backends) {
         const count = await s.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: { clearLease: true, runAt: now } });
         expect(count).toBe(1);
         expect(await mustGet(s, expired.id)).toMatchObject({ status: 'pending', leaseOwner: null, leaseExpiresAt: null, runAt: now, version: expired.version + 1, epoch: expired.epoch });
-        expect((await s.getHistory(expired.id)).at(-1)).toMatchObject({
-          event: 'release', fromStatus: 'running', toStatus: 'pending', epoch: expired.epoch, workerId: null, at: now,
+        expect((await transitions(s, expired.id)).at(-1)).toMatchObject({
+          event: 'release', fromStatus: 'running', toStatus: 'pending', actor: 'system:lease-expiry', at: now,
           detail: '{"reason":"lease expired","previousOwner":"w1"}',
         });
         expect((await mustGet(s, cancelling.id)).status).toBe('cancelling');
@@ -736,12 +764,12 @@ for (const backend of backends) {
       it('insertSignal deduplicates by idempotency key per task, and returns null for an unknown task', async () => {
         const a = (await store.insertTask(newTask(ns))).task;
         const b = (await store.insertTask(newTask(ns))).task;
-        expect(await store.insertSignal({ taskId: a.id, name: 'cb', payload: '1', idempotencyKey: 'k1', at: T0 })).toEqual({ created: true });
-        expect(await store.insertSignal({ taskId: a.id, name: 'cb', payload: '2', idempotencyKey: 'k1', at: T0 + 1 })).toEqual({ created: false });
-        expect(await store.insertSignal({ taskId: b.id, name: 'cb', payload: '3', idempotencyKey: 'k1', at: T0 + 2 })).toEqual({ created: true });
-        expect(await store.insertSignal({ taskId: a.id, name: 'cb', payload: '4', idempotencyKey: null, at: T0 + 3 })).toEqual({ created: true });
-        expect(await store.insertSignal({ taskId: a.id, name: 'cb', payload: '5', idempotencyKey: null, at: T0 + 4 })).toEqual({ created: true });
-        expect(await store.insertSignal({ taskId: ns.id(), name: 'cb', payload: null, idempotencyKey: null, at: T0 })).toBeNull();
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: a.id, name: 'cb', payload: '1', idempotencyKey: 'k1', at: T0 })).toEqual({ created: true });
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: a.id, name: 'cb', payload: '2', idempotencyKey: 'k1', at: T0 + 1 })).toEqual({ created: false });
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: b.id, name: 'cb', payload: '3', idempotencyKey: 'k1', at: T0 + 2 })).toEqual({ created: true });
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: a.id, name: 'cb', payload: '4', idempotencyKey: null, at: T0 + 3 })).toEqual({ created: true });
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: a.id, name: 'cb', payload: '5', idempotencyKey: null, at: T0 + 4 })).toEqual({ created: true });
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: ns.id(), name: 'cb', payload: null, idempotencyKey: null, at: T0 })).toBeNull();
         const signals = await store.getSignals(a.id);
         expect(signals.map((s) => [s.name, s.payload, s.idempotencyKey, s.createdAt, s.consumedSeq])).toEqual([
           ['cb', '1', 'k1', T0, null], ['cb', '4', null, T0 + 3, null], ['cb', '5', null, T0 + 4, null],
@@ -752,15 +780,178 @@ for (const backend of backends) {
       it('a signal makes a task waiting for that event due at once, and leaves one waiting for another event alone', async () => {
         const task = await claimedTask(store, ns);
         await store.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }));
-        await store.insertSignal({ taskId: task.id, name: 'other', payload: null, idempotencyKey: null, at: T0 + 500 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'other', payload: null, idempotencyKey: null, at: T0 + 500 });
         expect((await mustGet(store, task.id)).runAt).toBeNull();
-        await store.insertSignal({ taskId: task.id, name: 'approved', payload: '{"by":"ed"}', idempotencyKey: 'once', at: T0 + 600 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'approved', payload: '{"by":"ed"}', idempotencyKey: 'once', at: T0 + 600 });
         expect((await mustGet(store, task.id)).runAt).toBe(T0 + 600);
         // A duplicate does not move the task again.
-        await store.insertSignal({ taskId: task.id, name: 'approved', payload: null, idempotencyKey: 'once', at: T0 + 700 });
+        await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'approved', payload: null, idempotencyKey: 'once', at: T0 + 700 });
         expect((await mustGet(store, task.id)).runAt).toBe(T0 + 600);
         const [claimed] = await store.claim(claimRequest(ns, { now: T0 + 600 }));
         expect(claimed?.signals.map((s) => s.name)).toEqual(['other', 'approved']);
+      });
+    });
+
+    describe('event log', () => {
+      /** Entries as `seq type actor` plus their parsed data. */
+      const entries = async (s: Store, taskId: string) =>
+        (await s.getEvents(taskId)).map((e) => ({ seq: e.seq, type: e.type, actor: `${e.actorKind}:${e.actorId}`, at: e.at, data: e.data === null ? null : (JSON.parse(e.data) as Record<string, unknown>) }));
+
+      it('every kind of write appends its entries, numbered 1, 2, 3… per task, with the actor that caused it', async () => {
+        const { task } = await store.insertTask(newTask(ns, { actorKind: 'user', actorId: 'alice' }));
+        const other = (await store.insertTask(newTask(ns))).task;
+        const [claimed] = await store.claim(claimRequest(ns, { workerId: 'w1', limit: 1 }));
+        expect(claimed?.task.id).toBe(task.id);
+        const epoch = 1;
+        // A plain checkpoint (the hot path), a signal, a checkpoint that consumes it.
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 0, epoch) }])).toEqual([true]);
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'bob', taskId: task.id, name: 'go', payload: '{"ok":true}', idempotencyKey: 'k', at: T0 + 5 })).toEqual({ created: true });
+        const [signal] = await store.getSignals(task.id);
+        if (!signal) throw new Error('unreachable');
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 1, epoch, { kind: 'event' }), consume: { signalId: signal.id, seq: 1 } }])).toEqual([true]);
+        // Several checkpoints in one batch (two of this task), then a transition carrying journal rows.
+        expect(await store.writeBatch([
+          { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 2, epoch) },
+          { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 3, epoch, { status: 'retrying', output: null, finishedAt: null, wakeAt: T0 + 50 }) },
+        ])).toEqual([true, true]);
+        const running = await mustGet(store, task.id);
+        const failed = await store.transition(write(running, {
+          event: 'fail', to: 'failed', guard: { epoch }, workerId: 'w1', at: T0 + 60, set: { error: '{"message":"x"}', clearLease: true, finishedAt: T0 + 60 },
+          steps: [stepRow(task.id, 3, epoch, { status: 'failed', output: null, error: '{"message":"x"}', finishedAt: T0 + 60 })],
+        }));
+        if (!failed) throw new Error('unreachable');
+        // A user retry that forgets the failed step.
+        expect(await store.transition(write(failed, { event: 'retry', to: 'pending', at: T0 + 70, set: { runAt: T0 + 70, error: null, finishedAt: null }, deleteSteps: [3] }))).not.toBeNull();
+        // A reclaim after the new lease expired, then expiry of the reclaimed lease.
+        await store.claim(claimRequest(ns, { workerId: 'w2', now: T0 + 70, limit: 5 }));
+        await store.claim(claimRequest(ns, { workerId: 'w3', now: T0 + 70 + LEASE_MS + 1, limit: 5, workflows: [ns.wf()] }));
+
+        const log = await entries(store, task.id);
+        expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i + 1));
+        expect(log.map((e) => `${e.type} ${e.actor}`)).toEqual([
+          'transition user:alice',
+          'transition worker:w1',
+          'step:completed worker:w1',
+          'signal:received user:bob',
+          'step:completed worker:w1',
+          'signal:consumed worker:w1',
+          'step:completed worker:w1',
+          'step:retrying worker:w1',
+          'transition worker:w1',
+          'step:failed worker:w1',
+          'transition user:anonymous',
+          'step:forgotten user:anonymous',
+          'transition worker:w2',
+          'transition worker:w3',
+        ]);
+        expect(log[0]?.data).toEqual({ event: 'create', from: null, to: 'pending' });
+        expect(log[1]?.data).toMatchObject({ event: 'claim', from: 'pending', to: 'running', epoch: 1 });
+        expect(log[1]?.at).toBe(T0);
+        expect(log[2]?.data).toEqual({ ...stepRow(task.id, 0, epoch), taskId: undefined, output: { seq: 0 } });
+        expect(log[3]?.data).toEqual({ signalId: signal.id, name: 'go', payload: { ok: true }, idempotencyKey: 'k' });
+        expect(log[3]?.at).toBe(T0 + 5);
+        expect(log[5]?.data).toEqual({ signalId: signal.id, seq: 1 });
+        expect(log[8]?.data).toMatchObject({ event: 'fail', from: 'running', to: 'failed', error: { message: 'x' } });
+        expect(log[8]?.at).toBe(T0 + 60);
+        expect(log[9]?.data).toMatchObject({ seq: 3, status: 'failed', error: { message: 'x' } });
+        expect(log[11]?.data).toEqual({ seqs: [3] });
+        expect(log[12]?.data).toMatchObject({ event: 'claim', from: 'pending', to: 'running', epoch: 2 });
+        expect(log[13]?.data).toMatchObject({ event: 'reclaim', from: 'running', to: 'running', epoch: 3, detail: { previousOwner: 'w2' } });
+        // The other task's log is its own: created, claimed by w2, then reclaimed by w3.
+        expect((await entries(store, other.id)).map((e) => `${e.seq} ${e.type} ${e.actor}`)).toEqual([
+          '1 transition user:anonymous', '2 transition worker:w2', '3 transition worker:w3',
+        ]);
+        // Reads resume after a seq, a page at a time.
+        expect((await store.getEvents(task.id, 12)).map((e) => e.seq)).toEqual([13, 14]);
+        expect((await store.getEvents(task.id, 2, 3)).map((e) => e.seq)).toEqual([3, 4, 5]);
+        expect(await store.getEvents(task.id, 14)).toEqual([]);
+      });
+
+      it('lease expiry appends a transition by the system', async () => {
+        const s = backend.isolated().open();
+        await s.migrate();
+        const task = await claimedTask(s, ns, {}, 'w1');
+        const now = T0 + LEASE_MS + 1;
+        expect(await s.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: { clearLease: true, runAt: now } })).toBe(1);
+        expect((await entries(s, task.id)).map((e) => `${e.seq} ${e.type} ${e.actor}`)).toEqual([
+          '1 transition user:anonymous', '2 transition worker:w1', '3 transition system:lease-expiry',
+        ]);
+        expect((await entries(s, task.id))[2]?.data).toMatchObject({ event: 'release', from: 'running', to: 'pending', detail: { reason: 'lease expired', previousOwner: 'w1' } });
+      });
+
+      it('a refused write appends nothing: stale epoch, lost lease, failed guard, known signal key, known task key', async () => {
+        const key = ns.key('once');
+        const task = await claimedTask(store, ns, { idempotencyKey: key });
+        const before = await logOf(store, task.id);
+        expect(before).toEqual(['1:transition:user:anonymous', '2:transition:worker:w1']);
+        const stale = task.epoch - 1;
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: stale, step: stepRow(task.id, 0, stale) }])).toEqual([false]);
+        expect(await store.writeBatch([
+          { kind: 'step', taskId: task.id, epoch: stale, step: stepRow(task.id, 0, stale) },
+          { kind: 'step', taskId: task.id, epoch: stale, step: stepRow(task.id, 1, stale) },
+        ])).toEqual([false, false]);
+        await store.insertSignal({ actorKind: 'user', actorId: 'u', taskId: task.id, name: 'go', payload: null, idempotencyKey: 'sig', at: T0 });
+        const [signal] = await store.getSignals(task.id);
+        if (!signal) throw new Error('unreachable');
+        const withSignal = await logOf(store, task.id);
+        expect(withSignal).toHaveLength(3);
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: stale, step: stepRow(task.id, 0, stale), consume: { signalId: signal.id, seq: 0 } }])).toEqual([false]);
+        expect(await store.transition(write(task, { event: 'complete', to: 'succeeded', guard: { epoch: stale }, set: { output: '1' }, steps: [stepRow(task.id, 0, stale)] }))).toBeNull();
+        expect(await store.transition(write(task, { event: 'abort', from: ['cancelling'], to: 'cancelled' }))).toBeNull();
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'u', taskId: task.id, name: 'go', payload: null, idempotencyKey: 'sig', at: T0 })).toEqual({ created: false });
+        expect((await store.insertTask(newTask(ns, { idempotencyKey: key }))).created).toBe(false);
+        // Not leased any more (suspended), even at its epoch.
+        const paused = await store.transition(write(task, { event: 'suspend', to: 'paused', guard: { epoch: task.epoch }, set: { clearLease: true } }));
+        expect(paused?.status).toBe('paused');
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) }])).toEqual([false]);
+        expect(await logOf(store, task.id)).toEqual([...withSignal, '4:transition:user:anonymous']);
+        expect(await store.getSteps(task.id)).toEqual([]);
+      });
+
+      it('readLog returns every entry of every task exactly once, a page at a time, while writers go on', async () => {
+        const s = backend.isolated().open();
+        await s.migrate();
+        const writer = s;
+        const ids: string[] = [];
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let writing = true;
+        const writes = (async () => {
+          for (let round = 0; round < 8; round++) {
+            const created = await Promise.all([0, 1, 2].map(() => writer.insertTask(newTask(ns))));
+            ids.push(...created.map((c) => c.task.id));
+            const claimed = await writer.claim(claimRequest(ns, { workerId: `w${round}`, limit: 3 }));
+            await Promise.all(claimed.map((c) => writer.writeBatch([{ kind: 'step', taskId: c.task.id, epoch: c.task.epoch, step: stepRow(c.task.id, 0, c.task.epoch) }])));
+            await writer.writeBatch(claimed.map((c) => ({ kind: 'step' as const, taskId: c.task.id, epoch: c.task.epoch, step: stepRow(c.task.id, 1, c.task.epoch) })));
+            await Promise.all(claimed.map((c) => writer.insertSignal({ actorKind: 'user', actorId: 'u', taskId: c.task.id, name: 'x', payload: null, idempotencyKey: null, at: T0 })));
+          }
+          writing = false;
+        })();
+        const readPage = async (): Promise<number> => {
+          const page: { events: EventRow[]; cursor: string | null } = await s.readLog(cursor, 3);
+          expect(page.events.length).toBeLessThanOrEqual(3);
+          seen.push(...page.events.map((e) => `${e.taskId}/${e.seq}`));
+          if (page.events.length) expect(page.cursor).not.toBe(cursor);
+          cursor = page.cursor;
+          return page.events.length;
+        };
+        while (writing) await readPage();
+        await writes;
+        const expected = (await Promise.all(ids.map((id) => s.getEvents(id)))).flat().map((e) => `${e.taskId}/${e.seq}`);
+        expect(expected.length).toBe(8 * 3 * 5);
+        // Entries of transactions still in flight elsewhere on the server may hold the tail back a while.
+        await eventually(async () => {
+          while ((await readPage()) > 0);
+          return seen.length >= expected.length;
+        }, 'the tail of the log');
+        expect(seen.length).toBe(new Set(seen).size);
+        expect([...seen].sort()).toEqual([...expected].sort());
+        // Per task, in seq order.
+        for (const id of ids) {
+          const mine = seen.filter((k) => k.startsWith(`${id}/`)).map((k) => Number(k.split('/')[1]));
+          expect(mine).toEqual([...mine].sort((x, y) => x - y));
+        }
+        expect(await s.readLog(cursor, 3)).toEqual({ events: [], cursor });
       });
     });
 
@@ -799,6 +990,60 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
     ns = namespace();
   });
 
+  it('concurrent appenders of one task on separate connections number its log 1..n, without gaps or duplicates', async () => {
+    const stores = [open(6), open(6), open(6)];
+    const pick = (i: number): PostgresStore => stores[i % stores.length] as PostgresStore;
+    for (let round = 0; round < 3; round++) {
+      const task = await claimedTask(pick(0), ns);
+      const epoch = task.epoch;
+      const other = await claimedTask(pick(1), ns);
+      const ops: Array<Promise<unknown>> = [];
+      for (let i = 0; i < 50; i++) {
+        ops.push(pick(i).insertSignal({ actorKind: 'user', actorId: `u${i}`, taskId: task.id, name: `s${i}`, payload: String(i), idempotencyKey: null, at: T0 + i }));
+        // Parallel branches of the run checkpoint their own positions: lone (the hot path) and batched
+        // (two of this task with one of another task, in one statement).
+        if (i % 2) ops.push(pick(i + 1).writeBatch([{ kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, i, epoch) }]));
+        else {
+          ops.push(pick(i + 2).writeBatch([
+            { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, i, epoch) },
+            { kind: 'step', taskId: other.id, epoch: other.epoch, step: stepRow(other.id, i, other.epoch) },
+            { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 100 + i, epoch) },
+          ]));
+        }
+        if (i === 25) ops.push(pick(i).transition(write(task, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'stop' } })));
+      }
+      const results = await Promise.all(ops);
+      expect(results.filter((r) => r === null)).toEqual([]); // every write accepted (cancelling is still leased)
+      const log = await pick(2).getEvents(task.id);
+      const expected = 2 + 50 + 25 + 25 * 2 + 1;
+      expect(log.map((e) => e.seq)).toEqual(Array.from({ length: expected }, (_, i) => i + 1));
+      const count = (type: string): number => log.filter((e) => e.type === type).length;
+      expect([count('transition'), count('signal:received'), count('step:completed')]).toEqual([3, 50, 75]);
+      expect((await pick(2).getEvents(other.id)).map((e) => e.seq)).toEqual(Array.from({ length: 2 + 25 }, (_, i) => i + 1));
+      const counter = await withPg(async (c) => (await c.query(`SELECT event_seq FROM "${schema}".tasks WHERE id = $1`, [task.id])).rows[0].event_seq as number);
+      expect(counter).toBe(expected);
+    }
+  });
+
+  it('a batch of end-of-run transitions numbers each task\'s entries after its own log', async () => {
+    const a = open();
+    const one = await claimedTask(a, ns);
+    const two = await claimedTask(a, ns);
+    await a.writeBatch([{ kind: 'step', taskId: two.id, epoch: two.epoch, step: stepRow(two.id, 0, two.epoch) }]);
+    const results = await a.writeBatch([
+      write(one, { event: 'complete', to: 'succeeded', guard: { epoch: one.epoch }, workerId: 'w1', set: { output: '1', clearLease: true, finishedAt: T0 }, steps: [stepRow(one.id, 0, one.epoch), stepRow(one.id, 1, one.epoch)] }),
+      write(two, { event: 'complete', to: 'succeeded', guard: { epoch: two.epoch }, workerId: 'w1', set: { output: '2', clearLease: true, finishedAt: T0 }, steps: [stepRow(two.id, 1, two.epoch)] }),
+      write(two, { event: 'complete', to: 'succeeded', guard: { epoch: two.epoch - 1 }, workerId: 'w1', set: { output: '3' } }),
+    ]);
+    expect(results.map((r) => (r && typeof r === 'object' ? r.status : r))).toEqual(['succeeded', 'succeeded', null]);
+    expect(await logOf(a, one.id)).toEqual([
+      '1:transition:user:anonymous', '2:transition:worker:w1', '3:transition:worker:w1', '4:step:completed:worker:w1', '5:step:completed:worker:w1',
+    ]);
+    expect(await logOf(a, two.id)).toEqual([
+      '1:transition:user:anonymous', '2:transition:worker:w1', '3:step:completed:worker:w1', '4:transition:worker:w1', '5:step:completed:worker:w1',
+    ]);
+  });
+
   it('two stores claiming concurrently from 200 due tasks never claim the same task twice', async () => {
     const a = open(6);
     const b = open(6);
@@ -818,7 +1063,7 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
     expect(claimed).toHaveLength(200);
     expect(new Set(claimed)).toEqual(ids);
     const claimRows = await withPg(async (c) =>
-      (await c.query(`SELECT count(*)::int AS n FROM "${schema}".history WHERE event = 'claim' AND task_id = ANY($1)`, [[...ids]])).rows[0].n as number,
+      (await c.query(`SELECT count(*)::int AS n FROM "${schema}".events WHERE type = 'transition' AND data::json->>'event' = 'claim' AND task_id = ANY($1)`, [[...ids]])).rows[0].n as number,
     );
     expect(claimRows).toBe(200);
   });
@@ -870,7 +1115,7 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
       const task = await claimedTask(a, ns);
       await Promise.all([
         a.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['ready'] } })),
-        b.insertSignal({ taskId: task.id, name: 'ready', payload: null, idempotencyKey: null, at: T0 + 200 }),
+        b.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'ready', payload: null, idempotencyKey: null, at: T0 + 200 }),
       ]);
       const after = await mustGet(a, task.id);
       expect(after.status).toBe('waiting');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Engine, openStore, workflow } from '../src/index.ts';
-import { gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { gate, makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
 import { spyStore } from './support/store-spy.ts';
 
 describe('worker leases', () => {
@@ -13,7 +13,7 @@ describe('worker leases', () => {
     expect(await engine.result(id)).toBe('done');
     const info = await engine.get(id);
     expect(info.runs).toBe(1);
-    expect(info.history.map((h) => h.event)).toEqual(['create', 'claim', 'complete']);
+    expect(transitionsOf(info).map((h) => h.event)).toEqual(['create', 'claim', 'complete']);
   });
 
   it('stop() lets an in-flight step finish within the grace period, then releases the task at the next boundary', async () => {
@@ -40,7 +40,7 @@ describe('worker leases', () => {
     expect(mid.status).toBe('pending');
     expect(mid.lease).toBeNull();
     expect(mid.steps.map((s) => `${s.name}:${s.status}`)).toEqual(['one:completed']);
-    expect(mid.history.at(-1)).toMatchObject({ event: 'release', from: 'running', to: 'pending' });
+    expect(transitionsOf(mid).at(-1)).toMatchObject({ event: 'release', from: 'running', to: 'pending' });
     // Another worker resumes at once (no 60 s lease to wait out) and does not re-run step one.
     await startWorker(engine, { leaseMs: 60_000 });
     expect(await engine.result(id, { timeout: '5s' })).toBe('ok');
@@ -64,7 +64,7 @@ describe('worker leases', () => {
     await w1.stop({ graceMs: 100 });
     expect((reason as Error).name).toBe('WorkerStoppingError');
     await waitForStatus(engine, id, 'pending');
-    expect((await engine.get(id)).history.at(-1)?.detail).toMatchObject({ reason: expect.stringContaining('stopping') });
+    expect(transitionsOf(await engine.get(id)).at(-1)?.detail).toMatchObject({ reason: expect.stringContaining('stopping') });
     await startWorker(engine);
     expect(await engine.result(id, { timeout: '5s' })).toBe('second run');
   });

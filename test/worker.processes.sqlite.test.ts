@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { Engine } from '../src/index.ts';
 import { sqliteMigrations } from '../src/generated/sql.ts';
 import { listener, triple } from './fixtures/crash-workflows.ts';
-import { eventually, tempDir, waitForStatus } from './support/engine.ts';
+import { eventually, tempDir, waitForStatus, transitionsOf } from './support/engine.ts';
 import { readLog, spawnCli } from './support/processes.ts';
 
 const FIXTURE = 'test/fixtures/crash-workflows.ts';
@@ -70,8 +70,8 @@ describe('several processes sharing one SQLite file', () => {
       expect(aborted!.at - requested).toBeLessThan(10_000);
       expect(readLog(log).filter((l) => l.event === 'effect')).toEqual([]);
       const info = await engine.get(id);
-      expect(info.history.map((h) => `${h.event}:${h.to}`)).toEqual(['create:pending', 'claim:running', 'cancel:cancelling', 'abort:cancelled']);
-      expect(info.history[3]?.workerId).toBe(info.history[1]?.workerId);
+      expect(transitionsOf(info).map((h) => `${h.event}:${h.to}`)).toEqual(['create:pending', 'claim:running', 'cancel:cancelling', 'abort:cancelled']);
+      expect(transitionsOf(info)[3]?.actor.id).toBe(transitionsOf(info)[1]?.actor.id);
       w.child.kill('SIGTERM');
       await w.exited;
     } finally {
@@ -94,7 +94,7 @@ describe('several processes sharing one SQLite file', () => {
       // Any worker's heartbeat sweeps expired cancelling tasks.
       const b = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--lease-ms', '1000', '--heartbeat-ms', '200'], { STEPWISE_TEST_LOG: log });
       await waitForStatus(engine, id, 'cancelled', 15_000);
-      const last = (await engine.get(id)).history.at(-1);
+      const last = transitionsOf(await engine.get(id)).at(-1);
       expect(last).toMatchObject({ event: 'abort', from: 'cancelling', to: 'cancelled', detail: { reason: 'lease expired' } });
       expect(readLog(log).filter((l) => l.event === 'start')).toHaveLength(1); // never resumed
       b.child.kill('SIGTERM');

@@ -5,12 +5,14 @@
  * one round trip and one commit whatever its size.
  *
  * - Step checkpoints: one multi-row `INSERT … SELECT FROM unnest(…)`, each row written only if
- *   its task, locked `FOR SHARE`, still has the writer's epoch and a leased status (the fence, per
- *   row).
+ *   its task, locked `FOR NO KEY UPDATE`, still has the writer's epoch and a leased status (the
+ *   fence, per task), and one log entry per row written. Each fenced task's log counter is bumped
+ *   by the number of its rows in the batch; its entries take the numbers below the new value in
+ *   batch order (see `appendFence` in sql-text.ts for why this is safe under concurrent writers).
  * - End-of-run transitions (epoch-guarded, without signals, deletions or an event wait): one
  *   multi-row `UPDATE … FROM unnest(…)` over the task rows, locked `FOR UPDATE`, whose status,
- *   epoch and pause request match, plus their history rows and the journal rows they carry (for
- *   the tasks whose update happened).
+ *   epoch and pause request match, plus their log entries (numbered from the counter the same
+ *   UPDATE bumps) and the journal rows they carry (for the tasks whose update happened).
  *
  * Each task row is found by its primary key, one lookup per op ({@link lockById}), so a batch costs
  * the same on a table of a thousand tasks or of millions. Multi-row lockers take their row locks in
@@ -18,8 +20,9 @@
  * them never deadlock.
  */
 import { STEP_COLUMNS, stepValues } from '../rows.ts';
+import { stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
 import type { StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
-import { Params, STEP_TYPES, STEP_UPSERT_SET, leaseFence, lockById, type Tables } from './sql-text.ts';
+import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_SET, lockById, type Tables } from './sql-text.ts';
 
 /**
  * The fenced checkpoints of `ops` (none with `consume`). Returns the statement and, per op, the
@@ -35,15 +38,35 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
   const columns = stepColumns(p, rows.map((op) => op.step));
   const fence = p.add(rows.map((op) => op.epoch), 'integer[]');
   const writer = p.add(rows.map((op) => op.taskId), 'text[]');
+  const evAt = p.add(rows.map((op) => stepEntryAt(op.step)), 'bigint[]');
+  const evType = p.add(rows.map((op) => `step:${op.step.status}`), 'text[]');
+  const evData = p.add(rows.map((op) => stepEntry('worker', '', op.step).data), 'text[]');
+  // g: rows per fenced task; l: those tasks locked in id order, still leased at the epoch; u: their
+  // log counters bumped by their row counts; each accepted row then gets its journal row and its
+  // entry, numbered in batch order below the task's new counter.
+  const accepted = 'FROM i JOIN u ON u.id = i.writer_task AND u.epoch = i.fence_epoch WHERE i.task_id = i.writer_task';
   const text = `WITH i AS (
-      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${writer})
-        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, writer_task)
+      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${writer}, ${evAt}, ${evType}, ${evData}) WITH ORDINALITY
+        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, writer_task, ev_at, ev_type, ev_data, ord)
+    ), g AS (
+      SELECT writer_task, fence_epoch, count(*)::int AS n FROM i WHERE task_id = writer_task GROUP BY writer_task, fence_epoch
+    ), l AS (
+      SELECT g.writer_task, g.n FROM (SELECT * FROM g ORDER BY writer_task COLLATE "C") g
+      CROSS JOIN LATERAL (${lockById(t, 'g.writer_task', 'NO KEY UPDATE')}) k
+      WHERE k.epoch = g.fence_epoch AND k.status IN (${LEASED_SQL})
+    ), u AS (
+      UPDATE ${t.tasks} AS t SET event_seq = t.event_seq + l.n FROM l WHERE t.id = l.writer_task
+      RETURNING t.id, t.epoch, t.event_seq, t.lease_owner, l.n
     ), ins AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
-      SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')} FROM (SELECT * FROM i ORDER BY writer_task COLLATE "C") i
-      WHERE i.task_id = i.writer_task AND ${leaseFence(t, 'i.writer_task', 'i.fence_epoch')}
+      SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')} ${accepted}
       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
       RETURNING task_id, seq
+    ), ev AS (
+      INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+      SELECT u.id, u.event_seq - u.n + row_number() OVER (PARTITION BY u.id ORDER BY i.ord), i.ev_at, i.ev_type, 'worker',
+        coalesce(u.lease_owner, 'unknown'), i.ev_data
+      ${accepted}
     )
     SELECT task_id, seq FROM ins`;
   return { text, values: p.values, keys: ops.map((op) => `${op.step.taskId}/${op.step.seq}`) };
@@ -74,7 +97,18 @@ export function transitionBatchSql(
   channelOf: (event: WakeEvent) => string,
 ): { text: string; values: unknown[] } {
   const p = new Params();
-  const col = <T>(f: (w: TransitionWrite) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
+  const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
+  // Every op's log entries, flattened: op position (1-based, as `ord`), place in the op's entries.
+  const entries = ops.map(transitionWriteEntries);
+  const flat = entries.flatMap((list, k) => list.map((e, j) => ({ op: k + 1, j: j + 1, e })));
+  const ev = {
+    op: p.add(flat.map((x) => x.op), 'integer[]'),
+    j: p.add(flat.map((x) => x.j), 'integer[]'),
+    type: p.add(flat.map((x) => x.e.type), 'text[]'),
+    kind: p.add(flat.map((x) => x.e.actorKind), 'text[]'),
+    actor: p.add(flat.map((x) => x.e.actorId), 'text[]'),
+    data: p.add(flat.map((x) => x.e.data), 'text[]'),
+  };
   const has = (k: keyof TransitionWrite['set']) => (w: TransitionWrite): boolean => k in w.set && w.set[k] !== undefined;
   const i = {
     id: col((w) => w.taskId, 'text'),
@@ -83,8 +117,7 @@ export function transitionBatchSql(
     toStatus: col((w) => w.to, 'text'),
     event: col((w) => w.event, 'text'),
     at: col((w) => w.at, 'bigint'),
-    worker: col((w) => w.workerId ?? null, 'text'),
-    detail: col((w) => w.detail ?? null, 'text'),
+    evN: col((_w, k) => (entries[k] as unknown[]).length, 'integer'),
     pauseGuard: col((w) => w.pauseRequested ?? null, 'boolean'),
     setOutput: col(has('output'), 'boolean'),
     output: col((w) => w.set.output ?? null, 'text'),
@@ -123,13 +156,15 @@ export function transitionBatchSql(
         ${keep('pause_requested', 'setPause', 'pause')}, ${keep('wait', 'setWait', 'wait')},
         wait_events = CASE WHEN c.setWaitEvents THEN NULL ELSE t.wait_events END,
         ${keep('cancel_reason', 'setCancel', 'cancel')}, ${keep('finished_at', 'setFinished', 'finished')},
-        retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END
+        retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END,
+        event_seq = t.event_seq + c.evN
       FROM cur c WHERE t.id = c.id
-      RETURNING t.*, c.ord AS batch_ord, c.notify AS batch_notify, c.notifyChannel AS batch_channel,
-        c.at AS h_at, c.event AS h_event, c.cur_status AS h_from, c.cur_epoch AS h_epoch, c.worker AS h_worker, c.detail AS h_detail
-    ), hist AS (
-      INSERT INTO ${t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
-      SELECT id, h_at, h_event, h_from, status, h_epoch, h_worker, h_detail FROM upd ORDER BY batch_ord
+      RETURNING t.*, c.ord AS batch_ord, c.notify AS batch_notify, c.notifyChannel AS batch_channel, c.at AS ev_at, c.evN AS ev_n
+    ), log AS (
+      INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+      SELECT upd.id, upd.event_seq - upd.ev_n + e.j, upd.ev_at, e.type, e.kind, e.actor, e.data
+      FROM unnest(${ev.op}, ${ev.j}, ${ev.type}, ${ev.kind}, ${ev.actor}, ${ev.data}) AS e(op, j, type, kind, actor, data)
+      JOIN upd ON upd.batch_ord = e.op
     )${journalCte(t, p, ops)}
     SELECT upd.*, CASE WHEN batch_notify IS NOT NULL THEN pg_notify(batch_channel, batch_notify) END AS notified FROM upd`;
   return { text, values: p.values };

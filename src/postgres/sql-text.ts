@@ -36,16 +36,42 @@ export const PATCH_TYPES: Readonly<Record<string, string>> = {
 export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
 
 /**
- * The fenced checkpoint of one plain step: parameters are the step's columns ($1…$13, in
- * {@link STEP_COLUMNS} order), then the task id and the writer's epoch. Accepted (one row) only
- * while the task is leased at that epoch ({@link leaseFence}).
+ * The fenced checkpoint of one plain step and its log entry: parameters are the step's columns
+ * ($1…$13, in {@link STEP_COLUMNS} order), then the task id, the writer's epoch, and the entry's
+ * time, type and data. Accepted (one row) only while the task is leased at that epoch
+ * ({@link appendFence}, which also numbers the entry).
  */
 export function plainStepSql(t: Tables): string {
   const n = STEP_COLUMNS.length;
   const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
-  return `INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values}
-    WHERE ${leaseFence(t, `$${n + 1}::text`, `$${n + 2}::integer`)}
-    ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}`;
+  const task = `$${n + 1}::text`;
+  return `WITH f AS (${appendFence(t, task, `$${n + 2}::integer`, '1')}
+    ), ins AS (
+      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values} FROM f
+      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
+    )
+    INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+    SELECT ${task}, f.event_seq, $${n + 3}::bigint, $${n + 4}::text, 'worker', coalesce(f.lease_owner, 'unknown'), $${n + 5}::text FROM f`;
+}
+
+/**
+ * The fence of a checkpoint that appends `n` log entries: an UPDATE of the task row `id`, only
+ * while it is leased at `epoch`, that adds `n` to its log counter and returns the new value (the
+ * entries take seq new - n + 1 … new) and the lease holder (their actor). The row lock it takes
+ * until commit holds off a concurrent claim (whose epoch bump would otherwise commit between the
+ * check and the write) and serialises every appender of the task: one that waited re-checks the
+ * fence and re-reads the counter on the newest row version (EvalPlanQual), so no two writers take
+ * the same seq and none leaves a gap.
+ *
+ * The status test is written `(…) IS TRUE` so that the planner cannot prove the leased-tasks
+ * partial index applies: the row is found by its primary key whatever the statistics say (with a
+ * plain `status IN (…)`, generic plans chose a scan of that index on tables analyzed while no task
+ * ran). `event_seq` is in no index, so on a page with room (fillfactor 80) the update stays HOT.
+ */
+export function appendFence(t: Tables, id: string, epoch: string, n: string): string {
+  return `UPDATE ${t.tasks} SET event_seq = event_seq + ${n}
+      WHERE id = ${id} AND epoch = ${epoch} AND (status IN (${LEASED_SQL})) IS TRUE
+      RETURNING event_seq, lease_owner`;
 }
 
 /**
@@ -55,19 +81,10 @@ export function plainStepSql(t: Tables): string {
  * the planner from pushing them in. Under them, plans picked a scan of the leased-tasks index or a
  * sequential scan joined by hash, at a cost that grew with the table on every write.
  */
-export function lockById(t: Tables, id: string, strength: 'SHARE' | 'UPDATE' | 'NO KEY UPDATE'): string {
+export function lockById(t: Tables, id: string, strength: 'UPDATE' | 'NO KEY UPDATE'): string {
   return `SELECT id, status, epoch, version, pause_requested, lease_owner FROM ${t.tasks} WHERE id = ${id} OFFSET 0 FOR ${strength}`;
 }
 
-/**
- * The fence of a checkpoint: true while the task `id` is leased at `epoch` (SQL expressions). The
- * row is held `FOR SHARE` until the write commits, which holds off a concurrent claim (whose epoch
- * bump would otherwise commit between the check and the write) and lets concurrent checkpoints of
- * the same task proceed together.
- */
-export function leaseFence(t: Tables, id: string, epoch: string): string {
-  return `EXISTS (SELECT 1 FROM (${lockById(t, id, 'SHARE')}) f WHERE f.epoch = ${epoch} AND f.status IN (${LEASED_SQL}))`;
-}
 
 /**
  * A worker's lease renewal: $1 the new expiry, $2/$3 the held task ids and epochs, $4 the worker.
@@ -138,7 +155,7 @@ export function servedSql(p: Params, workflows: readonly string[], versions: Rea
 export interface Tables {
   tasks: string;
   steps: string;
-  history: string;
+  events: string;
   signals: string;
   workflows: string;
 }
@@ -146,5 +163,5 @@ export interface Tables {
 /** The tables of `schema` (a name already checked by the store). */
 export function tablesOf(schema: string): Tables {
   const s = quoteIdent(schema);
-  return { tasks: `${s}.tasks`, steps: `${s}.steps`, history: `${s}.history`, signals: `${s}.signals`, workflows: `${s}.workflows` };
+  return { tasks: `${s}.tasks`, steps: `${s}.steps`, events: `${s}.events`, signals: `${s}.signals`, workflows: `${s}.workflows` };
 }

@@ -5,12 +5,17 @@
  * concurrent writers are serialized:
  *
  * - A transition is one statement: a CTE that locks the task row by its primary key (`SELECT …
- *   FOR UPDATE`, the guard checked on the newest row version), updates it, appends the history
- *   row and upserts steps / consumes signals only if the update happened. A transition that sets
+ *   FOR UPDATE`, the guard checked on the newest row version), updates it (bumping its log
+ *   counter `event_seq` by the number of entries), appends the log entries numbered from that
+ *   counter, and upserts steps / consumes signals only if the update happened. A transition that sets
  *   `waitEvents` runs a second statement in the same transaction (after the lock is held, so that
  *   its fresh snapshot sees any signal committed before), see {@link PostgresStore.transition}.
- * - A step write is one autocommit statement fenced by `SELECT … FOR SHARE` on the task row: a
- *   claim that bumps the epoch (an UPDATE) either waits for the write, or makes it fail its re-check.
+ * - A step write is one autocommit statement fenced by an UPDATE of the task row that bumps its
+ *   log counter only while the writer's epoch is current (see `appendFence`): a claim that bumps
+ *   the epoch either waits for the write, or makes it fail its re-check; concurrent appenders of
+ *   one task queue on the row lock and number their entries one after the other.
+ * - The log (`events`) is read across tasks in (xid, id) order, below the snapshot's xmin (see
+ *   {@link PostgresStore.readLog} and sql/postgres/000003_events.sql).
  * - Claims lock candidates with `FOR UPDATE SKIP LOCKED`, so that workers take disjoint tasks
  *   without waiting on each other; per-workflow caps serialize on `pg_advisory_xact_lock`.
  * - Wake-ups travel by LISTEN/NOTIFY on two channels named after the schema: `<schema>_wake` for
@@ -22,17 +27,20 @@
 import { createRequire } from 'node:module';
 import type { Client, ClientBase, Pool, QueryResult } from 'pg';
 import { migratePostgres } from './migrate.ts';
-import { PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, heartbeatSql, leaseFence, leasedCountSql, lockById, nextDueSql, plainStepSql, servedSql, sqlStatuses, tablesOf, type Tables } from './sql-text.ts';
+import { PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, appendFence, heartbeatSql, leasedCountSql, lockById, nextDueSql, plainStepSql, servedSql, sqlStatuses, tablesOf, type Tables } from './sql-text.ts';
 import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
 import { WakeListener, payload } from './wake.ts';
 import { HotConnection } from './hot-connection.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StepwiseError, StoreUnavailableError } from '../errors.ts';
 import {
-  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
+  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
+import {
+  signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueConsumes, uniqueSteps,
+} from '../log-entries.ts';
 import type {
-  ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask, NextRunRequest,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WakeEvent, WakeTopic,
   WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
@@ -321,10 +329,50 @@ export class PostgresStore implements Store {
     );
   }
 
-  async getHistory(taskId: string): Promise<HistoryRow[]> {
+  async getEvents(taskId: string, after = 0, limit?: number): Promise<EventRow[]> {
     return this.#run(async () =>
-      (await this.#rows(this.#db, `SELECT * FROM ${this.#t.history} WHERE task_id = $1 ORDER BY id`, [taskId])).map(toHistoryRow),
+      (
+        await this.#rows(
+          this.#db,
+          `SELECT task_id, seq, at, type, actor_kind, actor_id, data FROM ${this.#t.events} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+          [taskId, after, limit ?? null],
+        )
+      ).map(toEventRow),
     );
+  }
+
+  /**
+   * The log of every task in (xid, id) order, only rows of transactions older than the snapshot's
+   * xmin. Identity ids are handed out when rows are inserted, not when they commit: a transaction
+   * holding id 10 may commit after one holding id 11, so "after id 11" would skip 10 for good. A
+   * transaction's xid is taken before it writes, and every transaction with an xid below the
+   * snapshot's xmin has ended (committed, its rows visible, or rolled back): no row can ever be
+   * added below that line. So a page holds everything there is up to its last (xid, id), and a
+   * later read from that cursor misses nothing. Entries of a transaction still running (or a
+   * long transaction holding xmin back) wait until it ends. The cursor is `<xid>:<id>`.
+   */
+  async readLog(after: string | null, limit: number): Promise<LogPage> {
+    let xid = '0';
+    let id = '0';
+    if (after !== null) {
+      const m = /^(\d{1,20}):(\d{1,19})$/.exec(after);
+      if (!m) throw new InvalidArgumentError(`Invalid log cursor "${after}"`);
+      [xid, id] = [m[1] as string, m[2] as string];
+    }
+    return this.#run(async () => {
+      const rows = await this.#rows(
+        this.#db,
+        `SELECT task_id, seq, at, type, actor_kind, actor_id, data, xid::text AS xid_text, id FROM ${this.#t.events}
+         WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+         ORDER BY xid, id LIMIT $3`,
+        [xid, id, limit],
+      );
+      const last = rows.at(-1);
+      return {
+        events: rows.map((r) => ({ ...toEventRow(r), cursor: `${String(r.xid_text)}:${String(r.id)}` })),
+        cursor: last ? `${String(last.xid_text)}:${String(last.id)}` : after,
+      };
+    });
   }
 
   async getSignals(taskId: string): Promise<SignalRow[]> {
@@ -336,23 +384,27 @@ export class PostgresStore implements Store {
   // ── Task creation ────────────────────────────────────────────────────────────────────────
 
   async insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
+    const created = transitionEntry(task.actorKind ?? 'user', task.actorId ?? 'anonymous', { event: 'create', from: null, to: 'pending' });
     return this.#run(async () => {
-      // One statement: the task and its 'create' history row, or nothing if the key exists. A
+      // One statement: the task and its 'create' log entry (seq 1), or nothing if the key exists. A
       // concurrent insert of the same key makes ON CONFLICT wait for it, so the re-select sees it;
       // the loop covers the (retention) case where the existing task vanished in between.
       for (let attempt = 1; ; attempt++) {
         const [row] = await this.#rows(
           this.#db,
           `WITH ins AS (
-             INSERT INTO ${this.#t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
-             VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $7)
+             INSERT INTO ${this.#t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq)
+             VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $7, 1)
              ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
            ), h AS (
-             INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
-             SELECT id, created_at, 'create', NULL, 'pending', 0, NULL, NULL FROM ins
+             INSERT INTO ${this.#t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+             SELECT id, 1, created_at, $10, $11, $12, $13 FROM ins
            )
            SELECT ins.*, CASE WHEN $9::text IS NOT NULL THEN pg_notify($8, $9) END AS notified FROM ins`,
-          [task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, this.#channelOf(task.notify), payload(task.notify)],
+          [
+            task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, this.#channelOf(task.notify), payload(task.notify),
+            created.type, created.actorKind, created.actorId, created.data,
+          ],
         );
         if (row) return { task: toTaskRow(row), created: true };
         const existing = await this.findTaskByKey(task.idempotencyKey as string);
@@ -399,8 +451,9 @@ export class PostgresStore implements Store {
 
   /**
    * `cur` locks the task and keeps it if the guard holds (checked on the newest row version, once
-   * a concurrent writer has committed); `upd` applies the patch; `hist` appends the
-   * history row with the previous status and epoch; `steps` and `consumed` run only if `upd` did.
+   * a concurrent writer has committed); `upd` applies the patch and adds the number of entries to
+   * the log counter; `log` appends the entries numbered below the new counter; `steps` and
+   * `consumed` run only if `upd` did.
    */
   #transitionSql(w: TransitionWrite): { text: string; values: unknown[] } {
     const t = this.#t;
@@ -411,16 +464,15 @@ export class PostgresStore implements Store {
     const to = p.add(w.to, 'text');
     const at = p.add(w.at, 'bigint');
     const sets = this.#assignments(w.set, p);
+    const entries = transitionWriteEntries(w);
+    const n = p.add(entries.length, 'integer');
     let text = `WITH cur AS (
-        SELECT id AS cur_id, status AS cur_status, epoch AS cur_epoch FROM (${lockById(t, id, 'UPDATE')}) l
+        SELECT id AS cur_id FROM (${lockById(t, id, 'UPDATE')}) l
         WHERE status IN (${sqlStatuses(w.from)}) AND ${guard}${pause}
       ), upd AS (
-        UPDATE ${t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${at}${sets}
+        UPDATE ${t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${at}, event_seq = t.event_seq + ${n}${sets}
         FROM cur WHERE t.id = cur.cur_id RETURNING t.*
-      ), hist AS (
-        INSERT INTO ${t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
-        SELECT cur_id, ${at}, ${p.add(w.event, 'text')}, cur_status, ${to}, cur_epoch, ${p.add(w.workerId ?? null, 'text')}, ${p.add(w.detail ?? null, 'text')}
-        FROM cur JOIN upd ON upd.id = cur.cur_id
+      ), log AS (${this.#appendSql(p, 'upd', 'upd.id', `upd.event_seq - ${n}`, at, entries)}
       )`;
     const steps = uniqueSteps(w.steps ?? []);
     if (steps.length) {
@@ -448,6 +500,18 @@ export class PostgresStore implements Store {
       ? ` SELECT upd.*, pg_notify(${p.add(this.#channelOf(w.notify), 'text')}, ${p.add(payload(w.notify), 'text')}) AS notified FROM upd`
       : ' SELECT * FROM upd';
     return { text, values: p.values };
+  }
+
+  /**
+   * An INSERT of `entries` into the log of the task `task` for each row of `from` (one row at
+   * most), numbered `base` + 1, + 2, … (`base`: the task's counter before this write).
+   */
+  #appendSql(p: Params, from: string, task: string, base: string, at: string, entries: readonly NewEvent[]): string {
+    return `
+        INSERT INTO ${this.#t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+        SELECT ${task}, ${base} + e.ord, ${at}, e.type, e.kind, e.actor, e.data
+        FROM ${from}, unnest(${p.add(entries.map((e) => e.type), 'text[]')}, ${p.add(entries.map((e) => e.actorKind), 'text[]')},
+          ${p.add(entries.map((e) => e.actorId), 'text[]')}, ${p.add(entries.map((e) => e.data), 'text[]')}) WITH ORDINALITY AS e(type, kind, actor, data, ord)`;
   }
 
   /** `, col = $n, …` for a patch (booleans as booleans). */
@@ -527,27 +591,38 @@ export class PostgresStore implements Store {
   #stepWrite(db: ClientBase | Pool, w: StepWrite): Promise<boolean> {
     if (w.consume) return this.#consumingStepWrite(db, w, w.consume);
     // The hot path: one statement whose text never changes (prepared once per connection); the
-    // task row's lock is taken in the EXISTS, and the row count says whether it was accepted.
+    // task row is locked by the fence's UPDATE, and the row count (of the log entry) says whether
+    // it was accepted.
     const values = stepValues(w.step);
-    values.push(w.taskId, w.epoch);
+    values.push(w.taskId, w.epoch, stepEntryAt(w.step), `step:${w.step.status}`, stepEntry('worker', '', w.step).data);
     const text = (this.#plainStepSql ??= plainStepSql(this.#t));
     const onHot = db === this.#pool ? this.#hot.tryRun((c) => this.#query(c, text, values)) : undefined;
     return (onHot ?? this.#query(db, text, values)).then((r) => r.rowCount === 1);
   }
 
-  /** A journal write that also marks the signal it consumed, only if the row was accepted. */
+  /**
+   * A journal write that also marks the signal it consumed, only if the row was accepted; two
+   * entries (the step's, then the consumption's), actor the lease holder.
+   */
   async #consumingStepWrite(db: ClientBase | Pool, w: StepWrite, consume: NonNullable<StepWrite['consume']>): Promise<boolean> {
     const t = this.#t;
     const p = new Params();
     const values = stepValues(w.step).map((v, i) => p.add(v, STEP_TYPES[i] as string));
-    const text = `WITH ins AS (
-        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values.join(', ')}
-        WHERE ${leaseFence(t, p.add(w.taskId, 'text'), p.add(w.epoch, 'integer'))}
-        ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET} RETURNING 1
+    const task = p.add(w.taskId, 'text');
+    const types = [`step:${w.step.status}`, 'signal:consumed'];
+    const data = [stepEntry('worker', '', w.step).data, signalConsumedEntry('worker', '', consume).data];
+    const text = `WITH f AS (${appendFence(t, task, p.add(w.epoch, 'integer'), '2')}
+      ), ins AS (
+        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values.join(', ')} FROM f
+        ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
       ), consumed AS (
         UPDATE ${t.signals} SET consumed_seq = ${p.add(consume.seq, 'integer')}
-        WHERE id = ${p.add(consume.signalId, 'bigint')} AND consumed_seq IS NULL AND EXISTS (SELECT 1 FROM ins)
-      ) SELECT count(*)::int AS n FROM ins`;
+        WHERE id = ${p.add(consume.signalId, 'bigint')} AND consumed_seq IS NULL AND EXISTS (SELECT 1 FROM f)
+      ), log AS (
+        INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+        SELECT ${task}, f.event_seq - 2 + e.ord, ${p.add(stepEntryAt(w.step), 'bigint')}, e.type, 'worker', coalesce(f.lease_owner, 'unknown'), e.data
+        FROM f, unnest(${p.add(types, 'text[]')}, ${p.add(data, 'text[]')}) WITH ORDINALITY AS e(type, data, ord)
+      ) SELECT count(*)::int AS n FROM f`;
     const [row] = await this.#rows(db, text, p.values);
     return row?.n === 1;
   }
@@ -613,12 +688,14 @@ export class PostgresStore implements Store {
              SET status = CASE WHEN p.p_event = 'reclaim' THEN ${p.add(r.reclaim.to, 'text')} ELSE ${p.add(r.claim.to, 'text')} END,
                lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
                epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL,
-               updated_at = ${p.add(r.now, 'bigint')}
+               updated_at = ${p.add(r.now, 'bigint')}, event_seq = t.event_seq + 1
              FROM p WHERE t.id = p.p_id
              RETURNING t.*, p.p_event, p.p_status, p.p_detail, p.p_ord
            ), h AS (
-             INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
-             SELECT id, updated_at, p_event, p_status, status, epoch, lease_owner, p_detail FROM u ORDER BY p_ord
+             INSERT INTO ${this.#t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+             SELECT id, event_seq, updated_at, 'transition', 'worker', lease_owner,
+               json_build_object('event', p_event, 'from', p_status, 'to', status, 'epoch', epoch, 'detail', p_detail::json)::text
+             FROM u ORDER BY p_ord
            )
            SELECT * FROM u ORDER BY p_ord`,
           p.values,
@@ -641,8 +718,8 @@ export class PostgresStore implements Store {
 
   /**
    * Claims without concurrency caps: one autocommit statement locks candidates with
-   * `FOR UPDATE SKIP LOCKED` (expired leases first, then due tasks), takes them and writes their
-   * history rows; the journals of resumed tasks are read afterwards (a journal cannot change once
+   * `FOR UPDATE SKIP LOCKED` (expired leases first, then due tasks), takes them and appends their
+   * claim entries; the journals of resumed tasks are read afterwards (a journal cannot change once
    * the claim has committed: older runs are fenced off).
    */
   async #claimUncapped(r: ClaimRequest): Promise<ClaimedTask[]> {
@@ -675,13 +752,15 @@ export class PostgresStore implements Store {
          UPDATE ${this.#t.tasks} AS t
          SET status = CASE WHEN p.pri = 0 THEN ${reclaimTo} ELSE ${claimTo} END,
            lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
-           epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL, updated_at = ${now}
+           epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL, updated_at = ${now},
+           event_seq = t.event_seq + 1
          FROM p WHERE t.id = p.id
          RETURNING t.*, p.pri AS p_pri, p.status AS p_status, p.lease_owner AS p_owner
        ), h AS (
-         INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
-         SELECT id, ${now}, CASE WHEN p_pri = 0 THEN 'reclaim' ELSE 'claim' END, p_status, status, epoch, lease_owner,
-           CASE WHEN p_pri = 0 THEN '{"previousOwner":' || COALESCE(to_json(p_owner)::text, 'null') || '}' END
+         INSERT INTO ${this.#t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+         SELECT id, event_seq, ${now}, 'transition', 'worker', lease_owner,
+           json_build_object('event', CASE WHEN p_pri = 0 THEN 'reclaim' ELSE 'claim' END, 'from', p_status, 'to', status, 'epoch', epoch,
+             'detail', CASE WHEN p_pri = 0 THEN json_build_object('previousOwner', p_owner) END)::text
          FROM u ORDER BY p_pri, id
        )
        SELECT u.*,
@@ -778,12 +857,13 @@ export class PostgresStore implements Store {
            WHERE status IN (${sqlStatuses(r.from)}) AND lease_expires_at <= ${now}
            FOR UPDATE SKIP LOCKED
          ), u AS (
-           UPDATE ${this.#t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}${sets}
-           FROM x WHERE t.id = x.x_id RETURNING t.id
+           UPDATE ${this.#t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}, event_seq = t.event_seq + 1${sets}
+           FROM x WHERE t.id = x.x_id RETURNING t.id, t.event_seq
          ), h AS (
-           INSERT INTO ${this.#t.history} (task_id, at, event, from_status, to_status, epoch, worker_id, detail)
-           SELECT x_id, ${now}, ${p.add(r.event, 'text')}, x_status, ${to}, x_epoch, NULL,
-             '{"reason":"lease expired","previousOwner":' || COALESCE(to_json(x_owner)::text, 'null') || '}'
+           INSERT INTO ${this.#t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+           SELECT x_id, u.event_seq, ${now}, 'transition', 'system', 'lease-expiry',
+             json_build_object('event', ${p.add(r.event, 'text')}, 'from', x_status, 'to', ${to},
+               'detail', json_build_object('reason', 'lease expired', 'previousOwner', x_owner))::text
            FROM x JOIN u ON u.id = x.x_id
          )
          SELECT count(*)::int AS n FROM u`,
@@ -797,9 +877,13 @@ export class PostgresStore implements Store {
 
   /**
    * Locks the task row first (so a concurrent transition that sets `wait_events` is either seen by
-   * the wake-up UPDATE, or sees this signal: see {@link PostgresStore.transition}).
+   * the wake-up UPDATE, or sees this signal: see {@link PostgresStore.transition}). A new signal
+   * bumps the task's log counter and appends its `signal:received` entry.
    */
   async insertSignal(s: SignalWrite): Promise<{ created: boolean } | null> {
+    // The entry's data after its signal id (known only once the row is inserted).
+    const prefix = '{"signalId":0';
+    const receivedTail = signalReceivedEntry(s.actorKind, s.actorId, { signalId: 0, name: s.name, payload: s.payload, idempotencyKey: s.idempotencyKey }).data?.slice(prefix.length);
     return this.#run(() =>
       this.#tx(async (c) => {
         const [task] = await this.#rows(c, `SELECT 1 FROM ${this.#t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [s.taskId]);
@@ -810,10 +894,15 @@ export class PostgresStore implements Store {
              INSERT INTO ${this.#t.signals} (task_id, name, payload, idempotency_key, created_at) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (task_id, idempotency_key) DO NOTHING RETURNING id
            ), due AS (
-             UPDATE ${this.#t.tasks} SET run_at = $5 WHERE id = $1 AND strpos(wait_events, '|' || $2 || '|') > 0 AND EXISTS (SELECT 1 FROM ins)
+             UPDATE ${this.#t.tasks} SET event_seq = event_seq + 1,
+               run_at = CASE WHEN strpos(wait_events, '|' || $2 || '|') > 0 THEN $5 ELSE run_at END
+             WHERE id = $1 AND EXISTS (SELECT 1 FROM ins) RETURNING event_seq
+           ), log AS (
+             INSERT INTO ${this.#t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+             SELECT $1, due.event_seq, $5, 'signal:received', $8::text, $9::text, '{"signalId":' || ins.id::text || $10::text FROM ins, due
            )
            SELECT count(*)::int AS n, CASE WHEN count(*) > 0 AND $7::text IS NOT NULL THEN pg_notify($6, $7) END AS notified FROM ins`,
-          [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, this.#channelOf(s.notify), payload(s.notify)],
+          [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, this.#channelOf(s.notify), payload(s.notify), s.actorKind, s.actorId, receivedTail],
         );
         return { created: row?.n === 1 };
       }),
@@ -891,20 +980,6 @@ export class PostgresStore implements Store {
       await l.stop();
     };
   }
-}
-
-/** The last write of each (taskId, seq) wins, as a sequence of upserts would. */
-function uniqueSteps(steps: readonly StepRow[]): StepRow[] {
-  const byKey = new Map<string, StepRow>();
-  for (const s of steps) byKey.set(`${s.taskId}\u0000${s.seq}`, s);
-  return [...byKey.values()];
-}
-
-/** The first consumer of each signal wins, as a sequence of guarded updates would. */
-function uniqueConsumes(consume: readonly { signalId: number; seq: number }[]): Array<{ signalId: number; seq: number }> {
-  const byId = new Map<number, { signalId: number; seq: number }>();
-  for (const c of consume) if (!byId.has(c.signalId)) byId.set(c.signalId, c);
-  return [...byId.values()];
 }
 
 function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {

@@ -11,10 +11,11 @@ import { migrateSqlite } from './migrate.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
 import {
-  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toHistoryRow, toSignalRow, toStepRow, toTaskRow,
+  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
+import { signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries } from '../log-entries.ts';
 import type {
-  ClaimRequest, ClaimedTask, ExpireRequest, HeartbeatRequest, HeldTask, HistoryRow, ListQuery, NewTask, NextRunRequest,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
 } from '../store.ts';
@@ -68,6 +69,13 @@ const STEP_UPSERT = `ON CONFLICT (task_no, seq) DO UPDATE SET ${STEP_COLUMNS.sli
 /** The checkpoint of a plain step: one statement, fenced by the epoch, one implicit transaction. */
 const FENCED_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}) SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}
   WHERE EXISTS (SELECT 1 FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})) ${STEP_UPSERT}`;
+/** The next `seq` of a task's log (one writer at a time: read and insert in one write transaction). */
+const NEXT_EVENT_SEQ_SQL = 'SELECT coalesce(max(seq), 0) AS n FROM stepwise_events WHERE task_no = ?';
+const INSERT_EVENT_SQL = 'INSERT INTO stepwise_events (task_no, seq, at, type, actor_kind, actor_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)';
+/** A checkpoint's entry: the next seq and the lease holder as actor, in one statement. */
+const STEP_EVENT_SQL = `INSERT INTO stepwise_events (task_no, seq, at, type, actor_kind, actor_id, data)
+  SELECT no, coalesce((SELECT max(seq) FROM stepwise_events WHERE task_no = stepwise_tasks.no), 0) + 1, ?, ?, 'worker', coalesce(lease_owner, 'unknown'), ?
+  FROM stepwise_tasks WHERE no = ?`;
 const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length)}) ${STEP_UPSERT}`;
 
 export interface SqliteStoreOptions extends SqliteOptions {
@@ -86,6 +94,8 @@ export class SqliteStore implements Store {
   /** Task id → internal integer key (ids never change, so entries never go stale). */
   readonly #taskNo = new Map<string, number>();
   readonly #now: () => number;
+  /** The checkpoint of a plain step in its own write transaction (built once: the hot path). */
+  #stepTx: ((w: StepWrite) => boolean) & { immediate: (w: StepWrite) => boolean } | undefined;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.path = path;
@@ -168,7 +178,8 @@ export class SqliteStore implements Store {
          ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
       ).get(task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt) as Raw | undefined;
       if (row) {
-        this.#history(task.id, task.createdAt, 'create', null, 'pending', 0, null, null);
+        const entry = transitionEntry(task.actorKind ?? 'user', task.actorId ?? 'anonymous', { event: 'create', from: null, to: 'pending' });
+        this.#append(Number(row.no), task.createdAt, [entry]);
         return { task: toTaskRow(row), created: true };
       }
       return { task: this.#byKey(task.idempotencyKey as string) as TaskRow, created: false };
@@ -217,18 +228,40 @@ export class SqliteStore implements Store {
     return (this.#stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? ORDER BY seq').all(taskId, no) as Raw[]).map(toStepRow);
   }
 
-  async getHistory(taskId: string): Promise<HistoryRow[]> {
-    return (this.#stmt('SELECT * FROM stepwise_history WHERE task_id = ? ORDER BY id').all(taskId) as Raw[]).map(toHistoryRow);
+  async getEvents(taskId: string, after = 0, limit?: number): Promise<EventRow[]> {
+    const no = this.#no(taskId);
+    if (no === undefined) return [];
+    return (this.#stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND seq > ? ORDER BY seq LIMIT ?').all(
+      taskId, no, after, limit ?? -1,
+    ) as Raw[]).map(toEventRow);
+  }
+
+  /**
+   * The log of every task in `id` order. Writers take the file's write lock one at a time and a
+   * row's id is max(id) + 1 when it is inserted, so ids are assigned in commit order: a reader
+   * that resumes after the last id it saw misses nothing. The cursor is that id, as text.
+   */
+  async readLog(after: string | null, limit: number): Promise<LogPage> {
+    const from = after === null ? 0 : Number(after);
+    if (!Number.isSafeInteger(from)) throw new InvalidArgumentError(`Invalid log cursor "${after}"`);
+    const rows = this.#translate(() => this.#stmt(
+      `SELECT e.id, t.id AS task_id, e.seq, e.at, e.type, e.actor_kind, e.actor_id, e.data
+       FROM stepwise_events e JOIN stepwise_tasks t ON t.no = e.task_no WHERE e.id > ? ORDER BY e.id LIMIT ?`,
+    ).all(from, limit)) as Raw[];
+    const last = rows.at(-1);
+    return { events: rows.map((r) => ({ ...toEventRow(r), cursor: String(r.id) })), cursor: last ? String(last.id) : after };
   }
 
   async getSignals(taskId: string): Promise<SignalRow[]> {
     return (this.#stmt('SELECT * FROM stepwise_signals WHERE task_id = ? ORDER BY id').all(taskId) as Raw[]).map(toSignalRow);
   }
 
-  #history(taskId: string, at: number, event: string, from: TaskStatus | null, to: TaskStatus, epoch: number, workerId: string | null, detail: string | null): void {
-    this.#stmt(
-      'INSERT INTO stepwise_history (task_id, at, event, from_status, to_status, epoch, worker_id, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    ).run(taskId, at, event, from, to, epoch, workerId, detail);
+  /** Appends entries to task `no`'s log, numbered after its last one (inside a write transaction). */
+  #append(no: number, at: number, entries: readonly NewEvent[]): void {
+    if (!entries.length) return;
+    let seq = Number((this.#stmt(NEXT_EVENT_SEQ_SQL).get(no) as { n: number }).n);
+    const insert = this.#stmt(INSERT_EVENT_SQL);
+    for (const e of entries) insert.run(no, ++seq, at, e.type, e.actorKind, e.actorId, e.data);
   }
 
   async transition(write: TransitionWrite): Promise<TaskRow | null> {
@@ -246,7 +279,7 @@ export class SqliteStore implements Store {
     const row = this.#stmt(`UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets} WHERE id = ? RETURNING *`).get(
       w.to, w.at, ...params, w.taskId,
     ) as Raw;
-    this.#history(w.taskId, w.at, w.event, current.status, w.to, current.epoch, w.workerId ?? null, w.detail ?? null);
+    this.#append(Number(row.no), w.at, transitionWriteEntries(w));
     if (w.deleteSteps?.length) {
       this.#stmt(`DELETE FROM stepwise_steps WHERE task_no = ? AND seq IN (${inList(w.deleteSteps.length)})`).run(this.#no(w.taskId), ...w.deleteSteps);
     }
@@ -296,8 +329,16 @@ export class SqliteStore implements Store {
       this.#stmt(FENCED_STEP_SQL).run(
         no, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, no, w.epoch,
       ).changes === 1;
-    if (accepted && w.consume) this.#consume(w.consume.signalId, w.consume.seq);
-    return accepted;
+    if (!accepted) return false;
+    const at = stepEntryAt(s);
+    // The entry's actor is the lease holder: 'worker' and the id are placeholders replaced in SQL.
+    this.#stmt(STEP_EVENT_SQL).run(at, `step:${s.status}`, stepEntry('worker', '', s).data, no);
+    if (w.consume) {
+      this.#consume(w.consume.signalId, w.consume.seq);
+      const owner = (this.#stmt('SELECT lease_owner FROM stepwise_tasks WHERE no = ?').get(no) as { lease_owner: string | null }).lease_owner;
+      this.#append(no, at, [signalConsumedEntry('worker', owner ?? 'unknown', w.consume)]);
+    }
+    return true;
   }
 
   async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
@@ -309,7 +350,8 @@ export class SqliteStore implements Store {
     // The hot path of a plain step: one statement in its own implicit transaction.
     if (ops.length === 1 && only?.kind === 'step' && !only.consume) {
       try {
-        return [this.#stepWrite(only)];
+        this.#stepTx ??= this.db.transaction((w: StepWrite) => this.#stepWrite(w));
+        return [this.#stepTx.immediate(only)];
       } catch (e) {
         throw this.#storeError(e);
       }
@@ -381,7 +423,7 @@ export class SqliteStore implements Store {
         this.#taskNo.set(p.id, Number(raw.no));
         const row = toTaskRow(raw);
         const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
-        this.#history(p.id, r.now, p.event, p.status, to, row.epoch, r.workerId, detail);
+        this.#append(Number(raw.no), r.now, [transitionEntry('worker', r.workerId, { event: p.event, from: p.status, to, epoch: row.epoch, detail })]);
         // A first run has no journal yet.
         return { task: row, event: p.event, steps: row.runs > 1 ? this.#steps(p.id) : [], signals: signalsBy.get(p.id) ?? [] };
       });
@@ -440,12 +482,13 @@ export class SqliteStore implements Store {
   async expireLeases(r: ExpireRequest): Promise<number> {
     return this.#tx(() => {
       const rows = this.#stmt(
-        `SELECT id, status, epoch, lease_owner FROM stepwise_tasks WHERE status IN (${statusList(r.from)}) AND lease_expires_at <= ?`,
-      ).all(r.now) as Array<{ id: string; status: TaskStatus; epoch: number; lease_owner: string | null }>;
+        `SELECT no, id, status, epoch, lease_owner FROM stepwise_tasks WHERE status IN (${statusList(r.from)}) AND lease_expires_at <= ?`,
+      ).all(r.now) as Array<{ no: number; id: string; status: TaskStatus; epoch: number; lease_owner: string | null }>;
       const { sets, params } = this.#assignments(r.set);
       for (const row of rows) {
         this.#stmt(`UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets} WHERE id = ?`).run(r.to, r.now, ...params, row.id);
-        this.#history(row.id, r.now, r.event, row.status, r.to, row.epoch, null, JSON.stringify({ reason: 'lease expired', previousOwner: row.lease_owner }));
+        const detail = JSON.stringify({ reason: 'lease expired', previousOwner: row.lease_owner });
+        this.#append(row.no, r.now, [transitionEntry('system', 'lease-expiry', { event: r.event, from: row.status, to: r.to, detail })]);
       }
       return rows.length;
     });
@@ -453,14 +496,16 @@ export class SqliteStore implements Store {
 
   async insertSignal(s: SignalWrite): Promise<{ created: boolean } | null> {
     return this.#tx(() => {
-      const exists = this.#stmt('SELECT 1 FROM stepwise_tasks WHERE id = ?').get(s.taskId);
-      if (!exists) return null;
+      const task = this.#stmt('SELECT no FROM stepwise_tasks WHERE id = ?').get(s.taskId) as { no: number } | undefined;
+      if (!task) return null;
       const res = this.#stmt(
         `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (task_id, idempotency_key) DO NOTHING`,
       ).run(s.taskId, s.name, s.payload, s.idempotencyKey, s.at);
       if (res.changes === 1) {
         this.#stmt(`UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(s.at, s.taskId, s.name);
+        const signalId = Number(res.lastInsertRowid);
+        this.#append(task.no, s.at, [signalReceivedEntry(s.actorKind, s.actorId, { signalId, name: s.name, payload: s.payload, idempotencyKey: s.idempotencyKey })]);
       }
       return { created: res.changes === 1 };
     });

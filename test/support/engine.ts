@@ -5,7 +5,7 @@ import { PG_URL, dropSchema, freshSchemaName } from './postgres.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Engine, type EngineOptions, type TaskStatus, type Worker, type WorkerOptions } from '../../src/index.ts';
+import { Engine, type EngineOptions, type TaskInfo, type TaskStatus, type TransitionEvent, type Worker, type WorkerOptions } from '../../src/index.ts';
 
 /** Which backend the engine suites run on. */
 export const TEST_STORE = (process.env.STEPWISE_TEST_STORE ?? 'sqlite') as 'sqlite' | 'postgres';
@@ -93,4 +93,9 @@ export function schemasOfThisFile(prefix: string): () => string {
     schemas.push(schema);
     return schema;
   };
+}
+
+/** The `transition` entries of a task's log: its lifecycle, without step and signal entries. */
+export function transitionsOf(info: TaskInfo): TransitionEvent[] {
+  return info.history.filter((e): e is TransitionEvent => e.type === 'transition');
 }
