@@ -103,18 +103,20 @@ export function uniqueConsumes(consume: readonly { signalId: number; seq: number
 }
 
 /**
- * Every entry a transition write appends, in order: the engine's `log`, then one `step:<status>`
- * per journal row written, one `step:forgotten` for deleted positions, one `signal:consumed` per
- * consumed signal. Derived entries take the actor of the first `log` entry (else the write's
+ * Every entry a transition write appends, in order: one `step:<status>` per journal row written,
+ * one `step:forgotten` for deleted positions, one `signal:consumed` per consumed signal, then the
+ * engine's `log` (the transition itself last). Derived entries take the actor of the first `log` entry (else the write's
  * worker, else an anonymous user).
  */
 export function transitionWriteEntries(w: TransitionWrite): NewEvent[] {
   const first = w.log[0];
   const kind: ActorKind = first ? first.actorKind : w.workerId ? 'worker' : 'user';
   const id = first ? first.actorId : (w.workerId ?? 'anonymous');
-  const out: NewEvent[] = [...w.log];
+  // What the run did comes before the transition that ends it: the last step, then `complete`.
+  const out: NewEvent[] = [];
   for (const s of uniqueSteps(w.steps ?? [])) out.push(stepEntry(kind, id, s));
   if (w.deleteSteps?.length) out.push(forgottenEntry(kind, id, w.deleteSteps));
   for (const c of uniqueConsumes(w.consume ?? [])) out.push(signalConsumedEntry(kind, id, c));
+  out.push(...w.log);
   return out;
 }

@@ -13,8 +13,9 @@
  * The event log. Every write that changes a task appends its entries to the task's log in the
  * same transaction, numbered by `seq` (1, 2, … per task, no gaps, in commit order even under
  * concurrent writers of one task). Entries come from two places (formats in `log-entries.ts`):
- * - the engine: `TransitionWrite.log` (the transition's own entry first);
- * - the store, derived from what it writes, in this order after the engine's entries: one
+ * - the engine: `TransitionWrite.log` (the transition's own entry), appended after what the
+ *   store derives from the same write, so that a run's last step comes before its `complete`;
+ * - the store, derived from what it writes, in this order: one
  *   `step:<status>` entry per journal row written (`stepEntry`), one `step:forgotten` entry for
  *   `deleteSteps` (`forgottenEntry`), one `signal:consumed` per consumed signal
  *   (`signalConsumedEntry`); a `signal:received` entry for a recorded signal

@@ -81,8 +81,8 @@ export interface SignalReceivedEvent extends EventBase {
 export interface SignalConsumedEvent extends EventBase {
   type: 'signal:consumed';
   signalId: number;
-  /** The journal position of the event wait that received it. */
-  seq: number;
+  /** The journal position (`StepRecord.seq`) of the event wait that received it. */
+  position: number;
 }
 
 /** An entry of a kind this version does not know (written by a newer version). */
@@ -131,7 +131,7 @@ export function toTaskEvent(row: EventRow): TaskEvent {
         idempotencyKey: (data.idempotencyKey ?? null) as string | null,
       };
     case 'signal:consumed':
-      return { ...base, type: 'signal:consumed', signalId: data.signalId as number, seq: data.seq as number };
+      return { ...base, type: 'signal:consumed', signalId: data.signalId as number, position: data.seq as number };
     default:
       return { ...base, type: 'unknown', original: row.type, data };
   }

@@ -837,10 +837,10 @@ for (const backend of backends) {
           'signal:consumed worker:w1',
           'step:completed worker:w1',
           'step:retrying worker:w1',
-          'transition worker:w1',
           'step:failed worker:w1',
-          'transition user:anonymous',
+          'transition worker:w1',
           'step:forgotten user:anonymous',
+          'transition user:anonymous',
           'transition worker:w2',
           'transition worker:w3',
         ]);
@@ -851,10 +851,12 @@ for (const backend of backends) {
         expect(log[3]?.data).toEqual({ signalId: signal.id, name: 'go', payload: { ok: true }, idempotencyKey: 'k' });
         expect(log[3]?.at).toBe(T0 + 5);
         expect(log[5]?.data).toEqual({ signalId: signal.id, seq: 1 });
-        expect(log[8]?.data).toMatchObject({ event: 'fail', from: 'running', to: 'failed', error: { message: 'x' } });
-        expect(log[8]?.at).toBe(T0 + 60);
-        expect(log[9]?.data).toMatchObject({ seq: 3, status: 'failed', error: { message: 'x' } });
-        expect(log[11]?.data).toEqual({ seqs: [3] });
+        // A transition's own entry comes after the journal rows it carries.
+        expect(log[8]?.data).toMatchObject({ seq: 3, status: 'failed', error: { message: 'x' } });
+        expect(log[9]?.data).toMatchObject({ event: 'fail', from: 'running', to: 'failed', error: { message: 'x' } });
+        expect(log[9]?.at).toBe(T0 + 60);
+        expect(log[10]?.data).toEqual({ seqs: [3] });
+        expect(log[11]?.data).toMatchObject({ event: 'retry', to: 'pending' });
         expect(log[12]?.data).toMatchObject({ event: 'claim', from: 'pending', to: 'running', epoch: 2 });
         expect(log[13]?.data).toMatchObject({ event: 'reclaim', from: 'running', to: 'running', epoch: 3, detail: { previousOwner: 'w2' } });
         // The other task's log is its own: created, claimed by w2, then reclaimed by w3.
@@ -1037,10 +1039,10 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
     ]);
     expect(results.map((r) => (r && typeof r === 'object' ? r.status : r))).toEqual(['succeeded', 'succeeded', null]);
     expect(await logOf(a, one.id)).toEqual([
-      '1:transition:user:anonymous', '2:transition:worker:w1', '3:transition:worker:w1', '4:step:completed:worker:w1', '5:step:completed:worker:w1',
+      '1:transition:user:anonymous', '2:transition:worker:w1', '3:step:completed:worker:w1', '4:step:completed:worker:w1', '5:transition:worker:w1',
     ]);
     expect(await logOf(a, two.id)).toEqual([
-      '1:transition:user:anonymous', '2:transition:worker:w1', '3:step:completed:worker:w1', '4:transition:worker:w1', '5:step:completed:worker:w1',
+      '1:transition:user:anonymous', '2:transition:worker:w1', '3:step:completed:worker:w1', '4:step:completed:worker:w1', '5:transition:worker:w1',
     ]);
   });
 

@@ -72,7 +72,7 @@ export function describeEvent(e: TaskEvent): string {
     case 'signal:received':
       return `${bold('signal'.padEnd(8))} ${e.name} received${e.idempotencyKey ? dim(` key=${e.idempotencyKey}`) : ''}`;
     case 'signal:consumed':
-      return `${bold('signal'.padEnd(8))} #${e.signalId} consumed at position ${e.seq}`;
+      return `${bold('signal'.padEnd(8))} #${e.signalId} consumed at position ${e.position}`;
     case 'unknown':
       return `${bold(e.original)}`;
   }
