@@ -4,7 +4,7 @@ import { decodeError } from '../src/serialize.ts';
 import type { StepRow } from '../src/store.ts';
 import { decideEnd, type EndPlan, type RunOutcome } from '../src/run/outcome.ts';
 import {
-  RUNNING, fatalOf, haltOf, mayWrite, withCancel, withDrain, withFatal, withLeaseLost, withPause, withShutdown, withStoreLost,
+  RUNNING, fatalOf, haltOf, mayWrite, withCancel, withDrain, withEnd, withFatal, withLeaseLost, withPause, withShutdown, withStoreLost,
   withoutPause, type RunState,
 } from '../src/run/state.ts';
 import type { Wait } from '../src/run/waits.ts';
@@ -140,5 +140,13 @@ describe('run state transitions', () => {
     const paused = withPause(RUNNING);
     expect(withPause(paused)).toBe(paused);
     expect(withCancel(withPause(RUNNING), 'x', make(cancelled)).hold).toBe('pause');
+  });
+
+  it('the end of the run holds every call for good; a cancel heard after it still counts', () => {
+    const ended = withEnd(withPause(RUNNING));
+    expect(ended).toEqual({ kind: 'running', hold: 'ended' });
+    expect(withDrain(withPause(ended))).toBe(ended);
+    expect(withoutPause(ended)).toBe(ended);
+    expect(withCancel(ended, 'late', make(cancelled))).toMatchObject({ kind: 'cancelled', reason: 'late', hold: 'ended' });
   });
 });

@@ -9,9 +9,8 @@
  * Workflow code should await only `ctx` calls (and promises built from them); other I/O belongs
  * in steps. The run decides it can only wait after the code has been quiet for a moment.
  */
-import { NonDeterminismError } from '../errors.ts';
 import type { RunCore } from './core.ts';
-import { who } from './identity.ts';
+import { diverged } from './replay.ts';
 import { fatalOf, haltOf } from './state.ts';
 
 /** How long the code must stay quiet before the run decides it can only wait. */
@@ -90,13 +89,7 @@ function onQuiet(run: RunCore): void {
   const stopping = run.state.hold !== 'none' || run.refused > 0;
   if (next && !stopping && (run.waits.size || run.gated)) {
     // The code only waits, yet the journal says it made another call next.
-    run.fail(
-      new NonDeterminismError(
-        run.taskId,
-        next.seq,
-        `${who(run)}: the code waits, but the journal says it called ${next.kind} "${next.name}" (position ${next.seq}) next when the task first ran. The workflow's control flow depends on something other than its steps' results.`,
-      ),
-    );
+    diverged(run, next, `the code waits, but the journal says it called ${next.kind} "${next.name}" (position ${next.seq}) next when the task first ran.`);
     return;
   }
   if (run.live > 0) return; // results still waiting for the replay (the stall watchdog covers it)

@@ -34,6 +34,6 @@ export function call<A, B, S, T>(run: RunCore, primitive: Primitive<A, B, S, T>,
     return Promise.reject(e);
   }
   // Failed, halted, paused, draining or ended: the call does not start.
-  if (run.state.kind !== 'running' || run.blocked()) return notNow<T>(run);
+  if (run.state.kind !== 'running' || run.state.hold !== 'none') return notNow<T>(run);
   return track(run, primitive.start, prepared);
 }

@@ -16,7 +16,7 @@ import type { WriteBatcher } from '../write-batcher.ts';
 import type { Workflow } from '../workflow.ts';
 import { scheduleIdleCheck } from './activity.ts';
 import { Replay } from './replay.ts';
-import { RUNNING, haltOf, withFatal, type RunState } from './state.ts';
+import { RUNNING, haltOf, hasEnded, withFatal, type RunState } from './state.ts';
 import type { Wait } from './waits.ts';
 import { JournalWriter } from './writer.ts';
 
@@ -46,11 +46,6 @@ export class RunCore {
 
   /** How the run stands (see `state.ts`); changed through {@link setState} when it may halt. */
   state: RunState = RUNNING;
-  /**
-   * The code's run is over (the last transition is being prepared): no more hand-overs, idle
-   * checks or calls, and rows of results not yet written go with the last transition.
-   */
-  ended = false;
   /** Calls refused because of a pause or a drain: the run cannot finish in this run any more. */
   refused = 0;
 
@@ -149,6 +144,11 @@ export class RunCore {
 
   /** No new call may start: a pause, a drain, or the end of the run. */
   blocked(): boolean {
-    return this.state.hold !== 'none' || this.ended;
+    return this.state.hold !== 'none';
+  }
+
+  /** The code's run is over (see `hasEnded`). */
+  get ended(): boolean {
+    return hasEnded(this.state);
   }
 }

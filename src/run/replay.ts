@@ -82,6 +82,14 @@ function mayStayInTurn(): boolean {
   return true;
 }
 
+/**
+ * The code did not make the call the journal says came next (`what`): its control flow depends on
+ * something other than its steps' results. Fails the run.
+ */
+export function diverged(run: RunCore, next: StepRow, what: string): void {
+  run.fail(new NonDeterminismError(run.taskId, next.seq, `${who(run)}: ${what} The workflow's control flow depends on something other than its steps' results.`));
+}
+
 // --- one run's replay ----------------------------------------------------------------------------
 
 export class Replay {
@@ -168,13 +176,7 @@ export class Replay {
       const index = this.#index;
       this.#stall = setTimeout(() => {
         if (this.#index !== index || run.ended) return;
-        run.fail(
-          new NonDeterminismError(
-            run.taskId,
-            next.seq,
-            `${who(run)}: replay expects ${next.kind} "${next.name}" (position ${next.seq}) to be called next, as it was when the task first ran, but the code has not called it. The workflow's control flow depends on something other than its steps' results.`,
-          ),
-        );
+        diverged(run, next, `replay expects ${next.kind} "${next.name}" (position ${next.seq}) to be called next, as it was when the task first ran, but the code has not called it.`);
       }, REPLAY_STALL_MS);
       this.#stall.unref?.();
       return;

@@ -14,18 +14,26 @@
  * it. That is why a later kind keeps the first halt's error and the illegal call's error.
  *
  * `hold` is what stops new calls from starting (they do not resolve in this run): a pause request,
- * a draining worker, or both (a pause wins at the end; withdrawing it leaves the drain). It is kept
- * through a halt, because calls it held stay held and the run still ends as soon as it is quiet.
+ * a draining worker, or both (a pause wins at the end; withdrawing it leaves the drain), or the end
+ * of the run (`ended`: the code's run is over and the last transition is being prepared; pause and
+ * drain requests no longer change anything). It is kept through a halt, because calls it held stay
+ * held and the run still ends as soon as it is quiet; a halt after the end still counts (a cancel
+ * heard while the last transition is written turns it into an abort).
  */
 import type { WorkerStoppingError } from '../errors.ts';
 
-export type Hold = 'none' | 'pause' | 'drain' | 'pause+drain';
+export type Hold = 'none' | 'pause' | 'drain' | 'pause+drain' | 'ended';
 
 export type RunState =
+  /** Calls start unless `hold` says otherwise. */
   | { readonly kind: 'running'; readonly hold: Hold }
+  /** The code made an illegal call or diverged from its journal (`error`); `halt`: the grace period ended too. */
   | { readonly kind: 'failed'; readonly error: Error; readonly halt: WorkerStoppingError | null; readonly hold: Hold }
+  /** The worker's grace period is over: the task goes back to pending. */
   | { readonly kind: 'stopping'; readonly halt: WorkerStoppingError; readonly hold: Hold }
+  /** The task was cancelled: the run ends `cancelled` (`halt` is the first halt's error, maybe a shutdown's). */
   | { readonly kind: 'cancelled'; readonly reason: string | undefined; readonly halt: Error; readonly fatal: Error | null; readonly hold: Hold }
+  /** The run may not write any more. */
   | {
       readonly kind: 'lost';
       /** `store`: the database stayed away (writes already started settle before the run ends). */
@@ -75,6 +83,11 @@ export function mayWrite(s: RunState): boolean {
   return s.kind !== 'lost';
 }
 
+/** The code's run is over: no more hand-overs, idle checks or calls; unwritten rows go with the last transition. */
+export function hasEnded(s: RunState): boolean {
+  return s.hold === 'ended';
+}
+
 export function pauseRequested(s: RunState): boolean {
   return s.hold === 'pause' || s.hold === 'pause+drain';
 }
@@ -100,6 +113,10 @@ export function withoutPause(s: RunState): RunState {
 
 export function withDrain(s: RunState): RunState {
   return withHold(s, s.hold === 'none' ? 'drain' : s.hold === 'pause' ? 'pause+drain' : s.hold);
+}
+
+export function withEnd(s: RunState): RunState {
+  return withHold(s, 'ended');
 }
 
 /** An illegal call: the run fails (unless something that wins over it ended the run already). */

@@ -25,7 +25,9 @@ import { createContext } from './context.ts';
 import { RunCore, type RunDeps } from './core.ts';
 import { who } from './identity.ts';
 import { decideEnd, type Settled } from './outcome.ts';
-import { cancelOf, haltOf, withCancel, withDrain, withLeaseLost, withPause, withShutdown, withoutPause } from './state.ts';
+import {
+  cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState,
+} from './state.ts';
 
 export type { RunDeps } from './core.ts';
 
@@ -105,11 +107,13 @@ export class TaskRun {
     run.replay.start();
     await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone))]);
     if (haltOf(run.state)) await this.#settleLive();
-    run.ended = true;
+    // The end is decided on the state as it stands now, before the run is marked ended.
+    const state = run.state;
+    run.state = withEnd(state);
     run.waitTimers?.abort(null);
     run.replay.stop();
     try {
-      return await this.#finish(result);
+      return await this.#finish(state, result);
     } catch (e) {
       // The outcome could not be written (database unreachable): the lease will expire and the
       // task will be resumed from its last checkpoint by whichever worker claims it.
@@ -142,9 +146,8 @@ export class TaskRun {
     while (this.#run.live > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   }
 
-  async #finish(result: Settled | null): Promise<TaskStatus | 'lease-lost'> {
+  async #finish(state: RunState, result: Settled | null): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
-    const { state } = run;
     const plan = decideEnd(state, {
       result, refused: run.refused, waits: [...run.waits.values()], journal: run.journal, calls: run.seq,
       taskId: this.taskId, workflowName: this.workflow.name, who: who(run),

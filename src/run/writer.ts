@@ -157,7 +157,7 @@ export class JournalWriter {
   /** Writes the run's last transition, fenced by the epoch; follows a concurrent cancel or pause. */
   async end(plan: EndPlan): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
-    // Rows of results not yet written go with the last transition (`run.ended` keeps them from
+    // Rows of results not yet written go with the last transition (the end of the run keeps them from
     // being written on their own), once every write already started has settled.
     await this.settle();
     if (!mayWrite(run.state)) return this.lost();
