@@ -21,7 +21,7 @@ import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
 import { TypedEmitter, type WorkerEvents } from './events.ts';
 import { shortId } from './ids.ts';
 import { isFinished, sourcesOf, transition } from './lifecycle.ts';
-import { TaskRun } from './run.ts';
+import { TaskRun } from './run/task-run.ts';
 import type { ClaimedTask, Store } from './store.ts';
 import { effectColumns, planTransition, wakeFor } from './transitions.ts';
 import { encodeError } from './serialize.ts';

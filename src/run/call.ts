@@ -1,0 +1,39 @@
+/**
+ * @module run/call
+ * @internal
+ * The one preamble of every `ctx` primitive (step, sleep, waitForEvent, and any later one): take
+ * the call's position, hand a recorded result back in replay order, check the call's arguments,
+ * refuse a call that may not start now (the run failed, halted, or holds new calls), and start the
+ * call counted as live activity. A primitive is a {@link Primitive}: a constant object of plain
+ * functions (no closure per call; the step path is hot).
+ */
+import type { StepKind, StepRow } from '../store.ts';
+import { notNow, track, type Activity } from './activity.ts';
+import type { RunCore } from './core.ts';
+import { position, type Position } from './identity.ts';
+
+export interface Primitive<A, B, S, T> {
+  readonly kind: StepKind;
+  /** The result recorded at the call's position (it may throw: a recorded failure). */
+  replayed(rec: StepRow, stepId: string): T;
+  /** Checks the call's arguments (throws when they are invalid) and prepares what `start` needs. */
+  prepare(run: RunCore, pos: Position, a: A, b: B): S;
+  /** Runs the call; counted as live activity until it settles or calls `activity.idle()`. */
+  start(run: RunCore, prepared: S, activity: Activity): Promise<T>;
+}
+
+/** Calls `primitive` named `name` with its arguments; never throws (a failure is a rejection). */
+export function call<A, B, S, T>(run: RunCore, primitive: Primitive<A, B, S, T>, name: string, a: A, b: B): Promise<T> {
+  let prepared: S;
+  try {
+    const pos = position(run, name, primitive.kind);
+    const rec = pos.recorded;
+    if (rec && rec.done !== null) return run.replay.replayed(pos.seq, primitive.replayed, rec, pos.stepId);
+    prepared = primitive.prepare(run, pos, a, b);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  // Failed, halted, paused, draining or ended: the call does not start.
+  if (run.state.kind !== 'running' || run.state.hold !== 'none') return notNow<T>(run);
+  return track(run, primitive.start, prepared);
+}

@@ -1,0 +1,27 @@
+/**
+ * @module run/context
+ * @internal
+ * The `ctx` object handed to workflow code: the task's identity, the run's signal, and one
+ * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
+ */
+import type { Duration } from '../duration.ts';
+import type { StepContext, StepOptions, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
+import type { RunCore } from './core.ts';
+import { sleep } from './sleep.ts';
+import { step } from './step.ts';
+import { waitForEvent } from './wait-for-event.ts';
+
+export function createContext(run: RunCore): WorkflowContext {
+  return Object.freeze({
+    taskId: run.taskId,
+    workflow: run.workflow.name,
+    workflowVersion: run.workflow.version,
+    get signal(): AbortSignal {
+      return run.signal;
+    },
+    // The JSON bound on outputs is a compile-time check for workflow authors; the run takes any value.
+    step: (<T>(name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions) => step(run, name, fn, options)) as WorkflowContext['step'],
+    sleep: (name: string, duration: Duration) => sleep(run, name, duration),
+    waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
+  });
+}

@@ -1,0 +1,154 @@
+/**
+ * @module run/core
+ * @internal
+ * The state one run's modules share: the claimed task and the worker's services, the run's state
+ * (see `state.ts`), its live-activity counters and registered waits, its journal positions, its
+ * AbortSignal, and its replay and writer. Plain fields read and written by the modules' functions
+ * (a step is a hot path: no layer between them); the few operations here are the ones that change
+ * the state and must tell everyone (the signal, the attempts in progress, the waiting run).
+ */
+import { setMaxListeners } from 'node:events';
+import type { Clock } from '../clock.ts';
+import type { Emit, WorkerEventName } from '../events.ts';
+import { resolveRetry, type RetryPolicy } from '../retry.ts';
+import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
+import type { WriteBatcher } from '../write-batcher.ts';
+import type { Workflow } from '../workflow.ts';
+import { scheduleIdleCheck } from './activity.ts';
+import { Replay } from './replay.ts';
+import { RUNNING, haltOf, hasEnded, withFatal, type RunState } from './state.ts';
+import type { Wait } from './waits.ts';
+import { JournalWriter } from './writer.ts';
+
+export interface RunDeps {
+  store: Store;
+  writer: WriteBatcher;
+  clock: Clock;
+  workerId: string;
+  /** Waits (backoff, sleep) longer than this park the task instead of holding the worker slot. */
+  parkAfterMs: number;
+  /** After the signal fires, how long the run may take to settle before it is abandoned. */
+  cancelGraceMs: number;
+  /** Until when this run's lease is surely still ours (last renewal + lease − margin). */
+  leaseSafeUntil: () => number;
+  emit: Emit;
+  /** Whether an event has listeners: step events are built only then (a step is a hot path). */
+  hears: (name: WorkerEventName) => boolean;
+}
+
+export class RunCore {
+  readonly taskId: string;
+  readonly epoch: number;
+  readonly workflow: Workflow;
+  readonly task: TaskRow;
+  readonly deps: RunDeps;
+  readonly defaultRetry: RetryPolicy;
+
+  /** How the run stands (see `state.ts`); changed through {@link setState} when it may halt. */
+  state: RunState = RUNNING;
+  /** Calls refused because of a pause or a drain: the run cannot finish in this run any more. */
+  refused = 0;
+
+  // Identity (see `identity.ts`).
+  readonly journal = new Map<number, StepRow>();
+  /** The next position. */
+  seq = 0;
+  readonly occurrences = new Map<string, number>();
+  /** Signals sent to the task and not consumed yet. */
+  readonly signals: SignalRow[];
+
+  // Activity and waits (see `activity.ts`, `waits.ts`).
+  /** Live work in progress: step attempts, checkpoints, in-process sleeps, results waiting for their turn. */
+  live = 0;
+  /** Of `live`: results that are ready and only wait for the replay to reach them. */
+  gated = 0;
+  /** Bumped by every call and every hand-over: the code is not quiet while it moves. */
+  activity = 0;
+  idleCheckScheduled = false;
+  readonly waits = new Map<number, Wait>();
+  /** Ends the in-process timers of waits when the run ends. */
+  waitTimers: AbortController | null = null;
+  /** Resolves when the run can only wait (or was asked to stop and is quiet). */
+  readonly idle: Promise<void>;
+  signalIdle!: () => void;
+  /** Resolves at the first halt. */
+  readonly halted: Promise<void>;
+  #signalHalt!: () => void;
+
+  /**
+   * The run's AbortSignal, made when first asked for. At the end of a run it is fired only if a
+   * step is still running or someone listens: an abort event costs more than a step, and most
+   * runs end with nobody to tell. `aborted` / `abortReason` are the truth.
+   */
+  controller: AbortController | null = null;
+  aborted = false;
+  abortReason: unknown;
+  /** Attempts with a timeout in progress (they listen on their own signal). */
+  timedAttempts = 0;
+  /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
+  readonly attemptAborts = new Set<() => void>();
+
+  readonly replay: Replay;
+  readonly writer: JournalWriter;
+
+  constructor(claimed: ClaimedTask, workflow: Workflow, deps: RunDeps) {
+    this.task = claimed.task;
+    this.taskId = claimed.task.id;
+    this.epoch = claimed.task.epoch;
+    this.workflow = workflow;
+    this.deps = deps;
+    for (const s of claimed.steps) this.journal.set(s.seq, s);
+    this.signals = [...claimed.signals];
+    this.defaultRetry = resolveRetry(workflow.options.retry);
+    this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
+    this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
+    this.replay = new Replay(this, claimed.steps);
+    this.writer = new JournalWriter(this);
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      setMaxListeners(0, this.controller.signal); // steps with a timeout listen on it
+      if (this.aborted) this.controller.abort(this.abortReason);
+    }
+    return this.controller.signal;
+  }
+
+  /** Fires the run's signal (if anyone asked for it) and stops the attempts in progress. */
+  abortRun(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+    for (const onAbort of [...this.attemptAborts]) onAbort();
+  }
+
+  /** Moves to `next`; at the first halt, fires the signal with its error and wakes the waiting run. */
+  setState(next: RunState): void {
+    const first = haltOf(this.state) === null ? haltOf(next) : null;
+    this.state = next;
+    if (first) {
+      this.abortRun(first);
+      this.#signalHalt();
+    }
+  }
+
+  /** Marks the run as failed for good, whatever the workflow code does with the error. */
+  fail(error: Error): Error {
+    this.state = withFatal(this.state, error);
+    scheduleIdleCheck(this);
+    this.signalIdle();
+    return error;
+  }
+
+  /** No new call may start: a pause, a drain, or the end of the run. */
+  blocked(): boolean {
+    return this.state.hold !== 'none';
+  }
+
+  /** The code's run is over (see `hasEnded`). */
+  get ended(): boolean {
+    return hasEnded(this.state);
+  }
+}

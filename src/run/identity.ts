@@ -1,0 +1,67 @@
+/**
+ * @module run/identity
+ * @internal
+ * The identity of the code's calls. Each `ctx.step` / `ctx.sleep` / `ctx.waitForEvent` call takes
+ * the next position (`seq`) in call order; its id is its name plus occurrence (`fetch`, `fetch#2`).
+ * A position whose recorded name (or kind) differs is a non-determinism error: the code changed
+ * incompatibly while the task was in flight.
+ */
+import { InvalidArgumentError, NonDeterminismError } from '../errors.ts';
+import type { StepKind, StepRow } from '../store.ts';
+import type { RunCore } from './core.ts';
+
+/** Names of steps, sleeps and events: not empty, no `#` (it marks repeats) and no `|` (it separates awaited events). */
+export const STEP_NAME = /^[^#|\s][^#|]{0,199}$/;
+
+export interface Position {
+  /** The name the code gave, and its occurrence among the calls of that name (1, 2, …). */
+  name: string;
+  occurrence: number;
+  seq: number;
+  stepId: string;
+  /** The journal's row at this position, if any. */
+  recorded: StepRow | undefined;
+}
+
+/** Takes the next journal position for a call; checks it against the journal. */
+export function position(run: RunCore, name: string, kind: StepKind): Position {
+  if (typeof name !== 'string' || !STEP_NAME.test(name)) {
+    throw run.fail(
+      new InvalidArgumentError(
+        `${kind} name ${JSON.stringify(name)} is not valid: use 1-200 characters without "#" (it marks repeats: fetch, fetch#2) or "|".`,
+      ),
+    );
+  }
+  run.activity++;
+  const seq = run.seq++;
+  const occurrence = (run.occurrences.get(name) ?? 0) + 1;
+  run.occurrences.set(name, occurrence);
+  const stepId = occurrence === 1 ? name : `${name}#${occurrence}`;
+  const recorded = run.journal.get(seq);
+  if (recorded && (recorded.name !== stepId || recorded.kind !== kind)) {
+    throw run.fail(
+      new NonDeterminismError(
+        run.taskId,
+        seq,
+        `${who(run)}: at position ${seq} the code now calls ${kind} "${stepId}", but the journal recorded ${recorded.kind} "${recorded.name}". ` +
+          'The workflow code changed incompatibly while the task was in flight; deploy such changes under a new workflow version.',
+      ),
+    );
+  }
+  return { name, occurrence, seq, stepId, recorded };
+}
+
+/** A journal row of this run at `seq`. */
+export function journalRow(run: RunCore, seq: number, stepId: string, kind: StepKind, fields: Partial<StepRow>): StepRow {
+  return {
+    taskId: run.taskId, seq, name: stepId, kind, status: 'completed', output: null, error: null,
+    attempts: 0, startedAt: null, finishedAt: null, wakeAt: null, epoch: run.epoch, done: null, ...fields,
+  };
+}
+
+/** The task and its workflow's versions, for messages. */
+export function who(run: RunCore): string {
+  const started = run.task.workflowVersion;
+  const now = run.workflow.version;
+  return `Task ${run.taskId} (workflow "${run.workflow.name}" version ${now}${started !== now ? `, started under version ${started}` : ''})`;
+}

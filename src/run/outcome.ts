@@ -1,0 +1,96 @@
+/**
+ * @module run/outcome
+ * @internal
+ * How a run ends: {@link decideEnd} turns the run's state and what its code did into the one
+ * lifecycle transition the run writes last (complete, fail, park, suspend, release or abort), or
+ * into `'lease-lost'` when the run may not write anything more. A pure function: the writer carries
+ * its answer out (and re-plans it if the task changed meanwhile, see `writer.ts`).
+ */
+import { NonDeterminismError, coerceError } from '../errors.ts';
+import type { LifecycleEvent } from '../lifecycle.ts';
+import { encodeError, encodeJson } from '../serialize.ts';
+import type { StepRow, TaskPatch } from '../store.ts';
+import { pauseRequested, type RunState } from './state.ts';
+import type { Wait } from './waits.ts';
+
+/** How the workflow function settled. */
+export type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/** What the run did, as far as its end is concerned. */
+export interface RunOutcome {
+  /** How the workflow function settled, or null: it has not (it can only wait, or was stopped). */
+  readonly result: Settled | null;
+  /** Calls refused because of a pause or a drain: the run cannot finish in this run any more. */
+  readonly refused: number;
+  /** The waits registered and not over, in the order they were registered. */
+  readonly waits: readonly Wait[];
+  /** The journal the run started with, by position, and how many positions the code took. */
+  readonly journal: ReadonlyMap<number, StepRow>;
+  readonly calls: number;
+  readonly taskId: string;
+  readonly workflowName: string;
+  /** The task and its workflow versions, for messages ("Task t1 (workflow "w" version 2)"). */
+  readonly who: string;
+}
+
+/** The last transition to write: its event, the task's columns it sets, its history detail, its journal rows. */
+export interface EndPlan {
+  readonly event: LifecycleEvent;
+  readonly set?: TaskPatch;
+  readonly detail?: unknown;
+  readonly steps?: StepRow[];
+}
+
+function fail(error: Error): EndPlan {
+  return { event: 'fail', set: { error: encodeError(error) }, detail: { error: error.message } };
+}
+
+function release(steps: StepRow[], reason: string): EndPlan {
+  return { event: 'release', steps, detail: { reason } };
+}
+
+/** Parks on every registered wait: due at the earliest deadline, or when any awaited event arrives. */
+function park(waits: readonly Wait[], steps: StepRow[]): EndPlan {
+  const deadlines = waits.map((w) => w.wakeAt).filter((t): t is number => t !== null);
+  const wakeAt = deadlines.length ? Math.min(...deadlines) : null;
+  const events = [...new Set(waits.flatMap((w) => w.events))];
+  const wait = waits.length === 1 ? (waits[0] as Wait).describe : { kind: 'several', until: wakeAt, waits: waits.map((w) => w.describe) };
+  return { event: 'park', steps, set: { runAt: wakeAt, wait: JSON.stringify(wait), waitEvents: events.length ? events : null }, detail: wait };
+}
+
+/** The run's last transition; `'lease-lost'` when it may not write any more. */
+export function decideEnd(state: RunState, o: RunOutcome): EndPlan | 'lease-lost' {
+  if (state.kind === 'lost') return 'lease-lost';
+  if (state.kind === 'cancelled') return { event: 'abort', detail: { reason: state.reason ?? null } };
+  if (state.kind === 'failed') return fail(state.error);
+  const rows = o.waits.map((w) => w.row);
+  if (state.kind === 'stopping') return release(rows, state.halt.message);
+  const { result } = o;
+  if (!result) {
+    // The code can only wait (or was asked to stop starting work).
+    if (pauseRequested(state)) return { event: 'suspend', steps: rows, detail: { reason: 'pause requested' } };
+    if (state.hold === 'drain') return release(rows, 'worker stopping');
+    if (o.refused) return release(rows, 'pause withdrawn');
+    if (o.waits.length) return park(o.waits, rows);
+    return release(rows, 'run did not settle');
+  }
+  if (!result.ok) return fail(coerceError(result.error));
+  const leftover = [...o.journal.keys()].filter((seq) => seq >= o.calls).sort((a, b) => a - b);
+  if (leftover.length) {
+    const first = o.journal.get(leftover[0] as number) as StepRow;
+    return fail(
+      new NonDeterminismError(
+        o.taskId,
+        first.seq,
+        `${o.who}: the workflow returned after ${o.calls} step(s), but the journal has ${leftover.length} more, starting with ${first.kind} "${first.name}" at position ${first.seq}. The code changed while the task was in flight.`,
+      ),
+    );
+  }
+  let output: string | null;
+  try {
+    output = encodeJson(result.value, () => `The output of workflow "${o.workflowName}"`);
+  } catch (e) {
+    return fail(e as Error);
+  }
+  return { event: 'complete', set: { output } };
+}

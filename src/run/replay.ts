@@ -1,0 +1,240 @@
+/**
+ * @module run/replay
+ * @internal
+ * Order. Every result handed to the workflow code (a step's output or failure, an elapsed sleep,
+ * an event) is recorded with its place in the order the code received them (`done`). Replay hands
+ * recorded results back in that same order, one at a time, letting the code's continuations run
+ * in between, so the code makes the same calls in the same order as the first time — also when
+ * `Promise.all` branches await different things. Results produced in this run are handed over
+ * only after the replay is complete, in the order they were recorded.
+ *
+ * Results are handed over one per macrotask (after the code's continuations have run), in the
+ * first run as in replay, so both interleave branches identically. The one exception is a result
+ * of the only call in flight, after the replay: nothing can be ordered against it (the code makes
+ * the same lone call in a replay), so the next result may follow without waiting for a turn —
+ * for a while (see AT_ONCE_MAX / AT_ONCE_MS), so that timers and I/O still get in.
+ *
+ * Turns of the event loop are shared by all runs in the process: the runs of all tasks take their
+ * turns together, in one macrotask, so that the checkpoints their code requests next arrive
+ * together and share one database write.
+ */
+import { NonDeterminismError } from '../errors.ts';
+import type { StepRow } from '../store.ts';
+import { scheduleIdleCheck } from './activity.ts';
+import type { RunCore } from './core.ts';
+import { who } from './identity.ts';
+
+/** A replay that waits this long for the code to make the call the journal says comes next has diverged. */
+const REPLAY_STALL_MS = 30_000;
+/**
+ * Results handed over at once (without waiting for the next turn) in one macrotask, by all runs of
+ * the process together, and the longest such a macrotask may last: then everyone waits for a turn,
+ * so heartbeats, cancels and other tasks get in every few milliseconds however quick the steps are.
+ */
+const AT_ONCE_MAX = 1024;
+const AT_ONCE_MS = 4;
+
+// --- turns of the event loop, shared by all runs in the process ----------------------------------
+
+let queue: Array<() => void> = [];
+let turnScheduled = false;
+
+/** Runs `fn` in the next turn (after the current macrotask and its microtasks). */
+export function nextTurn(fn: () => void): void {
+  queue.push(fn);
+  if (turnScheduled) return;
+  turnScheduled = true;
+  setImmediate(() => {
+    turnScheduled = false;
+    const due = queue;
+    queue = [];
+    for (const f of due) f();
+  });
+}
+
+/** Bumped when the event loop turns (by an immediate armed while a streak is going on). */
+let turn = 0;
+let bumpArmed = false;
+let streakTurn = -1;
+let streakStart = 0;
+let streakCount = 0;
+
+/**
+ * Whether one more result may be handed over within the current macrotask (without waiting for a
+ * turn): at most AT_ONCE_MAX hand-overs or AT_ONCE_MS of real time per macrotask, by all runs.
+ */
+function mayStayInTurn(): boolean {
+  if (!bumpArmed) {
+    bumpArmed = true;
+    setImmediate(() => {
+      bumpArmed = false;
+      turn++;
+    });
+  }
+  const now = performance.now();
+  if (streakTurn !== turn) {
+    streakTurn = turn;
+    streakStart = now;
+    streakCount = 0;
+  }
+  if (streakCount >= AT_ONCE_MAX || now - streakStart > AT_ONCE_MS) return false;
+  streakCount++;
+  return true;
+}
+
+/**
+ * The code did not make the call the journal says came next (`what`): its control flow depends on
+ * something other than its steps' results. Fails the run.
+ */
+export function diverged(run: RunCore, next: StepRow, what: string): void {
+  run.fail(new NonDeterminismError(run.taskId, next.seq, `${who(run)}: ${what} The workflow's control flow depends on something other than its steps' results.`));
+}
+
+// --- one run's replay ----------------------------------------------------------------------------
+
+export class Replay {
+  readonly #run: RunCore;
+  /** The recorded results, in `done` order. */
+  readonly #rows: StepRow[];
+  #index = 0;
+  readonly #calls = new Map<number, () => void>();
+  /** A replay turn is pending. */
+  scheduled = false;
+  #stall: NodeJS.Timeout | null = null;
+  #finished!: () => void;
+  /** The last recorded `done` (results handed to the code so far). */
+  #done: number;
+  /** Resolutions of this run are handed over in `done` order, after the replay. */
+  #gate: Promise<void>;
+
+  constructor(run: RunCore, steps: readonly StepRow[]) {
+    this.#run = run;
+    this.#rows = steps.filter((s) => s.done !== null).sort((a, b) => (a.done as number) - (b.done as number));
+    this.#done = this.#rows.length ? (this.#rows[this.#rows.length - 1]?.done as number) : 0;
+    this.#gate = new Promise<void>((resolve) => (this.#finished = resolve));
+    if (!this.#rows.length) this.#finished();
+  }
+
+  /** The recorded result the code has not been handed back yet, if any. */
+  expected(): StepRow | undefined {
+    return this.#rows[this.#index];
+  }
+
+  /** At the start of the run: arms the stall watchdog in case the first call never comes. */
+  start(): void {
+    if (this.#rows.length) this.#schedule();
+  }
+
+  /** At the end of the run. */
+  stop(): void {
+    if (this.#stall) clearTimeout(this.#stall);
+  }
+
+  /** The `done` of the next result recorded in this run. */
+  nextDone(): number {
+    return ++this.#done;
+  }
+
+  /** A call whose result is recorded: it is handed back when its turn (`done`) comes. */
+  replayed<T>(seq: number, settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#calls.set(seq, () => {
+        try {
+          resolve(settle(rec, stepId));
+        } catch (e) {
+          reject(e);
+        }
+      });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // After the code's pending continuations (microtasks) have run.
+    nextTurn(() => {
+      this.scheduled = false;
+      this.#next();
+    });
+  }
+
+  /** Hands back the next recorded result if the code has asked for it; one per turn. */
+  #next(): void {
+    const run = this.#run;
+    if (run.ended) return;
+    const next = this.#rows[this.#index];
+    if (!next) {
+      this.#finished();
+      scheduleIdleCheck(run);
+      return;
+    }
+    const call = this.#calls.get(next.seq);
+    if (!call) {
+      // The code has not made this call yet: wait for it, but not forever.
+      if (this.#stall) clearTimeout(this.#stall);
+      const index = this.#index;
+      this.#stall = setTimeout(() => {
+        if (this.#index !== index || run.ended) return;
+        diverged(run, next, `replay expects ${next.kind} "${next.name}" (position ${next.seq}) to be called next, as it was when the task first ran, but the code has not called it.`);
+      }, REPLAY_STALL_MS);
+      this.#stall.unref?.();
+      return;
+    }
+    if (this.#stall) clearTimeout(this.#stall);
+    this.#stall = null;
+    this.#calls.delete(next.seq);
+    this.#index++;
+    run.activity++;
+    call();
+    this.#schedule();
+  }
+
+  /**
+   * Hands a result of this run to the code in `done` order, after the replay: `done` was taken
+   * when it was recorded, the result is handed over when `work` settled and every earlier result
+   * has been handed over; the next one follows a macrotask later, as in replay.
+   */
+  inOrder<T>(work: Promise<T>, afterHandOver?: () => void): Promise<T> {
+    const run = this.#run;
+    const previous = this.#gate;
+    let open!: () => void;
+    this.#gate = new Promise<void>((resolve) => (open = resolve));
+    run.live++;
+    let gated = false;
+    const ready = (): void => {
+      // The result is ready; if it still waits for the replay, the run may be stalled on it.
+      gated = true;
+      run.gated++;
+      scheduleIdleCheck(run);
+      if (this.#index < this.#rows.length) this.#schedule();
+    };
+    work.then(ready, ready);
+    const settled = previous.then(() => work);
+    const release = (): void => {
+      if (gated) run.gated--;
+      run.live--;
+      open();
+      scheduleIdleCheck(run);
+    };
+    const handedOver = (): void => {
+      run.activity++;
+      afterHandOver?.();
+      if (this.#mayHandOverAtOnce()) release();
+      else nextTurn(release);
+    };
+    settled.then(handedOver, handedOver);
+    return settled;
+  }
+
+  /**
+   * Whether the next result may follow this one without waiting for a turn: this is the only call
+   * in flight (its own activity and hand-over: nothing it could be ordered against, now or in a
+   * replay, where the code makes the same lone call) and the replay is over. Bounded in number and
+   * time, so that timers and I/O get in between.
+   */
+  #mayHandOverAtOnce(): boolean {
+    if (this.#run.live > 2 || this.#index < this.#rows.length || this.scheduled) return false;
+    return mayStayInTurn();
+  }
+}

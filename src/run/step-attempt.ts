@@ -1,0 +1,213 @@
+/**
+ * @module run/step-attempt
+ * @internal
+ * Executing a `ctx.step` that has no recorded result: its attempts, each with its own timeout and
+ * the run's signal, and the retry loop between them (a short backoff in-process, a long one
+ * registered as a wait the task may park on). Before every attempt, every result the code has
+ * received is made durable: no side effect goes before them.
+ *
+ * A cancel, or the end of the worker's grace period, fires the AbortSignal and new calls reject;
+ * a step that still completes within the grace period is checkpointed. A timeout or a lost lease
+ * ends the attempt at once.
+ */
+import { optionalMs } from '../duration.ts';
+import { StepFailedError, StepTimeoutError, coerceError, type NotSerializableError } from '../errors.ts';
+import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
+import { decodeError, deserializeError, encodeError, encodeJson } from '../serialize.ts';
+import type { StepRow } from '../store.ts';
+import type { StepContext, StepOptions } from '../workflow.ts';
+import { parked, type Activity } from './activity.ts';
+import type { RunCore } from './core.ts';
+import { journalRow } from './identity.ts';
+import { haltOf, mayWrite, throwIfHalted } from './state.ts';
+import { holdFor, pauseUntil, type Wait } from './waits.ts';
+
+/** One `ctx.step` call being executed: its identity and its attempts so far. */
+export interface StepCall<T> {
+  seq: number;
+  stepId: string;
+  fn: (s: StepContext) => PromiseLike<T> | T;
+  options: StepOptions;
+  recorded: StepRow | undefined;
+  activity: Activity;
+  idempotencyKey: string;
+  attempt: number;
+  lastError: Error | undefined;
+  firstStart: number;
+  /** When the current attempt started. */
+  started: number;
+  timeoutMs: number | undefined;
+  policy: RetryPolicy;
+}
+
+/** A promise or any other thenable (a query builder, a promise from another realm). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/** A wait until the next attempt of a step, with the row that records its attempts so far. */
+function retryWait(run: RunCore, c: StepCall<unknown>, wakeAt: number): Wait {
+  return {
+    row: journalRow(run, c.seq, c.stepId, 'step', {
+      status: 'retrying', error: c.lastError ? encodeError(c.lastError) : null, attempts: c.attempt, startedAt: c.firstStart, wakeAt,
+    }),
+    wakeAt,
+    events: [],
+    describe: { kind: 'retry', step: c.stepId, attempt: c.attempt + 1, until: wakeAt },
+  };
+}
+
+/** Runs the step's attempts (resuming a recorded retry) until it succeeds or fails for good. */
+export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+  const { clock, emit, hears, parkAfterMs } = run.deps;
+  const { options, recorded } = c;
+  if (options.retry !== undefined) c.policy = resolveRetry(options.retry, run.defaultRetry);
+  if (options.timeout !== undefined) c.timeoutMs = optionalMs(options.timeout, `timeout of step "${c.stepId}"`);
+  if (recorded) {
+    if (recorded.status === 'retrying') c.attempt = recorded.attempts;
+    if (recorded.error) c.lastError = deserializeError(decodeError(recorded.error));
+  }
+  c.firstStart = recorded?.startedAt ?? clock.now();
+  if (recorded?.status === 'retrying' && recorded.wakeAt !== null) await pauseUntil(run, recorded.wakeAt, retryWait(run, c, recorded.wakeAt), c.activity);
+  for (;;) {
+    // No side effect before every result the code has received is durable.
+    await run.writer.flush();
+    throwIfHalted(run.state);
+    if (run.blocked()) {
+      // Paused or draining: this attempt does not start in this run (a retry keeps its count).
+      if (c.attempt > 0) return holdFor(run, retryWait(run, c, clock.now()), c.activity);
+      run.refused++;
+      c.activity.idle();
+      return parked<T>(run);
+    }
+    c.attempt++;
+    c.started = clock.now();
+    if (hears('step:started')) emit('step:started', { taskId: run.taskId, step: c.stepId, attempt: c.attempt });
+    let value: T;
+    try {
+      value = await attempt(run, c);
+    } catch (raw) {
+      throwIfHalted(run.state);
+      if (run.ended) throw raw; // a step left running when the run ended: nothing to record
+      const error = coerceError(raw);
+      if (!shouldRetry(c.policy, error, c.attempt)) return stepFailed(run, c, error);
+      const delayMs = backoffMs(c.policy, c.attempt, error);
+      const wakeAt = clock.now() + delayMs;
+      emit('step:retrying', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, delayMs, error, parked: delayMs > parkAfterMs });
+      c.lastError = error;
+      await pauseUntil(run, wakeAt, retryWait(run, c, wakeAt), c.activity);
+      continue;
+    }
+    return stepSucceeded(run, c, value);
+  }
+}
+
+/** The step failed for good: the code receives a StepFailedError (recorded like any result). */
+function stepFailed<T>(run: RunCore, c: StepCall<T>, error: Error): Promise<T> {
+  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, error });
+  const failed = journalRow(run, c.seq, c.stepId, 'step', {
+    status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
+  });
+  const attempts = c.attempt;
+  return run.writer.complete(failed, () => {
+    throw new StepFailedError(c.stepId, attempts, error);
+  });
+}
+
+/** Records the step's output (handed back as its JSON copy, as a replay would). */
+function stepSucceeded<T>(run: RunCore, c: StepCall<T>, value: T): Promise<T> {
+  let output: string | null;
+  try {
+    output = encodeJson(value, () => `The output of step "${c.stepId}"`);
+  } catch (e) {
+    return stepFailed(run, c, e as NotSerializableError);
+  }
+  const finishedAt = run.deps.clock.now();
+  const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.firstStart, finishedAt });
+  const attempt = c.attempt;
+  const { emit, hears } = run.deps;
+  return run.writer.complete(
+    row,
+    () => (output === null ? undefined : JSON.parse(output)) as T,
+    undefined,
+    // Reported once the result is durable (a step reported completed never runs again).
+    () => {
+      if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, attempt, durationMs: finishedAt - c.started });
+    },
+  );
+}
+
+/** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
+function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+  if (run.aborted) return Promise.reject(run.abortReason);
+  const timeoutMs = c.timeoutMs;
+  const timeout = timeoutMs === undefined ? undefined : new AbortController();
+  // With a timeout, the step's own signal (the run's or the timeout's); without, the run's.
+  const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
+  const ctx: StepContext = Object.freeze({
+    signal: own ?? run.signal,
+    idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
+  });
+  const fn = c.fn;
+  return new Promise<T>((resolve, reject) => {
+    const timerStop = timeout ? new AbortController() : undefined;
+    let done = false;
+    const cleanup = (): void => {
+      if (done) return;
+      done = true;
+      if (own) {
+        own.removeEventListener('abort', onAbort);
+        run.timedAttempts--;
+      }
+      else run.attemptAborts.delete(onAbort);
+      timerStop?.abort(null);
+    };
+    const onAbort = (): void => {
+      // The step was told to stop. If it was cancelled or its worker is stopping, the lease is
+      // still ours: give it the grace period to finish (a result it returns is recorded, so its
+      // side effect is not repeated). A timeout or a lost lease ends the attempt at once.
+      const reason: unknown = own ? own.reason : run.abortReason;
+      const halt = haltOf(run.state);
+      if (halt && reason === halt && mayWrite(run.state)) return;
+      cleanup();
+      reject(reason);
+    };
+    // Without a timeout the run calls the attempt's handler when it aborts (once), which costs
+    // far less than an EventTarget listener per attempt.
+    if (own) {
+      run.timedAttempts++;
+      own.addEventListener('abort', onAbort, { once: true });
+    }
+    else run.attemptAborts.add(onAbort);
+    if (timeout && timerStop && timeoutMs !== undefined) {
+      run.deps.clock.sleep(timeoutMs, timerStop.signal).then(
+        () => timeout.abort(new StepTimeoutError(c.stepId, timeoutMs)),
+        () => undefined,
+      );
+    }
+    let result: PromiseLike<T> | T;
+    try {
+      result = fn(ctx);
+    } catch (e) {
+      cleanup();
+      return reject(e);
+    }
+    if (isThenable(result)) {
+      // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
+      Promise.resolve(result).then(
+        (v) => {
+          cleanup();
+          resolve(v as T);
+        },
+        (e: unknown) => {
+          cleanup();
+          reject(e);
+        },
+      );
+    } else {
+      // A synchronous step: its value is final.
+      cleanup();
+      resolve(result as T);
+    }
+  });
+}

@@ -1,0 +1,39 @@
+/**
+ * @module run/step
+ * @internal
+ * `ctx.step(name, fn, options)`: a recorded result is handed back in replay; otherwise the step is
+ * executed (see `step-attempt.ts`) and its output or failure recorded as the code receives it.
+ */
+import { InvalidArgumentError, StepFailedError } from '../errors.ts';
+import { decodeError, decodeJson, deserializeError } from '../serialize.ts';
+import type { StepContext, StepOptions } from '../workflow.ts';
+import type { Activity } from './activity.ts';
+import { call, type Primitive } from './call.ts';
+import type { RunCore } from './core.ts';
+import { executeStep, type StepCall } from './step-attempt.ts';
+
+type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
+
+const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknown> = {
+  kind: 'step',
+  replayed(rec, stepId) {
+    if (rec.status === 'completed') return decodeJson(rec.output);
+    throw new StepFailedError(stepId, rec.attempts, deserializeError(decodeError(rec.error as string)));
+  },
+  prepare(run, pos, fn, options = {}) {
+    if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError(`ctx.step("${pos.name}"): the second argument must be a function`));
+    return {
+      seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
+      idempotencyKey: `v1:${run.taskId}:${pos.name}#${pos.occurrence}`, attempt: 0, lastError: undefined, firstStart: 0, started: 0,
+      timeoutMs: undefined, policy: run.defaultRetry,
+    };
+  },
+  start(run, c, activity) {
+    c.activity = activity;
+    return executeStep(run, c);
+  },
+};
+
+export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions): Promise<T> {
+  return call(run, STEP, name, fn, options) as Promise<T>;
+}

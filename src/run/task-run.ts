@@ -1,0 +1,160 @@
+/**
+ * @module run/task-run
+ * @internal
+ * One run of a claimed task: replays the workflow function against the task's journal, executes
+ * what has no checkpoint yet, and ends the run with one lifecycle transition (complete, fail,
+ * park, suspend, release or abort). This module is the orchestration: the worker's commands, the
+ * run from start to end, and its last transition (decided by `decideEnd`, written by the writer).
+ * Identity, order, durability and waits are described where they are kept: `identity.ts`,
+ * `replay.ts`, `writer.ts`, `waits.ts`; the run's state in `state.ts`.
+ *
+ * Stopping. A pause or a draining worker stops new calls from starting (they do not resolve in
+ * this run); when in-flight work has settled the run ends `paused` or back to `pending`. A cancel,
+ * or the end of the worker's grace period, fires the AbortSignal and new calls reject; a step that
+ * still completes within the grace period is checkpointed. A lost lease (or a database that stays
+ * away) stops the run without writing anything more.
+ */
+import { getEventListeners } from 'node:events';
+import { LeaseLostError, TaskCancelledError, WorkerStoppingError, coerceError } from '../errors.ts';
+import type { TaskStatus } from '../lifecycle.ts';
+import { decodeJson } from '../serialize.ts';
+import type { ClaimedTask } from '../store.ts';
+import type { Workflow } from '../workflow.ts';
+import { scheduleIdleCheck } from './activity.ts';
+import { createContext } from './context.ts';
+import { RunCore, type RunDeps } from './core.ts';
+import { who } from './identity.ts';
+import { decideEnd, type Settled } from './outcome.ts';
+import {
+  cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState,
+} from './state.ts';
+
+export type { RunDeps } from './core.ts';
+
+export class TaskRun {
+  readonly taskId: string;
+  readonly epoch: number;
+  readonly workflow: Workflow;
+  readonly #run: RunCore;
+
+  constructor(claimed: ClaimedTask, workflow: Workflow, deps: RunDeps) {
+    this.taskId = claimed.task.id;
+    this.epoch = claimed.task.epoch;
+    this.workflow = workflow;
+    this.#run = new RunCore(claimed, workflow, deps);
+    if (claimed.task.status === 'cancelling') this.cancel(claimed.task.cancelReason ?? undefined);
+    if (claimed.task.pauseRequested) this.#run.state = withPause(this.#run.state);
+  }
+
+  get signal(): AbortSignal {
+    return this.#run.signal;
+  }
+
+  // --- commands from the worker ---------------------------------------------------------------
+
+  /** The task was cancelled: fire the signal; the run ends `cancelled`. */
+  cancel(reason: string | undefined): void {
+    const run = this.#run;
+    if (cancelOf(run.state)) return;
+    run.setState(withCancel(run.state, reason, () => new TaskCancelledError(this.taskId, reason)));
+  }
+
+  /** Another worker owns the task now (or may, any moment): stop at once, write nothing. */
+  loseLease(): void {
+    const run = this.#run;
+    run.setState(withLeaseLost(run.state, () => new LeaseLostError(this.taskId, this.epoch)));
+  }
+
+  /** Start no new call; end `paused` once in-flight work has settled. */
+  requestPause(): void {
+    const run = this.#run;
+    const next = withPause(run.state);
+    if (next === run.state) return;
+    run.state = next;
+    scheduleIdleCheck(run);
+  }
+
+  /** The pause request was withdrawn before the run honoured it. */
+  withdrawPause(): void {
+    this.#run.state = withoutPause(this.#run.state);
+  }
+
+  /** The worker is stopping: start no new call; hand the task back once in-flight work settled. */
+  drain(): void {
+    this.#run.state = withDrain(this.#run.state);
+    scheduleIdleCheck(this.#run);
+  }
+
+  /** The worker's grace period is over: fire the signal; the task goes back to pending. */
+  abortForShutdown(): void {
+    const run = this.#run;
+    run.setState(withShutdown(run.state, () => new WorkerStoppingError()));
+  }
+
+  // --- the run ----------------------------------------------------------------------------------
+
+  /** Runs the workflow until it finishes or can only wait, and writes the outcome. Never throws. */
+  async execute(): Promise<TaskStatus | 'lease-lost'> {
+    const run = this.#run;
+    const ctx = createContext(run);
+    let result: Settled | null = null;
+    const fnDone = Promise.resolve()
+      .then(() => this.workflow.fn(ctx, decodeJson(run.task.input)))
+      .then(
+        (value) => void (result = { ok: true, value }),
+        (error: unknown) => void (result = { ok: false, error }),
+      );
+    run.replay.start();
+    await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone))]);
+    if (haltOf(run.state)) await this.#settleLive();
+    // The end is decided on the state as it stands now, before the run is marked ended.
+    const state = run.state;
+    run.state = withEnd(state);
+    run.waitTimers?.abort(null);
+    run.replay.stop();
+    try {
+      return await this.#finish(state, result);
+    } catch (e) {
+      // The outcome could not be written (database unreachable): the lease will expire and the
+      // task will be resumed from its last checkpoint by whichever worker claims it.
+      run.deps.emit('worker:error', { error: coerceError(e), during: `finishing task ${this.taskId}` });
+      return 'lease-lost';
+    } finally {
+      // Steps still running after the workflow returned (the losers of a race) are told to stop.
+      // (Nothing to tell when no step is running and nobody listens directly: no abort event to
+      // dispatch. A signal derived with AbortSignal.any from a step that has already returned is
+      // not told: work a step leaves behind after returning is its own.)
+      if (!run.aborted && (run.attemptAborts.size || run.timedAttempts || (run.controller && getEventListeners(run.controller.signal, 'abort').length))) {
+        run.abortRun(new Error(`Task ${this.taskId}: the run has ended`));
+      }
+    }
+  }
+
+  /**
+   * After a halt, give the function `cancelGraceMs` to settle. Real time, not the engine's clock:
+   * this bounds how long a worker slot stays busy, whatever time the workflow lives in.
+   */
+  async #grace(work: Promise<unknown>): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#run.deps.cancelGraceMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** After a halt, wait (within the grace period) for live work to notice its signal. */
+  async #settleLive(): Promise<void> {
+    const deadline = Date.now() + this.#run.deps.cancelGraceMs;
+    while (this.#run.live > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  }
+
+  async #finish(state: RunState, result: Settled | null): Promise<TaskStatus | 'lease-lost'> {
+    const run = this.#run;
+    const plan = decideEnd(state, {
+      result, refused: run.refused, waits: [...run.waits.values()], journal: run.journal, calls: run.seq,
+      taskId: this.taskId, workflowName: this.workflow.name, who: who(run),
+    });
+    if (plan !== 'lease-lost') return run.writer.end(plan);
+    // A database that stayed away: writes already started settle first, as before a last write.
+    if (state.kind === 'lost' && state.by === 'store') await run.writer.settle();
+    return run.writer.lost();
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * @module run/wait-for-event
+ * @internal
+ * `ctx.waitForEvent(name | names, { timeout })`: receives the first signal sent to the task under
+ * one of the names (consumed with the row that records it), or `{ timedOut: true }` once the
+ * deadline passed. Until then it is a wait the task may park on, woken by any of the names.
+ */
+import { optionalMs } from '../duration.ts';
+import { InvalidArgumentError } from '../errors.ts';
+import { decodeJson } from '../serialize.ts';
+import type { SignalRow } from '../store.ts';
+import type { EventResult, WaitForEventOptions } from '../workflow.ts';
+import { call, type Primitive } from './call.ts';
+import type { RunCore } from './core.ts';
+import { STEP_NAME, journalRow, type Position } from './identity.ts';
+import { throwIfHalted } from './state.ts';
+import { waitFor } from './waits.ts';
+
+interface EventCall {
+  pos: Position;
+  names: readonly string[];
+  timeoutMs: number | undefined;
+}
+
+const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventResult<unknown>> = {
+  kind: 'event',
+  replayed: (rec) => decodeJson(rec.output) as EventResult<unknown>,
+  prepare: (_run, pos, names, options) => ({ pos, names, timeoutMs: optionalMs(options.timeout, `timeout of waitForEvent "${pos.stepId}"`) }),
+  async start(run, { pos, names, timeoutMs }, activity) {
+    const { seq, stepId, recorded } = pos;
+    const { clock } = run.deps;
+    const now = clock.now();
+    const deadline = recorded ? recorded.wakeAt : timeoutMs === undefined ? null : now + timeoutMs;
+    const startedAt = recorded?.startedAt ?? now;
+    const base = journalRow(run, seq, stepId, 'event', { status: 'waiting', startedAt, wakeAt: deadline });
+    const index = run.signals.findIndex((s) => names.includes(s.name));
+    if (index >= 0) {
+      const [signal] = run.signals.splice(index, 1) as [SignalRow];
+      const result: EventResult<unknown> = { timedOut: false, name: signal.name, payload: decodeJson(signal.payload) };
+      return run.writer.complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: now }, () => result, { signalId: signal.id, seq });
+    }
+    if (deadline === null || deadline > now) {
+      const what = names.length === 1 ? { event: names[0] } : { events: names };
+      await waitFor(run, { row: recorded ?? base, wakeAt: deadline, events: names, describe: { kind: 'event', ...what, step: stepId, until: deadline } }, activity);
+      throwIfHalted(run.state);
+    }
+    // The deadline passed (in a later run, or in-process while other work went on).
+    const result: EventResult<unknown> = { timedOut: true };
+    return run.writer.complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: clock.now() }, () => result);
+  },
+};
+
+export function waitForEvent<T>(run: RunCore, nameOrNames: string | readonly string[], options: WaitForEventOptions = {}): Promise<EventResult<T>> {
+  let names: readonly string[];
+  try {
+    names = typeof nameOrNames === 'string' ? [nameOrNames] : [...nameOrNames];
+    if (!names.length || names.some((n) => typeof n !== 'string' || !STEP_NAME.test(n) || n.includes('+'))) {
+      throw run.fail(new InvalidArgumentError(`waitForEvent: ${JSON.stringify(nameOrNames)} is not an event name or a non-empty list of them (1-200 characters, no "#", "|" or "+").`));
+    }
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return call(run, EVENT, names.join('+'), names, options) as Promise<EventResult<T>>;
+}

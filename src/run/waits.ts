@@ -1,0 +1,61 @@
+/**
+ * @module run/waits
+ * @internal
+ * Waits (a long sleep or retry backoff, an event) are registered, not thrown. A wait with a
+ * deadline also runs a timer in-process, so it ends on time while other work goes on; when the run
+ * has nothing left to do but wait, it parks with all of its waits (the earliest deadline, every
+ * awaited event: see `outcome.ts`).
+ */
+import type { StepRow } from '../store.ts';
+import { parked, type Activity } from './activity.ts';
+import type { RunCore } from './core.ts';
+import { haltReason } from './state.ts';
+
+/** A wait registered by the code: the task may park on it. */
+export interface Wait {
+  row: StepRow;
+  wakeAt: number | null;
+  events: readonly string[];
+  describe: Record<string, unknown>;
+}
+
+/**
+ * Registers a wait on which the task may park. With `timer`, a wait that has a deadline also
+ * ends in-process when the deadline comes while the run is still going (other work is live);
+ * the promise then resolves and the caller goes on. Otherwise it does not settle in this run.
+ */
+export function waitFor(run: RunCore, wait: Wait, activity: Activity, timer = true): Promise<void> {
+  run.waits.set(wait.row.seq, wait);
+  activity.idle();
+  if (!timer || wait.wakeAt === null) return parked<void>(run);
+  const { clock } = run.deps;
+  return new Promise<void>((resolve) => {
+    clock.sleep(Math.max(0, (wait.wakeAt as number) - clock.now()), (run.waitTimers ??= new AbortController()).signal).then(
+      () => {
+        if (run.ended || run.waits.get(wait.row.seq) !== wait) return;
+        run.waits.delete(wait.row.seq);
+        activity.busy();
+        resolve();
+      },
+      () => undefined,
+    );
+  });
+}
+
+/** A short wait in-process; a long one is registered (it may park the task). Resolves when due. */
+export async function pauseUntil(run: RunCore, wakeAt: number, wait: Wait, activity: Activity): Promise<void> {
+  const remaining = wakeAt - run.deps.clock.now();
+  if (remaining <= 0) return;
+  if (remaining > run.deps.parkAfterMs) return waitFor(run, wait, activity);
+  try {
+    await run.deps.clock.sleep(remaining, run.signal);
+  } catch {
+    throw haltReason(run.state);
+  }
+}
+
+/** Stops a call that may not go on now (pause, drain): its row is kept for the next run. */
+export function holdFor(run: RunCore, wait: Wait, activity: Activity): Promise<never> {
+  run.refused++;
+  return waitFor(run, wait, activity, false) as Promise<never>;
+}

@@ -1,0 +1,221 @@
+/**
+ * @module run/writer
+ * @internal
+ * The run's writes: journal rows (fenced by the run's epoch) and the last transition.
+ *
+ * Durability. A result's journal row is written before the run's next side effect (any step
+ * attempt waits for it), or with the run's last transition, or one turn after its hand-over at
+ * the latest: workflow code between steps has no effects, and a crash before the write only
+ * replays that call again. So a task's final step shares the write that completes the task.
+ *
+ * A write the database refuses means the lease is lost; a database that does not answer is
+ * retried while the lease is surely still ours (then the run stops, writing nothing more).
+ */
+import { LeaseLostError, StoreUnavailableError, coerceError } from '../errors.ts';
+import type { LifecycleEvent, TaskStatus } from '../lifecycle.ts';
+import type { StepRow, TaskRow, TransitionWrite } from '../store.ts';
+import { planTransition, wakeFor } from '../transitions.ts';
+import type { RunCore } from './core.ts';
+import type { EndPlan } from './outcome.ts';
+import { nextTurn } from './replay.ts';
+import { cancelOf, haltReason, mayWrite, withLeaseLost, withStoreLost } from './state.ts';
+
+/** A consumed signal: written with the row of the call that received it. */
+type Consume = { signalId: number; seq: number };
+
+/** A result handed (or about to be handed) to the code whose journal row is not written yet. */
+interface Deferred {
+  row: StepRow;
+  consume: Consume | undefined;
+  /** The code has received it. */
+  handed: boolean;
+  /** Called once the row is durable. */
+  onDurable: (() => void) | undefined;
+}
+
+/** Waits this long between attempts of a write the database did not answer. */
+const RETRY_MS = 500;
+
+export class JournalWriter {
+  readonly #run: RunCore;
+  /**
+   * Results already handed to the code whose journal rows are not written yet. They are written
+   * before the run's next side effect (a step attempt, a journal write), with the run's last
+   * transition (so the final step of a task costs no write of its own), or one turn after their
+   * hand-over at the latest.
+   */
+  #deferred: Deferred[] = [];
+  /** Writes of deferred rows in progress (settles when all of them have). */
+  #writes: Promise<unknown> = Promise.resolve();
+  #writesPending = 0;
+  /** A turn that writes the rows of results handed over is scheduled. */
+  #flushTurn = false;
+
+  constructor(run: RunCore) {
+    this.#run = run;
+  }
+
+  /** Whether a failed write may be tried again: the lease is surely still ours and the run may write. */
+  #mayRetry(): boolean {
+    const run = this.#run;
+    return run.deps.clock.now() < run.deps.leaseSafeUntil() && mayWrite(run.state);
+  }
+
+  /**
+   * Records a result for the code (with its `done`) and hands it over in order. Its row is
+   * written later (see `#deferred`): nothing the code does before its next side effect is
+   * observable, and a crash before the write replays the result's call, which is deterministic.
+   */
+  complete<T>(row: StepRow, value: () => T, consume?: Consume, onDurable?: () => void): Promise<T> {
+    const run = this.#run;
+    const entry: Deferred = { row: { ...row, done: run.replay.nextDone() }, consume, handed: false, onDurable };
+    this.#deferred.push(entry);
+    return run.replay.inOrder(Promise.resolve().then(value), () => {
+      entry.handed = true;
+      if (this.#flushTurn) return;
+      this.#flushTurn = true;
+      nextTurn(() => {
+        this.#flushTurn = false;
+        void this.flush(true).catch(() => undefined);
+      });
+    });
+  }
+
+  /**
+   * Writes the deferred rows (with `handedOnly`, those the code has received: a result still
+   * waiting for its turn may yet go with the last transition); resolves when every row written so
+   * far is durable. Once the last transition is being prepared, rows wait for it.
+   */
+  flush(handedOnly = false): Promise<unknown> {
+    if (this.#deferred.length && mayWrite(this.#run.state) && !this.#run.ended) {
+      const batch = handedOnly ? this.#deferred.filter((d) => d.handed) : this.#deferred;
+      this.#deferred = handedOnly ? this.#deferred.filter((d) => !d.handed) : [];
+      if (batch.length) {
+        const only = batch.length === 1 ? (batch[0] as Deferred) : null;
+        const written = only
+          ? this.checkpoint(only.row, only.consume).then(only.onDurable)
+          : Promise.all(batch.map((d) => this.checkpoint(d.row, d.consume))).then(() => {
+              for (const d of batch) d.onDurable?.();
+            });
+        const settled = (): void => void this.#writesPending--;
+        written.then(settled, settled);
+        // Earlier writes all settled: this one alone is what is in progress.
+        this.#writes = this.#writesPending++ === 0 ? written : Promise.all([this.#writes, written]);
+      }
+    }
+    return this.#writes;
+  }
+
+  /**
+   * A fenced journal write. A refused write means the lease is lost. A database that does not
+   * answer is retried while the lease is surely still ours; after that, the run stops.
+   */
+  async checkpoint(row: StepRow, consume?: Consume): Promise<void> {
+    const run = this.#run;
+    for (;;) {
+      // After a cancel or a worker stop the lease is still ours: a step that completed is recorded.
+      if (!mayWrite(run.state)) throw haltReason(run.state);
+      let accepted: unknown;
+      try {
+        accepted = await run.deps.writer.write(
+          consume ? { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row, consume } : { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row },
+        );
+      } catch (e) {
+        if (this.#mayRetry()) {
+          await new Promise((r) => setTimeout(r, RETRY_MS));
+          continue;
+        }
+        // Not the step's fault: stop the run; the task resumes from its last checkpoint.
+        run.setState(withStoreLost(run.state, () => new StoreUnavailableError(`Could not checkpoint ${row.kind} "${row.name}" of task ${run.taskId}: ${coerceError(e).message}`, { cause: e })));
+        throw haltReason(run.state);
+      }
+      if (!accepted) {
+        run.setState(withLeaseLost(run.state, () => new LeaseLostError(run.taskId, run.epoch)));
+        throw haltReason(run.state);
+      }
+      return;
+    }
+  }
+
+  /** Resolves when every write already started has settled (it may be accepted or show the lease lost). */
+  async settle(): Promise<void> {
+    for (let w = this.#writes; ; w = this.#writes) {
+      await w.then(
+        () => undefined,
+        () => undefined,
+      );
+      if (w === this.#writes) break;
+    }
+  }
+
+  lost(): 'lease-lost' {
+    const run = this.#run;
+    run.deps.emit('lease:lost', { taskId: run.taskId, epoch: run.epoch });
+    return 'lease-lost';
+  }
+
+  /** Writes the run's last transition, fenced by the epoch; follows a concurrent cancel or pause. */
+  async end(plan: EndPlan): Promise<TaskStatus | 'lease-lost'> {
+    const run = this.#run;
+    // Rows of results not yet written go with the last transition (the end of the run keeps them from
+    // being written on their own), once every write already started has settled.
+    await this.settle();
+    if (!mayWrite(run.state)) return this.lost();
+    const deferred = this.#deferred.splice(0);
+    const resultRows = deferred.map((d) => d.row);
+    const consume = deferred.flatMap((d) => (d.consume ? [d.consume] : []));
+    let status: TaskStatus = cancelOf(run.state) ? 'cancelling' : 'running';
+    let { event, set, detail } = plan;
+    for (let i = 0; i < 4; i++) {
+      const ev: LifecycleEvent = status === 'cancelling' ? 'abort' : event;
+      const { write } = planTransition({
+        taskId: run.taskId,
+        state: { status, pauseRequested: event === 'suspend' },
+        event: ev,
+        guard: { epoch: run.epoch },
+        at: run.deps.clock.now(),
+        set: ev === event ? set : {},
+        detail: ev === event ? detail : { reason: cancelOf(run.state)?.reason ?? null },
+        workerId: run.deps.workerId,
+        steps: ev === 'abort' ? resultRows : [...(plan.steps ?? []), ...resultRows],
+        consume,
+        notify: (edge) => wakeFor(edge, run.taskId, run.workflow.name),
+      });
+      // Parking or handing back must not swallow a pause this run has not heard of yet.
+      if (ev === 'park' || ev === 'release') write.pauseRequested = false;
+      const row = await this.#writeLast(write);
+      if (row) {
+        for (const d of deferred) d.onDurable?.();
+        return row.status;
+      }
+      const fresh = await run.deps.store.getTask(run.taskId);
+      if (!fresh || fresh.epoch !== run.epoch || (fresh.status !== 'running' && fresh.status !== 'cancelling')) return this.lost();
+      status = fresh.status;
+      if (event === 'suspend' && !fresh.pauseRequested) {
+        // A pause withdrawn before the run stopped: hand the task back instead of parking it paused.
+        event = 'release';
+      } else if ((event === 'park' || event === 'release') && fresh.pauseRequested) {
+        // A pause arrived meanwhile: stop paused, with the same journal rows.
+        event = 'suspend';
+        set = {};
+        detail = { reason: 'pause requested' };
+      }
+    }
+    return this.lost();
+  }
+
+  /**
+   * The last transition; while the lease is surely ours a failing database is retried (results
+   * the code received may travel only with this write, and giving up means running them again).
+   */
+  async #writeLast(write: TransitionWrite): Promise<TaskRow | null> {
+    for (;;) {
+      try {
+        return (await this.#run.deps.writer.write(write)) as TaskRow | null;
+      } catch (e) {
+        if (!this.#mayRetry()) throw e;
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+      }
+    }
+  }
+}
