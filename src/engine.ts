@@ -546,6 +546,7 @@ export class Engine {
         workflows: () => this.#workflows,
         bus: this.#bus,
         observers: this.#observers,
+        outputBytes: this.limits.outputBytes,
         onStopped: (worker) => this.#workers.delete(worker),
       },
       options,

@@ -30,6 +30,7 @@ import type { Workflow } from './workflow.ts';
 import type { LocalBus } from './local-bus.ts';
 import { observeWorker, type Observer } from './observers.ts';
 import { checkText } from './text-rules.ts';
+import { DEFAULT_LIMITS } from './limits.ts';
 
 export interface WorkerOptions {
   /** Tasks run at once by this worker. @defaultValue 8 */
@@ -79,6 +80,8 @@ export interface WorkerHost {
   workflows: () => ReadonlyMap<string, Workflow>;
   bus: LocalBus;
   observers?: readonly Observer[];
+  /** The largest step or task output, in bytes of JSON. @defaultValue DEFAULT_LIMITS.outputBytes */
+  outputBytes?: number;
   onStopped: (worker: Worker) => void;
 }
 
@@ -192,7 +195,9 @@ export class Worker {
   #subscribe(): void {
     const bus = this.#host.bus;
     this.#unsubscribe.push(
-      bus.on('task:ready', ({ workflow }) => {
+      bus.on('task:ready', ({ taskId, workflow }) => {
+        // A task made runnable, or a signal sent to one: a run of it here may be waiting for it.
+        this.#runs.get(taskId)?.signalArrived();
         if (!workflow || this.#workflows.has(workflow)) this.#poke();
       }),
       bus.on('task:cancel', ({ taskId, reason }) => this.#runs.get(taskId)?.cancel(reason ?? undefined)),
@@ -298,6 +303,7 @@ export class Worker {
         leaseSafeUntil: () => this.#safeUntil(claimed.task.id),
         emit: (name, payload) => this.#events.emit(name, payload),
         hears: (name) => this.#events.hears(name),
+        outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
       });
     } catch (e) {
       // A run that cannot even start would otherwise hold its lease until it expires, and again.

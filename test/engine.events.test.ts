@@ -273,3 +273,46 @@ describe(`observers (${TEST_STORE})`, () => {
     expect(() => new Engine({ store: tempDbUrl(), observers: [null as never] })).toThrow(/observer/);
   });
 });
+
+describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, () => {
+  it('gives a signal sent before the deadline to its wait, while another branch keeps the run busy', async () => {
+    const wf = workflow('busy-wait', async (ctx) => {
+      const [decision] = await Promise.all([
+        ctx.waitForEvent<string>('approve', { timeout: '2s' }),
+        ctx.step('long-work', () => new Promise((r) => setTimeout(() => r('worked'), 3000))),
+      ]);
+      const next = await ctx.waitForEvent<string>('approve', { timeout: '200ms' });
+      return { first: decision, second: next };
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await waitForStatus(engine, id, 'running');
+    await new Promise((r) => setTimeout(r, 700));
+    await engine.signal(id, 'approve', 'yes');
+    expect(await engine.result(id, { timeout: '20s' })).toEqual({ first: { timedOut: false, name: 'approve', payload: 'yes' }, second: { timedOut: true } });
+  });
+
+  it('gives the wait a signal sent before its deadline by another process whose news never arrives', async () => {
+    const wf = workflow('busy-wait-2', async (ctx) => {
+      const [decision] = await Promise.all([
+        ctx.waitForEvent<string>('approve', { timeout: '1s' }),
+        ctx.step('long-work', () => new Promise((r) => setTimeout(() => r('worked'), 1500))),
+      ]);
+      return decision;
+    });
+    const url = tempDbUrl();
+    const runner = new Engine({ store: url, workflows: [wf] });
+    const sender = new Engine({ store: url });
+    try {
+      await startWorker(runner);
+      const { id } = await runner.start(wf, undefined);
+      await new Promise((r) => setTimeout(r, 300));
+      await sender.signal(id, 'approve', 'from afar');
+      expect(await runner.result(id, { timeout: '20s' })).toEqual({ timedOut: false, name: 'approve', payload: 'from afar' });
+    } finally {
+      await runner.close();
+      await sender.close();
+    }
+  });
+});

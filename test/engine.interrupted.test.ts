@@ -24,7 +24,7 @@ function slowFirstModel(): { model: MockLanguageModelV3; calls: () => number; fi
             { type: 'text-end' as const, id: '1' },
             { type: 'finish' as const, finishReason: { unified: 'stop' as const, raw: undefined }, usage: { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: WORDS, text: WORDS, reasoning: 0 } } },
           ],
-          chunkDelayInMs: calls === 1 ? 5 : 0,
+          chunkDelayInMs: calls === 1 ? 5 : null,
         }),
       };
     },

@@ -114,3 +114,41 @@ describe(`size limits (${TEST_STORE})`, () => {
     expect(() => makeEngine({ limits: { inputBytes: 0 } })).toThrow(/limits.inputBytes must be a whole number of bytes/);
   });
 });
+
+describe(`step names the journal can store (${TEST_STORE})`, () => {
+  it('fails the task with a clear error at a step name that cuts an emoji in half, instead of breaking its resume', async () => {
+    const title = '🚀 Launch plan for the week';
+    const wf = workflow('sliced', async (ctx) => {
+      await ctx.step('ok', () => 1);
+      await ctx.step(title.slice(1, 20), () => 2); // starts with half of the emoji
+      return 'unreachable';
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await waitForStatus(engine, id, 'failed');
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.code).toBe('INVALID_ARGUMENT');
+    expect(info.status === 'failed' && info.error.message).toMatch(/lone UTF-16 surrogate/);
+    expect(info.steps.map((s) => s.name)).toEqual(['ok']);
+  });
+});
+
+describe(`output size limit (${TEST_STORE})`, () => {
+  it('fails a step whose output is over the limit with PAYLOAD_TOO_LARGE instead of storing it', async () => {
+    let calls = 0;
+    const wf = workflow('huge-output', async (ctx) => ctx.step('dump', () => {
+      calls++;
+      return 'x'.repeat(5000);
+    }));
+    const engine = makeEngine({ workflows: [wf], limits: { outputBytes: 4096 } });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await waitForStatus(engine, id, 'failed');
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.code).toBe('STEP_FAILED');
+    expect(info.steps[0]?.error?.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(info.steps[0]?.output).toBeUndefined();
+    expect(calls).toBe(1); // not retried: a bigger output will not fit next time either
+  });
+});

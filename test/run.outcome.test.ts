@@ -36,7 +36,7 @@ const cancelled = new TaskCancelledError('t1', 'user asked');
 
 const base: RunOutcome = {
   result: null, refused: 0, waits: [], journal: new Map(), calls: 0, taskId: 't1', workflowName: 'wf',
-  who: 'Task t1 (workflow "wf" version 1)',
+  who: 'Task t1 (workflow "wf" version 1)', outputBytes: 1000,
 };
 
 /** A plan with its encoded error decoded to what matters (name, code, message; not the stack). */
@@ -85,6 +85,7 @@ const ROWS: Array<[label: string, state: RunState, outcome: Partial<RunOutcome>,
   ['unserialisable output → fail NOT_SERIALIZABLE', running(), { result: { ok: true, value: { at: new Date(0) } } }, expect.objectContaining({ event: 'fail' })],
   ['ok → complete with the output', running(), { result: { ok: true, value: { n: 1 } }, calls: 1, journal: new Map([[0, row(0, 'a', 'step')]]) }, { event: 'complete', set: { output: '{"n":1}' } }],
   ['ok with undefined → complete with no output', running(), { result: { ok: true, value: undefined } }, { event: 'complete', set: { output: null } }],
+  ['output over the size limit → fail PAYLOAD_TOO_LARGE', running(), { result: { ok: true, value: 'x'.repeat(2000) } }, failWith('PayloadTooLargeError', 'PAYLOAD_TOO_LARGE', 'The output of workflow "wf" is 2002 bytes as JSON, over the limit of 1000 bytes. Keep large data outside the task (a file or object store) and pass a reference, or raise limits.outputBytes.')],
 ];
 
 describe('decideEnd', () => {

@@ -34,6 +34,8 @@ export interface RunDeps {
   emit: Emit;
   /** Whether an event has listeners: step events are built only then (a step is a hot path). */
   hears: (name: WorkerEventName) => boolean;
+  /** The largest step or task output, in bytes of JSON. */
+  outputBytes: number;
 }
 
 export class RunCore {
@@ -56,6 +58,12 @@ export class RunCore {
   readonly occurrences = new Map<string, number>();
   /** Signals sent to the task and not consumed yet. */
   readonly signals: SignalRow[];
+  /** The newest signal id this run knows of (given at claim, or fetched since). */
+  lastSignalId: number;
+  /** News of a signal arrived that no wait has fetched yet. */
+  signalNews = false;
+  /** A fetch of new signals in progress (one at a time). */
+  #fetching: Promise<boolean> | null = null;
 
   // Activity and waits (see `activity.ts`, `waits.ts`).
   /** Live work in progress: step attempts, checkpoints, in-process sleeps, results waiting for their turn. */
@@ -99,6 +107,7 @@ export class RunCore {
     this.deps = deps;
     for (const s of claimed.steps) this.journal.set(s.seq, s);
     this.signals = [...claimed.signals];
+    this.lastSignalId = claimed.signals.reduce((max, s) => Math.max(max, s.id), 0);
     this.defaultRetry = resolveRetry(workflow.options.retry);
     this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
     this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
@@ -140,6 +149,29 @@ export class RunCore {
     scheduleIdleCheck(this);
     this.signalIdle();
     return error;
+  }
+
+  /**
+   * Reads signals sent since the run started (or last looked) into `signals`; true if there were
+   * any. A signal sent while the run is going is not in the claim: it is found here, when news of
+   * it arrives (`TaskRun.signalArrived`) or when an event wait's deadline comes.
+   */
+  fetchSignals(): Promise<boolean> {
+    this.signalNews = false;
+    this.#fetching ??= this.deps.store.getSignals(this.taskId).then(
+      (rows) => {
+        this.#fetching = null;
+        const fresh = rows.filter((s) => s.id > this.lastSignalId && s.consumedSeq === null);
+        for (const s of fresh) this.signals.push(s);
+        if (fresh.length) this.lastSignalId = Math.max(...fresh.map((s) => s.id));
+        return fresh.length > 0;
+      },
+      () => {
+        this.#fetching = null;
+        return false; // the store is away: the deadline or the next news looks again
+      },
+    );
+    return this.#fetching;
   }
 
   /** No new call may start: a pause, a drain, or the end of the run. */

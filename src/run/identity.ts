@@ -7,6 +7,7 @@
  * incompatibly while the task was in flight.
  */
 import { InvalidArgumentError, NonDeterminismError } from '../errors.ts';
+import { textProblem } from '../text-rules.ts';
 import type { StepKind, StepRow } from '../store.ts';
 import type { RunCore } from './core.ts';
 
@@ -32,6 +33,9 @@ export function position(run: RunCore, name: string, kind: StepKind): Position {
       ),
     );
   }
+  // A name the journal cannot store exactly would not match itself on replay.
+  const problem = textProblem(name);
+  if (problem) throw run.fail(new InvalidArgumentError(`${kind} name ${JSON.stringify(name)} ${problem}: it cannot be stored exactly. Build names from whole characters.`));
   run.activity++;
   const seq = run.seq++;
   const occurrence = (run.occurrences.get(name) ?? 0) + 1;

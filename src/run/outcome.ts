@@ -9,6 +9,7 @@
 import { NonDeterminismError, coerceError } from '../errors.ts';
 import type { LifecycleEvent } from '../lifecycle.ts';
 import { encodeError, encodeJson } from '../serialize.ts';
+import { checkSize } from '../limits.ts';
 import type { StepRow, TaskPatch } from '../store.ts';
 import { pauseRequested, type RunState } from './state.ts';
 import type { Wait } from './waits.ts';
@@ -31,6 +32,8 @@ export interface RunOutcome {
   readonly workflowName: string;
   /** The task and its workflow versions, for messages ("Task t1 (workflow "w" version 2)"). */
   readonly who: string;
+  /** The largest output accepted, in bytes of JSON (`EngineOptions.limits.outputBytes`). */
+  readonly outputBytes: number;
 }
 
 /** The last transition to write: its event, the task's columns it sets, its history detail, its journal rows. */
@@ -89,6 +92,7 @@ export function decideEnd(state: RunState, o: RunOutcome): EndPlan | 'lease-lost
   let output: string | null;
   try {
     output = encodeJson(result.value, () => `The output of workflow "${o.workflowName}"`);
+    checkSize(output, o.outputBytes, () => `The output of workflow "${o.workflowName}"`, 'outputBytes');
   } catch (e) {
     return fail(e as Error);
   }

@@ -6,14 +6,19 @@
  * registered as a wait the task may park on). Before every attempt, every result the code has
  * received is made durable: no side effect goes before them.
  *
- * A cancel, or the end of the worker's grace period, fires the AbortSignal and new calls reject;
- * a step that still completes within the grace period is checkpointed. A timeout or a lost lease
- * ends the attempt at once.
+ * A cancel, or the end of the worker's grace period, fires the AbortSignal and new calls reject.
+ * An attempt whose signal fired is interrupted, whatever its function returns afterwards: what it
+ * returns may be cut short (the AI SDK's `streamText` ends its text stream quietly on abort, so a
+ * step collecting it would return a truncated answer as if finished), so it is never checkpointed
+ * as completed; the step runs again in a later run, or the task ends cancelled. A step gets the
+ * grace period to settle (to stop its side effect cleanly); a timeout or a lost lease ends the
+ * attempt at once.
  */
 import { optionalMs } from '../duration.ts';
 import { StepFailedError, StepTimeoutError, coerceError, type NotSerializableError } from '../errors.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
 import { decodeError, deserializeError, encodeError, encodeJson } from '../serialize.ts';
+import { checkSize } from '../limits.ts';
 import type { StepRow } from '../store.ts';
 import type { StepContext, StepOptions } from '../workflow.ts';
 import { parked, type Activity } from './activity.ts';
@@ -95,7 +100,15 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       const wakeAt = clock.now() + delayMs;
       emit('step:retrying', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, delayMs, error, parked: delayMs > parkAfterMs });
       c.lastError = error;
-      await pauseUntil(run, wakeAt, retryWait(run, c, wakeAt), c.activity);
+      const wait = retryWait(run, c, wakeAt);
+      // Each failed attempt is recorded (its error, the attempt count, when the next one is due):
+      // a crash during the backoff resumes the count, and the log shows every attempt. A wait long
+      // enough to park writes the row with the park instead. Failures only: no cost on success.
+      if (delayMs <= parkAfterMs) {
+        await run.writer.flush();
+        await run.writer.checkpoint(wait.row);
+      }
+      await pauseUntil(run, wakeAt, wait, c.activity);
       continue;
     }
     return stepSucceeded(run, c, value);
@@ -119,6 +132,7 @@ function stepSucceeded<T>(run: RunCore, c: StepCall<T>, value: T): Promise<T> {
   let output: string | null;
   try {
     output = encodeJson(value, () => `The output of step "${c.stepId}"`);
+    checkSize(output, run.deps.outputBytes, () => `The output of step "${c.stepId}"`, 'outputBytes');
   } catch (e) {
     return stepFailed(run, c, e as NotSerializableError);
   }
@@ -162,10 +176,18 @@ function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       else run.attemptAborts.delete(onAbort);
       timerStop?.abort(null);
     };
+    /** Why the attempt was told to stop, if it was: then its result does not count. */
+    const interrupted = (): unknown => (own?.aborted ? own.reason : run.aborted ? run.abortReason : undefined);
+    const settle = (v: T): void => {
+      cleanup();
+      const why = interrupted();
+      if (why === undefined) resolve(v);
+      else reject(why);
+    };
     const onAbort = (): void => {
       // The step was told to stop. If it was cancelled or its worker is stopping, the lease is
-      // still ours: give it the grace period to finish (a result it returns is recorded, so its
-      // side effect is not repeated). A timeout or a lost lease ends the attempt at once.
+      // still ours: give it the grace period to settle (its result does not count: see above).
+      // A timeout or a lost lease ends the attempt at once.
       const reason: unknown = own ? own.reason : run.abortReason;
       const halt = haltOf(run.state);
       if (halt && reason === halt && mayWrite(run.state)) return;
@@ -195,10 +217,7 @@ function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     if (isThenable(result)) {
       // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
       Promise.resolve(result).then(
-        (v) => {
-          cleanup();
-          resolve(v as T);
-        },
+        (v) => settle(v as T),
         (e: unknown) => {
           cleanup();
           reject(e);
@@ -206,8 +225,7 @@ function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       );
     } else {
       // A synchronous step: its value is final.
-      cleanup();
-      resolve(result as T);
+      settle(result as T);
     }
   });
 }

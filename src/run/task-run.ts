@@ -52,6 +52,25 @@ export class TaskRun {
 
   // --- commands from the worker ---------------------------------------------------------------
 
+  /**
+   * News that a signal was sent to the task (in this process, or announced by another): event
+   * waits of this run that it matches end now rather than at their deadline.
+   */
+  signalArrived(): void {
+    const core = this.#run;
+    if (core.ended) return;
+    if (![...core.waits.values()].some((w) => w.events.length)) {
+      core.signalNews = true; // the next event wait looks before it waits
+      return;
+    }
+    void core.fetchSignals().then((fresh) => {
+      if (!fresh || core.ended) return;
+      for (const wait of [...core.waits.values()]) {
+        if (wait.wake && core.signals.some((s) => wait.events.includes(s.name))) wait.wake();
+      }
+    });
+  }
+
   /** The task was cancelled: fire the signal; the run ends `cancelled`. */
   cancel(reason: string | undefined): void {
     const run = this.#run;
@@ -150,7 +169,7 @@ export class TaskRun {
     const run = this.#run;
     const plan = decideEnd(state, {
       result, refused: run.refused, waits: [...run.waits.values()], journal: run.journal, calls: run.seq,
-      taskId: this.taskId, workflowName: this.workflow.name, who: who(run),
+      taskId: this.taskId, workflowName: this.workflow.name, who: who(run), outputBytes: run.deps.outputBytes,
     });
     if (plan !== 'lease-lost') return run.writer.end(plan);
     // A database that stayed away: writes already started settle first, as before a last write.

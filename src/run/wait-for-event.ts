@@ -33,18 +33,31 @@ const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventR
     const deadline = recorded ? recorded.wakeAt : timeoutMs === undefined ? null : now + timeoutMs;
     const startedAt = recorded?.startedAt ?? now;
     const base = journalRow(run, seq, stepId, 'event', { status: 'waiting', startedAt, wakeAt: deadline });
-    const index = run.signals.findIndex((s) => names.includes(s.name));
-    if (index >= 0) {
+    /** Receives the first signal of one of the names (sent by `until`, if given), if there is one. */
+    const receive = (until: number | null): Promise<EventResult<unknown>> | null => {
+      const index = run.signals.findIndex((s) => names.includes(s.name) && (until === null || s.createdAt <= until));
+      if (index < 0) return null;
       const [signal] = run.signals.splice(index, 1) as [SignalRow];
       const result: EventResult<unknown> = { timedOut: false, name: signal.name, payload: decodeJson(signal.payload) };
-      return run.writer.complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: now }, () => result, { signalId: signal.id, seq });
-    }
-    if (deadline === null || deadline > now) {
-      const what = names.length === 1 ? { event: names[0] } : { events: names };
-      await waitFor(run, { row: recorded ?? base, wakeAt: deadline, events: names, describe: { kind: 'event', ...what, step: stepId, until: deadline } }, activity);
+      return run.writer.complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: clock.now() }, () => result, { signalId: signal.id, seq });
+    };
+    const waiting = recorded ?? base;
+    const what = names.length === 1 ? { event: names[0] } : { events: names };
+    for (;;) {
+      if (run.signalNews) await run.fetchSignals();
+      const got = receive(null);
+      if (got) return got;
+      if (deadline !== null && clock.now() >= deadline) break;
+      // Ends at the deadline, or earlier when a signal arrives while the run goes on.
+      await waitFor(run, { row: waiting, wakeAt: deadline, events: names, describe: { kind: 'event', ...what, step: stepId, until: deadline } }, activity);
       throwIfHalted(run.state);
     }
-    // The deadline passed (in a later run, or in-process while other work went on).
+    // The deadline passed (in a later run, or in-process while other work went on). A signal sent
+    // before it belongs to this wait, even if news of it has not reached this run yet.
+    if (await run.fetchSignals()) {
+      const late = receive(deadline);
+      if (late) return late;
+    }
     const result: EventResult<unknown> = { timedOut: true };
     return run.writer.complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: clock.now() }, () => result);
   },

@@ -7,7 +7,7 @@
  * awaited event: see `outcome.ts`).
  */
 import type { StepRow } from '../store.ts';
-import { parked, type Activity } from './activity.ts';
+import { parked, scheduleIdleCheck, type Activity } from './activity.ts';
 import type { RunCore } from './core.ts';
 import { haltReason } from './state.ts';
 
@@ -17,6 +17,8 @@ export interface Wait {
   wakeAt: number | null;
   events: readonly string[];
   describe: Record<string, unknown>;
+  /** Set by {@link waitFor}: ends the wait in-process before its deadline (a signal arrived). */
+  wake?: () => void;
 }
 
 /**
@@ -27,18 +29,22 @@ export interface Wait {
 export function waitFor(run: RunCore, wait: Wait, activity: Activity, timer = true): Promise<void> {
   run.waits.set(wait.row.seq, wait);
   activity.idle();
-  if (!timer || wait.wakeAt === null) return parked<void>(run);
+  if (!timer) return parked<void>(run);
   const { clock } = run.deps;
   return new Promise<void>((resolve) => {
-    clock.sleep(Math.max(0, (wait.wakeAt as number) - clock.now()), (run.waitTimers ??= new AbortController()).signal).then(
-      () => {
-        if (run.ended || run.waits.get(wait.row.seq) !== wait) return;
-        run.waits.delete(wait.row.seq);
-        activity.busy();
-        resolve();
-      },
-      () => undefined,
-    );
+    const end = (): void => {
+      if (run.ended || run.waits.get(wait.row.seq) !== wait) return;
+      run.waits.delete(wait.row.seq);
+      activity.busy();
+      resolve();
+    };
+    // An event wait ends early when its signal arrives while the run goes on.
+    if (wait.events.length) wait.wake = end;
+    if (wait.wakeAt === null) {
+      scheduleIdleCheck(run);
+      return;
+    }
+    clock.sleep(Math.max(0, wait.wakeAt - clock.now()), (run.waitTimers ??= new AbortController()).signal).then(end, () => undefined);
   });
 }
 
