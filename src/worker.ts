@@ -397,7 +397,9 @@ export class Worker {
 
   /**
    * Stops gracefully: no new claims; runs stop at their next step boundary; in-flight steps get
-   * `graceMs` to finish, then their signals fire; unfinished tasks are released to other workers.
+   * `graceMs` to finish, then their signals fire and each run gets `cancelGraceMs` to settle;
+   * unfinished tasks are released to other workers. Returns within `graceMs + cancelGraceMs`
+   * (plus the time to write the releases), whatever the steps do with their signals.
    */
   async stop(options: { graceMs?: number } = {}): Promise<void> {
     if (this.#state === 'created') {

@@ -124,8 +124,10 @@ export class TaskRun {
         (error: unknown) => void (result = { ok: false, error }),
       );
     run.replay.start();
-    await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone))]);
-    if (haltOf(run.state)) await this.#settleLive();
+    // One grace period from the halt, for the function and its live work together.
+    let graceEnds = Infinity;
+    await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone, (graceEnds = Date.now() + run.deps.cancelGraceMs)))]);
+    if (haltOf(run.state)) await this.#settleLive(Number.isFinite(graceEnds) ? graceEnds : Date.now() + run.deps.cancelGraceMs);
     // The end is decided on the state as it stands now, before the run is marked ended.
     const state = run.state;
     run.state = withEnd(state);
@@ -150,18 +152,18 @@ export class TaskRun {
   }
 
   /**
-   * After a halt, give the function `cancelGraceMs` to settle. Real time, not the engine's clock:
-   * this bounds how long a worker slot stays busy, whatever time the workflow lives in.
+   * After a halt, give the function until `deadline` (the halt plus `cancelGraceMs`) to settle.
+   * Real time, not the engine's clock: this bounds how long a worker slot stays busy, whatever
+   * time the workflow lives in.
    */
-  async #grace(work: Promise<unknown>): Promise<void> {
+  async #grace(work: Promise<unknown>, deadline: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#run.deps.cancelGraceMs)))]);
+    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
     clearTimeout(timer);
   }
 
-  /** After a halt, wait (within the grace period) for live work to notice its signal. */
-  async #settleLive(): Promise<void> {
-    const deadline = Date.now() + this.#run.deps.cancelGraceMs;
+  /** After a halt, wait (within the same grace period) for live work to notice its signal. */
+  async #settleLive(deadline: number): Promise<void> {
     while (this.#run.live > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   }
 
