@@ -118,8 +118,9 @@ describe('cancellation', () => {
           'query-builder',
           ({ signal }) => {
             signal.addEventListener('abort', () => (aborted = true));
-            // Like a query builder: `then` starts the work.
-            return { then: (ok: (v: string) => void) => void setTimeout(() => ok('late'), 3000) } as unknown as PromiseLike<string>;
+            // Like a query builder: `then` starts the work, which here never ends: only the
+            // timeout can end the attempt (the test would hang without it).
+            return { then: () => undefined } as unknown as PromiseLike<string>;
           },
           { timeout: '200ms', retry: { maxAttempts: 1 } },
         );
@@ -131,9 +132,7 @@ describe('cancellation', () => {
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start(wf);
-    const startedAt = Date.now();
-    expect(await engine.result(id, { timeout: '10s' })).toBe('StepTimeoutError');
-    expect(Date.now() - startedAt).toBeLessThan(2500);
+    expect(await engine.result(id)).toBe('StepTimeoutError');
     expect(aborted).toBe(true);
   });
 
