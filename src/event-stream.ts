@@ -1,6 +1,6 @@
 /**
  * @module event-stream
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Reading the event log as it grows: `engine.events()` (one task, or every task) and the delivery
  * of this process's entries to observers' `onEvent`.
  *

@@ -1,6 +1,6 @@
 /**
  * @module local-bus
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * In-process notifications between an engine and its workers: a task became runnable, was
  * cancelled, paused or resumed, or a run settled. Across processes the same news travels through
  * the store (PostgreSQL LISTEN/NOTIFY) or is found by polling and heartbeats.

@@ -1,6 +1,6 @@
 /**
  * @module log-entries
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * The stored form of the task event log: the `type` and JSON `data` of each kind of entry, built in
  * one place for the engine (transitions it plans) and for the stores (the entries they derive from
  * journal rows, signals, claims and lease expiry). `src/task-events.ts` reads them back as the

@@ -1,6 +1,6 @@
 /**
  * @module migrations
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Rules both migrators apply to the migrations already recorded in a database: a breaking
  * migration this version does not know means the schema is too new; a known migration whose text
  * changed after it was applied means the database no longer matches what the code expects.

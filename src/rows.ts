@@ -1,6 +1,6 @@
 /**
  * @module rows
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Mapping between database rows (snake_case columns, integers that some drivers hand back as
  * strings) and the Store's row types, plus the column list a {@link TaskPatch} writes. Shared by the
  * SQLite and PostgreSQL stores so that both read and write the same shape.

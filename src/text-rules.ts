@@ -1,6 +1,6 @@
 /**
  * @module text-rules
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * One rule for what both stores can hold exactly, checked where values enter (API calls, ctx calls),
  * so that a value one store accepts is never refused by the other at write time:
  * - text stored in its own column (names, keys, reasons, ids) has no NUL character (PostgreSQL's

@@ -1,6 +1,6 @@
 /**
  * @module transitions
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * The one function through which every status write passes: it asks the lifecycle table for the
  * edge (throwing IllegalTransitionError if there is none), turns the edge's effects into columns,
  * and returns the guarded write for the store, which re-checks the source status atomically and

@@ -1,6 +1,6 @@
 /**
  * @module write-batcher
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Group commit for one worker: checkpoints and end-of-run transitions requested while a batch is
  * being written (or within the same tick) are committed together in one database transaction, so
  * concurrent tasks share one durable write. Each op keeps its own fence: one op refused does not

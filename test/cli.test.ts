@@ -132,7 +132,10 @@ describe('stepwise CLI', () => {
     const db = `sqlite:${join(dir, 'in.db')}`;
     const engine = new Engine({ store: db, workflows: [triple] });
     try {
-      await engine.ready();
+      // A worker that served `triple` once registered it: the CLI, without the code, may start it.
+      const w = engine.worker();
+      await w.start();
+      await w.stop();
       const file = join(dir, 'input.json');
       writeFileSync(file, JSON.stringify({ n: 7 }));
       const fromFile = cli(['start', 'triple', '--input', `@${file}`, '--as', 'ops-bot', '--json', '--db', db]);

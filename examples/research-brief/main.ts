@@ -126,7 +126,7 @@ async function main(): Promise<void> {
   for (const h of task.history) {
     if (h.type !== 'transition') continue; // the log also holds each step's checkpoint (listed above)
     const detail = h.event === 'reclaim' ? dim(` (previous owner ${String(h.detail?.previousOwner)} was dead)`) : '';
-    console.log(`  +${formatMs(h.at - task.createdAt).padEnd(7)} ${h.event.padEnd(8)} ${h.from ?? '∅'} → ${h.to}${dim(` by ${h.actor.kind} ${h.actor.id}`)}${detail}`);
+    console.log(`  +${formatMs(h.at - task.createdAt).padEnd(7)} ${h.event.padEnd(8)} ${h.from ?? '∅'} → ${h.to}${h.actor.kind === 'worker' ? dim(` by ${h.actor.id}`) : ''}${detail}`);
   }
   const out = task.output as { path: string; documents: number; tokens: { input: number; output: number } };
   // Which model calls ran more than once: only one may, the call the kill interrupted.

@@ -1,6 +1,6 @@
 /**
  * @module postgres/batch-sql
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Group commit on PostgreSQL: many workers' writes in one statement each, so that a batch costs
  * one round trip and one commit whatever its size.
  *

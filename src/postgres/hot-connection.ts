@@ -1,6 +1,6 @@
 /**
  * @module postgres/hot-connection
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * One pooled connection kept checked out for the hottest statement: the lone checkpoint of a run
  * that has no other write to share a round trip with. Through the pool, each statement pays a
  * checkout, a release and an idle timer (about 12 µs on this project's bench machine, 5% of a

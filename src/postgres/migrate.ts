@@ -1,6 +1,6 @@
 /**
  * @module postgres/migrate
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Applies the numbered migrations of `sql/postgres/` to one schema inside one transaction that
  * first takes `pg_advisory_xact_lock` on a key derived from the schema name. Two processes that
  * migrate at once therefore migrate once: the second waits for the lock, then (its next statement

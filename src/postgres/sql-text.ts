@@ -1,6 +1,6 @@
 /**
  * @module postgres/sql-text
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Building blocks of the PostgreSQL store's statements: typed positional parameters, status
  * literals, column types, and the quoted table names of one schema.
  */

@@ -1,6 +1,6 @@
 /**
  * @module postgres/wake
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Wake-ups across processes: the NOTIFY payload of a write, and one LISTEN connection (outside
  * the pool) that survives drops: it reconnects with backoff, re-subscribes, and then tells its
  * listener to look again once (`taskId: '*'`), since notifications sent while it was down are lost.

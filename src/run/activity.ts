@@ -1,6 +1,6 @@
 /**
  * @module run/activity
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Live activity and idleness. Every call the code makes is counted as live work while it runs
  * (an attempt, a checkpoint, an in-process sleep, a result waiting for its turn) and stops counting
  * when it turns into a wait that may outlast the run. When nothing is live and the code is quiet,

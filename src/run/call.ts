@@ -1,6 +1,6 @@
 /**
  * @module run/call
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * The one preamble of every `ctx` primitive (step, sleep, waitForEvent, and any later one): take
  * the call's position, hand a recorded result back in replay order, check the call's arguments,
  * refuse a call that may not start now (the run failed, halted, or holds new calls), and start the

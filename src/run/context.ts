@@ -1,6 +1,6 @@
 /**
  * @module run/context
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * The `ctx` object handed to workflow code: the task's identity, the run's signal, and one
  * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
  */

@@ -1,6 +1,6 @@
 /**
  * @module run/core
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * The state one run's modules share: the claimed task and the worker's services, the run's state
  * (see `state.ts`), its live-activity counters and registered waits, its journal positions, its
  * AbortSignal, and its replay and writer. Plain fields read and written by the modules' functions

@@ -1,6 +1,6 @@
 /**
  * @module run/identity
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * The identity of the code's calls. Each `ctx.step` / `ctx.sleep` / `ctx.waitForEvent` call takes
  * the next position (`seq`) in call order; its id is its name plus occurrence (`fetch`, `fetch#2`).
  * A position whose recorded name (or kind) differs is a non-determinism error: the code changed

@@ -1,6 +1,6 @@
 /**
  * @module run/outcome
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * How a run ends: {@link decideEnd} turns the run's state and what its code did into the one
  * lifecycle transition the run writes last (complete, fail, park, suspend, release or abort), or
  * into `'lease-lost'` when the run may not write anything more. A pure function: the writer carries

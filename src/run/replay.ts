@@ -1,6 +1,6 @@
 /**
  * @module run/replay
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Order. Every result handed to the workflow code (a step's output or failure, an elapsed sleep,
  * an event) is recorded with its place in the order the code received them (`done`). Replay hands
  * recorded results back in that same order, one at a time, letting the code's continuations run

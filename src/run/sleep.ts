@@ -1,6 +1,6 @@
 /**
  * @module run/sleep
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.sleep(name, duration)`: its wake-up time is recorded once, so a resumed sleep ends when it
  * was meant to. A short sleep runs in-process; a long one is a wait the task may park on.
  */

@@ -1,6 +1,6 @@
 /**
  * @module run/state
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * How a run stands, as one value. Commands from the worker (cancel, lost lease, pause, drain,
  * shutdown) and failures the run finds itself (an illegal call, a database that stays away) move it
  * from one state to the next through the pure functions below; the calls of the code read it to

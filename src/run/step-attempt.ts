@@ -1,6 +1,6 @@
 /**
  * @module run/step-attempt
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Executing a `ctx.step` that has no recorded result: its attempts, each with its own timeout and
  * the run's signal, and the retry loop between them (a short backoff in-process, a long one
  * registered as a wait the task may park on). Before every attempt, every result the code has

@@ -1,6 +1,6 @@
 /**
  * @module run/step
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.step(name, fn, options)`: a recorded result is handed back in replay; otherwise the step is
  * executed (see `step-attempt.ts`) and its output or failure recorded as the code receives it.
  */

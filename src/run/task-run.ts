@@ -1,6 +1,6 @@
 /**
  * @module run/task-run
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * One run of a claimed task: replays the workflow function against the task's journal, executes
  * what has no checkpoint yet, and ends the run with one lifecycle transition (complete, fail,
  * park, suspend, release or abort). This module is the orchestration: the worker's commands, the

@@ -1,6 +1,6 @@
 /**
  * @module run/wait-for-event
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.waitForEvent(name | names, { timeout })`: receives the first signal sent to the task under
  * one of the names (consumed with the row that records it), or `{ timedOut: true }` once the
  * deadline passed. Until then it is a wait the task may park on, woken by any of the names.

@@ -1,6 +1,6 @@
 /**
  * @module run/waits
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Waits (a long sleep or retry backoff, an event) are registered, not thrown. A wait with a
  * deadline also runs a timer in-process, so it ends on time while other work goes on; when the run
  * has nothing left to do but wait, it parks with all of its waits (the earliest deadline, every

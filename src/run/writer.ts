@@ -1,6 +1,6 @@
 /**
  * @module run/writer
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * The run's writes: journal rows (fenced by the run's epoch) and the last transition.
  *
  * Durability. A result's journal row is written before the run's next side effect (any step

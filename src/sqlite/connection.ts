@@ -1,6 +1,6 @@
 /**
  * @module sqlite/connection
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Opens a SQLite file for Stepwise: WAL journal (readers never block the writer, several processes
  * share the file), `synchronous=FULL` by default so that a committed checkpoint survives power loss
  * (`NORMAL` is faster and still survives a crashed process, but may lose the last commits on power

@@ -1,6 +1,6 @@
 /**
  * @module sqlite/migrate
- * @internal
+ * Internal: not part of the public API (the package exports only its index modules).
  * Applies the numbered migrations of `sql/sqlite/` inside one `BEGIN IMMEDIATE` transaction, so two
  * processes opening the same file at once migrate it once: the second waits for the write lock,
  * then finds the migrations applied. Each migration's row is inserted before its SQL runs.
