@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NonDeterminismError, workflow, type WorkflowContext } from '../src/index.ts';
+import { workflow, type WorkflowContext } from '../src/index.ts';
 import { gate, makeEngine, startWorker, waitForStatus, transitionsOf } from './support/engine.ts';
 
 describe('checkpoint and replay', () => {
