@@ -405,8 +405,8 @@ export class Engine {
       // The failed step runs again with a fresh attempt budget (its error stays as `lastError`),
       // and what the code did after receiving that failure (a compensation, a log step, a wait)
       // is forgotten: on retry the code takes that path again only if the step fails again. A
-      // step that was already running beside the failed one (a Promise.all branch) and completed
-      // is not a consequence of the failure: it is kept, so its side effect is not repeated.
+      // call made before the code received the failure (a Promise.all branch beside the failed
+      // step) is not a consequence of it: it is kept, so a completed side effect is not repeated.
       const after = journal.filter(
         (s) => s.seq > failure.seq && (s.done === null || (failure.done !== null && s.done > failure.done)) && !ranAlongside(s, failure),
       );
@@ -704,9 +704,13 @@ function retryPoint(task: TaskRow, journal: readonly StepRow[]): StepRow | undef
   return last?.status === 'failed' ? last : undefined;
 }
 
-/** A completed step that started before `failure` was recorded: it ran beside the failed step. */
+/**
+ * A call the code made before it received `failure` (a branch that ran beside the failed step),
+ * as opposed to one it made because of the failure. Rows written before `calledAfter` was recorded
+ * count as consequences (they are forgotten, as before).
+ */
 function ranAlongside(s: StepRow, failure: StepRow): boolean {
-  return s.kind === 'step' && s.status === 'completed' && s.startedAt !== null && failure.finishedAt !== null && s.startedAt < failure.finishedAt;
+  return s.calledAfter !== null && failure.done !== null && s.calledAfter < failure.done;
 }
 
 /** The step whose failure failed the task: a StepFailedError in the error or its causes. */

@@ -56,6 +56,7 @@ export function toStepRow(r: Raw): StepRow {
     wakeAt: numOrNull(r.wake_at),
     epoch: num(r.epoch),
     done: numOrNull(r.done),
+    calledAfter: numOrNull(r.called_after),
   };
 }
 
@@ -86,11 +87,11 @@ export function toSignalRow(r: Raw): SignalRow {
 /** The step row's values in the column order of {@link STEP_COLUMNS}. */
 export const STEP_COLUMNS = [
   'task_id', 'seq', 'name', 'kind', 'status', 'output', 'error',
-  'attempts', 'started_at', 'finished_at', 'wake_at', 'epoch', 'done',
+  'attempts', 'started_at', 'finished_at', 'wake_at', 'epoch', 'done', 'called_after',
 ] as const;
 
 export function stepValues(s: StepRow): unknown[] {
-  return [s.taskId, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done];
+  return [s.taskId, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, s.calledAfter];
 }
 
 /**

@@ -92,6 +92,12 @@ export interface StepRow {
    * event): its place (1, 2, …) in the order the code received results. Replay keeps that order.
    */
   done: number | null;
+  /**
+   * The `done` of the last result the code had received when it made this call (0: none), so
+   * that a retry can tell a branch that ran beside a failed step from what followed the failure.
+   * `null` on rows written before it was recorded.
+   */
+  calledAfter: number | null;
 }
 
 /** Who caused an entry of the event log. */

@@ -40,6 +40,8 @@ export interface StepRecord {
   epoch: number;
   /** Order in which the code received results (replay keeps it); null while not handed over. */
   done: number | null;
+  /** The `done` of the last result the code had received when it made the call. */
+  calledAfter: number | null;
 }
 
 /** A status change (or a pause request, or a claim) through the lifecycle table. */
@@ -119,7 +121,7 @@ export function toTaskEvent(row: EventRow): TaskEvent {
         type: row.type,
         step: {
           seq: s.seq, name: s.name, kind: s.kind, status: s.status, output: s.output ?? undefined, error: s.error ?? null, attempts: s.attempts,
-          startedAt: s.startedAt, finishedAt: s.finishedAt, wakeAt: s.wakeAt, epoch: s.epoch, done: s.done,
+          startedAt: s.startedAt, finishedAt: s.finishedAt, wakeAt: s.wakeAt, epoch: s.epoch, done: s.done, calledAfter: s.calledAfter ?? null,
         },
       };
     }

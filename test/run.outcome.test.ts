@@ -13,7 +13,7 @@ import type { Wait } from '../src/run/waits.ts';
 
 const row = (seq: number, name: string, kind: StepRow['kind'], fields: Partial<StepRow> = {}): StepRow => ({
   taskId: 't1', seq, name, kind, status: 'completed', output: null, error: null, attempts: 0, startedAt: null,
-  finishedAt: null, wakeAt: null, epoch: 1, done: null, ...fields,
+  finishedAt: null, wakeAt: null, epoch: 1, done: null, calledAfter: null, ...fields,
 });
 
 const sleepWait: Wait = {

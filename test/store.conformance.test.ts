@@ -183,7 +183,7 @@ function claimRequest(ns: Namespace, over: Partial<ClaimRequest> = {}): ClaimReq
 function stepRow(taskId: string, seq: number, epoch: number, over: Partial<StepRow> = {}): StepRow {
   return {
     taskId, seq, name: `s${seq}`, kind: 'step', status: 'completed', output: JSON.stringify({ seq }), error: null,
-    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch, done: seq + 1, ...over,
+    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch, done: seq + 1, calledAfter: seq, ...over,
   };
 }
 

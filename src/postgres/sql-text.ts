@@ -25,7 +25,7 @@ export function sqlStatuses(statuses: readonly TaskStatus[]): string {
 export const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
 
 /** SQL types of {@link STEP_COLUMNS}, in order. */
-export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer'] as const;
+export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer', 'integer'] as const;
 
 /** SQL types of the columns a TaskPatch may write. */
 export const PATCH_TYPES: Readonly<Record<string, string>> = {

@@ -55,6 +55,8 @@ export class RunCore {
   readonly journal = new Map<number, StepRow>();
   /** The next position. */
   seq = 0;
+  /** Per position: the `done` of the last result the code had received when it made the call. */
+  readonly calledAfter = new Map<number, number>();
   readonly occurrences = new Map<string, number>();
   /** Signals sent to the task and not consumed yet. */
   readonly signals: SignalRow[];

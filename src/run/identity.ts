@@ -42,6 +42,7 @@ export function position(run: RunCore, name: string, kind: StepKind): Position {
   run.occurrences.set(name, occurrence);
   const stepId = occurrence === 1 ? name : `${name}#${occurrence}`;
   const recorded = run.journal.get(seq);
+  run.calledAfter.set(seq, run.replay.handed);
   if (recorded && (recorded.name !== stepId || recorded.kind !== kind)) {
     throw run.fail(
       new NonDeterminismError(
@@ -59,7 +60,7 @@ export function position(run: RunCore, name: string, kind: StepKind): Position {
 export function journalRow(run: RunCore, seq: number, stepId: string, kind: StepKind, fields: Partial<StepRow>): StepRow {
   return {
     taskId: run.taskId, seq, name: stepId, kind, status: 'completed', output: null, error: null,
-    attempts: 0, startedAt: null, finishedAt: null, wakeAt: null, epoch: run.epoch, done: null, ...fields,
+    attempts: 0, startedAt: null, finishedAt: null, wakeAt: null, epoch: run.epoch, done: null, calledAfter: run.calledAfter.get(seq) ?? null, ...fields,
   };
 }
 

@@ -104,6 +104,8 @@ export class Replay {
   #finished!: () => void;
   /** The last recorded `done` (results handed to the code so far). */
   #done: number;
+  /** The `done` of the last result handed to the code in this run (0: none yet). */
+  handed = 0;
   /** Resolutions of this run are handed over in `done` order, after the replay. */
   #gate: Promise<void>;
 
@@ -186,6 +188,7 @@ export class Replay {
     this.#calls.delete(next.seq);
     this.#index++;
     run.activity++;
+    this.handed = next.done as number;
     call();
     this.#schedule();
   }
@@ -195,7 +198,7 @@ export class Replay {
    * when it was recorded, the result is handed over when `work` settled and every earlier result
    * has been handed over; the next one follows a macrotask later, as in replay.
    */
-  inOrder<T>(work: Promise<T>, afterHandOver?: () => void): Promise<T> {
+  inOrder<T>(work: Promise<T>, done: number, afterHandOver?: () => void): Promise<T> {
     const run = this.#run;
     const previous = this.#gate;
     let open!: () => void;
@@ -219,6 +222,7 @@ export class Replay {
     };
     const handedOver = (): void => {
       run.activity++;
+      this.handed = done;
       afterHandOver?.();
       if (this.#mayHandOverAtOnce()) release();
       else nextTurn(release);

@@ -68,9 +68,10 @@ export class JournalWriter {
    */
   complete<T>(row: StepRow, value: () => T, consume?: Consume, onDurable?: () => void): Promise<T> {
     const run = this.#run;
-    const entry: Deferred = { row: { ...row, done: run.replay.nextDone() }, consume, handed: false, onDurable };
+    const done = run.replay.nextDone();
+    const entry: Deferred = { row: { ...row, done }, consume, handed: false, onDurable };
     this.#deferred.push(entry);
-    return run.replay.inOrder(Promise.resolve().then(value), () => {
+    return run.replay.inOrder(Promise.resolve().then(value), done, () => {
       entry.handed = true;
       if (this.#flushTurn) return;
       this.#flushTurn = true;
