@@ -40,14 +40,23 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
   const evAt = p.add(rows.map((op) => stepEntryAt(op.step)), 'bigint[]');
   const evType = p.add(rows.map((op) => `step:${op.step.status}`), 'text[]');
   const evData = p.add(rows.map((op) => stepEntry('worker', '', op.step).data), 'text[]');
+  // Each row's place (1, 2, …) among the rows of its task and epoch, which are accepted or refused
+  // together: its entry takes seq (new counter - rows of the group + place).
+  const places = new Map<string, number>();
+  const place = p.add(rows.map((op) => {
+    const key = `${op.taskId}\u0000${op.epoch}`;
+    const k = (places.get(key) ?? 0) + 1;
+    places.set(key, k);
+    return k;
+  }), 'integer[]');
   // g: rows per task and epoch; l: those tasks locked in id order (an UPDATE … FROM a sorted list
   // does not lock in that order: two batches sharing tasks deadlocked), still leased at the epoch;
   // u: their log counters bumped by their row counts; a: the accepted rows, each with its entry's seq
   // (in batch order, below the task's new counter), read by both inserts. (One join, on keys the
   // planner can hash: a filter on the unnested rows would make it expect one row and loop.)
   const text = `WITH i AS (
-      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${evAt}, ${evType}, ${evData}) WITH ORDINALITY
-        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, ev_at, ev_type, ev_data, ord)
+      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${evAt}, ${evType}, ${evData}, ${place})
+        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, ev_at, ev_type, ev_data, place)
     ), g AS (
       SELECT task_id, fence_epoch, count(*)::int AS n FROM i GROUP BY task_id, fence_epoch
     ), l AS (
@@ -58,7 +67,7 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
       UPDATE ${t.tasks} AS t SET event_seq = t.event_seq + l.n FROM l WHERE t.id = l.task_id
       RETURNING t.id, t.epoch, t.event_seq, t.lease_owner, l.n
     ), a AS (
-      SELECT i.*, u.event_seq - u.n + row_number() OVER (PARTITION BY u.id ORDER BY i.ord) AS ev_seq, coalesce(u.lease_owner, 'unknown') AS ev_actor
+      SELECT i.*, u.event_seq - u.n + i.place AS ev_seq, coalesce(u.lease_owner, 'unknown') AS ev_actor
       FROM i JOIN u ON u.id = i.task_id AND u.epoch = i.fence_epoch
     ), ins AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
