@@ -3,7 +3,7 @@
  * The task lifecycle: the one table of legal transitions, as a pure function. Nothing else in
  * Stepwise decides a task's next status; the engine and the worker ask {@link transition} and hand
  * the answer to the store, which re-checks it atomically (`UPDATE … WHERE status IN (<sources>)`)
- * and appends the history row in the same transaction.
+ * and appends the transition's log entry in the same transaction.
  *
  * A running task can carry a pause request (`pauseRequested`): the run stops at its next step
  * boundary and then `suspend`s to `paused`. It is part of the state the table looks at, because

@@ -125,7 +125,7 @@ describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
         lastTask = s.task_id;
         lastEpoch = s.epoch;
       }
-      const claims = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".history WHERE event IN ('claim', 'reclaim')`);
+      const claims = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".events WHERE type = 'transition' AND data::json->>'event' IN ('claim', 'reclaim')`);
       const resumptions = (claims.rows[0]?.n ?? 0) - TASKS;
       const refused = outputs.reduce((n, w) => n + (w.output().match(/lease lost/g)?.length ?? 0), 0);
 

@@ -16,7 +16,7 @@ const freshSchema = schemasOfThisFile('sw_hot');
 async function idleCheckpointBackends(schema: string): Promise<number[]> {
   const rows = await sql<{ pid: number }>(
     `SELECT pid FROM pg_stat_activity WHERE application_name = 'stepwise' AND state = 'idle' AND query LIKE $1`,
-    [`INSERT INTO "${schema}".steps%`],
+    [`WITH f AS (UPDATE "${schema}".tasks SET event_seq%`],
   );
   return rows.map((r) => r.pid);
 }

@@ -30,43 +30,53 @@ import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_SET, lockById, type Tables 
  */
 export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: string; values: unknown[]; keys: string[] } {
   // The last write of a (task, seq) wins, as a sequence of upserts would; an INSERT … ON CONFLICT
-  // may not touch one row twice.
+  // may not touch one row twice. A row of another task than its writer's is refused here.
   const last = new Map<string, StepWrite>();
-  for (const op of ops) last.set(`${op.step.taskId}/${op.step.seq}`, op);
+  for (const op of ops) if (op.step.taskId === op.taskId) last.set(`${op.step.taskId}/${op.step.seq}`, op);
   const rows = [...last.values()];
   const p = new Params();
   const columns = stepColumns(p, rows.map((op) => op.step));
   const fence = p.add(rows.map((op) => op.epoch), 'integer[]');
-  const writer = p.add(rows.map((op) => op.taskId), 'text[]');
   const evAt = p.add(rows.map((op) => stepEntryAt(op.step)), 'bigint[]');
   const evType = p.add(rows.map((op) => `step:${op.step.status}`), 'text[]');
   const evData = p.add(rows.map((op) => stepEntry('worker', '', op.step).data), 'text[]');
-  // g: rows per fenced task; l: those tasks locked in id order, still leased at the epoch; u: their
-  // log counters bumped by their row counts; each accepted row then gets its journal row and its
-  // entry, numbered in batch order below the task's new counter.
-  const accepted = 'FROM i JOIN u ON u.id = i.writer_task AND u.epoch = i.fence_epoch WHERE i.task_id = i.writer_task';
+  // Each row's place (1, 2, …) among the rows of its task and epoch, which are accepted or refused
+  // together: its entry takes seq (new counter - rows of the group + place).
+  const places = new Map<string, number>();
+  const place = p.add(rows.map((op) => {
+    const key = `${op.taskId}\u0000${op.epoch}`;
+    const k = (places.get(key) ?? 0) + 1;
+    places.set(key, k);
+    return k;
+  }), 'integer[]');
+  // g: rows per task and epoch; l: those tasks locked in id order (an UPDATE … FROM a sorted list
+  // does not lock in that order: two batches sharing tasks deadlocked), still leased at the epoch;
+  // u: their log counters bumped by their row counts; a: the accepted rows, each with its entry's seq
+  // (in batch order, below the task's new counter), read by both inserts. (One join, on keys the
+  // planner can hash: a filter on the unnested rows would make it expect one row and loop.)
   const text = `WITH i AS (
-      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${writer}, ${evAt}, ${evType}, ${evData}) WITH ORDINALITY
-        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, writer_task, ev_at, ev_type, ev_data, ord)
+      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${evAt}, ${evType}, ${evData}, ${place})
+        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, ev_at, ev_type, ev_data, place)
     ), g AS (
-      SELECT writer_task, fence_epoch, count(*)::int AS n FROM i WHERE task_id = writer_task GROUP BY writer_task, fence_epoch
+      SELECT task_id, fence_epoch, count(*)::int AS n FROM i GROUP BY task_id, fence_epoch
     ), l AS (
-      SELECT g.writer_task, g.n FROM (SELECT * FROM g ORDER BY writer_task COLLATE "C") g
-      CROSS JOIN LATERAL (${lockById(t, 'g.writer_task', 'NO KEY UPDATE')}) k
+      SELECT g.task_id, g.n FROM (SELECT * FROM g ORDER BY task_id COLLATE "C") g
+      CROSS JOIN LATERAL (${lockById(t, 'g.task_id', 'NO KEY UPDATE')}) k
       WHERE k.epoch = g.fence_epoch AND k.status IN (${LEASED_SQL})
     ), u AS (
-      UPDATE ${t.tasks} AS t SET event_seq = t.event_seq + l.n FROM l WHERE t.id = l.writer_task
+      UPDATE ${t.tasks} AS t SET event_seq = t.event_seq + l.n FROM l WHERE t.id = l.task_id
       RETURNING t.id, t.epoch, t.event_seq, t.lease_owner, l.n
+    ), a AS (
+      SELECT i.*, u.event_seq - u.n + i.place AS ev_seq, coalesce(u.lease_owner, 'unknown') AS ev_actor
+      FROM i JOIN u ON u.id = i.task_id AND u.epoch = i.fence_epoch
     ), ins AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
-      SELECT ${STEP_COLUMNS.map((c) => `i.${c}`).join(', ')} ${accepted}
+      SELECT ${STEP_COLUMNS.map((c) => `a.${c}`).join(', ')} FROM a
       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
       RETURNING task_id, seq
     ), ev AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-      SELECT u.id, u.event_seq - u.n + row_number() OVER (PARTITION BY u.id ORDER BY i.ord), i.ev_at, i.ev_type, 'worker',
-        coalesce(u.lease_owner, 'unknown'), i.ev_data
-      ${accepted}
+      SELECT task_id, ev_seq, ev_at, ev_type, 'worker', ev_actor, ev_data FROM a
     )
     SELECT task_id, seq FROM ins`;
   return { text, values: p.values, keys: ops.map((op) => `${op.step.taskId}/${op.step.seq}`) };

@@ -85,7 +85,6 @@ export function lockById(t: Tables, id: string, strength: 'UPDATE' | 'NO KEY UPD
   return `SELECT id, status, epoch, version, pause_requested, lease_owner FROM ${t.tasks} WHERE id = ${id} OFFSET 0 FOR ${strength}`;
 }
 
-
 /**
  * A worker's lease renewal: $1 the new expiry, $2/$3 the held task ids and epochs, $4 the worker.
  * Returns the tasks still held, with what the worker must act on (a pause or cancel request).

@@ -573,6 +573,9 @@ export class PostgresStore implements Store {
         }
       }
       if (rest.length) {
+        // Row locks in task id order, as every multi-row writer takes them (see batch-sql.ts), so
+        // that two such transactions never deadlock; a stable sort keeps each task's ops in order.
+        rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : 0));
         const out = await this.#tx(async (c) => {
           const r: WriteResult[] = [];
           for (const { op } of rest) r.push(op.kind === 'step' ? await this.#stepWrite(c, op) : await this.#transition(c, op));
