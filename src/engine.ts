@@ -468,7 +468,8 @@ export class Engine {
   /**
    * The event log as it grows: one task's entries (`taskId`, resumable by `after: seq`) or every
    * task's (resumable by `after: cursor`), read from the store, so it sees what every process
-   * writes. It keeps waiting for new entries unless `follow: false`; a task's stream ends once the
+   * writes. Across tasks the stream carries every entry but step results (`step:completed`,
+   * `step:failed`), which are read per task: a step's result is stored once, in its journal row. It keeps waiting for new entries unless `follow: false`; a task's stream ends once the
    * task has succeeded or been cancelled. Break out of the loop (or abort `signal`) to stop.
    * @example
    * for await (const e of engine.events({ taskId: id })) console.log(e.seq, e.type, e.actor.id);

@@ -9,7 +9,7 @@
  * JSON texts that are already JSON (a step's output, an error, a signal's payload) are embedded as
  * they are, not parsed and encoded again, so that writing an entry costs a string concatenation.
  */
-import type { ActorKind, NewEvent, StepRow, TransitionWrite } from './store.ts';
+import type { ActorKind, EventRow, NewEvent, StepRow, TransitionWrite } from './store.ts';
 
 /** Entry types. Step entries are `step:<journal status>`. */
 export const EVENT_TYPES = Object.freeze({
@@ -41,6 +41,17 @@ export function transitionEntry(
   if (t.output !== undefined && t.output !== null) data += `,"output":${t.output}`;
   if (t.error) data += `,"error":${t.error}`;
   return { type: EVENT_TYPES.transition, actorKind, actorId, data: `${data}}` };
+}
+
+/**
+ * Whether a journal row carries its own log entry: a step's result (completed or failed) is the
+ * last state of its row, so the row itself holds the entry's seq (`log_seq`) and the log reads the
+ * entry from the row. This keeps a checkpoint at one row written, the engine's performance budget.
+ * A row that will be written again (a wait in progress, a retry due) gets an entry of its own, and
+ * so does a carried row before a retry deletes or rewrites it, so the log stays append-only.
+ */
+export function journalCarries(s: StepRow): boolean {
+  return s.status === 'completed' || s.status === 'failed';
 }
 
 /** A journal row written: its type is `step:<status>`, its data the row (without the task id). */
@@ -114,9 +125,42 @@ export function transitionWriteEntries(w: TransitionWrite): NewEvent[] {
   const id = first ? first.actorId : (w.workerId ?? 'anonymous');
   // What the run did comes before the transition that ends it: the last step, then `complete`.
   const out: NewEvent[] = [];
-  for (const s of uniqueSteps(w.steps ?? [])) out.push(stepEntry(kind, id, s));
+  for (const s of uniqueSteps(w.steps ?? [])) out.push(journalCarries(s) ? { ...stepEntry(kind, id, s), carriedBy: s.seq } : stepEntry(kind, id, s));
   if (w.deleteSteps?.length) out.push(forgottenEntry(kind, id, w.deleteSteps));
   for (const c of uniqueConsumes(w.consume ?? [])) out.push(signalConsumedEntry(kind, id, c));
   out.push(...w.log);
   return out;
+}
+
+/** A journal row that carries an entry, with that entry's seq. */
+export interface CarriedRow {
+  step: StepRow;
+  logSeq: number;
+}
+
+/**
+ * The worker that took each lease epoch, from a task's claim and reclaim entries: the writer of
+ * that epoch's journal rows, and so the actor of the entries they carry.
+ */
+export function claimersOf(transitions: Iterable<{ actorKind: string; actorId: string; data: string | null }>): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const t of transitions) {
+    if (t.actorKind !== 'worker' || !t.data) continue;
+    const data = JSON.parse(t.data) as { event?: string; epoch?: number };
+    if ((data.event === 'claim' || data.event === 'reclaim') && typeof data.epoch === 'number') out.set(data.epoch, t.actorId);
+  }
+  return out;
+}
+
+/**
+ * A task's log from its two places, in seq order, at most `limit` entries: the entries of their
+ * own, and those carried by journal rows (a step's result), read back as the same kind of row.
+ */
+export function mergeLog(taskId: string, own: readonly EventRow[], carried: readonly CarriedRow[], claimers: ReadonlyMap<number, string>, limit?: number): EventRow[] {
+  const fromRows: EventRow[] = carried.map(({ step, logSeq }) => {
+    const entry = stepEntry('worker', claimers.get(step.epoch) ?? 'unknown', step);
+    return { taskId, seq: logSeq, at: stepEntryAt(step), type: entry.type, actorKind: 'worker', actorId: entry.actorId, data: entry.data };
+  });
+  const all = [...own, ...fromRows].sort((a, b) => a.seq - b.seq);
+  return limit === undefined ? all : all.slice(0, limit);
 }

@@ -12,7 +12,10 @@
  *
  * The event log. Every write that changes a task appends its entries to the task's log in the
  * same transaction, numbered by `seq` (1, 2, … per task, no gaps, in commit order even under
- * concurrent writers of one task). Entries come from two places (formats in `log-entries.ts`):
+ * concurrent writers of one task, from a counter on the task row). A step's result is carried by
+ * its journal row (`log_seq`), not written twice: a checkpoint stays one row. Entries with
+ * `carriedBy` name that row; before a write deletes or rewrites a carrying row, its entry is
+ * stored on its own with the same seq, so the log stays append-only. Entries come from two places (formats in `log-entries.ts`):
  * - the engine: `TransitionWrite.log` (the transition's own entry), appended after what the
  *   store derives from the same write, so that a run's last step comes before its `complete`;
  * - the store, derived from what it writes, in this order: one
@@ -125,6 +128,11 @@ export interface NewEvent {
   actorId: string;
   /** JSON text. */
   data: string | null;
+  /**
+   * The journal position whose row carries this entry (see {@link journalCarries}): the store
+   * stores the entry's seq on that row (`log_seq`) instead of writing an entry of its own.
+   */
+  carriedBy?: number;
 }
 
 /** A read of the log across all tasks, resumable from `cursor` (opaque; `null` from the start). */
@@ -347,12 +355,16 @@ export interface Store {
   findTaskByKey(idempotencyKey: string): Promise<TaskRow | null>;
   listTasks(query: ListQuery): Promise<TaskRow[]>;
   getSteps(taskId: string): Promise<StepRow[]>;
-  /** A task's log entries with `seq > after` (default 0), oldest first, at most `limit` (default all). */
+  /**
+   * A task's log entries with `seq > after` (default 0), oldest first, at most `limit` (default
+   * all): its entries of their own merged with those its journal rows carry.
+   */
   getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]>;
   /**
    * Entries of every task committed after `after` (a cursor from an earlier page; `null`: from the
    * start), in an order that never places an entry before one already returned: a reader that
-   * resumes from a cursor misses nothing, even under concurrent writers.
+   * resumes from a cursor misses nothing, even under concurrent writers. Step results carried by
+   * their journal rows (see `journalCarries`) are not in it: they are read per task.
    */
   readLog(after: string | null, limit: number): Promise<LogPage>;
   getSignals(taskId: string): Promise<SignalRow[]>;

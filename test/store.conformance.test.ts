@@ -910,7 +910,7 @@ for (const backend of backends) {
         expect(await store.getSteps(task.id)).toEqual([]);
       });
 
-      it('readLog returns every entry of every task exactly once, a page at a time, while writers go on', async () => {
+      it('readLog returns every entry of every task stored on its own (not a step result its journal row carries) exactly once, a page at a time, while writers go on', async () => {
         const s = backend.isolated().open();
         await s.migrate();
         const writer = s;
@@ -939,8 +939,11 @@ for (const backend of backends) {
         };
         while (writing) await readPage();
         await writes;
-        const expected = (await Promise.all(ids.map((id) => s.getEvents(id)))).flat().map((e) => `${e.taskId}/${e.seq}`);
-        expect(expected.length).toBe(8 * 3 * 5);
+        const all = (await Promise.all(ids.map((id) => s.getEvents(id)))).flat();
+        expect(all.length).toBe(8 * 3 * 5);
+        // A step's result is read from its journal row: the cross-task read carries the rest.
+        const expected = all.filter((e) => e.type !== 'step:completed' && e.type !== 'step:failed').map((e) => `${e.taskId}/${e.seq}`);
+        expect(expected.length).toBe(8 * 3 * 3);
         // Entries of transactions still in flight elsewhere on the server may hold the tail back a while.
         await eventually(async () => {
           while ((await readPage()) > 0);

@@ -27,10 +27,10 @@ export const sqliteMigrations: readonly Migration[] = [
   },
   {
     "id": 4,
-    "name": "step_called_after",
+    "name": "journal_log",
     "breaking": false,
-    "checksum": "bb7a4e37bf97d8ab",
-    "sql": "-- stepwise_steps.called_after  for a step called by the workflow code: how many results (by\n--                              `done`) the code had received when it made the call. A retry of a\n--                              failed task keeps the steps called before the code received the\n--                              failure (branches that ran beside the failed step) and forgets those\n--                              called after it. NULL for rows written before this column existed.\n\nALTER TABLE stepwise_steps ADD COLUMN called_after INTEGER;\n"
+    "checksum": "44cc5e7390557320",
+    "sql": "-- stepwise_steps.called_after  for a step called by the workflow code: how many results (by\n--                              `done`) the code had received when it made the call. A retry of a\n--                              failed task keeps the steps called before the code received the\n--                              failure (branches that ran beside the failed step) and forgets those\n--                              called after it. NULL for rows written before this column existed.\n\nALTER TABLE stepwise_steps ADD COLUMN called_after INTEGER;\n\n-- stepwise_steps.log_seq  the seq, in the task's event log, of the entry this row carries: a\n--                         step's result (completed or failed) is read from its journal row rather\n--                         than written twice, so a checkpoint stays one row. NULL on rows that\n--                         carry no entry (a wait in progress, a retry due: those have entries of\n--                         their own in stepwise_events).\n-- stepwise_tasks.event_seq  the task's last log seq: every write that appends entries bumps it\n--                         (entries in stepwise_events and entries carried by journal rows share\n--                         one numbering), inside its write transaction.\n\nALTER TABLE stepwise_steps ADD COLUMN log_seq INTEGER;\nALTER TABLE stepwise_tasks ADD COLUMN event_seq INTEGER NOT NULL DEFAULT 0;\nUPDATE stepwise_tasks SET event_seq = (SELECT coalesce(max(seq), 0) FROM stepwise_events WHERE task_no = stepwise_tasks.no);\n"
   }
 ];
 
@@ -59,7 +59,7 @@ export const postgresMigrations: readonly Migration[] = [
   },
   {
     "id": 4,
-    "name": "step_called_after",
+    "name": "journal_log",
     "breaking": false,
     "checksum": "dfa9df9396ec689a",
     "sql": "-- steps.called_after  for a step called by the workflow code: how many results (by `done`) the\n--                     code had received when it made the call. A retry of a failed task keeps\n--                     the steps called before the code received the failure (branches that ran\n--                     beside the failed step) and forgets those called after it (what the code did\n--                     because of the failure). NULL for rows written before this column existed.\n-- Adding a nullable column rewrites nothing; processes of the earlier version leave it NULL.\n\nALTER TABLE :SCHEMA.steps ADD COLUMN called_after INTEGER;\n"

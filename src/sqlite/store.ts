@@ -13,7 +13,7 @@ import { ClosedError, InvalidArgumentError, StoreUnavailableError } from '../err
 import {
   STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
-import { signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries } from '../log-entries.ts';
+import { claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
   ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
@@ -65,18 +65,18 @@ const statusTerm = (statuses: readonly TaskStatus[], index: readonly TaskStatus[
     ? `status IN (${statusList(index)}) AND status IN (${statusList(statuses)})`
     : `status IN (${statusList(statuses)})`;
 const STEP_VALUE_COLUMNS = STEP_COLUMNS.slice(1); // the journal refers to its task by `task_no`
-const STEP_UPSERT = `ON CONFLICT (task_no, seq) DO UPDATE SET ${STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ')}`;
-/** The checkpoint of a plain step: one statement, fenced by the epoch, one implicit transaction. */
-const FENCED_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}) SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}
-  WHERE EXISTS (SELECT 1 FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})) ${STEP_UPSERT}`;
-/** The next `seq` of a task's log (one writer at a time: read and insert in one write transaction). */
-const NEXT_EVENT_SEQ_SQL = 'SELECT coalesce(max(seq), 0) AS n FROM stepwise_events WHERE task_no = ?';
+/** A journal row with the log seq of the entry it carries (or NULL), inserted or replaced. */
+const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length + 1)})
+  ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
+/**
+ * The fence of a checkpoint and the allocation of its log seq in one statement: refused (no row)
+ * unless the task is leased at the writer's epoch.
+ */
+const FENCE_STEP_SQL = `UPDATE stepwise_tasks SET event_seq = event_seq + 1 WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})
+  RETURNING event_seq, lease_owner`;
+/** Takes `n` seqs of a task's log (inside a write transaction, one writer at a time): returns the last. */
+const TAKE_SEQS_SQL = 'UPDATE stepwise_tasks SET event_seq = event_seq + ? WHERE no = ? RETURNING event_seq';
 const INSERT_EVENT_SQL = 'INSERT INTO stepwise_events (task_no, seq, at, type, actor_kind, actor_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)';
-/** A checkpoint's entry: the next seq and the lease holder as actor, in one statement. */
-const STEP_EVENT_SQL = `INSERT INTO stepwise_events (task_no, seq, at, type, actor_kind, actor_id, data)
-  SELECT no, coalesce((SELECT max(seq) FROM stepwise_events WHERE task_no = stepwise_tasks.no), 0) + 1, ?, ?, 'worker', coalesce(lease_owner, 'unknown'), ?
-  FROM stepwise_tasks WHERE no = ?`;
-const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length)}) ${STEP_UPSERT}`;
 
 export interface SqliteStoreOptions extends SqliteOptions {
   /** Clock for migration timestamps only; everything else gets "now" from the caller. */
@@ -231,9 +231,13 @@ export class SqliteStore implements Store {
   async getEvents(taskId: string, after = 0, limit?: number): Promise<EventRow[]> {
     const no = this.#no(taskId);
     if (no === undefined) return [];
-    return (this.#stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND seq > ? ORDER BY seq LIMIT ?').all(
+    const own = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND seq > ? ORDER BY seq LIMIT ?').all(
       taskId, no, after, limit ?? -1,
     ) as Raw[]).map(toEventRow);
+    const carried = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq > ? ORDER BY log_seq LIMIT ?').all(
+      taskId, no, after, limit ?? -1,
+    ) as Raw[]).map((r) => ({ step: toStepRow(r), logSeq: Number(r.log_seq) }));
+    return mergeLog(taskId, own, carried, carried.length ? this.#claimers(no) : new Map(), limit);
   }
 
   /**
@@ -256,12 +260,45 @@ export class SqliteStore implements Store {
     return (this.#stmt('SELECT * FROM stepwise_signals WHERE task_id = ? ORDER BY id').all(taskId) as Raw[]).map(toSignalRow);
   }
 
-  /** Appends entries to task `no`'s log, numbered after its last one (inside a write transaction). */
-  #append(no: number, at: number, entries: readonly NewEvent[]): void {
-    if (!entries.length) return;
-    let seq = Number((this.#stmt(NEXT_EVENT_SEQ_SQL).get(no) as { n: number }).n);
+  /**
+   * Appends entries to task `no`'s log, numbered after its last one (inside a write transaction).
+   * Returns the seq given to each entry; an entry carried by a journal row (`carriedBy`) is not
+   * written here: the caller stores its seq on that row.
+   */
+  #append(no: number, at: number, entries: readonly NewEvent[]): number[] {
+    if (!entries.length) return [];
+    const last = Number((this.#stmt(TAKE_SEQS_SQL).get(entries.length, no) as { event_seq: number }).event_seq);
     const insert = this.#stmt(INSERT_EVENT_SQL);
-    for (const e of entries) insert.run(no, ++seq, at, e.type, e.actorKind, e.actorId, e.data);
+    return entries.map((e, i) => {
+      const seq = last - entries.length + 1 + i;
+      if (e.carriedBy === undefined) insert.run(no, seq, at, e.type, e.actorKind, e.actorId, e.data);
+      return seq;
+    });
+  }
+
+  /**
+   * Before journal rows at `seqs` are deleted or rewritten, the entries they carry become entries
+   * of their own (same seq), so the log keeps them: it is append-only.
+   */
+  #materialize(no: number, taskId: string, seqs: readonly number[]): void {
+    if (!seqs.length) return;
+    const rows = (this.#stmt(`SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq IS NOT NULL AND seq IN (${inList(seqs.length)})`)
+      .all(taskId, no, ...seqs) as Raw[]);
+    if (!rows.length) return;
+    const claimers = this.#claimers(no);
+    const insert = this.#stmt(INSERT_EVENT_SQL);
+    for (const r of rows) {
+      const step = toStepRow(r);
+      const entry = stepEntry('worker', claimers.get(step.epoch) ?? 'unknown', step);
+      insert.run(no, Number(r.log_seq), stepEntryAt(step), entry.type, entry.actorKind, entry.actorId, entry.data);
+    }
+    this.#stmt(`UPDATE stepwise_steps SET log_seq = NULL WHERE task_no = ? AND seq IN (${inList(seqs.length)})`).run(no, ...seqs);
+  }
+
+  /** The worker that took each lease epoch of task `no` (the writer of that epoch's journal rows). */
+  #claimers(no: number): Map<number, string> {
+    const rows = this.#stmt("SELECT actor_id, data FROM stepwise_events WHERE task_no = ? AND type = 'transition' AND actor_kind = 'worker'").all(no) as Raw[];
+    return claimersOf(rows.map((r) => ({ actorKind: 'worker', actorId: String(r.actor_id), data: r.data === null ? null : String(r.data) })));
   }
 
   async transition(write: TransitionWrite): Promise<TaskRow | null> {
@@ -279,11 +316,18 @@ export class SqliteStore implements Store {
     const row = this.#stmt(`UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets} WHERE id = ? RETURNING *`).get(
       w.to, w.at, ...params, w.taskId,
     ) as Raw;
-    this.#append(Number(row.no), w.at, transitionWriteEntries(w));
+    const no = Number(row.no);
+    const steps = uniqueSteps(w.steps ?? []);
+    // Rows about to be deleted or rewritten keep their entries in the log first.
+    this.#materialize(no, w.taskId, [...(w.deleteSteps ?? []), ...steps.map((s) => s.seq)]);
+    const entries = transitionWriteEntries(w);
+    const seqs = this.#append(no, w.at, entries);
+    const carried = new Map<number, number>();
+    entries.forEach((e, i) => e.carriedBy !== undefined && carried.set(e.carriedBy, seqs[i] as number));
     if (w.deleteSteps?.length) {
-      this.#stmt(`DELETE FROM stepwise_steps WHERE task_no = ? AND seq IN (${inList(w.deleteSteps.length)})`).run(this.#no(w.taskId), ...w.deleteSteps);
+      this.#stmt(`DELETE FROM stepwise_steps WHERE task_no = ? AND seq IN (${inList(w.deleteSteps.length)})`).run(no, ...w.deleteSteps);
     }
-    for (const step of w.steps ?? []) this.#upsertStep(step);
+    for (const step of steps) this.#upsertStep(no, step, carried.get(step.seq) ?? null);
     for (const c of w.consume ?? []) this.#consume(c.signalId, c.seq);
     const events = encodeEvents(w.set.waitEvents ?? null);
     if (events !== null) {
@@ -310,33 +354,35 @@ export class SqliteStore implements Store {
     return { sets, params };
   }
 
-  #upsertStep(step: StepRow): void {
-    const no = this.#no(step.taskId);
-    if (no === undefined) return;
-    this.#stmt(UPSERT_STEP_SQL).run(no, ...stepValues(step).slice(1));
+  #upsertStep(no: number, step: StepRow, logSeq: number | null): void {
+    this.#stmt(UPSERT_STEP_SQL).run(no, ...stepValues(step).slice(1), logSeq);
   }
 
   #consume(signalId: number, seq: number): void {
     this.#stmt('UPDATE stepwise_signals SET consumed_seq = ? WHERE id = ? AND consumed_seq IS NULL').run(seq, signalId);
   }
 
-  /** The fenced journal write, one statement: accepted only while the writer's epoch is current and the task leased. */
+  /**
+   * The fenced journal write: accepted only while the writer's epoch is current and the task
+   * leased. A step's result is carried by its row (one row written); a wait in progress or a retry
+   * due also gets an entry of its own, since the row will be written again.
+   */
   #stepWrite(w: StepWrite): boolean {
     const s = w.step;
     const no = this.#no(w.taskId);
     if (no === undefined || s.taskId !== w.taskId) return false;
-    const accepted =
-      this.#stmt(FENCED_STEP_SQL).run(
-        no, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, no, w.epoch,
-      ).changes === 1;
-    if (!accepted) return false;
-    const at = stepEntryAt(s);
-    // The entry's actor is the lease holder: 'worker' and the id are placeholders replaced in SQL.
-    this.#stmt(STEP_EVENT_SQL).run(at, `step:${s.status}`, stepEntry('worker', '', s).data, no);
+    const fence = this.#stmt(FENCE_STEP_SQL).get(no, w.epoch) as { event_seq: number; lease_owner: string | null } | undefined;
+    if (!fence) return false;
+    const seq = Number(fence.event_seq);
+    const carried = journalCarries(s);
+    this.#upsertStep(no, s, carried ? seq : null);
+    if (!carried) {
+      const entry = stepEntry('worker', fence.lease_owner ?? 'unknown', s);
+      this.#stmt(INSERT_EVENT_SQL).run(no, seq, stepEntryAt(s), entry.type, entry.actorKind, entry.actorId, entry.data);
+    }
     if (w.consume) {
       this.#consume(w.consume.signalId, w.consume.seq);
-      const owner = (this.#stmt('SELECT lease_owner FROM stepwise_tasks WHERE no = ?').get(no) as { lease_owner: string | null }).lease_owner;
-      this.#append(no, at, [signalConsumedEntry('worker', owner ?? 'unknown', w.consume)]);
+      this.#append(no, stepEntryAt(s), [signalConsumedEntry('worker', fence.lease_owner ?? 'unknown', w.consume)]);
     }
     return true;
   }
@@ -347,7 +393,7 @@ export class SqliteStore implements Store {
 
   writeBatchNow(ops: readonly WriteOp[]): WriteResult[] {
     const [only] = ops;
-    // The hot path of a plain step: one statement in its own implicit transaction.
+    // The hot path of a plain step: the fence and the row, in one write transaction.
     if (ops.length === 1 && only?.kind === 'step' && !only.consume) {
       try {
         this.#stepTx ??= this.db.transaction((w: StepWrite) => this.#stepWrite(w));
