@@ -11,10 +11,8 @@ ALTER TABLE stepwise_steps ADD COLUMN called_after INTEGER;
 --                         than written twice, so a checkpoint stays one row. NULL on rows that
 --                         carry no entry (a wait in progress, a retry due: those have entries of
 --                         their own in stepwise_events).
--- stepwise_tasks.event_seq  the task's last log seq: every write that appends entries bumps it
---                         (entries in stepwise_events and entries carried by journal rows share
---                         one numbering), inside its write transaction.
+-- Entries in stepwise_events and entries carried by journal rows share one numbering per task: a
+-- write takes the next seqs inside its write transaction (one writer at a time), from the larger
+-- of the two maxima (or from the store's cache while no other connection has written).
 
 ALTER TABLE stepwise_steps ADD COLUMN log_seq INTEGER;
-ALTER TABLE stepwise_tasks ADD COLUMN event_seq INTEGER NOT NULL DEFAULT 0;
-UPDATE stepwise_tasks SET event_seq = (SELECT coalesce(max(seq), 0) FROM stepwise_events WHERE task_no = stepwise_tasks.no);

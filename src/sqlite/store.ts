@@ -68,14 +68,11 @@ const STEP_VALUE_COLUMNS = STEP_COLUMNS.slice(1); // the journal refers to its t
 /** A journal row with the log seq of the entry it carries (or NULL), inserted or replaced. */
 const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length + 1)})
   ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
-/**
- * The fence of a checkpoint and the allocation of its log seq in one statement: refused (no row)
- * unless the task is leased at the writer's epoch.
- */
-const FENCE_STEP_SQL = `UPDATE stepwise_tasks SET event_seq = event_seq + 1 WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})
-  RETURNING event_seq, lease_owner`;
-/** Takes `n` seqs of a task's log (inside a write transaction, one writer at a time): returns the last. */
-const TAKE_SEQS_SQL = 'UPDATE stepwise_tasks SET event_seq = event_seq + ? WHERE no = ? RETURNING event_seq';
+/** The fence of a checkpoint: the lease holder if the task is leased at the writer's epoch, else no row. */
+const FENCE_STEP_SQL = `SELECT lease_owner FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})`;
+/** A task's last log seq, from both places entries are stored. */
+const LAST_SEQ_SQL = `SELECT max(coalesce((SELECT max(seq) FROM stepwise_events WHERE task_no = ?), 0),
+  coalesce((SELECT max(log_seq) FROM stepwise_steps WHERE task_no = ?), 0)) AS n`;
 const INSERT_EVENT_SQL = 'INSERT INTO stepwise_events (task_no, seq, at, type, actor_kind, actor_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)';
 
 export interface SqliteStoreOptions extends SqliteOptions {
@@ -94,6 +91,14 @@ export class SqliteStore implements Store {
   /** Task id → internal integer key (ids never change, so entries never go stale). */
   readonly #taskNo = new Map<string, number>();
   readonly #now: () => number;
+  /**
+   * The last log seq of recently written tasks, valid while no other connection has written the
+   * file: SQLite's `data_version` changes exactly when another connection commits, and then the
+   * cache is dropped and seqs are read again (see {@link #takeSeqs}). A checkpoint so takes its
+   * seq without a read or a write of its own, in the common case of one process per file.
+   */
+  readonly #lastSeq = new Map<number, number>();
+  #dataVersion = -1;
   /** The checkpoint of a plain step in its own write transaction (built once: the hot path). */
   #stepTx: ((w: StepWrite) => boolean) & { immediate: (w: StepWrite) => boolean } | undefined;
 
@@ -134,7 +139,31 @@ export class SqliteStore implements Store {
 
   /** Runs `fn` in a `BEGIN IMMEDIATE` transaction; driver errors are translated here. */
   #tx<T>(fn: () => T): T {
-    return this.#translate(() => this.db.transaction(fn).immediate());
+    try {
+      return this.#translate(() => this.db.transaction(fn).immediate());
+    } catch (e) {
+      this.#lastSeq.clear(); // seqs taken by a transaction that rolled back were not used
+      throw e;
+    }
+  }
+
+  /**
+   * Takes `n` seqs of task `no`'s log; returns the last. Inside a write transaction (one writer at
+   * a time, so no other connection can take seqs of the same task until it commits).
+   */
+  #takeSeqs(no: number, n: number): number {
+    const version = this.#stmt('PRAGMA data_version').pluck().get() as number;
+    if (version !== this.#dataVersion) {
+      this.#lastSeq.clear();
+      this.#dataVersion = version;
+    }
+    let last = this.#lastSeq.get(no);
+    if (last === undefined) {
+      last = Number((this.#stmt(LAST_SEQ_SQL).get(no, no) as { n: number }).n);
+      if (this.#lastSeq.size >= 10_000) this.#lastSeq.clear();
+    }
+    this.#lastSeq.set(no, last + n);
+    return last + n;
   }
 
   /**
@@ -267,7 +296,7 @@ export class SqliteStore implements Store {
    */
   #append(no: number, at: number, entries: readonly NewEvent[]): number[] {
     if (!entries.length) return [];
-    const last = Number((this.#stmt(TAKE_SEQS_SQL).get(entries.length, no) as { event_seq: number }).event_seq);
+    const last = this.#takeSeqs(no, entries.length);
     const insert = this.#stmt(INSERT_EVENT_SQL);
     return entries.map((e, i) => {
       const seq = last - entries.length + 1 + i;
@@ -371,9 +400,9 @@ export class SqliteStore implements Store {
     const s = w.step;
     const no = this.#no(w.taskId);
     if (no === undefined || s.taskId !== w.taskId) return false;
-    const fence = this.#stmt(FENCE_STEP_SQL).get(no, w.epoch) as { event_seq: number; lease_owner: string | null } | undefined;
+    const fence = this.#stmt(FENCE_STEP_SQL).get(no, w.epoch) as { lease_owner: string | null } | undefined;
     if (!fence) return false;
-    const seq = Number(fence.event_seq);
+    const seq = this.#takeSeqs(no, 1);
     const carried = journalCarries(s);
     this.#upsertStep(no, s, carried ? seq : null);
     if (!carried) {
@@ -399,6 +428,7 @@ export class SqliteStore implements Store {
         this.#stepTx ??= this.db.transaction((w: StepWrite) => this.#stepWrite(w));
         return [this.#stepTx.immediate(only)];
       } catch (e) {
+        this.#lastSeq.clear();
         throw this.#storeError(e);
       }
     }
