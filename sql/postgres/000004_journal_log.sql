@@ -6,3 +6,10 @@
 -- Adding a nullable column rewrites nothing; processes of the earlier version leave it NULL.
 
 ALTER TABLE :SCHEMA.steps ADD COLUMN called_after INTEGER;
+
+-- steps.log_seq  the seq, in the task's event log, of the entry this row carries: a step's result
+--                (completed or failed) is read from its journal row rather than written twice,
+--                so a checkpoint stays one row. NULL on rows that carry no entry (a wait in
+--                progress, a retry due: those have rows of their own in `events`).
+
+ALTER TABLE :SCHEMA.steps ADD COLUMN log_seq INTEGER;

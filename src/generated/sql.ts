@@ -61,7 +61,7 @@ export const postgresMigrations: readonly Migration[] = [
     "id": 4,
     "name": "journal_log",
     "breaking": false,
-    "checksum": "dfa9df9396ec689a",
-    "sql": "-- steps.called_after  for a step called by the workflow code: how many results (by `done`) the\n--                     code had received when it made the call. A retry of a failed task keeps\n--                     the steps called before the code received the failure (branches that ran\n--                     beside the failed step) and forgets those called after it (what the code did\n--                     because of the failure). NULL for rows written before this column existed.\n-- Adding a nullable column rewrites nothing; processes of the earlier version leave it NULL.\n\nALTER TABLE :SCHEMA.steps ADD COLUMN called_after INTEGER;\n"
+    "checksum": "28fd60cef78d5375",
+    "sql": "-- steps.called_after  for a step called by the workflow code: how many results (by `done`) the\n--                     code had received when it made the call. A retry of a failed task keeps\n--                     the steps called before the code received the failure (branches that ran\n--                     beside the failed step) and forgets those called after it (what the code did\n--                     because of the failure). NULL for rows written before this column existed.\n-- Adding a nullable column rewrites nothing; processes of the earlier version leave it NULL.\n\nALTER TABLE :SCHEMA.steps ADD COLUMN called_after INTEGER;\n\n-- steps.log_seq  the seq, in the task's event log, of the entry this row carries: a step's result\n--                (completed or failed) is read from its journal row rather than written twice,\n--                so a checkpoint stays one row. NULL on rows that carry no entry (a wait in\n--                progress, a retry due: those have rows of their own in `events`).\n\nALTER TABLE :SCHEMA.steps ADD COLUMN log_seq INTEGER;\n"
   }
 ];

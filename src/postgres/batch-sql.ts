@@ -21,8 +21,8 @@
  */
 import { STEP_COLUMNS, stepValues } from '../rows.ts';
 import { stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
-import type { StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
-import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_SET, lockById, type Tables } from './sql-text.ts';
+import type { NewEvent, StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
+import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, lockById, type Tables } from './sql-text.ts';
 
 /**
  * The fenced checkpoints of `ops` (none with `consume`). Returns the statement and, per op, the
@@ -70,13 +70,13 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
       SELECT i.*, u.event_seq - u.n + i.place AS ev_seq, coalesce(u.lease_owner, 'unknown') AS ev_actor
       FROM i JOIN u ON u.id = i.task_id AND u.epoch = i.fence_epoch
     ), ins AS (
-      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
-      SELECT ${STEP_COLUMNS.map((c) => `a.${c}`).join(', ')} FROM a
-      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
+      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
+      SELECT ${STEP_COLUMNS.map((c) => `a.${c}`).join(', ')}, CASE WHEN ${carriesSql('a.status')} THEN a.ev_seq END FROM a
+      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
       RETURNING task_id, seq
     ), ev AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-      SELECT task_id, ev_seq, ev_at, ev_type, 'worker', ev_actor, ev_data FROM a
+      SELECT task_id, ev_seq, ev_at, ev_type, 'worker', ev_actor, ev_data FROM a WHERE NOT ${carriesSql('a.status')}
     )
     SELECT task_id, seq FROM ins`;
   return { text, values: p.values, keys: ops.map((op) => `${op.step.taskId}/${op.step.seq}`) };
@@ -109,8 +109,9 @@ export function transitionBatchSql(
   const p = new Params();
   const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
   // Every op's log entries, flattened: op position (1-based, as `ord`), place in the op's entries.
+  // Entries carried by journal rows are not written to `events`: their place goes to the row.
   const entries = ops.map(transitionWriteEntries);
-  const flat = entries.flatMap((list, k) => list.map((e, j) => ({ op: k + 1, j: j + 1, e })));
+  const flat = entries.flatMap((list, k) => list.map((e, j) => ({ op: k + 1, j: j + 1, e }))).filter((x) => x.e.carriedBy === undefined);
   const ev = {
     op: p.add(flat.map((x) => x.op), 'integer[]'),
     j: p.add(flat.map((x) => x.j), 'integer[]'),
@@ -175,22 +176,33 @@ export function transitionBatchSql(
       SELECT upd.id, upd.event_seq - upd.ev_n + e.j, upd.ev_at, e.type, e.kind, e.actor, e.data
       FROM unnest(${ev.op}, ${ev.j}, ${ev.type}, ${ev.kind}, ${ev.actor}, ${ev.data}) AS e(op, j, type, kind, actor, data)
       JOIN upd ON upd.batch_ord = e.op
-    )${journalCte(t, p, ops)}
+    )${journalCte(t, p, ops, entries)}
     SELECT upd.*, CASE WHEN batch_notify IS NOT NULL THEN pg_notify(batch_channel, batch_notify) END AS notified FROM upd`;
   return { text, values: p.values };
 }
 
-/** The journal rows carried by batched transitions, written only for tasks whose update happened. */
-function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[]): string {
-  const last = new Map<string, StepRow>();
-  for (const op of ops) for (const step of op.steps ?? []) last.set(`${step.taskId}/${step.seq}`, step);
+/**
+ * The journal rows carried by batched transitions, written only for tasks whose update happened;
+ * a row that carries its log entry takes that entry's seq (its place among the op's entries).
+ * (Batched transitions are ends of runs: their rows are new results and waits, never a row that
+ * already carries an entry, so nothing needs to be kept from the rows they overwrite.)
+ */
+function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[], entries: readonly NewEvent[][]): string {
+  const last = new Map<string, { step: StepRow; place: number | null }>();
+  ops.forEach((op, k) => {
+    for (const step of op.steps ?? []) {
+      const j = (entries[k] as NewEvent[]).findIndex((e) => e.carriedBy === step.seq);
+      last.set(`${step.taskId}/${step.seq}`, { step, place: j < 0 ? null : j + 1 });
+    }
+  });
   const rows = [...last.values()];
   if (!rows.length) return '';
-  const columns = stepColumns(p, rows);
+  const columns = stepColumns(p, rows.map((r) => r.step));
+  const place = p.add(rows.map((r) => r.place), 'integer[]');
   return `, journal AS (
-      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
-      SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}
-      FROM unnest(${columns.join(', ')}) AS j(${STEP_COLUMNS.join(', ')}) JOIN upd ON upd.id = j.task_id
-      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
+      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
+      SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}, upd.event_seq - upd.ev_n + j.place
+      FROM unnest(${columns.join(', ')}, ${place}) AS j(${STEP_COLUMNS.join(', ')}, place) JOIN upd ON upd.id = j.task_id
+      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
     )`;
 }

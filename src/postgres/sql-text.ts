@@ -34,24 +34,34 @@ export const PATCH_TYPES: Readonly<Record<string, string>> = {
 };
 
 export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
+/** The same for a write that also sets the row's `log_seq` (the entry it carries, or NULL). */
+export const STEP_UPSERT_LOGGED_SET = `${STEP_UPSERT_SET}, log_seq = excluded.log_seq`;
+/** Whether a journal row of status `status` (SQL) carries its log entry (see `journalCarries`). */
+export const carriesSql = (status: string): string => `${status} IN ('completed', 'failed')`;
 
 /**
  * The fenced checkpoint of one plain step and its log entry: parameters are the step's columns
- * ($1…$13, in {@link STEP_COLUMNS} order), then the task id, the writer's epoch, and the entry's
- * time, type and data. Accepted (one row) only while the task is leased at that epoch
- * ({@link appendFence}, which also numbers the entry).
+ * (in {@link STEP_COLUMNS} order), then the task id, the writer's epoch, and the entry's time,
+ * type and data. Accepted (one row) only while the task is leased at that epoch
+ * ({@link appendFence}, which also numbers the entry). A step's result is carried by its row
+ * (`log_seq`, one row written); a wait or a retry due also gets a row of its own in `events`.
  */
 export function plainStepSql(t: Tables): string {
   const n = STEP_COLUMNS.length;
   const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
+  const status = `$${STEP_COLUMNS.indexOf('status') + 1}::text`;
   const task = `$${n + 1}::text`;
   return `WITH f AS (${appendFence(t, task, `$${n + 2}::integer`, '1')}
     ), ins AS (
-      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values} FROM f
-      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
+      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
+      SELECT ${values}, CASE WHEN ${carriesSql(status)} THEN f.event_seq END FROM f
+      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
+    ), ev AS (
+      INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+      SELECT ${task}, f.event_seq, $${n + 3}::bigint, $${n + 4}::text, 'worker', coalesce(f.lease_owner, 'unknown'), $${n + 5}::text
+      FROM f WHERE NOT ${carriesSql(status)}
     )
-    INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-    SELECT ${task}, f.event_seq, $${n + 3}::bigint, $${n + 4}::text, 'worker', coalesce(f.lease_owner, 'unknown'), $${n + 5}::text FROM f`;
+    SELECT 1 FROM f`;
 }
 
 /**

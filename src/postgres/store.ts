@@ -27,7 +27,7 @@
 import { createRequire } from 'node:module';
 import type { Client, ClientBase, Pool, QueryResult } from 'pg';
 import { migratePostgres } from './migrate.ts';
-import { PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_SET, appendFence, heartbeatSql, leasedCountSql, lockById, nextDueSql, plainStepSql, servedSql, sqlStatuses, tablesOf, type Tables } from './sql-text.ts';
+import { PATCH_TYPES, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, heartbeatSql, leasedCountSql, lockById, nextDueSql, plainStepSql, servedSql, sqlStatuses, tablesOf, type Tables } from './sql-text.ts';
 import { stepBatchSql, transitionBatchSql, isBatchableTransition } from './batch-sql.ts';
 import { WakeListener, payload } from './wake.ts';
 import { HotConnection } from './hot-connection.ts';
@@ -37,7 +37,7 @@ import {
   STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
 import {
-  signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueConsumes, uniqueSteps,
+  claimersOf, mergeLog, journalCarries, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueConsumes, uniqueSteps,
 } from '../log-entries.ts';
 import type {
   ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
@@ -330,15 +330,24 @@ export class PostgresStore implements Store {
   }
 
   async getEvents(taskId: string, after = 0, limit?: number): Promise<EventRow[]> {
-    return this.#run(async () =>
-      (
-        await this.#rows(
-          this.#db,
-          `SELECT task_id, seq, at, type, actor_kind, actor_id, data FROM ${this.#t.events} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-          [taskId, after, limit ?? null],
-        )
-      ).map(toEventRow),
-    );
+    return this.#run(async () => {
+      // One statement, one snapshot: an entry a retry moves from its journal row to `events` is
+      // seen in exactly one of the two places. `c` rows are the claims, for the carried entries' actors.
+      const t = this.#t;
+      const rows = await this.#rows(
+        this.#db,
+        `(SELECT 'e' AS src, task_id, seq, at, type, actor_kind, actor_id, data FROM ${t.events} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3)
+         UNION ALL (SELECT 's', task_id, log_seq, 0, NULL, NULL, NULL, row_to_json(s)::text FROM ${t.steps} s WHERE task_id = $1 AND log_seq > $2 ORDER BY log_seq LIMIT $3)
+         UNION ALL SELECT 'c', task_id, seq, at, type, actor_kind, actor_id, data FROM ${t.events} WHERE task_id = $1 AND type = 'transition' AND actor_kind = 'worker'`,
+        [taskId, after, limit ?? null],
+      );
+      const own = rows.filter((r) => r.src === 'e').map(toEventRow);
+      const carried = rows.filter((r) => r.src === 's').map((r) => ({ step: toStepRow(JSON.parse(String(r.data)) as Raw), logSeq: Number(r.seq) }));
+      const claimers = carried.length
+        ? claimersOf(rows.filter((r) => r.src === 'c').map((r) => ({ actorKind: String(r.actor_kind), actorId: String(r.actor_id), data: r.data === null ? null : String(r.data) })))
+        : new Map<number, string>();
+      return mergeLog(taskId, own, carried, claimers, limit);
+    });
   }
 
   /**
@@ -475,12 +484,33 @@ export class PostgresStore implements Store {
       ), log AS (${this.#appendSql(p, 'upd', 'upd.id', `upd.event_seq - ${n}`, at, entries)}
       )`;
     const steps = uniqueSteps(w.steps ?? []);
+    // Journal rows this write deletes or rewrites keep the entries they carry: stored on their own
+    // first, same seq (one snapshot: this reads the rows as they were before the statement).
+    const touched = [...(w.deleteSteps ?? []), ...steps.map((s) => s.seq)];
+    if (touched.length) {
+      text += `, kept AS (
+        INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+        SELECT s.task_id, s.log_seq, coalesce(s.finished_at, s.started_at, 0), 'step:' || s.status, 'worker',
+          coalesce((SELECT e.actor_id FROM ${t.events} e WHERE e.task_id = s.task_id AND e.type = 'transition' AND e.actor_kind = 'worker'
+            AND (e.data::json->>'event') IN ('claim', 'reclaim') AND (e.data::json->>'epoch')::int = s.epoch LIMIT 1), 'unknown'),
+          json_build_object('seq', s.seq, 'name', s.name, 'kind', s.kind, 'status', s.status, 'output', s.output::json, 'error', s.error::json,
+            'attempts', s.attempts, 'startedAt', s.started_at, 'finishedAt', s.finished_at, 'wakeAt', s.wake_at, 'epoch', s.epoch,
+            'done', s.done, 'calledAfter', s.called_after)::text
+        FROM ${t.steps} s WHERE s.task_id = ${id} AND s.log_seq IS NOT NULL AND s.seq = ANY(${p.add(touched, 'integer[]')}) AND EXISTS (SELECT 1 FROM upd)
+      )`;
+    }
     if (steps.length) {
       const columns = STEP_COLUMNS.map((_, i) => p.add(steps.map((s) => stepValues(s)[i]), `${STEP_TYPES[i]}[]`));
+      // A row carrying its entry takes that entry's seq: its place among this write's entries.
+      const places = p.add(steps.map((s) => {
+        const j = entries.findIndex((e) => e.carriedBy === s.seq);
+        return j < 0 ? null : j + 1;
+      }), 'integer[]');
       text += `, steps AS (
-        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')})
-        SELECT * FROM unnest(${columns.join(', ')}) WHERE EXISTS (SELECT 1 FROM upd)
-        ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
+        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
+        SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}, upd.event_seq - ${n} + j.place
+        FROM unnest(${columns.join(', ')}, ${places}) AS j(${STEP_COLUMNS.join(', ')}, place), upd
+        ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
       )`;
     }
     if (w.deleteSteps?.length) {
@@ -504,14 +534,17 @@ export class PostgresStore implements Store {
 
   /**
    * An INSERT of `entries` into the log of the task `task` for each row of `from` (one row at
-   * most), numbered `base` + 1, + 2, … (`base`: the task's counter before this write).
+   * most), numbered `base` + 1, + 2, … by their place (`base`: the task's counter before this
+   * write). Entries carried by journal rows keep their place but are not inserted.
    */
   #appendSql(p: Params, from: string, task: string, base: string, at: string, entries: readonly NewEvent[]): string {
+    const own = entries.map((e, i) => ({ e, place: i + 1 })).filter((x) => x.e.carriedBy === undefined);
     return `
         INSERT INTO ${this.#t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-        SELECT ${task}, ${base} + e.ord, ${at}, e.type, e.kind, e.actor, e.data
-        FROM ${from}, unnest(${p.add(entries.map((e) => e.type), 'text[]')}, ${p.add(entries.map((e) => e.actorKind), 'text[]')},
-          ${p.add(entries.map((e) => e.actorId), 'text[]')}, ${p.add(entries.map((e) => e.data), 'text[]')}) WITH ORDINALITY AS e(type, kind, actor, data, ord)`;
+        SELECT ${task}, ${base} + e.place, ${at}, e.type, e.kind, e.actor, e.data
+        FROM ${from}, unnest(${p.add(own.map((x) => x.e.type), 'text[]')}, ${p.add(own.map((x) => x.e.actorKind), 'text[]')},
+          ${p.add(own.map((x) => x.e.actorId), 'text[]')}, ${p.add(own.map((x) => x.e.data), 'text[]')},
+          ${p.add(own.map((x) => x.place), 'integer[]')}) AS e(type, kind, actor, data, place)`;
   }
 
   /** `, col = $n, …` for a patch (booleans as booleans). */
@@ -612,19 +645,22 @@ export class PostgresStore implements Store {
     const p = new Params();
     const values = stepValues(w.step).map((v, i) => p.add(v, STEP_TYPES[i] as string));
     const task = p.add(w.taskId, 'text');
-    const types = [`step:${w.step.status}`, 'signal:consumed'];
-    const data = [stepEntry('worker', '', w.step).data, signalConsumedEntry('worker', '', consume).data];
+    // The step's entry (place 1; carried by its row when it is a result), then the consumption's.
+    const carried = journalCarries(w.step);
+    const types = carried ? ['signal:consumed'] : [`step:${w.step.status}`, 'signal:consumed'];
+    const data = carried ? [signalConsumedEntry('worker', '', consume).data] : [stepEntry('worker', '', w.step).data, signalConsumedEntry('worker', '', consume).data];
+    const places = carried ? [2] : [1, 2];
     const text = `WITH f AS (${appendFence(t, task, p.add(w.epoch, 'integer'), '2')}
       ), ins AS (
-        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}) SELECT ${values.join(', ')} FROM f
-        ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_SET}
+        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq) SELECT ${values.join(', ')}, ${carried ? 'f.event_seq - 1' : 'NULL::integer'} FROM f
+        ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
       ), consumed AS (
         UPDATE ${t.signals} SET consumed_seq = ${p.add(consume.seq, 'integer')}
         WHERE id = ${p.add(consume.signalId, 'bigint')} AND consumed_seq IS NULL AND EXISTS (SELECT 1 FROM f)
       ), log AS (
         INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-        SELECT ${task}, f.event_seq - 2 + e.ord, ${p.add(stepEntryAt(w.step), 'bigint')}, e.type, 'worker', coalesce(f.lease_owner, 'unknown'), e.data
-        FROM f, unnest(${p.add(types, 'text[]')}, ${p.add(data, 'text[]')}) WITH ORDINALITY AS e(type, data, ord)
+        SELECT ${task}, f.event_seq - 2 + e.place, ${p.add(stepEntryAt(w.step), 'bigint')}, e.type, 'worker', coalesce(f.lease_owner, 'unknown'), e.data
+        FROM f, unnest(${p.add(types, 'text[]')}, ${p.add(data, 'text[]')}, ${p.add(places, 'integer[]')}) AS e(type, data, place)
       ) SELECT count(*)::int AS n FROM f`;
     const [row] = await this.#rows(db, text, p.values);
     return row?.n === 1;
