@@ -22,6 +22,7 @@
 import { STEP_COLUMNS, stepValues } from '../rows.ts';
 import { stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
 import type { NewEvent, StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
+import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
 import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, lockById, type Tables } from './sql-text.ts';
 
 /**
@@ -120,8 +121,8 @@ export function transitionBatchSql(
     actor: p.add(flat.map((x) => x.e.actorId), 'text[]'),
     data: p.add(flat.map((x) => x.e.data), 'text[]'),
   };
-  const has = (k: keyof TransitionWrite['set']) => (w: TransitionWrite): boolean => k in w.set && w.set[k] !== undefined;
-  const i = {
+  const has = (field: string) => (w: TransitionWrite): boolean => field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
+  const i: Record<string, string> = {
     id: col((w) => w.taskId, 'text'),
     epoch: col((w) => ('epoch' in w.guard ? w.guard.epoch : null), 'integer'),
     fromStatus: col((w) => w.from[0], 'text'),
@@ -130,43 +131,30 @@ export function transitionBatchSql(
     at: col((w) => w.at, 'bigint'),
     evN: col((_w, k) => (entries[k] as unknown[]).length, 'integer'),
     pauseGuard: col((w) => w.pauseRequested ?? null, 'boolean'),
-    setOutput: col(has('output'), 'boolean'),
-    output: col((w) => w.set.output ?? null, 'text'),
-    setError: col(has('error'), 'boolean'),
-    error: col((w) => w.set.error ?? null, 'text'),
-    setRunAt: col(has('runAt'), 'boolean'),
-    runAt: col((w) => w.set.runAt ?? null, 'bigint'),
     clearLease: col((w) => w.set.clearLease === true, 'boolean'),
-    setPause: col(has('pauseRequested'), 'boolean'),
-    pause: col((w) => w.set.pauseRequested ?? false, 'boolean'),
-    setWait: col(has('wait'), 'boolean'),
-    wait: col((w) => w.set.wait ?? null, 'text'),
-    setWaitEvents: col(has('waitEvents'), 'boolean'),
-    setCancel: col(has('cancelReason'), 'boolean'),
-    cancel: col((w) => w.set.cancelReason ?? null, 'text'),
-    setFinished: col(has('finishedAt'), 'boolean'),
-    finished: col((w) => w.set.finishedAt ?? null, 'bigint'),
     retries: col((w) => w.set.incrementRetries === true, 'boolean'),
     notify: col((w) => (w.notify ? JSON.stringify(w.notify) : null), 'text'),
     notifyChannel: col((w) => (w.notify ? channelOf(w.notify) : null), 'text'),
   };
+  // Per column a patch may write (the task-column table): whether each op sets it, and the value.
+  for (const c of PATCH_COLUMNS) {
+    i[`set_${c.column}`] = col(has(c.field), 'boolean');
+    i[`v_${c.column}`] = col((w) => (has(c.field)(w) ? patchValue(c, w.set) : null), c.pg);
+  }
   // `ord` (1-based) is the op's position in `ops`, from unnest's ORDINALITY.
   const names = Object.keys(i);
-  const keep = (c: string, flag: string, value: string): string => `${c} = CASE WHEN c.${flag} THEN c.${value} ELSE t.${c} END`;
+  const sets = PATCH_COLUMNS.map((c) => `${c.column} = CASE WHEN c.set_${c.column} THEN c.v_${c.column} ELSE t.${c.column} END`).join(',\n        ');
   const text = `WITH i AS (
-      SELECT * FROM unnest(${names.map((k) => i[k as keyof typeof i]).join(', ')}) WITH ORDINALITY AS i(${names.join(', ')}, ord)
+      SELECT * FROM unnest(${names.map((k) => i[k]).join(', ')}) WITH ORDINALITY AS i(${names.join(', ')}, ord)
     ), cur AS (
       SELECT i.*, t.status AS cur_status, t.epoch AS cur_epoch
       FROM (SELECT * FROM i ORDER BY id COLLATE "C") i CROSS JOIN LATERAL (${lockById(t, 'i.id', 'UPDATE')}) t
       WHERE t.epoch = i.epoch AND t.status = i.fromStatus AND (i.pauseGuard IS NULL OR t.pause_requested = i.pauseGuard)
     ), upd AS (
       UPDATE ${t.tasks} AS t SET status = c.toStatus, version = t.version + 1, updated_at = c.at,
-        ${keep('output', 'setOutput', 'output')}, ${keep('error', 'setError', 'error')}, ${keep('run_at', 'setRunAt', 'runAt')},
+        ${sets},
         lease_owner = CASE WHEN c.clearLease THEN NULL ELSE t.lease_owner END,
         lease_expires_at = CASE WHEN c.clearLease THEN NULL ELSE t.lease_expires_at END,
-        ${keep('pause_requested', 'setPause', 'pause')}, ${keep('wait', 'setWait', 'wait')},
-        wait_events = CASE WHEN c.setWaitEvents THEN NULL ELSE t.wait_events END,
-        ${keep('cancel_reason', 'setCancel', 'cancel')}, ${keep('finished_at', 'setFinished', 'finished')},
         retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END,
         event_seq = t.event_seq + c.evN
       FROM cur c WHERE t.id = c.id

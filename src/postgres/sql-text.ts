@@ -27,11 +27,8 @@ export const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
 /** SQL types of {@link STEP_COLUMNS}, in order. */
 export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer', 'integer'] as const;
 
-/** SQL types of the columns a TaskPatch may write. */
-export const PATCH_TYPES: Readonly<Record<string, string>> = {
-  output: 'text', error: 'text', run_at: 'bigint', lease_owner: 'text', lease_expires_at: 'bigint',
-  pause_requested: 'boolean', wait: 'text', wait_events: 'text', cancel_reason: 'text', finished_at: 'bigint',
-};
+/** SQL types of the columns a TaskPatch may write (from the task-column table). */
+export { PATCH_TYPES } from '../task-columns.ts';
 
 export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
 /** The same for a write that also sets the row's `log_seq` (the entry it carries, or NULL). */

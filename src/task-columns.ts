@@ -1,0 +1,115 @@
+/**
+ * @module task-columns
+ * Internal: not part of the public API (the package exports only its index modules).
+ *
+ * The one table of the task row's columns: for each field of {@link TaskRow}, its column, its SQL
+ * type on PostgreSQL, how a driver's value is read back, and whether a transition may set it (a
+ * {@link TaskPatch} field). Row mapping (`rows.ts`), patch assignments (both stores), the
+ * PostgreSQL parameter types and the batched transition statement (`postgres/batch-sql.ts`) are
+ * generated from it: a new column is one entry here plus its migrations.
+ */
+import type { TaskStatus } from './lifecycle.ts';
+import type { TaskPatch, TaskRow } from './store.ts';
+
+type Raw = Record<string, unknown>;
+
+const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v));
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : num(v));
+const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+const bool = (v: unknown): boolean => v === true || num(v) === 1;
+
+/** Awaited events as stored: `|approve|reject|` (names may not contain `|`), or NULL. */
+export function encodeEvents(events: readonly string[] | null): string | null {
+  return events && events.length ? `|${events.join('|')}|` : null;
+}
+
+export function decodeEvents(text: string | null): string[] | null {
+  return text ? text.split('|').filter(Boolean) : null;
+}
+
+/** A column a transition may set: the patch field of the same name writes it. */
+interface Settable {
+  /** The value to bind for the patch field's value (booleans are bound by each store). */
+  readonly encode?: (value: never) => unknown;
+}
+
+export interface TaskColumn {
+  readonly field: keyof TaskRow;
+  readonly column: string;
+  /** The column's type on PostgreSQL (for typed parameters and `unnest` arrays). */
+  readonly pg: 'text' | 'bigint' | 'integer' | 'boolean';
+  /** Reads a driver's value (SQLite gives integers for booleans; pg gives some integers as strings). */
+  readonly decode: (value: unknown) => unknown;
+  /** Present when a {@link TaskPatch} field of the same name writes the column. */
+  readonly patch?: Settable;
+}
+
+const c = (field: keyof TaskRow, column: string, pg: TaskColumn['pg'], decode: (v: unknown) => unknown, patch?: Settable): TaskColumn =>
+  patch ? { field, column, pg, decode, patch } : { field, column, pg, decode };
+
+/** Every column of the task row, in the order of the schema. */
+export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
+  c('id', 'id', 'text', String),
+  c('workflow', 'workflow', 'text', String),
+  c('workflowVersion', 'workflow_version', 'text', String),
+  c('status', 'status', 'text', (v) => v as TaskStatus),
+  c('input', 'input', 'text', strOrNull),
+  c('output', 'output', 'text', strOrNull, {}),
+  c('error', 'error', 'text', strOrNull, {}),
+  c('idempotencyKey', 'idempotency_key', 'text', strOrNull),
+  c('runAt', 'run_at', 'bigint', numOrNull, {}),
+  c('leaseOwner', 'lease_owner', 'text', strOrNull),
+  c('leaseExpiresAt', 'lease_expires_at', 'bigint', numOrNull),
+  c('epoch', 'epoch', 'integer', num),
+  c('version', 'version', 'integer', num),
+  c('runs', 'runs', 'integer', num),
+  c('retries', 'retries', 'integer', num),
+  c('pauseRequested', 'pause_requested', 'boolean', bool, {}),
+  c('wait', 'wait', 'text', strOrNull, {}),
+  c('waitEvents', 'wait_events', 'text', (v) => decodeEvents(strOrNull(v)), { encode: (events: readonly string[] | null) => encodeEvents(events ?? null) }),
+  c('cancelReason', 'cancel_reason', 'text', strOrNull, {}),
+  c('createdAt', 'created_at', 'bigint', num),
+  c('updatedAt', 'updated_at', 'bigint', num),
+  c('finishedAt', 'finished_at', 'bigint', numOrNull, {}),
+]);
+
+/** The columns a patch field writes directly (`clearLease` and `incrementRetries` are derived below). */
+export const PATCH_COLUMNS: readonly TaskColumn[] = Object.freeze(TASK_COLUMNS.filter((col) => col.patch));
+
+/** A task row from a database row. */
+export function toTaskRow(r: Raw): TaskRow {
+  const row: Record<string, unknown> = {};
+  for (const col of TASK_COLUMNS) row[col.field] = col.decode(r[col.column]);
+  return row as unknown as TaskRow;
+}
+
+/** The value a patch binds for `col` (booleans stay booleans here; each store binds its own). */
+export function patchValue(col: TaskColumn, patch: TaskPatch): unknown {
+  const value = (patch as Record<string, unknown>)[col.field];
+  return col.patch?.encode ? (col.patch.encode as (v: unknown) => unknown)(value) : value;
+}
+
+/**
+ * Column assignments for a patch: `[column, value]` pairs, where a value of `{ raw }` is SQL text
+ * (dialect-neutral) rather than a parameter. Absent fields are left alone; `clearLease` clears the
+ * lease owner and expiry; `incrementRetries` adds one to `retries`.
+ */
+export function patchAssignments(patch: TaskPatch, toBool: (b: boolean) => unknown): Array<[string, unknown]> {
+  const out: Array<[string, unknown]> = [];
+  for (const col of PATCH_COLUMNS) {
+    if (!(col.field in patch) || (patch as Record<string, unknown>)[col.field] === undefined) continue;
+    const value = patchValue(col, patch);
+    out.push([col.column, col.pg === 'boolean' ? toBool(value as boolean) : value]);
+  }
+  if (patch.clearLease) {
+    out.push(['lease_owner', null]);
+    out.push(['lease_expires_at', null]);
+  }
+  if (patch.incrementRetries) out.push(['retries', { raw: 'retries + 1' }]);
+  return out;
+}
+
+/** SQL types on PostgreSQL of the columns a patch may write. */
+export const PATCH_TYPES: Readonly<Record<string, string>> = Object.freeze(
+  Object.fromEntries([...PATCH_COLUMNS.map((col) => [col.column, col.pg]), ['lease_owner', 'text'], ['lease_expires_at', 'bigint']]),
+);

@@ -1,0 +1,59 @@
+// The one table of task columns against both real schemas: row mapping, patches and the batched
+// PostgreSQL statement are generated from it, so it must name every column each schema has.
+import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { PATCH_COLUMNS, TASK_COLUMNS, patchAssignments, toTaskRow } from '../src/task-columns.ts';
+import { SqliteStore } from '../src/sqlite/store.ts';
+import { hasPostgres, sql } from './support/postgres.ts';
+import { schemasOfThisFile, tempDir, tempDbUrl } from './support/engine.ts';
+import { openStore } from '../src/index.ts';
+
+/** Columns a schema has that are the store's own business, not fields of a task row. */
+const STORE_ONLY = new Set(['no', 'event_seq']);
+const freshSchema = schemasOfThisFile('sw_columns');
+
+describe('the task-column table', () => {
+  it('names every column of the SQLite tasks table, and nothing else', async () => {
+    const store = new SqliteStore(join(tempDir(), 'cols.db'));
+    try {
+      await store.migrate();
+      const columns = (store.db.prepare('PRAGMA table_info(stepwise_tasks)').all() as Array<{ name: string }>).map((c) => c.name);
+      expect(TASK_COLUMNS.map((c) => c.column).sort()).toEqual(columns.filter((c) => !STORE_ONLY.has(c)).sort());
+    } finally {
+      await store.close();
+    }
+  });
+
+  it.skipIf(!(await hasPostgres()))('names every column of the PostgreSQL tasks table with its type', async () => {
+    const schema = freshSchema();
+    const store = await openStore(`${(await import('./support/postgres.ts')).PG_URL}?schema=${schema}`);
+    try {
+      await store.migrate();
+      const rows = await sql<{ column_name: string; data_type: string }>(
+        `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'tasks'`, [schema],
+      );
+      const types: Record<string, string> = { text: 'text', bigint: 'bigint', integer: 'integer', boolean: 'boolean' };
+      const actual = rows.filter((r) => !STORE_ONLY.has(r.column_name)).map((r) => `${r.column_name}:${r.data_type}`).sort();
+      expect(TASK_COLUMNS.map((c) => `${c.column}:${types[c.pg]}`).sort()).toEqual(actual);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('reads every field of a stored task, and writes every patch field to its column', async () => {
+    const store = await openStore(tempDbUrl());
+    try {
+      await store.migrate();
+      const { task } = await store.insertTask({ id: 't-cols', workflow: 'w', workflowVersion: '1', input: '{"a":1}', idempotencyKey: 'k', runAt: 5, createdAt: 5 });
+      for (const c of TASK_COLUMNS) expect(task, c.field).toHaveProperty(c.field);
+      expect(task).toMatchObject({ id: 't-cols', input: '{"a":1}', idempotencyKey: 'k', runAt: 5, epoch: 0, pauseRequested: false, waitEvents: null });
+      const full = { output: '1', error: null, runAt: 7, pauseRequested: true, wait: '{}', waitEvents: ['a', 'b'], cancelReason: 'r', finishedAt: 9 };
+      const assigned = new Map(patchAssignments(full, (b) => b));
+      for (const c of PATCH_COLUMNS) expect(assigned.has(c.column), c.column).toBe(true);
+      expect(assigned.get('wait_events')).toBe('|a|b|');
+      expect(toTaskRow({ id: 'x', epoch: '3', pause_requested: 1, wait_events: '|a|' })).toMatchObject({ epoch: 3, pauseRequested: true, waitEvents: ['a'] });
+    } finally {
+      await store.close();
+    }
+  });
+});
