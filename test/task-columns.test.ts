@@ -11,6 +11,7 @@ import { openStore } from '../src/index.ts';
 /** Columns a schema has that are the store's own business, not fields of a task row. */
 const STORE_ONLY = new Set(['no', 'event_seq']);
 const freshSchema = schemasOfThisFile('sw_columns');
+const pgUp = await hasPostgres();
 
 describe('the task-column table', () => {
   it('names every column of the SQLite tasks table, and nothing else', async () => {
@@ -24,7 +25,7 @@ describe('the task-column table', () => {
     }
   });
 
-  it.skipIf(!(await hasPostgres()))('names every column of the PostgreSQL tasks table with its type', async () => {
+  it.skipIf(!pgUp)('names every column of the PostgreSQL tasks table with its type', async () => {
     const schema = freshSchema();
     const store = await openStore(`${(await import('./support/postgres.ts')).PG_URL}?schema=${schema}`);
     try {
