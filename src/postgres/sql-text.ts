@@ -6,8 +6,11 @@
  */
 import { InvalidArgumentError } from '../errors.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
-import { STEP_COLUMNS } from '../rows.ts';
+import { STEP_COLUMNS, isRaw, patchAssignments } from '../rows.ts';
+import { PATCH_TYPES } from '../task-columns.ts';
+import type { ClaimRequest, TaskPatch } from '../store.ts';
 import { quoteIdent } from './migrate.ts';
+import { servedSet } from '../claim-plan.ts';
 
 /**
  * Task statuses as SQL literals. Statuses come from the lifecycle table, never from users, but
@@ -27,8 +30,6 @@ export const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
 /** SQL types of {@link STEP_COLUMNS}, in order. */
 export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer', 'integer'] as const;
 
-/** SQL types of the columns a TaskPatch may write (from the task-column table). */
-export { PATCH_TYPES } from '../task-columns.ts';
 
 export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
 /** The same for a write that also sets the row's `log_seq` (the entry it carries, or NULL). */
@@ -130,6 +131,15 @@ export function leasedCountSql(t: Tables): string {
     ) leased WHERE workflow = ANY($2::text[]) GROUP BY workflow`;
 }
 
+/** `, col = $n, …` for a patch (booleans as booleans). */
+export function assignments(patch: TaskPatch, p: Params): string {
+  let sets = '';
+  for (const [col, value] of patchAssignments(patch, (b) => b)) {
+    sets += isRaw(value) ? `, ${col} = ${value.raw}` : `, ${col} = ${p.add(value, PATCH_TYPES[col] ?? 'text')}`;
+  }
+  return sets;
+}
+
 /** Collects positional parameters, each with an explicit SQL type. */
 export class Params {
   readonly values: unknown[] = [];
@@ -141,13 +151,13 @@ export class Params {
 
 /**
  * The workflows (and, where listed, only those versions) a claiming worker serves, as a condition
- * on `workflow` / `workflow_version`.
+ * on `workflow` / `workflow_version` (the set itself: {@link servedSet}).
  */
-export function servedSql(p: Params, workflows: readonly string[], versions: Readonly<Record<string, readonly string[]>> | undefined): string {
-  const any = workflows.filter((wf) => !versions?.[wf]);
+export function servedSql(p: Params, workflows: readonly string[], versions: ClaimRequest['versions']): string {
+  const { any, pinned } = servedSet(workflows, versions);
   const names: string[] = [];
   const vers: string[] = [];
-  for (const wf of workflows) for (const v of versions?.[wf] ?? []) {
+  for (const [wf, vs] of pinned) for (const v of vs) {
     names.push(wf);
     vers.push(v);
   }

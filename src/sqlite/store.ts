@@ -8,6 +8,7 @@
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
+import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
 import {
@@ -40,16 +41,14 @@ const DUE_INDEX: readonly TaskStatus[] = ['pending', 'waiting'];
 const LEASED_INDEX: readonly TaskStatus[] = ['running', 'cancelling'];
 /** `(+workflow IN (…) OR (+workflow = ? AND workflow_version IN (…)) …)`: the workflows (and versions) a worker serves. */
 function servedClause(workflows: readonly string[], versions: ClaimRequest['versions']): { sql: string; params: unknown[] } {
-  const any = workflows.filter((wf) => !versions?.[wf]);
+  const { any, pinned } = servedSet(workflows, versions);
   const parts: string[] = [];
   const params: unknown[] = [];
   if (any.length) {
     parts.push(`+workflow IN (${inList(any.length)})`);
     params.push(...any);
   }
-  for (const wf of workflows) {
-    const vs = versions?.[wf];
-    if (!vs?.length) continue;
+  for (const [wf, vs] of pinned) {
     parts.push(`(+workflow = ? AND workflow_version IN (${inList(vs.length)}))`);
     params.push(wf, ...vs);
   }
@@ -438,17 +437,16 @@ export class SqliteStore implements Store {
   async claim(r: ClaimRequest): Promise<ClaimedTask[]> {
     if (r.limit <= 0 || r.workflows.length === 0) return [];
     return this.#tx(() => {
-      const picked: Array<{ id: string; status: TaskStatus; leaseOwner: string | null; event: 'claim' | 'reclaim' }> = [];
+      const picked: PickedTask[] = [];
       const room = this.#room(r);
       // Candidates are read a window at a time; a workflow at its concurrency cap is left out of
       // the next window, so a capped backlog never hides other workflows' tasks.
       const pick = (event: 'claim' | 'reclaim', from: readonly TaskStatus[], index: readonly TaskStatus[], due: string, order: string): void => {
         if (!from.length) return;
         for (;;) {
-          const need = r.limit - picked.length;
-          const allowed = r.workflows.filter((wf) => (room.get(wf) ?? 1) > 0);
-          if (need <= 0 || !allowed.length) return;
-          const served = servedClause(allowed, r.versions);
+          const window = nextWindow(r, picked, room);
+          if (!window) return;
+          const served = servedClause(window.allowed, r.versions);
           const taken = picked.map((p) => p.id);
           // `+workflow` keeps the planner off the workflow index, which would walk a workflow's
           // whole history; the status term lets it use the partial index of due (or expired) tasks.
@@ -457,21 +455,8 @@ export class SqliteStore implements Store {
              WHERE ${statusTerm(from, index)} AND ${due} <= ? AND ${served.sql}
              ${taken.length ? `AND id NOT IN (${inList(taken.length)})` : ''}
              ORDER BY ${order} LIMIT ?`,
-          ).all(r.now, ...served.params, ...taken, need) as Raw[];
-          let full = false;
-          for (const row of rows) {
-            const wf = String(row.workflow);
-            const left = room.get(wf);
-            if (left !== undefined) {
-              if (left <= 0) {
-                full = true;
-                continue;
-              }
-              room.set(wf, left - 1);
-            }
-            picked.push({ id: String(row.id), status: row.status as TaskStatus, leaseOwner: event === 'reclaim' ? ((row.lease_owner as string | null) ?? null) : null, event });
-          }
-          if (!full || rows.length < need) return;
+          ).all(r.now, ...served.params, ...taken, window.need) as Raw[];
+          if (!takeWindow(rows, window.need, event, room, picked)) return;
         }
       };
       // Expired leases first: their tasks have waited longest.
@@ -508,15 +493,13 @@ export class SqliteStore implements Store {
 
   /** Remaining capacity per capped workflow (tasks in leased statuses count against the cap). */
   #room(r: ClaimRequest): Map<string, number> {
-    const room = new Map<string, number>();
-    const capped = Object.entries(r.concurrency ?? {}).filter(([wf]) => r.workflows.includes(wf));
-    if (!capped.length) return room;
-    for (const [wf, cap] of capped) room.set(wf, cap);
+    const room = capsOf(r);
+    if (!room.size) return room;
     const counts = this.#stmt(
       `SELECT workflow, COUNT(*) AS n FROM stepwise_tasks WHERE status IN (${LEASED_SQL}) AND lease_expires_at > ?
-       AND workflow IN (${inList(capped.length)}) GROUP BY workflow`,
-    ).all(r.now, ...capped.map(([wf]) => wf)) as Array<{ workflow: string; n: number }>;
-    for (const c of counts) room.set(c.workflow, (room.get(c.workflow) ?? 0) - c.n);
+       AND workflow IN (${inList(room.size)}) GROUP BY workflow`,
+    ).all(r.now, ...room.keys()) as Array<{ workflow: string; n: number }>;
+    subtractLeased(room, counts);
     return room;
   }
 

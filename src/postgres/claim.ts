@@ -1,0 +1,188 @@
+/**
+ * @module postgres/claim
+ * Internal: not part of the public API.
+ * Claims on PostgreSQL. Without concurrency caps, one autocommit statement locks candidates with
+ * `FOR UPDATE SKIP LOCKED` and takes them; with caps, a transaction serializes the claimers of
+ * each capped workflow on an advisory lock, counts its live leases, and picks candidates window by
+ * window within the room left (the dialect-free part of that is in claim-plan.ts).
+ */
+import type { ClientBase } from 'pg';
+import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
+import { Params, leasedCountSql, servedSql, sqlStatuses } from './sql-text.ts';
+import { capsOf, isCapped, nextWindow, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
+import type { TaskStatus } from '../lifecycle.ts';
+import { toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
+import type { ClaimRequest, ClaimedTask } from '../store.ts';
+
+export async function claim(c: PgContext, r: ClaimRequest): Promise<ClaimedTask[]> {
+  if (r.limit <= 0 || r.workflows.length === 0) return [];
+  if (!isCapped(r)) return run(c, () => claimUncapped(c, r));
+  return run(c, () => tx(c, (client) => claimCapped(c, client, r)));
+}
+
+/** A claim under concurrency caps, in the transaction of `client`. */
+async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): Promise<ClaimedTask[]> {
+  const room = await roomOf(c, client, r);
+  const picked: PickedTask[] = [];
+  // Locks due candidates (skipping rows other workers hold) until `limit` are picked. A row of
+  // a workflow without room is skipped (it stays locked until commit); the workflow is then
+  // left out of the next round, so the loop ends after at most one round per capped workflow.
+  const pick = async (event: 'claim' | 'reclaim', from: readonly TaskStatus[], due: string, order: string): Promise<void> => {
+    if (!from.length) return;
+    for (;;) {
+      const window = nextWindow(r, picked, room);
+      if (!window) return;
+      const q = new Params();
+      const text = `SELECT id, status, workflow, lease_owner FROM ${c.t.tasks}
+               WHERE status IN (${sqlStatuses(from)}) AND ${due} <= ${q.add(r.now, 'bigint')} AND ${servedSql(q, window.allowed, r.versions)}
+               AND NOT (id = ANY(${q.add(picked.map((x) => x.id), 'text[]')}))
+               ORDER BY ${order} LIMIT ${q.add(window.need, 'integer')} FOR UPDATE SKIP LOCKED`;
+      if (!takeWindow(await rows(c, client, text, q.values), window.need, event, room, picked)) return;
+    }
+  };
+  // Expired leases first: their tasks have waited longest.
+  await pick('reclaim', r.reclaim.from, 'lease_expires_at', 'lease_expires_at, id');
+  await pick('claim', r.claim.from, 'run_at', 'run_at, id');
+  if (!picked.length) return [];
+
+  const p = new Params();
+  const ids = picked.map((x) => x.id);
+  const taken = await rows(
+    c,
+    client,
+    `WITH p AS (
+             SELECT * FROM unnest(${p.add(ids, 'text[]')}, ${p.add(picked.map((x) => x.event), 'text[]')},
+               ${p.add(picked.map((x) => x.status), 'text[]')},
+               ${p.add(picked.map((x) => (x.event === 'reclaim' ? JSON.stringify({ previousOwner: x.leaseOwner }) : null)), 'text[]')})
+               WITH ORDINALITY AS p(p_id, p_event, p_status, p_detail, p_ord)
+           ), u AS (
+             UPDATE ${c.t.tasks} AS t
+             SET status = CASE WHEN p.p_event = 'reclaim' THEN ${p.add(r.reclaim.to, 'text')} ELSE ${p.add(r.claim.to, 'text')} END,
+               lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
+               epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL,
+               updated_at = ${p.add(r.now, 'bigint')}, event_seq = t.event_seq + 1
+             FROM p WHERE t.id = p.p_id
+             RETURNING t.*, p.p_event, p.p_status, p.p_detail, p.p_ord
+           ), h AS (
+             INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+             SELECT id, event_seq, updated_at, 'transition', 'worker', lease_owner,
+               json_build_object('event', p_event, 'from', p_status, 'to', status, 'epoch', epoch, 'detail', p_detail::json)::text
+             FROM u ORDER BY p_ord
+           )
+           SELECT * FROM u ORDER BY p_ord`,
+    p.values,
+  );
+  const steps = groupBy(
+    (await rows(c, client, `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [ids])).map(toStepRow),
+    (s) => s.taskId,
+  );
+  const signals = groupBy(
+    (await rows(c, client, `SELECT * FROM ${c.t.signals} WHERE task_id = ANY($1::text[]) AND consumed_seq IS NULL ORDER BY id`, [ids])).map(toSignalRow),
+    (s) => s.taskId,
+  );
+  return taken.map((row) => {
+    const task = toTaskRow(row);
+    return { task, event: row.p_event as 'claim' | 'reclaim', steps: steps.get(task.id) ?? [], signals: signals.get(task.id) ?? [] };
+  });
+}
+
+/**
+ * Claims without concurrency caps: one autocommit statement locks candidates with
+ * `FOR UPDATE SKIP LOCKED` (expired leases first, then due tasks), takes them and appends their
+ * claim entries; the journals of resumed tasks are read afterwards (a journal cannot change once
+ * the claim has committed: older runs are fenced off).
+ */
+async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask[]> {
+  const p = new Params();
+  const now = p.add(r.now, 'bigint');
+  const served = servedSql(p, r.workflows, r.versions);
+  const limit = p.add(r.limit, 'integer');
+  const reclaimTo = p.add(r.reclaim.to, 'text');
+  const claimTo = p.add(r.claim.to, 'text');
+  const parts: string[] = [];
+  if (r.reclaim.from.length) {
+    parts.push(`r AS (
+        SELECT id, status, lease_owner, 0 AS pri, lease_expires_at AS due FROM ${c.t.tasks}
+        WHERE status IN (${sqlStatuses(r.reclaim.from)}) AND lease_expires_at <= ${now} AND ${served}
+        ORDER BY lease_expires_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
+  }
+  if (r.claim.from.length) {
+    parts.push(`c AS (
+        SELECT id, status, NULL::text AS lease_owner, 1 AS pri, run_at AS due FROM ${c.t.tasks}
+        WHERE status IN (${sqlStatuses(r.claim.from)}) AND run_at <= ${now} AND ${served}
+        ORDER BY run_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
+  }
+  if (!parts.length) return [];
+  const union = [r.reclaim.from.length ? 'SELECT * FROM r' : '', r.claim.from.length ? 'SELECT * FROM c' : ''].filter(Boolean).join(' UNION ALL ');
+  const taken = await rows(
+    c,
+    poolOf(c),
+    `WITH ${parts.join(', ')},
+       p AS (SELECT * FROM (${union}) x ORDER BY pri, due, id LIMIT ${limit}),
+       u AS (
+         UPDATE ${c.t.tasks} AS t
+         SET status = CASE WHEN p.pri = 0 THEN ${reclaimTo} ELSE ${claimTo} END,
+           lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
+           epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL, updated_at = ${now},
+           event_seq = t.event_seq + 1
+         FROM p WHERE t.id = p.id
+         RETURNING t.*, p.pri AS p_pri, p.status AS p_status, p.lease_owner AS p_owner
+       ), h AS (
+         INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+         SELECT id, event_seq, ${now}, 'transition', 'worker', lease_owner,
+           json_build_object('event', CASE WHEN p_pri = 0 THEN 'reclaim' ELSE 'claim' END, 'from', p_status, 'to', status, 'epoch', epoch,
+             'detail', CASE WHEN p_pri = 0 THEN json_build_object('previousOwner', p_owner) END)::text
+         FROM u ORDER BY p_pri, id
+       )
+       SELECT u.*,
+         EXISTS (SELECT 1 FROM ${c.t.signals} g WHERE g.task_id = u.id AND g.consumed_seq IS NULL) AS has_signals
+       FROM u ORDER BY p_pri, id`,
+    p.values,
+  );
+  // The journal is read after the claim committed, with a fresh snapshot: a step write that
+  // committed while this statement waited is included (later ones are fenced off). A first run
+  // has no journal. Signals sent meanwhile are picked up when the run waits for them.
+  const withSteps = taken.filter((row) => Number(row.runs) > 1).map((row) => String(row.id));
+  const withSignals = taken.filter((row) => row.has_signals === true).map((row) => String(row.id));
+  const [steps, signals] = await Promise.all([
+    withSteps.length
+      ? rows(c, poolOf(c), `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [withSteps])
+      : Promise.resolve([]),
+    withSignals.length
+      ? rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = ANY($1::text[]) AND consumed_seq IS NULL ORDER BY id`, [withSignals])
+      : Promise.resolve([]),
+  ]);
+  const stepsBy = groupBy(steps.map(toStepRow), (x) => x.taskId);
+  const signalsBy = groupBy(signals.map(toSignalRow), (x) => x.taskId);
+  return taken.map((row) => {
+    const task = toTaskRow(row);
+    return { task, event: row.p_pri === 0 ? 'reclaim' : 'claim', steps: stepsBy.get(task.id) ?? [], signals: signalsBy.get(task.id) ?? [] };
+  });
+}
+
+/**
+ * Remaining capacity per capped workflow. Claimers of a capped workflow serialize on an advisory
+ * lock (taken in name order, so two claimers never deadlock), then count leased tasks with a
+ * fresh snapshot that includes every claim committed before the lock was granted.
+ */
+async function roomOf(c: PgContext, client: ClientBase, r: ClaimRequest): Promise<Map<string, number>> {
+  const room = capsOf(r);
+  if (!room.size) return room;
+  const names = [...room.keys()].sort();
+  await client.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k', [
+    names.map((wf) => `stepwise:cap:${c.schema}:${wf}`),
+  ]);
+  const counts = await rows(c, client, leasedCountSql(c.t), [r.now, names]);
+  subtractLeased(room, counts.map((row) => ({ workflow: String(row.workflow), n: Number(row.n) })));
+  return room;
+}
+
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const list = out.get(key(item));
+    if (list) list.push(item);
+    else out.set(key(item), [item]);
+  }
+  return out;
+}

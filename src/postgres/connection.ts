@@ -1,0 +1,235 @@
+/**
+ * @module postgres/connection
+ * Internal: not part of the public API.
+ * The connection side of the PostgreSQL store: the context every operation receives (pool, the
+ * kept connection for lone step writes, prepared statement names, listeners, table names), the
+ * helpers that run statements and transactions on it, and the one place where driver errors
+ * become Stepwise errors. `pg` is an optional peer dependency, loaded by {@link loadPg}.
+ */
+import { createRequire } from 'node:module';
+import type { ClientBase, Pool, QueryResult } from 'pg';
+import { migratePostgres } from './migrate.ts';
+import { tablesOf, type Tables } from './sql-text.ts';
+import type { WakeListener } from './wake.ts';
+import { HotConnection } from './hot-connection.ts';
+import { ClosedError, StepwiseError, StoreUnavailableError } from '../errors.ts';
+
+export type Raw = Record<string, unknown>;
+export type PgModule = typeof import('pg');
+/** Where a statement runs: the pool (autocommit) or a client inside a transaction. */
+export type Db = ClientBase | Pool;
+
+/** How many distinct statement texts are prepared by name (see {@link query}). */
+const MAX_NAMED_STATEMENTS = 500;
+/** Transactions that lose a deadlock or serialization race are run again, at most this often. */
+export const TX_ATTEMPTS = 3;
+
+/** The state of one store, shared by its operations (see store.ts). */
+export interface PgContext {
+  readonly description: string;
+  /** The schema holding the tables (unquoted). */
+  readonly schema: string;
+  /** The LISTEN/NOTIFY channel of this schema's work. */
+  readonly channel: string;
+  /** The LISTEN/NOTIFY channel of this schema's finished tasks. */
+  readonly settledChannel: string;
+  readonly url: string;
+  readonly pg: PgModule;
+  /** Null once closed. */
+  pool: Pool | null;
+  readonly poolSize: number;
+  /** A connection kept for lone step checkpoints (see hot-connection.ts). */
+  readonly hot: HotConnection;
+  readonly listeners: Set<WakeListener>;
+  /** Statement text → prepared statement name; one map per store, hence per pool. */
+  readonly statementNames: Map<string, string>;
+  /** The lone step write's statement, built on first use. */
+  plainStepSql: string | undefined;
+  /** Quoted table names. */
+  readonly t: Tables;
+  /** {@link run}'s translation, as a rejection handler (built once: the hot path uses it). */
+  readonly translate: (e: unknown) => never;
+}
+
+/** Opens the pool of a store (nothing connects until the first statement). */
+export function openContext(url: string, schema: string, poolSize: number): PgContext {
+  const pg = loadPg();
+  const description = `${printableUrl(url)} (schema ${schema})`;
+  // Generic plans: the statements are prepared once per connection and their parameters are arrays
+  // whose sizes vary; re-planning each execution (custom plans) would cost more than running it.
+  const pool = new pg.Pool({
+    connectionString: url, max: poolSize, keepAlive: true, application_name: 'stepwise', options: '-c plan_cache_mode=force_generic_plan',
+  });
+  // An idle pooled connection that dies is dropped by the pool; the next query opens a new one.
+  pool.on('error', () => undefined);
+  return {
+    description, schema, channel: `${schema}_wake`, settledChannel: `${schema}_done`, url, pg, pool, poolSize,
+    hot: new HotConnection(pool, poolSize, isUnusableConnection),
+    listeners: new Set(), statementNames: new Map(), plainStepSql: undefined, t: tablesOf(schema),
+    translate: (e: unknown): never => {
+      throw translateError(e, description);
+    },
+  };
+}
+
+/** The pool, or ClosedError once the store is closed. */
+export function poolOf(c: PgContext): Pool {
+  if (!c.pool) throw new ClosedError('The PostgreSQL store');
+  return c.pool;
+}
+
+/** Runs `fn`, translating driver errors at this one boundary. */
+export async function run<T>(c: PgContext, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw translateError(e, c.description);
+  }
+}
+
+/**
+ * Runs a statement as a named prepared statement (parsed and planned once per connection, which
+ * halves the cost of a step write). Texts depend only on the shape of a write (which patch
+ * columns, whether it has steps), so there are few of them; past a bound, statements go unnamed.
+ */
+export async function rows(c: PgContext, db: Db, text: string, values: readonly unknown[] = []): Promise<Raw[]> {
+  return (await query(c, db, text, values)).rows;
+}
+
+export function query(c: PgContext, db: Db, text: string, values: readonly unknown[]): Promise<QueryResult<Raw>> {
+  let name = c.statementNames.get(text);
+  if (name === undefined && c.statementNames.size < MAX_NAMED_STATEMENTS) {
+    name = `stepwise_${c.statementNames.size + 1}`;
+    c.statementNames.set(text, name);
+  }
+  const config = name === undefined ? { text, values: values as unknown[] } : { name, text, values: values as unknown[] };
+  if (db !== c.pool) return db.query<Raw>(config);
+  // Through the pool, a connection whose prepared statement went stale (a migration changed a
+  // column's type) is destroyed by the pool on the error: run it again on another one.
+  const pool = db;
+  const attempt = (left: number): Promise<QueryResult<Raw>> =>
+    pool.query<Raw>(config).catch((e: unknown) => (left > 0 && isStalePlan(e) ? attempt(left - 1) : Promise.reject(e)));
+  return attempt(c.poolSize);
+}
+
+/** `fn` in one transaction on one pooled client; re-run if it loses a deadlock. */
+export async function tx<T>(c: PgContext, fn: (client: ClientBase) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await poolOf(c).connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await fn(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (e) {
+      if (isUnusableConnection(e)) broken = e as Error;
+      else await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError as Error));
+      if (attempt < TX_ATTEMPTS && (isRetryableConflict(e) || isStalePlan(e))) continue;
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  }
+}
+
+export async function migrate(c: PgContext, now: number): Promise<void> {
+  await run(c, async () => {
+    const client = await poolOf(c).connect();
+    let broken: Error | undefined;
+    try {
+      await migratePostgres(client, c.schema, now);
+    } catch (e) {
+      if (isUnusableConnection(e)) broken = e as Error;
+      throw e;
+    } finally {
+      client.release(broken);
+    }
+  });
+}
+
+export async function close(c: PgContext): Promise<void> {
+  const pool = c.pool;
+  if (!pool) return;
+  c.pool = null;
+  c.hot.close();
+  const listeners = [...c.listeners];
+  c.listeners.clear();
+  await Promise.all(listeners.map((l) => l.stop()));
+  await pool.end();
+}
+
+let pgModule: PgModule | undefined;
+export function loadPg(): PgModule {
+  if (pgModule) return pgModule;
+  try {
+    pgModule = createRequire(import.meta.url)('pg') as PgModule;
+  } catch (e) {
+    const missing = (e as { code?: unknown }).code === 'MODULE_NOT_FOUND';
+    throw new StoreUnavailableError(
+      missing
+        ? 'The PostgreSQL store needs the "pg" package, which is not installed: npm install pg'
+        : `The "pg" package failed to load: ${(e as Error).message}`,
+      { cause: e },
+    );
+  }
+  return pgModule;
+}
+
+const CONNECTION_ERRNOS = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH',
+]);
+
+/**
+ * Whether a driver error means "cannot talk to the database" (rather than a bad statement):
+ * socket errors, SQLSTATE class 08 (connection exception), 57P01-03 (server shutting down or
+ * starting), 53300 (too many connections), 28xxx (authentication), 3D000 (no such database).
+ */
+export function isConnectionError(e: unknown): boolean {
+  if (typeof e !== 'object' || e === null) return false;
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (CONNECTION_ERRNOS.has(code)) return true;
+    if (/^(08|28)/.test(code) || ['57P01', '57P02', '57P03', '53300', '3D000'].includes(code)) return true;
+  }
+  const message = (e as { message?: unknown }).message;
+  return typeof message === 'string' && /connection terminated|timeout exceeded when trying to connect|not queryable|connection error/i.test(message);
+}
+
+/**
+ * Whether a connection must not be used again: it is broken, or one of its prepared statements was
+ * planned against a column type that a migration has since changed (PostgreSQL then fails that
+ * statement on that connection every time: "cached plan must not change result type").
+ */
+export function isUnusableConnection(e: unknown): boolean {
+  return isConnectionError(e) || isStalePlan(e);
+}
+
+export function isStalePlan(e: unknown): boolean {
+  const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
+  return code === '0A000' && typeof message === 'string' && /cached plan must not change result type/.test(message);
+}
+
+export function isRetryableConflict(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+/** The one place where driver errors become Stepwise errors. */
+export function translateError(e: unknown, description: string): unknown {
+  if (e instanceof StepwiseError) return e;
+  if (isConnectionError(e)) {
+    return new StoreUnavailableError(`PostgreSQL (${description}) is unavailable: ${(e as Error).message}`, { cause: e });
+  }
+  return e;
+}
+
+/** `postgres://user@host:port/db`: the URL without password or query string. */
+export function printableUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.username ? `${u.username}@` : ''}${u.host}${u.pathname}`;
+  } catch {
+    return 'postgres://…';
+  }
+}

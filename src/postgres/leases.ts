@@ -1,0 +1,77 @@
+/**
+ * @module postgres/leases
+ * Internal: not part of the public API.
+ * Lease upkeep on PostgreSQL: a worker's heartbeat (renewing the leases it still holds), the
+ * expiry of leases whose holder stopped renewing them, and when the next task falls due.
+ */
+import { poolOf, rows, run, type PgContext } from './connection.ts';
+import { Params, assignments, heartbeatSql, nextDueSql, sqlStatuses } from './sql-text.ts';
+import type { TaskStatus } from '../lifecycle.ts';
+import type { ExpireRequest, HeartbeatRequest, HeldTask, NextRunRequest } from '../store.ts';
+
+export async function heartbeat(c: PgContext, r: HeartbeatRequest): Promise<HeldTask[]> {
+  if (!r.held.length) return [];
+  return run(c, async () => {
+    const renewed = await rows(
+      c,
+      poolOf(c),
+      heartbeatSql(c.t),
+      [r.now + r.leaseMs, r.held.map((h) => h.taskId), r.held.map((h) => h.epoch), r.workerId],
+    );
+    const byId = new Map(renewed.map((row) => [String(row.id), row]));
+    const out: HeldTask[] = [];
+    for (const h of r.held) {
+      const row = byId.get(h.taskId);
+      if (!row) continue;
+      byId.delete(h.taskId);
+      out.push({
+        taskId: h.taskId,
+        status: row.status as TaskStatus,
+        pauseRequested: row.pause_requested === true,
+        cancelReason: (row.cancel_reason as string | null) ?? null,
+      });
+    }
+    return out;
+  });
+}
+
+/** When the next task of one of the workflows falls due after `after` (see {@link nextDueSql}). */
+export async function nextRunAt(c: PgContext, r: NextRunRequest): Promise<number | null> {
+  if (!r.workflows.length) return null;
+  return run(c, async () => {
+    const [row] = await rows(c, poolOf(c), nextDueSql(c.t), [r.after, r.workflows]);
+    return row ? Number(row.run_at) : null;
+  });
+}
+
+/** One statement; tasks another transaction holds (being claimed or renewed) are skipped. */
+export async function expireLeases(c: PgContext, r: ExpireRequest): Promise<number> {
+  if (!r.from.length) return 0;
+  return run(c, async () => {
+    const p = new Params();
+    const now = p.add(r.now, 'bigint');
+    const to = p.add(r.to, 'text');
+    const sets = assignments(r.set, p);
+    const [row] = await rows(
+      c,
+      poolOf(c),
+      `WITH x AS (
+           SELECT id AS x_id, status AS x_status, epoch AS x_epoch, lease_owner AS x_owner FROM ${c.t.tasks}
+           WHERE status IN (${sqlStatuses(r.from)}) AND lease_expires_at <= ${now}
+           FOR UPDATE SKIP LOCKED
+         ), u AS (
+           UPDATE ${c.t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}, event_seq = t.event_seq + 1${sets}
+           FROM x WHERE t.id = x.x_id RETURNING t.id, t.event_seq
+         ), h AS (
+           INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+           SELECT x_id, u.event_seq, ${now}, 'transition', 'system', 'lease-expiry',
+             json_build_object('event', ${p.add(r.event, 'text')}, 'from', x_status, 'to', ${to},
+               'detail', json_build_object('reason', 'lease expired', 'previousOwner', x_owner))::text
+           FROM x JOIN u ON u.id = x.x_id
+         )
+         SELECT count(*)::int AS n FROM u`,
+      p.values,
+    );
+    return Number(row?.n ?? 0);
+  });
+}

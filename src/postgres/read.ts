@@ -1,0 +1,112 @@
+/**
+ * @module postgres/read
+ * Internal: not part of the public API.
+ * The PostgreSQL store's reads: a task by id or idempotency key, task listings, a task's journal,
+ * log entries and signals, and the log of every task in commit-safe (xid, id) order. Each is one
+ * autocommit statement on the pool.
+ */
+import { poolOf, rows, run, type PgContext } from './connection.ts';
+import { Params, sqlStatuses } from './sql-text.ts';
+import { InvalidArgumentError } from '../errors.ts';
+import { toEventRow, toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
+import type { EventRow, ListQuery, LogPage, SignalRow, StepRow, TaskRow } from '../store.ts';
+import { claimersOf, mergeLog } from '../log-entries.ts';
+
+export async function getTask(c: PgContext, id: string): Promise<TaskRow | null> {
+  return run(c, async () => {
+    const [row] = await rows(c, poolOf(c), `SELECT * FROM ${c.t.tasks} WHERE id = $1`, [id]);
+    return row ? toTaskRow(row) : null;
+  });
+}
+
+export async function findTaskByKey(c: PgContext, key: string): Promise<TaskRow | null> {
+  return run(c, async () => {
+    const [row] = await rows(c, poolOf(c), `SELECT * FROM ${c.t.tasks} WHERE idempotency_key = $1`, [key]);
+    return row ? toTaskRow(row) : null;
+  });
+}
+
+export async function listTasks(c: PgContext, q: ListQuery): Promise<TaskRow[]> {
+  return run(c, async () => {
+    const p = new Params();
+    const where: string[] = [];
+    if (q.statuses?.length) where.push(`status IN (${sqlStatuses(q.statuses)})`);
+    if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
+    if (q.before !== undefined) where.push(`id < ${p.add(q.before, 'text')}`);
+    const text = `SELECT * FROM ${c.t.tasks} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY id DESC LIMIT ${p.add(q.limit, 'integer')}`;
+    return (await rows(c, poolOf(c), text, p.values)).map(toTaskRow);
+  });
+}
+
+export async function getSteps(c: PgContext, taskId: string): Promise<StepRow[]> {
+  return run(c, async () =>
+    (await rows(c, poolOf(c), `SELECT * FROM ${c.t.steps} WHERE task_id = $1 ORDER BY seq`, [taskId])).map(toStepRow),
+  );
+}
+
+/**
+ * A task's log: its entries of their own and those its journal rows carry (a step's result), in
+ * one statement and so one snapshot: an entry a retry moves from its row to `events` is seen in
+ * exactly one of the two places. `c` rows are the claims, for the carried entries' actors.
+ */
+export async function getEvents(c: PgContext, taskId: string, after = 0, limit?: number): Promise<EventRow[]> {
+  return run(c, async () => {
+    const t = c.t;
+    const found = await rows(
+      c,
+      poolOf(c),
+      `(SELECT 'e' AS src, task_id, seq, at, type, actor_kind, actor_id, data FROM ${t.events} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3)
+       UNION ALL (SELECT 's', task_id, log_seq, 0, NULL, NULL, NULL, row_to_json(s)::text FROM ${t.steps} s WHERE task_id = $1 AND log_seq > $2 ORDER BY log_seq LIMIT $3)
+       UNION ALL SELECT 'c', task_id, seq, at, type, actor_kind, actor_id, data FROM ${t.events} WHERE task_id = $1 AND type = 'transition' AND actor_kind = 'worker'`,
+      [taskId, after, limit ?? null],
+    );
+    const own = found.filter((r) => r.src === 'e').map(toEventRow);
+    const carried = found.filter((r) => r.src === 's').map((r) => ({ step: toStepRow(JSON.parse(String(r.data)) as Record<string, unknown>), logSeq: Number(r.seq) }));
+    const claimers = carried.length
+      ? claimersOf(found.filter((r) => r.src === 'c').map((r) => ({ actorKind: String(r.actor_kind), actorId: String(r.actor_id), data: r.data === null ? null : String(r.data) })))
+      : new Map<number, string>();
+    return mergeLog(taskId, own, carried, claimers, limit);
+  });
+}
+
+/**
+ * The log of every task in (xid, id) order, only rows of transactions older than the snapshot's
+ * xmin. Identity ids are handed out when rows are inserted, not when they commit: a transaction
+ * holding id 10 may commit after one holding id 11, so "after id 11" would skip 10 for good. A
+ * transaction's xid is taken before it writes, and every transaction with an xid below the
+ * snapshot's xmin has ended (committed, its rows visible, or rolled back): no row can ever be
+ * added below that line. So a page holds everything there is up to its last (xid, id), and a
+ * later read from that cursor misses nothing. Entries of a transaction still running (or a
+ * long transaction holding xmin back) wait until it ends. The cursor is `<xid>:<id>`.
+ */
+export async function readLog(c: PgContext, after: string | null, limit: number): Promise<LogPage> {
+  let xid = '0';
+  let id = '0';
+  if (after !== null) {
+    const m = /^(\d{1,20}):(\d{1,19})$/.exec(after);
+    if (!m) throw new InvalidArgumentError(`Invalid log cursor "${after}"`);
+    [xid, id] = [m[1] as string, m[2] as string];
+  }
+  return run(c, async () => {
+    const page = await rows(
+      c,
+      poolOf(c),
+      `SELECT task_id, seq, at, type, actor_kind, actor_id, data, xid::text AS xid_text, id FROM ${c.t.events}
+         WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+         ORDER BY xid, id LIMIT $3`,
+      [xid, id, limit],
+    );
+    const last = page.at(-1);
+    return {
+      events: page.map((r) => ({ ...toEventRow(r), cursor: `${String(r.xid_text)}:${String(r.id)}` })),
+      cursor: last ? `${String(last.xid_text)}:${String(last.id)}` : after,
+    };
+  });
+}
+
+export async function getSignals(c: PgContext, taskId: string): Promise<SignalRow[]> {
+  return run(c, async () =>
+    (await rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = $1 ORDER BY id`, [taskId])).map(toSignalRow),
+  );
+}

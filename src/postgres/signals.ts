@@ -1,0 +1,46 @@
+/**
+ * @module postgres/signals
+ * Internal: not part of the public API.
+ * Sending a signal on PostgreSQL: the signal row, the task made due if it waits for that name,
+ * the `signal:received` log entry and the wake-up, in one transaction that locks the task first.
+ */
+import { rows, run, tx, type PgContext } from './connection.ts';
+import { channelOf } from './listen.ts';
+import { payload } from './wake.ts';
+import { signalReceivedEntry } from '../log-entries.ts';
+import type { SignalWrite } from '../store.ts';
+
+/**
+ * Locks the task row first (so a concurrent transition that sets `wait_events` is either seen by
+ * the wake-up UPDATE, or sees this signal: see transition.ts). A new signal bumps the task's
+ * log counter and appends its `signal:received` entry.
+ */
+export async function insertSignal(c: PgContext, s: SignalWrite): Promise<{ created: boolean } | null> {
+  // The entry's data after its signal id (known only once the row is inserted).
+  const prefix = '{"signalId":0';
+  const receivedTail = signalReceivedEntry(s.actorKind, s.actorId, { signalId: 0, name: s.name, payload: s.payload, idempotencyKey: s.idempotencyKey }).data?.slice(prefix.length);
+  return run(c, () =>
+    tx(c, async (client) => {
+      const [task] = await rows(c, client, `SELECT 1 FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [s.taskId]);
+      if (!task) return null;
+      const [row] = await rows(
+        c,
+        client,
+        `WITH ins AS (
+             INSERT INTO ${c.t.signals} (task_id, name, payload, idempotency_key, created_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (task_id, idempotency_key) DO NOTHING RETURNING id
+           ), due AS (
+             UPDATE ${c.t.tasks} SET event_seq = event_seq + 1,
+               run_at = CASE WHEN strpos(wait_events, '|' || $2 || '|') > 0 THEN $5 ELSE run_at END
+             WHERE id = $1 AND EXISTS (SELECT 1 FROM ins) RETURNING event_seq
+           ), log AS (
+             INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+             SELECT $1, due.event_seq, $5, 'signal:received', $8::text, $9::text, '{"signalId":' || ins.id::text || $10::text FROM ins, due
+           )
+           SELECT count(*)::int AS n, CASE WHEN count(*) > 0 AND $7::text IS NOT NULL THEN pg_notify($6, $7) END AS notified FROM ins`,
+        [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, channelOf(c, s.notify), payload(s.notify), s.actorKind, s.actorId, receivedTail],
+      );
+      return { created: row?.n === 1 };
+    }),
+  );
+}

@@ -1,0 +1,126 @@
+/**
+ * @module postgres/write-batch
+ * Internal: not part of the public API.
+ * The engine's group commit on PostgreSQL: a lone plain step write (the hot path: one prepared
+ * autocommit statement, on the kept connection when it is free), plain step checkpoints and
+ * end-of-run transitions as multi-row statements (see batch-sql.ts), and the rest one by one in a
+ * transaction, including the step write that consumes a signal.
+ */
+import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
+import { transition, transitionOn } from './transition.ts';
+import { channelOf } from './listen.ts';
+import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql } from './sql-text.ts';
+import { isBatchableTransition, stepBatchSql, transitionBatchSql } from './batch-sql.ts';
+import { STEP_COLUMNS, stepValues, toTaskRow } from '../rows.ts';
+import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../log-entries.ts';
+import type { StepWrite, TransitionWrite, WriteOp, WriteResult } from '../store.ts';
+
+/**
+ * Group commit: plain step checkpoints go into one multi-row statement, end-of-run transitions
+ * into another (see batch-sql.ts); each op keeps its own guard. Writes that need more (signal
+ * consumption, journal rows with a transition, an event wait) run one by one in a transaction.
+ */
+export function writeBatch(c: PgContext, ops: readonly WriteOp[]): Promise<WriteResult[]> {
+  const [only] = ops;
+  if (ops.length === 1 && only?.kind === 'step') {
+    // The hot path of a plain step: one autocommit statement, one round trip (and as few
+    // promise hops as possible: this is paid once per step of a lone run).
+    try {
+      return stepWrite(c, poolOf(c), only).then((accepted) => [accepted], c.translate);
+    } catch (e) {
+      return Promise.reject(translateError(e, c.description));
+    }
+  }
+  return writeBatchRest(c, ops);
+}
+
+/** Everything but a lone step write (see {@link writeBatch}). */
+async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<WriteResult[]> {
+  if (!ops.length) return [];
+  const [only] = ops;
+  if (ops.length === 1 && only?.kind === 'transition') return [await transition(c, only)];
+  return run(c, async () => {
+    const results: WriteResult[] = new Array<WriteResult>(ops.length).fill(null);
+    const steps: Array<{ op: StepWrite; at: number }> = [];
+    const transitions: Array<{ op: TransitionWrite; at: number }> = [];
+    const rest: Array<{ op: WriteOp; at: number }> = [];
+    const transitionTasks = new Set<string>();
+    ops.forEach((op, at) => {
+      if (op.kind === 'step' && !op.consume) steps.push({ op, at });
+      else if (op.kind === 'transition' && isBatchableTransition(op) && !transitionTasks.has(op.taskId)) {
+        transitionTasks.add(op.taskId);
+        transitions.push({ op, at });
+      } else rest.push({ op, at });
+    });
+    if (steps.length) {
+      const { text, values, keys } = stepBatchSql(c.t, steps.map((s) => s.op));
+      const accepted = new Set((await rows(c, poolOf(c), text, values)).map((r) => `${String(r.task_id)}/${Number(r.seq)}`));
+      steps.forEach((s, i) => (results[s.at] = accepted.has(keys[i] as string)));
+    }
+    if (transitions.length) {
+      const { text, values } = transitionBatchSql(c.t, transitions.map((x) => x.op), (e) => channelOf(c, e));
+      for (const row of await rows(c, poolOf(c), text, values)) {
+        const entry = transitions[Number(row.batch_ord) - 1];
+        if (entry) results[entry.at] = toTaskRow(row);
+      }
+    }
+    if (rest.length) {
+      // Row locks in task id order, as every multi-row writer takes them (see batch-sql.ts), so
+      // that two such transactions never deadlock; a stable sort keeps each task's ops in order.
+      rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : 0));
+      const out = await tx(c, async (client) => {
+        const r: WriteResult[] = [];
+        for (const { op } of rest) r.push(op.kind === 'step' ? await stepWrite(c, client, op) : await transitionOn(c, client, op));
+        return r;
+      });
+      rest.forEach((x, i) => (results[x.at] = out[i] as WriteResult));
+    }
+    return results;
+  });
+}
+
+/**
+ * The fenced journal write, one statement (see {@link plainStepSql}); one that consumes a signal
+ * also marks it, in the same statement, only if the row was accepted.
+ */
+function stepWrite(c: PgContext, db: Db, w: StepWrite): Promise<boolean> {
+  if (w.consume) return consumingStepWrite(c, db, w, w.consume);
+  // The hot path: one statement whose text never changes (prepared once per connection); the
+  // task row is locked by the fence's UPDATE, and the row count (of the log entry) says whether
+  // it was accepted.
+  const values = stepValues(w.step);
+  values.push(w.taskId, w.epoch, stepEntryAt(w.step), `step:${w.step.status}`, stepEntry('worker', '', w.step).data);
+  const text = (c.plainStepSql ??= plainStepSql(c.t));
+  const onHot = db === c.pool ? c.hot.tryRun((client) => query(c, client, text, values)) : undefined;
+  return (onHot ?? query(c, db, text, values)).then((r) => r.rowCount === 1);
+}
+
+/**
+ * A journal write that also marks the signal it consumed, only if the row was accepted; two
+ * entries (the step's, then the consumption's), actor the lease holder.
+ */
+async function consumingStepWrite(c: PgContext, db: Db, w: StepWrite, consume: NonNullable<StepWrite['consume']>): Promise<boolean> {
+  const t = c.t;
+  const p = new Params();
+  const values = stepValues(w.step).map((v, i) => p.add(v, STEP_TYPES[i] as string));
+  const task = p.add(w.taskId, 'text');
+  // The step's entry (place 1; carried by its row when it is a result), then the consumption's.
+  const carried = journalCarries(w.step);
+  const types = carried ? ['signal:consumed'] : [`step:${w.step.status}`, 'signal:consumed'];
+  const data = carried ? [signalConsumedEntry('worker', '', consume).data] : [stepEntry('worker', '', w.step).data, signalConsumedEntry('worker', '', consume).data];
+  const places = carried ? [2] : [1, 2];
+  const text = `WITH f AS (${appendFence(t, task, p.add(w.epoch, 'integer'), '2')}
+      ), ins AS (
+        INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq) SELECT ${values.join(', ')}, ${carried ? 'f.event_seq - 1' : 'NULL::integer'} FROM f
+        ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
+      ), consumed AS (
+        UPDATE ${t.signals} SET consumed_seq = ${p.add(consume.seq, 'integer')}
+        WHERE id = ${p.add(consume.signalId, 'bigint')} AND consumed_seq IS NULL AND EXISTS (SELECT 1 FROM f)
+      ), log AS (
+        INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+        SELECT ${task}, f.event_seq - 2 + e.place, ${p.add(stepEntryAt(w.step), 'bigint')}, e.type, 'worker', coalesce(f.lease_owner, 'unknown'), e.data
+        FROM f, unnest(${p.add(types, 'text[]')}, ${p.add(data, 'text[]')}, ${p.add(places, 'integer[]')}) AS e(type, data, place)
+      ) SELECT count(*)::int AS n FROM f`;
+  const [row] = await rows(c, db, text, p.values);
+  return row?.n === 1;
+}
