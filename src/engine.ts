@@ -23,7 +23,7 @@ import { toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-i
 import { toTaskEvent, type Actor, type TaskEvent } from './task-events.ts';
 import { LogTail, allEvents, taskEvents, type EventsOptions } from './event-stream.ts';
 import { notify, type Observer } from './observers.ts';
-import { planTransition, wakeFor } from './transitions.ts';
+import { planCreation, planTransition, wakeFor } from './transitions.ts';
 import { checkText } from './text-rules.ts';
 import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
@@ -280,7 +280,7 @@ export class Engine {
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: name };
     const { task, created } = await store.insertTask({
       id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, notify: wake,
-      actorKind: actor.kind, actorId: actor.id,
+      ...planCreation(actor),
     });
     if (!created) {
       if (task.workflow !== name) throw new IdempotencyConflictError(key as string, task.id, `which runs workflow "${task.workflow}", not "${name}"`);

@@ -56,6 +56,12 @@ export const LIFECYCLE_EVENTS = Object.freeze({
 export type LifecycleEvent = (typeof LIFECYCLE_EVENTS)[keyof typeof LIFECYCLE_EVENTS];
 export const ALL_EVENTS: readonly LifecycleEvent[] = Object.freeze(Object.values(LIFECYCLE_EVENTS));
 
+/**
+ * A task's creation: the status every task starts in, and the event its log records. It is not an
+ * edge of the table (there is no status before it), but it is decided here like every other status.
+ */
+export const CREATION: Readonly<{ event: 'create'; to: TaskStatus }> = Object.freeze({ event: 'create', to: 'pending' });
+
 /** The events a user may send; the rest are sent by workers. */
 export const USER_EVENTS: readonly LifecycleEvent[] = Object.freeze(['cancel', 'pause', 'resume', 'retry']);
 

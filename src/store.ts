@@ -23,7 +23,7 @@
  *   `deleteSteps` (`forgottenEntry`), one `signal:consumed` per consumed signal
  *   (`signalConsumedEntry`); a `signal:received` entry for a recorded signal
  *   (`signalReceivedEntry`, actor from the SignalWrite); and a `transition` entry for each task
- *   it creates (`create`, actor user), claims (`claim` / `reclaim`, actor the worker, with the
+ *   it claims (`claim` / `reclaim`, actor the worker, with the
  *   new epoch; a reclaim's detail names the previous owner) or moves on lease expiry (actor
  *   system `lease-expiry`). Derived step, forgotten and consumed entries take the actor of the
  *   write: the first `log` entry's, or for a StepWrite the worker holding the lease.
@@ -227,9 +227,10 @@ export interface NewTask {
   idempotencyKey: string | null;
   runAt: number;
   createdAt: number;
-  /** Who started it (the actor of the `create` entry). @defaultValue an anonymous user */
-  actorKind?: ActorKind;
-  actorId?: string;
+  /** The status it starts in (the lifecycle's `CREATION`). */
+  status: TaskStatus;
+  /** The log entry of its creation (seq 1), written with the row. */
+  log: NewEvent;
   /** Announced to other processes if the task was created. */
   notify?: WakeEvent;
 }

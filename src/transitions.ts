@@ -6,9 +6,9 @@
  * and returns the guarded write for the store, which re-checks the source status atomically and
  * appends its log entries in the same transaction.
  */
-import { isFinished, transition, type LifecycleEvent, type LifecycleState, type Transition } from './lifecycle.ts';
+import { CREATION, isFinished, transition, type LifecycleEvent, type LifecycleState, type TaskStatus, type Transition } from './lifecycle.ts';
 import { transitionEntry } from './log-entries.ts';
-import type { ActorKind, StepRow, TaskPatch, TransitionWrite, WakeEvent, WriteGuard } from './store.ts';
+import type { ActorKind, NewEvent, StepRow, TaskPatch, TransitionWrite, WakeEvent, WriteGuard } from './store.ts';
 
 export interface TransitionInput {
   taskId: string;
@@ -26,6 +26,11 @@ export interface TransitionInput {
   consume?: readonly { signalId: number; seq: number }[];
   /** Computes the cross-process announcement of this transition from its edge. */
   notify?: (edge: Transition) => WakeEvent | undefined;
+}
+
+/** The status a new task gets and the log entry of its creation, by `actor`. */
+export function planCreation(actor: { kind: ActorKind; id: string }): { status: TaskStatus; log: NewEvent } {
+  return { status: CREATION.to, log: transitionEntry(actor.kind, actor.id, { event: CREATION.event, from: null, to: CREATION.to }) };
 }
 
 /** The lifecycle edge plus the store write that performs it. */

@@ -14,6 +14,7 @@ import { PostgresStore } from '../src/postgres/store.ts';
 import { postgresMigrations, sqliteMigrations, type Migration } from '../src/generated/sql.ts';
 import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
 import { isStepwiseError } from '../src/errors.ts';
+import { planCreation } from '../src/transitions.ts';
 import type { ClaimRequest, ClaimedTask, EventRow, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
 import { transitionEntry } from '../src/log-entries.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
@@ -173,7 +174,10 @@ function namespace() {
 type Namespace = ReturnType<typeof namespace>;
 
 function newTask(ns: Namespace, over: Partial<NewTask> = {}): NewTask {
-  return { id: ns.id(), workflow: ns.wf(), workflowVersion: 'v1', input: '{"n":1}', idempotencyKey: null, runAt: T0, createdAt: T0, ...over };
+  return {
+    id: ns.id(), workflow: ns.wf(), workflowVersion: 'v1', input: '{"n":1}', idempotencyKey: null, runAt: T0, createdAt: T0,
+    ...planCreation({ kind: 'user', id: 'anonymous' }), ...over,
+  };
 }
 
 function claimRequest(ns: Namespace, over: Partial<ClaimRequest> = {}): ClaimRequest {
@@ -798,7 +802,7 @@ for (const backend of backends) {
         (await s.getEvents(taskId)).map((e) => ({ seq: e.seq, type: e.type, actor: `${e.actorKind}:${e.actorId}`, at: e.at, data: e.data === null ? null : (JSON.parse(e.data) as Record<string, unknown>) }));
 
       it('every kind of write appends its entries, numbered 1, 2, 3… per task, with the actor that caused it', async () => {
-        const { task } = await store.insertTask(newTask(ns, { actorKind: 'user', actorId: 'alice' }));
+        const { task } = await store.insertTask(newTask(ns, planCreation({ kind: 'user', id: 'alice' })));
         const other = (await store.insertTask(newTask(ns))).task;
         const [claimed] = await store.claim(claimRequest(ns, { workerId: 'w1', limit: 1 }));
         expect(claimed?.task.id).toBe(task.id);

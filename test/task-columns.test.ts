@@ -7,6 +7,7 @@ import { SqliteStore } from '../src/sqlite/store.ts';
 import { hasPostgres, sql } from './support/postgres.ts';
 import { schemasOfThisFile, tempDir, tempDbUrl } from './support/engine.ts';
 import { openStore } from '../src/index.ts';
+import { planCreation } from '../src/transitions.ts';
 
 /** Columns a schema has that are the store's own business, not fields of a task row. */
 const STORE_ONLY = new Set(['no', 'event_seq']);
@@ -45,7 +46,7 @@ describe('the task-column table', () => {
     const store = await openStore(tempDbUrl());
     try {
       await store.migrate();
-      const { task } = await store.insertTask({ id: 't-cols', workflow: 'w', workflowVersion: '1', input: '{"a":1}', idempotencyKey: 'k', runAt: 5, createdAt: 5 });
+      const { task } = await store.insertTask({ id: 't-cols', workflow: 'w', workflowVersion: '1', input: '{"a":1}', idempotencyKey: 'k', runAt: 5, createdAt: 5, ...planCreation({ kind: 'user', id: 'u' }) });
       for (const c of TASK_COLUMNS) expect(task, c.field).toHaveProperty(c.field);
       expect(task).toMatchObject({ id: 't-cols', input: '{"a":1}', idempotencyKey: 'k', runAt: 5, epoch: 0, pauseRequested: false, waitEvents: null });
       const full = { output: '1', error: null, runAt: 7, pauseRequested: true, wait: '{}', waitEvents: ['a', 'b'], cancelReason: 'r', finishedAt: 9 };

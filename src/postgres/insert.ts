@@ -9,11 +9,10 @@ import { findTaskByKey } from './read.ts';
 import { channelOf } from './listen.ts';
 import { payload } from './wake.ts';
 import { toTaskRow } from '../rows.ts';
-import { transitionEntry } from '../log-entries.ts';
 import type { NewTask, TaskRow } from '../store.ts';
 
 export async function insertTask(c: PgContext, task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
-  const created = transitionEntry(task.actorKind ?? 'user', task.actorId ?? 'anonymous', { event: 'create', from: null, to: 'pending' });
+  const created = task.log;
   return run(c, async () => {
     // One statement: the task and its 'create' log entry (seq 1), or nothing if the key exists. A
     // concurrent insert of the same key makes ON CONFLICT wait for it, so the re-select sees it;
@@ -24,7 +23,7 @@ export async function insertTask(c: PgContext, task: NewTask): Promise<{ task: T
         poolOf(c),
         `WITH ins AS (
              INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq)
-             VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $7, 1)
+             VALUES ($1, $2, $3, $14, $4, $5, $6, $7, $7, 1)
              ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
            ), h AS (
              INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
@@ -33,7 +32,7 @@ export async function insertTask(c: PgContext, task: NewTask): Promise<{ task: T
            SELECT ins.*, CASE WHEN $9::text IS NOT NULL THEN pg_notify($8, $9) END AS notified FROM ins`,
         [
           task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, channelOf(c, task.notify), payload(task.notify),
-          created.type, created.actorKind, created.actorId, created.data,
+          created.type, created.actorKind, created.actorId, created.data, task.status,
         ],
       );
       if (row) return { task: toTaskRow(row), created: true };

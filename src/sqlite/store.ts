@@ -202,12 +202,11 @@ export class SqliteStore implements Store {
     return this.#tx(() => {
       const row = this.#stmt(
         `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
-         VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
-      ).get(task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt) as Raw | undefined;
+      ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt) as Raw | undefined;
       if (row) {
-        const entry = transitionEntry(task.actorKind ?? 'user', task.actorId ?? 'anonymous', { event: 'create', from: null, to: 'pending' });
-        this.#append(Number(row.no), task.createdAt, [entry]);
+        this.#append(Number(row.no), task.createdAt, [task.log]);
         return { task: toTaskRow(row), created: true };
       }
       return { task: this.#byKey(task.idempotencyKey as string) as TaskRow, created: false };
