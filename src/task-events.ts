@@ -7,7 +7,7 @@
  */
 import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import type { SerializedError } from './serialize.ts';
-import type { ActorKind, EventRow, StepKind, StepStatus } from './store.ts';
+import type { ActorKind, EventRow, StepRow } from './store.ts';
 
 /** Who caused an event: a person or API client, a worker process, or the engine itself. */
 export interface Actor {
@@ -23,26 +23,14 @@ interface EventBase {
   actor: Actor;
 }
 
-/** A journal row as recorded by a step event (the row's state after the write). */
-export interface StepRecord {
-  /** Position in call order. */
-  seq: number;
-  /** Step id: name, `#n` from the second occurrence on. */
-  name: string;
-  kind: StepKind;
-  status: StepStatus;
+/**
+ * A journal row as recorded by a step event (the row's state after the write): the journal's
+ * columns, with the output and error decoded.
+ */
+export type StepRecord = Omit<StepRow, 'taskId' | 'output' | 'error'> & {
   output: unknown;
   error: SerializedError | null;
-  attempts: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-  wakeAt: number | null;
-  epoch: number;
-  /** Order in which the code received results (replay keeps it); null while not handed over. */
-  done: number | null;
-  /** The `done` of the last result the code had received when it made the call. */
-  calledAfter: number | null;
-}
+};
 
 /** A status change (or a pause request, or a claim) through the lifecycle table. */
 export interface TransitionEvent extends EventBase {
