@@ -16,7 +16,7 @@ export async function insertTask(c: PgContext, task: NewTask): Promise<{ task: T
   return run(c, async () => {
     // One statement: the task and its 'create' log entry (seq 1), or nothing if the key exists. A
     // concurrent insert of the same key makes ON CONFLICT wait for it, so the re-select sees it;
-    // the loop covers the (retention) case where the existing task vanished in between.
+    // the loop covers the case where the existing task was deleted in between.
     for (let attempt = 1; ; attempt++) {
       const [row] = await rows(
         c,
