@@ -5,7 +5,7 @@
 // effect row was written twice, and no write from a fenced-off worker was accepted.
 import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { Engine } from '../src/index.ts';
+import { Engine, rebuildTask } from '../src/index.ts';
 import { chaos, createChaosTables } from './fixtures/chaos-workflows.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
 import { spawnCli, type SpawnedWorker } from './support/processes.ts';
@@ -79,6 +79,17 @@ describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
       const chaosSeconds = (Date.now() - started) / 1000;
       await sleep(LEASE_MS + 1500); // every frozen worker has thawed
       for (const [n, id] of ids.entries()) expect(await engine.result(id, { timeout: '3m' })).toBe(4 * n);
+
+      // Each task's log, written by workers that were killed and frozen at random, alone rebuilds
+      // its status, output and journal, with seqs 1, 2, 3… and no gap.
+      for (const id of ids) {
+        const info = await engine.get(id);
+        const rebuilt = rebuildTask(info.history);
+        expect(info.history.map((e) => e.seq), id).toEqual(info.history.map((_, i) => i + 1));
+        expect(rebuilt.status, id).toBe('succeeded');
+        expect(rebuilt.output, id).toEqual(info.status === 'succeeded' ? info.output : undefined);
+        expect(rebuilt.steps.map((st) => [st.seq, st.name, st.status, st.epoch, st.output]), id).toEqual(info.steps.map((st) => [st.seq, st.name, st.status, st.epoch, st.output]));
+      }
 
       // Every task succeeded with four completed steps.
       const tasks = await client.query<{ id: string; status: string; runs: number }>(`SELECT id, status, runs FROM "${schema}".tasks`);

@@ -1,7 +1,7 @@
 // Durability proven by killing real worker processes (SIGKILL), not by mocks.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { Engine } from '../src/index.ts';
+import { Engine, rebuildTask } from '../src/index.ts';
 import { pipeline } from './fixtures/crash-workflows.ts';
 import { eventually, tempDir, transitionsOf } from './support/engine.ts';
 import { readLog, spawnCli } from './support/processes.ts';
@@ -37,6 +37,13 @@ describe('crash recovery on SQLite (real processes)', () => {
       expect(new Set(starts.map((l) => l.key))).toEqual(new Set([`v1:${id}:slow-write#1`]));
 
       const info = await engine.get(id);
+      // The log alone rebuilds the task across the crash: status, output, and the journal as both
+      // workers wrote it (each step with the epoch of the run that recorded it).
+      const rebuilt = rebuildTask(info.history);
+      expect(rebuilt.status).toBe(info.status);
+      expect(rebuilt.output).toEqual(info.status === 'succeeded' ? info.output : undefined);
+      expect(rebuilt.steps.map((s) => [s.seq, s.name, s.status, s.epoch, s.attempts, s.output])).toEqual(info.steps.map((s) => [s.seq, s.name, s.status, s.epoch, s.attempts, s.output]));
+      expect(info.history.map((e) => e.seq)).toEqual(info.history.map((_, i) => i + 1));
       expect(info.status).toBe('succeeded');
       expect(info.runs).toBe(2);
       expect(transitionsOf(info).map((h) => `${h.event}:${h.from}->${h.to}`)).toEqual([
