@@ -9,7 +9,7 @@
 import { systemClock, type Clock } from './clock.ts';
 import { toMs, type Duration } from './duration.ts';
 import {
-  ClosedError, ConcurrentUpdateError, ERROR_CODES, IdempotencyConflictError, IllegalTransitionError, InvalidArgumentError,
+  ClosedError, ConcurrentUpdateError, ConflictError, ERROR_CODES, IdempotencyConflictError, IllegalTransitionError, InvalidArgumentError,
   InvalidInputError, NotSerializableError, TaskCancelledError, TaskFailedError, TaskNotFoundError, TimeoutError,
   WorkflowNotFoundError, coerceError, isStepwiseError,
 } from './errors.ts';
@@ -17,7 +17,7 @@ import { newId } from './ids.ts';
 import { ALL_STATUSES, isFinished, isTaskStatus, userEvents, type LifecycleEvent, type TaskStatus } from './lifecycle.ts';
 import { LocalBus } from './local-bus.ts';
 import { decodeError, decodeJson, deserializeError, encodeJson, type SerializedError } from './serialize.ts';
-import type { StepRow, Store, TaskPatch, TaskRow, WakeEvent } from './store.ts';
+import type { SignalRow, StepRow, Store, TaskPatch, TaskRow, WakeEvent } from './store.ts';
 import { DEFAULT_STORE_URL, openStore, type StoreOptions } from './store-url.ts';
 import { toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
 import { toTaskEvent, type Actor, type TaskEvent } from './task-events.ts';
@@ -46,6 +46,28 @@ export interface EngineOptions extends StoreOptions {
   observers?: readonly Observer[];
   /** Size limits on inputs, outputs and signal payloads (defaults: 16 MiB, 16 MiB, 1 MiB). */
   limits?: Limits;
+}
+
+export interface SignalOptions extends CommandOptions {
+  /** Sending the same signal again with the same key records it once and returns the first answer. */
+  idempotencyKey?: string;
+  /**
+   * Refuse the signal (CONFLICT, naming what the task waits for) unless the task is parked waiting
+   * for an event of this name, or running (its code may be waiting for it right now). Catches a
+   * typo such as "aprove" instead of queueing a signal nothing will ever receive.
+   */
+  requireWaiting?: boolean;
+}
+
+export interface SignalResult {
+  /** `false` when the key was used before: nothing new was recorded. */
+  created: boolean;
+  /**
+   * `waiting`: the task was parked waiting for it, and is now due; `queued`: kept until a wait for
+   * its name receives it (a running task's code may be waiting for it now); `consumed`: (a repeat)
+   * the first send was already received.
+   */
+  delivered: 'waiting' | 'queued' | 'consumed';
 }
 
 /** Who asks: a name (taken as a user) or an {@link Actor}. Recorded in the task's event log. */
@@ -436,7 +458,7 @@ export class Engine {
    * waits are kept. With an idempotency key, a repeated send is recorded once.
    * @returns whether this call recorded a new event (false for a repeated key)
    */
-  async signal(id: string, name: string, payload?: unknown, options: CommandOptions & { idempotencyKey?: string } = {}): Promise<{ created: boolean }> {
+  async signal(id: string, name: string, payload?: unknown, options: SignalOptions = {}): Promise<SignalResult> {
     const store = await this.ready();
     const actor = actorOf(options.by);
     if (typeof name !== 'string' || !/^[^|]{1,200}$/.test(name)) throw new InvalidArgumentError('A signal needs a name of 1-200 characters without "|".');
@@ -454,15 +476,44 @@ export class Engine {
     }
     checkSize(encoded, this.limits.payloadBytes, () => `The payload of signal "${name}"`, 'payloadBytes');
     const task = await this.#row(store, id);
+    // A signal sent again with its key gets the first answer, also after the task finished; the
+    // same key with another payload is a conflict the sender must hear of.
+    const repeat = key === undefined ? undefined : await this.#signalByKey(store, id, key);
+    if (repeat) return this.#repeated(id, name, encoded, key as string, repeat);
     if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', userEvents(task), id);
+    const awaited = task.status === 'waiting' ? (task.waitEvents ?? []) : null;
+    if (options.requireWaiting && task.status !== 'running' && !awaited?.includes(name)) {
+      throw new ConflictError(
+        `Task ${id} is not waiting for "${name}": ${awaited?.length ? `it waits for ${awaited.map((n) => `"${n}"`).join(', ')}` : `it is ${task.status} and waits for no event`}. Nothing was sent.`,
+        { recorded: { status: task.status, waitingFor: awaited ?? [] } },
+      );
+    }
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
     const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: key ?? null, at: this.clock.now(), actorKind: actor.kind, actorId: actor.id, notify: wake });
     if (!res) throw new TaskNotFoundError(id);
-    if (res.created) {
-      this.#deliver(wake);
-      this.#appended(id);
+    if (!res.created) {
+      // Another call with the same key won the race: its signal is the answer.
+      const first = await this.#signalByKey(store, id, key as string);
+      if (first) return this.#repeated(id, name, encoded, key as string, first);
     }
-    return res;
+    this.#deliver(wake);
+    this.#appended(id);
+    return { created: true, delivered: awaited?.includes(name) ? 'waiting' : 'queued' };
+  }
+
+  async #signalByKey(store: Store, id: string, key: string): Promise<SignalRow | undefined> {
+    return (await store.getSignals(id)).find((s) => s.idempotencyKey === key);
+  }
+
+  /** The answer to a signal sent again with the key of `first`. */
+  #repeated(id: string, name: string, payload: string | null, key: string, first: SignalRow): SignalResult {
+    if (first.name !== name || !jsonEqual(decodeJson(first.payload), decodeJson(payload))) {
+      throw new ConflictError(
+        `Signal key "${key}" of task ${id} was used for signal "${first.name}" with another payload: a repeated send must be the same signal. Use a new key for a new signal.`,
+        { recorded: { name: first.name, payload: decodeJson(first.payload) } },
+      );
+    }
+    return { created: false, delivered: first.consumedSeq === null ? 'queued' : 'consumed' };
   }
 
   /**

@@ -152,8 +152,10 @@ describe('engine commands', () => {
     });
     const engine = makeEngine({ workflows: [wf] });
     const { id } = await engine.start('approval-ish');
-    expect(await engine.signal(id, 'early', { ok: true }, { idempotencyKey: 'e1' })).toEqual({ created: true });
-    expect(await engine.signal(id, 'early', { ok: false }, { idempotencyKey: 'e1' })).toEqual({ created: false });
+    expect(await engine.signal(id, 'early', { ok: true }, { idempotencyKey: 'e1' })).toEqual({ created: true, delivered: 'queued' });
+    expect(await engine.signal(id, 'early', { ok: true }, { idempotencyKey: 'e1' })).toEqual({ created: false, delivered: 'queued' });
+    // The same key with another payload is not the same signal: the sender is told.
+    await expect(engine.signal(id, 'early', { ok: false }, { idempotencyKey: 'e1' })).rejects.toMatchObject({ code: 'CONFLICT', recorded: { name: 'early', payload: { ok: true } } });
     await startWorker(engine);
     await waitForStatus(engine, id, 'waiting');
     expect((await engine.explain(id)).summary).toMatch(/Waiting for event "late"/);
@@ -163,6 +165,26 @@ describe('engine commands', () => {
       second: { timedOut: false, name: 'late', payload: 'hello' },
     });
     await expect(engine.signal(id, 'late', 'again')).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
+    // A signal accepted with a key keeps its answer after the task finished.
+    expect(await engine.signal(id, 'early', { ok: true }, { idempotencyKey: 'e1' })).toEqual({ created: false, delivered: 'consumed' });
+  });
+
+  it('says whether a signal reached a waiting task or was queued, and refuses one nothing waits for when asked to', async () => {
+    const wf = workflow('decide', async (ctx) => ctx.waitForEvent<string>(['approve', 'reject']));
+    const engine = makeEngine({ workflows: [wf] });
+    const { id } = await engine.start(wf, undefined);
+    // Pending: nothing waits yet, so a strict sender is refused and a plain one is queued.
+    await expect(engine.signal(id, 'approve', 'x', { requireWaiting: true })).rejects.toMatchObject({ code: 'CONFLICT' });
+    await startWorker(engine);
+    await waitForStatus(engine, id, 'waiting');
+    const typo = await engine.signal(id, 'aprove', 'yes', { requireWaiting: true }).catch((e: unknown) => e);
+    expect(typo).toMatchObject({ code: 'CONFLICT', recorded: { status: 'waiting', waitingFor: ['approve', 'reject'] } });
+    expect((typo as Error).message).toContain('it waits for "approve", "reject"');
+    expect((await engine.get(id)).history.some((e) => e.type === 'signal:received')).toBe(false);
+    expect(await engine.signal(id, 'approve', 'yes', { requireWaiting: true, by: 'editor' })).toEqual({ created: true, delivered: 'waiting' });
+    expect(await engine.result(id)).toEqual({ timedOut: false, name: 'approve', payload: 'yes' });
+    const received = (await engine.get(id)).history.find((e) => e.type === 'signal:received');
+    expect(received).toMatchObject({ name: 'approve', actor: { kind: 'user', id: 'editor' } });
   });
 
   it('result() rejects with a timeout error when asked to wait less than the task takes', async () => {

@@ -253,8 +253,11 @@ export async function signal(ctx: CommandContext): Promise<void> {
   const data = parseJson(str(ctx.options, 'data'), '--data');
   const key = keyOption(ctx);
   await withEngine(ctx, async (engine) => {
-    const res = await engine.signal(id, name, data, { ...by(ctx), ...(key !== undefined ? { idempotencyKey: key } : {}) });
-    ctx.out(ctx.json ? JSON.stringify(res) : res.created ? `Sent "${name}" to ${id}` : `Already sent (key ${key})`);
+    const res = await engine.signal(id, name, data, {
+      ...by(ctx), ...(key !== undefined ? { idempotencyKey: key } : {}), ...(ctx.options['require-waiting'] === true ? { requireWaiting: true } : {}),
+    });
+    const where = res.delivered === 'waiting' ? 'the task was waiting for it' : res.delivered === 'consumed' ? 'already received' : 'queued until a wait receives it';
+    ctx.out(ctx.json ? JSON.stringify(res) : res.created ? `Sent "${name}" to ${id} (${where})` : `Already sent (key ${key}; ${where})`);
   });
 }
 

@@ -26,8 +26,9 @@ Commands:
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
   retry <id>                 run a failed task again from the failed step
   pause <id> | resume <id>   pause at the next step boundary / continue
-  signal <id> <name> [--data JSON|@file|-] [--key K]
-                             send an event to ctx.waitForEvent(name)
+  signal <id> <name> [--data JSON|@file|-] [--key K] [--require-waiting]
+                             send an event to ctx.waitForEvent(name); --require-waiting refuses
+                             it unless the task waits for that name (catches typos)
   migrate                    create or upgrade the schema and exit
   version                    print the version
 
@@ -84,6 +85,7 @@ async function main(argv: string[]): Promise<number> {
         'worker-id': { type: 'string' },
         quiet: { type: 'boolean' },
         as: { type: 'string' },
+        'require-waiting': { type: 'boolean' },
       },
     });
   } catch (e) {
