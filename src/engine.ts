@@ -314,11 +314,15 @@ export class Engine {
     return new TaskHandle(this, { id: task.id, workflow: name, status: task.status, created });
   }
 
-  /** The task with its steps (journal) and history (timeline). */
-  async get(id: string): Promise<TaskInfo> {
+  /** The task with its steps (journal) and history (event log); `{ steps: false, history: false }` reads only the task row. */
+  async get(id: string, options: { steps?: boolean; history?: boolean } = {}): Promise<TaskInfo> {
     const store = await this.ready();
     const row = await this.#row(store, id);
-    const [steps, history] = await Promise.all([store.getSteps(id), store.getEvents(id)]);
+    // A poller that needs only the status and progress skips the journal and the log (`steps: false`).
+    const [steps, history] = await Promise.all([
+      options.steps === false ? [] : store.getSteps(id),
+      options.history === false ? [] : store.getEvents(id),
+    ]);
     return { ...toSummary(row), steps: steps.map(toStepInfo), history: history.map(toTaskEvent) };
   }
 
@@ -762,7 +766,8 @@ function retryPoint(task: TaskRow, journal: readonly StepRow[]): StepRow | undef
  * count as consequences (they are forgotten, as before).
  */
 function ranAlongside(s: StepRow, failure: StepRow): boolean {
-  return s.calledAfter !== null && failure.done !== null && s.calledAfter < failure.done;
+  // A sibling that failed too is not kept: kept, its recorded failure would fail the retry at once.
+  return s.status !== 'failed' && s.calledAfter !== null && failure.done !== null && s.calledAfter < failure.done;
 }
 
 /** The step whose failure failed the task: a StepFailedError in the error or its causes. */

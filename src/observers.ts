@@ -3,7 +3,7 @@
  * The one seam for everything that watches work: logs, metrics, traces, token accounting and live
  * dashboards are observers given to `new Engine({ observers })`. An observer has hooks around each
  * run of a task and each step attempt (start, end, error, with the attempt's context), and
- * `onEvent` for every entry this process appends to a task's event log, in log order.
+ * `onEvent` for the log entries of the tasks this process writes to, in log order.
  *
  * Hooks are called synchronously where the work happens and must be quick; a hook that throws (or
  * returns a promise that rejects) never fails the engine's work: it is reported as a process
@@ -46,7 +46,12 @@ export interface Observer {
   onStepEnd?(attempt: AttemptInfo & { durationMs: number }): unknown;
   /** The attempt failed; `retrying` says whether another attempt follows (after `delayMs`). */
   onStepError?(attempt: AttemptInfo & { error: Error; retrying: boolean; delayMs: number | null }): unknown;
-  /** Every entry this process appended to a task's log, once, in `seq` order per task. */
+  /**
+   * The log entries of every task this process writes to, once each, in `seq` order per task:
+   * from the first entry this process appends to a task, its whole log as it grows (entries other
+   * processes append to that task included). To count work across a fleet, count each entry's
+   * `actor` rather than summing every process's `onEvent`.
+   */
   onEvent?(event: TaskEvent): unknown;
   /** The worker itself met a problem (a claim or heartbeat failed); it keeps going. */
   onWorkerError?(e: { workerId: string; error: Error; during: string }): unknown;

@@ -62,6 +62,8 @@ export interface TaskRow {
   createdAt: number;
   updatedAt: number;
   finishedAt: number | null;
+  /** The last progress a running step reported (JSON), or null. */
+  progress: string | null;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';
@@ -382,6 +384,12 @@ export interface Store {
    * that a lone run's checkpoint costs no promise round of its own. Same results, same errors.
    */
   writeBatchNow?(ops: readonly WriteOp[]): WriteResult[];
+
+  /**
+   * Records the progress a run reports (JSON text), only while the task is leased at `epoch`; no
+   * log entry, no status change. Returns whether it was written.
+   */
+  setProgress(taskId: string, epoch: number, progress: string): Promise<boolean>;
 
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
   heartbeat(request: HeartbeatRequest): Promise<HeldTask[]>;

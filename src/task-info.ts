@@ -36,6 +36,8 @@ interface TaskSummaryBase {
   wait: Record<string, unknown> | null;
   pauseRequested: boolean;
   cancelReason: string | null;
+  /** What a running step last reported (`step.progress()`), with the step's id and when. */
+  progress: { done?: number; total?: number; note?: string; step: string | null; at: number } | null;
 }
 
 export type TaskSummary =
@@ -84,6 +86,7 @@ export function toSummary(row: TaskRow): TaskSummary {
     wait: row.wait ? (JSON.parse(row.wait) as Record<string, unknown>) : null,
     pauseRequested: row.pauseRequested,
     cancelReason: row.cancelReason,
+    progress: row.progress ? (JSON.parse(row.progress) as TaskSummaryBase['progress']) : null,
   };
   if (row.status === 'succeeded') return { ...base, status: 'succeeded', output: decodeJson(row.output) };
   if (row.status === 'failed') {

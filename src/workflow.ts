@@ -10,6 +10,13 @@ import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
 
+/** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
+export interface Progress {
+  done?: number;
+  total?: number;
+  note?: string;
+}
+
 /** What a step function receives. */
 export interface StepContext {
   /** Fires when the task is cancelled, the step times out, the worker stops or loses its lease. */
@@ -31,6 +38,11 @@ export interface StepContext {
    * system that can refuse writes from a stale owner (a zombie worker whose lease expired).
    */
   readonly epoch: number;
+  /**
+   * Reports progress (`{ done, total, note }`): stored on the task for `show`, `ls` and
+   * `engine.get()`, at most about once a second, without a journal row.
+   */
+  readonly progress: (progress: Progress) => void;
 }
 
 export interface StepOptions {
@@ -73,6 +85,8 @@ export interface WorkflowContext {
    * if (decision.timedOut || decision.name === 'reject') return { published: false };
    */
   waitForEvent<T = unknown>(name: string | readonly string[], options?: WaitForEventOptions): Promise<EventResult<T>>;
+  /** Reports progress between steps (see {@link StepContext.progress}). */
+  progress(progress: Progress): void;
 }
 
 /**

@@ -126,6 +126,26 @@ describe(`the task event log (${TEST_STORE})`, () => {
     expect(moves).toEqual(['create:pending:user', 'claim:running:worker', 'cancel:cancelling:user', 'abort:cancelled:worker']);
   });
 
+  it('retries a task again and again although its errors cut an emoji in half (the log still reads back)', async () => {
+    let attempts = 0;
+    const wf = workflow('half-emoji', async (ctx) => ctx.step('s', () => {
+      attempts++;
+      if (attempts < 3) throw new NonRetryableError(`bad ${'🚀'.slice(0, 1)} cut`);
+      return 'ok';
+    }));
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await waitForStatus(engine, id, 'failed');
+    await engine.retry(id);
+    await waitForStatus(engine, id, 'failed');
+    await engine.retry(id);
+    expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
+    const info = await engine.get(id);
+    expectGapless(info.history);
+    expectRebuilt(info);
+  });
+
   it('refuses a malformed actor with a typed error and leaves the task alone', async () => {
     const wf = workflow('noop', async () => 1);
     const engine = makeEngine({ workflows: [wf] });
@@ -316,5 +336,57 @@ describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, ()
       await runner.close();
       await sender.close();
     }
+  });
+});
+
+describe(`progress reports (${TEST_STORE})`, () => {
+  it('stores what a long step reports for show, ls and get, coalesced to a few writes and no journal rows', async () => {
+    const release = gate();
+    let writes = 0;
+    const wf = workflow('batch-of-docs', async (ctx) => {
+      ctx.progress({ note: 'starting' });
+      return ctx.step('summarise', async ({ progress }) => {
+        for (let i = 1; i <= 200; i++) progress({ done: i, total: 200, note: 'documents' });
+        await release.promise;
+        return 'done';
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const store = await engine.ready();
+    const original = store.setProgress.bind(store);
+    store.setProgress = (...args) => {
+      writes++;
+      return original(...args);
+    };
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    // The last report reaches the task, however many came in between.
+    await eventually(async () => (await engine.get(id, { steps: false, history: false })).progress?.done === 200, 10_000, 'the last report');
+    const t = await engine.get(id, { steps: false, history: false });
+    expect(t.progress).toMatchObject({ done: 200, total: 200, note: 'documents', step: 'summarise', at: expect.any(Number) });
+    expect(t.steps).toEqual([]);
+    expect(t.history).toEqual([]);
+    expect(writes).toBeLessThanOrEqual(4); // 201 reports: one write, then one a second at most
+    const listed = (await engine.list()).tasks.find((x) => x.id === id);
+    expect(listed?.progress?.done).toBe(200);
+    release.open();
+    expect(await engine.result(id)).toBe('done');
+    const info = await engine.get(id);
+    expect(info.steps).toHaveLength(1); // reports wrote no journal rows
+  });
+
+  it('refuses a malformed progress report with a clear error to the step', async () => {
+    const wf = workflow('bad-progress', async (ctx) => ctx.step('s', ({ progress }) => {
+      try {
+        progress({ done: -1 });
+        return 'accepted';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    }));
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    expect(await engine.result(id)).toMatch(/done must be a number ≥ 0/);
   });
 });

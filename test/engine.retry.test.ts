@@ -193,4 +193,29 @@ describe('step retries', () => {
     expect(await engine.result(id, { timeout: '10s' })).toEqual(['A', 'B']);
     expect(effects.sort()).toEqual(['a', 'a', 'b']); // b ran once, a twice
   });
+
+  it('re-runs every failed branch on retry, keeping only the ones that completed', async () => {
+    let broken = true;
+    const runs: string[] = [];
+    const wf = workflow('two-broken', async (ctx) => {
+      const results = await Promise.allSettled(['a', 'b', 'c'].map((name) =>
+        ctx.step(name, () => {
+          runs.push(name);
+          if (broken && name !== 'c') throw new NonRetryableError(`${name} is broken`);
+          return name.toUpperCase();
+        }),
+      ));
+      const failed = results.find((r) => r.status === 'rejected');
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+      return results.map((r) => (r.status === 'fulfilled' ? r.value : null));
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await waitForStatus(engine, id, 'failed');
+    broken = false;
+    await engine.retry(id);
+    expect(await engine.result(id, { timeout: '10s' })).toEqual(['A', 'B', 'C']);
+    expect(runs.sort()).toEqual(['a', 'a', 'b', 'b', 'c']); // c completed beside them: kept, not re-run
+  });
 });

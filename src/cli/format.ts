@@ -36,9 +36,17 @@ export function table(header: string[], rows: string[][]): string {
 export function taskTable(tasks: TaskSummary[]): string {
   if (!tasks.length) return dim('(no tasks)');
   return table(
-    ['ID', 'WORKFLOW', 'STATUS', 'RUNS', 'CREATED', 'UPDATED'],
-    tasks.map((t) => [t.id, `${t.workflow}@${t.workflowVersion}`, colorStatus(t.status), String(t.runs), time(t.createdAt), time(t.updatedAt)]),
+    ['ID', 'WORKFLOW', 'STATUS', 'RUNS', 'CREATED', 'UPDATED', 'PROGRESS'],
+    tasks.map((t) => [t.id, `${t.workflow}@${t.workflowVersion}`, colorStatus(t.status), String(t.runs), time(t.createdAt), time(t.updatedAt), progressText(t)]),
   );
+}
+
+/** `12/40 fetching pages (crawl)`, or empty: what a running step last reported. */
+export function progressText(t: TaskSummary): string {
+  const p = t.progress;
+  if (!p || t.status === 'succeeded') return '';
+  const count = p.done !== undefined ? (p.total !== undefined ? `${p.done}/${p.total}` : String(p.done)) : '';
+  return [count, p.note, p.step ? dim(`(${p.step})`) : ''].filter(Boolean).join(' ');
 }
 
 function stepRow(s: StepInfo): string[] {
@@ -94,6 +102,7 @@ export function taskDetail(t: TaskInfo): string {
   if (t.wait) out.push(`  waiting    ${JSON.stringify(t.wait)}`);
   if (t.pauseRequested) out.push(`  ${yellow('pause requested')}`);
   if (t.cancelReason) out.push(`  cancel     ${t.cancelReason}`);
+  if (progressText(t)) out.push(`  progress   ${progressText(t)}${t.progress ? dim(` at ${time(t.progress.at)}`) : ''}`);
   out.push(`  input      ${truncate(JSON.stringify(t.input) ?? 'undefined')}`);
   if (t.status === 'succeeded') out.push(`  output     ${truncate(JSON.stringify(t.output) ?? 'undefined')}`);
   if (t.status === 'failed') out.push(`  error      ${red(`[${t.error.code ?? t.error.name}] ${t.error.message}`)}`);

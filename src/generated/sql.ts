@@ -31,6 +31,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "ca553aaa8e9d4d43",
     "sql": "-- stepwise_steps.called_after  for a step called by the workflow code: how many results (by\n--                              `done`) the code had received when it made the call. A retry of a\n--                              failed task keeps the steps called before the code received the\n--                              failure (branches that ran beside the failed step) and forgets those\n--                              called after it. NULL for rows written before this column existed.\n\nALTER TABLE stepwise_steps ADD COLUMN called_after INTEGER;\n\n-- stepwise_steps.log_seq  the seq, in the task's event log, of the entry this row carries: a\n--                         step's result (completed or failed) is read from its journal row rather\n--                         than written twice, so a checkpoint stays one row. NULL on rows that\n--                         carry no entry (a wait in progress, a retry due: those have entries of\n--                         their own in stepwise_events).\n-- Entries in stepwise_events and entries carried by journal rows share one numbering per task: a\n-- write takes the next seqs inside its write transaction (one writer at a time), from the larger\n-- of the two maxima (or from the store's cache while no other connection has written).\n\nALTER TABLE stepwise_steps ADD COLUMN log_seq INTEGER;\n"
+  },
+  {
+    "id": 5,
+    "name": "progress",
+    "breaking": false,
+    "checksum": "6bc5f11cdd9eead7",
+    "sql": "-- stepwise_tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as\n--                          JSON), written by the run holding the lease, at most about once a\n--                          second, without a journal row: for `show`, `ls` and pollers.\n\nALTER TABLE stepwise_tasks ADD COLUMN progress TEXT;\n"
   }
 ];
 
@@ -63,5 +70,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "28fd60cef78d5375",
     "sql": "-- steps.called_after  for a step called by the workflow code: how many results (by `done`) the\n--                     code had received when it made the call. A retry of a failed task keeps\n--                     the steps called before the code received the failure (branches that ran\n--                     beside the failed step) and forgets those called after it (what the code did\n--                     because of the failure). NULL for rows written before this column existed.\n-- Adding a nullable column rewrites nothing; processes of the earlier version leave it NULL.\n\nALTER TABLE :SCHEMA.steps ADD COLUMN called_after INTEGER;\n\n-- steps.log_seq  the seq, in the task's event log, of the entry this row carries: a step's result\n--                (completed or failed) is read from its journal row rather than written twice,\n--                so a checkpoint stays one row. NULL on rows that carry no entry (a wait in\n--                progress, a retry due: those have rows of their own in `events`).\n\nALTER TABLE :SCHEMA.steps ADD COLUMN log_seq INTEGER;\n"
+  },
+  {
+    "id": 5,
+    "name": "progress",
+    "breaking": false,
+    "checksum": "954b24c360ba57ec",
+    "sql": "-- tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as JSON),\n--                 written by the run holding the lease, at most about once a second, without a\n--                 journal row: for `show`, `ls` and pollers. A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN progress TEXT;\n"
   }
 ];

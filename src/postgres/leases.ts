@@ -5,9 +5,22 @@
  * expiry of leases whose holder stopped renewing them, and when the next task falls due.
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
-import { Params, assignments, heartbeatSql, nextDueSql, sqlStatuses } from './sql-text.ts';
+import { LEASED_SQL, Params, assignments, heartbeatSql, nextDueSql, sqlStatuses } from './sql-text.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { ExpireRequest, HeartbeatRequest, HeldTask, NextRunRequest } from '../store.ts';
+
+/** A run's progress report, written only while the task is leased at `epoch` (by primary key). */
+export async function setProgress(c: PgContext, taskId: string, epoch: number, progress: string): Promise<boolean> {
+  return run(c, async () => {
+    const done = await rows(
+      c,
+      poolOf(c),
+      `UPDATE ${c.t.tasks} SET progress = $3 WHERE id = $1 AND epoch = $2 AND (status IN (${LEASED_SQL})) IS TRUE RETURNING 1 AS ok`,
+      [taskId, epoch, progress],
+    );
+    return done.length === 1;
+  });
+}
 
 export async function heartbeat(c: PgContext, r: HeartbeatRequest): Promise<HeldTask[]> {
   if (!r.held.length) return [];

@@ -6,7 +6,7 @@
  * autocommit statement on the pool.
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
-import { Params, sqlStatuses } from './sql-text.ts';
+import { Params, claimEntriesSql, sqlStatuses } from './sql-text.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { toEventRow, toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
 import type { EventRow, ListQuery, LogPage, SignalRow, StepRow, TaskRow } from '../store.ts';
@@ -58,7 +58,8 @@ export async function getEvents(c: PgContext, taskId: string, after = 0, limit?:
       poolOf(c),
       `(SELECT 'e' AS src, task_id, seq, at, type, actor_kind, actor_id, data FROM ${t.events} WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3)
        UNION ALL (SELECT 's', task_id, log_seq, 0, NULL, NULL, NULL, row_to_json(s)::text FROM ${t.steps} s WHERE task_id = $1 AND log_seq > $2 ORDER BY log_seq LIMIT $3)
-       UNION ALL SELECT 'c', task_id, seq, at, type, actor_kind, actor_id, data FROM ${t.events} WHERE task_id = $1 AND type = 'transition' AND actor_kind = 'worker'`,
+       UNION ALL SELECT 'c', $1, 0, 0, 'transition', 'worker', c.actor_id, c.data FROM (${claimEntriesSql(t, '$1')}) c
+         WHERE EXISTS (SELECT 1 FROM ${t.steps} WHERE task_id = $1 AND log_seq > $2)`,
       [taskId, after, limit ?? null],
     );
     const own = found.filter((r) => r.src === 'e').map(toEventRow);

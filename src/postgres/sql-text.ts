@@ -140,6 +140,17 @@ export function assignments(patch: TaskPatch, p: Params): string {
   return sets;
 }
 
+/**
+ * The claim and reclaim entries of task `task` (SQL), the only log entries whose JSON is parsed in
+ * SQL: they are built by `json_build_object` in the claim statements and hold no user text, while
+ * other entries may hold escapes PostgreSQL's `->>` refuses (half of an emoji in an error message).
+ * `OFFSET 0` keeps the planner from parsing any other row.
+ */
+export function claimEntriesSql(t: Tables, task: string): string {
+  return `SELECT actor_id, data FROM ${t.events} WHERE task_id = ${task} AND type = 'transition' AND actor_kind = 'worker'
+    AND (data LIKE '{"event" : "claim",%' OR data LIKE '{"event" : "reclaim",%') OFFSET 0`;
+}
+
 /** Collects positional parameters, each with an explicit SQL type. */
 export class Params {
   readonly values: unknown[] = [];

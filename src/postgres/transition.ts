@@ -8,7 +8,7 @@
 import { poolOf, rows, run, tx, type Db, type PgContext } from './connection.ts';
 import { channelOf } from './listen.ts';
 import { payload } from './wake.ts';
-import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, assignments, lockById, sqlStatuses, type Tables } from './sql-text.ts';
+import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, assignments, claimEntriesSql, lockById, sqlStatuses, type Tables } from './sql-text.ts';
 import { STEP_COLUMNS, encodeEvents, stepValues, toTaskRow } from '../rows.ts';
 import { transitionWriteEntries, uniqueConsumes, uniqueSteps } from '../log-entries.ts';
 import type { NewEvent, TaskRow, TransitionWrite } from '../store.ts';
@@ -81,8 +81,7 @@ function transitionSql(c: PgContext, w: TransitionWrite): { text: string; values
     text += `, kept AS (
         INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
         SELECT s.task_id, s.log_seq, coalesce(s.finished_at, s.started_at, 0), 'step:' || s.status, 'worker',
-          coalesce((SELECT e.actor_id FROM ${t.events} e WHERE e.task_id = s.task_id AND e.type = 'transition' AND e.actor_kind = 'worker'
-            AND (e.data::json->>'event') IN ('claim', 'reclaim') AND (e.data::json->>'epoch')::int = s.epoch LIMIT 1), 'unknown'),
+          coalesce((SELECT e.actor_id FROM (${claimEntriesSql(t, 's.task_id')}) e WHERE (e.data::json->>'epoch')::int = s.epoch LIMIT 1), 'unknown'),
           json_build_object('seq', s.seq, 'name', s.name, 'kind', s.kind, 'status', s.status, 'output', s.output::json, 'error', s.error::json,
             'attempts', s.attempts, 'startedAt', s.started_at, 'finishedAt', s.finished_at, 'wakeAt', s.wake_at, 'epoch', s.epoch,
             'done', s.done, 'calledAfter', s.called_after)::text

@@ -5,7 +5,7 @@
  * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
  */
 import type { Duration } from '../duration.ts';
-import type { StepContext, StepOptions, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
+import type { Progress, StepContext, StepOptions, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
 import type { RunCore } from './core.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
@@ -23,5 +23,6 @@ export function createContext(run: RunCore): WorkflowContext {
     step: (<T>(name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions) => step(run, name, fn, options)) as WorkflowContext['step'],
     sleep: (name: string, duration: Duration) => sleep(run, name, duration),
     waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
+    progress: (p: Progress) => run.progress.report(null, p),
   });
 }

@@ -18,6 +18,7 @@ import { scheduleIdleCheck } from './activity.ts';
 import { Replay } from './replay.ts';
 import { RUNNING, haltOf, hasEnded, withFatal, type RunState } from './state.ts';
 import type { Wait } from './waits.ts';
+import { ProgressReporter } from './progress.ts';
 import { JournalWriter } from './writer.ts';
 
 export interface RunDeps {
@@ -100,6 +101,7 @@ export class RunCore {
 
   readonly replay: Replay;
   readonly writer: JournalWriter;
+  readonly progress: ProgressReporter;
 
   constructor(claimed: ClaimedTask, workflow: Workflow, deps: RunDeps) {
     this.task = claimed.task;
@@ -115,6 +117,7 @@ export class RunCore {
     this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
     this.replay = new Replay(this, claimed.steps);
     this.writer = new JournalWriter(this);
+    this.progress = new ProgressReporter(this);
   }
 
   get signal(): AbortSignal {
@@ -160,20 +163,28 @@ export class RunCore {
    */
   fetchSignals(): Promise<boolean> {
     this.signalNews = false;
-    this.#fetching ??= this.deps.store.getSignals(this.taskId).then(
+    const before = this.#fetching;
+    // A read under way may have run before this news was committed: read again once it has ended.
+    if (before) return before.catch(() => false).then((fresh) => this.#fetch().then((more) => fresh || more));
+    return this.#fetch();
+  }
+
+  #fetch(): Promise<boolean> {
+    const fetching: Promise<boolean> = this.deps.store.getSignals(this.taskId).then(
       (rows) => {
-        this.#fetching = null;
+        if (this.#fetching === fetching) this.#fetching = null;
         const fresh = rows.filter((s) => s.id > this.lastSignalId && s.consumedSeq === null);
         for (const s of fresh) this.signals.push(s);
         if (fresh.length) this.lastSignalId = Math.max(...fresh.map((s) => s.id));
         return fresh.length > 0;
       },
-      () => {
-        this.#fetching = null;
-        return false; // the store is away: the deadline or the next news looks again
+      (e: unknown) => {
+        if (this.#fetching === fetching) this.#fetching = null;
+        throw e;
       },
     );
-    return this.#fetching;
+    this.#fetching = fetching;
+    return fetching;
   }
 
   /** No new call may start: a pause, a drain, or the end of the run. */

@@ -20,7 +20,7 @@ import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry
 import { decodeError, deserializeError, encodeError, encodeJson } from '../serialize.ts';
 import { checkSize } from '../limits.ts';
 import type { StepRow } from '../store.ts';
-import type { StepContext, StepOptions } from '../workflow.ts';
+import type { Progress, StepContext, StepOptions } from '../workflow.ts';
 import { parked, type Activity } from './activity.ts';
 import type { RunCore } from './core.ts';
 import { journalRow } from './identity.ts';
@@ -161,6 +161,7 @@ function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
   const ctx: StepContext = Object.freeze({
     signal: own ?? run.signal,
     idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
+    progress: (p: Progress) => run.progress.report(c.stepId, p),
   });
   const fn = c.fn;
   return new Promise<T>((resolve, reject) => {

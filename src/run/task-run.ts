@@ -63,12 +63,12 @@ export class TaskRun {
       core.signalNews = true; // the next event wait looks before it waits
       return;
     }
-    void core.fetchSignals().then((fresh) => {
+    core.fetchSignals().then((fresh) => {
       if (!fresh || core.ended) return;
       for (const wait of [...core.waits.values()]) {
         if (wait.wake && core.signals.some((s) => wait.events.includes(s.name))) wait.wake();
       }
-    });
+    }, () => undefined); // the store is away: the wait's deadline looks again
   }
 
   /** The task was cancelled: fire the signal; the run ends `cancelled`. */
@@ -131,6 +131,7 @@ export class TaskRun {
     // The end is decided on the state as it stands now, before the run is marked ended.
     const state = run.state;
     run.state = withEnd(state);
+    run.progress.stop();
     run.waitTimers?.abort(null);
     run.replay.stop();
     try {

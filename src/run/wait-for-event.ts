@@ -44,7 +44,8 @@ const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventR
     const waiting = recorded ?? base;
     const what = names.length === 1 ? { event: names[0] } : { events: names };
     for (;;) {
-      if (run.signalNews) await run.fetchSignals();
+      // News of a signal that came while no wait was registered (or while reading) is read first.
+      while (run.signalNews) await run.fetchSignals().catch(() => false);
       const got = receive(null);
       if (got) return got;
       if (deadline !== null && clock.now() >= deadline) break;
@@ -54,10 +55,15 @@ const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventR
     }
     // The deadline passed (in a later run, or in-process while other work went on). A signal sent
     // before it belongs to this wait, even if news of it has not reached this run yet.
-    if (await run.fetchSignals()) {
-      const late = receive(deadline);
-      if (late) return late;
+    // A failed read is tried again (a few times) before the wait is taken to have timed out.
+    for (let attempt = 1; ; attempt++) {
+      const fetched = await run.fetchSignals().then(() => true, () => false);
+      if (fetched || attempt >= 5) break;
+      await new Promise((r) => setTimeout(r, 200 * attempt));
+      throwIfHalted(run.state);
     }
+    const late = receive(deadline);
+    if (late) return late;
     const result: EventResult<unknown> = { timedOut: true };
     return run.writer.complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: clock.now() }, () => result);
   },

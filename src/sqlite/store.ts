@@ -258,13 +258,17 @@ export class SqliteStore implements Store {
   async getEvents(taskId: string, after = 0, limit?: number): Promise<EventRow[]> {
     const no = this.#no(taskId);
     if (no === undefined) return [];
-    const own = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND seq > ? ORDER BY seq LIMIT ?').all(
-      taskId, no, after, limit ?? -1,
-    ) as Raw[]).map(toEventRow);
-    const carried = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq > ? ORDER BY log_seq LIMIT ?').all(
-      taskId, no, after, limit ?? -1,
-    ) as Raw[]).map((r) => ({ step: toStepRow(r), logSeq: Number(r.log_seq) }));
-    return mergeLog(taskId, own, carried, carried.length ? this.#claimers(no) : new Map(), limit);
+    // One read transaction, one snapshot: a write of another process between the two reads could
+    // otherwise hide an entry (a retry moving one from its row to the table).
+    return this.db.transaction(() => {
+      const own = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND seq > ? ORDER BY seq LIMIT ?').all(
+        taskId, no, after, limit ?? -1,
+      ) as Raw[]).map(toEventRow);
+      const carried = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq > ? ORDER BY log_seq LIMIT ?').all(
+        taskId, no, after, limit ?? -1,
+      ) as Raw[]).map((r) => ({ step: toStepRow(r), logSeq: Number(r.log_seq) }));
+      return mergeLog(taskId, own, carried, carried.length ? this.#claimers(no) : new Map(), limit);
+    })();
   }
 
   /**
@@ -500,6 +504,12 @@ export class SqliteStore implements Store {
     ).all(r.now, ...room.keys()) as Array<{ workflow: string; n: number }>;
     subtractLeased(room, counts);
     return room;
+  }
+
+  async setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> {
+    return this.#translate(() =>
+      this.#stmt(`UPDATE stepwise_tasks SET progress = ? WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL})`).run(progress, taskId, epoch).changes === 1,
+    );
   }
 
   async heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> {
