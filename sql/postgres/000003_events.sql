@@ -2,8 +2,9 @@
 -- stop them before it runs (an earlier version refuses to start on a schema that has it).
 -- The history table becomes a per-task append-only event log.
 --
--- events  every change of a task, one row each: transitions, journal writes, signals. `data` is
---         JSON text in the format of src/log-entries.ts.
+-- events  the entries of a task's log stored on their own: transitions, signals, journal writes
+--         that are not a step's result (migration 4 lets a result's journal row carry its entry).
+--         `data` is JSON text in the format of src/log-entries.ts.
 --   seq   numbers a task's entries 1, 2, 3… without gaps, in commit order. It is allocated from
 --         the counter `tasks.event_seq`: every write that appends n entries runs
 --         `UPDATE tasks SET event_seq = event_seq + n … RETURNING event_seq` in the same statement
@@ -18,7 +19,7 @@
 --         older than the snapshot's xmin (every one of them has ended: none can still commit a
 --         row there), ordered by (xid, id); any row committed later belongs to a transaction with
 --         an xid at or above that xmin, hence after every row already returned.
--- tasks.event_seq  the last seq of the task's log (0: none). Updating it on every checkpoint adds
+-- tasks.event_seq  the last seq of the task's log (0: none). Updating it on every append adds
 --         a row version per step: fillfactor 80 leaves room on each page for those versions to
 --         stay heap-only (HOT, no index writes; event_seq is in no index).
 -- Existing history rows become `transition` entries, numbered per task in history order; an

@@ -2,10 +2,11 @@
 -- drops; stop them before it runs (an earlier version refuses to start on a schema that has it).
 -- The history table becomes a per-task append-only event log.
 --
--- stepwise_events  every change of a task, one row each: transitions, journal writes, signals.
---                  (task_no, seq) numbers a task's entries 1, 2, 3… without gaps; a write takes
---                  max(seq) + 1 inside its BEGIN IMMEDIATE transaction (one writer at a time, so
---                  the read and the insert cannot interleave with another writer's).
+-- stepwise_events  the entries of a task's log stored on their own: transitions, signals, journal
+--                  writes that are not a step's result (migration 4 lets a result's journal row
+--                  carry its entry). (task_no, seq) numbers a task's entries 1, 2, 3… without gaps;
+--                  a write takes the next seqs inside its BEGIN IMMEDIATE transaction (one writer
+--                  at a time, so the read and the insert cannot interleave with another writer's).
 --                  `id` is the global order for readLog: one writer at a time means rowids are
 --                  assigned in commit order. It is an INTEGER PRIMARY KEY (a rowid alias) rather
 --                  than the implicit rowid because VACUUM may renumber implicit rowids.
