@@ -394,6 +394,13 @@ export interface Store {
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
   heartbeat(request: HeartbeatRequest): Promise<HeldTask[]>;
   expireLeases(request: ExpireRequest): Promise<number>;
+  /** The workers holding live leases (for finding owners that died on this host). */
+  leaseOwners(now: number): Promise<string[]>;
+  /**
+   * Ends the leases of `owner` now (their expiry set to `now`), so that the next claim reclaims its
+   * tasks: for an owner known to be dead. No status changes; the reclaim records the previous owner.
+   */
+  endLeasesOf(owner: string, now: number): Promise<number>;
   /**
    * When the next pending or waiting task of these workflows falls due: the earliest `runAt`
    * later than `after`, or `null` if none is scheduled. Lets an idle worker sleep until then.

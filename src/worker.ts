@@ -16,6 +16,7 @@
  * that their signals fire, and every unfinished task is released (back to pending) so that
  * another worker resumes it at once instead of waiting for the lease to expire.
  */
+import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
 import { TypedEmitter, type WorkerEvents } from './events.ts';
@@ -85,6 +86,32 @@ export interface WorkerHost {
   onStopped: (worker: Worker) => void;
 }
 
+/**
+ * The default worker id, `<host>-<pid>-<random>`: it names the host and process that hold a lease,
+ * so that a worker starting on the same host can tell a dead owner's leases (see `start()`).
+ */
+export function localWorkerId(pid: number, suffix: string): string {
+  return `${hostname()}-${pid}-${suffix}`;
+}
+
+/** The pid of a default worker id of this host, or null (another host, or a custom id). */
+function localPid(owner: string): number | null {
+  const host = hostname();
+  if (!owner.startsWith(`${host}-`)) return null;
+  const m = /^(\d+)-[a-z0-9]+$/.exec(owner.slice(host.length + 1));
+  return m ? Number(m[1]) : null;
+}
+
+/** Whether process `pid` of this host is alive (a process we may not signal is alive). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === 'EPERM';
+  }
+}
+
 const positive = (name: string, v: number): number => {
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new InvalidArgumentError(`worker option ${name} must be a positive number, got ${String(v)}`);
   return v;
@@ -132,7 +159,7 @@ export class Worker {
   /** @internal Use `engine.worker(options)`. */
   constructor(host: WorkerHost, options: WorkerOptions = {}) {
     this.#host = host;
-    this.id = options.workerId ?? `${process.env.HOSTNAME || 'worker'}-${process.pid}-${shortId()}`;
+    this.id = options.workerId ?? localWorkerId(process.pid, shortId());
     if (typeof this.id !== 'string' || !this.id || this.id.length > 200) throw new InvalidArgumentError('worker option workerId must be a string of 1-200 characters.');
     checkText(this.id, 'The workerId');
     this.#concurrency = positiveInt('concurrency', options.concurrency ?? 8);
@@ -185,6 +212,7 @@ export class Worker {
       onCommitted: (ops) => this.#appended(ops),
     });
     if (this.#host.observers?.length) this.#unsubscribe.push(observeWorker((name, fn) => this.#events.on(name, fn), this.id, this.#host.observers));
+    await this.#endDeadLocalLeases(store);
     this.#state = 'running';
     this.#subscribe();
     this.#heartbeat = setInterval(() => void this.#beat(), this.#heartbeatMs);
@@ -211,6 +239,25 @@ export class Worker {
     const bus = this.#host.bus;
     if (!bus.hears('log:appended')) return;
     for (const w of written) bus.emit('log:appended', { taskId: (w.taskId ?? w.id) as string });
+  }
+
+  /**
+   * Leases held by a worker process of this host that is no longer alive (a crash, a SIGKILL) end
+   * now instead of at their expiry, so a worker restarted on the same host resumes their tasks at
+   * once. Only default worker ids (`<host>-<pid>-…`) of this host are judged; a pid that exists is
+   * taken as alive, so a reused pid only means waiting for the lease, as before.
+   */
+  async #endDeadLocalLeases(store: Store): Promise<void> {
+    try {
+      const now = this.#host.clock.now();
+      for (const owner of await store.leaseOwners(now)) {
+        const pid = localPid(owner);
+        if (pid === null || pid === process.pid || isAlive(pid)) continue;
+        await store.endLeasesOf(owner, now);
+      }
+    } catch (e) {
+      this.#events.emit('worker:error', { error: coerceError(e), during: 'ending the leases of dead workers of this host' });
+    }
   }
 
   /** Wakes the claim loop now. */

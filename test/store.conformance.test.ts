@@ -739,6 +739,21 @@ for (const backend of backends) {
         expect(await store.heartbeat({ workerId: 'w1', now: T0, leaseMs: LEASE_MS, held: [] })).toEqual([]);
       });
 
+      it('lists the owners of live leases and ends one dead owner\'s leases at once, for the next claim to reclaim', async () => {
+        const s = backend.isolated().open();
+        await s.migrate();
+        const dead = await claimedTask(s, ns, {}, 'host-111-dead');
+        const alive = await claimedTask(s, ns, {}, 'host-222-alive');
+        expect((await s.leaseOwners(T0 + 1)).sort()).toEqual(['host-111-dead', 'host-222-alive']);
+        expect(await s.endLeasesOf('host-111-dead', T0 + 1)).toBe(1);
+        expect(await s.endLeasesOf('host-111-dead', T0 + 1)).toBe(0); // nothing live left
+        expect(await s.leaseOwners(T0 + 1)).toEqual(['host-222-alive']);
+        const reclaimed = await s.claim(claimRequest(ns, { workerId: 'w9', now: T0 + 2, limit: 5 }));
+        expect(reclaimed.map((c) => [c.task.id, c.event])).toEqual([[dead.id, 'reclaim']]);
+        expect((await mustGet(s, alive.id)).leaseOwner).toBe('host-222-alive');
+        expect((await mustGet(s, dead.id)).status).toBe('running'); // ending a lease changes no status
+      });
+
       it('expireLeases moves expired leases to the target status with a log entry, and leaves live leases alone', async () => {
         const s = backend.isolated().open();
         await s.migrate();

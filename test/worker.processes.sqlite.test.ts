@@ -101,4 +101,51 @@ describe('several processes sharing one SQLite file', () => {
       await engine.close();
     }
   }, 60_000);
+
+  it('resumes at once the tasks of a worker process of this host that died, without waiting for its lease', async () => {
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'restart.db')}`;
+    const log = join(dir, 'effects.log');
+    const engine = new Engine({ store: db, workflows: [listener] });
+    try {
+      const { id } = await engine.start('listener', { ms: 60_000 });
+      // A one-minute lease: without the check, the restarted worker would wait for all of it.
+      const a = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--lease-ms', '60000', '--heartbeat-ms', '1000'], { STEPWISE_TEST_LOG: log });
+      await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'the step to start');
+      a.child.kill('SIGKILL');
+      await a.exited;
+      const leased = await engine.get(id);
+      expect(leased.lease?.owner).toMatch(new RegExp(`-${a.pid}-`));
+      const b = engine.worker({ pollIntervalMs: 20, leaseMs: 60_000, heartbeatMs: 1000 });
+      await b.start();
+      await eventually(async () => (await engine.get(id)).epoch === 2, 20_000, 'the restarted worker to reclaim the task');
+      const info = await engine.get(id);
+      expect(transitionsOf(info).map((e) => e.event)).toContain('reclaim');
+      expect(info.lease?.owner).toBe(b.id);
+      await engine.cancel(id);
+      await waitForStatus(engine, id, 'cancelled', 20_000);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
+  it('leaves alone the leases of a worker of this host that is alive', async () => {
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'alive.db')}`;
+    const log = join(dir, 'effects.log');
+    const engine = new Engine({ store: db, workflows: [listener] });
+    try {
+      const { id } = await engine.start('listener', { ms: 60_000 });
+      const a = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--lease-ms', '60000', '--heartbeat-ms', '1000'], { STEPWISE_TEST_LOG: log });
+      await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'the step to start');
+      const b = engine.worker({ pollIntervalMs: 20, leaseMs: 60_000, heartbeatMs: 1000 });
+      await b.start(); // start() judges the leases of this host's workers before it claims
+      expect((await engine.get(id)).epoch).toBe(1);
+      expect((await engine.get(id)).lease?.owner).toMatch(new RegExp(`-${a.pid}-`));
+      a.child.kill('SIGKILL');
+      await a.exited;
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
 });

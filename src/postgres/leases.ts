@@ -9,6 +9,21 @@ import { LEASED_SQL, Params, assignments, heartbeatSql, nextDueSql, sqlStatuses 
 import type { TaskStatus } from '../lifecycle.ts';
 import type { ExpireRequest, HeartbeatRequest, HeldTask, NextRunRequest } from '../store.ts';
 
+/** The workers holding live leases. */
+export async function leaseOwners(c: PgContext, now: number): Promise<string[]> {
+  return run(c, async () =>
+    (await rows(c, poolOf(c), `SELECT DISTINCT lease_owner FROM ${c.t.tasks} WHERE status IN (${LEASED_SQL}) AND lease_expires_at > $1 AND lease_owner IS NOT NULL`, [now]))
+      .map((r) => String(r.lease_owner)),
+  );
+}
+
+/** Ends the live leases of `owner` now, so that the next claim reclaims its tasks. */
+export async function endLeasesOf(c: PgContext, owner: string, now: number): Promise<number> {
+  return run(c, async () =>
+    (await rows(c, poolOf(c), `UPDATE ${c.t.tasks} SET lease_expires_at = $2 WHERE lease_owner = $1 AND status IN (${LEASED_SQL}) AND lease_expires_at > $2 RETURNING 1`, [owner, now])).length,
+  );
+}
+
 /** A run's progress report, written only while the task is leased at `epoch` (by primary key). */
 export async function setProgress(c: PgContext, taskId: string, epoch: number, progress: string): Promise<boolean> {
   return run(c, async () => {

@@ -34,7 +34,7 @@ import { insertTask } from './insert.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
-import { expireLeases, heartbeat, nextRunAt, setProgress } from './leases.ts';
+import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
@@ -115,6 +115,8 @@ export class PostgresStore implements Store {
   claim(r: ClaimRequest): Promise<ClaimedTask[]> { return claim(this.#c, r); }
   heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> { return heartbeat(this.#c, r); }
   setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> { return setProgress(this.#c, taskId, epoch, progress); }
+  leaseOwners(now: number): Promise<string[]> { return leaseOwners(this.#c, now); }
+  endLeasesOf(owner: string, now: number): Promise<number> { return endLeasesOf(this.#c, owner, now); }
   nextRunAt(r: NextRunRequest): Promise<number | null> { return nextRunAt(this.#c, r); }
   expireLeases(r: ExpireRequest): Promise<number> { return expireLeases(this.#c, r); }
 

@@ -547,6 +547,17 @@ export class SqliteStore implements Store {
     return row ? Number(row.run_at) : null;
   }
 
+  async leaseOwners(now: number): Promise<string[]> {
+    return (this.#stmt(`SELECT DISTINCT lease_owner FROM stepwise_tasks WHERE status IN (${LEASED_SQL}) AND lease_expires_at > ? AND lease_owner IS NOT NULL`)
+      .all(now) as Array<{ lease_owner: string }>).map((r) => r.lease_owner);
+  }
+
+  async endLeasesOf(owner: string, now: number): Promise<number> {
+    return this.#tx(() =>
+      this.#stmt(`UPDATE stepwise_tasks SET lease_expires_at = ? WHERE lease_owner = ? AND status IN (${LEASED_SQL}) AND lease_expires_at > ?`).run(now, owner, now).changes,
+    );
+  }
+
   async expireLeases(r: ExpireRequest): Promise<number> {
     return this.#tx(() => {
       const rows = this.#stmt(
