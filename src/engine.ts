@@ -426,6 +426,17 @@ export class Engine {
     const store = await this.ready();
     const row = await this.#command(id, 'retry', options.by, async (task) => {
       const journal = await store.getSteps(id);
+      // A signal sent to the failed task replaces the one an event wait had received (a payload
+      // the workflow could not handle): that wait and everything after it run again.
+      const replaced = replacedWait(journal, await store.getSignals(id));
+      if (replaced) {
+        const after = journal.filter((s) => s.seq === replaced.seq || (s.seq > replaced.seq && (s.done === null || (replaced.done !== null && s.done > replaced.done))));
+        return {
+          set: { error: null, incrementRetries: true },
+          deleteSteps: after.map((s) => s.seq),
+          detail: { retry: task.retries + 1, fromStep: replaced.name, replacedSignal: true, forgotten: after.map((s) => s.name) },
+        };
+      }
       const failure = retryPoint(task, journal);
       if (!failure) return { set: { error: null, incrementRetries: true }, detail: { retry: task.retries + 1, fromStep: null } };
       // The failed step runs again with a fresh attempt budget (its error stays as `lastError`),
@@ -480,11 +491,22 @@ export class Engine {
     }
     checkSize(encoded, this.limits.payloadBytes, () => `The payload of signal "${name}"`, 'payloadBytes');
     const task = await this.#row(store, id);
+    // The workflow's declared schema of this signal, if this engine knows the definition.
+    const schema = this.#workflows.get(task.workflow)?.options.signals?.[name];
+    if (schema) {
+      try {
+        schema.parse(payload);
+      } catch (e) {
+        throw new InvalidInputError(task.workflow, `the payload of signal "${name}" to task ${id} fails its schema, and was not sent: ${coerceError(e).message}`, { cause: e });
+      }
+    }
     // A signal sent again with its key gets the first answer, also after the task finished; the
     // same key with another payload is a conflict the sender must hear of.
     const repeat = key === undefined ? undefined : await this.#signalByKey(store, id, key);
     if (repeat) return this.#repeated(id, name, encoded, key as string, repeat);
-    if (isFinished(task.status)) throw new IllegalTransitionError(task.status, 'signal', userEvents(task), id);
+    // A failed task may be retried: a signal sent to it is kept (a corrected payload replaces the
+    // one its wait received when the task is retried). Succeeded and cancelled tasks take none.
+    if (isFinished(task.status) && task.status !== 'failed') throw new IllegalTransitionError(task.status, 'signal', userEvents(task), id);
     const awaited = task.status === 'waiting' ? (task.waitEvents ?? []) : null;
     if (options.requireWaiting && task.status !== 'running' && !awaited?.includes(name)) {
       throw new ConflictError(
@@ -758,6 +780,21 @@ function retryPoint(task: TaskRow, journal: readonly StepRow[]): StepRow | undef
   if (byName) return byName;
   const last = journal.filter((s) => s.done !== null).sort((a, b) => (b.done as number) - (a.done as number))[0];
   return last?.status === 'failed' ? last : undefined;
+}
+
+/**
+ * The earliest event wait whose received signal a newer, unconsumed signal of one of its names
+ * replaces (sent after the wait received its own), or undefined.
+ */
+function replacedWait(journal: readonly StepRow[], signals: readonly SignalRow[]): StepRow | undefined {
+  const waits = journal
+    .filter((s) => s.kind === 'event' && s.status === 'completed' && s.done !== null && s.finishedAt !== null)
+    .sort((a, b) => (a.done as number) - (b.done as number));
+  return waits.find((w) => {
+    const names = (w.name.split('#')[0] as string).split('+');
+    const received = signals.find((sig) => sig.consumedSeq === w.seq);
+    return received && signals.some((sig) => sig.consumedSeq === null && sig.id > received.id && names.includes(sig.name));
+  });
 }
 
 /**

@@ -141,6 +141,13 @@ export interface WorkflowOptions<I, In = I> {
   retry?: RetryOptions | number;
   /** At most this many tasks of this workflow run at once, across all workers. */
   concurrency?: number;
+  /**
+   * Schemas of the signals the workflow waits for, by name (any `{ parse(v) }`, zod works):
+   * `engine.signal()` refuses a payload that fails its schema (`INVALID_INPUT`) before it is stored,
+   * so a bad payload never reaches (and fails) a waiting task. Checked by engines that know the
+   * definition (given to `new Engine({ workflows })`); the CLI, which has no code, does not check.
+   */
+  signals?: Readonly<Record<string, InputSchema<unknown>>>;
 }
 
 export type WorkflowFunction<I, O> = (ctx: WorkflowContext, input: I) => Promise<O>;
@@ -164,7 +171,7 @@ export interface Workflow<I = unknown, O = unknown, In = I> {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
 /** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
-const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
  * Declares a durable workflow.
@@ -192,6 +199,12 @@ export function workflow<I = unknown, O = unknown, In = I>(
   }
   if (options.concurrency !== undefined && (!Number.isInteger(options.concurrency) || options.concurrency < 1)) {
     throw new InvalidArgumentError(`workflow("${name}"): concurrency must be an integer ≥ 1.`);
+  }
+  if (options.signals !== undefined) {
+    if (typeof options.signals !== 'object' || options.signals === null) throw new InvalidArgumentError(`workflow("${name}"): signals must be an object of schemas by signal name.`);
+    for (const [signal, schema] of Object.entries(options.signals)) {
+      if (typeof (schema as { parse?: unknown })?.parse !== 'function') throw new InvalidArgumentError(`workflow("${name}"): signals.${signal} must be a schema with parse(value).`);
+    }
   }
   try {
     resolveRetry(options.retry);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import {
-  IdempotencyConflictError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, WorkflowNotFoundError, workflow,
+  IdempotencyConflictError, NonRetryableError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, WorkflowNotFoundError, workflow,
 } from '../src/index.ts';
 import { TEST_STORE, gate, makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
 import { Engine } from '../src/index.ts';
@@ -167,6 +168,53 @@ describe('engine commands', () => {
     await expect(engine.signal(id, 'late', 'again')).rejects.toMatchObject({ code: 'ILLEGAL_TRANSITION' });
     // A signal accepted with a key keeps its answer after the task finished.
     expect(await engine.signal(id, 'early', { ok: true }, { idempotencyKey: 'e1' })).toEqual({ created: false, delivered: 'consumed' });
+  });
+
+  it('recovers a task failed by a bad signal: a corrected signal sent to the failed task replaces it on retry', async () => {
+    const seen: unknown[] = [];
+    const wf = workflow('order', async (ctx) => {
+      const data = await ctx.waitForEvent<{ qty?: number }>('data');
+      return ctx.step('price', () => {
+        const payload = data.timedOut ? null : data.payload;
+        seen.push(payload);
+        if (typeof payload?.qty !== 'number') throw new NonRetryableError('qty missing');
+        return payload.qty * 10;
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, undefined);
+    await waitForStatus(engine, id, 'waiting');
+    await engine.signal(id, 'data', { qty: 'three' });
+    await waitForStatus(engine, id, 'failed');
+    // Retried as it is, the task receives the same payload again and fails the same way.
+    await engine.retry(id);
+    await waitForStatus(engine, id, 'failed');
+    expect(seen).toEqual([{ qty: 'three' }, { qty: 'three' }]);
+    // A corrected signal is accepted by the failed task and replaces the bad one on retry.
+    expect(await engine.signal(id, 'data', { qty: 3 }, { by: 'support' })).toEqual({ created: true, delivered: 'queued' });
+    await engine.retry(id, { by: 'support' });
+    expect(await engine.result(id, { timeout: '10s' })).toBe(30);
+    expect(seen).toEqual([{ qty: 'three' }, { qty: 'three' }, { qty: 3 }]);
+    const info = await engine.get(id);
+    const retry = info.history.filter((e) => e.type === 'transition' && e.event === 'retry').pop();
+    expect(retry?.type === 'transition' && retry.detail).toMatchObject({ fromStep: 'data', replacedSignal: true });
+    expect(info.history.map((e) => e.seq)).toEqual(info.history.map((_, i) => i + 1));
+  });
+
+  it('refuses a signal payload that fails the workflow\'s declared schema before it is stored', async () => {
+    const decision = z.object({ approved: z.boolean(), by: z.string() });
+    const wf = workflow('review', async (ctx) => ctx.waitForEvent<z.infer<typeof decision>>('decision'), { signals: { decision } });
+    const engine = makeEngine({ workflows: [wf] });
+    const { id } = await engine.start(wf, undefined);
+    const bad = await engine.signal(id, 'decision', { approved: 'yes' }).catch((e: unknown) => e);
+    expect(bad).toMatchObject({ code: 'INVALID_INPUT' });
+    expect((bad as Error).message).toMatch(/payload of signal "decision" to task .* fails its schema, and was not sent/);
+    expect((await engine.get(id)).history.some((e) => e.type === 'signal:received')).toBe(false);
+    expect(await engine.signal(id, 'decision', { approved: true, by: 'ann' })).toMatchObject({ created: true });
+    await startWorker(engine);
+    expect(await engine.result(id)).toEqual({ timedOut: false, name: 'decision', payload: { approved: true, by: 'ann' } });
+    expect(() => workflow('w', async () => 1, { signals: { x: 'nope' as never } })).toThrow(/signals.x must be a schema/);
   });
 
   it('says whether a signal reached a waiting task or was queued, and refuses one nothing waits for when asked to', async () => {
