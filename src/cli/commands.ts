@@ -99,8 +99,10 @@ export async function worker(ctx: CommandContext): Promise<void> {
   /** A message of the CLI itself: a line for people, a JSON object in the --json stream. */
   const note = (text: string, signal: string, action: string): void =>
     ctx.out(ctx.json ? JSON.stringify({ at: new Date().toISOString(), event: 'cli:signal', signal, action }) : text);
-  await w.start();
-  await new Promise<void>((resolve) => {
+  // The signal handlers come first: a SIGTERM while the worker starts (a deploy that changes its
+  // mind) stops it gracefully once it has started, instead of killing it with its leases.
+  let started: Promise<void> = Promise.resolve();
+  const stopped = new Promise<void>((resolve) => {
     let stopping = false;
     const onSignal = (sig: string): void => {
       if (stopping) {
@@ -109,11 +111,14 @@ export async function worker(ctx: CommandContext): Promise<void> {
       }
       stopping = true;
       note(`${sig}: stopping gracefully (in-flight steps may finish; send ${sig} again to exit at once)…`, sig, 'stop');
-      void w.stop().then(() => engine.close()).then(resolve);
+      void started.then(() => w.stop(), () => undefined).then(() => engine.close()).then(resolve);
     };
     process.on('SIGINT', () => onSignal('SIGINT'));
     process.on('SIGTERM', () => onSignal('SIGTERM'));
   });
+  started = w.start();
+  await started;
+  await stopped;
 }
 
 function describeEvent<K extends keyof WorkerEvents>(name: K, p: WorkerEvents[K]): string {
