@@ -102,16 +102,22 @@ describe('several processes sharing one SQLite file', () => {
     }
   }, 60_000);
 
-  it('resumes at once the tasks of a worker process of this host that died, without waiting for its lease', async () => {
+  /** A one-minute step running in a worker process with a one-minute lease, and an engine on its file. */
+  async function longStepElsewhere(): Promise<{ engine: Engine; id: string; a: ReturnType<typeof spawnCli> }> {
     const dir = tempDir();
-    const db = `sqlite:${join(dir, 'restart.db')}`;
+    const db = `sqlite:${join(dir, 'lease.db')}`;
     const log = join(dir, 'effects.log');
     const engine = new Engine({ store: db, workflows: [listener] });
+    const { id } = await engine.start('listener', { ms: 60_000 });
+    const a = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--lease-ms', '60000', '--heartbeat-ms', '1000'], { STEPWISE_TEST_LOG: log });
+    await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'the step to start');
+    return { engine, id, a };
+  }
+
+  it('resumes at once the tasks of a worker process of this host that died, without waiting for its lease', async () => {
+    // A one-minute lease: without the check, the restarted worker would wait for all of it.
+    const { engine, id, a } = await longStepElsewhere();
     try {
-      const { id } = await engine.start('listener', { ms: 60_000 });
-      // A one-minute lease: without the check, the restarted worker would wait for all of it.
-      const a = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--lease-ms', '60000', '--heartbeat-ms', '1000'], { STEPWISE_TEST_LOG: log });
-      await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'the step to start');
       a.child.kill('SIGKILL');
       await a.exited;
       const leased = await engine.get(id);
@@ -130,14 +136,8 @@ describe('several processes sharing one SQLite file', () => {
   }, 90_000);
 
   it('leaves alone the leases of a worker of this host that is alive', async () => {
-    const dir = tempDir();
-    const db = `sqlite:${join(dir, 'alive.db')}`;
-    const log = join(dir, 'effects.log');
-    const engine = new Engine({ store: db, workflows: [listener] });
+    const { engine, id, a } = await longStepElsewhere();
     try {
-      const { id } = await engine.start('listener', { ms: 60_000 });
-      const a = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--lease-ms', '60000', '--heartbeat-ms', '1000'], { STEPWISE_TEST_LOG: log });
-      await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'the step to start');
       const b = engine.worker({ pollIntervalMs: 20, leaseMs: 60_000, heartbeatMs: 1000 });
       await b.start(); // start() judges the leases of this host's workers before it claims
       expect((await engine.get(id)).epoch).toBe(1);
