@@ -298,10 +298,14 @@ describe(`observers (${TEST_STORE})`, () => {
 
 describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, () => {
   it('gives a signal sent before the deadline to its wait, while another branch keeps the run busy', async () => {
+    const working = gate();
     const wf = workflow('busy-wait', async (ctx) => {
       const [decision] = await Promise.all([
         ctx.waitForEvent<string>('approve', { timeout: '2s' }),
-        ctx.step('long-work', () => new Promise((r) => setTimeout(() => r('worked'), 3000))),
+        ctx.step('long-work', () => {
+          working.open();
+          return new Promise((r) => setTimeout(() => r('worked'), 3000));
+        }),
       ]);
       const next = await ctx.waitForEvent<string>('approve', { timeout: '200ms' });
       return { first: decision, second: next };
@@ -309,8 +313,7 @@ describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, ()
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start(wf, undefined);
-    await waitForStatus(engine, id, 'running');
-    await new Promise((r) => setTimeout(r, 700));
+    await working.promise; // the wait is registered and the run is busy beside it
     await engine.signal(id, 'approve', 'yes');
     expect(await engine.result(id, { timeout: '20s' })).toEqual({ first: { timedOut: false, name: 'approve', payload: 'yes' }, second: { timedOut: true } });
   });
@@ -329,7 +332,7 @@ describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, ()
     try {
       await startWorker(runner);
       const { id } = await runner.start(wf, undefined);
-      await new Promise((r) => setTimeout(r, 300));
+      await waitForStatus(runner, id, 'running');
       await sender.signal(id, 'approve', 'from afar');
       expect(await runner.result(id, { timeout: '20s' })).toEqual({ timedOut: false, name: 'approve', payload: 'from afar' });
     } finally {

@@ -10,7 +10,7 @@ import { TEST_STORE, eventually, makeEngine, startWorker, waitForStatus } from '
 const WORDS = 300;
 
 /** A model that streams WORDS words; the first call slowly (so that it can be interrupted), later calls at once. */
-function slowFirstModel(): { model: MockLanguageModelV3; calls: () => number; firstStarted: () => boolean } {
+function slowFirstModel(delayMs = 5): { model: MockLanguageModelV3; calls: () => number; firstStarted: () => boolean } {
   let calls = 0;
   const model = new MockLanguageModelV3({
     doStream: async () => {
@@ -24,7 +24,7 @@ function slowFirstModel(): { model: MockLanguageModelV3; calls: () => number; fi
             { type: 'text-end' as const, id: '1' },
             { type: 'finish' as const, finishReason: { unified: 'stop' as const, raw: undefined }, usage: { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: WORDS, text: WORDS, reasoning: 0 } } },
           ],
-          chunkDelayInMs: calls === 1 ? 5 : null,
+          chunkDelayInMs: calls === 1 ? delayMs : null,
         }),
       };
     },
@@ -78,8 +78,10 @@ describe(`interrupted steps are never checkpointed (${TEST_STORE}, real AI SDK s
   });
 
   it('counts a step that times out mid-stream as a failed attempt, not as its truncated answer', async () => {
-    const m = slowFirstModel();
-    const wf = writer('timeout-mid-stream', m.model, { timeout: '300ms', retry: 2 });
+    // The first answer takes 3 s, the second none: a 1 s limit cuts the first, with room to spare
+    // for the second on a busy machine.
+    const m = slowFirstModel(10);
+    const wf = writer('timeout-mid-stream', m.model, { timeout: '1s', retry: 2 });
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start(wf, undefined);

@@ -1,4 +1,5 @@
 // Upgrading an existing PostgreSQL schema: later migrations keep the data of earlier ones.
+import { expectHistoryCopiedToLog } from './support/migrated-history.ts';
 import { describe, expect, it } from 'vitest';
 import { Engine, workflow } from '../src/index.ts';
 import { postgresMigrations } from '../src/generated/sql.ts';
@@ -58,26 +59,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
     const store = new PostgresStore(PG_URL, { schema });
     try {
       await store.migrate();
-      const a = await store.getEvents('old-a');
-      expect(a.map((e) => [e.seq, e.at, e.type, `${e.actorKind}:${e.actorId}`])).toEqual([
-        [1, 1000, 'transition', 'user:anonymous'],
-        [2, 1002, 'transition', 'worker:w-1'],
-        [3, 1004, 'transition', 'system:lease-expiry'],
-        [4, 1006, 'transition', 'user:anonymous'],
-      ]);
-      expect(a.map((e) => JSON.parse(e.data ?? 'null'))).toEqual([
-        { event: 'create', from: null, to: 'pending', epoch: 0, detail: null },
-        { event: 'claim', from: 'pending', to: 'running', epoch: 1, detail: null },
-        { event: 'abort', from: 'running', to: 'pending', epoch: 1, detail: { reason: 'lease expired', previousOwner: 'w-1' } },
-        { event: 'pause', from: 'pending', to: 'paused', epoch: 1, detail: { why: 'ops' } },
-      ]);
-      expect((await store.getEvents('old-b')).map((e) => e.seq)).toEqual([1, 2, 3]);
-      // The cross-task read returns the copied rows in history order.
-      const page = await store.readLog(null, 100);
-      expect(page.events.map((e) => `${e.taskId}/${e.seq}`)).toEqual(['old-a/1', 'old-b/1', 'old-a/2', 'old-b/2', 'old-a/3', 'old-b/3', 'old-a/4']);
-      // The counter was initialised from the copy: the next entry of old-a is 5.
-      await store.insertSignal({ actorKind: 'user', actorId: 'ops', taskId: 'old-a', name: 'x', payload: null, idempotencyKey: null, at: 2000 });
-      expect((await store.getEvents('old-a', 4)).map((e) => [e.seq, e.type])).toEqual([[5, 'signal:received']]);
+      await expectHistoryCopiedToLog(store);
       const gone = await withPg(async (c) => (await c.query(`SELECT to_regclass($1) AS t`, [`"${schema}".history`])).rows[0].t);
       expect(gone).toBeNull();
     } finally {

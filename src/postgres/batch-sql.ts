@@ -20,7 +20,7 @@
  * them never deadlock.
  */
 import { STEP_COLUMNS, stepValues } from '../rows.ts';
-import { stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
+import { journalCarries, stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
 import type { NewEvent, StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
 import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
 import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, lockById, type Tables } from './sql-text.ts';
@@ -40,7 +40,8 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
   const fence = p.add(rows.map((op) => op.epoch), 'integer[]');
   const evAt = p.add(rows.map((op) => stepEntryAt(op.step)), 'bigint[]');
   const evType = p.add(rows.map((op) => `step:${op.step.status}`), 'text[]');
-  const evData = p.add(rows.map((op) => stepEntry('worker', '', op.step).data), 'text[]');
+  // A row that carries its entry has no entry of its own to write: no JSON is built for it.
+  const evData = p.add(rows.map((op) => (journalCarries(op.step) ? null : stepEntry('worker', '', op.step).data)), 'text[]');
   // Each row's place (1, 2, …) among the rows of its task and epoch, which are accepted or refused
   // together: its entry takes seq (new counter - rows of the group + place).
   const places = new Map<string, number>();

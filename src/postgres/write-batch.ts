@@ -89,7 +89,8 @@ function stepWrite(c: PgContext, db: Db, w: StepWrite): Promise<boolean> {
   // task row is locked by the fence's UPDATE, and the row count (of the log entry) says whether
   // it was accepted.
   const values = stepValues(w.step);
-  values.push(w.taskId, w.epoch, stepEntryAt(w.step), `step:${w.step.status}`, stepEntry('worker', '', w.step).data);
+  // A step's result is carried by its row: its entry's JSON is built only for a row that is not.
+  values.push(w.taskId, w.epoch, stepEntryAt(w.step), `step:${w.step.status}`, journalCarries(w.step) ? null : stepEntry('worker', '', w.step).data);
   const text = (c.plainStepSql ??= plainStepSql(c.t));
   const onHot = db === c.pool ? c.hot.tryRun((client) => query(c, client, text, values)) : undefined;
   return (onHot ?? query(c, db, text, values)).then((r) => r.rowCount === 1);
