@@ -52,7 +52,7 @@ describe(`writes the store refuses (${TEST_STORE})`, () => {
     const errors: unknown[] = [];
     worker.on('worker:error', (e) => errors.push(e.error));
 
-    for (const wf of [middle, last]) {
+    for (const wf of [middle.name, last.name]) {
       const { id } = await engine.start(wf, undefined);
       const failure = await engine.result(id, { timeout: '30s' }).then(() => null, (e: unknown) => e);
       expect(isStepwiseError(failure, 'TASK_FAILED')).toBe(true);
