@@ -3,7 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Engine, isStepwiseError, workflow } from '../src/index.ts';
-import { tempDir } from './support/engine.ts';
+import { existsSync, unlinkSync } from 'node:fs';
+import { eventually, tempDir } from './support/engine.ts';
+import { spawnCli } from './support/processes.ts';
+import { triple } from './fixtures/crash-workflows.ts';
 
 describe('SQLite store errors', () => {
   it('reports a file locked past the busy timeout as STORE_UNAVAILABLE and corrupts nothing', async () => {
@@ -44,4 +47,35 @@ describe('SQLite store errors', () => {
       await engine.close();
     }
   });
+
+  it('refuses to open a database whose -wal file vanished while a worker had it open, instead of serving an older state', async () => {
+    const file = join(tempDir(), 'lost-wal.db');
+    const db = `sqlite:${file}`;
+    const first = new Engine({ store: db, workflows: [triple] });
+    const w = spawnCli(['worker', 'test/fixtures/crash-workflows.ts', '--db', db, '--poll-ms', '50']);
+    let id: string;
+    try {
+      await first.ready();
+      await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
+      ({ id } = await first.start(triple, { n: 1 }));
+      expect(await first.result(id, { timeout: '30s' })).toBe(6);
+    } finally {
+      await first.close();
+    }
+    // The worker still has the database open: its commits are in the -wal file, not yet in the
+    // main file. Someone removes the -wal (a cleanup script, a copy of the .db alone).
+    expect(existsSync(`${file}-wal`)).toBe(true);
+    unlinkSync(`${file}-wal`);
+    const second = new Engine({ store: db, workflows: [triple] });
+    try {
+      const error = await second.ready().then(() => null, (e: unknown) => e);
+      expect(isStepwiseError(error, 'STORE_UNAVAILABLE')).toBe(true);
+      expect((error as Error).message).toContain(`${file}-wal`);
+      expect((error as Error).message).toMatch(/lost its write-ahead log/);
+    } finally {
+      await second.close();
+      w.child.kill('SIGTERM');
+      await w.exited;
+    }
+  }, 60_000);
 });
