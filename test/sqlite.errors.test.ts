@@ -66,16 +66,38 @@ describe('SQLite store errors', () => {
     // main file. Someone removes the -wal (a cleanup script, a copy of the .db alone).
     expect(existsSync(`${file}-wal`)).toBe(true);
     unlinkSync(`${file}-wal`);
-    const second = new Engine({ store: db, workflows: [triple] });
+    const refusal = async (): Promise<unknown> => {
+      const engine = new Engine({ store: db, workflows: [triple] });
+      try {
+        return await engine.ready().then(() => null, (e: unknown) => e);
+      } finally {
+        await engine.close();
+      }
+    };
     try {
-      const error = await second.ready().then(() => null, (e: unknown) => e);
-      expect(isStepwiseError(error, 'STORE_UNAVAILABLE')).toBe(true);
-      expect((error as Error).message).toContain(`${file}-wal`);
-      expect((error as Error).message).toMatch(/lost its write-ahead log/);
+      // While the worker still runs, and after it died without a checkpoint (SIGKILL): either
+      // way the commits it made are gone from what a new process would read.
+      for (const when of ['worker running', 'worker killed']) {
+        if (when === 'worker killed') {
+          w.child.kill('SIGKILL');
+          await w.exited;
+        }
+        const error = await refusal();
+        expect({ when, code: (error as { code?: unknown } | null)?.code }).toEqual({ when, code: 'STORE_UNAVAILABLE' });
+        expect((error as Error).message).toContain(`${file}-wal`);
+        expect((error as Error).message).toMatch(/lost its write-ahead log/);
+      }
     } finally {
-      await second.close();
-      w.child.kill('SIGTERM');
+      w.child.kill('SIGKILL');
       await w.exited;
+    }
+    // What the message says to do to accept the older state works: the task started above is gone.
+    unlinkSync(`${file}-shm`);
+    const older = new Engine({ store: db, workflows: [triple] });
+    try {
+      expect(isStepwiseError(await older.get(id).catch((e: unknown) => e), 'TASK_NOT_FOUND')).toBe(true);
+    } finally {
+      await older.close();
     }
   }, 60_000);
 });
