@@ -9,6 +9,8 @@ import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/post
 import { eventually, tempDir } from './support/engine.ts';
 import { readLog, spawnCli } from './support/processes.ts';
 import { startTcpProxy } from './support/tcp-proxy.ts';
+import { PostgresStore } from '../src/postgres/store.ts';
+import type { WakeEvent } from '../src/store.ts';
 
 const schema = freshSchemaName('sw_outage');
 
@@ -131,4 +133,33 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL outage', () => {
       await proxy.close();
     }
   }, 60_000);
+
+  it('a LISTEN connection whose peer goes silent notices, reconnects once the network is back, and hears notifications again', async () => {
+    const proxy = await startTcpProxy(Number(new URL(PG_URL).port || 5432));
+    const listening = new PostgresStore(throughProxy(proxy.port).replace(/\?.*$/, ''), { schema, connectTimeoutMs: 1000, statementTimeoutMs: 1000 });
+    const sender = new PostgresStore(PG_URL, { schema });
+    const heard: WakeEvent[] = [];
+    try {
+      await sender.migrate();
+      const stop = await listening.subscribe((e) => heard.push(e), 'work');
+      await sender.notify({ reason: 'task', taskId: 'before' });
+      await eventually(() => heard.some((e) => e.taskId === 'before'), 20_000, 'the first notification');
+      // Only the LISTEN connection uses this store: a new connection through the proxy is its reconnect.
+      const accepted = proxy.accepted;
+      proxy.blackhole();
+      await eventually(() => proxy.accepted > accepted, 30_000, 'the silent LISTEN connection to be dropped and reopened');
+      proxy.restore();
+      // Back: it says it may have missed something, and hears what is sent from now on.
+      await eventually(() => heard.some((e) => e.taskId === '*'), 30_000, 'the look-again event after the reconnect');
+      await eventually(async () => {
+        await sender.notify({ reason: 'task', taskId: 'after' });
+        return heard.some((e) => e.taskId === 'after');
+      }, 30_000, 'a notification after the partition');
+      await stop();
+    } finally {
+      await listening.close();
+      await sender.close();
+      await proxy.close();
+    }
+  }, 90_000);
 });
