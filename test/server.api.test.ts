@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { workflow } from '../src/index.ts';
+import { workflow, type EngineOptions } from '../src/index.ts';
 import { createServer, ServerMetrics } from '../src/server/index.ts';
 import { eventually, gate, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
 import { call, TOKENS } from './support/server.ts';
 
 const echo = workflow('echo', async (ctx, input: unknown) => ctx.step('say', () => ({ said: input })));
 
-function setup(options: { workflows?: Parameters<typeof makeEngine>[0]['workflows'] } = {}) {
+function setup(options: { workflows?: EngineOptions['workflows'] } = {}) {
   const metrics = new ServerMetrics();
   const engine = makeEngine({ workflows: options.workflows ?? [echo], observers: [metrics.observer] });
   const server = createServer(engine, { tokens: TOKENS, bodyLimitBytes: 64 * 1024, metrics });

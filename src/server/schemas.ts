@@ -13,13 +13,15 @@ export const TaskId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'a task id is 1-64
 export const ApprovalId = z.string().regex(/^[0-9A-Za-z_-]{1,128}$/, 'an approval id is 1-128 letters, digits, "_" or "-"');
 export const SignalName = z.string().min(1).max(200).regex(/^[^|]+$/, 'a signal name has no "|"');
 const Key = z.string().min(1).max(255);
+/** The rule `workflow(name)` applies to names: a filter or start naming anything else cannot match. */
+export const WorkflowName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/, 'a workflow name is 1-200 letters, digits and . _ : / - (starting with a letter or digit)');
 
 /** Any JSON value: input, signal payloads and decision data are the workflow's business. */
 const Json = z.unknown().describe('any JSON value');
 
 export const StartBody = z
   .object({
-    workflow: z.string().min(1).max(200).describe('the registered workflow name'),
+    workflow: WorkflowName.describe('the registered workflow name'),
     input: Json.optional(),
     idempotencyKey: Key.optional().describe('same key → the first task is returned (201 then 200)'),
     delayMs: z.number().int().min(0).max(3_155_760_000_000).optional().describe('do not run before this many milliseconds'),
@@ -56,7 +58,7 @@ const StatusList = z
 export const ListQuery = z
   .object({
     status: StatusList.optional().describe('comma-separated statuses'),
-    workflow: z.string().min(1).max(200).optional(),
+    workflow: WorkflowName.optional(),
     limit: z.coerce.number().int().min(1).max(1000).optional(),
     cursor: TaskId.optional().describe('nextCursor of the previous page'),
   })
@@ -66,7 +68,7 @@ export const ApprovalsQuery = z
   .object({
     status: z.string().regex(/^[a-z_-]{1,30}$/, 'an approval status such as pending').optional(),
     approver: z.string().min(1).max(200).optional(),
-    workflow: z.string().min(1).max(200).optional(),
+    workflow: WorkflowName.optional(),
     taskId: TaskId.optional(),
     mine: z.enum(['true', 'false']).optional().describe('only approvals the caller may decide'),
   })

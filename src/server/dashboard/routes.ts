@@ -15,7 +15,7 @@ import type { Env } from '../app.ts';
 import type { TokenTable } from '../auth.ts';
 import { errorResponse } from '../http-errors.ts';
 import type { ApprovalsApi, ApprovalView } from '../routes/approvals.ts';
-import { ListQuery, TaskId, validate } from '../schemas.ts';
+import { ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
 import { SCRIPT, STYLE } from './assets.ts';
 import { esc, layout } from './html.ts';
 import { listPage, loginPage, taskPage, type ListView } from './pages.ts';
@@ -31,7 +31,7 @@ const PageQuery = ListQuery.extend({
   view: z.enum(['all', 'mine', 'stuck', 'failed']).optional(),
   fragment: z.literal('1').optional(),
   status: z.union([ListQuery.shape.status, z.literal('')]).optional(),
-  workflow: z.union([z.string().min(1).max(200), z.literal('')]).optional(),
+  workflow: z.union([WorkflowName, z.literal('')]).optional(),
 }).strict();
 
 interface DashboardDeps {
