@@ -9,7 +9,7 @@
  */
 import pino from 'pino';
 import { Engine, InvalidArgumentError, type Workflow } from '../index.ts';
-import { createServer, logObserver, parseTokenList, readTokenFile, ServerMetrics, tracingObserver } from '../server/index.ts';
+import { createLogObserver, createServer, createTracingObserver, parseTokenList, readTokenFile, ServerMetrics } from '../server/index.ts';
 import type { CommandContext } from './commands.ts';
 import { loadWorkflows } from './load-module.ts';
 
@@ -32,7 +32,7 @@ export async function serve(ctx: CommandContext): Promise<void> {
   if (ctx.options['with-worker'] && !workflows.length) throw new InvalidArgumentError('--with-worker needs the workflow module: stepwise serve <module> --with-worker.');
   const logger = pino({ base: { service: 'stepwise' } });
   const metrics = new ServerMetrics();
-  const engine = new Engine({ store: ctx.db, workflows, observers: [logObserver(logger), metrics.observer, tracingObserver()] });
+  const engine = new Engine({ store: ctx.db, workflows, observers: [createLogObserver(logger), metrics.observer, ...(await createTracingObserver().then((o) => [o], () => []))] });
   await engine.ready();
   const worker = ctx.options['with-worker'] ? engine.worker() : null;
   const server = createServer(engine, { tokens, logger, metrics });

@@ -5,12 +5,12 @@
  * attempt and worker ids. Payloads (inputs, outputs, signal data) are not logged: they may hold
  * personal data; the log says what happened and who did it.
  * @example
- * const engine = new Engine({ observers: [logObserver(pino())] });
+ * const engine = new Engine({ observers: [createLogObserver(pino())] });
  */
 import type { Logger } from 'pino';
 import type { Observer } from '../../index.ts';
 
-export function logObserver(logger: Logger): Observer {
+export function createLogObserver(logger: Logger): Observer {
   return {
     name: 'pino',
     onRunStart: (r) => logger.info({ msg: 'run started', taskId: r.taskId, workflow: r.workflow, epoch: r.epoch, workerId: r.workerId, reclaimed: r.reclaimed }),

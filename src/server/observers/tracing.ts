@@ -6,12 +6,29 @@
  * and a child of that per attempt (`stepwise.attempt`), with the GenAI semantic-convention
  * attributes that apply to an agent's steps (`gen_ai.operation.name`, `gen_ai.agent.name`).
  * @example
- * const engine = new Engine({ observers: [tracingObserver()] });
+ * const engine = new Engine({ observers: [await createTracingObserver()] });
  */
-import { context, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
-import type { Observer } from '../../index.ts';
+import type { Span, Tracer } from '@opentelemetry/api';
+import { InvalidArgumentError, type Observer } from '../../index.ts';
 
-export function tracingObserver(tracer: Tracer = trace.getTracer('stepwise')): Observer {
+export interface TracingOptions {
+  /** @defaultValue the global provider's tracer named "stepwise" */
+  tracer?: Tracer;
+}
+
+/**
+ * Loads `@opentelemetry/api` (an optional peer dependency: importing the server never needs it)
+ * and returns the observer.
+ */
+export async function createTracingObserver(options: TracingOptions = {}): Promise<Observer> {
+  let api: typeof import('@opentelemetry/api');
+  try {
+    api = await import('@opentelemetry/api');
+  } catch (e) {
+    throw new InvalidArgumentError('createTracingObserver() needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api.', { cause: e });
+  }
+  const { context, SpanStatusCode, trace } = api;
+  const tracer = options.tracer ?? trace.getTracer('stepwise');
   const tasks = new Map<string, Span>();
   const steps = new Map<string, Span>();
   const attempts = new Map<string, Span>();
