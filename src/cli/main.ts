@@ -123,6 +123,7 @@ async function main(argv: string[]): Promise<number> {
       args,
       options: parsed.values,
       out: (line) => process.stdout.write(`${line}\n`),
+      stdout: process.stdout,
     });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {
