@@ -55,12 +55,13 @@ describe('CLI live progress', () => {
 
     const gate = join(dir, 'gate');
     const command = `${process.execPath} --import tsx src/cli/main.ts start crawl --input '${JSON.stringify({ gate })}' --wait --db ${db}`;
-    const tty = spawn('script', ['-qefc', command, '/dev/null'], { cwd, env: { ...process.env, NO_COLOR: '1', COLUMNS: '120', TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const tty = spawn('script', ['-qefc', command, '/dev/null'], { cwd, env: { ...process.env, NO_COLOR: '1', TERM: 'xterm' }, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     let screen = '';
     tty.stdout.on('data', (d: Buffer) => (screen += d.toString()));
     const exited = new Promise<number | null>((r) => tty.on('exit', (code) => r(code)));
     onTestFinished(() => {
-      if (tty.exitCode === null) tty.kill('SIGKILL');
+      // script(1) and the CLI under it are one process group (detached): end both.
+      if (tty.exitCode === null) process.kill(-(tty.pid as number), 'SIGKILL');
     });
     await eventually(() => screen.includes('[######--------------] 3/10 pages'), 30_000, `the progress bar: ${JSON.stringify(screen)}`);
     expect(screen).toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] running step fetch/);
