@@ -38,6 +38,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "6bc5f11cdd9eead7",
     "sql": "-- stepwise_tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as\n--                          JSON), written by the run holding the lease, at most about once a\n--                          second, without a journal row: for `show`, `ls` and pollers.\n\nALTER TABLE stepwise_tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "usage",
+    "breaking": false,
+    "checksum": "f7c31bf395526892",
+    "sql": "-- stepwise_tasks.usage  the task's model usage so far (JSON, see src/ai/usage.ts): tokens and cost\n--                       summed per step and for the task, the calls in flight (so that a call a\n--                       crash cut short is still billed on resume), and the budget the task was\n--                       started with. Written by the run holding the lease, with the `usage:*`\n--                       log entries of each attempt, in one transaction; NULL for a task that\n--                       never called a model.\n\nALTER TABLE stepwise_tasks ADD COLUMN usage TEXT;\n"
   }
 ];
 
@@ -77,5 +84,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "954b24c360ba57ec",
     "sql": "-- tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as JSON),\n--                 written by the run holding the lease, at most about once a second, without a\n--                 journal row: for `show`, `ls` and pollers. A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "usage",
+    "breaking": false,
+    "checksum": "a19b15278423c6de",
+    "sql": "-- tasks.usage  the task's model usage so far (JSON, see src/ai/usage.ts): tokens and cost summed\n--              per step and for the task, the calls in flight (so that a call a crash cut short\n--              is still billed on resume), and the budget the task was started with. Written by\n--              the run holding the lease, with the `usage:*` log entries of each attempt, in one\n--              transaction; NULL for a task that never called a model. A nullable column\n--              rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN usage TEXT;\n"
   }
 ];

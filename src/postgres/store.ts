@@ -34,13 +34,14 @@ import { insertTask } from './insert.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
+import { appendRunEvents } from './run-events.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest, RunEventsWrite,
   SignalRow, SignalWrite, StepRow, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
@@ -115,6 +116,7 @@ export class PostgresStore implements Store {
   claim(r: ClaimRequest): Promise<ClaimedTask[]> { return claim(this.#c, r); }
   heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> { return heartbeat(this.#c, r); }
   setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> { return setProgress(this.#c, taskId, epoch, progress); }
+  appendRunEvents(w: RunEventsWrite): Promise<boolean> { return appendRunEvents(this.#c, w); }
   leaseOwners(now: number): Promise<string[]> { return leaseOwners(this.#c, now); }
   endLeasesOf(owner: string, now: number): Promise<number> { return endLeasesOf(this.#c, owner, now); }
   nextRunAt(r: NextRunRequest): Promise<number | null> { return nextRunAt(this.#c, r); }

@@ -16,7 +16,7 @@ import {
 } from '../rows.ts';
 import { claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
 } from '../store.ts';
@@ -201,10 +201,10 @@ export class SqliteStore implements Store {
   async insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
     return this.#tx(() => {
       const row = this.#stmt(
-        `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
-      ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt) as Raw | undefined;
+      ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null) as Raw | undefined;
       if (row) {
         this.#append(Number(row.no), task.createdAt, [task.log]);
         return { task: toTaskRow(row), created: true };
@@ -504,6 +504,17 @@ export class SqliteStore implements Store {
     ).all(r.now, ...room.keys()) as Array<{ workflow: string; n: number }>;
     subtractLeased(room, counts);
     return room;
+  }
+
+  async appendRunEvents(w: RunEventsWrite): Promise<boolean> {
+    return this.#tx(() => {
+      const row = this.#stmt(`UPDATE stepwise_tasks SET usage = ? WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL}) RETURNING no`).get(w.usage, w.taskId, w.epoch) as
+        | Raw
+        | undefined;
+      if (!row) return false;
+      this.#append(Number(row.no), w.at, w.events);
+      return true;
+    });
   }
 
   async setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> {
