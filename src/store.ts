@@ -233,6 +233,24 @@ export interface RunEventsWrite {
   usage: string;
 }
 
+/** Partial output of a streaming step while it streams: text deltas, or a retried attempt's reset frame. */
+export interface StreamChunkRow {
+  /** Orders a task's chunks (resume after the last one seen). */
+  id: number;
+  taskId: string;
+  step: string;
+  attempt: number;
+  kind: 'delta' | 'reset';
+  delta: string;
+  at: number;
+}
+
+export interface ChunksWrite {
+  taskId: string;
+  epoch: number;
+  chunks: ReadonlyArray<Omit<StreamChunkRow, 'id' | 'taskId'>>;
+}
+
 export interface NewTask {
   id: string;
   workflow: string;
@@ -411,6 +429,14 @@ export interface Store {
    * once the task is no longer leased at that epoch.
    */
   appendRunEvents(write: RunEventsWrite): Promise<boolean>;
+
+  /**
+   * Stream chunks of a streaming step (see `StreamChunkRow`): appended only while the task is
+   * leased at `epoch` (false otherwise); read after an id; deleted per step once its stream ended.
+   */
+  appendChunks(write: ChunksWrite): Promise<boolean>;
+  getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]>;
+  deleteChunks(taskId: string, step: string): Promise<void>;
 
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
   heartbeat(request: HeartbeatRequest): Promise<HeldTask[]>;

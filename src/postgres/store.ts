@@ -34,14 +34,14 @@ import { insertTask } from './insert.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
-import { appendRunEvents } from './run-events.ts';
+import { appendChunks, appendRunEvents, deleteChunks, getChunks } from './run-events.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest, RunEventsWrite,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
@@ -117,6 +117,9 @@ export class PostgresStore implements Store {
   heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> { return heartbeat(this.#c, r); }
   setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> { return setProgress(this.#c, taskId, epoch, progress); }
   appendRunEvents(w: RunEventsWrite): Promise<boolean> { return appendRunEvents(this.#c, w); }
+  appendChunks(w: ChunksWrite): Promise<boolean> { return appendChunks(this.#c, w); }
+  getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]> { return getChunks(this.#c, taskId, after, limit); }
+  deleteChunks(taskId: string, step: string): Promise<void> { return deleteChunks(this.#c, taskId, step); }
   leaseOwners(now: number): Promise<string[]> { return leaseOwners(this.#c, now); }
   endLeasesOf(owner: string, now: number): Promise<number> { return endLeasesOf(this.#c, owner, now); }
   nextRunAt(r: NextRunRequest): Promise<number | null> { return nextRunAt(this.#c, r); }

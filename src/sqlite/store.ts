@@ -12,11 +12,11 @@ import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedT
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
 import {
-  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow,
+  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow, toChunkRow,
 } from '../rows.ts';
 import { claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
 } from '../store.ts';
@@ -515,6 +515,25 @@ export class SqliteStore implements Store {
       this.#append(Number(row.no), w.at, w.events);
       return true;
     });
+  }
+
+  async appendChunks(w: ChunksWrite): Promise<boolean> {
+    return this.#tx(() => {
+      if (!this.#stmt(`SELECT 1 FROM stepwise_tasks WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL})`).get(w.taskId, w.epoch)) return false;
+      const insert = this.#stmt('INSERT INTO stepwise_stream_chunks (task_id, step, attempt, kind, delta, at) VALUES (?, ?, ?, ?, ?, ?)');
+      for (const c of w.chunks) insert.run(w.taskId, c.step, c.attempt, c.kind, c.delta, c.at);
+      return true;
+    });
+  }
+
+  async getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]> {
+    return this.#translate(() =>
+      (this.#stmt('SELECT * FROM stepwise_stream_chunks WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?').all(taskId, after, limit) as Raw[]).map(toChunkRow),
+    );
+  }
+
+  async deleteChunks(taskId: string, step: string): Promise<void> {
+    this.#translate(() => this.#stmt('DELETE FROM stepwise_stream_chunks WHERE task_id = ? AND step = ?').run(taskId, step));
   }
 
   async setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> {
