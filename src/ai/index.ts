@@ -22,3 +22,10 @@ export { IDEMPOTENCY_HEADER } from './model-step.ts';
 export { DEFAULT_PRICES, costOf, priceOf } from './usage.ts';
 export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './usage.ts';
 export { retryAfterMs } from './provider-errors.ts';
+
+// The AI SDK
+export { generateText, streamText, generateObject } from './ai-sdk.ts';
+export type { GenerateTextOptions, StreamTextOptions, GenerateObjectOptions, DurableTextResult, DurableObjectResult } from './ai-sdk.ts';
+export { durableModel } from './durable-model.ts';
+export type { DurableModelOptions } from './durable-model.ts';
+export { openaiChatModel } from './openai-chat-model.ts';

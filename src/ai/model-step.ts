@@ -43,6 +43,15 @@ export interface CallResult<T> {
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 
+/** Set on an error a call throws after spending tokens it knows of (repairs that failed): billed as such. */
+export const SPENT: unique symbol = Symbol('stepwise.ai.spent') as never;
+
+/** `error` carrying the tokens its call spent. */
+export function withSpent<E extends object>(error: E, tokens: TokenCounts): E {
+  (error as { [SPENT]?: TokenCounts })[SPENT] = tokens;
+  return error;
+}
+
 export function contextRun(ctx: WorkflowContext, what: string): NonNullable<ReturnType<typeof runOf>> {
   const run = typeof ctx === 'object' && ctx !== null ? runOf(ctx) : undefined;
   if (!run) throw new InvalidArgumentError(`${what}: the first argument must be the workflow's ctx.`);
@@ -88,8 +97,9 @@ export async function modelStep<T>(
         const cancelled = s.signal.aborted;
         const error = classifyProviderError(raw, s.signal);
         await stream?.close();
-        await meter.end(s.stepName, attempt, model, cancelled ? 'cancelled' : 'failed', { outputTokens: estimateTokens(streamed) }, {
-          estimated: streamed.length > 0, error: error instanceof Error ? error.message.slice(0, 300) : String(error), ...prices,
+        const spent = typeof raw === 'object' && raw !== null ? (raw as { [SPENT]?: TokenCounts })[SPENT] : undefined;
+        await meter.end(s.stepName, attempt, model, cancelled ? 'cancelled' : 'failed', spent ?? { outputTokens: estimateTokens(streamed) }, {
+          estimated: !spent && streamed.length > 0, error: error instanceof Error ? error.message.slice(0, 300) : String(error), ...prices,
         });
         throw error;
       }
