@@ -140,6 +140,38 @@ describe('chatCompletion (openai client)', () => {
     expect((step?.output as { value: { choices: Array<{ message: { content: string } }> } }).value.choices[0]?.message.content).toBe('one two three');
   });
 
+  it('starts a retried attempt with a reset frame: readers drop what the failed attempt streamed', async () => {
+    fake.script([{ kind: 'text', chunks: ['old ', 'text'], stallAfter: 1 }, { kind: 'text', chunks: ['new ', 'text'], stallAfter: 1 }]);
+    const wf = workflow('retried-stream', async (ctx) =>
+      chatCompletion(ctx, 'write', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'go' }], stream: true }, {
+        // Each stalled attempt times out and is retried.
+        step: { timeout: '1s', retry: { maxAttempts: 10, initialDelay: 1, jitter: false } },
+      }),
+    );
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('retried-stream');
+    const frames: StreamEvent[] = [];
+    for await (const f of streamEvents(engine, id, { pollMs: 10 })) {
+      frames.push(f);
+      const prev = frames[frames.length - 2];
+      if (f.type === 'stream:delta' && f.attempt >= 2 && prev?.type === 'stream:reset' && prev.attempt === f.attempt) break;
+    }
+    const firstReset = frames.findIndex((f) => f.type === 'stream:reset');
+    expect(firstReset).toBeGreaterThanOrEqual(0);
+    expect(frames.slice(0, firstReset).every((f) => f.attempt === 1 && f.type === 'stream:delta')).toBe(true);
+    expect(frames[firstReset]).toMatchObject({ type: 'stream:reset', attempt: 2, delta: '' });
+    expect(frames[frames.length - 1]).toMatchObject({ type: 'stream:delta', delta: 'new ' });
+    // Frames are ordered by seq.
+    expect(frames.map((f) => f.seq)).toEqual([...frames.map((f) => f.seq)].sort((a, b) => a - b));
+    await engine.cancel(id);
+    await engine.result(id).catch(() => undefined);
+    // Every attempt was billed: the timed-out ones as failed.
+    const usage = usageOf((await engine.get(id)).history);
+    expect(usage.slice(0, -1).every((u) => u.outcome === 'failed')).toBe(true);
+    expect(usage[usage.length - 1]?.outcome).toBe('cancelled');
+  });
+
   it('refuses the call that would exceed the budget: the task fails with BUDGET_EXCEEDED and the provider is not called', async () => {
     fake.script([{ kind: 'text', chunks: ['a'], usage: { prompt_tokens: 60, completion_tokens: 40 } }]);
     const wf = workflow('thrifty', async (ctx) => {

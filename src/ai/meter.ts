@@ -14,7 +14,7 @@ import type { RunCore } from '../run/core.ts';
 import type { NewEvent } from '../store.ts';
 import type { StepContext, UsageReport } from '../workflow.ts';
 import {
-  DEFAULT_PRICES, attemptUsage, costOf, overBudget, parseSummary, withAttempt, withOpen,
+  DEFAULT_PRICES, attemptUsage, costOf, estimateTokens, overBudget, parseSummary, withAttempt, withOpen,
   type AttemptOutcome, type AttemptUsage, type Budget, type PriceTable, type TokenCounts, type UsageSummary,
 } from './usage.ts';
 
@@ -24,10 +24,15 @@ export class UsageMeter {
   readonly #run: RunCore;
   #summary: UsageSummary;
   #writes: Promise<unknown> = Promise.resolve();
+  /** Steps with a call left open by an earlier run (its process died during the call). */
+  readonly #inherited: Set<string>;
+  /** The last attempt number given out per step in this run (an attempt may still be ending). */
+  readonly #given = new Map<string, number>();
 
   constructor(run: RunCore) {
     this.#run = run;
     this.#summary = parseSummary(run.task.usage);
+    this.#inherited = new Set(Object.keys(this.#summary.open));
   }
 
   get summary(): UsageSummary {
@@ -52,9 +57,11 @@ export class UsageMeter {
     const run = this.#run;
     const prices = this.prices(options.prices);
     const events: AttemptUsage[] = [];
-    const open = this.#summary.open[step];
+    const open = this.#inherited.delete(step) ? this.#summary.open[step] : undefined;
     if (open) {
-      const lost = attemptUsage({ step, attempt: open.attempt, model: open.model, outcome: 'interrupted', estimated: true }, {}, prices);
+      // What it streamed before the crash is still in the chunk table: its output, estimated.
+      const streamed = await this.#streamedBy(step, open.attempt);
+      const lost = attemptUsage({ step, attempt: open.attempt, model: open.model, outcome: 'interrupted', estimated: true }, { outputTokens: estimateTokens(streamed) }, prices);
       this.#summary = withAttempt(this.#summary, lost);
       events.push(lost);
     }
@@ -64,7 +71,8 @@ export class UsageMeter {
       if (events.length) await this.#write(events);
       throw run.fail(new BudgetExceededError(run.taskId, step, over.limit, over.budget, over.projected));
     }
-    const attempt = (this.#summary.steps[step]?.attempts ?? 0) + 1;
+    const attempt = Math.max(this.#summary.steps[step]?.attempts ?? 0, this.#given.get(step) ?? 0) + 1;
+    this.#given.set(step, attempt);
     this.#summary = withOpen(this.#summary, step, { attempt, model, startedAt: run.deps.clock.now() });
     await this.#write(events);
     return attempt;
@@ -83,6 +91,18 @@ export class UsageMeter {
     this.#summary = withAttempt(this.#summary, u);
     await this.#write([u]);
     return u;
+  }
+
+  /** The text attempt `attempt` of `step` streamed (what the chunk table kept of it). */
+  async #streamedBy(step: string, attempt: number): Promise<string> {
+    const run = this.#run;
+    let text = '';
+    for (let after = 0; ; ) {
+      const rows = await run.deps.store.getChunks(run.taskId, after, 1000);
+      for (const r of rows) if (r.step === step && r.attempt === attempt && r.kind === 'delta') text += r.delta;
+      if (rows.length < 1000) return text;
+      after = (rows[rows.length - 1] as { id: number }).id;
+    }
   }
 
   #write(usages: readonly AttemptUsage[]): Promise<void> {

@@ -8,7 +8,7 @@
  * included), and its provider error classified for the engine's retries (`provider-errors.ts`).
  * The stored result keeps its Dates (`json-dates.ts`).
  */
-import { InvalidArgumentError } from '../errors.ts';
+import { InvalidArgumentError, isStepwiseError } from '../errors.ts';
 import { runOf } from '../run/run-of.ts';
 import type { StepContext, StepOptions, WorkflowContext } from '../workflow.ts';
 import { fromFaithful, toFaithful, type Faithful } from './json-dates.ts';
@@ -94,7 +94,8 @@ export async function modelStep<T>(
         // A stream the abort cut short ends quietly in some SDKs: not a result (see step-attempt.ts).
         if (s.signal.aborted) throw s.signal.reason;
       } catch (raw) {
-        const cancelled = s.signal.aborted;
+        // Told to stop (a cancel, a worker stopping), not timed out: the attempt was cancelled.
+        const cancelled = s.signal.aborted && !(isStepwiseError(s.signal.reason) && s.signal.reason.code === 'STEP_TIMEOUT');
         const error = classifyProviderError(raw, s.signal);
         await stream?.close();
         const spent = typeof raw === 'object' && raw !== null ? (raw as { [SPENT]?: TokenCounts })[SPENT] : undefined;
