@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { Engine, type UsageEvent } from '../src/index.ts';
 import { streamEvents } from '../src/ai/index.ts';
-import { essay } from './fixtures/ai-workflows.ts';
+import { budgeted, essay } from './fixtures/ai-workflows.ts';
 import { tempDir } from './support/engine.ts';
 import { spawnCli } from './support/processes.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.ts';
@@ -61,6 +61,41 @@ describe('a crash mid-stream (real processes)', () => {
       expect(left).toEqual([]);
       b.child.kill('SIGTERM');
       expect((await b.exited).code).toBe(0);
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it('keeps the spending of a SIGKILLed worker: the resumed task is refused the call that its budget no longer covers', async () => {
+    fake.script([
+      { kind: 'text', chunks: ['outline'], usage: { prompt_tokens: 40, completion_tokens: 20 } },
+      { kind: 'text', chunks: ['Durable ', 'agents ', 'survive.'], stallAfter: 2 },
+    ]);
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'ai-budget.db')}`;
+    const engine = new Engine({ store: db, workflows: [budgeted] });
+    try {
+      const { id } = await engine.start('budgeted-essay');
+      const args = ['worker', 'test/fixtures/ai-workflows.ts', '--db', db, '--lease-ms', '1500', '--heartbeat-ms', '250', '--poll-ms', '50'];
+      const env = { STEPWISE_TEST_OPENAI_URL: fake.baseURL };
+      const a = spawnCli(args, env);
+      // 60 tokens spent on the outline; the first write attempt (up to 40 more) fits the budget.
+      await fake.waitForRequest(2, 2);
+      let seen = '';
+      for await (const f of streamEvents(engine, id, { pollMs: 10 })) if ((seen += f.delta) === 'Durable agents ') break;
+      a.child.kill('SIGKILL');
+      await a.exited;
+
+      // Resumed: 60 + the interrupted attempt's 4 estimated tokens + 40 declared > 100.
+      const b = spawnCli(args, env);
+      const err = await engine.result(id, { timeout: '30s' }).catch((e: unknown) => e);
+      expect((err as { cause?: { code?: string } }).cause?.code).toBe('BUDGET_EXCEEDED');
+      expect(fake.requests).toHaveLength(2);
+      const info = await engine.get(id);
+      expect(info.status === 'failed' && info.error.message).toContain('104 of 100 tokens');
+      expect(info.usage?.total).toMatchObject({ totalTokens: 64, attempts: 2 });
+      b.child.kill('SIGTERM');
+      await b.exited;
     } finally {
       await engine.close();
     }

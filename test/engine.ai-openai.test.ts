@@ -2,7 +2,7 @@
 // local OpenAI-compatible server: the real client code path, HTTP and SSE included.
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BudgetExceededError, TaskCancelledError, TaskFailedError, workflow, type UsageEvent, type WorkerEvents } from '../src/index.ts';
+import { InvalidArgumentError, TaskCancelledError, TaskFailedError, workflow, type UsageEvent, type WorkerEvents } from '../src/index.ts';
 import { chatCompletion, streamEvents, type StreamEvent } from '../src/ai/index.ts';
 import { makeEngine, startWorker } from './support/engine.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.ts';
@@ -184,7 +184,7 @@ describe('chatCompletion (openai client)', () => {
     const { id } = await engine.start('thrifty');
     const err = await engine.result(id).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TaskFailedError);
-    expect((err as TaskFailedError).cause).toMatchObject({ code: 'BUDGET_EXCEEDED' });
+    expect((err as TaskFailedError).cause).toMatchObject({ code: 'BUDGET_EXCEEDED', name: 'BudgetExceededError' });
     expect(fake.requests).toHaveLength(1);
     const info = await engine.get(id);
     expect(info.status === 'failed' && info.error.code).toBe('BUDGET_EXCEEDED');
@@ -194,6 +194,9 @@ describe('chatCompletion (openai client)', () => {
     const roomy = await engine.start('thrifty', undefined, { budget: { tokens: 1000 } });
     expect(await engine.result(roomy.id)).toBe('done');
     expect((await engine.get(roomy.id)).usage?.budget).toEqual({ tokens: 1000 });
-    expect(BudgetExceededError.name).toBe('BudgetExceededError');
+    // A malformed budget is refused at start, and no task is created.
+    const before = (await engine.list()).tasks.length;
+    await expect(engine.start('thrifty', undefined, { budget: { tokens: -5 } })).rejects.toBeInstanceOf(InvalidArgumentError);
+    expect((await engine.list()).tasks.length).toBe(before);
   });
 });
