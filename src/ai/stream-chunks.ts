@@ -100,7 +100,8 @@ export function openStream(run: RunCore, step: string, attempt: number): StreamW
 /**
  * The frames of a task's streaming steps, live: in order, each once, resumable after a `seq`.
  * Ends when the task is finished and its frames read (or at the current end without `follow`).
- * A finished stream's frames are gone: its text is the step's output (`engine.get(id).steps`).
+ * A finished stream's frames are gone: its text is the step's output (`engine.get(id).steps`), so
+ * a reader that falls behind may miss the last frames of a stream that just finished.
  * @example
  * for await (const f of streamEvents(engine, id)) process.stdout.write(f.type === 'stream:reset' ? '\n[retry]\n' : f.delta);
  */

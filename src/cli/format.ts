@@ -120,9 +120,9 @@ export function taskDetail(t: TaskInfo): string {
   return out.join('\n');
 }
 
-/** `$0.0123` (four decimals: model calls cost fractions of a cent). */
+/** `$0.000123` (six decimals: model calls cost fractions of a cent). */
 function usd(n: number): string {
-  return `$${n.toFixed(4)}`;
+  return `$${n.toFixed(6)}`;
 }
 
 /** Tokens and cost of a task and of each step that called a model. */
