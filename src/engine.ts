@@ -28,6 +28,8 @@ import { checkText } from './text-rules.ts';
 import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
+import { startUsage } from './ai/start-usage.ts';
+import type { Budget } from './ai/usage.ts';
 
 export interface EngineOptions extends StoreOptions {
   /**
@@ -84,6 +86,8 @@ export interface StartOptions extends CommandOptions {
   idempotencyKey?: string;
   /** Do not run before this much time has passed. */
   delay?: Duration;
+  /** This task's spending limit over its model calls, instead of the workflow's `budget`. */
+  budget?: Budget;
 }
 
 export interface StartResult {
@@ -298,10 +302,11 @@ export class Engine {
     const actor = actorOf(options.by);
     const now = this.clock.now();
     const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
+    const usage = startUsage(options.budget);
     const id = newId(now);
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: name };
     const { task, created } = await store.insertTask({
-      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, notify: wake,
+      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, notify: wake, usage,
       ...planCreation(actor),
     });
     if (!created) {

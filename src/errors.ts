@@ -38,6 +38,8 @@ export const ERROR_CODES = Object.freeze({
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   /** The database refused a write for a reason retrying cannot fix (a value it cannot hold, a constraint). */
   STORE_REFUSED: 'STORE_REFUSED',
+  /** A model call would take the task over its token or cost budget. */
+  BUDGET_EXCEEDED: 'BUDGET_EXCEEDED',
 } as const);
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
@@ -73,6 +75,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   STORE_UNAVAILABLE: 503,
   CLOSED: 503,
   SCHEMA_MISMATCH: 500,
+  BUDGET_EXCEEDED: 402,
 });
 
 /** The HTTP status for an error: its code's entry in {@link HTTP_STATUS}, 500 for anything else. */
@@ -257,6 +260,33 @@ export class NonRetryableError extends StepwiseError {
   constructor(message: string, options?: StepwiseErrorOptions) {
     super(ERROR_CODES.NON_RETRYABLE, message, { ...options, retryable: false });
     this.name = 'NonRetryableError';
+  }
+}
+
+/**
+ * A model call (`stepwise-engine/ai`) would take the task over its budget (`workflow(…, { budget })`
+ * or `engine.start(…, { budget })`): the call is not made and the task fails with this error. The
+ * spending it counts is durable, so a resumed task does not get its budget back.
+ */
+export class BudgetExceededError extends StepwiseError {
+  readonly taskId: string;
+  readonly step: string;
+  /** Which limit: tokens or US dollars. */
+  readonly limit: 'tokens' | 'usd';
+  readonly budget: number;
+  /** Spent before the call (plus what the call may take, when it declares `maxOutputTokens`). */
+  readonly projected: number;
+  constructor(taskId: string, step: string, limit: 'tokens' | 'usd', budget: number, projected: number) {
+    super(
+      ERROR_CODES.BUDGET_EXCEEDED,
+      `Task ${taskId}: the model call of step "${step}" would exceed the task's ${limit} budget (${limit === 'usd' ? `$${projected.toFixed(4)} of $${budget}` : `${projected} of ${budget} tokens`}). Raise it with engine.start(…, { budget }) for new tasks.`,
+    );
+    this.name = 'BudgetExceededError';
+    this.taskId = taskId;
+    this.step = step;
+    this.limit = limit;
+    this.budget = budget;
+    this.projected = projected;
   }
 }
 

@@ -9,7 +9,7 @@
 export { workflow, isWorkflow } from './workflow.ts';
 export type {
   Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema,
-  EventResult, WaitForEventOptions, JsonSafe,
+  EventResult, WaitForEventOptions, JsonSafe, UsageReport,
 } from './workflow.ts';
 
 // Running them
@@ -20,10 +20,11 @@ export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';
 
 // Reading tasks
-export type { TaskInfo, TaskSummary, StepInfo, TaskLease } from './task-info.ts';
+export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage } from './task-info.ts';
+export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/usage.ts';
 export type {
   TaskEvent, TaskEventType, Actor, StepRecord, TransitionEvent, StepEvent, StepsForgottenEvent, SignalReceivedEvent,
-  SignalConsumedEvent, UnknownEvent, RebuiltTask,
+  SignalConsumedEvent, UsageEvent, UnknownEvent, RebuiltTask,
 } from './task-events.ts';
 export { rebuildTask } from './task-events.ts';
 export type { Observer, ObserverHook, RunInfo, AttemptInfo } from './observers.ts';
@@ -41,7 +42,7 @@ export type { TaskStatus, LifecycleEvent, LifecycleEffect, LifecycleState, Trans
 export {
   ERROR_CODES, StepwiseError, InvalidArgumentError, InvalidInputError, WorkflowNotFoundError, TaskNotFoundError,
   IllegalTransitionError, IdempotencyConflictError, ConcurrentUpdateError, NonDeterminismError, NotSerializableError,
-  StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, TaskFailedError, TaskCancelledError,
+  StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, BudgetExceededError, TaskFailedError, TaskCancelledError,
   LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, ClosedError, TimeoutError,
   ForbiddenError, ConflictError, PayloadTooLargeError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';

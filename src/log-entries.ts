@@ -21,6 +21,8 @@ export const EVENT_TYPES = Object.freeze({
   stepsForgotten: 'step:forgotten',
   signalReceived: 'signal:received',
   signalConsumed: 'signal:consumed',
+  /** A model call's attempt (see `src/ai/meter.ts`). */
+  usageAttempt: 'usage:attempt',
 } as const);
 
 const raw = (json: string | null): string => (json === null ? 'null' : json);

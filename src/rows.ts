@@ -6,7 +6,7 @@
  * row's in `task-columns.ts`. Shared by the SQLite and PostgreSQL stores so that both read and
  * write the same shape.
  */
-import type { ActorKind, EventRow, SignalRow, StepRow } from './store.ts';
+import type { ActorKind, EventRow, SignalRow, StepRow, StreamChunkRow } from './store.ts';
 export { decodeEvents, encodeEvents, patchAssignments, toTaskRow } from './task-columns.ts';
 
 type Raw = Record<string, unknown>;
@@ -70,4 +70,12 @@ export function stepValues(s: StepRow): unknown[] {
 
 export function isRaw(v: unknown): v is { raw: string } {
   return typeof v === 'object' && v !== null && 'raw' in v;
+}
+
+/** A stream chunk from a database row. */
+export function toChunkRow(r: Raw): StreamChunkRow {
+  return {
+    id: Number(r.id), taskId: String(r.task_id), step: String(r.step), attempt: Number(r.attempt), kind: r.kind === 'reset' ? 'reset' : 'delta',
+    delta: String(r.delta), at: Number(r.at),
+  };
 }

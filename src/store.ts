@@ -64,6 +64,8 @@ export interface TaskRow {
   finishedAt: number | null;
   /** The last progress a running step reported (JSON), or null. */
   progress: string | null;
+  /** Model usage so far, the calls in flight and the task's budget (JSON, see `src/ai/usage.ts`), or null. */
+  usage: string | null;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';
@@ -221,6 +223,34 @@ export type WriteOp = TransitionWrite | StepWrite;
 /** For a transition: the updated row, or `null` if its guard failed; for a step: accepted or not. */
 export type WriteResult = TaskRow | null | boolean;
 
+/** Log entries of a run that go with no journal row (see {@link Store.appendRunEvents}). */
+export interface RunEventsWrite {
+  taskId: string;
+  epoch: number;
+  at: number;
+  events: readonly NewEvent[];
+  /** The new `usage` column (JSON text). */
+  usage: string;
+}
+
+/** Partial output of a streaming step while it streams: text deltas, or a retried attempt's reset frame. */
+export interface StreamChunkRow {
+  /** Orders a task's chunks (resume after the last one seen). */
+  id: number;
+  taskId: string;
+  step: string;
+  attempt: number;
+  kind: 'delta' | 'reset';
+  delta: string;
+  at: number;
+}
+
+export interface ChunksWrite {
+  taskId: string;
+  epoch: number;
+  chunks: ReadonlyArray<Omit<StreamChunkRow, 'id' | 'taskId'>>;
+}
+
 export interface NewTask {
   id: string;
   workflow: string;
@@ -231,6 +261,8 @@ export interface NewTask {
   createdAt: number;
   /** The status it starts in (the lifecycle's `CREATION`). */
   status: TaskStatus;
+  /** The initial `usage` column (a per-start budget), or null. */
+  usage?: string | null;
   /** The log entry of its creation (seq 1), written with the row. */
   log: NewEvent;
   /** Announced to other processes if the task was created. */
@@ -396,6 +428,21 @@ export interface Store {
    * log entry, no status change. Returns whether it was written.
    */
   setProgress(taskId: string, epoch: number, progress: string): Promise<boolean>;
+
+  /**
+   * Appends `events` to the task's log written by the run leased at `epoch` (model usage of an
+   * attempt), and sets the task's `usage` column to `usage`, in one transaction; refused (false)
+   * once the task is no longer leased at that epoch.
+   */
+  appendRunEvents(write: RunEventsWrite): Promise<boolean>;
+
+  /**
+   * Stream chunks of a streaming step (see `StreamChunkRow`): appended only while the task is
+   * leased at `epoch` (false otherwise); read after an id; deleted per step once its stream ended.
+   */
+  appendChunks(write: ChunksWrite): Promise<boolean>;
+  getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]>;
+  deleteChunks(taskId: string, step: string): Promise<void>;
 
   claim(request: ClaimRequest): Promise<ClaimedTask[]>;
   heartbeat(request: HeartbeatRequest): Promise<HeldTask[]>;

@@ -8,6 +8,7 @@
 import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import type { SerializedError } from './serialize.ts';
 import type { ActorKind, EventRow, StepRow } from './store.ts';
+import type { AttemptUsage } from './ai/usage.ts';
 
 /** Who caused an event: a person or API client, a worker process, or the engine itself. */
 export interface Actor {
@@ -75,6 +76,15 @@ export interface SignalConsumedEvent extends EventBase {
   position: number;
 }
 
+/**
+ * One attempt of a model call (`stepwise-engine/ai`, or `ctx.usage`): its model, tokens and cost,
+ * and how it ended — failed, cancelled and interrupted attempts are billed too.
+ */
+export interface UsageEvent extends EventBase {
+  type: 'usage:attempt';
+  usage: AttemptUsage;
+}
+
 /** An entry of a kind this version does not know (written by a newer version). */
 export interface UnknownEvent extends EventBase {
   type: 'unknown';
@@ -83,7 +93,7 @@ export interface UnknownEvent extends EventBase {
 }
 
 /** One entry of a task's event log. */
-export type TaskEvent = TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UnknownEvent;
+export type TaskEvent = TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UsageEvent | UnknownEvent;
 export type TaskEventType = TaskEvent['type'];
 
 /** The public form of a stored entry. */
@@ -122,6 +132,8 @@ export function toTaskEvent(row: EventRow): TaskEvent {
       };
     case 'signal:consumed':
       return { ...base, type: 'signal:consumed', signalId: data.signalId as number, position: data.seq as number };
+    case 'usage:attempt':
+      return { ...base, type: 'usage:attempt', usage: data as unknown as AttemptUsage };
     default:
       return { ...base, type: 'unknown', original: row.type, data };
   }

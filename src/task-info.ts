@@ -8,6 +8,7 @@ import type { TaskStatus } from './lifecycle.ts';
 import { decodeError, decodeJson, type SerializedError } from './serialize.ts';
 import type { StepKind, StepRow, StepStatus, TaskRow } from './store.ts';
 import type { TaskEvent } from './task-events.ts';
+import { parseSummary, type Budget, type UsageTotals } from './ai/usage.ts';
 
 export interface TaskLease {
   owner: string;
@@ -38,6 +39,19 @@ interface TaskSummaryBase {
   cancelReason: string | null;
   /** What a running step last reported (`step.progress()`), with the step's id and when. */
   progress: { done?: number; total?: number; note?: string; step: string | null; at: number } | null;
+  /**
+   * Model usage so far (`stepwise-engine/ai` calls and `ctx.usage` reports): tokens, cost and
+   * attempts for the task and per step id, every attempt counted (failed, cancelled and
+   * interrupted ones too), and the budget given at start; `null` if no model was called.
+   */
+  usage: TaskUsage | null;
+}
+
+/** Usage totals of a task and of each of its steps. */
+export interface TaskUsage {
+  total: UsageTotals;
+  steps: Record<string, UsageTotals>;
+  budget?: Budget;
 }
 
 export type TaskSummary =
@@ -68,6 +82,12 @@ export interface StepInfo {
 /** A task with its journal (`steps`) and its event log (`history`, oldest first). */
 export type TaskInfo = TaskSummary & { steps: StepInfo[]; history: TaskEvent[] };
 
+function taskUsage(text: string | null): TaskUsage | null {
+  if (!text) return null;
+  const s = parseSummary(text);
+  return { total: s.total, steps: s.steps, ...(s.budget ? { budget: s.budget } : {}) };
+}
+
 export function toSummary(row: TaskRow): TaskSummary {
   const base: TaskSummaryBase = {
     id: row.id,
@@ -87,6 +107,7 @@ export function toSummary(row: TaskRow): TaskSummary {
     pauseRequested: row.pauseRequested,
     cancelReason: row.cancelReason,
     progress: row.progress ? (JSON.parse(row.progress) as TaskSummaryBase['progress']) : null,
+    usage: taskUsage(row.usage),
   };
   if (row.status === 'succeeded') return { ...base, status: 'succeeded', output: decodeJson(row.output) };
   if (row.status === 'failed') {

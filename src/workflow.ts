@@ -9,6 +9,7 @@ import { checkText } from './text-rules.ts';
 import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
+import { checkBudget, type AttemptOutcome, type Budget, type PriceTable, type TokenCounts } from './ai/usage.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -87,6 +88,26 @@ export interface WorkflowContext {
   waitForEvent<T = unknown>(name: string | readonly string[], options?: WaitForEventOptions): Promise<EventResult<T>>;
   /** Reports progress between steps (see {@link StepContext.progress}). */
   progress(progress: Progress): void;
+  /**
+   * Records model usage of a step that called a model another way than `stepwise-engine/ai`: an
+   * attempt of the step, priced from the workflow's price table, in the task's log and usage
+   * totals (`engine.get(id).usage`), counted against its budget. Call it from inside the step
+   * (with the step's context), so a replay never counts it twice.
+   * @example
+   * await ctx.step('summarise', async (s) => {
+   *   const r = await myClient.complete(prompt, { signal: s.signal });
+   *   await ctx.usage(s, { model: 'gpt-4o-mini', inputTokens: r.usage.in, outputTokens: r.usage.out });
+   *   return r.text;
+   * });
+   */
+  usage(step: StepContext, report: UsageReport): Promise<void>;
+}
+
+/** Usage a step reports itself (see {@link WorkflowContext.usage}). */
+export interface UsageReport extends TokenCounts {
+  model: string;
+  /** @defaultValue 'succeeded' */
+  outcome?: AttemptOutcome;
 }
 
 /**
@@ -148,6 +169,14 @@ export interface WorkflowOptions<I, In = I> {
    * definition (given to `new Engine({ workflows })`); the CLI, which has no code, does not check.
    */
   signals?: Readonly<Record<string, InputSchema<unknown>>>;
+  /**
+   * Spending limit of each task of this workflow over its model calls (`stepwise-engine/ai`, or
+   * `ctx.usage`): a call that would exceed it is refused and the task fails with
+   * BudgetExceededError (BUDGET_EXCEEDED). `engine.start(…, { budget })` overrides it per task.
+   */
+  budget?: Budget;
+  /** Prices by model id (USD per million tokens), over {@link DEFAULT_PRICES}. */
+  prices?: PriceTable;
 }
 
 export type WorkflowFunction<I, O> = (ctx: WorkflowContext, input: I) => Promise<O>;
@@ -171,7 +200,7 @@ export interface Workflow<I = unknown, O = unknown, In = I> {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
 /** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
-const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'budget', 'prices'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
  * Declares a durable workflow.
@@ -205,6 +234,11 @@ export function workflow<I = unknown, O = unknown, In = I>(
     for (const [signal, schema] of Object.entries(options.signals)) {
       if (typeof (schema as { parse?: unknown })?.parse !== 'function') throw new InvalidArgumentError(`workflow("${name}"): signals.${signal} must be a schema with parse(value).`);
     }
+  }
+  try {
+    if (options.budget !== undefined) checkBudget(options.budget, `workflow("${name}")`);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message, { cause: e });
   }
   try {
     resolveRetry(options.retry);

@@ -46,6 +46,9 @@ describe(`the published package (${pkg.name})`, () => {
     const paths = files.map((f) => f.path);
     expect(paths).toContain('dist/index.d.ts');
     expect(paths).toContain('dist/cli/main.js');
+    // The `./ai` subpath (its peers `ai` and `openai` are optional: only its users install them).
+    expect(paths).toContain('dist/ai/index.d.ts');
+    expect(paths).toContain('dist/ai/index.js');
     expect(paths.some((p) => p.startsWith('src/') || p.startsWith('test/'))).toBe(false);
 
     const project = join(dir, 'app');

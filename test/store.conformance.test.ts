@@ -283,6 +283,42 @@ for (const backend of backends) {
       ns = namespace();
     });
 
+    describe('run events and stream chunks (stepwise-engine/ai)', () => {
+      it('appendRunEvents appends after the task log and sets its usage, only for the lease holder\'s epoch', async () => {
+        const task = await claimedTask(store, ns);
+        const before = (await store.getEvents(task.id)).length;
+        const entry = { type: 'usage:attempt', actorKind: 'worker' as const, actorId: 'w1', data: '{"step":"a","attempt":1}' };
+        expect(await store.appendRunEvents({ taskId: task.id, epoch: task.epoch, at: 5, events: [entry, entry], usage: '{"n":1}' })).toBe(true);
+        // A write quoting another epoch (a zombie) changes nothing.
+        expect(await store.appendRunEvents({ taskId: task.id, epoch: task.epoch + 1, at: 6, events: [entry], usage: '{"n":2}' })).toBe(false);
+        // No entries, only the usage column.
+        expect(await store.appendRunEvents({ taskId: task.id, epoch: task.epoch, at: 7, events: [], usage: '{"n":3}' })).toBe(true);
+        const events = await store.getEvents(task.id);
+        expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+        expect(events.slice(before).map((e) => [e.type, e.at, e.data])).toEqual([['usage:attempt', 5, entry.data], ['usage:attempt', 5, entry.data]]);
+        expect((await mustGet(store, task.id)).usage).toBe('{"n":3}');
+      });
+
+      it('a task starts with the usage it is inserted with', async () => {
+        const { task } = await store.insertTask(newTask(ns, { usage: '{"budget":{"tokens":5}}' }));
+        expect((await mustGet(store, task.id)).usage).toBe('{"budget":{"tokens":5}}');
+      });
+
+      it('stream chunks are written only by the lease holder, read in order after an id, and deleted per step', async () => {
+        const task = await claimedTask(store, ns);
+        const chunk = (step: string, delta: string, kind: 'delta' | 'reset' = 'delta') => ({ step, attempt: kind === 'reset' ? 2 : 1, kind, delta, at: 1 });
+        expect(await store.appendChunks({ taskId: task.id, epoch: task.epoch, chunks: [chunk('a', 'x'), chunk('b', 'y')] })).toBe(true);
+        expect(await store.appendChunks({ taskId: task.id, epoch: task.epoch, chunks: [chunk('a', '', 'reset'), chunk('a', 'z')] })).toBe(true);
+        expect(await store.appendChunks({ taskId: task.id, epoch: task.epoch + 1, chunks: [chunk('a', 'zombie')] })).toBe(false);
+        const all = await store.getChunks(task.id, 0, 100);
+        expect(all.map((c) => [c.step, c.kind, c.delta, c.attempt])).toEqual([['a', 'delta', 'x', 1], ['b', 'delta', 'y', 1], ['a', 'reset', '', 2], ['a', 'delta', 'z', 1]]);
+        expect(all.map((c) => c.id)).toEqual([...all.map((c) => c.id)].sort((x, y) => x - y));
+        expect((await store.getChunks(task.id, (all[1] as { id: number }).id, 100)).map((c) => c.delta)).toEqual(['', 'z']);
+        await store.deleteChunks(task.id, 'a');
+        expect((await store.getChunks(task.id, 0, 100)).map((c) => c.step)).toEqual(['b']);
+      });
+    });
+
     describe('migrations', () => {
       it('migrate is idempotent: running it again applies nothing and keeps the data', async () => {
         const target = backend.isolated();
@@ -339,7 +375,7 @@ for (const backend of backends) {
           id: input.id, workflow: input.workflow, workflowVersion: 'v1', status: 'pending', input: '{"n":1}', output: null, error: null,
           idempotencyKey: input.idempotencyKey, runAt: T0 + 5, leaseOwner: null, leaseExpiresAt: null, epoch: 0, version: 1, runs: 0,
           retries: 0, pauseRequested: false, wait: null, waitEvents: null, cancelReason: null, createdAt: T0, updatedAt: T0, finishedAt: null,
-          progress: null,
+          progress: null, usage: null,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);

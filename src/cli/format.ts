@@ -81,6 +81,11 @@ export function describeEvent(e: TaskEvent): string {
       return `${bold('signal'.padEnd(8))} ${e.name} received${e.idempotencyKey ? dim(` key=${e.idempotencyKey}`) : ''}`;
     case 'signal:consumed':
       return `${bold('signal'.padEnd(8))} #${e.signalId} consumed at position ${e.position}`;
+    case 'usage:attempt': {
+      const u = e.usage;
+      const outcome = u.outcome === 'succeeded' ? '' : ` ${u.outcome === 'failed' ? red(u.outcome) : yellow(u.outcome)}`;
+      return `${bold('model'.padEnd(8))} ${u.step} attempt ${u.attempt} ${u.model}${outcome} ${dim(`${u.inputTokens} in / ${u.outputTokens} out${u.estimated ? ' (est.)' : ''} ${usd(u.costUsd)}`)}`;
+    }
     case 'unknown':
       return `${bold(e.original)}`;
   }
@@ -106,12 +111,30 @@ export function taskDetail(t: TaskInfo): string {
   out.push(`  input      ${truncate(JSON.stringify(t.input) ?? 'undefined')}`);
   if (t.status === 'succeeded') out.push(`  output     ${truncate(JSON.stringify(t.output) ?? 'undefined')}`);
   if (t.status === 'failed') out.push(`  error      ${red(`[${t.error.code ?? t.error.name}] ${t.error.message}`)}`);
+  if (t.usage) out.push(...usageLines(t));
   out.push('', bold('Steps'));
   out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map(stepRow)) : dim('  (none yet)'));
   out.push('', bold('Timeline'));
   const start = t.history[0]?.at ?? t.createdAt;
   for (const e of t.history) out.push(eventLine(e, start));
   return out.join('\n');
+}
+
+/** `$0.000123` (six decimals: model calls cost fractions of a cent). */
+function usd(n: number): string {
+  return `$${n.toFixed(6)}`;
+}
+
+/** Tokens and cost of a task and of each step that called a model. */
+function usageLines(t: TaskInfo): string[] {
+  const u = t.usage;
+  if (!u) return [];
+  const tokens = (x: { inputTokens: number; outputTokens: number; cachedInputTokens: number; reasoningTokens: number }): string =>
+    `${x.inputTokens} in (${x.cachedInputTokens} cached) / ${x.outputTokens} out (${x.reasoningTokens} reasoning)`;
+  const budget = u.budget ? dim(`   budget ${[u.budget.tokens !== undefined ? `${u.budget.tokens} tokens` : '', u.budget.usd !== undefined ? usd(u.budget.usd) : ''].filter(Boolean).join(', ')}`) : '';
+  const out = [`  usage      ${tokens(u.total)}   ${usd(u.total.costUsd)}   ${u.total.attempts} model attempt${u.total.attempts === 1 ? '' : 's'}${budget}`];
+  for (const [step, s] of Object.entries(u.steps)) out.push(`             ${step}: ${tokens(s)}   ${usd(s.costUsd)}   ${s.attempts} attempt${s.attempts === 1 ? '' : 's'}`);
+  return out;
 }
 
 function truncate(s: string, n = 160): string {

@@ -38,6 +38,20 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "6bc5f11cdd9eead7",
     "sql": "-- stepwise_tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as\n--                          JSON), written by the run holding the lease, at most about once a\n--                          second, without a journal row: for `show`, `ls` and pollers.\n\nALTER TABLE stepwise_tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "usage",
+    "breaking": false,
+    "checksum": "f7c31bf395526892",
+    "sql": "-- stepwise_tasks.usage  the task's model usage so far (JSON, see src/ai/usage.ts): tokens and cost\n--                       summed per step and for the task, the calls in flight (so that a call a\n--                       crash cut short is still billed on resume), and the budget the task was\n--                       started with. Written by the run holding the lease, with the `usage:*`\n--                       log entries of each attempt, in one transaction; NULL for a task that\n--                       never called a model.\n\nALTER TABLE stepwise_tasks ADD COLUMN usage TEXT;\n"
+  },
+  {
+    "id": 7,
+    "name": "stream_chunks",
+    "breaking": false,
+    "checksum": "8f5265cba7d6c7f4",
+    "sql": "-- stepwise_stream_chunks  the partial output of streaming model steps while they stream\n--                         (`stepwise-engine/ai`): each row a batch of text deltas of one\n--                         attempt of one step (`kind` 'delta'), or the reset frame that starts a\n--                         retried attempt (`kind` 'reset': readers drop what the step streamed\n--                         before). `id` orders a task's chunks; a reader resumes after the last id\n--                         it saw. Written only by the run holding the task's lease. A step's rows\n--                         are deleted once its stream finished: the stored transcript is the\n--                         step's final output in the journal, so this table does not grow with\n--                         finished streams.\n\nCREATE TABLE stepwise_stream_chunks (\n  id       INTEGER PRIMARY KEY,\n  task_id  TEXT NOT NULL,\n  step     TEXT NOT NULL,\n  attempt  INTEGER NOT NULL,\n  kind     TEXT NOT NULL CHECK (kind = 'delta' OR kind = 'reset'),\n  delta    TEXT NOT NULL,\n  at       INTEGER NOT NULL\n);\n\nCREATE INDEX stepwise_stream_chunks_task ON stepwise_stream_chunks (task_id, id);\n"
   }
 ];
 
@@ -77,5 +91,19 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "954b24c360ba57ec",
     "sql": "-- tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as JSON),\n--                 written by the run holding the lease, at most about once a second, without a\n--                 journal row: for `show`, `ls` and pollers. A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "usage",
+    "breaking": false,
+    "checksum": "a19b15278423c6de",
+    "sql": "-- tasks.usage  the task's model usage so far (JSON, see src/ai/usage.ts): tokens and cost summed\n--              per step and for the task, the calls in flight (so that a call a crash cut short\n--              is still billed on resume), and the budget the task was started with. Written by\n--              the run holding the lease, with the `usage:*` log entries of each attempt, in one\n--              transaction; NULL for a task that never called a model. A nullable column\n--              rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN usage TEXT;\n"
+  },
+  {
+    "id": 7,
+    "name": "stream_chunks",
+    "breaking": false,
+    "checksum": "9091f3dd78e7f636",
+    "sql": "-- stream_chunks  the partial output of streaming model steps while they stream\n--                (`stepwise-engine/ai`): each row a batch of text deltas of one attempt of one\n--                step (`kind` 'delta'), or the reset frame that starts a retried attempt (`kind`\n--                'reset': readers drop what the step streamed before). `id` orders a task's\n--                chunks: they are written by one run at a time, each write awaited before the\n--                next, so a task's ids grow in commit order; a reader resumes after the last id\n--                it saw. A step's rows are deleted once its stream finished: the stored\n--                transcript is the step's final output in the journal, so this table does not\n--                grow with finished streams.\n\nCREATE TABLE :SCHEMA.stream_chunks (\n  id       BIGSERIAL PRIMARY KEY,\n  task_id  TEXT NOT NULL,\n  step     TEXT NOT NULL,\n  attempt  INTEGER NOT NULL,\n  kind     TEXT NOT NULL CHECK (kind IN ('delta', 'reset')),\n  delta    TEXT NOT NULL,\n  at       BIGINT NOT NULL\n);\n\nCREATE INDEX stream_chunks_task ON :SCHEMA.stream_chunks (task_id, id);\n"
   }
 ];

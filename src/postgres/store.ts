@@ -34,6 +34,7 @@ import { insertTask } from './insert.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
+import { appendChunks, appendRunEvents, deleteChunks, getChunks } from './run-events.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
@@ -41,7 +42,7 @@ import { notify, subscribe } from './listen.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
@@ -134,6 +135,10 @@ export class PostgresStore implements Store {
   claim(r: ClaimRequest): Promise<ClaimedTask[]> { return claim(this.#c, r); }
   heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> { return heartbeat(this.#c, r); }
   setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> { return setProgress(this.#c, taskId, epoch, progress); }
+  appendRunEvents(w: RunEventsWrite): Promise<boolean> { return appendRunEvents(this.#c, w); }
+  appendChunks(w: ChunksWrite): Promise<boolean> { return appendChunks(this.#c, w); }
+  getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]> { return getChunks(this.#c, taskId, after, limit); }
+  deleteChunks(taskId: string, step: string): Promise<void> { return deleteChunks(this.#c, taskId, step); }
   leaseOwners(now: number): Promise<string[]> { return leaseOwners(this.#c, now); }
   endLeasesOf(owner: string, now: number): Promise<number> { return endLeasesOf(this.#c, owner, now); }
   nextRunAt(r: NextRunRequest): Promise<number | null> { return nextRunAt(this.#c, r); }

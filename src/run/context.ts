@@ -5,11 +5,13 @@
  * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
  */
 import type { Duration } from '../duration.ts';
-import type { Progress, StepContext, StepOptions, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
+import type { Progress, StepContext, StepOptions, UsageReport, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
+import { reportUsage } from '../ai/meter.ts';
 import type { RunCore } from './core.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
 import { waitForEvent } from './wait-for-event.ts';
+import { RUN_OF } from './run-of.ts';
 
 export function createContext(run: RunCore): WorkflowContext {
   return Object.freeze({
@@ -24,5 +26,7 @@ export function createContext(run: RunCore): WorkflowContext {
     sleep: (name: string, duration: Duration) => sleep(run, name, duration),
     waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
     progress: (p: Progress) => run.progress.report(null, p),
+    usage: (step: StepContext, report: UsageReport) => reportUsage(run, step, report),
+    [RUN_OF]: run,
   });
 }

@@ -12,11 +12,11 @@ import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedT
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreRefusedError, StoreUnavailableError } from '../errors.ts';
 import {
-  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow,
+  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow, toChunkRow,
 } from '../rows.ts';
 import { claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
 } from '../store.ts';
@@ -208,10 +208,10 @@ export class SqliteStore implements Store {
   async insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
     return this.#tx(() => {
       const row = this.#stmt(
-        `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
-      ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt) as Raw | undefined;
+      ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null) as Raw | undefined;
       if (row) {
         this.#append(Number(row.no), task.createdAt, [task.log]);
         return { task: toTaskRow(row), created: true };
@@ -511,6 +511,36 @@ export class SqliteStore implements Store {
     ).all(r.now, ...room.keys()) as Array<{ workflow: string; n: number }>;
     subtractLeased(room, counts);
     return room;
+  }
+
+  async appendRunEvents(w: RunEventsWrite): Promise<boolean> {
+    return this.#tx(() => {
+      const row = this.#stmt(`UPDATE stepwise_tasks SET usage = ? WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL}) RETURNING no`).get(w.usage, w.taskId, w.epoch) as
+        | Raw
+        | undefined;
+      if (!row) return false;
+      this.#append(Number(row.no), w.at, w.events);
+      return true;
+    });
+  }
+
+  async appendChunks(w: ChunksWrite): Promise<boolean> {
+    return this.#tx(() => {
+      if (!this.#stmt(`SELECT 1 FROM stepwise_tasks WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL})`).get(w.taskId, w.epoch)) return false;
+      const insert = this.#stmt('INSERT INTO stepwise_stream_chunks (task_id, step, attempt, kind, delta, at) VALUES (?, ?, ?, ?, ?, ?)');
+      for (const c of w.chunks) insert.run(w.taskId, c.step, c.attempt, c.kind, c.delta, c.at);
+      return true;
+    });
+  }
+
+  async getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]> {
+    return this.#translate(() =>
+      (this.#stmt('SELECT * FROM stepwise_stream_chunks WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?').all(taskId, after, limit) as Raw[]).map(toChunkRow),
+    );
+  }
+
+  async deleteChunks(taskId: string, step: string): Promise<void> {
+    this.#translate(() => this.#stmt('DELETE FROM stepwise_stream_chunks WHERE task_id = ? AND step = ?').run(taskId, step));
   }
 
   async setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> {

@@ -1,0 +1,8 @@
+-- tasks.usage  the task's model usage so far (JSON, see src/ai/usage.ts): tokens and cost summed
+--              per step and for the task, the calls in flight (so that a call a crash cut short
+--              is still billed on resume), and the budget the task was started with. Written by
+--              the run holding the lease, with the `usage:*` log entries of each attempt, in one
+--              transaction; NULL for a task that never called a model. A nullable column
+--              rewrites nothing.
+
+ALTER TABLE :SCHEMA.tasks ADD COLUMN usage TEXT;

@@ -1,0 +1,31 @@
+/**
+ * @module stepwise-engine/ai
+ * Model calls as durable steps: the AI SDK (`ai` 6) and the official `openai` client with their own
+ * retries off, the step's AbortSignal and idempotency key, usage and cost recorded per attempt
+ * (failed, cancelled and interrupted ones too), budgets the engine enforces, and durable streams
+ * readable live from any process. `ai` and `openai` are optional peer dependencies: install the
+ * one you use.
+ */
+
+// The official openai client
+export { chatCompletion } from './openai.ts';
+
+// Durable streams
+export { streamEvents } from './stream-chunks.ts';
+export type { StreamEvent, StreamEventsOptions } from './stream-chunks.ts';
+
+// Options shared by every model step
+export type { ModelStepOptions } from './model-step.ts';
+export { IDEMPOTENCY_HEADER } from './model-step.ts';
+
+// Usage, prices, budgets
+export { DEFAULT_PRICES, costOf, priceOf } from './usage.ts';
+export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './usage.ts';
+export { retryAfterMs } from './provider-errors.ts';
+
+// The AI SDK
+export { generateText, streamText, generateObject } from './ai-sdk.ts';
+export type { GenerateTextOptions, StreamTextOptions, GenerateObjectOptions, DurableTextResult, DurableObjectResult } from './ai-sdk.ts';
+export { durableModel } from './durable-model.ts';
+export type { DurableModelOptions } from './durable-model.ts';
+export { openaiChatModel } from './openai-chat-model.ts';

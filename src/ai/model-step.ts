@@ -1,0 +1,114 @@
+/**
+ * @module ai/model-step
+ * Internal: not part of the public API.
+ * The one way `stepwise-engine/ai` calls a model: as a durable step (`ctx.step`), so a finished
+ * call is checkpointed and a resumed task never pays for it again. Each attempt gets the step's
+ * AbortSignal and its idempotency key (as the `Idempotency-Key` request header), is metered
+ * (see `meter.ts`: budget checked before, usage recorded after, failed and cancelled attempts
+ * included), and its provider error classified for the engine's retries (`provider-errors.ts`).
+ * The stored result keeps its Dates (`json-dates.ts`).
+ */
+import { InvalidArgumentError, isStepwiseError } from '../errors.ts';
+import { runOf } from '../run/run-of.ts';
+import type { StepContext, StepOptions, WorkflowContext } from '../workflow.ts';
+import { fromFaithful, toFaithful, type Faithful } from './json-dates.ts';
+import { meterOf } from './meter.ts';
+import { classifyProviderError } from './provider-errors.ts';
+import { estimateTokens, type PriceTable, type TokenCounts } from './usage.ts';
+import { openStream, type StreamWriter } from './stream-chunks.ts';
+
+/** Options every model step takes beside the SDK's own. */
+export interface ModelStepOptions {
+  /** The step's retry policy and per-attempt timeout (see `ctx.step`). */
+  step?: StepOptions;
+  /** Prices for this call's model, over the workflow's and {@link DEFAULT_PRICES}. */
+  prices?: PriceTable;
+}
+
+/** What one attempt hands its call. */
+export interface AttemptIO {
+  step: StepContext;
+  /** Headers to send: the step's idempotency key. */
+  headers: Record<string, string>;
+  /** Streaming calls report each text delta (published live; counted if the attempt is cut off). */
+  delta(text: string): void;
+}
+
+/** What a call returns: its value, its usage, and the model that served it. */
+export interface CallResult<T> {
+  value: T;
+  usage: TokenCounts;
+  model?: string;
+}
+
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+
+/** Set on an error a call throws after spending tokens it knows of (repairs that failed): billed as such. */
+export const SPENT: unique symbol = Symbol('stepwise.ai.spent') as never;
+
+/** `error` carrying the tokens its call spent. */
+export function withSpent<E extends object>(error: E, tokens: TokenCounts): E {
+  (error as { [SPENT]?: TokenCounts })[SPENT] = tokens;
+  return error;
+}
+
+export function contextRun(ctx: WorkflowContext, what: string): NonNullable<ReturnType<typeof runOf>> {
+  const run = typeof ctx === 'object' && ctx !== null ? runOf(ctx) : undefined;
+  if (!run) throw new InvalidArgumentError(`${what}: the first argument must be the workflow's ctx.`);
+  return run;
+}
+
+/**
+ * Runs `call` as step `name` of `ctx` for model `model` (the id the price table knows). With
+ * `streaming`, the attempt's deltas are published as the step's stream (see `stream-chunks.ts`).
+ */
+export async function modelStep<T>(
+  ctx: WorkflowContext,
+  name: string,
+  model: string,
+  options: ModelStepOptions & { maxOutputTokens?: number; streaming?: boolean; what: string },
+  call: (io: AttemptIO) => Promise<CallResult<T>>,
+): Promise<T> {
+  const run = contextRun(ctx, options.what);
+  if (typeof name !== 'string' || !name) throw new InvalidArgumentError(`${options.what}: the step name must be a non-empty string.`);
+  const stored = await ctx.step(
+    name,
+    async (s): Promise<Faithful> => {
+      const meter = meterOf(run);
+      const attempt = await meter.begin(s.stepName, model, { ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}), ...(options.prices ? { prices: options.prices } : {}) });
+      let streamed = '';
+      const stream: StreamWriter | null = options.streaming ? openStream(run, s.stepName, attempt) : null;
+      const io: AttemptIO = {
+        step: s,
+        headers: { [IDEMPOTENCY_HEADER]: s.idempotencyKey },
+        delta(text) {
+          if (!text) return;
+          streamed += text;
+          stream?.write(text);
+        },
+      };
+      const prices = options.prices ? { prices: options.prices } : {};
+      let result: CallResult<T>;
+      try {
+        result = await call(io);
+        // A stream the abort cut short ends quietly in some SDKs: not a result (see step-attempt.ts).
+        if (s.signal.aborted) throw s.signal.reason;
+      } catch (raw) {
+        // Told to stop (a cancel, a worker stopping), not timed out: the attempt was cancelled.
+        const cancelled = s.signal.aborted && !(isStepwiseError(s.signal.reason) && s.signal.reason.code === 'STEP_TIMEOUT');
+        const error = classifyProviderError(raw, s.signal);
+        await stream?.close();
+        const spent = typeof raw === 'object' && raw !== null ? (raw as { [SPENT]?: TokenCounts })[SPENT] : undefined;
+        await meter.end(s.stepName, attempt, model, cancelled ? 'cancelled' : 'failed', spent ?? { outputTokens: estimateTokens(streamed) }, {
+          estimated: !spent && streamed.length > 0, error: error instanceof Error ? error.message.slice(0, 300) : String(error), ...prices,
+        });
+        throw error;
+      }
+      await stream?.finish();
+      await meter.end(s.stepName, attempt, result.model ?? model, 'succeeded', result.usage, prices);
+      return toFaithful(result.value);
+    },
+    options.step,
+  );
+  return fromFaithful<T>(stored as Faithful);
+}

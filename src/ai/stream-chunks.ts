@@ -1,0 +1,136 @@
+/**
+ * @module ai/stream-chunks
+ * Durable streams: the partial output of a streaming model step, readable live from any process
+ * while the step streams (B10). The run writes each attempt's text deltas to the store's chunk
+ * table as they arrive — coalesced: one write in flight at a time, the deltas that arrive during
+ * it go in the next — after a reset frame when the attempt is a retry (readers drop what the step
+ * streamed before). When the stream finishes, its chunks are deleted: the stored transcript is
+ * the step's final output in the journal, and finished streams leave nothing behind.
+ *
+ * A reader ({@link streamEvents}) gets `{ step, attempt, seq, delta }` frames in order and resumes
+ * after the last `seq` it saw.
+ */
+import type { RunCore } from '../run/core.ts';
+import type { Engine } from '../engine.ts';
+import { isFinished } from '../lifecycle.ts';
+
+/** A frame of a streaming step: text it streamed, or a reset when a retried attempt starts over. */
+export interface StreamEvent {
+  type: 'stream:delta' | 'stream:reset';
+  taskId: string;
+  /** The step id. */
+  step: string;
+  attempt: number;
+  /** Orders a task's frames: pass the last one seen as `after` to resume. */
+  seq: number;
+  /** The text (empty for a reset). */
+  delta: string;
+  at: number;
+}
+
+export interface StreamEventsOptions {
+  /** Resume after this frame. @defaultValue 0 (from the start) */
+  after?: number;
+  /** Only this step's frames. */
+  step?: string;
+  /** Keep waiting for frames until the task is finished (true), or end at the current end. @defaultValue true */
+  follow?: boolean;
+  signal?: AbortSignal;
+  /** Between two reads without news. @defaultValue 100 */
+  pollMs?: number;
+}
+
+/** Writes one attempt's deltas (see the module doc). */
+export interface StreamWriter {
+  write(delta: string): void;
+  /** The stream finished: pending deltas are written, then the step's chunks deleted. */
+  finish(): Promise<void>;
+  /** The attempt ended otherwise: pending deltas are written and kept (a retry resets them). */
+  close(): Promise<void>;
+}
+
+export function openStream(run: RunCore, step: string, attempt: number): StreamWriter {
+  const store = run.deps.store;
+  const clock = run.deps.clock;
+  let pending: Array<{ kind: 'delta' | 'reset'; delta: string }> = attempt > 1 ? [{ kind: 'reset', delta: '' }] : [];
+  let inFlight: Promise<void> | null = null;
+  let refused = false;
+  const flush = (): void => {
+    if (inFlight || !pending.length || refused) return;
+    // Consecutive deltas travel as one row.
+    const batch: Array<{ kind: 'delta' | 'reset'; delta: string }> = [];
+    for (const p of pending) {
+      const last = batch[batch.length - 1];
+      if (last && last.kind === 'delta' && p.kind === 'delta') last.delta += p.delta;
+      else batch.push({ ...p });
+    }
+    pending = [];
+    const at = clock.now();
+    inFlight = store.appendChunks({ taskId: run.taskId, epoch: run.epoch, chunks: batch.map((b) => ({ step, attempt, kind: b.kind, delta: b.delta, at })) }).then(
+      (ok) => {
+        if (!ok) refused = true; // the lease moved on: the new owner streams now
+        inFlight = null;
+        flush();
+      },
+      () => {
+        // A failed write loses these deltas for live readers only; the final text is the journal's.
+        inFlight = null;
+        flush();
+      },
+    );
+  };
+  const drain = async (): Promise<void> => {
+    flush();
+    while (inFlight) await inFlight;
+  };
+  if (pending.length) flush();
+  return {
+    write(delta) {
+      pending.push({ kind: 'delta', delta });
+      flush();
+    },
+    async finish() {
+      await drain();
+      await store.deleteChunks(run.taskId, step);
+    },
+    close: drain,
+  };
+}
+
+/**
+ * The frames of a task's streaming steps, live: in order, each once, resumable after a `seq`.
+ * Ends when the task is finished and its frames read (or at the current end without `follow`).
+ * A finished stream's frames are gone: its text is the step's output (`engine.get(id).steps`), so
+ * a reader that falls behind may miss the last frames of a stream that just finished.
+ * @example
+ * for await (const f of streamEvents(engine, id)) process.stdout.write(f.type === 'stream:reset' ? '\n[retry]\n' : f.delta);
+ */
+export async function* streamEvents(engine: Engine, taskId: string, options: StreamEventsOptions = {}): AsyncGenerator<StreamEvent> {
+  const store = await engine.ready();
+  let after = options.after ?? 0;
+  const follow = options.follow ?? true;
+  const pollMs = options.pollMs ?? 100;
+  for (;;) {
+    if (options.signal?.aborted) return;
+    // Read the status first: if the task is finished then, no chunk can follow those read next.
+    const task = follow ? await store.getTask(taskId) : null;
+    const rows = await store.getChunks(taskId, after, 500);
+    for (const r of rows) {
+      after = r.id;
+      if (options.step !== undefined && r.step !== options.step) continue;
+      yield { type: r.kind === 'reset' ? 'stream:reset' : 'stream:delta', taskId, step: r.step, attempt: r.attempt, seq: r.id, delta: r.delta, at: r.at };
+      if (options.signal?.aborted) return;
+    }
+    if (rows.length === 500) continue;
+    if (!follow || !task || isFinished(task.status)) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(done, pollMs);
+      function done(): void {
+        clearTimeout(t);
+        options.signal?.removeEventListener('abort', done);
+        resolve();
+      }
+      options.signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * @module ai/usage
+ * Token usage and cost: what one model call used (an {@link AttemptUsage}), its price from a table
+ * the user can override, and the per-task summary kept in the task row's `usage` column — totals
+ * for the task and per step, the calls in flight (a call a crash cut short is billed on resume),
+ * and the budget the task was started with. Pure functions over JSON data.
+ */
+
+/** Tokens of one call (all optional: providers report what they know). */
+export interface TokenCounts {
+  inputTokens?: number;
+  outputTokens?: number;
+  /** Of the input: tokens served from the provider's prompt cache. */
+  cachedInputTokens?: number;
+  /** Of the output: reasoning tokens. */
+  reasoningTokens?: number;
+}
+
+/** US dollars per million tokens of a model. `cachedInput` defaults to `input`. */
+export interface ModelPrice {
+  input: number;
+  output: number;
+  cachedInput?: number;
+}
+
+/** Prices by model id; a key ending in `*` matches ids that start with what precedes it. */
+export type PriceTable = Readonly<Record<string, ModelPrice>>;
+
+/**
+ * A few common models' list prices (USD per million tokens, as published by their providers at
+ * the time of writing). Pass your own table (`prices`) for other models or negotiated prices;
+ * a model missing from the table costs 0 and its attempts say `priced: false`.
+ */
+export const DEFAULT_PRICES: PriceTable = Object.freeze({
+  'gpt-4o-mini*': { input: 0.15, output: 0.6, cachedInput: 0.075 },
+  'gpt-4o*': { input: 2.5, output: 10, cachedInput: 1.25 },
+  'gpt-4.1-mini*': { input: 0.4, output: 1.6, cachedInput: 0.1 },
+  'gpt-4.1*': { input: 2, output: 8, cachedInput: 0.5 },
+  'o4-mini*': { input: 1.1, output: 4.4, cachedInput: 0.275 },
+});
+
+/** How an attempt ended. `interrupted`: its process died during the call (found on resume). */
+export type AttemptOutcome = 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
+
+/** One attempt of a model call, as recorded in the task's log (`usage:attempt`). */
+export interface AttemptUsage extends Required<TokenCounts> {
+  step: string;
+  /** 1, 2, … per step, counting every attempt that reached the provider (interrupted ones too). */
+  attempt: number;
+  model: string;
+  outcome: AttemptOutcome;
+  costUsd: number;
+  /** Whether the model was in the price table. */
+  priced: boolean;
+  /** Counts are estimates (a cut-off stream: output from the characters received, ~4 per token). */
+  estimated: boolean;
+  /** The error of a failed attempt, in short. */
+  error?: string;
+}
+
+/** Summed usage. */
+export interface UsageTotals extends Required<TokenCounts> {
+  /** input + output. */
+  totalTokens: number;
+  costUsd: number;
+  /** Attempts counted (failed, cancelled and interrupted ones included). */
+  attempts: number;
+}
+
+/** A task's budget: the call that would take it over either limit is refused. */
+export interface Budget {
+  tokens?: number;
+  usd?: number;
+}
+
+/** A call in flight, kept so that a crash during it is still billed. */
+export interface OpenCall {
+  attempt: number;
+  model: string;
+  startedAt: number;
+}
+
+/** The task row's `usage` column. */
+export interface UsageSummary {
+  total: UsageTotals;
+  steps: Record<string, UsageTotals>;
+  open: Record<string, OpenCall>;
+  /** A budget given at `start()` (it wins over the workflow's). */
+  budget?: Budget;
+}
+
+export const emptyTotals = (): UsageTotals => ({
+  inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0, totalTokens: 0, costUsd: 0, attempts: 0,
+});
+
+export const emptySummary = (): UsageSummary => ({ total: emptyTotals(), steps: {}, open: {} });
+
+export function parseSummary(text: string | null): UsageSummary {
+  if (!text) return emptySummary();
+  const s = JSON.parse(text) as Partial<UsageSummary>;
+  return { total: s.total ?? emptyTotals(), steps: s.steps ?? {}, open: s.open ?? {}, ...(s.budget ? { budget: s.budget } : {}) };
+}
+
+/** The price of `model` in `prices` (exact id first, then the longest matching `prefix*`). */
+export function priceOf(model: string, prices: PriceTable): ModelPrice | undefined {
+  const exact = prices[model];
+  if (exact) return exact;
+  let best: { len: number; price: ModelPrice } | undefined;
+  for (const [key, price] of Object.entries(prices)) {
+    if (!key.endsWith('*')) continue;
+    const prefix = key.slice(0, -1);
+    if (model.startsWith(prefix) && (!best || prefix.length > best.len)) best = { len: prefix.length, price };
+  }
+  return best?.price;
+}
+
+const count = (n: number | undefined): number => (typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : 0);
+
+/** Cached input is billed at its own rate; the rest of the input and the output at theirs. */
+export function costOf(model: string, tokens: TokenCounts, prices: PriceTable): { costUsd: number; priced: boolean } {
+  const price = priceOf(model, prices);
+  if (!price) return { costUsd: 0, priced: false };
+  const cached = Math.min(count(tokens.cachedInputTokens), count(tokens.inputTokens));
+  const usd = ((count(tokens.inputTokens) - cached) * price.input + cached * (price.cachedInput ?? price.input) + count(tokens.outputTokens) * price.output) / 1_000_000;
+  return { costUsd: usd, priced: true };
+}
+
+/** The record of one attempt, priced. */
+export function attemptUsage(
+  a: { step: string; attempt: number; model: string; outcome: AttemptOutcome; estimated?: boolean; error?: string },
+  tokens: TokenCounts,
+  prices: PriceTable,
+): AttemptUsage {
+  const { costUsd, priced } = costOf(a.model, tokens, prices);
+  return {
+    step: a.step, attempt: a.attempt, model: a.model, outcome: a.outcome,
+    inputTokens: count(tokens.inputTokens), outputTokens: count(tokens.outputTokens),
+    cachedInputTokens: count(tokens.cachedInputTokens), reasoningTokens: count(tokens.reasoningTokens),
+    costUsd, priced, estimated: a.estimated ?? false, ...(a.error ? { error: a.error } : {}),
+  };
+}
+
+function add(t: UsageTotals, u: AttemptUsage): UsageTotals {
+  return {
+    inputTokens: t.inputTokens + u.inputTokens,
+    outputTokens: t.outputTokens + u.outputTokens,
+    cachedInputTokens: t.cachedInputTokens + u.cachedInputTokens,
+    reasoningTokens: t.reasoningTokens + u.reasoningTokens,
+    totalTokens: t.totalTokens + u.inputTokens + u.outputTokens,
+    costUsd: t.costUsd + u.costUsd,
+    attempts: t.attempts + 1,
+  };
+}
+
+/** The summary with an attempt counted (and its call no longer in flight). */
+export function withAttempt(s: UsageSummary, u: AttemptUsage): UsageSummary {
+  const open = { ...s.open };
+  if (open[u.step]?.attempt === u.attempt) delete open[u.step];
+  return { ...s, total: add(s.total, u), steps: { ...s.steps, [u.step]: add(s.steps[u.step] ?? emptyTotals(), u) }, open };
+}
+
+/** The summary with a call of `step` in flight. */
+export function withOpen(s: UsageSummary, step: string, call: OpenCall): UsageSummary {
+  return { ...s, open: { ...s.open, [step]: call } };
+}
+
+/** Rough tokens of a text the provider never counted for us (a cut-off stream): ~4 characters a token. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
+/** The limit a call would break, if any: spent so far plus what the call may take. */
+export function overBudget(
+  budget: Budget | undefined,
+  spent: UsageTotals,
+  next: { tokens: number; usd: number },
+): { limit: 'tokens' | 'usd'; budget: number; projected: number } | null {
+  if (!budget) return null;
+  if (budget.tokens !== undefined) {
+    const projected = spent.totalTokens + next.tokens;
+    if (spent.totalTokens >= budget.tokens || projected > budget.tokens) return { limit: 'tokens', budget: budget.tokens, projected };
+  }
+  if (budget.usd !== undefined) {
+    const projected = spent.costUsd + next.usd;
+    if (spent.costUsd >= budget.usd || projected > budget.usd) return { limit: 'usd', budget: budget.usd, projected };
+  }
+  return null;
+}
+
+/** Checks a budget's shape (`where` names it in the message); returns it. */
+export function checkBudget(budget: unknown, where: string): Budget {
+  if (typeof budget !== 'object' || budget === null) throw new TypeError(`${where}: budget must be an object { tokens?, usd? }.`);
+  const b = budget as Record<string, unknown>;
+  for (const key of Object.keys(b)) {
+    if (key !== 'tokens' && key !== 'usd') throw new TypeError(`${where}: unknown budget key "${key}" (known: tokens, usd).`);
+    const v = b[key];
+    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) throw new TypeError(`${where}: budget.${key} must be a number ≥ 0, got ${String(v)}.`);
+  }
+  return b as Budget;
+}
