@@ -158,6 +158,10 @@ function describeEvent(e: TaskEvent): string {
       return `<b>signal</b> ${esc(e.name)} <small>${json(e.payload, 300)}</small>`;
     case 'signal:consumed':
       return `<b>signal consumed</b> at position ${e.position}`;
+    case 'usage:attempt': {
+      const u = e.usage;
+      return `<b>usage</b> ${esc(u.step)} <small>attempt ${u.attempt} · ${esc(u.model)} · ${u.inputTokens} in / ${u.outputTokens} out · $${u.costUsd.toFixed(4)} · ${esc(u.outcome)}${u.estimated ? ' (estimated)' : ''}</small>`;
+    }
     default:
       return `<b>${esc(e.original)}</b> <small>${json(e.data, 300)}</small>`;
   }
