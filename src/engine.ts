@@ -28,6 +28,8 @@ import { checkText } from './text-rules.ts';
 import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
+import { Idempotency } from './idempotency/run.ts';
+import type { IdempotencyBackend } from './idempotency/records.ts';
 
 export interface EngineOptions extends StoreOptions {
   /**
@@ -46,6 +48,12 @@ export interface EngineOptions extends StoreOptions {
   observers?: readonly Observer[];
   /** Size limits on inputs, outputs and signal payloads (defaults: 16 MiB, 16 MiB, 1 MiB). */
   limits?: Limits;
+  /**
+   * Where `engine.idempotency` keeps its records: the engine's own database (the default), or
+   * another backend such as `new RedisIdempotency({ url })` for hot, short-lived keys (closed by
+   * whoever made it). Steps with a business key always use the engine's database.
+   */
+  idempotency?: IdempotencyBackend;
 }
 
 export interface SignalOptions extends CommandOptions {
@@ -194,6 +202,12 @@ export class Engine {
   /** Delivers this process's log entries to observers' `onEvent` (only when one has it). */
   #tail: LogTail | null = null;
   #offTail: (() => void) | null = null;
+  /**
+   * Idempotency records: `run(key, fn, { ttl, whileRunning, fingerprint })` runs `fn` once per key
+   * across processes and tasks and returns the stored result to repeats (see README, "Exactly-once
+   * effects").
+   */
+  readonly idempotency: Idempotency;
 
   /**
    * @example
@@ -211,6 +225,20 @@ export class Engine {
       if (typeof o !== 'object' || o === null) throw new InvalidArgumentError('Each observer must be an object with hooks (onRunStart, onStepEnd, onEvent, …).');
     }
     for (const wf of options.workflows ?? []) this.register(wf);
+    const backend = options.idempotency;
+    this.idempotency = new Idempotency(async () => {
+      if (backend) return backend;
+      const store = await this.ready();
+      if (!store.idempotencyRecords) throw new InvalidArgumentError(`The store ${store.description} keeps no idempotency records: pass EngineOptions.idempotency.`);
+      return store.idempotencyRecords();
+    }, {
+      clock: this.clock,
+      observers: this.#observers,
+      appendLog: async (taskId, at, entries) => {
+        const store = await this.ready();
+        if (store.appendEvents && (await store.appendEvents(taskId, at, entries))) this.#appended(taskId);
+      },
+    });
   }
 
   /** Adds a workflow definition. A second definition with the same name replaces the first. */
@@ -624,6 +652,7 @@ export class Engine {
         workflows: () => this.#workflows,
         bus: this.#bus,
         observers: this.#observers,
+        idempotency: this.idempotency,
         outputBytes: this.limits.outputBytes,
         onStopped: (worker) => this.#workers.delete(worker),
       },

@@ -23,12 +23,20 @@ export type { WorkerEvents, WorkerEventName } from './events.ts';
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease } from './task-info.ts';
 export type {
   TaskEvent, TaskEventType, Actor, StepRecord, TransitionEvent, StepEvent, StepsForgottenEvent, SignalReceivedEvent,
-  SignalConsumedEvent, UnknownEvent, RebuiltTask,
+  SignalConsumedEvent, UnknownEvent, RebuiltTask, IdempotencyTaskEvent,
 } from './task-events.ts';
 export { rebuildTask } from './task-events.ts';
 export type { Observer, ObserverHook, RunInfo, AttemptInfo } from './observers.ts';
 export type { EventsOptions } from './event-stream.ts';
 export type { SerializedError } from './serialize.ts';
+
+// Idempotency: records (engine.idempotency), business keys, backends
+export { Idempotency } from './idempotency/run.ts';
+export type { IdempotencyRunOptions, IdempotencyRunContext, IdempotencyEvent } from './idempotency/run.ts';
+export { hashKey } from './idempotency/keys.ts';
+export { RedisIdempotency } from './idempotency/redis.ts';
+export type { RedisIdempotencyOptions, RedisClientLike } from './idempotency/redis.ts';
+export type { IdempotencyBackend, IdempotencyRecord, AcquireRequest, AcquireResult, RecordStatus } from './idempotency/records.ts';
 
 // Lifecycle
 export {
@@ -43,7 +51,7 @@ export {
   IllegalTransitionError, IdempotencyConflictError, ConcurrentUpdateError, NonDeterminismError, NotSerializableError,
   StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, TaskFailedError, TaskCancelledError,
   LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, ClosedError, TimeoutError,
-  ForbiddenError, ConflictError, PayloadTooLargeError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
+  ForbiddenError, ConflictError, PayloadTooLargeError, IdempotencyInProgressError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';
 

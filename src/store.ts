@@ -29,6 +29,7 @@
  *   write: the first `log` entry's, or for a StepWrite the worker holding the lease.
  */
 import type { TaskStatus } from './lifecycle.ts';
+import type { IdempotencyBackend } from './idempotency/records.ts';
 
 export interface TaskRow {
   id: string;
@@ -425,4 +426,9 @@ export interface Store {
   subscribe?(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<(() => Promise<void>) | null>;
   /** Announces a change to other processes (no-op where unsupported). */
   notify?(event: WakeEvent): Promise<void>;
+
+  /** The idempotency records kept in this database (see `idempotency/records.ts`). */
+  idempotencyRecords?(): IdempotencyBackend;
+  /** Appends entries to a task's log in one transaction; `false` if there is no such task. */
+  appendEvents?(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean>;
 }

@@ -81,6 +81,10 @@ export function describeEvent(e: TaskEvent): string {
       return `${bold('signal'.padEnd(8))} ${e.name} received${e.idempotencyKey ? dim(` key=${e.idempotencyKey}`) : ''}`;
     case 'signal:consumed':
       return `${bold('signal'.padEnd(8))} #${e.signalId} consumed at position ${e.position}`;
+    case 'idempotency:hit':
+    case 'idempotency:conflict':
+    case 'idempotency:takeover':
+      return `${bold('idem'.padEnd(8))} ${e.type.slice('idempotency:'.length)} ${e.key}${e.step ? ` in ${e.step}` : ''}${e.previousOwner ? dim(` from ${e.previousOwner}`) : ''}${e.ranByTask ? dim(` first run by ${e.ranByTask}`) : ''}`;
     case 'unknown':
       return `${bold(e.original)}`;
   }

@@ -38,6 +38,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "6bc5f11cdd9eead7",
     "sql": "-- stepwise_tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as\n--                          JSON), written by the run holding the lease, at most about once a\n--                          second, without a journal row: for `show`, `ls` and pollers.\n\nALTER TABLE stepwise_tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "idempotency",
+    "breaking": false,
+    "checksum": "e3dba6bf08c71d66",
+    "sql": "-- stepwise_idempotency  the idempotency record store (engine.idempotency.run, steps with a\n--                       business key, the intents of at-most-once steps): one row per key.\n--   key              the caller's key; the primary key is the unique index that makes two\n--                    concurrent acquirers of one key see each other (one INSERT wins).\n--   status           in_progress (an owner is running the operation), completed (`result`\n--                    holds its JSON and is returned to every repeat), failed (`error` holds the\n--                    last failure; a repeat may run it again).\n--   fingerprint      what the first request was (a hash of its parameters), or NULL: a repeat\n--                    with another fingerprint is a conflict, not a hit.\n--   owner            the token of the acquirer running it (in_progress only).\n--   lease_expires_at until when the owner is presumed alive; it renews while it runs. After\n--                    that, another acquirer takes the record over (the owner crashed).\n--   expires_at       when the record is forgotten (the `ttl` after it completed or failed):\n--                    an acquirer treats an expired record as absent; `purge` deletes them.\n--   task_id          the task that ran it, if it ran inside one (for the log and `show`).\n-- Times are INTEGER milliseconds since the Unix epoch, passed in by the engine's clock.\n\nCREATE TABLE stepwise_idempotency (\n  key              TEXT PRIMARY KEY,\n  status           TEXT NOT NULL CHECK (status IN ('in_progress', 'completed', 'failed')),\n  fingerprint      TEXT,\n  owner            TEXT,\n  lease_expires_at INTEGER,\n  result           TEXT,\n  error            TEXT,\n  task_id          TEXT,\n  created_at       INTEGER NOT NULL,\n  updated_at       INTEGER NOT NULL,\n  expires_at       INTEGER NOT NULL\n) WITHOUT ROWID;\n\n-- purge: expired records, oldest first.\nCREATE INDEX stepwise_idempotency_expiry ON stepwise_idempotency (expires_at);\n"
   }
 ];
 
@@ -77,5 +84,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "954b24c360ba57ec",
     "sql": "-- tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as JSON),\n--                 written by the run holding the lease, at most about once a second, without a\n--                 journal row: for `show`, `ls` and pollers. A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "idempotency",
+    "breaking": false,
+    "checksum": "0c3c6bf858ee05d0",
+    "sql": "-- idempotency  the idempotency record store (engine.idempotency.run, steps with a business key,\n--              the intents of at-most-once steps): one row per key.\n--   key              the caller's key; the primary key is the unique index that makes two\n--                    concurrent acquirers of one key see each other (one INSERT wins, the other\n--                    waits for its commit and then sees the row: ON CONFLICT).\n--   status           in_progress (an owner is running the operation), completed (`result`\n--                    holds its JSON and is returned to every repeat), failed (`error` holds the\n--                    last failure; a repeat may run it again).\n--   fingerprint      what the first request was (a hash of its parameters), or NULL: a repeat\n--                    with another fingerprint is a conflict, not a hit.\n--   owner            the token of the acquirer running it (in_progress only).\n--   lease_expires_at until when the owner is presumed alive; it renews while it runs. After\n--                    that, another acquirer takes the record over (the owner crashed).\n--   expires_at       when the record is forgotten (the `ttl` after it completed or failed):\n--                    an acquirer treats an expired record as absent; `purge` deletes them.\n--   task_id          the task that ran it, if it ran inside one (for the log and `show`).\n-- Times are BIGINT milliseconds since the Unix epoch, passed in by the engine's clock (never now()).\n\nCREATE TABLE :SCHEMA.idempotency (\n  key              TEXT COLLATE \"C\" PRIMARY KEY,\n  status           TEXT NOT NULL CHECK (status IN ('in_progress', 'completed', 'failed')),\n  fingerprint      TEXT,\n  owner            TEXT,\n  lease_expires_at BIGINT,\n  result           TEXT,\n  error            TEXT,\n  task_id          TEXT,\n  created_at       BIGINT NOT NULL,\n  updated_at       BIGINT NOT NULL,\n  expires_at       BIGINT NOT NULL\n);\n\n-- purge: expired records, oldest first.\nCREATE INDEX idempotency_expiry ON :SCHEMA.idempotency (expires_at);\n"
   }
 ];

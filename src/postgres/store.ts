@@ -38,9 +38,12 @@ import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgre
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
+import { PostgresIdempotency } from './idempotency.ts';
+import { appendEvents } from './append-events.ts';
+import type { IdempotencyBackend } from '../idempotency/records.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
@@ -125,5 +128,9 @@ export class PostgresStore implements Store {
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> { return listWorkflows(this.#c); }
 
   notify(event: WakeEvent): Promise<void> { return notify(this.#c, event); }
+
+  #idempotency: PostgresIdempotency | undefined;
+  idempotencyRecords(): IdempotencyBackend { return (this.#idempotency ??= new PostgresIdempotency(this.#c)); }
+  appendEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> { return appendEvents(this.#c, taskId, at, entries); }
   subscribe(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<() => Promise<void>> { return subscribe(this.#c, listener, topic); }
 }

@@ -8,6 +8,8 @@
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
+import { SqliteIdempotency } from './idempotency.ts';
+import type { IdempotencyBackend } from '../idempotency/records.ts';
 import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
@@ -587,6 +589,20 @@ export class SqliteStore implements Store {
         this.#append(task.no, s.at, [signalReceivedEntry(s.actorKind, s.actorId, { signalId, name: s.name, payload: s.payload, idempotencyKey: s.idempotencyKey })]);
       }
       return { created: res.changes === 1 };
+    });
+  }
+
+  #idempotency: SqliteIdempotency | undefined;
+  idempotencyRecords(): IdempotencyBackend {
+    return (this.#idempotency ??= new SqliteIdempotency(() => this.db, (fn) => this.#tx(fn)));
+  }
+
+  async appendEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> {
+    return this.#tx(() => {
+      const no = this.#no(taskId);
+      if (no === undefined) return false;
+      this.#append(no, at, entries);
+      return true;
     });
   }
 
