@@ -50,6 +50,24 @@ export interface StepOptions {
   retry?: RetryOptions | number;
   /** Per-attempt time limit: the step's signal fires and the attempt fails with StepTimeoutError. */
   timeout?: Duration;
+  /**
+   * A business key: the step's identity comes from the operation, not the task
+   * (`'report:2026-12-01:daily'`, or a function of the workflow's input). The step's
+   * `idempotencyKey` becomes `v<keyVersion>:<key>`, and its result is kept in an idempotency
+   * record under that key: the same operation run again — by a new task too — returns the recorded
+   * result instead of running. Digest sensitive parts with `hashKey()`.
+   * @example
+   * ctx.step('write-report', write, { key: (input: { day: string }) => `report:${input.day}:daily` });
+   */
+  key?: string | ((input: any) => string); // eslint-disable-line @typescript-eslint/no-explicit-any
+  /**
+   * The version prefix of a business key. Raise it when the step's meaning changes (it writes other
+   * rows, calls another API): old records no longer match and the new meaning runs once afresh.
+   * @defaultValue 1
+   */
+  keyVersion?: number;
+  /** How long a business key's record (and so its result) is kept. @defaultValue '30d' */
+  keyTtl?: Duration;
 }
 
 export interface WaitForEventOptions {

@@ -11,6 +11,7 @@ import type { Activity } from './activity.ts';
 import { call, type Primitive } from './call.ts';
 import type { RunCore } from './core.ts';
 import { executeStep, type StepCall } from './step-attempt.ts';
+import { businessKey, keyedStep } from '../idempotency/step-key.ts';
 
 type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
 
@@ -24,13 +25,13 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError(`ctx.step("${pos.name}"): the second argument must be a function`));
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
-      idempotencyKey: `v1:${run.taskId}:${pos.name}#${pos.occurrence}`, attempt: 0, lastError: undefined, firstStart: 0, started: 0,
+      idempotencyKey: options.key === undefined ? `v1:${run.taskId}:${pos.name}#${pos.occurrence}` : businessKey(run, pos.stepId, options), attempt: 0, lastError: undefined, firstStart: 0, started: 0,
       timeoutMs: undefined, policy: run.defaultRetry,
     };
   },
   start(run, c, activity) {
     c.activity = activity;
-    return executeStep(run, c);
+    return c.options.key === undefined ? executeStep(run, c) : keyedStep(run, c);
   },
 };
 
