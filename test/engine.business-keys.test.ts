@@ -38,7 +38,7 @@ describe('steps with a business key', () => {
 
   it('takes the key from a function of the workflow input, with sensitive parts digested by hashKey', async () => {
     const keys: string[] = [];
-    const wf = workflow('welcome', async (ctx, input: { email: string }) =>
+    const wf = workflow('welcome', async (ctx, _input: { email: string }) =>
       ctx.step('send', ({ idempotencyKey }) => void keys.push(idempotencyKey), { key: (i: { email: string }) => `welcome:${hashKey(i.email)}` }),
     );
     const engine = makeEngine({ workflows: [wf] });
