@@ -9,8 +9,9 @@
 export { workflow, isWorkflow } from './workflow.ts';
 export type {
   Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema,
-  EventResult, WaitForEventOptions, JsonSafe,
+  EventResult, WaitForEventOptions, JsonSafe, TransactionOptions,
 } from './workflow.ts';
+export type { Transaction } from './transaction-types.ts';
 
 // Running them
 export { Engine, TaskHandle } from './engine.ts';

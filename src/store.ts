@@ -30,6 +30,7 @@
  */
 import type { TaskStatus } from './lifecycle.ts';
 import type { IdempotencyBackend } from './idempotency/records.ts';
+import type { TransactionRunner } from './transaction-types.ts';
 
 export interface TaskRow {
   id: string;
@@ -429,6 +430,8 @@ export interface Store {
 
   /** The idempotency records kept in this database (see `idempotency/records.ts`). */
   idempotencyRecords?(): IdempotencyBackend;
+  /** Transactional steps (`ctx.transaction`): the user's SQL and a checkpoint in one transaction. */
+  runInTransaction?: TransactionRunner['runInTransaction'];
   /** Appends entries to a task's log in one transaction; `false` if there is no such task. */
   appendEvents?(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean>;
 }

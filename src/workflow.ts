@@ -9,6 +9,7 @@ import { checkText } from './text-rules.ts';
 import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
+import type { Transaction } from './transaction-types.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -70,6 +71,11 @@ export interface StepOptions {
   keyTtl?: Duration;
 }
 
+export interface TransactionOptions {
+  /** Retry policy of a failed attempt (each attempt rolled back first). Defaults to the workflow's, else 3 attempts. */
+  retry?: RetryOptions | number;
+}
+
 export interface WaitForEventOptions {
   /** Give up after this long and return `{ timedOut: true }`. Without it, waits until a signal arrives. */
   timeout?: Duration;
@@ -92,6 +98,18 @@ export interface WorkflowContext {
    * const page = await ctx.step('fetch', ({ signal, idempotencyKey }) => fetchPage(url, { signal, idempotencyKey }));
    */
   step<R>(name: string, fn: (step: StepContext) => R & JsonCheck<Awaited<R>>, options?: StepOptions): Promise<Awaited<R>>;
+  /**
+   * A step whose effects are SQL on the engine's own database: `fn` runs in a database transaction
+   * that also writes the step's checkpoint, so the writes and the checkpoint commit together or
+   * not at all — exactly once, across crashes (R24). `tx.dialect` says which SQL to write. Keep the
+   * function to `tx` calls: on SQLite the transaction holds the file's write lock until it ends.
+   * @example
+   * await ctx.transaction('save-rows', async (tx) => {
+   *   for (const r of rows) await tx.execute('INSERT INTO orders (id, total) VALUES (?, ?)', [r.id, r.total]);
+   *   return { saved: rows.length };
+   * });
+   */
+  transaction<R>(name: string, fn: (tx: Transaction) => Promise<R & JsonCheck<Awaited<R>>>, options?: TransactionOptions): Promise<Awaited<R>>;
   /** A durable sleep: a long one parks the task (no worker slot held) until it is due. */
   sleep(name: string, duration: Duration): Promise<void>;
   /**

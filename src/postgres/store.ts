@@ -40,11 +40,13 @@ import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
 import { PostgresIdempotency } from './idempotency.ts';
 import { appendEvents } from './append-events.ts';
+import { runInTransaction } from './transaction.ts';
+import type { Transaction } from '../transaction-types.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type {
   ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
-  SignalRow, SignalWrite, StepRow, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
+  SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -128,6 +130,10 @@ export class PostgresStore implements Store {
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> { return listWorkflows(this.#c); }
 
   notify(event: WakeEvent): Promise<void> { return notify(this.#c, event); }
+
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
+    return runInTransaction(this.#c, fn, checkpoint);
+  }
 
   #idempotency: PostgresIdempotency | undefined;
   idempotencyRecords(): IdempotencyBackend { return (this.#idempotency ??= new PostgresIdempotency(this.#c)); }
