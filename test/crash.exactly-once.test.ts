@@ -27,7 +27,7 @@ if (!pgUp) console.warn('[stepwise tests] PostgreSQL is not reachable: the Postg
  * Starts the task, runs it on a worker process told to SIGKILL itself at `killAt`, waits for that
  * death, then finishes the task on a worker in this process. Returns what the log file recorded.
  */
-async function crashThenResume(engine: Engine, url: string, killAt: string, start: () => Promise<{ id: string }>): Promise<{ id: string; log: string; deadPid: number }> {
+async function crashThenResume(url: string, killAt: string, start: () => Promise<{ id: string }>): Promise<{ id: string; log: string; deadPid: number }> {
   const log = join(tempDir(), 'effects.log');
   // The worker in this process (the resume) records its effects in the same file.
   process.env.STEPWISE_TEST_LOG = log;
@@ -53,7 +53,7 @@ describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)',
       await engine.ready();
       const target = userTable(url, 'target');
       await target.create('id INTEGER NOT NULL, cents INTEGER NOT NULL'); // no unique index: a second write would duplicate
-      const { id, log, deadPid } = await crashThenResume(engine, url, point, () => engine.start(dataSync, { table: target.name, source }));
+      const { id, log, deadPid } = await crashThenResume(url, point, () => engine.start(dataSync, { table: target.name, source }));
       // Before the resume: what the dead worker committed, all or nothing.
       const committed = await target.rows('id');
       expect(committed).toEqual(point === 'transaction:committed' || point === 'notify:before' ? expectedRows : []);
@@ -79,7 +79,7 @@ describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)',
       await engine.ready();
       const target = userTable(url, 'target');
       await target.create('id INTEGER NOT NULL, cents INTEGER NOT NULL');
-      const { id } = await crashThenResume(engine, url, 'plain-write:after', () => engine.start(plainDataSync, { table: target.name, source, db: url }));
+      const { id } = await crashThenResume(url, 'plain-write:after', () => engine.start(plainDataSync, { table: target.name, source, db: url }));
       const worker = await resume(engine);
       await engine.result(id, { timeout: '30s' });
       await worker.stop();
@@ -99,7 +99,7 @@ describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)',
       await report.create('day TEXT NOT NULL, metric TEXT NOT NULL, value INTEGER NOT NULL');
       const day = '2026-12-01';
       const start = (key: string): Promise<{ id: string; created: boolean }> => engine.start(dailyReport, { day, table: report.name }, { idempotencyKey: key });
-      const { id, log } = await crashThenResume(engine, url, 'transaction:written', () => start(`report:${day}:daily`));
+      const { id, log } = await crashThenResume(url, 'transaction:written', () => start(`report:${day}:daily`));
       expect(await report.rows()).toEqual([]);
       const worker = await resume(engine);
       expect(await engine.result(id, { timeout: '30s' })).toEqual({ rows: 2 });
