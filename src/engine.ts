@@ -29,6 +29,7 @@ import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import { Idempotency } from './idempotency/run.ts';
+import { EFFECT_DECISIONS, decisionEventOf, type EffectDecision } from './idempotency/at-most-once.ts';
 import type { IdempotencyBackend } from './idempotency/records.ts';
 
 export interface EngineOptions extends StoreOptions {
@@ -352,6 +353,21 @@ export class Engine {
       options.history === false ? [] : store.getEvents(id),
     ]);
     return { ...toSummary(row), steps: steps.map(toStepInfo), history: history.map(toTaskEvent) };
+  }
+
+  /**
+   * Decides an at-most-once step whose task waits because `verify` could not tell whether its
+   * effect happened (`explain` shows the wait: kind `decision`): `rerun` calls the step again,
+   * `skip` takes `result` as its result without calling it, `fail` fails the step. Delivered as a
+   * signal (`effect:<step>`), so a decision sent twice with the same `idempotencyKey` counts once.
+   * @example
+   * await engine.decideEffect(taskId, 'send-sms', 'skip', { result: { sent: true }, by: 'ops' });
+   */
+  async decideEffect(taskId: string, step: string, decision: EffectDecision, options: SignalOptions & { result?: unknown } = {}): Promise<SignalResult> {
+    if (!EFFECT_DECISIONS.includes(decision)) throw new InvalidArgumentError(`decision must be one of ${EFFECT_DECISIONS.join(', ')}, got ${JSON.stringify(decision)}.`);
+    if (typeof step !== 'string' || !step) throw new InvalidArgumentError('decideEffect needs the step id (its name, with #n from its second occurrence on).');
+    const { result, ...signalOptions } = options;
+    return this.signal(taskId, decisionEventOf(step), { action: decision, result }, signalOptions);
   }
 
   /** Tasks, newest first, optionally by status and workflow, a page at a time. */

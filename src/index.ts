@@ -35,6 +35,7 @@ export type { SerializedError } from './serialize.ts';
 export { Idempotency } from './idempotency/run.ts';
 export type { IdempotencyRunOptions, IdempotencyRunContext, IdempotencyEvent } from './idempotency/run.ts';
 export { hashKey } from './idempotency/keys.ts';
+export type { VerifyAnswer, VerifyContext, EffectDecision } from './idempotency/at-most-once.ts';
 export { RedisIdempotency } from './idempotency/redis.ts';
 export type { RedisIdempotencyOptions, RedisClientLike } from './idempotency/redis.ts';
 export type { IdempotencyBackend, IdempotencyRecord, AcquireRequest, AcquireResult, RecordStatus } from './idempotency/records.ts';

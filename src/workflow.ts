@@ -10,6 +10,7 @@ import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
 import type { Transaction } from './transaction-types.ts';
+import type { VerifyAnswer, VerifyContext } from './idempotency/at-most-once.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -69,6 +70,15 @@ export interface StepOptions {
   keyVersion?: number;
   /** How long a business key's record (and so its result) is kept. @defaultValue '30d' */
   keyTtl?: Duration;
+  /**
+   * `'at-most-once'`: for systems that ignore idempotency keys. The intent of each attempt is
+   * recorded before the call; after a crash, an attempt that may have happened is never re-run
+   * blindly: `verify` is asked, and an unknown answer parks the task for a person to decide
+   * (`engine.decideEffect`). @defaultValue 'at-least-once'
+   */
+  effect?: 'at-least-once' | 'at-most-once';
+  /** For at-most-once steps: did the interrupted attempt happen? See {@link VerifyAnswer}. */
+  verify?: (ctx: VerifyContext) => VerifyAnswer | Promise<VerifyAnswer>;
 }
 
 export interface TransactionOptions {

@@ -3,15 +3,15 @@
 // fixed, on SQLite and (when reachable) PostgreSQL.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Engine, type Worker } from '../src/index.ts';
-import { dailyReport, dataSync, plainDataSync } from './fixtures/exactly-once-workflows.ts';
-import { FAST, schemasOfThisFile, tempDir } from './support/engine.ts';
+import { ERROR_CODES, Engine, type Worker } from '../src/index.ts';
+import { dailyReport, dataSync, plainDataSync, smsAlert } from './fixtures/exactly-once-workflows.ts';
+import { FAST, schemasOfThisFile, tempDir, waitForStatus } from './support/engine.ts';
 import { PG_URL, hasPostgres } from './support/postgres.ts';
 import { readLog, spawnCli } from './support/processes.ts';
 import { userTable } from './support/user-table.ts';
 
 const FIXTURE = 'test/fixtures/exactly-once-workflows.ts';
-const WORKFLOWS = [dataSync, plainDataSync, dailyReport];
+const WORKFLOWS = [dataSync, plainDataSync, dailyReport, smsAlert];
 const pgUp = await hasPostgres();
 const freshSchema = schemasOfThisFile('sw_crash_once');
 const source = [{ id: 1, amount: 1.5 }, { id: 2, amount: 2.25 }, { id: 3, amount: 10 }];
@@ -120,4 +120,62 @@ describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)',
       await engine.close();
     }
   }, 90_000);
+
+  it('an at-most-once step whose worker died after the call: verify finds the message sent, and it is not sent again', async () => {
+    const url = makeUrl();
+    const engine = new Engine({ store: url, workflows: WORKFLOWS });
+    try {
+      const { id, log } = await crashThenResume(url, 'sms:after-send', () => engine.start(smsAlert, { verify: 'lookup' }));
+      const worker = await resume(engine);
+      expect(await engine.result(id, { timeout: '30s' })).toEqual({ sent: true, by: 'verify' });
+      await worker.stop();
+      expect(readLog(log).filter((l) => l.event === 'sms')).toHaveLength(1);
+      expect(readLog(log).filter((l) => l.event === 'after')).toHaveLength(1);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
+  it('an at-most-once step whose worker died before the call: verify says not done, and it is sent once', async () => {
+    const url = makeUrl();
+    const engine = new Engine({ store: url, workflows: WORKFLOWS });
+    try {
+      const { id, log, deadPid } = await crashThenResume(url, 'sms:before-send', () => engine.start(smsAlert, { verify: 'lookup' }));
+      const worker = await resume(engine);
+      expect(await engine.result(id, { timeout: '30s' })).toEqual({ sent: true, by: 'call' });
+      await worker.stop();
+      const sms = readLog(log).filter((l) => l.event === 'sms');
+      expect(sms).toHaveLength(1);
+      expect(sms[0]?.pid).not.toBe(deadPid);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
+  it('an at-most-once step that nobody can verify parks the task on a decision; skip and fail are decided by a person', async () => {
+    const url = makeUrl();
+    const engine = new Engine({ store: url, workflows: WORKFLOWS });
+    try {
+      const skipped = await crashThenResume(url, 'sms:after-send', () => engine.start(smsAlert, { verify: 'unknown' }));
+      const failed = await crashThenResume(url, 'sms:after-send', () => engine.start(smsAlert, { verify: 'unknown' }));
+      const worker = await resume(engine);
+      for (const t of [skipped, failed]) {
+        await waitForStatus(engine, t.id, 'waiting', 30_000);
+        const why = await engine.explain(t.id);
+        expect(why.wait).toMatchObject({ kind: 'decision', step: 'send-sms', event: 'effect:send-sms', decide: ['rerun', 'skip', 'fail'], reason: 'the vendor has no delivery lookup' });
+      }
+      await engine.decideEffect(skipped.id, 'send-sms', 'skip', { result: { sent: true, by: 'operator' }, by: 'ops', idempotencyKey: 'd-1' });
+      await engine.decideEffect(skipped.id, 'send-sms', 'skip', { result: { sent: true, by: 'operator' }, by: 'ops', idempotencyKey: 'd-1' });
+      expect(await engine.result(skipped.id, { timeout: '30s' })).toEqual({ sent: true, by: 'operator' });
+      await engine.decideEffect(failed.id, 'send-sms', 'fail', { by: 'ops' });
+      await expect(engine.result(failed.id, { timeout: '30s' })).rejects.toMatchObject({ code: ERROR_CODES.TASK_FAILED });
+      await worker.stop();
+      // Each message went out once, in the worker that died; nothing re-sent it blindly.
+      expect(readLog(skipped.log).filter((l) => l.event === 'sms').map((l) => l.pid)).toEqual([skipped.deadPid]);
+      expect(readLog(failed.log).filter((l) => l.event === 'sms').map((l) => l.pid)).toEqual([failed.deadPid]);
+      await expect(engine.decideEffect(skipped.id, 'send-sms', 'maybe' as 'skip')).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
+    } finally {
+      await engine.close();
+    }
+  }, 120_000);
 });
