@@ -16,7 +16,7 @@ export interface Transaction {
   execute(sql: string, params?: readonly unknown[]): Promise<{ rowCount: number }>;
 }
 
-/** @internal A store's transactional step: `fn`, then the checkpoint `checkpoint(value)` builds, in one transaction. */
+/** A store's transactional step (implemented by both stores): `fn`, then the checkpoint `checkpoint(value)` builds, in one transaction. */
 export interface TransactionRunner {
   /**
    * Runs `fn` in one database transaction and writes the fenced checkpoint in the same
