@@ -30,6 +30,9 @@ import { Worker, type WorkerOptions } from './worker.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import { startUsage } from './ai/start-usage.ts';
 import type { Budget } from './ai/usage.ts';
+import { Idempotency } from './idempotency/run.ts';
+import { EFFECT_DECISIONS, decisionEventOf, type EffectDecision } from './idempotency/at-most-once.ts';
+import type { IdempotencyBackend } from './idempotency/records.ts';
 
 export interface EngineOptions extends StoreOptions {
   /**
@@ -48,6 +51,12 @@ export interface EngineOptions extends StoreOptions {
   observers?: readonly Observer[];
   /** Size limits on inputs, outputs and signal payloads (defaults: 16 MiB, 16 MiB, 1 MiB). */
   limits?: Limits;
+  /**
+   * Where `engine.idempotency` keeps its records: the engine's own database (the default), or
+   * another backend such as `new RedisIdempotency({ url })` for hot, short-lived keys (closed by
+   * whoever made it). Steps with a business key always use the engine's database.
+   */
+  idempotency?: IdempotencyBackend;
 }
 
 export interface SignalOptions extends CommandOptions {
@@ -198,6 +207,12 @@ export class Engine {
   /** Delivers this process's log entries to observers' `onEvent` (only when one has it). */
   #tail: LogTail | null = null;
   #offTail: (() => void) | null = null;
+  /**
+   * Idempotency records: `run(key, fn, { ttl, whileRunning, fingerprint })` runs `fn` once per key
+   * across processes and tasks and returns the stored result to repeats (see README, "Exactly-once
+   * effects").
+   */
+  readonly idempotency: Idempotency;
 
   /**
    * @example
@@ -215,6 +230,20 @@ export class Engine {
       if (typeof o !== 'object' || o === null) throw new InvalidArgumentError('Each observer must be an object with hooks (onRunStart, onStepEnd, onEvent, …).');
     }
     for (const wf of options.workflows ?? []) this.register(wf);
+    const backend = options.idempotency;
+    this.idempotency = new Idempotency(async () => {
+      if (backend) return backend;
+      const store = await this.ready();
+      if (!store.idempotencyRecords) throw new InvalidArgumentError(`The store ${store.description} keeps no idempotency records: pass EngineOptions.idempotency.`);
+      return store.idempotencyRecords();
+    }, {
+      clock: this.clock,
+      observers: this.#observers,
+      appendLog: async (taskId, at, entries) => {
+        const store = await this.ready();
+        if (store.appendEvents && (await store.appendEvents(taskId, at, entries))) this.#appended(taskId);
+      },
+    });
   }
 
   /** Adds a workflow definition. A second definition with the same name replaces the first. */
@@ -329,6 +358,21 @@ export class Engine {
       options.history === false ? [] : store.getEvents(id),
     ]);
     return { ...toSummary(row), steps: steps.map(toStepInfo), history: history.map(toTaskEvent) };
+  }
+
+  /**
+   * Decides an at-most-once step whose task waits because `verify` could not tell whether its
+   * effect happened (`explain` shows the wait: kind `decision`): `rerun` calls the step again,
+   * `skip` takes `result` as its result without calling it, `fail` fails the step. Delivered as a
+   * signal (`effect:<step>`), so a decision sent twice with the same `idempotencyKey` counts once.
+   * @example
+   * await engine.decideEffect(taskId, 'send-sms', 'skip', { result: { sent: true }, by: 'ops' });
+   */
+  async decideEffect(taskId: string, step: string, decision: EffectDecision, options: SignalOptions & { result?: unknown } = {}): Promise<SignalResult> {
+    if (!EFFECT_DECISIONS.includes(decision)) throw new InvalidArgumentError(`decision must be one of ${EFFECT_DECISIONS.join(', ')}, got ${JSON.stringify(decision)}.`);
+    if (typeof step !== 'string' || !step) throw new InvalidArgumentError('decideEffect needs the step id (its name, with #n from its second occurrence on).');
+    const { result, ...signalOptions } = options;
+    return this.signal(taskId, decisionEventOf(step), { action: decision, result }, signalOptions);
   }
 
   /** Tasks, newest first, optionally by status and workflow, a page at a time. */
@@ -629,6 +673,7 @@ export class Engine {
         workflows: () => this.#workflows,
         bus: this.#bus,
         observers: this.#observers,
+        idempotency: this.idempotency,
         outputBytes: this.limits.outputBytes,
         onStopped: (worker) => this.#workers.delete(worker),
       },

@@ -40,6 +40,8 @@ export const ERROR_CODES = Object.freeze({
   STORE_REFUSED: 'STORE_REFUSED',
   /** A model call would take the task over its token or cost budget. */
   BUDGET_EXCEEDED: 'BUDGET_EXCEEDED',
+  /** Another caller is running the operation of this idempotency key right now (`whileRunning: 'error'`). */
+  IDEMPOTENCY_IN_PROGRESS: 'IDEMPOTENCY_IN_PROGRESS',
 } as const);
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
@@ -76,6 +78,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   CLOSED: 503,
   SCHEMA_MISMATCH: 500,
   BUDGET_EXCEEDED: 402,
+  IDEMPOTENCY_IN_PROGRESS: 409,
 });
 
 /** The HTTP status for an error: its code's entry in {@link HTTP_STATUS}, 500 for anything else. */
@@ -391,6 +394,27 @@ export class ConflictError extends StepwiseError {
     super(ERROR_CODES.CONFLICT, message, options);
     this.name = 'ConflictError';
     this.recorded = options.recorded;
+  }
+}
+
+/**
+ * `engine.idempotency.run(key, …, { whileRunning: 'error' })` found the key's operation in progress
+ * under another owner's live lease. Retryable: try again after `retryAfterMs` (when that lease
+ * runs out, if its owner has died), or pass `whileRunning: 'wait'`.
+ */
+export class IdempotencyInProgressError extends StepwiseError {
+  readonly idempotencyKey: string;
+  /** Until the current owner's lease runs out (ms from now); it renews while it is alive. */
+  readonly retryAfterMs: number;
+  constructor(idempotencyKey: string, retryAfterMs: number) {
+    super(
+      ERROR_CODES.IDEMPOTENCY_IN_PROGRESS,
+      `The operation of idempotency key "${idempotencyKey}" is in progress elsewhere. Retry later (its owner's lease ends in ${Math.max(0, Math.round(retryAfterMs))} ms unless renewed), or pass whileRunning: 'wait' to wait for its result.`,
+      { retryable: true },
+    );
+    this.name = 'IdempotencyInProgressError';
+    this.idempotencyKey = idempotencyKey;
+    this.retryAfterMs = retryAfterMs;
   }
 }
 

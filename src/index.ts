@@ -9,8 +9,9 @@
 export { workflow, isWorkflow } from './workflow.ts';
 export type {
   Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema,
-  EventResult, WaitForEventOptions, JsonSafe, UsageReport,
+  EventResult, WaitForEventOptions, JsonSafe, UsageReport, TransactionOptions,
 } from './workflow.ts';
+export type { Transaction } from './transaction-types.ts';
 
 // Running them
 export { Engine, TaskHandle } from './engine.ts';
@@ -24,12 +25,21 @@ export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage } from './ta
 export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/usage.ts';
 export type {
   TaskEvent, TaskEventType, Actor, StepRecord, TransitionEvent, StepEvent, StepsForgottenEvent, SignalReceivedEvent,
-  SignalConsumedEvent, UsageEvent, UnknownEvent, RebuiltTask,
+  SignalConsumedEvent, UsageEvent, UnknownEvent, RebuiltTask, IdempotencyTaskEvent,
 } from './task-events.ts';
 export { rebuildTask } from './task-events.ts';
 export type { Observer, ObserverHook, RunInfo, AttemptInfo } from './observers.ts';
 export type { EventsOptions } from './event-stream.ts';
 export type { SerializedError } from './serialize.ts';
+
+// Idempotency: records (engine.idempotency), business keys, backends
+export { Idempotency } from './idempotency/run.ts';
+export type { IdempotencyRunOptions, IdempotencyRunContext, IdempotencyEvent } from './idempotency/run.ts';
+export { hashKey } from './idempotency/keys.ts';
+export type { VerifyAnswer, VerifyContext, EffectDecision } from './idempotency/at-most-once.ts';
+export { RedisIdempotency } from './idempotency/redis.ts';
+export type { RedisIdempotencyOptions, RedisClientLike } from './idempotency/redis.ts';
+export type { IdempotencyBackend, IdempotencyRecord, AcquireRequest, AcquireResult, RecordStatus } from './idempotency/records.ts';
 
 // Lifecycle
 export {
@@ -44,7 +54,7 @@ export {
   IllegalTransitionError, IdempotencyConflictError, ConcurrentUpdateError, NonDeterminismError, NotSerializableError,
   StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, BudgetExceededError, TaskFailedError, TaskCancelledError,
   LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, ClosedError, TimeoutError,
-  ForbiddenError, ConflictError, PayloadTooLargeError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
+  ForbiddenError, ConflictError, PayloadTooLargeError, IdempotencyInProgressError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';
 

@@ -13,6 +13,7 @@ import { parseStepId } from './task-info.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
+import type { IdempotencyEvent } from './idempotency/run.ts';
 
 /** One run of a task: a worker's claim of it until the run ends. */
 export interface RunInfo {
@@ -53,6 +54,12 @@ export interface Observer {
    * `actor` rather than summing every process's `onEvent`.
    */
   onEvent?(event: TaskEvent): unknown;
+  /**
+   * An idempotency record was hit (a repeat got the stored result), refused a repeat with other
+   * parameters (a conflict), or was taken over from an owner whose lease ran out: from
+   * `engine.idempotency.run` and from steps with a business key, in this process.
+   */
+  onIdempotency?(event: IdempotencyEvent): unknown;
   /** The worker itself met a problem (a claim or heartbeat failed); it keeps going. */
   onWorkerError?(e: { workerId: string; error: Error; during: string }): unknown;
 }

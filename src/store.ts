@@ -29,6 +29,8 @@
  *   write: the first `log` entry's, or for a StepWrite the worker holding the lease.
  */
 import type { TaskStatus } from './lifecycle.ts';
+import type { IdempotencyBackend } from './idempotency/records.ts';
+import type { TransactionRunner } from './transaction-types.ts';
 
 export interface TaskRow {
   id: string;
@@ -478,4 +480,11 @@ export interface Store {
   subscribe?(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<(() => Promise<void>) | null>;
   /** Announces a change to other processes (no-op where unsupported). */
   notify?(event: WakeEvent): Promise<void>;
+
+  /** The idempotency records kept in this database (see `idempotency/records.ts`). */
+  idempotencyRecords?(): IdempotencyBackend;
+  /** Transactional steps (`ctx.transaction`): the user's SQL and a checkpoint in one transaction. */
+  runInTransaction?: TransactionRunner['runInTransaction'];
+  /** Appends entries to a task's log in one transaction; `false` if there is no such task. */
+  appendEvents?(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean>;
 }

@@ -85,6 +85,24 @@ export interface UsageEvent extends EventBase {
   usage: AttemptUsage;
 }
 
+/**
+ * An idempotency record met by this task (by a step with a business key, or by
+ * `engine.idempotency.run(…, { taskId })`): a hit (the stored result was returned instead of
+ * running again), a conflict (the key was first used with other parameters), or a take-over of a
+ * record whose owner's lease had run out.
+ */
+export interface IdempotencyTaskEvent extends EventBase {
+  type: 'idempotency:hit' | 'idempotency:conflict' | 'idempotency:takeover';
+  key: string;
+  backend: string;
+  /** The step that met it. */
+  step?: string;
+  /** A take-over: the owner whose lease ran out. */
+  previousOwner?: string | null;
+  /** A hit or conflict: the task that ran the operation first, if it ran in one. */
+  ranByTask?: string | null;
+}
+
 /** An entry of a kind this version does not know (written by a newer version). */
 export interface UnknownEvent extends EventBase {
   type: 'unknown';
@@ -93,7 +111,8 @@ export interface UnknownEvent extends EventBase {
 }
 
 /** One entry of a task's event log. */
-export type TaskEvent = TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UsageEvent | UnknownEvent;
+export type TaskEvent =
+  | TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UsageEvent | IdempotencyTaskEvent | UnknownEvent;
 export type TaskEventType = TaskEvent['type'];
 
 /** The public form of a stored entry. */
@@ -134,6 +153,15 @@ export function toTaskEvent(row: EventRow): TaskEvent {
       return { ...base, type: 'signal:consumed', signalId: data.signalId as number, position: data.seq as number };
     case 'usage:attempt':
       return { ...base, type: 'usage:attempt', usage: data as unknown as AttemptUsage };
+    case 'idempotency:hit':
+    case 'idempotency:conflict':
+    case 'idempotency:takeover': {
+      const e: IdempotencyTaskEvent = { ...base, type: row.type, key: data.key as string, backend: data.backend as string };
+      if (typeof data.step === 'string') e.step = data.step;
+      if ('previousOwner' in data) e.previousOwner = (data.previousOwner ?? null) as string | null;
+      if ('ranByTask' in data) e.ranByTask = (data.ranByTask ?? null) as string | null;
+      return e;
+    }
     default:
       return { ...base, type: 'unknown', original: row.type, data };
   }

@@ -30,6 +30,7 @@ import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
 import type { LocalBus } from './local-bus.ts';
 import { observeWorker, type Observer } from './observers.ts';
+import type { Idempotency } from './idempotency/run.ts';
 import { checkText } from './text-rules.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
 
@@ -81,6 +82,8 @@ export interface WorkerHost {
   workflows: () => ReadonlyMap<string, Workflow>;
   bus: LocalBus;
   observers?: readonly Observer[];
+  /** Idempotency records for steps with a business key (kept in the store). */
+  idempotency?: Idempotency;
   /** The largest step or task output, in bytes of JSON. @defaultValue DEFAULT_LIMITS.outputBytes */
   outputBytes?: number;
   onStopped: (worker: Worker) => void;
@@ -351,6 +354,7 @@ export class Worker {
         emit: (name, payload) => this.#events.emit(name, payload),
         hears: (name) => this.#events.hears(name),
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
+        idempotency: this.#host.idempotency,
       });
     } catch (e) {
       // A run that cannot even start would otherwise hold its lease until it expires, and again.

@@ -10,6 +10,8 @@ import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
 import { checkBudget, type AttemptOutcome, type Budget, type PriceTable, type TokenCounts } from './ai/usage.ts';
+import type { Transaction } from './transaction-types.ts';
+import type { VerifyAnswer, VerifyContext } from './idempotency/at-most-once.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -51,6 +53,38 @@ export interface StepOptions {
   retry?: RetryOptions | number;
   /** Per-attempt time limit: the step's signal fires and the attempt fails with StepTimeoutError. */
   timeout?: Duration;
+  /**
+   * A business key: the step's identity comes from the operation, not the task
+   * (`'report:2026-12-01:daily'`, or a function of the workflow's input). The step's
+   * `idempotencyKey` becomes `v<keyVersion>:<key>`, and its result is kept in an idempotency
+   * record under that key: the same operation run again — by a new task too — returns the recorded
+   * result instead of running. Digest sensitive parts with `hashKey()`.
+   * @example
+   * ctx.step('write-report', write, { key: (input: { day: string }) => `report:${input.day}:daily` });
+   */
+  key?: string | ((input: any) => string); // eslint-disable-line @typescript-eslint/no-explicit-any
+  /**
+   * The version prefix of a business key. Raise it when the step's meaning changes (it writes other
+   * rows, calls another API): old records no longer match and the new meaning runs once afresh.
+   * @defaultValue 1
+   */
+  keyVersion?: number;
+  /** How long a business key's record (and so its result) is kept. @defaultValue '30d' */
+  keyTtl?: Duration;
+  /**
+   * `'at-most-once'`: for systems that ignore idempotency keys. The intent of each attempt is
+   * recorded before the call; after a crash, an attempt that may have happened is never re-run
+   * blindly: `verify` is asked, and an unknown answer parks the task for a person to decide
+   * (`engine.decideEffect`). @defaultValue 'at-least-once'
+   */
+  effect?: 'at-least-once' | 'at-most-once';
+  /** For at-most-once steps: did the interrupted attempt happen? See {@link VerifyAnswer}. */
+  verify?: (ctx: VerifyContext) => VerifyAnswer | Promise<VerifyAnswer>;
+}
+
+export interface TransactionOptions {
+  /** Retry policy of a failed attempt (each attempt rolled back first). Defaults to the workflow's, else 3 attempts. */
+  retry?: RetryOptions | number;
 }
 
 export interface WaitForEventOptions {
@@ -75,6 +109,18 @@ export interface WorkflowContext {
    * const page = await ctx.step('fetch', ({ signal, idempotencyKey }) => fetchPage(url, { signal, idempotencyKey }));
    */
   step<R>(name: string, fn: (step: StepContext) => R & JsonCheck<Awaited<R>>, options?: StepOptions): Promise<Awaited<R>>;
+  /**
+   * A step whose effects are SQL on the engine's own database: `fn` runs in a database transaction
+   * that also writes the step's checkpoint, so the writes and the checkpoint commit together or
+   * not at all — exactly once, across crashes (R24). `tx.dialect` says which SQL to write. Keep the
+   * function to `tx` calls: on SQLite the transaction holds the file's write lock until it ends.
+   * @example
+   * await ctx.transaction('save-rows', async (tx) => {
+   *   for (const r of rows) await tx.execute('INSERT INTO orders (id, total) VALUES (?, ?)', [r.id, r.total]);
+   *   return { saved: rows.length };
+   * });
+   */
+  transaction<R>(name: string, fn: (tx: Transaction) => Promise<R & JsonCheck<Awaited<R>>>, options?: TransactionOptions): Promise<Awaited<R>>;
   /** A durable sleep: a long one parks the task (no worker slot held) until it is due. */
   sleep(name: string, duration: Duration): Promise<void>;
   /**

@@ -86,6 +86,10 @@ export function describeEvent(e: TaskEvent): string {
       const outcome = u.outcome === 'succeeded' ? '' : ` ${u.outcome === 'failed' ? red(u.outcome) : yellow(u.outcome)}`;
       return `${bold('model'.padEnd(8))} ${u.step} attempt ${u.attempt} ${u.model}${outcome} ${dim(`${u.inputTokens} in / ${u.outputTokens} out${u.estimated ? ' (est.)' : ''} ${usd(u.costUsd)}`)}`;
     }
+    case 'idempotency:hit':
+    case 'idempotency:conflict':
+    case 'idempotency:takeover':
+      return `${bold('idem'.padEnd(8))} ${e.type.slice('idempotency:'.length)} ${e.key}${e.step ? ` in ${e.step}` : ''}${e.previousOwner ? dim(` from ${e.previousOwner}`) : ''}${e.ranByTask ? dim(` first run by ${e.ranByTask}`) : ''}`;
     case 'unknown':
       return `${bold(e.original)}`;
   }

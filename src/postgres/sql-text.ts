@@ -193,10 +193,11 @@ export interface Tables {
   signals: string;
   workflows: string;
   chunks: string;
+  idempotency: string;
 }
 
 /** The tables of `schema` (a name already checked by the store). */
 export function tablesOf(schema: string): Tables {
   const s = quoteIdent(schema);
-  return { tasks: `${s}.tasks`, steps: `${s}.steps`, events: `${s}.events`, signals: `${s}.signals`, workflows: `${s}.workflows`, chunks: `${s}.stream_chunks` };
+  return { tasks: `${s}.tasks`, steps: `${s}.steps`, events: `${s}.events`, signals: `${s}.signals`, workflows: `${s}.workflows`, chunks: `${s}.stream_chunks`, idempotency: `${s}.idempotency` };
 }

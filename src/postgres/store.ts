@@ -39,11 +39,16 @@ import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgre
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
+import { PostgresIdempotency } from './idempotency.ts';
+import { appendEvents } from './append-events.ts';
+import { runInTransaction } from './transaction.ts';
+import type { Transaction } from '../transaction-types.ts';
+import type { IdempotencyBackend } from '../idempotency/records.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
-  SignalRow, SignalWrite, StepRow, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
+  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
+  SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -149,5 +154,13 @@ export class PostgresStore implements Store {
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> { return listWorkflows(this.#c); }
 
   notify(event: WakeEvent): Promise<void> { return notify(this.#c, event); }
+
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
+    return runInTransaction(this.#c, fn, checkpoint);
+  }
+
+  #idempotency: PostgresIdempotency | undefined;
+  idempotencyRecords(): IdempotencyBackend { return (this.#idempotency ??= new PostgresIdempotency(this.#c)); }
+  appendEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> { return appendEvents(this.#c, taskId, at, entries); }
   subscribe(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<() => Promise<void>> { return subscribe(this.#c, listener, topic); }
 }

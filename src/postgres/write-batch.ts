@@ -83,7 +83,7 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
  * The fenced journal write, one statement (see {@link plainStepSql}); one that consumes a signal
  * also marks it, in the same statement, only if the row was accepted.
  */
-function stepWrite(c: PgContext, db: Db, w: StepWrite): Promise<boolean> {
+export function stepWrite(c: PgContext, db: Db, w: StepWrite): Promise<boolean> {
   if (w.consume) return consumingStepWrite(c, db, w, w.consume);
   // The hot path: one statement whose text never changes (prepared once per connection); the
   // task row is locked by the fence's UPDATE, and the row count (of the log entry) says whether

@@ -5,13 +5,15 @@
  * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
  */
 import type { Duration } from '../duration.ts';
-import type { Progress, StepContext, StepOptions, UsageReport, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
 import { reportUsage } from '../ai/meter.ts';
+import type { Progress, StepContext, StepOptions, TransactionOptions, UsageReport, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
 import type { RunCore } from './core.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
 import { waitForEvent } from './wait-for-event.ts';
 import { RUN_OF } from './run-of.ts';
+import { transaction } from './transaction.ts';
+import type { Transaction } from '../transaction-types.ts';
 
 export function createContext(run: RunCore): WorkflowContext {
   return Object.freeze({
@@ -23,6 +25,7 @@ export function createContext(run: RunCore): WorkflowContext {
     },
     // The JSON bound on outputs is a compile-time check for workflow authors; the run takes any value.
     step: (<T>(name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions) => step(run, name, fn, options)) as WorkflowContext['step'],
+    transaction: (<T>(name: string, fn: (tx: Transaction) => Promise<T>, options?: TransactionOptions) => transaction(run, name, fn, options)) as WorkflowContext['transaction'],
     sleep: (name: string, duration: Duration) => sleep(run, name, duration),
     waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
     progress: (p: Progress) => run.progress.report(null, p),

@@ -9,6 +9,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Clock } from '../clock.ts';
+import type { Idempotency } from '../idempotency/run.ts';
 import type { Emit, WorkerEventName } from '../events.ts';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';
 import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
@@ -37,6 +38,8 @@ export interface RunDeps {
   hears: (name: WorkerEventName) => boolean;
   /** The largest step or task output, in bytes of JSON. */
   outputBytes: number;
+  /** Idempotency records (steps with a business key, at-most-once intents); absent: those steps are refused. */
+  idempotency?: Idempotency | undefined;
 }
 
 export class RunCore {

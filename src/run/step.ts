@@ -11,6 +11,8 @@ import type { Activity } from './activity.ts';
 import { call, type Primitive } from './call.ts';
 import type { RunCore } from './core.ts';
 import { executeStep, type StepCall } from './step-attempt.ts';
+import { businessKey, keyedStep } from '../idempotency/step-key.ts';
+import { atMostOnceStep } from '../idempotency/at-most-once.ts';
 
 type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
 
@@ -22,15 +24,22 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
   },
   prepare(run, pos, fn, options = {}) {
     if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError(`ctx.step("${pos.name}"): the second argument must be a function`));
+    if (options.effect !== undefined && options.effect !== 'at-least-once' && options.effect !== 'at-most-once') {
+      throw run.fail(new InvalidArgumentError(`ctx.step("${pos.name}"): effect must be 'at-least-once' or 'at-most-once', got ${JSON.stringify(options.effect)}.`));
+    }
+    if (options.effect === 'at-most-once' && options.key !== undefined) {
+      throw run.fail(new InvalidArgumentError(`ctx.step("${pos.name}"): an at-most-once step cannot also have a business key (its intent belongs to its task).`));
+    }
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
-      idempotencyKey: `v1:${run.taskId}:${pos.name}#${pos.occurrence}`, attempt: 0, lastError: undefined, firstStart: 0, started: 0,
+      idempotencyKey: options.key === undefined ? `v1:${run.taskId}:${pos.name}#${pos.occurrence}` : businessKey(run, pos.stepId, options), attempt: 0, lastError: undefined, firstStart: 0, started: 0,
       timeoutMs: undefined, policy: run.defaultRetry,
     };
   },
   start(run, c, activity) {
     c.activity = activity;
-    return executeStep(run, c);
+    if (c.options.effect === 'at-most-once') return atMostOnceStep(run, c);
+    return c.options.key === undefined ? executeStep(run, c) : keyedStep(run, c);
   },
 };
 

@@ -8,6 +8,10 @@
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
+import { SqliteIdempotency } from './idempotency.ts';
+import { SqliteTransactions } from './transaction.ts';
+import type { Transaction } from '../transaction-types.ts';
+import type { IdempotencyBackend } from '../idempotency/records.ts';
 import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreRefusedError, StoreUnavailableError } from '../errors.ts';
@@ -65,14 +69,14 @@ const statusTerm = (statuses: readonly TaskStatus[], index: readonly TaskStatus[
     : `status IN (${statusList(statuses)})`;
 const STEP_VALUE_COLUMNS = STEP_COLUMNS.slice(1); // the journal refers to its task by `task_no`
 /** A journal row with the log seq of the entry it carries (or NULL), inserted or replaced. */
-const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length + 1)})
+export const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length + 1)})
   ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
 /** The fence of a checkpoint: the lease holder if the task is leased at the writer's epoch, else no row. */
-const FENCE_STEP_SQL = `SELECT lease_owner FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})`;
+export const FENCE_STEP_SQL = `SELECT lease_owner FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})`;
 /** A task's last log seq, from both places entries are stored. */
-const LAST_SEQ_SQL = `SELECT max(coalesce((SELECT max(seq) FROM stepwise_events WHERE task_no = ?), 0),
+export const LAST_SEQ_SQL = `SELECT max(coalesce((SELECT max(seq) FROM stepwise_events WHERE task_no = ?), 0),
   coalesce((SELECT max(log_seq) FROM stepwise_steps WHERE task_no = ?), 0)) AS n`;
-const INSERT_EVENT_SQL = 'INSERT INTO stepwise_events (task_no, seq, at, type, actor_kind, actor_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)';
+export const INSERT_EVENT_SQL = 'INSERT INTO stepwise_events (task_no, seq, at, type, actor_kind, actor_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)';
 
 export interface SqliteStoreOptions extends SqliteOptions {
   /** Clock for migration timestamps only; everything else gets "now" from the caller. */
@@ -90,6 +94,7 @@ export class SqliteStore implements Store {
   /** Task id → internal integer key (ids never change, so entries never go stale). */
   readonly #taskNo = new Map<string, number>();
   readonly #now: () => number;
+  readonly #options: SqliteOptions;
   /**
    * The last log seq of recently written tasks, valid while no other connection has written the
    * file: SQLite's `data_version` changes exactly when another connection commits, and then the
@@ -105,6 +110,7 @@ export class SqliteStore implements Store {
     this.path = path;
     this.description = `sqlite:${path} (synchronous=${options.synchronous ?? 'FULL'})`;
     this.#db = openSqlite(path, options);
+    this.#options = options;
     this.#now = options.now ?? Date.now;
   }
 
@@ -200,6 +206,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     if (!this.#db) return;
+    this.#transactions?.close();
     this.#statements.clear();
     this.#db.close();
     this.#db = null;
@@ -624,6 +631,26 @@ export class SqliteStore implements Store {
         this.#append(task.no, s.at, [signalReceivedEntry(s.actorKind, s.actorId, { signalId, name: s.name, payload: s.payload, idempotencyKey: s.idempotencyKey })]);
       }
       return { created: res.changes === 1 };
+    });
+  }
+
+  #transactions: SqliteTransactions | undefined;
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
+    this.#transactions ??= new SqliteTransactions(() => openSqlite(this.path, this.#options), (e) => this.#storeError(e));
+    return this.#transactions.runInTransaction(fn, checkpoint);
+  }
+
+  #idempotency: SqliteIdempotency | undefined;
+  idempotencyRecords(): IdempotencyBackend {
+    return (this.#idempotency ??= new SqliteIdempotency(() => this.db, (fn) => this.#tx(fn)));
+  }
+
+  async appendEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> {
+    return this.#tx(() => {
+      const no = this.#no(taskId);
+      if (no === undefined) return false;
+      this.#append(no, at, entries);
+      return true;
     });
   }
 

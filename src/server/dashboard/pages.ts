@@ -162,8 +162,13 @@ function describeEvent(e: TaskEvent): string {
       const u = e.usage;
       return `<b>usage</b> ${esc(u.step)} <small>attempt ${u.attempt} · ${esc(u.model)} · ${u.inputTokens} in / ${u.outputTokens} out · $${u.costUsd.toFixed(4)} · ${esc(u.outcome)}${u.estimated ? ' (estimated)' : ''}</small>`;
     }
-    default:
+    case 'unknown':
       return `<b>${esc(e.original)}</b> <small>${json(e.data, 300)}</small>`;
+    default: {
+      // Entries without a view of their own (idempotency, approvals, …): their type and fields.
+      const { taskId: _task, seq: _seq, at: _at, actor: _actor, type, ...fields } = e;
+      return `<b>${esc(type)}</b> <small>${json(fields, 300)}</small>`;
+    }
   }
 }
 

@@ -1,0 +1,18 @@
+/**
+ * @module fault-points
+ * Internal: not part of the public API.
+ * Named points where a crash test can have this process killed: with `STEPWISE_TEST_KILL_AT=<name>`
+ * in its environment, the process SIGKILLs itself when it reaches that point (as DBOS's debug points
+ * and pg-boss's `__test__throw_worker` do). Durability claims are proven by killing real processes
+ * exactly between two writes, which no timing can hit reliably. Read once: costs a comparison.
+ *
+ * Points: `transaction:begun` (the database transaction of `ctx.transaction` is open, the user's
+ * function has not run), `transaction:written` (the user's function returned: its writes are in the
+ * open transaction, the checkpoint is not), `transaction:checkpointed` (the checkpoint is written in
+ * the same transaction, not committed), `transaction:committed` (committed, not handed to the code).
+ */
+const KILL_AT = process.env.STEPWISE_TEST_KILL_AT;
+
+export function faultPoint(name: string): void {
+  if (KILL_AT !== undefined && KILL_AT === name) process.kill(process.pid, 'SIGKILL');
+}

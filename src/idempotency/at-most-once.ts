@@ -1,0 +1,150 @@
+/**
+ * @module idempotency/at-most-once
+ * Internal: not part of the public API.
+ * At-most-once steps (`ctx.step(name, fn, { effect: 'at-most-once', verify })`) for systems that
+ * ignore idempotency keys (an SMS vendor: calling twice sends two messages).
+ *
+ * Before each attempt calls `fn`, its intent is recorded durably (an idempotency record
+ * `intent:<task>:<step>`, `in_progress`); when `fn` returns, its result is stored in the record
+ * before the checkpoint; when it throws, the record is marked failed (the code saw the call fail,
+ * so another attempt may call again). After a crash, a step whose intent is still in progress may
+ * or may not have had its effect, and is never re-run blindly: `verify` is asked, and answers
+ * - `{ status: 'done', result }`: it happened; `result` is the step's result, `fn` is not called;
+ * - `{ status: 'not-done' }`: it did not; the step runs `fn`;
+ * - `{ status: 'unknown' }` (or no `verify`): the task parks in `waiting` on a decision, named
+ *   `effect:<step>` (see {@link decisionEventOf}), until a person decides with
+ *   `engine.decideEffect(taskId, step, 'rerun' | 'skip' | 'fail', { result })`: run `fn` again,
+ *   skip it with `result` as the step's result, or fail the step. The decision is a signal, so it
+ *   is recorded once, is idempotent with a key, and reaches the task wherever it runs.
+ */
+import { InvalidArgumentError, NonRetryableError, StepFailedError, coerceError } from '../errors.ts';
+import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
+import type { SignalRow } from '../store.ts';
+import type { StepContext } from '../workflow.ts';
+import type { RunCore } from '../run/core.ts';
+import { journalRow } from '../run/identity.ts';
+import { executeStep, type StepCall } from '../run/step-attempt.ts';
+import { throwIfHalted } from '../run/state.ts';
+import { waitFor } from '../run/waits.ts';
+
+/** What `verify` answers about an attempt that may have happened. */
+export type VerifyAnswer = { status: 'done'; result?: unknown } | { status: 'not-done' } | { status: 'unknown'; reason?: string };
+
+/** What `verify` receives. */
+export interface VerifyContext {
+  /** The step's key (what the attempt passed to the external system, if anything). */
+  readonly idempotencyKey: string;
+  readonly taskId: string;
+  readonly stepName: string;
+  readonly signal: AbortSignal;
+}
+
+/** A person's decision on an at-most-once step whose outcome nobody could verify. */
+export type EffectDecision = 'rerun' | 'skip' | 'fail';
+export const EFFECT_DECISIONS: readonly EffectDecision[] = ['rerun', 'skip', 'fail'];
+
+/** The signal name of the decision on step `stepId` (`#` is not allowed in event names: `send#2` → `effect:send@2`). */
+export function decisionEventOf(stepId: string): string {
+  return `effect:${stepId.replace('#', '@')}`;
+}
+
+/** An intent lives as long as the task may need it; it is never taken over (it has no live owner to lose). */
+const INTENT_LEASE_MS = 100 * 365 * 86_400_000;
+const INTENT_TTL_MS = 90 * 86_400_000;
+
+export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+  const backend = run.deps.store.idempotencyRecords?.();
+  if (!backend) throw run.fail(new InvalidArgumentError(`ctx.step("${c.stepId}"): an at-most-once step needs a store that keeps idempotency records (SQLite or PostgreSQL).`));
+  const verify = c.options.verify;
+  if (verify !== undefined && typeof verify !== 'function') throw run.fail(new InvalidArgumentError(`ctx.step("${c.stepId}"): verify must be a function.`));
+  const key = `intent:${run.taskId}:${c.stepId}`;
+  const owner = `task:${run.taskId}`;
+  const event = decisionEventOf(c.stepId);
+  const { clock } = run.deps;
+  await run.writer.flush();
+  let intent = await backend.get(key);
+  if (intent?.status === 'completed') {
+    // The call returned before a crash, and its result was stored before the checkpoint.
+    return handBack(run, c, intent.result);
+  }
+  while (intent?.status === 'in_progress') {
+    // The last attempt recorded its intent and never came back: its effect may have happened.
+    while (run.signalNews) await run.fetchSignals().catch(() => false);
+    const decision = takeSignal(run, event);
+    if (decision) {
+      const action = (decodeJson(decision.payload) as { action?: EffectDecision; result?: unknown } | null) ?? {};
+      const consume = { signalId: decision.id, seq: c.seq };
+      if (action.action === 'skip') return handBack(run, c, encodeJson(action.result, 'The result given to skip an at-most-once step'), consume);
+      if (action.action === 'fail') {
+        const error = new NonRetryableError(`Step "${c.stepId}" was failed by a person: its at-most-once effect could not be verified.`);
+        const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'failed', error: encodeError(error), attempts: c.attempt, finishedAt: clock.now() });
+        return run.writer.complete(row, () => {
+          throw new StepFailedError(c.stepId, c.attempt, error);
+        }, consume);
+      }
+      // rerun: the decision is recorded (consumed) with the step's row, then the step runs.
+      await backend.fail(key, owner, encodeError(new Error('re-run by decision')), clock.now(), INTENT_TTL_MS);
+      await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', { status: 'retrying', attempts: c.attempt, startedAt: clock.now(), wakeAt: clock.now() }), consume);
+      break;
+    }
+    let answer: VerifyAnswer = { status: 'unknown' };
+    if (verify) {
+      try {
+        answer = await verify(Object.freeze({ idempotencyKey: c.idempotencyKey, taskId: run.taskId, stepName: c.stepId, signal: run.signal }));
+      } catch (e) {
+        throwIfHalted(run.state);
+        answer = { status: 'unknown', reason: `verify threw: ${coerceError(e).message}` };
+      }
+    }
+    throwIfHalted(run.state);
+    if (answer?.status === 'done') {
+      const result = encodeJson(answer.result, () => `The result verify gave for step "${c.stepId}"`);
+      await backend.complete(key, owner, result, clock.now(), INTENT_TTL_MS);
+      return handBack(run, c, result);
+    }
+    if (answer?.status === 'not-done') {
+      await backend.fail(key, owner, encodeError(new Error('verified not done')), clock.now(), INTENT_TTL_MS);
+      break;
+    }
+    // Unknown: park until a person decides (no worker slot held meanwhile).
+    const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'waiting', attempts: c.attempt, startedAt: c.recorded?.startedAt ?? clock.now() });
+    await waitFor(run, {
+      row, wakeAt: null, events: [event],
+      describe: {
+        kind: 'decision', step: c.stepId, event, question: `Did the at-most-once effect of step "${c.stepId}" happen? verify could not tell.`,
+        decide: ['rerun', 'skip', 'fail'], reason: answer && 'reason' in answer ? (answer.reason ?? null) : null,
+      },
+    }, c.activity);
+    throwIfHalted(run.state);
+    intent = await backend.get(key);
+  }
+  const fn = c.fn;
+  c.fn = async (s: StepContext): Promise<T> => {
+    // The intent is durable before the call: a crash during it is seen, not silently re-run.
+    const taken = await backend.acquire({ key, owner, fingerprint: null, now: clock.now(), leaseMs: INTENT_LEASE_MS, ttlMs: INTENT_TTL_MS, taskId: run.taskId });
+    if (!taken.acquired) throw new NonRetryableError(`Step "${c.stepId}": its at-most-once intent is held by ${taken.record.owner ?? 'another owner'}.`);
+    let value: T;
+    try {
+      value = await fn(s);
+    } catch (e) {
+      await backend.fail(key, owner, encodeError(coerceError(e)), clock.now(), INTENT_TTL_MS).catch(() => undefined);
+      throw e;
+    }
+    await backend.complete(key, owner, encodeJson(value, () => `The output of step "${c.stepId}"`), clock.now(), INTENT_TTL_MS);
+    return value;
+  };
+  return executeStep(run, c);
+}
+
+/** The step's result, without calling `fn`: checkpointed as it is handed to the code. */
+function handBack<T>(run: RunCore, c: StepCall<T>, output: string | null, consume?: { signalId: number; seq: number }): Promise<T> {
+  const now = run.deps.clock.now();
+  const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.recorded?.startedAt ?? now, finishedAt: now });
+  return run.writer.complete(row, () => decodeJson(output) as T, consume);
+}
+
+function takeSignal(run: RunCore, name: string): SignalRow | undefined {
+  const index = run.signals.findIndex((s) => s.name === name);
+  if (index < 0) return undefined;
+  return run.signals.splice(index, 1)[0];
+}

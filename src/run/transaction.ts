@@ -1,0 +1,140 @@
+/**
+ * @module run/transaction
+ * Internal: not part of the public API (the package exports only its index modules).
+ * `ctx.transaction(name, fn, options)`: a step whose effects are SQL on the engine's own database.
+ * `fn` runs inside a database transaction, and the step's checkpoint (its journal row, fenced by
+ * the run's epoch) is written in that same transaction: both commit or neither (R24). A crash
+ * anywhere before the commit rolls the user's writes back with the missing checkpoint, and the
+ * step runs again; after the commit, the checkpoint is there and replay hands its result back. So
+ * the writes happen exactly once. A run that lost its lease has its checkpoint refused, and the
+ * user's writes roll back with it.
+ *
+ * Unlike a plain step's, the checkpoint is not deferred: it is the commit. A failed attempt rolls
+ * back and is retried per the step's retry policy, in-process (a transaction holds no slot while it
+ * backs off only in the sense that nothing else is open); a failure for good is recorded like a
+ * step's.
+ */
+import { LeaseLostError, StepFailedError, coerceError, InvalidArgumentError } from '../errors.ts';
+import { faultPoint } from '../fault-points.ts';
+import { checkSize } from '../limits.ts';
+import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
+import { decodeError, decodeJson, deserializeError, encodeError, encodeJson } from '../serialize.ts';
+import type { StepRow, StepWrite } from '../store.ts';
+import type { Transaction } from '../transaction-types.ts';
+import type { TransactionOptions } from '../workflow.ts';
+import { parked, type Activity } from './activity.ts';
+import { call, type Primitive } from './call.ts';
+import type { RunCore } from './core.ts';
+import { journalRow } from './identity.ts';
+import { haltReason, throwIfHalted, withLeaseLost } from './state.ts';
+
+type TxFn = (tx: Transaction) => Promise<unknown>;
+
+interface TxCall {
+  seq: number;
+  stepId: string;
+  fn: TxFn;
+  policy: RetryPolicy;
+  activity: Activity;
+  attempt: number;
+  firstStart: number;
+  runner: NonNullable<RunCore['deps']['store']['runInTransaction']>;
+}
+
+const TRANSACTION: Primitive<TxFn, TransactionOptions | undefined, TxCall, unknown> = {
+  kind: 'step',
+  replayed(rec: StepRow, stepId: string) {
+    if (rec.status === 'completed') return decodeJson(rec.output);
+    throw new StepFailedError(stepId, rec.attempts, deserializeError(decodeError(rec.error as string)));
+  },
+  prepare(run, pos, fn, options = {}) {
+    if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError(`ctx.transaction("${pos.name}"): the second argument must be an async function of the transaction.`));
+    const store = run.deps.store;
+    if (!store.runInTransaction) throw run.fail(new InvalidArgumentError(`ctx.transaction("${pos.name}"): the store ${store.description} does not run transactional steps.`));
+    let policy: RetryPolicy;
+    try {
+      policy = resolveRetry(options.retry, run.defaultRetry);
+    } catch (e) {
+      throw run.fail(new InvalidArgumentError(`ctx.transaction("${pos.name}"): ${coerceError(e).message}`, { cause: e }));
+    }
+    return {
+      seq: pos.seq, stepId: pos.stepId, fn, policy, activity: null as unknown as Activity, attempt: pos.recorded?.attempts ?? 0, firstStart: 0,
+      runner: store.runInTransaction.bind(store) as TxCall['runner'],
+    };
+  },
+  start(run, c, activity) {
+    c.activity = activity;
+    return executeTransaction(run, c);
+  },
+};
+
+async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
+  const { clock, emit, hears } = run.deps;
+  c.firstStart = clock.now();
+  for (;;) {
+    // No side effect before every result the code has received is durable.
+    await run.writer.flush();
+    throwIfHalted(run.state);
+    if (run.blocked()) {
+      run.refused++;
+      c.activity.idle();
+      return parked(run);
+    }
+    c.attempt++;
+    if (hears('step:started')) emit('step:started', { taskId: run.taskId, step: c.stepId, attempt: c.attempt });
+    const started = clock.now();
+    let output: string | null = null;
+    let done = 0;
+    let accepted: boolean;
+    try {
+      ({ accepted } = await c.runner(
+        async (tx) => {
+          const value = await c.fn(tx);
+          output = encodeJson(value, () => `The result of transaction "${c.stepId}"`);
+          checkSize(output, run.deps.outputBytes, () => `The result of transaction "${c.stepId}"`, 'outputBytes');
+          return value;
+        },
+        (): StepWrite => {
+          // Its place among the results the code receives is taken as it is written.
+          done = run.replay.nextDone();
+          const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.firstStart, finishedAt: clock.now(), done });
+          return { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row };
+        },
+      ));
+    } catch (raw) {
+      throwIfHalted(run.state);
+      const error = coerceError(raw);
+      if (!shouldRetry(c.policy, error, c.attempt)) return transactionFailed(run, c, error);
+      const delayMs = backoffMs(c.policy, c.attempt, error);
+      emit('step:retrying', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, delayMs, error, parked: false });
+      await clock.sleep(delayMs, run.signal);
+      continue;
+    }
+    if (!accepted) {
+      // The fence refused the checkpoint: another worker owns the task; the writes rolled back.
+      run.setState(withLeaseLost(run.state, () => new LeaseLostError(run.taskId, run.epoch)));
+      throw haltReason(run.state);
+    }
+    faultPoint('transaction:committed');
+    if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, durationMs: clock.now() - started });
+    const result = output;
+    return run.replay.inOrder(Promise.resolve().then(() => decodeJson(result)), done);
+  }
+}
+
+/** Failed for good: recorded like a step's failure (the code receives a StepFailedError). */
+function transactionFailed(run: RunCore, c: TxCall, error: Error): Promise<unknown> {
+  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, error });
+  const failed = journalRow(run, c.seq, c.stepId, 'step', {
+    status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
+  });
+  const attempts = c.attempt;
+  return run.writer.complete(failed, () => {
+    throw new StepFailedError(c.stepId, attempts, error);
+  });
+}
+
+export function transaction<T>(run: RunCore, name: string, fn: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
+  return call(run, TRANSACTION, name, fn as TxFn, options) as Promise<T>;
+}
+
