@@ -14,6 +14,7 @@ export type {
 
 // Running them
 export { Engine, TaskHandle } from './engine.ts';
+export type { StartManyItem } from './start-plan.ts';
 export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
 export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';

@@ -199,18 +199,26 @@ export class SqliteStore implements Store {
   }
 
   async insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
-    return this.#tx(() => {
-      const row = this.#stmt(
-        `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
-      ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt) as Raw | undefined;
-      if (row) {
-        this.#append(Number(row.no), task.createdAt, [task.log]);
-        return { task: toTaskRow(row), created: true };
-      }
-      return { task: this.#byKey(task.idempotencyKey as string) as TaskRow, created: false };
-    });
+    return this.#tx(() => this.#insert(task));
+  }
+
+  async insertTasks(tasks: readonly NewTask[]): Promise<Array<{ task: TaskRow; created: boolean }>> {
+    // One transaction, one commit (one sync) for the whole batch; a key taken by an earlier task of
+    // the batch is found by the same lookup as one taken before it.
+    return tasks.length ? this.#tx(() => tasks.map((task) => this.#insert(task))) : [];
+  }
+
+  #insert(task: NewTask): { task: TaskRow; created: boolean } {
+    const row = this.#stmt(
+      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
+    ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt) as Raw | undefined;
+    if (row) {
+      this.#append(Number(row.no), task.createdAt, [task.log]);
+      return { task: toTaskRow(row), created: true };
+    }
+    return { task: this.#byKey(task.idempotencyKey as string) as TaskRow, created: false };
   }
 
   async getTask(id: string): Promise<TaskRow | null> {
