@@ -27,6 +27,7 @@ import { checkText } from './text-rules.ts';
 import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { jsonEqual } from './json-equal.ts';
+import { ResultWaiters } from './result-waiters.ts';
 import { StartBatcher, type Inserted } from './start-batcher.ts';
 import { batchWakeOfRows, planStart, startResult, type PlannedStart, type StartContext, type StartManyItem } from './start-plan.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
@@ -178,6 +179,8 @@ export class Engine {
   readonly clock: Clock;
   readonly #workflows = new Map<string, Workflow>();
   readonly #bus = new LocalBus();
+  /** The `result()` calls waiting, by task: one listener for all of them. */
+  readonly #waiters = new ResultWaiters(this.#bus);
   readonly #workers = new Set<Worker>();
   readonly #storeOption: string | Store;
   readonly #storeOptions: StoreOptions;
@@ -351,8 +354,9 @@ export class Engine {
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
     const store = await this.ready();
     const deadline = options.timeout === undefined ? Infinity : this.clock.now() + toMs(options.timeout, 'timeout');
-    await this.#listenSettled(store);
-    let pollMs = 25;
+    // With a live subscription a finished task is announced, and polling only covers what is
+    // not (a notification sent while the listener reconnected, a task that a lease expiry ended).
+    let pollMs = (await this.#listenSettled(store)) ? 250 : 25;
     for (;;) {
       // A blip of the store while waiting (a dropped connection, a database restarting) is waited
       // out like an unfinished task, until the deadline.
@@ -366,7 +370,7 @@ export class Engine {
       options.signal?.throwIfAborted();
       const remaining = deadline - this.clock.now();
       if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row?.status ?? 'unfinished'} after waiting ${options.timeout}.`);
-      await this.#waitForNews(id, Math.min(pollMs, remaining), options.signal);
+      await this.#waiters.wait(id, Math.min(pollMs, remaining), options.signal);
       pollMs = Math.min(1000, pollMs * 2);
     }
   }
@@ -375,8 +379,8 @@ export class Engine {
    * Subscribes to finished tasks of other processes, once. Without it (a store with no channel, or
    * a failed subscription) `result()` still finds the outcome by polling.
    */
-  async #listenSettled(store: Store): Promise<void> {
-    if (!store.subscribe || this.#closed) return;
+  async #listenSettled(store: Store): Promise<boolean> {
+    if (!store.subscribe || this.#closed) return false;
     this.#settled ??= store.subscribe((e) => this.#deliver(e), 'settled').catch(() => {
       this.#settled = null;
       return null;
@@ -384,25 +388,9 @@ export class Engine {
     // Not longer than a second: a database that is slow to take a new connection should not hold
     // up a result that polling can find (the subscription goes on in the background).
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.#settled, new Promise<void>((r) => (timer = setTimeout(r, 1000)))]);
+    const live = await Promise.race([this.#settled.then((off) => off !== null), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 1000)))]);
     clearTimeout(timer);
-  }
-
-  /** Resolves when a run of `id` settles (here or, by notification, elsewhere), or after `ms`. */
-  #waitForNews(id: string, ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        off();
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      const off = this.#bus.on('task:settled', (e) => {
-        if (e.taskId === id || e.taskId === '*') done(); // '*': notifications may have been missed
-      });
-      signal?.addEventListener('abort', done, { once: true });
-    });
+    return live;
   }
 
   /**
