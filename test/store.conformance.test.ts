@@ -1204,7 +1204,7 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
     expect(work).toEqual([ready]);
     // After its connection is killed, the settled listener is told to look again as a settled event.
     await withPg(async (c) => c.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.settledChannel}"`]));
-    await eventually(() => settled.some((e) => e.taskId === '*'), 'the look-again after reconnecting');
+    await eventually(() => settled.some((e) => e.taskId === '*' && !e.taskIds), 'the look-again after reconnecting');
     expect(settled.at(-1)).toEqual({ reason: 'settled', taskId: '*' });
     expect(work).toEqual([ready]);
     await offWork();
