@@ -58,4 +58,4 @@ export { DEFAULT_LIMITS } from './limits.ts';
 export type { Limits } from './limits.ts';
 export { openStore, DEFAULT_STORE_URL } from './store-url.ts';
 export type { StoreOptions } from './store-url.ts';
-export type { Store, NewTask, WakeEvent } from './store.ts';
+export type { Store, NewTask, WakeEvent, WriteOp } from './store.ts';

@@ -67,6 +67,17 @@ const STEP_VALUE_COLUMNS = STEP_COLUMNS.slice(1); // the journal refers to its t
 /** A journal row with the log seq of the entry it carries (or NULL), inserted or replaced. */
 const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length + 1)})
   ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
+/**
+ * The hot path of a step result (a row that carries its log entry): fence and row in one
+ * autocommit statement, its entry numbered from this connection's count of the task's log. The
+ * count is right unless another connection appended to the task's log since (a command or a
+ * signal: only the lease holder writes its journal), which shows as an entry at or past that seq:
+ * then no row is written and the write is done again in a transaction that reads the log afresh.
+ */
+const HOT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq)
+  SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}, ? FROM stepwise_tasks
+  WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL}) AND NOT EXISTS (SELECT 1 FROM stepwise_events WHERE task_no = ? AND seq >= ?)
+  ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
 /** The fence of a checkpoint: the lease holder if the task is leased at the writer's epoch, else no row. */
 const FENCE_STEP_SQL = `SELECT lease_owner FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})`;
 /** A task's last log seq, from both places entries are stored. */
@@ -426,6 +437,23 @@ export class SqliteStore implements Store {
     return true;
   }
 
+  /**
+   * A step result written by one autocommit statement (see {@link HOT_STEP_SQL}); false when it
+   * was not written (not a result, the task's log count unknown here, the fence or the count
+   * refused it): the caller then writes it in a transaction, which also tells the fence apart.
+   */
+  #hotStep(w: StepWrite): boolean {
+    const s = w.step;
+    if (!journalCarries(s) || s.taskId !== w.taskId) return false;
+    const no = this.#taskNo.get(w.taskId);
+    const last = no === undefined ? undefined : this.#lastSeq.get(no);
+    if (no === undefined || last === undefined) return false;
+    const seq = last + 1;
+    if (this.#stmt(HOT_STEP_SQL).run(no, ...stepValues(s).slice(1), seq, no, w.epoch, no, seq).changes !== 1) return false;
+    this.#lastSeq.set(no, seq);
+    return true;
+  }
+
   async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
     return this.writeBatchNow(ops);
   }
@@ -435,6 +463,7 @@ export class SqliteStore implements Store {
     // The hot path of a plain step: the fence and the row, in one write transaction.
     if (ops.length === 1 && only?.kind === 'step' && !only.consume) {
       try {
+        if (this.#hotStep(only)) return [true];
         this.#stepTx ??= this.db.transaction((w: StepWrite) => this.#stepWrite(w));
         return [this.#stepTx.immediate(only)];
       } catch (e) {
