@@ -67,8 +67,9 @@ export async function pairedOverhead(
   };
 }
 
-export function spawnWorker(db: string, extra: string[] = [], env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'worker', join(root, 'bench/workflows.ts'), '--db', db, '--quiet', ...extra], {
+/** A worker process of the build in `from` (this checkout by default) running bench/workflows.ts. */
+export function spawnWorker(db: string, extra: string[] = [], env: Record<string, string> = {}, from = root): ChildProcess {
+  return spawn(process.execPath, [join(from, 'dist/cli/main.js'), 'worker', join(from, 'bench/workflows.ts'), '--db', db, '--quiet', ...extra], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, ...env },
   });

@@ -9,11 +9,10 @@
 import { systemClock, type Clock } from './clock.ts';
 import { toMs, type Duration } from './duration.ts';
 import {
-  ClosedError, ConcurrentUpdateError, ConflictError, ERROR_CODES, IdempotencyConflictError, IllegalTransitionError, InvalidArgumentError,
-  InvalidInputError, NotSerializableError, TaskCancelledError, TaskFailedError, TaskNotFoundError, TimeoutError,
-  WorkflowNotFoundError, coerceError, isStepwiseError,
+  ClosedError, ConcurrentUpdateError, ConflictError, ERROR_CODES, IllegalTransitionError, InvalidArgumentError,
+  InvalidInputError, TaskCancelledError, TaskFailedError, TaskNotFoundError, TimeoutError,
+  coerceError, isStepwiseError,
 } from './errors.ts';
-import { newId } from './ids.ts';
 import { ALL_STATUSES, isFinished, isTaskStatus, userEvents, type LifecycleEvent, type TaskStatus } from './lifecycle.ts';
 import { LocalBus } from './local-bus.ts';
 import { decodeError, decodeJson, deserializeError, encodeJson, type SerializedError } from './serialize.ts';
@@ -23,12 +22,15 @@ import { toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-i
 import { toTaskEvent, type Actor, type TaskEvent } from './task-events.ts';
 import { LogTail, allEvents, taskEvents, type EventsOptions } from './event-stream.ts';
 import { notify, type Observer } from './observers.ts';
-import { planCreation, planTransition, wakeFor } from './transitions.ts';
+import { planTransition, wakeFor } from './transitions.ts';
 import { checkText } from './text-rules.ts';
 import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
+import { jsonEqual } from './json-equal.ts';
+import { ResultWaiters } from './result-waiters.ts';
+import { StartBatcher, type Inserted } from './start-batcher.ts';
+import { batchWakeOfRows, planStart, startResult, type PlannedStart, type StartContext, type StartManyItem } from './start-plan.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
-import { startUsage } from './ai/start-usage.ts';
 import type { Budget } from './ai/usage.ts';
 import { Idempotency } from './idempotency/run.ts';
 import { EFFECT_DECISIONS, decisionEventOf, type EffectDecision } from './idempotency/at-most-once.ts';
@@ -189,10 +191,13 @@ export class Engine {
   readonly clock: Clock;
   readonly #workflows = new Map<string, Workflow>();
   readonly #bus = new LocalBus();
+  /** The `result()` calls waiting, by task: one listener for all of them. */
+  readonly #waiters = new ResultWaiters(this.#bus);
   readonly #workers = new Set<Worker>();
   readonly #storeOption: string | Store;
   readonly #storeOptions: StoreOptions;
   #ready: Promise<Store> | null = null;
+  #starts: StartBatcher | null = null;
   #closed = false;
   #unsubscribe: (() => Promise<void>) | null = null;
   /**
@@ -293,59 +298,54 @@ export class Engine {
   start(workflow: string, input?: unknown, options?: StartOptions): Promise<TaskHandle>;
   async start(workflow: string | Workflow<unknown, unknown, unknown>, input?: unknown, options: StartOptions = {}): Promise<TaskHandle> {
     const store = await this.ready();
-    const name = typeof workflow === 'string' ? workflow : workflow?.name;
-    if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
-    // A definition given here is used as it is, registered with this engine or not.
-    const def = typeof workflow !== 'string' && isWorkflow(workflow) ? workflow : this.#workflows.get(name);
-    let version: string;
-    let value: unknown = input;
-    if (def) {
-      version = def.version;
-      if (def.options.input) {
-        try {
-          value = def.options.input.parse(input);
-        } catch (e) {
-          throw new InvalidInputError(name, coerceError(e).message, { cause: e });
-        }
+    const planned = await planStart(this.#startContext(store), workflow, input, options);
+    // Concurrent starts of this process share one statement and one commit (start-batcher.ts).
+    const inserted = await this.#startBatcher(store).insert(planned.task);
+    return new TaskHandle(this, startResult(planned, inserted));
+  }
+
+  /**
+   * Starts many tasks in one round trip: one statement and one commit for up to 10,000 tasks
+   * (a longer list is written 10,000 at a time, each part committed on its own). Every item is
+   * checked before anything is written: a bad one rejects the call, naming its index. Results are
+   * in the order of `items`; an item whose idempotency key names an existing task (or an earlier
+   * item's) gets that task with `created: false`, and one whose key names a task of another
+   * workflow or input rejects the call with IdempotencyConflictError (the other items are
+   * started: call again with the list corrected to get them).
+   * @example
+   * const handles = await engine.startMany(docs.map((d) => ({ workflow: 'summarise', input: d, idempotencyKey: d.id })));
+   */
+  async startMany(items: readonly StartManyItem[]): Promise<TaskHandle[]> {
+    const store = await this.ready();
+    if (!Array.isArray(items)) throw new InvalidArgumentError('engine.startMany() takes an array of { workflow, input, idempotencyKey?, delay? }.');
+    const context = this.#startContext(store);
+    const planned: PlannedStart[] = [];
+    for (const [i, item] of items.entries()) {
+      if (typeof item !== 'object' || item === null) throw new InvalidArgumentError(`startMany(): item ${i} must be an object { workflow, input, idempotencyKey?, delay? }.`);
+      try {
+        planned.push(await planStart(context, item.workflow, item.input, item));
+      } catch (e) {
+        if (e instanceof Error) e.message = `startMany(): item ${i}: ${e.message}`;
+        throw e;
       }
-    } else {
-      const known = await store.listWorkflows();
-      const versions = known.filter((w) => w.name === name).sort((a, b) => b.lastSeenAt - a.lastSeenAt);
-      if (!versions.length) {
-        throw new WorkflowNotFoundError(name, [...new Set([...this.#workflows.keys(), ...known.map((w) => w.name)])].sort());
-      }
-      version = (versions[0] as { version: string }).version;
     }
-    let encoded: string | null;
-    try {
-      encoded = encodeJson(value, 'The input');
-    } catch (e) {
-      throw new InvalidInputError(name, (e as NotSerializableError).message, { cause: e });
-    }
-    checkSize(encoded, this.limits.inputBytes, () => `The input of workflow "${name}"`, 'inputBytes');
-    const key = options.idempotencyKey;
-    if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
-      throw new InvalidArgumentError(`idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
-    }
-    if (key !== undefined) checkText(key, 'The idempotencyKey');
-    const actor = actorOf(options.by);
-    const now = this.clock.now();
-    const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
-    const usage = startUsage(options.budget);
-    const id = newId(now);
-    const wake: WakeEvent = { reason: 'task', taskId: id, workflow: name };
-    const { task, created } = await store.insertTask({
-      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, notify: wake, usage,
-      ...planCreation(actor),
-    });
-    if (!created) {
-      if (task.workflow !== name) throw new IdempotencyConflictError(key as string, task.id, `which runs workflow "${task.workflow}", not "${name}"`);
-      if (!jsonEqual(decodeJson(task.input), decodeJson(encoded))) throw new IdempotencyConflictError(key as string, task.id, 'which was started with a different input');
-    } else {
-      this.#deliver(wake);
-      this.#appended(task.id);
-    }
-    return new TaskHandle(this, { id: task.id, workflow: name, status: task.status, created });
+    const inserted = await this.#startBatcher(store).insertMany(planned.map((p) => p.task));
+    return planned.map((p, i) => new TaskHandle(this, startResult(p, inserted[i] as Inserted)));
+  }
+
+  #startContext(store: Store): StartContext {
+    return { store, clock: this.clock, limits: this.limits, workflows: this.#workflows, actorOf };
+  }
+
+  #startBatcher(store: Store): StartBatcher {
+    return (this.#starts ??= new StartBatcher(store, {
+      onCreated: (tasks) => {
+        // One wake-up for the batch: this process's workers look for work once.
+        const wake = batchWakeOfRows(tasks);
+        if (wake) this.#deliver(wake);
+        for (const t of tasks) this.#appended(t.id);
+      },
+    }));
   }
 
   /** The task with its steps (journal) and history (event log); `{ steps: false, history: false }` reads only the task row. */
@@ -401,8 +401,9 @@ export class Engine {
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
     const store = await this.ready();
     const deadline = options.timeout === undefined ? Infinity : this.clock.now() + toMs(options.timeout, 'timeout');
-    await this.#listenSettled(store);
-    let pollMs = 25;
+    // With a live subscription a finished task is announced, and polling only covers what is
+    // not (a notification sent while the listener reconnected, a task that a lease expiry ended).
+    let pollMs = (await this.#listenSettled(store)) ? 250 : 25;
     for (;;) {
       // A blip of the store while waiting (a dropped connection, a database restarting) is waited
       // out like an unfinished task, until the deadline.
@@ -416,7 +417,7 @@ export class Engine {
       options.signal?.throwIfAborted();
       const remaining = deadline - this.clock.now();
       if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row?.status ?? 'unfinished'} after waiting ${options.timeout}.`);
-      await this.#waitForNews(id, Math.min(pollMs, remaining), options.signal);
+      await this.#waiters.wait(id, Math.min(pollMs, remaining), options.signal);
       pollMs = Math.min(1000, pollMs * 2);
     }
   }
@@ -425,8 +426,8 @@ export class Engine {
    * Subscribes to finished tasks of other processes, once. Without it (a store with no channel, or
    * a failed subscription) `result()` still finds the outcome by polling.
    */
-  async #listenSettled(store: Store): Promise<void> {
-    if (!store.subscribe || this.#closed) return;
+  async #listenSettled(store: Store): Promise<boolean> {
+    if (!store.subscribe || this.#closed) return false;
     this.#settled ??= store.subscribe((e) => this.#deliver(e), 'settled').catch(() => {
       this.#settled = null;
       return null;
@@ -434,25 +435,9 @@ export class Engine {
     // Not longer than a second: a database that is slow to take a new connection should not hold
     // up a result that polling can find (the subscription goes on in the background).
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.#settled, new Promise<void>((r) => (timer = setTimeout(r, 1000)))]);
+    const live = await Promise.race([this.#settled.then((off) => off !== null), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 1000)))]);
     clearTimeout(timer);
-  }
-
-  /** Resolves when a run of `id` settles (here or, by notification, elsewhere), or after `ms`. */
-  #waitForNews(id: string, ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        off();
-        signal?.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      const off = this.#bus.on('task:settled', (e) => {
-        if (e.taskId === id || e.taskId === '*') done(); // '*': notifications may have been missed
-      });
-      signal?.addEventListener('abort', done, { once: true });
-    });
+    return live;
   }
 
   /**
@@ -759,6 +744,11 @@ export class Engine {
 
   /** Passes news about a task to this process's workers and waiters (local or from NOTIFY). */
   #deliver(e: WakeEvent): void {
+    if (e.taskIds) {
+      // One notification for a batch of tasks: the same news of each.
+      for (const taskId of e.taskIds) this.#deliver({ reason: e.reason, taskId, ...(e.workflow ? { workflow: e.workflow } : {}) });
+      return;
+    }
     switch (e.reason) {
       case 'task':
         this.#bus.emit('task:ready', { taskId: e.taskId, workflow: e.workflow ?? null });
@@ -881,18 +871,4 @@ function failedStepOf(error: SerializedError): string | undefined {
     if (e.code === 'STEP_FAILED' && typeof e.data?.stepName === 'string') return e.data.stepName;
   }
   return undefined;
-}
-
-/** Deep equality of JSON values (object key order ignored). */
-function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const bb = b as unknown[];
-    return a.length === bb.length && a.every((v, i) => jsonEqual(v, bb[i]));
-  }
-  const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }

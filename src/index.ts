@@ -15,6 +15,7 @@ export type { Transaction } from './transaction-types.ts';
 
 // Running them
 export { Engine, TaskHandle } from './engine.ts';
+export type { StartManyItem } from './start-plan.ts';
 export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
 export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
@@ -68,4 +69,4 @@ export { DEFAULT_LIMITS } from './limits.ts';
 export type { Limits } from './limits.ts';
 export { openStore, DEFAULT_STORE_URL } from './store-url.ts';
 export type { StoreOptions } from './store-url.ts';
-export type { Store } from './store.ts';
+export type { Store, NewTask, WakeEvent, WriteOp } from './store.ts';

@@ -360,6 +360,11 @@ export interface WakeEvent {
   reason: WakeReason;
   /** The task; `'*'` means "anything may have changed" (sent after a listener reconnects: poll). */
   taskId: string;
+  /**
+   * A batch's tasks, when one notification stands for several (then `taskId` is `'*'`, so that a
+   * listener that does not know this field looks at everything).
+   */
+  taskIds?: string[];
   workflow?: string;
   /** With `reason: 'cancel'`: the user's reason. */
   cancelReason?: string | null;
@@ -394,6 +399,14 @@ export interface Store {
   close(): Promise<void>;
 
   insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }>;
+  /**
+   * Many tasks in one transaction (one multi-row statement where the dialect allows), each as
+   * {@link insertTask} would insert it, results in the order given: a task whose idempotency key
+   * exists (or was taken by an earlier task of the same batch) comes back as the existing task,
+   * `created: false`. The tasks' own `notify` is ignored: `notify`, if given, is announced once,
+   * if at least one task was created.
+   */
+  insertTasks(tasks: readonly NewTask[], notify?: WakeEvent): Promise<Array<{ task: TaskRow; created: boolean }>>;
   getTask(id: string): Promise<TaskRow | null>;
   findTaskByKey(idempotencyKey: string): Promise<TaskRow | null>;
   listTasks(query: ListQuery): Promise<TaskRow[]>;

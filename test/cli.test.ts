@@ -162,6 +162,36 @@ describe('stepwise CLI', () => {
     }
   }, 60_000);
 
+  it('start --inputs starts one task per JSONL line in one batch, keys from --key-field, a bad line starts nothing', async () => {
+    const dir = tempDir();
+    const db = `sqlite:${join(dir, 'many.db')}`;
+    const engine = new Engine({ store: db, workflows: [triple] });
+    try {
+      const w = engine.worker();
+      await w.start();
+      await w.stop();
+      const file = join(dir, 'docs.jsonl');
+      writeFileSync(file, `${[1, 2, 3].map((n) => JSON.stringify({ n, id: `doc-${n}` })).join('\n')}\n\n`);
+      const r = cli(['start', 'triple', '--inputs', file, '--key-field', 'id', '--json', '--db', db]);
+      expect(r.code, r.err).toBe(0);
+      const handles = JSON.parse(r.out) as Array<{ id: string; created: boolean }>;
+      expect(handles.map((h) => h.created)).toEqual([true, true, true]);
+      expect((await engine.get(handles[1]!.id)).input).toEqual({ n: 2, id: 'doc-2' });
+      const again = cli(['start', 'triple', '--inputs', file, '--key-field', 'id', '--db', db]);
+      expect(again.out).toContain(`${handles[0]!.id} exists`);
+      expect(again.out).toContain('Started 0 tasks of triple (3 already existed for their keys)');
+      const bad = join(dir, 'bad.jsonl');
+      writeFileSync(bad, '{"n": 4}\n{"n": \n');
+      const refused = cli(['start', 'triple', '--inputs', bad, '--db', db]);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toContain('[INVALID_ARGUMENT] --inputs: line 2 is not valid JSON');
+      expect(cli(['start', 'triple', '--inputs', file, '--key-field', 'missing', '--db', db]).err).toContain('line 1 has no "missing"');
+      expect((await engine.list()).tasks).toHaveLength(3);
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
   it('prints only JSON lines from worker --json, also when it is told to stop', async () => {
     const db = `sqlite:${join(tempDir(), 'json.db')}`;
     const worker = spawnCli(['worker', 'test/fixtures/crash-workflows.ts', '--db', db, '--poll-ms', '20', '--json']);

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../src/index.ts';
 import { stepBatchSql, transitionBatchSql } from '../src/postgres/batch-sql.ts';
-import { DB_NOW_MS, heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, tablesOf } from '../src/postgres/sql-text.ts';
+import { DB_NOW_MS, heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, resultStepSql, tablesOf } from '../src/postgres/sql-text.ts';
 import { stepValues } from '../src/rows.ts';
 import { transitionEntry } from '../src/log-entries.ts';
 import type { StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
@@ -107,6 +107,8 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
           { name: 'batched checkpoints', text: stepBatch.text, values: stepBatch.values, rows: 40, most: 2 * 40 },
           { name: 'batched end-of-run transitions', text: transitionBatch.text, values: transitionBatch.values, rows: 40, most: 2 * 40 },
           { name: 'lone checkpoint', text: plainStepSql(t), values: plain, rows: 1, most: 1 },
+          // An INSERT without RETURNING reports no rows of its own (its row count says it wrote one).
+          { name: 'lone step result', text: resultStepSql(t), values: [...stepValues(step(ids[0]!, 2)), ids[0], 1], rows: 0, most: 1 },
           { name: 'heartbeat', text: heartbeatSql(t), values: [60000, ids, ids.map(() => 1), 'worker-a'], rows: 40, most: 2 * 40 },
           // Bounded by the pending or leased tasks, which the due and leased indexes list (a bitmap
           // scan counts each twice: its index entries and its rows; the probes above left row versions).

@@ -83,11 +83,11 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
       await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
       const killed = await sql<{ pid: number }>(
         `SELECT pg_terminate_backend(pid) AS killed, pid FROM pg_stat_activity
-         WHERE application_name = 'stepwise-listen' AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()`,
+         WHERE application_name LIKE 'stepwise-listen%' AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()`,
       );
       expect(killed.length).toBeGreaterThan(0);
       // The worker reconnects (100 ms backoff), re-subscribes and polls once for anything missed.
-      await eventually(async () => (await sql(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'stepwise-listen' AND query ILIKE 'LISTEN%'`)).length >= killed.length, 20_000, 'LISTEN to come back');
+      await eventually(async () => (await sql(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'stepwise-listen%' AND query ILIKE 'LISTEN%'`)).length >= killed.length, 20_000, 'LISTEN to come back');
       const { id } = await engine.start(triple, { n: 3 });
       expect(await engine.result(id, { timeout: '20s' })).toBe(12);
       w.child.kill('SIGTERM');

@@ -168,6 +168,7 @@ function describeEvent<K extends keyof WorkerEvents>(name: K, p: WorkerEvents[K]
 
 export async function start(ctx: CommandContext): Promise<void> {
   const name = need(ctx, 0, 'workflow name (stepwise start <workflow> --input JSON)');
+  if (str(ctx.options, 'inputs') !== undefined) return startMany(ctx, name);
   const input = parseJson(str(ctx.options, 'input'), '--input');
   const key = keyOption(ctx);
   await withEngine(ctx, async (engine) => {
@@ -175,6 +176,47 @@ export async function start(ctx: CommandContext): Promise<void> {
     if (ctx.json && !ctx.options.wait) return ctx.out(JSON.stringify(res));
     if (!ctx.json) ctx.out(res.created ? `Started ${res.id} (${name})` : `Task ${res.id} already exists for key ${key} (${res.status})`);
     if (ctx.options.wait) await follow(ctx, engine, res.id);
+  });
+}
+
+/**
+ * `start <workflow> --inputs FILE.jsonl`: one task per non-empty line (the line is its input, JSON),
+ * all started by one `startMany` call. Every line is parsed before anything is started.
+ */
+async function startMany(ctx: CommandContext, name: string): Promise<void> {
+  const file = str(ctx.options, 'inputs') as string;
+  if (str(ctx.options, 'input') !== undefined || str(ctx.options, 'key') !== undefined || ctx.options.wait) {
+    throw new InvalidArgumentError('--inputs starts one task per line: it does not combine with --input, --key or --wait (use --key-field for keys).');
+  }
+  const keyField = str(ctx.options, 'key-field');
+  let text: string;
+  try {
+    text = readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (e) {
+    throw new InvalidArgumentError(`--inputs: cannot read ${file === '-' ? 'standard input' : file}: ${(e as Error).message}`);
+  }
+  const items = text.split('\n').flatMap((line, i) => {
+    if (!line.trim()) return [];
+    let input: unknown;
+    try {
+      input = JSON.parse(line);
+    } catch (e) {
+      throw new InvalidArgumentError(`--inputs: line ${i + 1} is not valid JSON: ${(e as Error).message}. Nothing was started.`);
+    }
+    if (keyField === undefined) return [{ workflow: name, input, ...by(ctx) }];
+    const key = typeof input === 'object' && input !== null ? (input as Record<string, unknown>)[keyField] : undefined;
+    if ((typeof key !== 'string' || !key) && typeof key !== 'number') {
+      throw new InvalidArgumentError(`--inputs: line ${i + 1} has no "${keyField}" (a string or number) to take its idempotency key from (--key-field). Nothing was started.`);
+    }
+    return [{ workflow: name, input, idempotencyKey: String(key), ...by(ctx) }];
+  });
+  if (!items.length) throw new InvalidArgumentError(`--inputs: ${file === '-' ? 'standard input' : file} has no lines: nothing to start.`);
+  await withEngine(ctx, async (engine) => {
+    const handles = await engine.startMany(items);
+    if (ctx.json) return ctx.out(JSON.stringify(handles));
+    const created = handles.filter((h) => h.created).length;
+    for (const h of handles) ctx.out(`${h.id} ${h.created ? 'started' : 'exists'}`);
+    ctx.out(`Started ${created} task${created === 1 ? '' : 's'} of ${name}${created < handles.length ? ` (${handles.length - created} already existed for their keys)` : ''}`);
   });
 }
 

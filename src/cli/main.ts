@@ -20,6 +20,9 @@ Commands:
         [--workflows a,b] [--worker-id ID] [--quiet]
   start <workflow> --input JSON|@file|- [--key K] [--wait]
                              create a task (same --key → the existing task); --wait follows it live
+  start <workflow> --inputs FILE.jsonl|- [--key-field F]
+                             create one task per line (each line a task's input), in one batch;
+                             --key-field takes each task's idempotency key from that field of its input
   ls [--status S[,S]] [--workflow W] [--limit N] [--cursor C]
                              list tasks, newest first
   show <id>                  a task: steps (status, attempts, durations) and its timeline
@@ -72,6 +75,8 @@ async function main(argv: string[]): Promise<number> {
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         input: { type: 'string' },
+        inputs: { type: 'string' },
+        'key-field': { type: 'string' },
         key: { type: 'string' },
         wait: { type: 'boolean' },
         status: { type: 'string' },

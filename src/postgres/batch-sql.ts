@@ -23,6 +23,7 @@ import { STEP_COLUMNS, stepValues } from '../rows.ts';
 import { journalCarries, stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
 import type { NewEvent, StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
 import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
+import { listenerName, notifySql } from './listen.ts';
 import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, lockById, type Tables } from './sql-text.ts';
 
 /**
@@ -91,6 +92,14 @@ function stepColumns(p: Params, rows: readonly StepRow[]): string[] {
   return arrays.map((values, c) => p.add(values, `${STEP_TYPES[c]}[]`));
 }
 
+/** Task ids in one grouped notification: well under PostgreSQL's 8,000-byte payload limit. */
+const GROUP_IDS = 200;
+
+/** News that many tasks can share one notification for: finished, or runnable again. */
+function groupable(e: WakeEvent): boolean {
+  return e.reason === 'settled' || e.reason === 'task';
+}
+
 /** Whether a transition can go into {@link transitionBatchSql}. */
 export function isBatchableTransition(w: TransitionWrite): boolean {
   return (
@@ -134,8 +143,12 @@ export function transitionBatchSql(
     pauseGuard: col((w) => w.pauseRequested ?? null, 'boolean'),
     clearLease: col((w) => w.set.clearLease === true, 'boolean'),
     retries: col((w) => w.set.incrementRetries === true, 'boolean'),
-    notify: col((w) => (w.notify ? JSON.stringify(w.notify) : null), 'text'),
+    // Finished tasks and tasks handed back go out as one notification per channel and reason (at
+    // most GROUP_IDS task ids each); any other news of a task keeps its own.
+    notifyGroup: col((w) => (w.notify && groupable(w.notify) ? w.notify.reason : null), 'text'),
+    notify: col((w) => (w.notify && !groupable(w.notify) ? JSON.stringify(w.notify) : null), 'text'),
     notifyChannel: col((w) => (w.notify ? channelOf(w.notify) : null), 'text'),
+    notifyListener: col((w) => (w.notify ? listenerName(channelOf(w.notify)) : null), 'text'),
   };
   // Per column a patch may write (the task-column table): whether each op sets it, and the value.
   for (const c of PATCH_COLUMNS) {
@@ -159,14 +172,21 @@ export function transitionBatchSql(
         retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END,
         event_seq = t.event_seq + c.evN
       FROM cur c WHERE t.id = c.id
-      RETURNING t.*, c.ord AS batch_ord, c.notify AS batch_notify, c.notifyChannel AS batch_channel, c.at AS ev_at, c.evN AS ev_n
+      RETURNING t.*, c.ord AS batch_ord, c.notify AS batch_notify, c.notifyGroup AS batch_group, c.notifyChannel AS batch_channel,
+        c.notifyListener AS batch_listener, c.at AS ev_at, c.evN AS ev_n
     ), log AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
       SELECT upd.id, upd.event_seq - upd.ev_n + e.j, upd.ev_at, e.type, e.kind, e.actor, e.data
       FROM unnest(${ev.op}, ${ev.j}, ${ev.type}, ${ev.kind}, ${ev.actor}, ${ev.data}) AS e(op, j, type, kind, actor, data)
       JOIN upd ON upd.batch_ord = e.op
-    )${journalCte(t, p, ops, entries)}
-    SELECT upd.*, CASE WHEN batch_notify IS NOT NULL THEN pg_notify(batch_channel, batch_notify) END AS notified FROM upd`;
+    )${journalCte(t, p, ops, entries)}, nt AS (
+      SELECT batch_channel, batch_listener, batch_group, id, (row_number() OVER (PARTITION BY batch_channel, batch_group ORDER BY id) - 1) / ${GROUP_IDS} AS chunk
+      FROM upd WHERE batch_group IS NOT NULL
+    ), sent AS (
+      SELECT ${notifySql('batch_channel', "json_build_object('reason', batch_group, 'taskId', '*', 'taskIds', json_agg(id))::text", 'batch_listener')} AS sent
+      FROM nt GROUP BY batch_channel, batch_listener, batch_group, chunk
+    )
+    SELECT upd.*, ${notifySql('batch_channel', 'batch_notify', 'batch_listener')} AS notified, (SELECT count(*) FROM sent) AS notified_batch FROM upd`;
   return { text, values: p.values };
 }
 

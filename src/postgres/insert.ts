@@ -1,44 +1,108 @@
 /**
  * @module postgres/insert
  * Internal: not part of the public API.
- * Task creation on PostgreSQL: the task row and its `create` log entry in one statement, or the
- * existing task when the idempotency key is taken.
+ * Task creation on PostgreSQL: the task rows and their `create` log entries in one statement
+ * (one task, or a whole batch of starts), or the existing tasks whose idempotency keys are taken.
  */
 import { TX_ATTEMPTS, poolOf, rows, run, type PgContext } from './connection.ts';
 import { findTaskByKey } from './read.ts';
-import { channelOf } from './listen.ts';
+import { channelOf, listenerName, notifySql } from './listen.ts';
 import { payload } from './wake.ts';
 import { toTaskRow } from '../rows.ts';
-import type { NewTask, TaskRow } from '../store.ts';
+import type { NewTask, TaskRow, WakeEvent } from '../store.ts';
 
-export async function insertTask(c: PgContext, task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
-  const created = task.log;
-  return run(c, async () => {
-    // One statement: the task and its 'create' log entry (seq 1), or nothing if the key exists. A
-    // concurrent insert of the same key makes ON CONFLICT wait for it, so the re-select sees it;
-    // the loop covers the case where the existing task was deleted in between.
-    for (let attempt = 1; ; attempt++) {
-      const [row] = await rows(
-        c,
-        poolOf(c),
-        `WITH ins AS (
-             INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq, usage)
-             VALUES ($1, $2, $3, $14, $4, $5, $6, $7, $7, 1, $15)
-             ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
-           ), h AS (
-             INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-             SELECT id, 1, created_at, $10, $11, $12, $13 FROM ins
-           )
-           SELECT ins.*, CASE WHEN $9::text IS NOT NULL THEN pg_notify($8, $9) END AS notified FROM ins`,
-        [
-          task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, channelOf(c, task.notify), payload(task.notify),
-          created.type, created.actorKind, created.actorId, created.data, task.status, task.usage ?? null,
-        ],
-      );
-      if (row) return { task: toTaskRow(row), created: true };
-      const existing = await findTaskByKey(c, task.idempotencyKey as string);
-      if (existing) return { task: existing, created: false };
-      if (attempt >= TX_ATTEMPTS) throw new Error(`insertTask: idempotency key "${task.idempotencyKey}" conflicts with a task that cannot be read`);
+type Inserted = { task: TaskRow; created: boolean };
+
+export async function insertTask(c: PgContext, task: NewTask): Promise<Inserted> {
+  return (await insertTasks(c, [task], task.notify))[0] as Inserted;
+}
+
+/**
+ * One statement: the tasks and their `create` entries (seq 1), the tasks whose key exists left
+ * out (ON CONFLICT DO NOTHING), and one NOTIFY if any was created and someone listens. A
+ * concurrent insert of the same key makes ON CONFLICT wait for it, so the re-select that follows
+ * sees it; the loop covers a task deleted in between. Rows go in in key order, so that two batches
+ * sharing keys wait for each other in the same order and never deadlock.
+ */
+export async function insertTasks(c: PgContext, tasks: readonly NewTask[], notify?: WakeEvent): Promise<Inserted[]> {
+  const results = new Array<Inserted | undefined>(tasks.length);
+  // A key used twice in the batch: the first use inserts, the later ones get the first's task.
+  const firstOfKey = new Map<string, number>();
+  const repeats: Array<{ at: number; first: number }> = [];
+  let todo: number[] = [];
+  tasks.forEach((t, at) => {
+    const first = t.idempotencyKey === null ? undefined : firstOfKey.get(t.idempotencyKey);
+    if (first !== undefined) return void repeats.push({ at, first });
+    if (t.idempotencyKey !== null) firstOfKey.set(t.idempotencyKey, at);
+    todo.push(at);
+  });
+  const keyOf = (at: number): string => (tasks[at] as NewTask).idempotencyKey ?? '';
+  todo.sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : a - b));
+  await run(c, async () => {
+    for (let attempt = 1; todo.length; attempt++) {
+      const batch = todo.map((at) => tasks[at] as NewTask);
+      const created = new Map<string, TaskRow>();
+      for (const row of await rows(c, poolOf(c), insertSql(c), insertValues(c, batch, notify))) {
+        const task = toTaskRow(row);
+        created.set(task.id, task);
+      }
+      const taken: number[] = [];
+      for (const at of todo) {
+        const row = created.get((tasks[at] as NewTask).id);
+        if (row) results[at] = { task: row, created: true };
+        else taken.push(at);
+      }
+      // Only tasks with a key can be left out; each is the task that holds its key.
+      for (const at of taken) {
+        const key = (tasks[at] as NewTask).idempotencyKey;
+        if (key === null) throw new Error(`insertTasks: task ${(tasks[at] as NewTask).id} was not inserted`);
+        const existing = await findTaskByKey(c, key);
+        if (existing) results[at] = { task: existing, created: false };
+      }
+      todo = taken.filter((at) => !results[at]);
+      if (todo.length && attempt >= TX_ATTEMPTS) throw new Error(`insertTasks: idempotency key "${keyOf(todo[0] as number)}" conflicts with a task that cannot be read`);
+      // The retry announces again only if this attempt created nothing (then nothing was sent).
+      if (created.size) notify = undefined;
     }
   });
+  for (const { at, first } of repeats) results[at] = { task: (results[first] as Inserted).task, created: false };
+  return results as Inserted[];
+}
+
+/** The statement's text per store (it never changes, so it is prepared once per connection). */
+const texts = new WeakMap<PgContext, string>();
+
+function insertSql(c: PgContext): string {
+  let text = texts.get(c);
+  if (text === undefined) texts.set(c, (text = insertText(c)));
+  return text;
+}
+
+function insertText(c: PgContext): string {
+  return `WITH i AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+        $9::text[], $10::text[], $11::text[], $12::text[], $16::text[]) WITH ORDINALITY
+        AS i(id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, ev_type, ev_kind, ev_actor, ev_data, usage, ord)
+    ), ins AS (
+      INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq, usage)
+      SELECT id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, created_at, 1, usage FROM i ORDER BY ord
+      ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
+    ), h AS (
+      INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+      SELECT i.id, 1, i.created_at, i.ev_type, i.ev_kind, i.ev_actor, i.ev_data FROM i JOIN ins ON ins.id = i.id
+    ), n AS (
+      SELECT ${notifySql('$13::text', '$14::text', '$15::text')} AS sent WHERE EXISTS (SELECT 1 FROM ins)
+    )
+    SELECT ins.*, (SELECT count(*) FROM n) AS notified FROM ins`;
+}
+
+function insertValues(c: PgContext, batch: readonly NewTask[], notify: WakeEvent | undefined): unknown[] {
+  const col = <T>(f: (t: NewTask) => T): T[] => batch.map(f);
+  const channel = channelOf(c, notify);
+  return [
+    col((t) => t.id), col((t) => t.workflow), col((t) => t.workflowVersion), col((t) => t.status), col((t) => t.input),
+    col((t) => t.idempotencyKey), col((t) => t.runAt), col((t) => t.createdAt),
+    col((t) => t.log.type), col((t) => t.log.actorKind), col((t) => t.log.actorId), col((t) => t.log.data),
+    channel, payload(notify), listenerName(channel), col((t) => t.usage ?? null),
+  ];
 }

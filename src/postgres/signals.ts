@@ -5,7 +5,7 @@
  * the `signal:received` log entry and the wake-up, in one transaction that locks the task first.
  */
 import { rows, run, tx, type PgContext } from './connection.ts';
-import { channelOf } from './listen.ts';
+import { channelOf, listenerName, notifySql } from './listen.ts';
 import { payload } from './wake.ts';
 import { signalReceivedEntry } from '../log-entries.ts';
 import type { SignalWrite } from '../store.ts';
@@ -37,8 +37,8 @@ export async function insertSignal(c: PgContext, s: SignalWrite): Promise<{ crea
              INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
              SELECT $1, due.event_seq, $5, 'signal:received', $8::text, $9::text, '{"signalId":' || ins.id::text || $10::text FROM ins, due
            )
-           SELECT count(*)::int AS n, CASE WHEN count(*) > 0 AND $7::text IS NOT NULL THEN pg_notify($6, $7) END AS notified FROM ins`,
-        [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, channelOf(c, s.notify), payload(s.notify), s.actorKind, s.actorId, receivedTail],
+           SELECT count(*)::int AS n, CASE WHEN count(*) > 0 THEN ${notifySql('$6::text', '$7::text', '$11::text')} END AS notified FROM ins`,
+        [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, channelOf(c, s.notify), payload(s.notify), s.actorKind, s.actorId, receivedTail, listenerName(channelOf(c, s.notify))],
       );
       return { created: row?.n === 1 };
     }),

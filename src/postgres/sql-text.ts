@@ -70,6 +70,22 @@ export function plainStepSql(t: Tables): string {
 }
 
 /**
+ * {@link plainStepSql} for a row that carries its entry (a step's result: the hot path), with
+ * only the step's columns, the task id and the epoch as parameters: the fence and the row, and no
+ * `events` table in the statement (a relation a statement names is opened and locked on every
+ * execution, even for an insert of no rows). Accepted when it reports one row.
+ */
+export function resultStepSql(t: Tables): string {
+  const n = STEP_COLUMNS.length;
+  const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
+  return `WITH f AS (${appendFence(t, `$${n + 1}::text`, `$${n + 2}::integer`, '1')}
+    )
+    INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
+    SELECT ${values}, f.event_seq FROM f
+    ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}`;
+}
+
+/**
  * The fence of a checkpoint that appends `n` log entries: an UPDATE of the task row `id`, only
  * while it is leased at `epoch`, that adds `n` to its log counter and returns the new value (the
  * entries take seq new - n + 1 … new) and the lease holder (their actor). The row lock it takes

@@ -30,7 +30,7 @@
  */
 import { close, migrate, openContext, type PgContext } from './connection.ts';
 import { findTaskByKey, getEvents, getSignals, getSteps, getTask, listTasks, readLog } from './read.ts';
-import { insertTask } from './insert.ts';
+import { insertTask, insertTasks } from './insert.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
@@ -134,6 +134,7 @@ export class PostgresStore implements Store {
   getSignals(taskId: string): Promise<SignalRow[]> { return getSignals(this.#c, taskId); }
 
   insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> { return insertTask(this.#c, task); }
+  insertTasks(tasks: readonly NewTask[], notify?: WakeEvent): Promise<Array<{ task: TaskRow; created: boolean }>> { return insertTasks(this.#c, tasks, notify); }
   transition(write: TransitionWrite): Promise<TaskRow | null> { return transition(this.#c, write); }
   writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> { return writeBatch(this.#c, ops); }
 

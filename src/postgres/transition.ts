@@ -6,7 +6,7 @@
  * update happened; plus the second statement of a transition that waits for events.
  */
 import { poolOf, rows, run, tx, type Db, type PgContext } from './connection.ts';
-import { channelOf } from './listen.ts';
+import { channelOf, listenerName, notifySql } from './listen.ts';
 import { payload } from './wake.ts';
 import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, assignments, claimEntriesSql, lockById, sqlStatuses, type Tables } from './sql-text.ts';
 import { STEP_COLUMNS, encodeEvents, stepValues, toTaskRow } from '../rows.ts';
@@ -116,7 +116,7 @@ function transitionSql(c: PgContext, w: TransitionWrite): { text: string; values
       )`;
   }
   text += w.notify
-    ? ` SELECT upd.*, pg_notify(${p.add(channelOf(c, w.notify), 'text')}, ${p.add(payload(w.notify), 'text')}) AS notified FROM upd`
+    ? ` SELECT upd.*, ${notifySql(p.add(channelOf(c, w.notify), 'text'), p.add(payload(w.notify), 'text'), p.add(listenerName(channelOf(c, w.notify)), 'text'))} AS notified FROM upd`
     : ' SELECT * FROM upd';
   return { text, values: p.values };
 }

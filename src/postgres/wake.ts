@@ -147,6 +147,7 @@ export function parseWakeEvent(payload: string | undefined): WakeEvent | null {
     const event: WakeEvent = { reason: v.reason, taskId: v.taskId };
     if (typeof v.workflow === 'string') event.workflow = v.workflow;
     if (typeof v.cancelReason === 'string') event.cancelReason = v.cancelReason;
+    if (Array.isArray(v.taskIds) && v.taskIds.every((id) => typeof id === 'string')) event.taskIds = v.taskIds;
     return event;
   } catch {
     return null;

@@ -9,7 +9,7 @@
 import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
 import { transition, transitionOn } from './transition.ts';
 import { channelOf } from './listen.ts';
-import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql } from './sql-text.ts';
+import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql, resultStepSql } from './sql-text.ts';
 import { isBatchableTransition, stepBatchSql, transitionBatchSql } from './batch-sql.ts';
 import { STEP_COLUMNS, stepValues, toTaskRow } from '../rows.ts';
 import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../log-entries.ts';
@@ -79,6 +79,9 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
   });
 }
 
+/** The text of {@link resultStepSql} per store (built once; prepared once per connection). */
+const resultSql = new WeakMap<PgContext, string>();
+
 /**
  * The fenced journal write, one statement (see {@link plainStepSql}); one that consumes a signal
  * also marks it, in the same statement, only if the row was accepted.
@@ -89,9 +92,15 @@ export function stepWrite(c: PgContext, db: Db, w: StepWrite): Promise<boolean> 
   // task row is locked by the fence's UPDATE, and the row count (of the log entry) says whether
   // it was accepted.
   const values = stepValues(w.step);
-  // A step's result is carried by its row: its entry's JSON is built only for a row that is not.
-  values.push(w.taskId, w.epoch, stepEntryAt(w.step), `step:${w.step.status}`, journalCarries(w.step) ? null : stepEntry('worker', '', w.step).data);
-  const text = (c.plainStepSql ??= plainStepSql(c.t));
+  values.push(w.taskId, w.epoch);
+  let text: string;
+  if (journalCarries(w.step)) {
+    // A step's result is carried by its row: no entry of its own, no `events` in the statement.
+    text = resultSql.get(c) ?? resultSql.set(c, resultStepSql(c.t)).get(c) as string;
+  } else {
+    values.push(stepEntryAt(w.step), `step:${w.step.status}`, stepEntry('worker', '', w.step).data);
+    text = (c.plainStepSql ??= plainStepSql(c.t));
+  }
   const onHot = db === c.pool ? c.hot.tryRun((client) => query(c, client, text, values)) : undefined;
   return (onHot ?? query(c, db, text, values)).then((r) => r.rowCount === 1);
 }

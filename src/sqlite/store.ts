@@ -71,6 +71,17 @@ const STEP_VALUE_COLUMNS = STEP_COLUMNS.slice(1); // the journal refers to its t
 /** A journal row with the log seq of the entry it carries (or NULL), inserted or replaced. */
 export const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length + 1)})
   ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
+/**
+ * The hot path of a step result (a row that carries its log entry): fence and row in one
+ * autocommit statement, its entry numbered from this connection's count of the task's log. The
+ * count is right unless another connection appended to the task's log since (a command or a
+ * signal: only the lease holder writes its journal), which shows as an entry at or past that seq:
+ * then no row is written and the write is done again in a transaction that reads the log afresh.
+ */
+const HOT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq)
+  SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}, ? FROM stepwise_tasks
+  WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL}) AND NOT EXISTS (SELECT 1 FROM stepwise_events WHERE task_no = ? AND seq >= ?)
+  ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
 /** The fence of a checkpoint: the lease holder if the task is leased at the writer's epoch, else no row. */
 export const FENCE_STEP_SQL = `SELECT lease_owner FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})`;
 /** A task's last log seq, from both places entries are stored. */
@@ -213,18 +224,26 @@ export class SqliteStore implements Store {
   }
 
   async insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
-    return this.#tx(() => {
-      const row = this.#stmt(
-        `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
-      ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null) as Raw | undefined;
-      if (row) {
-        this.#append(Number(row.no), task.createdAt, [task.log]);
-        return { task: toTaskRow(row), created: true };
-      }
-      return { task: this.#byKey(task.idempotencyKey as string) as TaskRow, created: false };
-    });
+    return this.#tx(() => this.#insert(task));
+  }
+
+  async insertTasks(tasks: readonly NewTask[]): Promise<Array<{ task: TaskRow; created: boolean }>> {
+    // One transaction, one commit (one sync) for the whole batch; a key taken by an earlier task of
+    // the batch is found by the same lookup as one taken before it.
+    return tasks.length ? this.#tx(() => tasks.map((task) => this.#insert(task))) : [];
+  }
+
+  #insert(task: NewTask): { task: TaskRow; created: boolean } {
+    const row = this.#stmt(
+      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
+    ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null) as Raw | undefined;
+    if (row) {
+      this.#append(Number(row.no), task.createdAt, [task.log]);
+      return { task: toTaskRow(row), created: true };
+    }
+    return { task: this.#byKey(task.idempotencyKey as string) as TaskRow, created: false };
   }
 
   async getTask(id: string): Promise<TaskRow | null> {
@@ -432,6 +451,23 @@ export class SqliteStore implements Store {
     return true;
   }
 
+  /**
+   * A step result written by one autocommit statement (see {@link HOT_STEP_SQL}); false when it
+   * was not written (not a result, the task's log count unknown here, the fence or the count
+   * refused it): the caller then writes it in a transaction, which also tells the fence apart.
+   */
+  #hotStep(w: StepWrite): boolean {
+    const s = w.step;
+    if (!journalCarries(s) || s.taskId !== w.taskId) return false;
+    const no = this.#taskNo.get(w.taskId);
+    const last = no === undefined ? undefined : this.#lastSeq.get(no);
+    if (no === undefined || last === undefined) return false;
+    const seq = last + 1;
+    if (this.#stmt(HOT_STEP_SQL).run(no, ...stepValues(s).slice(1), seq, no, w.epoch, no, seq).changes !== 1) return false;
+    this.#lastSeq.set(no, seq);
+    return true;
+  }
+
   async writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
     return this.writeBatchNow(ops);
   }
@@ -441,6 +477,7 @@ export class SqliteStore implements Store {
     // The hot path of a plain step: the fence and the row, in one write transaction.
     if (ops.length === 1 && only?.kind === 'step' && !only.consume) {
       try {
+        if (this.#hotStep(only)) return [true];
         this.#stepTx ??= this.db.transaction((w: StepWrite) => this.#stepWrite(w));
         return [this.#stepTx.immediate(only)];
       } catch (e) {

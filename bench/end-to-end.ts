@@ -1,0 +1,63 @@
+// End to end, as a user measures it: a warm engine (and, in-process, its worker) in one process;
+// the clock runs from the first start() call to the last result() resolved. Optionally the same
+// for another build of Stepwise (STEPWISE_BENCH_BASE=<checkout with dist/>) in the same run.
+import { join } from 'node:path';
+import { spawnWorker, stopWorkers, median } from './lib.ts';
+
+export interface EndToEnd {
+  build: string;
+  store: string;
+  /** 'start': `tasks` concurrent start() calls; 'startMany': one startMany call. */
+  submit: 'start' | 'startMany';
+  /** 0: the worker runs in the submitting process; n: n worker processes, none in-process. */
+  workerProcesses: number;
+  tasks: number;
+  seconds: number;
+  stepsPerSec: number;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Api = any;
+
+/** The public API of a build (`dist/index.js` of a checkout). */
+export async function api(root: string): Promise<Api> {
+  return import(join(root, 'dist/index.js')) as Promise<Api>;
+}
+
+/**
+ * `rounds` batches of `tasks` tasks × 3 no-op steps after two warm-up batches; the median batch.
+ * With `workerProcesses` > 0, the workers are CLI processes of this checkout (`bench/workflows.ts`
+ * of the build under test is loaded by them) and the submitting engine runs no worker.
+ */
+export async function endToEnd(
+  root: string, build: string, url: string, store: string, submit: 'start' | 'startMany', workerProcesses: number, tasks = 500, rounds = 3,
+): Promise<EndToEnd> {
+  const { Engine } = await api(root);
+  // The definition the build's worker processes load too (same name, same version).
+  const { threeSteps } = (await import(join(root, 'bench/workflows.ts'))) as Api;
+  const engine = new Engine({ store: url, workflows: [threeSteps] });
+  await engine.ready();
+  const children = Array.from({ length: workerProcesses }, () => spawnWorker(url, ['--concurrency', '256'], {}, root));
+  const worker = workerProcesses ? null : engine.worker({ concurrency: 256 });
+  await worker?.start();
+  try {
+    const batch = async (): Promise<number> => {
+      const t0 = performance.now();
+      const handles = submit === 'startMany'
+        ? await engine.startMany(Array.from({ length: tasks }, () => ({ workflow: threeSteps })))
+        : await Promise.all(Array.from({ length: tasks }, () => engine.start(threeSteps)));
+      await Promise.all(handles.map((h: Api) => engine.result(h.id, { timeout: '600s' })));
+      return (performance.now() - t0) / 1000;
+    };
+    await batch();
+    await batch();
+    const runs: number[] = [];
+    for (let r = 0; r < rounds; r++) runs.push(await batch());
+    const seconds = median(runs);
+    return { build, store, submit, workerProcesses, tasks, seconds, stepsPerSec: (tasks * 3) / seconds };
+  } finally {
+    await worker?.stop();
+    await stopWorkers(children);
+    await engine.close();
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * @module start-plan
+ * Internal: not part of the public API (the package exports only its index modules).
+ * What a start writes, decided before anything is written: the workflow and its version, the
+ * input checked by the workflow's schema, encoded and within its size limit, the idempotency key
+ * and delay checked, the creation planned by the lifecycle. And what a start answers once its
+ * task is inserted: the task, or an IdempotencyConflictError when its key names a task of another
+ * workflow or input. Shared by `engine.start()` and `engine.startMany()`.
+ */
+import type { Clock } from './clock.ts';
+import { toMs, type Duration } from './duration.ts';
+import { IdempotencyConflictError, InvalidArgumentError, InvalidInputError, NotSerializableError, WorkflowNotFoundError, coerceError } from './errors.ts';
+import { newId } from './ids.ts';
+import { jsonEqual } from './json-equal.ts';
+import type { TaskStatus } from './lifecycle.ts';
+import { checkSize, type Limits } from './limits.ts';
+import { decodeJson, encodeJson } from './serialize.ts';
+import type { NewTask, Store, TaskRow, WakeEvent } from './store.ts';
+import type { Actor } from './task-events.ts';
+import { checkText } from './text-rules.ts';
+import { planCreation } from './transitions.ts';
+import { isWorkflow, type Workflow } from './workflow.ts';
+import type { Inserted } from './start-batcher.ts';
+import { startUsage } from './ai/start-usage.ts';
+import type { Budget } from './ai/usage.ts';
+
+const KEY_MAX = 255;
+
+/** One task of `engine.startMany()`. */
+export interface StartManyItem {
+  /** The workflow's name or definition. */
+  workflow: string | Workflow<any, any, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  input?: unknown;
+  /** Starting twice with the same key returns the first task instead of creating a second. */
+  idempotencyKey?: string;
+  /** Do not run before this much time has passed. */
+  delay?: Duration;
+  /** Who asks (recorded in the log). @defaultValue an anonymous user */
+  by?: string | Actor;
+  /** This task's spending limit over its model calls, instead of the workflow's `budget`. */
+  budget?: Budget;
+}
+
+export interface StartContext {
+  store: Store;
+  clock: Clock;
+  limits: Required<Limits>;
+  workflows: ReadonlyMap<string, Workflow>;
+  actorOf: (by: string | Actor | undefined) => Actor;
+}
+
+export interface PlannedStart {
+  task: NewTask;
+  name: string;
+}
+
+export interface StartAnswer {
+  id: string;
+  workflow: string;
+  status: TaskStatus;
+  created: boolean;
+}
+
+/** Checks a start and builds the task it inserts; throws the error the caller should see. */
+export async function planStart(
+  c: StartContext,
+  workflow: string | Workflow<unknown, unknown, unknown>,
+  input: unknown,
+  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget },
+): Promise<PlannedStart> {
+  const name = typeof workflow === 'string' ? workflow : workflow?.name;
+  if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
+  // A definition given here is used as it is, registered with this engine or not.
+  const def = typeof workflow !== 'string' && isWorkflow(workflow) ? workflow : c.workflows.get(name);
+  let version: string;
+  let value: unknown = input;
+  if (def) {
+    version = def.version;
+    if (def.options.input) {
+      try {
+        value = def.options.input.parse(input);
+      } catch (e) {
+        throw new InvalidInputError(name, coerceError(e).message, { cause: e });
+      }
+    }
+  } else {
+    const known = await c.store.listWorkflows();
+    const versions = known.filter((w) => w.name === name).sort((a, b) => b.lastSeenAt - a.lastSeenAt);
+    if (!versions.length) {
+      throw new WorkflowNotFoundError(name, [...new Set([...c.workflows.keys(), ...known.map((w) => w.name)])].sort());
+    }
+    version = (versions[0] as { version: string }).version;
+  }
+  let encoded: string | null;
+  try {
+    encoded = encodeJson(value, 'The input');
+  } catch (e) {
+    throw new InvalidInputError(name, (e as NotSerializableError).message, { cause: e });
+  }
+  checkSize(encoded, c.limits.inputBytes, () => `The input of workflow "${name}"`, 'inputBytes');
+  const key = options.idempotencyKey;
+  if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
+    throw new InvalidArgumentError(`idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
+  }
+  if (key !== undefined) checkText(key, 'The idempotencyKey');
+  const actor = c.actorOf(options.by);
+  const now = c.clock.now();
+  const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
+  const usage = startUsage(options.budget);
+  const id = newId(now);
+  return {
+    name,
+    task: {
+      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, usage,
+      notify: { reason: 'task', taskId: id, workflow: name },
+      ...planCreation(actor),
+    },
+  };
+}
+
+/** The answer to a planned start once inserted; a key that names another workflow's task or another input is a conflict. */
+export function startResult(planned: PlannedStart, { task, created }: Inserted): StartAnswer {
+  const { name } = planned;
+  if (!created) {
+    const key = planned.task.idempotencyKey as string;
+    if (task.workflow !== name) throw new IdempotencyConflictError(key, task.id, `which runs workflow "${task.workflow}", not "${name}"`);
+    if (!jsonEqual(decodeJson(task.input), decodeJson(planned.task.input))) throw new IdempotencyConflictError(key, task.id, 'which was started with a different input');
+  }
+  return { id: task.id, workflow: name, status: task.status, created };
+}
+
+/** The local wake-up for tasks just created: one event for all of them. */
+export function batchWakeOfRows(tasks: readonly Pick<TaskRow, 'id' | 'workflow'>[]): WakeEvent | undefined {
+  const [first] = tasks;
+  if (!first) return undefined;
+  if (tasks.length === 1) return { reason: 'task', taskId: first.id, workflow: first.workflow };
+  return tasks.every((t) => t.workflow === first.workflow) ? { reason: 'task', taskId: '*', workflow: first.workflow } : { reason: 'task', taskId: '*' };
+}
