@@ -138,7 +138,9 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
 
   const tooLarge = bodyLimit({
     maxSize: limit,
-    onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is over the limit of ${limit} bytes.`, limitBytes: limit } }, 413),
+    // The rest of the body is not read, so the connection cannot carry another request: say so,
+    // or a keep-alive client would send its next request down a socket that is being closed.
+    onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is over the limit of ${limit} bytes.`, limitBytes: limit } }, 413, { connection: 'close' }),
   });
 
   /** Authentication for API and dashboard requests; cookie-authenticated writes must carry the CSRF header. */
