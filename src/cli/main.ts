@@ -8,7 +8,6 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_STORE_URL, isStepwiseError } from '../index.ts';
 import * as commands from './commands.ts';
-import { serve } from './serve.ts';
 
 const HELP = `stepwise — durable execution for long-running agent tasks
 
@@ -60,7 +59,8 @@ const COMMANDS: Record<string, Command> = {
   resume: commands.resume,
   signal: commands.signal,
   migrate: commands.migrate,
-  serve,
+  // Loaded on use: the other commands never load the server's dependencies (Hono, pino, prom-client, zod).
+  serve: async (ctx) => (await import('./serve.ts')).serve(ctx),
 };
 
 async function main(argv: string[]): Promise<number> {

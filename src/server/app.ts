@@ -122,6 +122,7 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   app.use('*', async function requestLog(c, next) {
     const started = performance.now();
     await next();
+    c.header('x-content-type-options', 'nosniff');
     const identity = c.get('identity') as Identity | undefined;
     const ms = Math.round(performance.now() - started);
     // The path without the query; never a header (the Authorization header carries the token).
@@ -138,7 +139,9 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
 
   const tooLarge = bodyLimit({
     maxSize: limit,
-    onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is over the limit of ${limit} bytes.`, limitBytes: limit } }, 413),
+    // The rest of the body is not read, so the connection cannot carry another request: say so,
+    // or a keep-alive client would send its next request down a socket that is being closed.
+    onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is over the limit of ${limit} bytes.`, limitBytes: limit } }, 413, { connection: 'close' }),
   });
 
   /** Authentication for API and dashboard requests; cookie-authenticated writes must carry the CSRF header. */
@@ -187,7 +190,8 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
         return c.json(answer.body, answer.status as 200, answer.replayed ? { 'idempotent-replayed': 'true' } : {});
       }
       const answer = await run();
-      if (spec.idempotency === 'engine' && idempotencyKey !== undefined && answer.status === 200 && spec.method === 'post' && spec.path === '/api/tasks') {
+      // The engine kept the key: an answer that says nothing new was created is a hit.
+      if (spec.idempotency === 'engine' && (answer.body as { created?: unknown } | null)?.created === false) {
         logger.info({ msg: 'idempotency hit', path: c.req.path, actor: identity.name, key: idempotencyKey });
         metrics.idempotencyHit();
       }
