@@ -36,6 +36,12 @@ export const ERROR_CODES = Object.freeze({
   CONFLICT: 'CONFLICT',
   /** An input, output or payload is larger than the engine's configured limit. */
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  /** A step's output failed its schema (`output` option); a repair attempt may fix it. */
+  OUTPUT_INVALID: 'OUTPUT_INVALID',
+  /** Step code asked for a repair attempt (a business error another attempt may fix given the error). */
+  REPAIRABLE: 'REPAIRABLE',
+  /** The task ran past its deadline (`workflow(…, { timeout })`, `engine.start(…, { deadline })`). */
+  DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
 } as const);
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
@@ -70,6 +76,9 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   STORE_UNAVAILABLE: 503,
   CLOSED: 503,
   SCHEMA_MISMATCH: 500,
+  OUTPUT_INVALID: 422,
+  REPAIRABLE: 422,
+  DEADLINE_EXCEEDED: 504,
 });
 
 /** The HTTP status for an error: its code's entry in {@link HTTP_STATUS}, 500 for anything else. */
@@ -254,6 +263,56 @@ export class NonRetryableError extends StepwiseError {
   constructor(message: string, options?: StepwiseErrorOptions) {
     super(ERROR_CODES.NON_RETRYABLE, message, { ...options, retryable: false });
     this.name = 'NonRetryableError';
+  }
+}
+
+/**
+ * Throw from step code for a business error another attempt may fix when told what was wrong (a
+ * model's answer that breaks a rule): it uses the step's `repair` budget, not its retries, and
+ * the next attempt receives it as `lastError` and `output` as `lastOutput`.
+ */
+export class RepairableError extends StepwiseError {
+  readonly failureKind = 'repair' as const;
+  /** The output that was wrong (JSON data), handed to the next attempt as `lastOutput`. */
+  readonly output: unknown;
+  constructor(message: string, options: StepwiseErrorOptions & { output?: unknown } = {}) {
+    super(ERROR_CODES.REPAIRABLE, message, { cause: options.cause, retryable: true });
+    this.name = 'RepairableError';
+    this.output = options.output;
+  }
+}
+
+/** One problem a schema found in a value (Standard Schema's issue: a message and a path). */
+export interface OutputIssue {
+  message: string;
+  path?: Array<string | number>;
+}
+
+/** A step's output failed its `output` schema; `issues` say why, `output` is what was returned. */
+export class OutputInvalidError extends StepwiseError {
+  readonly failureKind = 'repair' as const;
+  readonly stepName: string;
+  readonly issues: OutputIssue[];
+  readonly output: unknown;
+  constructor(stepName: string, issues: OutputIssue[], output: unknown) {
+    const list = issues.slice(0, 5).map((i) => (i.path?.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ');
+    super(ERROR_CODES.OUTPUT_INVALID, `The output of step "${stepName}" does not match its schema: ${list}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`, { retryable: true });
+    this.name = 'OutputInvalidError';
+    this.stepName = stepName;
+    this.issues = issues;
+    this.output = output;
+  }
+}
+
+/** The task ran past its deadline: the running step's signal fired and the task failed. Not retried. */
+export class DeadlineExceededError extends StepwiseError {
+  readonly taskId: string;
+  readonly deadline: number;
+  constructor(taskId: string, deadline: number) {
+    super(ERROR_CODES.DEADLINE_EXCEEDED, `Task ${taskId} ran past its deadline (${new Date(deadline).toISOString()}).`);
+    this.name = 'DeadlineExceededError';
+    this.taskId = taskId;
+    this.deadline = deadline;
   }
 }
 

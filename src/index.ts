@@ -8,7 +8,7 @@
 // Defining workflows
 export { workflow, isWorkflow } from './workflow.ts';
 export type {
-  Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema,
+  Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema, StandardSchemaLike, StandardResult,
   EventResult, WaitForEventOptions, JsonSafe,
 } from './workflow.ts';
 
@@ -46,6 +46,15 @@ export {
   ForbiddenError, ConflictError, PayloadTooLargeError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';
+
+// Failure handling: error classification, output validation
+export { RepairableError, OutputInvalidError, DeadlineExceededError } from './errors.ts';
+export type { OutputIssue } from './errors.ts';
+export { classifyDefault, classifyError, isRetryableStatus, retryAfterMsOf } from './failure/classify.ts';
+export type { ErrorClass, FailureKind, ClassifyResult, Classifier } from './failure/classify.ts';
+export { validateOutput } from './failure/validate.ts';
+export { failedAttempts, describeClass } from './failure/attempts.ts';
+export type { FailedAttempt } from './failure/attempts.ts';
 
 // Time, retries, stores
 export { systemClock } from './clock.ts';

@@ -9,6 +9,7 @@ import { checkText } from './text-rules.ts';
 import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
+import type { Classifier } from './failure/classify.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -30,6 +31,11 @@ export interface StepContext {
   readonly attempt: number;
   /** The error of the previous attempt, so that a retry can repair instead of repeating. */
   readonly lastError: Error | undefined;
+  /**
+   * The output the previous attempt produced when it was refused (an `OutputInvalidError` from the
+   * step's `output` schema, or a `RepairableError` with `output`): re-prompt with it and `lastError`.
+   */
+  readonly lastOutput: unknown;
   readonly taskId: string;
   /** The step id: the name, with `#n` from its second occurrence on. */
   readonly stepName: string;
@@ -50,7 +56,44 @@ export interface StepOptions {
   retry?: RetryOptions | number;
   /** Per-attempt time limit: the step's signal fires and the attempt fails with StepTimeoutError. */
   timeout?: Duration;
+  /**
+   * Overrides the engine's classification of a failed attempt: return `'transient'` (retry),
+   * `'permanent'` (fail now), `'repair'` (use the repair budget), `{ kind, retryAfterMs }`, or
+   * `undefined` for the default (HTTP status, network errors, Retry-After, `retryable`).
+   */
+  classify?: Classifier;
+  /**
+   * Repair attempts for business errors (an output that fails `output`, a `RepairableError`),
+   * counted apart from `retry`: the next attempt runs at once with `lastError` and `lastOutput`.
+   * @defaultValue no repair: such an error fails the step
+   */
+  repair?: { maxAttempts: number } | number;
+  /**
+   * A schema the output must match (any Standard Schema: zod 3.24+/4, valibot, arktype). The
+   * validated value is what is recorded; an invalid output is an `OutputInvalidError` (repaired per
+   * `repair`, then failing the step with the issues attached).
+   */
+  output?: StandardSchemaLike;
+  /**
+   * When the step fails for good: `'fail'` hands the code a StepFailedError (the default);
+   * `'skip'` records the step as skipped and returns `fallback` instead; `'ask'` (park for a person
+   * to decide) needs the approvals capability and is refused until it is available.
+   */
+  onExhausted?: 'fail' | 'skip' | 'ask';
+  /** The output of a skipped step (`onExhausted: 'skip'`): JSON data. */
+  fallback?: unknown;
 }
+
+/** The part of the Standard Schema interface Stepwise uses: `~standard.validate`. */
+export interface StandardSchemaLike {
+  readonly '~standard': {
+    readonly validate: (value: unknown) => StandardResult | Promise<StandardResult>;
+  };
+}
+
+export type StandardResult =
+  | { readonly value: unknown; readonly issues?: undefined }
+  | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined }> };
 
 export interface WaitForEventOptions {
   /** Give up after this long and return `{ timedOut: true }`. Without it, waits until a signal arrives. */

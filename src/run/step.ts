@@ -10,6 +10,7 @@ import type { StepContext, StepOptions } from '../workflow.ts';
 import type { Activity } from './activity.ts';
 import { call, type Primitive } from './call.ts';
 import type { RunCore } from './core.ts';
+import { checkFailureOptions, repairBudget } from './exhausted.ts';
 import { executeStep, type StepCall } from './step-attempt.ts';
 
 type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
@@ -22,9 +23,11 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
   },
   prepare(run, pos, fn, options = {}) {
     if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError(`ctx.step("${pos.name}"): the second argument must be a function`));
+    const bad = checkFailureOptions(pos.stepId, options);
+    if (bad) throw run.fail(bad);
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
-      idempotencyKey: `v1:${run.taskId}:${pos.name}#${pos.occurrence}`, attempt: 0, lastError: undefined, firstStart: 0, started: 0,
+      idempotencyKey: `v1:${run.taskId}:${pos.name}#${pos.occurrence}`, attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), firstStart: 0, started: 0,
       timeoutMs: undefined, policy: run.defaultRetry,
     };
   },
