@@ -27,6 +27,7 @@ import { planCreation, planTransition, wakeFor } from './transitions.ts';
 import { checkText } from './text-rules.ts';
 import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
+import { taskDeadline } from './failure/deadline.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 
 export interface EngineOptions extends StoreOptions {
@@ -84,6 +85,12 @@ export interface StartOptions extends CommandOptions {
   idempotencyKey?: string;
   /** Do not run before this much time has passed. */
   delay?: Duration;
+  /**
+   * When the task must be finished (a Date or ms since the epoch): a run past it fails the task
+   * with DEADLINE_EXCEEDED, firing the running step's signal. With a workflow `timeout` too, the
+   * earlier of the two applies.
+   */
+  deadline?: Date | number;
 }
 
 export interface StartResult {
@@ -298,10 +305,11 @@ export class Engine {
     const actor = actorOf(options.by);
     const now = this.clock.now();
     const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
+    const deadlineAt = taskDeadline(now, options.deadline, def?.options.timeout);
     const id = newId(now);
     const wake: WakeEvent = { reason: 'task', taskId: id, workflow: name };
     const { task, created } = await store.insertTask({
-      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, notify: wake,
+      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, notify: wake, deadlineAt,
       ...planCreation(actor),
     });
     if (!created) {

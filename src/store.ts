@@ -64,6 +64,8 @@ export interface TaskRow {
   finishedAt: number | null;
   /** The last progress a running step reported (JSON), or null. */
   progress: string | null;
+  /** When the task must be finished (ms), or null: a run past it fails the task (DEADLINE_EXCEEDED). */
+  deadlineAt: number | null;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';
@@ -169,6 +171,8 @@ export interface TaskPatch {
   waitEvents?: readonly string[] | null;
   cancelReason?: string | null;
   finishedAt?: number | null;
+  /** A new deadline (a retry may lift or move it). */
+  deadlineAt?: number | null;
   /** `true` adds one to `retries`. */
   incrementRetries?: boolean;
 }
@@ -229,6 +233,8 @@ export interface NewTask {
   idempotencyKey: string | null;
   runAt: number;
   createdAt: number;
+  /** When the task must be finished (ms), or null. */
+  deadlineAt?: number | null;
   /** The status it starts in (the lifecycle's `CREATION`). */
   status: TaskStatus;
   /** The log entry of its creation (seq 1), written with the row. */

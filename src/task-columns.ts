@@ -72,6 +72,7 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('updatedAt', 'updated_at', 'bigint', num),
   c('finishedAt', 'finished_at', 'bigint', numOrNull, {}),
   c('progress', 'progress', 'text', strOrNull),
+  c('deadlineAt', 'deadline_at', 'bigint', numOrNull, {}),
 ]);
 
 /** The columns a patch field writes directly (`clearLease` and `incrementRetries` are derived below). */

@@ -38,6 +38,8 @@ interface TaskSummaryBase {
   cancelReason: string | null;
   /** What a running step last reported (`step.progress()`), with the step's id and when. */
   progress: { done?: number; total?: number; note?: string; step: string | null; at: number } | null;
+  /** When the task must be finished (ms), or null (see `engine.start(…, { deadline })`, `workflow(…, { timeout })`). */
+  deadline: number | null;
 }
 
 export type TaskSummary =
@@ -87,6 +89,7 @@ export function toSummary(row: TaskRow): TaskSummary {
     pauseRequested: row.pauseRequested,
     cancelReason: row.cancelReason,
     progress: row.progress ? (JSON.parse(row.progress) as TaskSummaryBase['progress']) : null,
+    deadline: row.deadlineAt ?? null,
   };
   if (row.status === 'succeeded') return { ...base, status: 'succeeded', output: decodeJson(row.output) };
   if (row.status === 'failed') {

@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from './errors.ts';
 import { resolveRetry } from './retry.ts';
+import { toMs } from './duration.ts';
 import { checkText } from './text-rules.ts';
 import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
@@ -182,6 +183,11 @@ export interface WorkflowOptions<I, In = I> {
   input?: InputSchema<I, In>;
   /** Default retry policy of this workflow's steps. */
   retry?: RetryOptions | number;
+  /**
+   * How long a task may take from its start (`engine.start`) to its end, waits and retries
+   * included: past it the task fails with DEADLINE_EXCEEDED and the running step's signal fires.
+   */
+  timeout?: Duration;
   /** At most this many tasks of this workflow run at once, across all workers. */
   concurrency?: number;
   /**
@@ -214,7 +220,7 @@ export interface Workflow<I = unknown, O = unknown, In = I> {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
 /** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
-const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'timeout'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
  * Declares a durable workflow.
@@ -248,6 +254,10 @@ export function workflow<I = unknown, O = unknown, In = I>(
     for (const [signal, schema] of Object.entries(options.signals)) {
       if (typeof (schema as { parse?: unknown })?.parse !== 'function') throw new InvalidArgumentError(`workflow("${name}"): signals.${signal} must be a schema with parse(value).`);
     }
+  }
+  if (options.timeout !== undefined) {
+    const ms = toMs(options.timeout, `workflow("${name}"): timeout`);
+    if (ms <= 0) throw new InvalidArgumentError(`workflow("${name}"): timeout must be longer than 0.`);
   }
   try {
     resolveRetry(options.retry);

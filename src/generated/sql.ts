@@ -38,6 +38,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "6bc5f11cdd9eead7",
     "sql": "-- stepwise_tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as\n--                          JSON), written by the run holding the lease, at most about once a\n--                          second, without a journal row: for `show`, `ls` and pollers.\n\nALTER TABLE stepwise_tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "deadline",
+    "breaking": false,
+    "checksum": "e2e1d9ce59be6701",
+    "sql": "-- stepwise_tasks.deadline_at  when the task must be finished (ms since the epoch), or NULL: set at\n--                             start from `engine.start(…, { deadline })` and the workflow's\n--                             `timeout`. A run past it fails the task with DEADLINE_EXCEEDED; a\n--                             task parked beyond it is woken at it.\n\nALTER TABLE stepwise_tasks ADD COLUMN deadline_at INTEGER;\n"
   }
 ];
 
@@ -77,5 +84,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "954b24c360ba57ec",
     "sql": "-- tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as JSON),\n--                 written by the run holding the lease, at most about once a second, without a\n--                 journal row: for `show`, `ls` and pollers. A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "deadline",
+    "breaking": false,
+    "checksum": "ef9feb608954f221",
+    "sql": "-- tasks.deadline_at  when the task must be finished (ms since the epoch), or NULL: set at start\n--                    from `engine.start(…, { deadline })` and the workflow's `timeout`. A run past\n--                    it fails the task with DEADLINE_EXCEEDED; a task parked beyond it is woken at\n--                    it. A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN deadline_at BIGINT;\n"
   }
 ];

@@ -22,8 +22,8 @@ export async function insertTask(c: PgContext, task: NewTask): Promise<{ task: T
         c,
         poolOf(c),
         `WITH ins AS (
-             INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq)
-             VALUES ($1, $2, $3, $14, $4, $5, $6, $7, $7, 1)
+             INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq, deadline_at)
+             VALUES ($1, $2, $3, $14, $4, $5, $6, $7, $7, 1, $15::bigint)
              ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
            ), h AS (
              INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
@@ -32,7 +32,7 @@ export async function insertTask(c: PgContext, task: NewTask): Promise<{ task: T
            SELECT ins.*, CASE WHEN $9::text IS NOT NULL THEN pg_notify($8, $9) END AS notified FROM ins`,
         [
           task.id, task.workflow, task.workflowVersion, task.input, task.idempotencyKey, task.runAt, task.createdAt, channelOf(c, task.notify), payload(task.notify),
-          created.type, created.actorKind, created.actorId, created.data, task.status,
+          created.type, created.actorKind, created.actorId, created.data, task.status, task.deadlineAt ?? null,
         ],
       );
       if (row) return { task: toTaskRow(row), created: true };

@@ -11,6 +11,7 @@ import { setMaxListeners } from 'node:events';
 import type { Clock } from '../clock.ts';
 import type { Emit, WorkerEventName } from '../events.ts';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';
+import { toMs } from '../duration.ts';
 import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
 import type { WriteBatcher } from '../write-batcher.ts';
 import type { Workflow } from '../workflow.ts';
@@ -46,6 +47,8 @@ export class RunCore {
   readonly task: TaskRow;
   readonly deps: RunDeps;
   readonly defaultRetry: RetryPolicy;
+  /** When the task must be finished (ms), or null (see `failure/deadline.ts`). */
+  readonly deadline: number | null;
 
   /** How the run stands (see `state.ts`); changed through {@link setState} when it may halt. */
   state: RunState = RUNNING;
@@ -113,6 +116,10 @@ export class RunCore {
     this.signals = [...claimed.signals];
     this.lastSignalId = claimed.signals.reduce((max, s) => Math.max(max, s.id), 0);
     this.defaultRetry = resolveRetry(workflow.options.retry);
+    // A task started without its definition at hand (the CLI) gets the workflow's timeout here.
+    const byTimeout = workflow.options.timeout === undefined ? null : claimed.task.createdAt + toMs(workflow.options.timeout);
+    const stored = claimed.task.deadlineAt ?? null;
+    this.deadline = stored === null ? byTimeout : byTimeout === null ? stored : Math.min(stored, byTimeout);
     this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
     this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
     this.replay = new Replay(this, claimed.steps);

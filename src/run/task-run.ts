@@ -25,6 +25,7 @@ import { createContext } from './context.ts';
 import { RunCore, type RunDeps } from './core.ts';
 import { who } from './identity.ts';
 import { decideEnd, type Settled } from './outcome.ts';
+import { armDeadline, deadlinePassed } from '../failure/deadline.ts';
 import {
   cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState,
 } from './state.ts';
@@ -117,8 +118,11 @@ export class TaskRun {
     const run = this.#run;
     const ctx = createContext(run);
     let result: Settled | null = null;
+    // Past its deadline the task fails without running its code; before it, a timer fails it then.
+    const expired = deadlinePassed(run);
+    const disarm = expired ? () => undefined : armDeadline(run);
     const fnDone = Promise.resolve()
-      .then(() => this.workflow.fn(ctx, decodeJson(run.task.input)))
+      .then(() => (expired ? new Promise<never>(() => undefined) : this.workflow.fn(ctx, decodeJson(run.task.input))))
       .then(
         (value) => void (result = { ok: true, value }),
         (error: unknown) => void (result = { ok: false, error }),
@@ -130,6 +134,7 @@ export class TaskRun {
     if (haltOf(run.state)) await this.#settleLive(Number.isFinite(graceEnds) ? graceEnds : Date.now() + run.deps.cancelGraceMs);
     // The end is decided on the state as it stands now, before the run is marked ended.
     const state = run.state;
+    disarm();
     run.state = withEnd(state);
     run.progress.stop();
     run.waitTimers?.abort(null);
@@ -172,7 +177,7 @@ export class TaskRun {
     const run = this.#run;
     const plan = decideEnd(state, {
       result, refused: run.refused, waits: [...run.waits.values()], journal: run.journal, calls: run.seq,
-      taskId: this.taskId, workflowName: this.workflow.name, who: who(run), outputBytes: run.deps.outputBytes,
+      taskId: this.taskId, workflowName: this.workflow.name, who: who(run), outputBytes: run.deps.outputBytes, deadline: run.deadline,
     });
     if (plan !== 'lease-lost') return run.writer.end(plan);
     // A database that stayed away: writes already started settle first, as before a last write.

@@ -201,10 +201,10 @@ export class SqliteStore implements Store {
   async insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
     return this.#tx(() => {
       const row = this.#stmt(
-        `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, deadline_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
-      ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt) as Raw | undefined;
+      ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.deadlineAt ?? null) as Raw | undefined;
       if (row) {
         this.#append(Number(row.no), task.createdAt, [task.log]);
         return { task: toTaskRow(row), created: true };
