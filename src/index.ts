@@ -14,7 +14,7 @@ export type {
 
 // Running them
 export { Engine, TaskHandle } from './engine.ts';
-export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
+export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, RetryTaskOptions, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
 export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';

@@ -95,4 +95,23 @@ describe('task deadlines', () => {
     const info = await engine.get(id);
     expect(info.history.some((e) => e.type === 'step:retrying' && e.step.error?.code === 'STEP_TIMEOUT' && e.step.error.class?.kind === 'transient')).toBe(true);
   });
+
+  it('a retry lifts a deadline that has passed, or sets the one it is given', async () => {
+    const clock = new ManualClock();
+    const wf = workflow('late', async (ctx) => {
+      await ctx.sleep('wait', '2h');
+      return 'done';
+    }, { timeout: '1h' });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'waiting');
+    await clock.advance('1h');
+    await waitForStatus(engine, id, 'failed');
+    const retried = await engine.retry(id, { deadline: clock.now() + 86_400_000 });
+    expect(retried.deadline).toBe(clock.now() + 86_400_000);
+    await waitForStatus(engine, id, 'waiting');
+    await clock.advance('2h');
+    expect(await engine.result(id)).toBe('done');
+  });
 });

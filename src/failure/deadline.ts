@@ -25,6 +25,16 @@ export function taskDeadline(now: number, deadline: Date | number | undefined, t
   return at;
 }
 
+/**
+ * The deadline a retry writes: the one given, or, when the task's deadline has passed, none (a
+ * retried task would otherwise fail again at once). Nothing when the deadline stands.
+ */
+export function retryDeadline(task: { deadlineAt: number | null }, given: number | null | undefined, now: number): { deadlineAt?: number | null } {
+  if (given !== undefined) return { deadlineAt: given };
+  if (task.deadlineAt !== null && task.deadlineAt <= now) return { deadlineAt: null };
+  return {};
+}
+
 /** What a run needs of its clock and its state to enforce a deadline. */
 export interface DeadlineRun {
   readonly taskId: string;

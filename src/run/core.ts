@@ -116,8 +116,9 @@ export class RunCore {
     this.signals = [...claimed.signals];
     this.lastSignalId = claimed.signals.reduce((max, s) => Math.max(max, s.id), 0);
     this.defaultRetry = resolveRetry(workflow.options.retry);
-    // A task started without its definition at hand (the CLI) gets the workflow's timeout here.
-    const byTimeout = workflow.options.timeout === undefined ? null : claimed.task.createdAt + toMs(workflow.options.timeout);
+    // A task started without its definition at hand (the CLI) gets the workflow's timeout here; a
+    // retried task has only the deadline its retry left it.
+    const byTimeout = workflow.options.timeout === undefined || claimed.task.retries > 0 ? null : claimed.task.createdAt + toMs(workflow.options.timeout);
     const stored = claimed.task.deadlineAt ?? null;
     this.deadline = stored === null ? byTimeout : byTimeout === null ? stored : Math.min(stored, byTimeout);
     this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
