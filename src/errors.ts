@@ -42,6 +42,8 @@ export const ERROR_CODES = Object.freeze({
   REPAIRABLE: 'REPAIRABLE',
   /** The task ran past its deadline (`workflow(…, { timeout })`, `engine.start(…, { deadline })`). */
   DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
+  /** A compensation (or cancel cleanup) failed for good: the task's effects need manual cleanup. */
+  COMPENSATION_FAILED: 'COMPENSATION_FAILED',
 } as const);
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
@@ -79,6 +81,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   OUTPUT_INVALID: 422,
   REPAIRABLE: 422,
   DEADLINE_EXCEEDED: 504,
+  COMPENSATION_FAILED: 409,
 });
 
 /** The HTTP status for an error: its code's entry in {@link HTTP_STATUS}, 500 for anything else. */
@@ -313,6 +316,27 @@ export class DeadlineExceededError extends StepwiseError {
     this.name = 'DeadlineExceededError';
     this.taskId = taskId;
     this.deadline = deadline;
+  }
+}
+
+/**
+ * Compensations (or `onCancel` cleanups) failed for good after the task failed or was cancelled:
+ * what they should have undone is still done. `cause` is the task's original error; `failures`
+ * name each step whose compensation failed, with its error.
+ */
+export class CompensationFailedError extends StepwiseError {
+  readonly taskId: string;
+  readonly failedCompensations: string;
+  constructor(taskId: string, original: Error | null, failures: ReadonlyArray<{ step: string; error: Error }>) {
+    const list = failures.map((f) => `${f.step === 'onCancel' ? 'onCancel cleanup' : `compensation of "${f.step}"`}: ${f.error.message}`).join('; ');
+    super(
+      ERROR_CODES.COMPENSATION_FAILED,
+      `Task ${taskId}${original ? ` failed (${original.message}) and` : ''} could not be fully undone: ${list}. Manual cleanup is needed.`,
+      original ? { cause: original } : {},
+    );
+    this.name = 'CompensationFailedError';
+    this.taskId = taskId;
+    this.failedCompensations = failures.map((f) => f.step).join(', ');
   }
 }
 

@@ -48,7 +48,7 @@ export {
 export type { ErrorCode } from './errors.ts';
 
 // Failure handling: error classification, output validation
-export { RepairableError, OutputInvalidError, DeadlineExceededError } from './errors.ts';
+export { RepairableError, OutputInvalidError, DeadlineExceededError, CompensationFailedError } from './errors.ts';
 export type { OutputIssue } from './errors.ts';
 export { classifyDefault, classifyError, isRetryableStatus, retryAfterMsOf } from './failure/classify.ts';
 export type { ErrorClass, FailureKind, ClassifyResult, Classifier } from './failure/classify.ts';

@@ -83,6 +83,13 @@ export interface StepOptions {
   onExhausted?: 'fail' | 'skip' | 'ask';
   /** The output of a skipped step (`onExhausted: 'skip'`): JSON data. */
   fallback?: unknown;
+  /**
+   * Undoes the step (saga): when the task fails for good or is cancelled, the compensations of
+   * its completed steps run in reverse order, each as a durable, retried step named
+   * `compensate:<step>` that receives the step's output. Make it idempotent (it may run again
+   * after a crash); its step context has its own idempotency key.
+   */
+  compensate?: (output: any, step: StepContext) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
 /** The part of the Standard Schema interface Stepwise uses: `~standard.validate`. */
@@ -131,6 +138,15 @@ export interface WorkflowContext {
   waitForEvent<T = unknown>(name: string | readonly string[], options?: WaitForEventOptions): Promise<EventResult<T>>;
   /** Reports progress between steps (see {@link StepContext.progress}). */
   progress(progress: Progress): void;
+  /**
+   * Registers cleanup for a cancel: after the task is cancelled and its steps have stopped, `fn`
+   * runs in a scope that the cancel does not interrupt, with its own deadline (the workflow's
+   * `cleanupTimeout`); it may call `ctx.step` (recorded in the log as usual). Registered again on
+   * every run (call it before the work it cleans up after).
+   * @example
+   * ctx.onCancel(async () => { await ctx.step('release-lock', () => locks.release(id)); });
+   */
+  onCancel(fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown): void;
 }
 
 /**
@@ -188,6 +204,12 @@ export interface WorkflowOptions<I, In = I> {
    * included: past it the task fails with DEADLINE_EXCEEDED and the running step's signal fires.
    */
   timeout?: Duration;
+  /**
+   * How long the cleanup after a cancel or a failure (`ctx.onCancel` handlers, compensations) may
+   * take, on the engine's clock: then the cleanup's signal fires and its remaining steps are refused.
+   * @defaultValue '1m'
+   */
+  cleanupTimeout?: Duration;
   /** At most this many tasks of this workflow run at once, across all workers. */
   concurrency?: number;
   /**
@@ -220,7 +242,7 @@ export interface Workflow<I = unknown, O = unknown, In = I> {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
 /** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
-const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'timeout'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'timeout', 'cleanupTimeout'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
  * Declares a durable workflow.
@@ -255,6 +277,7 @@ export function workflow<I = unknown, O = unknown, In = I>(
       if (typeof (schema as { parse?: unknown })?.parse !== 'function') throw new InvalidArgumentError(`workflow("${name}"): signals.${signal} must be a schema with parse(value).`);
     }
   }
+  if (options.cleanupTimeout !== undefined) toMs(options.cleanupTimeout, `workflow("${name}"): cleanupTimeout`);
   if (options.timeout !== undefined) {
     const ms = toMs(options.timeout, `workflow("${name}"): timeout`);
     if (ms <= 0) throw new InvalidArgumentError(`workflow("${name}"): timeout must be longer than 0.`);

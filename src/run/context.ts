@@ -7,6 +7,7 @@
 import type { Duration } from '../duration.ts';
 import type { Progress, StepContext, StepOptions, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
 import type { RunCore } from './core.ts';
+import { InvalidArgumentError } from '../errors.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
 import { waitForEvent } from './wait-for-event.ts';
@@ -24,5 +25,9 @@ export function createContext(run: RunCore): WorkflowContext {
     sleep: (name: string, duration: Duration) => sleep(run, name, duration),
     waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
     progress: (p: Progress) => run.progress.report(null, p),
+    onCancel: (fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown) => {
+      if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError('ctx.onCancel(fn): fn must be a function'));
+      run.cancelHandlers.push({ fn });
+    },
   });
 }

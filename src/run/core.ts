@@ -12,6 +12,7 @@ import type { Clock } from '../clock.ts';
 import type { Emit, WorkerEventName } from '../events.ts';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';
 import { toMs } from '../duration.ts';
+import { DEFAULT_CLEANUP_MS, type CancelHandler, type Compensation } from './cleanup.ts';
 import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
 import type { WriteBatcher } from '../write-batcher.ts';
 import type { Workflow } from '../workflow.ts';
@@ -102,6 +103,15 @@ export class RunCore {
   /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
   readonly attemptAborts = new Set<() => void>();
 
+  /** Compensations of completed steps, in the order the code received them (`cleanup.ts`). */
+  readonly compensations: Compensation[] = [];
+  /** `ctx.onCancel` handlers, in registration order. */
+  readonly cancelHandlers: CancelHandler[] = [];
+  /** In the cleanup scope: a cancel is not heard. */
+  cleaning = false;
+  /** How long the cleanup scope may take. */
+  readonly cleanupMs: number;
+
   readonly replay: Replay;
   readonly writer: JournalWriter;
   readonly progress: ProgressReporter;
@@ -121,6 +131,7 @@ export class RunCore {
     const byTimeout = workflow.options.timeout === undefined || claimed.task.retries > 0 ? null : claimed.task.createdAt + toMs(workflow.options.timeout);
     const stored = claimed.task.deadlineAt ?? null;
     this.deadline = stored === null ? byTimeout : byTimeout === null ? stored : Math.min(stored, byTimeout);
+    this.cleanupMs = workflow.options.cleanupTimeout === undefined ? DEFAULT_CLEANUP_MS : toMs(workflow.options.cleanupTimeout);
     this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
     this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
     this.replay = new Replay(this, claimed.steps);

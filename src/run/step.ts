@@ -38,5 +38,13 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
 };
 
 export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions): Promise<T> {
-  return call(run, STEP, name, fn, options) as Promise<T>;
+  const p = call(run, STEP, name, fn, options) as Promise<T>;
+  const compensate = options?.compensate;
+  if (!compensate) return p;
+  if (typeof compensate !== 'function') return Promise.reject(run.fail(new InvalidArgumentError(`ctx.step("${name}"): compensate must be a function of the step's output`)));
+  // Registered when the code receives the output, in that order (replayed results too).
+  return p.then((output) => {
+    run.compensations.push({ stepId: name, output, fn: compensate, retry: options.retry });
+    return output;
+  });
 }
