@@ -8,7 +8,7 @@
 // Defining workflows
 export { workflow, isWorkflow } from './workflow.ts';
 export type {
-  Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema, StandardSchemaLike, StandardResult,
+  Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema, StandardSchemaLike, StandardResult, ForEachOptions,
   EventResult, WaitForEventOptions, JsonSafe,
 } from './workflow.ts';
 

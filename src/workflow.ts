@@ -147,6 +147,23 @@ export interface WorkflowContext {
    * ctx.onCancel(async () => { await ctx.step('release-lock', () => locks.release(id)); });
    */
   onCancel(fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown): void;
+  /**
+   * A long loop with durable progress: `items` in chunks of `chunkSize`, each chunk one
+   * checkpointed step (`<name>:<first>-<last>`) holding its items' results, up to `concurrency`
+   * items at once. A crash or cancel loses at most the chunk in progress. Returns every result in
+   * item order. `items` must be the same on every run (take them from an earlier step's output).
+   * @example
+   * const summaries = await ctx.forEach('summarise', docs, (doc, i, { signal }) => summarise(doc, signal), { chunkSize: 50, concurrency: 4 });
+   */
+  forEach<T, R>(name: string, items: readonly T[], fn: (item: T, index: number, step: StepContext) => R | PromiseLike<R>, options?: ForEachOptions): Promise<Awaited<R>[]>;
+}
+
+/** Options of `ctx.forEach`: the chunking, and the step options of every chunk (retry, timeout…). */
+export interface ForEachOptions extends Omit<StepOptions, 'compensate' | 'onExhausted' | 'fallback' | 'output'> {
+  /** Items per chunk (one checkpoint each). @defaultValue 100 */
+  chunkSize?: number;
+  /** Items of a chunk in flight at once. @defaultValue 1 */
+  concurrency?: number;
 }
 
 /**

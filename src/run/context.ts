@@ -5,9 +5,10 @@
  * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
  */
 import type { Duration } from '../duration.ts';
-import type { Progress, StepContext, StepOptions, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
+import type { ForEachOptions, Progress, StepContext, StepOptions, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
 import type { RunCore } from './core.ts';
 import { InvalidArgumentError } from '../errors.ts';
+import { forEach } from './for-each.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
 import { waitForEvent } from './wait-for-event.ts';
@@ -25,6 +26,8 @@ export function createContext(run: RunCore): WorkflowContext {
     sleep: (name: string, duration: Duration) => sleep(run, name, duration),
     waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
     progress: (p: Progress) => run.progress.report(null, p),
+    forEach: ((name: string, items: readonly unknown[], fn: (item: unknown, index: number, s: StepContext) => unknown, options?: ForEachOptions) =>
+      forEach(run, name, items, fn, options)) as WorkflowContext['forEach'],
     onCancel: (fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown) => {
       if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError('ctx.onCancel(fn): fn must be a function'));
       run.cancelHandlers.push({ fn });
