@@ -107,4 +107,80 @@ describe('cancel cleanup and compensation', () => {
     expect(undone).toEqual(['delete vm-1', 'delete vm-1']);
     expect(stepNames(info)).toEqual(['create-vm:completed', 'compensate:create-vm:completed']);
   });
+
+  it('a step that ignores its signal keeps the task cancelling until the grace period ends; its late result is refused; onCancel still runs', async () => {
+    const entered = gate();
+    const late = gate<string>();
+    const cleaned: string[] = [];
+    const wf = workflow('stubborn-cleanup', async (ctx) => {
+      ctx.onCancel(() => ctx.step('cleanup', () => void cleaned.push('done')));
+      return ctx.step('ignore-signal', () => {
+        entered.open();
+        return late.promise; // does not listen to its signal
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { cancelGraceMs: 200 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id);
+    expect((await engine.get(id)).status).toBe('cancelling');
+    await waitForStatus(engine, id, 'cancelled');
+    late.open('too late');
+    expect(cleaned).toEqual(['done']);
+    const info = await engine.get(id);
+    expect(stepNames(info)).toEqual(['cleanup:completed']);
+  });
+
+  it('stops a cleanup that runs past its own deadline (cleanupTimeout, on the engine clock): the task still ends cancelled', async () => {
+    const clock = new ManualClock();
+    const entered = gate();
+    const cleanupStarted = gate();
+    const reasons: string[] = [];
+    const wf = workflow('slow-cleanup', async (ctx) => {
+      ctx.onCancel(() => ctx.step('drain-queue', ({ signal }) => new Promise((_r, reject) => {
+        cleanupStarted.open();
+        signal.addEventListener('abort', () => {
+          reasons.push((signal.reason as Error).message);
+          reject(signal.reason as Error);
+        });
+      }), { retry: 1 }));
+      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
+        entered.open();
+        signal.addEventListener('abort', () => reject(signal.reason as Error));
+      }));
+    }, { cleanupTimeout: '5m' });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, { leaseMs: 86_400_000 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id);
+    await cleanupStarted.promise;
+    await clock.advance('5m');
+    await waitForStatus(engine, id, 'cancelled');
+    expect(reasons).toEqual([expect.stringMatching(/cleanup of task .* ran past its 300000 ms deadline/)]);
+  });
+
+  it('refuses the late result of a step that ignored its signal even when it arrives during the cleanup', async () => {
+    const entered = gate();
+    const late = gate<string>();
+    const wf = workflow('late-in-cleanup', async (ctx) => {
+      ctx.onCancel(async () => {
+        late.open('arrived during cleanup');
+        await new Promise((r) => setTimeout(r, 0));
+        await ctx.step('cleanup', () => 'cleaned');
+      });
+      return ctx.step('ignore-signal', () => {
+        entered.open();
+        return late.promise;
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { cancelGraceMs: 100 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id);
+    await waitForStatus(engine, id, 'cancelled');
+    expect(stepNames(await engine.get(id))).toEqual(['cleanup:completed']);
+  });
 });

@@ -18,7 +18,7 @@ import { CompensationFailedError, TimeoutError, coerceError } from '../errors.ts
 import type { StepContext } from '../workflow.ts';
 import type { RunCore } from './core.ts';
 import type { Settled } from './outcome.ts';
-import { RUNNING, cancelOf, type RunState } from './state.ts';
+import { RUNNING, cancelOf, fatalOf, haltOf, type RunState } from './state.ts';
 import { step } from './step.ts';
 
 /** A completed step's compensation, registered when the code received its output. */
@@ -59,6 +59,7 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
   // The scope: calls start again, under a fresh signal that only the scope's deadline (or a lost
   // lease) fires; a second cancel is not heard (see TaskRun.cancel).
   run.cleaning = true;
+  run.cleanupHalt = haltOf(saved) ?? fatalOf(saved) ?? new Error(`Task ${run.taskId}: the run has ended`);
   run.state = RUNNING;
   run.aborted = false;
   run.abortReason = undefined;

@@ -109,6 +109,11 @@ export class RunCore {
   readonly cancelHandlers: CancelHandler[] = [];
   /** In the cleanup scope: a cancel is not heard. */
   cleaning = false;
+  /**
+   * From the start of the cleanup scope on, what a step of the code from before it receives if it
+   * settles late (its result is refused, its failure not retried): the halt or failure that ended the code.
+   */
+  cleanupHalt: Error | null = null;
   /** How long the cleanup scope may take. */
   readonly cleanupMs: number;
 

@@ -47,6 +47,8 @@ export interface StepCall<T> {
   repairs: number;
   /** Repair attempts allowed (`options.repair`). */
   repairBudget: number;
+  /** Called in the cleanup scope (see `cleanup.ts`): a step from before it may not finish in it. */
+  inCleanup: boolean;
   firstStart: number;
   /** When the current attempt started. */
   started: number;
@@ -108,6 +110,8 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       if (options.output) value = (await validateOutput(options.output, value, c.stepId)) as T;
     } catch (raw) {
       throwIfHalted(run.state);
+      // A step of the code that was stopped, failing during the cleanup scope: not retried.
+      if (run.cleanupHalt && !c.inCleanup) throw run.cleanupHalt;
       // The run failed meanwhile (its deadline passed): the attempt's failure is not retried.
       const fatal = fatalOf(run.state);
       if (fatal) throw fatal;
@@ -215,7 +219,8 @@ function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       timerStop?.abort(null);
     };
     /** Why the attempt was told to stop, if it was: then its result does not count. */
-    const interrupted = (): unknown => (own?.aborted ? own.reason : run.aborted ? run.abortReason : undefined);
+    const interrupted = (): unknown =>
+      own?.aborted ? own.reason : run.aborted ? run.abortReason : run.cleanupHalt && !c.inCleanup ? run.cleanupHalt : undefined;
     const settle = (v: T): void => {
       cleanup();
       const why = interrupted();

@@ -27,7 +27,7 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     if (bad) throw run.fail(bad);
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
-      idempotencyKey: `v1:${run.taskId}:${pos.name}#${pos.occurrence}`, attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), firstStart: 0, started: 0,
+      idempotencyKey: `v1:${run.taskId}:${pos.name}#${pos.occurrence}`, attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), inCleanup: run.cleanupHalt !== null, firstStart: 0, started: 0,
       timeoutMs: undefined, policy: run.defaultRetry,
     };
   },
