@@ -49,6 +49,7 @@ describe('when retries run out', () => {
       { fallback: 1 },
       { onExhausted: 'later' as unknown as 'fail' },
       { repair: { maxAttempts: -1 } },
+      { onExhausted: 'skip' as const, fallback: null, compensate: () => undefined },
     ];
     const messages: string[] = [];
     for (const [i, o] of opts.entries()) {
@@ -67,6 +68,7 @@ describe('when retries run out', () => {
     expect(messages[2]).toMatch(/needs onExhausted: 'skip'/);
     expect(messages[3]).toMatch(/onExhausted must be 'fail', 'skip' or 'ask'/);
     expect(messages[4]).toMatch(/repair.maxAttempts must be an integer ≥ 0/);
+    expect(messages[5]).toMatch(/cannot have a compensate/);
   });
 
   it('retries a failed task from a named step: steps before it keep their results, it and later ones run again', async () => {

@@ -34,6 +34,7 @@ export function checkFailureOptions(stepId: string, o: StepOptions): Error | nul
     return bad("onExhausted: 'ask' (park the step for a person to supply its output, retry, skip or fail) needs the approvals capability, which this build does not include yet; use 'fail' or 'skip'.");
   }
   if (o.onExhausted === 'skip' && !('fallback' in o)) return bad("onExhausted: 'skip' needs a declared fallback (the output the step gives when skipped), e.g. { onExhausted: 'skip', fallback: null }.");
+  if (o.onExhausted === 'skip' && o.compensate !== undefined) return bad("a step that may be skipped (onExhausted: 'skip') cannot have a compensate: a skipped step did nothing to undo; compensate inside the step's code instead.");
   if ('fallback' in o && o.onExhausted !== 'skip') return bad("fallback is the output of a skipped step: it needs onExhausted: 'skip'.");
   if ('fallback' in o) {
     try {
