@@ -373,7 +373,7 @@ export class Engine {
     for (;;) {
       // A blip of the store while waiting (a dropped connection, a database restarting) is waited
       // out like an unfinished task, until the deadline.
-      const row = await this.#row(store, id).catch((e: unknown) => {
+      const row = await this.#withinDeadline(this.#row(store, id), id, deadline, options).catch((e: unknown) => {
         if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || this.clock.now() >= deadline) throw e;
         return null;
       });
@@ -675,6 +675,24 @@ export class Engine {
     if (this.#ready) {
       const store = await this.#ready.catch(() => null);
       if (store && typeof this.#storeOption === 'string') await store.close();
+    }
+  }
+
+  /**
+   * `read`, or TimeoutError once `deadline` passes: a store whose calls hang (a network that drops
+   * packets) must not hold a wait past its timeout.
+   */
+  async #withinDeadline<T>(read: Promise<T>, id: string, deadline: number, options: ResultOptions): Promise<T> {
+    if (deadline === Infinity) return read;
+    const stop = new AbortController();
+    const late = this.clock.sleep(Math.max(0, deadline - this.clock.now()), stop.signal).then(() => {
+      throw new TimeoutError(`Task ${id} could not be read within the timeout of ${String(options.timeout)}: the store did not answer.`);
+    });
+    try {
+      return await Promise.race([read, late]);
+    } finally {
+      stop.abort(null);
+      late.catch(() => undefined);
     }
   }
 

@@ -36,6 +36,8 @@ export const ERROR_CODES = Object.freeze({
   CONFLICT: 'CONFLICT',
   /** An input, output or payload is larger than the engine's configured limit. */
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  /** The database refused a write for a reason retrying cannot fix (a value it cannot hold, a constraint). */
+  STORE_REFUSED: 'STORE_REFUSED',
   /** A step's output failed its schema (`output` option); a repair attempt may fix it. */
   OUTPUT_INVALID: 'OUTPUT_INVALID',
   /** Step code asked for a repair attempt (a business error another attempt may fix given the error). */
@@ -58,6 +60,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   INVALID_INPUT: 400,
   NOT_SERIALIZABLE: 400,
   PAYLOAD_TOO_LARGE: 413,
+  STORE_REFUSED: 422,
   FORBIDDEN: 403,
   WORKFLOW_NOT_FOUND: 404,
   TASK_NOT_FOUND: 404,
@@ -399,6 +402,21 @@ export class StoreUnavailableError extends StepwiseError {
   constructor(message: string, options?: StepwiseErrorOptions) {
     super(ERROR_CODES.STORE_UNAVAILABLE, message, { ...options, retryable: true });
     this.name = 'StoreUnavailableError';
+  }
+}
+
+/**
+ * The database refused a statement for a reason that retrying cannot fix: a value it cannot hold
+ * (PostgreSQL SQLSTATE class 22), a constraint (class 23, SQLite SQLITE_CONSTRAINT), or a
+ * statement it rejects. Not retryable: a step whose checkpoint is refused fails with it.
+ * `dbCode`: the database's own code (a SQLSTATE, or SQLite's extended code name).
+ */
+export class StoreRefusedError extends StepwiseError {
+  readonly dbCode: string | null;
+  constructor(message: string, options: StepwiseErrorOptions & { dbCode?: string | null } = {}) {
+    super(ERROR_CODES.STORE_REFUSED, message, { ...options, retryable: false });
+    this.name = 'StoreRefusedError';
+    this.dbCode = options.dbCode ?? null;
   }
 }
 

@@ -42,7 +42,7 @@ export {
   ERROR_CODES, StepwiseError, InvalidArgumentError, InvalidInputError, WorkflowNotFoundError, TaskNotFoundError,
   IllegalTransitionError, IdempotencyConflictError, ConcurrentUpdateError, NonDeterminismError, NotSerializableError,
   StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, TaskFailedError, TaskCancelledError,
-  LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, ClosedError, TimeoutError,
+  LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, ClosedError, TimeoutError,
   ForbiddenError, ConflictError, PayloadTooLargeError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';

@@ -15,12 +15,12 @@ export const DEFAULT_STORE_URL = 'sqlite:./.stepwise/stepwise.db';
 
 export interface StoreOptions {
   sqlite?: SqliteOptions;
-  postgres?: { schema?: string; poolSize?: number };
+  postgres?: { schema?: string; poolSize?: number; connectTimeoutMs?: number; statementTimeoutMs?: number };
 }
 
 export function describeStoreUrl(
   url: string,
-): { dialect: 'sqlite'; path: string; options: SqliteOptions } | { dialect: 'postgres'; url: string; schema?: string; poolSize?: number } {
+): { dialect: 'sqlite'; path: string; options: SqliteOptions } | { dialect: 'postgres'; url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number; statementTimeoutMs?: number } {
   if (typeof url !== 'string' || !url) throw new InvalidArgumentError('The store URL is empty: use sqlite:<path> or postgres://…');
   if (/^postgres(ql)?:\/\//i.test(url)) {
     // `?schema=name` selects the schema that holds Stepwise's tables and `?poolSize=n` the number
@@ -33,7 +33,19 @@ export function describeStoreUrl(
     }
     const schema = parsed.searchParams.get('schema');
     const pool = parsed.searchParams.get('poolSize');
-    if (schema === null && pool === null) return { dialect: 'postgres', url };
+    // `?connectTimeoutMs=` and `?statementTimeoutMs=`: the deadlines of every database call.
+    const deadlines: { connectTimeoutMs?: number; statementTimeoutMs?: number } = {};
+    for (const name of ['connectTimeoutMs', 'statementTimeoutMs'] as const) {
+      const v = parsed.searchParams.get(name);
+      if (v === null) continue;
+      const ms = Number(v);
+      if (!/^\d+$/.test(v) || !Number.isSafeInteger(ms) || ms < 1 || ms > 86_400_000) {
+        throw new InvalidArgumentError(`${name}=${v} in the PostgreSQL URL: use a whole number of milliseconds from 1 to 86400000`);
+      }
+      deadlines[name] = ms;
+      parsed.searchParams.delete(name);
+    }
+    if (schema === null && pool === null && !Object.keys(deadlines).length) return { dialect: 'postgres', url };
     let poolSize: number | undefined;
     if (pool !== null) {
       poolSize = Number(pool);
@@ -43,7 +55,7 @@ export function describeStoreUrl(
     }
     parsed.searchParams.delete('schema');
     parsed.searchParams.delete('poolSize');
-    return { dialect: 'postgres', url: parsed.toString(), ...(schema !== null ? { schema } : {}), ...(poolSize !== undefined ? { poolSize } : {}) };
+    return { dialect: 'postgres', url: parsed.toString(), ...(schema !== null ? { schema } : {}), ...(poolSize !== undefined ? { poolSize } : {}), ...deadlines };
   }
   if (url.startsWith('sqlite:')) {
     let rest = url.slice('sqlite:'.length);
@@ -82,5 +94,7 @@ export async function openStore(url: string, options: StoreOptions = {}): Promis
     ...options.postgres,
     ...(d.schema !== undefined ? { schema: d.schema } : {}),
     ...(d.poolSize !== undefined ? { poolSize: d.poolSize } : {}),
+    ...(d.connectTimeoutMs !== undefined ? { connectTimeoutMs: d.connectTimeoutMs } : {}),
+    ...(d.statementTimeoutMs !== undefined ? { statementTimeoutMs: d.statementTimeoutMs } : {}),
   });
 }

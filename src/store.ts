@@ -243,6 +243,12 @@ export interface NewTask {
   notify?: WakeEvent;
 }
 
+/*
+ * Leases and time: `now` in the requests below is the caller's clock. SQLite judges and grants
+ * leases by it; PostgreSQL judges and grants them by the database's clock (`leaseMs` from the
+ * database's now) and uses `now` only for due times and log timestamps, so that workers whose
+ * clocks disagree still agree on whose lease is live.
+ */
 export interface ClaimRequest {
   workerId: string;
   now: number;

@@ -8,6 +8,7 @@
  * every op is an idempotent upsert or a guarded update, so a retry cannot apply twice.
  */
 import type { Store, WriteOp, WriteResult } from './store.ts';
+import { ERROR_CODES, isStepwiseError } from './errors.ts';
 
 interface Pending {
   op: WriteOp;
@@ -135,6 +136,13 @@ export class WriteBatcher {
         batch.forEach((p, i) => p.resolve(results[i] as WriteResult));
         return;
       } catch (e) {
+        if (isStepwiseError(e, ERROR_CODES.STORE_REFUSED)) {
+          // Refused for its content, which the same write cannot change: alone, the op fails now;
+          // in a batch, each op is written on its own so that only the refused one fails.
+          if (batch.length === 1) (batch[0] as Pending).reject(e);
+          else await Promise.all(batch.map((p) => this.#commit([p])));
+          return;
+        }
         if (attempt >= this.#maxAttempts) {
           for (const p of batch) p.reject(e);
           return;

@@ -3,7 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Engine, isStepwiseError, workflow } from '../src/index.ts';
-import { tempDir } from './support/engine.ts';
+import { existsSync, unlinkSync } from 'node:fs';
+import { eventually, tempDir } from './support/engine.ts';
+import { spawnCli } from './support/processes.ts';
+import { triple } from './fixtures/crash-workflows.ts';
 
 describe('SQLite store errors', () => {
   it('reports a file locked past the busy timeout as STORE_UNAVAILABLE and corrupts nothing', async () => {
@@ -44,4 +47,57 @@ describe('SQLite store errors', () => {
       await engine.close();
     }
   });
+
+  it('refuses to open a database whose -wal file vanished while a worker had it open, instead of serving an older state', async () => {
+    const file = join(tempDir(), 'lost-wal.db');
+    const db = `sqlite:${file}`;
+    const first = new Engine({ store: db, workflows: [triple] });
+    const w = spawnCli(['worker', 'test/fixtures/crash-workflows.ts', '--db', db, '--poll-ms', '50']);
+    let id: string;
+    try {
+      await first.ready();
+      await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
+      ({ id } = await first.start(triple, { n: 1 }));
+      expect(await first.result(id, { timeout: '30s' })).toBe(6);
+    } finally {
+      await first.close();
+    }
+    // The worker still has the database open: its commits are in the -wal file, not yet in the
+    // main file. Someone removes the -wal (a cleanup script, a copy of the .db alone).
+    expect(existsSync(`${file}-wal`)).toBe(true);
+    unlinkSync(`${file}-wal`);
+    const refusal = async (): Promise<unknown> => {
+      const engine = new Engine({ store: db, workflows: [triple] });
+      try {
+        return await engine.ready().then(() => null, (e: unknown) => e);
+      } finally {
+        await engine.close();
+      }
+    };
+    try {
+      // While the worker still runs, and after it died without a checkpoint (SIGKILL): either
+      // way the commits it made are gone from what a new process would read.
+      for (const when of ['worker running', 'worker killed']) {
+        if (when === 'worker killed') {
+          w.child.kill('SIGKILL');
+          await w.exited;
+        }
+        const error = await refusal();
+        expect({ when, code: (error as { code?: unknown } | null)?.code }).toEqual({ when, code: 'STORE_UNAVAILABLE' });
+        expect((error as Error).message).toContain(`${file}-wal`);
+        expect((error as Error).message).toMatch(/lost its write-ahead log/);
+      }
+    } finally {
+      w.child.kill('SIGKILL');
+      await w.exited;
+    }
+    // What the message says to do to accept the older state works: the task started above is gone.
+    unlinkSync(`${file}-shm`);
+    const older = new Engine({ store: db, workflows: [triple] });
+    try {
+      expect(isStepwiseError(await older.get(id).catch((e: unknown) => e), 'TASK_NOT_FOUND')).toBe(true);
+    } finally {
+      await older.close();
+    }
+  }, 60_000);
 });

@@ -223,6 +223,29 @@ async function logOf(store: Store, taskId: string): Promise<string[]> {
   return (await store.getEvents(taskId)).map((e: EventRow) => `${e.seq}:${e.type}:${e.actorKind}:${e.actorId}`);
 }
 
+/**
+ * Leases on PostgreSQL are judged and granted by the database's clock, not by the request's `now`
+ * (workers' clocks may disagree; see src/postgres/claim.ts). There, time passing for the leases of
+ * `ids` is their expiry moved `ms` into the past; on SQLite the test's later `now` is what makes
+ * them expire, and this does nothing.
+ */
+async function passLeaseTime(store: Store, ids: readonly string[], ms: number): Promise<void> {
+  if (!(store instanceof PostgresStore)) return;
+  await withPg((c) => c.query(`UPDATE "${store.schema}".tasks SET lease_expires_at = lease_expires_at - $2 WHERE id = ANY($1::text[])`, [ids, ms]));
+}
+
+/** Checks that a lease granted at request time `now` for `leaseMs` runs until `now + leaseMs` (on PostgreSQL: the database's now + leaseMs). */
+async function expectLease(store: Store, expiresAt: number | null | undefined, now: number, leaseMs = LEASE_MS): Promise<void> {
+  if (!(store instanceof PostgresStore)) {
+    expect(expiresAt).toBe(now + leaseMs);
+    return;
+  }
+  const [row] = await withPg(async (c) => (await c.query<{ db: string }>('SELECT (floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint AS db')).rows);
+  const dbNow = Number(row?.db);
+  expect(expiresAt).toBeLessThanOrEqual(dbNow + leaseMs);
+  expect(expiresAt).toBeGreaterThan(dbNow + leaseMs - 60_000); // granted during this test, from the database's clock
+}
+
 async function mustGet(store: Store, id: string): Promise<TaskRow> {
   const task = await store.getTask(id);
   if (!task) throw new Error(`task ${id} not found`);
@@ -554,8 +577,9 @@ for (const backend of backends) {
         const first = await store.claim(claimRequest(ns, { limit: 2, workerId: 'w1' }));
         expect(first.map((x) => [x.task.id, x.event])).toEqual([[a.id, 'claim'], [c.id, 'claim']]);
         expect(first[0]?.task).toMatchObject({
-          status: 'running', leaseOwner: 'w1', leaseExpiresAt: T0 + LEASE_MS, epoch: 1, version: 2, runs: 1, updatedAt: T0,
+          status: 'running', leaseOwner: 'w1', epoch: 1, version: 2, runs: 1, updatedAt: T0,
         });
+        await expectLease(store, first[0]?.task.leaseExpiresAt, T0);
         expect((await transitions(store, a.id))[1]).toMatchObject({ seq: 2, event: 'claim', fromStatus: 'pending', toStatus: 'running', epoch: 1, actor: 'worker:w1', detail: null, at: T0 });
 
         expect((await store.claim(claimRequest(ns, { workerId: 'w2' }))).map((x) => x.task.id)).toEqual([b.id]);
@@ -634,10 +658,12 @@ for (const backend of backends) {
         const due = (await store.insertTask(newTask(ns, { runAt: T0 }))).task;
         expect(await store.claim(claimRequest(ns, { now: T0 + LEASE_MS - 1, workerId: 'w2', limit: 1 }))).toMatchObject([{ task: { id: due.id } }]);
         const late = T0 + LEASE_MS + 1;
+        await passLeaseTime(store, [stale.id], LEASE_MS + 1);
         const [reclaimed, ...rest] = await store.claim(claimRequest(ns, { now: late, workerId: 'w3', limit: 1 }));
         expect(rest).toEqual([]);
         expect(reclaimed?.event).toBe('reclaim');
-        expect(reclaimed?.task).toMatchObject({ id: stale.id, status: 'running', leaseOwner: 'w3', leaseExpiresAt: late + LEASE_MS, epoch: stale.epoch + 1, runs: 2 });
+        expect(reclaimed?.task).toMatchObject({ id: stale.id, status: 'running', leaseOwner: 'w3', epoch: stale.epoch + 1, runs: 2 });
+        await expectLease(store, reclaimed?.task.leaseExpiresAt, late);
         expect((await transitions(store, stale.id)).at(-1)).toMatchObject({
           event: 'reclaim', fromStatus: 'running', toStatus: 'running', epoch: stale.epoch + 1, actor: 'worker:w3', detail: '{"previousOwner":"w1"}',
         });
@@ -668,6 +694,7 @@ for (const backend of backends) {
     describe('fenced writes', () => {
       it('a step write is refused after another claim bumped the epoch, and accepted for the current epoch', async () => {
         const task = await claimedTask(store, ns, {}, 'w1');
+        await passLeaseTime(store, [task.id], LEASE_MS);
         const [reclaim] = await store.claim(claimRequest(ns, { now: T0 + LEASE_MS, workerId: 'w2' }));
         expect(reclaim?.task.epoch).toBe(task.epoch + 1);
         expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) }])).toEqual([false]);
@@ -738,9 +765,9 @@ for (const backend of backends) {
           { taskId: pausing.id, status: 'running', pauseRequested: true, cancelReason: null },
           { taskId: cancelling.id, status: 'cancelling', pauseRequested: false, cancelReason: 'user asked' },
         ]);
-        expect((await mustGet(store, pausing.id)).leaseExpiresAt).toBe(T0 + 1000 + LEASE_MS);
-        expect((await mustGet(store, cancelling.id)).leaseExpiresAt).toBe(T0 + 1000 + LEASE_MS);
-        expect((await mustGet(store, lost.id)).leaseExpiresAt).toBe(T0 + LEASE_MS);
+        await expectLease(store, (await mustGet(store, pausing.id)).leaseExpiresAt, T0 + 1000);
+        await expectLease(store, (await mustGet(store, cancelling.id)).leaseExpiresAt, T0 + 1000);
+        expect((await mustGet(store, lost.id)).leaseExpiresAt).toBe(lost.leaseExpiresAt);
         // Another worker cannot renew a lease it does not own.
         expect(await store.heartbeat({ workerId: 'w2', now: T0 + 2000, leaseMs: LEASE_MS, held: [{ taskId: pausing.id, epoch: pausing.epoch }] })).toEqual([]);
         expect(await store.heartbeat({ workerId: 'w1', now: T0, leaseMs: LEASE_MS, held: [] })).toEqual([]);
@@ -771,6 +798,7 @@ for (const backend of backends) {
         await s.claim(claimRequest(ns, { now: T0 + 5000, workerId: 'w2' }));
 
         const now = T0 + LEASE_MS + 10; // past the first two leases, not the third
+        await passLeaseTime(s, [expired.id, cancelling.id], LEASE_MS + 10);
         const count = await s.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: { clearLease: true, runAt: now } });
         expect(count).toBe(1);
         expect(await mustGet(s, expired.id)).toMatchObject({ status: 'pending', leaseOwner: null, leaseExpiresAt: null, runAt: now, version: expired.version + 1, epoch: expired.epoch });
@@ -851,6 +879,7 @@ for (const backend of backends) {
         expect(await store.transition(write(failed, { event: 'retry', to: 'pending', at: T0 + 70, set: { runAt: T0 + 70, error: null, finishedAt: null }, deleteSteps: [3] }))).not.toBeNull();
         // A reclaim after the new lease expired, then expiry of the reclaimed lease.
         await store.claim(claimRequest(ns, { workerId: 'w2', now: T0 + 70, limit: 5 }));
+        await passLeaseTime(store, [task.id, other.id], LEASE_MS + 1);
         await store.claim(claimRequest(ns, { workerId: 'w3', now: T0 + 70 + LEASE_MS + 1, limit: 5, workflows: [ns.wf()] }));
 
         const log = await entries(store, task.id);
@@ -901,6 +930,7 @@ for (const backend of backends) {
         await s.migrate();
         const task = await claimedTask(s, ns, {}, 'w1');
         const now = T0 + LEASE_MS + 1;
+        await passLeaseTime(s, [task.id], LEASE_MS + 1);
         expect(await s.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: { clearLease: true, runAt: now } })).toBe(1);
         expect((await entries(s, task.id)).map((e) => `${e.seq} ${e.type} ${e.actor}`)).toEqual([
           '1 transition user:anonymous', '2 transition worker:w1', '3 transition system:lease-expiry',
@@ -1116,6 +1146,7 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
     const b = open();
     for (let round = 0; round < 20; round++) {
       const task = await claimedTask(a, ns, {}, 'zombie');
+      await passLeaseTime(a, [task.id], LEASE_MS);
       // A claim skips a task whose step write is in flight (SKIP LOCKED), so the heir tries again.
       const reclaim = async (): Promise<ClaimedTask | undefined> => {
         for (let i = 0; i < 1000; i++) {

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { Engine, InvalidArgumentError, formatMs, isTaskStatus, type TaskStatus, type WorkerEvents } from '../index.ts';
 import { bold, colorStatus, dim, taskDetail, taskTable, time } from './format.ts';
 import { loadWorkflows } from './load-module.ts';
+import { LiveBlock } from './live.ts';
 
 export interface CommandContext {
   db: string;
@@ -13,6 +14,8 @@ export interface CommandContext {
   args: string[];
   options: Record<string, string | boolean | undefined>;
   out: (line: string) => void;
+  /** The terminal, for live progress (absent or not a TTY: plain lines through `out`). */
+  stdout?: { write(text: string): unknown; isTTY?: boolean; columns?: number };
 }
 
 const str = (o: CommandContext['options'], k: string): string | undefined => (typeof o[k] === 'string' ? (o[k] as string) : undefined);
@@ -89,9 +92,19 @@ export async function worker(ctx: CommandContext): Promise<void> {
     ...(only?.length ? { workflows: only } : {}),
   });
   const quiet = ctx.options.quiet === true;
+  // On a terminal, steps in flight are a live block (spinner and elapsed time) and a step's start
+  // is not printed as its own line; elsewhere every event is one plain line.
+  const block = new LiveBlock(ctx.stdout ?? { write: (text: string) => ctx.out(text.replace(/\n$/, '')) }, { tty: !ctx.json && !quiet && ctx.stdout?.isTTY === true });
   const log = <K extends keyof WorkerEvents>(name: K, payload: WorkerEvents[K]): void => {
-    if (ctx.json) ctx.out(JSON.stringify({ at: new Date().toISOString(), event: name, ...payload, ...('error' in payload ? { error: (payload as { error: Error }).error.message } : {}) }));
-    else if (!quiet || name.startsWith('worker:') || name === 'lease:lost') ctx.out(describeEvent(name, payload));
+    if (ctx.json) return ctx.out(JSON.stringify({ at: new Date().toISOString(), event: name, ...payload, ...('error' in payload ? { error: (payload as { error: Error }).error.message } : {}) }));
+    const p = payload as { taskId?: string; step?: string; attempt?: number };
+    const key = `${p.taskId}/${p.step}`;
+    if (block.live && name === 'step:started') {
+      return block.set(key, { label: `task ${p.taskId} step ${p.step}${(p.attempt ?? 1) > 1 ? ` (attempt ${p.attempt})` : ''}`, startedAt: Date.now() });
+    }
+    if (name === 'step:completed' || name === 'step:failed' || name === 'step:retrying') block.remove(key);
+    if (name === 'worker:stopped') block.stop();
+    if (!quiet || name.startsWith('worker:') || name === 'lease:lost') block.log(describeEvent(name, payload));
   };
   for (const name of ['worker:started', 'worker:stopping', 'worker:stopped', 'worker:error', 'run:claimed', 'run:finished', 'step:started', 'step:completed', 'step:retrying', 'step:failed', 'lease:lost'] as const) {
     w.on(name, (p) => log(name, p as never));
@@ -169,19 +182,33 @@ export async function start(ctx: CommandContext): Promise<void> {
 async function follow(ctx: CommandContext, engine: Engine, id: string): Promise<void> {
   const seenSteps = new Map<number, string>();
   let seenHistory = 0;
+  // On a terminal, the running task is one live line: spinner, time since its last step ended,
+  // and the progress its step reports (a bar for done/total, the note).
+  const block = new LiveBlock(ctx.stdout ?? { write: (text: string) => ctx.out(text.replace(/\n$/, '')) }, { tty: !ctx.json && ctx.stdout?.isTTY === true });
+  const out = (line: string): void => (block.live ? block.log(line) : ctx.out(line));
+  let since = Date.now();
   for (;;) {
     const t = await engine.get(id);
     for (const h of t.history.slice(seenHistory)) {
-      if (!ctx.json && h.type === 'transition') ctx.out(`${dim(time(h.at))} ${bold(h.event)} → ${colorStatus(h.to)}${h.actor.kind === 'worker' ? dim(` (${h.actor.id})`) : ''}`);
+      if (!ctx.json && h.type === 'transition') out(`${dim(time(h.at))} ${bold(h.event)} → ${colorStatus(h.to)}${h.actor.kind === 'worker' ? dim(` (${h.actor.id})`) : ''}`);
     }
     seenHistory = t.history.length;
     for (const s of t.steps) {
       const key = `${s.status}:${s.attempts}`;
       if (seenSteps.get(s.seq) === key) continue;
       seenSteps.set(s.seq, key);
-      if (!ctx.json) ctx.out(`${dim(time(s.finishedAt ?? s.startedAt))}   step ${bold(s.name)} ${colorStatus(s.status)}${s.durationMs !== null ? ` in ${formatMs(s.durationMs)}` : ''}`);
+      since = Math.max(since, s.finishedAt ?? 0);
+      if (!ctx.json) out(`${dim(time(s.finishedAt ?? s.startedAt))}   step ${bold(s.name)} ${colorStatus(s.status)}${s.durationMs !== null ? ` in ${formatMs(s.durationMs)}` : ''}`);
     }
+    if (t.status === 'running' || t.status === 'cancelling') {
+      const p = t.progress;
+      block.set('task', {
+        label: `${t.status}${p?.step ? ` step ${p.step}` : t.steps.length ? ` after ${t.steps[t.steps.length - 1]?.name}` : ''}`, startedAt: since,
+        ...(p?.done !== undefined ? { done: p.done } : {}), ...(p?.total !== undefined ? { total: p.total } : {}), ...(p?.note ? { note: p.note } : {}),
+      });
+    } else block.remove('task');
     if (t.status === 'succeeded' || t.status === 'failed' || t.status === 'cancelled') {
+      block.stop();
       if (ctx.json) ctx.out(JSON.stringify(t));
       else if (t.status === 'succeeded') ctx.out(`output: ${JSON.stringify(t.output)}`);
       else if (t.status === 'failed') ctx.out(`error: ${t.error.message}`);

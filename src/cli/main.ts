@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_STORE_URL, isStepwiseError } from '../index.ts';
 import * as commands from './commands.ts';
+import { serve } from './serve.ts';
 
 const HELP = `stepwise — durable execution for long-running agent tasks
 
@@ -29,6 +30,9 @@ Commands:
   signal <id> <name> [--data JSON|@file|-] [--key K] [--require-waiting]
                              send an event to ctx.waitForEvent(name); --require-waiting refuses
                              it unless the task waits for that name (catches typos)
+  serve [module] [--port N] [--host H] [--auth FILE] [--with-worker]
+                             HTTP API and dashboard (tokens from --auth FILE or STEPWISE_TOKENS
+                             "name:role:token,..."; roles viewer, operator, approver, admin)
   migrate                    create or upgrade the schema and exit
   version                    print the version
 
@@ -53,6 +57,7 @@ const COMMANDS: Record<string, Command> = {
   resume: commands.resume,
   signal: commands.signal,
   migrate: commands.migrate,
+  serve,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -86,6 +91,10 @@ async function main(argv: string[]): Promise<number> {
         quiet: { type: 'boolean' },
         as: { type: 'string' },
         'require-waiting': { type: 'boolean' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        auth: { type: 'string' },
+        'with-worker': { type: 'boolean' },
         'from-step': { type: 'string' },
       },
     });
@@ -115,6 +124,7 @@ async function main(argv: string[]): Promise<number> {
       args,
       options: parsed.values,
       out: (line) => process.stdout.write(`${line}\n`),
+      stdout: process.stdout,
     });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (e) {

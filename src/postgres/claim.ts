@@ -5,10 +5,13 @@
  * `FOR UPDATE SKIP LOCKED` and takes them; with caps, a transaction serializes the claimers of
  * each capped workflow on an advisory lock, counts its live leases, and picks candidates window by
  * window within the room left (the dialect-free part of that is in claim-plan.ts).
+ *
+ * Leases are judged and granted by the database's clock (see {@link DB_NOW_MS}): a worker whose
+ * clock runs ahead does not see live leases as expired. Due times (`run_at`) are the caller's.
  */
 import type { ClientBase } from 'pg';
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
-import { Params, leasedCountSql, servedSql, sqlStatuses } from './sql-text.ts';
+import { DB_NOW_MS, Params, leasedCountSql, servedSql, sqlStatuses } from './sql-text.ts';
 import { capsOf, isCapped, nextWindow, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
@@ -34,7 +37,7 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
       if (!window) return;
       const q = new Params();
       const text = `SELECT id, status, workflow, lease_owner FROM ${c.t.tasks}
-               WHERE status IN (${sqlStatuses(from)}) AND ${due} <= ${q.add(r.now, 'bigint')} AND ${servedSql(q, window.allowed, r.versions)}
+               WHERE status IN (${sqlStatuses(from)}) AND ${due} <= ${due === 'lease_expires_at' ? DB_NOW_MS : q.add(r.now, 'bigint')} AND ${servedSql(q, window.allowed, r.versions)}
                AND NOT (id = ANY(${q.add(picked.map((x) => x.id), 'text[]')}))
                ORDER BY ${order} LIMIT ${q.add(window.need, 'integer')} FOR UPDATE SKIP LOCKED`;
       if (!takeWindow(await rows(c, client, text, q.values), window.need, event, room, picked)) return;
@@ -58,7 +61,7 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
            ), u AS (
              UPDATE ${c.t.tasks} AS t
              SET status = CASE WHEN p.p_event = 'reclaim' THEN ${p.add(r.reclaim.to, 'text')} ELSE ${p.add(r.claim.to, 'text')} END,
-               lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
+               lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${DB_NOW_MS} + ${p.add(r.leaseMs, 'bigint')},
                epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL,
                updated_at = ${p.add(r.now, 'bigint')}, event_seq = t.event_seq + 1
              FROM p WHERE t.id = p.p_id
@@ -103,7 +106,7 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   if (r.reclaim.from.length) {
     parts.push(`r AS (
         SELECT id, status, lease_owner, 0 AS pri, lease_expires_at AS due FROM ${c.t.tasks}
-        WHERE status IN (${sqlStatuses(r.reclaim.from)}) AND lease_expires_at <= ${now} AND ${served}
+        WHERE status IN (${sqlStatuses(r.reclaim.from)}) AND lease_expires_at <= ${DB_NOW_MS} AND ${served}
         ORDER BY lease_expires_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
   }
   if (r.claim.from.length) {
@@ -122,7 +125,7 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
        u AS (
          UPDATE ${c.t.tasks} AS t
          SET status = CASE WHEN p.pri = 0 THEN ${reclaimTo} ELSE ${claimTo} END,
-           lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${p.add(r.now + r.leaseMs, 'bigint')},
+           lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${DB_NOW_MS} + ${p.add(r.leaseMs, 'bigint')},
            epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL, updated_at = ${now},
            event_seq = t.event_seq + 1
          FROM p WHERE t.id = p.id
@@ -172,7 +175,7 @@ async function roomOf(c: PgContext, client: ClientBase, r: ClaimRequest): Promis
   await client.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k', [
     names.map((wf) => `stepwise:cap:${c.schema}:${wf}`),
   ]);
-  const counts = await rows(c, client, leasedCountSql(c.t), [r.now, names]);
+  const counts = await rows(c, client, leasedCountSql(c.t), [names]);
   subtractLeased(room, counts.map((row) => ({ workflow: String(row.workflow), n: Number(row.n) })));
   return room;
 }

@@ -13,6 +13,11 @@ import { tablesOf, type Tables } from './sql-text.ts';
 import type { WakeListener } from './wake.ts';
 import { HotConnection } from './hot-connection.ts';
 import { ClosedError, StepwiseError, StoreUnavailableError } from '../errors.ts';
+import { CLIENT_DEADLINE_MESSAGE, DEFAULT_DEADLINES, clientSettings, destroySocket, endClient, type PgDeadlines } from './deadlines.ts';
+import { checkApplied } from '../migrations.ts';
+import { postgresMigrations } from '../generated/sql.ts';
+import { quoteIdent } from './migrate.ts';
+import { translateRefusal } from './refusals.ts';
 
 export type Raw = Record<string, unknown>;
 export type PgModule = typeof import('pg');
@@ -38,6 +43,10 @@ export interface PgContext {
   /** Null once closed. */
   pool: Pool | null;
   readonly poolSize: number;
+  /** How long connections and statements may take (see deadlines.ts). */
+  readonly deadlines: PgDeadlines;
+  /** Pooled connections open now (closed by force if their goodbye is not answered). */
+  readonly clients: Set<ClientBase>;
   /** A connection kept for lone step checkpoints (see hot-connection.ts). */
   readonly hot: HotConnection;
   readonly listeners: Set<WakeListener>;
@@ -52,18 +61,21 @@ export interface PgContext {
 }
 
 /** Opens the pool of a store (nothing connects until the first statement). */
-export function openContext(url: string, schema: string, poolSize: number): PgContext {
+export function openContext(url: string, schema: string, poolSize: number, deadlines: PgDeadlines = DEFAULT_DEADLINES): PgContext {
   const pg = loadPg();
   const description = `${printableUrl(url)} (schema ${schema})`;
   // Generic plans: the statements are prepared once per connection and their parameters are arrays
   // whose sizes vary; re-planning each execution (custom plans) would cost more than running it.
   const pool = new pg.Pool({
-    connectionString: url, max: poolSize, keepAlive: true, application_name: 'stepwise', options: '-c plan_cache_mode=force_generic_plan',
+    ...clientSettings(url, deadlines, 'stepwise'), max: poolSize, options: '-c plan_cache_mode=force_generic_plan',
   });
   // An idle pooled connection that dies is dropped by the pool; the next query opens a new one.
   pool.on('error', () => undefined);
+  const clients = new Set<ClientBase>();
+  pool.on('connect', (client) => clients.add(client));
+  pool.on('remove', (client) => clients.delete(client));
   return {
-    description, schema, channel: `${schema}_wake`, settledChannel: `${schema}_done`, url, pg, pool, poolSize,
+    description, schema, channel: `${schema}_wake`, settledChannel: `${schema}_done`, url, pg, pool, poolSize, deadlines, clients,
     hot: new HotConnection(pool, poolSize, isUnusableConnection),
     listeners: new Set(), statementNames: new Map(), plainStepSql: undefined, t: tablesOf(schema),
     translate: (e: unknown): never => {
@@ -133,19 +145,39 @@ export async function tx<T>(c: PgContext, fn: (client: ClientBase) => Promise<T>
   }
 }
 
+/**
+ * Brings the schema up to date. The common case, a schema already current, is one read under the
+ * usual deadlines; only pending migrations run on a connection of their own without a statement
+ * timeout (a migration may rewrite a large table), waiting for other migrators on a lock.
+ */
 export async function migrate(c: PgContext, now: number): Promise<void> {
   await run(c, async () => {
-    const client = await poolOf(c).connect();
-    let broken: Error | undefined;
+    if (await isCurrent(c)) return;
+    const client = new c.pg.Client({ ...clientSettings(c.url, c.deadlines, 'stepwise-migrate'), statement_timeout: 0, idle_in_transaction_session_timeout: 0, query_timeout: 0 });
+    client.on('error', () => undefined);
     try {
+      await client.connect();
       await migratePostgres(client, c.schema, now);
-    } catch (e) {
-      if (isUnusableConnection(e)) broken = e as Error;
-      throw e;
     } finally {
-      client.release(broken);
+      await endClient(client);
     }
   });
+}
+
+/** Whether every migration this version ships is applied (and none rules this version out). */
+async function isCurrent(c: PgContext): Promise<boolean> {
+  let applied: Raw[];
+  try {
+    applied = (await poolOf(c).query<Raw>(`SELECT id, name, breaking, checksum FROM ${quoteIdent(c.schema)}.migrations ORDER BY id`)).rows;
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (code === '42P01' || code === '3F000' || code === '42703') return false; // no schema or table yet, or an older one
+    throw e;
+  }
+  const rowsOf = applied.map((a) => ({ id: Number(a.id), name: String(a.name), breaking: a.breaking === true, checksum: (a.checksum as string | null) ?? null }));
+  checkApplied(`The database schema ${quoteIdent(c.schema)}`, rowsOf, postgresMigrations);
+  const done = new Set(rowsOf.map((a) => a.id));
+  return postgresMigrations.every((m) => done.has(m.id));
 }
 
 export async function close(c: PgContext): Promise<void> {
@@ -156,7 +188,26 @@ export async function close(c: PgContext): Promise<void> {
   const listeners = [...c.listeners];
   c.listeners.clear();
   await Promise.all(listeners.map((l) => l.stop()));
+  const open = c.clients;
   await pool.end();
+  // A connection whose goodbye is not acknowledged within a second (a network that drops packets)
+  // is closed by force: its socket would keep the process alive.
+  if (open.size) {
+    const ended: Pool = pool;
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        ended.off('remove', removed);
+        resolve();
+      };
+      const removed = (): void => void (open.size || done());
+      const timer = setTimeout(done, 1000);
+      ended.on('remove', removed);
+      removed();
+    });
+    for (const client of open) destroySocket(client);
+    open.clear();
+  }
 }
 
 let pgModule: PgModule | undefined;
@@ -193,7 +244,8 @@ export function isConnectionError(e: unknown): boolean {
     if (/^(08|28)/.test(code) || ['57P01', '57P02', '57P03', '53300', '3D000'].includes(code)) return true;
   }
   const message = (e as { message?: unknown }).message;
-  return typeof message === 'string' && /connection terminated|timeout exceeded when trying to connect|not queryable|connection error/i.test(message);
+  return typeof message === 'string' &&
+    (message === CLIENT_DEADLINE_MESSAGE || /connection terminated|timeout exceeded when trying to connect|timeout expired|not queryable|connection error/i.test(message));
 }
 
 /**
@@ -219,9 +271,10 @@ export function isRetryableConflict(e: unknown): boolean {
 export function translateError(e: unknown, description: string): unknown {
   if (e instanceof StepwiseError) return e;
   if (isConnectionError(e)) {
-    return new StoreUnavailableError(`PostgreSQL (${description}) is unavailable: ${(e as Error).message}`, { cause: e });
+    const message = (e as Error).message === CLIENT_DEADLINE_MESSAGE ? 'no answer within the statement deadline (the network may be down)' : (e as Error).message;
+    return new StoreUnavailableError(`PostgreSQL (${description}) is unavailable: ${message}`, { cause: e });
   }
-  return e;
+  return translateRefusal(e, description);
 }
 
 /** `postgres://user@host:port/db`: the URL without password or query string. */

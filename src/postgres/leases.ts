@@ -5,22 +5,23 @@
  * expiry of leases whose holder stopped renewing them, and when the next task falls due.
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
-import { LEASED_SQL, Params, assignments, heartbeatSql, nextDueSql, sqlStatuses } from './sql-text.ts';
+import { DB_NOW_MS, LEASED_SQL, Params, assignments, heartbeatSql, nextDueSql, sqlStatuses } from './sql-text.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { ExpireRequest, HeartbeatRequest, HeldTask, NextRunRequest } from '../store.ts';
 
-/** The workers holding live leases. */
-export async function leaseOwners(c: PgContext, now: number): Promise<string[]> {
+/** The workers holding live leases (by the database's clock; `now` is not used). */
+export async function leaseOwners(c: PgContext, _now: number): Promise<string[]> {
   return run(c, async () =>
-    (await rows(c, poolOf(c), `SELECT DISTINCT lease_owner FROM ${c.t.tasks} WHERE status IN (${LEASED_SQL}) AND lease_expires_at > $1 AND lease_owner IS NOT NULL`, [now]))
+    (await rows(c, poolOf(c), `SELECT DISTINCT lease_owner FROM ${c.t.tasks} WHERE status IN (${LEASED_SQL}) AND lease_expires_at > ${DB_NOW_MS} AND lease_owner IS NOT NULL`))
       .map((r) => String(r.lease_owner)),
   );
 }
 
-/** Ends the live leases of `owner` now, so that the next claim reclaims its tasks. */
-export async function endLeasesOf(c: PgContext, owner: string, now: number): Promise<number> {
+/** Ends the live leases of `owner` now (the database's now), so that the next claim reclaims its tasks. */
+export async function endLeasesOf(c: PgContext, owner: string, _now: number): Promise<number> {
   return run(c, async () =>
-    (await rows(c, poolOf(c), `UPDATE ${c.t.tasks} SET lease_expires_at = $2 WHERE lease_owner = $1 AND status IN (${LEASED_SQL}) AND lease_expires_at > $2 RETURNING 1`, [owner, now])).length,
+    (await rows(c, poolOf(c), `WITH n AS (SELECT ${DB_NOW_MS} AS now)
+      UPDATE ${c.t.tasks} SET lease_expires_at = n.now FROM n WHERE lease_owner = $1 AND status IN (${LEASED_SQL}) AND lease_expires_at > n.now RETURNING 1`, [owner])).length,
   );
 }
 
@@ -37,6 +38,7 @@ export async function setProgress(c: PgContext, taskId: string, epoch: number, p
   });
 }
 
+/** Renews the leases still held for `leaseMs` from the database's now. */
 export async function heartbeat(c: PgContext, r: HeartbeatRequest): Promise<HeldTask[]> {
   if (!r.held.length) return [];
   return run(c, async () => {
@@ -44,7 +46,7 @@ export async function heartbeat(c: PgContext, r: HeartbeatRequest): Promise<Held
       c,
       poolOf(c),
       heartbeatSql(c.t),
-      [r.now + r.leaseMs, r.held.map((h) => h.taskId), r.held.map((h) => h.epoch), r.workerId],
+      [r.leaseMs, r.held.map((h) => h.taskId), r.held.map((h) => h.epoch), r.workerId],
     );
     const byId = new Map(renewed.map((row) => [String(row.id), row]));
     const out: HeldTask[] = [];
@@ -72,7 +74,10 @@ export async function nextRunAt(c: PgContext, r: NextRunRequest): Promise<number
   });
 }
 
-/** One statement; tasks another transaction holds (being claimed or renewed) are skipped. */
+/**
+ * One statement; tasks another transaction holds (being claimed or renewed) are skipped. Expiry
+ * is judged by the database's clock; `now` dates the change.
+ */
 export async function expireLeases(c: PgContext, r: ExpireRequest): Promise<number> {
   if (!r.from.length) return 0;
   return run(c, async () => {
@@ -85,7 +90,7 @@ export async function expireLeases(c: PgContext, r: ExpireRequest): Promise<numb
       poolOf(c),
       `WITH x AS (
            SELECT id AS x_id, status AS x_status, epoch AS x_epoch, lease_owner AS x_owner FROM ${c.t.tasks}
-           WHERE status IN (${sqlStatuses(r.from)}) AND lease_expires_at <= ${now}
+           WHERE status IN (${sqlStatuses(r.from)}) AND lease_expires_at <= ${DB_NOW_MS}
            FOR UPDATE SKIP LOCKED
          ), u AS (
            UPDATE ${c.t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}, event_seq = t.event_seq + 1${sets}

@@ -8,6 +8,10 @@
 import type { Client } from 'pg';
 import { poolOf, run, type PgContext } from './connection.ts';
 import { WakeListener } from './wake.ts';
+import { clientSettings } from './deadlines.ts';
+
+/** How often an idle LISTEN connection is checked (a dead peer sends no error on a silent network). */
+const LISTEN_PING_MS = 10_000;
 import { ClosedError } from '../errors.ts';
 import type { WakeEvent, WakeTopic } from '../store.ts';
 import { topicOf } from '../store.ts';
@@ -35,10 +39,8 @@ export async function subscribe(c: PgContext, listener: (event: WakeEvent) => vo
   if (!c.pool) throw new ClosedError('The PostgreSQL store');
   const channel = topicChannel(c, topic);
   const missed: WakeEvent = { reason: topic === 'settled' ? 'settled' : 'task', taskId: '*' };
-  const connect = (): Client => new c.pg.Client({
-    connectionString: c.url, keepAlive: true, application_name: 'stepwise-listen', connectionTimeoutMillis: 10_000,
-  });
-  const l = new WakeListener(connect, channel, missed, listener);
+  const connect = (): Client => new c.pg.Client(clientSettings(c.url, c.deadlines, 'stepwise-listen'));
+  const l = new WakeListener(connect, channel, missed, listener, Math.min(LISTEN_PING_MS, c.deadlines.statementTimeoutMs));
   c.listeners.add(l);
   try {
     await run(c, () => l.start());

@@ -27,6 +27,13 @@ export function sqlStatuses(statuses: readonly TaskStatus[]): string {
 
 export const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
 
+/**
+ * The database's clock in milliseconds since the epoch. Leases are judged by it alone (their
+ * expiry is written and compared in this clock), so that workers whose clocks disagree agree on
+ * whose lease is live; the caller's `now` dates log entries and decides when scheduled work is due.
+ */
+export const DB_NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint';
+
 /** SQL types of {@link STEP_COLUMNS}, in order. */
 export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer', 'integer'] as const;
 
@@ -104,7 +111,7 @@ export function heartbeatSql(t: Tables): string {
       CROSS JOIN LATERAL (${lockById(t, 'h.id', 'NO KEY UPDATE')}) t
       WHERE t.epoch = h.epoch AND t.lease_owner = $4 AND t.status IN (${LEASED_SQL})
     )
-    UPDATE ${t.tasks} AS t SET lease_expires_at = $1 FROM l WHERE t.id = l.id
+    UPDATE ${t.tasks} AS t SET lease_expires_at = ${DB_NOW_MS} + $1::bigint FROM l WHERE t.id = l.id
     RETURNING t.id, t.status, t.pause_requested, t.cancel_reason`;
 }
 
@@ -127,8 +134,8 @@ export function nextDueSql(t: Tables): string {
  */
 export function leasedCountSql(t: Tables): string {
   return `SELECT workflow, count(*)::int AS n FROM (
-      SELECT workflow FROM ${t.tasks} WHERE status IN (${LEASED_SQL}) AND lease_expires_at > $1::bigint OFFSET 0
-    ) leased WHERE workflow = ANY($2::text[]) GROUP BY workflow`;
+      SELECT workflow FROM ${t.tasks} WHERE status IN (${LEASED_SQL}) AND lease_expires_at > ${DB_NOW_MS} OFFSET 0
+    ) leased WHERE workflow = ANY($1::text[]) GROUP BY workflow`;
 }
 
 /** `, col = $n, …` for a patch (booleans as booleans). */

@@ -39,6 +39,7 @@ import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
 import { InvalidArgumentError } from '../errors.ts';
+import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {
   ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
@@ -59,6 +60,20 @@ export interface PostgresStoreOptions {
    * @defaultValue 10
    */
   poolSize?: number;
+  /**
+   * How long opening a connection may take (through authentication) before the call fails with
+   * STORE_UNAVAILABLE. URL: `?connectTimeoutMs=`.
+   * @defaultValue 10000
+   */
+  connectTimeoutMs?: number;
+  /**
+   * How long one statement may run: PostgreSQL's `statement_timeout` and
+   * `idle_in_transaction_session_timeout`; the client gives up on an answer 2 s later (a network
+   * that drops packets) and destroys the connection. Calls that time out fail with
+   * STORE_UNAVAILABLE. URL: `?statementTimeoutMs=`.
+   * @defaultValue 30000
+   */
+  statementTimeoutMs?: number;
   /** Clock for migration timestamps only; everything else gets "now" from the caller. */
   now?: () => number;
 }
@@ -88,7 +103,11 @@ export class PostgresStore implements Store {
     }
     const poolSize = options.poolSize ?? 10;
     if (!Number.isInteger(poolSize) || poolSize < 1) throw new InvalidArgumentError(`poolSize must be a positive integer, got ${poolSize}`);
-    this.#c = openContext(url, schema, poolSize);
+    const deadlines = {
+      connectTimeoutMs: options.connectTimeoutMs === undefined ? DEFAULT_DEADLINES.connectTimeoutMs : checkDeadline('connectTimeoutMs', options.connectTimeoutMs, 'in the PostgreSQL store options'),
+      statementTimeoutMs: options.statementTimeoutMs === undefined ? DEFAULT_DEADLINES.statementTimeoutMs : checkDeadline('statementTimeoutMs', options.statementTimeoutMs, 'in the PostgreSQL store options'),
+    };
+    this.#c = openContext(url, schema, poolSize, deadlines);
     this.parallelWrites = Math.max(1, Math.floor(poolSize / 2));
     this.schema = schema;
     this.channel = this.#c.channel;

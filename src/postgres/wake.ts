@@ -7,6 +7,7 @@
  */
 import type { Client, Notification } from 'pg';
 import { quoteIdent } from './migrate.ts';
+import { destroySocket, endClient } from './deadlines.ts';
 import type { WakeEvent } from '../store.ts';
 
 /** Reconnect delays of the LISTEN connection: doubles from the first to the last. */
@@ -22,13 +23,21 @@ export class WakeListener {
   #stopped = false;
   #timer: NodeJS.Timeout | null = null;
   #delayMs: number = RECONNECT_MS.first;
+  readonly #pingMs: number;
+  #pinger: NodeJS.Timeout | null = null;
 
-  /** `missed`: what the listener is told after a reconnect (an event with `taskId: '*'`). */
-  constructor(connect: () => Client, channel: string, missed: WakeEvent, listener: (event: WakeEvent) => void) {
+  /**
+   * `missed`: what the listener is told after a reconnect (an event with `taskId: '*'`);
+   * `pingMs`: how often the connection is checked with a statement (whose client-side deadline
+   * comes from `connect`'s settings): on a network that drops packets, an idle connection never
+   * hears that its peer is gone, so a check that gets no answer drops it and reconnects.
+   */
+  constructor(connect: () => Client, channel: string, missed: WakeEvent, listener: (event: WakeEvent) => void, pingMs = 10_000) {
     this.#connect = connect;
     this.#channel = channel;
     this.#missed = missed;
     this.#listener = listener;
+    this.#pingMs = pingMs;
   }
 
   async start(): Promise<void> {
@@ -39,9 +48,33 @@ export class WakeListener {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    if (this.#pinger) clearInterval(this.#pinger);
+    this.#pinger = null;
     const client = this.#client;
     this.#client = null;
-    if (client) await client.end().catch(() => undefined);
+    if (client) await endClient(client);
+  }
+
+  /** Checks the connection every `pingMs`; one that does not answer is dropped (then reconnected). */
+  #watch(client: Client): void {
+    if (this.#pinger) clearInterval(this.#pinger);
+    let pinging = false;
+    this.#pinger = setInterval(() => {
+      if (this.#client !== client) {
+        clearInterval(this.#pinger as NodeJS.Timeout);
+        return;
+      }
+      if (pinging) return;
+      pinging = true;
+      client.query('SELECT 1').then(
+        () => void (pinging = false),
+        () => {
+          pinging = false;
+          destroySocket(client); // 'end' follows, which schedules the reconnect
+        },
+      );
+    }, this.#pingMs);
+    this.#pinger.unref();
   }
 
   async #open(): Promise<void> {
@@ -60,14 +93,15 @@ export class WakeListener {
       await client.connect();
       await client.query(`LISTEN ${quoteIdent(this.#channel)}`);
     } catch (e) {
-      await client.end().catch(() => undefined);
+      await endClient(client);
       throw e;
     }
     if (this.#stopped) {
-      await client.end().catch(() => undefined);
+      await endClient(client);
       return;
     }
     this.#client = client;
+    this.#watch(client);
   }
 
   #scheduleReconnect(): void {

@@ -8,10 +8,13 @@
  * the latest: workflow code between steps has no effects, and a crash before the write only
  * replays that call again. So a task's final step shares the write that completes the task.
  *
- * A write the database refuses means the lease is lost; a database that does not answer is
- * retried while the lease is surely still ours (then the run stops, writing nothing more).
+ * A write the fence refuses means the lease is lost; a database that does not answer is
+ * retried while the lease is surely still ours (then the run stops, writing nothing more). A
+ * write the database refuses for its content (STORE_REFUSED: a value it cannot hold, a
+ * constraint) is never retried: it fails the run, and the task fails with that error.
  */
-import { LeaseLostError, StoreUnavailableError, coerceError } from '../errors.ts';
+import { ERROR_CODES, LeaseLostError, StoreRefusedError, StoreUnavailableError, coerceError, isStepwiseError, type StepwiseError } from '../errors.ts';
+import { encodeError } from '../serialize.ts';
 import type { LifecycleEvent, TaskStatus } from '../lifecycle.ts';
 import type { StepRow, TaskRow, TransitionWrite } from '../store.ts';
 import { planTransition, wakeFor } from '../transitions.ts';
@@ -122,6 +125,10 @@ export class JournalWriter {
           consume ? { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row, consume } : { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row },
         );
       } catch (e) {
+        if (isRefusal(e)) {
+          // The same row would be refused again: the run fails with the refusal, named for its step.
+          throw run.fail(new StoreRefusedError(`The checkpoint of ${row.kind} "${row.name}" of task ${run.taskId} was refused by the store: ${e.message}`, { cause: e, dbCode: refusalCode(e) }));
+        }
         if (this.#mayRetry()) {
           await new Promise((r) => setTimeout(r, RETRY_MS));
           continue;
@@ -156,7 +163,7 @@ export class JournalWriter {
   }
 
   /** Writes the run's last transition, fenced by the epoch; follows a concurrent cancel or pause. */
-  async end(plan: EndPlan): Promise<TaskStatus | 'lease-lost'> {
+  async end(plan: EndPlan, afterRefusal = false): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
     // Rows of results not yet written go with the last transition (the end of the run keeps them from
     // being written on their own), once every write already started has settled.
@@ -184,7 +191,16 @@ export class JournalWriter {
       });
       // Parking or handing back must not swallow a pause this run has not heard of yet.
       if (ev === 'park' || ev === 'release') write.pauseRequested = false;
-      const row = await this.#writeLast(write);
+      let row: TaskRow | null;
+      try {
+        row = await this.#writeLast(write);
+      } catch (e) {
+        if (!isRefusal(e) || afterRefusal) throw e;
+        // The store refused what this end carries (an output, a journal row): the task fails with
+        // the refusal instead, without them (the same write would be refused again).
+        const error = new StoreRefusedError(`The end of task ${run.taskId} (${ev}) was refused by the store: ${e.message}`, { cause: e, dbCode: refusalCode(e) });
+        return this.end({ event: 'fail', set: { error: encodeError(error) }, detail: { error: error.message } }, true);
+      }
       if (row) {
         for (const d of deferred) d.onDurable?.();
         return row.status;
@@ -214,9 +230,19 @@ export class JournalWriter {
       try {
         return (await this.#run.deps.writer.write(write)) as TaskRow | null;
       } catch (e) {
-        if (!this.#mayRetry()) throw e;
+        if (isRefusal(e) || !this.#mayRetry()) throw e;
         await new Promise((r) => setTimeout(r, RETRY_MS));
       }
     }
   }
+}
+
+/** A write the store refused for its content: writing it again cannot succeed. */
+function isRefusal(e: unknown): e is StepwiseError {
+  return isStepwiseError(e, ERROR_CODES.STORE_REFUSED);
+}
+
+function refusalCode(e: unknown): string | null {
+  const code = (e as { dbCode?: unknown }).dbCode;
+  return typeof code === 'string' ? code : null;
 }

@@ -41,11 +41,36 @@ function openError(path: string, e: unknown): Error {
   return new StoreUnavailableError(`Cannot open SQLite database ${path}: ${message}`, { cause: e });
 }
 
+/**
+ * Refuses a database whose write-ahead log vanished while it was in use. Commits live in the
+ * `-wal` file until a checkpoint copies them into the main file; SQLite deletes the `-wal` and then
+ * the `-shm` (its index) only when the last connection closes cleanly. A `-shm` without a `-wal`
+ * therefore means the log was removed while processes had the database open (or before one that
+ * crashed was recovered): opening it would silently serve the database as it was before those
+ * commits. What this cannot see: both files removed, or the main file copied alone while it was in
+ * use (back up with `sqlite3 .backup` or with every process stopped).
+ */
+function checkWalPresent(path: string): void {
+  const wal = `${path}-wal`;
+  const shm = `${path}-shm`;
+  // A last connection closing deletes the -wal just before the -shm: look again for a moment.
+  for (let look = 0; look < 10; look++) {
+    if (!existsSync(shm) || existsSync(wal)) return;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+  }
+  throw new StoreUnavailableError(
+    `The SQLite database ${path} has lost its write-ahead log: ${shm} exists but ${wal} does not, so commits not yet copied into the main file are gone ` +
+      'and opening it would show an older state. Stop every process using it; restore the -wal file (or the database from a backup). ' +
+      `To accept the older state, delete ${shm} once no process uses the database.`,
+  );
+}
+
 /** @internal */
 export function openSqlite(path: string, options: SqliteOptions = {}): Database.Database {
   if (options.mustExist && path !== ':memory:' && !existsSync(path)) {
     throw new InvalidArgumentError(`There is no Stepwise database at ${path}. Check the sqlite: path (--db or STEPWISE_DB); a worker or \`stepwise migrate\` creates it.`);
   }
+  if (path !== ':memory:') checkWalPresent(path);
   let db: Database.Database;
   try {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });

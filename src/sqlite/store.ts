@@ -10,7 +10,7 @@ import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
 import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
-import { ClosedError, InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
+import { ClosedError, InvalidArgumentError, StoreRefusedError, StoreUnavailableError } from '../errors.ts';
 import {
   STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow,
 } from '../rows.ts';
@@ -183,6 +183,13 @@ export class SqliteStore implements Store {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN|PROTOCOL)/.test(code)) {
       return new StoreUnavailableError(`SQLite database ${this.path} is unavailable (${code}): ${(e as Error).message}`, { cause: e });
+    }
+    if (typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) {
+      return new StoreUnavailableError(`The SQLite database ${this.path} is damaged (${code}): ${(e as Error).message}. Restore it from a backup.`, { cause: e });
+    }
+    // Refused for the content of the write (a constraint, a value too big): the same write fails again.
+    if (typeof code === 'string' && /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH|RANGE)/.test(code)) {
+      return new StoreRefusedError(`SQLite database ${this.path} refused a write (${code}): ${(e as Error).message}. Retrying cannot fix this.`, { cause: e, dbCode: code });
     }
     return e;
   }

@@ -1,41 +1,81 @@
 // A TCP forwarder between a worker and PostgreSQL that a test can cut and restore, to simulate
-// the database (or the network to it) going away while connections are open.
+// the database (or the network to it) going away while connections are open. Two ways to fail:
+// - `cut()`: every connection is closed (the peer sees a reset or an end) and new ones refused;
+// - `blackhole()`: packets are dropped silently, as on a partitioned network: open connections
+//   stay open but nothing goes through either way (not even a FIN), and new connections are
+//   accepted (the SYN is answered) but nothing is ever forwarded on them. `restore()` then lets the
+//   held bytes through, as TCP retransmission would once the network is back.
 import net from 'node:net';
 
 export interface TcpProxy {
   port: number;
   /** Drops every open connection and refuses new ones until `restore()`. */
   cut(): void;
+  /** Stops forwarding in both directions without closing anything, until `restore()`. */
+  blackhole(): void;
   restore(): void;
   close(): Promise<void>;
   /** Connections accepted so far. */
   readonly accepted: number;
 }
 
+interface Pair {
+  client: net.Socket;
+  upstream: net.Socket | null;
+  /** Bytes from the client not yet forwarded (before the upstream exists, or while blackholed). */
+  held: Buffer[];
+}
+
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
-  const sockets = new Set<net.Socket>();
-  let up = true;
+  const pairs = new Set<Pair>();
+  let mode: 'up' | 'cut' | 'blackhole' = 'up';
   let accepted = 0;
-  const server = net.createServer((client) => {
-    if (!up) {
+
+  const drop = (pair: Pair): void => {
+    pair.client.destroy();
+    pair.upstream?.destroy();
+    pairs.delete(pair);
+  };
+  const connectUpstream = (pair: Pair): void => {
+    const upstream = net.connect({ port: targetPort, host: targetHost, allowHalfOpen: true });
+    pair.upstream = upstream;
+    upstream.on('error', () => drop(pair)).on('close', () => drop(pair));
+    upstream.on('data', (chunk: Buffer) => {
+      if (!pair.client.write(chunk)) upstream.pause();
+    });
+    pair.client.on('drain', () => mode === 'up' && upstream.resume());
+    upstream.on('end', () => pair.client.end());
+    for (const chunk of pair.held.splice(0)) upstream.write(chunk);
+  };
+  // While blackholed, sockets are paused: nothing is read, so neither data nor an end passes.
+  const pause = (pair: Pair): void => {
+    pair.client.pause();
+    pair.upstream?.pause();
+  };
+  const resume = (pair: Pair): void => {
+    if (!pair.upstream) connectUpstream(pair);
+    pair.client.resume();
+    pair.upstream?.resume();
+  };
+
+  // allowHalfOpen: a client's end is forwarded as such (and, blackholed, not answered at all).
+  const server = net.createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
+    if (mode === 'cut') {
       client.destroy();
       return;
     }
     accepted++;
-    const upstream = net.connect(targetPort, targetHost);
-    sockets.add(client);
-    sockets.add(upstream);
-    const drop = (): void => {
-      client.destroy();
-      upstream.destroy();
-      sockets.delete(client);
-      sockets.delete(upstream);
-    };
-    client.on('error', drop).on('close', drop);
-    upstream.on('error', drop).on('close', drop);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    const pair: Pair = { client, upstream: null, held: [] };
+    pairs.add(pair);
+    client.on('error', () => drop(pair)).on('close', () => drop(pair));
+    client.on('data', (chunk: Buffer) => {
+      if (!pair.upstream) pair.held.push(chunk);
+      else if (!pair.upstream.write(chunk)) client.pause();
+    });
+    client.on('end', () => (pair.upstream ? pair.upstream.end() : drop(pair)));
+    if (mode === 'up') resume(pair);
   });
+  server.on('connection', () => undefined);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as net.AddressInfo).port;
   return {
@@ -44,16 +84,20 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       return accepted;
     },
     cut() {
-      up = false;
-      for (const s of sockets) s.destroy();
-      sockets.clear();
+      mode = 'cut';
+      for (const pair of [...pairs]) drop(pair);
+    },
+    blackhole() {
+      mode = 'blackhole';
+      for (const pair of pairs) pause(pair);
     },
     restore() {
-      up = true;
+      mode = 'up';
+      for (const pair of pairs) resume(pair);
     },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
+        for (const pair of [...pairs]) drop(pair);
         server.close(() => resolve());
       }),
   };

@@ -1,0 +1,144 @@
+/**
+ * @module server/dashboard/assets
+ * The dashboard's script and style sheet, served as they are (no build step). The script sends
+ * the buttons' commands to the JSON API (with the CSRF header that cookie-authenticated writes
+ * need), and keeps the page live: it follows the page's event stream (a task's log, or every
+ * task's for the list) and re-renders the page's main section from the server on each entry.
+ */
+export const SCRIPT = String.raw`(() => {
+  'use strict';
+  const main = document.getElementById('main');
+  if (!main) return;
+  const TYPES = ['transition', 'step:completed', 'step:failed', 'step:retrying', 'step:waiting', 'step:forgotten', 'signal:received', 'signal:consumed', 'unknown'];
+
+  async function post(url, body) {
+    const r = await fetch(url, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: JSON.stringify(body || {}) });
+    const data = await r.json().catch(() => ({}));
+    if (!r.ok) throw new Error((data && data.error && data.error.message) || ('HTTP ' + r.status));
+    return data;
+  }
+  function say(text, isError) {
+    const f = document.getElementById('flash');
+    if (!f) return;
+    f.textContent = text;
+    f.classList.toggle('error', !!isError);
+  }
+
+  let timer = null, busy = false, again = false;
+  async function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    try {
+      const url = new URL(location.href);
+      url.searchParams.set('fragment', '1');
+      const r = await fetch(url, { credentials: 'same-origin' });
+      if (!r.ok) return;
+      const html = await r.text();
+      // What someone is typing in a decision form survives the re-render.
+      const kept = {};
+      main.querySelectorAll('[data-approval] textarea').forEach((t) => { kept[t.closest('[data-approval]').dataset.approval + '/' + t.name] = t.value; });
+      const flash = document.getElementById('flash');
+      const flashText = flash ? flash.textContent : '';
+      main.innerHTML = html;
+      main.querySelectorAll('[data-approval] textarea').forEach((t) => { const k = t.closest('[data-approval]').dataset.approval + '/' + t.name; if (k in kept) t.value = kept[k]; });
+      const f2 = document.getElementById('flash');
+      if (f2 && flashText) f2.textContent = flashText;
+    } finally {
+      busy = false;
+      if (again) { again = false; schedule(50); }
+    }
+  }
+  function schedule(ms) { clearTimeout(timer); timer = setTimeout(refresh, ms); }
+
+  document.addEventListener('click', async (ev) => {
+    const target = ev.target instanceof Element ? ev.target : null;
+    const action = target && target.closest('button[data-action]');
+    if (action) {
+      action.disabled = true;
+      try {
+        const t = await post('/api/tasks/' + encodeURIComponent(action.dataset.task) + '/' + action.dataset.action);
+        say(action.textContent + ': the task is ' + (t.status === 'cancelling' ? 'cancelling…' : t.status));
+      } catch (e) {
+        say(e.message, true);
+      }
+      return refresh();
+    }
+    const decide = target && target.closest('button[data-decide]');
+    if (decide) {
+      const box = decide.closest('[data-approval]');
+      const comment = box.querySelector('textarea[name=comment]').value.trim();
+      const dataText = box.querySelector('textarea[name=data]').value.trim();
+      const body = { approve: decide.dataset.decide === 'approve' };
+      if (comment) body.comment = comment;
+      if (dataText) {
+        try { body.data = JSON.parse(dataText); } catch (e) { return say('The data is not valid JSON: ' + e.message, true); }
+      }
+      decide.disabled = true;
+      try {
+        await post('/api/approvals/' + encodeURIComponent(box.dataset.approval) + '/decide', body);
+        say(body.approve ? 'Approved.' : 'Rejected.');
+      } catch (e) {
+        say(e.message, true);
+      }
+      return refresh();
+    }
+  });
+
+  const live = main.querySelector('[data-live]');
+  if (!live || typeof EventSource === 'undefined') return;
+  let source;
+  if (live.dataset.live === 'task') {
+    const seqs = [...main.querySelectorAll('tr[data-seq]')].map((r) => Number(r.dataset.seq));
+    const after = seqs.length ? Math.max(...seqs) : 0;
+    source = new EventSource('/api/tasks/' + encodeURIComponent(live.dataset.task) + '/events?after=' + after);
+    source.addEventListener('end', () => { source.close(); schedule(0); });
+  } else {
+    source = new EventSource('/api/events');
+  }
+  const delay = live.dataset.live === 'task' ? 30 : 300;
+  for (const type of TYPES) source.addEventListener(type, () => schedule(delay));
+  source.addEventListener('ready', () => document.body.setAttribute('data-live-ready', 'true'));
+})();
+`;
+
+export const STYLE = `
+:root { --fg:#1f2937; --muted:#6b7280; --line:#e5e7eb; --bg:#f9fafb; --accent:#2563eb; --bad:#b91c1c; }
+* { box-sizing: border-box; }
+body { margin:0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color:var(--fg); background:var(--bg); }
+header { display:flex; justify-content:space-between; align-items:center; padding:10px 20px; background:#111827; color:#fff; }
+header a.brand { color:#fff; font-weight:700; text-decoration:none; }
+header .who small { color:#9ca3af; }
+main { padding: 16px 24px; max-width: 1200px; margin: 0 auto; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
+table { border-collapse: collapse; width: 100%; background:#fff; }
+th, td { text-align:left; padding:6px 8px; border-bottom:1px solid var(--line); vertical-align: top; }
+th { color:var(--muted); font-weight:600; font-size:12px; text-transform:uppercase; }
+.badge { display:inline-block; padding:1px 8px; border-radius:10px; font-size:12px; background:#e5e7eb; }
+.s-running, .badge.s-running { background:#dbeafe; } .badge.s-succeeded, .badge.s-completed { background:#dcfce7; }
+.badge.s-failed { background:#fee2e2; color:var(--bad); } .badge.s-cancelling { background:#fef3c7; } .badge.s-cancelled { background:#f3f4f6; color:var(--muted); }
+.badge.s-waiting { background:#ede9fe; } .badge.s-paused { background:#fde68a; } .badge.s-retrying { background:#ffedd5; }
+.views a { margin-right:12px; } .views a.active { font-weight:700; text-decoration:none; color:var(--fg); }
+.filters { margin:12px 0; display:flex; gap:12px; align-items:end; }
+button { font:inherit; padding:5px 12px; border-radius:6px; border:1px solid #9ca3af; background:#fff; cursor:pointer; }
+button.danger { border-color:var(--bad); color:var(--bad); } button.link { border:none; background:none; color:#93c5fd; padding:0; }
+form.inline { display:inline; }
+.actions { margin:12px 0; display:flex; gap:8px; }
+.flash { min-height: 1.4em; } .flash.error, .err, pre.error { color:var(--bad); }
+.facts { display:grid; grid-template-columns: max-content 1fr; gap:2px 16px; }
+.facts dt { color:var(--muted); }
+.track { position:relative; height:14px; background:#f3f4f6; border-radius:3px; min-width:240px; }
+.bar { position:absolute; top:2px; height:10px; border-radius:3px; background:#60a5fa; }
+.bar.s-completed { background:#22c55e; } .bar.s-failed { background:#ef4444; } .bar.s-retrying { background:#f97316; } .bar.s-waiting { background:#a78bfa; }
+.attempt-fail { position:absolute; top:0; width:2px; height:14px; background:var(--bad); }
+pre { background:#fff; border:1px solid var(--line); padding:8px; overflow:auto; max-height:260px; }
+.io { display:grid; grid-template-columns: repeat(auto-fit, minmax(280px, 1fr)); gap:12px; }
+svg.lifecycle { width:100%; max-width:860px; background:#fff; border:1px solid var(--line); }
+svg .node rect { fill:#fff; stroke:#9ca3af; } svg .node text { text-anchor:middle; font-size:13px; }
+svg .node.current rect { fill:#fde68a; stroke:#b45309; stroke-width:2; } svg .node.current text { font-weight:700; }
+svg .edge { fill:none; stroke:#9ca3af; } svg .edge-label { font-size:9px; fill:var(--muted); text-anchor:middle; }
+svg marker path { fill:#9ca3af; }
+.approvals { list-style:none; padding:0; } .approval { background:#fff; border:1px solid var(--line); padding:10px; margin-bottom:8px; }
+.decide label { display:block; margin:6px 0; } .decide textarea { width:100%; font-family: ui-monospace, monospace; }
+.note, .empty { color:var(--muted); }
+.login form { display:flex; gap:8px; align-items:end; }
+`;

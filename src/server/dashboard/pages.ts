@@ -1,0 +1,175 @@
+/**
+ * @module server/dashboard/pages
+ * The dashboard's pages, rendered on the server from the public API: the task list (filters,
+ * paging) and a task's page (status and what may be done, the step timeline, approvals, the event
+ * log, the lifecycle diagram). Buttons are rendered only for what the caller's role allows and
+ * the task's status accepts; the API checks both again.
+ */
+import { ALL_STATUSES, type TaskEvent, type TaskInfo, type TaskSummary } from '../../index.ts';
+import { can, type Identity } from '../auth.ts';
+import type { ApprovalView } from '../routes/approvals.ts';
+import { lifecycleSvg } from './diagram.ts';
+import { badge, duration, esc, json, time } from './html.ts';
+
+export type ListView = 'all' | 'mine' | 'stuck' | 'failed';
+
+export interface ListPageData {
+  tasks: TaskSummary[];
+  nextCursor: string | null;
+  filters: { status: string[]; workflow: string; view: ListView; cursor: string };
+  /** Why the list is empty or partial (no approvals capability, stuck computed per page). */
+  note: string | null;
+}
+
+function query(f: ListPageData['filters'], cursor?: string): string {
+  const q = new URLSearchParams();
+  if (f.status.length) q.set('status', f.status.join(','));
+  if (f.workflow) q.set('workflow', f.workflow);
+  if (f.view !== 'all') q.set('view', f.view);
+  if (cursor) q.set('cursor', cursor);
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+function progressOf(t: TaskSummary): string {
+  const p = t.progress;
+  if (!p) return '';
+  const frac = p.total ? ` ${p.done ?? 0}/${p.total}` : p.done !== undefined ? ` ${p.done}` : '';
+  return esc(`${p.step ?? ''}${frac}${p.note ? ` — ${p.note}` : ''}`);
+}
+
+export function listPage(d: ListPageData): string {
+  const f = d.filters;
+  const views: Array<[ListView, string]> = [['all', 'All'], ['mine', 'Waiting on me'], ['stuck', 'Stuck'], ['failed', 'Failed']];
+  const rows = d.tasks.map((t) => `<tr data-task="${esc(t.id)}">
+<td><a href="/tasks/${esc(t.id)}">${esc(t.id)}</a></td><td>${esc(t.workflow)}</td><td>${badge(t.status)}${t.pauseRequested ? ' <small>pause requested</small>' : ''}</td>
+<td class="progress">${progressOf(t)}</td><td>${time(t.createdAt)}</td><td>${time(t.updatedAt)}</td></tr>`);
+  return `<section class="list" data-live="list">
+<h1>Tasks</h1>
+<nav class="views">${views.map(([v, label]) => `<a href="/${query({ ...f, view: v, cursor: '' })}" class="${f.view === v ? 'active' : ''}" data-view="${v}">${label}</a>`).join(' ')}</nav>
+<form class="filters" method="get" action="/">
+<input type="hidden" name="view" value="${esc(f.view)}">
+<label>Status <select name="status"><option value="">any</option>${ALL_STATUSES.map((s) => `<option value="${s}"${f.status.length === 1 && f.status[0] === s ? ' selected' : ''}>${s}</option>`).join('')}</select></label>
+<label>Workflow <input name="workflow" value="${esc(f.workflow)}" placeholder="any"></label>
+<button type="submit">Filter</button>
+</form>
+${d.note ? `<p class="note">${esc(d.note)}</p>` : ''}
+<table class="tasks"><thead><tr><th>Task</th><th>Workflow</th><th>Status</th><th>Progress</th><th>Created</th><th>Updated</th></tr></thead>
+<tbody>${rows.join('\n') || '<tr><td colspan="6" class="empty">No tasks match.</td></tr>'}</tbody></table>
+<nav class="paging">${f.cursor ? `<a href="/${query(f)}" data-page="first">← First page</a>` : ''}${d.nextCursor ? ` <a href="/${query(f, d.nextCursor)}" data-page="next">Next page →</a>` : ''}</nav>
+</section>`;
+}
+
+const ACTIONS: Record<string, string> = { cancel: 'Cancel', retry: 'Retry', pause: 'Pause', resume: 'Resume' };
+
+export interface TaskPageData {
+  task: TaskInfo;
+  legalEvents: readonly string[];
+  summary: string;
+  identity: Identity;
+  /** `null` when the engine has no approvals capability. */
+  approvals: ApprovalView[] | null;
+  now: number;
+}
+
+export function taskPage(d: TaskPageData): string {
+  const t = d.task;
+  const operate = can(d.identity, 'operate');
+  const actions = operate
+    ? d.legalEvents.filter((e) => ACTIONS[e]).map((e) => `<button type="button" data-action="${esc(e)}" data-task="${esc(t.id)}"${e === 'cancel' ? ' class="danger"' : ''}>${ACTIONS[e]}</button>`).join(' ')
+    : '';
+  return `<section class="task" data-live="task" data-task="${esc(t.id)}" data-status="${esc(t.status)}">
+<p><a href="/">← Tasks</a></p>
+<h1><span class="id">${esc(t.id)}</span> ${badge(t.status)}</h1>
+<p class="summary">${esc(d.summary)}</p>
+<dl class="facts"><dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
+<dt>Created</dt><dd>${time(t.createdAt)}</dd><dt>Finished</dt><dd>${time(t.finishedAt)}</dd><dt>Runs</dt><dd>${t.runs}</dd><dt>Retries</dt><dd>${t.retries}</dd>
+${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${time(t.lease.expiresAt)}</dd>` : ''}${t.cancelReason ? `<dt>Cancel reason</dt><dd>${esc(t.cancelReason)}</dd>` : ''}</dl>
+<div class="actions" id="actions">${actions}</div>
+<p class="flash" id="flash" role="status"></p>
+${approvalsSection(d)}
+<h2>Steps</h2>
+${timeline(t, d.now)}
+<div class="io"><div><h3>Input</h3><pre>${json(t.input)}</pre></div>
+${t.status === 'succeeded' ? `<div><h3>Output</h3><pre class="output">${json(t.output)}</pre></div>` : ''}
+${t.status === 'failed' ? `<div><h3>Error</h3><pre class="error">${esc(t.error.message)}</pre></div>` : ''}</div>
+<h2>Lifecycle</h2>
+${lifecycleSvg(t.status)}
+<h2>Event log</h2>
+${eventLog(t.history)}
+</section>`;
+}
+
+function approvalsSection(d: TaskPageData): string {
+  if (d.approvals === null || d.approvals.length === 0) return '';
+  const decide = can(d.identity, 'decide');
+  const items = d.approvals.map((a) => {
+    const open = a.status === 'pending';
+    const listed = !a.approvers?.length || a.approvers.includes(d.identity.name);
+    const form = open && decide && listed
+      ? `<div class="decide" data-approval="${esc(a.id)}"><label>Comment <textarea name="comment" rows="2"></textarea></label>
+<label>Data (JSON, optional) <textarea name="data" rows="4">${a.data !== undefined ? json(a.data, 100_000) : ''}</textarea></label>
+<button type="button" data-decide="approve">Approve</button> <button type="button" data-decide="reject" class="danger">Reject</button></div>`
+      : '';
+    return `<li class="approval" data-approval="${esc(a.id)}"><strong>${esc(a.step ?? a.id)}</strong> ${badge(a.status)}${a.approvers?.length ? ` <small>approvers: ${esc(a.approvers.join(', '))}</small>` : ''}${form}</li>`;
+  });
+  return `<h2>Approvals</h2><ul class="approvals">${items.join('\n')}</ul>`;
+}
+
+function timeline(t: TaskInfo, now: number): string {
+  if (!t.steps.length) return '<p class="empty">No steps yet.</p>';
+  const t0 = Math.min(t.createdAt, ...t.steps.map((s) => s.startedAt ?? t.createdAt));
+  const t1 = Math.max(t.finishedAt ?? now, ...t.steps.map((s) => s.finishedAt ?? now));
+  const span = Math.max(1, t1 - t0);
+  const pct = (ms: number): string => `${(((ms - t0) / span) * 100).toFixed(2)}%`;
+  // Failed attempts, from the log: when each ended and why.
+  const failures = new Map<number, Array<{ at: number; attempt: number; message: string }>>();
+  for (const e of t.history) {
+    if (e.type === 'step:retrying' || e.type === 'step:failed') {
+      const list = failures.get(e.step.seq) ?? [];
+      list.push({ at: e.at, attempt: e.step.attempts, message: e.step.error?.message ?? '' });
+      failures.set(e.step.seq, list);
+    }
+  }
+  const rows = t.steps.map((s) => {
+    const start = s.startedAt ?? t0;
+    const end = s.finishedAt ?? (t.finishedAt ?? now);
+    const marks = (failures.get(s.seq) ?? []).map((f) => `<span class="attempt-fail" style="left:${pct(f.at)}" title="${esc(`attempt ${f.attempt} failed: ${f.message}`)}"></span>`).join('');
+    const width = `${Math.max(0.5, ((end - start) / span) * 100).toFixed(2)}%`;
+    return `<tr class="step s-${esc(s.status)}" data-step="${esc(s.name)}"><td>${esc(s.name)} <small>${esc(s.kind)}</small></td><td>${badge(s.status)}</td><td>${s.attempts}</td><td>${duration(s.durationMs)}</td>
+<td class="bar-cell"><div class="track"><span class="bar s-${esc(s.status)}" style="left:${pct(start)};width:${width}" title="${esc(`${s.name}: ${s.status}, ${s.attempts} attempt(s)`)}"></span>${marks}</div></td>
+<td class="err">${s.error ? esc(s.error.message) : ''}</td></tr>`;
+  });
+  return `<table class="timeline"><thead><tr><th>Step</th><th>Status</th><th>Attempts</th><th>Duration</th><th>Timeline</th><th>Error</th></tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
+}
+
+function describeEvent(e: TaskEvent): string {
+  switch (e.type) {
+    case 'transition':
+      return `<b>${esc(e.event)}</b> ${esc(e.from ?? '∅')} → ${badge(e.to)}${e.detail ? ` <small>${json(e.detail, 300)}</small>` : ''}${e.error ? ` <span class="err">${esc(e.error.message)}</span>` : ''}`;
+    case 'step:completed':
+    case 'step:failed':
+    case 'step:retrying':
+    case 'step:waiting':
+      return `<b>${esc(e.type)}</b> ${esc(e.step.name)} <small>attempt ${e.step.attempts}</small>${e.step.error ? ` <span class="err">${esc(e.step.error.message)}</span>` : ''}`;
+    case 'step:forgotten':
+      return `<b>step:forgotten</b> positions ${esc(e.seqs.join(', '))}`;
+    case 'signal:received':
+      return `<b>signal</b> ${esc(e.name)} <small>${json(e.payload, 300)}</small>`;
+    case 'signal:consumed':
+      return `<b>signal consumed</b> at position ${e.position}`;
+    default:
+      return `<b>${esc(e.original)}</b> <small>${json(e.data, 300)}</small>`;
+  }
+}
+
+function eventLog(history: readonly TaskEvent[]): string {
+  const rows = history.map((e) => `<tr data-seq="${e.seq}"><td>${e.seq}</td><td>${time(e.at)}</td><td>${esc(e.actor.kind)}:${esc(e.actor.id)}</td><td>${describeEvent(e)}</td></tr>`);
+  return `<table class="events"><thead><tr><th>#</th><th>At</th><th>Actor</th><th>Entry</th></tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
+}
+
+export function loginPage(message: string | null): string {
+  return `<section class="login"><h1>Sign in</h1>${message ? `<p class="flash error">${esc(message)}</p>` : ''}
+<form method="post" action="/login"><label>Token <input type="password" name="token" autocomplete="current-password" required></label> <button type="submit">Sign in</button></form>
+<p><small>The token is kept in an HTTP-only cookie for this site.</small></p></section>`;
+}

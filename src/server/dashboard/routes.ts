@@ -1,0 +1,130 @@
+/**
+ * @module server/dashboard/routes
+ * The dashboard's routes on the server's app: `/` (task list), `/tasks/:id`, `/login`, `/logout`
+ * and the two assets. Sign-in takes a token and keeps it in an HTTP-only, SameSite=Strict
+ * cookie; pages then authenticate like the API does. `?fragment=1` answers only the main section
+ * (the script re-renders it on live updates). A page request without a valid session goes to
+ * the sign-in page; other errors are shown as a page with the API's message and status.
+ */
+import type { Context, Hono } from 'hono';
+import { deleteCookie, setCookie } from 'hono/cookie';
+import { bodyLimit } from 'hono/body-limit';
+import { z } from 'zod';
+import type { Engine, TaskStatus, TaskSummary } from '../../index.ts';
+import type { Env } from '../app.ts';
+import type { TokenTable } from '../auth.ts';
+import { errorResponse } from '../http-errors.ts';
+import type { ApprovalsApi, ApprovalView } from '../routes/approvals.ts';
+import { ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
+import { SCRIPT, STYLE } from './assets.ts';
+import { esc, layout } from './html.ts';
+import { listPage, loginPage, taskPage, type ListView } from './pages.ts';
+
+export const SESSION_COOKIE = 'stepwise_session';
+/** The header the dashboard's script sends with every write (a cross-site form cannot). */
+export const CSRF_HEADER = 'x-stepwise-csrf';
+
+/** A pending task whose run time passed this long ago without a claim is shown as stuck. */
+const STUCK_PENDING_MS = 60_000;
+
+const PageQuery = ListQuery.extend({
+  view: z.enum(['all', 'mine', 'stuck', 'failed']).optional(),
+  fragment: z.literal('1').optional(),
+  status: z.union([ListQuery.shape.status, z.literal('')]).optional(),
+  workflow: z.union([WorkflowName, z.literal('')]).optional(),
+}).strict();
+
+interface DashboardDeps {
+  engine: Engine;
+  table: TokenTable;
+  authenticate: (c: Context<Env>, next: () => Promise<void>) => Promise<void>;
+  approvals: ApprovalsApi | null;
+  limit: number;
+}
+
+export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
+  const { engine, approvals } = deps;
+  const headers = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'" };
+
+  /** A page: authenticated (or sent to sign in), rendered whole or as its main section. */
+  const page = (render: (c: Context<Env>) => Promise<{ title: string; body: string }>) => async (c: Context<Env>): Promise<Response> => {
+    try {
+      let authed = false;
+      await deps.authenticate(c, async () => {
+        authed = true;
+      });
+      if (!authed) return c.redirect('/login');
+      const { title, body } = await render(c);
+      if (c.req.query('fragment') === '1') return c.body(body, 200, headers);
+      return c.body(layout(title, c.get('identity'), body), 200, headers);
+    } catch (e) {
+      const { status, body } = errorResponse(e);
+      if (status === 401) return c.redirect('/login');
+      const html = `<section class="error"><h1>${status}</h1><p class="flash error">${esc(body.error.message)}</p><p><a href="/">← Tasks</a></p></section>`;
+      return c.body(c.req.query('fragment') === '1' ? html : layout(`Error ${status}`, c.get('identity') ?? null, html), status as 400, headers);
+    }
+  };
+
+  app.get('/assets/app.js', (c) => c.body(SCRIPT, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }));
+  app.get('/assets/app.css', (c) => c.body(STYLE, 200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache' }));
+
+  app.get('/login', (c) => c.body(layout('Sign in', null, loginPage(null)), 200, headers));
+  app.post('/login', bodyLimit({ maxSize: 16 * 1024, onError: (c) => c.body('Too large', 413) }), async (c) => {
+    const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+    const token = typeof form.token === 'string' ? form.token.trim() : '';
+    const identity = token && token.length <= 4096 ? deps.table.identify(token) : null;
+    if (!identity) return c.body(layout('Sign in', null, loginPage('That token is not valid.')), 401, headers);
+    setCookie(c, SESSION_COOKIE, token, { httpOnly: true, sameSite: 'Strict', path: '/', secure: new URL(c.req.url).protocol === 'https:', maxAge: 12 * 3600 });
+    return c.redirect('/');
+  });
+  app.post('/logout', (c) => {
+    deleteCookie(c, SESSION_COOKIE, { path: '/' });
+    return c.redirect('/login');
+  });
+
+  app.get('/', page(async (c) => {
+    const q = validate(PageQuery, c.req.query(), 'filters');
+    const identity = c.get('identity');
+    const view = (q.view ?? 'all') as ListView;
+    const status = (Array.isArray(q.status) ? q.status : []) as TaskStatus[];
+    const workflow = q.workflow || '';
+    const filters = { status, workflow, view, cursor: q.cursor ?? '' };
+    let tasks: TaskSummary[] = [];
+    let nextCursor: string | null = null;
+    let note: string | null = null;
+    if (view === 'mine') {
+      if (!approvals) note = 'Approvals are not available on this server, so no task waits on you.';
+      else {
+        const mine: ApprovalView[] = await approvals.approvals({ status: 'pending', approver: identity.name, ...(workflow ? { workflow } : {}) });
+        const ids = [...new Set(mine.map((a) => a.taskId))].slice(0, 200);
+        tasks = (await Promise.all(ids.map((id) => engine.get(id, { steps: false, history: false }).catch(() => null)))).filter((t): t is NonNullable<typeof t> => t !== null);
+      }
+    } else {
+      const statuses: TaskStatus[] = view === 'failed' ? ['failed'] : view === 'stuck' ? ['pending', 'running', 'cancelling'] : status;
+      const res = await engine.list({ ...(statuses.length ? { status: statuses } : {}), ...(workflow ? { workflow } : {}), ...(q.limit ? { limit: q.limit } : { limit: 50 }), ...(q.cursor ? { cursor: q.cursor } : {}) });
+      nextCursor = res.nextCursor;
+      tasks = res.tasks;
+      if (view === 'stuck') {
+        const now = engine.clock.now();
+        tasks = tasks.filter((t) =>
+          (t.status === 'pending' && t.runAt !== null && t.runAt < now - STUCK_PENDING_MS) ||
+          ((t.status === 'running' || t.status === 'cancelling') && (t.lease === null || t.lease.expiresAt < now)));
+        note = 'Stuck: running or cancelling with an expired lease, or due for over a minute without a worker (checked page by page).';
+      }
+    }
+    return { title: 'Tasks', body: listPage({ tasks, nextCursor, filters, note }) };
+  }));
+
+  app.get('/tasks/:id', page(async (c) => {
+    const id = validate(TaskId, c.req.param('id'), 'task id');
+    const [task, explanation, list] = await Promise.all([
+      engine.get(id),
+      engine.explain(id),
+      approvals ? approvals.approvals({ taskId: id }) : Promise.resolve(null),
+    ]);
+    return {
+      title: `Task ${id}`,
+      body: taskPage({ task, legalEvents: explanation.legalEvents, summary: explanation.summary, identity: c.get('identity'), approvals: list, now: engine.clock.now() }),
+    };
+  }));
+}

@@ -1,0 +1,46 @@
+/**
+ * @module server/observers/logs
+ * Structured JSON logs (pino) of the work, as an {@link Observer}: one line per transition (with
+ * the actor), per step attempt that ended or failed, per signal, with task, workflow, step,
+ * attempt and worker ids. Payloads (inputs, outputs, signal data) are not logged: they may hold
+ * personal data; the log says what happened and who did it.
+ * @example
+ * const engine = new Engine({ observers: [createLogObserver(pino())] });
+ */
+import type { Logger } from 'pino';
+import type { Observer } from '../../index.ts';
+
+export function createLogObserver(logger: Logger): Observer {
+  return {
+    name: 'pino',
+    onRunStart: (r) => logger.info({ msg: 'run started', taskId: r.taskId, workflow: r.workflow, epoch: r.epoch, workerId: r.workerId, reclaimed: r.reclaimed }),
+    onRunEnd: (r) => logger.info({ msg: 'run ended', taskId: r.taskId, workflow: r.workflow, epoch: r.epoch, workerId: r.workerId, status: r.status, durationMs: r.durationMs }),
+    onStepEnd: (a) => logger.info({ msg: 'step completed', taskId: a.taskId, workflow: a.workflow, step: a.step, attempt: a.attempt, workerId: a.workerId, durationMs: a.durationMs }),
+    onStepError: (a) =>
+      logger[a.retrying ? 'warn' : 'error']({
+        msg: a.retrying ? 'step attempt failed, retrying' : 'step failed', taskId: a.taskId, workflow: a.workflow, step: a.step, attempt: a.attempt,
+        workerId: a.workerId, delayMs: a.delayMs, error: { name: a.error.name, message: a.error.message, code: (a.error as { code?: unknown }).code },
+      }),
+    onWorkerError: (e) => logger.error({ msg: 'worker error', workerId: e.workerId, during: e.during, error: { name: e.error.name, message: e.error.message } }),
+    onEvent: (e) => {
+      const actor = { kind: e.actor.kind, id: e.actor.id };
+      switch (e.type) {
+        case 'transition':
+          logger.info({ msg: 'transition', taskId: e.taskId, seq: e.seq, event: e.event, from: e.from, to: e.to, actor, ...(e.epoch !== undefined ? { epoch: e.epoch } : {}), ...(e.detail ? { detail: e.detail } : {}) });
+          break;
+        case 'signal:received':
+          logger.info({ msg: 'signal received', taskId: e.taskId, seq: e.seq, signal: e.name, actor, idempotencyKey: e.idempotencyKey });
+          break;
+        case 'signal:consumed':
+          logger.info({ msg: 'signal consumed', taskId: e.taskId, seq: e.seq, signalId: e.signalId, actor });
+          break;
+        case 'unknown':
+          // Entries of capabilities this module does not know in detail (approval decisions among them).
+          logger.info({ msg: e.original, taskId: e.taskId, seq: e.seq, actor });
+          break;
+        default:
+          break;
+      }
+    },
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * @module server/observers/metrics
+ * Prometheus metrics (prom-client) for operators. The engine side is an {@link Observer}: step
+ * durations, retries, lease losses, runs and wake latency come from its hooks and log entries.
+ * Tasks by status and the queue depth are read from the store when scraped (so they count every
+ * process's tasks, not only this one's). HTTP requests and idempotency replays come from the server.
+ *
+ * Wake latency is how long a task that became runnable (created, resumed, retried, woken) waited
+ * before a worker claimed it, measured on the log entries' own times.
+ * @example
+ * const metrics = new ServerMetrics();
+ * const engine = new Engine({ observers: [metrics.observer] });
+ * createServer(engine, { tokens, metrics });
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { ALL_STATUSES, type Engine, type Observer, type TaskStatus } from '../../index.ts';
+
+/** How many tasks of one status are counted at most per scrape (pages of 1000). */
+const COUNT_CAP = 100_000;
+
+export class ServerMetrics {
+  readonly registry: Registry;
+  readonly observer: Observer;
+  readonly #requests: Counter<'method' | 'status'>;
+  readonly #idempotencyHits: Counter;
+  #engine: Engine | null = null;
+
+  constructor(registry: Registry = new Registry()) {
+    this.registry = registry;
+    const r = [registry];
+    const stepSeconds = new Histogram({ name: 'stepwise_step_duration_seconds', help: 'Duration of step attempts, by workflow, step and outcome', labelNames: ['workflow', 'step', 'outcome'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers: r });
+    const retries = new Counter({ name: 'stepwise_step_retries_total', help: 'Step attempts that failed and will be retried', labelNames: ['workflow', 'step'], registers: r });
+    const stepFailures = new Counter({ name: 'stepwise_step_failures_total', help: 'Steps that failed for good', labelNames: ['workflow', 'step'], registers: r });
+    const runs = new Counter({ name: 'stepwise_runs_total', help: 'Runs of tasks by how they ended', labelNames: ['workflow', 'status'], registers: r });
+    const leaseLosses = new Counter({ name: 'stepwise_lease_losses_total', help: 'Runs that lost their lease to another worker', labelNames: ['workflow'], registers: r });
+    const wakeLatency = new Histogram({ name: 'stepwise_wake_latency_seconds', help: 'Time from a task becoming runnable to its claim', buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120], registers: r });
+    const transitions = new Counter({ name: 'stepwise_transitions_total', help: 'Lifecycle transitions written by this process', labelNames: ['event', 'to'], registers: r });
+    this.#requests = new Counter({ name: 'stepwise_http_requests_total', help: 'HTTP requests by method and status', labelNames: ['method', 'status'], registers: r });
+    this.#idempotencyHits = new Counter({ name: 'stepwise_idempotency_hits_total', help: 'POSTs answered with the first answer of their Idempotency-Key', registers: r });
+    const engineOf = (): Engine | null => this.#engine;
+    new Gauge({
+      name: 'stepwise_tasks', help: 'Tasks by status (read from the store at scrape time)', labelNames: ['status'], registers: r,
+      async collect() {
+        const engine = engineOf();
+        if (!engine) return;
+        for (const [status, n] of await countByStatus(engine)) this.set({ status }, n);
+      },
+    });
+    new Gauge({
+      name: 'stepwise_queue_depth', help: 'Pending tasks that are due now (waiting for a worker)', registers: r,
+      async collect() {
+        const engine = engineOf();
+        if (!engine) return;
+        this.set(await countDue(engine));
+      },
+    });
+
+    /** When each task last became runnable (pending), for wake latency. */
+    const runnableAt = new Map<string, number>();
+    this.observer = {
+      name: 'prometheus',
+      onStepEnd: (a) => stepSeconds.observe({ workflow: a.workflow, step: baseName(a.step), outcome: 'completed' }, a.durationMs / 1000),
+      onStepError: (a) => (a.retrying ? retries : stepFailures).inc({ workflow: a.workflow, step: baseName(a.step) }),
+      onRunEnd: (run) => {
+        runs.inc({ workflow: run.workflow, status: run.status });
+        if (run.status === 'lease-lost') leaseLosses.inc({ workflow: run.workflow });
+      },
+      onEvent: (e) => {
+        if (e.type !== 'transition') return;
+        transitions.inc({ event: e.event, to: e.to });
+        if (e.to === 'pending') runnableAt.set(e.taskId, e.at);
+        else if ((e.event === 'claim' || e.event === 'reclaim') && runnableAt.has(e.taskId)) {
+          wakeLatency.observe(Math.max(0, e.at - (runnableAt.get(e.taskId) as number)) / 1000);
+          runnableAt.delete(e.taskId);
+        } else runnableAt.delete(e.taskId);
+        if (runnableAt.size > 100_000) runnableAt.delete(runnableAt.keys().next().value as string);
+      },
+    };
+  }
+
+  /** Reads task counts from this engine's store at scrape time. */
+  watchEngine(engine: Engine): void {
+    this.#engine = engine;
+  }
+
+  request(method: string, status: number): void {
+    this.#requests.inc({ method: method.length <= 10 ? method : 'OTHER', status: String(status) });
+  }
+
+  idempotencyHit(): void {
+    this.#idempotencyHits.inc();
+  }
+}
+
+function baseName(step: string): string {
+  return step.replace(/#\d+$/, '');
+}
+
+async function countOf(engine: Engine, status: TaskStatus, keep: (t: { runAt: number | null }) => boolean = () => true): Promise<number> {
+  let n = 0;
+  let cursor: string | undefined;
+  do {
+    const page = await engine.list({ status, limit: 1000, ...(cursor ? { cursor } : {}) });
+    n += page.tasks.filter(keep).length;
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor && n < COUNT_CAP);
+  return n;
+}
+
+async function countByStatus(engine: Engine): Promise<Array<[TaskStatus, number]>> {
+  const out: Array<[TaskStatus, number]> = [];
+  for (const s of ALL_STATUSES) out.push([s, await countOf(engine, s)]);
+  return out;
+}
+
+async function countDue(engine: Engine): Promise<number> {
+  const now = engine.clock.now();
+  return countOf(engine, 'pending', (t) => t.runAt !== null && t.runAt <= now);
+}

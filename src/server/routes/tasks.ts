@@ -1,0 +1,118 @@
+/**
+ * @module server/routes/tasks
+ * The task routes: start (one or a batch), list, get, cancel, retry, pause, resume and signal.
+ * The actor of every command is the authenticated identity; nothing in a body can name another.
+ */
+import type { Engine, StartOptions, TaskStatus } from '../../index.ts';
+import type { Identity } from '../auth.ts';
+import { BatchBody, CancelBody, EmptyBody, ListQuery, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
+import { InvalidArgumentError } from '../../index.ts';
+import { errorResponse } from '../http-errors.ts';
+import { route, type RouteSpec } from './route.ts';
+import type { z } from 'zod';
+
+/** The actor recorded in the task's log for a request of `identity`. */
+export const actorOf = (identity: Identity): { kind: 'user'; id: string } => ({ kind: 'user', id: identity.name });
+
+/** The key of a start: the body's, the header's, or both when they agree. */
+function startKey(body: z.output<typeof StartBody>, header: string | undefined): string | undefined {
+  if (body.idempotencyKey !== undefined && header !== undefined && body.idempotencyKey !== header) {
+    throw new InvalidArgumentError('The Idempotency-Key header and the body\'s idempotencyKey differ: send one, or the same value in both.');
+  }
+  return body.idempotencyKey ?? header;
+}
+
+function startOptions(identity: Identity, body: z.output<typeof StartBody>, key: string | undefined): StartOptions {
+  return { by: actorOf(identity), ...(key !== undefined ? { idempotencyKey: key } : {}), ...(body.delayMs !== undefined ? { delay: body.delayMs } : {}) };
+}
+
+const id = { id: TaskId };
+
+export function taskRoutes(engine: Engine): RouteSpec[] {
+  return [
+    route({
+      method: 'post', path: '/api/tasks', summary: 'Start a task', permission: 'operate', body: StartBody, idempotency: 'engine',
+      responses: { 201: 'created', 200: 'the task of an idempotency key used before', 400: 'invalid input', 404: 'unknown workflow', 409: 'the key belongs to other work' },
+      async handle({ identity, body, idempotencyKey }) {
+        const key = startKey(body, idempotencyKey);
+        const handle = await engine.start(body.workflow, body.input, startOptions(identity, body, key));
+        return { status: handle.created ? 201 : 200, body: handle.toJSON() };
+      },
+    }),
+    route({
+      method: 'post', path: '/api/tasks/batch', summary: 'Start many tasks (each item like POST /api/tasks)', permission: 'operate', body: BatchBody, idempotency: 'engine',
+      responses: { 200: 'one result per item, in order: { task } or { error }', 400: 'invalid input' },
+      async handle({ identity, body, idempotencyKey }) {
+        // Each item is started on its own (one bad item does not stop the others); with a header
+        // key, an item without its own key gets `<key>:<index>`, so a retried batch creates nothing twice.
+        const results = [];
+        for (const [i, item] of body.tasks.entries()) {
+          const key = item.idempotencyKey ?? (idempotencyKey !== undefined ? `${idempotencyKey}:${i}` : undefined);
+          try {
+            const handle = await engine.start(item.workflow, item.input, startOptions(identity, item, key));
+            results.push({ task: handle.toJSON() });
+          } catch (e) {
+            const { status, body: err } = errorResponse(e);
+            if (status >= 500) throw e;
+            results.push({ status, ...err });
+          }
+        }
+        return { status: 200, body: { results } };
+      },
+    }),
+    route({
+      method: 'get', path: '/api/tasks', summary: 'List tasks, newest first', permission: 'read', query: ListQuery,
+      responses: { 200: '{ tasks, nextCursor }', 400: 'bad filter' },
+      async handle({ query }) {
+        const page = await engine.list({
+          ...(query.status?.length ? { status: query.status as TaskStatus[] } : {}),
+          ...(query.workflow !== undefined ? { workflow: query.workflow } : {}),
+          ...(query.limit !== undefined ? { limit: query.limit } : {}),
+          ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+        });
+        return { status: 200, body: page };
+      },
+    }),
+    route({
+      method: 'get', path: '/api/tasks/:id', summary: 'A task with its steps and event log', permission: 'read', params: id,
+      responses: { 200: 'the task', 404: 'unknown id' },
+      async handle({ params }) {
+        const [task, explanation] = await Promise.all([engine.get(params.id as string), engine.explain(params.id as string)]);
+        return { status: 200, body: { ...task, legalEvents: explanation.legalEvents, summary: explanation.summary } };
+      },
+    }),
+    route({
+      method: 'post', path: '/api/tasks/:id/cancel', summary: 'Cancel a task (a running one is cancelling until its step stops)', permission: 'operate',
+      params: id, body: CancelBody, idempotency: 'replay',
+      responses: { 200: 'the task after the command', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
+      async handle({ identity, params, body }) {
+        return { status: 200, body: await engine.cancel(params.id as string, { by: actorOf(identity), ...(body.reason ? { reason: body.reason } : {}) }) };
+      },
+    }),
+    ...(['retry', 'pause', 'resume'] as const).map((verb) =>
+      route({
+        method: 'post', path: `/api/tasks/:id/${verb}`, summary: `${verb[0]?.toUpperCase()}${verb.slice(1)} a task`, permission: 'operate',
+        params: id, body: EmptyBody, idempotency: 'replay',
+        responses: { 200: 'the task after the command', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
+        async handle({ identity, params }) {
+          return { status: 200, body: await engine[verb](params.id as string, { by: actorOf(identity) }) };
+        },
+      }),
+    ),
+    route({
+      method: 'post', path: '/api/tasks/:id/signals/:name', summary: 'Send a signal (ctx.waitForEvent receives it)', permission: 'operate',
+      params: { ...id, name: SignalName }, body: SignalBody, idempotency: 'engine',
+      responses: { 202: '{ created, delivered }', 400: 'invalid payload', 404: 'unknown id', 409: 'finished task, or reused key with another payload' },
+      async handle({ identity, params, body, idempotencyKey }) {
+        if (body.idempotencyKey !== undefined && idempotencyKey !== undefined && body.idempotencyKey !== idempotencyKey) {
+          throw new InvalidArgumentError('The Idempotency-Key header and the body\'s idempotencyKey differ: send one, or the same value in both.');
+        }
+        const key = body.idempotencyKey ?? idempotencyKey;
+        const res = await engine.signal(params.id as string, params.name as string, body.payload, {
+          by: actorOf(identity), ...(key !== undefined ? { idempotencyKey: key } : {}), ...(body.requireWaiting ? { requireWaiting: true } : {}),
+        });
+        return { status: 202, body: res };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,83 @@
+/**
+ * @module server/schemas
+ * The zod schemas of every request the API accepts: the same objects validate requests
+ * (`validate`) and generate the OpenAPI document (`openapi.ts`), so the two cannot disagree.
+ * The engine checks values again (sizes, text rules, workflow input schemas); these schemas
+ * catch wrong shapes and types first, with the path of the offending field.
+ */
+import { z } from 'zod';
+import { ALL_STATUSES, InvalidArgumentError } from '../index.ts';
+
+/** Task ids are 26 Crockford base32 characters; anything close enough is looked up, anything else refused. */
+export const TaskId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'a task id is 1-64 letters and digits');
+export const ApprovalId = z.string().regex(/^[0-9A-Za-z_-]{1,128}$/, 'an approval id is 1-128 letters, digits, "_" or "-"');
+export const SignalName = z.string().min(1).max(200).regex(/^[^|]+$/, 'a signal name has no "|"');
+const Key = z.string().min(1).max(255);
+/** The rule `workflow(name)` applies to names: a filter or start naming anything else cannot match. */
+export const WorkflowName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/, 'a workflow name is 1-200 letters, digits and . _ : / - (starting with a letter or digit)');
+
+/** Any JSON value: input, signal payloads and decision data are the workflow's business. */
+const Json = z.unknown().describe('any JSON value');
+
+export const StartBody = z
+  .object({
+    workflow: WorkflowName.describe('the registered workflow name'),
+    input: Json.optional(),
+    idempotencyKey: Key.optional().describe('same key → the first task is returned (201 then 200)'),
+    delayMs: z.number().int().min(0).max(3_155_760_000_000).optional().describe('do not run before this many milliseconds'),
+  })
+  .strict();
+
+export const BatchBody = z.object({ tasks: z.array(StartBody).min(1).max(100) }).strict();
+
+export const CancelBody = z.object({ reason: z.string().max(1000).optional() }).strict();
+export const EmptyBody = z.object({}).strict();
+
+export const SignalBody = z
+  .object({
+    payload: Json.optional(),
+    idempotencyKey: Key.optional(),
+    requireWaiting: z.boolean().optional().describe('refuse (409) unless the task waits for this signal'),
+  })
+  .strict();
+
+export const DecideBody = z
+  .object({
+    approve: z.boolean(),
+    comment: z.string().max(4000).optional(),
+    data: Json.optional().describe('edited data to continue with (an approval may accept it)'),
+  })
+  .strict();
+
+const StatusList = z
+  .string()
+  .max(200)
+  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+  .pipe(z.array(z.enum(ALL_STATUSES as unknown as [string, ...string[]])));
+
+export const ListQuery = z
+  .object({
+    status: StatusList.optional().describe('comma-separated statuses'),
+    workflow: WorkflowName.optional(),
+    limit: z.coerce.number().int().min(1).max(1000).optional(),
+    cursor: TaskId.optional().describe('nextCursor of the previous page'),
+  })
+  .strict();
+
+export const ApprovalsQuery = z
+  .object({
+    status: z.string().regex(/^[a-z_-]{1,30}$/, 'an approval status such as pending').optional(),
+    approver: z.string().min(1).max(200).optional(),
+    workflow: WorkflowName.optional(),
+    taskId: TaskId.optional(),
+    mine: z.enum(['true', 'false']).optional().describe('only approvals the caller may decide'),
+  })
+  .strict();
+
+/** Parses `value` with `schema`, or throws INVALID_ARGUMENT naming each bad field. */
+export function validate<S extends z.ZodType>(schema: S, value: unknown, what: string): z.output<S> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issues = r.error.issues.slice(0, 5).map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`);
+  throw new InvalidArgumentError(`Invalid ${what}: ${issues.join('; ')}.`);
+}

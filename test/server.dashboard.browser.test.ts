@@ -1,0 +1,127 @@
+// The dashboard in a real browser (Debian's Chromium through playwright-core) against a server
+// listening on a port, with a worker running the workflows in this process.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { workflow } from '../src/index.ts';
+import { createServer } from '../src/server/index.ts';
+import { EngineWithApprovals } from './support/approvals-adapter.ts';
+import { artifactPath, chromiumAvailable, launchChromium } from './support/browser.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gate, FAST, waitForStatus } from './support/engine.ts';
+import { TOKENS, tokenOf } from './support/server.ts';
+import { review } from './fixtures/server-workflows.ts';
+
+const hasChromium = chromiumAvailable();
+
+/** The step of `stubborn` ends only when the test says so after its cancel, so "cancelling…" lasts. */
+let letGo = gate();
+const stubborn = workflow('stubborn', async (ctx) => {
+  await ctx.step('prepare', () => 'ready');
+  await ctx.step('generate', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => void letGo.promise.then(() => reject(signal.reason as Error)))));
+});
+
+describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
+  let browser: Browser;
+  let engine: EngineWithApprovals;
+  let url: string;
+  let close: () => Promise<void>;
+  // One database for the file's tests (the per-test helpers remove theirs after each test).
+  const dir = mkdtempSync(join(tmpdir(), 'stepwise-dashboard-'));
+
+  beforeAll(async () => {
+    engine = new EngineWithApprovals({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn] });
+    await engine.worker({ ...FAST, leaseMs: 10_000 }).start();
+    const server = createServer(engine, { tokens: TOKENS });
+    ({ url, close } = await server.listen({ port: 0, hostname: '127.0.0.1' }));
+    browser = await launchChromium();
+  }, 60_000);
+
+  afterAll(async () => {
+    letGo.open();
+    await browser?.close();
+    await close?.();
+    await engine?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function signIn(name: string): Promise<Page> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${url}/`);
+    expect(page.url()).toBe(`${url}/login`);
+    await page.fill('input[name=token]', tokenOf(name));
+    await page.click('button[type=submit]');
+    await page.waitForURL(`${url}/`);
+    await page.waitForSelector('h1:text("Tasks")');
+    return page;
+  }
+
+  it('approves a waiting task with edited data and watches it finish', async () => {
+    const t = await engine.start(review, { title: 'solar sails' });
+    await waitForStatus(engine, t.id, 'waiting');
+    const page = await signIn('alice');
+    await page.click('a[data-view=mine]');
+    await page.waitForSelector(`tr[data-task="${t.id}"]`);
+    await page.screenshot({ path: artifactPath('dashboard-list.png'), fullPage: true });
+    await page.click(`a[href="/tasks/${t.id}"]`);
+    await page.waitForSelector(`section.task[data-task="${t.id}"] .badge[data-status=waiting]`);
+    await page.waitForSelector('body[data-live-ready=true]');
+    await page.fill(`[data-approval="${t.id}"] textarea[name=comment]`, 'Looks good with a better title');
+    await page.fill(`[data-approval="${t.id}"] textarea[name=data]`, JSON.stringify({ text: 'Solar sails, edited by alice' }));
+    await page.screenshot({ path: artifactPath('dashboard-task-approval.png'), fullPage: true });
+    await page.click(`[data-approval="${t.id}"] button[data-decide=approve]`);
+    // Live: the page follows the task's log and shows it finish without a reload.
+    await page.waitForSelector('section.task h1 .badge[data-status=succeeded]', { timeout: 20_000 });
+    expect(await page.textContent('pre.output')).toContain('Solar sails, edited by alice');
+    expect(await page.locator('tr[data-step=publish]').count()).toBe(1);
+    await page.screenshot({ path: artifactPath('dashboard-task.png'), fullPage: true });
+    const info = await engine.get(t.id);
+    expect(info.history.find((e) => e.type === 'signal:received')?.actor).toEqual({ kind: 'user', id: 'alice' });
+    await page.context().close();
+  });
+
+  it('cancels a running task: shows "cancelling…" until it is cancelled', async () => {
+    letGo = gate();
+    const t = await engine.start(stubborn);
+    const page = await signIn('oscar');
+    await page.goto(`${url}/tasks/${t.id}`);
+    await page.waitForSelector('body[data-live-ready=true]');
+    // The page turns to running by itself when the worker claims the task.
+    await page.waitForSelector('section.task h1 .badge[data-status=running]', { timeout: 20_000 });
+    await page.waitForSelector('button[data-action=cancel]');
+    await page.click('button[data-action=cancel]');
+    const badge = page.locator('section.task h1 .badge');
+    await page.waitForSelector('section.task h1 .badge[data-status=cancelling]');
+    expect(await badge.textContent()).toBe('cancelling…');
+    expect((await engine.get(t.id)).status).toBe('cancelling');
+    letGo.open();
+    await page.waitForSelector('section.task h1 .badge[data-status=cancelled]', { timeout: 20_000 });
+    expect(await badge.textContent()).toBe('cancelled');
+    expect(await page.locator('button[data-action]').count()).toBe(0);
+    await page.context().close();
+  });
+
+  it('shows a viewer no action buttons and refuses a forged POST from its session', async () => {
+    const t = await engine.start(review, { title: 'forgery' });
+    await waitForStatus(engine, t.id, 'waiting');
+    const page = await signIn('vera');
+    await page.goto(`${url}/tasks/${t.id}`);
+    await page.waitForSelector('section.task .badge[data-status=waiting]');
+    expect(await page.locator('button[data-action]').count()).toBe(0);
+    expect(await page.locator('button[data-decide]').count()).toBe(0);
+    const forged = await page.evaluate(async (id) => {
+      const withHeader = await fetch(`/api/tasks/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: '{}' });
+      const decide = await fetch(`/api/approvals/${id}/decide`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: '{"approve":true}' });
+      const noHeader = await fetch(`/api/tasks/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      return [withHeader.status, decide.status, noHeader.status, (await withHeader.json()) as { error: { code: string } }] as const;
+    }, t.id);
+    expect(forged.slice(0, 3)).toEqual([403, 403, 403]);
+    expect(forged[3].error.code).toBe('FORBIDDEN');
+    const info = await engine.get(t.id);
+    expect(info.status).toBe('waiting');
+    expect(info.history.filter((e) => e.actor.id === 'vera')).toEqual([]);
+    await page.context().close();
+  });
+});

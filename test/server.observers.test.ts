@@ -1,0 +1,91 @@
+// The operators' observers on a real engine and worker: pino JSON logs, and OpenTelemetry spans
+// recorded by a small tracer written against @opentelemetry/api (the API's own context handling runs).
+import { describe, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { trace, type Attributes, type Context, type Span, type SpanOptions, type SpanStatus, type Tracer } from '@opentelemetry/api';
+import { workflow } from '../src/index.ts';
+import { createLogObserver, createTracingObserver } from '../src/server/index.ts';
+import { makeEngine, startWorker } from './support/engine.ts';
+
+interface Recorded {
+  name: string;
+  attributes: Attributes;
+  parent: Recorded | null;
+  status: SpanStatus | null;
+  exceptions: number;
+  ended: boolean;
+}
+
+/** A tracer that keeps its spans; the parent is what the API's context carries. */
+function recordingTracer(): { tracer: Tracer; spans: Recorded[] } {
+  const spans: Recorded[] = [];
+  const byContext = new WeakMap<object, Recorded>();
+  const tracer = {
+    startSpan(name: string, options: SpanOptions = {}, ctx?: Context): Span {
+      const parentSpan = ctx ? trace.getSpan(ctx) : undefined;
+      const r: Recorded = { name, attributes: { ...(options.attributes ?? {}) }, parent: parentSpan ? (byContext.get(parentSpan) ?? null) : null, status: null, exceptions: 0, ended: false };
+      spans.push(r);
+      const span: Span = {
+        spanContext: () => ({ traceId: '0'.repeat(32), spanId: String(spans.length).padStart(16, '0'), traceFlags: 1 }),
+        setAttribute: (k, v) => ((r.attributes[k] = v), span),
+        setAttributes: (a) => (Object.assign(r.attributes, a), span),
+        addEvent: () => span,
+        addLink: () => span,
+        addLinks: () => span,
+        setStatus: (s) => ((r.status = s), span),
+        updateName: () => span,
+        end: () => void (r.ended = true),
+        isRecording: () => !r.ended,
+        recordException: () => void r.exceptions++,
+      };
+      byContext.set(span, r);
+      return span;
+    },
+    startActiveSpan: () => {
+      throw new Error('not used');
+    },
+  } as unknown as Tracer;
+  return { tracer, spans };
+}
+
+describe('operator observers', () => {
+  it('logs every transition with its actor and every attempt as JSON, and traces task → step → attempt', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const sink = new Writable({ write(chunk: Buffer, _e, done) { for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>); done(); } });
+    const logger = pino({ level: 'info' }, sink);
+    const { tracer, spans } = recordingTracer();
+    let calls = 0;
+    const flaky = workflow('flaky', async (ctx) => {
+      await ctx.step('fetch', () => {
+        if (++calls === 1) throw new Error('upstream 503');
+        return 'ok';
+      }, { retry: { maxAttempts: 3, initialDelay: 1, jitter: false } });
+      return 'done';
+    });
+    const engine = makeEngine({ workflows: [flaky], observers: [createLogObserver(logger), await createTracingObserver({ tracer })] });
+    await startWorker(engine);
+    const t = await engine.start(flaky, undefined, { by: 'ada' });
+    expect(await t.result()).toBe('done');
+    await engine.close();
+
+    const transitions = lines.filter((l) => l.msg === 'transition');
+    expect(transitions[0]).toMatchObject({ taskId: t.id, event: 'create', to: 'pending', actor: { kind: 'user', id: 'ada' } });
+    expect(transitions.map((l) => l.event)).toEqual(expect.arrayContaining(['create', 'claim', 'complete']));
+    expect(lines.find((l) => l.msg === 'step attempt failed, retrying')).toMatchObject({ taskId: t.id, workflow: 'flaky', step: 'fetch', attempt: 1, error: { message: 'upstream 503' } });
+    expect(lines.find((l) => l.msg === 'step completed')).toMatchObject({ taskId: t.id, step: 'fetch', attempt: 2 });
+
+    const task = spans.filter((s) => s.name === 'stepwise.task flaky');
+    expect(task.length).toBeGreaterThanOrEqual(1);
+    const step = spans.find((s) => s.name === 'stepwise.step fetch') as Recorded;
+    expect(task).toContain(step.parent);
+    expect(step.attributes['gen_ai.operation.name']).toBe('execute_tool');
+    const attempts = spans.filter((s) => s.name.startsWith('stepwise.attempt fetch'));
+    expect(attempts.map((a) => a.attributes['stepwise.attempt'])).toEqual([1, 2]);
+    expect(attempts.every((a) => a.parent === step)).toBe(true);
+    expect(attempts[0]?.exceptions).toBe(1);
+    expect(attempts[0]?.status?.code).toBe(2);
+    expect(spans.every((s) => s.ended)).toBe(true);
+    expect(task[0]?.attributes).toMatchObject({ 'stepwise.task.id': t.id, 'gen_ai.agent.name': 'flaky', 'gen_ai.operation.name': 'invoke_agent' });
+  });
+});
