@@ -17,3 +17,18 @@ export const threeSteps = workflow('bench-three-steps', async (ctx) => {
 
 /** Returns the time its first step began: for wake-up latency (start → first step running). */
 export const stamp = workflow('bench-stamp', async (ctx) => ctx.step('began', () => Date.now()));
+
+/**
+ * A step that waits for its AbortSignal and, when it fires, appends the time (ms, sub-ms precision,
+ * comparable across processes on one machine) to the file named in the input: for cancel latency.
+ */
+export const cancellable = workflow('bench-cancellable', async (ctx, input: { log: string }) => {
+  const { appendFileSync } = await import('node:fs');
+  await ctx.step('wait', ({ signal, taskId }) => new Promise((_resolve, reject) => {
+    appendFileSync(input.log, `started ${taskId} ${performance.timeOrigin + performance.now()}\n`);
+    signal.addEventListener('abort', () => {
+      appendFileSync(input.log, `aborted ${taskId} ${performance.timeOrigin + performance.now()}\n`);
+      reject(signal.reason as Error);
+    }, { once: true });
+  }));
+});

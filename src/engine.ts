@@ -30,6 +30,8 @@ import { jsonEqual } from './json-equal.ts';
 import { ResultWaiters } from './result-waiters.ts';
 import { StartBatcher, type Inserted } from './start-batcher.ts';
 import { batchWakeOfRows, planStart, startResult, type PlannedStart, type StartContext, type StartManyItem } from './start-plan.ts';
+import { retryDeadline, taskDeadline } from './failure/deadline.ts';
+import { planRetryFrom } from './failure/retry-from.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Budget } from './ai/usage.ts';
 import { Idempotency } from './idempotency/run.ts';
@@ -99,6 +101,19 @@ export interface StartOptions extends CommandOptions {
   delay?: Duration;
   /** This task's spending limit over its model calls, instead of the workflow's `budget`. */
   budget?: Budget;
+  /**
+   * When the task must be finished (a Date or ms since the epoch): a run past it fails the task
+   * with DEADLINE_EXCEEDED, firing the running step's signal. With a workflow `timeout` too, the
+   * earlier of the two applies.
+   */
+  deadline?: Date | number;
+}
+
+export interface RetryTaskOptions extends CommandOptions {
+  /** Run again from this step (a step id: `name`, or `name#2` for its second call), forgetting it and every later call. */
+  fromStep?: string;
+  /** A new deadline for the retried task (a Date or ms since the epoch). */
+  deadline?: Date | number;
 }
 
 export interface StartResult {
@@ -455,24 +470,38 @@ export class Engine {
     return toSummary(row);
   }
 
-  /** Runs a failed task again from the step that failed; completed steps are not re-run. */
-  async retry(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
+  /**
+   * Runs a failed task again from the step that failed (or from `fromStep`, forgetting it and every
+   * later call); completed steps before it are not re-run. `deadline` gives the retried task a new
+   * deadline; without it, a deadline that has passed is lifted.
+   */
+  async retry(id: string, options: RetryTaskOptions = {}): Promise<TaskSummary> {
     const store = await this.ready();
+    const newDeadline = options.deadline === undefined ? undefined : taskDeadline(this.clock.now(), options.deadline, undefined);
     const row = await this.#command(id, 'retry', options.by, async (task) => {
       const journal = await store.getSteps(id);
+      const deadline = retryDeadline(task, newDeadline, this.clock.now());
+      if (options.fromStep !== undefined) {
+        const from = planRetryFrom(journal, options.fromStep, id);
+        return {
+          set: { error: null, incrementRetries: true, ...deadline },
+          deleteSteps: from.deleteSteps,
+          detail: { retry: task.retries + 1, fromStep: options.fromStep, forgotten: from.forgotten },
+        };
+      }
       // A signal sent to the failed task replaces the one an event wait had received (a payload
       // the workflow could not handle): that wait and everything after it run again.
       const replaced = replacedWait(journal, await store.getSignals(id));
       if (replaced) {
         const after = journal.filter((s) => s.seq === replaced.seq || (s.seq > replaced.seq && (s.done === null || (replaced.done !== null && s.done > replaced.done))));
         return {
-          set: { error: null, incrementRetries: true },
+          set: { error: null, incrementRetries: true, ...deadline },
           deleteSteps: after.map((s) => s.seq),
           detail: { retry: task.retries + 1, fromStep: replaced.name, replacedSignal: true, forgotten: after.map((s) => s.name) },
         };
       }
       const failure = retryPoint(task, journal);
-      if (!failure) return { set: { error: null, incrementRetries: true }, detail: { retry: task.retries + 1, fromStep: null } };
+      if (!failure) return { set: { error: null, incrementRetries: true, ...deadline }, detail: { retry: task.retries + 1, fromStep: null } };
       // The failed step runs again with a fresh attempt budget (its error stays as `lastError`),
       // and what the code did after receiving that failure (a compensation, a log step, a wait)
       // is forgotten: on retry the code takes that path again only if the step fails again. A
@@ -483,7 +512,7 @@ export class Engine {
       );
       const reset: StepRow = { ...failure, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null, done: null };
       return {
-        set: { error: null, incrementRetries: true },
+        set: { error: null, incrementRetries: true, ...deadline },
         steps: [reset],
         deleteSteps: after.map((s) => s.seq),
         detail: { retry: task.retries + 1, fromStep: failure.name, forgotten: after.map((s) => s.name) },

@@ -42,6 +42,14 @@ export const ERROR_CODES = Object.freeze({
   BUDGET_EXCEEDED: 'BUDGET_EXCEEDED',
   /** Another caller is running the operation of this idempotency key right now (`whileRunning: 'error'`). */
   IDEMPOTENCY_IN_PROGRESS: 'IDEMPOTENCY_IN_PROGRESS',
+  /** A step's output failed its schema (`output` option); a repair attempt may fix it. */
+  OUTPUT_INVALID: 'OUTPUT_INVALID',
+  /** Step code asked for a repair attempt (a business error another attempt may fix given the error). */
+  REPAIRABLE: 'REPAIRABLE',
+  /** The task ran past its deadline (`workflow(…, { timeout })`, `engine.start(…, { deadline })`). */
+  DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
+  /** A compensation (or cancel cleanup) failed for good: the task's effects need manual cleanup. */
+  COMPENSATION_FAILED: 'COMPENSATION_FAILED',
 } as const);
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
@@ -79,6 +87,10 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   SCHEMA_MISMATCH: 500,
   BUDGET_EXCEEDED: 402,
   IDEMPOTENCY_IN_PROGRESS: 409,
+  OUTPUT_INVALID: 422,
+  REPAIRABLE: 422,
+  DEADLINE_EXCEEDED: 504,
+  COMPENSATION_FAILED: 409,
 });
 
 /** The HTTP status for an error: its code's entry in {@link HTTP_STATUS}, 500 for anything else. */
@@ -290,6 +302,77 @@ export class BudgetExceededError extends StepwiseError {
     this.limit = limit;
     this.budget = budget;
     this.projected = projected;
+  }
+}
+
+/**
+ * Throw from step code for a business error another attempt may fix when told what was wrong (a
+ * model's answer that breaks a rule): it uses the step's `repair` budget, not its retries, and
+ * the next attempt receives it as `lastError` and `output` as `lastOutput`.
+ */
+export class RepairableError extends StepwiseError {
+  readonly failureKind = 'repair' as const;
+  /** The output that was wrong (JSON data), handed to the next attempt as `lastOutput`. */
+  readonly output: unknown;
+  constructor(message: string, options: StepwiseErrorOptions & { output?: unknown } = {}) {
+    super(ERROR_CODES.REPAIRABLE, message, { cause: options.cause, retryable: true });
+    this.name = 'RepairableError';
+    this.output = options.output;
+  }
+}
+
+/** One problem a schema found in a value (Standard Schema's issue: a message and a path). */
+export interface OutputIssue {
+  message: string;
+  path?: Array<string | number>;
+}
+
+/** A step's output failed its `output` schema; `issues` say why, `output` is what was returned. */
+export class OutputInvalidError extends StepwiseError {
+  readonly failureKind = 'repair' as const;
+  readonly stepName: string;
+  readonly issues: OutputIssue[];
+  readonly output: unknown;
+  constructor(stepName: string, issues: OutputIssue[], output: unknown) {
+    const list = issues.slice(0, 5).map((i) => (i.path?.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ');
+    super(ERROR_CODES.OUTPUT_INVALID, `The output of step "${stepName}" does not match its schema: ${list}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`, { retryable: true });
+    this.name = 'OutputInvalidError';
+    this.stepName = stepName;
+    this.issues = issues;
+    this.output = output;
+  }
+}
+
+/** The task ran past its deadline: the running step's signal fired and the task failed. Not retried. */
+export class DeadlineExceededError extends StepwiseError {
+  readonly taskId: string;
+  readonly deadline: number;
+  constructor(taskId: string, deadline: number) {
+    super(ERROR_CODES.DEADLINE_EXCEEDED, `Task ${taskId} ran past its deadline (${new Date(deadline).toISOString()}).`);
+    this.name = 'DeadlineExceededError';
+    this.taskId = taskId;
+    this.deadline = deadline;
+  }
+}
+
+/**
+ * Compensations (or `onCancel` cleanups) failed for good after the task failed or was cancelled:
+ * what they should have undone is still done. `cause` is the task's original error; `failures`
+ * name each step whose compensation failed, with its error.
+ */
+export class CompensationFailedError extends StepwiseError {
+  readonly taskId: string;
+  readonly failedCompensations: string;
+  constructor(taskId: string, original: Error | null, failures: ReadonlyArray<{ step: string; error: Error }>) {
+    const list = failures.map((f) => `${f.step === 'onCancel' ? 'onCancel cleanup' : `compensation of "${f.step}"`}: ${f.error.message}`).join('; ');
+    super(
+      ERROR_CODES.COMPENSATION_FAILED,
+      `Task ${taskId}${original ? ` failed (${original.message}) and` : ''} could not be fully undone: ${list}. Manual cleanup is needed.`,
+      original ? { cause: original } : {},
+    );
+    this.name = 'CompensationFailedError';
+    this.taskId = taskId;
+    this.failedCompensations = failures.map((f) => f.step).join(', ');
   }
 }
 

@@ -8,7 +8,7 @@
 // Defining workflows
 export { workflow, isWorkflow } from './workflow.ts';
 export type {
-  Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema,
+  Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema, StandardSchemaLike, StandardResult, ForEachOptions,
   EventResult, WaitForEventOptions, JsonSafe, UsageReport, TransactionOptions,
 } from './workflow.ts';
 export type { Transaction } from './transaction-types.ts';
@@ -16,7 +16,7 @@ export type { Transaction } from './transaction-types.ts';
 // Running them
 export { Engine, TaskHandle } from './engine.ts';
 export type { StartManyItem } from './start-plan.ts';
-export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
+export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, RetryTaskOptions, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
 export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';
@@ -58,6 +58,15 @@ export {
   ForbiddenError, ConflictError, PayloadTooLargeError, IdempotencyInProgressError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';
+
+// Failure handling: error classification, output validation
+export { RepairableError, OutputInvalidError, DeadlineExceededError, CompensationFailedError } from './errors.ts';
+export type { OutputIssue } from './errors.ts';
+export { classifyDefault, classifyError, isRetryableStatus, retryAfterMsOf } from './failure/classify.ts';
+export type { ErrorClass, FailureKind, ClassifyResult, Classifier } from './failure/classify.ts';
+export { validateOutput } from './failure/validate.ts';
+export { failedAttempts, describeClass } from './failure/attempts.ts';
+export type { FailedAttempt } from './failure/attempts.ts';
 
 // Time, retries, stores
 export { systemClock } from './clock.ts';

@@ -3,6 +3,8 @@
  * Step retry policy: bounded attempts, exponential backoff with full jitter (a uniformly random
  * delay between 0 and min(maxDelay, initialDelay × factor^(attempt-1))), a retryable predicate,
  * and an error's own `retryAfterMs` (e.g. from HTTP Retry-After) taking precedence when present.
+ * Whether an error is worth retrying at all is the engine's classification (`failure/classify.ts`);
+ * `retryIf` can only narrow it (a step's `classify` hook is the way to widen it).
  */
 import { InvalidArgumentError, isRetryable } from './errors.ts';
 import { toMs, type Duration } from './duration.ts';
@@ -19,8 +21,9 @@ export interface RetryOptions {
   /** Full jitter (random delay in [0, computed]); `false` waits exactly the computed delay. @defaultValue true */
   jitter?: boolean;
   /**
-   * Decides whether an error is worth another attempt. The default retries everything except
-   * errors that say `retryable: false` (such as {@link NonRetryableError}).
+   * Narrows which errors get another attempt, among those the engine classifies as retryable
+   * (network errors, 408/409/429/5xx, errors that say `retryable: true`, unknown errors). To retry
+   * an error the classifier calls permanent, use the step's `classify` hook.
    */
   retryIf?: (error: unknown, attempt: number) => boolean;
 }
@@ -32,6 +35,8 @@ export interface RetryPolicy {
   readonly maxDelayMs: number;
   readonly jitter: boolean;
   readonly retryIf: (error: unknown, attempt: number) => boolean;
+  /** The user's own `retryIf`, applied after the classification (absent: the class decides). */
+  readonly userRetryIf?: (error: unknown, attempt: number) => boolean;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = Object.freeze({
@@ -59,12 +64,18 @@ export function resolveRetry(opts: RetryOptions | number | undefined, base: Retr
     jitter: o.jitter ?? base.jitter,
     // A user predicate never overrides an explicit NonRetryableError.
     retryIf: userIf ? (err, attempt) => isRetryable(err) && userIf(err, attempt) : base.retryIf,
+    ...(userIf ? { userRetryIf: userIf } : base.userRetryIf ? { userRetryIf: base.userRetryIf } : {}),
   };
 }
 
-/** Whether attempt number `attempt` (1-based) that failed with `error` gets another attempt. */
-export function shouldRetry(policy: RetryPolicy, error: unknown, attempt: number): boolean {
-  return attempt < policy.maxAttempts && policy.retryIf(error, attempt);
+/**
+ * Whether attempt number `attempt` (1-based) that failed with `error` gets another attempt. With
+ * the error's class (`retryable`), the class decides and the user's `retryIf` may only narrow it.
+ */
+export function shouldRetry(policy: RetryPolicy, error: unknown, attempt: number, cls?: { retryable: boolean }): boolean {
+  if (attempt >= policy.maxAttempts) return false;
+  if (!cls) return policy.retryIf(error, attempt);
+  return cls.retryable && (policy.userRetryIf ? policy.userRetryIf(error, attempt) : true);
 }
 
 /** Delay before the attempt after `attempt`, in ms. `random` is injectable for tests. */

@@ -5,6 +5,7 @@
  * prototype) so that a replayed step returns exactly what the first run returned; and it turns
  * errors into JSON and back, keeping `name`, `message`, `code`, `stack`, `retryable` and `cause`.
  */
+import { classOf, rememberClass, type ErrorClass } from './failure/classify.ts';
 import { ERROR_CODES, NotSerializableError, StepwiseError, coerceError, type ErrorCode } from './errors.ts';
 
 /**
@@ -105,12 +106,17 @@ export interface SerializedError {
   stack?: string;
   retryable?: boolean;
   retryAfterMs?: number;
+  /**
+   * How the engine classified the error when a step attempt failed with it: its kind
+   * (`transient`, `permanent`, `repair`), what told the classifier, the HTTP status, Retry-After.
+   */
+  class?: ErrorClass;
   /** Extra own enumerable fields of the error that were JSON data (`status`, `stepName`, …). */
   data?: Record<string, unknown>;
   cause?: SerializedError;
 }
 
-const SKIP_FIELDS = new Set(['name', 'message', 'code', 'stack', 'retryable', 'retryAfterMs', 'cause']);
+const SKIP_FIELDS = new Set(['name', 'message', 'code', 'stack', 'retryable', 'retryAfterMs', 'cause', 'failureKind']);
 
 export function serializeError(e: unknown, depth = 0): SerializedError {
   const err = coerceError(e);
@@ -120,11 +126,22 @@ export function serializeError(e: unknown, depth = 0): SerializedError {
   if (typeof err.stack === 'string') out.stack = err.stack;
   if (typeof anyErr.retryable === 'boolean') out.retryable = anyErr.retryable;
   if (typeof anyErr.retryAfterMs === 'number') out.retryAfterMs = anyErr.retryAfterMs;
+  const cls = classOf(err);
+  if (cls) {
+    out.class = cls;
+    out.retryable ??= cls.retryable;
+    if (cls.retryAfterMs !== undefined) out.retryAfterMs ??= cls.retryAfterMs;
+  }
   const data: Record<string, unknown> = {};
+  const repair = (err as { failureKind?: unknown }).failureKind === 'repair';
   for (const [k, v] of Object.entries(err)) {
     if (SKIP_FIELDS.has(k)) continue;
     if (v === null || ['string', 'number', 'boolean'].includes(typeof v)) data[k] = v;
+    // A repair error keeps its wrong output and its issues: the next attempt (maybe in another
+    // process) receives them as `lastOutput` and `lastError.issues`.
+    else if (repair && (k === 'output' || k === 'issues') && v !== undefined && isPlainJson(v, new Set())) data[k] = v;
   }
+  if (repair) data.failureKind = 'repair';
   if (Object.keys(data).length) out.data = data;
   if (err.cause !== undefined && depth < 5) out.cause = serializeError(err.cause, depth + 1);
   return out;
@@ -149,6 +166,7 @@ export function deserializeError(s: SerializedError): Error {
   if (s.retryAfterMs !== undefined) (err as Error & { retryAfterMs?: number }).retryAfterMs = s.retryAfterMs;
   if (s.stack !== undefined) err.stack = s.stack;
   if (s.data) Object.assign(err, s.data);
+  if (s.class) rememberClass(err, s.class);
   return err;
 }
 

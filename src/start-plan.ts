@@ -22,6 +22,7 @@ import { planCreation } from './transitions.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Inserted } from './start-batcher.ts';
 import { startUsage } from './ai/start-usage.ts';
+import { taskDeadline } from './failure/deadline.ts';
 import type { Budget } from './ai/usage.ts';
 
 const KEY_MAX = 255;
@@ -39,6 +40,8 @@ export interface StartManyItem {
   by?: string | Actor;
   /** This task's spending limit over its model calls, instead of the workflow's `budget`. */
   budget?: Budget;
+  /** When the task must be finished (a Date or ms since the epoch); see `StartOptions.deadline`. */
+  deadline?: Date | number;
 }
 
 export interface StartContext {
@@ -66,7 +69,7 @@ export async function planStart(
   c: StartContext,
   workflow: string | Workflow<unknown, unknown, unknown>,
   input: unknown,
-  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget },
+  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number },
 ): Promise<PlannedStart> {
   const name = typeof workflow === 'string' ? workflow : workflow?.name;
   if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
@@ -107,11 +110,12 @@ export async function planStart(
   const now = c.clock.now();
   const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
   const usage = startUsage(options.budget);
+  const deadlineAt = taskDeadline(now, options.deadline, def?.options.timeout);
   const id = newId(now);
   return {
     name,
     task: {
-      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, usage,
+      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, usage, deadlineAt,
       notify: { reason: 'task', taskId: id, workflow: name },
       ...planCreation(actor),
     },

@@ -68,6 +68,8 @@ export interface TaskRow {
   progress: string | null;
   /** Model usage so far, the calls in flight and the task's budget (JSON, see `src/ai/usage.ts`), or null. */
   usage: string | null;
+  /** When the task must be finished (ms), or null: a run past it fails the task (DEADLINE_EXCEEDED). */
+  deadlineAt: number | null;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';
@@ -173,6 +175,8 @@ export interface TaskPatch {
   waitEvents?: readonly string[] | null;
   cancelReason?: string | null;
   finishedAt?: number | null;
+  /** A new deadline (a retry may lift or move it). */
+  deadlineAt?: number | null;
   /** `true` adds one to `retries`. */
   incrementRetries?: boolean;
 }
@@ -261,6 +265,8 @@ export interface NewTask {
   idempotencyKey: string | null;
   runAt: number;
   createdAt: number;
+  /** When the task must be finished (ms), or null. */
+  deadlineAt?: number | null;
   /** The status it starts in (the lifecycle's `CREATION`). */
   status: TaskStatus;
   /** The initial `usage` column (a per-start budget), or null. */

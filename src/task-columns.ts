@@ -73,6 +73,7 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('finishedAt', 'finished_at', 'bigint', numOrNull, {}),
   c('progress', 'progress', 'text', strOrNull),
   c('usage', 'usage', 'text', strOrNull),
+  c('deadlineAt', 'deadline_at', 'bigint', numOrNull, {}),
 ]);
 
 /** The columns a patch field writes directly (`clearLease` and `incrementRetries` are derived below). */

@@ -39,6 +39,8 @@ interface TaskSummaryBase {
   cancelReason: string | null;
   /** What a running step last reported (`step.progress()`), with the step's id and when. */
   progress: { done?: number; total?: number; note?: string; step: string | null; at: number } | null;
+  /** When the task must be finished (ms), or null (see `engine.start(…, { deadline })`, `workflow(…, { timeout })`). */
+  deadline: number | null;
   /**
    * Model usage so far (`stepwise-engine/ai` calls and `ctx.usage` reports): tokens, cost and
    * attempts for the task and per step id, every attempt counted (failed, cancelled and
@@ -108,6 +110,7 @@ export function toSummary(row: TaskRow): TaskSummary {
     cancelReason: row.cancelReason,
     progress: row.progress ? (JSON.parse(row.progress) as TaskSummaryBase['progress']) : null,
     usage: taskUsage(row.usage),
+    deadline: row.deadlineAt ?? null,
   };
   if (row.status === 'succeeded') return { ...base, status: 'succeeded', output: decodeJson(row.output) };
   if (row.status === 'failed') {

@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from './errors.ts';
 import { resolveRetry } from './retry.ts';
+import { toMs } from './duration.ts';
 import { checkText } from './text-rules.ts';
 import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
@@ -12,6 +13,7 @@ import type { SerializedError } from './serialize.ts';
 import { checkBudget, type AttemptOutcome, type Budget, type PriceTable, type TokenCounts } from './ai/usage.ts';
 import type { Transaction } from './transaction-types.ts';
 import type { VerifyAnswer, VerifyContext } from './idempotency/at-most-once.ts';
+import type { Classifier } from './failure/classify.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -33,6 +35,11 @@ export interface StepContext {
   readonly attempt: number;
   /** The error of the previous attempt, so that a retry can repair instead of repeating. */
   readonly lastError: Error | undefined;
+  /**
+   * The output the previous attempt produced when it was refused (an `OutputInvalidError` from the
+   * step's `output` schema, or a `RepairableError` with `output`): re-prompt with it and `lastError`.
+   */
+  readonly lastOutput: unknown;
   readonly taskId: string;
   /** The step id: the name, with `#n` from its second occurrence on. */
   readonly stepName: string;
@@ -53,6 +60,39 @@ export interface StepOptions {
   retry?: RetryOptions | number;
   /** Per-attempt time limit: the step's signal fires and the attempt fails with StepTimeoutError. */
   timeout?: Duration;
+  /**
+   * Overrides the engine's classification of a failed attempt: return `'transient'` (retry),
+   * `'permanent'` (fail now), `'repair'` (use the repair budget), `{ kind, retryAfterMs }`, or
+   * `undefined` for the default (HTTP status, network errors, Retry-After, `retryable`).
+   */
+  classify?: Classifier;
+  /**
+   * Repair attempts for business errors (an output that fails `output`, a `RepairableError`),
+   * counted apart from `retry`: the next attempt runs at once with `lastError` and `lastOutput`.
+   * @defaultValue no repair: such an error fails the step
+   */
+  repair?: { maxAttempts: number } | number;
+  /**
+   * A schema the output must match (any Standard Schema: zod 3.24+/4, valibot, arktype). The
+   * validated value is what is recorded; an invalid output is an `OutputInvalidError` (repaired per
+   * `repair`, then failing the step with the issues attached).
+   */
+  output?: StandardSchemaLike;
+  /**
+   * When the step fails for good: `'fail'` hands the code a StepFailedError (the default);
+   * `'skip'` records the step as skipped and returns `fallback` instead; `'ask'` (park for a person
+   * to decide) needs the approvals capability and is refused until it is available.
+   */
+  onExhausted?: 'fail' | 'skip' | 'ask';
+  /** The output of a skipped step (`onExhausted: 'skip'`): JSON data. */
+  fallback?: unknown;
+  /**
+   * Undoes the step (saga): when the task fails for good or is cancelled, the compensations of
+   * its completed steps run in reverse order, each as a durable, retried step named
+   * `compensate:<step>` that receives the step's output. Make it idempotent (it may run again
+   * after a crash); its step context has its own idempotency key.
+   */
+  compensate?: (output: any, step: StepContext) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
   /**
    * A business key: the step's identity comes from the operation, not the task
    * (`'report:2026-12-01:daily'`, or a function of the workflow's input). The step's
@@ -86,6 +126,17 @@ export interface TransactionOptions {
   /** Retry policy of a failed attempt (each attempt rolled back first). Defaults to the workflow's, else 3 attempts. */
   retry?: RetryOptions | number;
 }
+
+/** The part of the Standard Schema interface Stepwise uses: `~standard.validate`. */
+export interface StandardSchemaLike {
+  readonly '~standard': {
+    readonly validate: (value: unknown) => StandardResult | Promise<StandardResult>;
+  };
+}
+
+export type StandardResult =
+  | { readonly value: unknown; readonly issues?: undefined }
+  | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined }> };
 
 export interface WaitForEventOptions {
   /** Give up after this long and return `{ timedOut: true }`. Without it, waits until a signal arrives. */
@@ -135,6 +186,24 @@ export interface WorkflowContext {
   /** Reports progress between steps (see {@link StepContext.progress}). */
   progress(progress: Progress): void;
   /**
+   * Registers cleanup for a cancel: after the task is cancelled and its steps have stopped, `fn`
+   * runs in a scope that the cancel does not interrupt, with its own deadline (the workflow's
+   * `cleanupTimeout`); it may call `ctx.step` (recorded in the log as usual). Registered again on
+   * every run (call it before the work it cleans up after).
+   * @example
+   * ctx.onCancel(async () => { await ctx.step('release-lock', () => locks.release(id)); });
+   */
+  onCancel(fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown): void;
+  /**
+   * A long loop with durable progress: `items` in chunks of `chunkSize`, each chunk one
+   * checkpointed step (`<name>:<first>-<last>`) holding its items' results, up to `concurrency`
+   * items at once. A crash or cancel loses at most the chunk in progress. Returns every result in
+   * item order. `items` must be the same on every run (take them from an earlier step's output).
+   * @example
+   * const summaries = await ctx.forEach('summarise', docs, (doc, i, { signal }) => summarise(doc, signal), { chunkSize: 50, concurrency: 4 });
+   */
+  forEach<T, R>(name: string, items: readonly T[], fn: (item: T, index: number, step: StepContext) => R | PromiseLike<R>, options?: ForEachOptions): Promise<Awaited<R>[]>;
+  /**
    * Records model usage of a step that called a model another way than `stepwise-engine/ai`: an
    * attempt of the step, priced from the workflow's price table, in the task's log and usage
    * totals (`engine.get(id).usage`), counted against its budget. Call it from inside the step
@@ -154,6 +223,14 @@ export interface UsageReport extends TokenCounts {
   model: string;
   /** @defaultValue 'succeeded' */
   outcome?: AttemptOutcome;
+}
+
+/** Options of `ctx.forEach`: the chunking, and the step options of every chunk (retry, timeout…). */
+export interface ForEachOptions extends Omit<StepOptions, 'compensate' | 'onExhausted' | 'fallback' | 'output'> {
+  /** Items per chunk (one checkpoint each). @defaultValue 100 */
+  chunkSize?: number;
+  /** Items of a chunk in flight at once. @defaultValue 1 */
+  concurrency?: number;
 }
 
 /**
@@ -206,6 +283,17 @@ export interface WorkflowOptions<I, In = I> {
   input?: InputSchema<I, In>;
   /** Default retry policy of this workflow's steps. */
   retry?: RetryOptions | number;
+  /**
+   * How long a task may take from its start (`engine.start`) to its end, waits and retries
+   * included: past it the task fails with DEADLINE_EXCEEDED and the running step's signal fires.
+   */
+  timeout?: Duration;
+  /**
+   * How long the cleanup after a cancel or a failure (`ctx.onCancel` handlers, compensations) may
+   * take, on the engine's clock: then the cleanup's signal fires and its remaining steps are refused.
+   * @defaultValue '1m'
+   */
+  cleanupTimeout?: Duration;
   /** At most this many tasks of this workflow run at once, across all workers. */
   concurrency?: number;
   /**
@@ -246,7 +334,7 @@ export interface Workflow<I = unknown, O = unknown, In = I> {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
 /** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
-const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'budget', 'prices'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'budget', 'prices', 'timeout', 'cleanupTimeout'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
  * Declares a durable workflow.
@@ -280,6 +368,11 @@ export function workflow<I = unknown, O = unknown, In = I>(
     for (const [signal, schema] of Object.entries(options.signals)) {
       if (typeof (schema as { parse?: unknown })?.parse !== 'function') throw new InvalidArgumentError(`workflow("${name}"): signals.${signal} must be a schema with parse(value).`);
     }
+  }
+  if (options.cleanupTimeout !== undefined) toMs(options.cleanupTimeout, `workflow("${name}"): cleanupTimeout`);
+  if (options.timeout !== undefined) {
+    const ms = toMs(options.timeout, `workflow("${name}"): timeout`);
+    if (ms <= 0) throw new InvalidArgumentError(`workflow("${name}"): timeout must be longer than 0.`);
   }
   try {
     if (options.budget !== undefined) checkBudget(options.budget, `workflow("${name}")`);

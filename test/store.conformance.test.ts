@@ -375,12 +375,19 @@ for (const backend of backends) {
           id: input.id, workflow: input.workflow, workflowVersion: 'v1', status: 'pending', input: '{"n":1}', output: null, error: null,
           idempotencyKey: input.idempotencyKey, runAt: T0 + 5, leaseOwner: null, leaseExpiresAt: null, epoch: 0, version: 1, runs: 0,
           retries: 0, pauseRequested: false, wait: null, waitEvents: null, cancelReason: null, createdAt: T0, updatedAt: T0, finishedAt: null,
-          progress: null, usage: null,
+          progress: null, usage: null, deadlineAt: null,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);
         expect(history).toHaveLength(1);
         expect(history[0]).toMatchObject({ taskId: input.id, seq: 1, at: T0, event: 'create', fromStatus: null, toStatus: 'pending', actor: 'user:anonymous', detail: null });
+      });
+
+      it('insertTask keeps the deadline', async () => {
+        const input = newTask(ns, { deadlineAt: T0 + 3_600_000 });
+        const { task } = await store.insertTask(input);
+        expect(task.deadlineAt).toBe(T0 + 3_600_000);
+        expect((await store.getTask(input.id))?.deadlineAt).toBe(T0 + 3_600_000);
       });
 
       it('insertTask with an existing idempotency key returns the existing task and writes nothing', async () => {

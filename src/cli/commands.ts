@@ -317,7 +317,7 @@ function by(ctx: CommandContext): { by?: string } {
 }
 
 export const cancel = command((e, id, ctx) => e.cancel(id, { ...by(ctx), ...(str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}) }), 'cancel');
-export const retry = command((e, id, ctx) => e.retry(id, by(ctx)), 'retry');
+export const retry = command((e, id, ctx) => e.retry(id, { ...by(ctx), ...(str(ctx.options, 'from-step') !== undefined ? { fromStep: str(ctx.options, 'from-step') } : {}) }), 'retry');
 export const pause = command((e, id, ctx) => e.pause(id, by(ctx)), 'pause');
 export const resume = command((e, id, ctx) => e.resume(id, by(ctx)), 'resume');
 

@@ -2,7 +2,7 @@
  * @module cli/format
  * Human output of the CLI: tables, timelines, durations. `--json` bypasses all of it.
  */
-import { formatMs, type StepInfo, type TaskEvent, type TaskInfo, type TaskSummary } from '../index.ts';
+import { describeClass, failedAttempts, formatMs, type StepInfo, type TaskEvent, type TaskInfo, type TaskSummary } from '../index.ts';
 
 const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
 const paint = (code: number) => (s: string): string => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
@@ -50,7 +50,7 @@ export function progressText(t: TaskSummary): string {
 }
 
 function stepRow(s: StepInfo): string[] {
-  const detail = s.error ? red(s.error.message.split('\n')[0] ?? '') : s.kind !== 'step' && s.wakeAt ? dim(`until ${time(s.wakeAt)}`) : '';
+  const detail = s.status === 'completed' && s.error ? yellow(`skipped: ${s.error.message.split('\n')[0] ?? ''}`) : s.error ? red(s.error.message.split('\n')[0] ?? '') : s.kind !== 'step' && s.wakeAt ? dim(`until ${time(s.wakeAt)}`) : '';
   return [String(s.seq), s.kind === 'step' ? s.name : `${s.name} (${s.kind})`, colorStatus(s.status), String(s.attempts || ''), s.durationMs === null ? '-' : formatMs(s.durationMs), `e${s.epoch}`, detail];
 }
 
@@ -100,6 +100,16 @@ function eventLine(e: TaskEvent, start: number): string {
   return `  ${dim(String(e.seq).padStart(3))} ${dim(time(e.at))} ${dim(rel)}  ${describeEvent(e)}  ${dim(`by ${e.actor.kind}:${e.actor.id}`)}`.trimEnd();
 }
 
+/** One line per failed attempt: `  fetch #2  [transient http 429, Retry-After 1000ms] Too many requests → retried`. */
+function attemptLines(t: TaskInfo): string[] {
+  return failedAttempts(t.history).map((a) => {
+    const cls = describeClass(a.error);
+    const code = a.error.code ? `${a.error.code} ` : '';
+    const next = a.outcome === 'retried' ? dim(`→ retry${a.nextAt !== null ? ` at ${time(a.nextAt)}` : ''}`) : a.outcome === 'skipped' ? yellow('→ skipped') : red('→ failed');
+    return `  ${a.step} ${dim(`attempt ${a.attempt}`)}  ${cls ? dim(`[${cls}] `) : ''}${red(`${code}${a.error.message.split('\n')[0] ?? ''}`)} ${next}`;
+  });
+}
+
 export function taskDetail(t: TaskInfo): string {
   const out: string[] = [];
   out.push(`${bold('Task')} ${t.id}  ${colorStatus(t.status)}`);
@@ -118,6 +128,8 @@ export function taskDetail(t: TaskInfo): string {
   if (t.usage) out.push(...usageLines(t));
   out.push('', bold('Steps'));
   out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map(stepRow)) : dim('  (none yet)'));
+  const attempts = attemptLines(t);
+  if (attempts.length) out.push('', bold('Failed attempts'), ...attempts);
   out.push('', bold('Timeline'));
   const start = t.history[0]?.at ?? t.createdAt;
   for (const e of t.history) out.push(eventLine(e, start));

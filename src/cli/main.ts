@@ -27,7 +27,7 @@ Commands:
   show <id>                  a task: steps (status, attempts, durations) and its timeline
   explain <id>               why a task is (not) moving
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
-  retry <id>                 run a failed task again from the failed step
+  retry <id> [--from-step S] run a failed task again from the failed step (or from step S)
   pause <id> | resume <id>   pause at the next step boundary / continue
   signal <id> <name> [--data JSON|@file|-] [--key K] [--require-waiting]
                              send an event to ctx.waitForEvent(name); --require-waiting refuses
@@ -100,6 +100,7 @@ async function main(argv: string[]): Promise<number> {
         host: { type: 'string' },
         auth: { type: 'string' },
         'with-worker': { type: 'boolean' },
+        'from-step': { type: 'string' },
       },
     });
   } catch (e) {

@@ -6,8 +6,10 @@
  */
 import type { Duration } from '../duration.ts';
 import { reportUsage } from '../ai/meter.ts';
-import type { Progress, StepContext, StepOptions, TransactionOptions, UsageReport, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
+import type { ForEachOptions, Progress, StepContext, StepOptions, TransactionOptions, UsageReport, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
 import type { RunCore } from './core.ts';
+import { InvalidArgumentError } from '../errors.ts';
+import { forEach } from './for-each.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
 import { waitForEvent } from './wait-for-event.ts';
@@ -31,5 +33,11 @@ export function createContext(run: RunCore): WorkflowContext {
     progress: (p: Progress) => run.progress.report(null, p),
     usage: (step: StepContext, report: UsageReport) => reportUsage(run, step, report),
     [RUN_OF]: run,
+    forEach: ((name: string, items: readonly unknown[], fn: (item: unknown, index: number, s: StepContext) => unknown, options?: ForEachOptions) =>
+      forEach(run, name, items, fn, options)) as WorkflowContext['forEach'],
+    onCancel: (fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown) => {
+      if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError('ctx.onCancel(fn): fn must be a function'));
+      run.cancelHandlers.push({ fn });
+    },
   });
 }

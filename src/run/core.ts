@@ -12,6 +12,8 @@ import type { Clock } from '../clock.ts';
 import type { Idempotency } from '../idempotency/run.ts';
 import type { Emit, WorkerEventName } from '../events.ts';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';
+import { toMs } from '../duration.ts';
+import { DEFAULT_CLEANUP_MS, type CancelHandler, type Compensation } from './cleanup.ts';
 import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
 import type { WriteBatcher } from '../write-batcher.ts';
 import type { Workflow } from '../workflow.ts';
@@ -49,6 +51,8 @@ export class RunCore {
   readonly task: TaskRow;
   readonly deps: RunDeps;
   readonly defaultRetry: RetryPolicy;
+  /** When the task must be finished (ms), or null (see `failure/deadline.ts`). */
+  readonly deadline: number | null;
 
   /** How the run stands (see `state.ts`); changed through {@link setState} when it may halt. */
   state: RunState = RUNNING;
@@ -102,6 +106,20 @@ export class RunCore {
   /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
   readonly attemptAborts = new Set<() => void>();
 
+  /** Compensations of completed steps, in the order the code received them (`cleanup.ts`). */
+  readonly compensations: Compensation[] = [];
+  /** `ctx.onCancel` handlers, in registration order. */
+  readonly cancelHandlers: CancelHandler[] = [];
+  /** In the cleanup scope: a cancel is not heard. */
+  cleaning = false;
+  /**
+   * From the start of the cleanup scope on, what a step of the code from before it receives if it
+   * settles late (its result is refused, its failure not retried): the halt or failure that ended the code.
+   */
+  cleanupHalt: Error | null = null;
+  /** How long the cleanup scope may take. */
+  readonly cleanupMs: number;
+
   readonly replay: Replay;
   readonly writer: JournalWriter;
   readonly progress: ProgressReporter;
@@ -116,6 +134,12 @@ export class RunCore {
     this.signals = [...claimed.signals];
     this.lastSignalId = claimed.signals.reduce((max, s) => Math.max(max, s.id), 0);
     this.defaultRetry = resolveRetry(workflow.options.retry);
+    // A task started without its definition at hand (the CLI) gets the workflow's timeout here; a
+    // retried task has only the deadline its retry left it.
+    const byTimeout = workflow.options.timeout === undefined || claimed.task.retries > 0 ? null : claimed.task.createdAt + toMs(workflow.options.timeout);
+    const stored = claimed.task.deadlineAt ?? null;
+    this.deadline = stored === null ? byTimeout : byTimeout === null ? stored : Math.min(stored, byTimeout);
+    this.cleanupMs = workflow.options.cleanupTimeout === undefined ? DEFAULT_CLEANUP_MS : toMs(workflow.options.cleanupTimeout);
     this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
     this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
     this.replay = new Replay(this, claimed.steps);

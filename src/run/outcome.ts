@@ -34,6 +34,8 @@ export interface RunOutcome {
   readonly who: string;
   /** The largest output accepted, in bytes of JSON (`EngineOptions.limits.outputBytes`). */
   readonly outputBytes: number;
+  /** When the task must be finished, or null: a park wakes it by then at the latest. */
+  readonly deadline?: number | null;
 }
 
 /** The last transition to write: its event, the task's columns it sets, its history detail, its journal rows. */
@@ -53,8 +55,9 @@ function release(steps: StepRow[], reason: string): EndPlan {
 }
 
 /** Parks on every registered wait: due at the earliest deadline, or when any awaited event arrives. */
-function park(waits: readonly Wait[], steps: StepRow[]): EndPlan {
+function park(waits: readonly Wait[], steps: StepRow[], taskDeadline: number | null): EndPlan {
   const deadlines = waits.map((w) => w.wakeAt).filter((t): t is number => t !== null);
+  if (taskDeadline !== null) deadlines.push(taskDeadline);
   const wakeAt = deadlines.length ? Math.min(...deadlines) : null;
   const events = [...new Set(waits.flatMap((w) => w.events))];
   const wait = waits.length === 1 ? (waits[0] as Wait).describe : { kind: 'several', until: wakeAt, waits: waits.map((w) => w.describe) };
@@ -74,7 +77,7 @@ export function decideEnd(state: RunState, o: RunOutcome): EndPlan | 'lease-lost
     if (pauseRequested(state)) return { event: 'suspend', steps: rows, detail: { reason: 'pause requested' } };
     if (state.hold === 'drain') return release(rows, 'worker stopping');
     if (o.refused) return release(rows, 'pause withdrawn');
-    if (o.waits.length) return park(o.waits, rows);
+    if (o.waits.length) return park(o.waits, rows, o.deadline ?? null);
     return release(rows, 'run did not settle');
   }
   if (!result.ok) return fail(coerceError(result.error));

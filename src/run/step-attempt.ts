@@ -16,6 +16,8 @@
  */
 import { optionalMs } from '../duration.ts';
 import { StepFailedError, StepTimeoutError, coerceError, type NotSerializableError } from '../errors.ts';
+import { classifyError, rememberClass, type ErrorClass } from '../failure/classify.ts';
+import { validateOutput } from '../failure/validate.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
 import { decodeError, deserializeError, encodeError, encodeJson } from '../serialize.ts';
 import { checkSize } from '../limits.ts';
@@ -24,7 +26,8 @@ import type { Progress, StepContext, StepOptions } from '../workflow.ts';
 import { parked, type Activity } from './activity.ts';
 import type { RunCore } from './core.ts';
 import { journalRow } from './identity.ts';
-import { haltOf, mayWrite, throwIfHalted } from './state.ts';
+import { fatalOf, haltOf, mayWrite, throwIfHalted } from './state.ts';
+import { exhausted } from './exhausted.ts';
 import { holdFor, pauseUntil, type Wait } from './waits.ts';
 
 /** One `ctx.step` call being executed: its identity and its attempts so far. */
@@ -38,6 +41,14 @@ export interface StepCall<T> {
   idempotencyKey: string;
   attempt: number;
   lastError: Error | undefined;
+  /** The refused output of the previous attempt (a repair error's `output`). */
+  lastOutput: unknown;
+  /** Attempts that ended in a repair error so far (they do not count against `policy`). */
+  repairs: number;
+  /** Repair attempts allowed (`options.repair`). */
+  repairBudget: number;
+  /** Called in the cleanup scope (see `cleanup.ts`): a step from before it may not finish in it. */
+  inCleanup: boolean;
   firstStart: number;
   /** When the current attempt started. */
   started: number;
@@ -70,7 +81,12 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
   if (options.timeout !== undefined) c.timeoutMs = optionalMs(options.timeout, `timeout of step "${c.stepId}"`);
   if (recorded) {
     if (recorded.status === 'retrying') c.attempt = recorded.attempts;
-    if (recorded.error) c.lastError = deserializeError(decodeError(recorded.error));
+    if (recorded.error) {
+      const stored = decodeError(recorded.error);
+      c.lastError = deserializeError(stored);
+      if (recorded.status === 'retrying') c.repairs = stored.class?.repairsUsed ?? 0;
+      c.lastOutput = stored.class?.kind === 'repair' ? stored.data?.output : undefined;
+    }
   }
   c.firstStart = recorded?.startedAt ?? clock.now();
   if (recorded?.status === 'retrying' && recorded.wakeAt !== null) await pauseUntil(run, recorded.wakeAt, retryWait(run, c, recorded.wakeAt), c.activity);
@@ -91,12 +107,28 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     let value: T;
     try {
       value = await attempt(run, c);
+      if (options.output) value = (await validateOutput(options.output, value, c.stepId)) as T;
     } catch (raw) {
       throwIfHalted(run.state);
+      // A step of the code that was stopped, failing during the cleanup scope: not retried.
+      if (run.cleanupHalt && !c.inCleanup) throw run.cleanupHalt;
+      // The run failed meanwhile (its deadline passed): the attempt's failure is not retried.
+      const fatal = fatalOf(run.state);
+      if (fatal) throw fatal;
       if (run.ended) throw raw; // a step left running when the run ended: nothing to record
       const error = coerceError(raw);
-      if (!shouldRetry(c.policy, error, c.attempt)) return stepFailed(run, c, error);
-      const delayMs = backoffMs(c.policy, c.attempt, error);
+      const cls = classify(run, c, raw);
+      rememberClass(error, cls);
+      const repair = cls.kind === 'repair';
+      // Repairs have their own budget: the retry policy counts only the other attempts.
+      if (repair ? c.repairs >= c.repairBudget : !shouldRetry(c.policy, error, c.attempt - c.repairs, cls)) return exhausted(run, c, error, stepFailed);
+      if (repair) {
+        c.repairs++;
+        cls.repairsUsed = c.repairs;
+      } else if (c.repairs) cls.repairsUsed = c.repairs;
+      c.lastOutput = repair ? (error as { output?: unknown }).output : undefined;
+      // A repair runs again at once (the fix is in the feedback, not in waiting).
+      const delayMs = repair ? 0 : backoffMs(c.policy, c.attempt - c.repairs, cls.retryAfterMs === undefined ? error : { retryAfterMs: cls.retryAfterMs });
       const wakeAt = clock.now() + delayMs;
       emit('step:retrying', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, delayMs, error, parked: delayMs > parkAfterMs });
       c.lastError = error;
@@ -115,8 +147,17 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
   }
 }
 
+/** The engine's class of the attempt's error; a `classify` hook that answers nonsense fails the run. */
+function classify(run: RunCore, c: StepCall<unknown>, raw: unknown): ErrorClass {
+  try {
+    return classifyError(raw, c.options.classify, run.deps.clock.now());
+  } catch (e) {
+    throw run.fail(coerceError(e));
+  }
+}
+
 /** The step failed for good: the code receives a StepFailedError (recorded like any result). */
-function stepFailed<T>(run: RunCore, c: StepCall<T>, error: Error): Promise<T> {
+export function stepFailed<T>(run: RunCore, c: StepCall<T>, error: Error): Promise<T> {
   run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, error });
   const failed = journalRow(run, c.seq, c.stepId, 'step', {
     status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
@@ -160,7 +201,7 @@ function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
   const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
   const ctx: StepContext = Object.freeze({
     signal: own ?? run.signal,
-    idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
+    idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, lastOutput: c.lastOutput, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
     progress: (p: Progress) => run.progress.report(c.stepId, p),
   });
   const fn = c.fn;
@@ -178,7 +219,8 @@ function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       timerStop?.abort(null);
     };
     /** Why the attempt was told to stop, if it was: then its result does not count. */
-    const interrupted = (): unknown => (own?.aborted ? own.reason : run.aborted ? run.abortReason : undefined);
+    const interrupted = (): unknown =>
+      own?.aborted ? own.reason : run.aborted ? run.abortReason : run.cleanupHalt && !c.inCleanup ? run.cleanupHalt : undefined;
     const settle = (v: T): void => {
       cleanup();
       const why = interrupted();

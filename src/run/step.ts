@@ -10,6 +10,7 @@ import type { StepContext, StepOptions } from '../workflow.ts';
 import type { Activity } from './activity.ts';
 import { call, type Primitive } from './call.ts';
 import type { RunCore } from './core.ts';
+import { checkFailureOptions, repairBudget } from './exhausted.ts';
 import { executeStep, type StepCall } from './step-attempt.ts';
 import { businessKey, keyedStep } from '../idempotency/step-key.ts';
 import { atMostOnceStep } from '../idempotency/at-most-once.ts';
@@ -30,9 +31,12 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     if (options.effect === 'at-most-once' && options.key !== undefined) {
       throw run.fail(new InvalidArgumentError(`ctx.step("${pos.name}"): an at-most-once step cannot also have a business key (its intent belongs to its task).`));
     }
+    const bad = checkFailureOptions(pos.stepId, options);
+    if (bad) throw run.fail(bad);
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
-      idempotencyKey: options.key === undefined ? `v1:${run.taskId}:${pos.name}#${pos.occurrence}` : businessKey(run, pos.stepId, options), attempt: 0, lastError: undefined, firstStart: 0, started: 0,
+      idempotencyKey: options.key === undefined ? `v1:${run.taskId}:${pos.name}#${pos.occurrence}` : businessKey(run, pos.stepId, options),
+      attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), inCleanup: run.cleanupHalt !== null, firstStart: 0, started: 0,
       timeoutMs: undefined, policy: run.defaultRetry,
     };
   },
@@ -44,5 +48,13 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
 };
 
 export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions): Promise<T> {
-  return call(run, STEP, name, fn, options) as Promise<T>;
+  const p = call(run, STEP, name, fn, options) as Promise<T>;
+  const compensate = options?.compensate;
+  if (!compensate) return p;
+  if (typeof compensate !== 'function') return Promise.reject(run.fail(new InvalidArgumentError(`ctx.step("${name}"): compensate must be a function of the step's output`)));
+  // Registered when the code receives the output, in that order (replayed results too).
+  return p.then((output) => {
+    run.compensations.push({ stepId: name, output, fn: compensate, retry: options.retry });
+    return output;
+  });
 }

@@ -25,6 +25,8 @@ import { createContext } from './context.ts';
 import { RunCore, type RunDeps } from './core.ts';
 import { who } from './identity.ts';
 import { decideEnd, type Settled } from './outcome.ts';
+import { armDeadline, deadlinePassed } from '../failure/deadline.ts';
+import { runCleanup } from './cleanup.ts';
 import {
   cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState,
 } from './state.ts';
@@ -74,7 +76,7 @@ export class TaskRun {
   /** The task was cancelled: fire the signal; the run ends `cancelled`. */
   cancel(reason: string | undefined): void {
     const run = this.#run;
-    if (cancelOf(run.state)) return;
+    if (cancelOf(run.state) || run.cleaning) return;
     run.setState(withCancel(run.state, reason, () => new TaskCancelledError(this.taskId, reason)));
   }
 
@@ -117,8 +119,11 @@ export class TaskRun {
     const run = this.#run;
     const ctx = createContext(run);
     let result: Settled | null = null;
+    // Past its deadline the task fails without running its code; before it, a timer fails it then.
+    const expired = deadlinePassed(run);
+    const disarm = expired ? () => undefined : armDeadline(run);
     const fnDone = Promise.resolve()
-      .then(() => this.workflow.fn(ctx, decodeJson(run.task.input)))
+      .then(() => (expired ? new Promise<never>(() => undefined) : this.workflow.fn(ctx, decodeJson(run.task.input))))
       .then(
         (value) => void (result = { ok: true, value }),
         (error: unknown) => void (result = { ok: false, error }),
@@ -128,6 +133,14 @@ export class TaskRun {
     let graceEnds = Infinity;
     await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone, (graceEnds = Date.now() + run.deps.cancelGraceMs)))]);
     if (haltOf(run.state)) await this.#settleLive(Number.isFinite(graceEnds) ? graceEnds : Date.now() + run.deps.cancelGraceMs);
+    disarm();
+    // Cancel handlers and compensations, when the run ends cancelled or failed for good.
+    let cancelNote: string | null = null;
+    try {
+      ({ result, cancelNote } = await runCleanup(run, result));
+    } catch (e) {
+      run.deps.emit('worker:error', { error: coerceError(e), during: `cleaning up task ${this.taskId}` });
+    }
     // The end is decided on the state as it stands now, before the run is marked ended.
     const state = run.state;
     run.state = withEnd(state);
@@ -135,7 +148,7 @@ export class TaskRun {
     run.waitTimers?.abort(null);
     run.replay.stop();
     try {
-      return await this.#finish(state, result);
+      return await this.#finish(state, result, cancelNote);
     } catch (e) {
       // The outcome could not be written (database unreachable): the lease will expire and the
       // task will be resumed from its last checkpoint by whichever worker claims it.
@@ -168,12 +181,13 @@ export class TaskRun {
     while (this.#run.live > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   }
 
-  async #finish(state: RunState, result: Settled | null): Promise<TaskStatus | 'lease-lost'> {
+  async #finish(state: RunState, result: Settled | null, cancelNote: string | null): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
-    const plan = decideEnd(state, {
+    const decided = decideEnd(state, {
       result, refused: run.refused, waits: [...run.waits.values()], journal: run.journal, calls: run.seq,
-      taskId: this.taskId, workflowName: this.workflow.name, who: who(run), outputBytes: run.deps.outputBytes,
+      taskId: this.taskId, workflowName: this.workflow.name, who: who(run), outputBytes: run.deps.outputBytes, deadline: run.deadline,
     });
+    const plan = cancelNote && decided !== 'lease-lost' && decided.event === 'abort' ? { ...decided, detail: { ...(decided.detail as object), compensationFailed: cancelNote } } : decided;
     if (plan !== 'lease-lost') return run.writer.end(plan);
     // A database that stayed away: writes already started settle first, as before a last write.
     if (state.kind === 'lost' && state.by === 'store') await run.writer.settle();

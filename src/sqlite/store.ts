@@ -235,10 +235,10 @@ export class SqliteStore implements Store {
 
   #insert(task: NewTask): { task: TaskRow; created: boolean } {
     const row = this.#stmt(
-      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
-    ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null) as Raw | undefined;
+    ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null, task.deadlineAt ?? null) as Raw | undefined;
     if (row) {
       this.#append(Number(row.no), task.createdAt, [task.log]);
       return { task: toTaskRow(row), created: true };

@@ -1,0 +1,186 @@
+import { describe, expect, it } from 'vitest';
+import { NonRetryableError, workflow, type TaskInfo } from '../src/index.ts';
+import { ManualClock } from '../src/testing/index.ts';
+import { eventually, gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+
+function stepNames(info: TaskInfo): string[] {
+  return info.steps.map((s) => `${s.name}:${s.status}`);
+}
+
+describe('cancel cleanup and compensation', () => {
+  it('runs ctx.onCancel after a cancel in a scope the cancel does not interrupt; its ctx.step is recorded', async () => {
+    const started = gate();
+    const released: string[] = [];
+    const wf = workflow('locked-job', async (ctx) => {
+      const lock = await ctx.step('lock', () => 'lock-7');
+      ctx.onCancel(async ({ reason, signal }) => {
+        expect(signal.aborted).toBe(false);
+        await ctx.step('release', () => void released.push(`${lock}:${reason}`));
+      });
+      return ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
+        started.open();
+        signal.addEventListener('abort', () => reject(signal.reason as Error));
+      }));
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await started.promise;
+    await engine.cancel(id, { reason: 'user asked' });
+    await waitForStatus(engine, id, 'cancelled');
+    expect(released).toEqual(['lock-7:user asked']);
+    const info = await engine.get(id);
+    expect(stepNames(info)).toEqual(['lock:completed', 'release:completed']);
+    expect(info.history.some((e) => e.type === 'step:completed' && e.step.name === 'release')).toBe(true);
+  });
+
+  it('runs the compensations of completed steps in reverse order when the task fails for good, each a recorded, retried step', async () => {
+    const undone: string[] = [];
+    let flaky = 0;
+    const wf = workflow('trip', async (ctx) => {
+      const hotel = await ctx.step('hotel', () => ({ booking: 'H1' }), { compensate: (out: { booking: string }) => void undone.push(`hotel ${out.booking}`) });
+      await ctx.step('flight', () => ({ booking: 'F9' }), {
+        retry: { maxAttempts: 3, initialDelay: 1 },
+        compensate: (out: { booking: string }, s) => {
+          if (++flaky === 1) throw new Error('airline API timeout'); // the compensation is retried
+          undone.push(`flight ${out.booking} (${s.idempotencyKey.slice(s.idempotencyKey.indexOf(':compensate:') + 1)})`);
+        },
+      });
+      await ctx.step('charge', () => { throw new NonRetryableError('card declined'); });
+      return hotel;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'failed');
+    expect(undone).toEqual(['flight F9 (compensate:flight#1)', 'hotel H1']);
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.message).toMatch(/card declined/);
+    expect(stepNames(info)).toEqual(['hotel:completed', 'flight:completed', 'charge:failed', 'compensate:flight:completed', 'compensate:hotel:completed']);
+    expect(info.steps.find((s) => s.name === 'compensate:flight')?.attempts).toBe(2);
+  });
+
+  it('fails the task with COMPENSATION_FAILED, both errors and a manual-cleanup note when a compensation fails for good', async () => {
+    const undone: string[] = [];
+    const wf = workflow('half-undone', async (ctx) => {
+      await ctx.step('reserve', () => 'R1', { compensate: () => void undone.push('reserve') });
+      await ctx.step('ship', () => 'S1', { retry: 1, compensate: () => { throw new NonRetryableError('parcel already left the depot'); } });
+      await ctx.step('invoice', () => { throw new NonRetryableError('tax service refused'); });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'failed');
+    const info = await engine.get(id);
+    expect(undone).toEqual(['reserve']); // the others still run
+    expect(info.status === 'failed' && info.error).toMatchObject({
+      code: 'COMPENSATION_FAILED',
+      message: expect.stringMatching(/failed \(.*tax service refused\) and could not be fully undone: compensation of "ship": .*parcel already left the depot\. Manual cleanup is needed\./),
+      cause: { code: 'STEP_FAILED' },
+    });
+  });
+
+  it('runs compensations after a cancel too, and after a deadline', async () => {
+    const clock = new ManualClock();
+    const undone: string[] = [];
+    const started = gate();
+    const wf = workflow('undo-on-stop', async (ctx) => {
+      await ctx.step('create-vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(`delete ${vm}`) });
+      await ctx.step('provision', ({ signal }) => new Promise((_r, reject) => {
+        started.open();
+        signal.addEventListener('abort', () => reject(signal.reason as Error));
+      }));
+    }, { timeout: '1h' });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, { leaseMs: 86_400_000 });
+    const a = await engine.start(wf);
+    await started.promise;
+    await engine.cancel(a.id);
+    await waitForStatus(engine, a.id, 'cancelled');
+    expect(undone).toEqual(['delete vm-1']);
+    const b = await engine.start(wf);
+    await eventually(async () => (await engine.get(b.id)).steps.length === 1, 10_000, 'the vm created');
+    await clock.advance('1h');
+    await waitForStatus(engine, b.id, 'failed');
+    const info = await engine.get(b.id);
+    expect(info.status === 'failed' && info.error.code).toBe('DEADLINE_EXCEEDED');
+    expect(undone).toEqual(['delete vm-1', 'delete vm-1']);
+    expect(stepNames(info)).toEqual(['create-vm:completed', 'compensate:create-vm:completed']);
+  });
+
+  it('a step that ignores its signal keeps the task cancelling until the grace period ends; its late result is refused; onCancel still runs', async () => {
+    const entered = gate();
+    const late = gate<string>();
+    const cleaned: string[] = [];
+    const wf = workflow('stubborn-cleanup', async (ctx) => {
+      ctx.onCancel(() => ctx.step('cleanup', () => void cleaned.push('done')));
+      return ctx.step('ignore-signal', () => {
+        entered.open();
+        return late.promise; // does not listen to its signal
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { cancelGraceMs: 200 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id);
+    expect((await engine.get(id)).status).toBe('cancelling');
+    await waitForStatus(engine, id, 'cancelled');
+    late.open('too late');
+    expect(cleaned).toEqual(['done']);
+    const info = await engine.get(id);
+    expect(stepNames(info)).toEqual(['cleanup:completed']);
+  });
+
+  it('stops a cleanup that runs past its own deadline (cleanupTimeout, on the engine clock): the task still ends cancelled', async () => {
+    const clock = new ManualClock();
+    const entered = gate();
+    const cleanupStarted = gate();
+    const reasons: string[] = [];
+    const wf = workflow('slow-cleanup', async (ctx) => {
+      ctx.onCancel(() => ctx.step('drain-queue', ({ signal }) => new Promise((_r, reject) => {
+        cleanupStarted.open();
+        signal.addEventListener('abort', () => {
+          reasons.push((signal.reason as Error).message);
+          reject(signal.reason as Error);
+        });
+      }), { retry: 1 }));
+      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
+        entered.open();
+        signal.addEventListener('abort', () => reject(signal.reason as Error));
+      }));
+    }, { cleanupTimeout: '5m' });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, { leaseMs: 86_400_000 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id);
+    await cleanupStarted.promise;
+    await clock.advance('5m');
+    await waitForStatus(engine, id, 'cancelled');
+    expect(reasons).toEqual([expect.stringMatching(/cleanup of task .* ran past its 300000 ms deadline/)]);
+  });
+
+  it('refuses the late result of a step that ignored its signal even when it arrives during the cleanup', async () => {
+    const entered = gate();
+    const late = gate<string>();
+    const wf = workflow('late-in-cleanup', async (ctx) => {
+      ctx.onCancel(async () => {
+        late.open('arrived during cleanup');
+        await new Promise((r) => setTimeout(r, 0));
+        await ctx.step('cleanup', () => 'cleaned');
+      });
+      return ctx.step('ignore-signal', () => {
+        entered.open();
+        return late.promise;
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { cancelGraceMs: 100 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id);
+    await waitForStatus(engine, id, 'cancelled');
+    expect(stepNames(await engine.get(id))).toEqual(['cleanup:completed']);
+  });
+});
