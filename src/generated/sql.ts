@@ -38,6 +38,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "6bc5f11cdd9eead7",
     "sql": "-- stepwise_tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as\n--                          JSON), written by the run holding the lease, at most about once a\n--                          second, without a journal row: for `show`, `ls` and pollers.\n\nALTER TABLE stepwise_tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "approvals",
+    "breaking": false,
+    "checksum": "57255268e5003703",
+    "sql": "-- stepwise_approvals  one row per approval a task asked for (`ctx.approval`): who may decide\n--                     (`approvers`, a JSON array of names; escalation adds names), how many must\n--                     approve (`quorum`), what they review (`payload`, JSON), the timeout policy\n--                     (`policy`, JSON, see src/approvals/policy.ts), the current `deadline` and\n--                     `remind_at`, the escalation `level` (1 first), the decisions made (JSON array)\n--                     and, once decided, the `outcome` handed to the workflow (JSON).\n--                     `call_key` names the call that asked (its journal step id and the task's retry\n--                     count), unique per task, so that a run resumed after a crash finds the\n--                     approval it created instead of asking again. `version` is bumped by every\n--                     update (compare-and-set: a decision and a timeout cannot both win).\n-- The audit trail is in the task's event log (`approval:*` entries), written in the same\n-- transaction as each change of the row.\n\nCREATE TABLE stepwise_approvals (\n  id          TEXT PRIMARY KEY,\n  task_id     TEXT NOT NULL,\n  workflow    TEXT NOT NULL,\n  name        TEXT NOT NULL,\n  call_key    TEXT NOT NULL,\n  status      TEXT NOT NULL CHECK (status = 'pending' OR status = 'approved' OR status = 'rejected' OR status = 'expired' OR status = 'escalated'),\n  approvers   TEXT NOT NULL,\n  quorum      INTEGER NOT NULL,\n  payload     TEXT,\n  policy      TEXT NOT NULL,\n  deadline    INTEGER,\n  remind_at   INTEGER,\n  level       INTEGER NOT NULL,\n  decisions   TEXT NOT NULL,\n  outcome     TEXT,\n  version     INTEGER NOT NULL,\n  created_at  INTEGER NOT NULL,\n  decided_at  INTEGER,\n  UNIQUE (task_id, call_key)\n);\n-- A reviewer's queue: open approvals, oldest first.\nCREATE INDEX stepwise_approvals_open ON stepwise_approvals (created_at, id) WHERE status IN ('pending', 'escalated');\nCREATE INDEX stepwise_approvals_status ON stepwise_approvals (status, created_at);\n"
   }
 ];
 
@@ -77,5 +84,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "954b24c360ba57ec",
     "sql": "-- tasks.progress  what a long step last reported (`{ done, total, note, step, at }` as JSON),\n--                 written by the run holding the lease, at most about once a second, without a\n--                 journal row: for `show`, `ls` and pollers. A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN progress TEXT;\n"
+  },
+  {
+    "id": 6,
+    "name": "approvals",
+    "breaking": false,
+    "checksum": "ff22bc9ad995aede",
+    "sql": "-- approvals  one row per approval a task asked for (`ctx.approval`): who may decide (`approvers`,\n--            a JSON array of names; escalation adds names), how many must approve (`quorum`),\n--            what they review (`payload`, JSON), the timeout policy (`policy`, JSON, see\n--            src/approvals/policy.ts), the current `deadline` and `remind_at`, the escalation\n--            `level` (1 first), the decisions made (JSON array) and, once decided, the `outcome`\n--            handed to the workflow (JSON). `call_key` names the call that asked (its journal\n--            step id and the task's retry count), unique per task, so that a run resumed after a\n--            crash finds the approval it created instead of asking again. `version` is bumped by\n--            every update (compare-and-set: a decision and a timeout cannot both win).\n-- The audit trail is in the task's event log (`approval:*` entries), written in the same\n-- transaction as each change of the row. JSON is TEXT, as elsewhere; the approver filter casts.\n\nCREATE TABLE :SCHEMA.approvals (\n  id          TEXT COLLATE \"C\" PRIMARY KEY,\n  task_id     TEXT COLLATE \"C\" NOT NULL,\n  workflow    TEXT NOT NULL,\n  name        TEXT NOT NULL,\n  call_key    TEXT NOT NULL,\n  status      TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected', 'expired', 'escalated')),\n  approvers   TEXT NOT NULL,\n  quorum      INTEGER NOT NULL,\n  payload     TEXT,\n  policy      TEXT NOT NULL,\n  deadline    BIGINT,\n  remind_at   BIGINT,\n  level       INTEGER NOT NULL,\n  decisions   TEXT NOT NULL,\n  outcome     TEXT,\n  version     INTEGER NOT NULL,\n  created_at  BIGINT NOT NULL,\n  decided_at  BIGINT,\n  UNIQUE (task_id, call_key)\n);\n-- A reviewer's queue: open approvals, oldest first.\nCREATE INDEX approvals_open ON :SCHEMA.approvals (created_at, id) WHERE status IN ('pending', 'escalated');\nCREATE INDEX approvals_status ON :SCHEMA.approvals (status, created_at);\n"
   }
 ];

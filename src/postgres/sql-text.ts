@@ -185,10 +185,11 @@ export interface Tables {
   events: string;
   signals: string;
   workflows: string;
+  approvals: string;
 }
 
 /** The tables of `schema` (a name already checked by the store). */
 export function tablesOf(schema: string): Tables {
   const s = quoteIdent(schema);
-  return { tasks: `${s}.tasks`, steps: `${s}.steps`, events: `${s}.events`, signals: `${s}.signals`, workflows: `${s}.workflows` };
+  return { tasks: `${s}.tasks`, steps: `${s}.steps`, events: `${s}.events`, signals: `${s}.signals`, workflows: `${s}.workflows`, approvals: `${s}.approvals` };
 }

@@ -36,11 +36,12 @@ import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
+import { getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest,
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
@@ -121,6 +122,10 @@ export class PostgresStore implements Store {
   expireLeases(r: ExpireRequest): Promise<number> { return expireLeases(this.#c, r); }
 
   insertSignal(s: SignalWrite): Promise<{ created: boolean } | null> { return insertSignal(this.#c, s); }
+  insertApproval(w: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null> { return insertApproval(this.#c, w); }
+  getApproval(id: string): Promise<ApprovalRow | null> { return getApproval(this.#c, id); }
+  listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> { return listApprovals(this.#c, q); }
+  updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> { return updateApproval(this.#c, w); }
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> { return registerWorkflows(this.#c, workflows); }
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> { return listWorkflows(this.#c); }
 

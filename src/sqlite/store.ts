@@ -8,6 +8,7 @@
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
+import * as approvals from './approvals.ts';
 import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
@@ -16,7 +17,7 @@ import {
 } from '../rows.ts';
 import { claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
 } from '../store.ts';
@@ -588,6 +589,29 @@ export class SqliteStore implements Store {
       }
       return { created: res.changes === 1 };
     });
+  }
+
+  /** What the approvals module (approvals.ts) borrows: statements, transactions, the log appender. */
+  readonly #approvalHandle: approvals.SqliteHandle = {
+    stmt: (sql) => this.#stmt(sql),
+    tx: (fn) => this.#tx(fn),
+    append: (no, at, entries) => this.#append(no, at, entries),
+  };
+
+  async insertApproval(w: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null> {
+    return approvals.insertApproval(this.#approvalHandle, w);
+  }
+
+  async getApproval(id: string): Promise<ApprovalRow | null> {
+    return this.#translate(() => approvals.getApproval(this.#approvalHandle, id));
+  }
+
+  async listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> {
+    return this.#translate(() => approvals.listApprovals(this.#approvalHandle, q));
+  }
+
+  async updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> {
+    return approvals.updateApproval(this.#approvalHandle, w);
   }
 
   async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {
