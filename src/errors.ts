@@ -34,6 +34,10 @@ export const ERROR_CODES = Object.freeze({
   FORBIDDEN: 'FORBIDDEN',
   /** The request contradicts what is already recorded (a contrary decision, a reused key with other data). */
   CONFLICT: 'CONFLICT',
+  /** No such record (an approval id nobody issued). */
+  NOT_FOUND: 'NOT_FOUND',
+  /** The task has ended (cancelled, succeeded, failed or being cancelled): it takes no more decisions. */
+  TASK_ENDED: 'TASK_ENDED',
   /** An input, output or payload is larger than the engine's configured limit. */
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
 } as const);
@@ -53,6 +57,8 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   FORBIDDEN: 403,
   WORKFLOW_NOT_FOUND: 404,
   TASK_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  TASK_ENDED: 409,
   ILLEGAL_TRANSITION: 409,
   IDEMPOTENCY_CONFLICT: 409,
   CONFLICT: 409,
@@ -343,6 +349,40 @@ export class ConflictError extends StepwiseError {
     super(ERROR_CODES.CONFLICT, message, options);
     this.name = 'ConflictError';
     this.recorded = options.recorded;
+  }
+}
+
+/** An approval id that names no approval. */
+export class ApprovalNotFoundError extends StepwiseError {
+  readonly approvalId: string;
+  constructor(approvalId: string) {
+    super(ERROR_CODES.NOT_FOUND, `No approval with id "${approvalId}". List open approvals with \`stepwise approvals --pending\`.`);
+    this.name = 'ApprovalNotFoundError';
+    this.approvalId = approvalId;
+  }
+}
+
+/** A decision for a task that has ended (or is being cancelled): nothing was recorded. */
+export class TaskEndedError extends StepwiseError {
+  readonly taskId: string;
+  readonly status: string;
+  constructor(taskId: string, status: string, what: string) {
+    super(ERROR_CODES.TASK_ENDED, `Task ${taskId} is ${status}: ${what} was not recorded. A ${status} task takes no decisions; start a new task if the work is still wanted.`);
+    this.name = 'TaskEndedError';
+    this.taskId = taskId;
+    this.status = status;
+  }
+}
+
+/** A step guarded by `requires` ran without its approval approved: it fails for good. */
+export class ApprovalRequiredError extends StepwiseError {
+  readonly stepName: string;
+  readonly approval: string;
+  constructor(stepName: string, approval: string, why: string) {
+    super(ERROR_CODES.FORBIDDEN, `Step "${stepName}" requires approval "${approval}", which ${why}: the engine refused to run it.`, { retryable: false });
+    this.name = 'ApprovalRequiredError';
+    this.stepName = stepName;
+    this.approval = approval;
   }
 }
 

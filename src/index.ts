@@ -19,6 +19,12 @@ export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';
 
+// Approvals
+export type {
+  ApprovalOptions, ApprovalDecision, ApprovalDecisionRecord, ApprovalInfo, ApprovalStatus, ApprovalsQuery, ApprovalNotice, DecideOptions, TimeoutPolicy,
+} from './approvals/types.ts';
+export type { ApprovalEvent } from './approvals/events.ts';
+
 // Reading tasks
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease } from './task-info.ts';
 export type {
@@ -43,7 +49,7 @@ export {
   IllegalTransitionError, IdempotencyConflictError, ConcurrentUpdateError, NonDeterminismError, NotSerializableError,
   StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, TaskFailedError, TaskCancelledError,
   LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, ClosedError, TimeoutError,
-  ForbiddenError, ConflictError, PayloadTooLargeError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
+  ForbiddenError, ConflictError, PayloadTooLargeError, ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';
 

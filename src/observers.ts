@@ -13,6 +13,7 @@ import { parseStepId } from './task-info.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
+import type { ApprovalNotice } from './approvals/types.ts';
 
 /** One run of a task: a worker's claim of it until the run ends. */
 export interface RunInfo {
@@ -53,6 +54,12 @@ export interface Observer {
    * `actor` rather than summing every process's `onEvent`.
    */
   onEvent?(event: TaskEvent): unknown;
+  /**
+   * An approval was requested, reminded, escalated or decided (by a person through this process's
+   * `engine.decide`, or by a timeout policy in this process's worker): everything a notifier needs
+   * to send an e-mail or a chat message, with the CLI commands that decide it.
+   */
+  onApproval?(notice: ApprovalNotice): unknown;
   /** The worker itself met a problem (a claim or heartbeat failed); it keeps going. */
   onWorkerError?(e: { workerId: string; error: Error; during: string }): unknown;
 }
@@ -110,6 +117,7 @@ export function observeWorker(on: On, workerId: string, observers: readonly Obse
     }),
     on('worker:error', (e) => notify(observers, 'onWorkerError', { workerId, error: e.error, during: e.during })),
   ];
+  if (has('onApproval')) offs.push(on('approval:notice', (e) => notify(observers, 'onApproval', e)));
   // Step events are built by the run only when someone listens: subscribe only for hooks in use.
   if (has('onStepStart')) offs.push(on('step:started', (e) => notify(observers, 'onStepStart', attempt(e.taskId, e.step, e.attempt))));
   if (has('onStepEnd')) offs.push(on('step:completed', (e) => notify(observers, 'onStepEnd', { ...attempt(e.taskId, e.step, e.attempt), durationMs: e.durationMs })));

@@ -8,6 +8,7 @@
 import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import type { SerializedError } from './serialize.ts';
 import type { ActorKind, EventRow, StepRow } from './store.ts';
+import { isApprovalEntry, toApprovalEvent, type ApprovalEvent } from './approvals/events.ts';
 
 /** Who caused an event: a person or API client, a worker process, or the engine itself. */
 export interface Actor {
@@ -83,7 +84,7 @@ export interface UnknownEvent extends EventBase {
 }
 
 /** One entry of a task's event log. */
-export type TaskEvent = TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UnknownEvent;
+export type TaskEvent = TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | ApprovalEvent | UnknownEvent;
 export type TaskEventType = TaskEvent['type'];
 
 /** The public form of a stored entry. */
@@ -123,6 +124,7 @@ export function toTaskEvent(row: EventRow): TaskEvent {
     case 'signal:consumed':
       return { ...base, type: 'signal:consumed', signalId: data.signalId as number, position: data.seq as number };
     default:
+      if (isApprovalEntry(row.type)) return toApprovalEvent(base, row.type, data);
       return { ...base, type: 'unknown', original: row.type, data };
   }
 }

@@ -9,6 +9,7 @@ import { checkText } from './text-rules.ts';
 import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
+import type { ApprovalDecision, ApprovalOptions } from './approvals/types.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -50,6 +51,12 @@ export interface StepOptions {
   retry?: RetryOptions | number;
   /** Per-attempt time limit: the step's signal fires and the attempt fails with StepTimeoutError. */
   timeout?: Duration;
+  /**
+   * The step runs only if the task's approval of this name (the latest, if it asked more than once)
+   * is approved; otherwise it fails for good with an ApprovalRequiredError (code FORBIDDEN),
+   * recorded as the step's failure, whatever path the code took to reach it.
+   */
+  requires?: string;
 }
 
 export interface WaitForEventOptions {
@@ -85,6 +92,14 @@ export interface WorkflowContext {
    * if (decision.timedOut || decision.name === 'reject') return { published: false };
    */
   waitForEvent<T = unknown>(name: string | readonly string[], options?: WaitForEventOptions): Promise<EventResult<T>>;
+  /**
+   * Asks people for an approval and waits for it: the task parks (`waiting`, no worker slot held)
+   * until a listed approver decides through `engine.decide` (or `stepwise approve`), or the timeout
+   * policy settles it. The approval is a record (`engine.approvals()`), audited in the task's log.
+   * @example
+   * const review = await ctx.approval('review', { payload: draft, approvers: ['alice'], timeout: '24h' });
+   */
+  approval(name: string, options?: ApprovalOptions): Promise<ApprovalDecision>;
   /** Reports progress between steps (see {@link StepContext.progress}). */
   progress(progress: Progress): void;
 }

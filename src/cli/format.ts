@@ -2,6 +2,7 @@
  * @module cli/format
  * Human output of the CLI: tables, timelines, durations. `--json` bypasses all of it.
  */
+import { approvalLines, describeApprovalEvent } from './approvals.ts';
 import { formatMs, type StepInfo, type TaskEvent, type TaskInfo, type TaskSummary } from '../index.ts';
 
 const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
@@ -81,6 +82,12 @@ export function describeEvent(e: TaskEvent): string {
       return `${bold('signal'.padEnd(8))} ${e.name} received${e.idempotencyKey ? dim(` key=${e.idempotencyKey}`) : ''}`;
     case 'signal:consumed':
       return `${bold('signal'.padEnd(8))} #${e.signalId} consumed at position ${e.position}`;
+    case 'approval:requested':
+    case 'approval:decision':
+    case 'approval:reminded':
+    case 'approval:escalated':
+    case 'approval:decided':
+      return describeApprovalEvent(e);
     case 'unknown':
       return `${bold(e.original)}`;
   }
@@ -108,6 +115,7 @@ export function taskDetail(t: TaskInfo): string {
   if (t.status === 'failed') out.push(`  error      ${red(`[${t.error.code ?? t.error.name}] ${t.error.message}`)}`);
   out.push('', bold('Steps'));
   out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map(stepRow)) : dim('  (none yet)'));
+  if (t.approvals.length) out.push('', bold('Approvals'), ...t.approvals.map(approvalLines));
   out.push('', bold('Timeline'));
   const start = t.history[0]?.at ?? t.createdAt;
   for (const e of t.history) out.push(eventLine(e, start));

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_STORE_URL, isStepwiseError } from '../index.ts';
 import * as commands from './commands.ts';
+import * as approvalCommands from './approvals.ts';
 
 const HELP = `stepwise — durable execution for long-running agent tasks
 
@@ -29,6 +30,11 @@ Commands:
   signal <id> <name> [--data JSON|@file|-] [--key K] [--require-waiting]
                              send an event to ctx.waitForEvent(name); --require-waiting refuses
                              it unless the task waits for that name (catches typos)
+  approvals [--pending] [--status S[,S]] [--approver NAME] [--workflow W]
+                             approvals across tasks (a reviewer's queue: --pending --approver NAME)
+  approve <approval-id> --as NAME [--comment C] [--data JSON|@file|-] [--key K]
+  reject <approval-id> --as NAME [--comment C] [--data JSON|@file|-] [--key K]
+                             decide an approval (--key: a repeat counts once)
   migrate                    create or upgrade the schema and exit
   version                    print the version
 
@@ -53,6 +59,9 @@ const COMMANDS: Record<string, Command> = {
   resume: commands.resume,
   signal: commands.signal,
   migrate: commands.migrate,
+  approvals: approvalCommands.approvals,
+  approve: approvalCommands.approve,
+  reject: approvalCommands.reject,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -86,6 +95,9 @@ async function main(argv: string[]): Promise<number> {
         quiet: { type: 'boolean' },
         as: { type: 'string' },
         'require-waiting': { type: 'boolean' },
+        pending: { type: 'boolean' },
+        approver: { type: 'string' },
+        comment: { type: 'string' },
       },
     });
   } catch (e) {

@@ -10,6 +10,8 @@ import type { RunCore } from './core.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
 import { waitForEvent } from './wait-for-event.ts';
+import { requestApproval } from '../approvals/request.ts';
+import type { ApprovalOptions } from '../approvals/types.ts';
 
 export function createContext(run: RunCore): WorkflowContext {
   return Object.freeze({
@@ -23,6 +25,7 @@ export function createContext(run: RunCore): WorkflowContext {
     step: (<T>(name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions) => step(run, name, fn, options)) as WorkflowContext['step'],
     sleep: (name: string, duration: Duration) => sleep(run, name, duration),
     waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
+    approval: (name: string, options?: ApprovalOptions) => requestApproval(run, name, options),
     progress: (p: Progress) => run.progress.report(null, p),
   });
 }
