@@ -374,6 +374,18 @@ export class TaskEndedError extends StepwiseError {
   }
 }
 
+/** A task stayed waiting or paused longer than its workflow's `dwell` bound allows: it failed. */
+export class DwellTimeoutError extends StepwiseError {
+  readonly status: string;
+  readonly afterMs: number;
+  constructor(taskId: string, status: string, afterMs: number) {
+    super(ERROR_CODES.TIMEOUT, `Task ${taskId} stayed ${status} for more than ${afterMs}ms, the bound of its workflow's dwell.${status} option; retry it to run it again.`);
+    this.name = 'DwellTimeoutError';
+    this.status = status;
+    this.afterMs = afterMs;
+  }
+}
+
 /** A step guarded by `requires` ran without its approval approved: it fails for good. */
 export class ApprovalRequiredError extends StepwiseError {
   readonly stepName: string;

@@ -24,6 +24,7 @@ export type {
   ApprovalOptions, ApprovalDecision, ApprovalDecisionRecord, ApprovalInfo, ApprovalStatus, ApprovalsQuery, ApprovalNotice, DecideOptions, TimeoutPolicy,
 } from './approvals/types.ts';
 export type { ApprovalEvent } from './approvals/events.ts';
+export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
 
 // Reading tasks
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease } from './task-info.ts';
@@ -49,7 +50,7 @@ export {
   IllegalTransitionError, IdempotencyConflictError, ConcurrentUpdateError, NonDeterminismError, NotSerializableError,
   StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, TaskFailedError, TaskCancelledError,
   LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, ClosedError, TimeoutError,
-  ForbiddenError, ConflictError, PayloadTooLargeError, ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
+  ForbiddenError, ConflictError, PayloadTooLargeError, ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, DwellTimeoutError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';
 

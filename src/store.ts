@@ -412,6 +412,17 @@ export interface ApprovalUpdate {
   notify?: WakeEvent;
 }
 
+/**
+ * Log entries about a task that change nothing else (a dwell alert): appended only while the task's
+ * `version` is still `version`, which the write bumps (so two scanners cannot both append them).
+ */
+export interface LogAppend {
+  taskId: string;
+  version: number;
+  at: number;
+  log: readonly NewEvent[];
+}
+
 /** Approvals by task, status, listed approver or workflow; oldest first. */
 export interface ApprovalQuery {
   taskId?: string;
@@ -498,6 +509,9 @@ export interface Store {
   listApprovals(query: ApprovalQuery): Promise<ApprovalRow[]>;
   /** A guarded change of an approval (see {@link ApprovalUpdate}): the row after it, or `null` if refused. */
   updateApproval(write: ApprovalUpdate): Promise<ApprovalRow | null>;
+
+  /** Appends entries to a task's log (see {@link LogAppend}); false if its version moved on. */
+  appendEvents(write: LogAppend): Promise<boolean>;
 
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void>;
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>>;

@@ -9,6 +9,7 @@ import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import type { SerializedError } from './serialize.ts';
 import type { ActorKind, EventRow, StepRow } from './store.ts';
 import { isApprovalEntry, toApprovalEvent, type ApprovalEvent } from './approvals/events.ts';
+import { toDwellEvent, type DwellEvent } from './dwell/types.ts';
 
 /** Who caused an event: a person or API client, a worker process, or the engine itself. */
 export interface Actor {
@@ -84,7 +85,7 @@ export interface UnknownEvent extends EventBase {
 }
 
 /** One entry of a task's event log. */
-export type TaskEvent = TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | ApprovalEvent | UnknownEvent;
+export type TaskEvent = TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | ApprovalEvent | DwellEvent | UnknownEvent;
 export type TaskEventType = TaskEvent['type'];
 
 /** The public form of a stored entry. */
@@ -125,6 +126,7 @@ export function toTaskEvent(row: EventRow): TaskEvent {
       return { ...base, type: 'signal:consumed', signalId: data.signalId as number, position: data.seq as number };
     default:
       if (isApprovalEntry(row.type)) return toApprovalEvent(base, row.type, data);
+      if (row.type === 'dwell:exceeded') return toDwellEvent(base, data);
       return { ...base, type: 'unknown', original: row.type, data };
   }
 }

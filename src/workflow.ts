@@ -10,6 +10,8 @@ import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
 import type { ApprovalDecision, ApprovalOptions } from './approvals/types.ts';
+import type { DwellOptions } from './dwell/types.ts';
+import { checkDwell } from './dwell/types.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -152,6 +154,13 @@ export interface WorkflowOptions<I, In = I> {
   compatibleVersions?: readonly (string | number)[];
   /** Validates input at `start()`; a failure is an InvalidInputError and no task is created. */
   input?: InputSchema<I, In>;
+  /**
+   * How long a task may stay `waiting` or `paused` (from when it entered that status), and what
+   * then: `fail` it, `cancel` it, or only record an `alert` (a `dwell:exceeded` log entry). Checked
+   * by one scanner per worker; separate from an approval's own timeout.
+   * @example { waiting: { after: '3d', then: 'fail' }, paused: { after: '1d', then: 'alert' } }
+   */
+  dwell?: DwellOptions;
   /** Default retry policy of this workflow's steps. */
   retry?: RetryOptions | number;
   /** At most this many tasks of this workflow run at once, across all workers. */
@@ -186,7 +195,7 @@ export interface Workflow<I = unknown, O = unknown, In = I> {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
 /** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
-const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'dwell'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
  * Declares a durable workflow.
@@ -221,6 +230,7 @@ export function workflow<I = unknown, O = unknown, In = I>(
       if (typeof (schema as { parse?: unknown })?.parse !== 'function') throw new InvalidArgumentError(`workflow("${name}"): signals.${signal} must be a schema with parse(value).`);
     }
   }
+  if (options.dwell !== undefined) checkDwell(name, options.dwell);
   try {
     resolveRetry(options.retry);
   } catch (e) {

@@ -878,6 +878,18 @@ for (const backend of backends) {
         }
       });
 
+      it('appendEvents appends entries only while the task version is unchanged, and bumps it', async () => {
+        const task = await claimedTask(store, ns);
+        const alert: NewEvent = { type: 'dwell:exceeded', actorKind: 'system', actorId: 'dwell-timeout', data: '{"status":"running"}' };
+        expect(await store.appendEvents({ taskId: task.id, version: task.version + 1, at: T0 + 9, log: [alert] })).toBe(false);
+        expect(await store.appendEvents({ taskId: task.id, version: task.version, at: T0 + 9, log: [alert] })).toBe(true);
+        expect(await store.appendEvents({ taskId: task.id, version: task.version, at: T0 + 9, log: [alert] })).toBe(false);
+        const after = await mustGet(store, task.id);
+        expect(after.version).toBe(task.version + 1);
+        expect({ status: after.status, updatedAt: after.updatedAt }).toEqual({ status: task.status, updatedAt: task.updatedAt });
+        expect((await logOf(store, task.id)).slice(-1)).toEqual(['3:dwell:exceeded:system:dwell-timeout']);
+      });
+
       it('listApprovals filters by task, statuses, listed approver and workflow, oldest first', async () => {
         const t1 = await claimedTask(store, ns);
         const t2 = await claimedTask(store, ns);

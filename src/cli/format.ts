@@ -88,6 +88,8 @@ export function describeEvent(e: TaskEvent): string {
     case 'approval:escalated':
     case 'approval:decided':
       return describeApprovalEvent(e);
+    case 'dwell:exceeded':
+      return `${bold('dwell'.padEnd(8))} ${e.status} longer than ${formatMs(e.afterMs)} → ${e.outcome}`;
     case 'unknown':
       return `${bold(e.original)}`;
   }

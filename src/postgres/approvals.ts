@@ -13,7 +13,7 @@ import { payload } from './wake.ts';
 import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
 import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../approvals/rows.ts';
 import { Params } from './sql-text.ts';
-import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, NewEvent, WakeEvent } from '../store.ts';
+import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent, WakeEvent } from '../store.ts';
 
 const TYPES: Record<string, string> = {
   quorum: 'integer', level: 'integer', version: 'integer', deadline: 'bigint', remind_at: 'bigint', created_at: 'bigint', decided_at: 'bigint',
@@ -117,6 +117,18 @@ export async function updateApproval(c: PgContext, w: ApprovalUpdate): Promise<A
       }
       await announce(c, client, w.notify);
       return toApprovalRow(row as Record<string, unknown>);
+    }),
+  );
+}
+
+/** Entries that change nothing else about the task, guarded (and bumped) by its version. */
+export async function appendEvents(c: PgContext, w: LogAppend): Promise<boolean> {
+  return run(c, () =>
+    tx(c, async (client) => {
+      const [row] = await rows(c, client, `UPDATE ${c.t.tasks} SET version = version + 1 WHERE id = $1 AND version = $2 RETURNING id`, [w.taskId, w.version]);
+      if (!row) return false;
+      await append(c, client, w.taskId, w.at, w.log);
+      return true;
     }),
   );
 }

@@ -36,12 +36,12 @@ import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
-import { getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
+import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type {
-  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest,
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
@@ -126,6 +126,7 @@ export class PostgresStore implements Store {
   getApproval(id: string): Promise<ApprovalRow | null> { return getApproval(this.#c, id); }
   listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> { return listApprovals(this.#c, q); }
   updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> { return updateApproval(this.#c, w); }
+  appendEvents(w: LogAppend): Promise<boolean> { return appendEvents(this.#c, w); }
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> { return registerWorkflows(this.#c, workflows); }
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> { return listWorkflows(this.#c); }
 

@@ -7,7 +7,7 @@
  */
 import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
 import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../approvals/rows.ts';
-import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, NewEvent } from '../store.ts';
+import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent } from '../store.ts';
 import type Database from 'better-sqlite3';
 
 type Raw = Record<string, unknown>;
@@ -89,5 +89,15 @@ export function updateApproval(h: SqliteHandle, w: ApprovalUpdate): ApprovalRow 
       }
     }
     return toApprovalRow(row);
+  });
+}
+
+/** Entries that change nothing else about the task, guarded (and bumped) by its version. */
+export function appendEvents(h: SqliteHandle, w: LogAppend): boolean {
+  return h.tx(() => {
+    const row = h.stmt('UPDATE stepwise_tasks SET version = version + 1 WHERE id = ? AND version = ? RETURNING no').get(w.taskId, w.version) as { no: number } | undefined;
+    if (!row) return false;
+    h.append(row.no, w.at, w.log);
+    return true;
   });
 }

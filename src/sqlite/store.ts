@@ -17,7 +17,7 @@ import {
 } from '../rows.ts';
 import { claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
-  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
 } from '../store.ts';
@@ -612,6 +612,10 @@ export class SqliteStore implements Store {
 
   async updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> {
     return approvals.updateApproval(this.#approvalHandle, w);
+  }
+
+  async appendEvents(w: LogAppend): Promise<boolean> {
+    return approvals.appendEvents(this.#approvalHandle, w);
   }
 
   async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {
