@@ -111,6 +111,7 @@ lat.push(await postgres.wakeLatency(`sqlite:${join(tempDir(), 'lat.db')}`, 'sqli
 for (const l of lat) line(`    ${l.store.padEnd(38)} p50 ${fmt(l.p50Ms, 0).padStart(4)} ms   p99 ${fmt(l.p99Ms, 0).padStart(4)} ms   (${l.samples} samples)`);
 results.latency = lat;
 
+await (await import('./approvals.ts')).run({ quick, pgUp, line, results });
 if (pgUp) await postgres.cleanup();
 mkdirSync(join(root, '.bench'), { recursive: true });
 writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);

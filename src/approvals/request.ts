@@ -102,16 +102,25 @@ async function awaitApproval(run: RunCore, c: ApprovalCall, activity: Activity):
     remindAt: c.stored.remindEveryMs === null ? null : now + c.stored.remindEveryMs, level: 1, decisions: '[]', outcome: null, version: 1,
     createdAt: now, decidedAt: null,
   };
-  const inserted = await storeCall(run, `record approval "${c.name}"`, () =>
-    store.insertApproval({ approval: fresh, epoch: run.epoch, at: now, log: [requestedEntry(fresh, { kind: 'worker', id: run.deps.workerId })] }),
-  );
-  if (!inserted) leaseLost(run);
-  let row = inserted.approval;
-  if (inserted.created) await tell(run, 'requested', row);
+  // A run resumed from a park knows its approval from the waiting row: a read, not a write.
+  const known = recorded?.output ? (decodeJson(recorded.output) as { approvalId?: string }).approvalId : undefined;
+  let found = known ? await storeCall(run, `read approval ${known}`, () => store.getApproval(known)) : null;
+  if (!found) {
+    const inserted = await storeCall(run, `record approval "${c.name}"`, () =>
+      store.insertApproval({ approval: fresh, epoch: run.epoch, at: now, log: [requestedEntry(fresh, { kind: 'worker', id: run.deps.workerId })] }),
+    );
+    if (!inserted) leaseLost(run);
+    found = inserted.approval;
+    if (inserted.created) await tell(run, 'requested', found);
+  }
+  let row: ApprovalRow = found;
   const stored = JSON.parse(row.policy) as StoredOptions;
   const signal = wakeName(row.id);
-  const base = journalRow(run, seq, stepId, 'event', { status: 'waiting', startedAt: recorded?.startedAt ?? row.createdAt, wakeAt: null });
-  const reread = async (): Promise<ApprovalRow> => (await storeCall(run, `read approval ${row.id}`, () => store.getApproval(row.id))) ?? row;
+  const base = journalRow(run, seq, stepId, 'event', {
+    status: 'waiting', startedAt: recorded?.startedAt ?? row.createdAt, wakeAt: null, output: JSON.stringify({ approvalId: row.id }),
+  });
+  const id = row.id;
+  const reread = async (): Promise<ApprovalRow> => (await storeCall(run, `read approval ${id}`, () => store.getApproval(id))) ?? row;
   /** A guarded change by this run; on a lost race, the record as it is now (a decision came first). */
   const change = async (w: Omit<ApprovalUpdate, 'id' | 'version' | 'epoch'>): Promise<ApprovalRow | null> => {
     const done = await storeCall(run, `update approval ${row.id}`, () => store.updateApproval({ ...w, id: row.id, version: row.version, epoch: run.epoch }));
