@@ -28,11 +28,11 @@ async function approvalOf(engine: Engine, taskId: string): Promise<string> {
   }
 }
 
-async function waitingCount(engine: Engine, ids: readonly string[]): Promise<number> {
+async function waitingCount(engine: Engine, ids: ReadonlySet<string>): Promise<number> {
   let n = 0;
   for (let cursor: string | undefined; ;) {
     const page = await engine.list({ status: 'waiting', workflow: 'bench-approval', limit: 1000, ...(cursor ? { cursor } : {}) });
-    n += page.tasks.filter((t) => ids.includes(t.id)).length;
+    n += page.tasks.filter((t) => ids.has(t.id)).length;
     if (!page.nextCursor) return n;
     cursor = page.nextCursor;
   }
@@ -53,8 +53,9 @@ async function parked(db: string, n: number): Promise<Record<string, number>> {
   const t0 = Date.now();
   const ids: string[] = [];
   for (let i = 0; i < n; i++) ids.push((await engine.start(approvalThenStep)).id);
+  const idSet = new Set(ids);
   let waiting = 0;
-  while ((waiting = await waitingCount(engine, ids)) < n) await new Promise((r) => setTimeout(r, 200));
+  while ((waiting = await waitingCount(engine, idSet)) < n) await new Promise((r) => setTimeout(r, 200));
   const seconds = (Date.now() - t0) / 1000;
   const after = mem();
   const inFlight = worker.inFlight;
