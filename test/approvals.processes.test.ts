@@ -81,5 +81,5 @@ describe('approvals across processes', () => {
     } finally {
       await engine.close();
     }
-  }, 90_000);
+  }, 240_000); // nine CLI processes, each seconds to start on a loaded machine
 });
