@@ -171,6 +171,7 @@ results.latency = lat;
 await (await import('./idempotency.ts')).report({ line, rounds, quick, pgUp, results });
 
 results.cancel = await (await import('./cancel.ts')).cancelLatency(quick, line);
+await (await import('./approvals.ts')).run({ quick, pgUp, line, results });
 if (pgUp) await postgres.cleanup();
 mkdirSync(join(root, '.bench'), { recursive: true });
 writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);

@@ -37,6 +37,10 @@ import type { Budget } from './ai/usage.ts';
 import { Idempotency } from './idempotency/run.ts';
 import { EFFECT_DECISIONS, decisionEventOf, type EffectDecision } from './idempotency/at-most-once.ts';
 import type { IdempotencyBackend } from './idempotency/records.ts';
+import { decide as decideApproval, listApprovals } from './approvals/decide.ts';
+import { RESERVED_SIGNAL_PREFIX } from './approvals/policy.ts';
+import { toApprovalInfo } from './approvals/info.ts';
+import type { ApprovalInfo, ApprovalsQuery, DecideOptions } from './approvals/types.ts';
 
 export interface EngineOptions extends StoreOptions {
   /**
@@ -261,7 +265,7 @@ export class Engine {
       observers: this.#observers,
       appendLog: async (taskId, at, entries) => {
         const store = await this.ready();
-        if (store.appendEvents && (await store.appendEvents(taskId, at, entries))) this.#appended(taskId);
+        if (store.appendTaskEvents && (await store.appendTaskEvents(taskId, at, entries))) this.#appended(taskId);
       },
     });
   }
@@ -368,11 +372,12 @@ export class Engine {
     const store = await this.ready();
     const row = await this.#row(store, id);
     // A poller that needs only the status and progress skips the journal and the log (`steps: false`).
-    const [steps, history] = await Promise.all([
+    const [steps, history, approvals] = await Promise.all([
       options.steps === false ? [] : store.getSteps(id),
       options.history === false ? [] : store.getEvents(id),
+      options.steps === false ? [] : store.listApprovals({ taskId: id, limit: 1000 }),
     ]);
-    return { ...toSummary(row), steps: steps.map(toStepInfo), history: history.map(toTaskEvent) };
+    return { ...toSummary(row), steps: steps.map(toStepInfo), history: history.map(toTaskEvent), approvals: approvals.map(toApprovalInfo) };
   }
 
   /**
@@ -541,6 +546,9 @@ export class Engine {
     const actor = actorOf(options.by);
     if (typeof name !== 'string' || !/^[^|]{1,200}$/.test(name)) throw new InvalidArgumentError('A signal needs a name of 1-200 characters without "|".');
     checkText(name, `The signal name ${JSON.stringify(name)}`);
+    if (name.startsWith(RESERVED_SIGNAL_PREFIX)) {
+      throw new InvalidArgumentError(`Signal names starting with "${RESERVED_SIGNAL_PREFIX}" are reserved for approvals: decide an approval with engine.decide(approvalId, …) / \`stepwise approve\`.`);
+    }
     const key = options.idempotencyKey;
     if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
       throw new InvalidArgumentError(`A signal's idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
@@ -603,6 +611,36 @@ export class Engine {
       );
     }
     return { created: false, delivered: first.consumedSeq === null ? 'queued' : 'consumed' };
+  }
+
+  /**
+   * Records a decision on one approval (see `src/approvals/decide.ts`): a repeat returns the first
+   * result; a contrary decision is a ConflictError naming the recorded one; someone not listed, or
+   * an expired approval, is a ForbiddenError; a task that ended is a TaskEndedError. Returns once
+   * the decision is durable and, if it settles the approval, the task is runnable.
+   * @example
+   * await engine.decide(approvalId, { approve: true, by: 'alice', comment: 'ship it' });
+   */
+  async decide(approvalId: string, options: DecideOptions): Promise<ApprovalInfo> {
+    const store = await this.ready();
+    return decideApproval(
+      {
+        store, clock: this.clock, payloadBytes: this.limits.payloadBytes,
+        delivered: (wake, taskId) => {
+          this.#deliver(wake);
+          this.#appended(taskId);
+        },
+        tell: (n) => notify(this.#observers, 'onApproval', n),
+        hasObservers: this.#observers.some((o) => typeof o.onApproval === 'function'),
+      },
+      approvalId,
+      options,
+    );
+  }
+
+  /** Approvals across tasks, oldest first: by status, listed approver (a reviewer's queue), workflow or task. */
+  async approvals(query: ApprovalsQuery = {}): Promise<ApprovalInfo[]> {
+    return listApprovals(await this.ready(), query);
   }
 
   /**
@@ -822,6 +860,10 @@ function explainSummary(
         if (x.kind === 'event') {
           const names = Array.isArray(x.events) ? (x.events as string[]).map((e) => `"${e}"`).join(' or ') : `"${String(x.event)}"`;
           return `event ${names}${until(x.until) || ' (no timeout)'}`;
+        }
+        if (x.kind === 'approval') {
+          const who = Array.isArray(x.approvers) && x.approvers.length ? (x.approvers as string[]).join(', ') : 'anyone';
+          return `approval "${String(x.name)}" (${String(x.approval)}, level ${String(x.level ?? 1)}) from ${who}${until(x.until) || ' (no deadline)'}; decide with \`stepwise approve ${String(x.approval)} --as <name>\` or \`stepwise reject …\``;
         }
         if (x.kind === 'retry') return `the retry of step "${String(x.step)}" (attempt ${String(x.attempt)})${until(x.until)}`;
         if (x.kind === 'sleep') return `the end of sleep "${String(x.step)}"${until(x.until)}`;

@@ -34,6 +34,10 @@ export const ERROR_CODES = Object.freeze({
   FORBIDDEN: 'FORBIDDEN',
   /** The request contradicts what is already recorded (a contrary decision, a reused key with other data). */
   CONFLICT: 'CONFLICT',
+  /** No such record (an approval id nobody issued). */
+  NOT_FOUND: 'NOT_FOUND',
+  /** The task has ended (cancelled, succeeded, failed or being cancelled): it takes no more decisions. */
+  TASK_ENDED: 'TASK_ENDED',
   /** An input, output or payload is larger than the engine's configured limit. */
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   /** The database refused a write for a reason retrying cannot fix (a value it cannot hold, a constraint). */
@@ -68,6 +72,8 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   FORBIDDEN: 403,
   WORKFLOW_NOT_FOUND: 404,
   TASK_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  TASK_ENDED: 409,
   ILLEGAL_TRANSITION: 409,
   IDEMPOTENCY_CONFLICT: 409,
   CONFLICT: 409,
@@ -498,6 +504,52 @@ export class IdempotencyInProgressError extends StepwiseError {
     this.name = 'IdempotencyInProgressError';
     this.idempotencyKey = idempotencyKey;
     this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** An approval id that names no approval. */
+export class ApprovalNotFoundError extends StepwiseError {
+  readonly approvalId: string;
+  constructor(approvalId: string) {
+    super(ERROR_CODES.NOT_FOUND, `No approval with id "${approvalId}". List open approvals with \`stepwise approvals --pending\`.`);
+    this.name = 'ApprovalNotFoundError';
+    this.approvalId = approvalId;
+  }
+}
+
+/** A decision for a task that has ended (or is being cancelled): nothing was recorded. */
+export class TaskEndedError extends StepwiseError {
+  readonly taskId: string;
+  readonly status: string;
+  constructor(taskId: string, status: string, what: string) {
+    super(ERROR_CODES.TASK_ENDED, `Task ${taskId} is ${status}: ${what} was not recorded. A ${status} task takes no decisions; start a new task if the work is still wanted.`);
+    this.name = 'TaskEndedError';
+    this.taskId = taskId;
+    this.status = status;
+  }
+}
+
+/** A task stayed waiting or paused longer than its workflow's `dwell` bound allows: it failed. */
+export class DwellTimeoutError extends StepwiseError {
+  readonly status: string;
+  readonly afterMs: number;
+  constructor(taskId: string, status: string, afterMs: number) {
+    super(ERROR_CODES.TIMEOUT, `Task ${taskId} stayed ${status} for more than ${afterMs}ms, the bound of its workflow's dwell.${status} option; retry it to run it again.`);
+    this.name = 'DwellTimeoutError';
+    this.status = status;
+    this.afterMs = afterMs;
+  }
+}
+
+/** A step guarded by `requires` ran without its approval approved: it fails for good. */
+export class ApprovalRequiredError extends StepwiseError {
+  readonly stepName: string;
+  readonly approval: string;
+  constructor(stepName: string, approval: string, why: string) {
+    super(ERROR_CODES.FORBIDDEN, `Step "${stepName}" requires approval "${approval}", which ${why}: the engine refused to run it.`, { retryable: false });
+    this.name = 'ApprovalRequiredError';
+    this.stepName = stepName;
+    this.approval = approval;
   }
 }
 

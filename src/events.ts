@@ -3,6 +3,7 @@
  * The worker's events, in one typed map with `noun:verb` names. Subscribe with `worker.on(name, fn)`.
  */
 import { EventEmitter } from 'node:events';
+import type { ApprovalNotice } from './approvals/types.ts';
 
 export interface WorkerEvents {
   'worker:started': { workerId: string; workflows: string[] };
@@ -17,6 +18,8 @@ export interface WorkerEvents {
   'lease:lost': { taskId: string; epoch: number };
   /** Something went wrong in the worker itself (a claim or heartbeat failed); it keeps going. */
   'worker:error': { error: Error; during: string };
+  /** An approval a run asked for was requested, reminded, escalated or decided by its timeout policy. */
+  'approval:notice': ApprovalNotice;
 }
 
 export type WorkerEventName = keyof WorkerEvents;

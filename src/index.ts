@@ -21,6 +21,13 @@ export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';
 
+// Approvals
+export type {
+  ApprovalOptions, ApprovalDecision, ApprovalDecisionRecord, ApprovalInfo, ApprovalStatus, ApprovalsQuery, ApprovalNotice, DecideOptions, TimeoutPolicy,
+} from './approvals/types.ts';
+export type { ApprovalEvent } from './approvals/events.ts';
+export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
+
 // Reading tasks
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage } from './task-info.ts';
 export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/usage.ts';
@@ -55,7 +62,8 @@ export {
   IllegalTransitionError, IdempotencyConflictError, ConcurrentUpdateError, NonDeterminismError, NotSerializableError,
   StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, BudgetExceededError, TaskFailedError, TaskCancelledError,
   LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, ClosedError, TimeoutError,
-  ForbiddenError, ConflictError, PayloadTooLargeError, IdempotencyInProgressError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
+  ForbiddenError, ConflictError, PayloadTooLargeError, IdempotencyInProgressError,
+  ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, DwellTimeoutError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';
 

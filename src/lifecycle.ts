@@ -52,6 +52,8 @@ export const LIFECYCLE_EVENTS = Object.freeze({
   resume: 'resume',
   /** User: run a failed task again from the step that failed. */
   retry: 'retry',
+  /** The dwell scanner: a waiting or paused task stayed longer than its workflow allows (`dwell`). */
+  expire: 'expire',
 } as const);
 export type LifecycleEvent = (typeof LIFECYCLE_EVENTS)[keyof typeof LIFECYCLE_EVENTS];
 export const ALL_EVENTS: readonly LifecycleEvent[] = Object.freeze(Object.values(LIFECYCLE_EVENTS));
@@ -104,6 +106,7 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge>>>>
     claim: e('running', ['acquire-lease']),
     cancel: e('cancelled', ['finish']),
     pause: e('paused'),
+    expire: e('failed', ['finish']),
   },
   running: {
     reclaim: e('running', ['acquire-lease']),
@@ -119,6 +122,7 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge>>>>
   paused: {
     resume: e('pending', ['schedule-now']),
     cancel: e('cancelled', ['finish']),
+    expire: e('failed', ['finish']),
   },
   cancelling: {
     abort: e('cancelled', ['release-lease', 'clear-pause-request', 'finish']),

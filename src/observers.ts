@@ -14,6 +14,7 @@ import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
 import type { IdempotencyEvent } from './idempotency/run.ts';
+import type { ApprovalNotice } from './approvals/types.ts';
 
 /** One run of a task: a worker's claim of it until the run ends. */
 export interface RunInfo {
@@ -60,6 +61,12 @@ export interface Observer {
    * `engine.idempotency.run` and from steps with a business key, in this process.
    */
   onIdempotency?(event: IdempotencyEvent): unknown;
+  /**
+   * An approval was requested, reminded, escalated or decided (by a person through this process's
+   * `engine.decide`, or by a timeout policy in this process's worker): everything a notifier needs
+   * to send an e-mail or a chat message, with the CLI commands that decide it.
+   */
+  onApproval?(notice: ApprovalNotice): unknown;
   /** The worker itself met a problem (a claim or heartbeat failed); it keeps going. */
   onWorkerError?(e: { workerId: string; error: Error; during: string }): unknown;
 }
@@ -117,6 +124,7 @@ export function observeWorker(on: On, workerId: string, observers: readonly Obse
     }),
     on('worker:error', (e) => notify(observers, 'onWorkerError', { workerId, error: e.error, during: e.during })),
   ];
+  if (has('onApproval')) offs.push(on('approval:notice', (e) => notify(observers, 'onApproval', e)));
   // Step events are built by the run only when someone listens: subscribe only for hooks in use.
   if (has('onStepStart')) offs.push(on('step:started', (e) => notify(observers, 'onStepStart', attempt(e.taskId, e.step, e.attempt))));
   if (has('onStepEnd')) offs.push(on('step:completed', (e) => notify(observers, 'onStepEnd', { ...attempt(e.taskId, e.step, e.attempt), durationMs: e.durationMs })));

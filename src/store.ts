@@ -394,6 +394,95 @@ export interface NextRunRequest {
   after: number;
 }
 
+
+/** The status of an approval record (see `src/approvals/`). */
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'escalated';
+
+/**
+ * One approval a task asked for, as stored. JSON columns (`approvers`, `payload`, `policy`,
+ * `decisions`, `outcome`) travel as text; the store never parses them, except `approvers` for the
+ * approver filter of {@link ApprovalQuery}.
+ */
+export interface ApprovalRow {
+  id: string;
+  taskId: string;
+  workflow: string;
+  name: string;
+  /** The call that asked for it, unique per task: a resumed run finds its approval by it. */
+  callKey: string;
+  status: ApprovalStatus;
+  /** JSON array of names. */
+  approvers: string;
+  quorum: number;
+  payload: string | null;
+  policy: string;
+  deadline: number | null;
+  remindAt: number | null;
+  level: number;
+  /** JSON array of the decisions made. */
+  decisions: string;
+  /** JSON of the outcome handed to the workflow, once decided. */
+  outcome: string | null;
+  /** Bumped by every update (compare-and-set). */
+  version: number;
+  createdAt: number;
+  decidedAt: number | null;
+}
+
+/**
+ * A run creates an approval: inserted unless the task already has one with the same `callKey`
+ * (then that one is returned, `created: false`), and only while the task is leased at `epoch`.
+ * `log` is appended to the task's log only when the row is created.
+ */
+export interface ApprovalInsert {
+  approval: ApprovalRow;
+  epoch: number;
+  at: number;
+  log: readonly NewEvent[];
+}
+
+/** The columns an approval update may set; absent keys are left alone. */
+export type ApprovalPatch = Partial<Pick<ApprovalRow, 'status' | 'approvers' | 'deadline' | 'remindAt' | 'level' | 'decisions' | 'outcome' | 'decidedAt'>>;
+
+/**
+ * A guarded change of an approval: refused (`null`) unless its `version` is still `version`, and,
+ * when given, unless its task is in one of `taskStatuses` and/or leased at `epoch`. In the same
+ * transaction: `log` appended to the task's log; with `wake`, a signal of that name recorded once
+ * (its idempotency key is `wake.key`) and the task made due if it waits for that name; `notify`
+ * announced if the write commits.
+ */
+export interface ApprovalUpdate {
+  id: string;
+  version: number;
+  set: ApprovalPatch;
+  at: number;
+  log: readonly NewEvent[];
+  taskStatuses?: readonly TaskStatus[];
+  epoch?: number;
+  wake?: { name: string; key: string };
+  notify?: WakeEvent;
+}
+
+/**
+ * Log entries about a task that change nothing else (a dwell alert): appended only while the task's
+ * `version` is still `version`, which the write bumps (so two scanners cannot both append them).
+ */
+export interface LogAppend {
+  taskId: string;
+  version: number;
+  at: number;
+  log: readonly NewEvent[];
+}
+
+/** Approvals by task, status, listed approver or workflow; oldest first. */
+export interface ApprovalQuery {
+  taskId?: string;
+  statuses?: readonly ApprovalStatus[];
+  approver?: string;
+  workflow?: string;
+  limit: number;
+}
+
 export interface Store {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
@@ -488,6 +577,16 @@ export interface Store {
    */
   insertSignal(signal: SignalWrite): Promise<{ created: boolean } | null>;
 
+  /** Creates a run's approval (see {@link ApprovalInsert}); `null` if the task is not leased at the epoch. */
+  insertApproval(write: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null>;
+  getApproval(id: string): Promise<ApprovalRow | null>;
+  listApprovals(query: ApprovalQuery): Promise<ApprovalRow[]>;
+  /** A guarded change of an approval (see {@link ApprovalUpdate}): the row after it, or `null` if refused. */
+  updateApproval(write: ApprovalUpdate): Promise<ApprovalRow | null>;
+
+  /** Appends entries to a task's log (see {@link LogAppend}); false if its version moved on. */
+  appendEvents(write: LogAppend): Promise<boolean>;
+
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void>;
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>>;
 
@@ -505,5 +604,5 @@ export interface Store {
   /** Transactional steps (`ctx.transaction`): the user's SQL and a checkpoint in one transaction. */
   runInTransaction?: TransactionRunner['runInTransaction'];
   /** Appends entries to a task's log in one transaction; `false` if there is no such task. */
-  appendEvents?(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean>;
+  appendTaskEvents?(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean>;
 }

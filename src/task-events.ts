@@ -9,6 +9,8 @@ import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import type { SerializedError } from './serialize.ts';
 import type { ActorKind, EventRow, StepRow } from './store.ts';
 import type { AttemptUsage } from './ai/usage.ts';
+import { isApprovalEntry, toApprovalEvent, type ApprovalEvent } from './approvals/events.ts';
+import { toDwellEvent, type DwellEvent } from './dwell/types.ts';
 
 /** Who caused an event: a person or API client, a worker process, or the engine itself. */
 export interface Actor {
@@ -112,7 +114,7 @@ export interface UnknownEvent extends EventBase {
 
 /** One entry of a task's event log. */
 export type TaskEvent =
-  | TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UsageEvent | IdempotencyTaskEvent | UnknownEvent;
+  | TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UsageEvent | IdempotencyTaskEvent | ApprovalEvent | DwellEvent | UnknownEvent;
 export type TaskEventType = TaskEvent['type'];
 
 /** The public form of a stored entry. */
@@ -163,6 +165,8 @@ export function toTaskEvent(row: EventRow): TaskEvent {
       return e;
     }
     default:
+      if (isApprovalEntry(row.type)) return toApprovalEvent(base, row.type, data);
+      if (row.type === 'dwell:exceeded') return toDwellEvent(base, data);
       return { ...base, type: 'unknown', original: row.type, data };
   }
 }

@@ -4,6 +4,7 @@
  * is a discriminated union on `status`: `output` exists only when it succeeded, `error` only when
  * it failed.
  */
+import type { ApprovalInfo } from './approvals/types.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import { decodeError, decodeJson, type SerializedError } from './serialize.ts';
 import type { StepKind, StepRow, StepStatus, TaskRow } from './store.ts';
@@ -82,7 +83,8 @@ export interface StepInfo {
 }
 
 /** A task with its journal (`steps`) and its event log (`history`, oldest first). */
-export type TaskInfo = TaskSummary & { steps: StepInfo[]; history: TaskEvent[] };
+/** A task with its journal, its event log and the approvals it asked for (oldest first). */
+export type TaskInfo = TaskSummary & { steps: StepInfo[]; history: TaskEvent[]; approvals: ApprovalInfo[] };
 
 function taskUsage(text: string | null): TaskUsage | null {
   if (!text) return null;

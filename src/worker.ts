@@ -16,6 +16,7 @@
  * that their signals fire, and every unfinished task is released (back to pending) so that
  * another worker resumes it at once instead of waiting for the lease to expire.
  */
+import { DwellScanner } from './dwell/scanner.ts';
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
@@ -71,6 +72,8 @@ export interface WorkerOptions {
   cancelGraceMs?: number;
   /** Waits (retry backoff, sleep) longer than this park the task instead of holding a slot. @defaultValue 5000 */
   parkAfterMs?: number;
+  /** How often (engine clock) the worker's dwell scanner looks for tasks past their workflow's `dwell` bounds. @defaultValue 1000 */
+  dwellScanMs?: number;
 }
 
 export type WorkerState = 'created' | 'running' | 'stopping' | 'stopped';
@@ -137,6 +140,8 @@ export class Worker {
   readonly #shutdownGraceMs: number;
   readonly #cancelGraceMs: number;
   readonly #parkAfterMs: number;
+  readonly #dwellScanMs: number;
+  #dwell: DwellScanner | null = null;
   readonly #events = new TypedEmitter<WorkerEvents>();
   readonly #runs = new Map<string, TaskRun>();
   readonly #running = new Set<Promise<void>>();
@@ -179,6 +184,7 @@ export class Worker {
     this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
     this.#cancelGraceMs = options.cancelGraceMs ?? 5000;
     this.#parkAfterMs = options.parkAfterMs ?? 5000;
+    this.#dwellScanMs = options.dwellScanMs ?? 1000;
   }
 
   get state(): WorkerState {
@@ -220,6 +226,15 @@ export class Worker {
     this.#subscribe();
     this.#heartbeat = setInterval(() => void this.#beat(), this.#heartbeatMs);
     this.#loop = this.#claimLoop();
+    // One dwell scanner per worker, for the workflows it serves that bound their dwell.
+    if ([...this.#workflows.values()].some((w) => w.options.dwell)) {
+      this.#dwell = new DwellScanner({
+        store, clock: this.#host.clock, workflows: () => this.#workflows.values(),
+        changed: (taskId) => this.#host.bus.emit('task:settled', { taskId, status: '' }),
+        onError: (error) => this.#events.emit('worker:error', { error, during: 'scanning dwell timeouts' }),
+      }, this.#dwellScanMs);
+      this.#dwell.start();
+    }
     this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
   }
 
@@ -479,6 +494,7 @@ export class Worker {
       await all();
     }
     if (this.#heartbeat) clearInterval(this.#heartbeat);
+    await this.#dwell?.stop();
     await this.#beating;
     await this.#writer?.drain();
     for (const off of this.#unsubscribe) await off();

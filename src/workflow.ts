@@ -14,6 +14,9 @@ import { checkBudget, type AttemptOutcome, type Budget, type PriceTable, type To
 import type { Transaction } from './transaction-types.ts';
 import type { VerifyAnswer, VerifyContext } from './idempotency/at-most-once.ts';
 import type { Classifier } from './failure/classify.ts';
+import type { ApprovalDecision, ApprovalOptions } from './approvals/types.ts';
+import type { DwellOptions } from './dwell/types.ts';
+import { checkDwell } from './dwell/types.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -120,6 +123,12 @@ export interface StepOptions {
   effect?: 'at-least-once' | 'at-most-once';
   /** For at-most-once steps: did the interrupted attempt happen? See {@link VerifyAnswer}. */
   verify?: (ctx: VerifyContext) => VerifyAnswer | Promise<VerifyAnswer>;
+  /**
+   * The step runs only if the task's approval of this name (the latest, if it asked more than once)
+   * is approved; otherwise it fails for good with an ApprovalRequiredError (code FORBIDDEN),
+   * recorded as the step's failure, whatever path the code took to reach it.
+   */
+  requires?: string;
 }
 
 export interface TransactionOptions {
@@ -183,6 +192,14 @@ export interface WorkflowContext {
    * if (decision.timedOut || decision.name === 'reject') return { published: false };
    */
   waitForEvent<T = unknown>(name: string | readonly string[], options?: WaitForEventOptions): Promise<EventResult<T>>;
+  /**
+   * Asks people for an approval and waits for it: the task parks (`waiting`, no worker slot held)
+   * until a listed approver decides through `engine.decide` (or `stepwise approve`), or the timeout
+   * policy settles it. The approval is a record (`engine.approvals()`), audited in the task's log.
+   * @example
+   * const review = await ctx.approval('review', { payload: draft, approvers: ['alice'], timeout: '24h' });
+   */
+  approval(name: string, options?: ApprovalOptions): Promise<ApprovalDecision>;
   /** Reports progress between steps (see {@link StepContext.progress}). */
   progress(progress: Progress): void;
   /**
@@ -281,6 +298,13 @@ export interface WorkflowOptions<I, In = I> {
   compatibleVersions?: readonly (string | number)[];
   /** Validates input at `start()`; a failure is an InvalidInputError and no task is created. */
   input?: InputSchema<I, In>;
+  /**
+   * How long a task may stay `waiting` or `paused` (from when it entered that status), and what
+   * then: `fail` it, `cancel` it, or only record an `alert` (a `dwell:exceeded` log entry). Checked
+   * by one scanner per worker; separate from an approval's own timeout.
+   * @example { waiting: { after: '3d', then: 'fail' }, paused: { after: '1d', then: 'alert' } }
+   */
+  dwell?: DwellOptions;
   /** Default retry policy of this workflow's steps. */
   retry?: RetryOptions | number;
   /**
@@ -334,7 +358,7 @@ export interface Workflow<I = unknown, O = unknown, In = I> {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
 /** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
-const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'budget', 'prices', 'timeout', 'cleanupTimeout'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'budget', 'prices', 'timeout', 'cleanupTimeout', 'dwell'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
  * Declares a durable workflow.
@@ -379,6 +403,7 @@ export function workflow<I = unknown, O = unknown, In = I>(
   } catch (e) {
     throw new InvalidArgumentError((e as Error).message, { cause: e });
   }
+  if (options.dwell !== undefined) checkDwell(name, options.dwell);
   try {
     resolveRetry(options.retry);
   } catch (e) {

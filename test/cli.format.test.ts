@@ -6,7 +6,7 @@ import type { TaskInfo } from '../src/index.ts';
 const task = (over: Partial<TaskInfo>): TaskInfo => ({
   id: 't1', workflow: 'docs', workflowVersion: '1', input: null, idempotencyKey: null, createdAt: 0, updatedAt: 0, finishedAt: null,
   runAt: null, runs: 1, retries: 0, epoch: 1, lease: null, wait: null, pauseRequested: false, cancelReason: null, progress: null, deadline: null,
-  status: 'running', steps: [], history: [], ...over,
+  status: 'running', steps: [], history: [], approvals: [], ...over,
 }) as TaskInfo;
 
 describe('progress in the CLI', () => {

@@ -8,7 +8,7 @@ import {
 // `running+pause` is a running task with a pause request.
 const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
   pending: { claim: 'running', cancel: 'cancelled', pause: 'paused' },
-  waiting: { claim: 'running', cancel: 'cancelled', pause: 'paused' },
+  waiting: { claim: 'running', cancel: 'cancelled', pause: 'paused', expire: 'failed' },
   running: {
     reclaim: 'running', park: 'waiting', release: 'pending', complete: 'succeeded', fail: 'failed',
     cancel: 'cancelling', pause: 'running',
@@ -17,7 +17,7 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
     reclaim: 'running', park: 'waiting', release: 'pending', suspend: 'paused', complete: 'succeeded',
     fail: 'failed', cancel: 'cancelling', resume: 'running',
   },
-  paused: { resume: 'pending', cancel: 'cancelled' },
+  paused: { resume: 'pending', cancel: 'cancelled', expire: 'failed' },
   cancelling: { abort: 'cancelled' },
   succeeded: {},
   failed: { retry: 'pending' },

@@ -15,7 +15,7 @@ import { postgresMigrations, sqliteMigrations, type Migration } from '../src/gen
 import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
 import { isStepwiseError } from '../src/errors.ts';
 import { planCreation } from '../src/transitions.ts';
-import type { ClaimRequest, ClaimedTask, EventRow, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
+import type { ApprovalRow, ClaimRequest, ClaimedTask, EventRow, NewEvent, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
 import { transitionEntry } from '../src/log-entries.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
 
@@ -880,6 +880,103 @@ for (const backend of backends) {
         expect((await mustGet(store, task.id)).runAt).toBe(T0 + 600);
         const [claimed] = await store.claim(claimRequest(ns, { now: T0 + 600 }));
         expect(claimed?.signals.map((s) => s.name)).toEqual(['other', 'approved']);
+      });
+    });
+
+    describe('approvals', () => {
+      const approvalRow = (taskId: string, over: Partial<ApprovalRow> = {}): ApprovalRow => ({
+        id: `apv_${randomBytes(6).toString('hex')}`, taskId, workflow: 'wf', name: 'review', callKey: 'approval:review@0', status: 'pending',
+        approvers: '["alice","bob"]', quorum: 1, payload: '{"draft":1}', policy: '{}', deadline: T0 + 1000, remindAt: null, level: 1,
+        decisions: '[]', outcome: null, version: 1, createdAt: T0, decidedAt: null, ...over,
+      });
+      const asked = (a: ApprovalRow): NewEvent => ({ type: 'approval:requested', actorKind: 'worker', actorId: 'w1', data: JSON.stringify({ approvalId: a.id, name: a.name }) });
+
+      it('insertApproval creates the record with its log entry only while the task is leased at the epoch, and returns the existing record for the same call key', async () => {
+        const task = await claimedTask(store, ns);
+        const first = approvalRow(task.id);
+        expect(await store.insertApproval({ approval: first, epoch: task.epoch + 1, at: T0, log: [asked(first)] })).toBeNull();
+        const created = await store.insertApproval({ approval: first, epoch: task.epoch, at: T0, log: [asked(first)] });
+        expect(created).toEqual({ approval: first, created: true });
+        // A resumed run asks again for the same call: it gets the record it created, no second entry.
+        const again = await store.insertApproval({ approval: approvalRow(task.id), epoch: task.epoch, at: T0 + 5, log: [asked(first)] });
+        expect(again).toEqual({ approval: first, created: false });
+        expect(await store.getApproval(first.id)).toEqual(first);
+        expect(await store.getApproval('apv_missing')).toBeNull();
+        expect((await logOf(store, task.id)).filter((e) => e.includes('approval:'))).toEqual(['3:approval:requested:worker:w1']);
+      });
+
+      it('updateApproval is a compare-and-set on the version, guarded by the task status and the epoch, and appends its entries in the same write', async () => {
+        const task = await claimedTask(store, ns);
+        const a = approvalRow(task.id);
+        await store.insertApproval({ approval: a, epoch: task.epoch, at: T0, log: [] });
+        const entry: NewEvent = { type: 'approval:decision', actorKind: 'user', actorId: 'alice', data: '{"approvalId":"x","name":"review"}' };
+        const set = { decisions: '[{"by":"alice"}]' };
+        expect(await store.updateApproval({ id: a.id, version: 2, set, at: T0 + 1, log: [entry] })).toBeNull();
+        expect(await store.updateApproval({ id: a.id, version: 1, set, at: T0 + 1, log: [entry], taskStatuses: ['waiting'] })).toBeNull();
+        expect(await store.updateApproval({ id: a.id, version: 1, set, at: T0 + 1, log: [entry], epoch: task.epoch + 1 })).toBeNull();
+        expect(await store.updateApproval({ id: 'apv_missing', version: 1, set, at: T0 + 1, log: [entry] })).toBeNull();
+        expect((await logOf(store, task.id)).filter((e) => e.includes('approval:'))).toEqual([]);
+        const updated = await store.updateApproval({ id: a.id, version: 1, set, at: T0 + 1, log: [entry], taskStatuses: ['running'], epoch: task.epoch });
+        expect(updated).toEqual({ ...a, ...set, version: 2 });
+        const settled = await store.updateApproval({
+          id: a.id, version: 2, at: T0 + 2, log: [entry, { ...entry, type: 'approval:decided' }],
+          set: { status: 'approved', outcome: '{"approved":true}', decidedAt: T0 + 2, remindAt: null, deadline: null, level: 2, approvers: '["alice"]' },
+        });
+        expect(settled).toMatchObject({ status: 'approved', outcome: '{"approved":true}', decidedAt: T0 + 2, deadline: null, level: 2, approvers: '["alice"]', version: 3 });
+        expect((await logOf(store, task.id)).filter((e) => e.includes('approval:'))).toEqual([
+          '3:approval:decision:user:alice', '4:approval:decision:user:alice', '5:approval:decided:user:alice',
+        ]);
+      });
+
+      it('a wake-up signal recorded with an update is recorded once and makes the task waiting for it due; the update is announced', async () => {
+        const task = await claimedTask(store, ns);
+        const a = approvalRow(task.id);
+        await store.insertApproval({ approval: a, epoch: task.epoch, at: T0, log: [] });
+        const name = `approval:${a.id}`;
+        await store.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvents: [name] } }));
+        expect((await mustGet(store, task.id)).runAt).toBeNull();
+        const heard: WakeEvent[] = [];
+        const off = await store.subscribe?.((e) => heard.push(e));
+        const wake = { reason: 'task' as const, taskId: task.id, workflow: task.workflow };
+        await store.updateApproval({ id: a.id, version: 1, set: { status: 'approved' }, at: T0 + 50, log: [], wake: { name, key: name }, notify: wake });
+        expect((await mustGet(store, task.id)).runAt).toBe(T0 + 50);
+        await store.updateApproval({ id: a.id, version: 2, set: {}, at: T0 + 60, log: [], wake: { name, key: name } });
+        expect((await store.getSignals(task.id)).map((sig) => [sig.name, sig.idempotencyKey, sig.createdAt])).toEqual([[name, name, T0 + 50]]);
+        expect((await mustGet(store, task.id)).runAt).toBe(T0 + 50);
+        if (off) {
+          await eventually(() => heard.some((e) => e.taskId === task.id), 'the announcement');
+          await off();
+        }
+      });
+
+      it('appendEvents appends entries only while the task version is unchanged, and bumps it', async () => {
+        const task = await claimedTask(store, ns);
+        const alert: NewEvent = { type: 'dwell:exceeded', actorKind: 'system', actorId: 'dwell-timeout', data: '{"status":"running"}' };
+        expect(await store.appendEvents({ taskId: task.id, version: task.version + 1, at: T0 + 9, log: [alert] })).toBe(false);
+        expect(await store.appendEvents({ taskId: task.id, version: task.version, at: T0 + 9, log: [alert] })).toBe(true);
+        expect(await store.appendEvents({ taskId: task.id, version: task.version, at: T0 + 9, log: [alert] })).toBe(false);
+        const after = await mustGet(store, task.id);
+        expect(after.version).toBe(task.version + 1);
+        expect({ status: after.status, updatedAt: after.updatedAt }).toEqual({ status: task.status, updatedAt: task.updatedAt });
+        expect((await logOf(store, task.id)).slice(-1)).toEqual(['3:dwell:exceeded:system:dwell-timeout']);
+      });
+
+      it('listApprovals filters by task, statuses, listed approver and workflow, oldest first', async () => {
+        const t1 = await claimedTask(store, ns);
+        const t2 = await claimedTask(store, ns);
+        const rows = [
+          approvalRow(t1.id, { callKey: 'a@0', createdAt: T0 + 1, approvers: '["alice"]' }),
+          approvalRow(t1.id, { callKey: 'b@0', createdAt: T0 + 2, approvers: '["bob","carol"]', status: 'approved' }),
+          approvalRow(t2.id, { callKey: 'a@0', createdAt: T0 + 3, approvers: '[]', workflow: 'other', status: 'escalated' }),
+        ];
+        for (const r of rows) await store.insertApproval({ approval: r, epoch: r.taskId === t1.id ? t1.epoch : t2.epoch, at: T0, log: [] });
+        const ids = (list: ApprovalRow[]) => list.map((r) => rows.indexOf(rows.find((x) => x.id === r.id) as ApprovalRow));
+        expect(ids(await store.listApprovals({ taskId: t1.id, limit: 10 }))).toEqual([0, 1]);
+        expect(ids(await store.listApprovals({ taskId: t1.id, statuses: ['pending', 'escalated'], limit: 10 }))).toEqual([0]);
+        expect(ids((await store.listApprovals({ statuses: ['pending', 'escalated'], limit: 1000 })).filter((r) => rows.some((x) => x.id === r.id)))).toEqual([0, 2]);
+        expect(ids((await store.listApprovals({ approver: 'carol', limit: 1000 })).filter((r) => rows.some((x) => x.id === r.id)))).toEqual([1]);
+        expect(ids((await store.listApprovals({ workflow: 'other', taskId: t2.id, limit: 10 })))).toEqual([2]);
+        expect(await store.listApprovals({ taskId: t1.id, limit: 1 })).toHaveLength(1);
       });
     });
 

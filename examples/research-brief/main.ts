@@ -6,14 +6,16 @@
  * 3. In the middle of the third model call, kills that worker with SIGKILL, on purpose.
  * 4. Starts a second worker, which reclaims the task when the first one's lease expires and
  *    finishes it without re-running the steps that had completed.
- * 5. Prints what happened step by step, which model calls ran twice, and where the brief is.
+ * 5. The brief parks for an editor's review: prints the exact command a reviewer would run; a
+ *    scripted reviewer approves it through the public API (`engine.decide`), with an edit.
+ * 6. Prints what happened step by step, which model calls ran twice, and where the brief is.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Engine, formatMs, type StepInfo, type TaskInfo } from '../../src/index.ts';
+import { Engine, formatMs, type ApprovalDecision, type StepInfo, type TaskInfo } from '../../src/index.ts';
 import { researchBrief, type Summary } from './workflow.ts';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -98,8 +100,23 @@ async function main(): Promise<void> {
   const w2 = startWorker(2);
   say(`Started worker-2 (pid ${w2.child.pid}). It will reclaim the task when worker-1's lease expires and resume after the last checkpoint.`);
 
+  let reviewed = false;
   while (!['succeeded', 'failed', 'cancelled'].includes((await engine.get(id)).status)) {
-    report(await engine.get(id));
+    const current = await engine.get(id);
+    report(current);
+    const pending = current.approvals.find((a) => a.status === 'pending');
+    if (pending && !reviewed && current.status === 'waiting') {
+      reviewed = true;
+      say(`${cyan('⏸')} The brief is parked for review (task ${cyan(current.status)}, no worker slot held). Approval ${bold(pending.id)} asks ${pending.approvers.join(', ')}.`);
+      say(`  A reviewer would run:  ${bold(`npx stepwise approve ${pending.id} --as ${pending.approvers[0] ?? 'editor'} --db ${db}`)}`);
+      say('  (or list the queue: npx stepwise approvals --pending --approver editor)');
+      const preview = pending.payload as { words: number };
+      // The scripted reviewer: reads the brief from the payload and approves it with an edit.
+      const merged = current.steps.find((s) => s.name === 'merge')?.output as { markdown: string } | undefined;
+      const edited = `> Reviewed by the editor: ${preview.words} words, approved for publication.\n\n${merged?.markdown ?? ''}`;
+      const decided = await engine.decide(pending.id, { approve: true, by: 'editor', comment: 'Good to go; added a review note.', data: { markdown: edited }, idempotencyKey: `review-${id}` });
+      say(`${green('✓')} editor approved it through engine.decide (${decided.status}); the task is runnable again.`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   const task = await engine.get(id);
@@ -128,7 +145,7 @@ async function main(): Promise<void> {
     const detail = h.event === 'reclaim' ? dim(` (previous owner ${String(h.detail?.previousOwner)} was dead)`) : '';
     console.log(`  +${formatMs(h.at - task.createdAt).padEnd(7)} ${h.event.padEnd(8)} ${h.from ?? '∅'} → ${h.to}${h.actor.kind === 'worker' ? dim(` by ${h.actor.id}`) : ''}${detail}`);
   }
-  const out = task.output as { path: string; documents: number; tokens: { input: number; output: number } };
+  const out = task.output as { path: string; documents: number; tokens: { input: number; output: number }; review: ApprovalDecision };
   // Which model calls ran more than once: only one may, the call the kill interrupted.
   const repeated = task.steps.filter((s) => s.idempotencyKey && (byKey.get(s.idempotencyKey)?.length ?? 0) > 1);
   const interrupted = repeated.length === 1 && repeated[0]?.epoch === 2;
@@ -139,6 +156,7 @@ async function main(): Promise<void> {
       : red(`  succeeded after ${task.runs} runs, but these model calls ran more than once: ${repeated.map((s) => s.name).join(', ')}`),
   );
   console.log(`  ${out.documents} documents, ${out.tokens.input} input + ${out.tokens.output} output tokens.`);
+  console.log(`  Reviewed: ${out.review.approved ? 'approved' : 'rejected'} by ${out.review.by ?? 'its timeout policy'} ("${out.review.comment ?? ''}").`);
   console.log(`  Brief written to ${bold(relative(process.cwd(), out.path))}`);
   console.log(dim(`  Inspect it: npx stepwise show ${id}    (or: npx stepwise ls)\n`));
   await engine.close();

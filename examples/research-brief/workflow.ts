@@ -1,6 +1,7 @@
 /**
  * The "research brief" agent: gather local documents → summarise each with a (simulated,
- * streaming) language model → merge the summaries → write the brief to a file.
+ * streaming) language model → merge the summaries → an editor reviews the brief (the task parks
+ * until someone decides) → write the approved brief to a file.
  *
  * Every step is checkpointed: after a crash the task resumes after the last completed step, and
  * the recorded model outputs are reused instead of being generated (and paid for) again.
@@ -16,6 +17,8 @@ export interface BriefInput {
   outDir: string;
   /** Where the simulated model logs its calls (to show which ones ran twice). */
   callLog?: string;
+  /** Who may approve the brief. @defaultValue ['editor'] */
+  reviewers?: string[];
 }
 
 export interface Summary {
@@ -71,16 +74,26 @@ export const researchBrief = workflow(
       return { markdown, tokens, words: countTokens(markdown) };
     });
 
-    // 4. Write: atomically (temp file + rename), named by the task, so a repeat overwrites the same file.
+    // 4. Review: the task parks (no worker slot held) until an editor decides; the editor may hand
+    //    back an edited brief. A rejected brief is not written.
+    const review = await ctx.approval('review', {
+      payload: { topic: input.topic, words: brief.words, preview: brief.markdown.slice(0, 400) },
+      approvers: input.reviewers ?? ['editor'],
+    });
+    if (!review.approved) return { path: null, documents: summaries.length, tokens: brief.tokens, review };
+    const markdown = (review.data as { markdown?: string } | null)?.markdown ?? brief.markdown;
+
+    // 5. Write: atomically (temp file + rename), named by the task, so a repeat overwrites the same
+    //    file. The engine refuses this step unless the review is approved on record.
     const path = await ctx.step('write', () => {
       mkdirSync(input.outDir, { recursive: true });
       const target = resolve(input.outDir, `brief-${ctx.taskId}.md`);
-      writeFileSync(`${target}.tmp`, brief.markdown);
+      writeFileSync(`${target}.tmp`, markdown);
       renameSync(`${target}.tmp`, target);
       return target;
-    });
+    }, { requires: 'review' });
 
-    return { path, documents: summaries.length, tokens: brief.tokens };
+    return { path, documents: summaries.length, tokens: brief.tokens, review };
   },
   { version: 1 },
 );

@@ -18,9 +18,9 @@ export interface CommandContext {
   stdout?: { write(text: string): unknown; isTTY?: boolean; columns?: number };
 }
 
-const str = (o: CommandContext['options'], k: string): string | undefined => (typeof o[k] === 'string' ? (o[k] as string) : undefined);
+export const str = (o: CommandContext['options'], k: string): string | undefined => (typeof o[k] === 'string' ? (o[k] as string) : undefined);
 
-function need(ctx: CommandContext, i: number, what: string): string {
+export function need(ctx: CommandContext, i: number, what: string): string {
   const v = ctx.args[i];
   if (!v) throw new InvalidArgumentError(`Missing ${what}. See \`stepwise help\`.`);
   return v;
@@ -30,7 +30,7 @@ function need(ctx: CommandContext, i: number, what: string): string {
  * JSON given on the command line: the text itself, `@path` for a file's contents, or `-` for
  * standard input (so that large inputs need not fit on a command line).
  */
-function parseJson(text: string | undefined, what: string): unknown {
+export function parseJson(text: string | undefined, what: string): unknown {
   if (text === undefined) return undefined;
   let source = text;
   if (text === '-' || text.startsWith('@')) {
@@ -58,7 +58,7 @@ function int(ctx: CommandContext, name: string): number | undefined {
 }
 
 /** A --key value: absent, or a non-empty key (an empty one would silently start a new task each time). */
-function keyOption(ctx: CommandContext): string | undefined {
+export function keyOption(ctx: CommandContext): string | undefined {
   const key = str(ctx.options, 'key');
   if (key !== undefined && !key.trim()) throw new InvalidArgumentError('--key must not be empty: give the idempotency key, or leave --key out.');
   return key;
@@ -68,7 +68,7 @@ function keyOption(ctx: CommandContext): string | undefined {
  * An engine on the command's store. Only `worker` and `migrate` may create a database: for every
  * other command a mistyped sqlite: path is an error, not a new empty file.
  */
-async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) => Promise<T>, create = false): Promise<T> {
+export async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) => Promise<T>, create = false): Promise<T> {
   const engine = new Engine({ store: ctx.db, ...(create ? {} : { sqlite: { mustExist: true } }) });
   try {
     return await fn(engine);

@@ -2,6 +2,7 @@
  * @module cli/format
  * Human output of the CLI: tables, timelines, durations. `--json` bypasses all of it.
  */
+import { approvalLines, describeApprovalEvent } from './approvals.ts';
 import { describeClass, failedAttempts, formatMs, type StepInfo, type TaskEvent, type TaskInfo, type TaskSummary } from '../index.ts';
 
 const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
@@ -90,6 +91,14 @@ export function describeEvent(e: TaskEvent): string {
     case 'idempotency:conflict':
     case 'idempotency:takeover':
       return `${bold('idem'.padEnd(8))} ${e.type.slice('idempotency:'.length)} ${e.key}${e.step ? ` in ${e.step}` : ''}${e.previousOwner ? dim(` from ${e.previousOwner}`) : ''}${e.ranByTask ? dim(` first run by ${e.ranByTask}`) : ''}`;
+    case 'approval:requested':
+    case 'approval:decision':
+    case 'approval:reminded':
+    case 'approval:escalated':
+    case 'approval:decided':
+      return describeApprovalEvent(e);
+    case 'dwell:exceeded':
+      return `${bold('dwell'.padEnd(8))} ${e.status} longer than ${formatMs(e.afterMs)} → ${e.outcome}`;
     case 'unknown':
       return `${bold(e.original)}`;
   }
@@ -130,6 +139,7 @@ export function taskDetail(t: TaskInfo): string {
   out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map(stepRow)) : dim('  (none yet)'));
   const attempts = attemptLines(t);
   if (attempts.length) out.push('', bold('Failed attempts'), ...attempts);
+  if (t.approvals.length) out.push('', bold('Approvals'), ...t.approvals.map(approvalLines));
   out.push('', bold('Timeline'));
   const start = t.history[0]?.at ?? t.createdAt;
   for (const e of t.history) out.push(eventLine(e, start));

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_STORE_URL, isStepwiseError } from '../index.ts';
 import * as commands from './commands.ts';
+import * as approvalCommands from './approvals.ts';
 
 const HELP = `stepwise — durable execution for long-running agent tasks
 
@@ -35,6 +36,11 @@ Commands:
   serve [module] [--port N] [--host H] [--auth FILE] [--with-worker]
                              HTTP API and dashboard (tokens from --auth FILE or STEPWISE_TOKENS
                              "name:role:token,..."; roles viewer, operator, approver, admin)
+  approvals [--pending] [--status S[,S]] [--approver NAME] [--workflow W]
+                             approvals across tasks (a reviewer's queue: --pending --approver NAME)
+  approve <approval-id> --as NAME [--comment C] [--data JSON|@file|-] [--key K]
+  reject <approval-id> --as NAME [--comment C] [--data JSON|@file|-] [--key K]
+                             decide an approval (--key: a repeat counts once)
   migrate                    create or upgrade the schema and exit
   version                    print the version
 
@@ -61,6 +67,9 @@ const COMMANDS: Record<string, Command> = {
   migrate: commands.migrate,
   // Loaded on use: the other commands never load the server's dependencies (Hono, pino, prom-client, zod).
   serve: async (ctx) => (await import('./serve.ts')).serve(ctx),
+  approvals: approvalCommands.approvals,
+  approve: approvalCommands.approve,
+  reject: approvalCommands.reject,
 };
 
 async function main(argv: string[]): Promise<number> {
@@ -101,6 +110,9 @@ async function main(argv: string[]): Promise<number> {
         auth: { type: 'string' },
         'with-worker': { type: 'boolean' },
         'from-step': { type: 'string' },
+        pending: { type: 'boolean' },
+        approver: { type: 'string' },
+        comment: { type: 'string' },
       },
     });
   } catch (e) {

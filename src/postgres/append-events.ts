@@ -8,7 +8,7 @@
 import { poolOf, rows, run, type PgContext } from './connection.ts';
 import type { NewEvent } from '../store.ts';
 
-export async function appendEvents(c: PgContext, taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> {
+export async function appendTaskEvents(c: PgContext, taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> {
   if (!entries.length) return (await run(c, () => rows(c, poolOf(c), `SELECT 1 FROM ${c.t.tasks} WHERE id = $1`, [taskId]))).length === 1;
   const n = entries.length;
   const text = `WITH f AS (UPDATE ${c.t.tasks} SET event_seq = event_seq + $2::integer WHERE id = $1::text RETURNING event_seq)

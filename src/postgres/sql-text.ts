@@ -210,10 +210,11 @@ export interface Tables {
   workflows: string;
   chunks: string;
   idempotency: string;
+  approvals: string;
 }
 
 /** The tables of `schema` (a name already checked by the store). */
 export function tablesOf(schema: string): Tables {
   const s = quoteIdent(schema);
-  return { tasks: `${s}.tasks`, steps: `${s}.steps`, events: `${s}.events`, signals: `${s}.signals`, workflows: `${s}.workflows`, chunks: `${s}.stream_chunks`, idempotency: `${s}.idempotency` };
+  return { tasks: `${s}.tasks`, steps: `${s}.steps`, events: `${s}.events`, signals: `${s}.signals`, workflows: `${s}.workflows`, chunks: `${s}.stream_chunks`, idempotency: `${s}.idempotency`, approvals: `${s}.approvals` };
 }

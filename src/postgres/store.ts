@@ -37,16 +37,18 @@ import { claim } from './claim.ts';
 import { appendChunks, appendRunEvents, deleteChunks, getChunks } from './run-events.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
+import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import { notify, subscribe } from './listen.ts';
 import { PostgresIdempotency } from './idempotency.ts';
-import { appendEvents } from './append-events.ts';
+import { appendTaskEvents } from './append-events.ts';
 import { runInTransaction } from './transaction.ts';
 import type { Transaction } from '../transaction-types.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend,
   ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
@@ -151,6 +153,11 @@ export class PostgresStore implements Store {
   expireLeases(r: ExpireRequest): Promise<number> { return expireLeases(this.#c, r); }
 
   insertSignal(s: SignalWrite): Promise<{ created: boolean } | null> { return insertSignal(this.#c, s); }
+  insertApproval(w: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null> { return insertApproval(this.#c, w); }
+  getApproval(id: string): Promise<ApprovalRow | null> { return getApproval(this.#c, id); }
+  listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> { return listApprovals(this.#c, q); }
+  updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> { return updateApproval(this.#c, w); }
+  appendEvents(w: LogAppend): Promise<boolean> { return appendEvents(this.#c, w); }
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> { return registerWorkflows(this.#c, workflows); }
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> { return listWorkflows(this.#c); }
 
@@ -162,6 +169,6 @@ export class PostgresStore implements Store {
 
   #idempotency: PostgresIdempotency | undefined;
   idempotencyRecords(): IdempotencyBackend { return (this.#idempotency ??= new PostgresIdempotency(this.#c)); }
-  appendEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> { return appendEvents(this.#c, taskId, at, entries); }
+  appendTaskEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> { return appendTaskEvents(this.#c, taskId, at, entries); }
   subscribe(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<() => Promise<void>> { return subscribe(this.#c, listener, topic); }
 }

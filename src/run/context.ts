@@ -16,6 +16,8 @@ import { waitForEvent } from './wait-for-event.ts';
 import { RUN_OF } from './run-of.ts';
 import { transaction } from './transaction.ts';
 import type { Transaction } from '../transaction-types.ts';
+import { requestApproval } from '../approvals/request.ts';
+import type { ApprovalOptions } from '../approvals/types.ts';
 
 export function createContext(run: RunCore): WorkflowContext {
   return Object.freeze({
@@ -30,6 +32,7 @@ export function createContext(run: RunCore): WorkflowContext {
     transaction: (<T>(name: string, fn: (tx: Transaction) => Promise<T>, options?: TransactionOptions) => transaction(run, name, fn, options)) as WorkflowContext['transaction'],
     sleep: (name: string, duration: Duration) => sleep(run, name, duration),
     waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
+    approval: (name: string, options?: ApprovalOptions) => requestApproval(run, name, options),
     progress: (p: Progress) => run.progress.report(null, p),
     usage: (step: StepContext, report: UsageReport) => reportUsage(run, step, report),
     [RUN_OF]: run,

@@ -29,6 +29,7 @@ import { journalRow } from './identity.ts';
 import { fatalOf, haltOf, mayWrite, throwIfHalted } from './state.ts';
 import { exhausted } from './exhausted.ts';
 import { holdFor, pauseUntil, type Wait } from './waits.ts';
+import { requiredApproval } from '../approvals/guard.ts';
 
 /** One `ctx.step` call being executed: its identity and its attempts so far. */
 export interface StepCall<T> {
@@ -90,6 +91,12 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
   }
   c.firstStart = recorded?.startedAt ?? clock.now();
   if (recorded?.status === 'retrying' && recorded.wakeAt !== null) await pauseUntil(run, recorded.wakeAt, retryWait(run, c, recorded.wakeAt), c.activity);
+  if (options.requires !== undefined && c.attempt === 0) {
+    // The guard reads the task's approval records, whatever path the code took to get here.
+    await run.writer.flush();
+    const refusal = await requiredApproval(run, c.stepId, options.requires);
+    if (refusal) return stepFailed(run, c, refusal);
+  }
   for (;;) {
     // No side effect before every result the code has received is durable.
     await run.writer.flush();

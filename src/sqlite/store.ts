@@ -12,6 +12,7 @@ import { SqliteIdempotency } from './idempotency.ts';
 import { SqliteTransactions } from './transaction.ts';
 import type { Transaction } from '../transaction-types.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
+import * as approvals from './approvals.ts';
 import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreRefusedError, StoreUnavailableError } from '../errors.ts';
@@ -20,6 +21,7 @@ import {
 } from '../rows.ts';
 import { claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend,
   ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
@@ -682,13 +684,40 @@ export class SqliteStore implements Store {
     return (this.#idempotency ??= new SqliteIdempotency(() => this.db, (fn) => this.#tx(fn)));
   }
 
-  async appendEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> {
+  async appendTaskEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> {
     return this.#tx(() => {
       const no = this.#no(taskId);
       if (no === undefined) return false;
       this.#append(no, at, entries);
       return true;
     });
+  }
+
+  /** What the approvals module (approvals.ts) borrows: statements, transactions, the log appender. */
+  readonly #approvalHandle: approvals.SqliteHandle = {
+    stmt: (sql) => this.#stmt(sql),
+    tx: (fn) => this.#tx(fn),
+    append: (no, at, entries) => this.#append(no, at, entries),
+  };
+
+  async insertApproval(w: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null> {
+    return approvals.insertApproval(this.#approvalHandle, w);
+  }
+
+  async getApproval(id: string): Promise<ApprovalRow | null> {
+    return this.#translate(() => approvals.getApproval(this.#approvalHandle, id));
+  }
+
+  async listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> {
+    return this.#translate(() => approvals.listApprovals(this.#approvalHandle, q));
+  }
+
+  async updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> {
+    return approvals.updateApproval(this.#approvalHandle, w);
+  }
+
+  async appendEvents(w: LogAppend): Promise<boolean> {
+    return approvals.appendEvents(this.#approvalHandle, w);
   }
 
   async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {

@@ -1,0 +1,204 @@
+/**
+ * @module approvals/request
+ * Internal: not part of the public API (the package exports only its index modules).
+ * `ctx.approval(name, options)`, a primitive of the run (see `run/call.ts`), also usable by other
+ * engine internals through {@link requestApproval}. The first time the call runs it creates the
+ * approval record (fenced by the run's lease; a resumed run finds the same record by its call key,
+ * so a crash never asks twice), then waits like an event wait: the task parks (`waiting`, no
+ * worker slot held) until the deadline or the next reminder, or until `engine.decide` settles the
+ * approval and records its wake-up signal (`approval:<id>`, which only the engine sends).
+ * Passed deadlines and due reminders are handled by whichever run of the task sees them, with a
+ * compare-and-set on the record, so a decision racing a timeout has exactly one winner. The
+ * record is the truth: the signal only says "look again".
+ */
+import { InvalidArgumentError, LeaseLostError, StoreUnavailableError, coerceError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { decodeJson, encodeJson } from '../serialize.ts';
+import { checkSize } from '../limits.ts';
+import type { ApprovalRow, ApprovalUpdate, SignalRow } from '../store.ts';
+import { call, type Primitive } from '../run/call.ts';
+import type { RunCore } from '../run/core.ts';
+import type { Activity } from '../run/activity.ts';
+import { journalRow, type Position } from '../run/identity.ts';
+import { haltReason, throwIfHalted, withLeaseLost, withStoreLost } from '../run/state.ts';
+import { waitFor } from '../run/waits.ts';
+import { POLICY_ACTOR, decidedEntry, escalatedEntry, remindedEntry, requestedEntry } from './entries.ts';
+import { notice } from './info.ts';
+import { isOpen, nextReminder, onDeadline, resolveOptions, wakeName, type StoredOptions } from './policy.ts';
+import type { ApprovalDecision, ApprovalNotice, ApprovalOptions } from './types.ts';
+
+interface ApprovalCall {
+  pos: Position;
+  name: string;
+  approvers: string[];
+  quorum: number;
+  payload: string | null;
+  stored: StoredOptions;
+}
+
+/** The journal output of a settled approval: its id and what the code received. */
+interface Recorded {
+  approvalId: string;
+  decision: ApprovalDecision;
+}
+
+/** A store call of the run, tried a few times; a store that stays away stops the run (it resumes later). */
+async function storeCall<T>(run: RunCore, what: string, fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (e) {
+      throwIfHalted(run.state);
+      if (attempt >= 5) {
+        run.setState(withStoreLost(run.state, () => new StoreUnavailableError(`Could not ${what} for task ${run.taskId}: ${coerceError(e).message}`, { cause: e })));
+        throw haltReason(run.state);
+      }
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+}
+
+function leaseLost(run: RunCore): never {
+  run.setState(withLeaseLost(run.state, () => new LeaseLostError(run.taskId, run.epoch)));
+  throw haltReason(run.state);
+}
+
+/** Tells observers (through the worker's events) about a change of an approval. */
+async function tell(run: RunCore, kind: ApprovalNotice['kind'], row: ApprovalRow): Promise<void> {
+  if (!run.deps.hears('approval:notice')) return;
+  const first = await run.deps.store.getEvents(run.taskId, 0, 1).catch(() => []);
+  const startedBy = first[0] ? { kind: first[0].actorKind, id: first[0].actorId } : null;
+  run.deps.emit('approval:notice', notice(kind, row, startedBy));
+}
+
+const APPROVAL: Primitive<string, ApprovalOptions, ApprovalCall, ApprovalDecision> = {
+  kind: 'event',
+  replayed: (rec) => (decodeJson(rec.output) as Recorded).decision,
+  prepare(run, pos, name, options) {
+    try {
+      const { approvers, quorum, stored } = resolveOptions(name, options);
+      const payload = encodeJson(options.payload, `The payload of approval "${name}"`);
+      checkSize(payload, run.deps.outputBytes, () => `The payload of approval "${name}"`, 'outputBytes');
+      return { pos, name, approvers, quorum, payload, stored };
+    } catch (e) {
+      throw run.fail(coerceError(e));
+    }
+  },
+  start: (run, c, activity) => awaitApproval(run, c, activity),
+};
+
+async function awaitApproval(run: RunCore, c: ApprovalCall, activity: Activity): Promise<ApprovalDecision> {
+  const { clock, store } = run.deps;
+  const { seq, stepId, recorded } = c.pos;
+  // Asking a person is a side effect: every result the code received is durable first.
+  await run.writer.flush();
+  throwIfHalted(run.state);
+  const now = clock.now();
+  const fresh: ApprovalRow = {
+    id: `apv_${newId(now)}`, taskId: run.taskId, workflow: run.workflow.name, name: c.name,
+    // The retry count keeps a task retried after forgetting this call from reusing a decided record.
+    callKey: `${stepId}@${run.task.retries}`, status: 'pending', approvers: JSON.stringify(c.approvers), quorum: c.quorum, payload: c.payload,
+    policy: JSON.stringify(c.stored), deadline: c.stored.timeoutMs === null ? null : now + c.stored.timeoutMs,
+    remindAt: c.stored.remindEveryMs === null ? null : now + c.stored.remindEveryMs, level: 1, decisions: '[]', outcome: null, version: 1,
+    createdAt: now, decidedAt: null,
+  };
+  // A run resumed from a park knows its approval from the waiting row: a read, not a write.
+  const known = recorded?.output ? (decodeJson(recorded.output) as { approvalId?: string }).approvalId : undefined;
+  let found = known ? await storeCall(run, `read approval ${known}`, () => store.getApproval(known)) : null;
+  if (!found) {
+    const inserted = await storeCall(run, `record approval "${c.name}"`, () =>
+      store.insertApproval({ approval: fresh, epoch: run.epoch, at: now, log: [requestedEntry(fresh, { kind: 'worker', id: run.deps.workerId })] }),
+    );
+    if (!inserted) leaseLost(run);
+    found = inserted.approval;
+    if (inserted.created) await tell(run, 'requested', found);
+  }
+  let row: ApprovalRow = found;
+  const stored = JSON.parse(row.policy) as StoredOptions;
+  const signal = wakeName(row.id);
+  const base = journalRow(run, seq, stepId, 'event', {
+    status: 'waiting', startedAt: recorded?.startedAt ?? row.createdAt, wakeAt: null, output: JSON.stringify({ approvalId: row.id }),
+  });
+  const id = row.id;
+  const reread = async (): Promise<ApprovalRow> => (await storeCall(run, `read approval ${id}`, () => store.getApproval(id))) ?? row;
+  /** A guarded change by this run; on a lost race, the record as it is now (a decision came first). */
+  const change = async (w: Omit<ApprovalUpdate, 'id' | 'version' | 'epoch'>): Promise<ApprovalRow | null> => {
+    const done = await storeCall(run, `update approval ${row.id}`, () => store.updateApproval({ ...w, id: row.id, version: row.version, epoch: run.epoch }));
+    if (done) return done;
+    const now = await reread();
+    if (now.version === row.version) leaseLost(run); // the record did not move: the fence refused the write
+    row = now;
+    return null;
+  };
+  for (;;) {
+    throwIfHalted(run.state);
+    if (!isOpen(row.status)) return settle(run, base, row, signal);
+    const t = clock.now();
+    if (row.deadline !== null && t >= row.deadline) {
+      const next = onDeadline(row, stored, t);
+      const entry = next.kind === 'escalated'
+        ? escalatedEntry(row, { level: row.level + 1, approvers: next.approvers, added: next.added, deadline: next.set.deadline ?? null })
+        : decidedEntry(row, next.outcome, next.set.status as string, POLICY_ACTOR(next.policy));
+      const updated = await change({ set: next.set, at: t, log: [entry] });
+      if (updated) {
+        row = updated;
+        await tell(run, next.kind === 'escalated' ? 'escalated' : 'decided', row);
+      }
+      continue;
+    }
+    if (row.remindAt !== null && stored.remindEveryMs !== null && t >= row.remindAt) {
+      const next = nextReminder(row.remindAt, stored.remindEveryMs, t);
+      const updated = await change({ set: { remindAt: next }, at: t, log: [remindedEntry(row, next)] });
+      if (updated) {
+        row = updated;
+        await tell(run, 'reminded', row);
+      }
+      continue;
+    }
+    // News of a signal that came while no wait was registered is read first.
+    while (run.signalNews) await run.fetchSignals().catch(() => false);
+    if (run.signals.some((s) => s.name === signal)) {
+      row = await reread();
+      if (!isOpen(row.status)) continue;
+    }
+    const times = [row.deadline, row.remindAt].filter((x): x is number => x !== null);
+    const wakeAt = times.length ? Math.min(...times) : null;
+    const approvers = JSON.parse(row.approvers) as string[];
+    await waitFor(run, {
+      row: { ...base, wakeAt },
+      wakeAt,
+      events: [signal],
+      describe: { kind: 'approval', step: stepId, approval: row.id, name: row.name, approvers, level: row.level, until: row.deadline },
+    }, activity);
+    throwIfHalted(run.state);
+    row = await reread();
+  }
+}
+
+/** Hands the outcome to the code, consuming the wake-up signal with the journal row. */
+async function settle(run: RunCore, base: ReturnType<typeof journalRow>, row: ApprovalRow, signal: string): Promise<ApprovalDecision> {
+  const decision = JSON.parse(row.outcome as string) as ApprovalDecision;
+  const find = (): number => run.signals.findIndex((s) => s.name === signal);
+  // A person's decision recorded a signal; read it if this run has not yet, so it is consumed.
+  if (find() < 0 && !decision.timedOut) await run.fetchSignals().catch(() => false);
+  const index = find();
+  const consumed = index >= 0 ? (run.signals.splice(index, 1)[0] as SignalRow) : undefined;
+  const output: Recorded = { approvalId: row.id, decision };
+  return run.writer.complete(
+    { ...base, status: 'completed', output: JSON.stringify(output), finishedAt: run.deps.clock.now() },
+    () => decision,
+    consumed ? { signalId: consumed.id, seq: base.seq } : undefined,
+  );
+}
+
+/**
+ * Asks for an approval from within a run: `ctx.approval` for workflow code, and the entry point for
+ * engine internals that park a task on a person's decision. `callName` is the journal name of the
+ * call (default `approval:<name>`, apart from the names of steps and event waits).
+ */
+export function requestApproval(run: RunCore, name: string, options: ApprovalOptions = {}, callName = `approval:${name}`): Promise<ApprovalDecision> {
+  if (typeof name !== 'string' || !name || name.length > 190) {
+    return Promise.reject(run.fail(new InvalidArgumentError(`ctx.approval: ${JSON.stringify(name)} is not an approval name (1-190 characters).`)));
+  }
+  return call(run, APPROVAL, callName, name, options);
+}

@@ -1,0 +1,133 @@
+/**
+ * @module dwell/scanner
+ * Internal: not part of the public API (the package exports only its index modules).
+ * The one scanner of dwell timeouts: every `intervalMs` (real time, to find tasks that entered a
+ * bounded status since), and when the earliest bound it knows of passes (on the engine's clock, so
+ * a manual clock moves it), it looks at the waiting and paused tasks of the workflows that set
+ * `dwell`, and for each that has stayed past its
+ * bound (since `updatedAt`, when it entered the status) it fails it (lifecycle `expire`), cancels
+ * it, or records an alert. Each is a `dwell:exceeded` entry in the task's log (actor system
+ * `dwell-timeout`), written with the transition, or on its own for an alert, once per stay: every
+ * write is guarded by the task's version, so two scanners never act twice.
+ */
+import type { Clock } from '../clock.ts';
+import { DwellTimeoutError, coerceError } from '../errors.ts';
+import { toMs } from '../duration.ts';
+import { encodeError } from '../serialize.ts';
+import type { NewEvent, Store, TaskRow } from '../store.ts';
+import { planTransition, wakeFor } from '../transitions.ts';
+import type { Workflow } from '../workflow.ts';
+import { DWELL_STATUSES, type DwellBound } from './types.ts';
+
+const ACTOR = { kind: 'system' as const, id: 'dwell-timeout' };
+/** Tasks looked at per workflow and status per scan. */
+const PAGE = 500;
+
+export interface DwellHost {
+  store: Store;
+  clock: Clock;
+  workflows: () => Iterable<Workflow>;
+  /** A task was made runnable or finished here: tell this process's waiters. */
+  changed: (taskId: string) => void;
+  onError: (error: Error) => void;
+}
+
+function entry(status: string, afterMs: number, since: number, outcome: DwellBound['then']): NewEvent {
+  return { type: 'dwell:exceeded', actorKind: ACTOR.kind, actorId: ACTOR.id, data: JSON.stringify({ status, afterMs, since, outcome }) };
+}
+
+export class DwellScanner {
+  readonly #host: DwellHost;
+  readonly #intervalMs: number;
+  readonly #stop = new AbortController();
+  #loop: Promise<void> | null = null;
+
+  constructor(host: DwellHost, intervalMs: number) {
+    this.#host = host;
+    this.#intervalMs = intervalMs;
+  }
+
+  start(): void {
+    this.#loop ??= (async () => {
+      const stop = this.#stop.signal;
+      while (!stop.aborted) {
+        const next = await this.scan().catch((e: unknown) => {
+          this.#host.onError(coerceError(e));
+          return null;
+        });
+        await this.#wait(next);
+      }
+    })();
+  }
+
+  /** Until the next poll (real time) or the earliest known bound (engine clock), whichever first. */
+  async #wait(next: number | null): Promise<void> {
+    const stop = this.#stop.signal;
+    if (stop.aborted) return;
+    const done = new AbortController();
+    const onStop = (): void => done.abort();
+    stop.addEventListener('abort', onStop, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    const waits: Promise<unknown>[] = [new Promise<void>((r) => (timer = setTimeout(r, this.#intervalMs)))];
+    if (next !== null) waits.push(this.#host.clock.sleep(Math.max(1, next - this.#host.clock.now()), done.signal).catch(() => undefined));
+    waits.push(new Promise<void>((r) => done.signal.addEventListener('abort', () => r(), { once: true })));
+    await Promise.race(waits);
+    clearTimeout(timer);
+    done.abort();
+    stop.removeEventListener('abort', onStop);
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#loop;
+  }
+
+  /** One pass over every bounded workflow and status; returns the earliest bound still ahead, if any. */
+  async scan(): Promise<number | null> {
+    const { store, clock } = this.#host;
+    let next: number | null = null;
+    for (const wf of this.#host.workflows()) {
+      const dwell = wf.options.dwell;
+      if (!dwell) continue;
+      for (const status of DWELL_STATUSES) {
+        const bound = dwell[status];
+        if (!bound) continue;
+        const afterMs = toMs(bound.after);
+        const tasks = await store.listTasks({ statuses: [status], workflow: wf.name, limit: PAGE });
+        for (const task of tasks) {
+          const due = task.updatedAt + afterMs;
+          if (due <= clock.now()) await this.#act(task, status, afterMs, bound.then);
+          else next = next === null ? due : Math.min(next, due);
+        }
+      }
+    }
+    return next;
+  }
+
+  async #act(task: TaskRow, status: 'waiting' | 'paused', afterMs: number, outcome: DwellBound['then']): Promise<void> {
+    const { store, clock } = this.#host;
+    const at = clock.now();
+    const exceeded = entry(status, afterMs, task.updatedAt, outcome);
+    if (outcome === 'alert') {
+      // Once per stay: an alert for this stay (same status, same entry time) is not repeated.
+      const log = await store.getEvents(task.id);
+      const raised = log.some((e) => {
+        if (e.type !== 'dwell:exceeded' || !e.data) return false;
+        const d = JSON.parse(e.data) as { status: string; since: number };
+        return d.status === status && d.since === task.updatedAt;
+      });
+      if (!raised) await store.appendEvents({ taskId: task.id, version: task.version, at, log: [exceeded] });
+      return;
+    }
+    const reason = `stayed ${status} longer than ${afterMs}ms (dwell.${status})`;
+    const { write } = planTransition({
+      taskId: task.id, state: task, event: outcome === 'fail' ? 'expire' : 'cancel', guard: { version: task.version }, at, actor: ACTOR,
+      set: outcome === 'fail' ? { error: encodeError(new DwellTimeoutError(task.id, status, afterMs)) } : { cancelReason: reason },
+      detail: { reason, dwell: { status, afterMs, since: task.updatedAt } },
+      notify: (edge) => wakeFor(edge, task.id, task.workflow, reason),
+    });
+    write.log = [...write.log, exceeded];
+    // A task that moved meanwhile (decided, resumed) is left alone: the guard refuses the write.
+    if (await store.transition(write)) this.#host.changed(task.id);
+  }
+}

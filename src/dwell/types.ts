@@ -1,0 +1,54 @@
+/**
+ * @module dwell/types
+ * Dwell timeouts (a workflow's `dwell` option): how long its tasks may stay `waiting` or `paused`,
+ * and what happens then. Checked and turned into milliseconds here; enforced by the scanner.
+ */
+import { toMs, type Duration } from '../duration.ts';
+import { InvalidArgumentError } from '../errors.ts';
+
+export interface DwellBound {
+  /** How long the task may stay in the status, from when it entered it. */
+  after: Duration;
+  /** `fail` (error DwellTimeoutError, retryable by a user), `cancel`, or `alert` (a log entry only). */
+  then: 'fail' | 'cancel' | 'alert';
+}
+
+export interface DwellOptions {
+  waiting?: DwellBound;
+  paused?: DwellBound;
+}
+
+/** A `dwell:exceeded` entry of the task's log: a bound passed, and what was done about it. */
+export interface DwellEvent {
+  taskId: string;
+  seq: number;
+  at: number;
+  actor: { kind: 'user' | 'worker' | 'system'; id: string };
+  type: 'dwell:exceeded';
+  status: 'waiting' | 'paused';
+  afterMs: number;
+  /** When the task entered the status. */
+  since: number;
+  outcome: DwellBound['then'];
+}
+
+export const DWELL_STATUSES = ['waiting', 'paused'] as const;
+
+/** Checks a workflow's `dwell` option (at definition time). */
+export function checkDwell(workflow: string, dwell: unknown): void {
+  if (typeof dwell !== 'object' || dwell === null) throw new InvalidArgumentError(`workflow("${workflow}"): dwell must be { waiting?, paused? }.`);
+  for (const [key, bound] of Object.entries(dwell)) {
+    if (!(DWELL_STATUSES as readonly string[]).includes(key)) throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key} is not a bound (use waiting or paused).`);
+    const b = bound as Partial<DwellBound> | null;
+    if (typeof b !== 'object' || b === null || b.after === undefined) throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key} must be { after: duration, then: 'fail' | 'cancel' | 'alert' }.`);
+    toMs(b.after, `dwell.${key}.after of workflow "${workflow}"`);
+    if (!['fail', 'cancel', 'alert'].includes(b.then as string)) throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key}.then must be 'fail', 'cancel' or 'alert', got ${JSON.stringify(b.then)}.`);
+  }
+}
+
+export function toDwellEvent(base: { taskId: string; seq: number; at: number; actor: DwellEvent['actor'] }, data: Record<string, unknown>): DwellEvent {
+  return {
+    ...base, type: 'dwell:exceeded', status: data.status as DwellEvent['status'], afterMs: Number(data.afterMs), since: Number(data.since),
+    outcome: data.outcome as DwellEvent['outcome'],
+  };
+}

@@ -1,0 +1,134 @@
+/**
+ * @module postgres/approvals
+ * Internal: not part of the public API.
+ * The approval table on PostgreSQL. Every write is one transaction that locks the task row first
+ * (`FOR NO KEY UPDATE`, as a signal does), so that it serializes with a transition that sets
+ * `wait_events` (the park of the run that waits for the approval: see transition.ts) and with
+ * other writers of the task's log, whose counter `event_seq` numbers the entries it appends.
+ */
+import type { ClientBase } from 'pg';
+import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
+import { channelOf } from './listen.ts';
+import { payload } from './wake.ts';
+import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
+import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../approvals/rows.ts';
+import { Params } from './sql-text.ts';
+import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent, WakeEvent } from '../store.ts';
+
+const TYPES: Record<string, string> = {
+  quorum: 'integer', level: 'integer', version: 'integer', deadline: 'bigint', remind_at: 'bigint', created_at: 'bigint', decided_at: 'bigint',
+};
+const typeOf = (col: string): string => TYPES[col] ?? 'text';
+
+/** Appends entries to the task's log, numbered from its counter (the task row is locked). */
+async function append(c: PgContext, client: ClientBase, taskId: string, at: number, entries: readonly NewEvent[]): Promise<void> {
+  if (!entries.length) return;
+  const [bumped] = await rows(c, client, `UPDATE ${c.t.tasks} SET event_seq = event_seq + $2 WHERE id = $1 RETURNING event_seq`, [taskId, entries.length]);
+  const last = Number(bumped?.event_seq);
+  await rows(
+    c,
+    client,
+    `INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+     SELECT $1, s, $2, t, k, i, d FROM unnest($3::integer[], $4::text[], $5::text[], $6::text[], $7::text[]) AS u(s, t, k, i, d)`,
+    [
+      taskId, at, entries.map((_, n) => last - entries.length + 1 + n), entries.map((e) => e.type), entries.map((e) => e.actorKind),
+      entries.map((e) => e.actorId), entries.map((e) => e.data),
+    ],
+  );
+}
+
+async function announce(c: PgContext, client: ClientBase, event: WakeEvent | undefined): Promise<void> {
+  if (event) await rows(c, client, 'SELECT pg_notify($1, $2)', [channelOf(c, event), payload(event)]);
+}
+
+export async function insertApproval(c: PgContext, w: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null> {
+  return run(c, () =>
+    tx(c, async (client) => {
+      const [task] = await rows(c, client, `SELECT status, epoch FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [w.approval.taskId]);
+      if (!task || Number(task.epoch) !== w.epoch || !LEASED_STATUSES.includes(task.status as TaskStatus)) return null;
+      const p = new Params();
+      const values = approvalValues(w.approval).map((v, i) => p.add(v, typeOf((APPROVAL_COLUMNS[i] as readonly [string, string])[0])));
+      const [row] = await rows(
+        c,
+        client,
+        `INSERT INTO ${c.t.approvals} (${APPROVAL_COLUMNS.map(([col]) => col).join(', ')}) VALUES (${values.join(', ')})
+         ON CONFLICT (task_id, call_key) DO NOTHING RETURNING *`,
+        p.values,
+      );
+      if (row) {
+        await append(c, client, w.approval.taskId, w.at, w.log);
+        return { approval: toApprovalRow(row), created: true };
+      }
+      const [existing] = await rows(c, client, `SELECT * FROM ${c.t.approvals} WHERE task_id = $1 AND call_key = $2`, [w.approval.taskId, w.approval.callKey]);
+      return { approval: toApprovalRow(existing as Record<string, unknown>), created: false };
+    }),
+  );
+}
+
+export async function getApproval(c: PgContext, id: string): Promise<ApprovalRow | null> {
+  return run(c, async () => {
+    const [row] = await rows(c, poolOf(c), `SELECT * FROM ${c.t.approvals} WHERE id = $1`, [id]);
+    return row ? toApprovalRow(row) : null;
+  });
+}
+
+export async function listApprovals(c: PgContext, q: ApprovalQuery): Promise<ApprovalRow[]> {
+  return run(c, async () => {
+    const p = new Params();
+    const where: string[] = [];
+    if (q.taskId !== undefined) where.push(`task_id = ${p.add(q.taskId, 'text')}`);
+    if (q.statuses?.length) where.push(`status = ANY(${p.add(q.statuses, 'text[]')})`);
+    if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
+    if (q.approver !== undefined) where.push(`jsonb_exists(approvers::jsonb, ${p.add(q.approver, 'text')})`);
+    const text = `SELECT * FROM ${c.t.approvals} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY created_at, id LIMIT ${p.add(q.limit, 'integer')}`;
+    return (await rows(c, poolOf(c), text, p.values)).map(toApprovalRow);
+  });
+}
+
+export async function updateApproval(c: PgContext, w: ApprovalUpdate): Promise<ApprovalRow | null> {
+  return run(c, () =>
+    tx(c, async (client) => {
+      const [found] = await rows(c, client, `SELECT task_id FROM ${c.t.approvals} WHERE id = $1`, [w.id]);
+      if (!found) return null;
+      const taskId = String(found.task_id);
+      // The task first (the order every writer of a task takes), then the approval.
+      const [task] = await rows(c, client, `SELECT status, epoch FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [taskId]);
+      const [cur] = await rows(c, client, `SELECT version FROM ${c.t.approvals} WHERE id = $1 FOR UPDATE`, [w.id]);
+      if (!task || !cur || Number(cur.version) !== w.version) return null;
+      const status = task.status as TaskStatus;
+      if (w.taskStatuses && !w.taskStatuses.includes(status)) return null;
+      if (w.epoch !== undefined && (Number(task.epoch) !== w.epoch || !LEASED_STATUSES.includes(status))) return null;
+      const p = new Params();
+      const sets = approvalAssignments(w.set).map(([col, v]) => `, ${col} = ${p.add(v, typeOf(col))}`).join('');
+      const [row] = await rows(c, client, `UPDATE ${c.t.approvals} SET version = version + 1${sets} WHERE id = ${p.add(w.id, 'text')} RETURNING *`, p.values);
+      await append(c, client, taskId, w.at, w.log);
+      if (w.wake) {
+        const [signal] = await rows(
+          c,
+          client,
+          `INSERT INTO ${c.t.signals} (task_id, name, payload, idempotency_key, created_at) VALUES ($1, $2, NULL, $3, $4)
+           ON CONFLICT (task_id, idempotency_key) DO NOTHING RETURNING id`,
+          [taskId, w.wake.name, w.wake.key, w.at],
+        );
+        if (signal) {
+          await rows(c, client, `UPDATE ${c.t.tasks} SET run_at = $2 WHERE id = $1 AND strpos(wait_events, '|' || $3 || '|') > 0`, [taskId, w.at, w.wake.name]);
+        }
+      }
+      await announce(c, client, w.notify);
+      return toApprovalRow(row as Record<string, unknown>);
+    }),
+  );
+}
+
+/** Entries that change nothing else about the task, guarded (and bumped) by its version. */
+export async function appendEvents(c: PgContext, w: LogAppend): Promise<boolean> {
+  return run(c, () =>
+    tx(c, async (client) => {
+      const [row] = await rows(c, client, `UPDATE ${c.t.tasks} SET version = version + 1 WHERE id = $1 AND version = $2 RETURNING id`, [w.taskId, w.version]);
+      if (!row) return false;
+      await append(c, client, w.taskId, w.at, w.log);
+      return true;
+    }),
+  );
+}

@@ -1,0 +1,103 @@
+/**
+ * @module sqlite/approvals
+ * Internal: not part of the public API.
+ * The approval table on SQLite: creation fenced by the run's lease, guarded updates with their log
+ * entries and wake-up signal in one `BEGIN IMMEDIATE` transaction, and the reviewer's queries.
+ * The store facade hands it its statement cache, transaction and log appender.
+ */
+import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
+import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../approvals/rows.ts';
+import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent } from '../store.ts';
+import type Database from 'better-sqlite3';
+
+type Raw = Record<string, unknown>;
+
+/** What the store facade lends this module. */
+export interface SqliteHandle {
+  stmt(sql: string): Database.Statement;
+  tx<T>(fn: () => T): T;
+  append(no: number, at: number, entries: readonly NewEvent[]): number[];
+}
+
+const inList = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+const LEASED = LEASED_STATUSES.map((s) => `'${s}'`).join(', ');
+const INSERT_SQL = `INSERT INTO stepwise_approvals (${APPROVAL_COLUMNS.map(([c]) => c).join(', ')}) VALUES (${inList(APPROVAL_COLUMNS.length)})
+  ON CONFLICT (task_id, call_key) DO NOTHING RETURNING *`;
+
+export function insertApproval(h: SqliteHandle, w: ApprovalInsert): { approval: ApprovalRow; created: boolean } | null {
+  return h.tx(() => {
+    const task = h.stmt(`SELECT no FROM stepwise_tasks WHERE id = ? AND epoch = ? AND status IN (${LEASED})`).get(w.approval.taskId, w.epoch) as { no: number } | undefined;
+    if (!task) return null;
+    const row = h.stmt(INSERT_SQL).get(...approvalValues(w.approval)) as Raw | undefined;
+    if (row) {
+      h.append(task.no, w.at, w.log);
+      return { approval: toApprovalRow(row), created: true };
+    }
+    const existing = h.stmt('SELECT * FROM stepwise_approvals WHERE task_id = ? AND call_key = ?').get(w.approval.taskId, w.approval.callKey) as Raw;
+    return { approval: toApprovalRow(existing), created: false };
+  });
+}
+
+export function getApproval(h: SqliteHandle, id: string): ApprovalRow | null {
+  const row = h.stmt('SELECT * FROM stepwise_approvals WHERE id = ?').get(id) as Raw | undefined;
+  return row ? toApprovalRow(row) : null;
+}
+
+export function listApprovals(h: SqliteHandle, q: ApprovalQuery): ApprovalRow[] {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (q.taskId !== undefined) {
+    where.push('task_id = ?');
+    params.push(q.taskId);
+  }
+  if (q.statuses?.length) {
+    where.push(`status IN (${inList(q.statuses.length)})`);
+    params.push(...q.statuses);
+  }
+  if (q.workflow !== undefined) {
+    where.push('workflow = ?');
+    params.push(q.workflow);
+  }
+  if (q.approver !== undefined) {
+    where.push('EXISTS (SELECT 1 FROM json_each(approvers) WHERE value = ?)');
+    params.push(q.approver);
+  }
+  const sql = `SELECT * FROM stepwise_approvals ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, id LIMIT ?`;
+  return (h.stmt(sql).all(...params, q.limit) as Raw[]).map(toApprovalRow);
+}
+
+export function updateApproval(h: SqliteHandle, w: ApprovalUpdate): ApprovalRow | null {
+  return h.tx(() => {
+    const cur = h.stmt(
+      `SELECT a.version, a.task_id, t.no, t.status, t.epoch FROM stepwise_approvals a JOIN stepwise_tasks t ON t.id = a.task_id WHERE a.id = ?`,
+    ).get(w.id) as { version: number; task_id: string; no: number; status: TaskStatus; epoch: number } | undefined;
+    if (!cur || cur.version !== w.version) return null;
+    if (w.taskStatuses && !w.taskStatuses.includes(cur.status)) return null;
+    if (w.epoch !== undefined && (cur.epoch !== w.epoch || !LEASED_STATUSES.includes(cur.status))) return null;
+    const sets = approvalAssignments(w.set);
+    const row = h.stmt(
+      `UPDATE stepwise_approvals SET version = version + 1${sets.map(([c]) => `, ${c} = ?`).join('')} WHERE id = ? RETURNING *`,
+    ).get(...sets.map(([, v]) => v), w.id) as Raw;
+    h.append(cur.no, w.at, w.log);
+    if (w.wake) {
+      const res = h.stmt(
+        `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, NULL, ?, ?)
+         ON CONFLICT (task_id, idempotency_key) DO NOTHING`,
+      ).run(cur.task_id, w.wake.name, w.wake.key, w.at);
+      if (res.changes === 1) {
+        h.stmt(`UPDATE stepwise_tasks SET run_at = ? WHERE no = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(w.at, cur.no, w.wake.name);
+      }
+    }
+    return toApprovalRow(row);
+  });
+}
+
+/** Entries that change nothing else about the task, guarded (and bumped) by its version. */
+export function appendEvents(h: SqliteHandle, w: LogAppend): boolean {
+  return h.tx(() => {
+    const row = h.stmt('UPDATE stepwise_tasks SET version = version + 1 WHERE id = ? AND version = ? RETURNING no').get(w.taskId, w.version) as { no: number } | undefined;
+    if (!row) return false;
+    h.append(row.no, w.at, w.log);
+    return true;
+  });
+}
