@@ -1,5 +1,6 @@
 // Durability proven by killing real worker processes (SIGKILL), not by mocks.
 import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Engine, rebuildTask } from '../src/index.ts';
 import { pipeline } from './fixtures/crash-workflows.ts';
@@ -69,15 +70,18 @@ describe('crash recovery on SQLite (real processes)', () => {
     try {
       const { id } = await engine.start('pipeline', { slowMs: 10 });
       const args = ['worker', FIXTURE, '--db', db, '--lease-ms', '1000', '--heartbeat-ms', '200', '--poll-ms', '50'];
-      // Worker A stalls its event loop for 4 s inside slow-write: no heartbeat, so its lease expires.
-      const a = spawnCli(args, { STEPWISE_TEST_LOG: log, STEPWISE_TEST_STALL_MS: '4000' });
-      await eventually(() => readLog(log).some((l) => l.event === 'start' && l.pid === a.pid), 20_000, 'worker A to enter slow-write');
+      // Worker A stalls its event loop inside slow-write until B has finished the task: no
+      // heartbeat, so its lease expires.
+      const release = join(dir, 'release-a');
+      const a = spawnCli(args, { STEPWISE_TEST_LOG: log, STEPWISE_TEST_STALL_UNTIL: release });
+      await eventually(() => readLog(log).some((l) => l.event === 'start' && l.pid === a.pid), 60_000, 'worker A to enter slow-write');
       // Worker B reclaims the task once A's lease has expired, and finishes it.
       const b = spawnCli(args, { STEPWISE_TEST_LOG: log });
-      const output = await engine.result<{ writtenBy: number }>(id, { timeout: '30s' });
+      const output = await engine.result<{ writtenBy: number }>(id, { timeout: '90s' });
       expect(output.writtenBy).toBe(b.pid);
+      writeFileSync(release, '');
       // A wakes up, its step returns, and its checkpoint is refused by the fencing epoch.
-      await eventually(() => a.output().includes('lease lost'), 20_000, 'worker A to report its lost lease');
+      await eventually(() => a.output().includes('lease lost'), 60_000, 'worker A to report its lost lease');
       expect(a.output()).toMatch(/lease lost \(epoch 1\)/);
       a.child.kill('SIGKILL');
 
@@ -97,5 +101,5 @@ describe('crash recovery on SQLite (real processes)', () => {
     } finally {
       await engine.close();
     }
-  }, 60_000);
+  }, 180_000);
 });
