@@ -1134,11 +1134,12 @@ for (const backend of backends) {
         // A step's result is read from its journal row: the cross-task read carries the rest.
         const expected = all.filter((e) => e.type !== 'step:completed' && e.type !== 'step:failed').map((e) => `${e.taskId}/${e.seq}`);
         expect(expected.length).toBe(8 * 3 * 3);
-        // Entries of transactions still in flight elsewhere on the server may hold the tail back a while.
+        // Entries of transactions still in flight elsewhere on the server may hold the tail back a
+        // while: up to the idle-in-transaction timeout (30 s) behind a stopped process's transaction.
         await eventually(async () => {
           while ((await readPage()) > 0);
           return seen.length >= expected.length;
-        }, 'the tail of the log');
+        }, 'the tail of the log', 60_000);
         expect(seen.length).toBe(new Set(seen).size);
         expect([...seen].sort()).toEqual([...expected].sort());
         // Per task, in seq order.
@@ -1147,7 +1148,7 @@ for (const backend of backends) {
           expect(mine).toEqual([...mine].sort((x, y) => x - y));
         }
         expect(await s.readLog(cursor, 3)).toEqual({ events: [], cursor });
-      });
+      }, 90_000);
     });
 
     describe('workflows', () => {

@@ -18,8 +18,12 @@ export async function expectHistoryCopiedToLog(store: Store): Promise<void> {
     { event: 'pause', from: 'pending', to: 'paused', epoch: 1, detail: { why: 'ops' } },
   ]);
   expect((await store.getEvents('old-b')).map((e) => e.seq)).toEqual([1, 2, 3]);
-  // The cross-task read returns the copied rows in history order.
-  const page = await store.readLog(null, 100);
+  // The cross-task read returns the copied rows in history order, once no transaction that
+  // started before the copy committed is still running anywhere on the server (the feed's horizon).
+  let page = await store.readLog(null, 100);
+  for (const end = Date.now() + 60_000; !page.events.length && Date.now() < end; page = await store.readLog(null, 100)) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
   expect(page.events.map((e) => `${e.taskId}/${e.seq}`)).toEqual(['old-a/1', 'old-b/1', 'old-a/2', 'old-b/2', 'old-a/3', 'old-b/3', 'old-a/4']);
   // Numbering goes on after the copy: the next entry of old-a is 5.
   await store.insertSignal({ actorKind: 'user', actorId: 'ops', taskId: 'old-a', name: 'x', payload: null, idempotencyKey: null, at: 2000 });
