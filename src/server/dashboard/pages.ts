@@ -16,7 +16,7 @@ export interface ListPageData {
   tasks: TaskSummary[];
   nextCursor: string | null;
   filters: { status: string[]; workflow: string; view: ListView; cursor: string };
-  /** Why the list is empty or partial (no approvals capability, stuck computed per page). */
+  /** Why the list is partial (stuck computed per page, the oldest open approvals only). */
   note: string | null;
 }
 
