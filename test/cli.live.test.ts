@@ -4,7 +4,8 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bar, itemLine, LiveBlock } from '../src/cli/live.ts';
+import { bar, itemLine, LiveBlock, taskItem, usageSoFar } from '../src/cli/live.ts';
+import type { TaskSummary } from '../src/index.ts';
 import { eventually, tempDir } from './support/engine.ts';
 import { spawnCli } from './support/processes.ts';
 
@@ -43,6 +44,16 @@ describe('live progress block', () => {
     expect(bar(15, 10, 10)).toBe('[##########] 15/10');
     expect(itemLine({ label: 'x', startedAt: 0, done: 7 }, 0, 500)).toBe('⠋ x 500ms 7');
   });
+
+  it('shows the tokens and cost so far on the live line of a task that has called a model, and nothing of usage otherwise', () => {
+    expect(usageSoFar({ totalTokens: 12_345, costUsd: 0.01234 })).toBe('· 12,345 tokens $0.0123');
+    const base = { id: 't1', status: 'running', progress: { step: 'write', done: 2, total: 4, at: 0 }, usage: null } as unknown as TaskSummary;
+    const steps = [{ name: 'read' }];
+    expect(itemLine(taskItem({ ...base, steps }, 0), 0, 1_000)).toBe('⠋ running step write 1.0s [##########----------] 2/4');
+    const used = { ...base, usage: { total: { inputTokens: 6000, outputTokens: 300, cachedInputTokens: 0, reasoningTokens: 0, totalTokens: 6300, costUsd: 0.0069, attempts: 1 }, steps: {} } } as unknown as TaskSummary;
+    expect(itemLine(taskItem({ ...used, steps }, 0), 0, 1_000)).toBe('⠋ running step write 1.0s [##########----------] 2/4 · 6,300 tokens $0.0069');
+    expect(itemLine(taskItem({ ...used, progress: null, steps }, 0), 0, 1_000)).toBe('⠋ running after read 1.0s · 6,300 tokens $0.0069');
+  });
 });
 
 describe('CLI live progress', () => {
@@ -79,6 +90,12 @@ describe('CLI live progress', () => {
     expect(piped.stdout).not.toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/);
     expect(piped.stdout).toMatch(/step fetch completed/);
     expect(piped.stdout).toContain('output: "crawled"');
+
+    // A task that calls a model: each step's line carries its tokens and cost (read: 2 × 1200 in + 300 out, at $1 / $3 per million).
+    const usage = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', 'summarize', '--input', '{"pages":2}', '--wait', '--db', db], { cwd, env: { ...process.env, NO_COLOR: '1' }, encoding: 'utf8', timeout: 60_000 });
+    expect(usage.status, usage.stderr).toBe(0);
+    expect(usage.stdout).toMatch(/step read completed in \S+ · 2,700 tokens \$0\.0033/);
+    expect(usage.stdout).toMatch(/step write completed in \S+ · 1,200 tokens \$0\.0020/);
     worker.child.kill('SIGTERM');
     await worker.exited;
   });

@@ -1,17 +1,17 @@
 // The dashboard in a real browser (Debian's Chromium through playwright-core) against a server
-// listening on a port, with a worker running the workflows in this process.
+// listening on a port, with a worker running the workflows in this process (a review that asks
+// alice's approval through ctx.approval, a step that outlives its cancel, a model-using summary).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { workflow } from '../src/index.ts';
+import { Engine, workflow } from '../src/index.ts';
 import { createServer } from '../src/server/index.ts';
-import { EngineWithApprovals } from './support/approvals-adapter.ts';
 import { artifactPath, chromiumAvailable, launchChromium } from './support/browser.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gate, FAST, waitForStatus } from './support/engine.ts';
 import { TOKENS, tokenOf } from './support/server.ts';
-import { review } from './fixtures/server-workflows.ts';
+import { review, summarize } from './fixtures/server-workflows.ts';
 
 const hasChromium = chromiumAvailable();
 
@@ -24,14 +24,14 @@ const stubborn = workflow('stubborn', async (ctx) => {
 
 describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   let browser: Browser;
-  let engine: EngineWithApprovals;
+  let engine: Engine;
   let url: string;
   let close: () => Promise<void>;
   // One database for the file's tests (the per-test helpers remove theirs after each test).
   const dir = mkdtempSync(join(tmpdir(), 'stepwise-dashboard-'));
 
   beforeAll(async () => {
-    engine = new EngineWithApprovals({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn] });
+    engine = new Engine({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn, summarize] });
     await engine.worker({ ...FAST, leaseMs: 10_000 }).start();
     const server = createServer(engine, { tokens: TOKENS });
     ({ url, close } = await server.listen({ port: 0, hostname: '127.0.0.1' }));
@@ -61,6 +61,9 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   it('approves a waiting task with edited data and watches it finish', async () => {
     const t = await engine.start(review, { title: 'solar sails' });
     await waitForStatus(engine, t.id, 'waiting');
+    const approval = (await engine.get(t.id)).approvals[0];
+    expect(approval).toMatchObject({ name: 'publish', status: 'pending', approvers: ['alice'] });
+    const a = approval?.id as string;
     const page = await signIn('alice');
     await page.click('a[data-view=mine]');
     await page.waitForSelector(`tr[data-task="${t.id}"]`);
@@ -68,17 +71,22 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.click(`a[href="/tasks/${t.id}"]`);
     await page.waitForSelector(`section.task[data-task="${t.id}"] .badge[data-status=waiting]`);
     await page.waitForSelector('body[data-live-ready=true]');
-    await page.fill(`[data-approval="${t.id}"] textarea[name=comment]`, 'Looks good with a better title');
-    await page.fill(`[data-approval="${t.id}"] textarea[name=data]`, JSON.stringify({ text: 'Solar sails, edited by alice' }));
+    // The data box starts from the approval's payload (the draft), which alice edits.
+    expect(JSON.parse(await page.inputValue(`[data-approval="${a}"] textarea[name=data]`))).toEqual({ text: 'Draft about solar sails' });
+    await page.fill(`[data-approval="${a}"] textarea[name=comment]`, 'Looks good with a better title');
+    await page.fill(`[data-approval="${a}"] textarea[name=data]`, JSON.stringify({ text: 'Solar sails, edited by alice' }));
     await page.screenshot({ path: artifactPath('dashboard-task-approval.png'), fullPage: true });
-    await page.click(`[data-approval="${t.id}"] button[data-decide=approve]`);
+    await page.click(`[data-approval="${a}"] button[data-decide=approve]`);
     // Live: the page follows the task's log and shows it finish without a reload.
     await page.waitForSelector('section.task h1 .badge[data-status=succeeded]', { timeout: 20_000 });
     expect(await page.textContent('pre.output')).toContain('Solar sails, edited by alice');
     expect(await page.locator('tr[data-step=publish]').count()).toBe(1);
+    expect(await page.getAttribute(`li[data-approval-id="${a}"]`, 'data-approval-status')).toBe('approved');
+    expect(await page.textContent(`li[data-approval-id="${a}"] li[data-by=alice]`)).toContain('Looks good with a better title');
     await page.screenshot({ path: artifactPath('dashboard-task.png'), fullPage: true });
     const info = await engine.get(t.id);
-    expect(info.history.find((e) => e.type === 'signal:received')?.actor).toEqual({ kind: 'user', id: 'alice' });
+    expect(info.history.find((e) => e.type === 'approval:decision')?.actor).toEqual({ kind: 'user', id: 'alice' });
+    expect(info.approvals[0]?.decisions).toMatchObject([{ by: 'alice', approve: true, comment: 'Looks good with a better title', data: { text: 'Solar sails, edited by alice' } }]);
     await page.context().close();
   });
 
@@ -111,17 +119,37 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.waitForSelector('section.task .badge[data-status=waiting]');
     expect(await page.locator('button[data-action]').count()).toBe(0);
     expect(await page.locator('button[data-decide]').count()).toBe(0);
-    const forged = await page.evaluate(async (id) => {
+    const approvalId = (await engine.get(t.id)).approvals[0]?.id as string;
+    const forged = await page.evaluate(async ([id, approvalId]) => {
       const withHeader = await fetch(`/api/tasks/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: '{}' });
-      const decide = await fetch(`/api/approvals/${id}/decide`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: '{"approve":true}' });
+      const decide = await fetch(`/api/approvals/${approvalId}/decide`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: '{"approve":true}' });
       const noHeader = await fetch(`/api/tasks/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       return [withHeader.status, decide.status, noHeader.status, (await withHeader.json()) as { error: { code: string } }] as const;
-    }, t.id);
+    }, [t.id, approvalId] as const);
     expect(forged.slice(0, 3)).toEqual([403, 403, 403]);
     expect(forged[3].error.code).toBe('FORBIDDEN');
     const info = await engine.get(t.id);
     expect(info.status).toBe('waiting');
+    expect(info.approvals[0]).toMatchObject({ status: 'pending', decisions: [] });
     expect(info.history.filter((e) => e.actor.id === 'vera')).toEqual([]);
+    await page.context().close();
+  });
+
+  it("shows each step's tokens and cost in the timeline and the task's total", async () => {
+    const t = await engine.start(summarize, { pages: 5 });
+    await t.result();
+    const page = await signIn('vera');
+    await page.goto(`${url}/tasks/${t.id}`);
+    await page.waitForSelector('section.task h1 .badge[data-status=succeeded]');
+    // read: 6000 in + 300 out at $1/$3 per million; write: 800 in + 400 out.
+    expect(await page.getAttribute('tr[data-step=read] td.tokens', 'data-tokens')).toBe('6300');
+    expect(await page.textContent('tr[data-step=read] td.cost')).toBe('$0.0069');
+    expect(await page.getAttribute('tr[data-step=write] td.tokens', 'data-tokens')).toBe('1200');
+    expect(await page.textContent('tr[data-step=write] td.cost')).toBe('$0.0020');
+    expect(await page.getAttribute('tfoot tr.total td.tokens', 'data-tokens')).toBe('7500');
+    expect(await page.textContent('tfoot tr.total td.cost')).toBe('$0.0089');
+    expect(await page.textContent('dd.cost-total')).toBe('$0.0089');
+    await page.screenshot({ path: artifactPath('dashboard-task-usage.png'), fullPage: true });
     await page.context().close();
   });
 });

@@ -5,8 +5,16 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { trace, type Attributes, type Context, type Span, type SpanOptions, type SpanStatus, type Tracer } from '@opentelemetry/api';
 import { workflow } from '../src/index.ts';
-import { createLogObserver, createTracingObserver } from '../src/server/index.ts';
-import { makeEngine, startWorker } from './support/engine.ts';
+import { createLogObserver, createTracingObserver, ServerMetrics } from '../src/server/index.ts';
+import { makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { review, summarize } from './fixtures/server-workflows.ts';
+
+/** A pino logger whose JSON lines are collected in `lines`. */
+function collectingLogger(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({ write(chunk: Buffer, _e, done) { for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>); done(); } });
+  return { logger: pino({ level: 'info' }, sink), lines };
+}
 
 interface Recorded {
   name: string;
@@ -87,5 +95,52 @@ describe('operator observers', () => {
     expect(attempts[0]?.status?.code).toBe(2);
     expect(spans.every((s) => s.ended)).toBe(true);
     expect(task[0]?.attributes).toMatchObject({ 'stepwise.task.id': t.id, 'gen_ai.agent.name': 'flaky', 'gen_ai.operation.name': 'invoke_agent' });
+  });
+
+  it('logs approval notices (requested, decided) and each decision with the approver as actor, without payload, comment or data', async () => {
+    const { logger, lines } = collectingLogger();
+    const engine = makeEngine({ workflows: [review], observers: [createLogObserver(logger)] });
+    await startWorker(engine);
+    const t = await engine.start(review, { title: 'secret plans' });
+    await waitForStatus(engine, t.id, 'waiting');
+    const [approval] = (await engine.get(t.id)).approvals;
+    const id = approval?.id as string;
+    await engine.decide(id, { approve: true, by: 'alice', comment: 'private remark', data: { text: 'confidential edit' }, idempotencyKey: 'k-1' });
+    expect(await engine.result(t.id)).toMatchObject({ published: true, text: 'confidential edit' });
+    await engine.close();
+
+    expect(lines.find((l) => l.msg === 'approval requested')).toMatchObject({ taskId: t.id, workflow: 'review', approvalId: id, approval: 'publish', status: 'pending', approvers: ['alice'], level: 1, deadline: null });
+    expect(lines.find((l) => l.msg === 'approval decided')).toMatchObject({ taskId: t.id, approvalId: id, status: 'approved', approved: true, by: 'alice', timedOut: false, decisions: 1 });
+    const decisions = lines.filter((l) => l.msg === 'approval decision');
+    expect(decisions).toHaveLength(1);
+    expect(decisions[0]).toMatchObject({ taskId: t.id, approvalId: id, approval: 'publish', approve: true, actor: { kind: 'user', id: 'alice' }, idempotencyKey: 'k-1' });
+    const text = JSON.stringify(lines);
+    for (const secret of ['secret plans', 'private remark', 'confidential edit']) expect(text).not.toContain(secret);
+  });
+
+  it('logs each model call and counts tokens, cost and calls in Prometheus metrics from the usage entries', async () => {
+    const { logger, lines } = collectingLogger();
+    const metrics = new ServerMetrics();
+    const engine = makeEngine({ workflows: [summarize, review], observers: [createLogObserver(logger), metrics.observer] });
+    await startWorker(engine);
+    for (const pages of [1, 4]) await (await engine.start(summarize, { pages })).result();
+    const t = await engine.start(review, { title: 'x' });
+    await waitForStatus(engine, t.id, 'waiting');
+    await engine.decide((await engine.get(t.id)).approvals[0]?.id as string, { approve: false, by: 'alice' });
+    await engine.result(t.id);
+    await engine.close();
+
+    expect(lines.filter((l) => l.msg === 'model call').map((l) => [l.step, l.inputTokens, l.outputTokens])).toEqual([
+      ['read', 1200, 300], ['write', 800, 400], ['read', 4800, 300], ['write', 800, 400],
+    ]);
+    expect(lines.find((l) => l.msg === 'model call')).toMatchObject({ model: 'house-model', outcome: 'succeeded', attempt: 1, costUsd: 0.0021 });
+    const text = await metrics.registry.metrics();
+    // Input: 1200 + 800 + 4800 + 800; output: 4 × 300 / 400; cost at $1 / $3 per million.
+    expect(text).toContain('stepwise_model_tokens_total{workflow="summarize",model="house-model",kind="input"} 7600');
+    expect(text).toContain('stepwise_model_tokens_total{workflow="summarize",model="house-model",kind="output"} 1400');
+    const cost = Number(/stepwise_model_cost_usd_total\{workflow="summarize",model="house-model"\} ([\d.e-]+)/.exec(text)?.[1]);
+    expect(cost).toBeCloseTo(0.0076 + 0.0042, 10);
+    expect(text).toContain('stepwise_model_calls_total{workflow="summarize",model="house-model",outcome="succeeded"} 4');
+    expect(text).toContain('stepwise_approval_decisions_total{approve="false"} 1');
   });
 });

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { Engine, InvalidArgumentError, formatMs, isTaskStatus, type TaskStatus, type WorkerEvents } from '../index.ts';
 import { bold, colorStatus, dim, taskDetail, taskTable, time } from './format.ts';
 import { loadWorkflows } from './load-module.ts';
-import { LiveBlock } from './live.ts';
+import { LiveBlock, taskItem, usageSoFar } from './live.ts';
 
 export interface CommandContext {
   db: string;
@@ -240,14 +240,11 @@ async function follow(ctx: CommandContext, engine: Engine, id: string): Promise<
       if (seenSteps.get(s.seq) === key) continue;
       seenSteps.set(s.seq, key);
       since = Math.max(since, s.finishedAt ?? 0);
-      if (!ctx.json) out(`${dim(time(s.finishedAt ?? s.startedAt))}   step ${bold(s.name)} ${colorStatus(s.status)}${s.durationMs !== null ? ` in ${formatMs(s.durationMs)}` : ''}`);
+      const u = t.usage?.steps[s.name];
+      if (!ctx.json) out(`${dim(time(s.finishedAt ?? s.startedAt))}   step ${bold(s.name)} ${colorStatus(s.status)}${s.durationMs !== null ? ` in ${formatMs(s.durationMs)}` : ''}${u ? ` ${dim(usageSoFar(u))}` : ''}`);
     }
     if (t.status === 'running' || t.status === 'cancelling') {
-      const p = t.progress;
-      block.set('task', {
-        label: `${t.status}${p?.step ? ` step ${p.step}` : t.steps.length ? ` after ${t.steps[t.steps.length - 1]?.name}` : ''}`, startedAt: since,
-        ...(p?.done !== undefined ? { done: p.done } : {}), ...(p?.total !== undefined ? { total: p.total } : {}), ...(p?.note ? { note: p.note } : {}),
-      });
+      block.set('task', taskItem(t, since));
     } else block.remove('task');
     if (t.status === 'succeeded' || t.status === 'failed' || t.status === 'cancelled') {
       block.stop();

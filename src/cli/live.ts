@@ -1,11 +1,12 @@
 /**
  * @module cli/live
  * Live progress on a terminal: a block of lines at the bottom (one per step in flight: a spinner,
- * the elapsed time, a bar when the step reports done/total, its note) redrawn ten times a second,
+ * the elapsed time, a bar when the step reports done/total, its note, the model tokens and cost
+ * so far when the task has called a model) redrawn ten times a second,
  * with finished work printed above it as permanent lines. When the output is not a terminal (a
  * pipe, a log file, CI) nothing is redrawn: each permanent line is printed once, plainly.
  */
-import { formatMs } from '../index.ts';
+import { formatMs, type TaskSummary, type UsageTotals } from '../index.ts';
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
@@ -15,6 +16,8 @@ export interface LiveItem {
   done?: number;
   total?: number;
   note?: string;
+  /** Model usage so far (`engine.get(id).usage.total`), shown as tokens and cost. */
+  usage?: Pick<UsageTotals, 'totalTokens' | 'costUsd'>;
 }
 
 export interface LiveOutput {
@@ -35,7 +38,27 @@ export function itemLine(item: LiveItem, frame: number, now: number): string {
   if (item.done !== undefined && item.total !== undefined) parts.push(bar(item.done, item.total));
   else if (item.done !== undefined) parts.push(String(item.done));
   if (item.note) parts.push(item.note);
+  if (item.usage) parts.push(usageSoFar(item.usage));
   return parts.join(' ');
+}
+
+/** `· 12,345 tokens $0.0123`: the tokens so far and their cost. */
+export function usageSoFar(u: Pick<UsageTotals, 'totalTokens' | 'costUsd'>): string {
+  return `· ${u.totalTokens.toLocaleString('en-US')} tokens $${u.costUsd.toFixed(4)}`;
+}
+
+/**
+ * The live line of a running (or cancelling) task: its status, the step it runs (or the last one
+ * that ended), the progress that step reports, and the usage so far when a model was called.
+ */
+export function taskItem(t: TaskSummary & { steps: ReadonlyArray<{ name: string }> }, since: number): LiveItem {
+  const p = t.progress;
+  const last = t.steps[t.steps.length - 1]?.name;
+  return {
+    label: `${t.status}${p?.step ? ` step ${p.step}` : last ? ` after ${last}` : ''}`, startedAt: since,
+    ...(p?.done !== undefined ? { done: p.done } : {}), ...(p?.total !== undefined ? { total: p.total } : {}), ...(p?.note ? { note: p.note } : {}),
+    ...(t.usage && t.usage.total.attempts > 0 ? { usage: t.usage.total } : {}),
+  };
 }
 
 export class LiveBlock {

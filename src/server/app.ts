@@ -20,7 +20,7 @@ import { bearerOf, can, rolesWith, TokenTable, type Identity, type Permission, t
 import { errorResponse, HttpRefusal } from './http-errors.ts';
 import { checkIdempotencyKey, IdempotencyCache, IDEMPOTENCY_HEADER } from './idempotency.ts';
 import { buildOpenApi } from './openapi.ts';
-import { approvalRoutes, approvalsOf } from './routes/approvals.ts';
+import { approvalRoutes } from './routes/approvals.ts';
 import { eventRoutes } from './routes/events.ts';
 import type { RouteSpec } from './routes/route.ts';
 import { taskRoutes } from './routes/tasks.ts';
@@ -112,8 +112,7 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   const limit = options.bodyLimitBytes ?? 1024 * 1024;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError('bodyLimitBytes must be a whole number ≥ 1.');
 
-  const approvals = approvalsOf(engine);
-  const routes: RouteSpec[] = [...taskRoutes(engine), ...(approvals ? approvalRoutes(approvals) : [])];
+  const routes: RouteSpec[] = [...taskRoutes(engine), ...approvalRoutes(engine)];
   const streams = eventRoutes(engine, options.keepAliveMs ?? 15_000);
   const openapi = buildOpenApi([...routes, ...streams.specs]);
 
@@ -207,7 +206,7 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   // Any other method on an API path: 405 rather than a confusing 404.
   app.all('/api/*', (c) => c.json({ error: { code: 'METHOD_NOT_ALLOWED', message: `${c.req.method} is not allowed on ${c.req.path}.` } }, c.req.method === 'GET' ? 404 : 405));
 
-  if (options.dashboard !== false) dashboardRoutes(app, { engine, table, authenticate, approvals, limit });
+  if (options.dashboard !== false) dashboardRoutes(app, { engine, table, authenticate, limit });
 
   return {
     app,

@@ -11,4 +11,3 @@ export { ServerMetrics } from './observers/metrics.ts';
 export { createLogObserver } from './observers/logs.ts';
 export { createTracingObserver } from './observers/tracing.ts';
 export type { TracingOptions } from './observers/tracing.ts';
-export type { ApprovalsApi, ApprovalView, ApprovalsFilter, Decision } from './routes/approvals.ts';

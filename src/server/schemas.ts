@@ -6,7 +6,7 @@
  * catch wrong shapes and types first, with the path of the offending field.
  */
 import { z } from 'zod';
-import { ALL_STATUSES, InvalidArgumentError } from '../index.ts';
+import { ALL_STATUSES, InvalidArgumentError, type ApprovalStatus } from '../index.ts';
 
 /** Task ids are 26 Crockford base32 characters; anything close enough is looked up, anything else refused. */
 export const TaskId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'a task id is 1-64 letters and digits');
@@ -64,13 +64,24 @@ export const ListQuery = z
   })
   .strict();
 
+/** Every status an approval can have: a record over the engine's ApprovalStatus, so a new one fails the typecheck until listed. */
+const APPROVAL_STATUS_SET: Record<ApprovalStatus, true> = { pending: true, escalated: true, approved: true, rejected: true, expired: true };
+export const APPROVAL_STATUSES = Object.keys(APPROVAL_STATUS_SET) as [ApprovalStatus, ...ApprovalStatus[]];
+
+const ApprovalStatusList = z
+  .string()
+  .max(200)
+  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+  .pipe(z.array(z.enum(APPROVAL_STATUSES)).min(1, 'give at least one approval status'));
+
 export const ApprovalsQuery = z
   .object({
-    status: z.string().regex(/^[a-z_-]{1,30}$/, 'an approval status such as pending').optional(),
+    status: ApprovalStatusList.optional().describe('comma-separated approval statuses (pending, approved, rejected, expired, escalated)'),
     approver: z.string().min(1).max(200).optional(),
     workflow: WorkflowName.optional(),
     taskId: TaskId.optional(),
     mine: z.enum(['true', 'false']).optional().describe('only approvals the caller may decide'),
+    limit: z.coerce.number().int().min(1).max(1000).optional(),
   })
   .strict();
 

@@ -9,7 +9,9 @@ export const SCRIPT = String.raw`(() => {
   'use strict';
   const main = document.getElementById('main');
   if (!main) return;
-  const TYPES = ['transition', 'step:completed', 'step:failed', 'step:retrying', 'step:waiting', 'step:forgotten', 'signal:received', 'signal:consumed', 'unknown'];
+  // Every entry type that changes what a page shows (usage: tokens and cost; approval entries: the approvals section).
+  const TYPES = ['transition', 'step:completed', 'step:failed', 'step:retrying', 'step:waiting', 'step:forgotten', 'signal:received', 'signal:consumed', 'usage:attempt',
+    'approval:requested', 'approval:decision', 'approval:reminded', 'approval:escalated', 'approval:decided', 'dwell:exceeded', 'unknown'];
 
   async function post(url, body) {
     const r = await fetch(url, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: JSON.stringify(body || {}) });
@@ -138,6 +140,8 @@ svg .node.current rect { fill:#fde68a; stroke:#b45309; stroke-width:2; } svg .no
 svg .edge { fill:none; stroke:#9ca3af; } svg .edge-label { font-size:9px; fill:var(--muted); text-anchor:middle; }
 svg marker path { fill:#9ca3af; }
 .approvals { list-style:none; padding:0; } .approval { background:#fff; border:1px solid var(--line); padding:10px; margin-bottom:8px; }
+.decisions { list-style:none; padding:0; margin:6px 0; } .badge.s-approved { background:#dcfce7; } .badge.s-rejected, .badge.s-expired { background:#fee2e2; color:var(--bad); }
+.badge.s-pending, .badge.s-escalated { background:#ede9fe; } td.tokens, td.cost { white-space:nowrap; } tfoot .total td { font-weight:600; }
 .decide label { display:block; margin:6px 0; } .decide textarea { width:100%; font-family: ui-monospace, monospace; }
 .note, .empty { color:var(--muted); }
 .login form { display:flex; gap:8px; align-items:end; }

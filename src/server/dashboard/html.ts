@@ -50,3 +50,15 @@ export function layout(title: string, who: { name: string; role: string } | null
 <script src="/assets/app.js" defer></script>
 </body></html>`;
 }
+
+/** A token count as people read it: 950, 12.3k, 4.1M. */
+export function tokens(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`;
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}
+
+/** A cost in US dollars: cents shown to four places below a dollar (model calls cost fractions of a cent). */
+export function usd(v: number): string {
+  return `$${v.toFixed(v < 1 ? 4 : 2)}`;
+}

@@ -5,11 +5,10 @@
  * log, the lifecycle diagram). Buttons are rendered only for what the caller's role allows and
  * the task's status accepts; the API checks both again.
  */
-import { ALL_STATUSES, type TaskEvent, type TaskInfo, type TaskSummary } from '../../index.ts';
+import { ALL_STATUSES, type ApprovalInfo, type TaskEvent, type TaskInfo, type TaskSummary, type UsageTotals } from '../../index.ts';
 import { can, type Identity } from '../auth.ts';
-import type { ApprovalView } from '../routes/approvals.ts';
 import { lifecycleSvg } from './diagram.ts';
-import { badge, duration, esc, json, time } from './html.ts';
+import { badge, duration, esc, json, time, tokens, usd } from './html.ts';
 
 export type ListView = 'all' | 'mine' | 'stuck' | 'failed';
 
@@ -17,7 +16,7 @@ export interface ListPageData {
   tasks: TaskSummary[];
   nextCursor: string | null;
   filters: { status: string[]; workflow: string; view: ListView; cursor: string };
-  /** Why the list is empty or partial (no approvals capability, stuck computed per page). */
+  /** Why the list is partial (stuck computed per page, the oldest open approvals only). */
   note: string | null;
 }
 
@@ -67,8 +66,6 @@ export interface TaskPageData {
   legalEvents: readonly string[];
   summary: string;
   identity: Identity;
-  /** `null` when the engine has no approvals capability. */
-  approvals: ApprovalView[] | null;
   now: number;
 }
 
@@ -84,7 +81,7 @@ export function taskPage(d: TaskPageData): string {
 <p class="summary">${esc(d.summary)}</p>
 <dl class="facts"><dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
 <dt>Created</dt><dd>${time(t.createdAt)}</dd><dt>Finished</dt><dd>${time(t.finishedAt)}</dd><dt>Runs</dt><dd>${t.runs}</dd><dt>Retries</dt><dd>${t.retries}</dd>
-${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${time(t.lease.expiresAt)}</dd>` : ''}${t.cancelReason ? `<dt>Cancel reason</dt><dd>${esc(t.cancelReason)}</dd>` : ''}</dl>
+${usageFacts(t)}${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${time(t.lease.expiresAt)}</dd>` : ''}${t.cancelReason ? `<dt>Cancel reason</dt><dd>${esc(t.cancelReason)}</dd>` : ''}</dl>
 <div class="actions" id="actions">${actions}</div>
 <p class="flash" id="flash" role="status"></p>
 ${approvalsSection(d)}
@@ -100,18 +97,46 @@ ${eventLog(t.history)}
 </section>`;
 }
 
+/** The task's model usage (tokens, cost, attempts) and its budget, when a model was called. */
+function usageFacts(t: TaskSummary): string {
+  const u = t.usage;
+  if (!u) return '';
+  const budget = u.budget ? [u.budget.tokens !== undefined ? `${tokens(u.budget.tokens)} tokens` : '', u.budget.usd !== undefined ? usd(u.budget.usd) : ''].filter(Boolean).join(', ') : '';
+  return `<dt>Tokens</dt><dd class="usage-total" data-tokens="${u.total.totalTokens}">${usageText(u.total)}</dd><dt>Cost</dt><dd class="cost-total" data-usd="${u.total.costUsd}">${usd(u.total.costUsd)}</dd>${budget ? `<dt>Budget</dt><dd>${esc(budget)}</dd>` : ''}`;
+}
+
+function usageText(u: UsageTotals): string {
+  return `${tokens(u.totalTokens)} <small>(${tokens(u.inputTokens)} in / ${tokens(u.outputTokens)} out, ${u.attempts} call${u.attempts === 1 ? '' : 's'})</small>`;
+}
+
+const OPEN: ReadonlySet<string> = new Set(['pending', 'escalated']);
+
 function approvalsSection(d: TaskPageData): string {
-  if (d.approvals === null || d.approvals.length === 0) return '';
+  const list: readonly ApprovalInfo[] = d.task.approvals;
+  if (list.length === 0) return '';
   const decide = can(d.identity, 'decide');
-  const items = d.approvals.map((a) => {
-    const open = a.status === 'pending';
-    const listed = !a.approvers?.length || a.approvers.includes(d.identity.name);
-    const form = open && decide && listed
+  const items = list.map((a) => {
+    const open = OPEN.has(a.status);
+    const listed = a.approvers.length === 0 || a.approvers.includes(d.identity.name);
+    const decided = a.decisions.some((x) => x.by === d.identity.name);
+    // The data box starts from the payload: what the reviewer edits is what the workflow gets back.
+    const form = open && decide && listed && !decided
       ? `<div class="decide" data-approval="${esc(a.id)}"><label>Comment <textarea name="comment" rows="2"></textarea></label>
-<label>Data (JSON, optional) <textarea name="data" rows="4">${a.data !== undefined ? json(a.data, 100_000) : ''}</textarea></label>
+<label>Data (JSON, optional: edited data handed back to the workflow) <textarea name="data" rows="4">${a.payload !== null && a.payload !== undefined ? json(a.payload, 100_000) : ''}</textarea></label>
 <button type="button" data-decide="approve">Approve</button> <button type="button" data-decide="reject" class="danger">Reject</button></div>`
       : '';
-    return `<li class="approval" data-approval="${esc(a.id)}"><strong>${esc(a.step ?? a.id)}</strong> ${badge(a.status)}${a.approvers?.length ? ` <small>approvers: ${esc(a.approvers.join(', '))}</small>` : ''}${form}</li>`;
+    const facts = [
+      a.approvers.length ? `approvers: ${a.approvers.join(', ')}` : 'anyone may decide',
+      a.quorum > 1 ? `quorum ${a.quorum}` : '',
+      a.level > 1 ? `escalation level ${a.level}` : '',
+    ].filter(Boolean).join(' · ');
+    const deadline = a.deadline && open ? ` <small class="deadline">decide by ${time(a.deadline.getTime())}</small>` : '';
+    const payload = a.payload !== null && a.payload !== undefined ? `<pre class="payload">${json(a.payload)}</pre>` : '';
+    const decisions = a.decisions.length
+      ? `<ul class="decisions">${a.decisions.map((x) => `<li data-by="${esc(x.by)}">${badge(x.approve ? 'approved' : 'rejected')} by ${esc(x.by)} ${time(x.at.getTime())}${x.comment ? ` — “${esc(x.comment)}”` : ''}${x.data !== null && x.data !== undefined ? ` <small>data ${json(x.data, 300)}</small>` : ''}</li>`).join('')}</ul>`
+      : '';
+    const outcome = a.outcome?.timedOut ? ` <small>decided by its timeout policy${a.outcome.escalations ? ` after ${a.outcome.escalations} escalation(s)` : ''}</small>` : '';
+    return `<li class="approval" data-approval-id="${esc(a.id)}" data-approval-status="${esc(a.status)}"><strong>${esc(a.name)}</strong> ${badge(a.status)}${outcome} <small>${esc(facts)}</small>${deadline}${payload}${decisions}${form}</li>`;
   });
   return `<h2>Approvals</h2><ul class="approvals">${items.join('\n')}</ul>`;
 }
@@ -136,11 +161,19 @@ function timeline(t: TaskInfo, now: number): string {
     const end = s.finishedAt ?? (t.finishedAt ?? now);
     const marks = (failures.get(s.seq) ?? []).map((f) => `<span class="attempt-fail" style="left:${pct(f.at)}" title="${esc(`attempt ${f.attempt} failed: ${f.message}`)}"></span>`).join('');
     const width = `${Math.max(0.5, ((end - start) / span) * 100).toFixed(2)}%`;
-    return `<tr class="step s-${esc(s.status)}" data-step="${esc(s.name)}"><td>${esc(s.name)} <small>${esc(s.kind)}</small></td><td>${badge(s.status)}</td><td>${s.attempts}</td><td>${duration(s.durationMs)}</td>
+    const u = t.usage?.steps[s.name];
+    const usage = u ? `<td class="tokens" data-tokens="${u.totalTokens}">${usageText(u)}</td><td class="cost" data-usd="${u.costUsd}">${usd(u.costUsd)}</td>` : '<td class="tokens"></td><td class="cost"></td>';
+    return `<tr class="step s-${esc(s.status)}" data-step="${esc(s.name)}"><td>${esc(s.name)} <small>${esc(s.kind)}</small></td><td>${badge(s.status)}</td><td>${s.attempts}</td><td>${duration(s.durationMs)}</td>${usage}
 <td class="bar-cell"><div class="track"><span class="bar s-${esc(s.status)}" style="left:${pct(start)};width:${width}" title="${esc(`${s.name}: ${s.status}, ${s.attempts} attempt(s)`)}"></span>${marks}</div></td>
 <td class="err">${s.error ? esc(s.error.message) : ''}</td></tr>`;
   });
-  return `<table class="timeline"><thead><tr><th>Step</th><th>Status</th><th>Attempts</th><th>Duration</th><th>Timeline</th><th>Error</th></tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
+  return `<table class="timeline"><thead><tr><th>Step</th><th>Status</th><th>Attempts</th><th>Duration</th><th>Tokens</th><th>Cost</th><th>Timeline</th><th>Error</th></tr></thead><tbody>${rows.join('\n')}</tbody>${totalRow(t)}</table>`;
+}
+
+/** The task's total under the timeline's tokens and cost columns. */
+function totalRow(t: TaskInfo): string {
+  if (!t.usage) return '';
+  return `<tfoot><tr class="total"><td colspan="4">Task total</td><td class="tokens" data-tokens="${t.usage.total.totalTokens}">${usageText(t.usage.total)}</td><td class="cost" data-usd="${t.usage.total.costUsd}">${usd(t.usage.total.costUsd)}</td><td colspan="2"></td></tr></tfoot>`;
 }
 
 function describeEvent(e: TaskEvent): string {
@@ -162,6 +195,13 @@ function describeEvent(e: TaskEvent): string {
       const u = e.usage;
       return `<b>usage</b> ${esc(u.step)} <small>attempt ${u.attempt} · ${esc(u.model)} · ${u.inputTokens} in / ${u.outputTokens} out · $${u.costUsd.toFixed(4)} · ${esc(u.outcome)}${u.estimated ? ' (estimated)' : ''}</small>`;
     }
+    case 'approval:decision':
+      return `<b>approval decision</b> ${esc(e.name)}: ${badge(e.detail.approve === true ? 'approved' : 'rejected')}${typeof e.detail.comment === 'string' && e.detail.comment ? ` “${esc(e.detail.comment)}”` : ''}${e.detail.data !== null && e.detail.data !== undefined ? ` <small>data ${json(e.detail.data, 300)}</small>` : ''}`;
+    case 'approval:requested':
+    case 'approval:reminded':
+    case 'approval:escalated':
+    case 'approval:decided':
+      return `<b>${esc(e.type)}</b> ${esc(e.name)} <small>${json(e.detail, 300)}</small>`;
     case 'unknown':
       return `<b>${esc(e.original)}</b> <small>${json(e.data, 300)}</small>`;
     default: {

@@ -14,7 +14,6 @@ import type { Engine, TaskStatus, TaskSummary } from '../../index.ts';
 import type { Env } from '../app.ts';
 import type { TokenTable } from '../auth.ts';
 import { errorResponse } from '../http-errors.ts';
-import type { ApprovalsApi, ApprovalView } from '../routes/approvals.ts';
 import { ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
 import { SCRIPT, STYLE } from './assets.ts';
 import { esc, layout } from './html.ts';
@@ -38,12 +37,11 @@ interface DashboardDeps {
   engine: Engine;
   table: TokenTable;
   authenticate: (c: Context<Env>, next: () => Promise<void>) => Promise<void>;
-  approvals: ApprovalsApi | null;
   limit: number;
 }
 
 export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
-  const { engine, approvals } = deps;
+  const { engine } = deps;
   const headers = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'" };
 
   /** A page: authenticated (or sent to sign in), rendered whole or as its main section. */
@@ -93,12 +91,11 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
     let nextCursor: string | null = null;
     let note: string | null = null;
     if (view === 'mine') {
-      if (!approvals) note = 'Approvals are not available on this server, so no task waits on you.';
-      else {
-        const mine: ApprovalView[] = await approvals.approvals({ status: 'pending', approver: identity.name, ...(workflow ? { workflow } : {}) });
-        const ids = [...new Set(mine.map((a) => a.taskId))].slice(0, 200);
-        tasks = (await Promise.all(ids.map((id) => engine.get(id, { steps: false, history: false }).catch(() => null)))).filter((t): t is NonNullable<typeof t> => t !== null);
-      }
+      // Open approvals (pending or escalated) this identity may decide, one row per task.
+      const mine = await engine.approvals({ status: ['pending', 'escalated'], approver: identity.name, ...(workflow ? { workflow } : {}), limit: 1000 });
+      const ids = [...new Set(mine.map((a) => a.taskId))].slice(0, 200);
+      tasks = (await Promise.all(ids.map((id) => engine.get(id, { steps: false, history: false }).catch(() => null)))).filter((t): t is NonNullable<typeof t> => t !== null);
+      if (mine.length >= 1000) note = 'Showing the tasks of the oldest 1000 open approvals you may decide.';
     } else {
       const statuses: TaskStatus[] = view === 'failed' ? ['failed'] : view === 'stuck' ? ['pending', 'running', 'cancelling'] : status;
       const res = await engine.list({ ...(statuses.length ? { status: statuses } : {}), ...(workflow ? { workflow } : {}), ...(q.limit ? { limit: q.limit } : { limit: 50 }), ...(q.cursor ? { cursor: q.cursor } : {}) });
@@ -117,14 +114,10 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
 
   app.get('/tasks/:id', page(async (c) => {
     const id = validate(TaskId, c.req.param('id'), 'task id');
-    const [task, explanation, list] = await Promise.all([
-      engine.get(id),
-      engine.explain(id),
-      approvals ? approvals.approvals({ taskId: id }) : Promise.resolve(null),
-    ]);
+    const [task, explanation] = await Promise.all([engine.get(id), engine.explain(id)]);
     return {
       title: `Task ${id}`,
-      body: taskPage({ task, legalEvents: explanation.legalEvents, summary: explanation.summary, identity: c.get('identity'), approvals: list, now: engine.clock.now() }),
+      body: taskPage({ task, legalEvents: explanation.legalEvents, summary: explanation.summary, identity: c.get('identity'), now: engine.clock.now() }),
     };
   }));
 }

@@ -1,9 +1,11 @@
 /**
  * @module server/observers/logs
  * Structured JSON logs (pino) of the work, as an {@link Observer}: one line per transition (with
- * the actor), per step attempt that ended or failed, per signal, with task, workflow, step,
- * attempt and worker ids. Payloads (inputs, outputs, signal data) are not logged: they may hold
- * personal data; the log says what happened and who did it.
+ * the actor), per step attempt that ended or failed, per signal, per approval decision (with the
+ * approver as actor), per approval notice (requested, reminded, escalated, decided), and per model
+ * call (tokens, cost), with task, workflow, step, attempt and worker ids. Payloads (inputs,
+ * outputs, signal data, approval payloads, decision comments and edited data) are not logged: they
+ * may hold personal data; the log says what happened and who did it.
  * @example
  * const engine = new Engine({ observers: [createLogObserver(pino())] });
  */
@@ -21,6 +23,14 @@ export function createLogObserver(logger: Logger): Observer {
         msg: a.retrying ? 'step attempt failed, retrying' : 'step failed', taskId: a.taskId, workflow: a.workflow, step: a.step, attempt: a.attempt,
         workerId: a.workerId, delayMs: a.delayMs, error: { name: a.error.name, message: a.error.message, code: (a.error as { code?: unknown }).code },
       }),
+    onApproval: (n) => {
+      const a = n.approval;
+      logger.info({
+        msg: `approval ${n.kind}`, taskId: a.taskId, workflow: a.workflow, approvalId: a.id, approval: a.name, status: a.status, level: a.level,
+        approvers: a.approvers, deadline: a.deadline?.toISOString() ?? null, decisions: a.decisions.length,
+        ...(a.outcome ? { approved: a.outcome.approved, by: a.outcome.by, timedOut: a.outcome.timedOut } : {}),
+      });
+    },
     onWorkerError: (e) => logger.error({ msg: 'worker error', workerId: e.workerId, during: e.during, error: { name: e.error.name, message: e.error.message } }),
     onEvent: (e) => {
       const actor = { kind: e.actor.kind, id: e.actor.id };
@@ -34,8 +44,20 @@ export function createLogObserver(logger: Logger): Observer {
         case 'signal:consumed':
           logger.info({ msg: 'signal consumed', taskId: e.taskId, seq: e.seq, signalId: e.signalId, actor });
           break;
+        case 'approval:decision':
+          logger.info({
+            msg: 'approval decision', taskId: e.taskId, seq: e.seq, approvalId: e.approvalId, approval: e.name, approve: e.detail.approve, actor,
+            idempotencyKey: e.detail.idempotencyKey ?? null,
+          });
+          break;
+        case 'usage:attempt':
+          logger.info({
+            msg: 'model call', taskId: e.taskId, seq: e.seq, step: e.usage.step, attempt: e.usage.attempt, model: e.usage.model, outcome: e.usage.outcome,
+            inputTokens: e.usage.inputTokens, outputTokens: e.usage.outputTokens, costUsd: e.usage.costUsd, estimated: e.usage.estimated, actor,
+          });
+          break;
         case 'unknown':
-          // Entries of capabilities this module does not know in detail (approval decisions among them).
+          // Entries of capabilities this module does not know in detail.
           logger.info({ msg: e.original, taskId: e.taskId, seq: e.seq, actor });
           break;
         default:

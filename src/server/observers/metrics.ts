@@ -1,7 +1,9 @@
 /**
  * @module server/observers/metrics
  * Prometheus metrics (prom-client) for operators. The engine side is an {@link Observer}: step
- * durations, retries, lease losses, runs and wake latency come from its hooks and log entries.
+ * durations, retries, lease losses, runs and wake latency come from its hooks and log entries;
+ * model tokens, cost and calls from the usage entries (`usage:attempt`) of the log, approval
+ * decisions from its `approval:decision` entries.
  * Tasks by status and the queue depth are read from the store when scraped (so they count every
  * process's tasks, not only this one's). HTTP requests and idempotency replays come from the server.
  *
@@ -34,6 +36,10 @@ export class ServerMetrics {
     const runs = new Counter({ name: 'stepwise_runs_total', help: 'Runs of tasks by how they ended', labelNames: ['workflow', 'status'], registers: r });
     const leaseLosses = new Counter({ name: 'stepwise_lease_losses_total', help: 'Runs that lost their lease to another worker', labelNames: ['workflow'], registers: r });
     const wakeLatency = new Histogram({ name: 'stepwise_wake_latency_seconds', help: 'Time from a task becoming runnable to its claim', buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120], registers: r });
+    const modelTokens = new Counter({ name: 'stepwise_model_tokens_total', help: 'Model tokens used by step attempts (from usage log entries), by workflow, model and kind', labelNames: ['workflow', 'model', 'kind'], registers: r });
+    const modelCost = new Counter({ name: 'stepwise_model_cost_usd_total', help: 'Model cost in US dollars of step attempts (from usage log entries), by workflow and model', labelNames: ['workflow', 'model'], registers: r });
+    const modelCalls = new Counter({ name: 'stepwise_model_calls_total', help: 'Model call attempts by workflow, model and outcome', labelNames: ['workflow', 'model', 'outcome'], registers: r });
+    const decisions = new Counter({ name: 'stepwise_approval_decisions_total', help: 'Approval decisions recorded, by whether they approve', labelNames: ['approve'], registers: r });
     const transitions = new Counter({ name: 'stepwise_transitions_total', help: 'Lifecycle transitions written by this process', labelNames: ['event', 'to'], registers: r });
     this.#requests = new Counter({ name: 'stepwise_http_requests_total', help: 'HTTP requests by method and status', labelNames: ['method', 'status'], registers: r });
     this.#idempotencyHits = new Counter({ name: 'stepwise_idempotency_hits_total', help: 'POSTs answered with the first answer of their Idempotency-Key', registers: r });
@@ -57,8 +63,15 @@ export class ServerMetrics {
 
     /** When each task last became runnable (pending), for wake latency. */
     const runnableAt = new Map<string, number>();
+    /** The workflow of each task this process ran, for the usage metrics' label (log entries carry no workflow). */
+    const workflowOf = new Map<string, string>();
     this.observer = {
       name: 'prometheus',
+      onRunStart: (run) => {
+        workflowOf.delete(run.taskId);
+        workflowOf.set(run.taskId, run.workflow);
+        if (workflowOf.size > 100_000) workflowOf.delete(workflowOf.keys().next().value as string);
+      },
       onStepEnd: (a) => stepSeconds.observe({ workflow: a.workflow, step: baseName(a.step), outcome: 'completed' }, a.durationMs / 1000),
       onStepError: (a) => (a.retrying ? retries : stepFailures).inc({ workflow: a.workflow, step: baseName(a.step) }),
       onRunEnd: (run) => {
@@ -66,6 +79,22 @@ export class ServerMetrics {
         if (run.status === 'lease-lost') leaseLosses.inc({ workflow: run.workflow });
       },
       onEvent: (e) => {
+        if (e.type === 'usage:attempt') {
+          const u = e.usage;
+          const workflow = workflowOf.get(e.taskId) ?? 'unknown';
+          const model = u.model.length <= 100 ? u.model : 'other';
+          modelTokens.inc({ workflow, model, kind: 'input' }, u.inputTokens);
+          modelTokens.inc({ workflow, model, kind: 'output' }, u.outputTokens);
+          if (u.cachedInputTokens) modelTokens.inc({ workflow, model, kind: 'cached_input' }, u.cachedInputTokens);
+          if (u.reasoningTokens) modelTokens.inc({ workflow, model, kind: 'reasoning' }, u.reasoningTokens);
+          modelCost.inc({ workflow, model }, u.costUsd);
+          modelCalls.inc({ workflow, model, outcome: u.outcome });
+          return;
+        }
+        if (e.type === 'approval:decision') {
+          decisions.inc({ approve: String(e.detail.approve === true) });
+          return;
+        }
         if (e.type !== 'transition') return;
         transitions.inc({ event: e.event, to: e.to });
         if (e.to === 'pending') runnableAt.set(e.taskId, e.at);
