@@ -231,6 +231,7 @@ export class Worker {
       this.#dwell = new DwellScanner({
         store, clock: this.#host.clock, workflows: () => this.#workflows.values(),
         changed: (taskId) => this.#host.bus.emit('task:settled', { taskId, status: '' }),
+        cancelled: (taskId, reason) => this.#host.bus.emit('task:cancel', { taskId, reason }),
         onError: (error) => this.#events.emit('worker:error', { error, during: 'scanning dwell timeouts' }),
       }, this.#dwellScanMs);
       this.#dwell.start();
