@@ -43,9 +43,11 @@ describe('dwell timeouts', () => {
     expect(info.status === 'failed' && info.error).toMatchObject({ code: ERROR_CODES.TIMEOUT, name: 'DwellTimeoutError' });
     expect(transitionsOf(info).at(-1)).toMatchObject({ event: 'expire', from: 'waiting', to: 'failed', actor: { kind: 'system', id: 'dwell-timeout' } });
     expect(dwellEvents(info.history)).toMatchObject([{ status: 'waiting', afterMs: 86_400_000, outcome: 'fail', actor: { kind: 'system', id: 'dwell-timeout' } }]);
-    // The approval's own timeout did not fire: its record is still open, and the ended task takes no decision.
-    expect(info.approvals[0]?.status).toBe('pending');
-    expect(info.history.some((e) => e.type === 'approval:decided')).toBe(false);
+    // The approval's own timeout did not fire: its record is closed because the task ended, and the ended task takes no decision.
+    await eventually(async () => (await engine.get(id)).approvals[0]?.status === 'expired', 10_000, 'the approval closed');
+    const closed = await engine.get(id);
+    expect(closed.approvals[0]?.outcome).toMatchObject({ approved: false, timedOut: false, taskEnded: 'failed' });
+    expect(closed.history.filter((e) => e.type === 'approval:decided').map((e) => e.actor)).toEqual([{ kind: 'system', id: 'task-ended' }]);
     await expect(engine.decide(info.approvals[0]?.id as string, { approve: true, by: 'alice' })).rejects.toMatchObject({ code: ERROR_CODES.TASK_ENDED });
   });
 
