@@ -178,6 +178,7 @@ describe('dwell timeouts', () => {
   });
 
   it('refuses a dwell option it cannot enforce, naming the mistake', () => {
+    expect(() => workflow('bad-dwell', async () => 1, { dwell: { stuck: { after: '1h', then: 'fail' } } as never })).toThrow(InvalidArgumentError);
     expect(() => workflow('bad-dwell', async () => 1, { dwell: { stuck: { after: '1h', then: 'fail' } } as never })).toThrow(/dwell.stuck is not a bound/);
     expect(() => workflow('bad-dwell', async () => 1, { dwell: { waiting: { after: '1h', then: 'explode' } } as never })).toThrow(/then must be 'fail', 'cancel' or 'alert'/);
   });
