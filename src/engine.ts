@@ -20,7 +20,8 @@ import type { SignalRow, StepRow, Store, TaskPatch, TaskRow, WakeEvent } from '.
 import { DEFAULT_STORE_URL, openStore, type StoreOptions } from './store-url.ts';
 import { toStepInfo, toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
 import { toTaskEvent, type Actor, type TaskEvent } from './task-events.ts';
-import { LogTail, allEvents, taskEvents, type EventsOptions } from './event-stream.ts';
+import { LogTail, allEvents, checkStreamOptions, taskEvents, type EventsOptions } from './event-stream.ts';
+import type { StreamEvent } from './stream-frames.ts';
 import { notify, type Observer } from './observers.ts';
 import { planTransition, wakeFor } from './transitions.ts';
 import { checkText } from './text-rules.ts';
@@ -648,13 +649,16 @@ export class Engine {
    * task's (resumable by `after: cursor`), read from the store, so it sees what every process
    * writes. Across tasks the stream carries every entry but step results (`step:completed`,
    * `step:failed`), which are read per task: a step's result is stored once, in its journal row. It keeps waiting for new entries unless `follow: false`; a task's stream ends once the
-   * task has succeeded or been cancelled. Break out of the loop (or abort `signal`) to stop.
+   * task has succeeded or been cancelled. Break out of the loop (or abort `signal`) to stop. With
+   * `{ taskId, streams: true }` it also carries the task's live stream frames (see `EventsOptions.streams`).
    * @example
    * for await (const e of engine.events({ taskId: id })) console.log(e.seq, e.type, e.actor.id);
    */
+  events(options: EventsOptions & { taskId: string; streams: true }): AsyncIterable<TaskEvent | StreamEvent>;
   events(options: EventsOptions & { taskId: string }): AsyncIterable<TaskEvent>;
   events(options?: EventsOptions): AsyncIterable<TaskEvent & { cursor?: string }>;
-  events(options: EventsOptions = {}): AsyncIterable<TaskEvent & { cursor?: string }> {
+  events(options: EventsOptions = {}): AsyncIterable<(TaskEvent & { cursor?: string }) | StreamEvent> {
+    checkStreamOptions(options);
     if (options.taskId !== undefined && (typeof options.taskId !== 'string' || !options.taskId)) throw new InvalidArgumentError('events(): taskId must be a task id.');
     if (options.taskId !== undefined && options.after !== undefined && (typeof options.after !== 'number' || !Number.isInteger(options.after) || options.after < 0)) {
       throw new InvalidArgumentError('events({ taskId, after }): after is the last seq seen, a whole number ≥ 0.');

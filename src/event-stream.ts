@@ -12,9 +12,11 @@
  * poll; on SQLite, other processes' entries are found by polling. Nothing is missed either way:
  * the log, not the nudge, is what is read.
  */
+import { InvalidArgumentError } from './errors.ts';
 import { isFinished } from './lifecycle.ts';
 import type { LocalBus } from './local-bus.ts';
 import type { EventRow, Store } from './store.ts';
+import { toStreamEvent, type StreamEvent } from './stream-frames.ts';
 import { toTaskEvent, type TaskEvent } from './task-events.ts';
 
 export interface EventsOptions {
@@ -34,12 +36,37 @@ export interface EventsOptions {
   follow?: boolean;
   /** Ends the iteration (without an error). */
   signal?: AbortSignal;
-  /** Longest wait between two reads of the log without news. @defaultValue 500 */
+  /** Longest wait between two reads of the log without news. @defaultValue 500 (100 with `streams`) */
   pollMs?: number;
+  /**
+   * With `taskId`: also the frames of the task's streaming steps (`stream:delta`, and `stream:reset`
+   * when a retried attempt starts over; see {@link StreamEvent}), merged with the log entries in
+   * time order. Frames have their own `seq`: resume with `after` (the last log entry's `seq`) and
+   * `streamAfter` (the last frame's). A finished stream's frames are gone (its text is the step's
+   * result, in its `step:completed` entry), so a reader far behind may miss a stream's last frames.
+   * @defaultValue false
+   */
+  streams?: boolean;
+  /** With `streams`: resume after this frame `seq`. @defaultValue 0 (from the start) */
+  streamAfter?: number;
 }
 
 /** How many entries one read asks for. */
 const PAGE = 500;
+
+/** Checks `streams` and `streamAfter` of `engine.events()` options. */
+export function checkStreamOptions(options: EventsOptions): void {
+  if (options.streams !== undefined && typeof options.streams !== 'boolean') throw new InvalidArgumentError('events({ streams }): streams is true or false.');
+  if (options.streams && options.taskId === undefined) {
+    throw new InvalidArgumentError('events({ streams: true }) needs a taskId: stream frames are read per task.');
+  }
+  if (options.streamAfter !== undefined) {
+    if (!options.streams) throw new InvalidArgumentError('events({ streamAfter }) goes with streams: true.');
+    if (typeof options.streamAfter !== 'number' || !Number.isInteger(options.streamAfter) || options.streamAfter < 0) {
+      throw new InvalidArgumentError('events({ streamAfter }): the seq of the last stream frame seen, a whole number ≥ 0.');
+    }
+  }
+}
 
 /** Resolves on a nudge for `taskId` (or any task), after `ms`, or when `signal` aborts. */
 export function waitForNews(bus: LocalBus, taskId: string | undefined, ms: number, signal?: AbortSignal): Promise<void> {
@@ -68,23 +95,41 @@ export function waitForNews(bus: LocalBus, taskId: string | undefined, ms: numbe
   });
 }
 
-/** The entries of one task after `after`, as they are appended. */
-export async function* taskEvents(store: Store, bus: LocalBus, taskId: string, options: EventsOptions): AsyncGenerator<TaskEvent> {
+/**
+ * The entries of one task after `after`, as they are appended; with `streams`, also its stream
+ * frames after `streamAfter`, each read merged with the entries by time (entries first on a tie).
+ */
+export async function* taskEvents(store: Store, bus: LocalBus, taskId: string, options: EventsOptions): AsyncGenerator<TaskEvent | StreamEvent> {
   let after = typeof options.after === 'number' ? options.after : 0;
+  let streamAfter = options.streamAfter ?? 0;
+  const streams = options.streams === true;
   const follow = options.follow ?? true;
-  const pollMs = options.pollMs ?? 500;
+  // Frames are not announced on the bus: a streaming reader polls more often.
+  const pollMs = options.pollMs ?? (streams ? 100 : 500);
   for (;;) {
     if (options.signal?.aborted) return;
     // The task's status is read before its entries: if it is final then, no entry can follow the
     // ones read next.
     const task = follow ? await store.getTask(taskId) : null;
     const rows = await store.getEvents(taskId, after, PAGE);
-    for (const row of rows) {
-      after = row.seq;
-      yield toTaskEvent(row);
+    const frames = streams ? await store.getChunks(taskId, streamAfter, PAGE) : [];
+    let i = 0;
+    let j = 0;
+    while (i < rows.length || j < frames.length) {
+      const row = rows[i];
+      const frame = frames[j];
+      if (row && (!frame || row.at <= frame.at)) {
+        i++;
+        after = row.seq;
+        yield toTaskEvent(row);
+      } else if (frame) {
+        j++;
+        streamAfter = frame.id;
+        yield toStreamEvent(frame);
+      }
       if (options.signal?.aborted) return;
     }
-    if (rows.length === PAGE) continue;
+    if (rows.length === PAGE || frames.length === PAGE) continue;
     if (!follow) return;
     if (!task || task.status === 'succeeded' || task.status === 'cancelled') return;
     await waitForNews(bus, taskId, pollMs, options.signal);

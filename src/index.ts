@@ -38,6 +38,7 @@ export type {
 export { rebuildTask } from './task-events.ts';
 export type { Observer, ObserverHook, RunInfo, AttemptInfo } from './observers.ts';
 export type { EventsOptions } from './event-stream.ts';
+export type { StreamEvent } from './stream-frames.ts';
 export type { SerializedError } from './serialize.ts';
 
 // Idempotency: records (engine.idempotency), business keys, backends

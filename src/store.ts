@@ -480,6 +480,10 @@ export interface ApprovalQuery {
   statuses?: readonly ApprovalStatus[];
   approver?: string;
   workflow?: string;
+  /** Only approvals whose task is in one of these statuses. */
+  taskStatuses?: readonly TaskStatus[];
+  /** Open approvals (`pending`, `escalated`) only while their task is in one of these statuses; settled ones always. */
+  openOnlyFor?: readonly TaskStatus[];
   limit: number;
 }
 

@@ -17,6 +17,7 @@
  * another worker resumes it at once instead of waiting for the lease to expire.
  */
 import { DwellScanner } from './dwell/scanner.ts';
+import { ApprovalCloser } from './approvals/closer.ts';
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
@@ -72,7 +73,10 @@ export interface WorkerOptions {
   cancelGraceMs?: number;
   /** Waits (retry backoff, sleep) longer than this park the task instead of holding a slot. @defaultValue 5000 */
   parkAfterMs?: number;
-  /** How often (engine clock) the worker's dwell scanner looks for tasks past their workflow's `dwell` bounds. @defaultValue 1000 */
+  /**
+   * How often the worker's dwell scanner looks for tasks past their workflow's `dwell` bounds, and
+   * its closer for open approvals of ended tasks. @defaultValue 1000
+   */
   dwellScanMs?: number;
 }
 
@@ -142,6 +146,7 @@ export class Worker {
   readonly #parkAfterMs: number;
   readonly #dwellScanMs: number;
   #dwell: DwellScanner | null = null;
+  #approvalCloser: ApprovalCloser | null = null;
   readonly #events = new TypedEmitter<WorkerEvents>();
   readonly #runs = new Map<string, TaskRun>();
   readonly #running = new Set<Promise<void>>();
@@ -231,10 +236,15 @@ export class Worker {
       this.#dwell = new DwellScanner({
         store, clock: this.#host.clock, workflows: () => this.#workflows.values(),
         changed: (taskId) => this.#host.bus.emit('task:settled', { taskId, status: '' }),
+        cancelled: (taskId, reason) => this.#host.bus.emit('task:cancel', { taskId, reason }),
         onError: (error) => this.#events.emit('worker:error', { error, during: 'scanning dwell timeouts' }),
       }, this.#dwellScanMs);
       this.#dwell.start();
     }
+    // Open approvals of tasks that ended are closed (see approvals/closer.ts).
+    this.#approvalCloser = new ApprovalCloser(store, this.#host.clock, this.#dwellScanMs, (e) =>
+      this.#events.emit('worker:error', { error: coerceError(e), during: 'closing the approvals of ended tasks' }));
+    this.#approvalCloser.start();
     this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
   }
 
@@ -495,6 +505,7 @@ export class Worker {
     }
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     await this.#dwell?.stop();
+    await this.#approvalCloser?.stop();
     await this.#beating;
     await this.#writer?.drain();
     for (const off of this.#unsubscribe) await off();

@@ -299,8 +299,8 @@ export interface WorkflowOptions<I, In = I> {
   /** Validates input at `start()`; a failure is an InvalidInputError and no task is created. */
   input?: InputSchema<I, In>;
   /**
-   * How long a task may stay `waiting` or `paused` (from when it entered that status), and what
-   * then: `fail` it, `cancel` it, or only record an `alert` (a `dwell:exceeded` log entry). Checked
+   * How long a task may stay `waiting` or `paused` (from when it entered that status), or `running`
+   * without a finished step or progress report, and what then: `fail` it, `cancel` it, or only record an `alert` (a `dwell:exceeded` log entry). Checked
    * by one scanner per worker; separate from an approval's own timeout.
    * @example { waiting: { after: '3d', then: 'fail' }, paused: { after: '1d', then: 'alert' } }
    */

@@ -123,7 +123,9 @@ describe('approvals', () => {
     const ended = await rejectsWith(engine.decide(approval.id, { approve: true, by: 'alice' }), ERROR_CODES.TASK_ENDED);
     expect(ended).toBeInstanceOf(TaskEndedError);
     expect(ended.message).toMatch(/is cancelled/);
-    expect((await engine.get(id)).approvals[0]).toMatchObject({ status: 'pending', decisions: [] });
+    // The record is closed (not decided): expired, saying the task ended.
+    await eventually(async () => (await engine.get(id)).approvals[0]?.status === 'expired', 10_000, 'the approval closed');
+    expect((await engine.get(id)).approvals[0]).toMatchObject({ status: 'expired', decisions: [], outcome: { approved: false, taskEnded: 'cancelled' } });
   });
 
   it('a decision names one approval: a repeated click on the review of draft 1 never decides the review of draft 2', async () => {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, InvalidArgumentError, workflow, type DwellEvent, type Engine, type TaskEvent } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { TEST_STORE, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
+import { TEST_STORE, eventually, gate, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
 
 const dwellEvents = (history: TaskEvent[]): DwellEvent[] => history.filter((e): e is DwellEvent => e.type === 'dwell:exceeded');
 
@@ -43,9 +43,11 @@ describe('dwell timeouts', () => {
     expect(info.status === 'failed' && info.error).toMatchObject({ code: ERROR_CODES.TIMEOUT, name: 'DwellTimeoutError' });
     expect(transitionsOf(info).at(-1)).toMatchObject({ event: 'expire', from: 'waiting', to: 'failed', actor: { kind: 'system', id: 'dwell-timeout' } });
     expect(dwellEvents(info.history)).toMatchObject([{ status: 'waiting', afterMs: 86_400_000, outcome: 'fail', actor: { kind: 'system', id: 'dwell-timeout' } }]);
-    // The approval's own timeout did not fire: its record is still open, and the ended task takes no decision.
-    expect(info.approvals[0]?.status).toBe('pending');
-    expect(info.history.some((e) => e.type === 'approval:decided')).toBe(false);
+    // The approval's own timeout did not fire: its record is closed because the task ended, and the ended task takes no decision.
+    await eventually(async () => (await engine.get(id)).approvals[0]?.status === 'expired', 10_000, 'the approval closed');
+    const closed = await engine.get(id);
+    expect(closed.approvals[0]?.outcome).toMatchObject({ approved: false, timedOut: false, taskEnded: 'failed' });
+    expect(closed.history.filter((e) => e.type === 'approval:decided').map((e) => e.actor)).toEqual([{ kind: 'system', id: 'task-ended' }]);
     await expect(engine.decide(info.approvals[0]?.id as string, { approve: true, by: 'alice' })).rejects.toMatchObject({ code: ERROR_CODES.TASK_ENDED });
   });
 
@@ -88,8 +90,96 @@ describe('dwell timeouts', () => {
     expect(await engine.result(id, { timeout: '20s' })).toMatchObject({ name: 'second', payload: 'done' });
   });
 
+  // Leases far longer than the clock moves here, so that only the dwell bound can stop a run.
+  const LONG_LEASE = { leaseMs: 7 * 86_400_000 };
+
+  it('fails a task running longer than dwell.running without progress; a progress report restarts the bound', async () => {
+    const clock = new ManualClock();
+    const report = gate();
+    const wf = workflow('stalled-crawl', async (ctx) => {
+      await ctx.step('warm-up', async () => 'ok');
+      return ctx.step('crawl', async (s) => {
+        await report.promise;
+        s.progress({ done: 1, total: 10 });
+        // Stalls: waits until the run is stopped.
+        await new Promise((_, reject) => s.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
+      });
+    }, { dwell: { running: { after: '10m', then: 'fail' } } });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, LONG_LEASE);
+    const { id } = await engine.start(wf);
+    await eventually(async () => (await engine.get(id)).steps.some((st) => st.name === 'warm-up' && st.status === 'completed'), 10_000, 'the first step');
+    await clock.advance('9m');
+    report.open();
+    await eventually(async () => (await engine.get(id)).progress?.done === 1, 10_000, 'the progress report');
+    const reportedAt = clock.now();
+    await clock.advance('9m'); // 18 minutes running, but 9 since the report
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await engine.get(id)).status).toBe('running');
+    await clock.advance('1m');
+    await advanceUntil(clock, statusIs(engine, id, 'failed'), 'the stalled task failed');
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error).toMatchObject({ code: ERROR_CODES.TIMEOUT, name: 'DwellTimeoutError' });
+    expect(transitionsOf(info).at(-1)).toMatchObject({ event: 'fail', from: 'running', to: 'failed', actor: { kind: 'system', id: 'dwell-timeout' } });
+    expect(dwellEvents(info.history)).toMatchObject([{ status: 'running', afterMs: 600_000, since: reportedAt, outcome: 'fail' }]);
+  });
+
+  it('cancels a run stalled longer than dwell.running, aborting the step like a user cancel', async () => {
+    const clock = new ManualClock();
+    let aborted = false;
+    const wf = workflow('stalled-call', async (ctx) =>
+      ctx.step('call', async (s) => {
+        await new Promise((_, reject) => s.signal.addEventListener('abort', () => {
+          aborted = true;
+          reject(new Error('aborted'));
+        }, { once: true }));
+      }), { dwell: { running: { after: '5m', then: 'cancel' } } });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, LONG_LEASE);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'running');
+    await clock.advance('5m');
+    await advanceUntil(clock, statusIs(engine, id, 'cancelled'), 'the stalled task cancelled');
+    const info = await engine.get(id);
+    expect(aborted).toBe(true);
+    expect(info.cancelReason).toBe('ran longer than 300000ms without progress (dwell.running)');
+    expect(transitionsOf(info).map((t) => t.event)).toContain('cancel');
+    expect(dwellEvents(info.history)).toMatchObject([{ status: 'running', outcome: 'cancel' }]);
+  });
+
+  it('alerts once per stall of a running task; a finished step ends the stall and a new one can alert again', async () => {
+    const clock = new ManualClock();
+    const first = gate();
+    const second = gate();
+    const wf = workflow('slow-steps', async (ctx) => {
+      await ctx.step('one', async () => first.promise);
+      await ctx.step('two', async () => second.promise);
+      return 'done';
+    }, { dwell: { running: { after: '1h', then: 'alert' } } });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, LONG_LEASE);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'running');
+    await clock.advance('1h');
+    await advanceUntil(clock, async () => dwellEvents((await engine.get(id)).history).length === 1, 'the first alert');
+    for (let i = 0; i < 5; i++) await clock.advance('1s'); // more scans: no second alert for this stall
+    await new Promise((r) => setTimeout(r, 50));
+    expect(dwellEvents((await engine.get(id)).history)).toHaveLength(1);
+    first.open();
+    await eventually(async () => (await engine.get(id)).steps.some((st) => st.name === 'one' && st.status === 'completed'), 10_000, 'step one');
+    const oneDone = (await engine.get(id)).steps.find((st) => st.name === 'one')?.finishedAt;
+    await clock.advance('1h');
+    await advanceUntil(clock, async () => dwellEvents((await engine.get(id)).history).length === 2, 'the alert of the second stall');
+    const alerts = dwellEvents((await engine.get(id)).history);
+    expect(alerts[1]).toMatchObject({ status: 'running', outcome: 'alert', since: oneDone });
+    expect((await engine.get(id)).status).toBe('running');
+    second.open();
+    expect(await engine.result(id, { timeout: '20s' })).toBe('done');
+  });
+
   it('refuses a dwell option it cannot enforce, naming the mistake', () => {
-    expect(() => workflow('bad-dwell', async () => 1, { dwell: { running: { after: '1h', then: 'fail' } } as never })).toThrow(InvalidArgumentError);
+    expect(() => workflow('bad-dwell', async () => 1, { dwell: { stuck: { after: '1h', then: 'fail' } } as never })).toThrow(InvalidArgumentError);
+    expect(() => workflow('bad-dwell', async () => 1, { dwell: { stuck: { after: '1h', then: 'fail' } } as never })).toThrow(/dwell.stuck is not a bound/);
     expect(() => workflow('bad-dwell', async () => 1, { dwell: { waiting: { after: '1h', then: 'explode' } } as never })).toThrow(/then must be 'fail', 'cancel' or 'alert'/);
   });
 });

@@ -978,6 +978,27 @@ for (const backend of backends) {
         expect(ids((await store.listApprovals({ workflow: 'other', taskId: t2.id, limit: 10 })))).toEqual([2]);
         expect(await store.listApprovals({ taskId: t1.id, limit: 1 })).toHaveLength(1);
       });
+
+      it('listApprovals filters by the task status: taskStatuses keeps only tasks in them, openOnlyFor hides open approvals of other tasks but keeps settled ones', async () => {
+        const live = await claimedTask(store, ns);
+        const ended = await claimedTask(store, ns);
+        const rows = [
+          approvalRow(live.id, { callKey: 'a@0', createdAt: T0 + 1 }),
+          approvalRow(ended.id, { callKey: 'a@0', createdAt: T0 + 2 }),
+          approvalRow(ended.id, { callKey: 'b@0', createdAt: T0 + 3, status: 'escalated' }),
+          approvalRow(ended.id, { callKey: 'c@0', createdAt: T0 + 4, status: 'approved' }),
+        ];
+        for (const r of rows) await store.insertApproval({ approval: r, epoch: r.taskId === live.id ? live.epoch : ended.epoch, at: T0, log: [] });
+        const failed = await store.transition(write(ended, {
+          event: 'fail', to: 'failed', guard: { epoch: ended.epoch }, at: T0 + 200, workerId: 'w1', set: { error: '{"message":"boom"}', clearLease: true, finishedAt: T0 + 200 },
+        }));
+        expect(failed?.status).toBe('failed');
+        const mine = (list: ApprovalRow[]) => list.filter((r) => rows.some((x) => x.id === r.id)).map((r) => rows.findIndex((x) => x.id === r.id));
+        expect(mine(await store.listApprovals({ statuses: ['pending', 'escalated'], taskStatuses: ['failed', 'cancelled', 'succeeded'], limit: 1000 }))).toEqual([1, 2]);
+        expect(mine(await store.listApprovals({ taskStatuses: ['running'], limit: 1000 }))).toEqual([0]);
+        expect(mine(await store.listApprovals({ openOnlyFor: ['pending', 'running', 'waiting', 'paused'], limit: 1000 }))).toEqual([0, 3]);
+        expect(mine(await store.listApprovals({ statuses: ['pending'], openOnlyFor: ['running'], limit: 1000 }))).toEqual([0]);
+      });
     });
 
     describe('event log', () => {

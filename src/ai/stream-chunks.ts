@@ -13,20 +13,9 @@
 import type { RunCore } from '../run/core.ts';
 import type { Engine } from '../engine.ts';
 import { isFinished } from '../lifecycle.ts';
+import { toStreamEvent, type StreamEvent } from '../stream-frames.ts';
 
-/** A frame of a streaming step: text it streamed, or a reset when a retried attempt starts over. */
-export interface StreamEvent {
-  type: 'stream:delta' | 'stream:reset';
-  taskId: string;
-  /** The step id. */
-  step: string;
-  attempt: number;
-  /** Orders a task's frames: pass the last one seen as `after` to resume. */
-  seq: number;
-  /** The text (empty for a reset). */
-  delta: string;
-  at: number;
-}
+export type { StreamEvent } from '../stream-frames.ts';
 
 export interface StreamEventsOptions {
   /** Resume after this frame. @defaultValue 0 (from the start) */
@@ -118,7 +107,7 @@ export async function* streamEvents(engine: Engine, taskId: string, options: Str
     for (const r of rows) {
       after = r.id;
       if (options.step !== undefined && r.step !== options.step) continue;
-      yield { type: r.kind === 'reset' ? 'stream:reset' : 'stream:delta', taskId, step: r.step, attempt: r.attempt, seq: r.id, delta: r.delta, at: r.at };
+      yield toStreamEvent(r);
       if (options.signal?.aborted) return;
     }
     if (rows.length === 500) continue;

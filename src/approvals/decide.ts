@@ -94,6 +94,10 @@ export async function decide(host: DecideHost, id: string, o: DecideOptions): Pr
     if (approvers.length && !approvers.includes(o.by)) {
       throw new ForbiddenError(`${o.by} may not decide approval ${id} ("${row.name}"): its approvers are ${approvers.join(', ')}.`, { actor: o.by });
     }
+    if (row.status === 'expired' && row.outcome && (JSON.parse(row.outcome) as { taskEnded?: string }).taskEnded) {
+      const ended = (JSON.parse(row.outcome) as { taskEnded: string }).taskEnded;
+      throw new TaskEndedError(row.taskId, ended, `the decision on approval ${id}`);
+    }
     if (row.status === 'expired') {
       throw new ForbiddenError(`Approval ${id} ("${row.name}") expired at ${when(row.decidedAt ?? row.deadline ?? row.createdAt)} with no decision and was rejected by its timeout policy; it takes no decisions.`, { actor: o.by });
     }
@@ -138,8 +142,11 @@ export async function listApprovals(store: Store, q: ApprovalsQuery = {}): Promi
   const limit = q.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InvalidArgumentError(`limit must be an integer from 1 to 1000, got ${limit}.`);
   if (q.approver !== undefined) checkApprover(q.approver, 'approvals(): `approver`');
+  // The reviewers' queue: an open approval of a task that ended (or is being cancelled) takes no
+  // decision, so it is left out even before the closer has marked it expired.
   const rows = await store.listApprovals({
     limit,
+    openOnlyFor: LIVE,
     ...(statuses ? { statuses } : {}),
     ...(q.approver !== undefined ? { approver: q.approver } : {}),
     ...(q.workflow !== undefined ? { workflow: q.workflow } : {}),

@@ -23,6 +23,7 @@ import { journalRow, type Position } from '../run/identity.ts';
 import { haltReason, throwIfHalted, withLeaseLost, withStoreLost } from '../run/state.ts';
 import { waitFor } from '../run/waits.ts';
 import { POLICY_ACTOR, decidedEntry, escalatedEntry, remindedEntry, requestedEntry } from './entries.ts';
+import { TASK_ENDED_ACTOR, endedOutcome } from './closer.ts';
 import { notice } from './info.ts';
 import { isOpen, nextReminder, onDeadline, resolveOptions, wakeName, type StoredOptions } from './policy.ts';
 import type { ApprovalDecision, ApprovalNotice, ApprovalOptions } from './types.ts';
@@ -105,6 +106,12 @@ async function awaitApproval(run: RunCore, c: ApprovalCall, activity: Activity):
   // A run resumed from a park knows its approval from the waiting row: a read, not a write.
   const known = recorded?.output ? (decodeJson(recorded.output) as { approvalId?: string }).approvalId : undefined;
   let found = known ? await storeCall(run, `read approval ${known}`, () => store.getApproval(known)) : null;
+  if (found && found.callKey !== fresh.callKey && (isOpen(found.status) || endedBy(found))) {
+    // A retried task is asked again: an approval of an earlier try that nobody decided before the
+    // task ended is closed (if no closer did it yet) and a new one is requested.
+    if (isOpen(found.status)) await closeForRetry(run, found);
+    found = null;
+  }
   if (!found) {
     const inserted = await storeCall(run, `record approval "${c.name}"`, () =>
       store.insertApproval({ approval: fresh, epoch: run.epoch, at: now, log: [requestedEntry(fresh, { kind: 'worker', id: run.deps.workerId })] }),
@@ -172,6 +179,27 @@ async function awaitApproval(run: RunCore, c: ApprovalCall, activity: Activity):
     }, activity);
     throwIfHalted(run.state);
     row = await reread();
+  }
+}
+
+/** Whether the approval was closed undecided because its task ended. */
+function endedBy(row: ApprovalRow): boolean {
+  return row.status === 'expired' && row.outcome !== null && (JSON.parse(row.outcome) as Partial<ApprovalDecision>).taskEnded !== undefined;
+}
+
+/** Closes an earlier try's open approval (see `approvals/closer.ts`), fenced by this run's lease. */
+async function closeForRetry(run: RunCore, row: ApprovalRow): Promise<void> {
+  const at = run.deps.clock.now();
+  const outcome = endedOutcome(row, 'failed');
+  const closed = await storeCall(run, `close approval ${row.id}`, () => run.deps.store.updateApproval({
+    id: row.id, version: row.version, epoch: run.epoch, at,
+    set: { status: 'expired', outcome: JSON.stringify(outcome), decidedAt: at },
+    log: [decidedEntry(row, outcome, 'expired', TASK_ENDED_ACTOR)],
+  }));
+  // Refused: decided or closed meanwhile (it stays as it is), or this run lost its lease.
+  if (!closed) {
+    const now = await storeCall(run, `read approval ${row.id}`, () => run.deps.store.getApproval(row.id));
+    if (now && now.version === row.version) leaseLost(run);
   }
 }
 

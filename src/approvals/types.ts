@@ -4,6 +4,7 @@
  * `engine.decide` takes, and the record `engine.approvals()` and `engine.get(id).approvals` list.
  */
 import type { Duration } from '../duration.ts';
+import type { TaskStatus } from '../lifecycle.ts';
 import type { ApprovalStatus } from '../store.ts';
 
 export type { ApprovalStatus } from '../store.ts';
@@ -42,6 +43,11 @@ export interface ApprovalDecision {
   timedOut: boolean;
   /** How many escalation levels were passed (0: decided at the first level). */
   escalations: number;
+  /**
+   * Set when nobody decided because the task ended first (its status then): the approval was
+   * closed as `expired` by the system actor `task-ended`, and no workflow code received it.
+   */
+  taskEnded?: TaskStatus;
 }
 
 /** One decision recorded on an approval. */

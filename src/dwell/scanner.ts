@@ -3,10 +3,15 @@
  * Internal: not part of the public API (the package exports only its index modules).
  * The one scanner of dwell timeouts: every `intervalMs` (real time, to find tasks that entered a
  * bounded status since), and when the earliest bound it knows of passes (on the engine's clock, so
- * a manual clock moves it), it looks at the waiting and paused tasks of the workflows that set
- * `dwell`, and for each that has stayed past its
- * bound (since `updatedAt`, when it entered the status) it fails it (lifecycle `expire`), cancels
- * it, or records an alert. Each is a `dwell:exceeded` entry in the task's log (actor system
+ * a manual clock moves it), it looks at the waiting, paused and running tasks of the workflows that
+ * set `dwell`, and for each that has stayed past its bound it fails it, cancels it, or records an
+ * alert. A waiting or paused task's stay starts at `updatedAt` (when it entered the status); a
+ * running task's at its last sign of progress: the latest of `updatedAt` (the run started or was
+ * reclaimed), the `at` of its last progress report, and the end of its last finished step (read
+ * from the journal only once the first two are past the bound). Failing is the lifecycle's
+ * `expire` (waiting, paused) or `fail` (running: the lease is released, so the run's next write is
+ * refused); cancelling is the user's `cancel` (a running task goes through `cancelling`, its run
+ * aborted). Each is a `dwell:exceeded` entry in the task's log (actor system
  * `dwell-timeout`), written with the transition, or on its own for an alert, once per stay: every
  * write is guarded by the task's version, so two scanners never act twice.
  */
@@ -17,7 +22,7 @@ import { encodeError } from '../serialize.ts';
 import type { NewEvent, Store, TaskRow } from '../store.ts';
 import { planTransition, wakeFor } from '../transitions.ts';
 import type { Workflow } from '../workflow.ts';
-import { DWELL_STATUSES, type DwellBound } from './types.ts';
+import { DWELL_STATUSES, type DwellBound, type DwellStatus } from './types.ts';
 
 const ACTOR = { kind: 'system' as const, id: 'dwell-timeout' };
 /** Tasks looked at per workflow and status per scan. */
@@ -29,6 +34,8 @@ export interface DwellHost {
   workflows: () => Iterable<Workflow>;
   /** A task was made runnable or finished here: tell this process's waiters. */
   changed: (taskId: string) => void;
+  /** A running task was cancelled here: abort its run if this process holds it. */
+  cancelled: (taskId: string, reason: string) => void;
   onError: (error: Error) => void;
 }
 
@@ -95,8 +102,9 @@ export class DwellScanner {
         const afterMs = toMs(bound.after);
         const tasks = await store.listTasks({ statuses: [status], workflow: wf.name, limit: PAGE });
         for (const task of tasks) {
-          const due = task.updatedAt + afterMs;
-          if (due <= clock.now()) await this.#act(task, status, afterMs, bound.then);
+          const since = status === 'running' ? await this.#lastProgress(task, afterMs) : task.updatedAt;
+          const due = since + afterMs;
+          if (due <= clock.now()) await this.#act(task, status, afterMs, bound.then, since);
           else next = next === null ? due : Math.min(next, due);
         }
       }
@@ -104,30 +112,52 @@ export class DwellScanner {
     return next;
   }
 
-  async #act(task: TaskRow, status: 'waiting' | 'paused', afterMs: number, outcome: DwellBound['then']): Promise<void> {
+  /**
+   * When the running task last showed progress: its start or a progress report; when those are
+   * past the bound, also the end of its last finished step (a journal read only for such tasks).
+   */
+  async #lastProgress(task: TaskRow, afterMs: number): Promise<number> {
+    let since = task.updatedAt;
+    if (task.progress) {
+      const at = Number((JSON.parse(task.progress) as { at?: unknown }).at);
+      if (Number.isFinite(at)) since = Math.max(since, at);
+    }
+    if (since + afterMs > this.#host.clock.now()) return since;
+    for (const step of await this.#host.store.getSteps(task.id)) {
+      if (step.finishedAt !== null && step.status !== 'waiting') since = Math.max(since, step.finishedAt);
+    }
+    return since;
+  }
+
+  async #act(task: TaskRow, status: DwellStatus, afterMs: number, outcome: DwellBound['then'], since: number): Promise<void> {
     const { store, clock } = this.#host;
     const at = clock.now();
-    const exceeded = entry(status, afterMs, task.updatedAt, outcome);
+    const exceeded = entry(status, afterMs, since, outcome);
     if (outcome === 'alert') {
-      // Once per stay: an alert for this stay (same status, same entry time) is not repeated.
+      // Once per stay (for running: per stall): an alert with the same status and start is not repeated.
       const log = await store.getEvents(task.id);
       const raised = log.some((e) => {
         if (e.type !== 'dwell:exceeded' || !e.data) return false;
         const d = JSON.parse(e.data) as { status: string; since: number };
-        return d.status === status && d.since === task.updatedAt;
+        return d.status === status && d.since === since;
       });
       if (!raised) await store.appendEvents({ taskId: task.id, version: task.version, at, log: [exceeded] });
       return;
     }
-    const reason = `stayed ${status} longer than ${afterMs}ms (dwell.${status})`;
+    const reason = status === 'running'
+      ? `ran longer than ${afterMs}ms without progress (dwell.running)`
+      : `stayed ${status} longer than ${afterMs}ms (dwell.${status})`;
+    const event = outcome === 'cancel' ? 'cancel' : status === 'running' ? 'fail' : 'expire';
     const { write } = planTransition({
-      taskId: task.id, state: task, event: outcome === 'fail' ? 'expire' : 'cancel', guard: { version: task.version }, at, actor: ACTOR,
-      set: outcome === 'fail' ? { error: encodeError(new DwellTimeoutError(task.id, status, afterMs)) } : { cancelReason: reason },
-      detail: { reason, dwell: { status, afterMs, since: task.updatedAt } },
+      taskId: task.id, state: task, event, guard: { version: task.version }, at, actor: ACTOR,
+      set: outcome === 'fail' ? { error: encodeError(new DwellTimeoutError(task.id, status === 'running' ? 'running without progress' : status, afterMs)) } : { cancelReason: reason },
+      detail: { reason, dwell: { status, afterMs, since } },
       notify: (edge) => wakeFor(edge, task.id, task.workflow, reason),
     });
     write.log = [...write.log, exceeded];
-    // A task that moved meanwhile (decided, resumed) is left alone: the guard refuses the write.
-    if (await store.transition(write)) this.#host.changed(task.id);
+    // A task that moved meanwhile (decided, resumed, finished) is left alone: the guard refuses the write.
+    if (!(await store.transition(write))) return;
+    if (status === 'running' && event === 'cancel') this.#host.cancelled(task.id, reason);
+    this.#host.changed(task.id);
   }
 }

@@ -1,13 +1,16 @@
 /**
  * @module dwell/types
  * Dwell timeouts (a workflow's `dwell` option): how long its tasks may stay `waiting` or `paused`,
- * and what happens then. Checked and turned into milliseconds here; enforced by the scanner.
+ * or `running` without progress, and what happens then. Checked and turned into milliseconds here; enforced by the scanner.
  */
 import { toMs, type Duration } from '../duration.ts';
 import { InvalidArgumentError } from '../errors.ts';
 
 export interface DwellBound {
-  /** How long the task may stay in the status, from when it entered it. */
+  /**
+   * How long the task may stay in the status, from when it entered it; for `running`, from its last
+   * sign of progress (the run started, a step finished, or a progress report).
+   */
   after: Duration;
   /** `fail` (error DwellTimeoutError, retryable by a user), `cancel`, or `alert` (a log entry only). */
   then: 'fail' | 'cancel' | 'alert';
@@ -16,6 +19,12 @@ export interface DwellBound {
 export interface DwellOptions {
   waiting?: DwellBound;
   paused?: DwellBound;
+  /**
+   * Running with no step finished and no progress reported for longer than `after` (a stalled run).
+   * `fail` fails the task (its run is fenced off), `cancel` cancels it like a user would (the run is
+   * aborted), `alert` records the stall once per stall.
+   */
+  running?: DwellBound;
 }
 
 /** A `dwell:exceeded` entry of the task's log: a bound passed, and what was done about it. */
@@ -25,20 +34,21 @@ export interface DwellEvent {
   at: number;
   actor: { kind: 'user' | 'worker' | 'system'; id: string };
   type: 'dwell:exceeded';
-  status: 'waiting' | 'paused';
+  status: 'waiting' | 'paused' | 'running';
   afterMs: number;
-  /** When the task entered the status. */
+  /** When the task entered the status (for `running`: its last progress). */
   since: number;
   outcome: DwellBound['then'];
 }
 
-export const DWELL_STATUSES = ['waiting', 'paused'] as const;
+export const DWELL_STATUSES = ['waiting', 'paused', 'running'] as const;
+export type DwellStatus = (typeof DWELL_STATUSES)[number];
 
 /** Checks a workflow's `dwell` option (at definition time). */
 export function checkDwell(workflow: string, dwell: unknown): void {
-  if (typeof dwell !== 'object' || dwell === null) throw new InvalidArgumentError(`workflow("${workflow}"): dwell must be { waiting?, paused? }.`);
+  if (typeof dwell !== 'object' || dwell === null) throw new InvalidArgumentError(`workflow("${workflow}"): dwell must be { waiting?, paused?, running? }.`);
   for (const [key, bound] of Object.entries(dwell)) {
-    if (!(DWELL_STATUSES as readonly string[]).includes(key)) throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key} is not a bound (use waiting or paused).`);
+    if (!(DWELL_STATUSES as readonly string[]).includes(key)) throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key} is not a bound (use waiting, paused or running).`);
     const b = bound as Partial<DwellBound> | null;
     if (typeof b !== 'object' || b === null || b.after === undefined) throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key} must be { after: duration, then: 'fail' | 'cancel' | 'alert' }.`);
     toMs(b.after, `dwell.${key}.after of workflow "${workflow}"`);

@@ -80,6 +80,10 @@ export async function listApprovals(c: PgContext, q: ApprovalQuery): Promise<App
     if (q.statuses?.length) where.push(`status = ANY(${p.add(q.statuses, 'text[]')})`);
     if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
     if (q.approver !== undefined) where.push(`jsonb_exists(approvers::jsonb, ${p.add(q.approver, 'text')})`);
+    if (q.taskStatuses) where.push(`EXISTS (SELECT 1 FROM ${c.t.tasks} t WHERE t.id = task_id AND t.status = ANY(${p.add(q.taskStatuses, 'text[]')}))`);
+    if (q.openOnlyFor) {
+      where.push(`(status NOT IN ('pending', 'escalated') OR EXISTS (SELECT 1 FROM ${c.t.tasks} t WHERE t.id = task_id AND t.status = ANY(${p.add(q.openOnlyFor, 'text[]')})))`);
+    }
     const text = `SELECT * FROM ${c.t.approvals} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY created_at, id LIMIT ${p.add(q.limit, 'integer')}`;
     return (await rows(c, poolOf(c), text, p.values)).map(toApprovalRow);

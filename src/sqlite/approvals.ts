@@ -62,6 +62,14 @@ export function listApprovals(h: SqliteHandle, q: ApprovalQuery): ApprovalRow[] 
     where.push('EXISTS (SELECT 1 FROM json_each(approvers) WHERE value = ?)');
     params.push(q.approver);
   }
+  if (q.taskStatuses) {
+    where.push(`EXISTS (SELECT 1 FROM stepwise_tasks t WHERE t.id = task_id AND t.status IN (${inList(q.taskStatuses.length)}))`);
+    params.push(...q.taskStatuses);
+  }
+  if (q.openOnlyFor) {
+    where.push(`(status NOT IN ('pending', 'escalated') OR EXISTS (SELECT 1 FROM stepwise_tasks t WHERE t.id = task_id AND t.status IN (${inList(q.openOnlyFor.length)})))`);
+    params.push(...q.openOnlyFor);
+  }
   const sql = `SELECT * FROM stepwise_approvals ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, id LIMIT ?`;
   return (h.stmt(sql).all(...params, q.limit) as Raw[]).map(toApprovalRow);
 }
