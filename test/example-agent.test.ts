@@ -38,7 +38,7 @@ describe('research-agent example (real processes)', () => {
       a.child.kill('SIGKILL');
       await a.exited;
       const b = spawnCli(WORKER(db), env);
-      const out = await engine.result<{ answer: string; modelCalls: number; toolCalls: string[] }>(id, { timeout: '40s' });
+      const out = await engine.result<{ answer: string; modelCalls: number; toolCalls: string[] }>(id, { timeout: '150s' });
       expect(out.toolCalls).toEqual(['search', 'read']);
       expect(out.answer).toContain('lease');
       const info = await engine.get(id);
@@ -52,7 +52,7 @@ describe('research-agent example (real processes)', () => {
     } finally {
       await engine.close();
     }
-  }, 90_000);
+  }, 240_000);
 
   it('stops mid-stream on `stepwise cancel`: the task ends cancelled and the cut-off attempt is billed as cancelled', async () => {
     const db = `sqlite:${join(tempDir(), 'agent.db')}`;
@@ -63,7 +63,7 @@ describe('research-agent example (real processes)', () => {
       await answerStreaming(engine, id);
       const cancel = spawnCli(['cancel', id, '--db', db]);
       expect((await cancel.exited).code).toBe(0);
-      expect(await engine.result(id, { timeout: '30s' }).catch((e: unknown) => e)).toBeInstanceOf(TaskCancelledError);
+      expect(await engine.result(id, { timeout: '150s' }).catch((e: unknown) => e)).toBeInstanceOf(TaskCancelledError);
       const info = await engine.get(id);
       const last = info.history.filter((e): e is UsageEvent => e.type === 'usage:attempt').at(-1)?.usage;
       expect(last).toMatchObject({ step: 'model#3', outcome: 'cancelled', estimated: true });
@@ -72,5 +72,5 @@ describe('research-agent example (real processes)', () => {
     } finally {
       await engine.close();
     }
-  }, 90_000);
+  }, 240_000);
 });
