@@ -27,6 +27,7 @@ const spread = (o: { roundRatios: number[] }): string =>
   o.roundRatios.length > 1 ? `  (rounds ${fmt(Math.min(...o.roundRatios), 2)}–${fmt(Math.max(...o.roundRatios), 2)}×)` : '';
 
 line(`Stepwise benchmark (${results.machine as string})${quick ? ' — quick mode' : ''}`);
+if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).only({ quick, pgUp: await postgres.pgAvailable(), line, results });
 
 // (e2e) End to end, first: the figure a user sees.
 const base = process.env.STEPWISE_BENCH_BASE;
@@ -172,6 +173,7 @@ await (await import('./idempotency.ts')).report({ line, rounds, quick, pgUp, res
 
 results.cancel = await (await import('./cancel.ts')).cancelLatency(quick, line);
 await (await import('./approvals.ts')).run({ quick, pgUp, line, results });
+await (await import('./scale.ts')).run({ quick, pgUp, line, results });
 if (pgUp) await postgres.cleanup();
 mkdirSync(join(root, '.bench'), { recursive: true });
 writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
