@@ -42,6 +42,8 @@ const statusList = (statuses: readonly TaskStatus[]): string =>
     })
     .join(', ');
 const LEASED_SQL = statusList(LEASED_STATUSES);
+/** How many task id → internal key entries a connection keeps (see `#rememberNo`). */
+const TASK_NO_CACHE = 10_000;
 /** The WHERE clauses of the partial indexes for claims (sql/sqlite/000001_init.sql). */
 const DUE_INDEX: readonly TaskStatus[] = ['pending', 'waiting'];
 const LEASED_INDEX: readonly TaskStatus[] = ['running', 'cancelling'];
@@ -149,10 +151,19 @@ export class SqliteStore implements Store {
       const row = this.#stmt('SELECT no FROM stepwise_tasks WHERE id = ?').get(taskId) as { no: number } | undefined;
       if (!row) return undefined;
       no = row.no;
-      if (this.#taskNo.size > 100_000) this.#taskNo.clear();
-      this.#taskNo.set(taskId, no);
+      this.#rememberNo(taskId, no);
     }
     return no;
+  }
+
+  /**
+   * Caches a task's internal key. The cache holds the tasks this connection works on now; it is
+   * emptied when it reaches its bound, so a worker that parks 100,000 tasks does not keep an entry
+   * for each.
+   */
+  #rememberNo(taskId: string, no: number): void {
+    if (this.#taskNo.size >= TASK_NO_CACHE) this.#taskNo.clear();
+    this.#taskNo.set(taskId, no);
   }
 
   /** Runs `fn` in a `BEGIN IMMEDIATE` transaction; driver errors are translated here. */
@@ -537,7 +548,7 @@ export class SqliteStore implements Store {
              version = version + 1, runs = runs + 1, wait = NULL, wait_events = NULL, updated_at = ?
            WHERE id = ? RETURNING *`,
         ).get(to, r.workerId, expires, r.now, p.id) as Raw;
-        this.#taskNo.set(p.id, Number(raw.no));
+        this.#rememberNo(p.id, Number(raw.no));
         const row = toTaskRow(raw);
         const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
         this.#append(Number(raw.no), r.now, [transitionEntry('worker', r.workerId, { event: p.event, from: p.status, to, epoch: row.epoch, detail })]);
