@@ -83,11 +83,20 @@ export interface StepOptions {
   output?: StandardSchemaLike;
   /**
    * When the step fails for good: `'fail'` hands the code a StepFailedError (the default);
-   * `'skip'` records the step as skipped and returns `fallback` instead; `'ask'` (park for a person
-   * to decide) needs the approvals capability and is refused until it is available.
+   * `'skip'` records the step as skipped and returns `fallback` instead; `'ask'` parks the task on
+   * an approval named `exhausted:<step>` (who decides: `ask`; payload
+   * `{ step, attempts, error, actions }`). Approve it with data `{ action: 'supply', output }` (the
+   * step's output), `{ action: 'retry' }` (a fresh set of attempts), `{ action: 'skip' }` (its
+   * `fallback`; only if declared) or `{ action: 'fail' }`; a rejection (or a timeout that rejects)
+   * fails the step. Other data is refused by `engine.decide` (INVALID_ARGUMENT).
+   * @example
+   * ctx.step('extract', fn, { onExhausted: 'ask', ask: { approvers: ['ops'], timeout: '1d' } })
+   * // then: engine.decide(approvalId, { approve: true, by: 'ops', data: { action: 'supply', output: { total: 42 } } })
    */
   onExhausted?: 'fail' | 'skip' | 'ask';
-  /** The output of a skipped step (`onExhausted: 'skip'`): JSON data. */
+  /** Who decides an exhausted step (`onExhausted: 'ask'`), how long they have, what a timeout does. */
+  ask?: Pick<ApprovalOptions, 'approvers' | 'timeout' | 'onTimeout' | 'remindEvery' | 'quorum'>;
+  /** The output of a skipped step (`onExhausted: 'skip'`, or a `skip` decision under `'ask'`): JSON data. */
   fallback?: unknown;
   /**
    * Undoes the step (saga): when the task fails for good or is cancelled, the compensations of

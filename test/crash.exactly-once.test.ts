@@ -162,7 +162,9 @@ describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)',
       for (const t of [skipped, failed]) {
         await waitForStatus(engine, t.id, 'waiting', 30_000);
         const why = await engine.explain(t.id);
-        expect(why.wait).toMatchObject({ kind: 'decision', step: 'send-sms', event: 'effect:send-sms', decide: ['rerun', 'skip', 'fail'], reason: 'the vendor has no delivery lookup' });
+        expect(why.wait).toMatchObject({ kind: 'approval', step: 'send-sms', name: 'effect:send-sms' });
+        const [approval] = await engine.approvals({ taskId: t.id, status: 'pending' });
+        expect(approval?.payload).toMatchObject({ step: 'send-sms', actions: ['rerun', 'skip', 'fail'], reason: 'the vendor has no delivery lookup' });
       }
       await engine.decideEffect(skipped.id, 'send-sms', 'skip', { result: { sent: true, by: 'operator' }, by: 'ops', idempotencyKey: 'd-1' });
       await engine.decideEffect(skipped.id, 'send-sms', 'skip', { result: { sent: true, by: 'operator' }, by: 'ops', idempotencyKey: 'd-1' });
