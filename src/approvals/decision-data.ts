@@ -21,6 +21,7 @@
  */
 import { InvalidArgumentError } from '../errors.ts';
 import type { ApprovalRow } from '../store.ts';
+import type { ApprovalOptions } from './types.ts';
 
 export const ASK_PREFIX = { exhausted: 'ask:exhausted:', effect: 'ask:effect:', budget: 'ask:budget:' } as const;
 
@@ -96,4 +97,19 @@ export function checkDecisionData(row: ApprovalRow, approve: boolean, data: unkn
   else if (row.callKey.startsWith(ASK_PREFIX.effect)) parsed = parseEffect(data);
   else if (row.callKey.startsWith(ASK_PREFIX.budget) && payload) parsed = parseBudget(data, payload as unknown as BudgetPayload);
   if (parsed && !parsed.ok) throw new InvalidArgumentError(`decide(): approval ${row.id} ("${row.name}"): ${parsed.problem}.`);
+}
+
+const ASK_KEYS = ['approvers', 'timeout', 'onTimeout', 'remindEvery', 'quorum'] as const;
+
+/** The approval options of the step's `ask` option (who decides, for how long). */
+export function askOptions(ask: unknown): ApprovalOptions {
+  const o: Record<string, unknown> = {};
+  if (ask === undefined) return o;
+  if (typeof ask !== 'object' || ask === null) throw new InvalidArgumentError(`ask must be an object { approvers, timeout, onTimeout, remindEvery, quorum }, got ${JSON.stringify(ask)}.`);
+  for (const k of Object.keys(ask)) {
+    if (!(ASK_KEYS as readonly string[]).includes(k)) throw new InvalidArgumentError(`ask: unknown option "${k}" (known: ${ASK_KEYS.join(', ')}).`);
+    const v = (ask as Record<string, unknown>)[k];
+    if (v !== undefined) o[k] = v;
+  }
+  return o as ApprovalOptions;
 }

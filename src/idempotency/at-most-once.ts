@@ -62,14 +62,15 @@ export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T
   const owner = `task:${run.taskId}`;
   const { clock } = run.deps;
   await run.writer.flush();
-  let intent = await backend.get(key);
+  const intent = await backend.get(key);
   if (intent?.status === 'completed') {
     // The call returned before a crash, and its result was stored before the checkpoint.
     return handBack(run, c, intent.result);
   }
   // A run resumed while parked on the decision waits on the same approval (verify is not asked again).
-  let parkedOnAsk = recordedAsk(c.recorded)?.ask === 'effect';
-  while (intent?.status === 'in_progress') {
+  const parkedOnAsk = recordedAsk(c.recorded)?.ask === 'effect';
+  // One pass: every way out of it returns the step's outcome or goes on to run `fn` (break).
+  unsure: if (intent?.status === 'in_progress') {
     // The last attempt recorded its intent and never came back: its effect may have happened.
     let reason: string | null = null;
     if (!parkedOnAsk) {
@@ -90,7 +91,7 @@ export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T
       }
       if (answer?.status === 'not-done') {
         await backend.fail(key, owner, encodeError(new Error('verified not done')), clock.now(), INTENT_TTL_MS);
-        break;
+        break unsure;
       }
       reason = answer && 'reason' in answer ? (answer.reason ?? null) : null;
     }
@@ -109,7 +110,6 @@ export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T
       fields: { attempts: c.attempt, startedAt: c.recorded?.startedAt ?? clock.now() },
       resume: parkedOnAsk,
     });
-    parkedOnAsk = false;
     const parsed = decision.approved ? parseEffect(decision.data) : ({ ok: true, value: { action: 'fail' } } as const);
     const action = parsed.ok ? parsed.value : null;
     if (!action || action.action === 'fail') {
@@ -125,7 +125,6 @@ export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T
     // rerun: the decision is recorded (consumed) with the step's row, then the step runs.
     await backend.fail(key, owner, encodeError(new Error('re-run by decision')), clock.now(), INTENT_TTL_MS);
     await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', { status: 'retrying', attempts: c.attempt, startedAt: clock.now(), wakeAt: clock.now() }), consume);
-    break;
   }
   const fn = c.fn;
   c.fn = async (s: StepContext): Promise<T> => {

@@ -12,8 +12,7 @@
  * step's row, consuming the approval's wake-up signal, so a crash never applies it twice.
  */
 import { InvalidArgumentError, StepFailedError, type NotSerializableError } from '../errors.ts';
-import { ASK_PREFIX, parseExhausted } from '../approvals/decision-data.ts';
-import type { ApprovalOptions } from '../approvals/types.ts';
+import { ASK_PREFIX, askOptions, parseExhausted } from '../approvals/decision-data.ts';
 import { classOf } from '../failure/classify.ts';
 import { checkSize } from '../limits.ts';
 import { decodeError, encodeError, encodeJson } from '../serialize.ts';
@@ -26,21 +25,6 @@ type Consume = { signalId: number; seq: number } | undefined;
 
 /** What the step does after the decision: attempt again, or the recorded outcome the code receives. */
 export type ExhaustedOutcome<T> = { retry: true } | { retry: false; done: Promise<T> };
-
-const ASK_KEYS = ['approvers', 'timeout', 'onTimeout', 'remindEvery', 'quorum'] as const;
-
-/** The approval options of the step's `ask` option (who decides, for how long). */
-export function askOptions(ask: unknown): ApprovalOptions {
-  const o: Record<string, unknown> = {};
-  if (ask === undefined) return o;
-  if (typeof ask !== 'object' || ask === null) throw new InvalidArgumentError(`ask must be an object { approvers, timeout, onTimeout, remindEvery, quorum }, got ${JSON.stringify(ask)}.`);
-  for (const k of Object.keys(ask)) {
-    if (!(ASK_KEYS as readonly string[]).includes(k)) throw new InvalidArgumentError(`ask: unknown option "${k}" (known: ${ASK_KEYS.join(', ')}).`);
-    const v = (ask as Record<string, unknown>)[k];
-    if (v !== undefined) o[k] = v;
-  }
-  return o as ApprovalOptions;
-}
 
 function failed<T>(run: RunCore, c: StepCall<T>, error: Error, consume: Consume): Promise<T> {
   run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, error });

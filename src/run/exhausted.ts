@@ -10,7 +10,7 @@
  */
 import { InvalidArgumentError } from '../errors.ts';
 import { resolveOptions } from '../approvals/policy.ts';
-import { askOptions } from './exhausted-ask.ts';
+import { askOptions } from '../approvals/decision-data.ts';
 import { isStandardSchema } from '../failure/validate.ts';
 import { encodeError, encodeJson } from '../serialize.ts';
 import type { StepOptions } from '../workflow.ts';

@@ -36,3 +36,16 @@ export function stepAsk(
   const recorded = ask.resume ? c.recorded : undefined;
   return awaitApprovalAt(run, { seq: c.seq, stepId: c.stepId, recorded, kind: 'step', callKey: ask.callKey, fields: ask.fields, tag: ask.purpose }, ask.name, ask.options, c.activity);
 }
+
+/**
+ * Set on an error an attempt throws to park its step on an approval instead of failing (a model
+ * call over budget): the attempt does not count, and the step attempts again once the handler
+ * returns. The handler throws the run's failure when the answer is no.
+ */
+export const PARK_ON_STEP: unique symbol = Symbol('stepwise.parkOnStep') as never;
+export type StepPark = (run: RunCore, c: StepCall<unknown>) => Promise<void>;
+
+export function parkRequest(raw: unknown): StepPark | undefined {
+  const park = typeof raw === 'object' && raw !== null ? (raw as { [PARK_ON_STEP]?: unknown })[PARK_ON_STEP] : undefined;
+  return typeof park === 'function' ? (park as StepPark) : undefined;
+}

@@ -31,7 +31,7 @@ import { exhausted } from './exhausted.ts';
 import { holdFor, pauseUntil, type Wait } from './waits.ts';
 import { requiredApproval } from '../approvals/guard.ts';
 import { askOnExhausted } from './exhausted-ask.ts';
-import { recordedAsk } from './step-ask.ts';
+import { parkRequest, recordedAsk } from './step-ask.ts';
 
 /** One `ctx.step` call being executed: its identity and its attempts so far. */
 export interface StepCall<T> {
@@ -136,6 +136,13 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       const fatal = fatalOf(run.state);
       if (fatal) throw fatal;
       if (run.ended) throw raw; // a step left running when the run ended: nothing to record
+      const park = parkRequest(raw);
+      if (park) {
+        // The attempt asked to wait for a person (see `step-ask.ts`): it does not count.
+        await park(run, c as StepCall<unknown>);
+        c.attempt--;
+        continue;
+      }
       const error = coerceError(raw);
       const cls = classify(run, c, raw);
       rememberClass(error, cls);
