@@ -126,8 +126,9 @@ export interface StepOptions {
   /**
    * `'at-most-once'`: for systems that ignore idempotency keys. The intent of each attempt is
    * recorded before the call; after a crash, an attempt that may have happened is never re-run
-   * blindly: `verify` is asked, and an unknown answer parks the task for a person to decide
-   * (`engine.decideEffect`). @defaultValue 'at-least-once'
+   * blindly: `verify` is asked, and an unknown answer parks the task on an approval
+   * `effect:<step>` for a person to decide (data `{ action: 'rerun' | 'skip' | 'fail', result }`;
+   * `engine.decideEffect` is a shorthand). @defaultValue 'at-least-once'
    */
   effect?: 'at-least-once' | 'at-most-once';
   /** For at-most-once steps: did the interrupted attempt happen? See {@link VerifyAnswer}. */
@@ -339,7 +340,9 @@ export interface WorkflowOptions<I, In = I> {
   /**
    * Spending limit of each task of this workflow over its model calls (`stepwise-engine/ai`, or
    * `ctx.usage`): a call that would exceed it is refused and the task fails with
-   * BudgetExceededError (BUDGET_EXCEEDED). `engine.start(…, { budget })` overrides it per task.
+   * BudgetExceededError (BUDGET_EXCEEDED), or, with `onExceeded: { ask: { approvers, timeout } }`,
+   * parks on an approval `budget:<step>` that a person approves with the new limits as data
+   * (`{ tokens?, usd? }`). `engine.start(…, { budget })` overrides it per task.
    */
   budget?: Budget;
   /** Prices by model id (USD per million tokens), over {@link DEFAULT_PRICES}. */

@@ -166,7 +166,7 @@ async function awaitApproval(run: RunCore, c: ApprovalCall, site: ApprovalSite, 
   const stored = JSON.parse(row.policy) as StoredOptions;
   const signal = wakeName(row.id);
   const base = journalRow(run, seq, stepId, site.kind, {
-    ...site.fields, status: 'waiting', startedAt: recorded?.startedAt ?? row.createdAt, wakeAt: null, output: JSON.stringify({ approvalId: row.id, ...(site.tag ? { ask: site.tag } : {}) }),
+    ...site.fields, status: 'waiting', startedAt: site.fields?.startedAt ?? recorded?.startedAt ?? row.createdAt, wakeAt: null, output: JSON.stringify({ approvalId: row.id, ...(site.tag ? { ask: site.tag } : {}) }),
   });
   const id = row.id;
   const reread = async (): Promise<ApprovalRow> => (await storeCall(run, `read approval ${id}`, () => store.getApproval(id))) ?? row;
