@@ -36,7 +36,8 @@ import { planRetryFrom } from './failure/retry-from.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Budget } from './ai/usage.ts';
 import { Idempotency } from './idempotency/run.ts';
-import { EFFECT_DECISIONS, decisionEventOf, type EffectDecision } from './idempotency/at-most-once.ts';
+import { EFFECT_DECISIONS, type EffectDecision } from './idempotency/at-most-once.ts';
+import { effectApprovalOf } from './idempotency/effect-approval.ts';
 import type { IdempotencyBackend } from './idempotency/records.ts';
 import { decide as decideApproval, listApprovals } from './approvals/decide.ts';
 import { RESERVED_SIGNAL_PREFIX } from './approvals/policy.ts';
@@ -383,17 +384,22 @@ export class Engine {
 
   /**
    * Decides an at-most-once step whose task waits because `verify` could not tell whether its
-   * effect happened (`explain` shows the wait: kind `decision`): `rerun` calls the step again,
-   * `skip` takes `result` as its result without calling it, `fail` fails the step. Delivered as a
-   * signal (`effect:<step>`), so a decision sent twice with the same `idempotencyKey` counts once.
+   * effect happened (it waits on the approval `effect:<step>`): `rerun` calls the step again,
+   * `skip` takes `result` as its result without calling it, `fail` fails the step. A shorthand for
+   * `engine.decide` on that approval (data `{ action, result }`), so a decision sent twice with the
+   * same `idempotencyKey` counts once. `by` defaults to `operator`.
    * @example
    * await engine.decideEffect(taskId, 'send-sms', 'skip', { result: { sent: true }, by: 'ops' });
    */
-  async decideEffect(taskId: string, step: string, decision: EffectDecision, options: SignalOptions & { result?: unknown } = {}): Promise<SignalResult> {
+  async decideEffect(taskId: string, step: string, decision: EffectDecision, options: SignalOptions & { result?: unknown } = {}): Promise<ApprovalInfo> {
     if (!EFFECT_DECISIONS.includes(decision)) throw new InvalidArgumentError(`decision must be one of ${EFFECT_DECISIONS.join(', ')}, got ${JSON.stringify(decision)}.`);
     if (typeof step !== 'string' || !step) throw new InvalidArgumentError('decideEffect needs the step id (its name, with #n from its second occurrence on).');
-    const { result, ...signalOptions } = options;
-    return this.signal(taskId, decisionEventOf(step), { action: decision, result }, signalOptions);
+    const approvalId = await effectApprovalOf(await this.approvals({ taskId, limit: 1000 }), taskId, step);
+    const by = options.by === undefined ? 'operator' : typeof options.by === 'string' ? options.by : options.by.id;
+    return this.decide(approvalId, {
+      approve: true, by, data: { action: decision, ...(decision === 'skip' ? { result: options.result ?? null } : {}) },
+      ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
+    });
   }
 
   /** Tasks, newest first, optionally by status and workflow, a page at a time. */

@@ -297,10 +297,11 @@ export class BudgetExceededError extends StepwiseError {
   readonly budget: number;
   /** Spent before the call (plus what the call may take, when it declares `maxOutputTokens`). */
   readonly projected: number;
-  constructor(taskId: string, step: string, limit: 'tokens' | 'usd', budget: number, projected: number) {
+  /** `note`: why a person's decision did not raise it, when the task asked (`onExceeded: { ask }`). */
+  constructor(taskId: string, step: string, limit: 'tokens' | 'usd', budget: number, projected: number, note = '') {
     super(
       ERROR_CODES.BUDGET_EXCEEDED,
-      `Task ${taskId}: the model call of step "${step}" would exceed the task's ${limit} budget (${limit === 'usd' ? `$${projected.toFixed(4)} of $${budget}` : `${projected} of ${budget} tokens`}). Raise it with engine.start(…, { budget }) for new tasks.`,
+      `Task ${taskId}: the model call of step "${step}" would exceed the task's ${limit} budget (${limit === 'usd' ? `$${projected.toFixed(4)} of $${budget}` : `${projected} of ${budget} tokens`})${note}. Raise it with engine.start(…, { budget }) for new tasks, or let a person raise it: budget.onExceeded: { ask }.`,
     );
     this.name = 'BudgetExceededError';
     this.taskId = taskId;

@@ -83,11 +83,20 @@ export interface StepOptions {
   output?: StandardSchemaLike;
   /**
    * When the step fails for good: `'fail'` hands the code a StepFailedError (the default);
-   * `'skip'` records the step as skipped and returns `fallback` instead; `'ask'` (park for a person
-   * to decide) needs the approvals capability and is refused until it is available.
+   * `'skip'` records the step as skipped and returns `fallback` instead; `'ask'` parks the task on
+   * an approval named `exhausted:<step>` (who decides: `ask`; payload
+   * `{ step, attempts, error, actions }`). Approve it with data `{ action: 'supply', output }` (the
+   * step's output), `{ action: 'retry' }` (a fresh set of attempts), `{ action: 'skip' }` (its
+   * `fallback`; only if declared) or `{ action: 'fail' }`; a rejection (or a timeout that rejects)
+   * fails the step. Other data is refused by `engine.decide` (INVALID_ARGUMENT).
+   * @example
+   * ctx.step('extract', fn, { onExhausted: 'ask', ask: { approvers: ['ops'], timeout: '1d' } })
+   * // then: engine.decide(approvalId, { approve: true, by: 'ops', data: { action: 'supply', output: { total: 42 } } })
    */
   onExhausted?: 'fail' | 'skip' | 'ask';
-  /** The output of a skipped step (`onExhausted: 'skip'`): JSON data. */
+  /** Who decides an exhausted step (`onExhausted: 'ask'`), how long they have, what a timeout does. */
+  ask?: Pick<ApprovalOptions, 'approvers' | 'timeout' | 'onTimeout' | 'remindEvery' | 'quorum'>;
+  /** The output of a skipped step (`onExhausted: 'skip'`, or a `skip` decision under `'ask'`): JSON data. */
   fallback?: unknown;
   /**
    * Undoes the step (saga): when the task fails for good or is cancelled, the compensations of
@@ -117,8 +126,9 @@ export interface StepOptions {
   /**
    * `'at-most-once'`: for systems that ignore idempotency keys. The intent of each attempt is
    * recorded before the call; after a crash, an attempt that may have happened is never re-run
-   * blindly: `verify` is asked, and an unknown answer parks the task for a person to decide
-   * (`engine.decideEffect`). @defaultValue 'at-least-once'
+   * blindly: `verify` is asked, and an unknown answer parks the task on an approval
+   * `effect:<step>` for a person to decide (data `{ action: 'rerun' | 'skip' | 'fail', result }`;
+   * `engine.decideEffect` is a shorthand). @defaultValue 'at-least-once'
    */
   effect?: 'at-least-once' | 'at-most-once';
   /** For at-most-once steps: did the interrupted attempt happen? See {@link VerifyAnswer}. */
@@ -330,7 +340,9 @@ export interface WorkflowOptions<I, In = I> {
   /**
    * Spending limit of each task of this workflow over its model calls (`stepwise-engine/ai`, or
    * `ctx.usage`): a call that would exceed it is refused and the task fails with
-   * BudgetExceededError (BUDGET_EXCEEDED). `engine.start(…, { budget })` overrides it per task.
+   * BudgetExceededError (BUDGET_EXCEEDED), or, with `onExceeded: { ask: { approvers, timeout } }`,
+   * parks on an approval `budget:<step>` that a person approves with the new limits as data
+   * (`{ tokens?, usd? }`). `engine.start(…, { budget })` overrides it per task.
    */
   budget?: Budget;
   /** Prices by model id (USD per million tokens), over {@link DEFAULT_PRICES}. */

@@ -152,6 +152,32 @@ describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)',
     }
   }, 90_000);
 
+  it('an at-most-once step that nobody can verify is re-run when a person decides rerun on its approval: sent again, once, by the new worker', async () => {
+    const url = makeUrl();
+    const engine = new Engine({ store: url, workflows: WORKFLOWS });
+    try {
+      const t = await crashThenResume(url, 'sms:after-send', () => engine.start(smsAlert, { verify: 'unknown' }));
+      const worker = await resume(engine);
+      await waitForStatus(engine, t.id, 'waiting', 30_000);
+      const [approval] = await engine.approvals({ taskId: t.id, status: 'pending' });
+      expect(approval?.name).toBe('effect:send-sms');
+      await expect(engine.decide(approval?.id as string, { approve: true, by: 'ops', data: { action: 'again' } })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
+      await engine.decide(approval?.id as string, { approve: true, by: 'ops', data: { action: 'rerun' }, idempotencyKey: 'r-1' });
+      expect(await engine.result(t.id, { timeout: '30s' })).toEqual({ sent: true, by: 'call' });
+      await worker.stop();
+      // A repeat through the shorthand is the same decision (its key): nothing new is recorded.
+      const again = await engine.decideEffect(t.id, 'send-sms', 'rerun', { by: 'ops', idempotencyKey: 'r-1' });
+      expect(again.decisions).toHaveLength(1);
+      const sms = readLog(t.log).filter((l) => l.event === 'sms');
+      expect(sms).toHaveLength(2);
+      expect(sms[0]?.pid).toBe(t.deadPid);
+      expect(sms[1]?.pid).not.toBe(t.deadPid);
+      expect(readLog(t.log).filter((l) => l.event === 'after')).toHaveLength(1);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
   it('an at-most-once step that nobody can verify parks the task on a decision; skip and fail are decided by a person', async () => {
     const url = makeUrl();
     const engine = new Engine({ store: url, workflows: WORKFLOWS });
@@ -162,7 +188,9 @@ describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)',
       for (const t of [skipped, failed]) {
         await waitForStatus(engine, t.id, 'waiting', 30_000);
         const why = await engine.explain(t.id);
-        expect(why.wait).toMatchObject({ kind: 'decision', step: 'send-sms', event: 'effect:send-sms', decide: ['rerun', 'skip', 'fail'], reason: 'the vendor has no delivery lookup' });
+        expect(why.wait).toMatchObject({ kind: 'approval', step: 'send-sms', name: 'effect:send-sms' });
+        const [approval] = await engine.approvals({ taskId: t.id, status: 'pending' });
+        expect(approval?.payload).toMatchObject({ step: 'send-sms', actions: ['rerun', 'skip', 'fail'], reason: 'the vendor has no delivery lookup' });
       }
       await engine.decideEffect(skipped.id, 'send-sms', 'skip', { result: { sent: true, by: 'operator' }, by: 'ops', idempotencyKey: 'd-1' });
       await engine.decideEffect(skipped.id, 'send-sms', 'skip', { result: { sent: true, by: 'operator' }, by: 'ops', idempotencyKey: 'd-1' });

@@ -41,15 +41,17 @@ describe('when retries run out', () => {
     expect((await engine.get(id)).steps[0]).toMatchObject({ status: 'failed', attempts: 2 });
   });
 
-  it("refuses onExhausted 'ask' (until approvals exist), a skip without fallback and a fallback without skip, failing the task before any attempt", async () => {
+  it("refuses an ask option without onExhausted 'ask', a skip without fallback and a fallback without skip, failing the task before any attempt", async () => {
     let ran = 0;
     const opts = [
-      { onExhausted: 'ask' as const },
+      { ask: { approvers: ['ops'] } },
       { onExhausted: 'skip' as const },
       { fallback: 1 },
       { onExhausted: 'later' as unknown as 'fail' },
       { repair: { maxAttempts: -1 } },
       { onExhausted: 'skip' as const, fallback: null, compensate: () => undefined },
+      { onExhausted: 'ask' as const, ask: { quorum: 0 } },
+      { onExhausted: 'ask' as const, ask: { approvers: ['ops'], wait: '1h' } as never },
     ];
     const messages: string[] = [];
     for (const [i, o] of opts.entries()) {
@@ -63,12 +65,14 @@ describe('when retries run out', () => {
       messages.push(info.status === 'failed' ? info.error.message : '');
     }
     expect(ran).toBe(0);
-    expect(messages[0]).toMatch(/'ask'.*needs the approvals capability.*use 'fail' or 'skip'/);
+    expect(messages[0]).toMatch(/ask \(who decides an exhausted step\) needs onExhausted: 'ask'/);
     expect(messages[1]).toMatch(/needs a declared fallback/);
     expect(messages[2]).toMatch(/needs onExhausted: 'skip'/);
     expect(messages[3]).toMatch(/onExhausted must be 'fail', 'skip' or 'ask'/);
     expect(messages[4]).toMatch(/repair.maxAttempts must be an integer ≥ 0/);
     expect(messages[5]).toMatch(/cannot have a compensate/);
+    expect(messages[6]).toMatch(/quorum must be a whole number ≥ 1/);
+    expect(messages[7]).toMatch(/ask: unknown option "wait"/);
   });
 
   it('retries a failed task from a named step: steps before it keep their results, it and later ones run again', async () => {

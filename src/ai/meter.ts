@@ -2,7 +2,8 @@
  * @module ai/meter
  * Internal: not part of the public API.
  * The usage meter of one run: before a model call it settles a call a crash left open (billed as
- * `interrupted`), checks the task's budget and records the call as in flight; after it, records
+ * `interrupted`), checks the task's budget (a call over it fails the task, or parks it on a
+ * person's decision to raise the budget: `budget-ask.ts`) and records the call as in flight; after it, records
  * the attempt (succeeded, failed or cancelled) as a `usage:attempt` entry of the task's log. Each
  * write also stores the task's usage summary (the row's `usage` column), fenced by the run's
  * epoch, so spending survives a crash and a resumed task does not get its budget back. Writes are
@@ -10,6 +11,7 @@
  */
 import { BudgetExceededError, InvalidArgumentError, LeaseLostError } from '../errors.ts';
 import { EVENT_TYPES } from '../log-entries.ts';
+import { budgetPark } from './budget-ask.ts';
 import type { RunCore } from '../run/core.ts';
 import type { NewEvent } from '../store.ts';
 import type { StepContext, UsageReport } from '../workflow.ts';
@@ -69,6 +71,8 @@ export class UsageMeter {
     const over = overBudget(this.budget, this.#summary.total, { tokens: next, usd: costOf(model, { outputTokens: next }, prices).costUsd });
     if (over) {
       if (events.length) await this.#write(events);
+      const onExceeded = this.budget?.onExceeded;
+      if (onExceeded !== undefined && onExceeded !== 'fail') throw budgetPark(this, step, over, onExceeded.ask);
       throw run.fail(new BudgetExceededError(run.taskId, step, over.limit, over.budget, over.projected));
     }
     const attempt = Math.max(this.#summary.steps[step]?.attempts ?? 0, this.#given.get(step) ?? 0) + 1;
@@ -76,6 +80,12 @@ export class UsageMeter {
     this.#summary = withOpen(this.#summary, step, { attempt, model, startedAt: run.deps.clock.now() });
     await this.#write(events);
     return attempt;
+  }
+
+  /** Raises the task's budget to `limits` (a person's decision), durably: a resumed task keeps it. */
+  async raise(limits: { tokens?: number; usd?: number }): Promise<void> {
+    this.#summary = { ...this.#summary, budget: { ...this.budget, ...limits } };
+    await this.#write([]);
   }
 
   /** After a call: the attempt's usage, priced and recorded. */

@@ -3,8 +3,11 @@
  * Token usage and cost: what one model call used (an {@link AttemptUsage}), its price from a table
  * the user can override, and the per-task summary kept in the task row's `usage` column — totals
  * for the task and per step, the calls in flight (a call a crash cut short is billed on resume),
- * and the budget the task was started with. Pure functions over JSON data.
+ * and the budget the task was started with (or raised to by a person). Pure functions over JSON data.
  */
+import { askOptions } from '../approvals/decision-data.ts';
+import { resolveOptions } from '../approvals/policy.ts';
+import type { ApprovalOptions } from '../approvals/types.ts';
 
 /** Tokens of one call (all optional: providers report what they know). */
 export interface TokenCounts {
@@ -67,10 +70,17 @@ export interface UsageTotals extends Required<TokenCounts> {
   attempts: number;
 }
 
-/** A task's budget: the call that would take it over either limit is refused. */
+/**
+ * A task's budget: the call that would take it over either limit is refused. `onExceeded` says
+ * what a refused call does: fail the task with BUDGET_EXCEEDED (the default), or park the task on
+ * an approval `budget:<step>` (payload `{ step, limit, budget, spent, projected }`) that a person
+ * approves with the new limits as data (`{ tokens?, usd? }`: the task's budget is raised durably
+ * and the call is made) or rejects (the task fails with BUDGET_EXCEEDED).
+ */
 export interface Budget {
   tokens?: number;
   usd?: number;
+  onExceeded?: 'fail' | { ask: Pick<ApprovalOptions, 'approvers' | 'timeout' | 'onTimeout' | 'remindEvery' | 'quorum'> };
 }
 
 /** A call in flight, kept so that a crash during it is still billed. */
@@ -192,9 +202,24 @@ export function checkBudget(budget: unknown, where: string): Budget {
   if (typeof budget !== 'object' || budget === null) throw new TypeError(`${where}: budget must be an object { tokens?, usd? }.`);
   const b = budget as Record<string, unknown>;
   for (const key of Object.keys(b)) {
-    if (key !== 'tokens' && key !== 'usd') throw new TypeError(`${where}: unknown budget key "${key}" (known: tokens, usd).`);
+    if (key === 'onExceeded') {
+      checkOnExceeded(b.onExceeded, where);
+      continue;
+    }
+    if (key !== 'tokens' && key !== 'usd') throw new TypeError(`${where}: unknown budget key "${key}" (known: tokens, usd, onExceeded).`);
     const v = b[key];
     if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) throw new TypeError(`${where}: budget.${key} must be a number ≥ 0, got ${String(v)}.`);
   }
   return b as Budget;
+}
+
+function checkOnExceeded(v: unknown, where: string): void {
+  if (v === undefined || v === 'fail') return;
+  const ask = typeof v === 'object' && v !== null && Object.keys(v).length === 1 ? (v as { ask?: unknown }).ask : undefined;
+  if (ask === undefined) throw new TypeError(`${where}: budget.onExceeded must be 'fail' or { ask: { approvers, timeout, onTimeout } }, got ${JSON.stringify(v)}.`);
+  try {
+    resolveOptions('budget', askOptions(ask));
+  } catch (e) {
+    throw new TypeError(`${where}: budget.onExceeded.ask: ${(e as Error).message}`);
+  }
 }

@@ -22,6 +22,7 @@ import { checkText } from '../text-rules.ts';
 import type { Clock } from '../clock.ts';
 import type { ApprovalRow, ApprovalStatus, Store, WakeEvent } from '../store.ts';
 import { decidedEntry, decisionEntry } from './entries.ts';
+import { checkDecisionData } from './decision-data.ts';
 import { notice, toApprovalInfo } from './info.ts';
 import { applyDecision, checkApprover, wakeName, type StoredDecision } from './policy.ts';
 import type { ApprovalInfo, ApprovalNotice, ApprovalsQuery, DecideOptions } from './types.ts';
@@ -107,6 +108,7 @@ export async function decide(host: DecideHost, id: string, o: DecideOptions): Pr
       const first = outcome.by ? `by ${outcome.by}` : 'by its timeout policy';
       throw new ConflictError(`Approval ${id} ("${row.name}") was already ${verb(outcome.approved)} ${first} at ${when(row.decidedAt as number)}; a contrary decision cannot be recorded.`, { recorded: outcome });
     }
+    checkDecisionData(row, o.approve, data === null ? null : JSON.parse(data));
     const task = await host.store.getTask(row.taskId);
     if (!task || !LIVE.includes(task.status)) throw new TaskEndedError(row.taskId, task?.status ?? 'gone', `the decision on approval ${id}`);
     const decision: StoredDecision = {

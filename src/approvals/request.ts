@@ -15,7 +15,7 @@ import { InvalidArgumentError, LeaseLostError, StoreUnavailableError, coerceErro
 import { newId } from '../ids.ts';
 import { decodeJson, encodeJson } from '../serialize.ts';
 import { checkSize } from '../limits.ts';
-import type { ApprovalRow, ApprovalUpdate, SignalRow } from '../store.ts';
+import type { ApprovalRow, ApprovalUpdate, SignalRow, StepKind, StepRow } from '../store.ts';
 import { call, type Primitive } from '../run/call.ts';
 import type { RunCore } from '../run/core.ts';
 import type { Activity } from '../run/activity.ts';
@@ -85,12 +85,61 @@ const APPROVAL: Primitive<string, ApprovalOptions, ApprovalCall, ApprovalDecisio
       throw run.fail(coerceError(e));
     }
   },
-  start: (run, c, activity) => awaitApproval(run, c, activity),
+  async start(run, c, activity) {
+    const { seq, stepId, recorded } = c.pos;
+    const site: ApprovalSite = { seq, stepId, recorded, kind: 'event', callKey: `${stepId}@${run.task.retries}` };
+    const { approvalId, decision, consume, base } = await awaitApproval(run, c, site, activity);
+    const output: Recorded = { approvalId, decision };
+    return run.writer.complete({ ...base, status: 'completed', output: JSON.stringify(output), finishedAt: run.deps.clock.now() }, () => decision, consume);
+  },
 };
 
-async function awaitApproval(run: RunCore, c: ApprovalCall, activity: Activity): Promise<ApprovalDecision> {
+/**
+ * Where an approval waits in the journal: the position of the call that asked (its own event row
+ * for `ctx.approval`; the row of a step that parks on a person's decision), the kind of that row,
+ * the record's call key (unique per task), and further columns of the waiting row.
+ */
+export interface ApprovalSite {
+  seq: number;
+  stepId: string;
+  recorded: StepRow | undefined;
+  kind: StepKind;
+  callKey: string;
+  fields?: Partial<StepRow>;
+  /** Stored beside the approval id in the waiting row's output (`ask`): what the step waits for. */
+  tag?: string;
+}
+
+/** What a settled approval hands the call that waited: the signal to consume with the row it writes. */
+export interface SettledApproval {
+  approvalId: string;
+  decision: ApprovalDecision;
+  consume: { signalId: number; seq: number } | undefined;
+  /** The waiting row (its kind and fields), for the row that records the outcome. */
+  base: StepRow;
+}
+
+/**
+ * Waits for an approval at `site` without recording its outcome: the caller writes the row that
+ * does (with `consume`), so a step can park on a person's decision at its own journal position.
+ * The waiting row's output is `{ approvalId }`; a resumed run finds the record through it.
+ */
+export function awaitApprovalAt(run: RunCore, site: ApprovalSite, name: string, options: ApprovalOptions, activity: Activity): Promise<SettledApproval> {
+  let c: ApprovalCall;
+  try {
+    const { approvers, quorum, stored } = resolveOptions(name, options);
+    const payload = encodeJson(options.payload, `The payload of approval "${name}"`);
+    checkSize(payload, run.deps.outputBytes, () => `The payload of approval "${name}"`, 'outputBytes');
+    c = { pos: { name, occurrence: 1, seq: site.seq, stepId: site.stepId, recorded: site.recorded }, name, approvers, quorum, payload, stored };
+  } catch (e) {
+    return Promise.reject(run.fail(coerceError(e)));
+  }
+  return awaitApproval(run, c, site, activity);
+}
+
+async function awaitApproval(run: RunCore, c: ApprovalCall, site: ApprovalSite, activity: Activity): Promise<SettledApproval> {
   const { clock, store } = run.deps;
-  const { seq, stepId, recorded } = c.pos;
+  const { seq, stepId, recorded } = site;
   // Asking a person is a side effect: every result the code received is durable first.
   await run.writer.flush();
   throwIfHalted(run.state);
@@ -98,13 +147,13 @@ async function awaitApproval(run: RunCore, c: ApprovalCall, activity: Activity):
   const fresh: ApprovalRow = {
     id: `apv_${newId(now)}`, taskId: run.taskId, workflow: run.workflow.name, name: c.name,
     // The retry count keeps a task retried after forgetting this call from reusing a decided record.
-    callKey: `${stepId}@${run.task.retries}`, status: 'pending', approvers: JSON.stringify(c.approvers), quorum: c.quorum, payload: c.payload,
+    callKey: site.callKey, status: 'pending', approvers: JSON.stringify(c.approvers), quorum: c.quorum, payload: c.payload,
     policy: JSON.stringify(c.stored), deadline: c.stored.timeoutMs === null ? null : now + c.stored.timeoutMs,
     remindAt: c.stored.remindEveryMs === null ? null : now + c.stored.remindEveryMs, level: 1, decisions: '[]', outcome: null, version: 1,
     createdAt: now, decidedAt: null,
   };
   // A run resumed from a park knows its approval from the waiting row: a read, not a write.
-  const known = recorded?.output ? (decodeJson(recorded.output) as { approvalId?: string }).approvalId : undefined;
+  const known = recorded?.status === 'waiting' && recorded.output ? (decodeJson(recorded.output) as { approvalId?: string } | null)?.approvalId : undefined;
   let found = known ? await storeCall(run, `read approval ${known}`, () => store.getApproval(known)) : null;
   if (found && found.callKey !== fresh.callKey && (isOpen(found.status) || endedBy(found))) {
     // A retried task is asked again: an approval of an earlier try that nobody decided before the
@@ -123,8 +172,8 @@ async function awaitApproval(run: RunCore, c: ApprovalCall, activity: Activity):
   let row: ApprovalRow = found;
   const stored = JSON.parse(row.policy) as StoredOptions;
   const signal = wakeName(row.id);
-  const base = journalRow(run, seq, stepId, 'event', {
-    status: 'waiting', startedAt: recorded?.startedAt ?? row.createdAt, wakeAt: null, output: JSON.stringify({ approvalId: row.id }),
+  const base = journalRow(run, seq, stepId, site.kind, {
+    ...site.fields, status: 'waiting', startedAt: site.fields?.startedAt ?? recorded?.startedAt ?? row.createdAt, wakeAt: null, output: JSON.stringify({ approvalId: row.id, ...(site.tag ? { ask: site.tag } : {}) }),
   });
   const id = row.id;
   const reread = async (): Promise<ApprovalRow> => (await storeCall(run, `read approval ${id}`, () => store.getApproval(id))) ?? row;
@@ -203,20 +252,15 @@ async function closeForRetry(run: RunCore, row: ApprovalRow): Promise<void> {
   }
 }
 
-/** Hands the outcome to the code, consuming the wake-up signal with the journal row. */
-async function settle(run: RunCore, base: ReturnType<typeof journalRow>, row: ApprovalRow, signal: string): Promise<ApprovalDecision> {
+/** The outcome, with the wake-up signal to consume with the row that records it. */
+async function settle(run: RunCore, base: StepRow, row: ApprovalRow, signal: string): Promise<SettledApproval> {
   const decision = JSON.parse(row.outcome as string) as ApprovalDecision;
   const find = (): number => run.signals.findIndex((s) => s.name === signal);
   // A person's decision recorded a signal; read it if this run has not yet, so it is consumed.
   if (find() < 0 && !decision.timedOut) await run.fetchSignals().catch(() => false);
   const index = find();
   const consumed = index >= 0 ? (run.signals.splice(index, 1)[0] as SignalRow) : undefined;
-  const output: Recorded = { approvalId: row.id, decision };
-  return run.writer.complete(
-    { ...base, status: 'completed', output: JSON.stringify(output), finishedAt: run.deps.clock.now() },
-    () => decision,
-    consumed ? { signalId: consumed.id, seq: base.seq } : undefined,
-  );
+  return { approvalId: row.id, decision, consume: consumed ? { signalId: consumed.id, seq: base.seq } : undefined, base };
 }
 
 /**

@@ -42,6 +42,8 @@ export interface ErrorClass {
   retryAfterMs?: number;
   /** Repair attempts the step had used when this attempt failed (kept across resumes). */
   repairsUsed?: number;
+  /** Attempts made before a person's `retry` decision (`onExhausted: 'ask'`): not held against the retry policy. */
+  retriedAfter?: number;
 }
 
 /**

@@ -11,21 +11,22 @@
  * or may not have had its effect, and is never re-run blindly: `verify` is asked, and answers
  * - `{ status: 'done', result }`: it happened; `result` is the step's result, `fn` is not called;
  * - `{ status: 'not-done' }`: it did not; the step runs `fn`;
- * - `{ status: 'unknown' }` (or no `verify`): the task parks in `waiting` on a decision, named
- *   `effect:<step>` (see {@link decisionEventOf}), until a person decides with
- *   `engine.decideEffect(taskId, step, 'rerun' | 'skip' | 'fail', { result })`: run `fn` again,
- *   skip it with `result` as the step's result, or fail the step. The decision is a signal, so it
- *   is recorded once, is idempotent with a key, and reaches the task wherever it runs.
+ * - `{ status: 'unknown' }` (or no `verify`): the task parks in `waiting` on an approval named
+ *   `effect:<step>` (payload `{ step, question, reason, actions }`), until a person decides it
+ *   with `engine.decide(id, { approve: true, by, data: { action: 'rerun' | 'skip' | 'fail', result } })`
+ *   (or `engine.decideEffect(taskId, step, action, { result, by })`, which finds the approval):
+ *   run `fn` again, skip it with `result` as the step's result, or fail the step; a rejection fails
+ *   it. The approval is the record of the decision: decided once, idempotent with a key.
  */
 import { InvalidArgumentError, NonRetryableError, StepFailedError, coerceError } from '../errors.ts';
 import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
-import type { SignalRow } from '../store.ts';
 import type { StepContext } from '../workflow.ts';
 import type { RunCore } from '../run/core.ts';
 import { journalRow } from '../run/identity.ts';
 import { executeStep, type StepCall } from '../run/step-attempt.ts';
 import { throwIfHalted } from '../run/state.ts';
-import { waitFor } from '../run/waits.ts';
+import { ASK_PREFIX, parseEffect } from '../approvals/decision-data.ts';
+import { recordedAsk, stepAsk } from '../run/step-ask.ts';
 
 /** What `verify` answers about an attempt that may have happened. */
 export type VerifyAnswer = { status: 'done'; result?: unknown } | { status: 'not-done' } | { status: 'unknown'; reason?: string };
@@ -43,9 +44,9 @@ export interface VerifyContext {
 export type EffectDecision = 'rerun' | 'skip' | 'fail';
 export const EFFECT_DECISIONS: readonly EffectDecision[] = ['rerun', 'skip', 'fail'];
 
-/** The signal name of the decision on step `stepId` (`#` is not allowed in event names: `send#2` → `effect:send@2`). */
-export function decisionEventOf(stepId: string): string {
-  return `effect:${stepId.replace('#', '@')}`;
+/** The name of the approval that decides an unverifiable at-most-once step `stepId`. */
+export function effectApprovalName(stepId: string): string {
+  return `effect:${stepId}`;
 }
 
 /** An intent lives as long as the task may need it; it is never taken over (it has no live owner to lose). */
@@ -59,64 +60,71 @@ export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T
   if (verify !== undefined && typeof verify !== 'function') throw run.fail(new InvalidArgumentError(`ctx.step("${c.stepId}"): verify must be a function.`));
   const key = `intent:${run.taskId}:${c.stepId}`;
   const owner = `task:${run.taskId}`;
-  const event = decisionEventOf(c.stepId);
   const { clock } = run.deps;
   await run.writer.flush();
-  let intent = await backend.get(key);
+  const intent = await backend.get(key);
   if (intent?.status === 'completed') {
     // The call returned before a crash, and its result was stored before the checkpoint.
     return handBack(run, c, intent.result);
   }
-  while (intent?.status === 'in_progress') {
+  // A run resumed while parked on the decision waits on the same approval (verify is not asked again).
+  const parkedOnAsk = recordedAsk(c.recorded)?.ask === 'effect';
+  // One pass: every way out of it returns the step's outcome or goes on to run `fn` (break).
+  unsure: if (intent?.status === 'in_progress') {
     // The last attempt recorded its intent and never came back: its effect may have happened.
-    while (run.signalNews) await run.fetchSignals().catch(() => false);
-    const decision = takeSignal(run, event);
-    if (decision) {
-      const action = (decodeJson(decision.payload) as { action?: EffectDecision; result?: unknown } | null) ?? {};
-      const consume = { signalId: decision.id, seq: c.seq };
-      if (action.action === 'skip') return handBack(run, c, encodeJson(action.result, 'The result given to skip an at-most-once step'), consume);
-      if (action.action === 'fail') {
-        const error = new NonRetryableError(`Step "${c.stepId}" was failed by a person: its at-most-once effect could not be verified.`);
-        const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'failed', error: encodeError(error), attempts: c.attempt, finishedAt: clock.now() });
-        return run.writer.complete(row, () => {
-          throw new StepFailedError(c.stepId, c.attempt, error);
-        }, consume);
+    let reason: string | null = null;
+    if (!parkedOnAsk) {
+      let answer: VerifyAnswer = { status: 'unknown' };
+      if (verify) {
+        try {
+          answer = await verify(Object.freeze({ idempotencyKey: c.idempotencyKey, taskId: run.taskId, stepName: c.stepId, signal: run.signal }));
+        } catch (e) {
+          throwIfHalted(run.state);
+          answer = { status: 'unknown', reason: `verify threw: ${coerceError(e).message}` };
+        }
       }
-      // rerun: the decision is recorded (consumed) with the step's row, then the step runs.
-      await backend.fail(key, owner, encodeError(new Error('re-run by decision')), clock.now(), INTENT_TTL_MS);
-      await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', { status: 'retrying', attempts: c.attempt, startedAt: clock.now(), wakeAt: clock.now() }), consume);
-      break;
-    }
-    let answer: VerifyAnswer = { status: 'unknown' };
-    if (verify) {
-      try {
-        answer = await verify(Object.freeze({ idempotencyKey: c.idempotencyKey, taskId: run.taskId, stepName: c.stepId, signal: run.signal }));
-      } catch (e) {
-        throwIfHalted(run.state);
-        answer = { status: 'unknown', reason: `verify threw: ${coerceError(e).message}` };
+      throwIfHalted(run.state);
+      if (answer?.status === 'done') {
+        const result = encodeJson(answer.result, () => `The result verify gave for step "${c.stepId}"`);
+        await backend.complete(key, owner, result, clock.now(), INTENT_TTL_MS);
+        return handBack(run, c, result);
       }
+      if (answer?.status === 'not-done') {
+        await backend.fail(key, owner, encodeError(new Error('verified not done')), clock.now(), INTENT_TTL_MS);
+        break unsure;
+      }
+      reason = answer && 'reason' in answer ? (answer.reason ?? null) : null;
     }
-    throwIfHalted(run.state);
-    if (answer?.status === 'done') {
-      const result = encodeJson(answer.result, () => `The result verify gave for step "${c.stepId}"`);
-      await backend.complete(key, owner, result, clock.now(), INTENT_TTL_MS);
-      return handBack(run, c, result);
-    }
-    if (answer?.status === 'not-done') {
-      await backend.fail(key, owner, encodeError(new Error('verified not done')), clock.now(), INTENT_TTL_MS);
-      break;
-    }
-    // Unknown: park until a person decides (no worker slot held meanwhile).
-    const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'waiting', attempts: c.attempt, startedAt: c.recorded?.startedAt ?? clock.now() });
-    await waitFor(run, {
-      row, wakeAt: null, events: [event],
-      describe: {
-        kind: 'decision', step: c.stepId, event, question: `Did the at-most-once effect of step "${c.stepId}" happen? verify could not tell.`,
-        decide: ['rerun', 'skip', 'fail'], reason: answer && 'reason' in answer ? (answer.reason ?? null) : null,
+    // Unknown: park on an approval until a person decides (no worker slot held meanwhile).
+    const { approvalId, decision, consume } = await stepAsk(run, c as StepCall<unknown>, {
+      purpose: 'effect',
+      // One approval per recorded intent: a crash before the park asks the same one again.
+      callKey: `${ASK_PREFIX.effect}${c.stepId}@${run.task.retries}:${intent.updatedAt}`,
+      name: effectApprovalName(c.stepId),
+      options: {
+        payload: {
+          step: c.stepId, question: `Did the at-most-once effect of step "${c.stepId}" happen? verify could not tell.`,
+          reason, actions: EFFECT_DECISIONS,
+        },
       },
-    }, c.activity);
-    throwIfHalted(run.state);
-    intent = await backend.get(key);
+      fields: { attempts: c.attempt, startedAt: c.recorded?.startedAt ?? clock.now() },
+      resume: parkedOnAsk,
+    });
+    const parsed = decision.approved ? parseEffect(decision.data) : ({ ok: true, value: { action: 'fail' } } as const);
+    const action = parsed.ok ? parsed.value : null;
+    if (!action || action.action === 'fail') {
+      const error = action
+        ? new NonRetryableError(`Step "${c.stepId}" was failed by a person (approval ${approvalId}): its at-most-once effect could not be verified.`)
+        : new InvalidArgumentError(`Step "${c.stepId}": the decision on approval ${approvalId} cannot be applied: ${parsed.ok ? '' : parsed.problem}.`);
+      const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'failed', error: encodeError(error), attempts: c.attempt, finishedAt: clock.now() });
+      return run.writer.complete(row, () => {
+        throw new StepFailedError(c.stepId, c.attempt, error);
+      }, consume);
+    }
+    if (action.action === 'skip') return handBack(run, c, encodeJson(action.result, 'The result given to skip an at-most-once step'), consume);
+    // rerun: the decision is recorded (consumed) with the step's row, then the step runs.
+    await backend.fail(key, owner, encodeError(new Error('re-run by decision')), clock.now(), INTENT_TTL_MS);
+    await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', { status: 'retrying', attempts: c.attempt, startedAt: clock.now(), wakeAt: clock.now() }), consume);
   }
   const fn = c.fn;
   c.fn = async (s: StepContext): Promise<T> => {
@@ -141,10 +149,4 @@ function handBack<T>(run: RunCore, c: StepCall<T>, output: string | null, consum
   const now = run.deps.clock.now();
   const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.recorded?.startedAt ?? now, finishedAt: now });
   return run.writer.complete(row, () => decodeJson(output) as T, consume);
-}
-
-function takeSignal(run: RunCore, name: string): SignalRow | undefined {
-  const index = run.signals.findIndex((s) => s.name === name);
-  if (index < 0) return undefined;
-  return run.signals.splice(index, 1)[0];
 }

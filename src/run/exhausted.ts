@@ -5,9 +5,12 @@
  * `'fail'` records the failure and hands the code a StepFailedError; `'skip'` records the step as
  * completed with its declared `fallback` as output and the exhausting error kept beside it (a
  * skipped step: `show` and `engine.get()` say so), and hands the code the fallback. A replay of
- * a skipped step returns the fallback again without running it.
+ * a skipped step returns the fallback again without running it. `'ask'` parks the step on a
+ * person's decision (see `exhausted-ask.ts`).
  */
 import { InvalidArgumentError } from '../errors.ts';
+import { resolveOptions } from '../approvals/policy.ts';
+import { askOptions } from '../approvals/decision-data.ts';
 import { isStandardSchema } from '../failure/validate.ts';
 import { encodeError, encodeJson } from '../serialize.ts';
 import type { StepOptions } from '../workflow.ts';
@@ -30,12 +33,18 @@ export function checkFailureOptions(stepId: string, o: StepOptions): Error | nul
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) return bad(`repair.maxAttempts must be an integer ≥ 0, got ${JSON.stringify(n)}.`);
   }
   if (o.onExhausted !== undefined && !ON_EXHAUSTED.includes(o.onExhausted)) return bad(`onExhausted must be 'fail', 'skip' or 'ask', got ${JSON.stringify(o.onExhausted)}.`);
+  if (o.ask !== undefined && o.onExhausted !== 'ask') return bad("ask (who decides an exhausted step) needs onExhausted: 'ask'.");
   if (o.onExhausted === 'ask') {
-    return bad("onExhausted: 'ask' (park the step for a person to supply its output, retry, skip or fail) needs the approvals capability, which this build does not include yet; use 'fail' or 'skip'.");
+    try {
+      resolveOptions(`exhausted:${stepId}`, askOptions(o.ask));
+    } catch (e) {
+      return bad((e as Error).message);
+    }
   }
   if (o.onExhausted === 'skip' && !('fallback' in o)) return bad("onExhausted: 'skip' needs a declared fallback (the output the step gives when skipped), e.g. { onExhausted: 'skip', fallback: null }.");
   if (o.onExhausted === 'skip' && o.compensate !== undefined) return bad("a step that may be skipped (onExhausted: 'skip') cannot have a compensate: a skipped step did nothing to undo; compensate inside the step's code instead.");
-  if ('fallback' in o && o.onExhausted !== 'skip') return bad("fallback is the output of a skipped step: it needs onExhausted: 'skip'.");
+  if ('fallback' in o && o.onExhausted !== 'skip' && o.onExhausted !== 'ask') return bad("fallback is the output of a skipped step: it needs onExhausted: 'skip' (or 'ask', for a skip decision).");
+  if ('fallback' in o && o.onExhausted === 'ask' && o.compensate !== undefined) return bad("a step that may be skipped (a fallback under onExhausted: 'ask') cannot have a compensate: a skipped step did nothing to undo.");
   if ('fallback' in o) {
     try {
       encodeJson(o.fallback, `The fallback of step "${stepId}"`);

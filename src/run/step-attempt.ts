@@ -30,6 +30,8 @@ import { fatalOf, haltOf, mayWrite, throwIfHalted } from './state.ts';
 import { exhausted } from './exhausted.ts';
 import { holdFor, pauseUntil, type Wait } from './waits.ts';
 import { requiredApproval } from '../approvals/guard.ts';
+import { askOnExhausted } from './exhausted-ask.ts';
+import { parkRequest, recordedAsk } from './step-ask.ts';
 
 /** One `ctx.step` call being executed: its identity and its attempts so far. */
 export interface StepCall<T> {
@@ -55,6 +57,8 @@ export interface StepCall<T> {
   started: number;
   timeoutMs: number | undefined;
   policy: RetryPolicy;
+  /** Attempts made before a person's `retry` decision (see `exhausted-ask.ts`): not counted by `policy`. */
+  base: number;
 }
 
 /** A promise or any other thenable (a query builder, a promise from another realm). */
@@ -78,19 +82,28 @@ function retryWait(run: RunCore, c: StepCall<unknown>, wakeAt: number): Wait {
 export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
   const { clock, emit, hears, parkAfterMs } = run.deps;
   const { options, recorded } = c;
+  // A step parked on a person's decision when its attempts ran out (`onExhausted: 'ask'`).
+  const asked = recordedAsk(recorded)?.ask === 'exhausted' && options.onExhausted === 'ask';
   if (options.retry !== undefined) c.policy = resolveRetry(options.retry, run.defaultRetry);
   if (options.timeout !== undefined) c.timeoutMs = optionalMs(options.timeout, `timeout of step "${c.stepId}"`);
   if (recorded) {
-    if (recorded.status === 'retrying') c.attempt = recorded.attempts;
+    if (recorded.status === 'retrying' || asked) c.attempt = recorded.attempts;
     if (recorded.error) {
       const stored = decodeError(recorded.error);
       c.lastError = deserializeError(stored);
-      if (recorded.status === 'retrying') c.repairs = stored.class?.repairsUsed ?? 0;
+      if (recorded.status === 'retrying' || asked) {
+        c.repairs = stored.class?.repairsUsed ?? 0;
+        c.base = stored.class?.retriedAfter ?? 0;
+      }
       c.lastOutput = stored.class?.kind === 'repair' ? stored.data?.output : undefined;
     }
   }
   c.firstStart = recorded?.startedAt ?? clock.now();
   if (recorded?.status === 'retrying' && recorded.wakeAt !== null) await pauseUntil(run, recorded.wakeAt, retryWait(run, c, recorded.wakeAt), c.activity);
+  if (asked && c.lastError) {
+    const next = await askOnExhausted(run, c, c.lastError, true);
+    if (!next.retry) return next.done;
+  }
   if (options.requires !== undefined && c.attempt === 0) {
     // The guard reads the task's approval records, whatever path the code took to get here.
     await run.writer.flush();
@@ -123,19 +136,32 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       const fatal = fatalOf(run.state);
       if (fatal) throw fatal;
       if (run.ended) throw raw; // a step left running when the run ended: nothing to record
+      const park = parkRequest(raw);
+      if (park) {
+        // The attempt asked to wait for a person (see `step-ask.ts`): it does not count.
+        await park(run, c as StepCall<unknown>);
+        c.attempt--;
+        continue;
+      }
       const error = coerceError(raw);
       const cls = classify(run, c, raw);
       rememberClass(error, cls);
       const repair = cls.kind === 'repair';
       // Repairs have their own budget: the retry policy counts only the other attempts.
-      if (repair ? c.repairs >= c.repairBudget : !shouldRetry(c.policy, error, c.attempt - c.repairs, cls)) return exhausted(run, c, error, stepFailed);
+      if (c.base) cls.retriedAfter = c.base;
+      if (repair ? c.repairs >= c.repairBudget : !shouldRetry(c.policy, error, c.attempt - c.repairs - c.base, cls)) {
+        if (options.onExhausted !== 'ask') return exhausted(run, c, error, stepFailed);
+        const next = await askOnExhausted(run, c, error, false);
+        if (next.retry) continue;
+        return next.done;
+      }
       if (repair) {
         c.repairs++;
         cls.repairsUsed = c.repairs;
       } else if (c.repairs) cls.repairsUsed = c.repairs;
       c.lastOutput = repair ? (error as { output?: unknown }).output : undefined;
       // A repair runs again at once (the fix is in the feedback, not in waiting).
-      const delayMs = repair ? 0 : backoffMs(c.policy, c.attempt - c.repairs, cls.retryAfterMs === undefined ? error : { retryAfterMs: cls.retryAfterMs });
+      const delayMs = repair ? 0 : backoffMs(c.policy, c.attempt - c.repairs - c.base, cls.retryAfterMs === undefined ? error : { retryAfterMs: cls.retryAfterMs });
       const wakeAt = clock.now() + delayMs;
       emit('step:retrying', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, delayMs, error, parked: delayMs > parkAfterMs });
       c.lastError = error;
