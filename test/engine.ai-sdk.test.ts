@@ -94,6 +94,25 @@ describe('generateText / streamText / generateObject (AI SDK)', () => {
     expect(usageOf(info.history)).toMatchObject([{ outcome: 'failed', inputTokens: 20, outputTokens: 10, estimated: false }]);
   });
 
+  it('generateObject hands an object that stays invalid after its repairs to the step\'s onExhausted: skip returns the declared fallback', async () => {
+    fake.script([{ kind: 'text', chunks: ['{"title": 1}'], usage: { prompt_tokens: 10, completion_tokens: 5 } }]);
+    const wf = workflow('lenient', async (ctx) => {
+      const r = await generateObject(ctx, 'extract', {
+        model, schema: z.object({ title: z.string() }), prompt: 'Title?', repair: { maxAttempts: 1 },
+        step: { onExhausted: 'skip', fallback: { title: 'untitled' } },
+      });
+      return r.object;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start('lenient');
+    expect(await engine.result(id)).toEqual({ title: 'untitled' });
+    expect(fake.requests).toHaveLength(2);
+    const info = await engine.get(id);
+    expect(info.steps.find((s) => s.name === 'extract')?.status).toBe('completed');
+    expect(usageOf(info.history)).toMatchObject([{ outcome: 'failed', inputTokens: 20, outputTokens: 10 }]);
+  });
+
   it('ctx.usage records the usage a plain step reports, priced from the workflow table', async () => {
     const wf = workflow('manual', async (ctx) => {
       await ctx.step('call', async (s) => {

@@ -143,8 +143,9 @@ export interface GenerateObjectOptions<T> extends ModelStepOptions {
   /**
    * Repair attempts within one step attempt: an object that fails the schema (or is not JSON) is
    * sent back to the model with the validation issues, up to `maxAttempts` times, before the step
-   * fails (NonRetryableError: repeating the same prompt would fail the same way; the step's
-   * `onExhausted` policy, where the engine has one, applies). Every repair is billed in the
+   * fails (NonRetryableError: repeating the same prompt would fail the same way). Then the step's
+   * `onExhausted` applies (`step: { onExhausted: 'skip', fallback }` or `'ask'`): a fallback or an
+   * output a person supplies is the `object` of the result. Every repair is billed in the
    * attempt's usage. @defaultValue { maxAttempts: 2 }
    */
   repair?: { maxAttempts?: number };
@@ -185,7 +186,11 @@ export function generateObject<T>(ctx: WorkflowContext, name: string, options: G
   const { step, prices, repair, model, schema, system, prompt, messages, maxOutputTokens, temperature, headers } = options;
   const maxRepairs = repair?.maxAttempts ?? 2;
   const engine: ModelStepOptions = { ...(step ? { step } : {}), ...(prices ? { prices } : {}) };
-  return modelStep(ctx, name, modelIdOf(model), { ...engine, ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}), what: `generateObject("${name}")` }, async (io) => {
+  // A fallback or a supplied output is the object itself: no call was made, so nothing was spent.
+  const given = (object: unknown): DurableObjectResult<T> => ({
+    object: object as T, repairs: 0, finishReason: 'other', usage: {}, response: { id: '', modelId: modelIdOf(model), timestamp: new Date(0) },
+  });
+  return modelStep(ctx, name, modelIdOf(model), { ...engine, ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}), what: `generateObject("${name}")`, given }, async (io) => {
     let conversation: ai.ModelMessage[] = messages ?? [{ role: 'user', content: prompt ?? '' }];
     let used: TokenCounts = {};
     for (let repairs = 0; ; repairs++) {

@@ -66,7 +66,17 @@ export async function modelStep<T>(
   ctx: WorkflowContext,
   name: string,
   model: string,
-  options: ModelStepOptions & { maxOutputTokens?: number; streaming?: boolean; what: string },
+  options: ModelStepOptions & {
+    maxOutputTokens?: number;
+    streaming?: boolean;
+    what: string;
+    /**
+     * The result made of a value given in place of a call: a skipped step's `fallback`, or an
+     * output a person supplied when the step asked (`onExhausted`). Without it the value is
+     * handed back as it is.
+     */
+    given?: (value: unknown) => T;
+  },
   call: (io: AttemptIO) => Promise<CallResult<T>>,
 ): Promise<T> {
   const run = contextRun(ctx, options.what);
@@ -110,5 +120,13 @@ export async function modelStep<T>(
     },
     options.step,
   );
-  return fromFaithful<T>(stored as Faithful);
+  if (isFaithful(stored)) return fromFaithful<T>(stored);
+  return options.given ? options.given(stored) : (stored as T);
+}
+
+/** Whether a step's output is a stored call result (`toFaithful`), not a value given in its place. */
+function isFaithful(v: unknown): v is Faithful {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const keys = Object.keys(v);
+  return keys.length === 2 && 'value' in v && Array.isArray((v as { dates?: unknown }).dates);
 }
