@@ -122,6 +122,16 @@ describe('CLI live progress', () => {
       await engine.close();
       expect(screen.match(/step fetch completed/g)).toHaveLength(1);
       expect(screen).toContain(`${ESC}[2K`);
+      // A task that has called a model: its live line shows the tokens and cost so far
+      // (1,500 in + 500 out at $1 / $3 per million = $0.0030); a task that has not shows none.
+      expect(screen).not.toContain('tokens');
+      const gate2 = join(dir, 'gate2');
+      const metered = new Engine({ store: db });
+      const m = await metered.start('metered-crawl', { gate: gate2 });
+      await eventually(() => new RegExp(`task ${m.id} step fetch \\S+ · 2,000 tokens \\$0\\.0030`).test(screen), 30_000, `the metered live line: ${JSON.stringify(screen.slice(-500))}`);
+      writeFileSync(gate2, '');
+      expect(await metered.result(m.id, { timeout: '60s' })).toBe('crawled');
+      await metered.close();
     } finally {
       tty.kill('SIGTERM');
       await exited;

@@ -3,7 +3,7 @@
  * One function per CLI command. Each uses only the public library API.
  */
 import { readFileSync } from 'node:fs';
-import { Engine, InvalidArgumentError, formatMs, isTaskStatus, type TaskStatus, type WorkerEvents } from '../index.ts';
+import { Engine, InvalidArgumentError, formatMs, isTaskStatus, type Observer, type TaskStatus, type WorkerEvents } from '../index.ts';
 import { bold, colorStatus, dim, taskDetail, taskTable, time } from './format.ts';
 import { loadWorkflows } from './load-module.ts';
 import { LiveBlock, taskItem, usageSoFar } from './live.ts';
@@ -79,7 +79,25 @@ export async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) =>
 
 export async function worker(ctx: CommandContext): Promise<void> {
   const workflows = await loadWorkflows(need(ctx, 0, 'module path (stepwise worker <module>)'));
-  const engine = new Engine({ store: ctx.db, workflows });
+  const quiet = ctx.options.quiet === true;
+  const live = !ctx.json && !quiet && ctx.stdout?.isTTY === true;
+  // On a terminal, the tokens and cost each task has spent so far, summed from the model-call
+  // entries of its log as this process writes them (a log reader only when there is a terminal).
+  const spent = new Map<string, { totalTokens: number; costUsd: number }>();
+  const spentOf = (taskId: string): { totalTokens: number; costUsd: number } => {
+    let u = spent.get(taskId);
+    if (!u) spent.set(taskId, (u = { totalTokens: 0, costUsd: 0 }));
+    return u;
+  };
+  const usageObserver: Observer = {
+    onEvent: (e) => {
+      if (e.type !== 'usage:attempt') return;
+      const u = spentOf(e.taskId);
+      u.totalTokens += e.usage.inputTokens + e.usage.outputTokens;
+      u.costUsd += e.usage.costUsd;
+    },
+  };
+  const engine = new Engine({ store: ctx.db, workflows, ...(live ? { observers: [usageObserver] } : {}) });
   const only = str(ctx.options, 'workflows')?.split(',').map((s) => s.trim()).filter(Boolean);
   const w = engine.worker({
     ...(int(ctx, 'concurrency') !== undefined ? { concurrency: int(ctx, 'concurrency') } : {}),
@@ -91,18 +109,18 @@ export async function worker(ctx: CommandContext): Promise<void> {
     ...(str(ctx.options, 'worker-id') ? { workerId: str(ctx.options, 'worker-id') } : {}),
     ...(only?.length ? { workflows: only } : {}),
   });
-  const quiet = ctx.options.quiet === true;
-  // On a terminal, steps in flight are a live block (spinner and elapsed time) and a step's start
-  // is not printed as its own line; elsewhere every event is one plain line.
-  const block = new LiveBlock(ctx.stdout ?? { write: (text: string) => ctx.out(text.replace(/\n$/, '')) }, { tty: !ctx.json && !quiet && ctx.stdout?.isTTY === true });
+  // On a terminal, steps in flight are a live block (spinner, elapsed time, the task's tokens so
+  // far) and a step's start is not printed as its own line; elsewhere every event is one plain line.
+  const block = new LiveBlock(ctx.stdout ?? { write: (text: string) => ctx.out(text.replace(/\n$/, '')) }, { tty: live });
   const log = <K extends keyof WorkerEvents>(name: K, payload: WorkerEvents[K]): void => {
     if (ctx.json) return ctx.out(JSON.stringify({ at: new Date().toISOString(), event: name, ...payload, ...('error' in payload ? { error: (payload as { error: Error }).error.message } : {}) }));
     const p = payload as { taskId?: string; step?: string; attempt?: number };
     const key = `${p.taskId}/${p.step}`;
     if (block.live && name === 'step:started') {
-      return block.set(key, { label: `task ${p.taskId} step ${p.step}${(p.attempt ?? 1) > 1 ? ` (attempt ${p.attempt})` : ''}`, startedAt: Date.now() });
+      return block.set(key, { label: `task ${p.taskId} step ${p.step}${(p.attempt ?? 1) > 1 ? ` (attempt ${p.attempt})` : ''}`, startedAt: Date.now(), usage: spentOf(p.taskId as string) });
     }
     if (name === 'step:completed' || name === 'step:failed' || name === 'step:retrying') block.remove(key);
+    if (name === 'run:finished') spent.delete(p.taskId as string);
     if (name === 'worker:stopped') block.stop();
     if (!quiet || name.startsWith('worker:') || name === 'lease:lost') block.log(describeEvent(name, payload));
   };

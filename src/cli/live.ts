@@ -38,7 +38,7 @@ export function itemLine(item: LiveItem, frame: number, now: number): string {
   if (item.done !== undefined && item.total !== undefined) parts.push(bar(item.done, item.total));
   else if (item.done !== undefined) parts.push(String(item.done));
   if (item.note) parts.push(item.note);
-  if (item.usage) parts.push(usageSoFar(item.usage));
+  if (item.usage && (item.usage.totalTokens > 0 || item.usage.costUsd > 0)) parts.push(usageSoFar(item.usage));
   return parts.join(' ');
 }
 
