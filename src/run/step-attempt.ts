@@ -190,7 +190,7 @@ function classify(run: RunCore, c: StepCall<unknown>, raw: unknown): ErrorClass 
 }
 
 /** The step failed for good: the code receives a StepFailedError (recorded like any result). */
-export function stepFailed<T>(run: RunCore, c: StepCall<T>, error: Error): Promise<T> {
+export function stepFailed<T>(run: RunCore, c: Pick<StepCall<T>, 'seq' | 'stepId' | 'attempt' | 'firstStart'>, error: Error): Promise<T> {
   run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, error });
   const failed = journalRow(run, c.seq, c.stepId, 'step', {
     status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),

@@ -18,7 +18,7 @@ import { LeaseLostError, StepFailedError, coerceError, InvalidArgumentError } fr
 import { faultPoint } from '../fault-points.ts';
 import { checkSize } from '../limits.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
-import { decodeError, decodeJson, deserializeError, encodeError, encodeJson } from '../serialize.ts';
+import { decodeError, decodeJson, deserializeError, encodeJson } from '../serialize.ts';
 import type { StepRow, StepWrite } from '../store.ts';
 import type { Transaction } from '../transaction-types.ts';
 import type { TransactionOptions } from '../workflow.ts';
@@ -27,6 +27,7 @@ import { call, type Primitive } from './call.ts';
 import type { RunCore } from './core.ts';
 import { journalRow } from './identity.ts';
 import { haltReason, throwIfHalted, withLeaseLost } from './state.ts';
+import { stepFailed } from './step-attempt.ts';
 
 type TxFn = (tx: Transaction) => Promise<unknown>;
 
@@ -104,7 +105,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
     } catch (raw) {
       throwIfHalted(run.state);
       const error = coerceError(raw);
-      if (!shouldRetry(c.policy, error, c.attempt)) return transactionFailed(run, c, error);
+      if (!shouldRetry(c.policy, error, c.attempt)) return stepFailed(run, c, error);
       const delayMs = backoffMs(c.policy, c.attempt, error);
       emit('step:retrying', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, delayMs, error, parked: false });
       await clock.sleep(delayMs, run.signal);
@@ -122,17 +123,6 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
   }
 }
 
-/** Failed for good: recorded like a step's failure (the code receives a StepFailedError). */
-function transactionFailed(run: RunCore, c: TxCall, error: Error): Promise<unknown> {
-  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, error });
-  const failed = journalRow(run, c.seq, c.stepId, 'step', {
-    status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
-  });
-  const attempts = c.attempt;
-  return run.writer.complete(failed, () => {
-    throw new StepFailedError(c.stepId, attempts, error);
-  });
-}
 
 export function transaction<T>(run: RunCore, name: string, fn: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
   return call(run, TRANSACTION, name, fn as TxFn, options) as Promise<T>;
