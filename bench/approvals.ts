@@ -1,5 +1,6 @@
 // `npm run bench`, approvals: (e) many tasks parked on approvals under one worker of concurrency 8
-// (all reach `waiting`; the worker process's memory before and after), and (f) the latency from
+// (all reach `waiting`; the worker's memory after a full GC, after a warm-up, half way and with
+// all parked: the method of scale.ts (h)), and (f) the latency from
 // `engine.decide()` returning to the next step starting, in one process and, on PostgreSQL, with
 // the worker in another process (woken by LISTEN/NOTIFY; it polls only once a minute).
 import { spawn } from 'node:child_process';
@@ -8,6 +9,7 @@ import { Engine } from '../dist/index.js';
 import { approvalThenStep } from './approval-workflows.ts';
 import { fmt, percentile, root, stopWorkers, tempDir } from './lib.ts';
 import * as postgres from './postgres.ts';
+import { parkedMemory, type ParkedMemory } from './scale.ts';
 
 interface Ctx {
   quick: boolean;
@@ -16,8 +18,6 @@ interface Ctx {
   results: Record<string, unknown>;
 }
 
-const MB = 1024 * 1024;
-const mb = (bytes: number): string => `${fmt(bytes / MB, 1)} MB`;
 
 /** The approval task `taskId` asked for, once it exists. */
 async function approvalOf(engine: Engine, taskId: string): Promise<string> {
@@ -26,42 +26,6 @@ async function approvalOf(engine: Engine, taskId: string): Promise<string> {
     if (a) return a.id;
     await new Promise((r) => setTimeout(r, 5));
   }
-}
-
-async function waitingCount(engine: Engine, ids: ReadonlySet<string>): Promise<number> {
-  let n = 0;
-  for (let cursor: string | undefined; ;) {
-    const page = await engine.list({ status: 'waiting', workflow: 'bench-approval', limit: 1000, ...(cursor ? { cursor } : {}) });
-    n += page.tasks.filter((t) => ids.has(t.id)).length;
-    if (!page.nextCursor) return n;
-    cursor = page.nextCursor;
-  }
-}
-
-/** (e) `n` tasks parked on approvals under one worker of concurrency 8, in this process. */
-async function parked(db: string, n: number): Promise<Record<string, number>> {
-  const engine = new Engine({ store: db, workflows: [approvalThenStep] });
-  await engine.ready();
-  const worker = engine.worker({ concurrency: 8, pollIntervalMs: 50 });
-  await worker.start();
-  const mem = (): { rss: number; heap: number } => {
-    (globalThis as { gc?: () => void }).gc?.();
-    const m = process.memoryUsage();
-    return { rss: m.rss, heap: m.heapUsed };
-  };
-  const before = mem();
-  const t0 = Date.now();
-  const ids: string[] = [];
-  for (let i = 0; i < n; i++) ids.push((await engine.start(approvalThenStep)).id);
-  const idSet = new Set(ids);
-  let waiting = 0;
-  while ((waiting = await waitingCount(engine, idSet)) < n) await new Promise((r) => setTimeout(r, 200));
-  const seconds = (Date.now() - t0) / 1000;
-  const after = mem();
-  const inFlight = worker.inFlight;
-  await worker.stop();
-  await engine.close();
-  return { tasks: n, waiting, seconds, inFlight, rssBeforeMB: before.rss / MB, rssAfterMB: after.rss / MB, heapBeforeMB: before.heap / MB, heapAfterMB: after.heap / MB };
 }
 
 /** (f) decide() → the next step starting, `samples` times, the worker here or in another process. */
@@ -99,15 +63,12 @@ async function decideLatency(db: string, samples: number, otherProcess: boolean)
 export async function run(c: Ctx): Promise<void> {
   const n = c.quick ? 1000 : 10_000;
   const samples = c.quick ? 20 : 100;
-  c.line(`\n(e) Approvals: ${n.toLocaleString('en')} tasks parked on approvals, one worker of concurrency 8 (in this process)`);
-  const park: Record<string, unknown> = {};
+  c.line(`\n(e) Approvals: ${n.toLocaleString('en')} tasks parked on approvals, one worker of concurrency 8 in this process (tasks`);
+  c.line('    started by a second engine; heap used and RSS after a full GC, after 1,000 warm-up tasks, half way, and with all parked)');
+  const park: Record<string, ParkedMemory> = {};
   const targets: Array<[string, string]> = [['sqlite', `sqlite:${join(tempDir(), 'approvals.db')}`]];
   if (c.pgUp) targets.push(['postgres', postgres.freshPgUrl('apv')]);
-  for (const [name, db] of targets) {
-    const p = await parked(db, n);
-    park[name] = p;
-    c.line(`    ${name.padEnd(10)} ${p.waiting}/${p.tasks} waiting in ${fmt(p.seconds as number, 1)} s, ${p.inFlight} runs in flight after; RSS ${mb((p.rssBeforeMB as number) * MB)} → ${mb((p.rssAfterMB as number) * MB)}, heap ${mb((p.heapBeforeMB as number) * MB)} → ${mb((p.heapAfterMB as number) * MB)}`);
-  }
+  for (const [name, db] of targets) park[name] = await parkedMemory(db, name, n, c.line, { parks: approvalThenStep, concurrency: 8 });
   c.line(`\n(f) Approvals: decide() returned → the next step running, ${samples} samples (p50 / p99)`);
   const lat: Record<string, unknown> = {};
   for (const [name, db] of targets) {
@@ -121,4 +82,11 @@ export async function run(c: Ctx): Promise<void> {
     c.line(`    ${'postgres, worker in another process'.padEnd(42)} p50 ${fmt(l.p50Ms, 0).padStart(4)} ms   p99 ${fmt(l.p99Ms, 0).padStart(4)} ms   (target p50 ≤ 25 ms)`);
   }
   c.results.approvals = { parked: park, decideLatency: lat };
+}
+
+// `node --import tsx bench/approvals.ts [--quick]` runs this part alone.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const results: Record<string, unknown> = {};
+  await run({ quick: process.argv.includes('--quick'), pgUp: await postgres.pgAvailable(), line: (s) => console.log(s), results });
+  await postgres.cleanup();
 }

@@ -10,6 +10,9 @@ import * as sqlite from './sqlite.ts';
 import * as postgres from './postgres.ts';
 
 const quick = process.argv.includes('--quick');
+// `--core-only`: sections (a)–(c) alone, the ones every earlier build's bench also has, so two builds
+// can be compared section for section.
+const coreOnly = process.argv.includes('--core-only');
 const rounds = quick ? 1 : 5;
 const results: Record<string, unknown> = { machine: `${process.version} on ${process.platform}/${process.arch}`, at: new Date().toISOString() };
 const line = (s: string): void => console.log(s);
@@ -30,13 +33,14 @@ line(`Stepwise benchmark (${results.machine as string})${quick ? ' — quick mod
 if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).only({ quick, pgUp: await postgres.pgAvailable(), line, results });
 
 // (e2e) End to end, first: the figure a user sees.
+const pgUpFirst = await postgres.pgAvailable();
+async function endToEndSection(): Promise<void> {
 const base = process.env.STEPWISE_BENCH_BASE;
 line('\n(e2e) End to end: 500 tasks × 3 no-op steps submitted by one process (500 concurrent start() calls, or one');
 line('    startMany), timed from the first call to the last result() resolved; warm engine and worker(s), two warm-up');
 line(`    batches, median of ${quick ? 1 : 3} measured batches. Worker in the submitting process, or in 1 / 2 / 4 worker processes.`);
 if (base) line(`    Beside it, the same for the build in ${base} (STEPWISE_BENCH_BASE), in the same run, interleaved.`);
 const e2e: EndToEnd[] = [];
-const pgUpFirst = await postgres.pgAvailable();
 const builds: Array<[string, string]> = [[root, 'this build'], ...(base ? [[base, 'base'] as [string, string]] : [])];
 const e2eLine = (x: EndToEnd): string =>
   `    ${x.build.padEnd(10)} ${x.store.padEnd(10)} ${x.submit.padEnd(9)} ${x.workerProcesses ? `${x.workerProcesses} worker process${x.workerProcesses > 1 ? 'es' : ''}` : 'in-process worker'}: ${fmt(x.stepsPerSec, 0).padStart(7)} steps/s (${fmt(x.seconds, 2)} s)`;
@@ -77,6 +81,8 @@ if (pgUpFirst) {
   }
 }
 results.endToEnd = e2e;
+}
+if (!coreOnly) await endToEndSection();
 if (process.argv.includes('--e2e-only')) {
   if (pgUpFirst) await postgres.cleanup();
   mkdirSync(join(root, '.bench'), { recursive: true });
@@ -166,6 +172,12 @@ if (pgUp) lat.push(await postgres.wakeLatency(postgres.freshPgUrl('lat'), 'postg
 lat.push(await postgres.wakeLatency(`sqlite:${join(tempDir(), 'lat.db')}`, 'sqlite (polling every 500 ms)', Math.min(samples, 60), 500));
 for (const l of lat) line(`    ${l.store.padEnd(38)} p50 ${fmt(l.p50Ms, 0).padStart(4)} ms   p99 ${fmt(l.p99Ms, 0).padStart(4)} ms   (${l.samples} samples)`);
 results.latency = lat;
+if (coreOnly) {
+  if (pgUp) await postgres.cleanup();
+  mkdirSync(join(root, '.bench'), { recursive: true });
+  writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  process.exit(0);
+}
 
 await (await import('./idempotency.ts')).report({ line, rounds, quick, pgUp, results });
 

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import pg from 'pg';
-import { Engine, workflow } from '../dist/index.js';
+import { Engine, workflow, type Workflow } from '../dist/index.js';
 import { fmt, median, percentile, root, tempDir } from './lib.ts';
 import * as postgres from './postgres.ts';
 import { threeSteps } from './workflows.ts';
@@ -306,14 +306,26 @@ function gc(): void {
   (runInNewContext('gc') as () => void)();
 }
 
-/** One in-process worker (concurrency 256) parks `total` tasks on waitForEvent; its memory on the way. */
-export async function parkedMemory(url: string, store: string, total: number, line: (s: string) => void): Promise<ParkedMemory> {
-  const engine = new Engine({ store: url, workflows: [parkedOnEvent] });
+export interface ParkOptions {
+  /** The workflow whose tasks park (they must reach `waiting` and stay there). */
+  parks: Workflow;
+  concurrency: number;
+}
+
+/**
+ * One in-process worker parks `total` tasks of `parks` (default: on waitForEvent, concurrency 256);
+ * its memory after a full GC, after 1,000 warm-up tasks, half way, and with all parked. The tasks
+ * are started by a second engine on the same store, so nothing the starting side keeps is counted.
+ */
+export async function parkedMemory(url: string, store: string, total: number, line: (s: string) => void, opts: ParkOptions = { parks: parkedOnEvent, concurrency: 256 }): Promise<ParkedMemory> {
+  const engine = new Engine({ store: url, workflows: [opts.parks] });
   await engine.ready();
-  const worker = engine.worker({ concurrency: 256 });
+  const starter = new Engine({ store: url, workflows: [opts.parks] });
+  await starter.ready();
+  const worker = engine.worker({ concurrency: opts.concurrency });
   await worker.start();
   const allParked = async (): Promise<void> => {
-    while ((await engine.list({ status: ['pending', 'running'], limit: 1 })).tasks.length) await new Promise((r) => setTimeout(r, 100));
+    while ((await starter.list({ status: ['pending', 'running'], limit: 1 })).tasks.length) await new Promise((r) => setTimeout(r, 100));
   };
   const sample = (parked: number): { parked: number; heapMb: number; rssMb: number } => {
     gc();
@@ -321,7 +333,7 @@ export async function parkedMemory(url: string, store: string, total: number, li
     return { parked, heapMb: m.heapUsed / 2 ** 20, rssMb: m.rss / 2 ** 20 };
   };
   const start = async (n: number): Promise<void> => {
-    for (let i = 0; i < n; i += 10_000) await engine.startMany(Array.from({ length: Math.min(10_000, n - i) }, () => ({ workflow: parkedOnEvent })));
+    for (let i = 0; i < n; i += 10_000) await starter.startMany(Array.from({ length: Math.min(10_000, n - i) }, () => ({ workflow: opts.parks })));
   };
   try {
     await start(1000); // warm-up: code paths, pools, caches
@@ -334,12 +346,13 @@ export async function parkedMemory(url: string, store: string, total: number, li
       samples.push(sample((samples.at(-1)?.parked ?? 0) + step));
     }
     const parkSeconds = (performance.now() - t0) / 1000;
-    const waiting = (await engine.list({ status: 'waiting', limit: 1 })).tasks.length;
+    const waiting = (await starter.list({ status: 'waiting', limit: 1 })).tasks.length;
     if (!waiting) throw new Error('no task parked');
     line(`    ${store.padEnd(10)} ${samples.map((x) => `${fmt(x.parked, 0)} parked: heap ${fmt(x.heapMb, 1)} MB, RSS ${fmt(x.rssMb, 0)} MB`).join(' | ')}  (parked ${fmt(total, 0)} in ${fmt(parkSeconds, 0)} s)`);
     return { store, parked: total, samples, parkSeconds };
   } finally {
     await worker.stop();
+    await starter.close();
     await engine.close();
   }
 }
