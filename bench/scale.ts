@@ -346,8 +346,10 @@ export async function parkedMemory(url: string, store: string, total: number, li
       samples.push(sample((samples.at(-1)?.parked ?? 0) + step));
     }
     const parkSeconds = (performance.now() - t0) / 1000;
-    const waiting = (await starter.list({ status: 'waiting', limit: 1 })).tasks.length;
-    if (!waiting) throw new Error('no task parked');
+    // On a fresh store with none left pending or running, every task is parked unless one ended.
+    const [ended] = (await starter.list({ status: ['succeeded', 'failed', 'cancelled'], limit: 1 })).tasks;
+    if (ended) throw new Error(`task ${ended.id} ended ${ended.status} instead of parking`);
+    if (!(await starter.list({ status: 'waiting', limit: 1 })).tasks.length) throw new Error('no task parked');
     line(`    ${store.padEnd(10)} ${samples.map((x) => `${fmt(x.parked, 0)} parked: heap ${fmt(x.heapMb, 1)} MB, RSS ${fmt(x.rssMb, 0)} MB`).join(' | ')}  (parked ${fmt(total, 0)} in ${fmt(parkSeconds, 0)} s)`);
     return { store, parked: total, samples, parkSeconds };
   } finally {

@@ -432,19 +432,28 @@ export class Engine {
     // not (a notification sent while the listener reconnected, a task that a lease expiry ended).
     let pollMs = (await this.#listenSettled(store)) ? 250 : 25;
     for (;;) {
-      // A blip of the store while waiting (a dropped connection, a database restarting) is waited
-      // out like an unfinished task, until the deadline.
-      const row = await this.#withinDeadline(this.#row(store, id), id, deadline, options).catch((e: unknown) => {
-        if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || this.clock.now() >= deadline) throw e;
-        return null;
-      });
-      if (row?.status === 'succeeded') return decodeJson(row.output) as O;
-      if (row?.status === 'failed') throw new TaskFailedError(id, row.error ? deserializeError(decodeError(row.error)) : undefined);
-      if (row?.status === 'cancelled') throw new TaskCancelledError(id, row.cancelReason ?? undefined);
-      options.signal?.throwIfAborted();
-      const remaining = deadline - this.clock.now();
-      if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row?.status ?? 'unfinished'} after waiting ${options.timeout}.`);
-      await this.#waiters.wait(id, Math.min(pollMs, remaining), options.signal);
+      // Listening starts before the read, so that the news of an end written just after it is
+      // not missed (it would leave this call waiting for the next poll).
+      const watch = this.#waiters.watch(id);
+      let waited = false;
+      try {
+        // A blip of the store while waiting (a dropped connection, a database restarting) is waited
+        // out like an unfinished task, until the deadline.
+        const row = await this.#withinDeadline(this.#row(store, id), id, deadline, options).catch((e: unknown) => {
+          if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || this.clock.now() >= deadline) throw e;
+          return null;
+        });
+        if (row?.status === 'succeeded') return decodeJson(row.output) as O;
+        if (row?.status === 'failed') throw new TaskFailedError(id, row.error ? deserializeError(decodeError(row.error)) : undefined);
+        if (row?.status === 'cancelled') throw new TaskCancelledError(id, row.cancelReason ?? undefined);
+        options.signal?.throwIfAborted();
+        const remaining = deadline - this.clock.now();
+        if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row?.status ?? 'unfinished'} after waiting ${options.timeout}.`);
+        waited = true;
+        await watch.wait(Math.min(pollMs, remaining), options.signal);
+      } finally {
+        if (!waited) watch.stop();
+      }
       pollMs = Math.min(1000, pollMs * 2);
     }
   }

@@ -26,30 +26,49 @@ export class ResultWaiters {
   }
 
   /**
-   * Resolves when news of `taskId` arrives, after `ms`, or when `signal` aborts, whichever is
-   * first; the caller then reads the task again.
+   * Starts listening for news of `taskId` now, before the caller reads the task: news that
+   * arrives between that read and the wait is not lost (the wait then resolves at once). The
+   * caller reads the task, then either `stop()`s (it has its answer) or awaits `wait(ms)`, which
+   * resolves when news arrives (or has arrived), after `ms`, or when `signal` aborts; either way
+   * the watch is over, and the caller reads the task again under a new one.
    */
-  wait(taskId: string, ms: number, signal?: AbortSignal): Promise<void> {
+  watch(taskId: string): { wait: (ms: number, signal?: AbortSignal) => Promise<void>; stop: () => void } {
     this.#off ??= this.#bus.on('task:settled', ({ taskId: id }) => this.#wake(id));
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
-        const set = this.#waiting.get(taskId);
-        set?.delete(done);
-        if (set && !set.size) this.#waiting.delete(taskId);
-        if (!this.#waiting.size && this.#off) {
-          this.#off();
-          this.#off = null;
+    let news = false;
+    let resolveWait: (() => void) | null = null;
+    const fired = (): void => {
+      news = true;
+      resolveWait?.();
+    };
+    let set = this.#waiting.get(taskId);
+    if (!set) this.#waiting.set(taskId, (set = new Set()));
+    set.add(fired);
+    const stop = (): void => {
+      const current = this.#waiting.get(taskId);
+      current?.delete(fired);
+      if (current && !current.size) this.#waiting.delete(taskId);
+      if (!this.#waiting.size && this.#off) {
+        this.#off();
+        this.#off = null;
+      }
+    };
+    const wait = (ms: number, signal?: AbortSignal): Promise<void> =>
+      new Promise<void>((resolve) => {
+        if (news || signal?.aborted) {
+          stop();
+          return resolve();
         }
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      let set = this.#waiting.get(taskId);
-      if (!set) this.#waiting.set(taskId, (set = new Set()));
-      set.add(done);
-      signal?.addEventListener('abort', done, { once: true });
-    });
+        const done = (): void => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', done);
+          stop();
+          resolve();
+        };
+        resolveWait = done;
+        const timer = setTimeout(done, ms);
+        signal?.addEventListener('abort', done, { once: true });
+      });
+    return { wait, stop };
   }
 
   #wake(taskId: string): void {
