@@ -63,13 +63,13 @@ async function decideLatency(db: string, samples: number, otherProcess: boolean)
 export async function run(c: Ctx): Promise<void> {
   const n = c.quick ? 1000 : 10_000;
   const samples = c.quick ? 20 : 100;
-  c.line(`\n(e) Approvals: ${n.toLocaleString('en')} tasks parked on approvals, one worker of concurrency 8 in this process (tasks`);
+  c.line(`\n(f1) Approvals: ${n.toLocaleString('en')} tasks parked on approvals, one worker of concurrency 8 in this process (tasks`);
   c.line('    started by a second engine; heap used and RSS after a full GC, after 1,000 warm-up tasks, half way, and with all parked)');
   const park: Record<string, ParkedMemory> = {};
   const targets: Array<[string, string]> = [['sqlite', `sqlite:${join(tempDir(), 'approvals.db')}`]];
   if (c.pgUp) targets.push(['postgres', postgres.freshPgUrl('apv')]);
   for (const [name, db] of targets) park[name] = await parkedMemory(db, name, n, c.line, { parks: approvalThenStep, concurrency: 8 });
-  c.line(`\n(f) Approvals: decide() returned → the next step running, ${samples} samples (p50 / p99)`);
+  c.line(`\n(f2) Approvals: decide() returned → the next step running, ${samples} samples (p50 / p99)`);
   const lat: Record<string, unknown> = {};
   for (const [name, db] of targets) {
     const l = await decideLatency(db, samples, false);

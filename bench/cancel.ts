@@ -67,7 +67,7 @@ async function measure(setup: string, db: string, samples: number, inProcess: bo
 
 /** Runs every setup and prints one line each; returns the figures for results.json. */
 export async function cancelLatency(quick: boolean, line: (s: string) => void): Promise<CancelLatency[]> {
-  line('\n(d) Cancel latency: cancel() → the running step\'s AbortSignal fires, and → the task is cancelled (result() settles)');
+  line('\n(e) Cancel latency: cancel() → the running step\'s AbortSignal fires, and → the task is cancelled (result() settles)');
   const samples = quick ? 20 : 100;
   const out: CancelLatency[] = [];
   out.push(await measure('sqlite, worker in this process', `sqlite:${join(tempDir(), 'cancel.db')}`, samples, true));
