@@ -177,6 +177,9 @@ function sqliteFiller(file: string): Filler {
   };
 }
 
+/** Claims of one task measured per store and size: enough for a p99 that is not just the worst one. */
+const SINGLE_SAMPLES = 500;
+
 /** Times every claim call of the engine's store (the worker claims through it). */
 function spyOnClaims(store: Store): { samples: Array<{ ms: number; tasks: number }>; on: boolean } {
   const spy = { samples: [] as Array<{ ms: number; tasks: number }>, on: false };
@@ -273,7 +276,7 @@ export async function atScale(
   const rigs: Rig[] = [];
   try {
     for (const [i, size] of sizes.entries()) rigs.push(await rig(urls[i] as string, store, size, line, explain));
-    const singles = Math.ceil(100 / rounds);
+    const singles = Math.ceil(SINGLE_SAMPLES / rounds);
     for (let k = 0; k < rounds; k++) for (const r of rigs) await round(r, singles);
   } finally {
     for (const r of rigs) await r.close();
@@ -366,9 +369,9 @@ export async function run({ quick, pgUp, line, results }: Ctx): Promise<void> {
   const rounds = quick ? 3 : 5;
   line(`\n(g) Scale: claim latency and steps/s with 10,000 and ${fmt(big, 0)} finished tasks in the tables (copies of real`);
   line('    finished tasks with their journal and log rows, filled set-based, then ANALYZE). In-process worker, concurrency 256.');
-  line('    "claim of one task": the worker\'s store.claim call for a task started while it was idle (100 samples);');
+  line(`    "claim of one task": the worker's store.claim call for a task started while it was idle (${SINGLE_SAMPLES} samples: p99 is the 5th worst);`);
   line(`    steps/s: 500 tasks × 3 no-op steps by one startMany until every result() resolved. One store per size, all warm,`);
-  line(`    measured in turn, ${rounds} rounds (a burst and ${Math.ceil(100 / rounds)} single tasks each); the median burst.`);
+  line(`    measured in turn, ${rounds} rounds (a burst and ${Math.ceil(SINGLE_SAMPLES / rounds)} single tasks each); the median burst.`);
   const points: ScalePoint[] = [];
   const explain = process.argv.includes('--explain');
   if (pgUp) points.push(...(await atScale(sizes.map((n) => postgres.freshPgUrl(`scale${n}`)), 'postgres', sizes, line, explain, rounds)));

@@ -2,7 +2,8 @@
 // read in flight returns a row from before the end, and the call must not then wait for its next
 // poll. Observed with the poll timer frozen (fake setTimeout), so that only the news can wake it.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Engine, openStore, workflow, type TaskRow } from '../src/index.ts';
+import { Engine, openStore, workflow } from '../src/index.ts';
+import type { TaskRow } from '../src/store.ts';
 import { FAST, eventually, gate, tempDbUrl } from './support/engine.ts';
 import { spyStore } from './support/store-spy.ts';
 
