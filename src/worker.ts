@@ -18,6 +18,7 @@
  */
 import { DwellScanner } from './dwell/scanner.ts';
 import { ApprovalCloser } from './approvals/closer.ts';
+import { DEFAULT_PURGE_MS, IdempotencyPurger } from './idempotency/purger.ts';
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
@@ -78,6 +79,11 @@ export interface WorkerOptions {
    * its closer for open approvals of ended tasks. @defaultValue 1000
    */
   dwellScanMs?: number;
+  /**
+   * How often the worker deletes idempotency records whose time to live has passed (they already
+   * count as absent; this keeps the table from growing). `0` turns it off. @defaultValue 600000
+   */
+  idempotencyPurgeMs?: number;
 }
 
 export type WorkerState = 'created' | 'running' | 'stopping' | 'stopped';
@@ -147,6 +153,8 @@ export class Worker {
   readonly #dwellScanMs: number;
   #dwell: DwellScanner | null = null;
   #approvalCloser: ApprovalCloser | null = null;
+  readonly #purgeMs: number;
+  #purger: IdempotencyPurger | null = null;
   readonly #events = new TypedEmitter<WorkerEvents>();
   readonly #runs = new Map<string, TaskRun>();
   readonly #running = new Set<Promise<void>>();
@@ -190,6 +198,10 @@ export class Worker {
     this.#cancelGraceMs = options.cancelGraceMs ?? 5000;
     this.#parkAfterMs = options.parkAfterMs ?? 5000;
     this.#dwellScanMs = options.dwellScanMs ?? 1000;
+    this.#purgeMs = options.idempotencyPurgeMs ?? DEFAULT_PURGE_MS;
+    if (!Number.isFinite(this.#purgeMs) || this.#purgeMs < 0) {
+      throw new InvalidArgumentError(`idempotencyPurgeMs must be a number of milliseconds, 0 to turn purging off; got ${String(options.idempotencyPurgeMs)}.`);
+    }
   }
 
   get state(): WorkerState {
@@ -245,6 +257,13 @@ export class Worker {
     this.#approvalCloser = new ApprovalCloser(store, this.#host.clock, this.#dwellScanMs, (e) =>
       this.#events.emit('worker:error', { error: coerceError(e), during: 'closing the approvals of ended tasks' }));
     this.#approvalCloser.start();
+    // Expired idempotency records are deleted by every worker (see idempotency/purger.ts).
+    const idempotency = this.#host.idempotency;
+    if (idempotency && this.#purgeMs > 0) {
+      this.#purger = new IdempotencyPurger((limit) => idempotency.purge(limit), this.#purgeMs, (e) =>
+        this.#events.emit('worker:error', { error: coerceError(e), during: 'deleting expired idempotency records' }));
+      this.#purger.start();
+    }
     this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
   }
 
@@ -506,6 +525,7 @@ export class Worker {
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     await this.#dwell?.stop();
     await this.#approvalCloser?.stop();
+    await this.#purger?.stop();
     await this.#beating;
     await this.#writer?.drain();
     for (const off of this.#unsubscribe) await off();

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, isStepwiseError, type TaskEvent } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { gate, makeEngine, tempDbUrl } from './support/engine.ts';
+import { FAST, eventually, gate, makeEngine, tempDbUrl } from './support/engine.ts';
 import { collectIdempotency, ownerKilledWhileRunning } from './support/idempotency.ts';
 import { workflow } from '../src/index.ts';
 
@@ -109,6 +109,26 @@ describe('engine.idempotency.run', () => {
     expect(await engine.idempotency.purge()).toBe(1);
     expect(await engine.idempotency.get('daily:2')).toBeNull();
     expect(await engine.idempotency.get('daily:1')).not.toBeNull();
+  });
+
+  it('a running worker deletes expired records on its own and keeps the live ones', async () => {
+    const clock = new ManualClock();
+    const idle = workflow('idle', async () => null);
+    const engine = makeEngine({ clock, workflows: [idle] });
+    for (let i = 0; i < 5; i++) await engine.idempotency.run(`old:${i}`, () => i, { ttl: '1m' });
+    await engine.idempotency.run('live', () => 'kept', { ttl: '1h' });
+    await clock.advance('2m');
+    expect(await engine.idempotency.get('old:0')).not.toBeNull(); // expired, not yet deleted
+    const worker = engine.worker({ ...FAST, idempotencyPurgeMs: 20 });
+    await worker.start();
+    const gone = async (): Promise<boolean> => {
+      for (let i = 0; i < 5; i++) if ((await engine.idempotency.get(`old:${i}`)) !== null) return false;
+      return true;
+    };
+    await eventually(gone, 20_000, 'the expired records to be deleted');
+    await worker.stop();
+    expect(await engine.idempotency.get('live')).toMatchObject({ status: 'completed' });
+    expect(() => engine.worker({ idempotencyPurgeMs: -1 })).toThrow(/idempotencyPurgeMs/);
   });
 
   it("takes over the record of an owner process that was SIGKILLed, once its lease has run out", async () => {

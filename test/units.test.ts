@@ -118,3 +118,35 @@ describe('store URLs', () => {
     expect(() => describeStoreUrl('sqlite:./x.db?journal=off')).toThrow(/Unknown option "journal".*synchronous, busyTimeoutMs/);
   });
 });
+
+describe('the idempotency purger', () => {
+  it('deletes in batches until a batch comes back short, and stops for good when there is no record store', async () => {
+    const { IdempotencyPurger, PURGE_BATCH } = await import('../src/idempotency/purger.ts');
+    let expired = 2 * PURGE_BATCH + 7;
+    const limits: number[] = [];
+    const purger = new IdempotencyPurger(async (limit) => {
+      limits.push(limit);
+      const n = Math.min(limit, expired);
+      expired -= n;
+      return n;
+    }, 0, () => undefined);
+    expect(await purger.sweep()).toBe(2 * PURGE_BATCH + 7);
+    expect(limits).toEqual([PURGE_BATCH, PURGE_BATCH, PURGE_BATCH]);
+    expect(await purger.sweep()).toBe(0);
+
+    const { InvalidArgumentError } = await import('../src/index.ts');
+    let calls = 0;
+    const errors: unknown[] = [];
+    const none = new IdempotencyPurger(async () => {
+      calls++;
+      throw new InvalidArgumentError('no idempotency records');
+    }, 5, (e) => errors.push(e));
+    none.start();
+    const { eventually } = await import('./support/engine.ts');
+    await eventually(() => calls > 0, 20_000, 'the first sweep');
+    await new Promise((r) => setTimeout(r, 50)); // ten more intervals: none of them sweeps
+    await none.stop();
+    expect(calls).toBe(1);
+    expect(errors).toEqual([]);
+  });
+});
