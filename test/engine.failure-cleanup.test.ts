@@ -30,8 +30,10 @@ describe('cancel cleanup and compensation', () => {
     await waitForStatus(engine, id, 'cancelled');
     expect(released).toEqual(['lock-7:user asked']);
     const info = await engine.get(id);
-    expect(stepNames(info)).toEqual(['lock:completed', 'release:completed']);
-    expect(info.history.some((e) => e.type === 'step:completed' && e.step.name === 'release')).toBe(true);
+    // The handler's step is named after its scope, with its own idempotency key.
+    expect(stepNames(info)).toEqual(['lock:completed', 'onCancel:release:completed']);
+    expect(info.steps[1]?.idempotencyKey).toBe(`v1:${id}:onCancel:release#1`);
+    expect(info.history.some((e) => e.type === 'step:completed' && e.step.name === 'onCancel:release')).toBe(true);
   });
 
   it('runs the compensations of completed steps in reverse order when the task fails for good, each a recorded, retried step', async () => {
@@ -129,15 +131,17 @@ describe('cancel cleanup and compensation', () => {
     late.open('too late');
     expect(cleaned).toEqual(['done']);
     const info = await engine.get(id);
-    expect(stepNames(info)).toEqual(['cleanup:completed']);
+    expect(stepNames(info)).toEqual(['onCancel:cleanup:completed']);
   });
 
-  it('stops a cleanup that runs past its own deadline (cleanupTimeout, on the engine clock): the task still ends cancelled', async () => {
+  it('stops a cleanup that runs past its own deadline (cleanupTimeout, on the engine clock): the cancelled task fails with COMPENSATION_FAILED, naming the deadline and what did not run', async () => {
     const clock = new ManualClock();
     const entered = gate();
     const cleanupStarted = gate();
     const reasons: string[] = [];
+    const undone: string[] = [];
     const wf = workflow('slow-cleanup', async (ctx) => {
+      await ctx.step('vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(vm) });
       ctx.onCancel(() => ctx.step('drain-queue', ({ signal }) => new Promise((_r, reject) => {
         cleanupStarted.open();
         signal.addEventListener('abort', () => {
@@ -154,11 +158,19 @@ describe('cancel cleanup and compensation', () => {
     await startWorker(engine, { leaseMs: 86_400_000 });
     const { id } = await engine.start(wf);
     await entered.promise;
-    await engine.cancel(id);
+    await engine.cancel(id, { reason: 'too slow' });
     await cleanupStarted.promise;
     await clock.advance('5m');
-    await waitForStatus(engine, id, 'cancelled');
+    await waitForStatus(engine, id, 'failed');
     expect(reasons).toEqual([expect.stringMatching(/cleanup of task .* ran past its 300000 ms deadline/)]);
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error).toMatchObject({
+      code: 'COMPENSATION_FAILED',
+      message: expect.stringMatching(/was cancelled \(reason: too slow\) and could not be fully undone: onCancel cleanup: .*ran past its 300000 ms deadline.*compensation of "vm": not run: .*Manual cleanup is needed\./),
+      cause: { code: 'TASK_CANCELLED' },
+    });
+    expect(undone).toEqual([]); // past the deadline nothing more runs
+    expect(stepNames(info)).toEqual(['vm:completed', 'onCancel:drain-queue:failed']);
   });
 
   it('refuses the late result of a step that ignored its signal even when it arrives during the cleanup', async () => {
@@ -181,6 +193,6 @@ describe('cancel cleanup and compensation', () => {
     await entered.promise;
     await engine.cancel(id);
     await waitForStatus(engine, id, 'cancelled');
-    expect(stepNames(await engine.get(id))).toEqual(['cleanup:completed']);
+    expect(stepNames(await engine.get(id))).toEqual(['onCancel:cleanup:completed']);
   });
 });
