@@ -134,6 +134,10 @@ export function taskDetail(t: TaskInfo): string {
   out.push(`  input      ${truncate(JSON.stringify(t.input) ?? 'undefined')}`);
   if (t.status === 'succeeded') out.push(`  output     ${truncate(JSON.stringify(t.output) ?? 'undefined')}`);
   if (t.status === 'failed') out.push(`  error      ${red(`[${t.error.code ?? t.error.name}] ${t.error.message}`)}`);
+  if (t.status === 'failed' && t.error.code === 'COMPENSATION_FAILED') {
+    const what = t.error.data?.cancelled === true ? 'the task was cancelled, then its cleanup failed (it is not retried)' : 'its compensations failed after the failure';
+    out.push(`  ${yellow('cleanup')}    ${what}: manual cleanup is needed`);
+  }
   if (t.usage) out.push(...usageLines(t));
   out.push('', bold('Steps'));
   out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map(stepRow)) : dim('  (none yet)'));

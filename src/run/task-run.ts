@@ -197,7 +197,7 @@ export class TaskRun {
     // takes it over once its lease has expired resumes the cleanup (see `cleanup.ts`).
     if (cleanup.interrupted && state.kind !== 'lost') {
       await run.writer.settle();
-      return 'lease-lost';
+      return cancelOf(state) ? 'cancelling' : 'running';
     }
     const plan = decideEnd(state, {
       result, refused: run.refused, waits: [...run.waits.values()], journal: run.journal, calls: run.seq,
