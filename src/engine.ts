@@ -478,8 +478,9 @@ export class Engine {
 
   /**
    * Cancels a task. Pending, waiting and paused tasks end `cancelled` at once; a running task
-   * becomes `cancelling`, its step's AbortSignal fires in whichever worker holds it, and it ends
-   * `cancelled` once the run has stopped. A cancelled task never resumes.
+   * becomes `cancelling`, its step's AbortSignal fires in whichever worker holds it, its cleanup
+   * runs (`ctx.onCancel` handlers, compensations), and it ends `cancelled` — or `failed` with a
+   * COMPENSATION_FAILED error if the cleanup failed for good. A cancelled task never resumes.
    */
   async cancel(id: string, options: CommandOptions & { reason?: string } = {}): Promise<TaskSummary> {
     const reason = options.reason ?? null;
@@ -915,7 +916,8 @@ function explainSummary(
     case 'paused':
       return 'Paused by a user: resume it to continue.';
     case 'cancelling':
-      return `Cancelling: worker ${c.lease?.owner ?? '?'} has been told to stop the run${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}.`;
+      if (c.lease?.expired) return `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead; a worker serving "${row.workflow}" will take the task over and finish its cleanup.`;
+      return `Cancelling: worker ${c.lease?.owner ?? '?'} has been told to stop the run and runs its cleanup${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}.`;
     case 'succeeded':
       return `Succeeded at ${at(row.finishedAt)}.`;
     case 'failed': {

@@ -73,7 +73,7 @@ export class TaskRun {
     }, () => undefined); // the store is away: the wait's deadline looks again
   }
 
-  /** The task was cancelled: fire the signal; the run ends `cancelled`. */
+  /** The task was cancelled: fire the signal; the run ends `cancelled` after its cleanup (`failed` if that fails for good). */
   cancel(reason: string | undefined): void {
     const run = this.#run;
     if (cancelOf(run.state) || run.cleaning) return;
