@@ -190,6 +190,31 @@ describe('cancel cleanup and compensation', () => {
     expect(transitionsOf(info).map((t) => `${t.event}:${t.to}`).slice(-3)).toEqual(['cancel:cancelling', 'reclaim:cancelling', 'abort:cancelled']);
   });
 
+  it('a worker whose grace period ends before the cleanup has begun leaves the whole cleanup to the worker that takes the task over', async () => {
+    const effects: string[] = [];
+    const entered = gate();
+    const wf = workflow('cleanup-left-over', async (ctx) => {
+      await ctx.step('book', () => 'B1', { compensate: () => void effects.push('unbook') });
+      ctx.onCancel(() => ctx.step('release', () => void effects.push('release')));
+      await ctx.step('work', () => {
+        entered.open();
+        return new Promise(() => undefined); // ignores its signal: the cancel waits out the grace period
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const a = await startWorker(engine, { cancelGraceMs: 1000, shutdownGraceMs: 50, leaseMs: 1000 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id);
+    await a.stop(); // its grace period ends while the cancelled run still waits for its step
+    expect(effects).toEqual([]);
+    expect((await engine.get(id)).status).toBe('cancelling');
+    await startWorker(engine, { leaseMs: 1000 });
+    await waitForStatus(engine, id, ['cancelled', 'failed']);
+    expect((await engine.get(id)).status).toBe('cancelled');
+    expect(effects).toEqual(['release', 'unbook']);
+  });
+
   it('a task woken past its deadline still compensates the steps it completed: its code replays what it recorded and makes no new call', async () => {
     const clock = new ManualClock();
     const undone: string[] = [];

@@ -81,6 +81,8 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
   const handlers = cancel ? [...run.cancelHandlers] : [];
   const compensations = [...run.compensations].reverse();
   if (!handlers.length && !compensations.length) return DONE;
+  // The worker's grace period is over: the worker that takes the task over runs the cleanup.
+  if (run.shutDown) return { failure: null, interrupted: true };
 
   // The scope: calls start again, under a fresh signal that only the scope's deadline (or a lost
   // lease, or the end of the worker's grace period) fires; a second cancel is not heard (see TaskRun.cancel).

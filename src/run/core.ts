@@ -126,6 +126,8 @@ export class RunCore {
   cleanupHalt: Error | null = null;
   /** How long the cleanup scope may take. */
   readonly cleanupMs: number;
+  /** The worker's grace period is over: a cleanup not begun yet is left to the next worker. */
+  shutDown = false;
 
   readonly replay: Replay;
   readonly writer: JournalWriter;

@@ -115,6 +115,7 @@ export class TaskRun {
   /** The worker's grace period is over: fire the signal; the task goes back to pending. */
   abortForShutdown(): void {
     const run = this.#run;
+    run.shutDown = true;
     run.setState(withShutdown(run.state, () => new WorkerStoppingError()));
   }
 
