@@ -14,9 +14,9 @@
  * positions (see `cleanup-scope.ts`), so a run resumed after a crash in the middle of the cleanup
  * hands back what the first one recorded and runs the rest: a cancelling task whose worker died is
  * reclaimed, still `cancelling`, and its new run (told of the cancel from its start) replays the
- * code, then the cleanup. Before the scope begins, the code is handed back every result it has
- * recorded, as the first run's code had received them: compensations are registered as the code
- * receives its steps' outputs.
+ * code, then the cleanup. Before the scope begins, the code is handed back the recorded results it
+ * asks for, as the first run's code had received them (see `TaskRun.execute`): compensations are
+ * registered as the code receives its steps' outputs.
  *
  * A compensation or handler that fails for good does not stop the others; the task then fails with
  * a {@link CompensationFailedError} naming every failure and what ended the task (its error, or the

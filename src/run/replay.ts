@@ -144,6 +144,20 @@ export class Replay {
     this.#caughtUp();
   }
 
+  /** The replay waits for a call the code has not made (the next recorded result is not asked for). */
+  #stuck = false;
+  #unstuck: Array<() => void> = [];
+
+  /**
+   * Resolves once the replay is over or waits for a call the code has not made: for code that has
+   * settled, the replay has then handed back all it will (a later call could only come from a
+   * result it is not handed).
+   */
+  whenStuck(): Promise<void> {
+    if (this.#stuck || !this.pending) return Promise.resolve();
+    return Promise.race([this.caughtUp, new Promise<void>((resolve) => this.#unstuck.push(resolve))]);
+  }
+
   /** The recorded result the code has not been handed back yet, if any. */
   expected(): StepRow | undefined {
     return this.#rows[this.#index];
@@ -180,6 +194,7 @@ export class Replay {
 
   /** A call whose result is recorded: it is handed back when its turn (`done`) comes. */
   replayed<T>(seq: number, settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T> {
+    this.#stuck = false;
     return new Promise<T>((resolve, reject) => {
       this.#calls.set(seq, () => {
         try {
@@ -214,6 +229,8 @@ export class Replay {
     }
     const call = this.#calls.get(next.seq);
     if (!call) {
+      this.#stuck = true;
+      for (const f of this.#unstuck.splice(0)) f();
       // The code has not made this call yet: wait for it, but not forever.
       if (this.#stall) clearTimeout(this.#stall);
       const index = this.#index;

@@ -143,11 +143,12 @@ export class TaskRun {
     await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone, (graceEnds = Date.now() + run.deps.cancelGraceMs)))]);
     if (haltOf(run.state)) await this.#settleLive(Number.isFinite(graceEnds) ? graceEnds : Date.now() + run.deps.cancelGraceMs);
     disarm();
-    // Cancel handlers and compensations, when the run ends cancelled or failed for good; first
-    // the code receives every result it recorded (a resumed run), as the first run's code had.
+    // Cancel handlers and compensations, when the run ends cancelled or failed for good. First the
+    // code receives the results it recorded and asks for (a resumed run), as the first run's code
+    // had: compensations are registered as it receives its steps' outputs.
     let cleanup: CleanupResult = { failure: null, interrupted: false };
     try {
-      if (cleanupDue(run.state, result) && run.replay.pending) await run.replay.caughtUp;
+      if (cleanupDue(run.state, result) && run.replay.pending) await run.replay.whenStuck();
       cleanup = await runCleanup(run, result);
     } catch (e) {
       run.deps.emit('worker:error', { error: coerceError(e), during: `cleaning up task ${this.taskId}` });
