@@ -115,9 +115,12 @@ export class Replay {
   #gate: Promise<void>;
   /** The cleanup scope's new results, in `done` order among themselves. */
   #cleanupGate: Promise<void> = Promise.resolve();
-  /** Resolves once the code has been handed back every recorded result, or the replay gave up. */
-  readonly caughtUp: Promise<void>;
-  #caughtUp!: () => void;
+  /** Resolves once the code has been handed back every recorded result, or the run gave up on the rest. */
+  readonly #over: Promise<void>;
+  #overNow!: () => void;
+  /** The replay waits for a call the code has not made (the next recorded result is not asked for). */
+  #stuck = false;
+  #unstuck: Array<() => void> = [];
 
   constructor(run: RunCore, steps: readonly StepRow[]) {
     this.#run = run;
@@ -125,13 +128,13 @@ export class Replay {
     this.#rows = done.filter((s) => !isCleanupSeq(s.seq)).sort((a, b) => (a.done as number) - (b.done as number));
     this.#done = done.reduce((max, s) => Math.max(max, s.done as number), 0);
     this.#gate = new Promise<void>((resolve) => (this.#finished = resolve));
-    this.caughtUp = new Promise<void>((resolve) => (this.#caughtUp = resolve));
+    this.#over = new Promise<void>((resolve) => (this.#overNow = resolve));
     if (!this.#rows.length) this.#finish();
   }
 
   #finish(): void {
     this.#finished();
-    this.#caughtUp();
+    this.#overNow();
   }
 
   /** Recorded results of the code remain to be handed back. */
@@ -141,21 +144,16 @@ export class Replay {
 
   /** The run will not wait for the rest of the replay (it lost its lease, or the replay diverged). */
   abandon(): void {
-    this.#caughtUp();
+    this.#overNow();
   }
 
-  /** The replay waits for a call the code has not made (the next recorded result is not asked for). */
-  #stuck = false;
-  #unstuck: Array<() => void> = [];
-
   /**
-   * Resolves once the replay is over or waits for a call the code has not made: for code that has
-   * settled, the replay has then handed back all it will (a later call could only come from a
-   * result it is not handed).
+   * Resolves once the replay is over or waits for a call the code has not made: the code has then
+   * been handed back every recorded result it asked for (see the cleanup in `TaskRun.execute`).
    */
   whenStuck(): Promise<void> {
     if (this.#stuck || !this.pending) return Promise.resolve();
-    return Promise.race([this.caughtUp, new Promise<void>((resolve) => this.#unstuck.push(resolve))]);
+    return Promise.race([this.#over, new Promise<void>((resolve) => this.#unstuck.push(resolve))]);
   }
 
   /** The recorded result the code has not been handed back yet, if any. */
