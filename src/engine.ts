@@ -33,6 +33,7 @@ import { StartBatcher, type Inserted } from './start-batcher.ts';
 import { batchWakeOfRows, planStart, startResult, type PlannedStart, type StartContext, type StartManyItem } from './start-plan.ts';
 import { retryDeadline, taskDeadline } from './failure/deadline.ts';
 import { planRetryFrom } from './failure/retry-from.ts';
+import { isCleanupSeq } from './run/cleanup-scope.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Budget } from './ai/usage.ts';
 import { Idempotency } from './idempotency/run.ts';
@@ -422,8 +423,11 @@ export class Engine {
 
   /**
    * Waits for the task to finish: resolves with its output when it succeeds; rejects with
-   * TaskFailedError (its `cause` is the task's error) or TaskCancelledError. A store that is
-   * unavailable for a while (STORE_UNAVAILABLE) is waited out until the timeout.
+   * TaskFailedError (its `cause` is the task's error) or TaskCancelledError — or, for a task whose
+   * cleanup after a failure or a cancel failed for good, with that error itself (code
+   * COMPENSATION_FAILED: what the task did is not fully undone; its message names what ended the
+   * task and each failure). A store that is unavailable for a while (STORE_UNAVAILABLE) is waited
+   * out until the timeout.
    */
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
     const store = await this.ready();
@@ -444,7 +448,12 @@ export class Engine {
           return null;
         });
         if (row?.status === 'succeeded') return decodeJson(row.output) as O;
-        if (row?.status === 'failed') throw new TaskFailedError(id, row.error ? deserializeError(decodeError(row.error)) : undefined);
+        if (row?.status === 'failed') {
+          const error = row.error ? deserializeError(decodeError(row.error)) : undefined;
+          // People must act on a failed cleanup, whatever ended the task: its error says what to undo.
+          if (isStepwiseError(error, ERROR_CODES.COMPENSATION_FAILED)) throw error;
+          throw new TaskFailedError(id, error);
+        }
         if (row?.status === 'cancelled') throw new TaskCancelledError(id, row.cancelReason ?? undefined);
         options.signal?.throwIfAborted();
         const remaining = deadline - this.clock.now();
@@ -478,8 +487,9 @@ export class Engine {
 
   /**
    * Cancels a task. Pending, waiting and paused tasks end `cancelled` at once; a running task
-   * becomes `cancelling`, its step's AbortSignal fires in whichever worker holds it, and it ends
-   * `cancelled` once the run has stopped. A cancelled task never resumes.
+   * becomes `cancelling`, its step's AbortSignal fires in whichever worker holds it, its cleanup
+   * runs (`ctx.onCancel` handlers, compensations), and it ends `cancelled` — or `failed` with a
+   * COMPENSATION_FAILED error if the cleanup failed for good. A cancelled task never resumes.
    */
   async cancel(id: string, options: CommandOptions & { reason?: string } = {}): Promise<TaskSummary> {
     const reason = options.reason ?? null;
@@ -500,43 +510,59 @@ export class Engine {
     const store = await this.ready();
     const newDeadline = options.deadline === undefined ? undefined : taskDeadline(this.clock.now(), options.deadline, undefined);
     const row = await this.#command(id, 'retry', options.by, async (task) => {
-      const journal = await store.getSteps(id);
+      const refusal = retryRefusal(task);
+      if (refusal) throw new ConflictError(refusal);
+      const steps = await store.getSteps(id);
+      // The cleanup of the failure being retried is forgotten: it runs again if the task ends so again.
+      const cleanup = steps.filter((s) => isCleanupSeq(s.seq));
+      const journal = steps.filter((s) => !isCleanupSeq(s.seq));
+      const forget = (rows: readonly StepRow[]): { deleteSteps: number[]; forgotten: string[] } => ({
+        deleteSteps: [...rows, ...cleanup].map((s) => s.seq),
+        forgotten: [...rows, ...cleanup].map((s) => s.name),
+      });
       const deadline = retryDeadline(task, newDeadline, this.clock.now());
       if (options.fromStep !== undefined) {
         const from = planRetryFrom(journal, options.fromStep, id);
         return {
           set: { error: null, incrementRetries: true, ...deadline },
-          deleteSteps: from.deleteSteps,
-          detail: { retry: task.retries + 1, fromStep: options.fromStep, forgotten: from.forgotten },
+          deleteSteps: [...from.deleteSteps, ...cleanup.map((s) => s.seq)],
+          detail: { retry: task.retries + 1, fromStep: options.fromStep, forgotten: [...from.forgotten, ...cleanup.map((s) => s.name)] },
         };
       }
       // A signal sent to the failed task replaces the one an event wait had received (a payload
       // the workflow could not handle): that wait and everything after it run again.
       const replaced = replacedWait(journal, await store.getSignals(id));
       if (replaced) {
-        const after = journal.filter((s) => s.seq === replaced.seq || (s.seq > replaced.seq && (s.done === null || (replaced.done !== null && s.done > replaced.done))));
+        const { deleteSteps, forgotten } = forget(journal.filter((s) => s.seq === replaced.seq || (s.seq > replaced.seq && (s.done === null || (replaced.done !== null && s.done > replaced.done)))));
         return {
           set: { error: null, incrementRetries: true, ...deadline },
-          deleteSteps: after.map((s) => s.seq),
-          detail: { retry: task.retries + 1, fromStep: replaced.name, replacedSignal: true, forgotten: after.map((s) => s.name) },
+          deleteSteps,
+          detail: { retry: task.retries + 1, fromStep: replaced.name, replacedSignal: true, forgotten },
         };
       }
       const failure = retryPoint(task, journal);
-      if (!failure) return { set: { error: null, incrementRetries: true, ...deadline }, detail: { retry: task.retries + 1, fromStep: null } };
+      if (!failure) {
+        const { deleteSteps, forgotten } = forget([]);
+        return {
+          set: { error: null, incrementRetries: true, ...deadline },
+          ...(deleteSteps.length ? { deleteSteps } : {}),
+          detail: { retry: task.retries + 1, fromStep: null, ...(forgotten.length ? { forgotten } : {}) },
+        };
+      }
       // The failed step runs again with a fresh attempt budget (its error stays as `lastError`),
       // and what the code did after receiving that failure (a compensation, a log step, a wait)
       // is forgotten: on retry the code takes that path again only if the step fails again. A
       // call made before the code received the failure (a Promise.all branch beside the failed
       // step) is not a consequence of it: it is kept, so a completed side effect is not repeated.
-      const after = journal.filter(
+      const { deleteSteps, forgotten } = forget(journal.filter(
         (s) => s.seq > failure.seq && (s.done === null || (failure.done !== null && s.done > failure.done)) && !ranAlongside(s, failure),
-      );
+      ));
       const reset: StepRow = { ...failure, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null, done: null };
       return {
         set: { error: null, incrementRetries: true, ...deadline },
         steps: [reset],
-        deleteSteps: after.map((s) => s.seq),
-        detail: { retry: task.retries + 1, fromStep: failure.name, forgotten: after.map((s) => s.name) },
+        deleteSteps,
+        detail: { retry: task.retries + 1, fromStep: failure.name, forgotten },
       };
     });
     return toSummary(row);
@@ -721,7 +747,7 @@ export class Engine {
       id,
       status: row.status,
       summary: explainSummary(row, { now, lease, wait, error, registered }),
-      legalEvents: userEvents(row),
+      legalEvents: userEvents(row).filter((ev) => ev !== 'retry' || !retryRefusal(row)),
       lease,
       wait,
       runAt: row.runAt,
@@ -899,14 +925,34 @@ function explainSummary(
     case 'paused':
       return 'Paused by a user: resume it to continue.';
     case 'cancelling':
-      return `Cancelling: worker ${c.lease?.owner ?? '?'} has been told to stop the run${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}.`;
+      if (c.lease?.expired) return `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead; a worker serving "${row.workflow}" will take the task over and finish its cleanup.`;
+      return `Cancelling: worker ${c.lease?.owner ?? '?'} has been told to stop the run and runs its cleanup${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}.`;
     case 'succeeded':
       return `Succeeded at ${at(row.finishedAt)}.`;
-    case 'failed':
+    case 'failed': {
+      const cleanup = failedCleanup(row);
+      if (cleanup?.cancelled) {
+        return `Failed in its cleanup after a cancel${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}: ${c.error ?? 'unknown error'} A cancelled task is not retried: undo by hand what the error names, then start a new task if the work is still wanted.`;
+      }
+      if (cleanup) return `Failed, and its cleanup failed too: ${c.error ?? 'unknown error'} Undo by hand what the error names; retry it to run again from the failed step.`;
       return `Failed: ${c.error ?? 'unknown error'}. Retry it to run again from the failed step.`;
+    }
     case 'cancelled':
       return `Cancelled${row.cancelReason ? `: ${row.cancelReason}` : ''}. A cancelled task never resumes.`;
   }
+}
+
+/** The data of a failed task's COMPENSATION_FAILED error (its cleanup failed for good), or null. */
+function failedCleanup(row: TaskRow): { cancelled: boolean } | null {
+  if (row.status !== 'failed' || !row.error) return null;
+  const error = decodeError(row.error);
+  return error.code === ERROR_CODES.COMPENSATION_FAILED ? { cancelled: error.data?.cancelled === true } : null;
+}
+
+/** Why `task` may not be retried although it failed: it was cancelled (its cleanup then failed), or null. */
+function retryRefusal(task: TaskRow): string | null {
+  if (!failedCleanup(task)?.cancelled) return null;
+  return `Task ${task.id} was cancelled and its cleanup then failed: a cancelled task never resumes, so it cannot be retried. Undo by hand what its error names (it says what could not be undone), then start a new task if the work is still wanted.`;
 }
 
 /** What a command writes besides the status change. */

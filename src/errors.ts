@@ -363,23 +363,31 @@ export class DeadlineExceededError extends StepwiseError {
 }
 
 /**
- * Compensations (or `onCancel` cleanups) failed for good after the task failed or was cancelled:
- * what they should have undone is still done. `cause` is the task's original error; `failures`
- * name each step whose compensation failed, with its error.
+ * The cleanup after a failure for good or a cancel failed for good: a compensation or an `onCancel`
+ * handler failed (or the cleanup ran past its deadline), so what the task did is not fully undone
+ * and the task ends `failed` — a cancelled one too. `cause` is what ended the task: its original
+ * error, or the {@link TaskCancelledError} of the cancel; `failures` name each step whose
+ * compensation failed (or `onCancel`), with its error.
  */
 export class CompensationFailedError extends StepwiseError {
   readonly taskId: string;
+  /** The steps whose compensation failed (`onCancel` for a cancel handler), comma-separated. */
   readonly failedCompensations: string;
-  constructor(taskId: string, original: Error | null, failures: ReadonlyArray<{ step: string; error: Error }>) {
+  /** The task had been cancelled (a cancelled task is never retried: the cleanup is left to people). */
+  readonly cancelled: boolean;
+  /** The cancel's reason, when `cancelled`. */
+  readonly cancelReason: string | null;
+  constructor(taskId: string, original: Error | null, failures: ReadonlyArray<{ step: string; error: Error }>, cancel?: { reason: string | undefined }) {
     const list = failures.map((f) => `${f.step === 'onCancel' ? 'onCancel cleanup' : `compensation of "${f.step}"`}: ${f.error.message}`).join('; ');
-    super(
-      ERROR_CODES.COMPENSATION_FAILED,
-      `Task ${taskId}${original ? ` failed (${original.message}) and` : ''} could not be fully undone: ${list}. Manual cleanup is needed.`,
-      original ? { cause: original } : {},
-    );
+    const ending = cancel
+      ? ` was cancelled${cancel.reason ? ` (reason: ${cancel.reason})` : ''} and`
+      : original ? ` failed (${original.message}) and` : '';
+    super(ERROR_CODES.COMPENSATION_FAILED, `Task ${taskId}${ending} could not be fully undone: ${list}. Manual cleanup is needed.`, original ? { cause: original } : {});
     this.name = 'CompensationFailedError';
     this.taskId = taskId;
     this.failedCompensations = failures.map((f) => f.step).join(', ');
+    this.cancelled = cancel !== undefined;
+    this.cancelReason = cancel?.reason ?? null;
   }
 }
 

@@ -9,7 +9,9 @@
  * Points: `transaction:begun` (the database transaction of `ctx.transaction` is open, the user's
  * function has not run), `transaction:written` (the user's function returned: its writes are in the
  * open transaction, the checkpoint is not), `transaction:checkpointed` (the checkpoint is written in
- * the same transaction, not committed), `transaction:committed` (committed, not handed to the code).
+ * the same transaction, not committed), `transaction:committed` (committed, not handed to the code),
+ * `cleanup:done` (the cleanup after a cancel or a failure has run and its rows are durable; the
+ * run's last transition is not written).
  */
 const KILL_AT = process.env.STEPWISE_TEST_KILL_AT;
 

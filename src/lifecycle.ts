@@ -32,7 +32,10 @@ export const LEASED_STATUSES: readonly TaskStatus[] = Object.freeze(['running', 
 export const LIFECYCLE_EVENTS = Object.freeze({
   /** A worker takes a due pending or waiting task. */
   claim: 'claim',
-  /** A worker takes a running task whose lease expired (its worker died or stalled). */
+  /**
+   * A worker takes a running or cancelling task whose lease expired (its worker died or stalled).
+   * A cancelling task stays cancelling: the new run only finishes its cleanup (see `run/cleanup.ts`).
+   */
   reclaim: 'reclaim',
   /** The run waits (sleep, long retry backoff): no worker slot is held until `run_at`. */
   park: 'park',
@@ -41,10 +44,14 @@ export const LIFECYCLE_EVENTS = Object.freeze({
   /** The run reached a step boundary after a pause request. */
   suspend: 'suspend',
   complete: 'complete',
+  /**
+   * The run failed for good. From `cancelling` only when the cleanup after the cancel failed for
+   * good (a `CompensationFailedError`): what the task did is not fully undone.
+   */
   fail: 'fail',
   /** User: stop the task. Immediate unless it is running, where it goes through `cancelling`. */
   cancel: 'cancel',
-  /** The cancelled run stopped (or its worker died while cancelling). */
+  /** The cancelled run stopped and its cleanup is done. */
   abort: 'abort',
   /** User: stop at the next step boundary (running) or stay put (pending, waiting). */
   pause: 'pause',
@@ -125,6 +132,8 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge>>>>
     expire: e('failed', ['finish']),
   },
   cancelling: {
+    reclaim: e('cancelling', ['acquire-lease']),
+    fail: e('failed', ['release-lease', 'clear-pause-request', 'finish']),
     abort: e('cancelled', ['release-lease', 'clear-pause-request', 'finish']),
   },
   succeeded: {},

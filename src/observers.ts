@@ -41,7 +41,11 @@ export interface Observer {
   /** For warnings about this observer. */
   name?: string;
   onRunStart?(run: RunInfo): unknown;
-  /** `status` is the task's status when the run ended, or `lease-lost` if it ended without writing. */
+  /**
+   * `status` is the task's status when the run ended, or `lease-lost` if it ended without writing
+   * because it lost its lease. A run whose worker stopped in the middle of its cleanup also writes
+   * nothing: its status is then the task's, still `cancelling` (or `running`).
+   */
   onRunEnd?(run: RunInfo & { status: TaskStatus | 'lease-lost'; durationMs: number }): unknown;
   onStepStart?(attempt: AttemptInfo): unknown;
   /** The attempt's result is durable (a step reported here never runs again). */

@@ -297,8 +297,11 @@ export interface ClaimRequest {
   versions?: Readonly<Record<string, readonly string[]>>;
   /** Statuses a due task is claimed from (lifecycle `claim` sources), and the target. */
   claim: { from: readonly TaskStatus[]; to: TaskStatus };
-  /** Statuses an expired-lease task is reclaimed from (lifecycle `reclaim` sources), and the target. */
-  reclaim: { from: readonly TaskStatus[]; to: TaskStatus };
+  /**
+   * Statuses an expired-lease task is reclaimed from (lifecycle `reclaim` sources), and the target
+   * of each (a reclaimed `cancelling` task stays `cancelling`).
+   */
+  reclaim: { from: readonly TaskStatus[]; to: Readonly<Partial<Record<TaskStatus, TaskStatus>>> };
   /** Per-workflow caps on tasks in leased statuses, across all workers. */
   concurrency?: Readonly<Record<string, number>>;
 }

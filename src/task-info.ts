@@ -4,6 +4,7 @@
  * is a discriminated union on `status`: `output` exists only when it succeeded, `error` only when
  * it failed.
  */
+import { isCleanupSeq } from './run/cleanup-scope.ts';
 import type { ApprovalInfo } from './approvals/types.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import { decodeError, decodeJson, type SerializedError } from './serialize.ts';
@@ -63,8 +64,13 @@ export type TaskSummary =
   | (TaskSummaryBase & { status: Exclude<TaskStatus, 'succeeded' | 'failed'> });
 
 export interface StepInfo {
-  /** Position in call order. */
+  /** Position in call order (for a step of the cleanup: from 1,000,000,000 on, in the order recorded). */
   seq: number;
+  /**
+   * Recorded by the cleanup after a cancel or a failure for good (`onCancel:<name>`,
+   * `compensate:<step>`): identified by its name within the cleanup, apart from the code's positions.
+   */
+  cleanup: boolean;
   /** Step id: name, `#n` from the second occurrence on. */
   name: string;
   kind: StepKind;
@@ -131,6 +137,7 @@ export function toStepInfo(row: StepRow): StepInfo {
   const { name, occurrence } = parseStepId(row.name);
   return {
     seq: row.seq,
+    cleanup: isCleanupSeq(row.seq),
     name: row.name,
     kind: row.kind,
     status: row.status,

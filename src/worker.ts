@@ -27,7 +27,7 @@ import { shortId } from './ids.ts';
 import { isFinished, sourcesOf, transition } from './lifecycle.ts';
 import { TaskRun } from './run/task-run.ts';
 import type { ClaimedTask, Store } from './store.ts';
-import { effectColumns, planTransition, wakeFor } from './transitions.ts';
+import { planTransition, wakeFor } from './transitions.ts';
 import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
@@ -316,7 +316,8 @@ export class Worker {
   async #claimLoop(): Promise<void> {
     const store = this.#store as Store;
     const claim = { from: sourcesOf('claim'), to: transition({ status: 'pending' }, 'claim').to };
-    const reclaim = { from: sourcesOf('reclaim'), to: transition({ status: 'running' }, 'reclaim').to };
+    const reclaimFrom = sourcesOf('reclaim');
+    const reclaim = { from: reclaimFrom, to: Object.fromEntries(reclaimFrom.map((s) => [s, transition({ status: s }, 'reclaim').to])) };
     const concurrency: Record<string, number> = {};
     const versions: Record<string, string[]> = {};
     for (const wf of this.#workflows.values()) {
@@ -480,8 +481,6 @@ export class Worker {
             else run.withdrawPause();
           }
         }
-        const abort = transition({ status: 'cancelling' }, 'abort');
-        await store.expireLeases({ now, event: 'abort', from: sourcesOf('abort'), to: abort.to, set: effectColumns(abort, now) });
       } catch (e) {
         this.#events.emit('worker:error', { error: coerceError(e), during: 'heartbeat' });
       }

@@ -22,3 +22,28 @@ describe('progress in the CLI', () => {
     expect(taskDetail(task({}))).not.toContain('progress');
   });
 });
+
+describe('a failed cleanup in the CLI', () => {
+  it('show marks a task whose cleanup after a cancel failed as needing manual cleanup, and numbers the cleanup\'s steps apart', () => {
+    process.env.NO_COLOR = '1';
+    const step = (seq: number, name: string, status: 'completed' | 'failed', cleanup: boolean) => ({
+      seq, cleanup, name, kind: 'step' as const, status, attempts: 1, output: null, error: status === 'failed' ? { name: 'Error', message: 'mail server down' } : null,
+      startedAt: 0, finishedAt: 5, durationMs: 5, wakeAt: null, idempotencyKey: null, epoch: 1,
+    });
+    const failed = task({
+      status: 'failed', cancelReason: 'customer changed plans',
+      error: {
+        name: 'CompensationFailedError', code: 'COMPENSATION_FAILED', data: { cancelled: true },
+        message: 'Task t1 was cancelled (reason: customer changed plans) and could not be fully undone: onCancel cleanup: mail server down. Manual cleanup is needed.',
+      },
+      steps: [step(0, 'reserve', 'completed', false), step(1_000_000_000, 'onCancel:notify', 'failed', true), step(1_000_000_001, 'compensate:reserve', 'completed', true)],
+    } as Partial<TaskInfo>);
+    const out = taskDetail(failed);
+    expect(out).toMatch(/error\s+\[COMPENSATION_FAILED\] Task t1 was cancelled \(reason: customer changed plans\) .*Manual cleanup is needed\./);
+    expect(out).toMatch(/cleanup\s+the task was cancelled, then its cleanup failed \(it is not retried\): manual cleanup is needed/);
+    expect(out).toMatch(/cancel\s+customer changed plans/);
+    expect(out).toMatch(/\n\s*0\s+reserve\s+completed/);
+    expect(out).toMatch(/\n\s*c1\s+onCancel:notify\s+failed/);
+    expect(out).toMatch(/\n\s*c2\s+compensate:reserve\s+completed/);
+  });
+});

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NonRetryableError, workflow, type TaskInfo } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { eventually, gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { eventually, gate, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
 
 function stepNames(info: TaskInfo): string[] {
   return info.steps.map((s) => `${s.name}:${s.status}`);
@@ -30,8 +30,10 @@ describe('cancel cleanup and compensation', () => {
     await waitForStatus(engine, id, 'cancelled');
     expect(released).toEqual(['lock-7:user asked']);
     const info = await engine.get(id);
-    expect(stepNames(info)).toEqual(['lock:completed', 'release:completed']);
-    expect(info.history.some((e) => e.type === 'step:completed' && e.step.name === 'release')).toBe(true);
+    // The handler's step is named after its scope, with its own idempotency key.
+    expect(stepNames(info)).toEqual(['lock:completed', 'onCancel:release:completed']);
+    expect(info.steps[1]?.idempotencyKey).toBe(`v1:${id}:onCancel:release#1`);
+    expect(info.history.some((e) => e.type === 'step:completed' && e.step.name === 'onCancel:release')).toBe(true);
   });
 
   it('runs the compensations of completed steps in reverse order when the task fails for good, each a recorded, retried step', async () => {
@@ -77,7 +79,162 @@ describe('cancel cleanup and compensation', () => {
       code: 'COMPENSATION_FAILED',
       message: expect.stringMatching(/failed \(.*tax service refused\) and could not be fully undone: compensation of "ship": .*parcel already left the depot\. Manual cleanup is needed\./),
       cause: { code: 'STEP_FAILED' },
+      data: { cancelled: false, failedCompensations: 'ship' },
     });
+    // result() rejects with that error itself: people must act on it.
+    await expect(engine.result(id)).rejects.toMatchObject({ code: 'COMPENSATION_FAILED', message: info.status === 'failed' ? info.error.message : '' });
+    expect((await engine.explain(id)).summary).toMatch(/^Failed, and its cleanup failed too: .* retry it to run again from the failed step\.$/);
+    // A retry forgets the cleanup of the failure it retries: it runs again if the task fails again.
+    await engine.retry(id);
+    await waitForStatus(engine, id, 'failed');
+    const again = await engine.get(id);
+    expect(transitionsOf(again).find((t) => t.event === 'retry')?.detail).toMatchObject({ fromStep: 'invoice', forgotten: ['compensate:ship', 'compensate:reserve'] });
+    expect(undone).toEqual(['reserve', 'reserve']);
+    expect(stepNames(again)).toEqual(['reserve:completed', 'ship:completed', 'invoice:failed', 'compensate:ship:failed', 'compensate:reserve:completed']);
+  });
+
+  it('a cancelled task whose cleanup fails for good ends failed (cancelling → failed) with COMPENSATION_FAILED naming the cancel and each failure; result(), get, the log and explain show it; it is not retried', async () => {
+    const undone: string[] = [];
+    const started = gate();
+    const ends: string[] = [];
+    const wf = workflow('cancel-undo-fails', async (ctx) => {
+      await ctx.step('reserve', () => 'R1', { compensate: () => void undone.push('reserve') });
+      await ctx.step('ship', () => 'S1', { retry: 1, compensate: () => { throw new NonRetryableError('parcel already left the depot'); } });
+      ctx.onCancel(() => ctx.step('notify', () => { throw new NonRetryableError('mail server down'); }, { retry: 1 }));
+      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
+        started.open();
+        signal.addEventListener('abort', () => reject(signal.reason as Error));
+      }));
+    });
+    const engine = makeEngine({ workflows: [wf], observers: [{ onRunEnd: (r) => void ends.push(r.status) }] });
+    const worker = await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await started.promise;
+    await engine.cancel(id, { reason: 'customer changed plans' });
+    await waitForStatus(engine, id, ['failed', 'cancelled']);
+    await worker.stop();
+    expect(undone).toEqual(['reserve']); // every compensation is tried
+    const info = await engine.get(id);
+    expect(info.status).toBe('failed');
+    expect(info.cancelReason).toBe('customer changed plans');
+    const message = /^Task \S+ was cancelled \(reason: customer changed plans\) and could not be fully undone: onCancel cleanup: .*mail server down; compensation of "ship": .*parcel already left the depot\. Manual cleanup is needed\.$/;
+    expect(info.status === 'failed' && info.error).toMatchObject({
+      code: 'COMPENSATION_FAILED', message: expect.stringMatching(message),
+      cause: { code: 'TASK_CANCELLED', message: expect.stringContaining('customer changed plans') },
+      data: { cancelled: true, cancelReason: 'customer changed plans', failedCompensations: 'onCancel, ship' },
+    });
+    expect(stepNames(info)).toEqual(['reserve:completed', 'ship:completed', 'onCancel:notify:failed', 'compensate:ship:failed', 'compensate:reserve:completed']);
+    await expect(engine.result(id)).rejects.toMatchObject({ code: 'COMPENSATION_FAILED', message: expect.stringMatching(message) });
+    // The log: the cancel by the user, then the worker's `fail` from cancelling.
+    const [cancel, fail] = transitionsOf(info).slice(-2);
+    expect(cancel).toMatchObject({ event: 'cancel', from: 'running', to: 'cancelling', actor: { kind: 'user' } });
+    expect(fail).toMatchObject({ event: 'fail', from: 'cancelling', to: 'failed', actor: { kind: 'worker', id: worker.id }, detail: { reason: 'customer changed plans', error: expect.stringMatching(message) } });
+    expect(ends).toEqual(['failed']);
+    // Explain says what happened and what to do; retry is not offered, and refused.
+    const why = await engine.explain(id);
+    expect(why.summary).toMatch(/^Failed in its cleanup after a cancel \(reason: customer changed plans\): .*Manual cleanup is needed\. A cancelled task is not retried/);
+    expect(why.legalEvents).toEqual([]);
+    await expect(engine.retry(id)).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringMatching(/was cancelled and its cleanup then failed: a cancelled task never resumes/) });
+    expect((await engine.get(id)).status).toBe('failed');
+  });
+
+  it('a worker stopping in the middle of the cleanup leaves the task cancelling; the worker that takes it over resumes the cleanup, by name: what the first one completed is not run again, and the code\'s late call was never run', async () => {
+    const effects: string[] = [];
+    const entered = gate();
+    const late = gate<string>();
+    const drainStarted = gate();
+    const refused = gate<unknown>();
+    let first = true;
+    const wf = workflow('handed-over-cleanup', async (ctx) => {
+      await ctx.step('book', () => 'B1', { compensate: () => void effects.push('unbook') });
+      ctx.onCancel(async () => {
+        await ctx.step('release', () => void effects.push('release'));
+        await ctx.step('drain', ({ signal }) => {
+          effects.push('drain-start');
+          if (!first) return void effects.push('drain');
+          drainStarted.open();
+          return new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
+        });
+      });
+      try {
+        await ctx.step('work', () => {
+          entered.open();
+          return late.promise; // ignores its signal: settles during the cleanup
+        });
+      } catch {
+        // The code goes on after its late result, while its cleanup runs: this call is refused.
+        const after = ctx.step('log-stop', () => void effects.push('log-stop'));
+        refused.open(await after.catch((e: unknown) => e));
+      }
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const a = await startWorker(engine, { cancelGraceMs: 100, shutdownGraceMs: 100, leaseMs: 1000 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id, { reason: 'stop' });
+    await drainStarted.promise;
+    late.open('too late');
+    expect(await refused.promise).toMatchObject({ code: 'TASK_CANCELLED' });
+    await a.stop();
+    // No end written: the task is still cancelling, its cleanup half done.
+    const between = await engine.get(id);
+    expect(between.status).toBe('cancelling');
+    expect(stepNames(between)).toEqual(['book:completed', 'onCancel:release:completed']);
+    first = false;
+    await startWorker(engine, { leaseMs: 1000 });
+    await waitForStatus(engine, id, ['cancelled', 'failed']);
+    const info = await engine.get(id);
+    expect(info.status).toBe('cancelled');
+    expect(effects).toEqual(['release', 'drain-start', 'drain-start', 'drain', 'unbook']);
+    expect(stepNames(info)).toEqual(['book:completed', 'onCancel:release:completed', 'onCancel:drain:completed', 'compensate:book:completed']);
+    expect(transitionsOf(info).map((t) => `${t.event}:${t.to}`).slice(-3)).toEqual(['cancel:cancelling', 'reclaim:cancelling', 'abort:cancelled']);
+  });
+
+  it('a worker whose grace period ends before the cleanup has begun leaves the whole cleanup to the worker that takes the task over', async () => {
+    const effects: string[] = [];
+    const entered = gate();
+    const wf = workflow('cleanup-left-over', async (ctx) => {
+      await ctx.step('book', () => 'B1', { compensate: () => void effects.push('unbook') });
+      ctx.onCancel(() => ctx.step('release', () => void effects.push('release')));
+      await ctx.step('work', () => {
+        entered.open();
+        return new Promise(() => undefined); // ignores its signal: the cancel waits out the grace period
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const a = await startWorker(engine, { cancelGraceMs: 1000, shutdownGraceMs: 50, leaseMs: 1000 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id);
+    await a.stop(); // its grace period ends while the cancelled run still waits for its step
+    expect(effects).toEqual([]);
+    expect((await engine.get(id)).status).toBe('cancelling');
+    await startWorker(engine, { leaseMs: 1000 });
+    await waitForStatus(engine, id, ['cancelled', 'failed']);
+    expect((await engine.get(id)).status).toBe('cancelled');
+    expect(effects).toEqual(['release', 'unbook']);
+  });
+
+  it('a task woken past its deadline still compensates the steps it completed: its code replays what it recorded and makes no new call', async () => {
+    const clock = new ManualClock();
+    const undone: string[] = [];
+    let after = 0;
+    const wf = workflow('late-undo', async (ctx) => {
+      await ctx.step('create-vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(`delete ${vm}`) });
+      await ctx.sleep('nap', '7d');
+      await ctx.step('after', () => ++after);
+    }, { timeout: '1d' });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'waiting');
+    await clock.advance('1d');
+    await waitForStatus(engine, id, 'failed');
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.code).toBe('DEADLINE_EXCEEDED');
+    expect(undone).toEqual(['delete vm-1']);
+    expect(after).toBe(0);
+    expect(stepNames(info)).toEqual(['create-vm:completed', 'nap:waiting', 'compensate:create-vm:completed']);
   });
 
   it('runs compensations after a cancel too, and after a deadline', async () => {
@@ -129,15 +286,17 @@ describe('cancel cleanup and compensation', () => {
     late.open('too late');
     expect(cleaned).toEqual(['done']);
     const info = await engine.get(id);
-    expect(stepNames(info)).toEqual(['cleanup:completed']);
+    expect(stepNames(info)).toEqual(['onCancel:cleanup:completed']);
   });
 
-  it('stops a cleanup that runs past its own deadline (cleanupTimeout, on the engine clock): the task still ends cancelled', async () => {
+  it('stops a cleanup that runs past its own deadline (cleanupTimeout, on the engine clock): the cancelled task fails with COMPENSATION_FAILED, naming the deadline and what did not run', async () => {
     const clock = new ManualClock();
     const entered = gate();
     const cleanupStarted = gate();
     const reasons: string[] = [];
+    const undone: string[] = [];
     const wf = workflow('slow-cleanup', async (ctx) => {
+      await ctx.step('vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(vm) });
       ctx.onCancel(() => ctx.step('drain-queue', ({ signal }) => new Promise((_r, reject) => {
         cleanupStarted.open();
         signal.addEventListener('abort', () => {
@@ -154,11 +313,19 @@ describe('cancel cleanup and compensation', () => {
     await startWorker(engine, { leaseMs: 86_400_000 });
     const { id } = await engine.start(wf);
     await entered.promise;
-    await engine.cancel(id);
+    await engine.cancel(id, { reason: 'too slow' });
     await cleanupStarted.promise;
     await clock.advance('5m');
-    await waitForStatus(engine, id, 'cancelled');
+    await waitForStatus(engine, id, 'failed');
     expect(reasons).toEqual([expect.stringMatching(/cleanup of task .* ran past its 300000 ms deadline/)]);
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error).toMatchObject({
+      code: 'COMPENSATION_FAILED',
+      message: expect.stringMatching(/was cancelled \(reason: too slow\) and could not be fully undone: onCancel cleanup: .*ran past its 300000 ms deadline.*compensation of "vm": not run: .*Manual cleanup is needed\./),
+      cause: { code: 'TASK_CANCELLED' },
+    });
+    expect(undone).toEqual([]); // past the deadline nothing more runs
+    expect(stepNames(info)).toEqual(['vm:completed', 'onCancel:drain-queue:failed']);
   });
 
   it('refuses the late result of a step that ignored its signal even when it arrives during the cleanup', async () => {
@@ -181,6 +348,6 @@ describe('cancel cleanup and compensation', () => {
     await entered.promise;
     await engine.cancel(id);
     await waitForStatus(engine, id, 'cancelled');
-    expect(stepNames(await engine.get(id))).toEqual(['cleanup:completed']);
+    expect(stepNames(await engine.get(id))).toEqual(['onCancel:cleanup:completed']);
   });
 });

@@ -18,7 +18,8 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
     fail: 'failed', cancel: 'cancelling', resume: 'running',
   },
   paused: { resume: 'pending', cancel: 'cancelled', expire: 'failed' },
-  cancelling: { abort: 'cancelled' },
+  // A cancelling task whose worker died is reclaimed to finish its cleanup; a cleanup that fails for good fails it.
+  cancelling: { reclaim: 'cancelling', fail: 'failed', abort: 'cancelled' },
   succeeded: {},
   failed: { retry: 'pending' },
   cancelled: {},
@@ -75,7 +76,8 @@ describe('lifecycle transition table', () => {
 
   it('gives the store the source statuses of each event', () => {
     expect(sourcesOf('claim').sort()).toEqual(['pending', 'waiting']);
-    expect(sourcesOf('reclaim')).toEqual(['running']);
+    expect(sourcesOf('reclaim')).toEqual(['running', 'cancelling']);
+    expect(sourcesOf('fail')).toEqual(['running', 'cancelling']);
     expect(sourcesOf('cancel').sort()).toEqual(['paused', 'pending', 'running', 'waiting']);
     expect(sourcesOf('abort')).toEqual(['cancelling']);
   });
@@ -84,6 +86,8 @@ describe('lifecycle transition table', () => {
     expect(transition({ status: 'running' }, 'complete').effects).toEqual(expect.arrayContaining(['release-lease', 'finish']));
     expect(transition({ status: 'running' }, 'cancel').effects).toEqual(['abort-run']);
     expect(transition({ status: 'failed' }, 'retry').effects).toEqual(['schedule-now']);
+    expect(transition({ status: 'cancelling' }, 'reclaim').effects).toEqual(['acquire-lease']);
+    expect(transition({ status: 'cancelling' }, 'fail').effects).toEqual(['release-lease', 'clear-pause-request', 'finish']);
     expect(transition({ status: 'running', pauseRequested: true }, 'suspend').pauseRequested).toBe(true);
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NonRetryableError, StoreUnavailableError, TaskCancelledError, WorkerStoppingError, LeaseLostError } from '../src/errors.ts';
+import { CompensationFailedError, NonRetryableError, StoreUnavailableError, TaskCancelledError, WorkerStoppingError, LeaseLostError } from '../src/errors.ts';
 import { decodeError } from '../src/serialize.ts';
 import type { StepRow } from '../src/store.ts';
 import { decideEnd, type EndPlan, type RunOutcome } from '../src/run/outcome.ts';
@@ -33,6 +33,7 @@ const oops = new NonRetryableError('oops');
 const illegal = new Error('ctx.step("x"): the second argument must be a function');
 const stopping = new WorkerStoppingError();
 const cancelled = new TaskCancelledError('t1', 'user asked');
+const undone = new CompensationFailedError('t1', cancelled, [{ step: 'book', error: new Error('already shipped') }], { reason: 'user asked' });
 
 const base: RunOutcome = {
   result: null, refused: 0, waits: [], journal: new Map(), calls: 0, taskId: 't1', workflowName: 'wf',
@@ -57,6 +58,13 @@ const ROWS: Array<[label: string, state: RunState, outcome: Partial<RunOutcome>,
   ['database stayed away, after a cancel: write nothing', { kind: 'lost', by: 'store', halt: new StoreUnavailableError('down'), fatal: null, cancel: { reason: 'x' }, hold: 'pause' }, { waits: [sleepWait] }, 'lease-lost'],
   ['cancelled: abort with the reason, whatever the code did', { kind: 'cancelled', reason: 'user asked', halt: cancelled, fatal: null, hold: 'none' }, { result: { ok: true, value: 1 } }, { event: 'abort', detail: { reason: 'user asked' } }],
   ['cancelled without a reason, after an illegal call: abort', { kind: 'cancelled', reason: undefined, halt: stopping, fatal: illegal, hold: 'drain' }, { waits: [sleepWait] }, { event: 'abort', detail: { reason: null } }],
+  ['cancelled, then the cleanup failed for good: fail with its error, over the cancel', { kind: 'cancelled', reason: 'user asked', halt: cancelled, fatal: null, hold: 'none' }, { cleanupFailure: undone }, {
+    event: 'fail', set: { error: { name: 'CompensationFailedError', code: 'COMPENSATION_FAILED', message: undone.message } }, detail: { error: undone.message, reason: 'user asked' }, overridesCancel: true,
+  }],
+  ['failed, then the cleanup failed for good: fail with the cleanup\'s error', { kind: 'running', hold: 'none' }, { result: { ok: false, error: oops }, cleanupFailure: undone }, {
+    event: 'fail', set: { error: { name: 'CompensationFailedError', code: 'COMPENSATION_FAILED', message: undone.message } }, detail: { error: undone.message }, overridesCancel: true,
+  }],
+  ['lease lost during a cleanup that failed: write nothing', { kind: 'lost', by: 'lease', halt: new LeaseLostError('t1', 1), fatal: null, cancel: { reason: 'x' }, hold: 'none' }, { cleanupFailure: undone }, 'lease-lost'],
   ['illegal call (fatal): fail with its error', { kind: 'failed', error: illegal, halt: null, hold: 'pause' }, { result: { ok: true, value: 1 }, waits: [sleepWait] }, failWith('Error', undefined, illegal.message)],
   ['fatal wins over the end of the grace period', { kind: 'failed', error: illegal, halt: stopping, hold: 'none' }, {}, failWith('Error', undefined, illegal.message)],
   ['halted (worker stopping): release with the waits\' rows', { kind: 'stopping', halt: stopping, hold: 'pause' }, { waits: [sleepWait], result: { ok: true, value: 1 } }, { event: 'release', steps: [sleepWait.row], detail: { reason: stopping.message } }],

@@ -159,7 +159,7 @@ afterEach(async () => {
 // ── Helpers ──────────────────────────────────────────────────────────────────────────────────
 
 const CLAIM = { from: sourcesOf('claim'), to: 'running' as TaskStatus };
-const RECLAIM = { from: sourcesOf('reclaim'), to: 'running' as TaskStatus };
+const RECLAIM = { from: sourcesOf('reclaim'), to: { running: 'running', cancelling: 'cancelling' } as Partial<Record<TaskStatus, TaskStatus>> };
 
 /** Names no other test uses: workflows, task ids (ordered by creation within a test), keys. */
 function namespace() {
@@ -703,6 +703,19 @@ for (const backend of backends) {
         expect((await transitions(store, stale.id)).at(-1)).toMatchObject({
           event: 'reclaim', fromStatus: 'running', toStatus: 'running', epoch: stale.epoch + 1, actor: 'worker:w3', detail: '{"previousOwner":"w1"}',
         });
+      });
+
+      it('claim reclaims an expired cancelling task as cancelling (its new run finishes the cleanup), with or without caps', async () => {
+        for (const concurrency of [undefined, { [ns.wf()]: 5 }]) {
+          const task = await claimedTask(store, ns, { runAt: T0 }, 'w1');
+          await store.transition(write(task, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'user asked' } }));
+          await passLeaseTime(store, [task.id], LEASE_MS + 1);
+          const [reclaimed, ...rest] = await store.claim(claimRequest(ns, { now: T0 + LEASE_MS + 1, workerId: 'w2', ...(concurrency ? { concurrency } : {}) }));
+          expect(rest).toEqual([]);
+          expect(reclaimed).toMatchObject({ event: 'reclaim', task: { id: task.id, status: 'cancelling', cancelReason: 'user asked', leaseOwner: 'w2', epoch: task.epoch + 1 } });
+          expect((await transitions(store, task.id)).at(-1)).toMatchObject({ event: 'reclaim', fromStatus: 'cancelling', toStatus: 'cancelling', actor: 'worker:w2' });
+          await store.transition(write(reclaimed?.task as TaskRow, { event: 'abort', from: ['cancelling'], to: 'cancelled', guard: { epoch: task.epoch + 1 }, set: { clearLease: true, finishedAt: T0 + LEASE_MS + 2 } }));
+        }
       });
 
       it('per-workflow concurrency caps count leased tasks across claims and free up as tasks finish', async () => {

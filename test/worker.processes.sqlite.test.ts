@@ -77,7 +77,7 @@ describe('several processes sharing one SQLite file', () => {
     }
   }, 60_000);
 
-  it('ends a cancelling task whose worker died as cancelled once its lease expires', async () => {
+  it('takes over a cancelling task whose worker died and ends it cancelled, without running its step again', async () => {
     const dir = tempDir();
     const db = `sqlite:${join(dir, 'dead-cancel.db')}`;
     const log = join(dir, 'effects.log');
@@ -89,11 +89,14 @@ describe('several processes sharing one SQLite file', () => {
       a.child.kill('SIGKILL');
       await a.exited;
       await engine.cancel(id, { reason: 'cleanup' });
-      // Any worker's heartbeat sweeps expired cancelling tasks.
+      // A worker of its workflow reclaims it, still cancelling: its run knows of the cancel from
+      // the start, so it runs the cleanup (none here) and no new step.
       const b = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--lease-ms', '1000', '--heartbeat-ms', '200'], { STEPWISE_TEST_LOG: log });
       await waitForStatus(engine, id, 'cancelled', 15_000);
-      const last = transitionsOf(await engine.get(id)).at(-1);
-      expect(last).toMatchObject({ event: 'abort', from: 'cancelling', to: 'cancelled', detail: { reason: 'lease expired' } });
+      const [reclaim, last] = transitionsOf(await engine.get(id)).slice(-2);
+      expect(reclaim).toMatchObject({ event: 'reclaim', from: 'cancelling', to: 'cancelling' });
+      expect(last).toMatchObject({ event: 'abort', from: 'cancelling', to: 'cancelled', detail: { reason: 'cleanup' } });
+      expect(last?.actor).toEqual(reclaim?.actor);
       expect(readLog(log).filter((l) => l.event === 'start')).toHaveLength(1); // never resumed
       b.child.kill('SIGTERM');
       await b.exited;

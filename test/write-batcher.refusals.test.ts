@@ -45,7 +45,7 @@ async function claimedTasks(store: Store, n: number): Promise<TaskRow[]> {
   }
   const claimed = await store.claim({
     workerId: 'w1', now: T0, leaseMs: 60_000, limit: n, workflows: ['wf'],
-    claim: { from: sourcesOf('claim'), to: 'running' as TaskStatus }, reclaim: { from: sourcesOf('reclaim'), to: 'running' as TaskStatus },
+    claim: { from: sourcesOf('claim'), to: 'running' as TaskStatus }, reclaim: { from: sourcesOf('reclaim'), to: { running: 'running', cancelling: 'cancelling' } as Partial<Record<TaskStatus, TaskStatus>> },
   });
   return ids.map((id) => claimed.find((c) => c.task.id === id)?.task as TaskRow);
 }

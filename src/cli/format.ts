@@ -50,9 +50,10 @@ export function progressText(t: TaskSummary): string {
   return [count, p.note, p.step ? dim(`(${p.step})`) : ''].filter(Boolean).join(' ');
 }
 
-function stepRow(s: StepInfo): string[] {
+/** A journal row of `show`; the cleanup's are numbered apart (`c1`, `c2`: `n`). */
+function stepRow(s: StepInfo, n: number): string[] {
   const detail = s.status === 'completed' && s.error ? yellow(`skipped: ${s.error.message.split('\n')[0] ?? ''}`) : s.error ? red(s.error.message.split('\n')[0] ?? '') : s.kind !== 'step' && s.wakeAt ? dim(`until ${time(s.wakeAt)}`) : '';
-  return [String(s.seq), s.kind === 'step' ? s.name : `${s.name} (${s.kind})`, colorStatus(s.status), String(s.attempts || ''), s.durationMs === null ? '-' : formatMs(s.durationMs), `e${s.epoch}`, detail];
+  return [s.cleanup ? `c${n}` : String(s.seq), s.kind === 'step' ? s.name : `${s.name} (${s.kind})`, colorStatus(s.status), String(s.attempts || ''), s.durationMs === null ? '-' : formatMs(s.durationMs), `e${s.epoch}`, detail];
 }
 
 /** `key=value …` of an object's set fields. */
@@ -134,9 +135,13 @@ export function taskDetail(t: TaskInfo): string {
   out.push(`  input      ${truncate(JSON.stringify(t.input) ?? 'undefined')}`);
   if (t.status === 'succeeded') out.push(`  output     ${truncate(JSON.stringify(t.output) ?? 'undefined')}`);
   if (t.status === 'failed') out.push(`  error      ${red(`[${t.error.code ?? t.error.name}] ${t.error.message}`)}`);
+  if (t.status === 'failed' && t.error.code === 'COMPENSATION_FAILED') {
+    const what = t.error.data?.cancelled === true ? 'the task was cancelled, then its cleanup failed (it is not retried)' : 'its compensations failed after the failure';
+    out.push(`  ${yellow('cleanup')}    ${what}: manual cleanup is needed`);
+  }
   if (t.usage) out.push(...usageLines(t));
   out.push('', bold('Steps'));
-  out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map(stepRow)) : dim('  (none yet)'));
+  out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map((s, i) => stepRow(s, i + 1 - t.steps.findIndex((x) => x.cleanup)))) : dim('  (none yet)'));
   const attempts = attemptLines(t);
   if (attempts.length) out.push('', bold('Failed attempts'), ...attempts);
   if (t.approvals.length) out.push('', bold('Approvals'), ...t.approvals.map(approvalLines));

@@ -11,7 +11,7 @@
  */
 import type { ClientBase } from 'pg';
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
-import { DB_NOW_MS, Params, leasedCountSql, servedSql, sqlStatuses } from './sql-text.ts';
+import { DB_NOW_MS, Params, leasedCountSql, reclaimTargetSql, servedSql, sqlStatuses } from './sql-text.ts';
 import { capsOf, isCapped, nextWindow, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
@@ -60,7 +60,7 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
                WITH ORDINALITY AS p(p_id, p_event, p_status, p_detail, p_ord)
            ), u AS (
              UPDATE ${c.t.tasks} AS t
-             SET status = CASE WHEN p.p_event = 'reclaim' THEN ${p.add(r.reclaim.to, 'text')} ELSE ${p.add(r.claim.to, 'text')} END,
+             SET status = CASE WHEN p.p_event = 'reclaim' THEN ${reclaimTargetSql(p, r.reclaim.to, 'p.p_status')} ELSE ${p.add(r.claim.to, 'text')} END,
                lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${DB_NOW_MS} + ${p.add(r.leaseMs, 'bigint')},
                epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL,
                updated_at = ${p.add(r.now, 'bigint')}, event_seq = t.event_seq + 1
@@ -100,7 +100,7 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   const now = p.add(r.now, 'bigint');
   const served = servedSql(p, r.workflows, r.versions);
   const limit = p.add(r.limit, 'integer');
-  const reclaimTo = p.add(r.reclaim.to, 'text');
+  const reclaimTo = reclaimTargetSql(p, r.reclaim.to, 'p.status');
   const claimTo = p.add(r.claim.to, 'text');
   const parts: string[] = [];
   if (r.reclaim.from.length) {

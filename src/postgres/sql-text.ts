@@ -175,6 +175,15 @@ export function claimEntriesSql(t: Tables, task: string): string {
 }
 
 /** Collects positional parameters, each with an explicit SQL type. */
+/**
+ * The status a reclaimed task takes (SQL), from its status before (`column`): the request's
+ * target per source status (NULL for a status without one, which the NOT NULL column refuses).
+ */
+export function reclaimTargetSql(p: Params, to: ClaimRequest['reclaim']['to'], column: string): string {
+  const arms = Object.entries(to).map(([from, target]) => `WHEN ${p.add(from, 'text')} THEN ${p.add(target, 'text')}`);
+  return arms.length ? `CASE ${column} ${arms.join(' ')} END` : 'NULL';
+}
+
 export class Params {
   readonly values: unknown[] = [];
   add(value: unknown, type: string): string {

@@ -10,6 +10,7 @@
 import type { StepKind, StepRow } from '../store.ts';
 import { notNow, track, type Activity } from './activity.ts';
 import type { RunCore } from './core.ts';
+import { isCleanupSeq } from './cleanup-scope.ts';
 import { position, type Position } from './identity.ts';
 
 export interface Primitive<A, B, S, T> {
@@ -22,13 +23,18 @@ export interface Primitive<A, B, S, T> {
   start(run: RunCore, prepared: S, activity: Activity): Promise<T>;
 }
 
-/** Calls `primitive` named `name` with its arguments; never throws (a failure is a rejection). */
-export function call<A, B, S, T>(run: RunCore, primitive: Primitive<A, B, S, T>, name: string, a: A, b: B): Promise<T> {
+/**
+ * Calls `primitive` named `name` with its arguments; never throws (a failure is a rejection).
+ * `occurrence`: a compensation's identity in the cleanup scope (see `cleanup-scope.ts`).
+ */
+export function call<A, B, S, T>(run: RunCore, primitive: Primitive<A, B, S, T>, name: string, a: A, b: B, occurrence?: number): Promise<T> {
   let prepared: S;
   try {
-    const pos = position(run, name, primitive.kind);
+    const pos = position(run, name, primitive.kind, occurrence);
     const rec = pos.recorded;
-    if (rec && rec.done !== null) return run.replay.replayed(pos.seq, primitive.replayed, rec, pos.stepId);
+    if (rec && rec.done !== null) {
+      return isCleanupSeq(pos.seq) ? run.replay.recalled(primitive.replayed, rec, pos.stepId) : run.replay.replayed(pos.seq, primitive.replayed, rec, pos.stepId);
+    }
     prepared = primitive.prepare(run, pos, a, b);
   } catch (e) {
     return Promise.reject(e);

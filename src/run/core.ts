@@ -14,6 +14,7 @@ import type { Emit, WorkerEventName } from '../events.ts';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';
 import { toMs } from '../duration.ts';
 import { DEFAULT_CLEANUP_MS, type CancelHandler, type Compensation } from './cleanup.ts';
+import { CLEANUP_SEQ, isCleanupSeq } from './cleanup-scope.ts';
 import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
 import type { WriteBatcher } from '../write-batcher.ts';
 import type { Workflow } from '../workflow.ts';
@@ -59,8 +60,14 @@ export class RunCore {
   /** Calls refused because of a pause or a drain: the run cannot finish in this run any more. */
   refused = 0;
 
-  // Identity (see `identity.ts`).
+  // Identity (see `identity.ts`; the cleanup's in `cleanup-scope.ts`).
+  /** The code's journal rows, by position. */
   readonly journal = new Map<number, StepRow>();
+  /** The cleanup scope's journal rows, by step id. */
+  readonly cleanupJournal = new Map<string, StepRow>();
+  /** The next free position of the cleanup scope. */
+  cleanupSeq = CLEANUP_SEQ;
+  readonly cleanupOccurrences = new Map<string, number>();
   /** The next position. */
   seq = 0;
   /** Per position: the `done` of the last result the code had received when it made the call. */
@@ -119,6 +126,8 @@ export class RunCore {
   cleanupHalt: Error | null = null;
   /** How long the cleanup scope may take. */
   readonly cleanupMs: number;
+  /** The worker's grace period is over: a cleanup not begun yet is left to the next worker. */
+  shutDown = false;
 
   readonly replay: Replay;
   readonly writer: JournalWriter;
@@ -130,7 +139,13 @@ export class RunCore {
     this.epoch = claimed.task.epoch;
     this.workflow = workflow;
     this.deps = deps;
-    for (const s of claimed.steps) this.journal.set(s.seq, s);
+    for (const s of claimed.steps) {
+      if (!isCleanupSeq(s.seq)) this.journal.set(s.seq, s);
+      else {
+        this.cleanupJournal.set(s.name, s);
+        this.cleanupSeq = Math.max(this.cleanupSeq, s.seq + 1);
+      }
+    }
     this.signals = [...claimed.signals];
     this.lastSignalId = claimed.signals.reduce((max, s) => Math.max(max, s.id), 0);
     this.defaultRetry = resolveRetry(workflow.options.retry);

@@ -4,12 +4,15 @@
  * The identity of the code's calls. Each `ctx.step` / `ctx.sleep` / `ctx.waitForEvent` call takes
  * the next position (`seq`) in call order; its id is its name plus occurrence (`fetch`, `fetch#2`).
  * A position whose recorded name (or kind) differs is a non-determinism error: the code changed
- * incompatibly while the task was in flight.
+ * incompatibly while the task was in flight. Calls of the cleanup scope (cancel handlers and
+ * compensations) are identified apart from these positions, by name and occurrence within the
+ * cleanup: see `cleanup-scope.ts`.
  */
 import { InvalidArgumentError, NonDeterminismError } from '../errors.ts';
 import { textProblem } from '../text-rules.ts';
 import type { StepKind, StepRow } from '../store.ts';
 import type { RunCore } from './core.ts';
+import { ON_CANCEL, calledFromCleanup } from './cleanup-scope.ts';
 
 /** Names of steps, sleeps and events: not empty, no `#` (it marks repeats) and no `|` (it separates awaited events). */
 export const STEP_NAME = /^[^#|\s][^#|]{0,199}$/;
@@ -24,8 +27,13 @@ export interface Position {
   recorded: StepRow | undefined;
 }
 
-/** Takes the next journal position for a call; checks it against the journal. */
-export function position(run: RunCore, name: string, kind: StepKind): Position {
+/**
+ * Takes the next journal position for a call; checks it against the journal. In the cleanup scope,
+ * the call's identity there instead (`occurrence`: a compensation's, that of the step it undoes).
+ */
+export function position(run: RunCore, name: string, kind: StepKind, given?: number): Position {
+  // The code's calls after its cleanup has begun do not start (see `cleanup-scope.ts`).
+  if (run.cleaning && !calledFromCleanup(run)) throw run.cleanupHalt ?? new Error(`Task ${run.taskId}: the run has ended`);
   if (typeof name !== 'string' || !STEP_NAME.test(name)) {
     throw run.fail(
       new InvalidArgumentError(
@@ -36,6 +44,7 @@ export function position(run: RunCore, name: string, kind: StepKind): Position {
   // A name the journal cannot store exactly would not match itself on replay.
   const problem = textProblem(name);
   if (problem) throw run.fail(new InvalidArgumentError(`${kind} name ${JSON.stringify(name)} ${problem}: it cannot be stored exactly. Build names from whole characters.`));
+  if (run.cleaning) return cleanupPosition(run, given === undefined ? `${ON_CANCEL}${name}` : name, kind, given);
   run.activity++;
   const seq = run.seq++;
   const occurrence = (run.occurrences.get(name) ?? 0) + 1;
@@ -53,6 +62,35 @@ export function position(run: RunCore, name: string, kind: StepKind): Position {
       ),
     );
   }
+  return { name, occurrence, seq, stepId, recorded };
+}
+
+/**
+ * A call of the cleanup scope: identified by its scoped name (`onCancel:…`, `compensate:…`) and
+ * its occurrence within the cleanup, at the position its id was first recorded at (or the next
+ * free one of the cleanup's).
+ */
+function cleanupPosition(run: RunCore, name: string, kind: StepKind, given: number | undefined): Position {
+  run.activity++;
+  let occurrence = given;
+  if (occurrence === undefined) {
+    occurrence = (run.cleanupOccurrences.get(name) ?? 0) + 1;
+    run.cleanupOccurrences.set(name, occurrence);
+  }
+  const stepId = occurrence === 1 ? name : `${name}#${occurrence}`;
+  const recorded = run.cleanupJournal.get(stepId);
+  if (recorded && recorded.kind !== kind) {
+    throw run.fail(
+      new NonDeterminismError(
+        run.taskId,
+        recorded.seq,
+        `${who(run)}: in its cleanup the code now calls ${kind} "${stepId}", but the journal recorded ${recorded.kind} "${recorded.name}" under that name. ` +
+          'The workflow code changed incompatibly while the task was in flight; deploy such changes under a new workflow version.',
+      ),
+    );
+  }
+  const seq = recorded ? recorded.seq : run.cleanupSeq++;
+  run.calledAfter.set(seq, run.replay.handed);
   return { name, occurrence, seq, stepId, recorded };
 }
 

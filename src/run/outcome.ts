@@ -3,7 +3,8 @@
  * Internal: not part of the public API (the package exports only its index modules).
  * How a run ends: {@link decideEnd} turns the run's state and what its code did into the one
  * lifecycle transition the run writes last (complete, fail, park, suspend, release or abort), or
- * into `'lease-lost'` when the run may not write anything more. A pure function: the writer carries
+ * into `'lease-lost'` when the run may not write anything more. A cleanup that failed for good
+ * fails the task whatever ended it, a cancel included. A pure function: the writer carries
  * its answer out (and re-plans it if the task changed meanwhile, see `writer.ts`).
  */
 import { NonDeterminismError, coerceError } from '../errors.ts';
@@ -36,6 +37,8 @@ export interface RunOutcome {
   readonly outputBytes: number;
   /** When the task must be finished, or null: a park wakes it by then at the latest. */
   readonly deadline?: number | null;
+  /** The cleanup after a cancel or a failure failed for good (see `cleanup.ts`). */
+  readonly cleanupFailure?: Error | null;
 }
 
 /** The last transition to write: its event, the task's columns it sets, its history detail, its journal rows. */
@@ -44,6 +47,8 @@ export interface EndPlan {
   readonly set?: TaskPatch;
   readonly detail?: unknown;
   readonly steps?: StepRow[];
+  /** Written as it is also when the task is cancelling (a failed cleanup: `fail` from `cancelling`). */
+  readonly overridesCancel?: boolean;
 }
 
 function fail(error: Error): EndPlan {
@@ -67,6 +72,12 @@ function park(waits: readonly Wait[], steps: StepRow[], taskDeadline: number | n
 /** The run's last transition; `'lease-lost'` when it may not write any more. */
 export function decideEnd(state: RunState, o: RunOutcome): EndPlan | 'lease-lost' {
   if (state.kind === 'lost') return 'lease-lost';
+  // What the task did is not fully undone: it fails, also after a cancel (people must clean up).
+  if (o.cleanupFailure) {
+    const error = o.cleanupFailure;
+    const detail = state.kind === 'cancelled' ? { error: error.message, reason: state.reason ?? null } : { error: error.message };
+    return { event: 'fail', set: { error: encodeError(error) }, detail, overridesCancel: true };
+  }
   if (state.kind === 'cancelled') return { event: 'abort', detail: { reason: state.reason ?? null } };
   if (state.kind === 'failed') return fail(state.error);
   const rows = o.waits.map((w) => w.row);

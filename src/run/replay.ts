@@ -14,6 +14,10 @@
  * the same lone call in a replay), so the next result may follow without waiting for a turn —
  * for a while (see AT_ONCE_MAX / AT_ONCE_MS), so that timers and I/O still get in.
  *
+ * The cleanup scope's recorded results are not part of this order: they are handed back when
+ * asked for (see `cleanup-scope.ts`), and its new results follow their own order, so that the
+ * cleanup never waits for the code's replay (the code may have stopped before the end of it).
+ *
  * Turns of the event loop are shared by all runs in the process: the runs of all tasks take their
  * turns together, in one macrotask, so that the checkpoints their code requests next arrive
  * together and share one database write.
@@ -22,6 +26,7 @@ import { NonDeterminismError } from '../errors.ts';
 import type { StepRow } from '../store.ts';
 import { scheduleIdleCheck } from './activity.ts';
 import type { RunCore } from './core.ts';
+import { isCleanupSeq } from './cleanup-scope.ts';
 import { who } from './identity.ts';
 
 /** A replay that waits this long for the code to make the call the journal says comes next has diverged. */
@@ -108,13 +113,47 @@ export class Replay {
   handed = 0;
   /** Resolutions of this run are handed over in `done` order, after the replay. */
   #gate: Promise<void>;
+  /** The cleanup scope's new results, in `done` order among themselves. */
+  #cleanupGate: Promise<void> = Promise.resolve();
+  /** Resolves once the code has been handed back every recorded result, or the run gave up on the rest. */
+  readonly #over: Promise<void>;
+  #overNow!: () => void;
+  /** The replay waits for a call the code has not made (the next recorded result is not asked for). */
+  #stuck = false;
+  #unstuck: Array<() => void> = [];
 
   constructor(run: RunCore, steps: readonly StepRow[]) {
     this.#run = run;
-    this.#rows = steps.filter((s) => s.done !== null).sort((a, b) => (a.done as number) - (b.done as number));
-    this.#done = this.#rows.length ? (this.#rows[this.#rows.length - 1]?.done as number) : 0;
+    const done = steps.filter((s) => s.done !== null);
+    this.#rows = done.filter((s) => !isCleanupSeq(s.seq)).sort((a, b) => (a.done as number) - (b.done as number));
+    this.#done = done.reduce((max, s) => Math.max(max, s.done as number), 0);
     this.#gate = new Promise<void>((resolve) => (this.#finished = resolve));
-    if (!this.#rows.length) this.#finished();
+    this.#over = new Promise<void>((resolve) => (this.#overNow = resolve));
+    if (!this.#rows.length) this.#finish();
+  }
+
+  #finish(): void {
+    this.#finished();
+    this.#overNow();
+  }
+
+  /** Recorded results of the code remain to be handed back. */
+  get pending(): boolean {
+    return this.#index < this.#rows.length;
+  }
+
+  /** The run will not wait for the rest of the replay (it lost its lease, or the replay diverged). */
+  abandon(): void {
+    this.#overNow();
+  }
+
+  /**
+   * Resolves once the replay is over or waits for a call the code has not made: the code has then
+   * been handed back every recorded result it asked for (see the cleanup in `TaskRun.execute`).
+   */
+  whenStuck(): Promise<void> {
+    if (this.#stuck || !this.pending) return Promise.resolve();
+    return Promise.race([this.#over, new Promise<void>((resolve) => this.#unstuck.push(resolve))]);
   }
 
   /** The recorded result the code has not been handed back yet, if any. */
@@ -137,8 +176,23 @@ export class Replay {
     return ++this.#done;
   }
 
+  /** A call of the cleanup scope whose result is recorded: handed back at the next turn, whatever its `done`. */
+  recalled<T>(settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      nextTurn(() => {
+        this.#run.activity++;
+        try {
+          resolve(settle(rec, stepId));
+        } catch (e) {
+          reject(e);
+        }
+      });
+    });
+  }
+
   /** A call whose result is recorded: it is handed back when its turn (`done`) comes. */
   replayed<T>(seq: number, settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T> {
+    this.#stuck = false;
     return new Promise<T>((resolve, reject) => {
       this.#calls.set(seq, () => {
         try {
@@ -167,17 +221,20 @@ export class Replay {
     if (run.ended) return;
     const next = this.#rows[this.#index];
     if (!next) {
-      this.#finished();
+      this.#finish();
       scheduleIdleCheck(run);
       return;
     }
     const call = this.#calls.get(next.seq);
     if (!call) {
+      this.#stuck = true;
+      for (const f of this.#unstuck.splice(0)) f();
       // The code has not made this call yet: wait for it, but not forever.
       if (this.#stall) clearTimeout(this.#stall);
       const index = this.#index;
       this.#stall = setTimeout(() => {
         if (this.#index !== index || run.ended) return;
+        this.abandon();
         diverged(run, next, `replay expects ${next.kind} "${next.name}" (position ${next.seq}) to be called next, as it was when the task first ran, but the code has not called it.`);
       }, REPLAY_STALL_MS);
       this.#stall.unref?.();
@@ -196,16 +253,20 @@ export class Replay {
   /**
    * Hands a result of this run to the code in `done` order, after the replay: `done` was taken
    * when it was recorded, the result is handed over when `work` settled and every earlier result
-   * has been handed over; the next one follows a macrotask later, as in replay.
+   * has been handed over; the next one follows a macrotask later, as in replay. A result of the
+   * cleanup scope (`cleanup`) waits only for the cleanup's earlier results.
    */
-  inOrder<T>(work: Promise<T>, done: number, afterHandOver?: () => void): Promise<T> {
+  inOrder<T>(work: Promise<T>, done: number, afterHandOver?: () => void, cleanup = false): Promise<T> {
     const run = this.#run;
-    const previous = this.#gate;
+    const previous = cleanup ? this.#cleanupGate : this.#gate;
     let open!: () => void;
-    this.#gate = new Promise<void>((resolve) => (open = resolve));
+    const next = new Promise<void>((resolve) => (open = resolve));
+    if (cleanup) this.#cleanupGate = next;
+    else this.#gate = next;
     run.live++;
     let gated = false;
     const ready = (): void => {
+      if (cleanup) return;
       // The result is ready; if it still waits for the replay, the run may be stalled on it.
       gated = true;
       run.gated++;

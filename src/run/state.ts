@@ -31,7 +31,7 @@ export type RunState =
   | { readonly kind: 'failed'; readonly error: Error; readonly halt: WorkerStoppingError | null; readonly hold: Hold }
   /** The worker's grace period is over: the task goes back to pending. */
   | { readonly kind: 'stopping'; readonly halt: WorkerStoppingError; readonly hold: Hold }
-  /** The task was cancelled: the run ends `cancelled` (`halt` is the first halt's error, maybe a shutdown's). */
+  /** The task was cancelled: the run ends `cancelled` after its cleanup (`halt` is the first halt's error, maybe a shutdown's). */
   | { readonly kind: 'cancelled'; readonly reason: string | undefined; readonly halt: Error; readonly fatal: Error | null; readonly hold: Hold }
   /** The run may not write any more. */
   | {

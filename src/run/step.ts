@@ -14,6 +14,8 @@ import { checkFailureOptions, repairBudget } from './exhausted.ts';
 import { executeStep, type StepCall } from './step-attempt.ts';
 import { businessKey, keyedStep } from '../idempotency/step-key.ts';
 import { atMostOnceStep } from '../idempotency/at-most-once.ts';
+import type { Compensation } from './cleanup.ts';
+import { COMPENSATE } from './cleanup-scope.ts';
 
 type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
 
@@ -52,9 +54,18 @@ export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => Prom
   const compensate = options?.compensate;
   if (!compensate) return p;
   if (typeof compensate !== 'function') return Promise.reject(run.fail(new InvalidArgumentError(`ctx.step("${name}"): compensate must be a function of the step's output`)));
+  // The cleanup's own steps are not compensated.
+  if (run.cleaning) return p;
+  // The occurrence this call took (its position was taken synchronously by `call`).
+  const occurrence = run.occurrences.get(name) ?? 1;
   // Registered when the code receives the output, in that order (replayed results too).
   return p.then((output) => {
-    run.compensations.push({ stepId: name, output, fn: compensate, retry: options.retry });
+    run.compensations.push({ name, occurrence, output, fn: compensate, retry: options.retry });
     return output;
   });
+}
+
+/** The compensation `c` as a step of the cleanup scope: `compensate:<step>`, with the occurrence of the step it undoes. */
+export function compensationStep(run: RunCore, c: Compensation): Promise<unknown> {
+  return call(run, STEP, `${COMPENSATE}${c.name}`, (s: StepContext) => c.fn(c.output, s), c.retry === undefined ? {} : { retry: c.retry }, c.occurrence);
 }

@@ -26,7 +26,7 @@ import { RunCore, type RunDeps } from './core.ts';
 import { who } from './identity.ts';
 import { decideEnd, type Settled } from './outcome.ts';
 import { armDeadline, deadlinePassed } from '../failure/deadline.ts';
-import { runCleanup } from './cleanup.ts';
+import { cleanupDue, runCleanup, type CleanupResult } from './cleanup.ts';
 import {
   cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState,
 } from './state.ts';
@@ -73,7 +73,7 @@ export class TaskRun {
     }, () => undefined); // the store is away: the wait's deadline looks again
   }
 
-  /** The task was cancelled: fire the signal; the run ends `cancelled`. */
+  /** The task was cancelled: fire the signal; the run ends `cancelled` after its cleanup (`failed` if that fails for good). */
   cancel(reason: string | undefined): void {
     const run = this.#run;
     if (cancelOf(run.state) || run.cleaning) return;
@@ -84,11 +84,13 @@ export class TaskRun {
   loseLease(): void {
     const run = this.#run;
     run.setState(withLeaseLost(run.state, () => new LeaseLostError(this.taskId, this.epoch)));
+    run.replay.abandon();
   }
 
-  /** Start no new call; end `paused` once in-flight work has settled. */
+  /** Start no new call; end `paused` once in-flight work has settled (not during the cleanup scope). */
   requestPause(): void {
     const run = this.#run;
+    if (run.cleaning) return;
     const next = withPause(run.state);
     if (next === run.state) return;
     run.state = next;
@@ -100,8 +102,12 @@ export class TaskRun {
     this.#run.state = withoutPause(this.#run.state);
   }
 
-  /** The worker is stopping: start no new call; hand the task back once in-flight work settled. */
+  /**
+   * The worker is stopping: start no new call; hand the task back once in-flight work settled.
+   * The cleanup scope goes on (until the grace period ends: see {@link abortForShutdown}).
+   */
   drain(): void {
+    if (this.#run.cleaning) return;
     this.#run.state = withDrain(this.#run.state);
     scheduleIdleCheck(this.#run);
   }
@@ -109,6 +115,7 @@ export class TaskRun {
   /** The worker's grace period is over: fire the signal; the task goes back to pending. */
   abortForShutdown(): void {
     const run = this.#run;
+    run.shutDown = true;
     run.setState(withShutdown(run.state, () => new WorkerStoppingError()));
   }
 
@@ -119,11 +126,13 @@ export class TaskRun {
     const run = this.#run;
     const ctx = createContext(run);
     let result: Settled | null = null;
-    // Past its deadline the task fails without running its code; before it, a timer fails it then.
+    // Past its deadline the task fails: its code replays what it recorded (its compensations are
+    // registered as it receives its steps' outputs) and makes no new call. Before the deadline, a
+    // timer fails it then.
     const expired = deadlinePassed(run);
     const disarm = expired ? () => undefined : armDeadline(run);
     const fnDone = Promise.resolve()
-      .then(() => (expired ? new Promise<never>(() => undefined) : this.workflow.fn(ctx, decodeJson(run.task.input))))
+      .then(() => this.workflow.fn(ctx, decodeJson(run.task.input)))
       .then(
         (value) => void (result = { ok: true, value }),
         (error: unknown) => void (result = { ok: false, error }),
@@ -134,10 +143,13 @@ export class TaskRun {
     await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone, (graceEnds = Date.now() + run.deps.cancelGraceMs)))]);
     if (haltOf(run.state)) await this.#settleLive(Number.isFinite(graceEnds) ? graceEnds : Date.now() + run.deps.cancelGraceMs);
     disarm();
-    // Cancel handlers and compensations, when the run ends cancelled or failed for good.
-    let cancelNote: string | null = null;
+    // Cancel handlers and compensations, when the run ends cancelled or failed for good. First the
+    // code receives the results it recorded and asks for (a resumed run), as the first run's code
+    // had: compensations are registered as it receives its steps' outputs.
+    let cleanup: CleanupResult = { failure: null, interrupted: false };
     try {
-      ({ result, cancelNote } = await runCleanup(run, result));
+      if (cleanupDue(run.state, result) && run.replay.pending) await run.replay.whenStuck();
+      cleanup = await runCleanup(run, result);
     } catch (e) {
       run.deps.emit('worker:error', { error: coerceError(e), during: `cleaning up task ${this.taskId}` });
     }
@@ -148,7 +160,7 @@ export class TaskRun {
     run.waitTimers?.abort(null);
     run.replay.stop();
     try {
-      return await this.#finish(state, result, cancelNote);
+      return await this.#finish(state, result, cleanup);
     } catch (e) {
       // The outcome could not be written (database unreachable): the lease will expire and the
       // task will be resumed from its last checkpoint by whichever worker claims it.
@@ -181,13 +193,19 @@ export class TaskRun {
     while (this.#run.live > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   }
 
-  async #finish(state: RunState, result: Settled | null, cancelNote: string | null): Promise<TaskStatus | 'lease-lost'> {
+  async #finish(state: RunState, result: Settled | null, cleanup: CleanupResult): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
-    const decided = decideEnd(state, {
+    // The worker stopped in the middle of the cleanup: the task keeps its status; the worker that
+    // takes it over once its lease has expired resumes the cleanup (see `cleanup.ts`).
+    if (cleanup.interrupted && state.kind !== 'lost') {
+      await run.writer.settle();
+      return cancelOf(state) ? 'cancelling' : 'running';
+    }
+    const plan = decideEnd(state, {
       result, refused: run.refused, waits: [...run.waits.values()], journal: run.journal, calls: run.seq,
       taskId: this.taskId, workflowName: this.workflow.name, who: who(run), outputBytes: run.deps.outputBytes, deadline: run.deadline,
+      cleanupFailure: cleanup.failure,
     });
-    const plan = cancelNote && decided !== 'lease-lost' && decided.event === 'abort' ? { ...decided, detail: { ...(decided.detail as object), compensationFailed: cancelNote } } : decided;
     if (plan !== 'lease-lost') return run.writer.end(plan);
     // A database that stayed away: writes already started settle first, as before a last write.
     if (state.kind === 'lost' && state.by === 'store') await run.writer.settle();

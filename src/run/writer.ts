@@ -20,6 +20,7 @@ import type { StepRow, TaskRow, TransitionWrite } from '../store.ts';
 import { planTransition, wakeFor } from '../transitions.ts';
 import type { RunCore } from './core.ts';
 import type { EndPlan } from './outcome.ts';
+import { isCleanupSeq } from './cleanup-scope.ts';
 import { nextTurn } from './replay.ts';
 import { cancelOf, haltReason, mayWrite, withLeaseLost, withStoreLost } from './state.ts';
 
@@ -82,7 +83,7 @@ export class JournalWriter {
         this.#flushTurn = false;
         void this.flush(true).catch(() => undefined);
       });
-    });
+    }, isCleanupSeq(row.seq));
   }
 
   /**
@@ -175,7 +176,8 @@ export class JournalWriter {
     let status: TaskStatus = cancelOf(run.state) ? 'cancelling' : 'running';
     let { event, set, detail } = plan;
     for (let i = 0; i < 4; i++) {
-      const ev: LifecycleEvent = status === 'cancelling' ? 'abort' : event;
+      // A cancel turns the end into `abort`, except the failure of a cleanup (see `outcome.ts`).
+      const ev: LifecycleEvent = status === 'cancelling' && !plan.overridesCancel ? 'abort' : event;
       const { write } = planTransition({
         taskId: run.taskId,
         state: { status, pauseRequested: event === 'suspend' },

@@ -542,7 +542,8 @@ export class SqliteStore implements Store {
         }
       }
       return picked.map((p) => {
-        const to = p.event === 'claim' ? r.claim.to : r.reclaim.to;
+        const to = p.event === 'claim' ? r.claim.to : r.reclaim.to[p.status];
+        if (to === undefined) throw new Error(`claim: no reclaim target for status ${p.status}`);
         const raw = this.#stmt(
           `UPDATE stepwise_tasks SET status = ?, lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1,
              version = version + 1, runs = runs + 1, wait = NULL, wait_events = NULL, updated_at = ?

@@ -1,0 +1,162 @@
+// The cleanup scope across a SIGKILLed worker (real processes), on SQLite and PostgreSQL: a worker
+// dies in the middle of an onCancel handler, of a compensation (after a cancel, after a failure for
+// good), or after the cleanup but before the task's last transition. The worker that takes the task
+// over (still `cancelling` after a cancel) hands back what the first cleanup recorded — each cleanup
+// call is found by its name within the cleanup, not by the code's positions — and runs the rest.
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Engine, type TaskInfo, type Worker } from '../src/index.ts';
+import { cancelCleanup, cleanupSaga } from './fixtures/cleanup-workflows.ts';
+import { FAST, eventually, schemasOfThisFile, tempDir, transitionsOf, waitForStatus } from './support/engine.ts';
+import { PG_URL, hasPostgres } from './support/postgres.ts';
+import { readLog, spawnCli, type LogLine } from './support/processes.ts';
+
+const FIXTURE = 'test/fixtures/cleanup-workflows.ts';
+const WORKFLOWS = [cancelCleanup, cleanupSaga];
+const pgUp = await hasPostgres();
+const freshSchema = schemasOfThisFile('sw_crash_cleanup');
+
+const stores = [
+  { name: 'SQLite', url: () => `sqlite:${join(tempDir(), 'cleanup.db')}` },
+  ...(pgUp ? [{ name: 'PostgreSQL', url: () => `${PG_URL}?schema=${freshSchema()}` }] : []),
+];
+if (!pgUp) console.warn('[stepwise tests] PostgreSQL is not reachable: the PostgreSQL crash tests of the cleanup scope are skipped.');
+
+interface Crash {
+  engine: Engine;
+  id: string;
+  log: string;
+  /** The pid of the worker that died. */
+  dead: number;
+}
+
+/**
+ * Starts a task, runs it on a worker process told to SIGKILL itself at `killAt` (cancelling the
+ * task once its `work` step has started, if `cancel`), and waits for that death.
+ */
+async function crash(url: string, killAt: string, start: (engine: Engine) => Promise<{ id: string }>, cancel: boolean): Promise<Crash> {
+  const log = join(tempDir(), 'effects.log');
+  // The worker in this process (the one that takes over) records its effects in the same file.
+  process.env.STEPWISE_TEST_LOG = log;
+  const engine = new Engine({ store: url, workflows: WORKFLOWS });
+  const { id } = await start(engine);
+  const a = spawnCli(['worker', FIXTURE, '--db', url, '--lease-ms', '1500', '--heartbeat-ms', '250', '--poll-ms', '50'], { STEPWISE_TEST_LOG: log, STEPWISE_TEST_KILL_AT: killAt });
+  if (cancel) {
+    await eventually(() => readLog(log).some((l) => l.event === 'work-start'), 30_000, 'worker A to start the work step');
+    await engine.cancel(id, { reason: 'user asked' });
+  }
+  const exit = await a.exited;
+  expect(exit.signal, `worker A should die at ${killAt}; its output:\n${a.output()}`).toBe('SIGKILL');
+  return { engine, id, log, dead: a.pid };
+}
+
+async function takeOver(engine: Engine): Promise<Worker> {
+  const w = engine.worker({ ...FAST, leaseMs: 1500 });
+  await w.start();
+  return w;
+}
+
+/** Who did `event` (pids) and with which idempotency keys. */
+function did(lines: LogLine[], event: string): Array<[number, string]> {
+  return lines.filter((l) => l.event === event).map((l) => [l.pid, l.key]);
+}
+
+function stepNames(info: TaskInfo): string[] {
+  return info.steps.map((s) => `${s.name}:${s.status}`);
+}
+
+describe.each(stores)('the cleanup scope across a SIGKILL on $name (real processes)', ({ url: makeUrl }) => {
+  it('a worker killed in the middle of the second step of an onCancel handler: the next worker replays the first and reruns the second; the task ends cancelled', async () => {
+    const { engine, id, log, dead } = await crash(makeUrl(), 'flush-queue', (e) => e.start(cancelCleanup), true);
+    const me = process.pid;
+    try {
+      expect((await engine.get(id)).status).toBe('cancelling');
+      const worker = await takeOver(engine);
+      await waitForStatus(engine, id, ['cancelled', 'failed'], 30_000);
+      await worker.stop();
+      const info = await engine.get(id);
+      expect(info.status, JSON.stringify(info.status === 'failed' ? info.error : null)).toBe('cancelled');
+      const lines = readLog(log);
+      // The first cleanup step ran once; its recorded result was handed back to the second run.
+      expect(did(lines, 'release-lock')).toEqual([[dead, `v1:${id}:onCancel:release-lock#1`]]);
+      expect(info.steps.find((s) => s.name === 'onCancel:release-lock')).toMatchObject({ status: 'completed', output: 'released: user asked' });
+      // The interrupted one ran again, with the same key, and completed; the compensation ran once.
+      expect(did(lines, 'flush-start')).toEqual([[dead, `v1:${id}:onCancel:flush-queue#1`], [me, `v1:${id}:onCancel:flush-queue#1`]]);
+      expect(did(lines, 'flush')).toEqual([[me, `v1:${id}:onCancel:flush-queue#1`]]);
+      expect(did(lines, 'compensate')).toEqual([[me, `v1:${id}:compensate:book#1`]]);
+      // The work step ran in the first worker only; the code's call after its late result was refused in both runs.
+      expect(did(lines, 'work-start').map(([pid]) => pid)).toEqual([dead]);
+      expect(did(lines, 'log-stop')).toEqual([]);
+      expect(stepNames(info)).toEqual(['book:completed', 'onCancel:release-lock:completed', 'onCancel:flush-queue:completed', 'compensate:book:completed']);
+      expect(transitionsOf(info).map((t) => `${t.event}:${t.from}->${t.to}`).slice(-3)).toEqual([
+        'cancel:running->cancelling', 'reclaim:cancelling->cancelling', 'abort:cancelling->cancelled',
+      ]);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
+  it('a worker killed in the middle of a compensation after a failure for good: the next worker reruns it, then the others; the task fails with its own error', async () => {
+    const { engine, id, log, dead } = await crash(makeUrl(), 'compensate', (e) => e.start(cleanupSaga, { end: 'fail' }), false);
+    const me = process.pid;
+    try {
+      expect((await engine.get(id)).status).toBe('running');
+      const worker = await takeOver(engine);
+      await waitForStatus(engine, id, ['failed', 'cancelled'], 30_000);
+      await worker.stop();
+      const info = await engine.get(id);
+      expect(info.status === 'failed' && info.error).toMatchObject({ code: 'STEP_FAILED', message: expect.stringMatching(/card declined/) });
+      const lines = readLog(log);
+      expect(did(lines, 'compensate-start')).toEqual([[dead, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:book#1`]]);
+      expect(did(lines, 'compensate')).toEqual([[me, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:reserve#1`]]);
+      expect(did(lines, 'notify')).toEqual([]); // not cancelled: no onCancel handler runs
+      expect(stepNames(info)).toEqual(['reserve:completed', 'book:completed', 'pay:failed', 'compensate:book:completed', 'compensate:reserve:completed']);
+      expect(transitionsOf(info).map((t) => t.event).slice(-2)).toEqual(['reclaim', 'fail']);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
+  it('a worker killed in the middle of a compensation after a cancel: the next worker keeps the onCancel step it recorded, reruns the compensation, runs the rest; the task ends cancelled', async () => {
+    const { engine, id, log, dead } = await crash(makeUrl(), 'compensate', (e) => e.start(cleanupSaga, { end: 'cancel' }), true);
+    const me = process.pid;
+    try {
+      expect((await engine.get(id)).status).toBe('cancelling');
+      const worker = await takeOver(engine);
+      await waitForStatus(engine, id, ['cancelled', 'failed'], 30_000);
+      await worker.stop();
+      const info = await engine.get(id);
+      expect(info.status, JSON.stringify(info.status === 'failed' ? info.error : null)).toBe('cancelled');
+      const lines = readLog(log);
+      expect(did(lines, 'notify')).toEqual([[dead, `v1:${id}:onCancel:notify#1`]]);
+      expect(did(lines, 'compensate-start')).toEqual([[dead, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:book#1`]]);
+      expect(did(lines, 'compensate')).toEqual([[me, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:reserve#1`]]);
+      expect(did(lines, 'work-start').map(([pid]) => pid)).toEqual([dead]);
+      expect(stepNames(info)).toEqual(['reserve:completed', 'book:completed', 'onCancel:notify:completed', 'compensate:book:completed', 'compensate:reserve:completed']);
+      expect(transitionsOf(info).map((t) => t.event).slice(-2)).toEqual(['reclaim', 'abort']);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
+  it('a worker killed after the cleanup, before the last transition: the next worker runs no cleanup step again and ends the task cancelled', async () => {
+    const { engine, id, log, dead } = await crash(makeUrl(), 'cleanup:done', (e) => e.start(cleanupSaga, { end: 'cancel' }), true);
+    try {
+      const before = await engine.get(id);
+      expect(before.status).toBe('cancelling');
+      expect(stepNames(before)).toEqual(['reserve:completed', 'book:completed', 'onCancel:notify:completed', 'compensate:book:completed', 'compensate:reserve:completed']);
+      const worker = await takeOver(engine);
+      await waitForStatus(engine, id, ['cancelled', 'failed'], 30_000);
+      await worker.stop();
+      const info = await engine.get(id);
+      expect(info.status).toBe('cancelled');
+      const lines = readLog(log);
+      for (const event of ['notify', 'compensate-start']) expect(did(lines, event).map(([pid]) => pid)).toEqual([dead]);
+      expect(did(lines, 'compensate').map(([pid, key]) => [pid, key.slice(key.lastIndexOf(':') + 1)])).toEqual([[dead, 'book#1'], [dead, 'reserve#1']]);
+      expect(stepNames(info)).toEqual(stepNames(before));
+      expect(transitionsOf(info).map((t) => t.event).slice(-2)).toEqual(['reclaim', 'abort']);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+});
