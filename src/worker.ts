@@ -18,7 +18,7 @@
  */
 import { DwellScanner } from './dwell/scanner.ts';
 import { ApprovalCloser } from './approvals/closer.ts';
-import { DEFAULT_PURGE_MS, IdempotencyPurger } from './idempotency/purger.ts';
+import { DEFAULT_PURGE_MS, IdempotencyPurger, MAX_PURGE_MS } from './idempotency/purger.ts';
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
@@ -199,8 +199,8 @@ export class Worker {
     this.#parkAfterMs = options.parkAfterMs ?? 5000;
     this.#dwellScanMs = options.dwellScanMs ?? 1000;
     this.#purgeMs = options.idempotencyPurgeMs ?? DEFAULT_PURGE_MS;
-    if (!Number.isFinite(this.#purgeMs) || this.#purgeMs < 0) {
-      throw new InvalidArgumentError(`idempotencyPurgeMs must be a number of milliseconds, 0 to turn purging off; got ${String(options.idempotencyPurgeMs)}.`);
+    if (typeof this.#purgeMs !== 'number' || !Number.isFinite(this.#purgeMs) || this.#purgeMs < 0 || this.#purgeMs > MAX_PURGE_MS) {
+      throw new InvalidArgumentError(`idempotencyPurgeMs must be a number of milliseconds from 1 to ${MAX_PURGE_MS} (about 24.8 days), or 0 to turn purging off; got ${String(options.idempotencyPurgeMs)}.`);
     }
   }
 

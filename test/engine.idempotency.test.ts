@@ -129,6 +129,8 @@ describe('engine.idempotency.run', () => {
     await worker.stop();
     expect(await engine.idempotency.get('live')).toMatchObject({ status: 'completed' });
     expect(() => engine.worker({ idempotencyPurgeMs: -1 })).toThrow(/idempotencyPurgeMs/);
+    // Beyond what a timer holds (Node would fire it at once, over and over).
+    expect(() => engine.worker({ idempotencyPurgeMs: 30 * 86_400_000 })).toThrow(/idempotencyPurgeMs/);
   });
 
   it("takes over the record of an owner process that was SIGKILLed, once its lease has run out", async () => {

@@ -149,4 +149,28 @@ describe('the idempotency purger', () => {
     expect(calls).toBe(1);
     expect(errors).toEqual([]);
   });
+
+  it('starts no sweep while the last one still runs', async () => {
+    const { IdempotencyPurger } = await import('../src/idempotency/purger.ts');
+    const { eventually, gate } = await import('./support/engine.ts');
+    const release = gate();
+    let inFlight = 0;
+    let most = 0;
+    let calls = 0;
+    const slow = new IdempotencyPurger(async () => {
+      calls++;
+      most = Math.max(most, ++inFlight);
+      await release.promise;
+      inFlight--;
+      return 0;
+    }, 5, () => undefined);
+    slow.start();
+    await eventually(() => calls > 0, 20_000, 'the first sweep');
+    await new Promise((r) => setTimeout(r, 50)); // ten intervals pass while it runs
+    expect(calls).toBe(1);
+    release.open();
+    await eventually(() => calls > 1, 20_000, 'a sweep after the slow one');
+    await slow.stop();
+    expect(most).toBe(1);
+  });
 });

@@ -14,6 +14,10 @@ import { ERROR_CODES, isStepwiseError } from '../errors.ts';
 
 /** How often a worker deletes expired records, unless its options say otherwise. */
 export const DEFAULT_PURGE_MS = 10 * 60_000;
+/** The longest interval a timer takes (Node's setInterval fires at once above it). */
+export const MAX_PURGE_MS = 2 ** 31 - 1;
+/** The first sweep after start comes at most this late. */
+const FIRST_SWEEP_MS = 60_000;
 /** Records deleted per statement. */
 export const PURGE_BATCH = 1000;
 /** Statements per sweep. */
@@ -26,6 +30,7 @@ export class IdempotencyPurger {
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<unknown> = Promise.resolve();
   #stopped = false;
+  #busy = false;
 
   /** `purge(limit)` deletes up to `limit` expired records and returns how many it deleted. */
   constructor(purge: (limit: number) => Promise<number>, intervalMs: number, onError: (error: unknown) => void) {
@@ -35,8 +40,13 @@ export class IdempotencyPurger {
   }
 
   start(): void {
-    if (this.#intervalMs <= 0) return;
-    this.#timer ??= setInterval(() => this.#run(), this.#intervalMs);
+    if (this.#intervalMs <= 0 || this.#timer) return;
+    // The first sweep comes within a minute, so that a worker restarted often still purges.
+    this.#timer = setTimeout(() => {
+      this.#run();
+      if (this.#timer) this.#timer = setInterval(() => this.#run(), this.#intervalMs);
+      this.#timer?.unref?.();
+    }, Math.min(this.#intervalMs, FIRST_SWEEP_MS));
     this.#timer.unref?.();
   }
 
@@ -52,15 +62,19 @@ export class IdempotencyPurger {
   }
 
   #run(): void {
-    this.#running = this.#running.then(() => this.sweep()).catch((e: unknown) => {
+    if (this.#busy) return; // a sweep slower than the interval: the next tick after it ends takes over
+    this.#busy = true;
+    this.#running = this.sweep().catch((e: unknown) => {
       // No record store to purge (a custom store without idempotency records): nothing ever will be.
       if (isStepwiseError(e, ERROR_CODES.INVALID_ARGUMENT)) return void this.#clear();
       this.#onError(e);
+    }).finally(() => {
+      this.#busy = false;
     });
   }
 
   #clear(): void {
-    if (this.#timer) clearInterval(this.#timer);
+    if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
   }
 
