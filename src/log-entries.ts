@@ -102,7 +102,8 @@ export function stepEntryAt(s: StepRow): number {
 }
 
 /** The last write of each (taskId, seq) wins, as a sequence of upserts would. */
-export function uniqueSteps(steps: readonly StepRow[]): StepRow[] {
+export function uniqueSteps(steps: readonly StepRow[]): readonly StepRow[] {
+  if (steps.length < 2) return steps;
   const byKey = new Map<string, StepRow>();
   for (const s of steps) byKey.set(`${s.taskId}\u0000${s.seq}`, s);
   return [...byKey.values()];
@@ -127,7 +128,10 @@ export function transitionWriteEntries(w: TransitionWrite): NewEvent[] {
   const id = first ? first.actorId : (w.workerId ?? 'anonymous');
   // What the run did comes before the transition that ends it: the last step, then `complete`.
   const out: NewEvent[] = [];
-  for (const s of uniqueSteps(w.steps ?? [])) out.push(journalCarries(s) ? { ...stepEntry(kind, id, s), carriedBy: s.seq } : stepEntry(kind, id, s));
+  // A carried entry is stored by its row (the log reads it from there): no JSON is built for it.
+  for (const s of uniqueSteps(w.steps ?? [])) {
+    out.push(journalCarries(s) ? { type: `step:${s.status}`, actorKind: kind, actorId: id, data: null, carriedBy: s.seq } : stepEntry(kind, id, s));
+  }
   if (w.deleteSteps?.length) out.push(forgottenEntry(kind, id, w.deleteSteps));
   for (const c of uniqueConsumes(w.consume ?? [])) out.push(signalConsumedEntry(kind, id, c));
   out.push(...w.log);

@@ -79,11 +79,27 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
 /** The columns a patch field writes directly (`clearLease` and `incrementRetries` are derived below). */
 export const PATCH_COLUMNS: readonly TaskColumn[] = Object.freeze(TASK_COLUMNS.filter((col) => col.patch));
 
-/** A task row from a database row. */
-export function toTaskRow(r: Raw): TaskRow {
-  const row: Record<string, unknown> = {};
-  for (const col of TASK_COLUMNS) row[col.field] = col.decode(r[col.column]);
-  return row as unknown as TaskRow;
+/**
+ * A task row from a database row: one object literal of every field, generated once from
+ * {@link TASK_COLUMNS} (a task row is decoded at every claim and every end of a run, and a literal
+ * of known shape costs far less than a loop that adds fields one by one).
+ */
+export const toTaskRow: (r: Raw) => TaskRow = compileDecoder(TASK_COLUMNS);
+
+function compileDecoder(columns: readonly TaskColumn[]): (r: Raw) => TaskRow {
+  const fields = columns.map((col, i) => `${JSON.stringify(col.field)}: d[${i}](r[${JSON.stringify(col.column)}])`);
+  try {
+    // The function's text is built from the constant column table above, never from data.
+    const make = new Function('d', `return function toTaskRow(r) { return { ${fields.join(', ')} }; };`) as (d: ReadonlyArray<(v: unknown) => unknown>) => (r: Raw) => TaskRow;
+    return make(columns.map((col) => col.decode));
+  } catch {
+    // A process that forbids code generation from strings (--disallow-code-generation-from-strings).
+    return (r) => {
+      const row: Record<string, unknown> = {};
+      for (const col of columns) row[col.field] = col.decode(r[col.column]);
+      return row as unknown as TaskRow;
+    };
+  }
 }
 
 /** The value a patch binds for `col` (booleans stay booleans here; each store binds its own). */

@@ -409,11 +409,11 @@ export class Worker {
     this.#runs.set(run.taskId, run);
     this.#renewedAt.set(run.taskId, started);
     if (this.#state === 'stopping') run.drain();
-    this.#events.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: run.epoch, reclaimed: claimed.event === 'reclaim' });
+    if (this.#events.hears('run:claimed')) this.#events.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: run.epoch, reclaimed: claimed.event === 'reclaim' });
     const p = run.execute().catch(() => 'lease-lost' as const).then((status) => {
       this.#runs.delete(run.taskId);
       this.#renewedAt.delete(run.taskId);
-      this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
+      if (this.#events.hears('run:finished')) this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
       this.#host.bus.emit('task:settled', { taskId: run.taskId, status });
       // The freed slot is worth a claim only if there may be work for it: due tasks were left
       // behind, the workflow is capped (a task held back by the cap may run now), or the task is

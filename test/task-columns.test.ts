@@ -15,6 +15,19 @@ const freshSchema = schemasOfThisFile('sw_columns');
 const pgUp = await hasPostgres();
 
 describe('the task-column table', () => {
+  it('decodes a row into every field as its column says (the generated decoder)', () => {
+    const raw: Record<string, unknown> = {};
+    TASK_COLUMNS.forEach((c, i) => (raw[c.column] = c.pg === 'text' ? (c.field === 'waitEvents' ? '|a|b|' : `v${i}`) : c.pg === 'boolean' ? 1 : String(i)));
+    const expected: Record<string, unknown> = {};
+    for (const c of TASK_COLUMNS) expected[c.field] = c.decode(raw[c.column]);
+    const row = toTaskRow(raw);
+    expect(row).toEqual(expected);
+    expect(Object.keys(row)).toEqual(TASK_COLUMNS.map((c) => c.field));
+    expect(row.waitEvents).toEqual(['a', 'b']);
+    expect(row.pauseRequested).toBe(true);
+    expect(typeof row.epoch).toBe('number');
+  });
+
   it('names every column of the SQLite tasks table, and nothing else', async () => {
     const store = new SqliteStore(join(tempDir(), 'cols.db'));
     try {

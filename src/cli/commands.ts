@@ -124,7 +124,11 @@ export async function worker(ctx: CommandContext): Promise<void> {
     if (name === 'worker:stopped') block.stop();
     if (!quiet || name.startsWith('worker:') || name === 'lease:lost') block.log(describeEvent(name, payload));
   };
-  for (const name of ['worker:started', 'worker:stopping', 'worker:stopped', 'worker:error', 'run:claimed', 'run:finished', 'step:started', 'step:completed', 'step:retrying', 'step:failed', 'lease:lost'] as const) {
+  // Quiet (and not --json): only the worker's own events and lost leases are printed, so only they
+  // are listened to (a run builds the payload of a step event only when someone listens).
+  const events = ['worker:started', 'worker:stopping', 'worker:stopped', 'worker:error', 'run:claimed', 'run:finished', 'step:started', 'step:completed', 'step:retrying', 'step:failed', 'lease:lost'] as const;
+  for (const name of events) {
+    if (quiet && !ctx.json && !name.startsWith('worker:') && name !== 'lease:lost') continue;
     w.on(name, (p) => log(name, p as never));
   }
   /** A message of the CLI itself: a line for people, a JSON object in the --json stream. */

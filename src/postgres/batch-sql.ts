@@ -150,14 +150,17 @@ export function transitionBatchSql(
     notifyChannel: col((w) => (w.notify ? channelOf(w.notify) : null), 'text'),
     notifyListener: col((w) => (w.notify ? listenerName(channelOf(w.notify)) : null), 'text'),
   };
-  // Per column a patch may write (the task-column table): whether each op sets it, and the value.
-  for (const c of PATCH_COLUMNS) {
-    i[`set_${c.column}`] = col(has(c.field), 'boolean');
-    i[`v_${c.column}`] = col((w) => (has(c.field)(w) ? patchValue(c, w.set) : null), c.pg);
+  // Per column a patch may write (the task-column table) and some op of the batch sets: whether
+  // each op sets it, and the value (a column no op sets is not in the statement).
+  const written = PATCH_COLUMNS.filter((c) => ops.some(has(c.field)));
+  for (const c of written) {
+    const sets = has(c.field);
+    i[`set_${c.column}`] = col(sets, 'boolean');
+    i[`v_${c.column}`] = col((w) => (sets(w) ? patchValue(c, w.set) : null), c.pg);
   }
   // `ord` (1-based) is the op's position in `ops`, from unnest's ORDINALITY.
   const names = Object.keys(i);
-  const sets = PATCH_COLUMNS.map((c) => `${c.column} = CASE WHEN c.set_${c.column} THEN c.v_${c.column} ELSE t.${c.column} END`).join(',\n        ');
+  const sets = written.map((c) => `${c.column} = CASE WHEN c.set_${c.column} THEN c.v_${c.column} ELSE t.${c.column} END`).join(',\n        ');
   const text = `WITH i AS (
       SELECT * FROM unnest(${names.map((k) => i[k]).join(', ')}) WITH ORDINALITY AS i(${names.join(', ')}, ord)
     ), cur AS (
@@ -165,8 +168,7 @@ export function transitionBatchSql(
       FROM (SELECT * FROM i ORDER BY id COLLATE "C") i CROSS JOIN LATERAL (${lockById(t, 'i.id', 'UPDATE')}) t
       WHERE t.epoch = i.epoch AND t.status = i.fromStatus AND (i.pauseGuard IS NULL OR t.pause_requested = i.pauseGuard)
     ), upd AS (
-      UPDATE ${t.tasks} AS t SET status = c.toStatus, version = t.version + 1, updated_at = c.at,
-        ${sets},
+      UPDATE ${t.tasks} AS t SET status = c.toStatus, version = t.version + 1, updated_at = c.at,${sets ? `\n        ${sets},` : ''}
         lease_owner = CASE WHEN c.clearLease THEN NULL ELSE t.lease_owner END,
         lease_expires_at = CASE WHEN c.clearLease THEN NULL ELSE t.lease_expires_at END,
         retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END,

@@ -187,9 +187,31 @@ export function reclaimTargetSql(p: Params, to: ClaimRequest['reclaim']['to'], c
 export class Params {
   readonly values: unknown[] = [];
   add(value: unknown, type: string): string {
-    this.values.push(value);
+    this.values.push(Array.isArray(value) ? arrayLiteral(value) : value);
     return `$${this.values.length}::${type}`;
   }
+}
+
+const NEEDS_ESCAPE = /["\\]/;
+const ESCAPED = /["\\]/g;
+
+/**
+ * A one-dimensional array of strings, numbers, booleans and nulls as PostgreSQL's array literal
+ * text (`{"a",1,t,NULL}`), the form the driver sends arrays in, built in one pass: batched writes
+ * send dozens of arrays of hundreds of elements, and the driver escapes every element with two
+ * regular expressions. Anything else (a nested array, an object) is left to the driver.
+ */
+export function arrayLiteral(values: readonly unknown[]): unknown {
+  const parts = new Array<string>(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v === null || v === undefined) parts[i] = 'NULL';
+    else if (typeof v === 'string') parts[i] = NEEDS_ESCAPE.test(v) ? `"${v.replace(ESCAPED, '\\$&')}"` : `"${v}"`;
+    else if (typeof v === 'number') parts[i] = String(v);
+    else if (typeof v === 'boolean') parts[i] = v ? 't' : 'f';
+    else return values;
+  }
+  return `{${parts.join(',')}}`;
 }
 
 /**

@@ -86,11 +86,24 @@ const HOT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.
   SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}, ? FROM stepwise_tasks
   WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL}) AND NOT EXISTS (SELECT 1 FROM stepwise_events WHERE task_no = ? AND seq >= ?)
   ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
+/**
+ * A step result in a write transaction: the fence and the row in one statement (its entry's seq
+ * taken from this connection's count, read afresh in the transaction: see {@link #takeSeqs}).
+ */
+const FENCED_RESULT_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq)
+  SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}, ? FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})
+  ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
+/** A journal row that is new (a transition's rows are mostly new: then nothing is read first). */
+const INSERT_NEW_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length + 1)})
+  ON CONFLICT (task_no, seq) DO NOTHING`;
 /** The fence of a checkpoint: the lease holder if the task is leased at the writer's epoch, else no row. */
 export const FENCE_STEP_SQL = `SELECT lease_owner FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})`;
 /** A task's last log seq, from both places entries are stored. */
 export const LAST_SEQ_SQL = `SELECT max(coalesce((SELECT max(seq) FROM stepwise_events WHERE task_no = ?), 0),
   coalesce((SELECT max(log_seq) FROM stepwise_steps WHERE task_no = ?), 0)) AS n`;
+/** {@link LAST_SEQ_SQL} of the row a statement on `stepwise_tasks` returns (as `last_seq`). */
+const RETURNING_LAST_SEQ = `max(coalesce((SELECT max(seq) FROM stepwise_events WHERE task_no = stepwise_tasks.no), 0),
+  coalesce((SELECT max(log_seq) FROM stepwise_steps WHERE task_no = stepwise_tasks.no), 0)) AS last_seq`;
 export const INSERT_EVENT_SQL = 'INSERT INTO stepwise_events (task_no, seq, at, type, actor_kind, actor_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)';
 
 export interface SqliteStoreOptions extends SqliteOptions {
@@ -118,6 +131,8 @@ export class SqliteStore implements Store {
    */
   readonly #lastSeq = new Map<number, number>();
   #dataVersion = -1;
+  /** `data_version` was read in the write transaction under way (no other connection commits during one). */
+  #seqsChecked = false;
   /** The checkpoint of a plain step in its own write transaction (built once: the hot path). */
   #stepTx: ((w: StepWrite) => boolean) & { immediate: (w: StepWrite) => boolean } | undefined;
 
@@ -168,12 +183,45 @@ export class SqliteStore implements Store {
 
   /** Runs `fn` in a `BEGIN IMMEDIATE` transaction; driver errors are translated here. */
   #tx<T>(fn: () => T): T {
+    this.#seqsChecked = false;
     try {
       return this.#translate(() => this.db.transaction(fn).immediate());
     } catch (e) {
       this.#lastSeq.clear(); // seqs taken by a transaction that rolled back were not used
       throw e;
+    } finally {
+      this.#seqsChecked = false;
     }
+  }
+
+  /**
+   * Drops the cached seqs if another connection committed since they were taken. Once per write
+   * transaction: while it holds the write lock no other connection can commit.
+   */
+  #checkSeqs(): void {
+    if (this.#seqsChecked) return;
+    this.#seqsChecked = true;
+    const version = this.#stmt('PRAGMA data_version').pluck().get() as number;
+    if (version !== this.#dataVersion) {
+      this.#lastSeq.clear();
+      this.#dataVersion = version;
+    }
+  }
+
+  /** The last seq of task `no`'s log, as known in this write transaction (read if unknown). */
+  #lastSeqOf(no: number): number {
+    this.#checkSeqs();
+    let last = this.#lastSeq.get(no);
+    if (last === undefined) {
+      last = Number((this.#stmt(LAST_SEQ_SQL).get(no, no) as { n: number }).n);
+      this.#knowSeq(no, last);
+    }
+    return last;
+  }
+
+  #knowSeq(no: number, last: number): void {
+    if (this.#lastSeq.size >= 10_000 && !this.#lastSeq.has(no)) this.#lastSeq.clear();
+    this.#lastSeq.set(no, last);
   }
 
   /**
@@ -181,18 +229,9 @@ export class SqliteStore implements Store {
    * a time, so no other connection can take seqs of the same task until it commits).
    */
   #takeSeqs(no: number, n: number): number {
-    const version = this.#stmt('PRAGMA data_version').pluck().get() as number;
-    if (version !== this.#dataVersion) {
-      this.#lastSeq.clear();
-      this.#dataVersion = version;
-    }
-    let last = this.#lastSeq.get(no);
-    if (last === undefined) {
-      last = Number((this.#stmt(LAST_SEQ_SQL).get(no, no) as { n: number }).n);
-      if (this.#lastSeq.size >= 10_000) this.#lastSeq.clear();
-    }
-    this.#lastSeq.set(no, last + n);
-    return last + n;
+    const last = this.#lastSeqOf(no) + n;
+    this.#lastSeq.set(no, last);
+    return last;
   }
 
   /**
@@ -253,6 +292,9 @@ export class SqliteStore implements Store {
        ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null, task.deadlineAt ?? null) as Raw | undefined;
     if (row) {
+      // A new row's log is empty (rows are never deleted, so its key was never used before).
+      this.#checkSeqs();
+      this.#knowSeq(Number(row.no), 0);
       this.#append(Number(row.no), task.createdAt, [task.log]);
       return { task: toTaskRow(row), created: true };
     }
@@ -345,11 +387,15 @@ export class SqliteStore implements Store {
   #append(no: number, at: number, entries: readonly NewEvent[]): number[] {
     if (!entries.length) return [];
     const last = this.#takeSeqs(no, entries.length);
+    this.#insertEntries(no, at, entries, last);
+    return entries.map((_e, i) => last - entries.length + 1 + i);
+  }
+
+  /** Writes `entries` (but those carried by journal rows) with the seqs up to `last`. */
+  #insertEntries(no: number, at: number, entries: readonly NewEvent[], last: number): void {
     const insert = this.#stmt(INSERT_EVENT_SQL);
-    return entries.map((e, i) => {
-      const seq = last - entries.length + 1 + i;
-      if (e.carriedBy === undefined) insert.run(no, seq, at, e.type, e.actorKind, e.actorId, e.data);
-      return seq;
+    entries.forEach((e, i) => {
+      if (e.carriedBy === undefined) insert.run(no, last - entries.length + 1 + i, at, e.type, e.actorKind, e.actorId, e.data);
     });
   }
 
@@ -383,28 +429,34 @@ export class SqliteStore implements Store {
   }
 
   #transition(w: TransitionWrite): TaskRow | null {
-    const current = this.#stmt('SELECT status, version, epoch, pause_requested FROM stepwise_tasks WHERE id = ?').get(w.taskId) as
-      | { status: TaskStatus; version: number; epoch: number; pause_requested: number }
-      | undefined;
-    if (!current || !w.from.includes(current.status)) return null;
-    if (w.pauseRequested !== undefined && (current.pause_requested === 1) !== w.pauseRequested) return null;
-    if ('version' in w.guard ? current.version !== w.guard.version : current.epoch !== w.guard.epoch) return null;
+    // The guard (legal source status, version or epoch, pause request) is the UPDATE's own WHERE.
     const { sets, params } = this.#assignments(w.set);
-    const row = this.#stmt(`UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets} WHERE id = ? RETURNING *`).get(
-      w.to, w.at, ...params, w.taskId,
-    ) as Raw;
+    const guard = 'version' in w.guard ? 'version' : 'epoch';
+    const pause = w.pauseRequested === undefined ? '' : ' AND pause_requested = ?';
+    const row = this.#stmt(
+      `UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets}
+       WHERE id = ? AND status IN (${statusList(w.from)}) AND ${guard} = ?${pause} RETURNING *`,
+    ).get(w.to, w.at, ...params, w.taskId, 'version' in w.guard ? w.guard.version : w.guard.epoch, ...(pause ? [w.pauseRequested ? 1 : 0] : [])) as Raw | undefined;
+    if (!row) return null;
     const no = Number(row.no);
     const steps = uniqueSteps(w.steps ?? []);
-    // Rows about to be deleted or rewritten keep their entries in the log first.
-    this.#materialize(no, w.taskId, [...(w.deleteSteps ?? []), ...steps.map((s) => s.seq)]);
-    const entries = transitionWriteEntries(w);
-    const seqs = this.#append(no, w.at, entries);
-    const carried = new Map<number, number>();
-    entries.forEach((e, i) => e.carriedBy !== undefined && carried.set(e.carriedBy, seqs[i] as number));
+    // Rows about to be deleted keep their entries in the log first (as do rows rewritten, below).
     if (w.deleteSteps?.length) {
+      this.#materialize(no, w.taskId, w.deleteSteps);
       this.#stmt(`DELETE FROM stepwise_steps WHERE task_no = ? AND seq IN (${inList(w.deleteSteps.length)})`).run(no, ...w.deleteSteps);
     }
-    for (const step of steps) this.#upsertStep(no, step, carried.get(step.seq) ?? null);
+    const entries = transitionWriteEntries(w);
+    const last = entries.length ? this.#takeSeqs(no, entries.length) : 0;
+    const carried = new Map<number, number>();
+    entries.forEach((e, i) => e.carriedBy !== undefined && carried.set(e.carriedBy, last - entries.length + 1 + i));
+    for (const step of steps) {
+      const logSeq = carried.get(step.seq) ?? null;
+      // Most rows are new; one that exists keeps the entry it carries in the log before it is rewritten.
+      if (this.#stmt(INSERT_NEW_STEP_SQL).run(no, ...stepValues(step).slice(1), logSeq).changes === 1) continue;
+      this.#materialize(no, w.taskId, [step.seq]);
+      this.#upsertStep(no, step, logSeq);
+    }
+    this.#insertEntries(no, w.at, entries, last);
     for (const c of w.consume ?? []) this.#consume(c.signalId, c.seq);
     const events = encodeEvents(w.set.waitEvents ?? null);
     if (events !== null) {
@@ -448,6 +500,13 @@ export class SqliteStore implements Store {
     const s = w.step;
     const no = this.#no(w.taskId);
     if (no === undefined || s.taskId !== w.taskId) return false;
+    if (!w.consume && journalCarries(s)) {
+      // A result: fence and row in one statement; the seq is taken only if the row was written.
+      const seq = this.#lastSeqOf(no) + 1;
+      if (this.#stmt(FENCED_RESULT_SQL).run(no, ...stepValues(s).slice(1), seq, no, w.epoch).changes !== 1) return false;
+      this.#lastSeq.set(no, seq);
+      return true;
+    }
     const fence = this.#stmt(FENCE_STEP_SQL).get(no, w.epoch) as { lease_owner: string | null } | undefined;
     if (!fence) return false;
     const seq = this.#takeSeqs(no, 1);
@@ -492,10 +551,13 @@ export class SqliteStore implements Store {
       try {
         if (this.#hotStep(only)) return [true];
         this.#stepTx ??= this.db.transaction((w: StepWrite) => this.#stepWrite(w));
+        this.#seqsChecked = false;
         return [this.#stepTx.immediate(only)];
       } catch (e) {
         this.#lastSeq.clear();
         throw this.#storeError(e);
+      } finally {
+        this.#seqsChecked = false;
       }
     }
     return this.#tx(() => ops.map((op) => (op.kind === 'step' ? this.#stepWrite(op) : this.#transition(op))));
@@ -541,15 +603,18 @@ export class SqliteStore implements Store {
           signalsBy.set(signal.taskId, [...(signalsBy.get(signal.taskId) ?? []), signal]);
         }
       }
+      if (picked.length) this.#checkSeqs();
       return picked.map((p) => {
         const to = p.event === 'claim' ? r.claim.to : r.reclaim.to[p.status];
         if (to === undefined) throw new Error(`claim: no reclaim target for status ${p.status}`);
+        // The row comes back with its log's last seq, for the claim's entry and the run's checkpoints.
         const raw = this.#stmt(
           `UPDATE stepwise_tasks SET status = ?, lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1,
              version = version + 1, runs = runs + 1, wait = NULL, wait_events = NULL, updated_at = ?
-           WHERE id = ? RETURNING *`,
+           WHERE id = ? RETURNING *, ${RETURNING_LAST_SEQ}`,
         ).get(to, r.workerId, expires, r.now, p.id) as Raw;
         this.#rememberNo(p.id, Number(raw.no));
+        this.#knowSeq(Number(raw.no), Number(raw.last_seq));
         const row = toTaskRow(raw);
         const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
         this.#append(Number(raw.no), r.now, [transitionEntry('worker', r.workerId, { event: p.event, from: p.status, to, epoch: row.epoch, detail })]);
