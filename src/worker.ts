@@ -27,7 +27,7 @@ import { shortId } from './ids.ts';
 import { isFinished, sourcesOf, transition } from './lifecycle.ts';
 import { TaskRun } from './run/task-run.ts';
 import type { ClaimedTask, Store } from './store.ts';
-import { planTransition, wakeFor } from './transitions.ts';
+import { effectColumns, planTransition, wakeFor } from './transitions.ts';
 import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
@@ -481,12 +481,29 @@ export class Worker {
             else run.withdrawPause();
           }
         }
+        await this.#abandonCancelling(store, now);
       } catch (e) {
         this.#events.emit('worker:error', { error: coerceError(e), during: 'heartbeat' });
       }
     })();
     await this.#beating;
     this.#beating = null;
+  }
+
+  /**
+   * The fallback for a cancelling task whose worker died and that no worker serving its workflow
+   * and version takes over (none runs, as during a rolling deploy to an incompatible version, or
+   * all are full): once its lease has been expired for a further `leaseMs` — time for such a
+   * worker to reclaim it (a reclaim renews the lease, so the two cannot both happen) — it ends
+   * `cancelled` (`abort`), and the entry says that its cleanup did not run and why. Any worker's
+   * heartbeat does it, whatever workflows it serves.
+   */
+  async #abandonCancelling(store: Store, now: number): Promise<void> {
+    const abort = transition({ status: 'cancelling' }, 'abort');
+    await store.expireLeases({
+      now, event: 'abort', from: sourcesOf('abort'), to: abort.to, set: effectColumns(abort, now), expiredForMs: this.#leaseMs,
+      note: `its cleanup (onCancel handlers, compensations) did not run: no worker of workflow "{workflow}" version {version} took the task over within ${this.#leaseMs} ms of its lease expiring`,
+    });
   }
 
   /**

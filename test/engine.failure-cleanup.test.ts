@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { NonRetryableError, workflow, type TaskInfo } from '../src/index.ts';
+import { NonRetryableError, workflow, type Engine, type TaskInfo } from '../src/index.ts';
+import { sourcesOf, transition } from '../src/lifecycle.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { eventually, gate, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
 
@@ -349,5 +350,68 @@ describe('cancel cleanup and compensation', () => {
     await engine.cancel(id);
     await waitForStatus(engine, id, 'cancelled');
     expect(stepNames(await engine.get(id))).toEqual(['onCancel:cleanup:completed']);
+  });
+});
+
+describe('a cancelling task whose worker died', () => {
+  /** Claims the task as a worker that then dies (it never heartbeats again), and cancels it. */
+  async function claimByDeadWorker(engine: Engine, id: string, workflowName: string): Promise<void> {
+    const store = await engine.ready();
+    const reclaimFrom = sourcesOf('reclaim');
+    const claimed = await store.claim({
+      workerId: 'dead-worker', now: engine.clock.now(), leaseMs: 200, limit: 1, workflows: [workflowName],
+      claim: { from: sourcesOf('claim'), to: 'running' },
+      reclaim: { from: reclaimFrom, to: Object.fromEntries(reclaimFrom.map((s) => [s, transition({ status: s }, 'reclaim').to])) },
+    });
+    expect(claimed.map((c) => c.task.id)).toEqual([id]);
+    await engine.cancel(id, { reason: 'stop' });
+    expect((await engine.get(id)).status).toBe('cancelling');
+  }
+
+  it('ends cancelled, noting that its cleanup did not run and why, when no worker serving its workflow takes it over: any worker\'s heartbeat does it once the lease has been expired for a further leaseMs', async () => {
+    const ran: string[] = [];
+    const other = workflow('other', async (ctx) => ctx.step('a', () => 1));
+    const gone = workflow('gone', async (ctx) => {
+      ctx.onCancel(() => void ran.push('onCancel'));
+      await ctx.step('a', () => 1);
+    });
+    const engine = makeEngine({ workflows: [other, gone] });
+    const { id } = await engine.start(gone);
+    await claimByDeadWorker(engine, id, 'gone');
+    await eventually(async () => (await engine.explain(id)).summary.includes('expired'), 10_000, 'the lease expired');
+    expect((await engine.explain(id)).summary).toMatch(/a worker serving "gone" version 1 with a free slot takes it over and finishes its cleanup; if none does, once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup/);
+    await startWorker(engine, { workflows: ['other'], leaseMs: 600, heartbeatMs: 50 });
+    await waitForStatus(engine, id, 'cancelled');
+    const info = await engine.get(id);
+    expect(ran).toEqual([]);
+    const last = transitionsOf(info).at(-1);
+    expect(last).toMatchObject({ event: 'abort', from: 'cancelling', to: 'cancelled', actor: { kind: 'system', id: 'lease-expiry' } });
+    expect(last?.detail).toEqual({
+      reason: 'lease expired', previousOwner: 'dead-worker',
+      note: 'its cleanup (onCancel handlers, compensations) did not run: no worker of workflow "gone" version 1 took the task over within 600 ms of its lease expiring',
+    });
+    await expect(engine.result(id)).rejects.toMatchObject({ code: 'TASK_CANCELLED' });
+  });
+
+  it('is taken over by a worker serving its workflow, which runs the cleanup: the fallback of other workers does not race it', async () => {
+    const ran: string[] = [];
+    const other = workflow('other', async (ctx) => ctx.step('a', () => 1));
+    const served = workflow('served', async (ctx) => {
+      ctx.onCancel(() => ctx.step('release', () => void ran.push('release')));
+      await ctx.step('a', () => 1);
+    });
+    const engine = makeEngine({ workflows: [other, served] });
+    const { id } = await engine.start(served);
+    // Both workers heartbeat (and would end the task) once the lease has been expired for 600 ms;
+    // the worker serving it reclaims it within a poll of the expiry.
+    await startWorker(engine, { workflows: ['other'], leaseMs: 600, heartbeatMs: 50 });
+    await claimByDeadWorker(engine, id, 'served');
+    await startWorker(engine, { workflows: ['served'], leaseMs: 600, heartbeatMs: 50 });
+    await waitForStatus(engine, id, ['cancelled', 'failed']);
+    const info = await engine.get(id);
+    expect(info.status).toBe('cancelled');
+    expect(ran).toEqual(['release']);
+    expect(stepNames(info)).toEqual(['onCancel:release:completed']);
+    expect(transitionsOf(info).map((t) => `${t.event}:${t.to}`).slice(-3)).toEqual(['cancel:cancelling', 'reclaim:cancelling', 'abort:cancelled']);
   });
 });
