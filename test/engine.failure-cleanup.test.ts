@@ -415,3 +415,53 @@ describe('a cancelling task whose worker died', () => {
     expect(transitionsOf(info).map((t) => `${t.event}:${t.to}`).slice(-3)).toEqual(['cancel:cancelling', 'reclaim:cancelling', 'abort:cancelled']);
   });
 });
+
+describe('compensations after a failure for good while the run is asked to stop starting work', () => {
+  function failingSaga(name: string, undone: string[], started: { open: () => void }, go: Promise<void>) {
+    return workflow(name, async (ctx) => {
+      await ctx.step('book', () => 'B1', { compensate: (b: string) => void undone.push(`unbook ${b}`) });
+      await ctx.step('pay', async () => {
+        started.open();
+        await go;
+        throw new NonRetryableError('card declined');
+      });
+    });
+  }
+
+  it('a step that fails for good while a pause is requested: the compensations run and the task fails with the step\'s error', async () => {
+    const undone: string[] = [];
+    const started = gate();
+    const go = gate();
+    const wf = failingSaga('pause-then-fail', undone, started, go.promise);
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await started.promise;
+    await engine.pause(id); // reaches the run in this process before pause() returns
+    go.open();
+    await waitForStatus(engine, id, ['failed', 'paused', 'cancelled']);
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.message).toMatch(/card declined/);
+    expect(undone).toEqual(['unbook B1']);
+    expect(stepNames(info)).toEqual(['book:completed', 'pay:failed', 'compensate:book:completed']);
+    expect(info.pauseRequested).toBe(false);
+  });
+
+  it('a step that fails for good while the worker drains (worker.stop()): the compensations run within the grace period and the task fails', async () => {
+    const undone: string[] = [];
+    const started = gate();
+    const go = gate();
+    const wf = failingSaga('drain-then-fail', undone, started, go.promise);
+    const engine = makeEngine({ workflows: [wf] });
+    const w = await startWorker(engine, { shutdownGraceMs: 10_000 });
+    const { id } = await engine.start(wf);
+    await started.promise;
+    const stopping = w.stop(); // drains at once
+    go.open();
+    await stopping;
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.message).toMatch(/card declined/);
+    expect(undone).toEqual(['unbook B1']);
+    expect(stepNames(info)).toEqual(['book:completed', 'pay:failed', 'compensate:book:completed']);
+  });
+});

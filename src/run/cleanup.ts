@@ -63,9 +63,14 @@ export interface CleanupResult {
 
 const DONE: CleanupResult = { failure: null, interrupted: false };
 
+/**
+ * Whether the run fails for good: the code made an illegal call, or it threw. A pause requested or
+ * a drain does not change that (the run then ends `failed` all the same), so neither skips the
+ * compensations.
+ */
 function failing(state: RunState, result: Settled | null): boolean {
   if (state.kind === 'failed') return true;
-  return state.kind === 'running' && state.hold === 'none' && result !== null && !result.ok;
+  return state.kind === 'running' && result !== null && !result.ok;
 }
 
 /** Whether the run's end calls for a cleanup: a cancel, or a failure for good. */
