@@ -84,6 +84,8 @@ export interface WorkerOptions {
    * count as absent; this keeps the table from growing). `0` turns it off. @defaultValue 600000
    */
   idempotencyPurgeMs?: number;
+  /** @internal For tests: how long a replay waits for the call its journal says comes next. @defaultValue 30000 */
+  replayStallMs?: number;
 }
 
 export type WorkerState = 'created' | 'running' | 'stopping' | 'stopped';
@@ -149,6 +151,7 @@ export class Worker {
   readonly #pollIntervalMs: number;
   readonly #shutdownGraceMs: number;
   readonly #cancelGraceMs: number;
+  readonly #replayStallMs: number | undefined;
   readonly #parkAfterMs: number;
   readonly #dwellScanMs: number;
   #dwell: DwellScanner | null = null;
@@ -196,6 +199,7 @@ export class Worker {
     this.#pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? 500);
     this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
     this.#cancelGraceMs = options.cancelGraceMs ?? 5000;
+    this.#replayStallMs = options.replayStallMs;
     this.#parkAfterMs = options.parkAfterMs ?? 5000;
     this.#dwellScanMs = options.dwellScanMs ?? 1000;
     this.#purgeMs = options.idempotencyPurgeMs ?? DEFAULT_PURGE_MS;
@@ -400,6 +404,7 @@ export class Worker {
         hears: (name) => this.#events.hears(name),
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
         idempotency: this.#host.idempotency,
+        replayStallMs: this.#replayStallMs,
       });
     } catch (e) {
       // A run that cannot even start would otherwise hold its lease until it expires, and again.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NonRetryableError, workflow, type Engine, type TaskInfo } from '../src/index.ts';
+import { NonRetryableError, workflow, type Engine, type TaskInfo, type WorkerOptions } from '../src/index.ts';
 import { sourcesOf, transition } from '../src/lifecycle.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { eventually, gate, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
@@ -232,6 +232,7 @@ describe('cancel cleanup and compensation', () => {
     await clock.advance('1d');
     await waitForStatus(engine, id, 'failed');
     const info = await engine.get(id);
+    console.log('DBG', info.status, info.status === 'failed' && info.error.message, stepNames(info));
     expect(info.status === 'failed' && info.error.code).toBe('DEADLINE_EXCEEDED');
     expect(undone).toEqual(['delete vm-1']);
     expect(after).toBe(0);
@@ -261,6 +262,7 @@ describe('cancel cleanup and compensation', () => {
     await clock.advance('1h');
     await waitForStatus(engine, b.id, 'failed');
     const info = await engine.get(b.id);
+    console.log('DBG', info.status, info.status === 'failed' && info.error.message, stepNames(info));
     expect(info.status === 'failed' && info.error.code).toBe('DEADLINE_EXCEEDED');
     expect(undone).toEqual(['delete vm-1', 'delete vm-1']);
     expect(stepNames(info)).toEqual(['create-vm:completed', 'compensate:create-vm:completed']);
@@ -463,5 +465,65 @@ describe('compensations after a failure for good while the run is asked to stop 
     expect(info.status === 'failed' && info.error.message).toMatch(/card declined/);
     expect(undone).toEqual(['unbook B1']);
     expect(stepNames(info)).toEqual(['book:completed', 'pay:failed', 'compensate:book:completed']);
+  });
+});
+
+describe('a resumed cleanup while the replay waits for a call the code no longer makes', () => {
+  /**
+   * The first run: Z completes, A wins a race against C, B completes, the code awaits C; the task is cancelled,
+   * C stops, and the worker stops in the middle of compensate:A (no end written). The second run
+   * knows of the cancel from its start, so C is refused at once and the race ends: the code is
+   * handed back A (registering A's compensation) and never asks for B, which the replay expects
+   * next. Its cleanup then runs compensate:A again, as `second(attempt)` says, then compensate:Z.
+   */
+  async function resumedRaceSaga(name: string, second: (attempt: number) => Promise<void>, worker2: WorkerOptions): Promise<TaskInfo> {
+    let first = true;
+    let attempts = 0;
+    const compensating = gate();
+    const wf = workflow(name, async (ctx) => {
+      await ctx.step('Z', () => 'z', { compensate: () => undefined });
+      const c = ctx.step('C', ({ signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })));
+      const a = ctx.step('A', () => 'a', {
+        retry: { maxAttempts: 2, initialDelay: '300ms', jitter: false },
+        compensate: (_o: unknown, { signal }) => {
+          if (!first) return second(++attempts);
+          compensating.open();
+          return new Promise<void>((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+        },
+      });
+      await Promise.race([a, c]);
+      await ctx.step('B', () => 'b');
+      await c;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const w1 = await startWorker(engine, { leaseMs: 1000, cancelGraceMs: 100, shutdownGraceMs: 100 });
+    const { id } = await engine.start(wf);
+    await eventually(async () => (await engine.get(id)).steps.some((s) => s.name === 'B' && s.status === 'completed'), 10_000, 'B completed');
+    await engine.cancel(id, { reason: 'user' });
+    await compensating.promise;
+    await w1.stop(); // its grace period ends in the middle of compensate:A: the run writes no end
+    expect((await engine.get(id)).status).toBe('cancelling');
+    first = false;
+    await startWorker(engine, { leaseMs: 1000, ...worker2 });
+    await waitForStatus(engine, id, ['cancelled', 'failed'], 20_000);
+    return engine.get(id);
+  }
+
+  it('a cleanup longer than the replay\'s stall timeout is no divergence: the task ends cancelled after its compensation', async () => {
+    const info = await resumedRaceSaga('stall-in-cleanup', async () => {
+      await new Promise((r) => setTimeout(r, 500)); // well past the 50 ms stall timeout
+    }, { replayStallMs: 50 });
+    expect(info.status === 'failed' && info.error.message).toBe(false);
+    expect(info.status).toBe('cancelled');
+    expect(stepNames(info).filter((n) => n.startsWith('compensate:'))).toEqual(['compensate:A:completed', 'compensate:Z:completed']);
+  });
+
+  it('a cleanup step that waits (a retry backoff longer than parkAfterMs) while the replay is pending is no divergence', async () => {
+    const info = await resumedRaceSaga('wait-in-cleanup', async (attempt) => {
+      if (attempt === 1) throw new Error('airline API down');
+    }, { parkAfterMs: 50 });
+    expect(info.status === 'failed' && info.error.message).toBe(false);
+    expect(info.status).toBe('cancelled');
+    expect(stepNames(info).filter((n) => n.startsWith('compensate:'))).toEqual(['compensate:A:completed', 'compensate:Z:completed']);
   });
 });

@@ -92,6 +92,7 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
   // The scope: calls start again, under a fresh signal that only the scope's deadline (or a lost
   // lease, or the end of the worker's grace period) fires; a second cancel is not heard (see TaskRun.cancel).
   run.cleaning = true;
+  run.replay.closeForCleanup();
   run.cleanupHalt = haltOf(saved) ?? fatalOf(saved) ?? new Error(`Task ${run.taskId}: the run has ended`);
   run.state = RUNNING;
   run.aborted = false;

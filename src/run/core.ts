@@ -43,6 +43,8 @@ export interface RunDeps {
   outputBytes: number;
   /** Idempotency records (steps with a business key, at-most-once intents); absent: those steps are refused. */
   idempotency?: Idempotency | undefined;
+  /** How long a replay waits for the call its journal says comes next (default `REPLAY_STALL_MS`): for tests. */
+  replayStallMs?: number | undefined;
 }
 
 export class RunCore {
