@@ -527,3 +527,62 @@ describe('a resumed cleanup while the replay waits for a call the code no longer
     expect(stepNames(info).filter((n) => n.startsWith('compensate:'))).toEqual(['compensate:A:completed', 'compensate:Z:completed']);
   });
 });
+
+describe('the cleanup\'s deadline bounds handlers and compensations that ignore their signal', () => {
+  it('an onCancel handler that ignores its signal is left behind at the deadline (plus cancelGraceMs): the task fails with COMPENSATION_FAILED naming it, the compensations are not run', async () => {
+    const clock = new ManualClock();
+    const entered = gate();
+    const handlerStarted = gate();
+    const never = gate();
+    const undone: string[] = [];
+    const wf = workflow('deaf-handler', async (ctx) => {
+      await ctx.step('vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(vm) });
+      ctx.onCancel(async () => {
+        handlerStarted.open();
+        await never.promise; // ignores its signal
+        await ctx.step('late', () => undefined); // refused: the cleanup is over
+      });
+      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
+        entered.open();
+        signal.addEventListener('abort', () => reject(signal.reason as Error));
+      }));
+    }, { cleanupTimeout: '5m' });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, { leaseMs: 86_400_000, cancelGraceMs: 100 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id, { reason: 'stop' });
+    await handlerStarted.promise;
+    await clock.advance('5m');
+    await waitForStatus(engine, id, ['failed', 'cancelled']);
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error).toMatchObject({
+      code: 'COMPENSATION_FAILED',
+      message: expect.stringMatching(/onCancel cleanup: did not finish: .*ran past its 300000 ms deadline; it ignored its signal.*compensation of "vm": not run: /),
+    });
+    expect(undone).toEqual([]);
+    never.open();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(stepNames(await engine.get(id))).toEqual(['vm:completed']);
+  });
+
+  it('a compensation that ignores its signal is stopped at the deadline (a step, abandoned after cancelGraceMs): the task fails with COMPENSATION_FAILED naming it and its own error', async () => {
+    const clock = new ManualClock();
+    const compensating = gate();
+    const wf = workflow('deaf-compensation', async (ctx) => {
+      await ctx.step('vm', () => 'vm-1', { compensate: () => new Promise(() => compensating.open()) }); // never settles
+      await ctx.step('pay', () => { throw new NonRetryableError('card declined'); });
+    }, { cleanupTimeout: '1m' });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, { leaseMs: 86_400_000, cancelGraceMs: 100 });
+    const { id } = await engine.start(wf);
+    await compensating.promise;
+    await clock.advance('1m');
+    await waitForStatus(engine, id, ['failed']);
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error).toMatchObject({
+      code: 'COMPENSATION_FAILED',
+      message: expect.stringMatching(/card declined.*compensation of "vm": .*ran past its 60000 ms deadline/s),
+    });
+  });
+});

@@ -32,8 +32,8 @@ export interface Position {
  * the call's identity there instead (`occurrence`: a compensation's, that of the step it undoes).
  */
 export function position(run: RunCore, name: string, kind: StepKind, given?: number): Position {
-  // The code's calls after its cleanup has begun do not start (see `cleanup-scope.ts`).
-  if (run.cleaning && !calledFromCleanup(run)) throw run.cleanupHalt ?? new Error(`Task ${run.taskId}: the run has ended`);
+  // The code's calls after its cleanup has begun do not start (see `cleanup-scope.ts`), nor any after it ended.
+  if ((run.cleaning && !calledFromCleanup(run)) || run.cleanedUp) throw run.cleanupHalt ?? new Error(`Task ${run.taskId}: the run has ended`);
   if (typeof name !== 'string' || !STEP_NAME.test(name)) {
     throw run.fail(
       new InvalidArgumentError(
