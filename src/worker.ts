@@ -178,6 +178,8 @@ export class Worker {
   #loop: Promise<void> | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
   #beating: Promise<void> | null = null;
+  /** The fallback for cancelling tasks nobody takes over (see {@link #abandonCancelling}), while it runs. */
+  #abandoning: Promise<unknown> | null = null;
   #unsubscribe: Array<() => void | Promise<void>> = [];
 
   /** @internal Use `engine.worker(options)`. */
@@ -486,13 +488,17 @@ export class Worker {
             else run.withdrawPause();
           }
         }
-        await this.#abandonCancelling(store, now);
       } catch (e) {
         this.#events.emit('worker:error', { error: coerceError(e), during: 'heartbeat' });
       }
     })();
     await this.#beating;
     this.#beating = null;
+    // Apart from the renewals, so that it never delays them.
+    if (this.#state === 'stopped') return;
+    this.#abandoning ??= this.#abandonCancelling(store, this.#host.clock.now())
+      .catch((e: unknown) => this.#events.emit('worker:error', { error: coerceError(e), during: 'ending abandoned cancelling tasks' }))
+      .finally(() => (this.#abandoning = null));
   }
 
   /**
@@ -548,6 +554,7 @@ export class Worker {
     await this.#approvalCloser?.stop();
     await this.#purger?.stop();
     await this.#beating;
+    await this.#abandoning;
     await this.#writer?.drain();
     for (const off of this.#unsubscribe) await off();
     this.#state = 'stopped';
