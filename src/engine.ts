@@ -925,7 +925,14 @@ function explainSummary(
     case 'paused':
       return 'Paused by a user: resume it to continue.';
     case 'cancelling':
-      if (c.lease?.expired) return `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead; a worker serving "${row.workflow}" will take the task over and finish its cleanup.`;
+      if (c.lease?.expired) {
+        const dead = `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead`;
+        const fallback = `once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup (onCancel handlers, compensations)`;
+        if (!c.registered.includes(row.workflowVersion)) {
+          return `${dead}; no worker has registered version ${row.workflowVersion} of "${row.workflow}", so none can take it over and finish its cleanup: ${fallback}, unless a worker with that version starts first.`;
+        }
+        return `${dead}; a worker serving "${row.workflow}" version ${row.workflowVersion} with a free slot takes it over and finishes its cleanup; if none does, ${fallback}.`;
+      }
       return `Cancelling: worker ${c.lease?.owner ?? '?'} has been told to stop the run and runs its cleanup${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}.`;
     case 'succeeded':
       return `Succeeded at ${at(row.finishedAt)}.`;

@@ -327,13 +327,23 @@ export interface HeldTask {
   cancelReason: string | null;
 }
 
-/** Expired leases in `from` statuses are moved to `to` with a `transition` log entry (`event`, actor system `lease-expiry`). */
+/**
+ * Expired leases in `from` statuses are moved to `to` with a `transition` log entry (`event`, actor
+ * system `lease-expiry`, detail `{ reason: 'lease expired', previousOwner }`, plus `note` if given).
+ */
 export interface ExpireRequest {
   now: number;
   event: string;
   from: readonly TaskStatus[];
   to: TaskStatus;
   set: TaskPatch;
+  /**
+   * Only leases that expired at least this long ago (0 by default: every expired lease). Judged
+   * like expiry itself (by the database's clock on PostgreSQL, by `now` on SQLite).
+   */
+  expiredForMs?: number;
+  /** Added to the entry's detail as `note`, with `{workflow}` and `{version}` replaced by the task's. */
+  note?: string;
 }
 
 export interface ListQuery {

@@ -27,7 +27,7 @@ import { shortId } from './ids.ts';
 import { isFinished, sourcesOf, transition } from './lifecycle.ts';
 import { TaskRun } from './run/task-run.ts';
 import type { ClaimedTask, Store } from './store.ts';
-import { planTransition, wakeFor } from './transitions.ts';
+import { effectColumns, planTransition, wakeFor } from './transitions.ts';
 import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
@@ -84,6 +84,8 @@ export interface WorkerOptions {
    * count as absent; this keeps the table from growing). `0` turns it off. @defaultValue 600000
    */
   idempotencyPurgeMs?: number;
+  /** @internal For tests: how long a replay waits for the call its journal says comes next. @defaultValue 30000 */
+  replayStallMs?: number;
 }
 
 export type WorkerState = 'created' | 'running' | 'stopping' | 'stopped';
@@ -149,6 +151,7 @@ export class Worker {
   readonly #pollIntervalMs: number;
   readonly #shutdownGraceMs: number;
   readonly #cancelGraceMs: number;
+  readonly #replayStallMs: number | undefined;
   readonly #parkAfterMs: number;
   readonly #dwellScanMs: number;
   #dwell: DwellScanner | null = null;
@@ -175,6 +178,8 @@ export class Worker {
   #loop: Promise<void> | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
   #beating: Promise<void> | null = null;
+  /** The fallback for cancelling tasks nobody takes over (see {@link #abandonCancelling}), while it runs. */
+  #abandoning: Promise<unknown> | null = null;
   #unsubscribe: Array<() => void | Promise<void>> = [];
 
   /** @internal Use `engine.worker(options)`. */
@@ -196,6 +201,7 @@ export class Worker {
     this.#pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? 500);
     this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
     this.#cancelGraceMs = options.cancelGraceMs ?? 5000;
+    this.#replayStallMs = options.replayStallMs;
     this.#parkAfterMs = options.parkAfterMs ?? 5000;
     this.#dwellScanMs = options.dwellScanMs ?? 1000;
     this.#purgeMs = options.idempotencyPurgeMs ?? DEFAULT_PURGE_MS;
@@ -400,6 +406,7 @@ export class Worker {
         hears: (name) => this.#events.hears(name),
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
         idempotency: this.#host.idempotency,
+        replayStallMs: this.#replayStallMs,
       });
     } catch (e) {
       // A run that cannot even start would otherwise hold its lease until it expires, and again.
@@ -487,6 +494,27 @@ export class Worker {
     })();
     await this.#beating;
     this.#beating = null;
+    // Apart from the renewals, so that it never delays them.
+    if (this.#state === 'stopped') return;
+    this.#abandoning ??= this.#abandonCancelling(store, this.#host.clock.now())
+      .catch((e: unknown) => this.#events.emit('worker:error', { error: coerceError(e), during: 'ending abandoned cancelling tasks' }))
+      .finally(() => (this.#abandoning = null));
+  }
+
+  /**
+   * The fallback for a cancelling task whose worker died and that no worker serving its workflow
+   * and version takes over (none runs, as during a rolling deploy to an incompatible version, or
+   * all are full): once its lease has been expired for a further `leaseMs` — time for such a
+   * worker to reclaim it (a reclaim renews the lease, so the two cannot both happen) — it ends
+   * `cancelled` (`abort`), and the entry says that its cleanup did not run and why. Any worker's
+   * heartbeat does it, whatever workflows it serves.
+   */
+  async #abandonCancelling(store: Store, now: number): Promise<void> {
+    const abort = transition({ status: 'cancelling' }, 'abort');
+    await store.expireLeases({
+      now, event: 'abort', from: sourcesOf('abort'), to: abort.to, set: effectColumns(abort, now), expiredForMs: this.#leaseMs,
+      note: `its cleanup (onCancel handlers, compensations) did not run: no worker of workflow "{workflow}" version {version} took the task over within ${this.#leaseMs} ms of its lease expiring`,
+    });
   }
 
   /**
@@ -526,6 +554,7 @@ export class Worker {
     await this.#approvalCloser?.stop();
     await this.#purger?.stop();
     await this.#beating;
+    await this.#abandoning;
     await this.#writer?.drain();
     for (const off of this.#unsubscribe) await off();
     this.#state = 'stopped';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { NonRetryableError, workflow, type TaskInfo } from '../src/index.ts';
+import { NonRetryableError, workflow, type Engine, type TaskInfo, type WorkerOptions } from '../src/index.ts';
+import { sourcesOf, transition } from '../src/lifecycle.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { eventually, gate, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
 
@@ -231,6 +232,7 @@ describe('cancel cleanup and compensation', () => {
     await clock.advance('1d');
     await waitForStatus(engine, id, 'failed');
     const info = await engine.get(id);
+    console.log('DBG', info.status, info.status === 'failed' && info.error.message, stepNames(info));
     expect(info.status === 'failed' && info.error.code).toBe('DEADLINE_EXCEEDED');
     expect(undone).toEqual(['delete vm-1']);
     expect(after).toBe(0);
@@ -260,6 +262,7 @@ describe('cancel cleanup and compensation', () => {
     await clock.advance('1h');
     await waitForStatus(engine, b.id, 'failed');
     const info = await engine.get(b.id);
+    console.log('DBG', info.status, info.status === 'failed' && info.error.message, stepNames(info));
     expect(info.status === 'failed' && info.error.code).toBe('DEADLINE_EXCEEDED');
     expect(undone).toEqual(['delete vm-1', 'delete vm-1']);
     expect(stepNames(info)).toEqual(['create-vm:completed', 'compensate:create-vm:completed']);
@@ -349,5 +352,237 @@ describe('cancel cleanup and compensation', () => {
     await engine.cancel(id);
     await waitForStatus(engine, id, 'cancelled');
     expect(stepNames(await engine.get(id))).toEqual(['onCancel:cleanup:completed']);
+  });
+});
+
+describe('a cancelling task whose worker died', () => {
+  /** Claims the task as a worker that then dies (it never heartbeats again), and cancels it. */
+  async function claimByDeadWorker(engine: Engine, id: string, workflowName: string): Promise<void> {
+    const store = await engine.ready();
+    const reclaimFrom = sourcesOf('reclaim');
+    const claimed = await store.claim({
+      workerId: 'dead-worker', now: engine.clock.now(), leaseMs: 200, limit: 1, workflows: [workflowName],
+      claim: { from: sourcesOf('claim'), to: 'running' },
+      reclaim: { from: reclaimFrom, to: Object.fromEntries(reclaimFrom.map((s) => [s, transition({ status: s }, 'reclaim').to])) },
+    });
+    expect(claimed.map((c) => c.task.id)).toEqual([id]);
+    await engine.cancel(id, { reason: 'stop' });
+    expect((await engine.get(id)).status).toBe('cancelling');
+  }
+
+  it('ends cancelled, noting that its cleanup did not run and why, when no worker serving its workflow takes it over: any worker\'s heartbeat does it once the lease has been expired for a further leaseMs', async () => {
+    const ran: string[] = [];
+    const other = workflow('other', async (ctx) => ctx.step('a', () => 1));
+    const gone = workflow('gone', async (ctx) => {
+      ctx.onCancel(() => void ran.push('onCancel'));
+      await ctx.step('a', () => 1);
+    });
+    const engine = makeEngine({ workflows: [other, gone] });
+    const { id } = await engine.start(gone);
+    await claimByDeadWorker(engine, id, 'gone');
+    await eventually(async () => (await engine.explain(id)).summary.includes('expired'), 10_000, 'the lease expired');
+    expect((await engine.explain(id)).summary).toMatch(/a worker serving "gone" version 1 with a free slot takes it over and finishes its cleanup; if none does, once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup/);
+    await startWorker(engine, { workflows: ['other'], leaseMs: 600, heartbeatMs: 50 });
+    await waitForStatus(engine, id, 'cancelled');
+    const info = await engine.get(id);
+    expect(ran).toEqual([]);
+    const last = transitionsOf(info).at(-1);
+    expect(last).toMatchObject({ event: 'abort', from: 'cancelling', to: 'cancelled', actor: { kind: 'system', id: 'lease-expiry' } });
+    expect(last?.detail).toEqual({
+      reason: 'lease expired', previousOwner: 'dead-worker',
+      note: 'its cleanup (onCancel handlers, compensations) did not run: no worker of workflow "gone" version 1 took the task over within 600 ms of its lease expiring',
+    });
+    await expect(engine.result(id)).rejects.toMatchObject({ code: 'TASK_CANCELLED' });
+  });
+
+  it('is taken over by a worker serving its workflow, which runs the cleanup: the fallback of other workers does not race it', async () => {
+    const ran: string[] = [];
+    const other = workflow('other', async (ctx) => ctx.step('a', () => 1));
+    const served = workflow('served', async (ctx) => {
+      ctx.onCancel(() => ctx.step('release', () => void ran.push('release')));
+      await ctx.step('a', () => 1);
+    });
+    const engine = makeEngine({ workflows: [other, served] });
+    const { id } = await engine.start(served);
+    // Both workers heartbeat (and would end the task) once the lease has been expired for 600 ms;
+    // the worker serving it reclaims it within a poll of the expiry.
+    await startWorker(engine, { workflows: ['other'], leaseMs: 600, heartbeatMs: 50 });
+    await claimByDeadWorker(engine, id, 'served');
+    await startWorker(engine, { workflows: ['served'], leaseMs: 600, heartbeatMs: 50 });
+    await waitForStatus(engine, id, ['cancelled', 'failed']);
+    const info = await engine.get(id);
+    expect(info.status).toBe('cancelled');
+    expect(ran).toEqual(['release']);
+    expect(stepNames(info)).toEqual(['onCancel:release:completed']);
+    expect(transitionsOf(info).map((t) => `${t.event}:${t.to}`).slice(-3)).toEqual(['cancel:cancelling', 'reclaim:cancelling', 'abort:cancelled']);
+  });
+});
+
+describe('compensations after a failure for good while the run is asked to stop starting work', () => {
+  function failingSaga(name: string, undone: string[], started: { open: () => void }, go: Promise<void>) {
+    return workflow(name, async (ctx) => {
+      await ctx.step('book', () => 'B1', { compensate: (b: string) => void undone.push(`unbook ${b}`) });
+      await ctx.step('pay', async () => {
+        started.open();
+        await go;
+        throw new NonRetryableError('card declined');
+      });
+    });
+  }
+
+  it('a step that fails for good while a pause is requested: the compensations run and the task fails with the step\'s error', async () => {
+    const undone: string[] = [];
+    const started = gate();
+    const go = gate();
+    const wf = failingSaga('pause-then-fail', undone, started, go.promise);
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await started.promise;
+    await engine.pause(id); // reaches the run in this process before pause() returns
+    go.open();
+    await waitForStatus(engine, id, ['failed', 'paused', 'cancelled']);
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.message).toMatch(/card declined/);
+    expect(undone).toEqual(['unbook B1']);
+    expect(stepNames(info)).toEqual(['book:completed', 'pay:failed', 'compensate:book:completed']);
+    expect(info.pauseRequested).toBe(false);
+  });
+
+  it('a step that fails for good while the worker drains (worker.stop()): the compensations run within the grace period and the task fails', async () => {
+    const undone: string[] = [];
+    const started = gate();
+    const go = gate();
+    const wf = failingSaga('drain-then-fail', undone, started, go.promise);
+    const engine = makeEngine({ workflows: [wf] });
+    const w = await startWorker(engine, { shutdownGraceMs: 10_000 });
+    const { id } = await engine.start(wf);
+    await started.promise;
+    const stopping = w.stop(); // drains at once
+    go.open();
+    await stopping;
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error.message).toMatch(/card declined/);
+    expect(undone).toEqual(['unbook B1']);
+    expect(stepNames(info)).toEqual(['book:completed', 'pay:failed', 'compensate:book:completed']);
+  });
+});
+
+describe('a resumed cleanup while the replay waits for a call the code no longer makes', () => {
+  /**
+   * The first run: Z completes, A wins a race against C, B completes, the code awaits C; the task is cancelled,
+   * C stops, and the worker stops in the middle of compensate:A (no end written). The second run
+   * knows of the cancel from its start, so C is refused at once and the race ends: the code is
+   * handed back A (registering A's compensation) and never asks for B, which the replay expects
+   * next. Its cleanup then runs compensate:A again, as `second(attempt)` says, then compensate:Z.
+   */
+  async function resumedRaceSaga(name: string, second: (attempt: number) => Promise<void>, worker2: WorkerOptions): Promise<TaskInfo> {
+    let first = true;
+    let attempts = 0;
+    const compensating = gate();
+    const wf = workflow(name, async (ctx) => {
+      await ctx.step('Z', () => 'z', { compensate: () => undefined });
+      const c = ctx.step('C', ({ signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })));
+      const a = ctx.step('A', () => 'a', {
+        retry: { maxAttempts: 2, initialDelay: '300ms', jitter: false },
+        compensate: (_o: unknown, { signal }) => {
+          if (!first) return second(++attempts);
+          compensating.open();
+          return new Promise<void>((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+        },
+      });
+      await Promise.race([a, c]);
+      await ctx.step('B', () => 'b');
+      await c;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    const w1 = await startWorker(engine, { leaseMs: 1000, cancelGraceMs: 100, shutdownGraceMs: 100 });
+    const { id } = await engine.start(wf);
+    await eventually(async () => (await engine.get(id)).steps.some((s) => s.name === 'B' && s.status === 'completed'), 10_000, 'B completed');
+    await engine.cancel(id, { reason: 'user' });
+    await compensating.promise;
+    await w1.stop(); // its grace period ends in the middle of compensate:A: the run writes no end
+    expect((await engine.get(id)).status).toBe('cancelling');
+    first = false;
+    await startWorker(engine, { leaseMs: 1000, ...worker2 });
+    await waitForStatus(engine, id, ['cancelled', 'failed'], 20_000);
+    return engine.get(id);
+  }
+
+  it('a cleanup longer than the replay\'s stall timeout is no divergence: the task ends cancelled after its compensation', async () => {
+    const info = await resumedRaceSaga('stall-in-cleanup', async () => {
+      await new Promise((r) => setTimeout(r, 500)); // well past the 50 ms stall timeout
+    }, { replayStallMs: 50 });
+    expect(info.status === 'failed' && info.error.message).toBe(false);
+    expect(info.status).toBe('cancelled');
+    expect(stepNames(info).filter((n) => n.startsWith('compensate:'))).toEqual(['compensate:A:completed', 'compensate:Z:completed']);
+  });
+
+  it('a cleanup step that waits (a retry backoff longer than parkAfterMs) while the replay is pending is no divergence', async () => {
+    const info = await resumedRaceSaga('wait-in-cleanup', async (attempt) => {
+      if (attempt === 1) throw new Error('airline API down');
+    }, { parkAfterMs: 50 });
+    expect(info.status === 'failed' && info.error.message).toBe(false);
+    expect(info.status).toBe('cancelled');
+    expect(stepNames(info).filter((n) => n.startsWith('compensate:'))).toEqual(['compensate:A:completed', 'compensate:Z:completed']);
+  });
+});
+
+describe('the cleanup\'s deadline bounds handlers and compensations that ignore their signal', () => {
+  it('an onCancel handler that ignores its signal is left behind at the deadline (plus cancelGraceMs): the task fails with COMPENSATION_FAILED naming it, the compensations are not run', async () => {
+    const clock = new ManualClock();
+    const entered = gate();
+    const handlerStarted = gate();
+    const never = gate();
+    const undone: string[] = [];
+    const wf = workflow('deaf-handler', async (ctx) => {
+      await ctx.step('vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(vm) });
+      ctx.onCancel(async () => {
+        handlerStarted.open();
+        await never.promise; // ignores its signal
+        await ctx.step('late', () => undefined); // refused: the cleanup is over
+      });
+      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
+        entered.open();
+        signal.addEventListener('abort', () => reject(signal.reason as Error));
+      }));
+    }, { cleanupTimeout: '5m' });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, { leaseMs: 86_400_000, cancelGraceMs: 100 });
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id, { reason: 'stop' });
+    await handlerStarted.promise;
+    await clock.advance('5m');
+    await waitForStatus(engine, id, ['failed', 'cancelled']);
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error).toMatchObject({
+      code: 'COMPENSATION_FAILED',
+      message: expect.stringMatching(/onCancel cleanup: did not finish: .*ran past its 300000 ms deadline; it ignored its signal.*compensation of "vm": not run: /),
+    });
+    expect(undone).toEqual([]);
+    never.open();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(stepNames(await engine.get(id))).toEqual(['vm:completed']);
+  });
+
+  it('a compensation that ignores its signal is stopped at the deadline (a step, abandoned after cancelGraceMs): the task fails with COMPENSATION_FAILED naming it and its own error', async () => {
+    const clock = new ManualClock();
+    const compensating = gate();
+    const wf = workflow('deaf-compensation', async (ctx) => {
+      await ctx.step('vm', () => 'vm-1', { compensate: () => new Promise(() => compensating.open()) }); // never settles
+      await ctx.step('pay', () => { throw new NonRetryableError('card declined'); });
+    }, { cleanupTimeout: '1m' });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, { leaseMs: 86_400_000, cancelGraceMs: 100 });
+    const { id } = await engine.start(wf);
+    await compensating.promise;
+    await clock.advance('1m');
+    await waitForStatus(engine, id, ['failed']);
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error).toMatchObject({
+      code: 'COMPENSATION_FAILED',
+      message: expect.stringMatching(/card declined.*compensation of "vm": .*ran past its 60000 ms deadline/s),
+    });
   });
 });

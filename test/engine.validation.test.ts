@@ -2,7 +2,7 @@
 // error at the call, never a worker that silently does nothing or a warning in the user's logs.
 import { describe, expect, it } from 'vitest';
 import { IllegalTransitionError, transition, userEvents, workflow } from '../src/index.ts';
-import { TEST_STORE, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { TEST_STORE, gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
 
 describe(`validation (${TEST_STORE})`, () => {
   it('refuses an unknown workflow option (a typo such as tiemout) at definition time', () => {
@@ -131,6 +131,51 @@ describe(`step names the journal can store (${TEST_STORE})`, () => {
     expect(info.status === 'failed' && info.error.code).toBe('INVALID_ARGUMENT');
     expect(info.status === 'failed' && info.error.message).toMatch(/lone UTF-16 surrogate/);
     expect(info.steps.map((s) => s.name)).toEqual(['ok']);
+  });
+
+  it('fails the task with INVALID_ARGUMENT at a code call named with a prefix reserved for the cleanup (onCancel:, compensate:), which would share the cleanup\'s ids and keys', async () => {
+    const ran: string[] = [];
+    const cases = [
+      { name: 'onCancel:release', prefix: 'onCancel:', kind: 'step' },
+      { name: 'compensate:book', prefix: 'compensate:', kind: 'step' },
+      { name: 'onCancel:nap', prefix: 'onCancel:', kind: 'sleep' },
+    ] as const;
+    const wfs = cases.map((c, i) => workflow(`reserved-${i}`, async (ctx) => {
+      await ctx.step('ok', () => 1);
+      if (c.kind === 'step') await ctx.step(c.name, () => void ran.push(c.name));
+      else await ctx.sleep(c.name, '1s');
+    }));
+    const engine = makeEngine({ workflows: wfs });
+    await startWorker(engine);
+    for (const [i, c] of cases.entries()) {
+      const { id } = await engine.start(`reserved-${i}`);
+      await waitForStatus(engine, id, ['failed', 'succeeded']);
+      const info = await engine.get(id);
+      expect(info.status === 'failed' && info.error.code).toBe('INVALID_ARGUMENT');
+      expect(info.status === 'failed' && info.error.message).toContain(`${c.kind} name "${c.name}" is not valid: the prefix "${c.prefix}" is reserved for the calls of the cleanup`);
+      expect(info.steps.map((s) => s.name)).toEqual(['ok']);
+    }
+    expect(ran).toEqual([]);
+  });
+
+  it('lets an onCancel handler name its steps freely, reserved prefixes included (they are scoped under onCancel:)', async () => {
+    const entered = gate();
+    const wf = workflow('handler-names', async (ctx) => {
+      ctx.onCancel(() => ctx.step('compensate:x', () => 1));
+      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
+        entered.open();
+        signal.addEventListener('abort', () => reject(signal.reason as Error));
+      }));
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await entered.promise;
+    await engine.cancel(id);
+    await waitForStatus(engine, id, ['cancelled', 'failed']);
+    const info = await engine.get(id);
+    expect(info.status).toBe('cancelled');
+    expect(info.steps.map((s) => s.name)).toEqual(['onCancel:compensate:x']);
   });
 });
 

@@ -862,6 +862,29 @@ for (const backend of backends) {
         expect(await mustGet(s, cancelling.id)).toMatchObject({ status: 'cancelled', finishedAt: now, cancelReason: 'stop' });
         expect(await s.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: {} })).toBe(0);
       });
+
+      it('expireLeases with expiredForMs spares leases expired for less than that, and writes its note with the task\'s workflow and version', async () => {
+        const s = backend.isolated().open();
+        await s.migrate();
+        const task = await claimedTask(s, ns, {}, 'w1');
+        await s.transition(write(task, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'stop' } }));
+        const request = (now: number) => ({
+          now, event: 'abort', from: ['cancelling'] as TaskStatus[], to: 'cancelled' as TaskStatus, set: { clearLease: true, finishedAt: now },
+          expiredForMs: 5000, note: 'no worker of "{workflow}" version {version}',
+        });
+        // Expired for 1 s: spared.
+        await passLeaseTime(s, [task.id], LEASE_MS + 1000);
+        expect(await s.expireLeases(request(T0 + LEASE_MS + 1000))).toBe(0);
+        expect((await mustGet(s, task.id)).status).toBe('cancelling');
+        // Expired for 6 s: ended.
+        await passLeaseTime(s, [task.id], 5000);
+        const now = T0 + LEASE_MS + 6000;
+        expect(await s.expireLeases(request(now))).toBe(1);
+        expect(await mustGet(s, task.id)).toMatchObject({ status: 'cancelled', finishedAt: now, leaseOwner: null });
+        const last = (await transitions(s, task.id)).at(-1);
+        expect(last).toMatchObject({ event: 'abort', fromStatus: 'cancelling', toStatus: 'cancelled', actor: 'system:lease-expiry' });
+        expect(JSON.parse(last?.detail ?? 'null')).toEqual({ reason: 'lease expired', previousOwner: 'w1', note: `no worker of "${task.workflow}" version v1` });
+      });
     });
 
     describe('signals', () => {

@@ -85,12 +85,17 @@ export async function expireLeases(c: PgContext, r: ExpireRequest): Promise<numb
     const now = p.add(r.now, 'bigint');
     const to = p.add(r.to, 'text');
     const sets = assignments(r.set, p);
+    const note = r.note === undefined
+      ? `json_build_object('reason', 'lease expired', 'previousOwner', x_owner)`
+      : `json_build_object('reason', 'lease expired', 'previousOwner', x_owner,
+           'note', replace(replace(${p.add(r.note, 'text')}, '{workflow}', x_workflow), '{version}', x_version))`;
     const [row] = await rows(
       c,
       poolOf(c),
       `WITH x AS (
-           SELECT id AS x_id, status AS x_status, epoch AS x_epoch, lease_owner AS x_owner FROM ${c.t.tasks}
-           WHERE status IN (${sqlStatuses(r.from)}) AND lease_expires_at <= ${DB_NOW_MS}
+           SELECT id AS x_id, status AS x_status, epoch AS x_epoch, lease_owner AS x_owner, workflow AS x_workflow, workflow_version AS x_version
+           FROM ${c.t.tasks}
+           WHERE status IN (${sqlStatuses(r.from)}) AND lease_expires_at <= ${DB_NOW_MS} - ${p.add(r.expiredForMs ?? 0, 'bigint')}
            FOR UPDATE SKIP LOCKED
          ), u AS (
            UPDATE ${c.t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}, event_seq = t.event_seq + 1${sets}
@@ -99,7 +104,7 @@ export async function expireLeases(c: PgContext, r: ExpireRequest): Promise<numb
            INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
            SELECT x_id, u.event_seq, ${now}, 'transition', 'system', 'lease-expiry',
              json_build_object('event', ${p.add(r.event, 'text')}, 'from', x_status, 'to', ${to},
-               'detail', json_build_object('reason', 'lease expired', 'previousOwner', x_owner))::text
+               'detail', ${note})::text
            FROM x JOIN u ON u.id = x.x_id
          )
          SELECT count(*)::int AS n FROM u`,

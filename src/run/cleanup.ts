@@ -21,8 +21,9 @@
  * A compensation or handler that fails for good does not stop the others; the task then fails with
  * a {@link CompensationFailedError} naming every failure and what ended the task (its error, or the
  * cancel and its reason), and saying that manual cleanup is needed — a cancelled task too
- * (`cancelling → failed`). Past the deadline, the step in progress is stopped and what had not run
- * yet is reported as not run. A lost lease stops the scope at once (nothing may be written any
+ * (`cancelling → failed`). Past the deadline, the step in progress is stopped (its signal fires; a
+ * handler or compensation that ignores it for `cancelGraceMs` is left behind, reported as not
+ * finished, and any call it makes later is refused) and what had not run yet is reported as not run. A lost lease stops the scope at once (nothing may be written any
  * more); the end of the worker's grace period stops it too, and the run then writes no end: the
  * task keeps its status, and the worker that takes it over once its lease has expired resumes the
  * cleanup. A pause or a drain does not hold the cleanup's calls (it is bounded by its deadline).
@@ -62,10 +63,16 @@ export interface CleanupResult {
 }
 
 const DONE: CleanupResult = { failure: null, interrupted: false };
+const OVERRAN = Symbol('overran');
 
+/**
+ * Whether the run fails for good: the code made an illegal call, or it threw. A pause requested or
+ * a drain does not change that (the run then ends `failed` all the same), so neither skips the
+ * compensations.
+ */
 function failing(state: RunState, result: Settled | null): boolean {
   if (state.kind === 'failed') return true;
-  return state.kind === 'running' && state.hold === 'none' && result !== null && !result.ok;
+  return state.kind === 'running' && result !== null && !result.ok;
 }
 
 /** Whether the run's end calls for a cleanup: a cancel, or a failure for good. */
@@ -87,6 +94,7 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
   // The scope: calls start again, under a fresh signal that only the scope's deadline (or a lost
   // lease, or the end of the worker's grace period) fires; a second cancel is not heard (see TaskRun.cancel).
   run.cleaning = true;
+  run.replay.closeForCleanup();
   run.cleanupHalt = haltOf(saved) ?? fatalOf(saved) ?? new Error(`Task ${run.taskId}: the run has ended`);
   run.state = RUNNING;
   run.aborted = false;
@@ -95,10 +103,25 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
   const stop = new AbortController();
   const limitMs = run.cleanupMs;
   let expired: TimeoutError | null = null;
+  let pastDeadline!: () => void;
+  const deadline = new Promise<void>((resolve) => (pastDeadline = resolve));
   run.deps.clock.sleep(limitMs, stop.signal).then(
-    () => run.abortRun((expired = new TimeoutError(`The cleanup of task ${run.taskId} ran past its ${limitMs} ms deadline`))),
+    () => {
+      run.abortRun((expired = new TimeoutError(`The cleanup of task ${run.taskId} ran past its ${limitMs} ms deadline`)));
+      pastDeadline();
+    },
     () => undefined,
   );
+  // Past the deadline a handler or compensation gets `cancelGraceMs` (real time, like the cancel's
+  // grace) to hear its signal; one that ignores it is left behind and reported as not finished.
+  let graceTimer: NodeJS.Timeout | undefined;
+  const overrun = deadline.then(() => new Promise<typeof OVERRAN>((resolve) => (graceTimer = setTimeout(() => resolve(OVERRAN), run.deps.cancelGraceMs))));
+  const bounded = async (step: string, work: () => unknown): Promise<void> => {
+    const p = Promise.resolve().then(work);
+    if ((await Promise.race([p, overrun])) !== OVERRAN) return;
+    p.catch(() => undefined); // settles later, unheard
+    failures.push({ step, error: new Error(`did not finish: ${(expired as TimeoutError).message}; it ignored its signal and was left running`) });
+  };
   const failures: Array<{ step: string; error: Error }> = [];
   /**
    * Whether `step` is not to run: past the deadline, or after a failure of the scope (an illegal
@@ -120,7 +143,7 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
       for (const h of handlers) {
         if (skipped('onCancel')) continue;
         try {
-          await h.fn({ reason: cancel?.reason, signal: run.signal });
+          await bounded('onCancel', () => h.fn({ reason: cancel?.reason, signal: run.signal }));
         } catch (e) {
           failed('onCancel', e);
         }
@@ -129,7 +152,7 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
         const stepId = c.occurrence === 1 ? c.name : `${c.name}#${c.occurrence}`;
         if (skipped(stepId)) continue;
         try {
-          await compensationStep(run, c);
+          await bounded(stepId, () => compensationStep(run, c));
         } catch (e) {
           failed(stepId, e);
         }
@@ -137,7 +160,9 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
     });
   } finally {
     stop.abort(null);
+    clearTimeout(graceTimer);
     run.cleaning = false;
+    run.cleanedUp = true;
   }
   // What the cleanup recorded is durable before the run's end (or before it stops without one).
   if (mayWrite(run.state)) await run.writer.flush().catch(() => undefined);

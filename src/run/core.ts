@@ -43,6 +43,8 @@ export interface RunDeps {
   outputBytes: number;
   /** Idempotency records (steps with a business key, at-most-once intents); absent: those steps are refused. */
   idempotency?: Idempotency | undefined;
+  /** How long a replay waits for the call its journal says comes next (default `REPLAY_STALL_MS`): for tests. */
+  replayStallMs?: number | undefined;
 }
 
 export class RunCore {
@@ -119,6 +121,8 @@ export class RunCore {
   readonly cancelHandlers: CancelHandler[] = [];
   /** In the cleanup scope: a cancel is not heard. */
   cleaning = false;
+  /** The cleanup scope is over: no call starts any more (a handler that outlived its deadline makes none). */
+  cleanedUp = false;
   /**
    * From the start of the cleanup scope on, what a step of the code from before it receives if it
    * settles late (its result is refused, its failure not retried): the halt or failure that ended the code.

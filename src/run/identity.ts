@@ -12,7 +12,7 @@ import { InvalidArgumentError, NonDeterminismError } from '../errors.ts';
 import { textProblem } from '../text-rules.ts';
 import type { StepKind, StepRow } from '../store.ts';
 import type { RunCore } from './core.ts';
-import { ON_CANCEL, calledFromCleanup } from './cleanup-scope.ts';
+import { COMPENSATE, ON_CANCEL, calledFromCleanup } from './cleanup-scope.ts';
 
 /** Names of steps, sleeps and events: not empty, no `#` (it marks repeats) and no `|` (it separates awaited events). */
 export const STEP_NAME = /^[^#|\s][^#|]{0,199}$/;
@@ -32,8 +32,8 @@ export interface Position {
  * the call's identity there instead (`occurrence`: a compensation's, that of the step it undoes).
  */
 export function position(run: RunCore, name: string, kind: StepKind, given?: number): Position {
-  // The code's calls after its cleanup has begun do not start (see `cleanup-scope.ts`).
-  if (run.cleaning && !calledFromCleanup(run)) throw run.cleanupHalt ?? new Error(`Task ${run.taskId}: the run has ended`);
+  // The code's calls after its cleanup has begun do not start (see `cleanup-scope.ts`), nor any after it ended.
+  if ((run.cleaning && !calledFromCleanup(run)) || run.cleanedUp) throw run.cleanupHalt ?? new Error(`Task ${run.taskId}: the run has ended`);
   if (typeof name !== 'string' || !STEP_NAME.test(name)) {
     throw run.fail(
       new InvalidArgumentError(
@@ -45,6 +45,15 @@ export function position(run: RunCore, name: string, kind: StepKind, given?: num
   const problem = textProblem(name);
   if (problem) throw run.fail(new InvalidArgumentError(`${kind} name ${JSON.stringify(name)} ${problem}: it cannot be stored exactly. Build names from whole characters.`));
   if (run.cleaning) return cleanupPosition(run, given === undefined ? `${ON_CANCEL}${name}` : name, kind, given);
+  // The cleanup's calls are named with these prefixes: a code call so named would share their ids and keys.
+  const reserved = [ON_CANCEL, COMPENSATE].find((prefix) => name.startsWith(prefix));
+  if (reserved) {
+    throw run.fail(
+      new InvalidArgumentError(
+        `${kind} name ${JSON.stringify(name)} is not valid: the prefix "${reserved}" is reserved for the calls of the cleanup (onCancel handlers, compensations). Choose another name.`,
+      ),
+    );
+  }
   run.activity++;
   const seq = run.seq++;
   const occurrence = (run.occurrences.get(name) ?? 0) + 1;

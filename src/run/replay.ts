@@ -29,8 +29,11 @@ import type { RunCore } from './core.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
 import { who } from './identity.ts';
 
-/** A replay that waits this long for the code to make the call the journal says comes next has diverged. */
-const REPLAY_STALL_MS = 30_000;
+/**
+ * A replay that waits this long (real time) for the code to make the call the journal says comes
+ * next has diverged (a worker may set another length for tests: `RunDeps.replayStallMs`).
+ */
+export const REPLAY_STALL_MS = 30_000;
 /**
  * Results handed over at once (without waiting for the next turn) in one macrotask, by all runs of
  * the process together, and the longest such a macrotask may last: then everyone waits for a turn,
@@ -121,6 +124,8 @@ export class Replay {
   /** The replay waits for a call the code has not made (the next recorded result is not asked for). */
   #stuck = false;
   #unstuck: Array<() => void> = [];
+  /** The cleanup scope has begun: the code gets nothing more, and the replay no longer watches for a stall. */
+  #closed = false;
 
   constructor(run: RunCore, steps: readonly StepRow[]) {
     this.#run = run;
@@ -148,6 +153,18 @@ export class Replay {
   }
 
   /**
+   * The cleanup scope begins: the code's calls no longer start (see `cleanup-scope.ts`), so what it
+   * has not been handed back yet it will not ask for in this run. The replay hands back nothing more
+   * and stops watching for a stall: a cleanup longer than the stall timeout is no divergence.
+   */
+  closeForCleanup(): void {
+    this.#closed = true;
+    if (this.#stall) clearTimeout(this.#stall);
+    this.#stall = null;
+    this.#overNow();
+  }
+
+  /**
    * Resolves once the replay is over or waits for a call the code has not made: the code has then
    * been handed back every recorded result it asked for (see the cleanup in `TaskRun.execute`).
    */
@@ -156,9 +173,9 @@ export class Replay {
     return Promise.race([this.#over, new Promise<void>((resolve) => this.#unstuck.push(resolve))]);
   }
 
-  /** The recorded result the code has not been handed back yet, if any. */
+  /** The recorded result the code has not been handed back yet, if any (none once the cleanup began). */
   expected(): StepRow | undefined {
-    return this.#rows[this.#index];
+    return this.#closed ? undefined : this.#rows[this.#index];
   }
 
   /** At the start of the run: arms the stall watchdog in case the first call never comes. */
@@ -218,7 +235,7 @@ export class Replay {
   /** Hands back the next recorded result if the code has asked for it; one per turn. */
   #next(): void {
     const run = this.#run;
-    if (run.ended) return;
+    if (run.ended || this.#closed) return;
     const next = this.#rows[this.#index];
     if (!next) {
       this.#finish();
@@ -233,10 +250,10 @@ export class Replay {
       if (this.#stall) clearTimeout(this.#stall);
       const index = this.#index;
       this.#stall = setTimeout(() => {
-        if (this.#index !== index || run.ended) return;
+        if (this.#index !== index || run.ended || this.#closed) return;
         this.abandon();
         diverged(run, next, `replay expects ${next.kind} "${next.name}" (position ${next.seq}) to be called next, as it was when the task first ran, but the code has not called it.`);
-      }, REPLAY_STALL_MS);
+      }, run.deps.replayStallMs ?? REPLAY_STALL_MS);
       this.#stall.unref?.();
       return;
     }

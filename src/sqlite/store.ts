@@ -721,12 +721,13 @@ export class SqliteStore implements Store {
   async expireLeases(r: ExpireRequest): Promise<number> {
     return this.#tx(() => {
       const rows = this.#stmt(
-        `SELECT no, id, status, epoch, lease_owner FROM stepwise_tasks WHERE status IN (${statusList(r.from)}) AND lease_expires_at <= ?`,
-      ).all(r.now) as Array<{ no: number; id: string; status: TaskStatus; epoch: number; lease_owner: string | null }>;
+        `SELECT no, id, status, epoch, lease_owner, workflow, workflow_version FROM stepwise_tasks WHERE status IN (${statusList(r.from)}) AND lease_expires_at <= ?`,
+      ).all(r.now - (r.expiredForMs ?? 0)) as Array<{ no: number; id: string; status: TaskStatus; epoch: number; lease_owner: string | null; workflow: string; workflow_version: string }>;
       const { sets, params } = this.#assignments(r.set);
       for (const row of rows) {
         this.#stmt(`UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets} WHERE id = ?`).run(r.to, r.now, ...params, row.id);
-        const detail = JSON.stringify({ reason: 'lease expired', previousOwner: row.lease_owner });
+        const note = r.note === undefined ? {} : { note: r.note.replaceAll('{workflow}', row.workflow).replaceAll('{version}', row.workflow_version) };
+        const detail = JSON.stringify({ reason: 'lease expired', previousOwner: row.lease_owner, ...note });
         this.#append(row.no, r.now, [transitionEntry('system', 'lease-expiry', { event: r.event, from: row.status, to: r.to, detail })]);
       }
       return rows.length;
