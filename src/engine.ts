@@ -227,6 +227,8 @@ export class Engine {
    * and again after a failed attempt, so that the next `result()` tries again.
    */
   #settled: Promise<(() => Promise<void>) | null> | null = null;
+  /** Whether that subscription is open (then `result()` does not wait for it). */
+  #settledLive = false;
   readonly #observers: readonly Observer[];
   /** @internal The size limits in force (workers check outputs against them). */
   readonly limits: Required<Limits>;
@@ -361,6 +363,9 @@ export class Engine {
   #startBatcher(store: Store): StartBatcher {
     return (this.#starts ??= new StartBatcher(store, {
       onCreated: (tasks) => {
+        // Their end will be heard of here if this process listens for ends, or (a store without
+        // a channel) if its own workers run them.
+        if (this.#settledLive || (!store.subscribe && this.#workers.size)) this.#waiters.created(tasks.map((t) => t.id));
         // One wake-up for the batch: this process's workers look for work once.
         const wake = batchWakeOfRows(tasks);
         if (wake) this.#deliver(wake);
@@ -427,25 +432,44 @@ export class Engine {
    */
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
     const store = await this.ready();
+    if (typeof id !== 'string' || !id) throw new InvalidArgumentError('A task id is required.');
     const deadline = options.timeout === undefined ? Infinity : this.clock.now() + toMs(options.timeout, 'timeout');
     // With a live subscription a finished task is announced, and polling only covers what is
     // not (a notification sent while the listener reconnected, a task that a lease expiry ended).
     let pollMs = (await this.#listenSettled(store)) ? 250 : 25;
-    for (;;) {
-      // A blip of the store while waiting (a dropped connection, a database restarting) is waited
-      // out like an unfinished task, until the deadline.
-      const row = await this.#withinDeadline(this.#row(store, id), id, deadline, options).catch((e: unknown) => {
-        if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || this.clock.now() >= deadline) throw e;
-        return null;
-      });
-      if (row?.status === 'succeeded') return decodeJson(row.output) as O;
-      if (row?.status === 'failed') throw new TaskFailedError(id, row.error ? deserializeError(decodeError(row.error)) : undefined);
-      if (row?.status === 'cancelled') throw new TaskCancelledError(id, row.cancelReason ?? undefined);
-      options.signal?.throwIfAborted();
-      const remaining = deadline - this.clock.now();
-      if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row?.status ?? 'unfinished'} after waiting ${options.timeout}.`);
-      await this.#waiters.wait(id, Math.min(pollMs, remaining), options.signal);
-      pollMs = Math.min(1000, pollMs * 2);
+    // Listening starts before the first read: news that arrives while a read is in flight is kept
+    // (the read may have seen the task unfinished). News from this process's own workers and
+    // commands hands over the finished row, which is then not read again (result-waiters.ts).
+    const watch = this.#waiters.watch(id);
+    // A task this engine created and has heard no end of yet is not read first (result-waiters.ts).
+    let read = !this.#waiters.knownUnfinished(id);
+    try {
+      for (;;) {
+        watch.reset();
+        // A blip of the store while waiting (a dropped connection, a database restarting) is waited
+        // out like an unfinished task, until the deadline.
+        const row = watch.settled ?? (!read ? null : await this.#withinDeadline(this.#waiters.read(store, id), id, deadline, options).then(
+          (r) => {
+            if (!r) throw new TaskNotFoundError(id);
+            return r;
+          },
+          (e: unknown) => {
+            if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || this.clock.now() >= deadline) throw e;
+            return null;
+          },
+        ));
+        if (row?.status === 'succeeded') return decodeJson(row.output) as O;
+        if (row?.status === 'failed') throw new TaskFailedError(id, row.error ? deserializeError(decodeError(row.error)) : undefined);
+        if (row?.status === 'cancelled') throw new TaskCancelledError(id, row.cancelReason ?? undefined);
+        options.signal?.throwIfAborted();
+        const remaining = deadline - this.clock.now();
+        if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row?.status ?? 'unfinished'} after waiting ${options.timeout}.`);
+        await watch.next(Math.min(pollMs, remaining), options.signal);
+        pollMs = Math.min(1000, pollMs * 2);
+        read = true;
+      }
+    } finally {
+      watch.close();
     }
   }
 
@@ -455,10 +479,18 @@ export class Engine {
    */
   async #listenSettled(store: Store): Promise<boolean> {
     if (!store.subscribe || this.#closed) return false;
-    this.#settled ??= store.subscribe((e) => this.#deliver(e), 'settled').catch(() => {
-      this.#settled = null;
-      return null;
-    });
+    if (this.#settledLive) return true;
+    this.#settled ??= store.subscribe((e) => this.#deliver(e), 'settled').then(
+      (off) => {
+        // The listener reconnects by itself from now on.
+        this.#settledLive = true;
+        return off;
+      },
+      () => {
+        this.#settled = null;
+        return null;
+      },
+    );
     // Not longer than a second: a database that is slow to take a new connection should not hold
     // up a result that polling can find (the subscription goes on in the background).
     let timer: NodeJS.Timeout | undefined;
@@ -752,6 +784,7 @@ export class Engine {
     await Promise.all([...this.#workers].map((w) => w.stop()));
     await this.#unsubscribe?.();
     await (await this.#settled)?.();
+    this.#waiters.forget();
     this.#offTail?.();
     await this.#tail?.idle();
     if (this.#ready) {
@@ -806,7 +839,7 @@ export class Engine {
       });
       const row = await store.transition(write);
       if (row) {
-        if (write.notify) this.#deliver(write.notify);
+        if (write.notify) this.#deliver(write.notify, row);
         this.#appended(id);
         return row;
       }
@@ -814,13 +847,21 @@ export class Engine {
     throw new ConcurrentUpdateError(id);
   }
 
+  #heldHere(taskId: string): boolean {
+    for (const w of this.#workers) if (w.holds(taskId)) return true;
+    return false;
+  }
+
   /** Tells this process's log readers that entries of `taskId` were committed. */
   #appended(taskId: string): void {
     if (this.#bus.hears('log:appended')) this.#bus.emit('log:appended', { taskId });
   }
 
-  /** Passes news about a task to this process's workers and waiters (local or from NOTIFY). */
-  #deliver(e: WakeEvent): void {
+  /**
+   * Passes news about a task to this process's workers and waiters (local or from NOTIFY); `row`:
+   * the task as the write this news announces committed it (only for a write of this process).
+   */
+  #deliver(e: WakeEvent, row?: TaskRow): void {
     if (e.taskIds) {
       // One notification for a batch of tasks: the same news of each.
       for (const taskId of e.taskIds) this.#deliver({ reason: e.reason, taskId, ...(e.workflow ? { workflow: e.workflow } : {}) });
@@ -840,7 +881,10 @@ export class Engine {
         this.#bus.emit('task:resume', { taskId: e.taskId });
         break;
       case 'settled':
-        this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
+        if (row?.id === e.taskId) this.#bus.emit('task:settled', { taskId: e.taskId, status: row.status, row });
+        // A task a worker of this process runs: that worker announces the end of its run itself,
+        // with the row when it wrote the end (the notification of that write may arrive first).
+        else if (!this.#heldHere(e.taskId)) this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
         break;
     }
   }

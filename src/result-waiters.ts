@@ -1,18 +1,104 @@
 /**
  * @module result-waiters
  * Internal: not part of the public API (the package exports only its index modules).
- * The `result()` calls of one engine waiting for tasks to finish, by task id: news of a finished
- * task (from this process's workers, or a notification from another process, which may name a
- * whole batch of tasks) wakes the waiters of that task only, so that a thousand waiting calls cost
- * one listener, not a thousand checks per finished task. `'*'` (notifications may have been
- * missed) wakes every waiter, to read its task again.
+ * The `result()` calls of one engine waiting for tasks to finish, by task id, and their reads.
+ *
+ * News of a finished task (from this process's workers or commands, or a notification from
+ * another process, which may name a whole batch of tasks) wakes the waiters of that task only, so
+ * that a thousand waiting calls cost one listener, not a thousand checks per finished task. `'*'`
+ * (notifications may have been missed) wakes every waiter. News from this process carries the
+ * task's row as the write that finished it committed it (what a read would return): the waiter
+ * takes it without reading. Other news makes the waiter read its task again.
+ *
+ * Reads are grouped: every read asked for while another is in flight, or in the same tick, goes
+ * into one `Store.getTasks` call, so that a batch of waiters woken together (or a burst of
+ * `result()` calls) costs one query, not one per task.
+ *
+ * A task this engine has just created, and whose end it has heard no news of since, is known
+ * unfinished: a `result()` call for it need not read it first. Its end will be announced, or, if
+ * the announcement is lost, found by the call's poll.
  */
+import { isFinished } from './lifecycle.ts';
 import type { LocalBus } from './local-bus.ts';
+import type { Store, TaskRow } from './store.ts';
+
+/** Most ids in one grouped read. */
+const READ_BATCH = 1000;
+/** Most tasks remembered as known unfinished (past it, calls for newer tasks read them first). */
+const UNHEARD_MAX = 100_000;
+
+/** One `result()` call's interest in a task, registered before its first read. */
+export interface Watch {
+  /** The task's finished row, once news from this process handed it over. */
+  readonly settled: TaskRow | null;
+  /** Forgets news that came so far (call it before each read: the read covers that news). */
+  reset(): void;
+  /**
+   * Resolves at the next news of the task (at once when news came since `reset()`), after `ms`,
+   * or when `signal` aborts, whichever is first.
+   */
+  next(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Stops listening (the call is over). */
+  close(): void;
+}
+
+class Waiter implements Watch {
+  settled: TaskRow | null = null;
+  #news = false;
+  #wake: (() => void) | null = null;
+  readonly #close: (w: Waiter) => void;
+
+  constructor(close: (w: Waiter) => void) {
+    this.#close = close;
+  }
+
+  tell(row: TaskRow | undefined): void {
+    if (row && isFinished(row.status)) this.settled = row;
+    this.#news = true;
+    this.#wake?.();
+  }
+
+  reset(): void {
+    this.#news = false;
+  }
+
+  next(ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.#news || this.settled || signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        this.#wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#wake = done;
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  close(): void {
+    this.#wake?.();
+    this.#close(this);
+  }
+}
+
+interface PendingRead {
+  id: string;
+  resolve: (row: TaskRow | null) => void;
+  reject: (e: unknown) => void;
+}
 
 export class ResultWaiters {
-  readonly #waiting = new Map<string, Set<() => void>>();
+  readonly #waiting = new Map<string, Set<Waiter>>();
   readonly #bus: LocalBus;
   #off: (() => void) | null = null;
+  /** Tasks created here with no news of their end since (see the module's doc). */
+  readonly #unheard = new Set<string>();
+  #offUnheard: (() => void) | null = null;
+  #reads: PendingRead[] = [];
+  #reading = false;
+  #scheduled = false;
 
   constructor(bus: LocalBus) {
     this.#bus = bus;
@@ -26,34 +112,95 @@ export class ResultWaiters {
   }
 
   /**
-   * Resolves when news of `taskId` arrives, after `ms`, or when `signal` aborts, whichever is
-   * first; the caller then reads the task again.
+   * Remembers tasks just created by this engine, whose end this process will hear of (its own
+   * workers announce it; another process's announcement reaches it through the store's channel).
    */
-  wait(taskId: string, ms: number, signal?: AbortSignal): Promise<void> {
-    this.#off ??= this.#bus.on('task:settled', ({ taskId: id }) => this.#wake(id));
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
-        const set = this.#waiting.get(taskId);
-        set?.delete(done);
-        if (set && !set.size) this.#waiting.delete(taskId);
-        if (!this.#waiting.size && this.#off) {
-          this.#off();
-          this.#off = null;
-        }
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      let set = this.#waiting.get(taskId);
-      if (!set) this.#waiting.set(taskId, (set = new Set()));
-      set.add(done);
-      signal?.addEventListener('abort', done, { once: true });
+  created(ids: readonly string[]): void {
+    this.#offUnheard ??= this.#bus.on('task:settled', ({ taskId }) => {
+      if (taskId === '*') this.#unheard.clear();
+      else this.#unheard.delete(taskId);
+    });
+    for (const id of ids) {
+      if (this.#unheard.size >= UNHEARD_MAX) return;
+      this.#unheard.add(id);
+    }
+  }
+
+  /** Whether `taskId` is known unfinished: created here, and no news of its end since. */
+  knownUnfinished(taskId: string): boolean {
+    return this.#unheard.has(taskId);
+  }
+
+  /** Forgets the tasks remembered by `created` (the engine is closing). */
+  forget(): void {
+    this.#unheard.clear();
+    this.#offUnheard?.();
+    this.#offUnheard = null;
+  }
+
+  /** Registers interest in news of `taskId` from now on. */
+  watch(taskId: string): Watch {
+    this.#off ??= this.#bus.on('task:settled', ({ taskId: id, row }) => this.#tell(id, row));
+    const waiter = new Waiter((w) => {
+      const set = this.#waiting.get(taskId);
+      set?.delete(w);
+      if (set && !set.size) this.#waiting.delete(taskId);
+      if (!this.#waiting.size && this.#off) {
+        this.#off();
+        this.#off = null;
+      }
+    });
+    let set = this.#waiting.get(taskId);
+    if (!set) this.#waiting.set(taskId, (set = new Set()));
+    set.add(waiter);
+    return waiter;
+  }
+
+  /**
+   * The task's row (null: no such task), read with the other reads asked for in this tick or
+   * while the previous group was read.
+   */
+  read(store: Store, id: string): Promise<TaskRow | null> {
+    return new Promise<TaskRow | null>((resolve, reject) => {
+      this.#reads.push({ id, resolve, reject });
+      if (!this.#scheduled && !this.#reading) {
+        this.#scheduled = true;
+        queueMicrotask(() => {
+          this.#scheduled = false;
+          this.#pump(store);
+        });
+      }
     });
   }
 
-  #wake(taskId: string): void {
-    const sets = taskId === '*' ? [...this.#waiting.values()] : [this.#waiting.get(taskId)];
-    for (const set of sets) for (const done of [...(set ?? [])]) done();
+  #pump(store: Store): void {
+    if (this.#reading || !this.#reads.length) return;
+    const group = this.#reads.splice(0, READ_BATCH);
+    this.#reading = true;
+    void readGroup(store, group).finally(() => {
+      this.#reading = false;
+      this.#pump(store);
+    });
   }
+
+  #tell(taskId: string, row: TaskRow | undefined): void {
+    const sets = taskId === '*' ? [...this.#waiting.values()] : [this.#waiting.get(taskId)];
+    for (const set of sets) for (const w of set ?? []) w.tell(row);
+  }
+}
+
+/** One query for the whole group (a store without `getTasks` reads each task on its own). */
+async function readGroup(store: Store, group: readonly PendingRead[]): Promise<void> {
+  const ids = [...new Set(group.map((r) => r.id))];
+  let byId: Map<string, TaskRow>;
+  try {
+    const rows = store.getTasks && ids.length > 1
+      ? await store.getTasks(ids)
+      : (await Promise.all(ids.map((id) => store.getTask(id)))).filter((r): r is TaskRow => r !== null);
+    byId = new Map(rows.map((r) => [r.id, r]));
+  } catch (e) {
+    for (const r of group) r.reject(e);
+    return;
+  }
+  for (const r of group) r.resolve(byId.get(r.id) ?? null);
 }
