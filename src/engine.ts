@@ -213,7 +213,7 @@ export class Engine {
   readonly #workflows = new Map<string, Workflow>();
   readonly #bus = new LocalBus();
   /** The `result()` calls waiting, by task: one listener for all of them. */
-  readonly #waiters = new ResultWaiters(this.#bus);
+  readonly #waiters: ResultWaiters;
   readonly #workers = new Set<Worker>();
   readonly #storeOption: string | Store;
   readonly #storeOptions: StoreOptions;
@@ -248,6 +248,7 @@ export class Engine {
    */
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.#waiters = new ResultWaiters(this.#bus, this.clock);
     this.#storeOption = options.store ?? DEFAULT_STORE_URL;
     this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
     this.limits = resolveLimits(options.limits, (name, v) => {
@@ -440,6 +441,8 @@ export class Engine {
     // Listening starts before the first read: news that arrives while a read is in flight is kept
     // (the read may have seen the task unfinished). News from this process's own workers and
     // commands hands over the finished row, which is then not read again (result-waiters.ts).
+    // A store whose calls hang (a network that drops packets) must not hold a read past the timeout.
+    const late = (): Error => new TimeoutError(`Task ${id} could not be read within the timeout of ${String(options.timeout)}: the store did not answer.`);
     const watch = this.#waiters.watch(id);
     // A task this engine created and has heard no end of yet is not read first (result-waiters.ts).
     let read = !this.#waiters.knownUnfinished(id);
@@ -448,7 +451,7 @@ export class Engine {
         watch.reset();
         // A blip of the store while waiting (a dropped connection, a database restarting) is waited
         // out like an unfinished task, until the deadline.
-        const row = watch.settled ?? (!read ? null : await this.#withinDeadline(this.#waiters.read(store, id), id, deadline, options).then(
+        const row = watch.settled ?? (!read ? null : await this.#waiters.read(store, id, deadline, late).then(
           (r) => {
             if (!r) throw new TaskNotFoundError(id);
             return r;
@@ -790,24 +793,6 @@ export class Engine {
     if (this.#ready) {
       const store = await this.#ready.catch(() => null);
       if (store && typeof this.#storeOption === 'string') await store.close();
-    }
-  }
-
-  /**
-   * `read`, or TimeoutError once `deadline` passes: a store whose calls hang (a network that drops
-   * packets) must not hold a wait past its timeout.
-   */
-  async #withinDeadline<T>(read: Promise<T>, id: string, deadline: number, options: ResultOptions): Promise<T> {
-    if (deadline === Infinity) return read;
-    const stop = new AbortController();
-    const late = this.clock.sleep(Math.max(0, deadline - this.clock.now()), stop.signal).then(() => {
-      throw new TimeoutError(`Task ${id} could not be read within the timeout of ${String(options.timeout)}: the store did not answer.`);
-    });
-    try {
-      return await Promise.race([read, late]);
-    } finally {
-      stop.abort(null);
-      late.catch(() => undefined);
     }
   }
 

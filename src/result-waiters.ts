@@ -10,20 +10,24 @@
  * task's row as the write that finished it committed it (what a read would return): the waiter
  * takes it without reading. Other news makes the waiter read its task again.
  *
- * Reads are grouped: every read asked for while another is in flight, or in the same tick, goes
- * into one `Store.getTasks` call, so that a batch of waiters woken together (or a burst of
- * `result()` calls) costs one query, not one per task.
+ * Reads are grouped: the reads asked for in the same tick go into one `Store.getTasks` call, so
+ * that a batch of waiters woken together (or a burst of `result()` calls) costs one query, not one
+ * per task. A few groups may be in flight at once (one read that hangs on a broken connection
+ * does not hold up the others); past that, reads wait and form one group.
  *
  * A task this engine has just created, and whose end it has heard no news of since, is known
  * unfinished: a `result()` call for it need not read it first. Its end will be announced, or, if
  * the announcement is lost, found by the call's poll.
  */
+import type { Clock } from './clock.ts';
 import { isFinished } from './lifecycle.ts';
 import type { LocalBus } from './local-bus.ts';
 import type { Store, TaskRow } from './store.ts';
 
 /** Most ids in one grouped read. */
 const READ_BATCH = 1000;
+/** Most grouped reads in flight at once. */
+const READS_IN_FLIGHT = 4;
 /** Most tasks remembered as known unfinished (past it, calls for newer tasks read them first). */
 const UNHEARD_MAX = 100_000;
 
@@ -85,6 +89,9 @@ class Waiter implements Watch {
 
 interface PendingRead {
   id: string;
+  /** When the caller stops waiting for the read (ms since the epoch; Infinity: never). */
+  deadline: number;
+  late: () => Error;
   resolve: (row: TaskRow | null) => void;
   reject: (e: unknown) => void;
 }
@@ -92,16 +99,18 @@ interface PendingRead {
 export class ResultWaiters {
   readonly #waiting = new Map<string, Set<Waiter>>();
   readonly #bus: LocalBus;
+  readonly #clock: Clock;
   #off: (() => void) | null = null;
   /** Tasks created here with no news of their end since (see the module's doc). */
   readonly #unheard = new Set<string>();
   #offUnheard: (() => void) | null = null;
   #reads: PendingRead[] = [];
-  #reading = false;
+  #reading = 0;
   #scheduled = false;
 
-  constructor(bus: LocalBus) {
+  constructor(bus: LocalBus, clock: Clock) {
     this.#bus = bus;
+    this.#clock = clock;
   }
 
   /** How many calls are waiting (for tests and metrics). */
@@ -157,13 +166,14 @@ export class ResultWaiters {
   }
 
   /**
-   * The task's row (null: no such task), read with the other reads asked for in this tick or
-   * while the previous group was read.
+   * The task's row (null: no such task), read with the other reads asked for in this tick (or,
+   * while the most groups are in flight, until one of them is answered). Rejects with `late()` once `deadline` passes (a store
+   * whose calls hang must not hold a caller past its timeout).
    */
-  read(store: Store, id: string): Promise<TaskRow | null> {
+  read(store: Store, id: string, deadline = Infinity, late: () => Error = () => new Error(`Task ${id} could not be read in time.`)): Promise<TaskRow | null> {
     return new Promise<TaskRow | null>((resolve, reject) => {
-      this.#reads.push({ id, resolve, reject });
-      if (!this.#scheduled && !this.#reading) {
+      this.#reads.push({ id, deadline, late, resolve, reject });
+      if (!this.#scheduled && this.#reading < READS_IN_FLIGHT) {
         this.#scheduled = true;
         queueMicrotask(() => {
           this.#scheduled = false;
@@ -174,13 +184,34 @@ export class ResultWaiters {
   }
 
   #pump(store: Store): void {
-    if (this.#reading || !this.#reads.length) return;
+    if (this.#reading >= READS_IN_FLIGHT || !this.#reads.length) return;
     const group = this.#reads.splice(0, READ_BATCH);
-    this.#reading = true;
-    void readGroup(store, group).finally(() => {
-      this.#reading = false;
+    this.#reading++;
+    const read = readGroup(store, group);
+    // One timer for the group, at its earliest deadline: a caller whose deadline passes is
+    // answered then; the others go on waiting for the read.
+    if (group.some((r) => r.deadline !== Infinity)) void this.#overdue(group, read);
+    void read.finally(() => {
+      this.#reading--;
       this.#pump(store);
     });
+  }
+
+  async #overdue(group: readonly PendingRead[], read: Promise<void>): Promise<void> {
+    const stop = new AbortController();
+    void read.finally(() => stop.abort(null));
+    let open = group.filter((r) => r.deadline !== Infinity);
+    while (open.length && !stop.signal.aborted) {
+      const next = Math.min(...open.map((r) => r.deadline));
+      try {
+        await this.#clock.sleep(Math.max(0, next - this.#clock.now()), stop.signal);
+      } catch {
+        return; // the read answered
+      }
+      const now = this.#clock.now();
+      for (const r of open) if (now >= r.deadline) r.reject(r.late());
+      open = open.filter((r) => now < r.deadline);
+    }
   }
 
   #tell(taskId: string, row: TaskRow | undefined): void {

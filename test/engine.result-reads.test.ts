@@ -32,11 +32,13 @@ interface Reads {
   groups: string[][];
   /** When true, reads of tasks fail as if the database were away. */
   refuse: boolean;
+  /** When true, reads of tasks never answer (a network that drops packets). */
+  hang: boolean;
 }
 
 async function spied(): Promise<Reads> {
   const inner = await openStore(tempDbUrl());
-  const r: Reads = { store: inner, singles: 0, groups: [], refuse: false };
+  const r: Reads = { store: inner, singles: 0, groups: [], refuse: false, hang: false };
   const down = (): never => {
     throw new StoreUnavailableError('The test store refuses reads');
   };
@@ -49,6 +51,7 @@ async function spied(): Promise<Reads> {
     getTasks: (original) => async (ids) => {
       r.groups.push([...ids]);
       if (r.refuse) down();
+      if (r.hang) return new Promise<never>(() => undefined);
       return original(ids);
     },
   });
@@ -120,6 +123,23 @@ describe(`result() reads (${TEST_STORE})`, () => {
       expect(r.groups).toEqual([]);
       release.open();
       expect(await results).toEqual(handles.map((_, i) => i));
+    });
+  });
+
+  it('a read that never answers ends each waiting call at its own timeout, while a call without one keeps waiting', async () => {
+    const r = await spied();
+    await withEngine(r, async (engine) => {
+      const a = await engine.start(three, { n: 1 });
+      const b = await engine.start(three, { n: 2 });
+      r.hang = true;
+      let patientDone = false;
+      const patient = engine.result(a.id).finally(() => (patientDone = true));
+      patient.catch(() => undefined);
+      const short = engine.result(a.id, { timeout: '200ms' }).then(() => null, (e: unknown) => e);
+      const other = engine.result(b.id, { timeout: '300ms' }).then(() => null, (e: unknown) => e);
+      expect(await short).toMatchObject({ code: 'TIMEOUT' });
+      expect(await other).toMatchObject({ code: 'TIMEOUT' });
+      expect(patientDone).toBe(false);
     });
   });
 });
