@@ -27,6 +27,7 @@ import { planTransition, wakeFor } from './transitions.ts';
 import { checkText } from './text-rules.ts';
 import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
+import { shortId } from './ids.ts';
 import { jsonEqual } from './json-equal.ts';
 import { ResultWaiters } from './result-waiters.ts';
 import { StartBatcher, type Inserted } from './start-batcher.ts';
@@ -212,6 +213,8 @@ export class Engine {
   readonly clock: Clock;
   readonly #workflows = new Map<string, Workflow>();
   readonly #bus = new LocalBus();
+  /** This engine in the announcements of its starts, which it delivers to its own workers itself. */
+  readonly #origin = shortId();
   /** The `result()` calls waiting, by task: one listener for all of them. */
   readonly #waiters: ResultWaiters;
   readonly #workers = new Set<Worker>();
@@ -295,7 +298,12 @@ export class Engine {
       const store = owned ? await openStore(this.#storeOption as string, this.#storeOptions) : (this.#storeOption as Store);
       try {
         await store.migrate();
-        if (store.subscribe) this.#unsubscribe = await store.subscribe((e) => this.#deliver(e), 'work');
+        if (store.subscribe) {
+          this.#unsubscribe = await store.subscribe((e) => {
+            // Its own starts were delivered to its workers when they were written.
+            if (e.origin !== this.#origin) this.#deliver(e);
+          }, 'work');
+        }
         if (this.#observers.some((o) => typeof o.onEvent === 'function')) {
           const tail = new LogTail(store, (e) => notify(this.#observers, 'onEvent', e));
           this.#tail = tail;
@@ -363,6 +371,7 @@ export class Engine {
 
   #startBatcher(store: Store): StartBatcher {
     return (this.#starts ??= new StartBatcher(store, {
+      origin: this.#origin,
       onCreated: (tasks) => {
         // Their end will be heard of here if this process listens for ends, or (a store without
         // a channel) if its own workers run them.

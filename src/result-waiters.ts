@@ -10,9 +10,9 @@
  * task's row as the write that finished it committed it (what a read would return): the waiter
  * takes it without reading. Other news makes the waiter read its task again.
  *
- * Reads are grouped: the reads asked for in the same tick go into one `Store.getTasks` call, so
- * that a batch of waiters woken together (or a burst of `result()` calls) costs one query, not one
- * per task. A few groups may be in flight at once (one read that hangs on a broken connection
+ * Reads are grouped: the reads asked for in the same turn of the event loop go into one
+ * `Store.getTasks` call, so that a batch of waiters woken together (or a burst of `result()`
+ * calls) costs one query, not one per task. A few groups may be in flight at once (one read that hangs on a broken connection
  * does not hold up the others); past that, reads wait and form one group.
  *
  * A task this engine has just created, and whose end it has heard no news of since, is known
@@ -166,7 +166,7 @@ export class ResultWaiters {
   }
 
   /**
-   * The task's row (null: no such task), read with the other reads asked for in this tick (or,
+   * The task's row (null: no such task), read with the other reads asked for in this turn (or,
    * while the most groups are in flight, until one of them is answered). Rejects with `late()` once `deadline` passes (a store
    * whose calls hang must not hold a caller past its timeout).
    */
@@ -175,7 +175,9 @@ export class ResultWaiters {
       this.#reads.push({ id, deadline, late, resolve, reject });
       if (!this.#scheduled && this.#reading < READS_IN_FLIGHT) {
         this.#scheduled = true;
-        queueMicrotask(() => {
+        // After the current phase of the event loop: the calls woken by the timers that fell due
+        // together, or by the notifications that arrived together, read in one group.
+        setImmediate(() => {
           this.#scheduled = false;
           this.#pump(store);
         });

@@ -374,6 +374,11 @@ export interface WakeEvent {
   workflow?: string;
   /** With `reason: 'cancel'`: the user's reason. */
   cancelReason?: string | null;
+  /**
+   * The engine that announced it, when that engine has told its own workers already (its
+   * subscription then ignores the echo).
+   */
+  origin?: string;
 }
 
 /**
