@@ -39,9 +39,9 @@ export interface Watch {
   reset(): void;
   /**
    * Resolves at the next news of the task (at once when news came since `reset()`), after `ms`,
-   * or when `signal` aborts, whichever is first.
+   * or when `signal` aborts, whichever is first: `'timeout'` when `ms` passed without news.
    */
-  next(ms: number, signal?: AbortSignal): Promise<void>;
+  next(ms: number, signal?: AbortSignal): Promise<'news' | 'timeout'>;
   /** Stops listening (the call is over). */
   close(): void;
 }
@@ -66,18 +66,19 @@ class Waiter implements Watch {
     this.#news = false;
   }
 
-  next(ms: number, signal?: AbortSignal): Promise<void> {
-    if (this.#news || this.settled || signal?.aborted) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = (): void => {
+  next(ms: number, signal?: AbortSignal): Promise<'news' | 'timeout'> {
+    if (this.#news || this.settled || signal?.aborted) return Promise.resolve('news');
+    return new Promise<'news' | 'timeout'>((resolve) => {
+      const done = (why: 'news' | 'timeout'): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
+        signal?.removeEventListener('abort', woken);
         this.#wake = null;
-        resolve();
+        resolve(why);
       };
-      const timer = setTimeout(done, ms);
-      this.#wake = done;
-      signal?.addEventListener('abort', done, { once: true });
+      const woken = (): void => done('news');
+      const timer = setTimeout(() => done('timeout'), ms);
+      this.#wake = woken;
+      signal?.addEventListener('abort', woken, { once: true });
     });
   }
 

@@ -1,7 +1,7 @@
 // How `result()` learns outcomes: the finished row its own process wrote is handed over without a
 // read; reads of many waiters are grouped into one query; a task finished before the call is read
-// (and found); a call for a task this engine just created does not read it first. Observed by
-// counting store calls (a spy), never by timing.
+// (and found); a call for a task this engine just created does not read it first, nor polls one
+// its own worker runs. Observed by counting store calls (a spy).
 import { describe, expect, it } from 'vitest';
 import { Engine, StoreUnavailableError, TaskFailedError, openStore, workflow, type Store } from '../src/index.ts';
 import { TEST_STORE, eventually, gate, startWorker, tempDbUrl } from './support/engine.ts';
@@ -119,6 +119,14 @@ describe(`result() reads (${TEST_STORE})`, () => {
       const results = Promise.all(handles.map((h) => engine.result(h.id, { timeout: '60s' })));
       // Let the calls begin (each would read now if it read first), then look before any poll.
       await new Promise((resolve) => setImmediate(resolve));
+      expect(r.singles).toBe(0);
+      expect(r.groups).toEqual([]);
+      // Nor do their polls read them while this engine's worker runs them: it will announce their end.
+      await eventually(async () => (await engine.list({ status: 'running', limit: 1000 })).tasks.length === 20, 20_000, 'every task to run');
+      await new Promise((resolve) => setImmediate(resolve));
+      r.singles = 0;
+      r.groups.length = 0;
+      await new Promise((resolve) => setTimeout(resolve, 600)); // past several polls (25 ms and up, or 250 ms and up)
       expect(r.singles).toBe(0);
       expect(r.groups).toEqual([]);
       release.open();
