@@ -79,12 +79,15 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
 /** The columns a patch field writes directly (`clearLease` and `incrementRetries` are derived below). */
 export const PATCH_COLUMNS: readonly TaskColumn[] = Object.freeze(TASK_COLUMNS.filter((col) => col.patch));
 
-/** A task row from a database row. */
-export function toTaskRow(r: Raw): TaskRow {
-  const row: Record<string, unknown> = {};
-  for (const col of TASK_COLUMNS) row[col.field] = col.decode(r[col.column]);
-  return row as unknown as TaskRow;
-}
+/**
+ * A task row from a database row. Generated from {@link TASK_COLUMNS} as one object literal, so
+ * that every row has the same shape from the start (built key by key, a row of 25 fields ends up
+ * a slower, larger dictionary object); rows are read by the hundred per claim or batch of starts.
+ */
+export const toTaskRow: (r: Raw) => TaskRow = new Function(
+  'd',
+  `return function toTaskRow(r) { return { ${TASK_COLUMNS.map((col, i) => `${JSON.stringify(col.field)}: d[${i}](r[${JSON.stringify(col.column)}])`).join(', ')} }; };`,
+)(TASK_COLUMNS.map((col) => col.decode)) as (r: Raw) => TaskRow;
 
 /** The value a patch binds for `col` (booleans stay booleans here; each store binds its own). */
 export function patchValue(col: TaskColumn, patch: TaskPatch): unknown {
