@@ -267,7 +267,7 @@ export class SqliteStore implements Store {
   async getTasks(ids: readonly string[]): Promise<TaskRow[]> {
     const get = this.#stmt('SELECT * FROM stepwise_tasks WHERE id = ?');
     const out: TaskRow[] = [];
-    for (const id of ids) {
+    for (const id of new Set(ids)) {
       const row = get.get(id) as Raw | undefined;
       if (row) out.push(toTaskRow(row));
     }
