@@ -253,7 +253,9 @@ export class SqliteStore implements Store {
        ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null, task.deadlineAt ?? null) as Raw | undefined;
     if (row) {
-      this.#append(Number(row.no), task.createdAt, [task.log]);
+      // A new task's log starts here: its `create` entry is seq 1 (no seq to look up).
+      const log = task.log;
+      this.#stmt(INSERT_EVENT_SQL).run(Number(row.no), 1, task.createdAt, log.type, log.actorKind, log.actorId, log.data);
       return { task: toTaskRow(row), created: true };
     }
     return { task: this.#byKey(task.idempotencyKey as string) as TaskRow, created: false };
