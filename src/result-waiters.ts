@@ -12,8 +12,9 @@
  *
  * Reads are grouped: the reads asked for in the same turn of the event loop go into one
  * `Store.getTasks` call, so that a batch of waiters woken together (or a burst of `result()`
- * calls) costs one query, not one per task. A few groups may be in flight at once (one read that hangs on a broken connection
- * does not hold up the others); past that, reads wait and form one group.
+ * calls) costs one query, not one per task. A few groups may be in flight at once (one read that
+ * hangs on a broken connection does not hold up the others); past that, reads wait and form one
+ * group.
  *
  * A task this engine has just created, and whose end it has heard no news of since, is known
  * unfinished: a `result()` call for it need not read it first. Its end will be announced, or, if
@@ -28,7 +29,7 @@ import type { Store, TaskRow } from './store.ts';
 const READ_BATCH = 1000;
 /** Most grouped reads in flight at once. */
 const READS_IN_FLIGHT = 4;
-/** Most tasks remembered as known unfinished (past it, calls for newer tasks read them first). */
+/** Most tasks remembered as known unfinished (past it, the memory starts afresh: calls read first). */
 const UNHEARD_MAX = 100_000;
 
 /** One `result()` call's interest in a task, registered before its first read. */
@@ -131,7 +132,8 @@ export class ResultWaiters {
       else this.#unheard.delete(taskId);
     });
     for (const id of ids) {
-      if (this.#unheard.size >= UNHEARD_MAX) return;
+      // Tasks whose end is never announced (a lease expiry) must not pile up: start afresh.
+      if (this.#unheard.size >= UNHEARD_MAX) this.#unheard.clear();
       this.#unheard.add(id);
     }
   }
@@ -168,8 +170,8 @@ export class ResultWaiters {
 
   /**
    * The task's row (null: no such task), read with the other reads asked for in this turn (or,
-   * while the most groups are in flight, until one of them is answered). Rejects with `late()` once `deadline` passes (a store
-   * whose calls hang must not hold a caller past its timeout).
+   * while the most groups are in flight, until one of them is answered). Rejects with `late()`
+   * once `deadline` passes (a store whose calls hang must not hold a caller past its timeout).
    */
   read(store: Store, id: string, deadline = Infinity, late: () => Error = () => new Error(`Task ${id} could not be read in time.`)): Promise<TaskRow | null> {
     return new Promise<TaskRow | null>((resolve, reject) => {

@@ -513,8 +513,8 @@ export interface Store {
   insertTasks(tasks: readonly NewTask[], notify?: WakeEvent): Promise<Array<{ task: TaskRow; created: boolean }>>;
   getTask(id: string): Promise<TaskRow | null>;
   /**
-   * The tasks of `ids` that exist, each once, in any order, read together (one statement on PostgreSQL).
-   * Optional: without it, `engine.result()` reads each task with `getTask`.
+   * The tasks of `ids` that exist, each once, in any order, read together (one statement on
+   * PostgreSQL). Optional: without it, `engine.result()` reads each task with `getTask`.
    */
   getTasks?(ids: readonly string[]): Promise<TaskRow[]>;
   findTaskByKey(idempotencyKey: string): Promise<TaskRow | null>;

@@ -150,4 +150,24 @@ describe(`result() reads (${TEST_STORE})`, () => {
       expect(patientDone).toBe(false);
     });
   });
+
+  it('a result() for a task its own worker runs still ends at its timeout, or when its signal aborts', async () => {
+    const r = await spied();
+    await withEngine(r, async (engine) => {
+      await startWorker(engine, { concurrency: 8 });
+      expect(await engine.result((await engine.start(three, { n: -1 })).id, { timeout: '20s' })).toBe(-1);
+      release = gate();
+      const h = await engine.start(held, 7);
+      const stop = new AbortController();
+      const aborted = engine.result(h.id, { signal: stop.signal }).then(() => null, (e: unknown) => e);
+      const timedOut = engine.result(h.id, { timeout: '300ms' }).then(() => null, (e: unknown) => e);
+      await eventually(async () => (await engine.get(h.id, { steps: false, history: false })).status === 'running', 20_000, 'the task to run');
+      const reason = new Error('no longer needed');
+      stop.abort(reason);
+      expect(await aborted).toBe(reason);
+      expect(await timedOut).toMatchObject({ code: 'TIMEOUT' });
+      release.open();
+      expect(await engine.result(h.id, { timeout: '20s' })).toBe(7);
+    });
+  });
 });

@@ -1,9 +1,9 @@
 /**
  * @module postgres/read
  * Internal: not part of the public API.
- * The PostgreSQL store's reads: a task (or many) by id, a task by idempotency key, task listings, a task's journal,
- * log entries and signals, and the log of every task in commit-safe (xid, id) order. Each is one
- * autocommit statement on the pool.
+ * The PostgreSQL store's reads: a task (or many) by id, a task by idempotency key, task listings,
+ * a task's journal, log entries and signals, and the log of every task in commit-safe (xid, id)
+ * order. Each is one autocommit statement on the pool.
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
 import { Params, claimEntriesSql, sqlStatuses } from './sql-text.ts';
