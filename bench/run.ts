@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fmt, root, tempDir } from './lib.ts';
-import { endToEnd, type EndToEnd } from './end-to-end.ts';
+import { E2E_CONCURRENCY, endToEnd, type EndToEnd } from './end-to-end.ts';
 import * as sqlite from './sqlite.ts';
 import * as postgres from './postgres.ts';
 
@@ -38,7 +38,8 @@ async function endToEndSection(): Promise<void> {
 const base = process.env.STEPWISE_BENCH_BASE;
 line('\n(e2e) End to end: 500 tasks × 3 no-op steps submitted by one process (500 concurrent start() calls, or one');
 line('    startMany), timed from the first call to the last result() resolved; warm engine and worker(s), two warm-up');
-line(`    batches, median of ${quick ? 1 : 3} measured batches. Worker in the submitting process, or in 1 / 2 / 4 worker processes.`);
+line(`    batches, median of ${quick ? 1 : 3} measured batches. Worker in the submitting process, or in 1 / 2 / 4 worker processes,`);
+line(`    each at concurrency ${E2E_CONCURRENCY} (the whole burst at once, as DBOS runs its 500 workflows).`);
 if (base) line(`    Beside it, the same for the build in ${base} (STEPWISE_BENCH_BASE), in the same run, interleaved.`);
 const e2e: EndToEnd[] = [];
 const builds: Array<[string, string]> = [[root, 'this build'], ...(base ? [[base, 'base'] as [string, string]] : [])];
