@@ -25,6 +25,13 @@ export async function api(root: string): Promise<Api> {
 }
 
 /**
+ * Tasks each worker may run at once: more than a batch, so that a worker takes the whole burst
+ * (DBOS, in the same comparison, runs its 500 workflows at once). Claims still take at most
+ * `claimBatch` (256 by default) at a time, back to back.
+ */
+export const E2E_CONCURRENCY = 512;
+
+/**
  * `rounds` batches of `tasks` tasks × 3 no-op steps after two warm-up batches; the median batch.
  * With `workerProcesses` > 0, the workers are CLI processes of this checkout (`bench/workflows.ts`
  * of the build under test is loaded by them) and the submitting engine runs no worker.
@@ -37,8 +44,8 @@ export async function endToEnd(
   const { threeSteps } = (await import(join(root, 'bench/workflows.ts'))) as Api;
   const engine = new Engine({ store: url, workflows: [threeSteps] });
   await engine.ready();
-  const children = Array.from({ length: workerProcesses }, () => spawnWorker(url, ['--concurrency', '256'], {}, root));
-  const worker = workerProcesses ? null : engine.worker({ concurrency: 256 });
+  const children = Array.from({ length: workerProcesses }, () => spawnWorker(url, ['--concurrency', String(E2E_CONCURRENCY)], {}, root));
+  const worker = workerProcesses ? null : engine.worker({ concurrency: E2E_CONCURRENCY });
   await worker?.start();
   try {
     const batch = async (): Promise<number> => {

@@ -27,6 +27,7 @@ import { planTransition, wakeFor } from './transitions.ts';
 import { checkText } from './text-rules.ts';
 import { checkSize, resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
+import { shortId } from './ids.ts';
 import { jsonEqual } from './json-equal.ts';
 import { ResultWaiters } from './result-waiters.ts';
 import { StartBatcher, type Inserted } from './start-batcher.ts';
@@ -213,8 +214,10 @@ export class Engine {
   readonly clock: Clock;
   readonly #workflows = new Map<string, Workflow>();
   readonly #bus = new LocalBus();
+  /** This engine in the announcements of its starts, which it delivers to its own workers itself. */
+  readonly #origin = shortId();
   /** The `result()` calls waiting, by task: one listener for all of them. */
-  readonly #waiters = new ResultWaiters(this.#bus);
+  readonly #waiters: ResultWaiters;
   readonly #workers = new Set<Worker>();
   readonly #storeOption: string | Store;
   readonly #storeOptions: StoreOptions;
@@ -228,6 +231,8 @@ export class Engine {
    * and again after a failed attempt, so that the next `result()` tries again.
    */
   #settled: Promise<(() => Promise<void>) | null> | null = null;
+  /** Whether that subscription is open (then `result()` does not wait for it). */
+  #settledLive = false;
   readonly #observers: readonly Observer[];
   /** @internal The size limits in force (workers check outputs against them). */
   readonly limits: Required<Limits>;
@@ -247,6 +252,7 @@ export class Engine {
    */
   constructor(options: EngineOptions = {}) {
     this.clock = options.clock ?? systemClock;
+    this.#waiters = new ResultWaiters(this.#bus, this.clock);
     this.#storeOption = options.store ?? DEFAULT_STORE_URL;
     this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
     this.limits = resolveLimits(options.limits, (name, v) => {
@@ -293,7 +299,12 @@ export class Engine {
       const store = owned ? await openStore(this.#storeOption as string, this.#storeOptions) : (this.#storeOption as Store);
       try {
         await store.migrate();
-        if (store.subscribe) this.#unsubscribe = await store.subscribe((e) => this.#deliver(e), 'work');
+        if (store.subscribe) {
+          this.#unsubscribe = await store.subscribe((e) => {
+            // Its own starts were delivered to its workers when they were written.
+            if (e.origin !== this.#origin) this.#deliver(e);
+          }, 'work');
+        }
         if (this.#observers.some((o) => typeof o.onEvent === 'function')) {
           const tail = new LogTail(store, (e) => notify(this.#observers, 'onEvent', e));
           this.#tail = tail;
@@ -361,7 +372,11 @@ export class Engine {
 
   #startBatcher(store: Store): StartBatcher {
     return (this.#starts ??= new StartBatcher(store, {
+      origin: this.#origin,
       onCreated: (tasks) => {
+        // Their end will be heard of here if this process listens for ends, or (a store without
+        // a channel) if its own workers run them.
+        if (this.#settledLive || (!store.subscribe && this.#workers.size)) this.#waiters.created(tasks.map((t) => t.id));
         // One wake-up for the batch: this process's workers look for work once.
         const wake = batchWakeOfRows(tasks);
         if (wake) this.#deliver(wake);
@@ -431,22 +446,34 @@ export class Engine {
    */
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
     const store = await this.ready();
+    if (typeof id !== 'string' || !id) throw new InvalidArgumentError('A task id is required.');
     const deadline = options.timeout === undefined ? Infinity : this.clock.now() + toMs(options.timeout, 'timeout');
     // With a live subscription a finished task is announced, and polling only covers what is
     // not (a notification sent while the listener reconnected, a task that a lease expiry ended).
     let pollMs = (await this.#listenSettled(store)) ? 250 : 25;
-    for (;;) {
-      // Listening starts before the read, so that the news of an end written just after it is
-      // not missed (it would leave this call waiting for the next poll).
-      const watch = this.#waiters.watch(id);
-      let waited = false;
-      try {
+    // Listening starts before the first read: news that arrives while a read is in flight is kept
+    // (the read may have seen the task unfinished). News from this process's own workers and
+    // commands hands over the finished row, which is then not read again (result-waiters.ts).
+    // A store whose calls hang (a network that drops packets) must not hold a read past the timeout.
+    const late = (): Error => new TimeoutError(`Task ${id} could not be read within the timeout of ${String(options.timeout)}: the store did not answer.`);
+    const watch = this.#waiters.watch(id);
+    // A task this engine created and has heard no end of yet is not read first (result-waiters.ts).
+    let read = !this.#waiters.knownUnfinished(id);
+    try {
+      for (;;) {
+        watch.reset();
         // A blip of the store while waiting (a dropped connection, a database restarting) is waited
         // out like an unfinished task, until the deadline.
-        const row = await this.#withinDeadline(this.#row(store, id), id, deadline, options).catch((e: unknown) => {
-          if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || this.clock.now() >= deadline) throw e;
-          return null;
-        });
+        const row = watch.settled ?? (!read ? null : await this.#waiters.read(store, id, deadline, late).then(
+          (r) => {
+            if (!r) throw new TaskNotFoundError(id);
+            return r;
+          },
+          (e: unknown) => {
+            if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || this.clock.now() >= deadline) throw e;
+            return null;
+          },
+        ));
         if (row?.status === 'succeeded') return decodeJson(row.output) as O;
         if (row?.status === 'failed') {
           const error = row.error ? deserializeError(decodeError(row.error)) : undefined;
@@ -458,12 +485,14 @@ export class Engine {
         options.signal?.throwIfAborted();
         const remaining = deadline - this.clock.now();
         if (remaining <= 0) throw new TimeoutError(`Task ${id} is still ${row?.status ?? 'unfinished'} after waiting ${options.timeout}.`);
-        waited = true;
-        await watch.wait(Math.min(pollMs, remaining), options.signal);
-      } finally {
-        if (!waited) watch.stop();
+        const woken = await watch.next(Math.min(pollMs, remaining), options.signal);
+        pollMs = Math.min(1000, pollMs * 2);
+        // A poll need not read a task that a worker of this process runs: that worker announces
+        // the end of its run here (with the row, when it wrote the end).
+        read = woken === 'news' || !this.#heldHere(id);
       }
-      pollMs = Math.min(1000, pollMs * 2);
+    } finally {
+      watch.close();
     }
   }
 
@@ -473,10 +502,18 @@ export class Engine {
    */
   async #listenSettled(store: Store): Promise<boolean> {
     if (!store.subscribe || this.#closed) return false;
-    this.#settled ??= store.subscribe((e) => this.#deliver(e), 'settled').catch(() => {
-      this.#settled = null;
-      return null;
-    });
+    if (this.#settledLive) return true;
+    this.#settled ??= store.subscribe((e) => this.#deliver(e), 'settled').then(
+      (off) => {
+        // The listener reconnects by itself from now on.
+        this.#settledLive = true;
+        return off;
+      },
+      () => {
+        this.#settled = null;
+        return null;
+      },
+    );
     // Not longer than a second: a database that is slow to take a new connection should not hold
     // up a result that polling can find (the subscription goes on in the background).
     let timer: NodeJS.Timeout | undefined;
@@ -787,29 +824,12 @@ export class Engine {
     await Promise.all([...this.#workers].map((w) => w.stop()));
     await this.#unsubscribe?.();
     await (await this.#settled)?.();
+    this.#waiters.forget();
     this.#offTail?.();
     await this.#tail?.idle();
     if (this.#ready) {
       const store = await this.#ready.catch(() => null);
       if (store && typeof this.#storeOption === 'string') await store.close();
-    }
-  }
-
-  /**
-   * `read`, or TimeoutError once `deadline` passes: a store whose calls hang (a network that drops
-   * packets) must not hold a wait past its timeout.
-   */
-  async #withinDeadline<T>(read: Promise<T>, id: string, deadline: number, options: ResultOptions): Promise<T> {
-    if (deadline === Infinity) return read;
-    const stop = new AbortController();
-    const late = this.clock.sleep(Math.max(0, deadline - this.clock.now()), stop.signal).then(() => {
-      throw new TimeoutError(`Task ${id} could not be read within the timeout of ${String(options.timeout)}: the store did not answer.`);
-    });
-    try {
-      return await Promise.race([read, late]);
-    } finally {
-      stop.abort(null);
-      late.catch(() => undefined);
     }
   }
 
@@ -841,7 +861,7 @@ export class Engine {
       });
       const row = await store.transition(write);
       if (row) {
-        if (write.notify) this.#deliver(write.notify);
+        if (write.notify) this.#deliver(write.notify, row);
         this.#appended(id);
         return row;
       }
@@ -849,13 +869,21 @@ export class Engine {
     throw new ConcurrentUpdateError(id);
   }
 
+  #heldHere(taskId: string): boolean {
+    for (const w of this.#workers) if (w.holds(taskId)) return true;
+    return false;
+  }
+
   /** Tells this process's log readers that entries of `taskId` were committed. */
   #appended(taskId: string): void {
     if (this.#bus.hears('log:appended')) this.#bus.emit('log:appended', { taskId });
   }
 
-  /** Passes news about a task to this process's workers and waiters (local or from NOTIFY). */
-  #deliver(e: WakeEvent): void {
+  /**
+   * Passes news about a task to this process's workers and waiters (local or from NOTIFY); `row`:
+   * the task as the write this news announces committed it (only for a write of this process).
+   */
+  #deliver(e: WakeEvent, row?: TaskRow): void {
     if (e.taskIds) {
       // One notification for a batch of tasks: the same news of each.
       for (const taskId of e.taskIds) this.#deliver({ reason: e.reason, taskId, ...(e.workflow ? { workflow: e.workflow } : {}) });
@@ -875,7 +903,10 @@ export class Engine {
         this.#bus.emit('task:resume', { taskId: e.taskId });
         break;
       case 'settled':
-        this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
+        if (row?.id === e.taskId) this.#bus.emit('task:settled', { taskId: e.taskId, status: row.status, row });
+        // A task a worker of this process runs: that worker announces the end of its run itself,
+        // with the row when it wrote the end (the notification of that write may arrive first).
+        else if (!this.#heldHere(e.taskId)) this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
         break;
     }
   }

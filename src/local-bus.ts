@@ -6,13 +6,18 @@
  * the store (PostgreSQL LISTEN/NOTIFY) or is found by polling and heartbeats.
  */
 import { TypedEmitter } from './events.ts';
+import type { TaskRow } from './store.ts';
 
 export interface LocalBusEvents {
   'task:ready': { taskId: string; workflow: string | null };
   'task:cancel': { taskId: string; reason: string | null };
   'task:pause': { taskId: string };
   'task:resume': { taskId: string };
-  'task:settled': { taskId: string; status: string };
+  /**
+   * A run ended or a task finished. `row`: the task's row as the write that finished it committed
+   * it (given only by that write's process, only for a finished task).
+   */
+  'task:settled': { taskId: string; status: string; row?: TaskRow };
   /** Entries of the task's event log were committed by this process. */
   'log:appended': { taskId: string };
 }

@@ -25,17 +25,24 @@ export interface StartBatcherOptions {
   maxBatch?: number;
   /** Called once per committed batch with the tasks it created (none: not called). */
   onCreated?: (tasks: readonly TaskRow[]) => void;
+  /**
+   * Stamped on each batch's announcement (`WakeEvent.origin`): the engine whose `onCreated` tells
+   * its own workers, so that it ignores the echo.
+   */
+  origin?: string;
 }
 
 /** The announcement of a batch: the workflow when all its tasks share one, else any workflow. */
-function batchWake(tasks: readonly NewTask[]): WakeEvent | undefined {
-  return tasks.length === 1 ? tasks[0]?.notify : batchWakeOfRows(tasks);
+function batchWake(tasks: readonly NewTask[], origin: string | undefined): WakeEvent | undefined {
+  const wake = tasks.length === 1 ? tasks[0]?.notify : batchWakeOfRows(tasks);
+  return wake && origin !== undefined ? { ...wake, origin } : wake;
 }
 
 export class StartBatcher {
   readonly #store: Store;
   readonly #maxBatch: number;
   readonly #onCreated: ((tasks: readonly TaskRow[]) => void) | undefined;
+  readonly #origin: string | undefined;
   #queue: Pending[] = [];
   #inFlight = false;
   #scheduled = false;
@@ -44,6 +51,7 @@ export class StartBatcher {
     this.#store = store;
     this.#maxBatch = Math.max(1, options.maxBatch ?? 1000);
     this.#onCreated = options.onCreated;
+    this.#origin = options.origin;
   }
 
   /** Inserts `task` with the other starts of this tick (or of the batch being written). */
@@ -102,7 +110,7 @@ export class StartBatcher {
 
   async #write(tasks: readonly NewTask[]): Promise<Inserted[]> {
     if (!tasks.length) return [];
-    const results = await this.#store.insertTasks(tasks, batchWake(tasks));
+    const results = await this.#store.insertTasks(tasks, batchWake(tasks, this.#origin));
     const created = results.filter((r) => r.created).map((r) => r.task);
     if (created.length) this.#onCreated?.(created);
     return results;

@@ -387,6 +387,11 @@ export interface WakeEvent {
   workflow?: string;
   /** With `reason: 'cancel'`: the user's reason. */
   cancelReason?: string | null;
+  /**
+   * The engine that announced it, when that engine has told its own workers already (its
+   * subscription then ignores the echo).
+   */
+  origin?: string;
 }
 
 /**
@@ -520,6 +525,11 @@ export interface Store {
    */
   insertTasks(tasks: readonly NewTask[], notify?: WakeEvent): Promise<Array<{ task: TaskRow; created: boolean }>>;
   getTask(id: string): Promise<TaskRow | null>;
+  /**
+   * The tasks of `ids` that exist, each once, in any order, read together (one statement on
+   * PostgreSQL). Optional: without it, `engine.result()` reads each task with `getTask`.
+   */
+  getTasks?(ids: readonly string[]): Promise<TaskRow[]>;
   findTaskByKey(idempotencyKey: string): Promise<TaskRow | null>;
   listTasks(query: ListQuery): Promise<TaskRow[]>;
   getSteps(taskId: string): Promise<StepRow[]>;

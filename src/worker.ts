@@ -26,7 +26,7 @@ import { TypedEmitter, type WorkerEvents } from './events.ts';
 import { shortId } from './ids.ts';
 import { isFinished, sourcesOf, transition } from './lifecycle.ts';
 import { TaskRun } from './run/task-run.ts';
-import type { ClaimedTask, Store } from './store.ts';
+import type { ClaimedTask, Store, WriteResult } from './store.ts';
 import { effectColumns, planTransition, wakeFor } from './transitions.ts';
 import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
@@ -219,6 +219,11 @@ export class Worker {
     return this.#runs.size;
   }
 
+  /** @internal Whether this worker is running `taskId` now (its run will announce its end here). */
+  holds(taskId: string): boolean {
+    return this.#runs.has(taskId);
+  }
+
   on<K extends keyof WorkerEvents & string>(name: K, listener: (payload: WorkerEvents[K]) => void): () => void {
     return this.#events.on(name, listener);
   }
@@ -241,7 +246,10 @@ export class Worker {
       maxInFlight: store.parallelWrites,
       alone: () => this.#runs.size <= 1,
       onRetry: (error, attempt) => this.#events.emit('worker:error', { error: coerceError(error), during: `writing checkpoints (attempt ${attempt})` }),
-      onCommitted: (ops) => this.#appended(ops),
+      onCommitted: (ops, results) => {
+        this.#appended(ops);
+        this.#finished(results);
+      },
     });
     if (this.#host.observers?.length) this.#unsubscribe.push(observeWorker((name, fn) => this.#events.on(name, fn), this.id, this.#host.observers));
     await this.#endDeadLocalLeases(store);
@@ -292,6 +300,16 @@ export class Worker {
     const bus = this.#host.bus;
     if (!bus.hears('log:appended')) return;
     for (const w of written) bus.emit('log:appended', { taskId: (w.taskId ?? w.id) as string });
+  }
+
+  /**
+   * Hands the rows of tasks that committed writes finished to this process's `result()` waiters,
+   * as committed: they need not read them back.
+   */
+  #finished(results: readonly WriteResult[]): void {
+    const bus = this.#host.bus;
+    if (!bus.hears('task:settled')) return;
+    for (const r of results) if (typeof r === 'object' && r !== null && isFinished(r.status)) bus.emit('task:settled', { taskId: r.id, status: r.status, row: r });
   }
 
   /**

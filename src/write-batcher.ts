@@ -34,8 +34,11 @@ export interface WriteBatcherOptions {
    * queued or in flight goes to the store at once instead of waiting for the tick's other requests.
    */
   alone?: () => boolean;
-  /** Called after ops were committed (whatever each op's own result), for log readers. */
-  onCommitted?: (ops: readonly WriteOp[]) => void;
+  /**
+   * Called after ops were committed, with each op's own result (for log readers, and for the
+   * waiters of tasks a transition finished).
+   */
+  onCommitted?: (ops: readonly WriteOp[], results: readonly WriteResult[]) => void;
 }
 
 export class WriteBatcher {
@@ -45,7 +48,7 @@ export class WriteBatcher {
   readonly #onRetry: ((error: unknown, attempt: number) => void) | undefined;
   readonly #maxInFlight: number;
   readonly #alone: () => boolean;
-  readonly #onCommitted: ((ops: readonly WriteOp[]) => void) | undefined;
+  readonly #onCommitted: ((ops: readonly WriteOp[], results: readonly WriteResult[]) => void) | undefined;
   #queue: Pending[] = [];
   #inFlight = 0;
   #scheduled = false;
@@ -67,9 +70,9 @@ export class WriteBatcher {
       // is idempotent).
       if (this.#store.writeBatchNow) {
         try {
-          const result = this.#store.writeBatchNow([op])[0] as WriteResult;
-          this.#onCommitted?.([op]);
-          return Promise.resolve(result);
+          const results = this.#store.writeBatchNow([op]);
+          this.#onCommitted?.([op], results);
+          return Promise.resolve(results[0] as WriteResult);
         } catch (e) {
           this.#onRetry?.(e, 1);
           return this.#enqueue(op);
@@ -83,7 +86,7 @@ export class WriteBatcher {
       return this.#store.writeBatch([op]).then(
         (results) => {
           settled();
-          this.#onCommitted?.([op]);
+          this.#onCommitted?.([op], results);
           return results[0] as WriteResult;
         },
         (e: unknown) => {
@@ -132,7 +135,7 @@ export class WriteBatcher {
       try {
         const ops = batch.map((p) => p.op);
         const results = await this.#store.writeBatch(ops);
-        this.#onCommitted?.(ops);
+        this.#onCommitted?.(ops, results);
         batch.forEach((p, i) => p.resolve(results[i] as WriteResult));
         return;
       } catch (e) {

@@ -66,8 +66,9 @@ describe(`batched starts (${TEST_STORE})`, () => {
       expect(s.singles).toBe(0);
       expect(new Set(handles.map((h) => h.id)).size).toBe(500);
       expect(handles.every((h) => h.created && h.status === 'pending')).toBe(true);
-      // One wake-up for the batch (all of one workflow), not one per task.
-      expect(s.wakes).toEqual([{ reason: 'task', taskId: '*', workflow: 'three' }]);
+      // One wake-up for the batch (all of one workflow), not one per task, naming the engine that
+      // sent it (which ignores its echo: it told its own workers already).
+      expect(s.wakes).toEqual([{ reason: 'task', taskId: '*', workflow: 'three', origin: expect.any(String) }]);
       await startWorker(engine, { concurrency: 64 });
       const outputs = await Promise.all(handles.map((h) => h.result({ timeout: '60s' })));
       expect(outputs).toEqual(handles.map((_, i) => i));
@@ -209,7 +210,7 @@ describe(`startMany (${TEST_STORE})`, () => {
     const s = await spied();
     await withEngine(s, async (engine) => {
       const handles = await engine.startMany([{ workflow: echo, input: 'e' }, { workflow: three, input: { n: 9 } }]);
-      expect(s.wakes).toEqual([{ reason: 'task', taskId: '*' }]);
+      expect(s.wakes).toEqual([{ reason: 'task', taskId: '*', origin: expect.any(String) }]);
       await startWorker(engine);
       expect(await Promise.all(handles.map((h) => h.result({ timeout: '30s' })))).toEqual(['e', 9]);
     });

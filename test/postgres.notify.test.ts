@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, openStore, workflow, type Store, type WakeEvent, type WriteOp } from '../src/index.ts';
 import type { PostgresStore } from '../src/postgres/index.ts';
-import { PG_URL, hasPostgres } from './support/postgres.ts';
+import { PG_URL, hasPostgres, sql } from './support/postgres.ts';
 import { eventually, schemasOfThisFile } from './support/engine.ts';
 import { spyStore } from './support/store-spy.ts';
 
@@ -25,6 +25,12 @@ const three = workflow('three', async (ctx, input: number) => {
 const finishing = workflow('finishing', async (ctx, input: number) => {
   await ctx.step('a', () => 1);
   await ctx.step('b', () => 2);
+  return input;
+});
+
+/** The same, for the test of the echo (the tasks of the other tests are left alone). */
+const echoed = workflow('echoed', async (ctx, input: number) => {
+  await ctx.step('a', () => 1);
   return input;
 });
 
@@ -88,12 +94,55 @@ describe.skipIf(!available)('NOTIFY per batch (PostgreSQL)', () => {
       await ear.upToNow(channels.wake);
       const handles = await Promise.all(Array.from({ length: 50 }, (_, i) => engine.start(three, i)));
       expect(handles).toHaveLength(50);
-      expect((await ear.upToNow(channels.wake)).map((h) => h.payload)).toEqual([{ reason: 'task', taskId: '*', workflow: 'three' }]);
+      expect((await ear.upToNow(channels.wake)).map((h) => h.payload)).toEqual([{ reason: 'task', taskId: '*', workflow: 'three', origin: expect.any(String) }]);
     } finally {
       await engine.close();
       await store.close();
       await off?.();
       await listener.close();
+    }
+  });
+
+  it("an engine's workers are woken by its starts once: the echo of their announcement is ignored", async () => {
+    const inner = await openStore(url);
+    let claims = 0;
+    let nextRuns = 0;
+    const heard: WakeEvent[] = [];
+    const store = spyStore(inner, {
+      claim: (original) => async (request) => {
+        claims++;
+        return original(request);
+      },
+      nextRunAt: (original) => async (request) => {
+        nextRuns++;
+        return original(request);
+      },
+      subscribe: (original) => async (listener, topic) =>
+        original((e) => {
+          if (topic !== 'settled') heard.push(e);
+          listener(e);
+        }, topic),
+    });
+    const engine = new Engine({ store, workflows: [echoed] });
+    try {
+      const worker = engine.worker({ concurrency: 64, pollIntervalMs: 3_600_000 });
+      await worker.start();
+      // Its first look for work is over: it sleeps until something wakes it.
+      await eventually(() => nextRuns > 0, 10_000, 'the first claim');
+      claims = 0;
+      const handles = await Promise.all(Array.from({ length: 20 }, (_, i) => engine.start(echoed, i)));
+      expect(await Promise.all(handles.map((h) => h.result({ timeout: '20s' })))).toEqual(handles.map((_, i) => i));
+      // Notifications arrive in commit order: once this marker is heard, the starts' echo was too.
+      await sql(`SELECT pg_notify($1, $2)`, [channels.wake, JSON.stringify({ reason: 'task', taskId: 'marker', workflow: 'nobody-serves-this' })]);
+      await eventually(() => heard.some((e) => e.taskId === 'marker'), 10_000, 'the marker');
+      expect(heard.filter((e) => e.taskId === '*' && e.workflow === 'echoed')).toHaveLength(1);
+      // One claim took the batch, woken in-process; the echo woke nobody.
+      expect(claims).toBe(1);
+      await worker.stop();
+    } finally {
+      await engine.close();
+      await store.close();
+      await ear.upToNow(channels.done); // what this test's tasks announced is not the next test's
     }
   });
 

@@ -4,11 +4,12 @@
 // recovery after SIGKILL.
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { Engine } from '../src/index.ts';
+import { Engine, openStore } from '../src/index.ts';
 import { listener, pipeline, triple, waiter } from './fixtures/crash-workflows.ts';
 import { PG_URL, hasPostgres, sql } from './support/postgres.ts';
 import { eventually, schemasOfThisFile, tempDir, waitForStatus, transitionsOf } from './support/engine.ts';
 import { readLog, spawnCli } from './support/processes.ts';
+import { spyStore } from './support/store-spy.ts';
 
 const FIXTURE = 'test/fixtures/crash-workflows.ts';
 const freshSchema = schemasOfThisFile('sw_workers');
@@ -73,6 +74,42 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
     }
     await eventually(async () => (await listeners('done')) === 0 && (await listeners('wake')) === 0, 20_000, 'close to end both listeners');
   }, 60_000);
+
+  it('a process waiting for many results of a worker process hears them by notification and reads them in groups', async () => {
+    const db = freshUrl();
+    const inner = await openStore(db);
+    let singles = 0;
+    const groups: number[] = [];
+    const store = spyStore(inner, {
+      getTask: (original) => async (id) => {
+        singles++;
+        return original(id);
+      },
+      getTasks: (original) => async (ids) => {
+        groups.push(ids.length);
+        return original(ids);
+      },
+    });
+    const engine = new Engine({ store, workflows: [triple] });
+    try {
+      await engine.ready();
+      const w = spawnCli(['worker', FIXTURE, '--db', db, ...NO_POLL, '--concurrency', '64']);
+      await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
+      expect(await engine.result((await engine.start(triple, { n: 0 })).id, { timeout: '20s' })).toBe(3);
+      const handles = await engine.startMany(Array.from({ length: 200 }, (_, i) => ({ workflow: triple, input: { n: i } })));
+      singles = 0;
+      groups.length = 0;
+      expect(await Promise.all(handles.map((h) => h.result({ timeout: '60s' })))).toEqual(handles.map((_, i) => 3 * i + 3));
+      // Never one read per task: the calls woken by one notification read their tasks together.
+      expect(singles).toBe(0);
+      expect(groups.length).toBeLessThan(50);
+      w.child.kill('SIGTERM');
+      expect((await w.exited).code).toBe(0);
+    } finally {
+      await engine.close();
+      await inner.close();
+    }
+  }, 90_000);
 
   it('keeps receiving notifications after its LISTEN connection is killed', async () => {
     const db = freshUrl();

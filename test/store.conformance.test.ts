@@ -422,6 +422,16 @@ for (const backend of backends) {
         expect(await store.getSignals(ns.id())).toEqual([]);
       });
 
+      it('getTasks returns the tasks of the ids that exist, each once, the unknown ids left out', async () => {
+        const a = (await store.insertTask(newTask(ns))).task;
+        const b = (await store.insertTask(newTask(ns))).task;
+        const get = store.getTasks as NonNullable<Store['getTasks']>;
+        const found = await get.call(store, [b.id, ns.id(), a.id, b.id]);
+        expect(found.sort((x, y) => x.id.localeCompare(y.id))).toEqual([a, b].sort((x, y) => x.id.localeCompare(y.id)));
+        expect(await get.call(store, [])).toEqual([]);
+        expect(await get.call(store, [ns.id()])).toEqual([]);
+      });
+
       it('listTasks lists newest first, filters by status and workflow, and pages with a before cursor', async () => {
         const ids: string[] = [];
         for (let i = 0; i < 5; i++) ids.push((await store.insertTask(newTask(ns))).task.id);

@@ -1,9 +1,9 @@
 /**
  * @module postgres/read
  * Internal: not part of the public API.
- * The PostgreSQL store's reads: a task by id or idempotency key, task listings, a task's journal,
- * log entries and signals, and the log of every task in commit-safe (xid, id) order. Each is one
- * autocommit statement on the pool.
+ * The PostgreSQL store's reads: a task (or many) by id, a task by idempotency key, task listings,
+ * a task's journal, log entries and signals, and the log of every task in commit-safe (xid, id)
+ * order. Each is one autocommit statement on the pool.
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
 import { Params, claimEntriesSql, sqlStatuses } from './sql-text.ts';
@@ -17,6 +17,12 @@ export async function getTask(c: PgContext, id: string): Promise<TaskRow | null>
     const [row] = await rows(c, poolOf(c), `SELECT * FROM ${c.t.tasks} WHERE id = $1`, [id]);
     return row ? toTaskRow(row) : null;
   });
+}
+
+/** The tasks of `ids` that exist, in one statement. */
+export async function getTasks(c: PgContext, ids: readonly string[]): Promise<TaskRow[]> {
+  if (!ids.length) return [];
+  return run(c, async () => (await rows(c, poolOf(c), `SELECT * FROM ${c.t.tasks} WHERE id = ANY($1::text[])`, [ids])).map(toTaskRow));
 }
 
 export async function findTaskByKey(c: PgContext, key: string): Promise<TaskRow | null> {

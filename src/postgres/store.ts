@@ -29,7 +29,7 @@
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
 import { close, migrate, openContext, type PgContext } from './connection.ts';
-import { findTaskByKey, getEvents, getSignals, getSteps, getTask, listTasks, readLog } from './read.ts';
+import { findTaskByKey, getEvents, getSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
@@ -128,6 +128,7 @@ export class PostgresStore implements Store {
   close(): Promise<void> { return close(this.#c); }
 
   getTask(id: string): Promise<TaskRow | null> { return getTask(this.#c, id); }
+  getTasks(ids: readonly string[]): Promise<TaskRow[]> { return getTasks(this.#c, ids); }
   findTaskByKey(key: string): Promise<TaskRow | null> { return findTaskByKey(this.#c, key); }
   listTasks(q: ListQuery): Promise<TaskRow[]> { return listTasks(this.#c, q); }
   getSteps(taskId: string): Promise<StepRow[]> { return getSteps(this.#c, taskId); }

@@ -148,6 +148,7 @@ export function parseWakeEvent(payload: string | undefined): WakeEvent | null {
     if (typeof v.workflow === 'string') event.workflow = v.workflow;
     if (typeof v.cancelReason === 'string') event.cancelReason = v.cancelReason;
     if (Array.isArray(v.taskIds) && v.taskIds.every((id) => typeof id === 'string')) event.taskIds = v.taskIds;
+    if (typeof v.origin === 'string') event.origin = v.origin;
     return event;
   } catch {
     return null;

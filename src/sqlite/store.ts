@@ -306,6 +306,16 @@ export class SqliteStore implements Store {
     return row ? toTaskRow(row) : null;
   }
 
+  async getTasks(ids: readonly string[]): Promise<TaskRow[]> {
+    const get = this.#stmt('SELECT * FROM stepwise_tasks WHERE id = ?');
+    const out: TaskRow[] = [];
+    for (const id of new Set(ids)) {
+      const row = get.get(id) as Raw | undefined;
+      if (row) out.push(toTaskRow(row));
+    }
+    return out;
+  }
+
   async findTaskByKey(key: string): Promise<TaskRow | null> {
     return this.#byKey(key);
   }
