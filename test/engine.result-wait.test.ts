@@ -1,6 +1,7 @@
 // result() hears the end of its task even when the news arrives while it is reading the task: the
 // read in flight returns a row from before the end, and the call must not then wait for its next
 // poll. Observed with the poll timer frozen (fake setTimeout), so that only the news can wake it.
+// The task is started by another engine, so that the waiting engine reads it first.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Engine, openStore, workflow } from '../src/index.ts';
 import type { TaskRow } from '../src/store.ts';
@@ -15,24 +16,34 @@ afterEach(() => {
 
 describe('result() and the news of its task', () => {
   it('news of the end that arrives while result() reads the task wakes it, without waiting for a poll', async () => {
-    const inner = await openStore(tempDbUrl());
+    const url = tempDbUrl();
+    const inner = await openStore(url);
     const readTaken = gate<TaskRow>();
     const release = gate();
     let held = false;
+    const hold = async (row: TaskRow): Promise<void> => {
+      // The first read of result(): taken before the task ran, answered after it has ended.
+      held = true;
+      readTaken.open(row);
+      await release.promise;
+    };
     const store = spyStore(inner, {
       getTask: (original) => async (id) => {
         const row = await original(id);
-        if (held || !row || row.workflow !== 'quick') return row;
-        held = true;
-        // The first read of result(): taken before the task ran, answered after it has ended.
-        readTaken.open(row);
-        await release.promise;
+        if (!held && row?.workflow === 'quick') await hold(row);
         return row;
       },
+      getTasks: (original) => async (ids) => {
+        const rows = await original(ids);
+        const row = rows.find((r) => r.workflow === 'quick');
+        if (!held && row) await hold(row);
+        return rows;
+      },
     });
+    const starter = new Engine({ store: url, workflows: [quick] });
     const engine = new Engine({ store, workflows: [quick] });
     try {
-      const { id } = await engine.start(quick);
+      const { id } = await starter.start(quick);
       let outcome: { value: unknown } | null = null;
       const result = engine.result<number>(id, { timeout: '60s' }).then((value) => (outcome = { value }));
       const stale = await readTaken.promise;
@@ -53,6 +64,7 @@ describe('result() and the news of its task', () => {
     } finally {
       vi.useRealTimers();
       await engine.close();
+      await starter.close();
     }
   });
 });
