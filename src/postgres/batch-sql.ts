@@ -179,6 +179,10 @@ export function transitionBatchSql(
     data: p.add(flat.map((x) => x.e.data), 'text[]'),
   };
   const has = (field: string) => (w: TransitionWrite): boolean => field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
+  // Most ops of a batch announce on one channel: its listener's name is hashed once.
+  const channels = ops.map((w) => (w.notify ? channelOf(w.notify) : null));
+  const listeners = new Map<string, string>();
+  const listenerOf = (ch: string): string => listeners.get(ch) ?? (listeners.set(ch, listenerName(ch)).get(ch) as string);
   const i: Record<string, string> = {
     id: col((w) => w.taskId, 'text'),
     epoch: col((w) => ('epoch' in w.guard ? w.guard.epoch : null), 'integer'),
@@ -194,8 +198,8 @@ export function transitionBatchSql(
     // most GROUP_IDS task ids each); any other news of a task keeps its own.
     notifyGroup: col((w) => (w.notify && groupable(w.notify) ? w.notify.reason : null), 'text'),
     notify: col((w) => (w.notify && !groupable(w.notify) ? JSON.stringify(w.notify) : null), 'text'),
-    notifyChannel: col((w) => (w.notify ? channelOf(w.notify) : null), 'text'),
-    notifyListener: col((w) => (w.notify ? listenerName(channelOf(w.notify)) : null), 'text'),
+    notifyChannel: p.add(channels, 'text[]'),
+    notifyListener: p.add(channels.map((ch) => (ch === null ? null : listenerOf(ch))), 'text[]'),
   };
   // Per column a patch may write (the task-column table) and some op of the batch sets: whether
   // each op sets it, and the value (a column no op sets is not in the statement).
