@@ -24,8 +24,8 @@ export interface Position {
   recorded: StepRow | undefined;
 }
 
-/** Takes the next journal position for a call; checks it against the journal. */
-export function position(run: RunCore, name: string, kind: StepKind): Position {
+/** Throws (failing the run) if `name` is not a valid name of a call. */
+function checkName(run: RunCore, name: unknown, kind: StepKind): asserts name is string {
   if (typeof name !== 'string' || !STEP_NAME.test(name)) {
     throw run.fail(
       new InvalidArgumentError(
@@ -36,9 +36,16 @@ export function position(run: RunCore, name: string, kind: StepKind): Position {
   // A name the journal cannot store exactly would not match itself on replay.
   const problem = textProblem(name);
   if (problem) throw run.fail(new InvalidArgumentError(`${kind} name ${JSON.stringify(name)} ${problem}: it cannot be stored exactly. Build names from whole characters.`));
+}
+
+/** Takes the next journal position for a call; checks it against the journal. */
+export function position(run: RunCore, name: string, kind: StepKind): Position {
+  // A name this run has seen before was checked then (a loop calls the same name thousands of times).
+  const seen = typeof name === 'string' ? run.occurrences.get(name) : undefined;
+  if (seen === undefined) checkName(run, name, kind);
   run.activity++;
   const seq = run.seq++;
-  const occurrence = (run.occurrences.get(name) ?? 0) + 1;
+  const occurrence = (seen ?? 0) + 1;
   run.occurrences.set(name, occurrence);
   const stepId = occurrence === 1 ? name : `${name}#${occurrence}`;
   const recorded = run.journal.get(seq);
