@@ -91,6 +91,11 @@ export function stepColumnArrays(rows: readonly StepRow[]): unknown[][] {
   return cols;
 }
 
+/** {@link stepValues} without the task id (the SQLite journal refers to its task by its key). */
+export function stepValuesOfTask(s: StepRow): unknown[] {
+  return [s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, s.calledAfter];
+}
+
 export function stepValues(s: StepRow): unknown[] {
   return [s.taskId, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, s.calledAfter];
 }
