@@ -64,6 +64,38 @@ export const STEP_COLUMNS = [
   'attempts', 'started_at', 'finished_at', 'wake_at', 'epoch', 'done', 'called_after',
 ] as const;
 
+/** The step rows' values as one array per column, in the order of {@link STEP_COLUMNS} (for `unnest`). */
+export function stepColumnArrays(rows: readonly StepRow[]): unknown[][] {
+  const n = rows.length;
+  const cols: unknown[][] = STEP_COLUMNS.map(() => new Array<unknown>(n));
+  const [taskId, seq, name, kind, status, output, error, attempts, startedAt, finishedAt, wakeAt, epoch, done, calledAfter] = cols as [
+    unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[],
+  ];
+  for (let r = 0; r < n; r++) {
+    const s = rows[r] as StepRow;
+    taskId[r] = s.taskId;
+    seq[r] = s.seq;
+    name[r] = s.name;
+    kind[r] = s.kind;
+    status[r] = s.status;
+    output[r] = s.output;
+    error[r] = s.error;
+    attempts[r] = s.attempts;
+    startedAt[r] = s.startedAt;
+    finishedAt[r] = s.finishedAt;
+    wakeAt[r] = s.wakeAt;
+    epoch[r] = s.epoch;
+    done[r] = s.done;
+    calledAfter[r] = s.calledAfter;
+  }
+  return cols;
+}
+
+/** {@link stepValues} without the task id (the SQLite journal refers to its task by its key). */
+export function stepValuesOfTask(s: StepRow): unknown[] {
+  return [s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, s.calledAfter];
+}
+
 export function stepValues(s: StepRow): unknown[] {
   return [s.taskId, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, s.calledAfter];
 }

@@ -19,7 +19,7 @@
  * id order (the ops sorted by id, in the C collation of the key), as the heartbeat does, so two of
  * them never deadlock.
  */
-import { STEP_COLUMNS, stepValues } from '../rows.ts';
+import { STEP_COLUMNS, stepColumnArrays } from '../rows.ts';
 import { journalCarries, stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
 import type { NewEvent, StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
 import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
@@ -28,38 +28,88 @@ import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, loc
 
 /**
  * The fenced checkpoints of `ops` (none with `consume`). Returns the statement and, per op, the
- * key `task_id/seq` to look for among the returned rows (an op whose row comes back was accepted).
+ * place (1-based) of its row among the statement's rows, or 0 for an op refused here; the
+ * statement returns the places of the rows it accepted (`ord`).
  */
-export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: string; values: unknown[]; keys: string[] } {
-  // The last write of a (task, seq) wins, as a sequence of upserts would; an INSERT … ON CONFLICT
-  // may not touch one row twice. A row of another task than its writer's is refused here.
-  const last = new Map<string, StepWrite>();
-  for (const op of ops) if (op.step.taskId === op.taskId) last.set(`${op.step.taskId}/${op.step.seq}`, op);
-  const rows = [...last.values()];
+export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: string; values: unknown[]; rowOf: number[] } {
+  // The last write of a (task, seq) wins, as a sequence of upserts would (an INSERT … ON CONFLICT
+  // may not touch one row twice); a row of another task than its writer's is refused here. Each
+  // row's place among the rows of its task and epoch (1, 2, …), which are accepted or refused
+  // together: its entry takes seq (new counter - rows of the group + place). In one pass, keyed
+  // by task id: a batch holds one row of most tasks.
+  const rows: StepWrite[] = [];
+  const rowOf = new Array<number>(ops.length);
+  // Task id → its row, or (once it has rows at several positions) position → row.
+  const index = new Map<string, number | Map<number, number>>();
+  let several = false;
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i] as StepWrite;
+    if (op.step.taskId !== op.taskId) {
+      rowOf[i] = 0;
+      continue;
+    }
+    const at = index.get(op.taskId);
+    if (at === undefined) {
+      index.set(op.taskId, rows.length);
+      rows.push(op);
+      rowOf[i] = rows.length;
+      continue;
+    }
+    let bySeq: Map<number, number>;
+    if (typeof at === 'number') {
+      bySeq = new Map([[(rows[at] as StepWrite).step.seq, at]]);
+      index.set(op.taskId, bySeq);
+    } else bySeq = at;
+    const r = bySeq.get(op.step.seq);
+    if (r === undefined) {
+      several = true;
+      bySeq.set(op.step.seq, rows.length);
+      rows.push(op);
+      rowOf[i] = rows.length;
+    } else {
+      rows[r] = op;
+      rowOf[i] = r + 1;
+    }
+  }
+  const places = new Array<number>(rows.length).fill(1);
+  if (several) {
+    const counts = new Map<string, number>();
+    rows.forEach((op, r) => {
+      const key = `${op.taskId}\u0000${op.epoch}`;
+      const k = (counts.get(key) ?? 0) + 1;
+      counts.set(key, k);
+      places[r] = k;
+    });
+  }
   const p = new Params();
   const columns = stepColumns(p, rows.map((op) => op.step));
-  const fence = p.add(rows.map((op) => op.epoch), 'integer[]');
-  const evAt = p.add(rows.map((op) => stepEntryAt(op.step)), 'bigint[]');
-  const evType = p.add(rows.map((op) => `step:${op.step.status}`), 'text[]');
-  // A row that carries its entry has no entry of its own to write: no JSON is built for it.
-  const evData = p.add(rows.map((op) => (journalCarries(op.step) ? null : stepEntry('worker', '', op.step).data)), 'text[]');
-  // Each row's place (1, 2, …) among the rows of its task and epoch, which are accepted or refused
-  // together: its entry takes seq (new counter - rows of the group + place).
-  const places = new Map<string, number>();
-  const place = p.add(rows.map((op) => {
-    const key = `${op.taskId}\u0000${op.epoch}`;
-    const k = (places.get(key) ?? 0) + 1;
-    places.set(key, k);
-    return k;
-  }), 'integer[]');
+  const n = rows.length;
+  const fenceEpochs = new Array<number>(n);
+  const evAts = new Array<number | null>(n);
+  const evTypes = new Array<string>(n);
+  const evDatas = new Array<string | null>(n);
+  for (let r = 0; r < n; r++) {
+    const op = rows[r] as StepWrite;
+    fenceEpochs[r] = op.epoch;
+    evAts[r] = stepEntryAt(op.step);
+    evTypes[r] = `step:${op.step.status}`;
+    // A row that carries its entry has no entry of its own to write: no JSON is built for it.
+    evDatas[r] = journalCarries(op.step) ? null : stepEntry('worker', '', op.step).data;
+  }
+  const fence = p.add(fenceEpochs, 'integer[]');
+  const evAt = p.add(evAts, 'bigint[]');
+  const evType = p.add(evTypes, 'text[]');
+  const evData = p.add(evDatas, 'text[]');
+  const place = p.add(places, 'integer[]');
   // g: rows per task and epoch; l: those tasks locked in id order (an UPDATE … FROM a sorted list
   // does not lock in that order: two batches sharing tasks deadlocked), still leased at the epoch;
   // u: their log counters bumped by their row counts; a: the accepted rows, each with its entry's seq
   // (in batch order, below the task's new counter), read by both inserts. (One join, on keys the
-  // planner can hash: a filter on the unnested rows would make it expect one row and loop.)
+  // planner can hash: a filter on the unnested rows would make it expect one row and loop.) Every
+  // row of `a` is written (the upsert updates a row that exists), so `a` is what was accepted.
   const text = `WITH i AS (
-      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${evAt}, ${evType}, ${evData}, ${place})
-        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, ev_at, ev_type, ev_data, place)
+      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${evAt}, ${evType}, ${evData}, ${place}) WITH ORDINALITY
+        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, ev_at, ev_type, ev_data, place, ord)
     ), g AS (
       SELECT task_id, fence_epoch, count(*)::int AS n FROM i GROUP BY task_id, fence_epoch
     ), l AS (
@@ -76,20 +126,17 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
       SELECT ${STEP_COLUMNS.map((c) => `a.${c}`).join(', ')}, CASE WHEN ${carriesSql('a.status')} THEN a.ev_seq END FROM a
       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
-      RETURNING task_id, seq
     ), ev AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
       SELECT task_id, ev_seq, ev_at, ev_type, 'worker', ev_actor, ev_data FROM a WHERE NOT ${carriesSql('a.status')}
     )
-    SELECT task_id, seq FROM ins`;
-  return { text, values: p.values, keys: ops.map((op) => `${op.step.taskId}/${op.step.seq}`) };
+    SELECT ord FROM a`;
+  return { text, values: p.values, rowOf };
 }
 
-/** One array parameter per journal column (each row's values taken once). */
+/** One array parameter per journal column. */
 function stepColumns(p: Params, rows: readonly StepRow[]): string[] {
-  const arrays: unknown[][] = STEP_COLUMNS.map(() => new Array<unknown>(rows.length));
-  rows.forEach((row, r) => stepValues(row).forEach((v, c) => ((arrays[c] as unknown[])[r] = v)));
-  return arrays.map((values, c) => p.add(values, `${STEP_TYPES[c]}[]`));
+  return stepColumnArrays(rows).map((values, c) => p.add(values, `${STEP_TYPES[c]}[]`));
 }
 
 /** Task ids in one grouped notification: well under PostgreSQL's 8,000-byte payload limit. */
@@ -132,6 +179,10 @@ export function transitionBatchSql(
     data: p.add(flat.map((x) => x.e.data), 'text[]'),
   };
   const has = (field: string) => (w: TransitionWrite): boolean => field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
+  // Most ops of a batch announce on one channel: its listener's name is hashed once.
+  const channels = ops.map((w) => (w.notify ? channelOf(w.notify) : null));
+  const listeners = new Map<string, string>();
+  const listenerOf = (ch: string): string => listeners.get(ch) ?? (listeners.set(ch, listenerName(ch)).get(ch) as string);
   const i: Record<string, string> = {
     id: col((w) => w.taskId, 'text'),
     epoch: col((w) => ('epoch' in w.guard ? w.guard.epoch : null), 'integer'),
@@ -147,8 +198,8 @@ export function transitionBatchSql(
     // most GROUP_IDS task ids each); any other news of a task keeps its own.
     notifyGroup: col((w) => (w.notify && groupable(w.notify) ? w.notify.reason : null), 'text'),
     notify: col((w) => (w.notify && !groupable(w.notify) ? JSON.stringify(w.notify) : null), 'text'),
-    notifyChannel: col((w) => (w.notify ? channelOf(w.notify) : null), 'text'),
-    notifyListener: col((w) => (w.notify ? listenerName(channelOf(w.notify)) : null), 'text'),
+    notifyChannel: p.add(channels, 'text[]'),
+    notifyListener: p.add(channels.map((ch) => (ch === null ? null : listenerOf(ch))), 'text[]'),
   };
   // Per column a patch may write (the task-column table) and some op of the batch sets: whether
   // each op sets it, and the value (a column no op sets is not in the statement).

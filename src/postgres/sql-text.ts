@@ -197,7 +197,7 @@ const ESCAPED = /["\\]/g;
 
 /**
  * A one-dimensional array of strings, numbers, booleans and nulls as PostgreSQL's array literal
- * text (`{"a",1,t,NULL}`), the form the driver sends arrays in, built in one pass: batched writes
+ * text (`{"a",1,true,NULL}`), the form the driver sends arrays in, built in one pass: batched writes
  * send dozens of arrays of hundreds of elements, and the driver escapes every element with two
  * regular expressions. Anything else (a nested array, an object) is left to the driver.
  */
@@ -208,7 +208,7 @@ export function arrayLiteral(values: readonly unknown[]): unknown {
     if (v === null || v === undefined) parts[i] = 'NULL';
     else if (typeof v === 'string') parts[i] = NEEDS_ESCAPE.test(v) ? `"${v.replace(ESCAPED, '\\$&')}"` : `"${v}"`;
     else if (typeof v === 'number') parts[i] = String(v);
-    else if (typeof v === 'boolean') parts[i] = v ? 't' : 'f';
+    else if (typeof v === 'boolean') parts[i] = v ? 'true' : 'false';
     else return values;
   }
   return `{${parts.join(',')}}`;

@@ -53,9 +53,10 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
       } else rest.push({ op, at });
     });
     if (steps.length) {
-      const { text, values, keys } = stepBatchSql(c.t, steps.map((s) => s.op));
-      const accepted = new Set((await rows(c, poolOf(c), text, values)).map((r) => `${String(r.task_id)}/${Number(r.seq)}`));
-      steps.forEach((s, i) => (results[s.at] = accepted.has(keys[i] as string)));
+      const { text, values, rowOf } = stepBatchSql(c.t, steps.map((s) => s.op));
+      const accepted = new Array<boolean>(rowOf.length + 1).fill(false);
+      for (const r of await rows(c, poolOf(c), text, values)) accepted[Number(r.ord)] = true;
+      steps.forEach((s, i) => (results[s.at] = accepted[rowOf[i] as number] === true));
     }
     if (transitions.length) {
       const { text, values } = transitionBatchSql(c.t, transitions.map((x) => x.op), (e) => channelOf(c, e));

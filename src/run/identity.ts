@@ -27,13 +27,8 @@ export interface Position {
   recorded: StepRow | undefined;
 }
 
-/**
- * Takes the next journal position for a call; checks it against the journal. In the cleanup scope,
- * the call's identity there instead (`occurrence`: a compensation's, that of the step it undoes).
- */
-export function position(run: RunCore, name: string, kind: StepKind, given?: number): Position {
-  // The code's calls after its cleanup has begun do not start (see `cleanup-scope.ts`), nor any after it ended.
-  if ((run.cleaning && !calledFromCleanup(run)) || run.cleanedUp) throw run.cleanupHalt ?? new Error(`Task ${run.taskId}: the run has ended`);
+/** Throws (failing the run) if `name` is not a valid name of a call. */
+function checkName(run: RunCore, name: unknown, kind: StepKind): asserts name is string {
   if (typeof name !== 'string' || !STEP_NAME.test(name)) {
     throw run.fail(
       new InvalidArgumentError(
@@ -44,19 +39,36 @@ export function position(run: RunCore, name: string, kind: StepKind, given?: num
   // A name the journal cannot store exactly would not match itself on replay.
   const problem = textProblem(name);
   if (problem) throw run.fail(new InvalidArgumentError(`${kind} name ${JSON.stringify(name)} ${problem}: it cannot be stored exactly. Build names from whole characters.`));
-  if (run.cleaning) return cleanupPosition(run, given === undefined ? `${ON_CANCEL}${name}` : name, kind, given);
-  // The cleanup's calls are named with these prefixes: a code call so named would share their ids and keys.
-  const reserved = [ON_CANCEL, COMPENSATE].find((prefix) => name.startsWith(prefix));
-  if (reserved) {
-    throw run.fail(
-      new InvalidArgumentError(
-        `${kind} name ${JSON.stringify(name)} is not valid: the prefix "${reserved}" is reserved for the calls of the cleanup (onCancel handlers, compensations). Choose another name.`,
-      ),
-    );
+}
+
+/**
+ * Takes the next journal position for a call; checks it against the journal. In the cleanup scope,
+ * the call's identity there instead (`occurrence`: a compensation's, that of the step it undoes).
+ */
+export function position(run: RunCore, name: string, kind: StepKind, given?: number): Position {
+  // The code's calls after its cleanup has begun do not start (see `cleanup-scope.ts`), nor any after it ended.
+  if ((run.cleaning && !calledFromCleanup(run)) || run.cleanedUp) throw run.cleanupHalt ?? new Error(`Task ${run.taskId}: the run has ended`);
+  if (run.cleaning) {
+    checkName(run, name, kind);
+    return cleanupPosition(run, given === undefined ? `${ON_CANCEL}${name}` : name, kind, given);
+  }
+  // A name this run has seen before was checked then (a loop calls the same name thousands of times).
+  const seen = typeof name === 'string' ? run.occurrences.get(name) : undefined;
+  if (seen === undefined) {
+    checkName(run, name, kind);
+    // The cleanup's calls are named with these prefixes: a code call so named would share their ids and keys.
+    const reserved = [ON_CANCEL, COMPENSATE].find((prefix) => name.startsWith(prefix));
+    if (reserved) {
+      throw run.fail(
+        new InvalidArgumentError(
+          `${kind} name ${JSON.stringify(name)} is not valid: the prefix "${reserved}" is reserved for the calls of the cleanup (onCancel handlers, compensations). Choose another name.`,
+        ),
+      );
+    }
   }
   run.activity++;
   const seq = run.seq++;
-  const occurrence = (run.occurrences.get(name) ?? 0) + 1;
+  const occurrence = (seen ?? 0) + 1;
   run.occurrences.set(name, occurrence);
   const stepId = occurrence === 1 ? name : `${name}#${occurrence}`;
   const recorded = run.journal.get(seq);

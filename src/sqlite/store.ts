@@ -17,7 +17,7 @@ import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedT
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreRefusedError, StoreUnavailableError } from '../errors.ts';
 import {
-  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValues, toEventRow, toSignalRow, toStepRow, toTaskRow, toChunkRow,
+  STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValuesOfTask, toEventRow, toSignalRow, toStepRow, toTaskRow, toChunkRow,
 } from '../rows.ts';
 import { claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
@@ -42,6 +42,14 @@ const statusList = (statuses: readonly TaskStatus[]): string =>
     })
     .join(', ');
 const LEASED_SQL = statusList(LEASED_STATUSES);
+/** {@link statusList} of a transition's source statuses (one, mostly), remembered. */
+const fromLists = new Map<string, string>();
+const fromList = (from: readonly TaskStatus[]): string => {
+  const key = from.length === 1 ? (from[0] as string) : from.join(',');
+  let sql = fromLists.get(key);
+  if (sql === undefined) fromLists.set(key, (sql = statusList(from)));
+  return sql;
+};
 /** How many task id → internal key entries a connection keeps (see `#rememberNo`). */
 const TASK_NO_CACHE = 10_000;
 /** The WHERE clauses of the partial indexes for claims (sql/sqlite/000001_init.sql). */
@@ -104,6 +112,10 @@ export const LAST_SEQ_SQL = `SELECT max(coalesce((SELECT max(seq) FROM stepwise_
 /** {@link LAST_SEQ_SQL} of the row a statement on `stepwise_tasks` returns (as `last_seq`). */
 const RETURNING_LAST_SEQ = `max(coalesce((SELECT max(seq) FROM stepwise_events WHERE task_no = stepwise_tasks.no), 0),
   coalesce((SELECT max(log_seq) FROM stepwise_steps WHERE task_no = stepwise_tasks.no), 0)) AS last_seq`;
+/** A claim of one picked task: the row comes back with its log's last seq (see {@link RETURNING_LAST_SEQ}). */
+const CLAIM_TASK_SQL = `UPDATE stepwise_tasks SET status = ?, lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1,
+    version = version + 1, runs = runs + 1, wait = NULL, wait_events = NULL, updated_at = ?
+  WHERE id = ? RETURNING *, ${RETURNING_LAST_SEQ}`;
 export const INSERT_EVENT_SQL = 'INSERT INTO stepwise_events (task_no, seq, at, type, actor_kind, actor_id, data) VALUES (?, ?, ?, ?, ?, ?, ?)';
 
 export interface SqliteStoreOptions extends SqliteOptions {
@@ -445,7 +457,7 @@ export class SqliteStore implements Store {
     const pause = w.pauseRequested === undefined ? '' : ' AND pause_requested = ?';
     const row = this.#stmt(
       `UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets}
-       WHERE id = ? AND status IN (${statusList(w.from)}) AND ${guard} = ?${pause} RETURNING *`,
+       WHERE id = ? AND status IN (${fromList(w.from)}) AND ${guard} = ?${pause} RETURNING *`,
     ).get(w.to, w.at, ...params, w.taskId, 'version' in w.guard ? w.guard.version : w.guard.epoch, ...(pause ? [w.pauseRequested ? 1 : 0] : [])) as Raw | undefined;
     if (!row) return null;
     const no = Number(row.no);
@@ -462,7 +474,7 @@ export class SqliteStore implements Store {
     for (const step of steps) {
       const logSeq = carried.get(step.seq) ?? null;
       // Most rows are new; one that exists keeps the entry it carries in the log before it is rewritten.
-      if (this.#stmt(INSERT_NEW_STEP_SQL).run(no, ...stepValues(step).slice(1), logSeq).changes === 1) continue;
+      if (this.#stmt(INSERT_NEW_STEP_SQL).run(no, ...stepValuesOfTask(step), logSeq).changes === 1) continue;
       this.#materialize(no, w.taskId, [step.seq]);
       this.#upsertStep(no, step, logSeq);
     }
@@ -494,7 +506,7 @@ export class SqliteStore implements Store {
   }
 
   #upsertStep(no: number, step: StepRow, logSeq: number | null): void {
-    this.#stmt(UPSERT_STEP_SQL).run(no, ...stepValues(step).slice(1), logSeq);
+    this.#stmt(UPSERT_STEP_SQL).run(no, ...stepValuesOfTask(step), logSeq);
   }
 
   #consume(signalId: number, seq: number): void {
@@ -513,7 +525,7 @@ export class SqliteStore implements Store {
     if (!w.consume && journalCarries(s)) {
       // A result: fence and row in one statement; the seq is taken only if the row was written.
       const seq = this.#lastSeqOf(no) + 1;
-      if (this.#stmt(FENCED_RESULT_SQL).run(no, ...stepValues(s).slice(1), seq, no, w.epoch).changes !== 1) return false;
+      if (this.#stmt(FENCED_RESULT_SQL).run(no, ...stepValuesOfTask(s), seq, no, w.epoch).changes !== 1) return false;
       this.#lastSeq.set(no, seq);
       return true;
     }
@@ -545,7 +557,7 @@ export class SqliteStore implements Store {
     const last = no === undefined ? undefined : this.#lastSeq.get(no);
     if (no === undefined || last === undefined) return false;
     const seq = last + 1;
-    if (this.#stmt(HOT_STEP_SQL).run(no, ...stepValues(s).slice(1), seq, no, w.epoch, no, seq).changes !== 1) return false;
+    if (this.#stmt(HOT_STEP_SQL).run(no, ...stepValuesOfTask(s), seq, no, w.epoch, no, seq).changes !== 1) return false;
     this.#lastSeq.set(no, seq);
     return true;
   }
@@ -618,11 +630,7 @@ export class SqliteStore implements Store {
         const to = p.event === 'claim' ? r.claim.to : r.reclaim.to[p.status];
         if (to === undefined) throw new Error(`claim: no reclaim target for status ${p.status}`);
         // The row comes back with its log's last seq, for the claim's entry and the run's checkpoints.
-        const raw = this.#stmt(
-          `UPDATE stepwise_tasks SET status = ?, lease_owner = ?, lease_expires_at = ?, epoch = epoch + 1,
-             version = version + 1, runs = runs + 1, wait = NULL, wait_events = NULL, updated_at = ?
-           WHERE id = ? RETURNING *, ${RETURNING_LAST_SEQ}`,
-        ).get(to, r.workerId, expires, r.now, p.id) as Raw;
+        const raw = this.#stmt(CLAIM_TASK_SQL).get(to, r.workerId, expires, r.now, p.id) as Raw;
         this.#rememberNo(p.id, Number(raw.no));
         this.#knowSeq(Number(raw.no), Number(raw.last_seq));
         const row = toTaskRow(raw);
