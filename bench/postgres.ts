@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Engine } from '../dist/index.js';
-import { pairedOverhead, percentile, root, spawnWorker, stopWorkers, type Overhead } from './lib.ts';
+import { median, pairedOverhead, percentile, root, spawnWorker, stopWorkers, type Overhead } from './lib.ts';
 import { measureSteps, throughput, type Throughput } from './sqlite.ts';
 import { manySteps, stamp } from './workflows.ts';
 
@@ -83,6 +83,30 @@ export async function stepUs(n: number): Promise<number> {
   const us = await measureSteps(engine, n, 4, 3);
   await engine.close();
   return us;
+}
+
+/**
+ * Microseconds per step of one task of `n` no-op steps on PostgreSQL from `engine.start()` to
+ * `engine.result()` resolving, with a warm in-process worker: the span DBOS's per-step figure
+ * covers (its workflow called and awaited in-process). Two warm-up tasks, the median of three.
+ */
+export async function callToAnswerUs(n: number): Promise<number> {
+  const engine = new Engine({ store: freshPgUrl('call'), workflows: [manySteps] });
+  const worker = engine.worker({ concurrency: 1, pollIntervalMs: 5 });
+  await worker.start();
+  try {
+    const once = async (): Promise<number> => {
+      const t0 = performance.now();
+      await engine.result((await engine.start(manySteps, { n })).id);
+      return ((performance.now() - t0) * 1000) / n;
+    };
+    await once();
+    await once();
+    return median([await once(), await once(), await once()]);
+  } finally {
+    await worker.stop();
+    await engine.close();
+  }
 }
 
 export type PgOverhead = Overhead;
