@@ -523,10 +523,12 @@ export class Engine {
   }
 
   /**
-   * Cancels a task. Pending, waiting and paused tasks end `cancelled` at once; a running task
-   * becomes `cancelling`, its step's AbortSignal fires in whichever worker holds it, its cleanup
-   * runs (`ctx.onCancel` handlers, compensations), and it ends `cancelled` — or `failed` with a
-   * COMPENSATION_FAILED error if the cleanup failed for good. A cancelled task never resumes.
+   * Cancels a task. A running task becomes `cancelling`, its step's AbortSignal fires in whichever
+   * worker holds it, its cleanup runs (`ctx.onCancel` handlers, compensations), and it ends
+   * `cancelled` — or `failed` with a COMPENSATION_FAILED error if the cleanup failed for good. A
+   * pending, waiting or paused task ends `cancelled` at once, unless its last run left such cleanup
+   * to do: then it is `cancelling` until a worker serving its workflow has replayed it and run the
+   * cleanup. A cancelled task never resumes.
    */
   async cancel(id: string, options: CommandOptions & { reason?: string } = {}): Promise<TaskSummary> {
     const reason = options.reason ?? null;
@@ -956,7 +958,14 @@ function explainSummary(
     case 'paused':
       return 'Paused by a user: resume it to continue.';
     case 'cancelling':
-      if (c.lease?.expired) {
+      if (!c.lease) {
+        // Cancelled while no worker held it (waiting, paused, pending), with cleanup to run.
+        const fallback = `if none takes it within a lease period, any worker's heartbeat ends it cancelled without running that cleanup`;
+        const head = `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}: waiting for a worker serving "${row.workflow}" version ${row.workflowVersion} to run its cleanup (onCancel handlers, compensations)`;
+        if (!c.registered.includes(row.workflowVersion)) return `${head}; no worker has registered that version yet; ${fallback}.`;
+        return `${head}; ${fallback}.`;
+      }
+      if (c.lease.expired) {
         const dead = `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead`;
         const fallback = `once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup (onCancel handlers, compensations)`;
         if (!c.registered.includes(row.workflowVersion)) {
@@ -964,7 +973,7 @@ function explainSummary(
         }
         return `${dead}; a worker serving "${row.workflow}" version ${row.workflowVersion} with a free slot takes it over and finishes its cleanup; if none does, ${fallback}.`;
       }
-      return `Cancelling: worker ${c.lease?.owner ?? '?'} has been told to stop the run and runs its cleanup${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}.`;
+      return `Cancelling: worker ${c.lease.owner} has been told to stop the run and runs its cleanup${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}.`;
     case 'succeeded':
       return `Succeeded at ${at(row.finishedAt)}.`;
     case 'failed': {

@@ -49,7 +49,10 @@ export const LIFECYCLE_EVENTS = Object.freeze({
    * good (a `CompensationFailedError`): what the task did is not fully undone.
    */
   fail: 'fail',
-  /** User: stop the task. Immediate unless it is running, where it goes through `cancelling`. */
+  /**
+   * User: stop the task. Immediate, unless it is running or its last run left cleanup to do: then
+   * it goes through `cancelling` while a worker runs that cleanup.
+   */
   cancel: 'cancel',
   /** The cancelled run stopped and its cleanup is done. */
   abort: 'abort',
@@ -78,6 +81,7 @@ export const USER_EVENTS: readonly LifecycleEvent[] = Object.freeze(['cancel', '
  * What a transition does besides changing status; the engine turns effects into column writes.
  * - `acquire-lease`: set lease owner and expiry, bump the fencing epoch.
  * - `release-lease`: clear the lease (the epoch stays, so the old holder stays fenced off).
+ * - `expire-lease`: no owner, and a lease that expires now: a worker reclaims the task at once.
  * - `abort-run`: tell the worker that holds the task to fire the run's AbortSignal.
  * - `request-pause` / `clear-pause-request`: set or clear the pause request of a running task.
  * - `schedule-now`: make the task due at once.
@@ -86,32 +90,53 @@ export const USER_EVENTS: readonly LifecycleEvent[] = Object.freeze(['cancel', '
 export type LifecycleEffect =
   | 'acquire-lease'
   | 'release-lease'
+  | 'expire-lease'
   | 'abort-run'
   | 'request-pause'
   | 'clear-pause-request'
   | 'schedule-now'
   | 'finish';
 
+/** What the task must be for an edge to apply; an edge without conditions always applies. */
+interface Condition {
+  /** The running task has (true) or has not (false) a pause request. */
+  readonly pauseRequested?: boolean;
+  /** The task's last run left cleanup to do on a cancel (true), or none (false). */
+  readonly cleanupOnCancel?: boolean;
+}
+
 interface Edge {
   readonly to: TaskStatus;
   readonly effects: readonly LifecycleEffect[];
-  /** Only when the running task has (true) or has not (false) a pause request. */
-  readonly whenPauseRequested?: boolean;
+  readonly when?: Condition;
 }
 
-const e = (to: TaskStatus, effects: LifecycleEffect[] = [], whenPauseRequested?: boolean): Edge =>
-  whenPauseRequested === undefined ? { to, effects } : { to, effects, whenPauseRequested };
+const e = (to: TaskStatus, effects: LifecycleEffect[] = [], when?: Condition): Edge => (when === undefined ? { to, effects } : { to, effects, when });
 
-/** The table. Rows are statuses, columns events; a missing cell is an illegal transition. */
-const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge>>>> = {
+/**
+ * A cancel of a task no worker holds: immediate, unless its last run left cleanup to do
+ * (`ctx.onCancel` handlers, completed steps with compensations). Then it goes through `cancelling`
+ * with a lease that has already expired, so a worker serving its workflow reclaims it, replays its
+ * code (its calls now reject with the cancel) and runs that cleanup, as for a running task.
+ */
+const cancelUnheld: readonly Edge[] = [
+  e('cancelled', ['finish'], { cleanupOnCancel: false }),
+  e('cancelling', ['expire-lease'], { cleanupOnCancel: true }),
+];
+
+/**
+ * The table. Rows are statuses, columns events; a missing cell is an illegal transition. A cell
+ * with several edges picks the one whose condition the task meets.
+ */
+const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge | readonly Edge[]>>>> = {
   pending: {
     claim: e('running', ['acquire-lease']),
-    cancel: e('cancelled', ['finish']),
+    cancel: cancelUnheld,
     pause: e('paused'),
   },
   waiting: {
     claim: e('running', ['acquire-lease']),
-    cancel: e('cancelled', ['finish']),
+    cancel: cancelUnheld,
     pause: e('paused'),
     expire: e('failed', ['finish']),
   },
@@ -119,16 +144,16 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge>>>>
     reclaim: e('running', ['acquire-lease']),
     park: e('waiting', ['release-lease']),
     release: e('pending', ['release-lease', 'schedule-now']),
-    suspend: e('paused', ['release-lease', 'clear-pause-request'], true),
+    suspend: e('paused', ['release-lease', 'clear-pause-request'], { pauseRequested: true }),
     complete: e('succeeded', ['release-lease', 'clear-pause-request', 'finish']),
     fail: e('failed', ['release-lease', 'clear-pause-request', 'finish']),
     cancel: e('cancelling', ['abort-run']),
-    pause: e('running', ['request-pause'], false),
-    resume: e('running', ['clear-pause-request'], true),
+    pause: e('running', ['request-pause'], { pauseRequested: false }),
+    resume: e('running', ['clear-pause-request'], { pauseRequested: true }),
   },
   paused: {
     resume: e('pending', ['schedule-now']),
-    cancel: e('cancelled', ['finish']),
+    cancel: cancelUnheld,
     expire: e('failed', ['finish']),
   },
   cancelling: {
@@ -147,6 +172,7 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge>>>>
 export interface LifecycleState {
   readonly status: TaskStatus;
   readonly pauseRequested?: boolean;
+  readonly cleanupOnCancel?: boolean;
 }
 
 export interface Transition {
@@ -158,13 +184,22 @@ export interface Transition {
   readonly pauseRequested?: boolean;
 }
 
+function edgesOf(cell: Edge | readonly Edge[] | undefined): readonly Edge[] {
+  return cell === undefined ? [] : Array.isArray(cell) ? cell : [cell as Edge];
+}
+
+function meets(state: LifecycleState, when: Condition | undefined): boolean {
+  if (!when) return true;
+  if (when.pauseRequested !== undefined && when.pauseRequested !== Boolean(state.pauseRequested)) return false;
+  if (when.cleanupOnCancel !== undefined && when.cleanupOnCancel !== Boolean(state.cleanupOnCancel)) return false;
+  return true;
+}
+
+// A task's cleanup flag changes only with a status write (the end of a run), which bumps its
+// version: a command guarded by the version it read needs no re-check of it. A pause request
+// changes without one, so the store re-checks it (`Transition.pauseRequested`).
 function edge(state: LifecycleState, event: LifecycleEvent): Edge | undefined {
-  const found = TABLE[state.status][event];
-  if (!found) return undefined;
-  if (found.whenPauseRequested !== undefined && found.whenPauseRequested !== Boolean(state.pauseRequested)) {
-    return undefined;
-  }
-  return found;
+  return edgesOf(TABLE[state.status][event]).find((candidate) => meets(state, candidate.when));
 }
 
 /**
@@ -175,7 +210,7 @@ export function transition(state: LifecycleState, event: LifecycleEvent, taskId?
   const found = edge(state, event);
   if (!found) throw new IllegalTransitionError(describeState(state), event, userEvents(state), taskId);
   const t: Transition = { from: state.status, to: found.to, event, effects: found.effects };
-  return found.whenPauseRequested === undefined ? t : { ...t, pauseRequested: found.whenPauseRequested };
+  return found.when?.pauseRequested === undefined ? t : { ...t, pauseRequested: found.when.pauseRequested };
 }
 
 /** The events legal from `state`, in table order. */
@@ -223,14 +258,19 @@ export function lifecycleEdges(): Array<{ from: TaskStatus; event: LifecycleEven
   const out: Array<{ from: TaskStatus; event: LifecycleEvent; to: TaskStatus; condition?: string }> = [];
   for (const from of ALL_STATUSES) {
     for (const event of ALL_EVENTS) {
-      const found = TABLE[from][event];
-      if (!found) continue;
-      out.push(
-        found.whenPauseRequested === undefined
-          ? { from, event, to: found.to }
-          : { from, event, to: found.to, condition: found.whenPauseRequested ? 'pause requested' : 'no pause request' },
-      );
+      for (const found of edgesOf(TABLE[from][event])) {
+        const condition = describeCondition(found.when);
+        out.push(condition ? { from, event, to: found.to, condition } : { from, event, to: found.to });
+      }
     }
   }
   return out;
+}
+
+function describeCondition(when: Condition | undefined): string | undefined {
+  if (!when) return undefined;
+  const parts: string[] = [];
+  if (when.pauseRequested !== undefined) parts.push(when.pauseRequested ? 'pause requested' : 'no pause request');
+  if (when.cleanupOnCancel !== undefined) parts.push(when.cleanupOnCancel ? 'cleanup to run' : 'no cleanup');
+  return parts.join(', ') || undefined;
 }

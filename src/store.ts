@@ -70,6 +70,12 @@ export interface TaskRow {
   usage: string | null;
   /** When the task must be finished (ms), or null: a run past it fails the task (DEADLINE_EXCEEDED). */
   deadlineAt: number | null;
+  /**
+   * The last run ended with cleanup to do if the task is cancelled (`ctx.onCancel` handlers, or
+   * completed steps with a compensation): a cancel while pending, waiting or paused then goes
+   * through `cancelling`, and a worker replays the task to run that cleanup.
+   */
+  cleanupOnCancel: boolean;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';
@@ -169,6 +175,11 @@ export interface TaskPatch {
   runAt?: number | null;
   /** `true` clears lease owner and expiry. */
   clearLease?: boolean;
+  /**
+   * `true` clears the lease owner and makes the lease expire now, in the store's time (the
+   * database's clock on PostgreSQL): a worker reclaims the task at its next claim.
+   */
+  expireLease?: boolean;
   pauseRequested?: boolean;
   wait?: string | null;
   /** Events a parked task waits for (a signal of any of them makes it due). */
@@ -177,6 +188,7 @@ export interface TaskPatch {
   finishedAt?: number | null;
   /** A new deadline (a retry may lift or move it). */
   deadlineAt?: number | null;
+  cleanupOnCancel?: boolean;
   /** `true` adds one to `retries`. */
   incrementRetries?: boolean;
 }

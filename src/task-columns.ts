@@ -74,9 +74,10 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('progress', 'progress', 'text', strOrNull),
   c('usage', 'usage', 'text', strOrNull),
   c('deadlineAt', 'deadline_at', 'bigint', numOrNull, {}),
+  c('cleanupOnCancel', 'cleanup_on_cancel', 'boolean', bool, {}),
 ]);
 
-/** The columns a patch field writes directly (`clearLease` and `incrementRetries` are derived below). */
+/** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */
 export const PATCH_COLUMNS: readonly TaskColumn[] = Object.freeze(TASK_COLUMNS.filter((col) => col.patch));
 
 /**
@@ -110,10 +111,11 @@ export function patchValue(col: TaskColumn, patch: TaskPatch): unknown {
 
 /**
  * Column assignments for a patch: `[column, value]` pairs, where a value of `{ raw }` is SQL text
- * (dialect-neutral) rather than a parameter. Absent fields are left alone; `clearLease` clears the
- * lease owner and expiry; `incrementRetries` adds one to `retries`.
+ * rather than a parameter. Absent fields are left alone; `clearLease` clears the lease owner and
+ * expiry; `expireLease` clears the owner and sets the expiry to `now` (the store's current time: a
+ * value, or `{ raw }` SQL); `incrementRetries` adds one to `retries`.
  */
-export function patchAssignments(patch: TaskPatch, toBool: (b: boolean) => unknown): Array<[string, unknown]> {
+export function patchAssignments(patch: TaskPatch, toBool: (b: boolean) => unknown, now: unknown): Array<[string, unknown]> {
   const out: Array<[string, unknown]> = [];
   for (const col of PATCH_COLUMNS) {
     if (!(col.field in patch) || (patch as Record<string, unknown>)[col.field] === undefined) continue;
@@ -123,6 +125,9 @@ export function patchAssignments(patch: TaskPatch, toBool: (b: boolean) => unkno
   if (patch.clearLease) {
     out.push(['lease_owner', null]);
     out.push(['lease_expires_at', null]);
+  } else if (patch.expireLease) {
+    out.push(['lease_owner', null]);
+    out.push(['lease_expires_at', now]);
   }
   if (patch.incrementRetries) out.push(['retries', { raw: 'retries + 1' }]);
   return out;

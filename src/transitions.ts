@@ -73,6 +73,9 @@ export function effectColumns(edge: Transition, at: number): TaskPatch {
       case 'release-lease':
         set.clearLease = true;
         break;
+      case 'expire-lease':
+        set.expireLease = true;
+        break;
       case 'finish':
         set.finishedAt = at;
         break;
@@ -101,13 +104,14 @@ export function effectColumns(edge: Transition, at: number): TaskPatch {
 /**
  * What other processes should hear about a transition of task `taskId`: a finished task wakes
  * `result()` callers; a cancel of a running task reaches the worker that holds it; a pause
- * request or its withdrawal reaches that worker; a task made runnable wakes idle workers.
+ * request or its withdrawal reaches that worker; a task made runnable (or left for a worker to
+ * reclaim at once, to run its cleanup) wakes idle workers.
  */
 export function wakeFor(edge: Transition, taskId: string, workflow: string, cancelReason?: string | null): WakeEvent | undefined {
   if (isFinished(edge.to)) return { reason: 'settled', taskId, workflow };
   if (edge.effects.includes('abort-run')) return { reason: 'cancel', taskId, workflow, cancelReason: cancelReason ?? null };
   if (edge.effects.includes('request-pause')) return { reason: 'pause', taskId, workflow };
   if (edge.effects.includes('clear-pause-request') && edge.event === 'resume' && edge.to === 'running') return { reason: 'resume', taskId, workflow };
-  if (edge.to === 'pending') return { reason: 'task', taskId, workflow };
+  if (edge.to === 'pending' || edge.effects.includes('expire-lease')) return { reason: 'task', taskId, workflow };
   return undefined;
 }

@@ -5,7 +5,8 @@ import {
 } from '../src/index.ts';
 
 // The expected table, written out independently of src/lifecycle.ts: status → event → next status.
-// `running+pause` is a running task with a pause request.
+// `running+pause` is a running task with a pause request; `<status>+cleanup` a task no worker holds
+// whose last run left cleanup to do on a cancel (onCancel handlers, compensations).
 const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
   pending: { claim: 'running', cancel: 'cancelled', pause: 'paused' },
   waiting: { claim: 'running', cancel: 'cancelled', pause: 'paused', expire: 'failed' },
@@ -18,6 +19,10 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
     fail: 'failed', cancel: 'cancelling', resume: 'running',
   },
   paused: { resume: 'pending', cancel: 'cancelled', expire: 'failed' },
+  // A cancel must let a worker run the cleanup: through cancelling, reclaimed at once.
+  'pending+cleanup': { claim: 'running', cancel: 'cancelling', pause: 'paused' },
+  'waiting+cleanup': { claim: 'running', cancel: 'cancelling', pause: 'paused', expire: 'failed' },
+  'paused+cleanup': { resume: 'pending', cancel: 'cancelling', expire: 'failed' },
   // A cancelling task whose worker died is reclaimed to finish its cleanup; a cleanup that fails for good fails it.
   cancelling: { reclaim: 'cancelling', fail: 'failed', abort: 'cancelled' },
   succeeded: {},
@@ -28,13 +33,20 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
 const states = [
   ...ALL_STATUSES.map((status) => ({ label: status as string, state: { status, pauseRequested: false } })),
   { label: 'running+pause', state: { status: 'running' as TaskStatus, pauseRequested: true } },
+  ...(['pending', 'waiting', 'paused'] as const).map((status) => ({ label: `${status}+cleanup`, state: { status, pauseRequested: false, cleanupOnCancel: true } })),
 ];
+const VARIANTS: Record<string, { label: string; on: string; off: string }> = {
+  running: { label: 'running+pause', on: 'pause requested', off: 'no pause request' },
+  pending: { label: 'pending+cleanup', on: 'cleanup to run', off: 'no cleanup' },
+  waiting: { label: 'waiting+cleanup', on: 'cleanup to run', off: 'no cleanup' },
+  paused: { label: 'paused+cleanup', on: 'cleanup to run', off: 'no cleanup' },
+};
 
 describe('lifecycle transition table', () => {
   const cases = states.flatMap(({ label, state }) => ALL_EVENTS.map((event) => ({ label, state, event })));
 
   it('covers every status and event', () => {
-    expect(cases).toHaveLength((ALL_STATUSES.length + 1) * ALL_EVENTS.length);
+    expect(cases).toHaveLength((ALL_STATUSES.length + 4) * ALL_EVENTS.length);
     expect(Object.keys(EXPECTED).sort()).toEqual(states.map((s) => s.label).sort());
   });
 
@@ -89,23 +101,28 @@ describe('lifecycle transition table', () => {
     expect(transition({ status: 'cancelling' }, 'reclaim').effects).toEqual(['acquire-lease']);
     expect(transition({ status: 'cancelling' }, 'fail').effects).toEqual(['release-lease', 'clear-pause-request', 'finish']);
     expect(transition({ status: 'running', pauseRequested: true }, 'suspend').pauseRequested).toBe(true);
+    expect(transition({ status: 'waiting', cleanupOnCancel: true }, 'cancel').effects).toEqual(['expire-lease']);
+    expect(transition({ status: 'waiting' }, 'cancel').effects).toEqual(['finish']);
   });
 
   it('draws the diagram with exactly the edges of the table, each once, with its condition', () => {
     const lines = lifecycleDiagram().split('\n').slice(1).map((l) => l.trim());
     const drawn = lines.filter((l) => !l.startsWith('[*]') && !l.endsWith('[*]'));
-    // The expected edges, from the independent table: an edge legal in both running states is drawn
-    // once without a condition; one legal in only one of them carries that state as its condition.
+    // The expected edges, from the independent table: an edge the same in both states of a status
+    // is drawn once without a condition; one that differs carries each state as its condition.
     const expected = new Set<string>();
     for (const status of ALL_STATUSES) {
       const plain = EXPECTED[status] ?? {};
-      const paused = status === 'running' ? (EXPECTED['running+pause'] ?? {}) : plain;
+      const variant = VARIANTS[status];
+      const other = variant ? (EXPECTED[variant.label] ?? {}) : plain;
       for (const event of ALL_EVENTS) {
         const a = plain[event];
-        const b = paused[event];
+        const b = other[event];
         if (a && b && a === b) expected.add(`${status} --> ${a}: ${event}`);
-        else if (a) expected.add(`${status} --> ${a}: ${event} (no pause request)`);
-        else if (b) expected.add(`${status} --> ${b}: ${event} (pause requested)`);
+        else {
+          if (a) expected.add(`${status} --> ${a}: ${event} (${variant?.off})`);
+          if (b) expected.add(`${status} --> ${b}: ${event} (${variant?.on})`);
+        }
       }
     }
     expect(new Set(drawn)).toEqual(expected);

@@ -154,7 +154,8 @@ export function isBatchableTransition(w: TransitionWrite): boolean {
     w.from.length === 1 &&
     !w.deleteSteps?.length &&
     !w.consume?.length &&
-    !w.set.waitEvents?.length
+    !w.set.waitEvents?.length &&
+    !w.set.expireLease
   );
 }
 

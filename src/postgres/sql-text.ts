@@ -157,7 +157,7 @@ export function leasedCountSql(t: Tables): string {
 /** `, col = $n, …` for a patch (booleans as booleans). */
 export function assignments(patch: TaskPatch, p: Params): string {
   let sets = '';
-  for (const [col, value] of patchAssignments(patch, (b) => b)) {
+  for (const [col, value] of patchAssignments(patch, (b) => b, { raw: DB_NOW_MS })) {
     sets += isRaw(value) ? `, ${col} = ${value.raw}` : `, ${col} = ${p.add(value, PATCH_TYPES[col] ?? 'text')}`;
   }
   return sets;

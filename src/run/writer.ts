@@ -184,7 +184,7 @@ export class JournalWriter {
         event: ev,
         guard: { epoch: run.epoch },
         at: run.deps.clock.now(),
-        set: ev === event ? set : {},
+        set: ev === 'complete' || ev === 'abort' ? (ev === event ? set : {}) : { ...set, cleanupOnCancel: cleanupOwed(run) },
         detail: ev === event ? detail : { reason: cancelOf(run.state)?.reason ?? null },
         workerId: run.deps.workerId,
         steps: ev === 'abort' ? resultRows : [...(plan.steps ?? []), ...resultRows],
@@ -237,6 +237,15 @@ export class JournalWriter {
       }
     }
   }
+}
+
+/**
+ * Whether a cancel of the task, once this run has ended without finishing it, has cleanup to run:
+ * `ctx.onCancel` handlers registered, or compensations of completed steps that have not run yet.
+ * Stored with the run's end, so that a cancel while the task waits goes through `cancelling`.
+ */
+function cleanupOwed(run: RunCore): boolean {
+  return run.cancelHandlers.length > 0 || (!run.cleanedUp && run.compensations.length > 0);
 }
 
 /** A write the store refused for its content: writing it again cannot succeed. */

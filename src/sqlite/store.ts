@@ -452,7 +452,7 @@ export class SqliteStore implements Store {
 
   #transition(w: TransitionWrite): TaskRow | null {
     // The guard (legal source status, version or epoch, pause request) is the UPDATE's own WHERE.
-    const { sets, params } = this.#assignments(w.set);
+    const { sets, params } = this.#assignments(w.set, w.at);
     const guard = 'version' in w.guard ? 'version' : 'epoch';
     const pause = w.pauseRequested === undefined ? '' : ' AND pause_requested = ?';
     const row = this.#stmt(
@@ -491,11 +491,11 @@ export class SqliteStore implements Store {
     return toTaskRow(row);
   }
 
-  /** `, col = ?, …` for a patch, and its parameters. */
-  #assignments(patch: TaskPatch): { sets: string; params: unknown[] } {
+  /** `, col = ?, …` for a patch, and its parameters; `now`: the store's time (the engine's clock). */
+  #assignments(patch: TaskPatch, now: number): { sets: string; params: unknown[] } {
     let sets = '';
     const params: unknown[] = [];
-    for (const [col, value] of patchAssignments(patch, (b) => (b ? 1 : 0))) {
+    for (const [col, value] of patchAssignments(patch, (b) => (b ? 1 : 0), now)) {
       if (isRaw(value)) sets += `, ${col} = ${value.raw}`;
       else {
         sets += `, ${col} = ?`;
@@ -741,7 +741,7 @@ export class SqliteStore implements Store {
       const rows = this.#stmt(
         `SELECT no, id, status, epoch, lease_owner, workflow, workflow_version FROM stepwise_tasks WHERE status IN (${statusList(r.from)}) AND lease_expires_at <= ?`,
       ).all(r.now - (r.expiredForMs ?? 0)) as Array<{ no: number; id: string; status: TaskStatus; epoch: number; lease_owner: string | null; workflow: string; workflow_version: string }>;
-      const { sets, params } = this.#assignments(r.set);
+      const { sets, params } = this.#assignments(r.set, r.now);
       for (const row of rows) {
         this.#stmt(`UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets} WHERE id = ?`).run(r.to, r.now, ...params, row.id);
         const note = r.note === undefined ? {} : { note: r.note.replaceAll('{workflow}', row.workflow).replaceAll('{version}', row.workflow_version) };
