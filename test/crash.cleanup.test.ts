@@ -32,16 +32,21 @@ interface Crash {
 
 /**
  * Starts a task, runs it on a worker process told to SIGKILL itself at `killAt` (cancelling the
- * task once its `work` step has started, if `cancel`), and waits for that death.
+ * task once its `work` step has started, if `cancel`; once it has parked, if `'when-waiting'`),
+ * and waits for that death.
  */
-async function crash(url: string, killAt: string, start: (engine: Engine) => Promise<{ id: string }>, cancel: boolean): Promise<Crash> {
+async function crash(url: string, killAt: string, start: (engine: Engine) => Promise<{ id: string }>, cancel: boolean | 'when-waiting'): Promise<Crash> {
   const log = join(tempDir(), 'effects.log');
   // The worker in this process (the one that takes over) records its effects in the same file.
   process.env.STEPWISE_TEST_LOG = log;
   const engine = new Engine({ store: url, workflows: WORKFLOWS });
   const { id } = await start(engine);
   const a = spawnCli(['worker', FIXTURE, '--db', url, '--lease-ms', '1500', '--heartbeat-ms', '250', '--poll-ms', '50'], { STEPWISE_TEST_LOG: log, STEPWISE_TEST_KILL_AT: killAt });
-  if (cancel) {
+  if (cancel === 'when-waiting') {
+    // Parked: no worker holds it; the cancel goes through cancelling and worker A reclaims it.
+    await waitForStatus(engine, id, 'waiting', 30_000);
+    expect((await engine.cancel(id, { reason: 'user asked' })).status).toBe('cancelling');
+  } else if (cancel) {
     await eventually(() => readLog(log).some((l) => l.event === 'work-start'), 30_000, 'worker A to start the work step');
     await engine.cancel(id, { reason: 'user asked' });
   }
@@ -134,6 +139,28 @@ describe.each(stores)('the cleanup scope across a SIGKILL on $name (real process
       expect(did(lines, 'work-start').map(([pid]) => pid)).toEqual([dead]);
       expect(stepNames(info)).toEqual(['reserve:completed', 'book:completed', 'onCancel:notify:completed', 'compensate:book:completed', 'compensate:reserve:completed']);
       expect(transitionsOf(info).map((t) => t.event).slice(-2)).toEqual(['reclaim', 'abort']);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
+  it('a worker killed in the middle of a compensation of a task cancelled while it waited: the next worker keeps what the first recorded, reruns the compensation, runs the rest; the task ends cancelled', async () => {
+    const { engine, id, log, dead } = await crash(makeUrl(), 'compensate', (e) => e.start(cleanupSaga, { end: 'wait' }), 'when-waiting');
+    const me = process.pid;
+    try {
+      expect((await engine.get(id)).status).toBe('cancelling');
+      const worker = await takeOver(engine);
+      await waitForStatus(engine, id, ['cancelled', 'failed'], 30_000);
+      await worker.stop();
+      const info = await engine.get(id);
+      expect(info.status, JSON.stringify(info.status === 'failed' ? info.error : null)).toBe('cancelled');
+      const lines = readLog(log);
+      expect(did(lines, 'notify')).toEqual([[dead, `v1:${id}:onCancel:notify#1`]]);
+      expect(did(lines, 'compensate-start')).toEqual([[dead, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:book#1`]]);
+      expect(did(lines, 'compensate')).toEqual([[me, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:reserve#1`]]);
+      expect(transitionsOf(info).map((t) => `${t.event}:${t.from}->${t.to}`).slice(-4)).toEqual([
+        'cancel:waiting->cancelling', 'reclaim:cancelling->cancelling', 'reclaim:cancelling->cancelling', 'abort:cancelling->cancelled',
+      ]);
     } finally {
       await engine.close();
     }
