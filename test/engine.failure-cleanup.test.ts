@@ -232,7 +232,6 @@ describe('cancel cleanup and compensation', () => {
     await clock.advance('1d');
     await waitForStatus(engine, id, 'failed');
     const info = await engine.get(id);
-    console.log('DBG', info.status, info.status === 'failed' && info.error.message, stepNames(info));
     expect(info.status === 'failed' && info.error.code).toBe('DEADLINE_EXCEEDED');
     expect(undone).toEqual(['delete vm-1']);
     expect(after).toBe(0);
@@ -262,7 +261,6 @@ describe('cancel cleanup and compensation', () => {
     await clock.advance('1h');
     await waitForStatus(engine, b.id, 'failed');
     const info = await engine.get(b.id);
-    console.log('DBG', info.status, info.status === 'failed' && info.error.message, stepNames(info));
     expect(info.status === 'failed' && info.error.code).toBe('DEADLINE_EXCEEDED');
     expect(undone).toEqual(['delete vm-1', 'delete vm-1']);
     expect(stepNames(info)).toEqual(['create-vm:completed', 'compensate:create-vm:completed']);
