@@ -919,6 +919,10 @@ function explainSummary(
   c: { now: number; lease: Explanation['lease']; wait: Record<string, unknown> | null; error: string | null; registered: string[] },
 ): string {
   const at = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString());
+  // Failed from outside (the dwell scanner) with compensations to run: see failure/failed-outside.ts.
+  if ((row.status === 'pending' || row.status === 'waiting') && c.error !== null) {
+    return `Failing: ${c.error} A worker serving "${row.workflow}" version ${row.workflowVersion} replays it and runs its compensations; then it ends failed.`;
+  }
   switch (row.status) {
     case 'pending':
       if (!c.registered.length) return `Pending, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;

@@ -62,7 +62,10 @@ export const LIFECYCLE_EVENTS = Object.freeze({
   resume: 'resume',
   /** User: run a failed task again from the step that failed. */
   retry: 'retry',
-  /** The dwell scanner: a waiting or paused task stayed longer than its workflow allows (`dwell`). */
+  /**
+   * The dwell scanner: a waiting or paused task stayed longer than its workflow allows (`dwell`).
+   * It fails, at once or, with compensations to run, through a worker (see the table).
+   */
   expire: 'expire',
 } as const);
 export type LifecycleEvent = (typeof LIFECYCLE_EVENTS)[keyof typeof LIFECYCLE_EVENTS];
@@ -101,8 +104,8 @@ export type LifecycleEffect =
 interface Condition {
   /** The running task has (true) or has not (false) a pause request. */
   readonly pauseRequested?: boolean;
-  /** The task's last run left cleanup to do on a cancel (true), or none (false). */
-  readonly cleanupOnCancel?: boolean;
+  /** The task's last run left cleanup registered (onCancel handlers, compensations): true, or none: false. */
+  readonly hasCleanup?: boolean;
 }
 
 interface Edge {
@@ -120,11 +123,17 @@ const e = (to: TaskStatus, effects: LifecycleEffect[] = [], when?: Condition): E
  * code (its calls now reject with the cancel) and runs that cleanup, as for a running task.
  */
 const cancelUnheld: readonly Edge[] = [
-  e('cancelled', ['finish'], { cleanupOnCancel: false }),
-  e('cancelling', ['expire-lease'], { cleanupOnCancel: true }),
+  e('cancelled', ['finish'], { hasCleanup: false }),
+  e('cancelling', ['expire-lease'], { hasCleanup: true }),
 ];
 
 /**
+ * `expire` (the dwell scanner fails a task that stayed waiting or paused too long): at once, unless
+ * the task's last run left compensations to run. Then the scanner writes the task's error and the
+ * task is made due (a paused one pending again); the worker that claims it fails the run with that
+ * error at its start, after its code has replayed what it recorded, and the compensations run
+ * (see `failure/failed-outside.ts`).
+ *
  * The table. Rows are statuses, columns events; a missing cell is an illegal transition. A cell
  * with several edges picks the one whose condition the task meets.
  */
@@ -138,7 +147,7 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge | r
     claim: e('running', ['acquire-lease']),
     cancel: cancelUnheld,
     pause: e('paused'),
-    expire: e('failed', ['finish']),
+    expire: [e('failed', ['finish'], { hasCleanup: false }), e('waiting', ['schedule-now'], { hasCleanup: true })],
   },
   running: {
     reclaim: e('running', ['acquire-lease']),
@@ -154,7 +163,7 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge | r
   paused: {
     resume: e('pending', ['schedule-now']),
     cancel: cancelUnheld,
-    expire: e('failed', ['finish']),
+    expire: [e('failed', ['finish'], { hasCleanup: false }), e('pending', ['schedule-now'], { hasCleanup: true })],
   },
   cancelling: {
     reclaim: e('cancelling', ['acquire-lease']),
@@ -172,7 +181,7 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge | r
 export interface LifecycleState {
   readonly status: TaskStatus;
   readonly pauseRequested?: boolean;
-  readonly cleanupOnCancel?: boolean;
+  readonly hasCleanup?: boolean;
 }
 
 export interface Transition {
@@ -191,7 +200,7 @@ function edgesOf(cell: Edge | readonly Edge[] | undefined): readonly Edge[] {
 function meets(state: LifecycleState, when: Condition | undefined): boolean {
   if (!when) return true;
   if (when.pauseRequested !== undefined && when.pauseRequested !== Boolean(state.pauseRequested)) return false;
-  if (when.cleanupOnCancel !== undefined && when.cleanupOnCancel !== Boolean(state.cleanupOnCancel)) return false;
+  if (when.hasCleanup !== undefined && when.hasCleanup !== Boolean(state.hasCleanup)) return false;
   return true;
 }
 
@@ -271,6 +280,6 @@ function describeCondition(when: Condition | undefined): string | undefined {
   if (!when) return undefined;
   const parts: string[] = [];
   if (when.pauseRequested !== undefined) parts.push(when.pauseRequested ? 'pause requested' : 'no pause request');
-  if (when.cleanupOnCancel !== undefined) parts.push(when.cleanupOnCancel ? 'cleanup to run' : 'no cleanup');
+  if (when.hasCleanup !== undefined) parts.push(when.hasCleanup ? 'cleanup to run' : 'no cleanup');
   return parts.join(', ') || undefined;
 }

@@ -71,11 +71,12 @@ export interface TaskRow {
   /** When the task must be finished (ms), or null: a run past it fails the task (DEADLINE_EXCEEDED). */
   deadlineAt: number | null;
   /**
-   * The last run ended with cleanup to do if the task is cancelled (`ctx.onCancel` handlers, or
-   * completed steps with a compensation): a cancel while pending, waiting or paused then goes
-   * through `cancelling`, and a worker replays the task to run that cleanup.
+   * The last run ended, unfinished, with cleanup registered (`ctx.onCancel` handlers, or completed
+   * steps with a compensation): a cancel while pending, waiting or paused then goes through
+   * `cancelling`, and a failure by the dwell scanner makes the task due with its error, so that a
+   * worker replays it and runs that cleanup.
    */
-  cleanupOnCancel: boolean;
+  hasCleanup: boolean;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';
@@ -188,7 +189,7 @@ export interface TaskPatch {
   finishedAt?: number | null;
   /** A new deadline (a retry may lift or move it). */
   deadlineAt?: number | null;
-  cleanupOnCancel?: boolean;
+  hasCleanup?: boolean;
   /** `true` adds one to `retries`. */
   incrementRetries?: boolean;
 }

@@ -74,7 +74,7 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('progress', 'progress', 'text', strOrNull),
   c('usage', 'usage', 'text', strOrNull),
   c('deadlineAt', 'deadline_at', 'bigint', numOrNull, {}),
-  c('cleanupOnCancel', 'cleanup_on_cancel', 'boolean', bool, {}),
+  c('hasCleanup', 'has_cleanup', 'boolean', bool, {}),
 ]);
 
 /** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */

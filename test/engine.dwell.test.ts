@@ -51,6 +51,48 @@ describe('dwell timeouts', () => {
     await expect(engine.decide(info.approvals[0]?.id as string, { approve: true, by: 'alice' })).rejects.toMatchObject({ code: ERROR_CODES.TASK_ENDED });
   });
 
+  it('a task that waits too long with a compensated step completed: a worker replays it, runs the compensation and fails it with the dwell error', async () => {
+    const clock = new ManualClock();
+    const undone: string[] = [];
+    const wf = workflow('reserved-then-stuck', async (ctx) => {
+      await ctx.step('reserve', () => 'R7', { compensate: (r: string) => void undone.push(r) });
+      return ctx.waitForEvent('confirm');
+    }, { dwell: { waiting: { after: '1h', then: 'fail' } } });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'waiting');
+    await clock.advance('1h');
+    await advanceUntil(clock, statusIs(engine, id, 'failed'), 'the task failed');
+    const info = await engine.get(id);
+    expect(undone).toEqual(['R7']);
+    expect(info.status === 'failed' && info.error).toMatchObject({ code: ERROR_CODES.TIMEOUT, name: 'DwellTimeoutError' });
+    expect(info.steps.map((st) => `${st.name}:${st.status}`)).toContain('compensate:reserve:completed');
+    // The scanner's expire leaves it waiting and due, with the error; the worker claims it and fails it.
+    expect(transitionsOf(info).map((t) => `${t.event}:${t.from}>${t.to}`).slice(-3)).toEqual(['expire:waiting>waiting', 'claim:waiting>running', 'fail:running>failed']);
+    expect(dwellEvents(info.history)).toHaveLength(1);
+  });
+
+  it('a paused task past dwell.paused with a compensated step: it is made pending, and the worker that claims it compensates and fails it', async () => {
+    const clock = new ManualClock();
+    const undone: string[] = [];
+    const wf = workflow('reserved-then-paused', async (ctx) => {
+      await ctx.step('reserve', () => 'R8', { compensate: (r: string) => void undone.push(r) });
+      return ctx.waitForEvent('confirm');
+    }, { dwell: { paused: { after: '2h', then: 'fail' } } });
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'waiting');
+    await engine.pause(id);
+    await clock.advance('2h');
+    await advanceUntil(clock, statusIs(engine, id, 'failed'), 'the task failed');
+    const info = await engine.get(id);
+    expect(undone).toEqual(['R8']);
+    expect(info.status === 'failed' && info.error).toMatchObject({ name: 'DwellTimeoutError' });
+    expect(transitionsOf(info).map((t) => `${t.event}:${t.from}>${t.to}`).slice(-3)).toEqual(['expire:paused>pending', 'claim:pending>running', 'fail:running>failed']);
+  });
+
   it('cancels a task paused longer than dwell.paused', async () => {
     const clock = new ManualClock();
     const wf = workflow('forgotten-pause', async (ctx) => ctx.waitForEvent('go'), { dwell: { paused: { after: '2h', then: 'cancel' } } });

@@ -21,8 +21,9 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
   paused: { resume: 'pending', cancel: 'cancelled', expire: 'failed' },
   // A cancel must let a worker run the cleanup: through cancelling, reclaimed at once.
   'pending+cleanup': { claim: 'running', cancel: 'cancelling', pause: 'paused' },
-  'waiting+cleanup': { claim: 'running', cancel: 'cancelling', pause: 'paused', expire: 'failed' },
-  'paused+cleanup': { resume: 'pending', cancel: 'cancelling', expire: 'failed' },
+  // A dwell failure must let a worker run the compensations: the task is made due with its error.
+  'waiting+cleanup': { claim: 'running', cancel: 'cancelling', pause: 'paused', expire: 'waiting' },
+  'paused+cleanup': { resume: 'pending', cancel: 'cancelling', expire: 'pending' },
   // A cancelling task whose worker died is reclaimed to finish its cleanup; a cleanup that fails for good fails it.
   cancelling: { reclaim: 'cancelling', fail: 'failed', abort: 'cancelled' },
   succeeded: {},
@@ -33,7 +34,7 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
 const states = [
   ...ALL_STATUSES.map((status) => ({ label: status as string, state: { status, pauseRequested: false } })),
   { label: 'running+pause', state: { status: 'running' as TaskStatus, pauseRequested: true } },
-  ...(['pending', 'waiting', 'paused'] as const).map((status) => ({ label: `${status}+cleanup`, state: { status, pauseRequested: false, cleanupOnCancel: true } })),
+  ...(['pending', 'waiting', 'paused'] as const).map((status) => ({ label: `${status}+cleanup`, state: { status, pauseRequested: false, hasCleanup: true } })),
 ];
 const VARIANTS: Record<string, { label: string; on: string; off: string }> = {
   running: { label: 'running+pause', on: 'pause requested', off: 'no pause request' },
@@ -101,7 +102,7 @@ describe('lifecycle transition table', () => {
     expect(transition({ status: 'cancelling' }, 'reclaim').effects).toEqual(['acquire-lease']);
     expect(transition({ status: 'cancelling' }, 'fail').effects).toEqual(['release-lease', 'clear-pause-request', 'finish']);
     expect(transition({ status: 'running', pauseRequested: true }, 'suspend').pauseRequested).toBe(true);
-    expect(transition({ status: 'waiting', cleanupOnCancel: true }, 'cancel').effects).toEqual(['expire-lease']);
+    expect(transition({ status: 'waiting', hasCleanup: true }, 'cancel').effects).toEqual(['expire-lease']);
     expect(transition({ status: 'waiting' }, 'cancel').effects).toEqual(['finish']);
   });
 

@@ -76,10 +76,10 @@ export const sqliteMigrations: readonly Migration[] = [
   },
   {
     "id": 11,
-    "name": "cleanup_on_cancel",
+    "name": "has_cleanup",
     "breaking": false,
-    "checksum": "6082d0bf0a341b46",
-    "sql": "-- stepwise_tasks.cleanup_on_cancel  1 when the last run of the task ended with cleanup to do if\n--                                   the task is cancelled: `ctx.onCancel` handlers registered, or\n--                                   completed steps with a compensation. A cancel of such a task\n--                                   while it is pending, waiting or paused goes through\n--                                   `cancelling`, so that a worker replays it and runs its cleanup;\n--                                   without it the cancel is immediate.\n\nALTER TABLE stepwise_tasks ADD COLUMN cleanup_on_cancel INTEGER NOT NULL DEFAULT 0;\n"
+    "checksum": "50b8e7f2d966099a",
+    "sql": "-- stepwise_tasks.has_cleanup  1 when the last run of the task ended, unfinished, with cleanup\n--                             registered: `ctx.onCancel` handlers, or completed steps with a\n--                             compensation. A cancel of such a task while it is pending, waiting or\n--                             paused goes through `cancelling`, and a failure by the dwell scanner\n--                             makes it due, so that a worker replays it and runs that cleanup;\n--                             without it both are immediate.\n\nALTER TABLE stepwise_tasks ADD COLUMN has_cleanup INTEGER NOT NULL DEFAULT 0;\n"
   }
 ];
 
@@ -157,9 +157,9 @@ export const postgresMigrations: readonly Migration[] = [
   },
   {
     "id": 11,
-    "name": "cleanup_on_cancel",
+    "name": "has_cleanup",
     "breaking": false,
-    "checksum": "6a9e86cfeaf310ea",
-    "sql": "-- tasks.cleanup_on_cancel  true when the last run of the task ended with cleanup to do if the task\n--                          is cancelled: `ctx.onCancel` handlers registered, or completed steps with\n--                          a compensation. A cancel of such a task while it is pending, waiting or\n--                          paused goes through `cancelling`, so that a worker replays it and runs its\n--                          cleanup; without it the cancel is immediate. A constant default rewrites\n--                          nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN cleanup_on_cancel BOOLEAN NOT NULL DEFAULT FALSE;\n"
+    "checksum": "c3af3ef49cbbb6fd",
+    "sql": "-- tasks.has_cleanup  true when the last run of the task ended, unfinished, with cleanup registered:\n--                    `ctx.onCancel` handlers, or completed steps with a compensation. A cancel of\n--                    such a task while it is pending, waiting or paused goes through `cancelling`,\n--                    and a failure by the dwell scanner makes it due, so that a worker replays it\n--                    and runs that cleanup; without it both are immediate. A constant default\n--                    rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN has_cleanup BOOLEAN NOT NULL DEFAULT FALSE;\n"
   }
 ];

@@ -26,6 +26,7 @@ import { RunCore, type RunDeps } from './core.ts';
 import { who } from './identity.ts';
 import { decideEnd, type Settled } from './outcome.ts';
 import { armDeadline, deadlinePassed } from '../failure/deadline.ts';
+import { failedOutside } from '../failure/failed-outside.ts';
 import { cleanupDue, runCleanup, type CleanupResult } from './cleanup.ts';
 import {
   cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState,
@@ -126,10 +127,10 @@ export class TaskRun {
     const run = this.#run;
     const ctx = createContext(run);
     let result: Settled | null = null;
-    // Past its deadline the task fails: its code replays what it recorded (its compensations are
-    // registered as it receives its steps' outputs) and makes no new call. Before the deadline, a
-    // timer fails it then.
-    const expired = deadlinePassed(run);
+    // Past its deadline, or failed from outside (see failure/failed-outside.ts), the task fails: its
+    // code replays what it recorded (its compensations are registered as it receives its steps'
+    // outputs) and makes no new call. Before the deadline, a timer fails it then.
+    const expired = failedOutside(run) || deadlinePassed(run);
     const disarm = expired ? () => undefined : armDeadline(run);
     const fnDone = Promise.resolve()
       .then(() => this.workflow.fn(ctx, decodeJson(run.task.input)))

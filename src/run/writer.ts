@@ -184,7 +184,7 @@ export class JournalWriter {
         event: ev,
         guard: { epoch: run.epoch },
         at: run.deps.clock.now(),
-        set: ev === 'complete' || ev === 'abort' ? (ev === event ? set : {}) : { ...set, cleanupOnCancel: cleanupOwed(run) },
+        set: ev === 'complete' || ev === 'abort' ? (ev === event ? set : {}) : { ...set, hasCleanup: cleanupOwed(run) },
         detail: ev === event ? detail : { reason: cancelOf(run.state)?.reason ?? null },
         workerId: run.deps.workerId,
         steps: ev === 'abort' ? resultRows : [...(plan.steps ?? []), ...resultRows],
