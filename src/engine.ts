@@ -33,7 +33,7 @@ import { ResultWaiters } from './result-waiters.ts';
 import { StartBatcher, type Inserted } from './start-batcher.ts';
 import { batchWakeOfRows, planStart, startResult, type PlannedStart, type StartContext, type StartManyItem } from './start-plan.ts';
 import { retryDeadline, taskDeadline } from './failure/deadline.ts';
-import { planRetryFrom } from './failure/retry-from.ts';
+import { calledAfterReceiving, consequencesOf, forgetUndone, planRetryFrom, undoneSteps } from './failure/retry-from.ts';
 import { isCleanupSeq } from './run/cleanup-scope.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Budget } from './ai/usage.ts';
@@ -542,8 +542,12 @@ export class Engine {
 
   /**
    * Runs a failed task again from the step that failed (or from `fromStep`, forgetting it and every
-   * later call); completed steps before it are not re-run. `deadline` gives the retried task a new
-   * deadline; without it, a deadline that has passed is lifted.
+   * later call); completed steps before it are not re-run. The task's last cleanup is forgotten
+   * (it runs again if the task ends so again), and so is every step that cleanup undid (its
+   * compensation completed), with what the code did after receiving it: those run again, at the
+   * same journal positions. A step whose compensation failed was not undone and is kept (unless
+   * the code made it after receiving an undone or retried step). `deadline` gives the retried task
+   * a new deadline; without it, a deadline that has passed is lifted.
    */
   async retry(id: string, options: RetryTaskOptions = {}): Promise<TaskSummary> {
     const store = await this.ready();
@@ -553,19 +557,28 @@ export class Engine {
       if (refusal) throw new ConflictError(refusal);
       const steps = await store.getSteps(id);
       // The cleanup of the failure being retried is forgotten: it runs again if the task ends so again.
-      const cleanup = steps.filter((s) => isCleanupSeq(s.seq));
+      const cleanup = steps.filter((s) => isCleanupSeq(s.seq)).sort((a, b) => a.seq - b.seq);
       const journal = steps.filter((s) => !isCleanupSeq(s.seq));
-      const forget = (rows: readonly StepRow[]): { deleteSteps: number[]; forgotten: string[] } => ({
-        deleteSteps: [...rows, ...cleanup].map((s) => s.seq),
-        forgotten: [...rows, ...cleanup].map((s) => s.name),
-      });
+      // The steps that cleanup undid run again, and so does what the code did after receiving them.
+      const undone = undoneSteps(journal, cleanup);
+      const undoneRows = forgetUndone(journal, undone);
+      const forget = (rows: readonly StepRow[], keep?: StepRow): { deleteSteps: number[]; forgotten: string[] } => {
+        const code = new Map(undoneRows);
+        for (const s of rows) code.set(s.seq, s);
+        if (keep) code.delete(keep.seq);
+        const all = [...[...code.values()].sort((a, b) => a.seq - b.seq), ...cleanup];
+        return { deleteSteps: all.map((s) => s.seq), forgotten: all.map((s) => s.name) };
+      };
+      const undoneDetail = undone.length ? { undone: undone.map((s) => s.name) } : {};
       const deadline = retryDeadline(task, newDeadline, this.clock.now());
       if (options.fromStep !== undefined) {
         const from = planRetryFrom(journal, options.fromStep, id);
+        const later = new Set(from.deleteSteps);
+        const { deleteSteps, forgotten } = forget(journal.filter((s) => later.has(s.seq)));
         return {
           set: { error: null, incrementRetries: true, ...deadline },
-          deleteSteps: [...from.deleteSteps, ...cleanup.map((s) => s.seq)],
-          detail: { retry: task.retries + 1, fromStep: options.fromStep, forgotten: [...from.forgotten, ...cleanup.map((s) => s.name)] },
+          deleteSteps,
+          detail: { retry: task.retries + 1, fromStep: options.fromStep, ...undoneDetail, forgotten },
         };
       }
       // A signal sent to the failed task replaces the one an event wait had received (a payload
@@ -576,16 +589,21 @@ export class Engine {
         return {
           set: { error: null, incrementRetries: true, ...deadline },
           deleteSteps,
-          detail: { retry: task.retries + 1, fromStep: replaced.name, replacedSignal: true, forgotten },
+          detail: { retry: task.retries + 1, fromStep: replaced.name, replacedSignal: true, ...undoneDetail, forgotten },
         };
       }
       const failure = retryPoint(task, journal);
-      if (!failure) {
+      // The failed step is reset, unless the code made it after receiving an undone step (then it
+      // is forgotten with that step's consequences: the code may take another path to it).
+      const reset = failure && !undone.some((u) => calledAfterReceiving(failure, u)) ? failure : undefined;
+      // The earliest of the calls that run again, for the log.
+      const first = [...(reset ? [reset] : []), ...undone].sort((a, b) => a.seq - b.seq)[0];
+      if (!reset) {
         const { deleteSteps, forgotten } = forget([]);
         return {
           set: { error: null, incrementRetries: true, ...deadline },
           ...(deleteSteps.length ? { deleteSteps } : {}),
-          detail: { retry: task.retries + 1, fromStep: null, ...(forgotten.length ? { forgotten } : {}) },
+          detail: { retry: task.retries + 1, fromStep: first?.name ?? null, ...undoneDetail, ...(forgotten.length ? { forgotten } : {}) },
         };
       }
       // The failed step runs again with a fresh attempt budget (its error stays as `lastError`),
@@ -593,15 +611,12 @@ export class Engine {
       // is forgotten: on retry the code takes that path again only if the step fails again. A
       // call made before the code received the failure (a Promise.all branch beside the failed
       // step) is not a consequence of it: it is kept, so a completed side effect is not repeated.
-      const { deleteSteps, forgotten } = forget(journal.filter(
-        (s) => s.seq > failure.seq && (s.done === null || (failure.done !== null && s.done > failure.done)) && !ranAlongside(s, failure),
-      ));
-      const reset: StepRow = { ...failure, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null, done: null };
+      const { deleteSteps, forgotten } = forget(consequencesOf(journal, reset), reset);
       return {
         set: { error: null, incrementRetries: true, ...deadline },
-        steps: [reset],
+        steps: [{ ...reset, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null, done: null }],
         deleteSteps,
-        detail: { retry: task.retries + 1, fromStep: failure.name, forgotten },
+        detail: { retry: task.retries + 1, fromStep: first?.name ?? reset.name, ...undoneDetail, forgotten },
       };
     });
     return toSummary(row);
@@ -1040,16 +1055,6 @@ function replacedWait(journal: readonly StepRow[], signals: readonly SignalRow[]
     const received = signals.find((sig) => sig.consumedSeq === w.seq);
     return received && signals.some((sig) => sig.consumedSeq === null && sig.id > received.id && names.includes(sig.name));
   });
-}
-
-/**
- * A call the code made before it received `failure` (a branch that ran beside the failed step),
- * as opposed to one it made because of the failure. Rows written before `calledAfter` was recorded
- * count as consequences (they are forgotten, as before).
- */
-function ranAlongside(s: StepRow, failure: StepRow): boolean {
-  // A sibling that failed too is not kept: kept, its recorded failure would fail the retry at once.
-  return s.status !== 'failed' && s.calledAfter !== null && failure.done !== null && s.calledAfter < failure.done;
 }
 
 /** The step whose failure failed the task: a StepFailedError in the error or its causes. */

@@ -371,7 +371,10 @@ export class DeadlineExceededError extends StepwiseError {
  */
 export class CompensationFailedError extends StepwiseError {
   readonly taskId: string;
-  /** The steps whose compensation failed (`onCancel` for a cancel handler), comma-separated. */
+  /**
+   * The steps whose compensation failed or did not run (`onCancel` for a cancel handler), and steps
+   * still running when the cleanup began (not undone), comma-separated.
+   */
   readonly failedCompensations: string;
   /** The task had been cancelled (a cancelled task is never retried: the cleanup is left to people). */
   readonly cancelled: boolean;

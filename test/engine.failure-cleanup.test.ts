@@ -86,10 +86,13 @@ describe('cancel cleanup and compensation', () => {
     await expect(engine.result(id)).rejects.toMatchObject({ code: 'COMPENSATION_FAILED', message: info.status === 'failed' ? info.error.message : '' });
     expect((await engine.explain(id)).summary).toMatch(/^Failed, and its cleanup failed too: .* retry it to run again from the failed step\.$/);
     // A retry forgets the cleanup of the failure it retries: it runs again if the task fails again.
+    // `reserve` was undone: it runs again, and so does what followed it (`ship` too, whose undo failed).
     await engine.retry(id);
     await waitForStatus(engine, id, 'failed');
     const again = await engine.get(id);
-    expect(transitionsOf(again).find((t) => t.event === 'retry')?.detail).toMatchObject({ fromStep: 'invoice', forgotten: ['compensate:ship', 'compensate:reserve'] });
+    expect(transitionsOf(again).find((t) => t.event === 'retry')?.detail).toMatchObject({
+      fromStep: 'reserve', undone: ['reserve'], forgotten: ['reserve', 'ship', 'invoice', 'compensate:ship', 'compensate:reserve'],
+    });
     expect(undone).toEqual(['reserve', 'reserve']);
     expect(stepNames(again)).toEqual(['reserve:completed', 'ship:completed', 'invoice:failed', 'compensate:ship:failed', 'compensate:reserve:completed']);
   });

@@ -18,15 +18,25 @@
  * asks for, as the first run's code had received them (see `TaskRun.execute`): compensations are
  * registered as the code receives its steps' outputs.
  *
+ * Steps still in flight. When the code stops for good, a step of its with a compensation may still
+ * be running (a `Promise.all` branch beside the step that failed). From then on the code's new
+ * calls are refused, and the cleanup waits for such steps before its scope begins (see
+ * {@link settleUndoable}: up to the cleanup's deadline for steps that were not told to stop; steps
+ * told to stop had the grace period already), so that one that completes is compensated. One
+ * still running then is reported as not undone in the {@link CompensationFailedError}.
+ *
  * A compensation or handler that fails for good does not stop the others; the task then fails with
  * a {@link CompensationFailedError} naming every failure and what ended the task (its error, or the
  * cancel and its reason), and saying that manual cleanup is needed — a cancelled task too
  * (`cancelling → failed`). Past the deadline, the step in progress is stopped (its signal fires; a
  * handler or compensation that ignores it for `cancelGraceMs` is left behind, reported as not
- * finished, and any call it makes later is refused) and what had not run yet is reported as not run. A lost lease stops the scope at once (nothing may be written any
- * more); the end of the worker's grace period stops it too, and the run then writes no end: the
- * task keeps its status, and the worker that takes it over once its lease has expired resumes the
- * cleanup. A pause or a drain does not hold the cleanup's calls (it is bounded by its deadline).
+ * finished, and any call it makes later is refused) and what had not run yet is reported as not
+ * run. A lost lease stops the scope at once (nothing may be written any more); the end of the
+ * worker's grace period stops it too (its signal fires; a handler or compensation that ignores it
+ * for `cancelGraceMs` is left behind, so that `worker.stop()` keeps its bound), and the run then
+ * writes no end: the task keeps its status, and the worker that takes it over once its lease has
+ * expired resumes the cleanup. A pause or a drain does not hold the cleanup's calls (it is bounded
+ * by its deadline).
  */
 import { CompensationFailedError, TaskCancelledError, TimeoutError, coerceError } from '../errors.ts';
 import type { StepContext } from '../workflow.ts';
@@ -64,6 +74,7 @@ export interface CleanupResult {
 
 const DONE: CleanupResult = { failure: null, interrupted: false };
 const OVERRAN = Symbol('overran');
+const LEFT = Symbol('left');
 
 /**
  * Whether the run fails for good: the code made an illegal call, or it threw. A pause requested or
@@ -80,14 +91,95 @@ export function cleanupDue(state: RunState, result: Settled | null): boolean {
   return state.kind === 'cancelled' || failing(state, result);
 }
 
+/** The cleanup's deadline (`cleanupTimeout`, on the engine's clock), armed when the code has stopped. */
+interface CleanupDeadline {
+  /** Its error once it has passed (the run's signal then fires with it), else null. */
+  expired: TimeoutError | null;
+  /** The code's steps with a compensation that were still running when it passed. */
+  running: string[];
+  /** Resolves `cancelGraceMs` (real time, like the cancel's grace) after the deadline has passed. */
+  readonly overrun: Promise<typeof OVERRAN>;
+  dispose(): void;
+}
+
+function armCleanupDeadline(run: RunCore): CleanupDeadline {
+  const stop = new AbortController();
+  let graceTimer: NodeJS.Timeout | undefined;
+  const limitMs = run.cleanupMs;
+  const d: CleanupDeadline = {
+    expired: null,
+    running: [],
+    overrun: run.deps.clock.sleep(limitMs, stop.signal).then(
+      () => {
+        d.running = [...run.undoable];
+        run.abortRun((d.expired = new TimeoutError(`The cleanup of task ${run.taskId} ran past its ${limitMs} ms deadline`)));
+        return new Promise<typeof OVERRAN>((resolve) => (graceTimer = setTimeout(() => resolve(OVERRAN), run.deps.cancelGraceMs)));
+      },
+      () => new Promise<typeof OVERRAN>(() => undefined),
+    ),
+    dispose: () => {
+      stop.abort(null);
+      clearTimeout(graceTimer);
+    },
+  };
+  return d;
+}
+
+/**
+ * Before the scope: the code's steps with a compensation still in flight (a `Promise.all` branch
+ * beside the step that failed) are waited for, so that one that completes has its compensation
+ * registered; returns those still running at the end of the wait. They were not told to stop, and
+ * their results count: cutting a booking off in the middle of its call would leave its effect
+ * unknown, where waiting for it lets its compensation undo it. So the wait is the first part of the
+ * cleanup, bounded by the cleanup's deadline (on the engine's clock, like the rest of the cleanup;
+ * `cancelGraceMs` is the bound for steps that were told to stop); past it, their signal fires and
+ * the wait ends. Steps already told to stop (a cancel, the task's deadline, the worker's grace
+ * period) had their grace period before the cleanup (see `TaskRun.execute`): they are not waited
+ * for again, nor are steps whose results wait behind a replay that waits for a call the code will
+ * not make. A cancel heard during the wait fires their signal and gives them the grace period (the
+ * cleanup then runs the cancel handlers too).
+ */
+async function settleUndoable(run: RunCore, d: CleanupDeadline): Promise<string[]> {
+  // A replay still waiting for a call the code will not make could not hand their results over.
+  if (!run.undoable.size || run.aborted || run.replay.pending) return [...run.undoable];
+  let graceEnds = Infinity;
+  while (run.undoable.size && mayWrite(run.state) && Date.now() < graceEnds && !d.expired) {
+    if (run.aborted && graceEnds === Infinity) graceEnds = Date.now() + run.deps.cancelGraceMs;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return d.expired ? d.running : [...run.undoable];
+}
+
 /** Runs the cancel handlers and compensations that the run's end calls for; see the module doc. */
 export async function runCleanup(run: RunCore, result: Settled | null): Promise<CleanupResult> {
+  if (!cleanupDue(run.state, result)) return DONE;
+  // Nothing registered and nothing in flight to register: nothing to clean up.
+  if (!run.compensations.length && !run.undoable.size && !(run.state.kind === 'cancelled' && run.cancelHandlers.length)) return DONE;
+  // The code has stopped for good: its new calls are refused from now on; its calls in flight go on.
+  run.codeEnded = haltOf(run.state) ?? fatalOf(run.state) ?? new Error(`Task ${run.taskId}: the run has ended`);
+  const deadline = armCleanupDeadline(run);
+  try {
+    return await cleanUp(run, result, deadline);
+  } finally {
+    deadline.dispose();
+  }
+}
+
+async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline): Promise<CleanupResult> {
+  const running = await settleUndoable(run, d);
   const saved = run.state;
+  // A lost lease, or a worker's grace period that ended, while it waited: nothing to clean up here.
   if (!cleanupDue(saved, result)) return DONE;
   const cancel = saved.kind === 'cancelled' ? cancelOf(saved) : null;
   const handlers = cancel ? [...run.cancelHandlers] : [];
   const compensations = [...run.compensations].reverse();
-  if (!handlers.length && !compensations.length) return DONE;
+  // A step with a compensation still running now was not undone, and will not be: people must know.
+  const bound = d.expired ? `the cleanup's ${run.cleanupMs} ms deadline` : `the ${run.deps.cancelGraceMs} ms grace period after its signal fired`;
+  const failures: Array<{ step: string; error: Error }> = running.map((step) => ({
+    step,
+    error: new Error(`not undone: the step was still running when the cleanup began (it did not finish within ${bound}); if it completes, its effect is not undone`),
+  }));
+  if (!handlers.length && !compensations.length && !failures.length) return DONE;
   // The worker's grace period is over: the worker that takes the task over runs the cleanup.
   if (run.shutDown) return { failure: null, interrupted: true };
 
@@ -100,36 +192,31 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
   run.aborted = false;
   run.abortReason = undefined;
   run.controller = null;
-  const stop = new AbortController();
-  const limitMs = run.cleanupMs;
-  let expired: TimeoutError | null = null;
-  let pastDeadline!: () => void;
-  const deadline = new Promise<void>((resolve) => (pastDeadline = resolve));
-  run.deps.clock.sleep(limitMs, stop.signal).then(
-    () => {
-      run.abortRun((expired = new TimeoutError(`The cleanup of task ${run.taskId} ran past its ${limitMs} ms deadline`)));
-      pastDeadline();
-    },
-    () => undefined,
-  );
-  // Past the deadline a handler or compensation gets `cancelGraceMs` (real time, like the cancel's
-  // grace) to hear its signal; one that ignores it is left behind and reported as not finished.
-  let graceTimer: NodeJS.Timeout | undefined;
-  const overrun = deadline.then(() => new Promise<typeof OVERRAN>((resolve) => (graceTimer = setTimeout(() => resolve(OVERRAN), run.deps.cancelGraceMs))));
+  // A halt of the scope (the end of the worker's grace period, a lost lease) leaves behind a call
+  // that has not settled `cancelGraceMs` after the signal fired (at once after a lost lease: nothing
+  // may be written any more); the run then writes no end. The deadline is `overrun`'s.
+  let leftTimer: NodeJS.Timeout | undefined;
+  let leave!: () => void;
+  const left = new Promise<typeof LEFT>((resolve) => (leave = () => resolve(LEFT)));
+  run.signal.addEventListener('abort', () => {
+    if (!d.expired) leftTimer = setTimeout(leave, mayWrite(run.state) ? run.deps.cancelGraceMs : 0);
+  }, { once: true });
+  // Past the deadline a handler or compensation gets `cancelGraceMs` to hear its signal; one that
+  // ignores it is left behind and reported as not finished.
   const bounded = async (step: string, work: () => unknown): Promise<void> => {
     const p = Promise.resolve().then(work);
-    if ((await Promise.race([p, overrun])) !== OVERRAN) return;
+    const end = await Promise.race([p, d.overrun, left]);
+    if (end !== OVERRAN && end !== LEFT) return;
     p.catch(() => undefined); // settles later, unheard
-    failures.push({ step, error: new Error(`did not finish: ${(expired as TimeoutError).message}; it ignored its signal and was left running`) });
+    if (end === OVERRAN) failures.push({ step, error: new Error(`did not finish: ${(d.expired as TimeoutError).message}; it ignored its signal and was left running`) });
   };
-  const failures: Array<{ step: string; error: Error }> = [];
   /**
    * Whether `step` is not to run: past the deadline, or after a failure of the scope (an illegal
    * call), it is reported as not run; after a halt (a lost lease, the end of the worker's grace
    * period) it is left to the next run.
    */
   const skipped = (step: string): boolean => {
-    const why = expired ?? fatalOf(run.state);
+    const why = d.expired ?? fatalOf(run.state);
     if (why) failures.push({ step, error: new Error(`not run: ${why.message}`) });
     return why !== null || run.state.kind !== 'running';
   };
@@ -159,8 +246,7 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
       }
     });
   } finally {
-    stop.abort(null);
-    clearTimeout(graceTimer);
+    clearTimeout(leftTimer);
     run.cleaning = false;
     run.cleanedUp = true;
   }

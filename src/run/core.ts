@@ -117,6 +117,16 @@ export class RunCore {
 
   /** Compensations of completed steps, in the order the code received them (`cleanup.ts`). */
   readonly compensations: Compensation[] = [];
+  /**
+   * The code's steps with a compensation whose attempt is running, or whose result is on its way
+   * to the code (by step id): the cleanup waits for them before it begins (see `cleanup.ts`).
+   */
+  readonly undoable = new Set<string>();
+  /**
+   * The code has stopped for good and its cleanup is about to begin: the code's new calls are
+   * refused with this error, while its calls in flight go on (see `cleanup.ts`).
+   */
+  codeEnded: Error | null = null;
   /** `ctx.onCancel` handlers, in registration order. */
   readonly cancelHandlers: CancelHandler[] = [];
   /** In the cleanup scope: a cancel is not heard. */

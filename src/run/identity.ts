@@ -46,9 +46,10 @@ function checkName(run: RunCore, name: unknown, kind: StepKind): asserts name is
  * the call's identity there instead (`occurrence`: a compensation's, that of the step it undoes).
  */
 export function position(run: RunCore, name: string, kind: StepKind, given?: number): Position {
-  // The code's calls after its cleanup has begun do not start (see `cleanup-scope.ts`), nor any after it ended.
-  if ((run.cleaning && !calledFromCleanup(run)) || run.cleanedUp) throw run.cleanupHalt ?? new Error(`Task ${run.taskId}: the run has ended`);
-  if (run.cleaning) {
+  // The code's calls once it has stopped for good (its cleanup about to begin, or begun) do not
+  // start (see `cleanup-scope.ts`), nor any after the cleanup ended.
+  if (run.cleaning || run.cleanedUp || run.codeEnded) {
+    if (!run.cleaning || !calledFromCleanup(run)) throw run.cleanupHalt ?? run.codeEnded ?? new Error(`Task ${run.taskId}: the run has ended`);
     checkName(run, name, kind);
     return cleanupPosition(run, given === undefined ? `${ON_CANCEL}${name}` : name, kind, given);
   }

@@ -10,9 +10,10 @@
  * An attempt whose signal fired is interrupted, whatever its function returns afterwards: what it
  * returns may be cut short (the AI SDK's `streamText` ends its text stream quietly on abort, so a
  * step collecting it would return a truncated answer as if finished), so it is never checkpointed
- * as completed; the step runs again in a later run, or the task ends cancelled. A step gets the
- * grace period to settle (to stop its side effect cleanly); a timeout or a lost lease ends the
- * attempt at once.
+ * as completed; the step runs again in a later run, or the task ends cancelled. The exception is a
+ * step with a compensation whose task ends with its cleanup (see {@link undoneLater}): its effect
+ * may have happened, so its result is checkpointed and compensated. A step gets the grace period
+ * to settle (to stop its side effect cleanly); a timeout or a lost lease ends the attempt at once.
  */
 import { optionalMs } from '../duration.ts';
 import { StepFailedError, StepTimeoutError, coerceError, type NotSerializableError } from '../errors.ts';
@@ -52,6 +53,8 @@ export interface StepCall<T> {
   repairBudget: number;
   /** Called in the cleanup scope (see `cleanup.ts`): a step from before it may not finish in it. */
   inCleanup: boolean;
+  /** A step of the code with a compensation: tracked in `run.undoable` while an attempt runs (see `cleanup.ts`). */
+  undoable: boolean;
   firstStart: number;
   /** When the current attempt started. */
   started: number;
@@ -114,6 +117,8 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     // No side effect before every result the code has received is durable.
     await run.writer.flush();
     throwIfHalted(run.state);
+    // A step of the code starts no new attempt once the cleanup scope has begun.
+    if (run.cleanupHalt && !c.inCleanup) throw run.cleanupHalt;
     if (run.blocked()) {
       // Paused or draining: this attempt does not start in this run (a retry keeps its count).
       if (c.attempt > 0) return holdFor(run, retryWait(run, c, clock.now()), c.activity);
@@ -125,10 +130,12 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     c.started = clock.now();
     if (hears('step:started')) emit('step:started', { taskId: run.taskId, step: c.stepId, attempt: c.attempt });
     let value: T;
+    if (c.undoable) run.undoable.add(c.stepId);
     try {
       value = await attempt(run, c);
       if (options.output) value = (await validateOutput(options.output, value, c.stepId)) as T;
     } catch (raw) {
+      if (c.undoable) run.undoable.delete(c.stepId);
       throwIfHalted(run.state);
       // A step of the code that was stopped, failing during the cleanup scope: not retried.
       if (run.cleanupHalt && !c.inCleanup) throw run.cleanupHalt;
@@ -176,7 +183,13 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       await pauseUntil(run, wakeAt, wait, c.activity);
       continue;
     }
-    return stepSucceeded(run, c, value);
+    const done = stepSucceeded(run, c, value);
+    if (c.undoable) {
+      // Tracked until the code receives the output (which registers the compensation).
+      const untrack = (): void => void run.undoable.delete(c.stepId);
+      done.then(untrack, untrack);
+    }
+    return done;
   }
 }
 
@@ -225,6 +238,20 @@ function stepSucceeded<T>(run: RunCore, c: StepCall<T>, value: T): Promise<T> {
   );
 }
 
+/**
+ * Whether the value a step returned after its signal fired (`why`) counts all the same: a step of
+ * the code with a compensation, stopped by what ends the task with its cleanup (a cancel, the task's
+ * deadline, the cleanup's deadline while it waits for the step), before the cleanup has begun. Its
+ * effect may have happened; recorded, it is compensated (only the compensation and the code's last
+ * moments see the output: the code's next calls are refused). A worker's grace period or a lost
+ * lease does not count it (the task runs again), nor the step's own timeout.
+ */
+function undoneLater(run: RunCore, c: StepCall<unknown>, why: unknown): boolean {
+  if (!c.undoable || run.cleanupHalt || why !== run.abortReason || !run.aborted) return false;
+  const kind = run.state.kind;
+  return kind === 'cancelled' || kind === 'failed' || (kind === 'running' && run.codeEnded !== null);
+}
+
 /** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
 function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
   if (run.aborted) return Promise.reject(run.abortReason);
@@ -259,7 +286,7 @@ function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     const settle = (v: T): void => {
       cleanup();
       const why = interrupted();
-      if (why === undefined) resolve(v);
+      if (why === undefined || undoneLater(run, c, why)) resolve(v);
       else reject(why);
     };
     const onAbort = (): void => {

@@ -38,7 +38,8 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
       idempotencyKey: options.key === undefined ? `v1:${run.taskId}:${pos.name}#${pos.occurrence}` : businessKey(run, pos.stepId, options),
-      attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), inCleanup: run.cleanupHalt !== null, firstStart: 0, started: 0,
+      attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), inCleanup: run.cleanupHalt !== null,
+      undoable: typeof options.compensate === 'function' && !run.cleaning, firstStart: 0, started: 0,
       timeoutMs: undefined, policy: run.defaultRetry, base: 0,
     };
   },

@@ -10,9 +10,11 @@
  *
  * Stopping. A pause or a draining worker stops new calls from starting (they do not resolve in
  * this run); when in-flight work has settled the run ends `paused` or back to `pending`. A cancel,
- * or the end of the worker's grace period, fires the AbortSignal and new calls reject; a step that
- * still completes within the grace period is checkpointed. A lost lease (or a database that stays
- * away) stops the run without writing anything more.
+ * the task's deadline, or the end of the worker's grace period, fires the AbortSignal and new calls
+ * reject; the run waits up to the grace period for in-flight work to settle. What a step returns
+ * after its signal fired does not count (see `step-attempt.ts`), except for a step with a
+ * compensation when the task ends with its cleanup: it is checkpointed, and compensated. A lost
+ * lease (or a database that stays away) stops the run without writing anything more.
  */
 import { getEventListeners } from 'node:events';
 import { LeaseLostError, TaskCancelledError, WorkerStoppingError, coerceError } from '../errors.ts';
@@ -142,7 +144,8 @@ export class TaskRun {
     // One grace period from the halt, for the function and its live work together.
     let graceEnds = Infinity;
     await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone, (graceEnds = Date.now() + run.deps.cancelGraceMs)))]);
-    if (haltOf(run.state)) await this.#settleLive(Number.isFinite(graceEnds) ? graceEnds : Date.now() + run.deps.cancelGraceMs);
+    // After a halt or the task's deadline (the signal fired), live work gets the grace period to settle.
+    if (haltOf(run.state) || run.aborted) await this.#settleLive(Number.isFinite(graceEnds) ? graceEnds : Date.now() + run.deps.cancelGraceMs);
     disarm();
     // Cancel handlers and compensations, when the run ends cancelled or failed for good. First the
     // code receives the results it recorded and asks for (a resumed run), as the first run's code
