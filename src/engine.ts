@@ -34,6 +34,7 @@ import { StartBatcher, type Inserted } from './start-batcher.ts';
 import { batchWakeOfRows, planStart, startResult, type PlannedStart, type StartContext, type StartManyItem } from './start-plan.ts';
 import { retryDeadline, taskDeadline } from './failure/deadline.ts';
 import { calledAfterReceiving, consequencesOf, forgetUndone, planRetryFrom, undoneSteps } from './failure/retry-from.ts';
+import { countRedo } from './failure/redo.ts';
 import { isCleanupSeq } from './run/cleanup-scope.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Budget } from './ai/usage.ts';
@@ -395,7 +396,7 @@ export class Engine {
       options.history === false ? [] : store.getEvents(id),
       options.steps === false ? [] : store.listApprovals({ taskId: id, limit: 1000 }),
     ]);
-    return { ...toSummary(row), steps: steps.map(toStepInfo), history: history.map(toTaskEvent), approvals: approvals.map(toApprovalInfo) };
+    return { ...toSummary(row), steps: steps.map((s) => toStepInfo(s, row.redo)), history: history.map(toTaskEvent), approvals: approvals.map(toApprovalInfo) };
   }
 
   /**
@@ -570,13 +571,14 @@ export class Engine {
         return { deleteSteps: all.map((s) => s.seq), forgotten: all.map((s) => s.name) };
       };
       const undoneDetail = undone.length ? { undone: undone.map((s) => s.name) } : {};
-      const deadline = retryDeadline(task, newDeadline, this.clock.now());
+      // The retried task's deadline; undone steps run again under new idempotency keys (failure/redo.ts).
+      const columns = { ...retryDeadline(task, newDeadline, this.clock.now()), ...(undone.length ? { redo: countRedo(task.redo, undone.map((s) => s.name)) } : {}) };
       if (options.fromStep !== undefined) {
         const from = planRetryFrom(journal, options.fromStep, id);
         const later = new Set(from.deleteSteps);
         const { deleteSteps, forgotten } = forget(journal.filter((s) => later.has(s.seq)));
         return {
-          set: { error: null, incrementRetries: true, ...deadline },
+          set: { error: null, incrementRetries: true, ...columns },
           deleteSteps,
           detail: { retry: task.retries + 1, fromStep: options.fromStep, ...undoneDetail, forgotten },
         };
@@ -587,7 +589,7 @@ export class Engine {
       if (replaced) {
         const { deleteSteps, forgotten } = forget(journal.filter((s) => s.seq === replaced.seq || (s.seq > replaced.seq && (s.done === null || (replaced.done !== null && s.done > replaced.done)))));
         return {
-          set: { error: null, incrementRetries: true, ...deadline },
+          set: { error: null, incrementRetries: true, ...columns },
           deleteSteps,
           detail: { retry: task.retries + 1, fromStep: replaced.name, replacedSignal: true, ...undoneDetail, forgotten },
         };
@@ -601,7 +603,7 @@ export class Engine {
       if (!reset) {
         const { deleteSteps, forgotten } = forget([]);
         return {
-          set: { error: null, incrementRetries: true, ...deadline },
+          set: { error: null, incrementRetries: true, ...columns },
           ...(deleteSteps.length ? { deleteSteps } : {}),
           detail: { retry: task.retries + 1, fromStep: first?.name ?? null, ...undoneDetail, ...(forgotten.length ? { forgotten } : {}) },
         };
@@ -613,7 +615,7 @@ export class Engine {
       // step) is not a consequence of it: it is kept, so a completed side effect is not repeated.
       const { deleteSteps, forgotten } = forget(consequencesOf(journal, reset), reset);
       return {
-        set: { error: null, incrementRetries: true, ...deadline },
+        set: { error: null, incrementRetries: true, ...columns },
         steps: [{ ...reset, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null, done: null }],
         deleteSteps,
         detail: { retry: task.retries + 1, fromStep: first?.name ?? reset.name, ...undoneDetail, forgotten },

@@ -77,6 +77,11 @@ export interface TaskRow {
    * worker replays it and runs that cleanup.
    */
   hasCleanup: boolean;
+  /**
+   * The steps retries ran again because their compensation had undone them, with how many times
+   * (JSON object by step id), or null: their idempotency keys take a `:redo<n>` suffix.
+   */
+  redo: string | null;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';
@@ -190,6 +195,7 @@ export interface TaskPatch {
   /** A new deadline (a retry may lift or move it). */
   deadlineAt?: number | null;
   hasCleanup?: boolean;
+  redo?: string | null;
   /** `true` adds one to `retries`. */
   incrementRetries?: boolean;
 }

@@ -75,6 +75,7 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('usage', 'usage', 'text', strOrNull),
   c('deadlineAt', 'deadline_at', 'bigint', numOrNull, {}),
   c('hasCleanup', 'has_cleanup', 'boolean', bool, {}),
+  c('redo', 'redo', 'text', strOrNull, {}),
 ]);
 
 /** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */

@@ -4,6 +4,7 @@
  * is a discriminated union on `status`: `output` exists only when it succeeded, `error` only when
  * it failed.
  */
+import { redoSuffix } from './failure/redo.ts';
 import { isCleanupSeq } from './run/cleanup-scope.ts';
 import type { ApprovalInfo } from './approvals/types.ts';
 import type { TaskStatus } from './lifecycle.ts';
@@ -133,7 +134,8 @@ export function parseStepId(stepId: string): { name: string; occurrence: number 
   return m ? { name: m[1] as string, occurrence: Number(m[2]) } : { name: stepId, occurrence: 1 };
 }
 
-export function toStepInfo(row: StepRow): StepInfo {
+/** A journal row as users see it; `redo`: the task's counts of steps run again after an undo (`failure/redo.ts`). */
+export function toStepInfo(row: StepRow, redo: string | null = null): StepInfo {
   const { name, occurrence } = parseStepId(row.name);
   return {
     seq: row.seq,
@@ -148,7 +150,7 @@ export function toStepInfo(row: StepRow): StepInfo {
     finishedAt: row.finishedAt,
     durationMs: row.startedAt !== null && row.finishedAt !== null ? row.finishedAt - row.startedAt : null,
     wakeAt: row.wakeAt,
-    idempotencyKey: row.kind === 'step' ? `v1:${row.taskId}:${name}#${occurrence}` : null,
+    idempotencyKey: row.kind === 'step' ? `v1:${row.taskId}:${name}#${occurrence}${redoSuffix(redo, row.name)}` : null,
     epoch: row.epoch,
   };
 }

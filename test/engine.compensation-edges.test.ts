@@ -51,6 +51,41 @@ describe('retry after a cleanup that undid steps', () => {
     expect(retryDetail(info)).toMatchObject({ fromStep: 'book', undone: ['book'], forgotten: ['book', 'charge', 'compensate:book'] });
   });
 
+  it('runs an undone step again under a new idempotency key (and its compensation too), so an API that deduplicates does not hand back the cancelled booking', async () => {
+    const keys: string[] = [];
+    let declines = 2;
+    const wf = workflow('undone-new-key', async (ctx) => {
+      await ctx.step('prepare', ({ idempotencyKey }) => void keys.push(`prepare ${idempotencyKey}`));
+      await ctx.step('book', ({ idempotencyKey }) => void keys.push(`book ${idempotencyKey}`), {
+        compensate: (_b, { idempotencyKey }) => void keys.push(`unbook ${idempotencyKey}`),
+      });
+      await ctx.step('reserve', ({ idempotencyKey }) => void keys.push(`reserve ${idempotencyKey}`), {
+        key: 'seat:order-9', compensate: (_r, { idempotencyKey }) => void keys.push(`unreserve ${idempotencyKey}`),
+      });
+      await ctx.step('charge', () => {
+        if (declines-- > 0) throw new NonRetryableError('card declined');
+      });
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    for (let round = 0; round < 2; round++) {
+      await waitForStatus(engine, id, 'failed');
+      await engine.retry(id);
+    }
+    await engine.result(id, { timeout: '10s' });
+    const k = (name: string, suffix = ''): string => `v1:${id}:${name}#1${suffix}`;
+    expect(keys).toEqual([
+      `prepare ${k('prepare')}`, `book ${k('book')}`, 'reserve v1:seat:order-9', `unreserve ${k('compensate:reserve')}`, `unbook ${k('compensate:book')}`,
+      // The first retry: the business key's stored result is not handed back either; it runs again.
+      `book ${k('book', ':redo1')}`, 'reserve v1:seat:order-9:redo1', `unreserve ${k('compensate:reserve', ':redo1')}`, `unbook ${k('compensate:book', ':redo1')}`,
+      `book ${k('book', ':redo2')}`, 'reserve v1:seat:order-9:redo2',
+    ]);
+    const info = await engine.get(id);
+    expect(info.steps.find((s) => s.name === 'book')?.idempotencyKey).toBe(k('book', ':redo2'));
+    expect(info.steps.find((s) => s.name === 'prepare')?.idempotencyKey).toBe(k('prepare'));
+  });
+
   it('keeps a step that ran beside the undone one (a Promise.all branch without compensation): its side effect is not repeated', async () => {
     const effects: string[] = [];
     let declined = true;

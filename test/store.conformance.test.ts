@@ -375,7 +375,7 @@ for (const backend of backends) {
           id: input.id, workflow: input.workflow, workflowVersion: 'v1', status: 'pending', input: '{"n":1}', output: null, error: null,
           idempotencyKey: input.idempotencyKey, runAt: T0 + 5, leaseOwner: null, leaseExpiresAt: null, epoch: 0, version: 1, runs: 0,
           retries: 0, pauseRequested: false, wait: null, waitEvents: null, cancelReason: null, createdAt: T0, updatedAt: T0, finishedAt: null,
-          progress: null, usage: null, deadlineAt: null, hasCleanup: false,
+          progress: null, usage: null, deadlineAt: null, hasCleanup: false, redo: null,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);

@@ -62,7 +62,7 @@ describe('the task-column table', () => {
       const { task } = await store.insertTask({ id: 't-cols', workflow: 'w', workflowVersion: '1', input: '{"a":1}', idempotencyKey: 'k', runAt: 5, createdAt: 5, ...planCreation({ kind: 'user', id: 'u' }) });
       for (const c of TASK_COLUMNS) expect(task, c.field).toHaveProperty(c.field);
       expect(task).toMatchObject({ id: 't-cols', input: '{"a":1}', idempotencyKey: 'k', runAt: 5, epoch: 0, pauseRequested: false, waitEvents: null });
-      const full = { output: '1', error: null, runAt: 7, pauseRequested: true, wait: '{}', waitEvents: ['a', 'b'], cancelReason: 'r', finishedAt: 9, deadlineAt: 11, hasCleanup: true };
+      const full = { output: '1', error: null, runAt: 7, pauseRequested: true, wait: '{}', waitEvents: ['a', 'b'], cancelReason: 'r', finishedAt: 9, deadlineAt: 11, hasCleanup: true, redo: '{"a":1}' };
       const assigned = new Map(patchAssignments(full, (b) => b, 0));
       for (const c of PATCH_COLUMNS) expect(assigned.has(c.column), c.column).toBe(true);
       expect(assigned.get('wait_events')).toBe('|a|b|');

@@ -6,3 +6,10 @@
 --                    rewrites nothing.
 
 ALTER TABLE :SCHEMA.tasks ADD COLUMN has_cleanup BOOLEAN NOT NULL DEFAULT FALSE;
+
+-- tasks.redo  JSON object: the steps a retry runs again because their compensation undid them,
+--             each with how many retries did so (`{"book":1}`), or NULL. Such a step's idempotency
+--             key (and its compensation's) ends `:redo<n>`, so that an API that deduplicates does
+--             not hand back the effect that was undone.
+
+ALTER TABLE :SCHEMA.tasks ADD COLUMN redo TEXT;

@@ -78,8 +78,8 @@ export const sqliteMigrations: readonly Migration[] = [
     "id": 11,
     "name": "has_cleanup",
     "breaking": false,
-    "checksum": "50b8e7f2d966099a",
-    "sql": "-- stepwise_tasks.has_cleanup  1 when the last run of the task ended, unfinished, with cleanup\n--                             registered: `ctx.onCancel` handlers, or completed steps with a\n--                             compensation. A cancel of such a task while it is pending, waiting or\n--                             paused goes through `cancelling`, and a failure by the dwell scanner\n--                             makes it due, so that a worker replays it and runs that cleanup;\n--                             without it both are immediate.\n\nALTER TABLE stepwise_tasks ADD COLUMN has_cleanup INTEGER NOT NULL DEFAULT 0;\n"
+    "checksum": "a7bb53a8b890e3c0",
+    "sql": "-- stepwise_tasks.has_cleanup  1 when the last run of the task ended, unfinished, with cleanup\n--                             registered: `ctx.onCancel` handlers, or completed steps with a\n--                             compensation. A cancel of such a task while it is pending, waiting or\n--                             paused goes through `cancelling`, and a failure by the dwell scanner\n--                             makes it due, so that a worker replays it and runs that cleanup;\n--                             without it both are immediate.\n\nALTER TABLE stepwise_tasks ADD COLUMN has_cleanup INTEGER NOT NULL DEFAULT 0;\n\n-- stepwise_tasks.redo  JSON object: the steps a retry runs again because their compensation undid\n--                      them, each with how many retries did so (`{\"book\":1}`), or NULL. Such a\n--                      step's idempotency key (and its compensation's) ends `:redo<n>`, so that an\n--                      API that deduplicates does not hand back the effect that was undone.\n\nALTER TABLE stepwise_tasks ADD COLUMN redo TEXT;\n"
   }
 ];
 
@@ -159,7 +159,7 @@ export const postgresMigrations: readonly Migration[] = [
     "id": 11,
     "name": "has_cleanup",
     "breaking": false,
-    "checksum": "c3af3ef49cbbb6fd",
-    "sql": "-- tasks.has_cleanup  true when the last run of the task ended, unfinished, with cleanup registered:\n--                    `ctx.onCancel` handlers, or completed steps with a compensation. A cancel of\n--                    such a task while it is pending, waiting or paused goes through `cancelling`,\n--                    and a failure by the dwell scanner makes it due, so that a worker replays it\n--                    and runs that cleanup; without it both are immediate. A constant default\n--                    rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN has_cleanup BOOLEAN NOT NULL DEFAULT FALSE;\n"
+    "checksum": "ffd8c8164eb8db13",
+    "sql": "-- tasks.has_cleanup  true when the last run of the task ended, unfinished, with cleanup registered:\n--                    `ctx.onCancel` handlers, or completed steps with a compensation. A cancel of\n--                    such a task while it is pending, waiting or paused goes through `cancelling`,\n--                    and a failure by the dwell scanner makes it due, so that a worker replays it\n--                    and runs that cleanup; without it both are immediate. A constant default\n--                    rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN has_cleanup BOOLEAN NOT NULL DEFAULT FALSE;\n\n-- tasks.redo  JSON object: the steps a retry runs again because their compensation undid them,\n--             each with how many retries did so (`{\"book\":1}`), or NULL. Such a step's idempotency\n--             key (and its compensation's) ends `:redo<n>`, so that an API that deduplicates does\n--             not hand back the effect that was undone.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN redo TEXT;\n"
   }
 ];
