@@ -5,10 +5,13 @@ import { spyStore } from './support/store-spy.ts';
 
 describe('worker leases', () => {
   it('keeps the lease of a step that runs longer than the lease, by heartbeat', async () => {
-    const wf = workflow('long-step', async (ctx) => ctx.step('slow', () => new Promise((r) => setTimeout(() => r('done'), 1200))));
+    // The step runs 2.5 leases. A heartbeat every 50 ms leaves the lease 900 ms of slack (the run
+    // fences itself off two heartbeats before expiry), so a busy machine that delays a beat by a
+    // few hundred milliseconds does not make the run give up its task.
+    const wf = workflow('long-step', async (ctx) => ctx.step('slow', () => new Promise((r) => setTimeout(() => r('done'), 2500))));
     const engine = makeEngine({ workflows: [wf] });
-    await startWorker(engine, { leaseMs: 300, heartbeatMs: 50 });
-    await startWorker(engine, { leaseMs: 300, heartbeatMs: 50 }); // would steal an expired lease
+    await startWorker(engine, { leaseMs: 1000, heartbeatMs: 50 });
+    await startWorker(engine, { leaseMs: 1000, heartbeatMs: 50 }); // would steal an expired lease
     const { id } = await engine.start('long-step');
     expect(await engine.result(id)).toBe('done');
     const info = await engine.get(id);
