@@ -82,7 +82,7 @@ export function taskRoutes(engine: Engine): RouteSpec[] {
       },
     }),
     route({
-      method: 'post', path: '/api/tasks/:id/cancel', summary: 'Cancel a task (a running one is cancelling until its step stops and its cleanup has run)', permission: 'operate',
+      method: 'post', path: '/api/tasks/:id/cancel', summary: 'Cancel a task (a running one, or one whose last run left cleanup to do, is cancelling until its cleanup has run)', permission: 'operate',
       params: id, body: CancelBody, idempotency: 'replay',
       responses: { 200: 'the task after the command', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
       async handle({ identity, params, body }) {
