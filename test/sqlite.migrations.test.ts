@@ -84,4 +84,25 @@ describe('SQLite migrations', () => {
       db.close();
     }
   });
+
+  it('a migration that finds the file busy without waiting for it (SQLITE_BUSY) tries again, and applies each migration once', async () => {
+    const file = join(tempDir(), 'busy.db');
+    const holder = new Database(file);
+    holder.pragma('journal_mode = WAL');
+    holder.exec('CREATE TABLE other (x INTEGER)');
+    holder.exec('BEGIN IMMEDIATE'); // another process holds the write lock
+    // No busy timeout: SQLite answers SQLITE_BUSY at once, as it does for some waits in WAL mode.
+    const store = new SqliteStore(file, { busyTimeoutMs: 0 });
+    try {
+      const migrating = store.migrate();
+      await new Promise((r) => setTimeout(r, 200));
+      holder.exec('COMMIT');
+      await migrating;
+      const rows = holder.prepare('SELECT id FROM stepwise_migrations ORDER BY id').all() as Array<{ id: number }>;
+      expect(rows.map((r) => r.id)).toEqual(sqliteMigrations.map((m) => m.id));
+    } finally {
+      await store.close();
+      holder.close();
+    }
+  });
 });

@@ -55,6 +55,8 @@ const TASK_NO_CACHE = 10_000;
 /** The WHERE clauses of the partial indexes for claims (sql/sqlite/000001_init.sql). */
 const DUE_INDEX: readonly TaskStatus[] = ['pending', 'waiting'];
 const LEASED_INDEX: readonly TaskStatus[] = ['running', 'cancelling'];
+/** How long a migration that finds the file busy is tried again (see `SqliteStore.migrate`). */
+const MIGRATE_BUSY_MS = 30_000;
 /** `(+workflow IN (…) OR (+workflow = ? AND workflow_version IN (…)) …)`: the workflows (and versions) a worker serves. */
 function servedClause(workflows: readonly string[], versions: ClaimRequest['versions']): { sql: string; params: unknown[] } {
   const { any, pinned } = servedSet(workflows, versions);
@@ -275,8 +277,24 @@ export class SqliteStore implements Store {
     return e;
   }
 
+  /**
+   * Applies the migrations. Processes that open a new file at once wait for each other's write
+   * lock; SQLite reports some waits as SQLITE_BUSY without its busy handler (a connection running
+   * WAL recovery, or closing and removing the log), so a busy migration is tried again for up to
+   * {@link MIGRATE_BUSY_MS}: it is one transaction that skips what is applied.
+   */
   async migrate(): Promise<void> {
-    this.#translate(() => migrateSqlite(this.db, this.#now()));
+    const until = Date.now() + MIGRATE_BUSY_MS;
+    for (let wait = 20; ; wait = Math.min(wait * 2, 500)) {
+      try {
+        migrateSqlite(this.db, this.#now());
+        return;
+      } catch (e) {
+        const code = (e as { code?: string }).code;
+        if (!code?.startsWith('SQLITE_BUSY') || Date.now() + wait > until) throw this.#storeError(e);
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
   }
 
   async close(): Promise<void> {
