@@ -94,6 +94,7 @@ describe('SQLite migrations', () => {
     // No busy timeout: SQLite answers SQLITE_BUSY at once, as it does for some waits in WAL mode.
     const store = new SqliteStore(file, { busyTimeoutMs: 0 });
     try {
+      // Its first attempt runs (and meets the lock) before migrate() returns; the others wait out the holder.
       const migrating = store.migrate();
       await new Promise((r) => setTimeout(r, 200));
       holder.exec('COMMIT');

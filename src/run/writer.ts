@@ -184,7 +184,7 @@ export class JournalWriter {
         event: ev,
         guard: { epoch: run.epoch },
         at: run.deps.clock.now(),
-        set: ev === 'complete' || ev === 'abort' ? (ev === event ? set : {}) : { ...set, hasCleanup: cleanupOwed(run) },
+        set: ev !== event ? {} : RESUMABLE_ENDS.has(ev) ? { ...set, hasCleanup: cleanupOwed(run) } : set,
         detail: ev === event ? detail : { reason: cancelOf(run.state)?.reason ?? null },
         workerId: run.deps.workerId,
         steps: ev === 'abort' ? resultRows : [...(plan.steps ?? []), ...resultRows],
@@ -238,6 +238,9 @@ export class JournalWriter {
     }
   }
 }
+
+/** Ends after which the task may run again (a failed one by a retry): they record {@link cleanupOwed}. */
+const RESUMABLE_ENDS: ReadonlySet<LifecycleEvent> = new Set<LifecycleEvent>(['park', 'suspend', 'release', 'fail']);
 
 /**
  * Whether a cancel of the task, once this run has ended without finishing it, has cleanup to run:
