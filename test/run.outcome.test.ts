@@ -8,6 +8,7 @@ import {
   withoutPause, type RunState,
 } from '../src/run/state.ts';
 import type { Wait } from '../src/run/waits.ts';
+import { CODE_RUNNING, inScope, lateHalt, refusalOf } from '../src/run/cleanup-scope.ts';
 
 // The end of a run as a table: (run state, what the code did) → the last transition. No database.
 
@@ -157,5 +158,24 @@ describe('run state transitions', () => {
     expect(withDrain(withPause(ended))).toBe(ended);
     expect(withoutPause(ended)).toBe(ended);
     expect(withCancel(ended, 'late', make(cancelled))).toMatchObject({ kind: 'cancelled', reason: 'late', hold: 'ended' });
+  });
+});
+
+describe('cleanup phases', () => {
+  const ended = new Error('cancelled');
+  const halt = new TaskCancelledError('t1', 'user asked');
+  it('the code\'s calls start while it runs, are refused with what stopped it, then with the scope\'s halt', () => {
+    expect(refusalOf(CODE_RUNNING)).toBeNull();
+    expect(lateHalt(CODE_RUNNING)).toBeNull();
+    expect(refusalOf({ kind: 'stopped', ended })).toBe(ended);
+    // Before the scope, a step of the code that settles late still counts (no late halt).
+    expect(lateHalt({ kind: 'stopped', ended })).toBeNull();
+    expect(refusalOf({ kind: 'scope', ended, halt })).toBe(halt);
+    expect(lateHalt({ kind: 'over', ended, halt })).toBe(halt);
+  });
+
+  it('only the scope itself ignores cancels, pauses and drains', () => {
+    expect([CODE_RUNNING, { kind: 'stopped', ended } as const, { kind: 'scope', ended, halt } as const, { kind: 'over', ended, halt } as const].map(inScope))
+      .toEqual([false, false, true, false]);
   });
 });

@@ -12,6 +12,7 @@
 import type { RunCore } from './core.ts';
 import { diverged } from './replay.ts';
 import { fatalOf, haltOf } from './state.ts';
+import { inScope } from './cleanup-scope.ts';
 
 /** How long the code must stay quiet before the run decides it can only wait. */
 const QUIET_MS = 10;
@@ -34,6 +35,7 @@ export function track<A, T>(run: RunCore, work: (run: RunCore, arg: A, activity:
       if (!counted) return;
       counted = false;
       run.live--;
+      run.changed();
       scheduleIdleCheck(run);
     },
     busy: () => {
@@ -88,7 +90,7 @@ function onQuiet(run: RunCore): void {
   const next = run.replay.expected();
   const stopping = run.state.hold !== 'none' || run.refused > 0;
   // During the cleanup scope the code makes no call any more: a cleanup call that waits is no divergence.
-  if (next && !stopping && !run.cleaning && (run.waits.size || run.gated)) {
+  if (next && !stopping && !inScope(run.cleanup) && (run.waits.size || run.gated)) {
     // The code only waits, yet the journal says it made another call next.
     diverged(run, next, `the code waits, but the journal says it called ${next.kind} "${next.name}" (position ${next.seq}) next when the task first ran.`);
     return;

@@ -38,6 +38,39 @@ export function isCleanupSeq(seq: number): boolean {
   return seq >= CLEANUP_SEQ;
 }
 
+/**
+ * Where a run is in its cleanup, as one value (`RunCore.cleanup`), moved forward by `cleanup.ts`:
+ * - `code`: the workflow code runs; its calls start as usual.
+ * - `stopped`: the code has stopped for good (`ended`: the halt or failure that stopped it, which
+ *   its new calls are refused with); its calls in flight go on, and the cleanup waits for those
+ *   with a compensation. A cleanup with nothing to do, or left to the next worker, stays here.
+ * - `scope`: the cancel handlers and compensations run; a second cancel, a pause or a drain is not
+ *   heard. `halt` is what a step of the code that settles late receives (its result is refused,
+ *   its failure not retried).
+ * - `over`: the scope ended; no call starts any more.
+ */
+export type CleanupPhase =
+  | { readonly kind: 'code' }
+  | { readonly kind: 'stopped'; readonly ended: Error }
+  | { readonly kind: 'scope' | 'over'; readonly ended: Error; readonly halt: Error };
+
+export const CODE_RUNNING: CleanupPhase = { kind: 'code' };
+
+/** The cleanup scope is running now. */
+export function inScope(p: CleanupPhase): boolean {
+  return p.kind === 'scope';
+}
+
+/** From the start of the scope on: what a late step of the code receives; null before. */
+export function lateHalt(p: CleanupPhase): Error | null {
+  return p.kind === 'scope' || p.kind === 'over' ? p.halt : null;
+}
+
+/** The error a call of the code made after it stopped is refused with; null while it runs. */
+export function refusalOf(p: CleanupPhase): Error | null {
+  return p.kind === 'code' ? null : p.kind === 'stopped' ? p.ended : p.halt;
+}
+
 const scope = new AsyncLocalStorage<RunCore>();
 /** Cleanups in progress in this process (the async context is enabled while there are any). */
 let open = 0;

@@ -145,7 +145,8 @@ async function settleUndoable(run: RunCore, d: CleanupDeadline): Promise<string[
   let graceEnds = Infinity;
   while (run.undoable.size && mayWrite(run.state) && Date.now() < graceEnds && !d.expired) {
     if (run.aborted && graceEnds === Infinity) graceEnds = Date.now() + run.deps.cancelGraceMs;
-    await new Promise((r) => setTimeout(r, 5));
+    // Woken when one settles, the state moves or the run is aborted (the deadline, too).
+    await run.nextChange(graceEnds - Date.now());
   }
   return d.expired ? d.running : [...run.undoable];
 }
@@ -156,16 +157,17 @@ export async function runCleanup(run: RunCore, result: Settled | null): Promise<
   // Nothing registered and nothing in flight to register: nothing to clean up.
   if (!run.compensations.length && !run.undoable.size && !(run.state.kind === 'cancelled' && run.cancelHandlers.length)) return DONE;
   // The code has stopped for good: its new calls are refused from now on; its calls in flight go on.
-  run.codeEnded = haltOf(run.state) ?? fatalOf(run.state) ?? new Error(`Task ${run.taskId}: the run has ended`);
+  const ended = haltOf(run.state) ?? fatalOf(run.state) ?? new Error(`Task ${run.taskId}: the run has ended`);
+  run.cleanup = { kind: 'stopped', ended };
   const deadline = armCleanupDeadline(run);
   try {
-    return await cleanUp(run, result, deadline);
+    return await cleanUp(run, result, deadline, ended);
   } finally {
     deadline.dispose();
   }
 }
 
-async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline): Promise<CleanupResult> {
+async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline, ended: Error): Promise<CleanupResult> {
   const running = await settleUndoable(run, d);
   const saved = run.state;
   // A lost lease, or a worker's grace period that ended, while it waited: nothing to clean up here.
@@ -185,9 +187,9 @@ async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline)
 
   // The scope: calls start again, under a fresh signal that only the scope's deadline (or a lost
   // lease, or the end of the worker's grace period) fires; a second cancel is not heard (see TaskRun.cancel).
-  run.cleaning = true;
+  const halt = haltOf(saved) ?? fatalOf(saved) ?? ended;
+  run.cleanup = { kind: 'scope', ended, halt };
   run.replay.closeForCleanup();
-  run.cleanupHalt = haltOf(saved) ?? fatalOf(saved) ?? new Error(`Task ${run.taskId}: the run has ended`);
   run.state = RUNNING;
   run.aborted = false;
   run.abortReason = undefined;
@@ -247,8 +249,7 @@ async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline)
     });
   } finally {
     clearTimeout(leftTimer);
-    run.cleaning = false;
-    run.cleanedUp = true;
+    run.cleanup = { kind: 'over', ended, halt };
   }
   // What the cleanup recorded is durable before the run's end (or before it stops without one).
   if (mayWrite(run.state)) await run.writer.flush().catch(() => undefined);

@@ -14,7 +14,7 @@ import type { Emit, WorkerEventName } from '../events.ts';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';
 import { toMs } from '../duration.ts';
 import { DEFAULT_CLEANUP_MS, type CancelHandler, type Compensation } from './cleanup.ts';
-import { CLEANUP_SEQ, isCleanupSeq } from './cleanup-scope.ts';
+import { CLEANUP_SEQ, CODE_RUNNING, isCleanupSeq, type CleanupPhase } from './cleanup-scope.ts';
 import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
 import type { WriteBatcher } from '../write-batcher.ts';
 import type { Workflow } from '../workflow.ts';
@@ -101,6 +101,7 @@ export class RunCore {
   /** Resolves at the first halt. */
   readonly halted: Promise<void>;
   #signalHalt!: () => void;
+  readonly #changeWaiters = new Set<() => void>();
 
   /**
    * The run's AbortSignal, made when first asked for. At the end of a run it is fired only if a
@@ -122,22 +123,10 @@ export class RunCore {
    * to the code (by step id): the cleanup waits for them before it begins (see `cleanup.ts`).
    */
   readonly undoable = new Set<string>();
-  /**
-   * The code has stopped for good and its cleanup is about to begin: the code's new calls are
-   * refused with this error, while its calls in flight go on (see `cleanup.ts`).
-   */
-  codeEnded: Error | null = null;
   /** `ctx.onCancel` handlers, in registration order. */
   readonly cancelHandlers: CancelHandler[] = [];
-  /** In the cleanup scope: a cancel is not heard. */
-  cleaning = false;
-  /** The cleanup scope is over: no call starts any more (a handler that outlived its deadline makes none). */
-  cleanedUp = false;
-  /**
-   * From the start of the cleanup scope on, what a step of the code from before it receives if it
-   * settles late (its result is refused, its failure not retried): the halt or failure that ended the code.
-   */
-  cleanupHalt: Error | null = null;
+  /** Where the run is in its cleanup (see `cleanup-scope.ts`). */
+  cleanup: CleanupPhase = CODE_RUNNING;
   /** How long the cleanup scope may take. */
   readonly cleanupMs: number;
   /** The worker's grace period is over: a cleanup not begun yet is left to the next worker. */
@@ -185,8 +174,38 @@ export class RunCore {
     return this.controller.signal;
   }
 
+  /**
+   * Wakes the waits of {@link nextChange}: called when live work or a compensable step settles, the
+   * state moves, or something aborts the run (the cleanup's deadline, too, after a cancel).
+   */
+  changed(): void {
+    if (!this.#changeWaiters.size) return;
+    const waiters = [...this.#changeWaiters];
+    this.#changeWaiters.clear();
+    for (const wake of waiters) wake();
+  }
+
+  /** Resolves at the next {@link changed}, or after `ms` (a wait for in-flight work to settle, with its bound). */
+  nextChange(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        this.#changeWaiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, Math.min(Math.max(0, ms), 2 ** 31 - 1));
+      this.#changeWaiters.add(wake);
+    });
+  }
+
+  /** A step in {@link undoable} failed, or the code received its output (its compensation is registered). */
+  settledUndoable(stepId: string): void {
+    if (this.undoable.delete(stepId)) this.changed();
+  }
+
   /** Fires the run's signal (if anyone asked for it) and stops the attempts in progress. */
   abortRun(reason: unknown): void {
+    this.changed();
     if (this.aborted) return;
     this.aborted = true;
     this.abortReason = reason;
@@ -198,6 +217,7 @@ export class RunCore {
   setState(next: RunState): void {
     const first = haltOf(this.state) === null ? haltOf(next) : null;
     this.state = next;
+    this.changed();
     if (first) {
       this.abortRun(first);
       this.#signalHalt();

@@ -12,7 +12,7 @@ import { InvalidArgumentError, NonDeterminismError } from '../errors.ts';
 import { textProblem } from '../text-rules.ts';
 import type { StepKind, StepRow } from '../store.ts';
 import type { RunCore } from './core.ts';
-import { COMPENSATE, ON_CANCEL, calledFromCleanup } from './cleanup-scope.ts';
+import { COMPENSATE, ON_CANCEL, calledFromCleanup, inScope, refusalOf } from './cleanup-scope.ts';
 
 /** Names of steps, sleeps and events: not empty, no `#` (it marks repeats) and no `|` (it separates awaited events). */
 export const STEP_NAME = /^[^#|\s][^#|]{0,199}$/;
@@ -48,8 +48,9 @@ function checkName(run: RunCore, name: unknown, kind: StepKind): asserts name is
 export function position(run: RunCore, name: string, kind: StepKind, given?: number): Position {
   // The code's calls once it has stopped for good (its cleanup about to begin, or begun) do not
   // start (see `cleanup-scope.ts`), nor any after the cleanup ended.
-  if (run.cleaning || run.cleanedUp || run.codeEnded) {
-    if (!run.cleaning || !calledFromCleanup(run)) throw run.cleanupHalt ?? run.codeEnded ?? new Error(`Task ${run.taskId}: the run has ended`);
+  const refused = refusalOf(run.cleanup);
+  if (refused) {
+    if (!inScope(run.cleanup) || !calledFromCleanup(run)) throw refused;
     checkName(run, name, kind);
     return cleanupPosition(run, given === undefined ? `${ON_CANCEL}${name}` : name, kind, given);
   }

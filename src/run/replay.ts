@@ -295,6 +295,7 @@ export class Replay {
     const release = (): void => {
       if (gated) run.gated--;
       run.live--;
+      run.changed();
       open();
       scheduleIdleCheck(run);
     };

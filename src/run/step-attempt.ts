@@ -27,6 +27,7 @@ import type { Progress, StepContext, StepOptions } from '../workflow.ts';
 import { parked, type Activity } from './activity.ts';
 import type { RunCore } from './core.ts';
 import { journalRow } from './identity.ts';
+import { lateHalt } from './cleanup-scope.ts';
 import { fatalOf, haltOf, mayWrite, throwIfHalted } from './state.ts';
 import { exhausted } from './exhausted.ts';
 import { holdFor, pauseUntil, type Wait } from './waits.ts';
@@ -118,7 +119,8 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     await run.writer.flush();
     throwIfHalted(run.state);
     // A step of the code starts no new attempt once the cleanup scope has begun.
-    if (run.cleanupHalt && !c.inCleanup) throw run.cleanupHalt;
+    const late = lateHalt(run.cleanup);
+    if (late && !c.inCleanup) throw late;
     if (run.blocked()) {
       // Paused or draining: this attempt does not start in this run (a retry keeps its count).
       if (c.attempt > 0) return holdFor(run, retryWait(run, c, clock.now()), c.activity);
@@ -135,10 +137,11 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       value = await attempt(run, c);
       if (options.output) value = (await validateOutput(options.output, value, c.stepId)) as T;
     } catch (raw) {
-      if (c.undoable) run.undoable.delete(c.stepId);
+      if (c.undoable) run.settledUndoable(c.stepId);
       throwIfHalted(run.state);
       // A step of the code that was stopped, failing during the cleanup scope: not retried.
-      if (run.cleanupHalt && !c.inCleanup) throw run.cleanupHalt;
+      const late = lateHalt(run.cleanup);
+      if (late && !c.inCleanup) throw late;
       // The run failed meanwhile (its deadline passed): the attempt's failure is not retried.
       const fatal = fatalOf(run.state);
       if (fatal) throw fatal;
@@ -186,7 +189,7 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     const done = stepSucceeded(run, c, value);
     if (c.undoable) {
       // Tracked until the code receives the output (which registers the compensation).
-      const untrack = (): void => void run.undoable.delete(c.stepId);
+      const untrack = (): void => run.settledUndoable(c.stepId);
       done.then(untrack, untrack);
     }
     return done;
@@ -247,9 +250,9 @@ function stepSucceeded<T>(run: RunCore, c: StepCall<T>, value: T): Promise<T> {
  * lease does not count it (the task runs again), nor the step's own timeout.
  */
 function undoneLater(run: RunCore, c: StepCall<unknown>, why: unknown): boolean {
-  if (!c.undoable || run.cleanupHalt || why !== run.abortReason || !run.aborted) return false;
+  if (!c.undoable || lateHalt(run.cleanup) !== null || why !== run.abortReason || !run.aborted) return false;
   const kind = run.state.kind;
-  return kind === 'cancelled' || kind === 'failed' || (kind === 'running' && run.codeEnded !== null);
+  return kind === 'cancelled' || kind === 'failed' || (kind === 'running' && run.cleanup.kind === 'stopped');
 }
 
 /** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
@@ -282,7 +285,7 @@ function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     };
     /** Why the attempt was told to stop, if it was: then its result does not count. */
     const interrupted = (): unknown =>
-      own?.aborted ? own.reason : run.aborted ? run.abortReason : run.cleanupHalt && !c.inCleanup ? run.cleanupHalt : undefined;
+      own?.aborted ? own.reason : run.aborted ? run.abortReason : c.inCleanup ? undefined : (lateHalt(run.cleanup) ?? undefined);
     const settle = (v: T): void => {
       cleanup();
       const why = interrupted();

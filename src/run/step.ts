@@ -15,7 +15,7 @@ import { executeStep, type StepCall } from './step-attempt.ts';
 import { businessKey, keyedStep } from '../idempotency/step-key.ts';
 import { atMostOnceStep } from '../idempotency/at-most-once.ts';
 import type { Compensation } from './cleanup.ts';
-import { COMPENSATE } from './cleanup-scope.ts';
+import { COMPENSATE, inScope, lateHalt } from './cleanup-scope.ts';
 import { redoSuffix } from '../failure/redo.ts';
 
 type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
@@ -39,8 +39,8 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
       idempotencyKey: (options.key === undefined ? `v1:${run.taskId}:${pos.name}#${pos.occurrence}` : businessKey(run, pos.stepId, options)) + redoSuffix(run.task.redo, pos.stepId),
-      attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), inCleanup: run.cleanupHalt !== null,
-      undoable: typeof options.compensate === 'function' && !run.cleaning, firstStart: 0, started: 0,
+      attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), inCleanup: lateHalt(run.cleanup) !== null,
+      undoable: typeof options.compensate === 'function' && !inScope(run.cleanup), firstStart: 0, started: 0,
       timeoutMs: undefined, policy: run.defaultRetry, base: 0,
     };
   },
@@ -57,7 +57,7 @@ export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => Prom
   if (!compensate) return p;
   if (typeof compensate !== 'function') return Promise.reject(run.fail(new InvalidArgumentError(`ctx.step("${name}"): compensate must be a function of the step's output`)));
   // The cleanup's own steps are not compensated.
-  if (run.cleaning) return p;
+  if (inScope(run.cleanup)) return p;
   // The occurrence this call took (its position was taken synchronously by `call`).
   const occurrence = run.occurrences.get(name) ?? 1;
   // Registered when the code receives the output, in that order (replayed results too).

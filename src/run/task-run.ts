@@ -30,6 +30,7 @@ import { decideEnd, type Settled } from './outcome.ts';
 import { armDeadline, deadlinePassed } from '../failure/deadline.ts';
 import { failedOutside } from '../failure/failed-outside.ts';
 import { cleanupDue, runCleanup, type CleanupResult } from './cleanup.ts';
+import { inScope } from './cleanup-scope.ts';
 import {
   cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState,
 } from './state.ts';
@@ -79,7 +80,7 @@ export class TaskRun {
   /** The task was cancelled: fire the signal; the run ends `cancelled` after its cleanup (`failed` if that fails for good). */
   cancel(reason: string | undefined): void {
     const run = this.#run;
-    if (cancelOf(run.state) || run.cleaning) return;
+    if (cancelOf(run.state) || inScope(run.cleanup)) return;
     run.setState(withCancel(run.state, reason, () => new TaskCancelledError(this.taskId, reason)));
   }
 
@@ -93,7 +94,7 @@ export class TaskRun {
   /** Start no new call; end `paused` once in-flight work has settled (not during the cleanup scope). */
   requestPause(): void {
     const run = this.#run;
-    if (run.cleaning) return;
+    if (inScope(run.cleanup)) return;
     const next = withPause(run.state);
     if (next === run.state) return;
     run.state = next;
@@ -110,7 +111,7 @@ export class TaskRun {
    * The cleanup scope goes on (until the grace period ends: see {@link abortForShutdown}).
    */
   drain(): void {
-    if (this.#run.cleaning) return;
+    if (inScope(this.#run.cleanup)) return;
     this.#run.state = withDrain(this.#run.state);
     scheduleIdleCheck(this.#run);
   }
@@ -194,7 +195,7 @@ export class TaskRun {
 
   /** After a halt, wait (within the same grace period) for live work to notice its signal. */
   async #settleLive(deadline: number): Promise<void> {
-    while (this.#run.live > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    while (this.#run.live > 0 && Date.now() < deadline) await this.#run.nextChange(deadline - Date.now());
   }
 
   async #finish(state: RunState, result: Settled | null, cleanup: CleanupResult): Promise<TaskStatus | 'lease-lost'> {

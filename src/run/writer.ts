@@ -248,7 +248,7 @@ const RESUMABLE_ENDS: ReadonlySet<LifecycleEvent> = new Set<LifecycleEvent>(['pa
  * Stored with the run's end, so that a cancel while the task waits goes through `cancelling`.
  */
 function cleanupOwed(run: RunCore): boolean {
-  return run.cancelHandlers.length > 0 || (!run.cleanedUp && run.compensations.length > 0);
+  return run.cancelHandlers.length > 0 || (run.cleanup.kind !== 'over' && run.compensations.length > 0);
 }
 
 /** A write the store refused for its content: writing it again cannot succeed. */
