@@ -13,15 +13,21 @@ import { COMPENSATE } from '../run/cleanup-scope.ts';
 /** The counts after a retry that undid `stepIds`, as stored (JSON), from the stored ones. */
 export function countRedo(stored: string | null, stepIds: readonly string[]): string | null {
   if (!stepIds.length) return stored;
-  const counts = parseRedo(stored);
+  const counts = { ...parseRedo(stored) };
   for (const id of stepIds) counts[id] = (counts[id] ?? 0) + 1;
   return JSON.stringify(counts);
 }
 
-function parseRedo(stored: string | null): Record<string, number> {
+/** The last counts parsed: every step call of a retried task's run asks for the same ones. */
+let last: { stored: string; counts: Readonly<Record<string, number>> } | null = null;
+
+function parseRedo(stored: string | null): Readonly<Record<string, number>> {
   if (!stored) return {};
+  if (last?.stored === stored) return last.counts;
   const parsed: unknown = JSON.parse(stored);
-  return parsed && typeof parsed === 'object' ? { ...(parsed as Record<string, number>) } : {};
+  const counts = parsed && typeof parsed === 'object' ? { ...(parsed as Record<string, number>) } : {};
+  last = { stored, counts };
+  return counts;
 }
 
 /** The suffix of the key of step `stepId` (a compensation's is its step's): `:redo<n>`, or ''. */
