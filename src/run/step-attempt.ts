@@ -5,30 +5,23 @@
  * the run's signal, and the retry loop between them (a short backoff in-process, a long one
  * registered as a wait the task may park on). Before every attempt, every result the code has
  * received is made durable: no side effect goes before them.
- *
- * A cancel, or the end of the worker's grace period, fires the AbortSignal and new calls reject.
- * An attempt whose signal fired is interrupted, whatever its function returns afterwards: what it
- * returns may be cut short (the AI SDK's `streamText` ends its text stream quietly on abort, so a
- * step collecting it would return a truncated answer as if finished), so it is never checkpointed
- * as completed; the step runs again in a later run, or the task ends cancelled. The exception is a
- * step with a compensation whose task ends with its cleanup (see {@link undoneLater}): its effect
- * may have happened, so its result is checkpointed and compensated. A step gets the grace period
- * to settle (to stop its side effect cleanly); a timeout or a lost lease ends the attempt at once.
+ * One attempt (its signal, its timeout, when its result does not count) is in `attempt.ts`.
  */
 import { optionalMs } from '../duration.ts';
-import { StepFailedError, StepTimeoutError, coerceError, type NotSerializableError } from '../errors.ts';
+import { StepFailedError, coerceError, type NotSerializableError } from '../errors.ts';
 import { classifyError, rememberClass, type ErrorClass } from '../failure/classify.ts';
 import { validateOutput } from '../failure/validate.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
 import { decodeError, deserializeError, encodeError, encodeJson } from '../serialize.ts';
 import { checkSize } from '../limits.ts';
 import type { StepRow } from '../store.ts';
-import type { Progress, StepContext, StepOptions } from '../workflow.ts';
+import type { StepContext, StepOptions } from '../workflow.ts';
 import { parked, type Activity } from './activity.ts';
 import type { RunCore } from './core.ts';
 import { journalRow } from './identity.ts';
+import { attempt } from './attempt.ts';
 import { lateHalt } from './cleanup-scope.ts';
-import { fatalOf, haltOf, mayWrite, throwIfHalted } from './state.ts';
+import { fatalOf, throwIfHalted } from './state.ts';
 import { exhausted } from './exhausted.ts';
 import { holdFor, pauseUntil, type Wait } from './waits.ts';
 import { requiredApproval } from '../approvals/guard.ts';
@@ -63,11 +56,6 @@ export interface StepCall<T> {
   policy: RetryPolicy;
   /** Attempts made before a person's `retry` decision (see `exhausted-ask.ts`): not counted by `policy`. */
   base: number;
-}
-
-/** A promise or any other thenable (a query builder, a promise from another realm). */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
 /** A wait until the next attempt of a step, with the row that records its attempts so far. */
@@ -239,101 +227,4 @@ function stepSucceeded<T>(run: RunCore, c: StepCall<T>, value: T): Promise<T> {
       if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, attempt, durationMs: finishedAt - c.started });
     },
   );
-}
-
-/**
- * Whether the value a step returned after its signal fired (`why`) counts all the same: a step of
- * the code with a compensation, stopped by what ends the task with its cleanup (a cancel, the task's
- * deadline, the cleanup's deadline while it waits for the step), before the cleanup has begun. Its
- * effect may have happened; recorded, it is compensated (only the compensation and the code's last
- * moments see the output: the code's next calls are refused). A worker's grace period or a lost
- * lease does not count it (the task runs again), nor the step's own timeout.
- */
-function undoneLater(run: RunCore, c: StepCall<unknown>, why: unknown): boolean {
-  if (!c.undoable || lateHalt(run.cleanup) !== null || why !== run.abortReason || !run.aborted) return false;
-  const kind = run.state.kind;
-  return kind === 'cancelled' || kind === 'failed' || (kind === 'running' && run.cleanup.kind === 'stopped');
-}
-
-/** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
-function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
-  if (run.aborted) return Promise.reject(run.abortReason);
-  const timeoutMs = c.timeoutMs;
-  const timeout = timeoutMs === undefined ? undefined : new AbortController();
-  // With a timeout, the step's own signal (the run's or the timeout's); without, the run's.
-  const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
-  const ctx: StepContext = Object.freeze({
-    // A data property: an object literal with a getter costs more to build than the run's one
-    // AbortController (made at the run's first attempt).
-    signal: own ?? run.signal,
-    idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, lastOutput: c.lastOutput, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
-    progress: (p: Progress) => run.progress.report(c.stepId, p),
-  });
-  const fn = c.fn;
-  return new Promise<T>((resolve, reject) => {
-    const timerStop = timeout ? new AbortController() : undefined;
-    let done = false;
-    const cleanup = (): void => {
-      if (done) return;
-      done = true;
-      if (own) {
-        own.removeEventListener('abort', onAbort);
-        run.timedAttempts--;
-      }
-      else run.attemptAborts.delete(onAbort);
-      timerStop?.abort(null);
-    };
-    /** Why the attempt was told to stop, if it was: then its result does not count. */
-    const interrupted = (): unknown =>
-      own?.aborted ? own.reason : run.aborted ? run.abortReason : c.inCleanup ? undefined : (lateHalt(run.cleanup) ?? undefined);
-    const settle = (v: T): void => {
-      cleanup();
-      const why = interrupted();
-      if (why === undefined || undoneLater(run, c, why)) resolve(v);
-      else reject(why);
-    };
-    const onAbort = (): void => {
-      // The step was told to stop. If it was cancelled or its worker is stopping, the lease is
-      // still ours: give it the grace period to settle (its result does not count: see above).
-      // A timeout or a lost lease ends the attempt at once.
-      const reason: unknown = own ? own.reason : run.abortReason;
-      const halt = haltOf(run.state);
-      if (halt && reason === halt && mayWrite(run.state)) return;
-      cleanup();
-      reject(reason);
-    };
-    // Without a timeout the run calls the attempt's handler when it aborts (once), which costs
-    // far less than an EventTarget listener per attempt.
-    if (own) {
-      run.timedAttempts++;
-      own.addEventListener('abort', onAbort, { once: true });
-    }
-    else run.attemptAborts.add(onAbort);
-    if (timeout && timerStop && timeoutMs !== undefined) {
-      run.deps.clock.sleep(timeoutMs, timerStop.signal).then(
-        () => timeout.abort(new StepTimeoutError(c.stepId, timeoutMs)),
-        () => undefined,
-      );
-    }
-    let result: PromiseLike<T> | T;
-    try {
-      result = fn(ctx);
-    } catch (e) {
-      cleanup();
-      return reject(e);
-    }
-    if (isThenable(result)) {
-      // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
-      Promise.resolve(result).then(
-        (v) => settle(v as T),
-        (e: unknown) => {
-          cleanup();
-          reject(e);
-        },
-      );
-    } else {
-      // A synchronous step: its value is final.
-      settle(result as T);
-    }
-  });
 }
