@@ -744,8 +744,9 @@ export class Engine {
   /**
    * The event log as it grows: one task's entries (`taskId`, resumable by `after: seq`) or every
    * task's (resumable by `after: cursor`), read from the store, so it sees what every process
-   * writes. Across tasks the stream carries every entry but step results (`step:completed`,
-   * `step:failed`), which are read per task: a step's result is stored once, in its journal row. It keeps waiting for new entries unless `follow: false`; a task's stream ends once the
+   * writes. Across tasks a task's step results (`step:completed`, `step:failed`: a step's result is
+   * stored once, in its journal row) come with the task's next entry of its own (a park, a signal,
+   * its end…), right before it: every entry once, each task's in order. It keeps waiting for new entries unless `follow: false`; a task's stream ends once the
    * task has succeeded or been cancelled. Break out of the loop (or abort `signal`) to stop. With
    * `{ taskId, streams: true }` it also carries the task's live stream frames (see `EventsOptions.streams`).
    * @example

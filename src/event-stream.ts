@@ -20,7 +20,10 @@ import { toStreamEvent, type StreamEvent } from './stream-frames.ts';
 import { toTaskEvent, type TaskEvent } from './task-events.ts';
 
 export interface EventsOptions {
-  /** Only this task's entries; without it, every task's (in commit order). */
+  /**
+   * Only this task's entries; without it, every task's in commit order, a task's step results
+   * (carried by its journal rows) right before its next entry of its own.
+   */
   taskId?: string;
   /**
    * Resume after this point: for one task, the last `seq` seen (0: from the start); for every task,
@@ -136,9 +139,14 @@ export async function* taskEvents(store: Store, bus: LocalBus, taskId: string, o
   }
 }
 
-/** The entries of every task after a cursor, as they are appended. */
+/**
+ * The entries of every task after a cursor, as they are appended. The stores' log of every task
+ * holds the entries stored on their own; a task's step results, which its journal rows carry, come
+ * with the task's next such entry (its end, a park, a signal…), right before it, in the task's
+ * order. A cursor among those results is `<the cursor before that entry>|<seq of the last result>`.
+ */
 export async function* allEvents(store: Store, bus: LocalBus, options: EventsOptions): AsyncGenerator<TaskEvent & { cursor: string }> {
-  let cursor: string | null = typeof options.after === 'string' ? options.after : null;
+  let { cursor, within } = parseCursor(typeof options.after === 'string' ? options.after : null);
   if (cursor === 'now') cursor = await endCursor(store);
   const follow = options.follow ?? true;
   const pollMs = options.pollMs ?? 500;
@@ -146,6 +154,17 @@ export async function* allEvents(store: Store, bus: LocalBus, options: EventsOpt
     if (options.signal?.aborted) return;
     const page = await store.readLog(cursor, PAGE);
     for (const row of page.events) {
+      // The step results since the task's previous entry of its own (or since the cursor's place among them).
+      const from = Math.max(row.prevSeq, within);
+      within = 0;
+      if (from < row.seq - 1) {
+        for (const result of await store.getEvents(row.taskId, from, row.seq - from - 1)) {
+          if (result.seq >= row.seq) break;
+          yield { ...toTaskEvent(result), cursor: `${cursor ?? ''}|${result.seq}` };
+          if (options.signal?.aborted) return;
+        }
+      }
+      cursor = row.cursor;
       yield { ...toTaskEvent(row), cursor: row.cursor };
       if (options.signal?.aborted) return;
     }
@@ -154,6 +173,16 @@ export async function* allEvents(store: Store, bus: LocalBus, options: EventsOpt
     if (!follow) return;
     await waitForNews(bus, undefined, pollMs, options.signal);
   }
+}
+
+/** A cross-task cursor: the store's, and the seq of the last step result delivered with the entry after it (0: none). */
+function parseCursor(after: string | null): { cursor: string | null; within: number } {
+  if (after === null) return { cursor: null, within: 0 };
+  const bar = after.lastIndexOf('|');
+  if (bar < 0) return { cursor: after, within: 0 };
+  const within = Number(after.slice(bar + 1));
+  if (!Number.isSafeInteger(within) || within < 1) throw new InvalidArgumentError(`Invalid log cursor "${after}": pass the cursor of an event as it was given.`);
+  return { cursor: after.slice(0, bar) || null, within };
 }
 
 /** The cursor at the current end of the log. */

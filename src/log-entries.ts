@@ -56,6 +56,16 @@ export function journalCarries(s: StepRow): boolean {
   return s.status === 'completed' || s.status === 'failed';
 }
 
+/**
+ * The types of the entries journal rows carry (step results). One of these stored on its own was
+ * moved there from its row, before a retry deleted or rewrote the row: the log of every task (the
+ * stores' `readLog`) delivered it with the row and does not read it again.
+ */
+export const RESULT_ENTRY_TYPES: readonly string[] = [EVENT_TYPES.stepCompleted, EVENT_TYPES.stepFailed];
+
+/** {@link RESULT_ENTRY_TYPES} as an SQL list of literals. */
+export const RESULT_ENTRY_TYPES_SQL = RESULT_ENTRY_TYPES.map((t) => `'${t}'`).join(', ');
+
 /** A journal row written: its type is `step:<status>`, its data the row (without the task id). */
 export function stepEntry(actorKind: ActorKind, actorId: string, s: StepRow): NewEvent {
   return {

@@ -157,8 +157,13 @@ export interface NewEvent {
 
 /** A read of the log across all tasks, resumable from `cursor` (opaque; `null` from the start). */
 export interface LogPage {
-  /** Each with the cursor that resumes right after it. */
-  events: Array<EventRow & { cursor: string }>;
+  /**
+   * The entries stored on their own (not step results, which journal rows carry, nor entries moved
+   * from such rows: see `RESULT_ENTRY_TYPES` in log-entries.ts), each with the cursor that resumes right after
+   * it and `prevSeq`, the seq of the task's entry stored on its own before it (0: none). The seqs
+   * in between are the step results that came before it.
+   */
+  events: Array<EventRow & { cursor: string; prevSeq: number }>;
   /** Pass back as `after` to read what follows (the last event's cursor, or `after` if none). */
   cursor: string | null;
 }

@@ -196,40 +196,73 @@ describe(`engine.events() (${TEST_STORE})`, () => {
     }
   });
 
-  it('streams every task\'s transitions and signals in an order a reader can resume from its cursor without missing or repeating any', async () => {
+  it('streams every task\'s entries, step results included, once each and in each task\'s order; a reader resumes from any cursor', async () => {
     const wf = workflow('pair', async (ctx, n: number) => {
       await ctx.step('a', () => n);
       return ctx.step('b', () => n * 2);
     });
-    const engine = makeEngine({ workflows: [wf] });
+    let failing = true;
+    const flaky = workflow('flaky-then-fixed', async (ctx) => {
+      await ctx.step('a', () => 1);
+      try {
+        await ctx.step('b', () => {
+          if (failing) throw new NonRetryableError('b is broken');
+          return 2;
+        });
+      } catch (e) {
+        await ctx.step('report', () => 'reported');
+        throw e;
+      }
+      return 3;
+    });
+    const engine = makeEngine({ workflows: [wf, flaky] });
     await startWorker(engine, { concurrency: 8 });
     const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => engine.start(wf, i).then((r) => r.id)));
     await Promise.all(ids.map((id) => engine.result(id, { timeout: '20s' })));
-    // Across tasks, the stream carries every entry but step results (read those per task).
-    const expected = (await Promise.all(ids.map((id) => engine.get(id))))
-      .flatMap((t) => t.history.filter((e) => e.type !== 'step:completed' && e.type !== 'step:failed').map((e) => `${e.taskId}#${e.seq}`));
-    // On PostgreSQL the cross-task stream shows an entry once every older transaction has ended
-    // (other tests' transactions included), so the reader follows until it has seen them all.
-    const firstHalf: Array<TaskEvent & { cursor?: string }> = [];
-    for await (const e of engine.events({ pollMs: 20 })) {
-      firstHalf.push(e);
-      if (firstHalf.length === 20) break;
+    // A retry moves the results of the rows it forgets or runs again out of those rows: the
+    // cross-task stream gives them once, with the failure they came before.
+    const retried = (await engine.start(flaky)).id;
+    await waitForStatus(engine, retried, 'failed');
+    failing = false;
+    await engine.retry(retried);
+    await engine.result(retried, { timeout: '20s' });
+    ids.push(retried);
+    const mine = new Set(ids);
+    const histories = new Map((await Promise.all(ids.map((id) => engine.get(id)))).map((t) => [t.id, t.history.map((e) => e.seq)]));
+    const expected = [...histories].reduce((n, [, seqs]) => n + seqs.length, 0);
+
+    /** Reads the stream from `after` until `count` entries of these tasks were seen (PostgreSQL shows an entry once older transactions end). */
+    const read = async (after: string | undefined, count: number): Promise<Array<TaskEvent & { cursor?: string }>> => {
+      const got: Array<TaskEvent & { cursor?: string }> = [];
+      const stop = new AbortController();
+      const timer = setTimeout(() => stop.abort(), 20_000);
+      for await (const e of engine.events({ ...(after === undefined ? {} : { after }), pollMs: 20, signal: stop.signal })) {
+        if (!mine.has(e.taskId)) continue;
+        got.push(e);
+        if (got.length >= count) break;
+      }
+      clearTimeout(timer);
+      return got;
+    };
+    const all = await read(undefined, expected);
+    const keys = all.map((e) => `${e.taskId}#${e.seq}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const [id, seqs] of histories) expect(all.filter((e) => e.taskId === id).map((e) => e.seq)).toEqual(seqs);
+    expect(all.filter((e) => e.type === 'step:completed').length).toBe(12 * 2 + 3); // the retried task's a, report, then b
+    expect(all.filter((e) => e.type === 'step:failed').length).toBe(1);
+
+    // From any entry's cursor (one among step results delivered with an entry, too), the stream
+    // goes on with the entry right after it.
+    const amongResults = all.findIndex((e) => e.cursor?.includes('|'));
+    expect(amongResults).toBeGreaterThanOrEqual(0);
+    for (const at of [amongResults, Math.floor(all.length / 2), all.length - 3]) {
+      const cursor = all[at]?.cursor as string;
+      const rest = await read(cursor, 2);
+      expect(rest.map((e) => `${e.taskId}#${e.seq}`)).toEqual(keys.slice(at + 1, at + 3));
     }
-    const rest: TaskEvent[] = [];
-    const stop = new AbortController();
-    const timer = setTimeout(() => stop.abort(), 20_000);
-    for await (const e of engine.events({ after: firstHalf[firstHalf.length - 1]?.cursor as string, pollMs: 20, signal: stop.signal })) {
-      rest.push(e);
-      if (firstHalf.length + rest.length >= expected.length) break;
-    }
-    clearTimeout(timer);
-    const all = [...firstHalf, ...rest];
-    expect(all.map((e) => `${e.taskId}#${e.seq}`).sort()).toEqual(expected.sort());
-    // Per task, the global order keeps each task's own order.
-    for (const id of ids) {
-      const seqs = all.filter((e) => e.taskId === id).map((e) => e.seq);
-      expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
-    }
+    await expect(async () => {
+      for await (const e of engine.events({ after: 'x|0', follow: false })) void e;
+    }).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
 

@@ -1173,6 +1173,7 @@ for (const backend of backends) {
         const writer = s;
         const ids: string[] = [];
         const seen: string[] = [];
+        const prevOf = new Map<string, number>();
         let cursor: string | null = null;
         let writing = true;
         const writes = (async () => {
@@ -1187,9 +1188,10 @@ for (const backend of backends) {
           writing = false;
         })();
         const readPage = async (): Promise<number> => {
-          const page: { events: EventRow[]; cursor: string | null } = await s.readLog(cursor, 3);
+          const page: { events: Array<EventRow & { prevSeq: number }>; cursor: string | null } = await s.readLog(cursor, 3);
           expect(page.events.length).toBeLessThanOrEqual(3);
           seen.push(...page.events.map((e) => `${e.taskId}/${e.seq}`));
+          for (const e of page.events) prevOf.set(`${e.taskId}/${e.seq}`, e.prevSeq);
           if (page.events.length) expect(page.cursor).not.toBe(cursor);
           cursor = page.cursor;
           return page.events.length;
@@ -1209,10 +1211,12 @@ for (const backend of backends) {
         }, 'the tail of the log', 60_000);
         expect(seen.length).toBe(new Set(seen).size);
         expect([...seen].sort()).toEqual([...expected].sort());
-        // Per task, in seq order.
+        // Per task, in seq order, each naming the task's entry before it (the step results between
+        // them are the ones the journal rows carry).
         for (const id of ids) {
           const mine = seen.filter((k) => k.startsWith(`${id}/`)).map((k) => Number(k.split('/')[1]));
           expect(mine).toEqual([...mine].sort((x, y) => x - y));
+          expect(mine.map((seq) => prevOf.get(`${id}/${seq}`))).toEqual(mine.map((_seq, i) => (i === 0 ? 0 : mine[i - 1])));
         }
         expect(await s.readLog(cursor, 3)).toEqual({ events: [], cursor });
       }, 90_000);

@@ -10,7 +10,7 @@ import { Params, claimEntriesSql, sqlStatuses } from './sql-text.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { toEventRow, toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
 import type { EventRow, ListQuery, LogPage, SignalRow, StepRow, TaskRow } from '../store.ts';
-import { claimersOf, mergeLog } from '../log-entries.ts';
+import { RESULT_ENTRY_TYPES_SQL, claimersOf, mergeLog } from '../log-entries.ts';
 
 export async function getTask(c: PgContext, id: string): Promise<TaskRow | null> {
   return run(c, async () => {
@@ -85,7 +85,8 @@ export async function getEvents(c: PgContext, taskId: string, after = 0, limit?:
  * snapshot's xmin has ended (committed, its rows visible, or rolled back): no row can ever be
  * added below that line. So a page holds everything there is up to its last (xid, id), and a
  * later read from that cursor misses nothing. Entries of a transaction still running (or a
- * long transaction holding xmin back) wait until it ends. The cursor is `<xid>:<id>`.
+ * long transaction holding xmin back) wait until it ends. The cursor is `<xid>:<id>`. Step results
+ * moved out of journal rows are left out, and each row says its task's previous one (see `LogPage`).
  */
 export async function readLog(c: PgContext, after: string | null, limit: number): Promise<LogPage> {
   let xid = '0';
@@ -99,14 +100,17 @@ export async function readLog(c: PgContext, after: string | null, limit: number)
     const page = await rows(
       c,
       poolOf(c),
-      `SELECT task_id, seq, at, type, actor_kind, actor_id, data, xid::text AS xid_text, id FROM ${c.t.events}
-         WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot())
+      `SELECT task_id, seq, at, type, actor_kind, actor_id, data, xid::text AS xid_text, id,
+           coalesce((SELECT p.seq FROM ${c.t.events} p WHERE p.task_id = e.task_id AND p.seq < e.seq AND p.type NOT IN (${RESULT_ENTRY_TYPES_SQL})
+             ORDER BY p.seq DESC LIMIT 1), 0) AS prev_seq
+         FROM ${c.t.events} e
+         WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot()) AND type NOT IN (${RESULT_ENTRY_TYPES_SQL})
          ORDER BY xid, id LIMIT $3`,
       [xid, id, limit],
     );
     const last = page.at(-1);
     return {
-      events: page.map((r) => ({ ...toEventRow(r), cursor: `${String(r.xid_text)}:${String(r.id)}` })),
+      events: page.map((r) => ({ ...toEventRow(r), cursor: `${String(r.xid_text)}:${String(r.id)}`, prevSeq: Number(r.prev_seq) })),
       cursor: last ? `${String(last.xid_text)}:${String(last.id)}` : after,
     };
   });

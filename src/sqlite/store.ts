@@ -19,7 +19,7 @@ import { ClosedError, InvalidArgumentError, StoreRefusedError, StoreUnavailableE
 import {
   STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValuesOfTask, toEventRow, toSignalRow, toStepRow, toTaskRow, toChunkRow,
 } from '../rows.ts';
-import { claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
+import { RESULT_ENTRY_TYPES_SQL, claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
   ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend,
   ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
@@ -402,17 +402,20 @@ export class SqliteStore implements Store {
   /**
    * The log of every task in `id` order. Writers take the file's write lock one at a time and a
    * row's id is max(id) + 1 when it is inserted, so ids are assigned in commit order: a reader
-   * that resumes after the last id it saw misses nothing. The cursor is that id, as text.
+   * that resumes after the last id it saw misses nothing. The cursor is that id, as text. Step
+   * results moved out of journal rows are left out, and each row says its task's previous one (see `LogPage`).
    */
   async readLog(after: string | null, limit: number): Promise<LogPage> {
     const from = after === null ? 0 : Number(after);
     if (!Number.isSafeInteger(from)) throw new InvalidArgumentError(`Invalid log cursor "${after}"`);
     const rows = this.#translate(() => this.#stmt(
-      `SELECT e.id, t.id AS task_id, e.seq, e.at, e.type, e.actor_kind, e.actor_id, e.data
-       FROM stepwise_events e JOIN stepwise_tasks t ON t.no = e.task_no WHERE e.id > ? ORDER BY e.id LIMIT ?`,
+      `SELECT e.id, t.id AS task_id, e.seq, e.at, e.type, e.actor_kind, e.actor_id, e.data,
+         coalesce((SELECT p.seq FROM stepwise_events p WHERE p.task_no = e.task_no AND p.seq < e.seq AND p.type NOT IN (${RESULT_ENTRY_TYPES_SQL})
+           ORDER BY p.seq DESC LIMIT 1), 0) AS prev_seq
+       FROM stepwise_events e JOIN stepwise_tasks t ON t.no = e.task_no WHERE e.id > ? AND e.type NOT IN (${RESULT_ENTRY_TYPES_SQL}) ORDER BY e.id LIMIT ?`,
     ).all(from, limit)) as Raw[];
     const last = rows.at(-1);
-    return { events: rows.map((r) => ({ ...toEventRow(r), cursor: String(r.id) })), cursor: last ? String(last.id) : after };
+    return { events: rows.map((r) => ({ ...toEventRow(r), cursor: String(r.id), prevSeq: Number(r.prev_seq) })), cursor: last ? String(last.id) : after };
   }
 
   async getSignals(taskId: string): Promise<SignalRow[]> {
