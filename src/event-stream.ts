@@ -181,7 +181,7 @@ function parseCursor(after: string | null): { cursor: string | null; within: num
   const bar = after.lastIndexOf('|');
   if (bar < 0) return { cursor: after, within: 0 };
   const within = Number(after.slice(bar + 1));
-  if (!Number.isSafeInteger(within) || within < 1) throw new InvalidArgumentError(`Invalid log cursor "${after}": pass the cursor of an event as it was given.`);
+  if (!Number.isSafeInteger(within) || within < 1 || after.slice(0, bar) === 'now') throw new InvalidArgumentError(`Invalid log cursor "${after}": pass the cursor of an event as it was given.`);
   return { cursor: after.slice(0, bar) || null, within };
 }
 

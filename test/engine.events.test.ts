@@ -260,9 +260,11 @@ describe(`engine.events() (${TEST_STORE})`, () => {
       const rest = await read(cursor, 2);
       expect(rest.map((e) => `${e.taskId}#${e.seq}`)).toEqual(keys.slice(at + 1, at + 3));
     }
-    await expect(async () => {
-      for await (const e of engine.events({ after: 'x|0', follow: false })) void e;
-    }).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    for (const after of ['x|0', 'now|3', '12|x']) {
+      await expect(async () => {
+        for await (const e of engine.events({ after, follow: false })) void e;
+      }).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
   });
 });
 
