@@ -618,7 +618,7 @@ export class Engine {
         set: { error: null, incrementRetries: true, ...columns },
         steps: [{ ...reset, status: 'retrying', attempts: 0, wakeAt: null, finishedAt: null, done: null }],
         deleteSteps,
-        detail: { retry: task.retries + 1, fromStep: first?.name ?? reset.name, ...undoneDetail, forgotten },
+        detail: { retry: task.retries + 1, fromStep: (first ?? reset).name, ...undoneDetail, forgotten },
       };
     });
     return toSummary(row);

@@ -9,7 +9,7 @@
  * returns a promise that rejects) never fails the engine's work: it is reported as a process
  * warning with code `STEPWISE_OBSERVER`. Nothing else may patch into a run.
  */
-import { parseStepId } from './task-info.ts';
+import { engineKey, parseStepId } from './task-info.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
@@ -99,7 +99,7 @@ function warn(o: Observer, hook: string, e: unknown): void {
 /** The key a step passes to external APIs, from its task and step id. */
 export function idempotencyKeyOf(taskId: string, stepId: string): string {
   const { name, occurrence } = parseStepId(stepId);
-  return `v1:${taskId}:${name}#${occurrence}`;
+  return engineKey(taskId, name, occurrence);
 }
 
 type On = <K extends keyof WorkerEvents & string>(name: K, listener: (payload: WorkerEvents[K]) => void) => () => void;

@@ -134,6 +134,11 @@ export function parseStepId(stepId: string): { name: string; occurrence: number 
   return m ? { name: m[1] as string, occurrence: Number(m[2]) } : { name: stepId, occurrence: 1 };
 }
 
+/** The engine's idempotency key of a step without a business key: `v1:<task>:<name>#<occurrence>`. */
+export function engineKey(taskId: string, name: string, occurrence: number): string {
+  return `v1:${taskId}:${name}#${occurrence}`;
+}
+
 /** A journal row as users see it; `redo`: the task's counts of steps run again after an undo (`failure/redo.ts`). */
 export function toStepInfo(row: StepRow, redo: string | null = null): StepInfo {
   const { name, occurrence } = parseStepId(row.name);
@@ -150,7 +155,7 @@ export function toStepInfo(row: StepRow, redo: string | null = null): StepInfo {
     finishedAt: row.finishedAt,
     durationMs: row.startedAt !== null && row.finishedAt !== null ? row.finishedAt - row.startedAt : null,
     wakeAt: row.wakeAt,
-    idempotencyKey: row.kind === 'step' ? `v1:${row.taskId}:${name}#${occurrence}${redoSuffix(redo, row.name)}` : null,
+    idempotencyKey: row.kind === 'step' ? engineKey(row.taskId, name, occurrence) + redoSuffix(redo, row.name) : null,
     epoch: row.epoch,
   };
 }

@@ -19,6 +19,28 @@ function expectRebuilt(info: TaskInfo): void {
   expect(rebuilt.steps.map(journal)).toEqual(info.steps.map(journal));
 }
 
+/**
+ * A workflow whose step `b` fails for good until `fix()` is called; after the failure the code runs
+ * `report` and fails. It returns a + 1 (2) once b succeeds.
+ */
+function failsUntilFixed(name: string): { wf: ReturnType<typeof workflow>; fix: () => void } {
+  let failing = true;
+  const wf = workflow(name, async (ctx) => {
+    const a = await ctx.step('a', () => 1);
+    try {
+      await ctx.step('b', () => {
+        if (failing) throw new NonRetryableError('b is broken');
+        return 2;
+      });
+    } catch (e) {
+      await ctx.step('report', () => 'reported');
+      throw e;
+    }
+    return a + 1;
+  });
+  return { wf, fix: () => void (failing = false) };
+}
+
 function expectGapless(history: readonly TaskEvent[]): void {
   expect(history.map((e) => e.seq)).toEqual(history.map((_, i) => i + 1));
 }
@@ -58,20 +80,7 @@ describe(`the task event log (${TEST_STORE})`, () => {
   });
 
   it('rebuilds a task that failed, was retried from its failed step by a named user, and succeeded', async () => {
-    let failing = true;
-    const wf = workflow('flaky-once', async (ctx) => {
-      const a = await ctx.step('a', () => 1);
-      try {
-        await ctx.step('b', () => {
-          if (failing) throw new NonRetryableError('b is broken');
-          return 2;
-        });
-      } catch (e) {
-        await ctx.step('report', () => 'reported');
-        throw e;
-      }
-      return a + 1;
-    });
+    const { wf, fix } = failsUntilFixed('flaky-once');
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start(wf, undefined);
@@ -80,7 +89,7 @@ describe(`the task event log (${TEST_STORE})`, () => {
     expectRebuilt(failed);
     expect(failed.history[failed.history.length - 1]).toMatchObject({ type: 'transition', event: 'fail', error: { message: expect.stringContaining('b is broken') } });
 
-    failing = false;
+    fix();
     await engine.retry(id, { by: 'carol' });
     expect(await engine.result(id, { timeout: '10s' })).toBe(2);
     const info = await engine.get(id);
@@ -201,20 +210,7 @@ describe(`engine.events() (${TEST_STORE})`, () => {
       await ctx.step('a', () => n);
       return ctx.step('b', () => n * 2);
     });
-    let failing = true;
-    const flaky = workflow('flaky-then-fixed', async (ctx) => {
-      await ctx.step('a', () => 1);
-      try {
-        await ctx.step('b', () => {
-          if (failing) throw new NonRetryableError('b is broken');
-          return 2;
-        });
-      } catch (e) {
-        await ctx.step('report', () => 'reported');
-        throw e;
-      }
-      return 3;
-    });
+    const { wf: flaky, fix } = failsUntilFixed('flaky-then-fixed');
     const engine = makeEngine({ workflows: [wf, flaky] });
     await startWorker(engine, { concurrency: 8 });
     const ids = await Promise.all(Array.from({ length: 12 }, (_, i) => engine.start(wf, i).then((r) => r.id)));
@@ -223,7 +219,7 @@ describe(`engine.events() (${TEST_STORE})`, () => {
     // cross-task stream gives them once, with the failure they came before.
     const retried = (await engine.start(flaky)).id;
     await waitForStatus(engine, retried, 'failed');
-    failing = false;
+    fix();
     await engine.retry(retried);
     await engine.result(retried, { timeout: '20s' });
     ids.push(retried);

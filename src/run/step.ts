@@ -17,6 +17,7 @@ import { atMostOnceStep } from '../idempotency/at-most-once.ts';
 import type { Compensation } from './cleanup.ts';
 import { COMPENSATE, inScope, lateHalt } from './cleanup-scope.ts';
 import { redoSuffix } from '../failure/redo.ts';
+import { engineKey } from '../task-info.ts';
 
 type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
 
@@ -38,7 +39,7 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     if (bad) throw run.fail(bad);
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
-      idempotencyKey: (options.key === undefined ? `v1:${run.taskId}:${pos.name}#${pos.occurrence}` : businessKey(run, pos.stepId, options)) + redoSuffix(run.task.redo, pos.stepId),
+      idempotencyKey: (options.key === undefined ? engineKey(run.taskId, pos.name, pos.occurrence) : businessKey(run, pos.stepId, options)) + redoSuffix(run.task.redo, pos.stepId),
       attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), inCleanup: lateHalt(run.cleanup) !== null,
       undoable: typeof options.compensate === 'function' && !inScope(run.cleanup), firstStart: 0, started: 0,
       timeoutMs: undefined, policy: run.defaultRetry, base: 0,
