@@ -11,10 +11,11 @@ export interface WorkerEvents {
   'worker:stopped': { workerId: string };
   'run:claimed': { taskId: string; workflow: string; epoch: number; reclaimed: boolean };
   'run:finished': { taskId: string; workflow: string; status: string; durationMs: number };
-  'step:started': { taskId: string; step: string; attempt: number };
-  'step:completed': { taskId: string; step: string; attempt: number; durationMs: number };
-  'step:retrying': { taskId: string; step: string; attempt: number; delayMs: number; error: Error; parked: boolean };
-  'step:failed': { taskId: string; step: string; attempt: number; error: Error };
+  /** `idempotencyKey`: the key the attempt received (its business key for a step with `key`). */
+  'step:started': { taskId: string; step: string; idempotencyKey: string; attempt: number };
+  'step:completed': { taskId: string; step: string; idempotencyKey: string; attempt: number; durationMs: number };
+  'step:retrying': { taskId: string; step: string; idempotencyKey: string; attempt: number; delayMs: number; error: Error; parked: boolean };
+  'step:failed': { taskId: string; step: string; idempotencyKey: string; attempt: number; error: Error };
   'lease:lost': { taskId: string; epoch: number };
   /** Something went wrong in the worker itself (a claim or heartbeat failed); it keeps going. */
   'worker:error': { error: Error; during: string };

@@ -75,7 +75,7 @@ export function stepEntry(actorKind: ActorKind, actorId: string, s: StepRow): Ne
     data:
       `{"seq":${s.seq},"name":${str(s.name)},"kind":${str(s.kind)},"status":${str(s.status)},"output":${raw(s.output)},` +
       `"error":${raw(s.error)},"attempts":${s.attempts},"startedAt":${s.startedAt ?? 'null'},"finishedAt":${s.finishedAt ?? 'null'},` +
-      `"wakeAt":${s.wakeAt ?? 'null'},"epoch":${s.epoch},"done":${s.done ?? 'null'},"calledAfter":${s.calledAfter ?? 'null'}}`,
+      `"wakeAt":${s.wakeAt ?? 'null'},"epoch":${s.epoch},"done":${s.done ?? 'null'},"calledAfter":${s.calledAfter ?? 'null'},"businessKey":${s.businessKey === null ? 'null' : str(s.businessKey)}}`,
   };
 }
 

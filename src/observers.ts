@@ -9,7 +9,6 @@
  * returns a promise that rejects) never fails the engine's work: it is reported as a process
  * warning with code `STEPWISE_OBSERVER`. Nothing else may patch into a run.
  */
-import { engineKey, parseStepId } from './task-info.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
@@ -33,7 +32,11 @@ export interface AttemptInfo extends RunInfo {
   step: string;
   /** 1 for the first attempt. */
   attempt: number;
-  /** The key the step passes to external APIs (`v1:<task>:<step>#<n>`). */
+  /**
+   * The key this attempt received to pass to external APIs: `v1:<task>:<step>#<n>`, or
+   * `v<keyVersion>:<key>` for a step with a business key; a step run again after its undo has the
+   * suffix `:redo<n>`.
+   */
   idempotencyKey: string;
 }
 
@@ -96,12 +99,6 @@ function warn(o: Observer, hook: string, e: unknown): void {
   process.emitWarning(`Observer ${o.name ?? '(unnamed)'} threw in ${hook}: ${e instanceof Error ? e.message : String(e)}`, { code: 'STEPWISE_OBSERVER' });
 }
 
-/** The key a step passes to external APIs, from its task and step id. */
-export function idempotencyKeyOf(taskId: string, stepId: string): string {
-  const { name, occurrence } = parseStepId(stepId);
-  return engineKey(taskId, name, occurrence);
-}
-
 type On = <K extends keyof WorkerEvents & string>(name: K, listener: (payload: WorkerEvents[K]) => void) => () => void;
 
 /**
@@ -111,9 +108,9 @@ type On = <K extends keyof WorkerEvents & string>(name: K, listener: (payload: W
 export function observeWorker(on: On, workerId: string, observers: readonly Observer[]): () => void {
   const has = (hook: ObserverHook): boolean => observers.some((o) => typeof o[hook] === 'function');
   const runs = new Map<string, RunInfo>();
-  const attempt = (taskId: string, step: string, n: number): AttemptInfo => {
-    const run = runs.get(taskId) ?? { taskId, workflow: '', epoch: 0, workerId, reclaimed: false };
-    return { ...run, step, attempt: n, idempotencyKey: idempotencyKeyOf(taskId, step) };
+  const attempt = (e: { taskId: string; step: string; attempt: number; idempotencyKey: string }): AttemptInfo => {
+    const run = runs.get(e.taskId) ?? { taskId: e.taskId, workflow: '', epoch: 0, workerId, reclaimed: false };
+    return { ...run, step: e.step, attempt: e.attempt, idempotencyKey: e.idempotencyKey };
   };
   const offs = [
     on('run:claimed', (e) => {
@@ -130,12 +127,12 @@ export function observeWorker(on: On, workerId: string, observers: readonly Obse
   ];
   if (has('onApproval')) offs.push(on('approval:notice', (e) => notify(observers, 'onApproval', e)));
   // Step events are built by the run only when someone listens: subscribe only for hooks in use.
-  if (has('onStepStart')) offs.push(on('step:started', (e) => notify(observers, 'onStepStart', attempt(e.taskId, e.step, e.attempt))));
-  if (has('onStepEnd')) offs.push(on('step:completed', (e) => notify(observers, 'onStepEnd', { ...attempt(e.taskId, e.step, e.attempt), durationMs: e.durationMs })));
+  if (has('onStepStart')) offs.push(on('step:started', (e) => notify(observers, 'onStepStart', attempt(e))));
+  if (has('onStepEnd')) offs.push(on('step:completed', (e) => notify(observers, 'onStepEnd', { ...attempt(e), durationMs: e.durationMs })));
   if (has('onStepError')) {
     offs.push(
-      on('step:retrying', (e) => notify(observers, 'onStepError', { ...attempt(e.taskId, e.step, e.attempt), error: e.error, retrying: true, delayMs: e.delayMs })),
-      on('step:failed', (e) => notify(observers, 'onStepError', { ...attempt(e.taskId, e.step, e.attempt), error: e.error, retrying: false, delayMs: null })),
+      on('step:retrying', (e) => notify(observers, 'onStepError', { ...attempt(e), error: e.error, retrying: true, delayMs: e.delayMs })),
+      on('step:failed', (e) => notify(observers, 'onStepError', { ...attempt(e), error: e.error, retrying: false, delayMs: null })),
     );
   }
   return () => {

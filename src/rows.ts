@@ -31,6 +31,7 @@ export function toStepRow(r: Raw): StepRow {
     epoch: num(r.epoch),
     done: numOrNull(r.done),
     calledAfter: numOrNull(r.called_after),
+    businessKey: strOrNull(r.business_key),
   };
 }
 
@@ -61,15 +62,15 @@ export function toSignalRow(r: Raw): SignalRow {
 /** The step row's values in the column order of {@link STEP_COLUMNS}. */
 export const STEP_COLUMNS = [
   'task_id', 'seq', 'name', 'kind', 'status', 'output', 'error',
-  'attempts', 'started_at', 'finished_at', 'wake_at', 'epoch', 'done', 'called_after',
+  'attempts', 'started_at', 'finished_at', 'wake_at', 'epoch', 'done', 'called_after', 'business_key',
 ] as const;
 
 /** The step rows' values as one array per column, in the order of {@link STEP_COLUMNS} (for `unnest`). */
 export function stepColumnArrays(rows: readonly StepRow[]): unknown[][] {
   const n = rows.length;
   const cols: unknown[][] = STEP_COLUMNS.map(() => new Array<unknown>(n));
-  const [taskId, seq, name, kind, status, output, error, attempts, startedAt, finishedAt, wakeAt, epoch, done, calledAfter] = cols as [
-    unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[],
+  const [taskId, seq, name, kind, status, output, error, attempts, startedAt, finishedAt, wakeAt, epoch, done, calledAfter, businessKey] = cols as [
+    unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[],
   ];
   for (let r = 0; r < n; r++) {
     const s = rows[r] as StepRow;
@@ -87,17 +88,18 @@ export function stepColumnArrays(rows: readonly StepRow[]): unknown[][] {
     epoch[r] = s.epoch;
     done[r] = s.done;
     calledAfter[r] = s.calledAfter;
+    businessKey[r] = s.businessKey;
   }
   return cols;
 }
 
 /** {@link stepValues} without the task id (the SQLite journal refers to its task by its key). */
 export function stepValuesOfTask(s: StepRow): unknown[] {
-  return [s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, s.calledAfter];
+  return [s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, s.calledAfter, s.businessKey];
 }
 
 export function stepValues(s: StepRow): unknown[] {
-  return [s.taskId, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, s.calledAfter];
+  return [s.taskId, s.seq, s.name, s.kind, s.status, s.output, s.error, s.attempts, s.startedAt, s.finishedAt, s.wakeAt, s.epoch, s.done, s.calledAfter, s.businessKey];
 }
 
 export function isRaw(v: unknown): v is { raw: string } {

@@ -121,6 +121,11 @@ export interface StepRow {
    * `null` on rows written before it was recorded.
    */
   calledAfter: number | null;
+  /**
+   * A step with a business key: `v<keyVersion>:<key>`, the key its attempts receive (before any
+   * `:redo<n>` suffix); `null` for every other row (its key is the engine's, from task and name).
+   */
+  businessKey: string | null;
 }
 
 /** Who caused an entry of the event log. */

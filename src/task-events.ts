@@ -140,7 +140,7 @@ export function toTaskEvent(row: EventRow): TaskEvent {
         type: row.type,
         step: {
           seq: s.seq, name: s.name, kind: s.kind, status: s.status, output: s.output ?? undefined, error: s.error ?? null, attempts: s.attempts,
-          startedAt: s.startedAt, finishedAt: s.finishedAt, wakeAt: s.wakeAt, epoch: s.epoch, done: s.done, calledAfter: s.calledAfter ?? null,
+          startedAt: s.startedAt, finishedAt: s.finishedAt, wakeAt: s.wakeAt, epoch: s.epoch, done: s.done, calledAfter: s.calledAfter ?? null, businessKey: s.businessKey ?? null,
         },
       };
     }

@@ -83,7 +83,11 @@ export interface StepInfo {
   finishedAt: number | null;
   durationMs: number | null;
   wakeAt: number | null;
-  /** The key passed to the step (`v1:<task>:<name>#<n>`); `null` for sleeps and event waits. */
+  /**
+   * The key the step's attempts received: `v1:<task>:<name>#<n>`, or `v<keyVersion>:<key>` for a
+   * step with a business key (`:redo<n>` after either once an undo made it run again); `null` for
+   * sleeps and event waits.
+   */
   idempotencyKey: string | null;
   /** Epoch of the run that recorded it. */
   epoch: number;
@@ -155,7 +159,7 @@ export function toStepInfo(row: StepRow, redo: string | null = null): StepInfo {
     finishedAt: row.finishedAt,
     durationMs: row.startedAt !== null && row.finishedAt !== null ? row.finishedAt - row.startedAt : null,
     wakeAt: row.wakeAt,
-    idempotencyKey: row.kind === 'step' ? engineKey(row.taskId, name, occurrence) + redoSuffix(redo, row.name) : null,
+    idempotencyKey: row.kind === 'step' ? (row.businessKey ?? engineKey(row.taskId, name, occurrence)) + redoSuffix(redo, row.name) : null,
     epoch: row.epoch,
   };
 }

@@ -2,7 +2,7 @@
 // running beside the one that ended the task, and a worker that stops during a cleanup step that
 // ignores its signal.
 import { describe, expect, it } from 'vitest';
-import { NonRetryableError, workflow, type TaskInfo } from '../src/index.ts';
+import { NonRetryableError, rebuildTask, workflow, type Observer, type TaskInfo } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { eventually, gate, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
 
@@ -66,7 +66,10 @@ describe('retry after a cleanup that undid steps', () => {
         if (declines-- > 0) throw new NonRetryableError('card declined');
       });
     });
-    const engine = makeEngine({ workflows: [wf] });
+    // Observers see the key each attempt received (not one rebuilt from the task and step id).
+    const observed: string[] = [];
+    const observer: Observer = { onStepStart: (a) => void (a.step !== 'charge' && observed.push(a.idempotencyKey)) };
+    const engine = makeEngine({ workflows: [wf], observers: [observer] });
     await startWorker(engine);
     const { id } = await engine.start(wf);
     for (let round = 0; round < 2; round++) {
@@ -81,9 +84,13 @@ describe('retry after a cleanup that undid steps', () => {
       `book ${k('book', ':redo1')}`, 'reserve v1:seat:order-9:redo1', `unreserve ${k('compensate:reserve', ':redo1')}`, `unbook ${k('compensate:book', ':redo1')}`,
       `book ${k('book', ':redo2')}`, 'reserve v1:seat:order-9:redo2',
     ]);
+    expect(observed).toEqual(keys.map((line) => line.slice(line.indexOf(' ') + 1)));
     const info = await engine.get(id);
     expect(info.steps.find((s) => s.name === 'book')?.idempotencyKey).toBe(k('book', ':redo2'));
     expect(info.steps.find((s) => s.name === 'prepare')?.idempotencyKey).toBe(k('prepare'));
+    // The business-keyed step shows the key it received, from its row and from the task's log alone.
+    expect(info.steps.find((s) => s.name === 'reserve')?.idempotencyKey).toBe('v1:seat:order-9:redo2');
+    expect(rebuildTask(info.history).steps.find((s) => s.name === 'reserve')?.businessKey).toBe('v1:seat:order-9');
   });
 
   it('keeps a step that ran beside the undone one (a Promise.all branch without compensation): its side effect is not repeated', async () => {

@@ -64,7 +64,7 @@ const id = (n: number): string => `task-${String(n).padStart(6, '0')}`;
 const runningIds = (k: number): string[] => Array.from({ length: k }, (_, i) => id((i + 1) * 10 * Math.floor(RUNNING / k)));
 const step = (taskId: string, seq: number): StepRow => ({
   taskId, seq, name: `s${seq}`, kind: 'step', status: 'completed', output: '1', error: null,
-  attempts: 1, startedAt: NOW, finishedAt: NOW, wakeAt: null, epoch: 1, done: null, calledAfter: null,
+  attempts: 1, startedAt: NOW, finishedAt: NOW, wakeAt: null, epoch: 1, done: null, calledAfter: null, businessKey: null,
 });
 
 describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {

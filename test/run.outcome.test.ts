@@ -14,7 +14,7 @@ import { CODE_RUNNING, inScope, lateHalt, refusalOf } from '../src/run/cleanup-s
 
 const row = (seq: number, name: string, kind: StepRow['kind'], fields: Partial<StepRow> = {}): StepRow => ({
   taskId: 't1', seq, name, kind, status: 'completed', output: null, error: null, attempts: 0, startedAt: null,
-  finishedAt: null, wakeAt: null, epoch: 1, done: null, calledAfter: null, ...fields,
+  finishedAt: null, wakeAt: null, epoch: 1, done: null, calledAfter: null, businessKey: null, ...fields,
 });
 
 const sleepWait: Wait = {

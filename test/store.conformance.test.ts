@@ -187,7 +187,7 @@ function claimRequest(ns: Namespace, over: Partial<ClaimRequest> = {}): ClaimReq
 function stepRow(taskId: string, seq: number, epoch: number, over: Partial<StepRow> = {}): StepRow {
   return {
     taskId, seq, name: `s${seq}`, kind: 'step', status: 'completed', output: JSON.stringify({ seq }), error: null,
-    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch, done: seq + 1, calledAfter: seq, ...over,
+    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch, done: seq + 1, calledAfter: seq, businessKey: null, ...over,
   };
 }
 
@@ -781,6 +781,26 @@ for (const backend of backends) {
         expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch, { attempts: 2 }), consume }])).toEqual([true]);
         expect(await store.getSteps(task.id)).toEqual([stepRow(task.id, 0, task.epoch, { attempts: 2 })]);
         expect((await store.getSignals(task.id))[0]?.consumedSeq).toBe(0);
+      });
+
+      it('a step\'s business key is kept on its journal row and in its log entry: written alone, in a batch, with a transition, and when the transition deletes the row', async () => {
+        const a = await claimedTask(store, ns);
+        const b = await claimedTask(store, ns);
+        expect(await store.writeBatch([{ kind: 'step', taskId: a.id, epoch: a.epoch, step: stepRow(a.id, 0, a.epoch, { businessKey: 'v1:order-42' }) }])).toEqual([true]);
+        expect(await store.writeBatch([
+          { kind: 'step', taskId: a.id, epoch: a.epoch, step: stepRow(a.id, 1, a.epoch, { businessKey: 'v2:invoice-7' }) },
+          { kind: 'step', taskId: b.id, epoch: b.epoch, step: stepRow(b.id, 0, b.epoch) },
+        ])).toEqual([true, true]);
+        const running = await mustGet(store, a.id);
+        // The transition deletes row 1: its entry moves to the log's own rows, key included.
+        expect(await store.transition(write(running, {
+          event: 'complete', to: 'succeeded', guard: { epoch: a.epoch }, workerId: 'w1', set: { output: '"done"', clearLease: true, finishedAt: T0 + 100 },
+          steps: [stepRow(a.id, 2, a.epoch, { businessKey: 'v1:ship-9' })], deleteSteps: [1],
+        }))).toMatchObject({ status: 'succeeded' });
+        expect(await store.getSteps(a.id)).toEqual([stepRow(a.id, 0, a.epoch, { businessKey: 'v1:order-42' }), stepRow(a.id, 2, a.epoch, { businessKey: 'v1:ship-9' })]);
+        expect(await store.getSteps(b.id)).toEqual([stepRow(b.id, 0, b.epoch)]);
+        const keys = (await store.getEvents(a.id)).filter((e) => e.type === 'step:completed').map((e) => (JSON.parse(e.data ?? '{}') as { businessKey: unknown }).businessKey);
+        expect(keys).toEqual(['v1:order-42', 'v2:invoice-7', 'v1:ship-9']);
       });
 
       it('writeBatch guards each op on its own: refused ops do not undo accepted ones', async () => {

@@ -53,7 +53,7 @@ async function claimedTasks(store: Store, n: number): Promise<TaskRow[]> {
 function step(task: TaskRow, name: string): StepRow {
   return {
     taskId: task.id, seq: 0, name, kind: 'step', status: 'completed', output: '1', error: null,
-    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch: task.epoch, done: 1, calledAfter: 0,
+    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch: task.epoch, done: 1, calledAfter: 0, businessKey: null,
   };
 }
 

@@ -80,6 +80,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "a7bb53a8b890e3c0",
     "sql": "-- stepwise_tasks.has_cleanup  1 when the last run of the task ended, unfinished, with cleanup\n--                             registered: `ctx.onCancel` handlers, or completed steps with a\n--                             compensation. A cancel of such a task while it is pending, waiting or\n--                             paused goes through `cancelling`, and a failure by the dwell scanner\n--                             makes it due, so that a worker replays it and runs that cleanup;\n--                             without it both are immediate.\n\nALTER TABLE stepwise_tasks ADD COLUMN has_cleanup INTEGER NOT NULL DEFAULT 0;\n\n-- stepwise_tasks.redo  JSON object: the steps a retry runs again because their compensation undid\n--                      them, each with how many retries did so (`{\"book\":1}`), or NULL. Such a\n--                      step's idempotency key (and its compensation's) ends `:redo<n>`, so that an\n--                      API that deduplicates does not hand back the effect that was undone.\n\nALTER TABLE stepwise_tasks ADD COLUMN redo TEXT;\n"
+  },
+  {
+    "id": 12,
+    "name": "step_business_key",
+    "breaking": false,
+    "checksum": "adfa336d9c6118a4",
+    "sql": "-- stepwise_steps.business_key  for a step with a business key (`ctx.step(name, fn, { key })`):\n--                              `v<keyVersion>:<key>`, the key its attempts received (before any\n--                              `:redo<n>` suffix); NULL for every other row, whose key is the\n--                              engine's `v1:<task>:<name>#<n>`. Rows written before this column\n--                              existed are NULL.\n\nALTER TABLE stepwise_steps ADD COLUMN business_key TEXT;\n"
   }
 ];
 
@@ -161,5 +168,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "ffd8c8164eb8db13",
     "sql": "-- tasks.has_cleanup  true when the last run of the task ended, unfinished, with cleanup registered:\n--                    `ctx.onCancel` handlers, or completed steps with a compensation. A cancel of\n--                    such a task while it is pending, waiting or paused goes through `cancelling`,\n--                    and a failure by the dwell scanner makes it due, so that a worker replays it\n--                    and runs that cleanup; without it both are immediate. A constant default\n--                    rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN has_cleanup BOOLEAN NOT NULL DEFAULT FALSE;\n\n-- tasks.redo  JSON object: the steps a retry runs again because their compensation undid them,\n--             each with how many retries did so (`{\"book\":1}`), or NULL. Such a step's idempotency\n--             key (and its compensation's) ends `:redo<n>`, so that an API that deduplicates does\n--             not hand back the effect that was undone.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN redo TEXT;\n"
+  },
+  {
+    "id": 12,
+    "name": "step_business_key",
+    "breaking": false,
+    "checksum": "a10e6bb837587c58",
+    "sql": "-- steps.business_key  for a step with a business key (`ctx.step(name, fn, { key })`):\n--                     `v<keyVersion>:<key>`, the key its attempts received (before any `:redo<n>`\n--                     suffix); NULL for every other row, whose key is the engine's\n--                     `v1:<task>:<name>#<n>`. Adding a nullable column rewrites nothing; rows\n--                     written before it (and by processes of an earlier version) are NULL.\n\nALTER TABLE :SCHEMA.steps ADD COLUMN business_key TEXT;\n"
   }
 ];

@@ -35,7 +35,7 @@ export const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
 export const DB_NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint';
 
 /** SQL types of {@link STEP_COLUMNS}, in order. */
-export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer', 'integer'] as const;
+export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer', 'integer', 'text'] as const;
 
 
 export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');

@@ -84,7 +84,7 @@ function transitionSql(c: PgContext, w: TransitionWrite): { text: string; values
           coalesce((SELECT e.actor_id FROM (${claimEntriesSql(t, 's.task_id')}) e WHERE (e.data::json->>'epoch')::int = s.epoch LIMIT 1), 'unknown'),
           json_build_object('seq', s.seq, 'name', s.name, 'kind', s.kind, 'status', s.status, 'output', s.output::json, 'error', s.error::json,
             'attempts', s.attempts, 'startedAt', s.started_at, 'finishedAt', s.finished_at, 'wakeAt', s.wake_at, 'epoch', s.epoch,
-            'done', s.done, 'calledAfter', s.called_after)::text
+            'done', s.done, 'calledAfter', s.called_after, 'businessKey', s.business_key)::text
         FROM ${t.steps} s WHERE s.task_id = ${id} AND s.log_seq IS NOT NULL AND s.seq = ANY(${p.add(touched, 'integer[]')}) AND EXISTS (SELECT 1 FROM upd)
       )`;
   }

@@ -74,6 +74,8 @@ export class RunCore {
   seq = 0;
   /** Per position: the `done` of the last result the code had received when it made the call. */
   readonly calledAfter = new Map<number, number>();
+  /** Per position of a step with a business key: that key (`v<keyVersion>:<key>`), kept on its rows. */
+  readonly businessKeys = new Map<number, string>();
   readonly occurrences = new Map<string, number>();
   /** Signals sent to the task and not consumed yet. */
   readonly signals: SignalRow[];

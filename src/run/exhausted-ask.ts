@@ -27,7 +27,7 @@ type Consume = { signalId: number; seq: number } | undefined;
 export type ExhaustedOutcome<T> = { retry: true } | { retry: false; done: Promise<T> };
 
 function failed<T>(run: RunCore, c: StepCall<T>, error: Error, consume: Consume): Promise<T> {
-  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, error });
+  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, error });
   const row = journalRow(run, c.seq, c.stepId, 'step', {
     status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
   });
@@ -75,7 +75,7 @@ export async function askOnExhausted<T>(run: RunCore, c: StepCall<T>, error: Err
     case 'fail':
       return { retry: false, done: failed(run, c, error, consume) };
     case 'skip':
-      run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, error });
+      run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, error });
       return { retry: false, done: completed(run, c, encodeJson(c.options.fallback, `The fallback of step "${c.stepId}"`), error, consume) };
     case 'supply': {
       let output: string | null;

@@ -121,7 +121,8 @@ function cleanupPosition(run: RunCore, name: string, kind: StepKind, given: numb
 export function journalRow(run: RunCore, seq: number, stepId: string, kind: StepKind, fields: Partial<StepRow>): StepRow {
   return {
     taskId: run.taskId, seq, name: stepId, kind, status: 'completed', output: null, error: null,
-    attempts: 0, startedAt: null, finishedAt: null, wakeAt: null, epoch: run.epoch, done: null, calledAfter: run.calledAfter.get(seq) ?? null, ...fields,
+    attempts: 0, startedAt: null, finishedAt: null, wakeAt: null, epoch: run.epoch, done: null, calledAfter: run.calledAfter.get(seq) ?? null,
+    businessKey: run.businessKeys.get(seq) ?? null, ...fields,
   };
 }
 

@@ -118,7 +118,7 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     }
     c.attempt++;
     c.started = clock.now();
-    if (hears('step:started')) emit('step:started', { taskId: run.taskId, step: c.stepId, attempt: c.attempt });
+    if (hears('step:started')) emit('step:started', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt });
     let value: T;
     if (c.undoable) run.undoable.add(c.stepId);
     try {
@@ -161,7 +161,7 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       // A repair runs again at once (the fix is in the feedback, not in waiting).
       const delayMs = repair ? 0 : backoffMs(c.policy, c.attempt - c.repairs - c.base, cls.retryAfterMs === undefined ? error : { retryAfterMs: cls.retryAfterMs });
       const wakeAt = clock.now() + delayMs;
-      emit('step:retrying', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, delayMs, error, parked: delayMs > parkAfterMs });
+      emit('step:retrying', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, delayMs, error, parked: delayMs > parkAfterMs });
       c.lastError = error;
       const wait = retryWait(run, c, wakeAt);
       // Each failed attempt is recorded (its error, the attempt count, when the next one is due):
@@ -194,8 +194,8 @@ function classify(run: RunCore, c: StepCall<unknown>, raw: unknown): ErrorClass 
 }
 
 /** The step failed for good: the code receives a StepFailedError (recorded like any result). */
-export function stepFailed<T>(run: RunCore, c: Pick<StepCall<T>, 'seq' | 'stepId' | 'attempt' | 'firstStart'>, error: Error): Promise<T> {
-  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, error });
+export function stepFailed<T>(run: RunCore, c: Pick<StepCall<T>, 'seq' | 'stepId' | 'attempt' | 'firstStart' | 'idempotencyKey'>, error: Error): Promise<T> {
+  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, error });
   const failed = journalRow(run, c.seq, c.stepId, 'step', {
     status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
   });
@@ -224,7 +224,7 @@ function stepSucceeded<T>(run: RunCore, c: StepCall<T>, value: T): Promise<T> {
     undefined,
     // Reported once the result is durable (a step reported completed never runs again).
     () => {
-      if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, attempt, durationMs: finishedAt - c.started });
+      if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt, durationMs: finishedAt - c.started });
     },
   );
 }

@@ -37,9 +37,11 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     }
     const bad = checkFailureOptions(pos.stepId, options);
     if (bad) throw run.fail(bad);
+    const business = options.key === undefined ? null : businessKey(run, pos.stepId, options);
+    if (business !== null) run.businessKeys.set(pos.seq, business);
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
-      idempotencyKey: (options.key === undefined ? engineKey(run.taskId, pos.name, pos.occurrence) : businessKey(run, pos.stepId, options)) + redoSuffix(run.task.redo, pos.stepId),
+      idempotencyKey: (business ?? engineKey(run.taskId, pos.name, pos.occurrence)) + redoSuffix(run.task.redo, pos.stepId),
       attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), inCleanup: lateHalt(run.cleanup) !== null,
       undoable: typeof options.compensate === 'function' && !inScope(run.cleanup), firstStart: 0, started: 0,
       timeoutMs: undefined, policy: run.defaultRetry, base: 0,

@@ -15,11 +15,13 @@
  * step's.
  */
 import { LeaseLostError, StepFailedError, coerceError, InvalidArgumentError } from '../errors.ts';
+import { redoSuffix } from '../failure/redo.ts';
 import { faultPoint } from '../fault-points.ts';
 import { checkSize } from '../limits.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
 import { decodeError, decodeJson, deserializeError, encodeJson } from '../serialize.ts';
 import type { StepRow, StepWrite } from '../store.ts';
+import { engineKey } from '../task-info.ts';
 import type { Transaction } from '../transaction-types.ts';
 import type { TransactionOptions } from '../workflow.ts';
 import { parked, type Activity } from './activity.ts';
@@ -34,6 +36,8 @@ type TxFn = (tx: Transaction) => Promise<unknown>;
 interface TxCall {
   seq: number;
   stepId: string;
+  /** The step's key as observers and `StepInfo` report it (the function itself receives none). */
+  idempotencyKey: string;
   fn: TxFn;
   policy: RetryPolicy;
   activity: Activity;
@@ -59,7 +63,7 @@ const TRANSACTION: Primitive<TxFn, TransactionOptions | undefined, TxCall, unkno
       throw run.fail(new InvalidArgumentError(`ctx.transaction("${pos.name}"): ${coerceError(e).message}`, { cause: e }));
     }
     return {
-      seq: pos.seq, stepId: pos.stepId, fn, policy, activity: null as unknown as Activity, attempt: pos.recorded?.attempts ?? 0, firstStart: 0,
+      seq: pos.seq, stepId: pos.stepId, idempotencyKey: engineKey(run.taskId, pos.name, pos.occurrence) + redoSuffix(run.task.redo, pos.stepId), fn, policy, activity: null as unknown as Activity, attempt: pos.recorded?.attempts ?? 0, firstStart: 0,
       runner: store.runInTransaction.bind(store) as TxCall['runner'],
     };
   },
@@ -82,7 +86,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
       return parked(run);
     }
     c.attempt++;
-    if (hears('step:started')) emit('step:started', { taskId: run.taskId, step: c.stepId, attempt: c.attempt });
+    if (hears('step:started')) emit('step:started', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt });
     const started = clock.now();
     let output: string | null = null;
     let done = 0;
@@ -107,7 +111,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
       const error = coerceError(raw);
       if (!shouldRetry(c.policy, error, c.attempt)) return stepFailed(run, c, error);
       const delayMs = backoffMs(c.policy, c.attempt, error);
-      emit('step:retrying', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, delayMs, error, parked: false });
+      emit('step:retrying', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, delayMs, error, parked: false });
       await clock.sleep(delayMs, run.signal);
       continue;
     }
@@ -117,7 +121,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
       throw haltReason(run.state);
     }
     faultPoint('transaction:committed');
-    if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, attempt: c.attempt, durationMs: clock.now() - started });
+    if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, durationMs: clock.now() - started });
     const result = output;
     return run.replay.inOrder(Promise.resolve().then(() => decodeJson(result)), done);
   }
