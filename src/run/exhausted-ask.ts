@@ -11,7 +11,7 @@
  * fails it with an INVALID_ARGUMENT error naming the approval. The outcome is written with the
  * step's row, consuming the approval's wake-up signal, so a crash never applies it twice.
  */
-import { InvalidArgumentError, StepFailedError, type NotSerializableError } from '../errors.ts';
+import { InvalidArgumentError, type NotSerializableError } from '../errors.ts';
 import { ASK_PREFIX, askOptions, parseExhausted } from '../approvals/decision-data.ts';
 import { classOf } from '../failure/classify.ts';
 import { checkSize } from '../limits.ts';
@@ -19,23 +19,12 @@ import { decodeError, encodeError, encodeJson } from '../serialize.ts';
 import type { RunCore } from './core.ts';
 import { journalRow } from './identity.ts';
 import { stepAsk } from './step-ask.ts';
-import type { StepCall } from './step-attempt.ts';
+import { stepFailed, type StepCall } from './step-attempt.ts';
 
 type Consume = { signalId: number; seq: number } | undefined;
 
 /** What the step does after the decision: attempt again, or the recorded outcome the code receives. */
 export type ExhaustedOutcome<T> = { retry: true } | { retry: false; done: Promise<T> };
-
-function failed<T>(run: RunCore, c: StepCall<T>, error: Error, consume: Consume): Promise<T> {
-  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, error });
-  const row = journalRow(run, c.seq, c.stepId, 'step', {
-    status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
-  });
-  const attempts = c.attempt;
-  return run.writer.complete(row, () => {
-    throw new StepFailedError(c.stepId, attempts, error);
-  }, consume);
-}
 
 function completed<T>(run: RunCore, c: StepCall<T>, output: string | null, error: Error | null, consume: Consume): Promise<T> {
   const row = journalRow(run, c.seq, c.stepId, 'step', {
@@ -64,16 +53,16 @@ export async function askOnExhausted<T>(run: RunCore, c: StepCall<T>, error: Err
     fields: { attempts: c.attempt, error: encodeError(error), startedAt: c.firstStart },
     resume,
   });
-  if (!decision.approved) return { retry: false, done: failed(run, c, error, consume) };
+  if (!decision.approved) return { retry: false, done: stepFailed(run, c, error, consume) };
   const parsed = parseExhausted(decision.data, canSkip);
   if (!parsed.ok) {
     const bad = new InvalidArgumentError(`Step "${c.stepId}": the decision on approval ${approvalId} cannot be applied: ${parsed.problem}.`);
-    return { retry: false, done: failed(run, c, bad, consume) };
+    return { retry: false, done: stepFailed(run, c, bad, consume) };
   }
   const action = parsed.value;
   switch (action.action) {
     case 'fail':
-      return { retry: false, done: failed(run, c, error, consume) };
+      return { retry: false, done: stepFailed(run, c, error, consume) };
     case 'skip':
       run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, error });
       return { retry: false, done: completed(run, c, encodeJson(c.options.fallback, `The fallback of step "${c.stepId}"`), error, consume) };
@@ -83,7 +72,7 @@ export async function askOnExhausted<T>(run: RunCore, c: StepCall<T>, error: Err
         output = encodeJson(action.output, () => `The output supplied for step "${c.stepId}"`);
         checkSize(output, run.deps.outputBytes, () => `The output supplied for step "${c.stepId}"`, 'outputBytes');
       } catch (x) {
-        return { retry: false, done: failed(run, c, x as NotSerializableError, consume) };
+        return { retry: false, done: stepFailed(run, c, x as NotSerializableError, consume) };
       }
       return { retry: false, done: completed(run, c, output, null, consume) };
     }

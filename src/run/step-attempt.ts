@@ -194,7 +194,12 @@ function classify(run: RunCore, c: StepCall<unknown>, raw: unknown): ErrorClass 
 }
 
 /** The step failed for good: the code receives a StepFailedError (recorded like any result). */
-export function stepFailed<T>(run: RunCore, c: Pick<StepCall<T>, 'seq' | 'stepId' | 'attempt' | 'firstStart' | 'idempotencyKey'>, error: Error): Promise<T> {
+export function stepFailed<T>(
+  run: RunCore,
+  c: Pick<StepCall<T>, 'seq' | 'stepId' | 'attempt' | 'firstStart' | 'idempotencyKey'>,
+  error: Error,
+  consume?: { signalId: number; seq: number },
+): Promise<T> {
   run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, error });
   const failed = journalRow(run, c.seq, c.stepId, 'step', {
     status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
@@ -202,7 +207,7 @@ export function stepFailed<T>(run: RunCore, c: Pick<StepCall<T>, 'seq' | 'stepId
   const attempts = c.attempt;
   return run.writer.complete(failed, () => {
     throw new StepFailedError(c.stepId, attempts, error);
-  });
+  }, consume);
 }
 
 /** Records the step's output (handed back as its JSON copy, as a replay would). */
