@@ -15,6 +15,7 @@
 import { InvalidArgumentError } from './errors.ts';
 import { isFinished } from './lifecycle.ts';
 import type { LocalBus } from './local-bus.ts';
+import { RESULT_ENTRY_TYPES } from './log-entries.ts';
 import type { EventRow, Store } from './store.ts';
 import { toStreamEvent, type StreamEvent } from './stream-frames.ts';
 import { toTaskEvent, type TaskEvent } from './task-events.ts';
@@ -143,10 +144,20 @@ export async function* taskEvents(store: Store, bus: LocalBus, taskId: string, o
  * The entries of every task after a cursor, as they are appended. The stores' log of every task
  * holds the entries stored on their own; a task's step results, which its journal rows carry, come
  * with the task's next such entry (its end, a park, a signal…), right before it, in the task's
- * order. A cursor among those results is `<the cursor before that entry>|<seq of the last result>`.
+ * order. Where the store's order is not a task's seq order (PostgreSQL, see `LogPage.prevSeq`),
+ * the task's entries of lower seq placed after an entry come right before it too, and are passed
+ * over when their place comes: each task's entries arrive once and in seq order.
+ *
+ * A cursor is the store's, then what the reader has delivered beyond it: `<store cursor>`, or
+ * `<store cursor>|<seq>` for a place among the entries delivered with the next row (the seq of the
+ * last of them), or `<store cursor>|<seq>|<ahead>` while entries delivered early have not reached
+ * their place yet (`<task>:<seq>` pairs, comma-separated, task ids URI-encoded; `<seq>` is then
+ * 0 for no place among the next row's).
  */
 export async function* allEvents(store: Store, bus: LocalBus, options: EventsOptions): AsyncGenerator<TaskEvent & { cursor: string }> {
-  let { cursor, within } = parseCursor(typeof options.after === 'string' ? options.after : null);
+  const start = parseCursor(typeof options.after === 'string' ? options.after : null);
+  let { cursor, within } = start;
+  const { ahead } = start;
   if (cursor === 'now') cursor = await endCursor(store);
   const follow = options.follow ?? true;
   const pollMs = options.pollMs ?? 500;
@@ -154,18 +165,25 @@ export async function* allEvents(store: Store, bus: LocalBus, options: EventsOpt
     if (options.signal?.aborted) return;
     const page = await store.readLog(cursor, PAGE);
     for (const row of page.events) {
-      // The step results since the task's previous entry of its own (or since the cursor's place among them).
+      if (ahead.delete(aheadKey(row.taskId, row.seq))) {
+        // Delivered early, before an entry of its task with a higher seq.
+        cursor = row.cursor;
+        within = 0;
+        continue;
+      }
+      // The entries since the task's previous one placed before this row (or since the cursor's place among them).
       const from = Math.max(row.prevSeq, within);
       within = 0;
       if (from < row.seq - 1) {
-        for (const result of await store.getEvents(row.taskId, from, row.seq - from - 1)) {
-          if (result.seq >= row.seq) break;
-          yield { ...toTaskEvent(result), cursor: `${cursor ?? ''}|${result.seq}` };
+        for (const before of await store.getEvents(row.taskId, from, row.seq - from - 1)) {
+          if (before.seq >= row.seq) break;
+          if (!RESULT_ENTRY_TYPES.includes(before.type)) ahead.add(aheadKey(row.taskId, before.seq));
+          yield { ...toTaskEvent(before), cursor: formatCursor(cursor, before.seq, ahead) };
           if (options.signal?.aborted) return;
         }
       }
       cursor = row.cursor;
-      yield { ...toTaskEvent(row), cursor: row.cursor };
+      yield { ...toTaskEvent(row), cursor: formatCursor(cursor, 0, ahead) };
       if (options.signal?.aborted) return;
     }
     if (page.cursor !== null) cursor = page.cursor;
@@ -175,14 +193,40 @@ export async function* allEvents(store: Store, bus: LocalBus, options: EventsOpt
   }
 }
 
-/** A cross-task cursor: the store's, and the seq of the last step result delivered with the entry after it (0: none). */
-function parseCursor(after: string | null): { cursor: string | null; within: number } {
-  if (after === null) return { cursor: null, within: 0 };
-  const bar = after.lastIndexOf('|');
-  if (bar < 0) return { cursor: after, within: 0 };
-  const within = Number(after.slice(bar + 1));
-  if (!Number.isSafeInteger(within) || within < 1 || after.slice(0, bar) === 'now') throw new InvalidArgumentError(`Invalid log cursor "${after}": pass the cursor of an event as it was given.`);
-  return { cursor: after.slice(0, bar) || null, within };
+/** An entry delivered before its place in the store's order, as the set of those holds it. */
+const aheadKey = (taskId: string, seq: number): string => `${encodeURIComponent(taskId)}:${seq}`;
+
+function formatCursor(cursor: string | null, within: number, ahead: ReadonlySet<string>): string {
+  if (ahead.size) return `${cursor ?? ''}|${within}|${[...ahead].join(',')}`;
+  return within ? `${cursor ?? ''}|${within}` : (cursor ?? '');
+}
+
+/** A cross-task cursor (see {@link allEvents}). */
+function parseCursor(after: string | null): { cursor: string | null; within: number; ahead: Set<string> } {
+  const ahead = new Set<string>();
+  if (after === null) return { cursor: null, within: 0, ahead };
+  const parts = after.split('|');
+  if (parts.length === 1) return { cursor: after, within: 0, ahead };
+  const bad = (): InvalidArgumentError => new InvalidArgumentError(`Invalid log cursor "${after}": pass the cursor of an event as it was given.`);
+  const [store, place, early] = parts as [string, string, string | undefined];
+  const within = Number(place);
+  if (parts.length > 3 || store === 'now' || !/^\d+$/.test(place) || !Number.isSafeInteger(within)) throw bad();
+  if (early === undefined) {
+    if (within < 1) throw bad();
+  } else {
+    for (const pair of early.split(',')) {
+      const m = /^([^:,|]+):([1-9]\d{0,15})$/.exec(pair);
+      if (!m || !Number.isSafeInteger(Number(m[2]))) throw bad();
+      let taskId: string;
+      try {
+        taskId = decodeURIComponent(m[1] as string);
+      } catch {
+        throw bad();
+      }
+      ahead.add(aheadKey(taskId, Number(m[2])));
+    }
+  }
+  return { cursor: store || null, within, ahead };
 }
 
 /** The cursor at the current end of the log. */

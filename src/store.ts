@@ -165,8 +165,10 @@ export interface LogPage {
   /**
    * The entries stored on their own (not step results, which journal rows carry, nor entries moved
    * from such rows: see `RESULT_ENTRY_TYPES` in log-entries.ts), each with the cursor that resumes right after
-   * it and `prevSeq`, the seq of the task's entry stored on its own before it (0: none). The seqs
-   * in between are the step results that came before it.
+   * it and `prevSeq`: the highest seq below its own among the task's entries stored on their own
+   * that come before it in this log's order (0: none). The seqs in between are the step results
+   * that came before it and, where the log's order is not the task's (PostgreSQL: see `readLog`
+   * there), the task's entries that come after it in the log although their seqs are lower.
    */
   events: Array<EventRow & { cursor: string; prevSeq: number }>;
   /** Pass back as `after` to read what follows (the last event's cursor, or `after` if none). */

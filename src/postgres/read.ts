@@ -87,6 +87,12 @@ export async function getEvents(c: PgContext, taskId: string, after = 0, limit?:
  * later read from that cursor misses nothing. Entries of a transaction still running (or a
  * long transaction holding xmin back) wait until it ends. The cursor is `<xid>:<id>`. Step results
  * moved out of journal rows are left out, and each row says its task's previous one (see `LogPage`).
+ *
+ * This order is not always a task's seq order. A transaction's xid is taken at its first write,
+ * its seqs when it locks the task row: one that took its xid, then waited for the row while a
+ * younger transaction appended to the task, numbers its entries after the younger one's and is
+ * placed before them here. `prevSeq` therefore only counts entries placed before the row, and
+ * the reader (event-stream.ts) delivers the task's lower seqs placed after it first.
  */
 export async function readLog(c: PgContext, after: string | null, limit: number): Promise<LogPage> {
   let xid = '0';
@@ -101,8 +107,8 @@ export async function readLog(c: PgContext, after: string | null, limit: number)
       c,
       poolOf(c),
       `SELECT task_id, seq, at, type, actor_kind, actor_id, data, xid::text AS xid_text, id,
-           coalesce((SELECT p.seq FROM ${c.t.events} p WHERE p.task_id = e.task_id AND p.seq < e.seq AND p.type NOT IN (${RESULT_ENTRY_TYPES_SQL})
-             ORDER BY p.seq DESC LIMIT 1), 0) AS prev_seq
+           coalesce((SELECT p.seq FROM ${c.t.events} p WHERE p.task_id = e.task_id AND p.seq < e.seq AND (p.xid, p.id) < (e.xid, e.id)
+             AND p.type NOT IN (${RESULT_ENTRY_TYPES_SQL}) ORDER BY p.seq DESC LIMIT 1), 0) AS prev_seq
          FROM ${c.t.events} e
          WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot()) AND type NOT IN (${RESULT_ENTRY_TYPES_SQL})
          ORDER BY xid, id LIMIT $3`,

@@ -410,8 +410,8 @@ export class SqliteStore implements Store {
     if (!Number.isSafeInteger(from)) throw new InvalidArgumentError(`Invalid log cursor "${after}"`);
     const rows = this.#translate(() => this.#stmt(
       `SELECT e.id, t.id AS task_id, e.seq, e.at, e.type, e.actor_kind, e.actor_id, e.data,
-         coalesce((SELECT p.seq FROM stepwise_events p WHERE p.task_no = e.task_no AND p.seq < e.seq AND p.type NOT IN (${RESULT_ENTRY_TYPES_SQL})
-           ORDER BY p.seq DESC LIMIT 1), 0) AS prev_seq
+         coalesce((SELECT p.seq FROM stepwise_events p WHERE p.task_no = e.task_no AND p.seq < e.seq AND p.id < e.id
+           AND p.type NOT IN (${RESULT_ENTRY_TYPES_SQL}) ORDER BY p.seq DESC LIMIT 1), 0) AS prev_seq
        FROM stepwise_events e JOIN stepwise_tasks t ON t.no = e.task_no WHERE e.id > ? AND e.type NOT IN (${RESULT_ENTRY_TYPES_SQL}) ORDER BY e.id LIMIT ?`,
     ).all(from, limit)) as Raw[];
     const last = rows.at(-1);

@@ -16,7 +16,7 @@ import { TaskId, validate } from '../schemas.ts';
 import type { RouteSpec } from './route.ts';
 
 const Seq = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-const Cursor = z.string().regex(/^[\x21-\x7e]{1,200}$/, 'a cursor from an earlier event');
+const Cursor = z.string().regex(/^[\x21-\x7e]{1,2000}$/, 'a cursor from an earlier event');
 const TaskEventsQuery = z.object({ after: Seq.optional().describe('resume after this seq (Last-Event-ID wins)') }).strict();
 const AllEventsQuery = z.object({ after: Cursor.optional().describe('resume after this cursor (Last-Event-ID wins)') }).strict();
 
