@@ -16,7 +16,7 @@ import { InvalidArgumentError } from './errors.ts';
 import { isFinished } from './lifecycle.ts';
 import type { LocalBus } from './local-bus.ts';
 import { RESULT_ENTRY_TYPES } from './log-entries.ts';
-import type { EventRow, Store } from './store.ts';
+import type { EventRange, EventRow, Store } from './store.ts';
 import { toStreamEvent, type StreamEvent } from './stream-frames.ts';
 import { toTaskEvent, type TaskEvent } from './task-events.ts';
 
@@ -164,23 +164,27 @@ export async function* allEvents(store: Store, bus: LocalBus, options: EventsOpt
   for (;;) {
     if (options.signal?.aborted) return;
     const page = await store.readLog(cursor, PAGE);
-    for (const row of page.events) {
+    // The entries since each row's task's previous one placed before it (for the first row, since
+    // the cursor's place among them), read for the whole page at once. A row delivered early needs
+    // none (and is passed over below).
+    const ranges: EventRange[] = [];
+    const rangeOf = page.events.map((row, i) => {
+      const from = i === 0 ? Math.max(row.prevSeq, within) : row.prevSeq;
+      if (from >= row.seq - 1 || ahead.has(aheadKey(row.taskId, row.seq))) return -1;
+      return ranges.push({ taskId: row.taskId, after: from, before: row.seq }) - 1;
+    });
+    const filled = await store.getEventRanges(ranges);
+    for (const [i, row] of page.events.entries()) {
+      within = 0;
       if (ahead.delete(aheadKey(row.taskId, row.seq))) {
         // Delivered early, before an entry of its task with a higher seq.
         cursor = row.cursor;
-        within = 0;
         continue;
       }
-      // The entries since the task's previous one placed before this row (or since the cursor's place among them).
-      const from = Math.max(row.prevSeq, within);
-      within = 0;
-      if (from < row.seq - 1) {
-        for (const before of await store.getEvents(row.taskId, from, row.seq - from - 1)) {
-          if (before.seq >= row.seq) break;
-          if (!RESULT_ENTRY_TYPES.includes(before.type)) ahead.add(aheadKey(row.taskId, before.seq));
-          yield { ...toTaskEvent(before), cursor: formatCursor(cursor, before.seq, ahead) };
-          if (options.signal?.aborted) return;
-        }
+      for (const before of filled[rangeOf[i] as number] ?? []) {
+        if (!RESULT_ENTRY_TYPES.includes(before.type)) ahead.add(aheadKey(row.taskId, before.seq));
+        yield { ...toTaskEvent(before), cursor: formatCursor(cursor, before.seq, ahead) };
+        if (options.signal?.aborted) return;
       }
       cursor = row.cursor;
       yield { ...toTaskEvent(row), cursor: formatCursor(cursor, 0, ahead) };

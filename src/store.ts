@@ -160,6 +160,13 @@ export interface NewEvent {
   carriedBy?: number;
 }
 
+/** Seqs of one task's log strictly between `after` and `before` (see `Store.getEventRanges`). */
+export interface EventRange {
+  taskId: string;
+  after: number;
+  before: number;
+}
+
 /** A read of the log across all tasks, resumable from `cursor` (opaque; `null` from the start). */
 export interface LogPage {
   /**
@@ -569,6 +576,12 @@ export interface Store {
    * all): its entries of their own merged with those its journal rows carry.
    */
   getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]>;
+  /**
+   * For each range, its task's log entries with `after < seq < before`, oldest first (as
+   * `getEvents` reads them), all in one read: the cross-task reader fills in a page's step results
+   * with it.
+   */
+  getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]>;
   /**
    * Entries of every task committed after `after` (a cursor from an earlier page; `null`: from the
    * start), in an order that never places an entry before one already returned: a reader that

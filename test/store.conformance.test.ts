@@ -1187,6 +1187,25 @@ for (const backend of backends) {
         expect(await store.getSteps(task.id)).toEqual([]);
       });
 
+      it('getEventRanges reads seq ranges of several tasks at once, each as getEvents reads it (carried results with their worker), an unknown task empty', async () => {
+        const a = await claimedTask(store, ns, {}, 'w7');
+        const b = await claimedTask(store, ns);
+        for (const seq of [0, 1, 2]) expect(await store.writeBatch([{ kind: 'step', taskId: a.id, epoch: a.epoch, step: stepRow(a.id, seq, a.epoch) }])).toEqual([true]);
+        await store.insertSignal({ actorKind: 'user', actorId: 'bob', taskId: a.id, name: 'go', payload: null, idempotencyKey: null, at: T0 + 5 });
+        expect(await store.writeBatch([{ kind: 'step', taskId: a.id, epoch: a.epoch, step: stepRow(a.id, 3, a.epoch) }])).toEqual([true]);
+        const logA = await store.getEvents(a.id);
+        const logB = await store.getEvents(b.id);
+        expect(logA.map((e) => e.type)).toEqual(['transition', 'transition', 'step:completed', 'step:completed', 'step:completed', 'signal:received', 'step:completed']);
+        expect(logA.filter((e) => e.type === 'step:completed').every((e) => e.actorId === 'w7')).toBe(true);
+        const between = (log: EventRow[], after: number, before: number): EventRow[] => log.filter((e) => e.seq > after && e.seq < before);
+        const ranges = [
+          { taskId: a.id, after: 0, before: 100 }, { taskId: a.id, after: 2, before: 6 }, { taskId: b.id, after: 0, before: 3 },
+          { taskId: 'no-such-task', after: 0, before: 9 }, { taskId: a.id, after: 4, before: 5 },
+        ];
+        expect(await store.getEventRanges(ranges)).toEqual([between(logA, 0, 100), between(logA, 2, 6), between(logB, 0, 3), [], []]);
+        expect(await store.getEventRanges([])).toEqual([]);
+      });
+
       it('readLog returns every entry of every task stored on its own (not a step result its journal row carries) exactly once, a page at a time, while writers go on', async () => {
         const s = backend.isolated().open();
         await s.migrate();

@@ -9,7 +9,7 @@ import { poolOf, rows, run, type PgContext } from './connection.ts';
 import { Params, claimEntriesSql, sqlStatuses } from './sql-text.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { toEventRow, toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
-import type { EventRow, ListQuery, LogPage, SignalRow, StepRow, TaskRow } from '../store.ts';
+import type { EventRange, EventRow, ListQuery, LogPage, SignalRow, StepRow, TaskRow } from '../store.ts';
 import { RESULT_ENTRY_TYPES_SQL, claimersOf, mergeLog } from '../log-entries.ts';
 
 export async function getTask(c: PgContext, id: string): Promise<TaskRow | null> {
@@ -68,12 +68,41 @@ export async function getEvents(c: PgContext, taskId: string, after = 0, limit?:
          WHERE EXISTS (SELECT 1 FROM ${t.steps} WHERE task_id = $1 AND log_seq > $2)`,
       [taskId, after, limit ?? null],
     );
-    const own = found.filter((r) => r.src === 'e').map(toEventRow);
-    const carried = found.filter((r) => r.src === 's').map((r) => ({ step: toStepRow(JSON.parse(String(r.data)) as Record<string, unknown>), logSeq: Number(r.seq) }));
-    const claimers = carried.length
-      ? claimersOf(found.filter((r) => r.src === 'c').map((r) => ({ actorKind: String(r.actor_kind), actorId: String(r.actor_id), data: r.data === null ? null : String(r.data) })))
-      : new Map<number, string>();
-    return mergeLog(taskId, own, carried, claimers, limit);
+    return logOf(taskId, found, limit);
+  });
+}
+
+/** A task's log from the rows of a read as `getEvents` makes it: `src` 'e' entries, 's' journal rows, 'c' claims. */
+function logOf(taskId: string, found: readonly Record<string, unknown>[], limit?: number): EventRow[] {
+  const own = found.filter((r) => r.src === 'e').map(toEventRow);
+  const carried = found.filter((r) => r.src === 's').map((r) => ({ step: toStepRow(JSON.parse(String(r.data)) as Record<string, unknown>), logSeq: Number(r.seq) }));
+  const claimers = carried.length
+    ? claimersOf(found.filter((r) => r.src === 'c').map((r) => ({ actorKind: String(r.actor_kind), actorId: String(r.actor_id), data: r.data === null ? null : String(r.data) })))
+    : new Map<number, string>();
+  return mergeLog(taskId, own, carried, claimers, limit);
+}
+
+/** `getEvents` for several seq ranges in one statement (one snapshot). */
+export async function getEventRanges(c: PgContext, ranges: readonly EventRange[]): Promise<EventRow[][]> {
+  if (!ranges.length) return [];
+  return run(c, async () => {
+    const t = c.t;
+    const found = await rows(
+      c,
+      poolOf(c),
+      `WITH r AS (SELECT * FROM unnest($1::text[], $2::integer[], $3::integer[]) WITH ORDINALITY AS r(task_id, lo, hi, ord))
+       SELECT 'e' AS src, r.ord, e.task_id, e.seq, e.at, e.type, e.actor_kind, e.actor_id, e.data
+         FROM r JOIN ${t.events} e ON e.task_id = r.task_id AND e.seq > r.lo AND e.seq < r.hi
+       UNION ALL SELECT 's', r.ord, s.task_id, s.log_seq, 0, NULL, NULL, NULL, row_to_json(s)::text
+         FROM r JOIN ${t.steps} s ON s.task_id = r.task_id AND s.log_seq > r.lo AND s.log_seq < r.hi
+       UNION ALL SELECT 'c', r.ord, r.task_id, 0, 0, 'transition', 'worker', c.actor_id, c.data
+         FROM r CROSS JOIN LATERAL (${claimEntriesSql(t, 'r.task_id')}) c
+         WHERE EXISTS (SELECT 1 FROM ${t.steps} s WHERE s.task_id = r.task_id AND s.log_seq > r.lo AND s.log_seq < r.hi)`,
+      [ranges.map((r) => r.taskId), ranges.map((r) => r.after), ranges.map((r) => r.before)],
+    );
+    const byRange = ranges.map((): Record<string, unknown>[] => []);
+    for (const row of found) byRange[Number(row.ord) - 1]?.push(row);
+    return ranges.map((r, i) => logOf(r.taskId, byRange[i] ?? []));
   });
 }
 

@@ -29,7 +29,7 @@
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
 import { close, migrate, openContext, type PgContext } from './connection.ts';
-import { findTaskByKey, getEvents, getSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
+import { findTaskByKey, getEventRanges, getEvents, getSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
@@ -49,7 +49,7 @@ import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {
   ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend,
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
+  ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
@@ -133,6 +133,7 @@ export class PostgresStore implements Store {
   listTasks(q: ListQuery): Promise<TaskRow[]> { return listTasks(this.#c, q); }
   getSteps(taskId: string): Promise<StepRow[]> { return getSteps(this.#c, taskId); }
   getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]> { return getEvents(this.#c, taskId, after, limit); }
+  getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]> { return getEventRanges(this.#c, ranges); }
   readLog(after: string | null, limit: number): Promise<LogPage> { return readLog(this.#c, after, limit); }
   getSignals(taskId: string): Promise<SignalRow[]> { return getSignals(this.#c, taskId); }
 

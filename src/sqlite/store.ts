@@ -22,7 +22,7 @@ import {
 import { RESULT_ENTRY_TYPES_SQL, claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
   ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend,
-  ClaimRequest, ClaimedTask, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
+  ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
 } from '../store.ts';
@@ -388,15 +388,27 @@ export class SqliteStore implements Store {
     if (no === undefined) return [];
     // One read transaction, one snapshot: a write of another process between the two reads could
     // otherwise hide an entry (a retry moving one from its row to the table).
-    return this.db.transaction(() => {
-      const own = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND seq > ? ORDER BY seq LIMIT ?').all(
-        taskId, no, after, limit ?? -1,
-      ) as Raw[]).map(toEventRow);
-      const carried = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq > ? ORDER BY log_seq LIMIT ?').all(
-        taskId, no, after, limit ?? -1,
-      ) as Raw[]).map((r) => ({ step: toStepRow(r), logSeq: Number(r.log_seq) }));
-      return mergeLog(taskId, own, carried, carried.length ? this.#claimers(no) : new Map(), limit);
-    })();
+    return this.db.transaction(() => this.#log(taskId, no, after, limit))();
+  }
+
+  async getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]> {
+    // One read transaction for all of them, as for one task.
+    return this.db.transaction(() => ranges.map((r) => {
+      const no = this.#no(r.taskId);
+      if (no === undefined || r.before <= r.after + 1) return [];
+      return this.#log(r.taskId, no, r.after, r.before - r.after - 1).filter((e) => e.seq < r.before);
+    }))();
+  }
+
+  /** A task's log after `after`, at most `limit` entries (in a read transaction of the caller's). */
+  #log(taskId: string, no: number, after: number, limit: number | undefined): EventRow[] {
+    const own = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND seq > ? ORDER BY seq LIMIT ?').all(
+      taskId, no, after, limit ?? -1,
+    ) as Raw[]).map(toEventRow);
+    const carried = (this.#stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq > ? ORDER BY log_seq LIMIT ?').all(
+      taskId, no, after, limit ?? -1,
+    ) as Raw[]).map((r) => ({ step: toStepRow(r), logSeq: Number(r.log_seq) }));
+    return mergeLog(taskId, own, carried, carried.length ? this.#claimers(no) : new Map(), limit);
   }
 
   /**
