@@ -2,10 +2,10 @@
 // a consumer type-checked with skipLibCheck: false (every .d.ts we ship must stand on its own) and
 // run against an embedded SQLite file.
 import { describe, expect, it } from 'vitest';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from './support/engine.ts';
+import { eventually, tempDir } from './support/engine.ts';
 
 const root = new URL('..', import.meta.url).pathname;
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string> };
@@ -37,8 +37,15 @@ const clock = new ManualClock(0);
 console.log(JSON.stringify({ out, clock: clock.now(), pg: pgOptions.schema, coded: isStepwiseError(new Error('x')), logged: seen.includes('step:completed') }));
 `;
 
+/** A workflow module as a CommonJS project writes it (TypeScript, `import` syntax). */
+const CJS_WORKFLOWS = `
+import { workflow } from '${pkg.name}';
+export const order = workflow('order', async (ctx, input: { orderId: string }) =>
+  ctx.step('charge', ({ idempotencyKey }) => ({ charged: idempotencyKey }), { key: (i: { orderId: string }) => \`charge:\${i.orderId}\` }));
+`;
+
 describe(`the published package (${pkg.name})`, () => {
-  it('packs, installs into a fresh project, type-checks with skipLibCheck: false and runs', () => {
+  it('packs, installs into a fresh project, type-checks with skipLibCheck: false and runs', async () => {
     const dir = tempDir();
     // `npm pack` runs the build (prepare), so the tarball holds what the sources build to now.
     const packed = execFileSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -57,7 +64,7 @@ describe(`the published package (${pkg.name})`, () => {
     execFileSync('tar', ['-xzf', join(dir, filename), '-C', installed, '--strip-components=1']);
     // The package's own dependencies and the consumer's type packages, as npm would install them
     // (linked from this checkout: no network, and better-sqlite3 need not compile again).
-    for (const dep of ['better-sqlite3', 'pg', '@types/better-sqlite3', '@types/node', '@types/pg', 'bindings', 'file-uri-to-path', 'pg-types', 'pg-protocol', 'pg-pool', 'pg-connection-string', 'pgpass', 'pg-int8', 'postgres-array', 'postgres-bytea', 'postgres-date', 'postgres-interval', 'split2', 'xtend', 'pg-cloudflare', 'undici-types']) {
+    for (const dep of ['tsx', 'better-sqlite3', 'pg', '@types/better-sqlite3', '@types/node', '@types/pg', 'bindings', 'file-uri-to-path', 'pg-types', 'pg-protocol', 'pg-pool', 'pg-connection-string', 'pgpass', 'pg-int8', 'postgres-array', 'postgres-bytea', 'postgres-date', 'postgres-interval', 'split2', 'xtend', 'pg-cloudflare', 'undici-types']) {
       const target = join(root, 'node_modules', dep);
       const link = join(project, 'node_modules', dep);
       mkdirSync(join(link, '..'), { recursive: true });
@@ -87,7 +94,31 @@ describe(`the published package (${pkg.name})`, () => {
     expect(run.stderr).toBe('');
     expect(JSON.parse(run.stdout.trim())).toEqual({ out: { text: 'hello world' }, clock: 0, pg: 'app', coded: false, logged: true });
 
-    const bin = spawnSync(process.execPath, [join(installed, pkg.bin.stepwise as string), 'version'], { encoding: 'utf8' });
+    const binPath = join(installed, pkg.bin.stepwise as string);
+    const bin = spawnSync(process.execPath, [binPath, 'version'], { encoding: 'utf8' });
     expect(bin.stdout.trim()).toBe(pkg.version);
+
+    // `stepwise worker workflows.ts` in a project `npm init` made (CommonJS: no "type": "module"),
+    // with tsx installed beside the package.
+    const cjs = join(dir, 'cjs-app');
+    mkdirSync(join(cjs, 'node_modules'), { recursive: true });
+    symlinkSync(installed, join(cjs, 'node_modules', pkg.name), 'dir');
+    writeFileSync(join(cjs, 'package.json'), JSON.stringify({ name: 'cjs-app', private: true }));
+    writeFileSync(join(cjs, 'workflows.ts'), CJS_WORKFLOWS);
+    const db = `sqlite:${join(cjs, 'app.db')}`;
+    const worker = spawn(process.execPath, [binPath, 'worker', 'workflows.ts', '--db', db, '--poll-ms', '20', '--quiet'], { cwd: cjs, stdio: ['ignore', 'pipe', 'pipe'] });
+    let workerOut = '';
+    worker.stdout.on('data', (d: Buffer) => (workerOut += d.toString()));
+    worker.stderr.on('data', (d: Buffer) => (workerOut += d.toString()));
+    try {
+      // The worker creates the database; the CLI's start refuses to create one.
+      await eventually(() => workerOut.includes('started') || worker.exitCode !== null, 60_000, 'the worker to start');
+      expect(workerOut).toContain('workflows: order');
+      const started = spawnSync(process.execPath, [binPath, 'start', 'order', '--input', '{"orderId":"A-17"}', '--wait', '--json', '--db', db], { cwd: cjs, encoding: 'utf8', timeout: 60_000 });
+      expect(started.status, `${started.stderr}\nworker: ${workerOut}`).toBe(0);
+      expect(started.stdout).toContain('v1:charge:A-17');
+    } finally {
+      worker.kill('SIGKILL');
+    }
   }, 180_000);
 });
