@@ -388,16 +388,16 @@ export class SqliteStore implements Store {
     if (no === undefined) return [];
     // One read transaction, one snapshot: a write of another process between the two reads could
     // otherwise hide an entry (a retry moving one from its row to the table).
-    return this.db.transaction(() => this.#log(taskId, no, after, limit))();
+    return this.#translate(() => this.db.transaction(() => this.#log(taskId, no, after, limit))());
   }
 
   async getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]> {
     // One read transaction for all of them, as for one task.
-    return this.db.transaction(() => ranges.map((r) => {
+    return this.#translate(() => this.db.transaction(() => ranges.map((r) => {
       const no = this.#no(r.taskId);
       if (no === undefined || r.before <= r.after + 1) return [];
       return this.#log(r.taskId, no, r.after, r.before - r.after - 1).filter((e) => e.seq < r.before);
-    }))();
+    }))());
   }
 
   /** A task's log after `after`, at most `limit` entries (in a read transaction of the caller's). */
