@@ -19,7 +19,7 @@ import { decodeError, encodeError, encodeJson } from '../serialize.ts';
 import type { RunCore } from './core.ts';
 import { journalRow } from './identity.ts';
 import { stepAsk } from './step-ask.ts';
-import { stepFailed, type StepCall } from './step-attempt.ts';
+import { attemptOf, stepFailed, type StepCall } from './step-attempt.ts';
 
 type Consume = { signalId: number; seq: number } | undefined;
 
@@ -64,7 +64,7 @@ export async function askOnExhausted<T>(run: RunCore, c: StepCall<T>, error: Err
     case 'fail':
       return { retry: false, done: stepFailed(run, c, error, consume) };
     case 'skip':
-      run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, error });
+      run.deps.emit('step:failed', { ...attemptOf(run, c), error });
       return { retry: false, done: completed(run, c, encodeJson(c.options.fallback, `The fallback of step "${c.stepId}"`), error, consume) };
     case 'supply': {
       let output: string | null;

@@ -16,7 +16,7 @@ import { encodeError, encodeJson } from '../serialize.ts';
 import type { StepOptions } from '../workflow.ts';
 import type { RunCore } from './core.ts';
 import { journalRow } from './identity.ts';
-import type { StepCall } from './step-attempt.ts';
+import { attemptOf, type StepCall } from './step-attempt.ts';
 
 const ON_EXHAUSTED = ['fail', 'skip', 'ask'];
 
@@ -63,7 +63,7 @@ export function repairBudget(o: StepOptions): number {
 /** The step ran out of attempts with `error`: fail it, or skip it with its fallback. */
 export function exhausted<T>(run: RunCore, c: StepCall<T>, error: Error, fail: (run: RunCore, c: StepCall<T>, error: Error) => Promise<T>): Promise<T> {
   if (c.options.onExhausted !== 'skip') return fail(run, c, error);
-  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, error });
+  run.deps.emit('step:failed', { ...attemptOf(run, c), error });
   const output = encodeJson(c.options.fallback, `The fallback of step "${c.stepId}"`);
   const row = journalRow(run, c.seq, c.stepId, 'step', {
     status: 'completed', output, error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),

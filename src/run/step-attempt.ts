@@ -118,7 +118,7 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     }
     c.attempt++;
     c.started = clock.now();
-    if (hears('step:started')) emit('step:started', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt });
+    if (hears('step:started')) emit('step:started', attemptOf(run, c));
     let value: T;
     if (c.undoable) run.undoable.add(c.stepId);
     try {
@@ -161,7 +161,7 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       // A repair runs again at once (the fix is in the feedback, not in waiting).
       const delayMs = repair ? 0 : backoffMs(c.policy, c.attempt - c.repairs - c.base, cls.retryAfterMs === undefined ? error : { retryAfterMs: cls.retryAfterMs });
       const wakeAt = clock.now() + delayMs;
-      emit('step:retrying', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, delayMs, error, parked: delayMs > parkAfterMs });
+      emit('step:retrying', { ...attemptOf(run, c), delayMs, error, parked: delayMs > parkAfterMs });
       c.lastError = error;
       const wait = retryWait(run, c, wakeAt);
       // Each failed attempt is recorded (its error, the attempt count, when the next one is due):
@@ -184,6 +184,11 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
   }
 }
 
+/** What every step event says of the attempt: task, step, the key it received, its number. */
+export function attemptOf(run: RunCore, c: Pick<StepCall<unknown>, 'stepId' | 'idempotencyKey' | 'attempt'>): { taskId: string; step: string; idempotencyKey: string; attempt: number } {
+  return { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt };
+}
+
 /** The engine's class of the attempt's error; a `classify` hook that answers nonsense fails the run. */
 function classify(run: RunCore, c: StepCall<unknown>, raw: unknown): ErrorClass {
   try {
@@ -200,7 +205,7 @@ export function stepFailed<T>(
   error: Error,
   consume?: { signalId: number; seq: number },
 ): Promise<T> {
-  run.deps.emit('step:failed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, error });
+  run.deps.emit('step:failed', { ...attemptOf(run, c), error });
   const failed = journalRow(run, c.seq, c.stepId, 'step', {
     status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
   });

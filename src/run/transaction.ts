@@ -29,7 +29,7 @@ import { call, type Primitive } from './call.ts';
 import type { RunCore } from './core.ts';
 import { journalRow } from './identity.ts';
 import { haltReason, throwIfHalted, withLeaseLost } from './state.ts';
-import { stepFailed } from './step-attempt.ts';
+import { attemptOf, stepFailed } from './step-attempt.ts';
 
 type TxFn = (tx: Transaction) => Promise<unknown>;
 
@@ -86,7 +86,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
       return parked(run);
     }
     c.attempt++;
-    if (hears('step:started')) emit('step:started', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt });
+    if (hears('step:started')) emit('step:started', attemptOf(run, c));
     const started = clock.now();
     let output: string | null = null;
     let done = 0;
@@ -111,7 +111,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
       const error = coerceError(raw);
       if (!shouldRetry(c.policy, error, c.attempt)) return stepFailed(run, c, error);
       const delayMs = backoffMs(c.policy, c.attempt, error);
-      emit('step:retrying', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, delayMs, error, parked: false });
+      emit('step:retrying', { ...attemptOf(run, c), delayMs, error, parked: false });
       await clock.sleep(delayMs, run.signal);
       continue;
     }
@@ -121,7 +121,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
       throw haltReason(run.state);
     }
     faultPoint('transaction:committed');
-    if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt, durationMs: clock.now() - started });
+    if (hears('step:completed')) emit('step:completed', { ...attemptOf(run, c), durationMs: clock.now() - started });
     const result = output;
     return run.replay.inOrder(Promise.resolve().then(() => decodeJson(result)), done);
   }
