@@ -37,11 +37,23 @@ const clock = new ManualClock(0);
 console.log(JSON.stringify({ out, clock: clock.now(), pg: pgOptions.schema, coded: isStepwiseError(new Error('x')), logged: seen.includes('step:completed') }));
 `;
 
-/** A workflow module as a CommonJS project writes it (TypeScript, `import` syntax). */
-const CJS_WORKFLOWS = `
-import { workflow } from '${pkg.name}';
+/**
+ * A workflow module as a project writes it (TypeScript, `import` syntax). `shared` tells whether
+ * the module's imports are the engine the worker runs: the failure the engine hands the code is an
+ * instance of the class the module imported only if there is one copy of the engine.
+ */
+const WORKFLOWS = `
+import { workflow, NonRetryableError, StepFailedError } from '${pkg.name}';
 export const order = workflow('order', async (ctx, input: { orderId: string }) =>
   ctx.step('charge', ({ idempotencyKey }) => ({ charged: idempotencyKey }), { key: (i: { orderId: string }) => \`charge:\${i.orderId}\` }));
+export const shared = workflow('shared', async (ctx) => {
+  try {
+    await ctx.step('refused', () => { throw new NonRetryableError('no'); });
+    return { caught: false };
+  } catch (e) {
+    return { caught: true, sameEngine: e instanceof StepFailedError };
+  }
+});
 `;
 
 describe(`the published package (${pkg.name})`, () => {
@@ -99,26 +111,32 @@ describe(`the published package (${pkg.name})`, () => {
     expect(bin.stdout.trim()).toBe(pkg.version);
 
     // `stepwise worker workflows.ts` in a project `npm init` made (CommonJS: no "type": "module"),
-    // with tsx installed beside the package.
+    // with tsx installed beside the package, and in the ES-module project above.
     const cjs = join(dir, 'cjs-app');
     mkdirSync(join(cjs, 'node_modules'), { recursive: true });
     symlinkSync(installed, join(cjs, 'node_modules', pkg.name), 'dir');
     writeFileSync(join(cjs, 'package.json'), JSON.stringify({ name: 'cjs-app', private: true }));
-    writeFileSync(join(cjs, 'workflows.ts'), CJS_WORKFLOWS);
-    const db = `sqlite:${join(cjs, 'app.db')}`;
-    const worker = spawn(process.execPath, [binPath, 'worker', 'workflows.ts', '--db', db, '--poll-ms', '20', '--quiet'], { cwd: cjs, stdio: ['ignore', 'pipe', 'pipe'] });
-    let workerOut = '';
-    worker.stdout.on('data', (d: Buffer) => (workerOut += d.toString()));
-    worker.stderr.on('data', (d: Buffer) => (workerOut += d.toString()));
-    try {
-      // The worker creates the database; the CLI's start refuses to create one.
-      await eventually(() => workerOut.includes('started') || worker.exitCode !== null, 60_000, 'the worker to start');
-      expect(workerOut).toContain('workflows: order');
-      const started = spawnSync(process.execPath, [binPath, 'start', 'order', '--input', '{"orderId":"A-17"}', '--wait', '--json', '--db', db], { cwd: cjs, encoding: 'utf8', timeout: 60_000 });
-      expect(started.status, `${started.stderr}\nworker: ${workerOut}`).toBe(0);
-      expect(started.stdout).toContain('v1:charge:A-17');
-    } finally {
-      worker.kill('SIGKILL');
+    for (const app of [cjs, project]) {
+      writeFileSync(join(app, 'workflows.ts'), WORKFLOWS);
+      const db = `sqlite:${join(app, 'workflows.db')}`;
+      const worker = spawn(process.execPath, [binPath, 'worker', 'workflows.ts', '--db', db, '--poll-ms', '20', '--quiet'], { cwd: app, stdio: ['ignore', 'pipe', 'pipe'] });
+      let workerOut = '';
+      worker.stdout.on('data', (d: Buffer) => (workerOut += d.toString()));
+      worker.stderr.on('data', (d: Buffer) => (workerOut += d.toString()));
+      const startWait = (name: string, input: string): { output: unknown } => {
+        const started = spawnSync(process.execPath, [binPath, 'start', name, '--input', input, '--wait', '--json', '--db', db], { cwd: app, encoding: 'utf8', timeout: 60_000 });
+        expect(started.status, `${started.stderr}\nworker: ${workerOut}`).toBe(0);
+        return JSON.parse(started.stdout) as { output: unknown };
+      };
+      try {
+        // The worker creates the database; the CLI's start refuses to create one.
+        await eventually(() => workerOut.includes('started') || worker.exitCode !== null, 60_000, 'the worker to start');
+        expect(workerOut).toContain('workflows: order, shared');
+        expect(startWait('order', '{"orderId":"A-17"}').output, app).toEqual({ charged: 'v1:charge:A-17' });
+        expect(startWait('shared', '{}').output, app).toEqual({ caught: true, sameEngine: true });
+      } finally {
+        worker.kill('SIGKILL');
+      }
     }
   }, 180_000);
 });

@@ -3,9 +3,13 @@
  * Loads the user's workflow module for `stepwise worker <module>`: every exported workflow (also
  * inside exported arrays or objects) is registered. TypeScript modules are loaded through tsx
  * when it is installed.
+ *
+ * The module must bind to the engine this process runs, not a second copy of it: with two, an
+ * error the engine throws is not an instance of the class the module imported, and state kept per
+ * run by one copy (a model call's usage meter, a budget's park request) is not seen by the other.
  */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { InvalidArgumentError, isWorkflow, type Workflow } from '../index.ts';
 
@@ -27,16 +31,40 @@ export async function loadWorkflows(modulePath: string): Promise<Workflow[]> {
 const isTypeScript = (file: string): boolean => /\.(c|m)?tsx?$/.test(file);
 
 /**
- * A TypeScript module through tsx's `tsImport`, which also loads one that its package makes
- * CommonJS (a project without `"type": "module"`, as `npm init` makes it): registering tsx's ESM
- * hooks alone leaves Node to load such a file as CommonJS, which then fails on its imports.
+ * A TypeScript module. One that Node loads as an ES module (`.mts`, or `.ts` in a package with
+ * `"type": "module"`) is imported after tsx's hooks are registered for the process, so that its
+ * imports resolve to the modules already loaded. One that Node loads as CommonJS (`.cts`, or `.ts`
+ * in a package without `"type": "module"`, as `npm init` makes it) goes through tsx's `tsImport`:
+ * registering the hooks alone leaves Node to load it as CommonJS, which then fails on its imports
+ * of ES modules; `tsImport` compiles it to CommonJS whose requires reach the loaded modules. (Not
+ * `tsImport` for both: it loads the ES modules a module imports again, as copies of their own.)
  */
 async function importTypeScript(file: string, modulePath: string): Promise<unknown> {
-  let api: { tsImport: (specifier: string, parentURL: string) => Promise<unknown> };
+  let api: { register: () => unknown; tsImport: (specifier: string, parentURL: string) => Promise<unknown> };
   try {
     api = (await import('tsx/esm/api')) as typeof api;
   } catch {
     throw new InvalidArgumentError(`${modulePath} is TypeScript: install tsx (npm install -D tsx) or point the worker at compiled JavaScript.`);
   }
-  return api.tsImport(pathToFileURL(file).href, import.meta.url);
+  const url = pathToFileURL(file).href;
+  if (!loadsAsModule(file)) return api.tsImport(url, import.meta.url);
+  api.register();
+  return import(url);
+}
+
+/** Whether Node loads `file` (TypeScript) as an ES module: by its extension, else by its package's `type`. */
+export function loadsAsModule(file: string): boolean {
+  if (/\.mtsx?$/.test(file)) return true;
+  if (/\.ctsx?$/.test(file)) return false;
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      try {
+        return (JSON.parse(readFileSync(manifest, 'utf8')) as { type?: unknown }).type === 'module';
+      } catch {
+        return false;
+      }
+    }
+    if (dirname(dir) === dir) return false;
+  }
 }
