@@ -118,12 +118,31 @@ export interface SerializedError {
 
 const SKIP_FIELDS = new Set(['name', 'message', 'code', 'stack', 'retryable', 'retryAfterMs', 'cause', 'failureKind']);
 
+/**
+ * tsx runs a CommonJS-format TypeScript module (a `.ts` file of a project without
+ * `"type": "module"`) from a `data:` URL that holds the module's whole compiled source, so each
+ * stack frame in it would store that source again, URL-encoded. Such a frame names the file (from
+ * the URL's `filePath`) instead; its line and column stay those of the compiled code.
+ */
+const DATA_URL_FRAME = /data:text\/javascript,[^?\s]*\?filePath=([^\s:]+?)(?:%3Fnamespace%3D[^\s:]*)?(?=:\d+:\d+)/g;
+
+export function readableStack(stack: string): string {
+  if (!stack.includes('data:text/javascript,')) return stack;
+  return stack.replace(DATA_URL_FRAME, (frame, path: string) => {
+    try {
+      return decodeURIComponent(path);
+    } catch {
+      return frame;
+    }
+  });
+}
+
 export function serializeError(e: unknown, depth = 0): SerializedError {
   const err = coerceError(e);
   const out: SerializedError = { name: err.name || 'Error', message: err.message };
   const anyErr = err as Error & { code?: unknown; retryable?: unknown; retryAfterMs?: unknown };
   if (typeof anyErr.code === 'string') out.code = anyErr.code;
-  if (typeof err.stack === 'string') out.stack = err.stack;
+  if (typeof err.stack === 'string') out.stack = readableStack(err.stack);
   if (typeof anyErr.retryable === 'boolean') out.retryable = anyErr.retryable;
   if (typeof anyErr.retryAfterMs === 'number') out.retryAfterMs = anyErr.retryAfterMs;
   const cls = classOf(err);

@@ -123,17 +123,23 @@ describe(`the published package (${pkg.name})`, () => {
       let workerOut = '';
       worker.stdout.on('data', (d: Buffer) => (workerOut += d.toString()));
       worker.stderr.on('data', (d: Buffer) => (workerOut += d.toString()));
-      const startWait = (name: string, input: string): { output: unknown } => {
+      const startWait = (name: string, input: string): { output: unknown; steps: Array<{ error: { stack?: string } | null }> } => {
         const started = spawnSync(process.execPath, [binPath, 'start', name, '--input', input, '--wait', '--json', '--db', db], { cwd: app, encoding: 'utf8', timeout: 60_000 });
         expect(started.status, `${started.stderr}\nworker: ${workerOut}`).toBe(0);
-        return JSON.parse(started.stdout) as { output: unknown };
+        return JSON.parse(started.stdout) as { output: unknown; steps: Array<{ error: { stack?: string } | null }> };
       };
       try {
         // The worker creates the database; the CLI's start refuses to create one.
         await eventually(() => workerOut.includes('started') || worker.exitCode !== null, 60_000, 'the worker to start');
         expect(workerOut).toContain('workflows: order, shared');
         expect(startWait('order', '{"orderId":"A-17"}').output, app).toEqual({ charged: 'v1:charge:A-17' });
-        expect(startWait('shared', '{}').output, app).toEqual({ caught: true, sameEngine: true });
+        const shared = startWait('shared', '{}');
+        expect(shared.output, app).toEqual({ caught: true, sameEngine: true });
+        // The refused step's stored stack names the workflow file (tsx runs a CommonJS-format
+        // module from a data: URL holding its whole source; that is not what the journal keeps).
+        const stack = shared.steps[0]?.error?.stack ?? '';
+        expect(stack).toContain(join(app, 'workflows.ts'));
+        expect(stack).not.toContain('data:');
       } finally {
         worker.kill('SIGKILL');
       }

@@ -93,6 +93,25 @@ describe('error serialisation', () => {
     expect((back as Error & { code: string }).code).toBe('ECONNRESET');
     expect((back as Error & { status: number }).status).toBe(503);
   });
+  it('stores a frame of a module tsx ran from a data: URL as the file it came from, not the module source', () => {
+    // The shape tsx gives a CommonJS-format TypeScript module: its compiled source, URL-encoded,
+    // then the file's path (and tsImport's namespace) in the query.
+    const source = encodeURIComponent('var x = require("stepwise-engine");\n'.repeat(200));
+    const e = new NonRetryableError('no');
+    e.stack = [
+      'NonRetryableError: no',
+      `    at data:text/javascript,${source}(()=>{})?filePath=%2Fapp%2Fmy%20flows.ts%3Fnamespace%3D1796188267585:2:924`,
+      `    at step (data:text/javascript,${source}?filePath=%2Fapp%2Fother.ts:7:3)`,
+      '    at file:///app/node_modules/stepwise-engine/dist/run/attempt.js:102:22',
+    ].join('\n');
+    const stored = decodeError(encodeError(e)).stack as string;
+    expect(stored.split('\n')).toEqual([
+      'NonRetryableError: no',
+      '    at /app/my flows.ts:2:924',
+      '    at step (/app/other.ts:7:3)',
+      '    at file:///app/node_modules/stepwise-engine/dist/run/attempt.js:102:22',
+    ]);
+  });
 });
 
 describe('task ids', () => {
