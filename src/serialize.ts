@@ -126,7 +126,7 @@ const SKIP_FIELDS = new Set(['name', 'message', 'code', 'stack', 'retryable', 'r
  */
 const DATA_URL_FRAME = /data:text\/javascript,[^?\s]*\?filePath=([^\s:]+?)(?:%3Fnamespace%3D[^\s:]*)?(?=:\d+:\d+)/g;
 
-export function readableStack(stack: string): string {
+function readableStack(stack: string): string {
   if (!stack.includes('data:text/javascript,')) return stack;
   return stack.replace(DATA_URL_FRAME, (frame, path: string) => {
     try {

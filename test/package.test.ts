@@ -56,6 +56,9 @@ export const shared = workflow('shared', async (ctx) => {
 });
 `;
 
+/** What `start --wait --json` prints of a finished task, as far as these checks read it. */
+type Finished = { output: unknown; steps: Array<{ error: { stack?: string } | null }> };
+
 describe(`the published package (${pkg.name})`, () => {
   it('packs, installs into a fresh project, type-checks with skipLibCheck: false and runs', async () => {
     const dir = tempDir();
@@ -123,10 +126,10 @@ describe(`the published package (${pkg.name})`, () => {
       let workerOut = '';
       worker.stdout.on('data', (d: Buffer) => (workerOut += d.toString()));
       worker.stderr.on('data', (d: Buffer) => (workerOut += d.toString()));
-      const startWait = (name: string, input: string): { output: unknown; steps: Array<{ error: { stack?: string } | null }> } => {
+      const startWait = (name: string, input: string): Finished => {
         const started = spawnSync(process.execPath, [binPath, 'start', name, '--input', input, '--wait', '--json', '--db', db], { cwd: app, encoding: 'utf8', timeout: 60_000 });
         expect(started.status, `${started.stderr}\nworker: ${workerOut}`).toBe(0);
-        return JSON.parse(started.stdout) as { output: unknown; steps: Array<{ error: { stack?: string } | null }> };
+        return JSON.parse(started.stdout) as Finished;
       };
       try {
         // The worker creates the database; the CLI's start refuses to create one.
