@@ -33,8 +33,11 @@ export interface EventsOptions {
    */
   after?: number | string;
   /**
-   * Keep waiting for new entries (true), or end at the current end of the log (false). A reader of
-   * one task also ends once the task has succeeded or been cancelled and its last entry was read.
+   * Keep waiting for new entries (true), or end at the current end of the log (false): after every
+   * entry committed before the call. A reader of one task also ends once the task has succeeded or
+   * been cancelled and its last entry was read. Across tasks on PostgreSQL, entries become readable
+   * in order only once the transactions that were writing before them have ended, so `false` may
+   * wait for those (a long transaction elsewhere on the server holds it back until it ends).
    * @defaultValue true
    */
   follow?: boolean;
@@ -161,9 +164,13 @@ export async function* allEvents(store: Store, bus: LocalBus, options: EventsOpt
   if (cursor === 'now') cursor = await endCursor(store);
   const follow = options.follow ?? true;
   const pollMs = options.pollMs ?? 500;
+  // A reader that ends at the end of the log ends at its end as of this call: it waits for the
+  // entries committed before it that the store cannot hand out yet (see `LogPage.behind`).
+  const mark = follow ? null : await store.logMark();
+  let settleMs = 5;
   for (;;) {
     if (options.signal?.aborted) return;
-    const page = await store.readLog(cursor, PAGE);
+    const page = await store.readLog(cursor, PAGE, mark);
     // The entries since each row's task's previous one placed before it (for the first row, since
     // the cursor's place among them), read for the whole page at once. A row delivered early needs
     // none (and is passed over below).
@@ -192,7 +199,13 @@ export async function* allEvents(store: Store, bus: LocalBus, options: EventsOpt
     }
     if (page.cursor !== null) cursor = page.cursor;
     if (page.events.length === PAGE) continue;
-    if (!follow) return;
+    if (!follow) {
+      if (!page.behind) return;
+      // The transactions holding the log back are usually a few milliseconds from their end.
+      await waitForNews(bus, undefined, settleMs, options.signal);
+      settleMs = Math.min(settleMs * 2, pollMs);
+      continue;
+    }
     await waitForNews(bus, undefined, pollMs, options.signal);
   }
 }

@@ -180,6 +180,12 @@ export interface LogPage {
   events: Array<EventRow & { cursor: string; prevSeq: number }>;
   /** Pass back as `after` to read what follows (the last event's cursor, or `after` if none). */
   cursor: string | null;
+  /**
+   * With a `mark` (see `Store.logMark`): entries committed before the mark was taken may not be
+   * readable yet, because transactions that were writing then are still running. Read again
+   * later (after them) to reach the mark; `false` once everything up to it was readable.
+   */
+  behind: boolean;
 }
 
 export interface SignalRow {
@@ -587,8 +593,15 @@ export interface Store {
    * start), in an order that never places an entry before one already returned: a reader that
    * resumes from a cursor misses nothing, even under concurrent writers. Step results carried by
    * their journal rows (see `journalCarries`) are not in it: they are read per task.
+   * With `mark`, the page says whether the log is readable up to it yet (`LogPage.behind`).
    */
-  readLog(after: string | null, limit: number): Promise<LogPage>;
+  readLog(after: string | null, limit: number, mark?: string | null): Promise<LogPage>;
+  /**
+   * The end of the log as of now, for `readLog`'s `mark`: every entry committed before this call
+   * is readable once a page is no longer `behind` it. `null` where every committed entry is
+   * readable at once (SQLite: one writer at a time, rows in commit order).
+   */
+  logMark(): Promise<string | null>;
   getSignals(taskId: string): Promise<SignalRow[]>;
 
   /**

@@ -5,6 +5,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Engine, openStore, workflow, type Store } from '../src/index.ts';
+import type { LogPage } from '../src/store.ts';
 import { signalReceivedEntry } from '../src/log-entries.ts';
 import { PG_URL, hasPostgres } from './support/postgres.ts';
 import { schemasOfThisFile } from './support/engine.ts';
@@ -17,6 +18,24 @@ const schema = schemasOfThisFile('sw_logorder');
 const waits = workflow('waits-for-go', async (ctx) => ctx.waitForEvent('go'));
 
 type Seen = { task: string; seq: number; type: string; cursor: string };
+
+/**
+ * The store's log from the start, once every entry committed before the call is readable: other
+ * test files' transactions in flight on the same server may hold the log back a while.
+ */
+async function storedLog(store: Store): Promise<LogPage['events']> {
+  const mark = await store.logMark();
+  for (;;) {
+    const page = await store.readLog(null, 1000, mark);
+    if (!page.behind) return page.events;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** 'pending' if `p` has not settled within `ms`. */
+async function stateAfter(p: Promise<unknown>, ms: number): Promise<'settled' | 'pending'> {
+  return Promise.race([p.then(() => 'settled' as const, () => 'settled' as const), new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))]);
+}
 
 async function readAll(engine: Engine, after?: string): Promise<Seen[]> {
   const seen: Seen[] = [];
@@ -52,7 +71,7 @@ describe.skipIf(!available)('the log of every task, where PostgreSQL\'s order is
       await engine.signal(id, 'ping', { n: 3 }, { by: 'later' });
 
       // The store's order puts the older transaction's seq 3 before the younger one's seq 2.
-      const stored = (await store.readLog(null, 100)).events.filter((e) => e.taskId === id).map((e) => e.seq);
+      const stored = (await storedLog(store)).filter((e) => e.taskId === id).map((e) => e.seq);
       expect(stored).toEqual([1, 3, 2, 4]);
 
       const all = await readAll(engine);
@@ -71,6 +90,37 @@ describe.skipIf(!available)('the log of every task, where PostgreSQL\'s order is
       await expect(readAll(engine, `${all[0]?.cursor ?? ''}|0`)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     } finally {
       await early.end();
+      await engine.close();
+      await store.close();
+    }
+  });
+
+  it('a reader that ends at the end of the log (follow: false) waits for the entries committed before it that an older transaction holds back, then hands them out', async () => {
+    const s = schema();
+    const store: Store = await openStore(`${PG_URL}?schema=${s}`);
+    const engine = new Engine({ store, workflows: [waits] });
+    const older = new pg.Client({ connectionString: PG_URL });
+    await older.connect();
+    try {
+      const { id } = await engine.start(waits);
+      // A transaction elsewhere on the server takes its xid and stays open: entries of younger
+      // transactions cannot be placed in the log's order until it ends.
+      await older.query('BEGIN');
+      await older.query('SELECT pg_current_xact_id()');
+      await engine.signal(id, 'ping', { n: 1 }, { by: 'ada' });
+
+      const mark = await store.logMark();
+      const page = await store.readLog(null, 100, mark);
+      expect(page.behind).toBe(true);
+      expect(page.events.filter((e) => e.taskId === id && e.type === 'signal:received')).toEqual([]);
+
+      const reading = readAll(engine);
+      expect(await stateAfter(reading, 300)).toBe('pending');
+      await older.query('COMMIT');
+      expect((await reading).filter((e) => e.task === id).map((e) => `${e.seq} ${e.type}`)).toEqual(['1 transition', '2 signal:received']);
+      expect((await store.readLog(null, 100, mark)).behind).toBe(false);
+    } finally {
+      await older.end();
       await engine.close();
       await store.close();
     }

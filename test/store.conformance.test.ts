@@ -15,7 +15,7 @@ import { postgresMigrations, sqliteMigrations, type Migration } from '../src/gen
 import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
 import { isStepwiseError } from '../src/errors.ts';
 import { planCreation } from '../src/transitions.ts';
-import type { ApprovalRow, ClaimRequest, ClaimedTask, EventRow, NewEvent, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
+import type { ApprovalRow, ClaimRequest, ClaimedTask, EventRow, LogPage, NewEvent, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
 import { transitionEntry } from '../src/log-entries.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
 
@@ -1257,7 +1257,13 @@ for (const backend of backends) {
           expect(mine).toEqual([...mine].sort((x, y) => x - y));
           expect(mine.map((seq) => prevOf.get(`${id}/${seq}`))).toEqual(mine.map((_seq, i) => (i === 0 ? 0 : mine[i - 1])));
         }
-        expect(await s.readLog(cursor, 3)).toEqual({ events: [], cursor });
+        expect(await s.readLog(cursor, 3)).toEqual({ events: [], cursor, behind: false });
+        // A mark taken now: once no transaction that was writing when it was taken is running, a
+        // read reaches it, with nothing new to hand out.
+        const mark = await s.logMark();
+        let last: LogPage | undefined;
+        await eventually(async () => !(last = await s.readLog(cursor, 3, mark)).behind, 'a read to reach the mark', 60_000);
+        expect(last).toEqual({ events: [], cursor, behind: false });
       }, 90_000);
     });
 

@@ -123,7 +123,7 @@ export async function getEventRanges(c: PgContext, ranges: readonly EventRange[]
  * placed before them here. `prevSeq` therefore only counts entries placed before the row, and
  * the reader (event-stream.ts) delivers the task's lower seqs placed after it first.
  */
-export async function readLog(c: PgContext, after: string | null, limit: number): Promise<LogPage> {
+export async function readLog(c: PgContext, after: string | null, limit: number, mark?: string | null): Promise<LogPage> {
   let xid = '0';
   let id = '0';
   if (after !== null) {
@@ -131,23 +131,46 @@ export async function readLog(c: PgContext, after: string | null, limit: number)
     if (!m) throw new InvalidArgumentError(`Invalid log cursor "${after}"`);
     [xid, id] = [m[1] as string, m[2] as string];
   }
+  if (mark != null && !/^\d{1,20}$/.test(mark)) throw new InvalidArgumentError(`Invalid log mark "${mark}"`);
   return run(c, async () => {
-    const page = await rows(
+    // One statement, so the rows and the horizon they were read under come from one snapshot: the
+    // outer row is there even when no entry is, to say whether the horizon has passed the mark.
+    const found = await rows(
       c,
       poolOf(c),
-      `SELECT task_id, seq, at, type, actor_kind, actor_id, data, xid::text AS xid_text, id,
-           coalesce((SELECT p.seq FROM ${c.t.events} p WHERE p.task_id = e.task_id AND p.seq < e.seq AND (p.xid, p.id) < (e.xid, e.id)
-             AND p.type NOT IN (${RESULT_ENTRY_TYPES_SQL}) ORDER BY p.seq DESC LIMIT 1), 0) AS prev_seq
-         FROM ${c.t.events} e
-         WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < pg_snapshot_xmin(pg_current_snapshot()) AND type NOT IN (${RESULT_ENTRY_TYPES_SQL})
-         ORDER BY xid, id LIMIT $3`,
-      [xid, id, limit],
+      `SELECT e.*, h.horizon < $4::xid8 AS behind
+         FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
+         LEFT JOIN LATERAL (
+           SELECT task_id, seq, at, type, actor_kind, actor_id, data, xid, xid::text AS xid_text, id,
+               coalesce((SELECT p.seq FROM ${c.t.events} p WHERE p.task_id = e.task_id AND p.seq < e.seq AND (p.xid, p.id) < (e.xid, e.id)
+                 AND p.type NOT IN (${RESULT_ENTRY_TYPES_SQL}) ORDER BY p.seq DESC LIMIT 1), 0) AS prev_seq
+             FROM ${c.t.events} e
+             WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < h.horizon AND type NOT IN (${RESULT_ENTRY_TYPES_SQL})
+             ORDER BY xid, id LIMIT $3
+         ) e ON true
+         ORDER BY e.xid, e.id`,
+      [xid, id, limit, mark ?? null],
     );
+    const page = found.filter((r) => r.task_id !== null);
     const last = page.at(-1);
     return {
       events: page.map((r) => ({ ...toEventRow(r), cursor: `${String(r.xid_text)}:${String(r.id)}`, prevSeq: Number(r.prev_seq) })),
       cursor: last ? `${String(last.xid_text)}:${String(last.id)}` : after,
+      behind: found[0]?.behind === true,
     };
+  });
+}
+
+/**
+ * The end of the log now: the snapshot's xmax, the first transaction id not yet handed out. Every
+ * entry committed before this call has a lower xid, so `readLog` has returned it once its horizon
+ * (the xmin of its snapshot) reaches the mark, that is once every transaction that was running at
+ * this call has ended.
+ */
+export async function logMark(c: PgContext): Promise<string> {
+  return run(c, async () => {
+    const [row] = await rows(c, poolOf(c), 'SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS mark');
+    return String(row?.mark);
   });
 }
 

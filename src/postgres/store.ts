@@ -29,7 +29,7 @@
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
 import { close, migrate, openContext, type PgContext } from './connection.ts';
-import { findTaskByKey, getEventRanges, getEvents, getSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
+import { findTaskByKey, getEventRanges, getEvents, getSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
@@ -134,7 +134,8 @@ export class PostgresStore implements Store {
   getSteps(taskId: string): Promise<StepRow[]> { return getSteps(this.#c, taskId); }
   getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]> { return getEvents(this.#c, taskId, after, limit); }
   getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]> { return getEventRanges(this.#c, ranges); }
-  readLog(after: string | null, limit: number): Promise<LogPage> { return readLog(this.#c, after, limit); }
+  readLog(after: string | null, limit: number, mark?: string | null): Promise<LogPage> { return readLog(this.#c, after, limit, mark); }
+  logMark(): Promise<string | null> { return logMark(this.#c); }
   getSignals(taskId: string): Promise<SignalRow[]> { return getSignals(this.#c, taskId); }
 
   insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> { return insertTask(this.#c, task); }

@@ -427,7 +427,12 @@ export class SqliteStore implements Store {
        FROM stepwise_events e JOIN stepwise_tasks t ON t.no = e.task_no WHERE e.id > ? AND e.type NOT IN (${RESULT_ENTRY_TYPES_SQL}) ORDER BY e.id LIMIT ?`,
     ).all(from, limit)) as Raw[];
     const last = rows.at(-1);
-    return { events: rows.map((r) => ({ ...toEventRow(r), cursor: String(r.id), prevSeq: Number(r.prev_seq) })), cursor: last ? String(last.id) : after };
+    return { events: rows.map((r) => ({ ...toEventRow(r), cursor: String(r.id), prevSeq: Number(r.prev_seq) })), cursor: last ? String(last.id) : after, behind: false };
+  }
+
+  /** Every committed entry is readable at once: no mark to wait for. */
+  async logMark(): Promise<string | null> {
+    return null;
   }
 
   async getSignals(taskId: string): Promise<SignalRow[]> {
