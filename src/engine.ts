@@ -1,7 +1,7 @@
 /**
  * @module engine
  * The Engine: commands on tasks (start, get, list, result, cancel, retry, pause, resume, signal,
- * explain) and the factory of workers. Every status change goes through `planTransition` (the
+ * explain, delete, purge) and the factory of workers. Every status change goes through `planTransition` (the
  * lifecycle table) and one guarded store write; a command that loses a race re-reads and
  * re-plans, so two users cancelling and pausing at once each get a correct answer or a clear
  * IllegalTransitionError.
@@ -38,6 +38,8 @@ import { countRedo } from './failure/redo.ts';
 import { isCleanupSeq } from './run/cleanup-scope.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Budget } from './ai/usage.ts';
+import { resolveRetention, type RetentionMs, type RetentionPolicy } from './retention/policy.ts';
+import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
 import { Idempotency } from './idempotency/run.ts';
 import { EFFECT_DECISIONS, type EffectDecision } from './idempotency/at-most-once.ts';
 import { effectApprovalOf } from './idempotency/effect-approval.ts';
@@ -70,6 +72,17 @@ export interface EngineOptions extends StoreOptions {
    * whoever made it). Steps with a business key always use the engine's database.
    */
   idempotency?: IdempotencyBackend;
+  /**
+   * How long finished tasks are kept, per final status (a workflow's own `retention` overrides it
+   * per status). The engine's workers delete older ones, each with its journal, log, signals and
+   * approvals, every `retentionSweepMs` (see WorkerOptions), for the workflows they serve. Left out
+   * or `null`: kept until deleted (`engine.delete`, `engine.purge`). Keep tasks at least as long as
+   * anyone may ask for their result: a deleted task is TASK_NOT_FOUND, and its idempotency key
+   * starts a new task.
+   * @example { succeeded: '7d', cancelled: '7d', failed: '30d' }
+   * @defaultValue every task is kept
+   */
+  retention?: RetentionPolicy;
 }
 
 export interface SignalOptions extends CommandOptions {
@@ -246,6 +259,7 @@ export class Engine {
    * effects").
    */
   readonly idempotency: Idempotency;
+  readonly #retention: RetentionMs;
 
   /**
    * @example
@@ -259,6 +273,7 @@ export class Engine {
     this.limits = resolveLimits(options.limits, (name, v) => {
       if (!Number.isSafeInteger(v) || (v as number) < 1) throw new InvalidArgumentError(`Engine option ${name} must be a whole number of bytes ≥ 1, got ${String(v)}.`);
     });
+    this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
     this.#observers = [...(options.observers ?? [])];
     for (const o of this.#observers) {
       if (typeof o !== 'object' || o === null) throw new InvalidArgumentError('Each observer must be an object with hooks (onRunStart, onStepEnd, onEvent, …).');
@@ -829,12 +844,38 @@ export class Engine {
         observers: this.#observers,
         idempotency: this.idempotency,
         outputBytes: this.limits.outputBytes,
+        retention: this.#retention,
         onStopped: (worker) => this.#workers.delete(worker),
       },
       options,
     );
     this.#workers.add(w);
     return w;
+  }
+
+  /**
+   * Deletes a finished task (succeeded, failed or cancelled) with its journal, log, signals,
+   * approvals and stream chunks, and returns it as it was. A task that is not finished is a
+   * CONFLICT (cancel it first); an unknown id is TASK_NOT_FOUND, so is a second delete. The task's
+   * idempotency key is free again. Observers' `onTasksDeleted` hears of it.
+   * @example
+   * await engine.delete(id, { by: 'ops' });
+   */
+  async delete(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
+    const store = await this.ready();
+    return toSummary(await deleteTask({ store, clock: this.clock, observers: this.#observers }, id, actorOf(options.by)));
+  }
+
+  /**
+   * Deletes every finished task that ended at least `olderThan` ago (of the given statuses and
+   * workflows), each with everything it owns, a thousand per statement; `dryRun` only counts them.
+   * For tasks a retention policy does not cover (another engine's workflows, a one-off cleanup).
+   * @example
+   * await engine.purge({ olderThan: '30d', status: ['succeeded', 'cancelled'] });   // { count, byStatus, dryRun }
+   */
+  async purge(options: PurgeOptions & CommandOptions): Promise<PurgeResult> {
+    const store = await this.ready();
+    return purgeTasks({ store, clock: this.clock, observers: this.#observers }, options, actorOf(options?.by));
   }
 
   /** Stops this engine's workers (gracefully) and closes the store. */

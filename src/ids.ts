@@ -22,13 +22,26 @@ export function newId(now: number = Date.now()): string {
   }
   lastTime = now;
   lastRandom = random;
+  return timePart(now) + random.map((d) => ALPHABET[d]).join('');
+}
+
+/** The first 10 characters of an id made at `ms`. */
+function timePart(ms: number): string {
   let time = '';
-  let t = now;
+  let t = Math.max(0, Math.floor(ms));
   for (let i = 0; i < 10; i++) {
     time = ALPHABET[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  return time + random.map((d) => ALPHABET[d]).join('');
+  return time;
+}
+
+/**
+ * The smallest id made at `ms`: every id made before `ms` (by its maker's clock) sorts below it.
+ * A bound on a scan of old tasks by id, which is their creation order.
+ */
+export function firstIdAt(ms: number): string {
+  return timePart(ms) + '0'.repeat(16);
 }
 
 function increment(digits: number[]): number[] {

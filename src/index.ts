@@ -77,6 +77,12 @@ export { validateOutput } from './failure/validate.ts';
 export { failedAttempts, describeClass } from './failure/attempts.ts';
 export type { FailedAttempt } from './failure/attempts.ts';
 
+// Retention: deleting finished tasks (engine.delete, engine.purge, EngineOptions.retention)
+export { DELETABLE_STATUSES } from './retention/policy.ts';
+export type { RetentionPolicy, DeletableStatus } from './retention/policy.ts';
+export type { PurgeOptions, PurgeResult, TasksDeletedEvent } from './retention/purge.ts';
+export type { DeletedTask } from './store.ts';
+
 // Time, retries, stores
 export { systemClock } from './clock.ts';
 export type { Clock } from './clock.ts';

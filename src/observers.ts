@@ -14,6 +14,7 @@ import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
 import type { IdempotencyEvent } from './idempotency/run.ts';
 import type { ApprovalNotice } from './approvals/types.ts';
+import type { TasksDeletedEvent } from './retention/purge.ts';
 
 /** One run of a task: a worker's claim of it until the run ends. */
 export interface RunInfo {
@@ -74,6 +75,12 @@ export interface Observer {
    * to send an e-mail or a chat message, with the CLI commands that decide it.
    */
   onApproval?(notice: ApprovalNotice): unknown;
+  /**
+   * Finished tasks were deleted, each with its journal and log (`engine.delete`, `engine.purge`, or
+   * a worker's retention sweep), in this process: a deleted task leaves no log of its own, so this
+   * is where an audit trail of deletions is kept.
+   */
+  onTasksDeleted?(event: TasksDeletedEvent): unknown;
   /** The worker itself met a problem (a claim or heartbeat failed); it keeps going. */
   onWorkerError?(e: { workerId: string; error: Error; during: string }): unknown;
 }

@@ -549,6 +549,32 @@ export interface ApprovalQuery {
   limit: number;
 }
 
+/**
+ * Which tasks a deletion takes (see `Store.deleteTasks`): those in one of `statuses` (the engine
+ * passes finished ones only) that meet every other condition given.
+ */
+export interface TaskDeletion {
+  statuses: readonly TaskStatus[];
+  /** Only these tasks. */
+  ids?: readonly string[];
+  /** Only tasks that finished before this time. */
+  finishedBefore?: number;
+  /**
+   * Only tasks whose id sorts below this one. Ids begin with their creation time, so this bounds
+   * the scan to tasks created before a time (a task finishes after it was created).
+   */
+  idBefore?: string;
+  /** Only tasks of these workflows. */
+  workflows?: readonly string[];
+}
+
+/** A task a deletion removed. */
+export interface DeletedTask {
+  id: string;
+  workflow: string;
+  status: TaskStatus;
+}
+
 export interface Store {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
@@ -670,6 +696,16 @@ export interface Store {
 
   /** Appends entries to a task's log (see {@link LogAppend}); false if its version moved on. */
   appendEvents(write: LogAppend): Promise<boolean>;
+
+  /**
+   * Deletes up to `limit` tasks that `deletion` selects, oldest id first, each with everything it
+   * owns (journal, log, signals, approvals, stream chunks), in one transaction. A task that another
+   * transaction holds at that moment (a command, a signal, a decision) is passed over: the next
+   * deletion takes it if it still qualifies. Returns the tasks deleted.
+   */
+  deleteTasks(deletion: TaskDeletion, limit: number): Promise<DeletedTask[]>;
+  /** How many tasks `deletion` selects now, by status (statuses with none are left out). */
+  countTasks(deletion: TaskDeletion): Promise<Partial<Record<TaskStatus, number>>>;
 
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void>;
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>>;

@@ -18,7 +18,9 @@
  */
 import { DwellScanner } from './dwell/scanner.ts';
 import { ApprovalCloser } from './approvals/closer.ts';
-import { DEFAULT_PURGE_MS, IdempotencyPurger, MAX_PURGE_MS } from './idempotency/purger.ts';
+import { DEFAULT_SWEEP_MS, MAX_SWEEP_MS, Sweeper } from './sweeper.ts';
+import { sweepDeletions, resolveRetention, type RetentionMs } from './retention/policy.ts';
+import { sweepOnce } from './retention/purge.ts';
 import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
@@ -84,6 +86,12 @@ export interface WorkerOptions {
    * count as absent; this keeps the table from growing). `0` turns it off. @defaultValue 600000
    */
   idempotencyPurgeMs?: number;
+  /**
+   * How often the worker deletes the finished tasks of its workflows that are past their retention
+   * (`EngineOptions.retention`, a workflow's `retention`); without a retention, it deletes none.
+   * `0` turns it off. @defaultValue 600000
+   */
+  retentionSweepMs?: number;
   /** @internal For tests: how long a replay waits for the call its journal says comes next. @defaultValue 30000 */
   replayStallMs?: number;
 }
@@ -101,6 +109,8 @@ export interface WorkerHost {
   idempotency?: Idempotency;
   /** The largest step or task output, in bytes of JSON. @defaultValue DEFAULT_LIMITS.outputBytes */
   outputBytes?: number;
+  /** The engine's retention of finished tasks (workflows may override it). @defaultValue keep all */
+  retention?: RetentionMs;
   onStopped: (worker: Worker) => void;
 }
 
@@ -134,6 +144,14 @@ const positive = (name: string, v: number): number => {
   if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new InvalidArgumentError(`worker option ${name} must be a positive number, got ${String(v)}`);
   return v;
 };
+/** The interval of a sweep: 0 (off) or milliseconds a timer can wait. */
+const sweepMs = (name: string, v: number | undefined): number => {
+  if (v === undefined) return DEFAULT_SWEEP_MS;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_SWEEP_MS) {
+    throw new InvalidArgumentError(`${name} must be a number of milliseconds from 1 to ${MAX_SWEEP_MS} (about 24.8 days), or 0 to turn it off; got ${String(v)}.`);
+  }
+  return v;
+};
 /** Counts (tasks, claims): a fraction would be floored to a worker that never claims. */
 const positiveInt = (name: string, v: number): number => {
   if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError(`worker option ${name} must be a whole number ≥ 1, got ${String(v)}`);
@@ -157,7 +175,9 @@ export class Worker {
   #dwell: DwellScanner | null = null;
   #approvalCloser: ApprovalCloser | null = null;
   readonly #purgeMs: number;
-  #purger: IdempotencyPurger | null = null;
+  #purger: Sweeper | null = null;
+  readonly #retentionSweepMs: number;
+  #retentionSweeper: Sweeper | null = null;
   readonly #events = new TypedEmitter<WorkerEvents>();
   readonly #runs = new Map<string, TaskRun>();
   readonly #running = new Set<Promise<void>>();
@@ -204,10 +224,8 @@ export class Worker {
     this.#replayStallMs = options.replayStallMs;
     this.#parkAfterMs = options.parkAfterMs ?? 5000;
     this.#dwellScanMs = options.dwellScanMs ?? 1000;
-    this.#purgeMs = options.idempotencyPurgeMs ?? DEFAULT_PURGE_MS;
-    if (typeof this.#purgeMs !== 'number' || !Number.isFinite(this.#purgeMs) || this.#purgeMs < 0 || this.#purgeMs > MAX_PURGE_MS) {
-      throw new InvalidArgumentError(`idempotencyPurgeMs must be a number of milliseconds from 1 to ${MAX_PURGE_MS} (about 24.8 days), or 0 to turn purging off; got ${String(options.idempotencyPurgeMs)}.`);
-    }
+    this.#purgeMs = sweepMs('idempotencyPurgeMs', options.idempotencyPurgeMs);
+    this.#retentionSweepMs = sweepMs('retentionSweepMs', options.retentionSweepMs);
   }
 
   get state(): WorkerState {
@@ -271,12 +289,30 @@ export class Worker {
     this.#approvalCloser = new ApprovalCloser(store, this.#host.clock, this.#dwellScanMs, (e) =>
       this.#events.emit('worker:error', { error: coerceError(e), during: 'closing the approvals of ended tasks' }));
     this.#approvalCloser.start();
-    // Expired idempotency records are deleted by every worker (see idempotency/purger.ts).
+    // Expired idempotency records are deleted by every worker (see sweeper.ts).
     const idempotency = this.#host.idempotency;
     if (idempotency && this.#purgeMs > 0) {
-      this.#purger = new IdempotencyPurger((limit) => idempotency.purge(limit), this.#purgeMs, (e) =>
-        this.#events.emit('worker:error', { error: coerceError(e), during: 'deleting expired idempotency records' }));
+      this.#purger = new Sweeper({
+        purge: (limit) => idempotency.purge(limit), intervalMs: this.#purgeMs,
+        onError: (e) => this.#events.emit('worker:error', { error: coerceError(e), during: 'deleting expired idempotency records' }),
+      });
       this.#purger.start();
+    }
+    // Finished tasks past their retention, of the workflows this worker serves (retention/).
+    const retention = this.#host.retention ?? {};
+    const kept = [...this.#workflows.values()].map((w) => ({
+      name: w.name, ...(w.options.retention ? { retention: resolveRetention(w.options.retention, w.name) } : {}),
+    }));
+    if (this.#retentionSweepMs > 0 && sweepDeletions(0, retention, kept).length) {
+      const deps = { store, clock: this.#host.clock, observers: this.#host.observers ?? [] };
+      const by = { kind: 'worker' as const, id: this.id };
+      this.#retentionSweeper = new Sweeper({
+        purge: (limit) => sweepOnce(deps, sweepDeletions(this.#host.clock.now(), retention, kept), limit, by),
+        intervalMs: this.#retentionSweepMs,
+        stopsFor: () => false,
+        onError: (e) => this.#events.emit('worker:error', { error: coerceError(e), during: 'deleting finished tasks past their retention' }),
+      });
+      this.#retentionSweeper.start();
     }
     this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
   }
@@ -571,6 +607,7 @@ export class Worker {
     await this.#dwell?.stop();
     await this.#approvalCloser?.stop();
     await this.#purger?.stop();
+    await this.#retentionSweeper?.stop();
     await this.#beating;
     await this.#abandoning;
     await this.#writer?.drain();

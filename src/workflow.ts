@@ -17,6 +17,7 @@ import type { Classifier } from './failure/classify.ts';
 import type { ApprovalDecision, ApprovalOptions } from './approvals/types.ts';
 import type { DwellOptions } from './dwell/types.ts';
 import { checkDwell } from './dwell/types.ts';
+import { resolveRetention, type RetentionPolicy } from './retention/policy.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -347,6 +348,13 @@ export interface WorkflowOptions<I, In = I> {
   budget?: Budget;
   /** Prices by model id (USD per million tokens), over {@link DEFAULT_PRICES}. */
   prices?: PriceTable;
+  /**
+   * How long this workflow's finished tasks are kept, per final status, over the engine's
+   * `retention` (a status given here replaces the engine's; `null` keeps them). Workers that serve
+   * the workflow delete older ones with everything they own (see `EngineOptions.retention`).
+   * @example { succeeded: '1d', failed: '30d' }
+   */
+  retention?: RetentionPolicy;
 }
 
 export type WorkflowFunction<I, O> = (ctx: WorkflowContext, input: I) => Promise<O>;
@@ -370,7 +378,7 @@ export interface Workflow<I = unknown, O = unknown, In = I> {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
 /** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
-const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'budget', 'prices', 'timeout', 'cleanupTimeout', 'dwell'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'budget', 'prices', 'timeout', 'cleanupTimeout', 'dwell', 'retention'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
  * Declares a durable workflow.
@@ -416,6 +424,7 @@ export function workflow<I = unknown, O = unknown, In = I>(
     throw new InvalidArgumentError((e as Error).message, { cause: e });
   }
   if (options.dwell !== undefined) checkDwell(name, options.dwell);
+  if (options.retention !== undefined) resolveRetention(options.retention, `workflow("${name}")`);
   try {
     resolveRetry(options.retry);
   } catch (e) {

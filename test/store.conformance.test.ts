@@ -1267,6 +1267,146 @@ for (const backend of backends) {
       }, 90_000);
     });
 
+    describe('deleting finished tasks', () => {
+      /** A task driven to a final status at `at` (a claimed task fails or succeeds; a pending one is cancelled). */
+      async function finished(status: 'succeeded' | 'failed' | 'cancelled', at: number, over: Partial<NewTask> = {}): Promise<TaskRow> {
+        if (status === 'cancelled') {
+          const { task } = await store.insertTask(newTask(ns, over));
+          return (await store.transition(write(task, { event: 'cancel', to: 'cancelled', at, set: { finishedAt: at } }))) as TaskRow;
+        }
+        const task = await claimedTask(store, ns, over);
+        const event = status === 'succeeded' ? 'complete' : 'fail';
+        return (await store.transition(write(task, { event, to: status, guard: { epoch: task.epoch }, workerId: 'w1', at, set: { clearLease: true, finishedAt: at } }))) as TaskRow;
+      }
+
+      it('deletes the finished tasks a deletion selects, oldest id first, up to the limit; counts them first', async () => {
+        const old = await finished('succeeded', T0 + 10);
+        const oldFailed = await finished('failed', T0 + 20);
+        const oldCancelled = await finished('cancelled', T0 + 30);
+        const recent = await finished('succeeded', T0 + 5000);
+        const running = await claimedTask(store, ns);
+        const otherWorkflow = await finished('succeeded', T0 + 40, { workflow: ns.wf('other') });
+        const all = ['succeeded', 'failed', 'cancelled'] as const;
+        // The store takes every status it is given: the engine passes final ones only.
+        const aged = { statuses: [...all, 'running' as const], finishedBefore: T0 + 1000, workflows: [ns.wf()] };
+        expect(await store.countTasks(aged)).toEqual({ succeeded: 1, failed: 1, cancelled: 1 });
+        expect(await store.countTasks({ ...aged, statuses: ['failed'] })).toEqual({ failed: 1 });
+        expect(await store.countTasks({ ...aged, workflows: [] })).toEqual({});
+
+        expect(await store.deleteTasks(aged, 2)).toEqual([
+          { id: old.id, workflow: old.workflow, status: 'succeeded' }, { id: oldFailed.id, workflow: old.workflow, status: 'failed' },
+        ]);
+        expect(await store.deleteTasks(aged, 10)).toEqual([{ id: oldCancelled.id, workflow: old.workflow, status: 'cancelled' }]);
+        expect(await store.deleteTasks(aged, 10)).toEqual([]);
+        for (const gone of [old, oldFailed, oldCancelled]) expect(await store.getTask(gone.id)).toBeNull();
+        for (const kept of [recent, running, otherWorkflow]) expect((await store.getTask(kept.id))?.id).toBe(kept.id);
+
+        // By id, and below an id (the bound of a scan by creation time).
+        expect(await store.deleteTasks({ statuses: all, ids: [recent.id, running.id, ns.id()] }, 10)).toEqual([{ id: recent.id, workflow: recent.workflow, status: 'succeeded' }]);
+        expect(await store.deleteTasks({ statuses: all, idBefore: otherWorkflow.id }, 10)).toEqual([]);
+        expect((await store.deleteTasks({ statuses: all, idBefore: `${otherWorkflow.id}~` }, 10)).map((t) => t.id)).toEqual([otherWorkflow.id]);
+        expect(await store.deleteTasks({ statuses: all, ids: [] }, 10)).toEqual([]);
+        expect((await store.getTask(running.id))?.status).toBe('running');
+      });
+
+      it('takes everything a task owns with it (journal, log, signals, approvals, stream chunks) and leaves other tasks\' rows alone', async () => {
+        const fill = async (): Promise<TaskRow> => {
+          const task = await claimedTask(store, ns);
+          await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) }]);
+          await store.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: task.id, name: 'go', payload: '1', idempotencyKey: 'k', at: T0 + 1 });
+          await store.insertApproval({ approval: {
+            id: `apv_${randomBytes(6).toString('hex')}`, taskId: task.id, workflow: task.workflow, name: 'review', callKey: 'approval:review@0', status: 'pending',
+            approvers: '[]', quorum: 1, payload: null, policy: '{}', deadline: null, remindAt: null, level: 1, decisions: '[]', outcome: null, version: 1, createdAt: T0, decidedAt: null,
+          }, epoch: task.epoch, at: T0 + 2, log: [] });
+          await store.appendChunks({ taskId: task.id, epoch: task.epoch, chunks: [{ step: 's9', attempt: 1, kind: 'delta', delta: 'x', at: T0 + 3 }] });
+          return (await store.transition(write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch }, workerId: 'w1', at: T0 + 4, set: { clearLease: true, finishedAt: T0 + 4 } }))) as TaskRow;
+        };
+        const doomed = await fill();
+        const kept = await fill();
+        const owned = async (id: string) => ({
+          steps: (await store.getSteps(id)).length, log: (await store.getEvents(id)).length, signals: (await store.getSignals(id)).length,
+          approvals: (await store.listApprovals({ taskId: id, limit: 10 })).length, chunks: (await store.getChunks(id, 0, 10)).length,
+        });
+        const before = await owned(kept.id);
+        expect(before).toEqual({ steps: 1, log: expect.any(Number) as number, signals: 1, approvals: 1, chunks: 1 });
+        expect(await store.deleteTasks({ statuses: ['succeeded'], ids: [doomed.id] }, 1)).toHaveLength(1);
+        expect(await owned(doomed.id)).toEqual({ steps: 0, log: 0, signals: 0, approvals: 0, chunks: 0 });
+        expect(await owned(kept.id)).toEqual(before);
+        // Nothing can be added to it any more; its idempotency key is free again.
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: doomed.id, name: 'go', payload: null, idempotencyKey: null, at: T0 + 9 })).toBeNull();
+        expect(await store.appendTaskEvents?.(doomed.id, T0 + 9, [{ type: 'note', actorKind: 'system', actorId: 'x', data: null }])).not.toBe(true);
+      });
+
+      it('frees the idempotency key of a deleted task: the next insert with it creates a new task', async () => {
+        const first = await finished('succeeded', T0 + 10, { idempotencyKey: ns.key('report') });
+        expect((await store.insertTask(newTask(ns, { idempotencyKey: ns.key('report') }))).created).toBe(false);
+        await store.deleteTasks({ statuses: ['succeeded'], ids: [first.id] }, 1);
+        const again = await store.insertTask(newTask(ns, { idempotencyKey: ns.key('report') }));
+        expect(again.created).toBe(true);
+        expect(again.task.id).not.toBe(first.id);
+        expect(await logOf(store, again.task.id)).toEqual(['1:transition:user:anonymous']);
+      });
+
+      it('a reader of every task\'s log that read up to the deleted task\'s last entry misses none appended after it', async () => {
+        const s = backend.isolated().open();
+        await s.migrate();
+        const a = (await s.insertTask(newTask(ns))).task;
+        const b = (await s.insertTask(newTask(ns))).task;
+        await s.transition(write(b, { event: 'cancel', to: 'cancelled', at: T0 + 5, set: { finishedAt: T0 + 5 } }));
+        // Read to the end: the last entry is the deleted task's (its cancel).
+        let cursor: string | null = null;
+        const seen: string[] = [];
+        await eventually(async () => {
+          const page: LogPage = await s.readLog(cursor, 100, await s.logMark());
+          seen.push(...page.events.map((e) => `${e.taskId}/${e.seq}`));
+          cursor = page.cursor;
+          return !page.behind && seen.includes(`${b.id}/2`);
+        }, 'the log up to the cancel');
+        expect(await s.deleteTasks({ statuses: ['cancelled'], ids: [b.id] }, 1)).toHaveLength(1);
+        await s.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: a.id, name: 'go', payload: null, idempotencyKey: null, at: T0 + 6 });
+        const c = (await s.insertTask(newTask(ns))).task;
+        const after: string[] = [];
+        await eventually(async () => {
+          const page: LogPage = await s.readLog(cursor, 100, await s.logMark());
+          after.push(...page.events.map((e) => `${e.taskId}/${e.seq}`));
+          cursor = page.cursor;
+          return !page.behind && after.length >= 2;
+        }, 'the entries after the delete');
+        expect(after).toEqual([`${a.id}/2`, `${c.id}/1`]);
+        // The same once the deleted entries were not the last ones (no row is left behind for them).
+        await s.deleteTasks({ statuses: ['pending'], ids: [c.id] }, 1);
+        await s.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: a.id, name: 'go', payload: null, idempotencyKey: null, at: T0 + 7 });
+        await eventually(async () => {
+          const page: LogPage = await s.readLog(cursor, 100, await s.logMark());
+          after.push(...page.events.map((e) => `${e.taskId}/${e.seq}`));
+          cursor = page.cursor;
+          return !page.behind && after.length >= 3;
+        }, 'the entry after the second delete');
+        expect(after).toEqual([`${a.id}/2`, `${c.id}/1`, `${a.id}/3`]);
+      });
+
+      it('another connection that read a deleted task reads nothing of it afterwards, though a new task may take its place', async () => {
+        const target = backend.isolated();
+        const [s1, s2] = [target.open(), target.open()];
+        await s1.migrate();
+        const doomed = await (async () => {
+          const { task } = await s1.insertTask(newTask(ns));
+          await s1.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: task.id, name: 'go', payload: null, idempotencyKey: null, at: T0 + 1 });
+          return (await s1.transition(write(task, { event: 'cancel', to: 'cancelled', at: T0 + 2, set: { finishedAt: T0 + 2 } }))) as TaskRow;
+        })();
+        // The second connection reads the task (and may remember where it lives).
+        expect((await s2.getEvents(doomed.id)).length).toBe(3);
+        expect(await s1.deleteTasks({ statuses: ['cancelled'], ids: [doomed.id] }, 1)).toHaveLength(1);
+        const next = (await s1.insertTask(newTask(ns))).task;
+        await s1.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: next.id, name: 'go', payload: null, idempotencyKey: null, at: T0 + 3 });
+        expect(await s2.getEvents(doomed.id)).toEqual([]);
+        expect(await s2.getSteps(doomed.id)).toEqual([]);
+        expect(await s2.getEventRanges([{ taskId: doomed.id, after: 0, before: 10 }])).toEqual([[]]);
+        expect(await s2.appendTaskEvents?.(doomed.id, T0 + 4, [{ type: 'note', actorKind: 'system', actorId: 'x', data: null }])).not.toBe(true);
+        expect(await logOf(s2, next.id)).toEqual(['1:transition:user:anonymous', '2:signal:received:user:ada']);
+      });
+    });
+
     describe('workflows', () => {
       it('registerWorkflows upserts last-seen times, and listWorkflows lists them by name and version', async () => {
         const a = ns.wf('a');
@@ -1435,6 +1575,43 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
       expect(after.runAt).not.toBeNull();
       await a.transition(write(after, { event: 'cancel', to: 'cancelled', set: { finishedAt: T0 + 300 } }));
     }
+  });
+
+  it('two stores deleting the same finished tasks at once delete each once; a signal racing a deletion lands with its task or is refused, never orphaned', async () => {
+    const [a, b] = [open(4), open(4)];
+    const cancelledTask = async (): Promise<string> => {
+      const { task } = await a.insertTask(newTask(ns));
+      await a.transition(write(task, { event: 'cancel', to: 'cancelled', at: T0 + 1, set: { finishedAt: T0 + 1 } }));
+      return task.id;
+    };
+    const ids = await Promise.all(Array.from({ length: 60 }, cancelledTask));
+    const selection = { statuses: ['cancelled' as const], workflows: [ns.wf()] };
+    const drain = async (s: Store): Promise<string[]> => {
+      const got: string[] = [];
+      for (let batch = await s.deleteTasks(selection, 7); batch.length; batch = await s.deleteTasks(selection, 7)) got.push(...batch.map((t) => t.id));
+      return got;
+    };
+    const [byA, byB] = await Promise.all([drain(a), drain(b)]);
+    expect([...byA, ...byB].sort()).toEqual([...ids].sort());
+
+    const raced = await Promise.all(Array.from({ length: 30 }, cancelledTask));
+    const [, answers] = await Promise.all([
+      drain(b),
+      Promise.all(raced.map((id) => a.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: id, name: 'late', payload: null, idempotencyKey: null, at: T0 + 2 }))),
+    ]);
+    for (const [i, id] of raced.entries()) {
+      const task = await a.getTask(id);
+      // A refused signal found no task; a recorded one is with its task, or went with it.
+      if (answers[i] === null) expect(task).toBeNull();
+      if (task) expect((await a.getSignals(id)).map((x) => x.name)).toEqual(['late']);
+    }
+    await drain(b);
+    const schemaOf = `"${a.schema}"`;
+    const orphans = await withPg(async (c) => (await c.query<{ n: number }>(
+      `SELECT (SELECT count(*) FROM ${schemaOf}.signals s WHERE NOT EXISTS (SELECT 1 FROM ${schemaOf}.tasks t WHERE t.id = s.task_id))
+            + (SELECT count(*) FROM ${schemaOf}.events e WHERE NOT EXISTS (SELECT 1 FROM ${schemaOf}.tasks t WHERE t.id = e.task_id)) AS n`,
+    )).rows[0]?.n);
+    expect(Number(orphans)).toBe(0);
   });
 
   it('a notification from one store reaches a subscriber of another', async () => {

@@ -138,28 +138,28 @@ describe('store URLs', () => {
   });
 });
 
-describe('the idempotency purger', () => {
+describe('the sweeper (expired idempotency records, finished tasks past their retention)', () => {
   it('deletes in batches until a batch comes back short, and stops for good when there is no record store', async () => {
-    const { IdempotencyPurger, PURGE_BATCH } = await import('../src/idempotency/purger.ts');
-    let expired = 2 * PURGE_BATCH + 7;
+    const { Sweeper, SWEEP_BATCH } = await import('../src/sweeper.ts');
+    let expired = 2 * SWEEP_BATCH + 7;
     const limits: number[] = [];
-    const purger = new IdempotencyPurger(async (limit) => {
+    const purger = new Sweeper({ purge: async (limit) => {
       limits.push(limit);
       const n = Math.min(limit, expired);
       expired -= n;
       return n;
-    }, 0, () => undefined);
-    expect(await purger.sweep()).toBe(2 * PURGE_BATCH + 7);
-    expect(limits).toEqual([PURGE_BATCH, PURGE_BATCH, PURGE_BATCH]);
+    }, intervalMs: 0, onError: () => undefined });
+    expect(await purger.sweep()).toBe(2 * SWEEP_BATCH + 7);
+    expect(limits).toEqual([SWEEP_BATCH, SWEEP_BATCH, SWEEP_BATCH]);
     expect(await purger.sweep()).toBe(0);
 
     const { InvalidArgumentError } = await import('../src/index.ts');
     let calls = 0;
     const errors: unknown[] = [];
-    const none = new IdempotencyPurger(async () => {
+    const none = new Sweeper({ purge: async () => {
       calls++;
       throw new InvalidArgumentError('no idempotency records');
-    }, 5, (e) => errors.push(e));
+    }, intervalMs: 5, onError: (e) => errors.push(e) });
     none.start();
     const { eventually } = await import('./support/engine.ts');
     await eventually(() => calls > 0, 20_000, 'the first sweep');
@@ -170,19 +170,19 @@ describe('the idempotency purger', () => {
   });
 
   it('starts no sweep while the last one still runs', async () => {
-    const { IdempotencyPurger } = await import('../src/idempotency/purger.ts');
+    const { Sweeper } = await import('../src/sweeper.ts');
     const { eventually, gate } = await import('./support/engine.ts');
     const release = gate();
     let inFlight = 0;
     let most = 0;
     let calls = 0;
-    const slow = new IdempotencyPurger(async () => {
+    const slow = new Sweeper({ purge: async () => {
       calls++;
       most = Math.max(most, ++inFlight);
       await release.promise;
       inFlight--;
       return 0;
-    }, 5, () => undefined);
+    }, intervalMs: 5, onError: () => undefined });
     slow.start();
     await eventually(() => calls > 0, 20_000, 'the first sweep');
     await new Promise((r) => setTimeout(r, 50)); // ten intervals pass while it runs

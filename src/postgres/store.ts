@@ -24,7 +24,7 @@
  *
  * This class is a facade: it owns the store's context (pool, kept connection, listeners, see
  * connection.ts) and hands each operation to the module that does it: read.ts, insert.ts,
- * transition.ts, write-batch.ts, claim.ts, leases.ts, signals.ts, workflows.ts, listen.ts.
+ * transition.ts, write-batch.ts, claim.ts, leases.ts, signals.ts, retention.ts, workflows.ts, listen.ts.
  *
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
@@ -39,16 +39,18 @@ import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgre
 import { insertSignal } from './signals.ts';
 import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
+import { countTasks, deleteTasks } from './retention.ts';
 import { notify, subscribe } from './listen.ts';
 import { PostgresIdempotency } from './idempotency.ts';
 import { appendTaskEvents } from './append-events.ts';
 import { runInTransaction } from './transaction.ts';
 import type { Transaction } from '../transaction-types.ts';
+import type { TaskStatus } from '../lifecycle.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {
-  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend,
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskDeletion,
   ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
@@ -161,6 +163,8 @@ export class PostgresStore implements Store {
   listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> { return listApprovals(this.#c, q); }
   updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> { return updateApproval(this.#c, w); }
   appendEvents(w: LogAppend): Promise<boolean> { return appendEvents(this.#c, w); }
+  deleteTasks(deletion: TaskDeletion, limit: number): Promise<DeletedTask[]> { return deleteTasks(this.#c, deletion, limit); }
+  countTasks(deletion: TaskDeletion): Promise<Partial<Record<TaskStatus, number>>> { return countTasks(this.#c, deletion); }
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> { return registerWorkflows(this.#c, workflows); }
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> { return listWorkflows(this.#c); }
 

@@ -13,6 +13,7 @@ import { SqliteTransactions } from './transaction.ts';
 import type { Transaction } from '../transaction-types.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
 import * as approvals from './approvals.ts';
+import * as retention from './retention.ts';
 import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import { ClosedError, InvalidArgumentError, StoreRefusedError, StoreUnavailableError } from '../errors.ts';
@@ -21,7 +22,7 @@ import {
 } from '../rows.ts';
 import { RESULT_ENTRY_TYPES_SQL, claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
-  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend,
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskDeletion,
   ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
@@ -34,7 +35,7 @@ const inList = (n: number): string => Array.from({ length: n }, () => '?').join(
  * Statuses as SQL literals (checked against the lifecycle's list): with literals, rather than
  * bound parameters, SQLite can prove that a query implies a partial index's WHERE clause and use it.
  */
-const statusList = (statuses: readonly TaskStatus[]): string =>
+export const statusList = (statuses: readonly TaskStatus[]): string =>
   statuses
     .map((s) => {
       if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown task status "${String(s)}"`);
@@ -94,20 +95,23 @@ export const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALU
  */
 const HOT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq)
   SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}, ? FROM stepwise_tasks
-  WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL}) AND NOT EXISTS (SELECT 1 FROM stepwise_events WHERE task_no = ? AND seq >= ?)
+  WHERE no = ? AND id = ? AND epoch = ? AND status IN (${LEASED_SQL}) AND NOT EXISTS (SELECT 1 FROM stepwise_events WHERE task_no = ? AND seq >= ?)
   ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
 /**
  * A step result in a write transaction: the fence and the row in one statement (its entry's seq
  * taken from this connection's count, read afresh in the transaction: see {@link #takeSeqs}).
  */
 const FENCED_RESULT_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq)
-  SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}, ? FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})
+  SELECT ?, ${inList(STEP_VALUE_COLUMNS.length)}, ? FROM stepwise_tasks WHERE no = ? AND id = ? AND epoch = ? AND status IN (${LEASED_SQL})
   ON CONFLICT (task_no, seq) DO UPDATE SET ${[...STEP_COLUMNS.slice(2), 'log_seq'].map((c) => `${c} = excluded.${c}`).join(', ')}`;
 /** A journal row that is new (a transition's rows are mostly new: then nothing is read first). */
 const INSERT_NEW_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length + 1)})
   ON CONFLICT (task_no, seq) DO NOTHING`;
-/** The fence of a checkpoint: the lease holder if the task is leased at the writer's epoch, else no row. */
-export const FENCE_STEP_SQL = `SELECT lease_owner FROM stepwise_tasks WHERE no = ? AND epoch = ? AND status IN (${LEASED_SQL})`;
+/**
+ * The fence of a checkpoint: the lease holder if the task is leased at the writer's epoch, else no
+ * row. Fences name the task by its key and its id (a deleted task's key can be handed out again).
+ */
+export const FENCE_STEP_SQL = `SELECT lease_owner FROM stepwise_tasks WHERE no = ? AND id = ? AND epoch = ? AND status IN (${LEASED_SQL})`;
 /** A task's last log seq, from both places entries are stored. */
 export const LAST_SEQ_SQL = `SELECT max(coalesce((SELECT max(seq) FROM stepwise_events WHERE task_no = ?), 0),
   coalesce((SELECT max(log_seq) FROM stepwise_steps WHERE task_no = ?), 0)) AS n`;
@@ -133,7 +137,11 @@ export class SqliteStore implements Store {
   readonly path: string;
   #db: Database.Database | null;
   readonly #statements = new Map<string, Database.Statement>();
-  /** Task id → internal integer key (ids never change, so entries never go stale). */
+  /**
+   * Task id → internal integer key, for the fenced writes of the runs this connection holds (a
+   * leased task is never deleted). Reads look the key up afresh: a deleted task's key can be handed
+   * out again.
+   */
   readonly #taskNo = new Map<string, number>();
   readonly #now: () => number;
   readonly #options: SqliteOptions;
@@ -173,7 +181,13 @@ export class SqliteStore implements Store {
     return s;
   }
 
-  /** The internal key of a task, or undefined if there is no such task. */
+  /** The internal key of a task as it is now (no cache), or undefined if there is no such task. */
+  #noNow(taskId: string): number | undefined {
+    const row = this.#stmt('SELECT no FROM stepwise_tasks WHERE id = ?').get(taskId) as { no: number } | undefined;
+    return row?.no;
+  }
+
+  /** The internal key of a task, remembered (see {@link #taskNo}), or undefined if there is no such task. */
   #no(taskId: string): number | undefined {
     let no = this.#taskNo.get(taskId);
     if (no === undefined) {
@@ -322,7 +336,7 @@ export class SqliteStore implements Store {
        ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null, task.deadlineAt ?? null) as Raw | undefined;
     if (row) {
-      // A new row's log is empty (rows are never deleted, so its key was never used before).
+      // A new row's log is empty (a deleted task's key may be handed out again, but its log went with it).
       this.#checkSeqs();
       this.#knowSeq(Number(row.no), 0);
       this.#append(Number(row.no), task.createdAt, [task.log]);
@@ -374,28 +388,29 @@ export class SqliteStore implements Store {
   }
 
   async getSteps(taskId: string): Promise<StepRow[]> {
-    return this.#steps(taskId);
+    const no = this.#noNow(taskId);
+    return no === undefined ? [] : this.#steps(taskId, no);
   }
 
-  #steps(taskId: string): StepRow[] {
-    const no = this.#no(taskId);
-    if (no === undefined) return [];
+  #steps(taskId: string, no: number): StepRow[] {
     return (this.#stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? ORDER BY seq').all(taskId, no) as Raw[]).map(toStepRow);
   }
 
   async getEvents(taskId: string, after = 0, limit?: number): Promise<EventRow[]> {
-    const no = this.#no(taskId);
-    if (no === undefined) return [];
     // One read transaction, one snapshot: a write of another process between the two reads could
     // otherwise hide an entry (a retry moving one from its row to the table).
-    return this.#translate(() => this.db.transaction(() => this.#log(taskId, no, after, limit))());
+    return this.#translate(() => this.db.transaction(() => {
+      const no = this.#noNow(taskId);
+      return no === undefined ? [] : this.#log(taskId, no, after, limit);
+    })());
   }
 
   async getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]> {
     // One read transaction for all of them, as for one task.
     return this.#translate(() => this.db.transaction(() => ranges.map((r) => {
-      const no = this.#no(r.taskId);
-      if (no === undefined || r.before <= r.after + 1) return [];
+      if (r.before <= r.after + 1) return [];
+      const no = this.#noNow(r.taskId);
+      if (no === undefined) return [];
       return this.#log(r.taskId, no, r.after, r.before - r.after - 1).filter((e) => e.seq < r.before);
     }))());
   }
@@ -563,11 +578,11 @@ export class SqliteStore implements Store {
     if (!w.consume && journalCarries(s)) {
       // A result: fence and row in one statement; the seq is taken only if the row was written.
       const seq = this.#lastSeqOf(no) + 1;
-      if (this.#stmt(FENCED_RESULT_SQL).run(no, ...stepValuesOfTask(s), seq, no, w.epoch).changes !== 1) return false;
+      if (this.#stmt(FENCED_RESULT_SQL).run(no, ...stepValuesOfTask(s), seq, no, w.taskId, w.epoch).changes !== 1) return false;
       this.#lastSeq.set(no, seq);
       return true;
     }
-    const fence = this.#stmt(FENCE_STEP_SQL).get(no, w.epoch) as { lease_owner: string | null } | undefined;
+    const fence = this.#stmt(FENCE_STEP_SQL).get(no, w.taskId, w.epoch) as { lease_owner: string | null } | undefined;
     if (!fence) return false;
     const seq = this.#takeSeqs(no, 1);
     const carried = journalCarries(s);
@@ -595,7 +610,7 @@ export class SqliteStore implements Store {
     const last = no === undefined ? undefined : this.#lastSeq.get(no);
     if (no === undefined || last === undefined) return false;
     const seq = last + 1;
-    if (this.#stmt(HOT_STEP_SQL).run(no, ...stepValuesOfTask(s), seq, no, w.epoch, no, seq).changes !== 1) return false;
+    if (this.#stmt(HOT_STEP_SQL).run(no, ...stepValuesOfTask(s), seq, no, w.taskId, w.epoch, no, seq).changes !== 1) return false;
     this.#lastSeq.set(no, seq);
     return true;
   }
@@ -675,7 +690,7 @@ export class SqliteStore implements Store {
         const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
         this.#append(Number(raw.no), r.now, [transitionEntry('worker', r.workerId, { event: p.event, from: p.status, to, epoch: row.epoch, detail })]);
         // A first run has no journal yet.
-        return { task: row, event: p.event, steps: row.runs > 1 ? this.#steps(p.id) : [], signals: signalsBy.get(p.id) ?? [] };
+        return { task: row, event: p.event, steps: row.runs > 1 ? this.#steps(p.id, Number(raw.no)) : [], signals: signalsBy.get(p.id) ?? [] };
       });
     });
   }
@@ -820,7 +835,7 @@ export class SqliteStore implements Store {
 
   async appendTaskEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> {
     return this.#tx(() => {
-      const no = this.#no(taskId);
+      const no = this.#noNow(taskId);
       if (no === undefined) return false;
       this.#append(no, at, entries);
       return true;
@@ -852,6 +867,19 @@ export class SqliteStore implements Store {
 
   async appendEvents(w: LogAppend): Promise<boolean> {
     return approvals.appendEvents(this.#approvalHandle, w);
+  }
+
+  async deleteTasks(deletion: TaskDeletion, limit: number): Promise<DeletedTask[]> {
+    const gone = this.#tx(() => retention.deleteTasks({ stmt: (sql) => this.#stmt(sql) }, deletion, limit));
+    for (const t of gone) {
+      this.#taskNo.delete(t.id);
+      this.#lastSeq.delete(t.no);
+    }
+    return gone.map(({ id, workflow, status }) => ({ id, workflow, status }));
+  }
+
+  async countTasks(deletion: TaskDeletion): Promise<Partial<Record<TaskStatus, number>>> {
+    return this.#translate(() => retention.countTasks({ stmt: (sql) => this.#stmt(sql) }, deletion));
   }
 
   async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {

@@ -94,7 +94,7 @@ export class SqliteTransactions implements TransactionRunner {
 function stepWriteOn(db: Database.Database, w: StepWrite): boolean {
   const task = db.prepare('SELECT no FROM stepwise_tasks WHERE id = ?').get(w.taskId) as { no: number } | undefined;
   if (!task || w.step.taskId !== w.taskId) return false;
-  const fence = db.prepare(FENCE_STEP_SQL).get(task.no, w.epoch) as { lease_owner: string | null } | undefined;
+  const fence = db.prepare(FENCE_STEP_SQL).get(task.no, w.taskId, w.epoch) as { lease_owner: string | null } | undefined;
   if (!fence) return false;
   const seq = Number((db.prepare(LAST_SEQ_SQL).get(task.no, task.no) as { n: number }).n) + 1;
   const carried = journalCarries(w.step);

@@ -1,0 +1,64 @@
+/**
+ * @module postgres/retention
+ * Internal: not part of the public API.
+ * Deleting finished tasks on PostgreSQL: one statement picks the tasks (oldest id first, skipping
+ * rows another transaction holds) and deletes each with its journal, log, signals, approvals and
+ * stream chunks. Every writer of a task's rows locks the task row first (a signal, a decision, a
+ * log append, a checkpoint), so a task picked here has no writer in flight, and one whose writer
+ * comes later finds no task.
+ *
+ * The scan is bounded by `idBefore` (ids begin with their creation time): by the primary key, by
+ * `tasks_workflow (workflow, id)` for some workflows, or by `tasks_status (status, id)` for a
+ * status other than `succeeded`. No index of finish times is kept: it would cost a write per
+ * finished task on the hot path, for a sweep that runs every few minutes.
+ */
+import { poolOf, rows, run, type PgContext } from './connection.ts';
+import { Params, sqlStatuses } from './sql-text.ts';
+import type { TaskStatus } from '../lifecycle.ts';
+import type { DeletedTask, TaskDeletion } from '../store.ts';
+
+/** The WHERE clause of a deletion on the tasks table. */
+function selection(d: TaskDeletion, p: Params): string {
+  const where = [`status IN (${sqlStatuses(d.statuses)})`];
+  if (d.ids) where.push(`id = ANY(${p.add(d.ids, 'text[]')})`);
+  if (d.idBefore !== undefined) where.push(`id < ${p.add(d.idBefore, 'text')}`);
+  if (d.finishedBefore !== undefined) where.push(`finished_at < ${p.add(d.finishedBefore, 'bigint')}`);
+  if (d.workflows) where.push(`workflow = ANY(${p.add(d.workflows, 'text[]')})`);
+  return where.join(' AND ');
+}
+
+export async function deleteTasks(c: PgContext, d: TaskDeletion, limit: number): Promise<DeletedTask[]> {
+  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
+  const t = c.t;
+  const p = new Params();
+  const where = selection(d, p);
+  const gone = `SELECT id FROM gone`;
+  return run(c, async () => {
+    const found = await rows(
+      c,
+      poolOf(c),
+      `WITH doomed AS (
+         SELECT id FROM ${t.tasks} WHERE ${where} ORDER BY id LIMIT ${p.add(limit, 'integer')} FOR UPDATE SKIP LOCKED
+       ), gone AS (
+         DELETE FROM ${t.tasks} x USING doomed WHERE x.id = doomed.id RETURNING x.id, x.workflow, x.status
+       ), steps AS (DELETE FROM ${t.steps} WHERE task_id IN (${gone})
+       ), events AS (DELETE FROM ${t.events} WHERE task_id IN (${gone})
+       ), signals AS (DELETE FROM ${t.signals} WHERE task_id IN (${gone})
+       ), approvals AS (DELETE FROM ${t.approvals} WHERE task_id IN (${gone})
+       ), chunks AS (DELETE FROM ${t.chunks} WHERE task_id IN (${gone}))
+       SELECT id, workflow, status FROM gone ORDER BY id`,
+      p.values,
+    );
+    return found.map((r) => ({ id: String(r.id), workflow: String(r.workflow), status: r.status as TaskStatus }));
+  });
+}
+
+export async function countTasks(c: PgContext, d: TaskDeletion): Promise<Partial<Record<TaskStatus, number>>> {
+  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return {};
+  const p = new Params();
+  const where = selection(d, p);
+  return run(c, async () => {
+    const found = await rows(c, poolOf(c), `SELECT status, count(*)::int AS n FROM ${c.t.tasks} WHERE ${where} GROUP BY status`, p.values);
+    return Object.fromEntries(found.map((r) => [String(r.status), Number(r.n)]));
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * @module sqlite/retention
+ * Internal: not part of the public API.
+ * Deleting finished tasks on SQLite: inside one `BEGIN IMMEDIATE` transaction (the caller's), the
+ * tasks are picked (oldest id first) and deleted with their journal, log, signals, approvals and
+ * stream chunks.
+ *
+ * The log's newest row is never deleted: SQLite gives a new row the largest rowid plus one, so
+ * deleting the row with the largest `id` would hand its id out again, and a reader of every task's
+ * log that had read up to it (its cursor is that id) would pass over the entry that gets it. That
+ * row is emptied instead and left to no task (`task_no` below zero, which no task has); later
+ * deletions remove such rows once they are no longer the newest.
+ */
+import { statusList } from './store.ts';
+import type { TaskStatus } from '../lifecycle.ts';
+import type { DeletedTask, TaskDeletion } from '../store.ts';
+import type Database from 'better-sqlite3';
+
+/** What the store facade lends this module. */
+export interface RetentionHandle {
+  stmt(sql: string): Database.Statement;
+}
+
+/** The WHERE clause of a deletion on the tasks table, and its parameters. */
+function selection(d: TaskDeletion): { where: string; params: unknown[] } {
+  const where = [`status IN (${statusList(d.statuses)})`];
+  const params: unknown[] = [];
+  if (d.ids) {
+    where.push('id IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(d.ids));
+  }
+  if (d.idBefore !== undefined) {
+    where.push('id < ?');
+    params.push(d.idBefore);
+  }
+  if (d.finishedBefore !== undefined) {
+    where.push('finished_at < ?');
+    params.push(d.finishedBefore);
+  }
+  if (d.workflows) {
+    where.push('workflow IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(d.workflows));
+  }
+  return { where: where.join(' AND '), params };
+}
+
+/** Call inside a write transaction. Returns the deleted tasks with their internal keys. */
+export function deleteTasks(h: RetentionHandle, d: TaskDeletion, limit: number): Array<DeletedTask & { no: number }> {
+  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
+  const { where, params } = selection(d);
+  const picked = (h.stmt(`SELECT no, id, workflow, status FROM stepwise_tasks WHERE ${where} ORDER BY id LIMIT ?`).all(...params, limit) as Array<Record<string, unknown>>)
+    .map((r) => ({ no: Number(r.no), id: String(r.id), workflow: String(r.workflow), status: r.status as TaskStatus }));
+  if (!picked.length) return [];
+  const nos = JSON.stringify(picked.map((t) => t.no));
+  const ids = JSON.stringify(picked.map((t) => t.id));
+  const newest = h.stmt('SELECT id, task_no FROM stepwise_events ORDER BY id DESC LIMIT 1').get() as { id: number; task_no: number } | undefined;
+  if (newest && picked.some((t) => t.no === newest.task_no)) {
+    h.stmt(`UPDATE stepwise_events SET task_no = -id, seq = 0, type = 'purged', actor_kind = 'system', actor_id = 'retention', data = NULL WHERE id = ?`).run(newest.id);
+  }
+  h.stmt('DELETE FROM stepwise_events WHERE task_no < 0 AND id < (SELECT max(id) FROM stepwise_events)').run();
+  h.stmt('DELETE FROM stepwise_events WHERE task_no IN (SELECT value FROM json_each(?))').run(nos);
+  h.stmt('DELETE FROM stepwise_steps WHERE task_no IN (SELECT value FROM json_each(?))').run(nos);
+  h.stmt('DELETE FROM stepwise_signals WHERE task_id IN (SELECT value FROM json_each(?))').run(ids);
+  h.stmt('DELETE FROM stepwise_approvals WHERE task_id IN (SELECT value FROM json_each(?))').run(ids);
+  h.stmt('DELETE FROM stepwise_stream_chunks WHERE task_id IN (SELECT value FROM json_each(?))').run(ids);
+  h.stmt('DELETE FROM stepwise_tasks WHERE no IN (SELECT value FROM json_each(?))').run(nos);
+  return picked;
+}
+
+export function countTasks(h: RetentionHandle, d: TaskDeletion): Partial<Record<TaskStatus, number>> {
+  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return {};
+  const { where, params } = selection(d);
+  const found = h.stmt(`SELECT status, count(*) AS n FROM stepwise_tasks WHERE ${where} GROUP BY status`).all(...params) as Array<Record<string, unknown>>;
+  return Object.fromEntries(found.map((r) => [String(r.status), Number(r.n)]));
+}
