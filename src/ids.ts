@@ -2,7 +2,8 @@
  * @module ids
  * Task ids are 26-character, time-ordered, Crockford base32 strings (48 bits of milliseconds, then
  * 80 random bits), so ordering by id is ordering by creation time. Within one process ids are
- * strictly increasing even within a millisecond (the random part is incremented), as in ULID.
+ * strictly increasing even within a millisecond (the random part is incremented), as in ULID,
+ * unless the clock steps back by more than a second.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -10,9 +11,19 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 let lastTime = -1;
 let lastRandom: number[] = [];
 
+/** A clock that moves back by more than this starts a new sequence at its own time (see {@link newId}). */
+const MAX_CLOCK_STEP_BACK_MS = 1000;
+
+/**
+ * A new id made at `now`. Within a millisecond, and when the clock steps back a little, ids keep
+ * increasing (the last one's time, its random part plus one). A clock that steps back by more than
+ * a second (another engine's test clock in the same process, a system clock set back) starts
+ * again from its own time: an id must tell when its task was made, within a second (retention
+ * scans old tasks by id).
+ */
 export function newId(now: number = Date.now()): string {
   let random: number[];
-  if (now <= lastTime) {
+  if (now <= lastTime && now > lastTime - MAX_CLOCK_STEP_BACK_MS) {
     now = lastTime;
     random = increment(lastRandom);
   } else {

@@ -84,6 +84,45 @@ describe('stepwise CLI', () => {
     }
   }, 60_000);
 
+  it('deletes a finished task, and purges finished tasks by age, status and workflow (--dry-run counts first)', async () => {
+    const db = `sqlite:${join(tempDir(), 'purge.db')}`;
+    const engine = new Engine({ store: db, workflows: [listener, triple] });
+    try {
+      const cancelled = await Promise.all([1, 2, 3].map(async () => (await engine.start(listener, { ms: 50 })).id));
+      for (const id of cancelled) await engine.cancel(id);
+      const pending = (await engine.start(triple, { n: 1 })).id;
+
+      const refused = cli(['delete', pending, '--db', db]);
+      expect(refused.code).toBe(1);
+      expect(refused.err).toMatch(/^stepwise: \[CONFLICT\] Task \S+ is pending: only a finished task/);
+      expect(cli(['delete', cancelled[0] as string, '--db', db, '--as', 'dpo']).out.trim()).toBe(`Deleted ${cancelled[0]} (listener, cancelled)`);
+      expect(cli(['delete', cancelled[0] as string, '--db', db]).err).toMatch(/^stepwise: \[TASK_NOT_FOUND\]/);
+
+      expect(cli(['purge', '--older-than', '0', '--status', 'cancelled', '--dry-run', '--db', db]).out.trim()).toBe('Would delete 2 finished tasks (2 cancelled).');
+      expect(cli(['purge', '--older-than', '1h', '--dry-run', '--db', db]).out.trim()).toBe('Would delete 0 finished tasks that ended at least 1h ago.');
+      expect(cli(['purge', '--older-than', '1d', '--db', db]).out.trim()).toBe('Deleted 0 finished tasks.');
+      expect(JSON.parse(cli(['purge', '--older-than', '0', '--workflow', 'listener', '--limit', '1', '--json', '--db', db]).out)).toEqual({
+        count: 1, byStatus: { succeeded: 0, failed: 0, cancelled: 1 }, dryRun: false,
+      });
+      expect(cli(['purge', '--older-than', '0', '--db', db]).out.trim()).toBe('Deleted 1 finished task (1 cancelled).');
+      expect((await engine.list()).tasks.map((t) => t.id)).toEqual([pending]);
+
+      const bad: Array<[string[], RegExp]> = [
+        [['purge'], /\[INVALID_ARGUMENT\] purge needs --older-than/],
+        [['purge', '--older-than', 'a while'], /\[INVALID_ARGUMENT\] purge\(\{ olderThan \}\) "a while" is not a duration/],
+        [['purge', '--older-than', '1d', '--status', 'running'], /\[INVALID_ARGUMENT\] purge\(\{ status \}\): "running" is not a status a task can be deleted in/],
+        [['delete'], /\[INVALID_ARGUMENT\] Missing task id/],
+      ];
+      for (const [args, message] of bad) {
+        const r = cli([...args, '--db', db]);
+        expect(r.code, args.join(' ')).toBe(1);
+        expect(r.err, args.join(' ')).toMatch(message);
+      }
+    } finally {
+      await engine.close();
+    }
+  }, 120_000);
+
   it('prints one clear line and exits non-zero on bad input', () => {
     const db = `sqlite:${join(tempDir(), 'bad.db')}`;
     expect(cli(['migrate', '--db', db]).code).toBe(0);

@@ -129,6 +129,50 @@ describe('HTTP API: tasks', () => {
     expect(again.body.results[2].task).toMatchObject({ id: res.body.results[2].task.id, created: false });
   });
 
+  it('deletes a finished task (DELETE) and purges finished tasks (POST /api/tasks/purge): admins only, with the identity as actor', async () => {
+    const seen: Array<{ reason: string; by: unknown; ids: string[] }> = [];
+    const metrics = new ServerMetrics();
+    const engine = makeEngine({ workflows: [echo], observers: [metrics.observer, { onTasksDeleted: (e) => void seen.push({ reason: e.reason, by: e.by, ids: e.tasks.map((t) => t.id) }) }] });
+    const server = createServer(engine, { tokens: TOKENS, metrics });
+    await startWorker(engine);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await call(server, 'POST', '/api/tasks', { body: { workflow: 'echo', input: i } })).body.id);
+    for (const id of ids) await waitForStatus(engine, id, 'succeeded');
+    const [first, second, third] = ids as [string, string, string];
+
+    for (const who of ['vera', 'oscar', 'alice']) {
+      const refused = await call(server, 'DELETE', `/api/tasks/${first}`, { as: who });
+      expect(refused.status, who).toBe(403);
+      expect(refused.body.error.requiredRoles).toEqual(['admin']);
+      expect((await call(server, 'POST', '/api/tasks/purge', { as: who, body: { olderThan: 0 } })).status, who).toBe(403);
+    }
+    const deleted = await call(server, 'DELETE', `/api/tasks/${first}`, { as: 'ada' });
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.deleted).toMatchObject({ id: first, workflow: 'echo', status: 'succeeded', output: { said: 0 } });
+    expect((await call(server, 'GET', `/api/tasks/${first}`, { as: 'vera' })).status).toBe(404);
+    expect((await call(server, 'DELETE', `/api/tasks/${first}`)).status).toBe(404);
+    expect((await call(server, 'DELETE', '/api/tasks/not%20an%20id')).status).toBe(400);
+
+    const dry = await call(server, 'POST', '/api/tasks/purge', { body: { olderThan: '0s', dryRun: true } });
+    expect(dry).toMatchObject({ status: 200, body: { count: 2, byStatus: { succeeded: 2, failed: 0, cancelled: 0 }, dryRun: true } });
+    expect((await call(server, 'POST', '/api/tasks/purge', { body: { olderThan: 0, workflow: 'echo', limit: 1 } })).body).toMatchObject({ count: 1 });
+    for (const body of [{}, { olderThan: 'soon' }, { olderThan: 0, status: 'running' }, { olderThan: 0, by: 'someone' }]) {
+      const bad = await call(server, 'POST', '/api/tasks/purge', { body });
+      expect(bad.status, JSON.stringify(body)).toBe(400);
+      expect(bad.body.error.code).toBe('INVALID_ARGUMENT');
+    }
+    const waiting = (await call(server, 'POST', '/api/tasks', { body: { workflow: 'echo', input: 9, delayMs: 3_600_000 } })).body.id;
+    const conflict = await call(server, 'DELETE', `/api/tasks/${waiting}`);
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.error.code).toBe('CONFLICT');
+    // The purge with a limit of 1 took the older of the two left.
+    expect(seen).toEqual([
+      { reason: 'delete', by: { kind: 'user', id: 'ada' }, ids: [first] },
+      { reason: 'purge', by: { kind: 'user', id: 'ada' }, ids: [second] },
+    ]);
+    expect((await engine.get(third)).status).toBe('succeeded');
+  });
+
   it('refuses bad JSON with 400, a body over the limit with 413, and an unknown route with 404', async () => {
     const { server } = setup();
     const bad = await call(server, 'POST', '/api/tasks', { raw: '{"workflow": ' });
@@ -200,7 +244,9 @@ describe('HTTP API: documentation, health and metrics', () => {
     const { server } = setup();
     const doc = (await call(server, 'GET', '/api/openapi.json', { as: 'vera' })).body;
     expect(doc.openapi).toBe('3.1.0');
-    for (const p of ['/api/tasks', '/api/tasks/batch', '/api/tasks/{id}', '/api/tasks/{id}/cancel', '/api/tasks/{id}/retry', '/api/tasks/{id}/pause', '/api/tasks/{id}/resume', '/api/tasks/{id}/signals/{name}', '/api/tasks/{id}/events']) {
+    expect(doc.paths['/api/tasks/{id}'].delete['x-permission']).toBe('delete');
+    expect(Object.keys(doc.paths['/api/tasks/purge'].post.requestBody.content['application/json'].schema.properties).sort()).toEqual(['dryRun', 'limit', 'olderThan', 'status', 'workflow']);
+    for (const p of ['/api/tasks', '/api/tasks/batch', '/api/tasks/purge', '/api/tasks/{id}', '/api/tasks/{id}/cancel', '/api/tasks/{id}/retry', '/api/tasks/{id}/pause', '/api/tasks/{id}/resume', '/api/tasks/{id}/signals/{name}', '/api/tasks/{id}/events']) {
       expect(doc.paths[p], p).toBeDefined();
     }
     const start = doc.paths['/api/tasks'].post.requestBody.content['application/json'].schema;

@@ -111,6 +111,39 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.context().close();
   });
 
+  it('deletes a finished task for an admin after a confirmation, and offers no delete to an operator or for an unfinished task', async () => {
+    const done = await engine.start(summarize, { pages: 1 });
+    await done.result();
+    const operator = await signIn('oscar');
+    await operator.goto(`${url}/tasks/${done.id}`);
+    await operator.waitForSelector('section.task .badge[data-status=succeeded]');
+    expect(await operator.locator('button[data-delete]').count()).toBe(0);
+    await operator.context().close();
+
+    const waiting = await engine.start(review, { title: 'not yet' });
+    await waitForStatus(engine, waiting.id, 'waiting');
+    const page = await signIn('ada');
+    await page.goto(`${url}/tasks/${waiting.id}`);
+    await page.waitForSelector('section.task .badge[data-status=waiting]');
+    expect(await page.locator('button[data-delete]').count()).toBe(0);
+
+    await page.goto(`${url}/tasks/${done.id}`);
+    await page.waitForSelector('body[data-live-ready=true]');
+    // Dismissing the confirmation deletes nothing; accepting it deletes the task and goes to the list.
+    page.once('dialog', (d) => void d.dismiss());
+    await page.click('button[data-delete]');
+    expect((await engine.get(done.id)).status).toBe('succeeded');
+    page.once('dialog', (d) => {
+      expect(d.message()).toContain(`Delete task ${done.id}`);
+      void d.accept();
+    });
+    await page.click('button[data-delete]');
+    await page.waitForURL(`${url}/?deleted=${done.id}`);
+    expect(await page.locator('p.note').textContent()).toContain(`Task ${done.id} was deleted.`);
+    await expect(engine.get(done.id)).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
+    await page.context().close();
+  });
+
   it('shows a viewer no action buttons and refuses a forged POST from its session', async () => {
     const t = await engine.start(review, { title: 'forgery' });
     await waitForStatus(engine, t.id, 'waiting');

@@ -143,4 +143,25 @@ describe('operator observers', () => {
     expect(text).toContain('stepwise_model_calls_total{workflow="summarize",model="house-model",outcome="succeeded"} 4');
     expect(text).toContain('stepwise_approval_decisions_total{approve="false"} 1');
   });
+
+  it('logs and counts deleted tasks: which, why and by whom (a deleted task has no log of its own left)', async () => {
+    const { logger, lines } = collectingLogger();
+    const metrics = new ServerMetrics();
+    const engine = makeEngine({ workflows: [summarize], observers: [createLogObserver(logger), metrics.observer] });
+    await startWorker(engine);
+    const a = await engine.start(summarize, { pages: 1 });
+    const b = await engine.start(summarize, { pages: 2 });
+    await Promise.all([a.result(), b.result()]);
+    await engine.delete(a.id, { by: 'dpo' });
+    expect(await engine.purge({ olderThan: 0, by: { kind: 'system', id: 'nightly' } })).toMatchObject({ count: 1 });
+    await engine.close();
+
+    expect(lines.filter((l) => l.msg === 'tasks deleted')).toEqual([
+      expect.objectContaining({ reason: 'delete', actor: { kind: 'user', id: 'dpo' }, count: 1, tasks: [{ taskId: a.id, workflow: 'summarize', status: 'succeeded' }] }),
+      expect.objectContaining({ reason: 'purge', actor: { kind: 'system', id: 'nightly' }, count: 1, tasks: [{ taskId: b.id, workflow: 'summarize', status: 'succeeded' }] }),
+    ]);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain('stepwise_tasks_deleted_total{workflow="summarize",status="succeeded",reason="delete"} 1');
+    expect(text).toContain('stepwise_tasks_deleted_total{workflow="summarize",status="succeeded",reason="purge"} 1');
+  });
 });

@@ -121,6 +121,20 @@ describe('task ids', () => {
     expect(a < b).toBe(true);
     expect(a).toHaveLength(26);
   });
+  it('keep increasing within a millisecond and when the clock steps back a little, and start again from a clock set back further', async () => {
+    const { firstIdAt } = await import('../src/ids.ts');
+    const base = Date.UTC(2030, 0, 1);
+    const first = newId(base);
+    const same = newId(base);
+    const slightlyBack = newId(base - 500);
+    expect(first < same && same < slightlyBack).toBe(true);
+    expect(slightlyBack.slice(0, 10)).toBe(first.slice(0, 10));
+    // A clock a day behind (another engine's test clock): its ids tell its own time.
+    const dayBack = newId(base - 86_400_000);
+    expect(dayBack < first).toBe(true);
+    expect(firstIdAt(base - 86_400_000) <= dayBack && dayBack < firstIdAt(base - 86_400_000 + 1)).toBe(true);
+    expect(firstIdAt(base) <= first && firstIdAt(base) > dayBack).toBe(true);
+  });
 });
 
 describe('store URLs', () => {

@@ -3,7 +3,7 @@
  * One function per CLI command. Each uses only the public library API.
  */
 import { readFileSync } from 'node:fs';
-import { Engine, InvalidArgumentError, formatMs, isTaskStatus, type Observer, type TaskStatus, type WorkerEvents } from '../index.ts';
+import { Engine, InvalidArgumentError, formatMs, isTaskStatus, toMs, type DeletableStatus, type Observer, type TaskStatus, type WorkerEvents } from '../index.ts';
 import { bold, colorStatus, dim, taskDetail, taskTable, time } from './format.ts';
 import { loadWorkflows } from './load-module.ts';
 import { LiveBlock, taskItem, usageSoFar } from './live.ts';
@@ -339,6 +339,35 @@ export const cancel = command((e, id, ctx) => e.cancel(id, { ...by(ctx), ...(str
 export const retry = command((e, id, ctx) => e.retry(id, { ...by(ctx), ...(str(ctx.options, 'from-step') !== undefined ? { fromStep: str(ctx.options, 'from-step') } : {}) }), 'retry');
 export const pause = command((e, id, ctx) => e.pause(id, by(ctx)), 'pause');
 export const resume = command((e, id, ctx) => e.resume(id, by(ctx)), 'resume');
+
+export async function deleteTask(ctx: CommandContext): Promise<void> {
+  const id = need(ctx, 0, 'task id (stepwise delete <id>)');
+  await withEngine(ctx, async (engine) => {
+    const t = await engine.delete(id, by(ctx));
+    ctx.out(ctx.json ? JSON.stringify({ deleted: t }) : `Deleted ${t.id} (${t.workflow}, ${colorStatus(t.status)})`);
+  });
+}
+
+export async function purge(ctx: CommandContext): Promise<void> {
+  const olderThan = str(ctx.options, 'older-than');
+  if (olderThan === undefined) throw new InvalidArgumentError('purge needs --older-than: how long ago the tasks must have finished (\'30d\'; 0 for every finished task).');
+  const list = (name: string): string[] | undefined => str(ctx.options, name)?.split(',').map((s) => s.trim()).filter(Boolean);
+  const statuses = list('status');
+  const workflows = list('workflow');
+  const dryRun = ctx.options['dry-run'] === true;
+  await withEngine(ctx, async (engine) => {
+    const r = await engine.purge({
+      olderThan, dryRun, ...by(ctx),
+      ...(statuses ? { status: statuses as DeletableStatus[] } : {}),
+      ...(workflows ? { workflow: workflows } : {}),
+      ...(int(ctx, 'limit') !== undefined ? { limit: int(ctx, 'limit') } : {}),
+    });
+    if (ctx.json) return ctx.out(JSON.stringify(r));
+    const parts = (['succeeded', 'failed', 'cancelled'] as const).filter((s) => r.byStatus[s]).map((s) => `${r.byStatus[s]} ${s}`);
+    const what = `${r.count} finished task${r.count === 1 ? '' : 's'}${parts.length ? ` (${parts.join(', ')})` : ''}`;
+    ctx.out(dryRun ? `Would delete ${what}${toMs(olderThan) > 0 ? ` that ended at least ${olderThan} ago` : ''}.` : `Deleted ${what}.`);
+  });
+}
 
 export async function signal(ctx: CommandContext): Promise<void> {
   const id = need(ctx, 0, 'task id (stepwise signal <id> <name> [--data JSON])');

@@ -30,6 +30,9 @@ Commands:
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
   retry <id> [--from-step S] run a failed task again from the failed step (or from step S)
   pause <id> | resume <id>   pause at the next step boundary / continue
+  delete <id>                delete a finished task with its steps and log (its key is free again)
+  purge --older-than D [--status S[,S]] [--workflow W[,W]] [--limit N] [--dry-run]
+                             delete finished tasks that ended at least D ago ('30d'); --dry-run counts
   signal <id> <name> [--data JSON|@file|-] [--key K] [--require-waiting]
                              send an event to ctx.waitForEvent(name); --require-waiting refuses
                              it unless the task waits for that name (catches typos)
@@ -47,7 +50,8 @@ Commands:
 Options:
   --db URL     sqlite:<path> or postgres://…  (env STEPWISE_DB; default ${DEFAULT_STORE_URL})
   --json       machine-readable output
-  --as NAME    who asks (start, cancel, retry, pause, resume, signal): recorded in the task's log
+  --as NAME    who asks (start, cancel, retry, pause, resume, signal, delete, purge): recorded in the
+               task's log, or in the deletion's audit (observers' onTasksDeleted)
 
 Only worker and migrate create a SQLite database; the other commands refuse a path where none exists.
 `;
@@ -63,6 +67,8 @@ const COMMANDS: Record<string, Command> = {
   retry: commands.retry,
   pause: commands.pause,
   resume: commands.resume,
+  delete: commands.deleteTask,
+  purge: commands.purge,
   signal: commands.signal,
   migrate: commands.migrate,
   // Loaded on use: the other commands never load the server's dependencies (Hono, pino, prom-client, zod).
@@ -113,6 +119,8 @@ async function main(argv: string[]): Promise<number> {
         pending: { type: 'boolean' },
         approver: { type: 'string' },
         comment: { type: 'string' },
+        'older-than': { type: 'string' },
+        'dry-run': { type: 'boolean' },
       },
     });
   } catch (e) {

@@ -50,11 +50,12 @@ export function deletableStatuses(statuses: unknown, what: string): DeletableSta
 }
 
 /**
- * The deletions of tasks finished at least `keepMs` ago (before `now - keepMs`), for `statuses`:
- * their ids are below the first id made then, which bounds the scan to tasks created before it.
+ * The deletion of tasks finished at least `keepMs` ago (at `now - keepMs` or earlier), for
+ * `statuses`: their ids are below the first id made a millisecond later, which bounds the scan to
+ * tasks created by then.
  */
 export function olderThan(now: number, keepMs: number, statuses: readonly DeletableStatus[], workflows?: readonly string[]): TaskDeletion {
-  const before = now - keepMs;
+  const before = now - keepMs + 1;
   return { statuses, finishedBefore: before, idBefore: firstIdAt(before), ...(workflows ? { workflows } : {}) };
 }
 

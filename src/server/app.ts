@@ -197,6 +197,7 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
       return c.json(answer.body, answer.status as 200);
     };
     if (spec.method === 'get') app.get(spec.path, authenticate, handler);
+    else if (spec.method === 'delete') app.delete(spec.path, authenticate, handler);
     else app.post(spec.path, tooLarge, authenticate, handler);
   }
   for (const s of streams.mount) app.get(s.path, authenticate, async (c) => {

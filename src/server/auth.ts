@@ -10,7 +10,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from '../index.ts';
 
-/** The roles: a viewer reads; an operator also starts and steers tasks; an approver also decides approvals; an admin does all. */
+/** The roles: a viewer reads; an operator also starts and steers tasks; an approver also decides approvals; an admin does all, and alone deletes tasks. */
 export const ROLES = ['viewer', 'operator', 'approver', 'admin'] as const;
 export type Role = (typeof ROLES)[number];
 
@@ -25,13 +25,13 @@ export interface TokenEntry extends Identity {
 }
 
 /** The rights a request needs. */
-export type Permission = 'read' | 'operate' | 'decide';
+export type Permission = 'read' | 'operate' | 'decide' | 'delete';
 
 const RIGHTS: Record<Role, readonly Permission[]> = {
   viewer: ['read'],
   operator: ['read', 'operate'],
   approver: ['read', 'decide'],
-  admin: ['read', 'operate', 'decide'],
+  admin: ['read', 'operate', 'decide', 'delete'],
 };
 
 export function can(identity: Identity, permission: Permission): boolean {

@@ -31,6 +31,17 @@ export const StartBody = z
 export const BatchBody = z.object({ tasks: z.array(StartBody).min(1).max(100) }).strict();
 
 export const CancelBody = z.object({ reason: z.string().max(1000).optional() }).strict();
+
+const FinalStatus = z.enum(['succeeded', 'failed', 'cancelled']);
+export const PurgeBody = z
+  .object({
+    olderThan: z.union([z.number().int().min(0), z.string().min(1).max(50)]).describe("finished at least this long ago: milliseconds or a duration such as '30d' (0: every finished task)"),
+    status: z.union([FinalStatus, z.array(FinalStatus).min(1)]).optional().describe('final statuses to delete (default: all three)'),
+    workflow: z.union([WorkflowName, z.array(WorkflowName).min(1).max(100)]).optional(),
+    dryRun: z.boolean().optional().describe('count, delete nothing'),
+    limit: z.number().int().min(1).optional(),
+  })
+  .strict();
 export const EmptyBody = z.object({}).strict();
 
 export const SignalBody = z

@@ -65,6 +65,17 @@ export const SCRIPT = String.raw`(() => {
       }
       return refresh();
     }
+    const del = target && target.closest('button[data-delete]');
+    if (del) {
+      const id = del.dataset.task;
+      if (!confirm('Delete task ' + id + ' with its steps, log and approvals? This cannot be undone.')) return;
+      del.disabled = true;
+      const r = await fetch('/api/tasks/' + encodeURIComponent(id), { method: 'DELETE', credentials: 'same-origin', headers: { 'x-stepwise-csrf': '1' } });
+      const data = await r.json().catch(() => ({}));
+      if (r.ok) return void (location.href = '/?deleted=' + encodeURIComponent(id));
+      del.disabled = false;
+      return say((data && data.error && data.error.message) || ('HTTP ' + r.status), true);
+    }
     const decide = target && target.closest('button[data-decide]');
     if (decide) {
       const box = decide.closest('[data-approval]');

@@ -5,7 +5,7 @@
  * log, the lifecycle diagram). Buttons are rendered only for what the caller's role allows and
  * the task's status accepts; the API checks both again.
  */
-import { ALL_STATUSES, type ApprovalInfo, type TaskEvent, type TaskInfo, type TaskSummary, type UsageTotals } from '../../index.ts';
+import { ALL_STATUSES, isFinished, type ApprovalInfo, type TaskEvent, type TaskInfo, type TaskSummary, type UsageTotals } from '../../index.ts';
 import { can, type Identity } from '../auth.ts';
 import { lifecycleSvg } from './diagram.ts';
 import { badge, duration, esc, json, time, tokens, usd } from './html.ts';
@@ -72,9 +72,12 @@ export interface TaskPageData {
 export function taskPage(d: TaskPageData): string {
   const t = d.task;
   const operate = can(d.identity, 'operate');
-  const actions = operate
-    ? d.legalEvents.filter((e) => ACTIONS[e]).map((e) => `<button type="button" data-action="${esc(e)}" data-task="${esc(t.id)}"${e === 'cancel' ? ' class="danger"' : ''}>${ACTIONS[e]}</button>`).join(' ')
-    : '';
+  const commands = operate
+    ? d.legalEvents.filter((e) => ACTIONS[e]).map((e) => `<button type="button" data-action="${esc(e)}" data-task="${esc(t.id)}"${e === 'cancel' ? ' class="danger"' : ''}>${ACTIONS[e]}</button>`)
+    : [];
+  // A finished task can be deleted, by an admin, after a confirmation.
+  if (can(d.identity, 'delete') && isFinished(t.status)) commands.push(`<button type="button" data-delete data-task="${esc(t.id)}" class="danger">Delete</button>`);
+  const actions = commands.join(' ');
   return `<section class="task" data-live="task" data-task="${esc(t.id)}" data-status="${esc(t.status)}">
 <p><a href="/">← Tasks</a></p>
 <h1><span class="id">${esc(t.id)}</span> ${badge(t.status)}</h1>

@@ -31,6 +31,8 @@ const PageQuery = ListQuery.extend({
   fragment: z.literal('1').optional(),
   status: z.union([ListQuery.shape.status, z.literal('')]).optional(),
   workflow: z.union([WorkflowName, z.literal('')]).optional(),
+  /** The task the dashboard just deleted (its page sends the browser here). */
+  deleted: TaskId.optional(),
 }).strict();
 
 interface DashboardDeps {
@@ -109,6 +111,7 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
         note = 'Stuck: running or cancelling with an expired lease, or due for over a minute without a worker (checked page by page).';
       }
     }
+    if (q.deleted) note = `Task ${q.deleted} was deleted.${note ? ` ${note}` : ''}`;
     return { title: 'Tasks', body: listPage({ tasks, nextCursor, filters, note }) };
   }));
 

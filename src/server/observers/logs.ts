@@ -2,8 +2,9 @@
  * @module server/observers/logs
  * Structured JSON logs (pino) of the work, as an {@link Observer}: one line per transition (with
  * the actor), per step attempt that ended or failed, per signal, per approval decision (with the
- * approver as actor), per approval notice (requested, reminded, escalated, decided), and per model
- * call (tokens, cost), with task, workflow, step, attempt and worker ids. Payloads (inputs,
+ * approver as actor), per approval notice (requested, reminded, escalated, decided), per model
+ * call (tokens, cost), and per batch of deleted tasks (their ids, why, by whom), with task, workflow,
+ * step, attempt and worker ids. Payloads (inputs,
  * outputs, signal data, approval payloads, decision comments and edited data) are not logged: they
  * may hold personal data; the log says what happened and who did it.
  * @example
@@ -31,6 +32,10 @@ export function createLogObserver(logger: Logger): Observer {
         ...(a.outcome ? { approved: a.outcome.approved, by: a.outcome.by, timedOut: a.outcome.timedOut } : {}),
       });
     },
+    onTasksDeleted: (e) => logger.info({
+      msg: 'tasks deleted', reason: e.reason, actor: e.by, count: e.tasks.length,
+      tasks: e.tasks.map((t) => ({ taskId: t.id, workflow: t.workflow, status: t.status })),
+    }),
     onWorkerError: (e) => logger.error({ msg: 'worker error', workerId: e.workerId, during: e.during, error: { name: e.error.name, message: e.error.message } }),
     onEvent: (e) => {
       const actor = { kind: e.actor.kind, id: e.actor.id };

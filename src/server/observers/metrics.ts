@@ -40,6 +40,7 @@ export class ServerMetrics {
     const modelCost = new Counter({ name: 'stepwise_model_cost_usd_total', help: 'Model cost in US dollars of step attempts (from usage log entries), by workflow and model', labelNames: ['workflow', 'model'], registers: r });
     const modelCalls = new Counter({ name: 'stepwise_model_calls_total', help: 'Model call attempts by workflow, model and outcome', labelNames: ['workflow', 'model', 'outcome'], registers: r });
     const decisions = new Counter({ name: 'stepwise_approval_decisions_total', help: 'Approval decisions recorded, by whether they approve', labelNames: ['approve'], registers: r });
+    const deleted = new Counter({ name: 'stepwise_tasks_deleted_total', help: 'Finished tasks deleted by this process, by workflow, final status and why (delete, purge, retention)', labelNames: ['workflow', 'status', 'reason'], registers: r });
     const transitions = new Counter({ name: 'stepwise_transitions_total', help: 'Lifecycle transitions written by this process', labelNames: ['event', 'to'], registers: r });
     this.#requests = new Counter({ name: 'stepwise_http_requests_total', help: 'HTTP requests by method and status', labelNames: ['method', 'status'], registers: r });
     this.#idempotencyHits = new Counter({ name: 'stepwise_idempotency_hits_total', help: 'POSTs answered with the first answer of their Idempotency-Key', registers: r });
@@ -77,6 +78,9 @@ export class ServerMetrics {
       onRunEnd: (run) => {
         runs.inc({ workflow: run.workflow, status: run.status });
         if (run.status === 'lease-lost') leaseLosses.inc({ workflow: run.workflow });
+      },
+      onTasksDeleted: (e) => {
+        for (const t of e.tasks) deleted.inc({ workflow: t.workflow, status: t.status, reason: e.reason });
       },
       onEvent: (e) => {
         if (e.type === 'usage:attempt') {

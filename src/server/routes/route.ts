@@ -24,7 +24,7 @@ export interface ApiAnswer {
 }
 
 export interface RouteSpec {
-  method: 'get' | 'post';
+  method: 'get' | 'post' | 'delete';
   /** Hono path syntax (`/api/tasks/:id`). */
   path: string;
   summary: string;

@@ -1,11 +1,12 @@
 /**
  * @module server/routes/tasks
- * The task routes: start (one or a batch), list, get, cancel, retry, pause, resume and signal.
+ * The task routes: start (one or a batch), list, get, cancel, retry, pause, resume, signal, delete
+ * and purge.
  * The actor of every command is the authenticated identity; nothing in a body can name another.
  */
 import type { Engine, StartOptions, TaskStatus } from '../../index.ts';
 import type { Identity } from '../auth.ts';
-import { BatchBody, CancelBody, EmptyBody, ListQuery, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
+import { BatchBody, CancelBody, EmptyBody, ListQuery, PurgeBody, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
 import { InvalidArgumentError } from '../../index.ts';
 import { errorResponse } from '../http-errors.ts';
 import { route, type RouteSpec } from './route.ts';
@@ -71,6 +72,20 @@ export function taskRoutes(engine: Engine): RouteSpec[] {
           ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
         });
         return { status: 200, body: page };
+      },
+    }),
+    route({
+      method: 'post', path: '/api/tasks/purge', summary: 'Delete finished tasks that ended at least olderThan ago (dryRun: count them)', permission: 'delete', body: PurgeBody,
+      responses: { 200: '{ count, byStatus, dryRun }', 400: 'bad olderThan, status or workflow' },
+      async handle({ identity, body }) {
+        return { status: 200, body: await engine.purge({ ...body, by: actorOf(identity) }) };
+      },
+    }),
+    route({
+      method: 'delete', path: '/api/tasks/:id', summary: 'Delete a finished task with its steps, log, signals and approvals', permission: 'delete', params: id,
+      responses: { 200: 'the task as it was', 404: 'unknown id (or deleted already)', 409: 'not finished: cancel it first' },
+      async handle({ identity, params }) {
+        return { status: 200, body: { deleted: await engine.delete(params.id as string, { by: actorOf(identity) }) } };
       },
     }),
     route({
