@@ -9,6 +9,7 @@ import { DB_NOW_MS, heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, resu
 import { stepValues } from '../src/rows.ts';
 import { transitionEntry } from '../src/log-entries.ts';
 import type { StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
+import { deleteTasksSql } from '../src/postgres/retention.ts';
 import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
 import { schemasOfThisFile } from './support/engine.ts';
 
@@ -78,11 +79,12 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
       await withPg(async (c) => {
         if (stats === 'analyzed while empty, then loaded') await c.query(`ANALYZE ${t.tasks}`);
         await c.query(
-          `INSERT INTO ${t.tasks} (id, workflow, workflow_version, status, epoch, lease_owner, lease_expires_at, run_at, created_at, updated_at)
+          `INSERT INTO ${t.tasks} (id, workflow, workflow_version, status, epoch, lease_owner, lease_expires_at, run_at, created_at, updated_at, finished_at)
            SELECT 'task-' || lpad(g::text, 6, '0'), 'w', '1',
              CASE WHEN g % 10 = 0 AND NOT $4 THEN 'running' WHEN g > $1 - $2 THEN 'pending' ELSE 'succeeded' END, 1,
              CASE WHEN g % 10 = 0 THEN 'worker-a' END, CASE WHEN g % 10 = 0 THEN ${DB_NOW_MS} + 60000 END,
-             CASE WHEN g % 10 <> 0 AND g > $1 - $2 THEN $3 + g END, 1, 1
+             CASE WHEN g % 10 <> 0 AND g > $1 - $2 THEN $3 + g END, 1, 1,
+             CASE WHEN g % 10 <> 0 AND g <= $1 - $2 THEN g END
            FROM generate_series(1, $1) g`,
           [TASKS, PENDING, NOW, stats === 'analyzed while none ran, then 3,000 running'],
         );
@@ -121,6 +123,24 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
           const how = `${k.name}: read ${work.rows} rows of tasks by ${[...work.access].join(', ')}`;
           expect(plan['Actual Rows'], how).toBe(k.rows);
           expect([...work.access].filter((a) => /Seq Scan|tasks_workflow/.test(a)), how).toEqual([]);
+          expect(work.rows, how).toBeLessThanOrEqual(k.most);
+        }
+        // A retention sweep reads the tasks created before its cutoff (ids below the bound), by an
+        // index, whether or not it names the workflows: not the table. Tasks 1…1000 are old, 90% of
+        // them succeeded (finished at their number); the sweep deletes those that finished before 500.
+        const sweeps: Array<{ name: string; statuses: Array<'succeeded' | 'failed'>; workflows?: string[]; rows: number; most: number }> = [
+          { name: 'sweep of succeeded tasks', statuses: ['succeeded'], rows: 450, most: 2 * 1000 },
+          // A bitmap scan may combine the workflow and id indexes: each entry read, then each row.
+          { name: 'sweep of one workflow\'s succeeded tasks', statuses: ['succeeded'], workflows: ['w'], rows: 450, most: 3 * 1000 },
+          { name: 'sweep of failed tasks (none)', statuses: ['failed'], rows: 0, most: 10 },
+        ];
+        for (const k of sweeps) {
+          const sweep = deleteTasksSql(t, { statuses: k.statuses, finishedBefore: 500, idBefore: id(1001), ...(k.workflows ? { workflows: k.workflows } : {}) }, 1000);
+          const plan = await explain(c, sweep.text, sweep.values);
+          const work = tasksWork(plan);
+          const how = `${k.name}: read ${work.rows} rows of tasks by ${[...work.access].join(', ')}`;
+          expect(plan['Actual Rows'], how).toBe(k.rows);
+          expect([...work.access].filter((a) => /Seq Scan/.test(a)), how).toEqual([]);
           expect(work.rows, how).toBeLessThanOrEqual(k.most);
         }
         // The probes themselves were rolled back.

@@ -13,7 +13,7 @@
  * finished task on the hot path, for a sweep that runs every few minutes.
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
-import { Params, sqlStatuses } from './sql-text.ts';
+import { Params, sqlStatuses, type Tables } from './sql-text.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { DeletedTask, TaskDeletion } from '../store.ts';
 
@@ -27,28 +27,33 @@ function selection(d: TaskDeletion, p: Params): string {
   return where.join(' AND ');
 }
 
-export async function deleteTasks(c: PgContext, d: TaskDeletion, limit: number): Promise<DeletedTask[]> {
-  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
-  const t = c.t;
+/**
+ * The statement of {@link deleteTasks} (exported for the plan tests). The deletes take their ids as
+ * arrays (`= ANY(ARRAY(…))`), which the planner always looks up by index: a join with the picked ids
+ * may be planned as a hash join over a whole table.
+ */
+export function deleteTasksSql(t: Tables, d: TaskDeletion, limit: number): { text: string; values: unknown[] } {
   const p = new Params();
   const where = selection(d, p);
-  const gone = `SELECT id FROM gone`;
+  const gone = 'ANY(ARRAY(SELECT id FROM gone))';
+  const text = `WITH doomed AS (
+      SELECT id FROM ${t.tasks} WHERE ${where} ORDER BY id LIMIT ${p.add(limit, 'integer')} FOR UPDATE SKIP LOCKED
+    ), gone AS (
+      DELETE FROM ${t.tasks} WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING id, workflow, status
+    ), steps AS (DELETE FROM ${t.steps} WHERE task_id = ${gone}
+    ), events AS (DELETE FROM ${t.events} WHERE task_id = ${gone}
+    ), signals AS (DELETE FROM ${t.signals} WHERE task_id = ${gone}
+    ), approvals AS (DELETE FROM ${t.approvals} WHERE task_id = ${gone}
+    ), chunks AS (DELETE FROM ${t.chunks} WHERE task_id = ${gone})
+    SELECT id, workflow, status FROM gone ORDER BY id`;
+  return { text, values: p.values };
+}
+
+export async function deleteTasks(c: PgContext, d: TaskDeletion, limit: number): Promise<DeletedTask[]> {
+  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
+  const { text, values } = deleteTasksSql(c.t, d, limit);
   return run(c, async () => {
-    const found = await rows(
-      c,
-      poolOf(c),
-      `WITH doomed AS (
-         SELECT id FROM ${t.tasks} WHERE ${where} ORDER BY id LIMIT ${p.add(limit, 'integer')} FOR UPDATE SKIP LOCKED
-       ), gone AS (
-         DELETE FROM ${t.tasks} x USING doomed WHERE x.id = doomed.id RETURNING x.id, x.workflow, x.status
-       ), steps AS (DELETE FROM ${t.steps} WHERE task_id IN (${gone})
-       ), events AS (DELETE FROM ${t.events} WHERE task_id IN (${gone})
-       ), signals AS (DELETE FROM ${t.signals} WHERE task_id IN (${gone})
-       ), approvals AS (DELETE FROM ${t.approvals} WHERE task_id IN (${gone})
-       ), chunks AS (DELETE FROM ${t.chunks} WHERE task_id IN (${gone}))
-       SELECT id, workflow, status FROM gone ORDER BY id`,
-      p.values,
-    );
+    const found = await rows(c, poolOf(c), text, values);
     return found.map((r) => ({ id: String(r.id), workflow: String(r.workflow), status: r.status as TaskStatus }));
   });
 }
