@@ -409,6 +409,20 @@ export interface SignalWrite {
   actorId: string;
   /** Announced to other processes if the signal was recorded. */
   notify?: WakeEvent;
+  /**
+   * Record it only if the task is `waiting` for an event of this name (else `refused`, nothing
+   * written), and then stop waiting for any event: the task is due, and a second such signal is
+   * refused until it waits again. Checked and written in one transaction (the events of a state
+   * machine: one accepted per wait).
+   */
+  onlyIfAwaited?: boolean;
+}
+
+/** What `insertSignal` answers: a new signal recorded (or its key known), or refused by `onlyIfAwaited`. */
+export interface SignalInsert {
+  created: boolean;
+  /** Set when `onlyIfAwaited` refused it: the task's status and the events it waited for. */
+  refused?: { status: TaskStatus; waitEvents: string[] };
 }
 
 export interface WorkflowRegistration {
@@ -682,10 +696,10 @@ export interface Store {
 
   /**
    * Records a signal (deduplicated by `(taskId, idempotencyKey)`) and, if the task is waiting for
-   * an event of that name, makes it due at `at`. Returns whether a new signal was recorded, or
-   * `null` if the task does not exist.
+   * an event of that name, makes it due at `at`. Returns whether a new signal was recorded (or
+   * why `onlyIfAwaited` refused it), or `null` if the task does not exist.
    */
-  insertSignal(signal: SignalWrite): Promise<{ created: boolean } | null>;
+  insertSignal(signal: SignalWrite): Promise<SignalInsert | null>;
 
   /** Creates a run's approval (see {@link ApprovalInsert}); `null` if the task is not leased at the epoch. */
   insertApproval(write: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null>;

@@ -934,6 +934,24 @@ for (const backend of backends) {
         expect(signals.every((s) => s.taskId === a.id && s.id > 0)).toBe(true);
       });
 
+      it('onlyIfAwaited records a signal only while the task waits for its name, then the task waits for nothing more', async () => {
+        const task = await claimedTask(store, ns);
+        const send = (name: string, key: string | null = null) => store.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: task.id, name, payload: null, idempotencyKey: key, at: T0 + 500, onlyIfAwaited: true });
+        expect(await send('approve')).toEqual({ created: false, refused: { status: 'running', waitEvents: [] } });
+        await store.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvents: ['approve', 'reject'] } }));
+        const before = await logOf(store, task.id);
+        expect(await send('publish')).toEqual({ created: false, refused: { status: 'waiting', waitEvents: ['approve', 'reject'] } });
+        expect(await logOf(store, task.id)).toEqual(before);
+        expect(await store.getSignals(task.id)).toEqual([]);
+        expect(await send('approve', 'k1')).toEqual({ created: true });
+        const due = await mustGet(store, task.id);
+        expect([due.status, due.runAt, due.waitEvents]).toEqual(['waiting', T0 + 500, null]);
+        // The wait is taken: the other event of it is refused, the same key repeated too (the engine answers repeats first).
+        expect(await send('reject')).toEqual({ created: false, refused: { status: 'waiting', waitEvents: [] } });
+        expect((await store.getSignals(task.id)).map((x) => x.name)).toEqual(['approve']);
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: ns.id(), name: 'approve', payload: null, idempotencyKey: null, at: T0, onlyIfAwaited: true })).toBeNull();
+      });
+
       it('a signal makes a task waiting for that event due at once, and leaves one waiting for another event alone', async () => {
         const task = await claimedTask(store, ns);
         await store.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }));
@@ -1612,6 +1630,19 @@ if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processe
             + (SELECT count(*) FROM ${schemaOf}.events e WHERE NOT EXISTS (SELECT 1 FROM ${schemaOf}.tasks t WHERE t.id = e.task_id)) AS n`,
     )).rows[0]?.n);
     expect(Number(orphans)).toBe(0);
+  });
+
+  it('of many signals sent at once with onlyIfAwaited to a waiting task, from several stores, exactly one is recorded', async () => {
+    const stores = [open(4), open(4), open(4)];
+    for (let round = 0; round < 5; round++) {
+      const task = await claimedTask(stores[0] as Store, ns, { workflow: ns.wf(`round${round}`) });
+      await (stores[0] as Store).transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvents: ['approve', 'reject'] } }));
+      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => (stores[i % 3] as Store).insertSignal({
+        actorKind: 'user', actorId: `u${i}`, taskId: task.id, name: i % 2 ? 'approve' : 'reject', payload: null, idempotencyKey: null, at: T0 + i, onlyIfAwaited: true,
+      })));
+      expect(answers.filter((a) => a?.created)).toHaveLength(1);
+      expect(await (stores[1] as Store).getSignals(task.id)).toHaveLength(1);
+    }
   });
 
   it('a notification from one store reaches a subscriber of another', async () => {

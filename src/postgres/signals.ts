@@ -8,21 +8,28 @@ import { rows, run, tx, type PgContext } from './connection.ts';
 import { channelOf, listenerName, notifySql } from './listen.ts';
 import { payload } from './wake.ts';
 import { signalReceivedEntry } from '../log-entries.ts';
-import type { SignalWrite } from '../store.ts';
+import type { SignalInsert, SignalWrite } from '../store.ts';
+import type { TaskStatus } from '../lifecycle.ts';
+import { decodeEvents } from '../task-columns.ts';
 
 /**
  * Locks the task row first (so a concurrent transition that sets `wait_events` is either seen by
  * the wake-up UPDATE, or sees this signal: see transition.ts). A new signal bumps the task's
- * log counter and appends its `signal:received` entry.
+ * log counter and appends its `signal:received` entry. With `onlyIfAwaited`, the status and
+ * awaited events read under that lock decide, and a recorded signal clears the awaited events.
  */
-export async function insertSignal(c: PgContext, s: SignalWrite): Promise<{ created: boolean } | null> {
+export async function insertSignal(c: PgContext, s: SignalWrite): Promise<SignalInsert | null> {
   // The entry's data after its signal id (known only once the row is inserted).
   const prefix = '{"signalId":0';
   const receivedTail = signalReceivedEntry(s.actorKind, s.actorId, { signalId: 0, name: s.name, payload: s.payload, idempotencyKey: s.idempotencyKey }).data?.slice(prefix.length);
   return run(c, () =>
     tx(c, async (client) => {
-      const [task] = await rows(c, client, `SELECT 1 FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [s.taskId]);
+      const [task] = await rows(c, client, `SELECT status, wait_events FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [s.taskId]);
       if (!task) return null;
+      const waitEvents = task.wait_events === null ? null : String(task.wait_events);
+      if (s.onlyIfAwaited && !(task.status === 'waiting' && waitEvents?.includes(`|${s.name}|`))) {
+        return { created: false, refused: { status: task.status as TaskStatus, waitEvents: decodeEvents(waitEvents) ?? [] } };
+      }
       const [row] = await rows(
         c,
         client,
@@ -31,14 +38,15 @@ export async function insertSignal(c: PgContext, s: SignalWrite): Promise<{ crea
              ON CONFLICT (task_id, idempotency_key) DO NOTHING RETURNING id
            ), due AS (
              UPDATE ${c.t.tasks} SET event_seq = event_seq + 1,
-               run_at = CASE WHEN strpos(wait_events, '|' || $2 || '|') > 0 THEN $5 ELSE run_at END
+               run_at = CASE WHEN strpos(wait_events, '|' || $2 || '|') > 0 THEN $5 ELSE run_at END,
+               wait_events = CASE WHEN $12::boolean THEN NULL ELSE wait_events END
              WHERE id = $1 AND EXISTS (SELECT 1 FROM ins) RETURNING event_seq
            ), log AS (
              INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
              SELECT $1, due.event_seq, $5, 'signal:received', $8::text, $9::text, '{"signalId":' || ins.id::text || $10::text FROM ins, due
            )
            SELECT count(*)::int AS n, CASE WHEN count(*) > 0 THEN ${notifySql('$6::text', '$7::text', '$11::text')} END AS notified FROM ins`,
-        [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, channelOf(c, s.notify), payload(s.notify), s.actorKind, s.actorId, receivedTail, listenerName(channelOf(c, s.notify))],
+        [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, channelOf(c, s.notify), payload(s.notify), s.actorKind, s.actorId, receivedTail, listenerName(channelOf(c, s.notify)), s.onlyIfAwaited === true],
       );
       return { created: row?.n === 1 };
     }),

@@ -52,7 +52,7 @@ import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {
   ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskDeletion,
   ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
-  SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
+  SignalInsert, SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -157,7 +157,7 @@ export class PostgresStore implements Store {
   nextRunAt(r: NextRunRequest): Promise<number | null> { return nextRunAt(this.#c, r); }
   expireLeases(r: ExpireRequest): Promise<number> { return expireLeases(this.#c, r); }
 
-  insertSignal(s: SignalWrite): Promise<{ created: boolean } | null> { return insertSignal(this.#c, s); }
+  insertSignal(s: SignalWrite): Promise<SignalInsert | null> { return insertSignal(this.#c, s); }
   insertApproval(w: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null> { return insertApproval(this.#c, w); }
   getApproval(id: string): Promise<ApprovalRow | null> { return getApproval(this.#c, id); }
   listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> { return listApprovals(this.#c, q); }

@@ -20,9 +20,10 @@ import { ClosedError, InvalidArgumentError, StoreRefusedError, StoreUnavailableE
 import {
   STEP_COLUMNS, encodeEvents, isRaw, patchAssignments, stepValuesOfTask, toEventRow, toSignalRow, toStepRow, toTaskRow, toChunkRow,
 } from '../rows.ts';
+import { decodeEvents } from '../task-columns.ts';
 import { RESULT_ENTRY_TYPES_SQL, claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
-  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskDeletion,
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskDeletion, SignalInsert,
   ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
@@ -805,16 +806,21 @@ export class SqliteStore implements Store {
     });
   }
 
-  async insertSignal(s: SignalWrite): Promise<{ created: boolean } | null> {
+  async insertSignal(s: SignalWrite): Promise<SignalInsert | null> {
     return this.#tx(() => {
-      const task = this.#stmt('SELECT no FROM stepwise_tasks WHERE id = ?').get(s.taskId) as { no: number } | undefined;
+      const task = this.#stmt('SELECT no, status, wait_events FROM stepwise_tasks WHERE id = ?').get(s.taskId) as { no: number; status: TaskStatus; wait_events: string | null } | undefined;
       if (!task) return null;
+      if (s.onlyIfAwaited && !(task.status === 'waiting' && task.wait_events?.includes(`|${s.name}|`))) {
+        return { created: false, refused: { status: task.status, waitEvents: decodeEvents(task.wait_events) ?? [] } };
+      }
       const res = this.#stmt(
         `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (task_id, idempotency_key) DO NOTHING`,
       ).run(s.taskId, s.name, s.payload, s.idempotencyKey, s.at);
       if (res.changes === 1) {
-        this.#stmt(`UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(s.at, s.taskId, s.name);
+        // Taken by a signal that must be the only one of its wait: it waits for nothing more.
+        this.#stmt(`UPDATE stepwise_tasks SET run_at = ?, wait_events = CASE WHEN ? THEN NULL ELSE wait_events END WHERE id = ? AND instr(wait_events, '|' || ? || '|') > 0`)
+          .run(s.at, s.onlyIfAwaited ? 1 : 0, s.taskId, s.name);
         const signalId = Number(res.lastInsertRowid);
         this.#append(task.no, s.at, [signalReceivedEntry(s.actorKind, s.actorId, { signalId, name: s.name, payload: s.payload, idempotencyKey: s.idempotencyKey })]);
       }
