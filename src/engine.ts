@@ -39,6 +39,9 @@ import { isCleanupSeq } from './run/cleanup-scope.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Budget } from './ai/usage.ts';
 import { resolveRetention, type RetentionMs, type RetentionPolicy } from './retention/policy.ts';
+import { MACHINE_SIGNAL_PREFIX, machineOf } from './machine/machine.ts';
+import { machineInfo } from './machine/read.ts';
+import { checkSignalKey, sendEvent, type SendResult } from './machine/send.ts';
 import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
 import { Idempotency } from './idempotency/run.ts';
 import { EFFECT_DECISIONS, type EffectDecision } from './idempotency/at-most-once.ts';
@@ -207,8 +210,6 @@ export interface Explanation {
   lastStep: { name: string; status: string; attempts: number; error: string | null } | null;
   error: string | null;
 }
-
-const KEY_MAX = 255;
 
 /** The actor of a command: `by` checked, an anonymous user without it. */
 function actorOf(by: By | undefined): Actor {
@@ -411,7 +412,11 @@ export class Engine {
       options.history === false ? [] : store.getEvents(id),
       options.steps === false ? [] : store.listApprovals({ taskId: id, limit: 1000 }),
     ]);
-    return { ...toSummary(row), steps: steps.map((s) => toStepInfo(s, row.redo)), history: history.map(toTaskEvent), approvals: approvals.map(toApprovalInfo) };
+    const machine = machineInfo(row, steps);
+    return {
+      ...toSummary(row), steps: steps.map((s) => toStepInfo(s, row.redo)), history: history.map(toTaskEvent), approvals: approvals.map(toApprovalInfo),
+      ...(machine ? { machine } : {}),
+    };
   }
 
   /**
@@ -662,11 +667,11 @@ export class Engine {
     if (name.startsWith(RESERVED_SIGNAL_PREFIX)) {
       throw new InvalidArgumentError(`Signal names starting with "${RESERVED_SIGNAL_PREFIX}" are reserved for approvals: decide an approval with engine.decide(approvalId, …) / \`stepwise approve\`.`);
     }
-    const key = options.idempotencyKey;
-    if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
-      throw new InvalidArgumentError(`A signal's idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
+    if (name.startsWith(MACHINE_SIGNAL_PREFIX)) {
+      throw new InvalidArgumentError(`Signal names starting with "${MACHINE_SIGNAL_PREFIX}" are reserved for the events of state machines: send one with engine.send(id, event, payload) / \`stepwise send\`.`);
     }
-    if (key !== undefined) checkText(key, "The signal's idempotencyKey");
+    const key = options.idempotencyKey;
+    checkSignalKey(key, 'A signal');
     let encoded: string | null;
     try {
       encoded = encodeJson(payload, `The payload of signal "${name}"`);
@@ -724,6 +729,28 @@ export class Engine {
       );
     }
     return { created: false, delivered: first.consumedSeq === null ? 'queued' : 'consumed' };
+  }
+
+  /**
+   * Sends an event to a state machine's task (`machine()`): taken only while the machine waits in
+   * a state that takes it and a guard lets it through; otherwise refused with EventRefusedError
+   * (EVENT_REFUSED, naming the state and the events it takes now) and nothing is sent. Of events
+   * sent at once, one is taken and the rest refused (the machine is busy with it). With an
+   * idempotency key, a repeated send gets the first answer.
+   * @example
+   * await engine.send(orderId, 'approve', { note: 'ok' }, { by: 'alice', idempotencyKey: 'approve-8001' });
+   */
+  async send(id: string, event: string, payload?: unknown, options: SignalOptions = {}): Promise<SendResult> {
+    const store = await this.ready();
+    return sendEvent({
+      store, now: () => this.clock.now(), payloadBytes: this.limits.payloadBytes,
+      machineOf: (workflow) => machineOf(this.#workflows.get(workflow)),
+      task: (taskId) => this.#row(store, taskId),
+      delivered: (wake, taskId) => {
+        this.#deliver(wake);
+        this.#appended(taskId);
+      },
+    }, id, event, payload, actorOf(options.by), options.idempotencyKey);
   }
 
   /**

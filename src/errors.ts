@@ -54,6 +54,8 @@ export const ERROR_CODES = Object.freeze({
   DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
   /** A compensation (or cancel cleanup) failed for good: the task's effects need manual cleanup. */
   COMPENSATION_FAILED: 'COMPENSATION_FAILED',
+  /** A state machine does not take this event now (not one of its state's events, a guard said no, or it is busy). */
+  EVENT_REFUSED: 'EVENT_REFUSED',
 } as const);
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
@@ -97,6 +99,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   REPAIRABLE: 422,
   DEADLINE_EXCEEDED: 504,
   COMPENSATION_FAILED: 409,
+  EVENT_REFUSED: 409,
 });
 
 /** The HTTP status for an error: its code's entry in {@link HTTP_STATUS}, 500 for anything else. */
@@ -180,6 +183,31 @@ export class IllegalTransitionError extends StepwiseError {
     this.status = status;
     this.event = event;
     this.legalEvents = legalEvents;
+  }
+}
+
+/**
+ * A state machine's task (`machine()`) does not take an event sent to it (`engine.send`), and nothing
+ * was sent: the event is not one of its current state's, a guard refused it, the machine is busy
+ * (its state's entry action runs, or it is between states), or the task has ended. `legalEvents`
+ * are the events it takes now.
+ */
+export class EventRefusedError extends StepwiseError {
+  readonly taskId: string;
+  readonly event: string;
+  /** The machine's state, when known (`null`: an engine without the machine's definition, before it first waited). */
+  readonly state: string | null;
+  readonly legalEvents: readonly string[];
+  readonly reason: 'not-in-state' | 'guard' | 'busy' | 'ended';
+  constructor(taskId: string, event: string, state: string | null, legalEvents: readonly string[], reason: EventRefusedError['reason'], detail: string) {
+    const takes = legalEvents.length ? `It takes ${legalEvents.map((e) => `"${e}"`).join(', ')} now.` : 'It takes no event now.';
+    super(ERROR_CODES.EVENT_REFUSED, `Cannot send "${event}" to task ${taskId}${state ? ` in state "${state}"` : ''}: ${detail} ${takes} Nothing was sent.`);
+    this.name = 'EventRefusedError';
+    this.taskId = taskId;
+    this.event = event;
+    this.state = state;
+    this.legalEvents = legalEvents;
+    this.reason = reason;
   }
 }
 

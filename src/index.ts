@@ -13,6 +13,14 @@ export type {
 } from './workflow.ts';
 export type { Transaction } from './transaction-types.ts';
 
+// Business state machines: states, events, guards, entry actions, timeouts (engine.send)
+export { machine } from './machine/machine.ts';
+export { machineDiagram, machineGraph } from './machine/diagram.ts';
+export type { MachineEdge, MachineGraph } from './machine/diagram.ts';
+export type { MachineDefinition, StateConfig, Transition as MachineTransition, TransitionSpec, MachineEvent, EntryResult, EntryArgs } from './machine/types.ts';
+export type { MachineInfo, MachineStep } from './machine/read.ts';
+export type { SendResult } from './machine/send.ts';
+
 // Running them
 export { Engine, TaskHandle } from './engine.ts';
 export type { StartManyItem } from './start-plan.ts';
@@ -64,7 +72,7 @@ export {
   StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, BudgetExceededError, TaskFailedError, TaskCancelledError,
   LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, ClosedError, TimeoutError,
   ForbiddenError, ConflictError, PayloadTooLargeError, IdempotencyInProgressError,
-  ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, DwellTimeoutError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
+  ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, DwellTimeoutError, EventRefusedError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
 } from './errors.ts';
 export type { ErrorCode } from './errors.ts';
 

@@ -7,6 +7,7 @@
 import { redoSuffix } from './failure/redo.ts';
 import { isCleanupSeq } from './run/cleanup-scope.ts';
 import type { ApprovalInfo } from './approvals/types.ts';
+import type { MachineInfo } from './machine/read.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import { decodeError, decodeJson, type SerializedError } from './serialize.ts';
 import type { StepKind, StepRow, StepStatus, TaskRow } from './store.ts';
@@ -95,7 +96,13 @@ export interface StepInfo {
 
 /** A task with its journal (`steps`) and its event log (`history`, oldest first). */
 /** A task with its journal, its event log and the approvals it asked for (oldest first). */
-export type TaskInfo = TaskSummary & { steps: StepInfo[]; history: TaskEvent[]; approvals: ApprovalInfo[] };
+export type TaskInfo = TaskSummary & {
+  steps: StepInfo[];
+  history: TaskEvent[];
+  approvals: ApprovalInfo[];
+  /** A state machine's task (`machine()`): its state, context, the events it takes now, and its history. */
+  machine?: MachineInfo;
+};
 
 function taskUsage(text: string | null): TaskUsage | null {
   if (!text) return null;

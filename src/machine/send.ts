@@ -1,0 +1,132 @@
+/**
+ * @module machine/send
+ * `engine.send(id, event, payload)`: an event for a state machine's task. It is taken only while
+ * the machine waits in a state that takes the event and a guard lets it through; otherwise it is
+ * refused at once (EVENT_REFUSED, naming the state and the events it takes) and nothing is sent.
+ *
+ * The event becomes the signal `machine:<event>` with the payload and the sender, recorded by
+ * `Store.insertSignal` with `onlyIfAwaited`: the task must wait for that signal, and once one is
+ * recorded it waits for nothing more, in the same transaction. Of two events sent at once to a
+ * waiting machine exactly one is taken; the other is refused (the machine is busy), so no event
+ * is ever left behind in a state that no longer takes it. Guards are checked here when this
+ * engine has the machine's definition (the context they see is the one its journal records; it
+ * cannot change while the machine waits), and again by the worker, which records an event every
+ * guard refuses and goes on waiting (an engine without the definition, such as the CLI's, cannot
+ * check them first).
+ */
+import { ConflictError, EventRefusedError, InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
+import { isFinished } from '../lifecycle.ts';
+import { checkSize } from '../limits.ts';
+import { decodeJson, encodeJson } from '../serialize.ts';
+import { jsonEqual } from '../json-equal.ts';
+import type { SignalRow, Store, TaskRow, WakeEvent } from '../store.ts';
+import type { Actor } from '../task-events.ts';
+import { checkText } from '../text-rules.ts';
+import { MACHINE_SIGNAL_PREFIX, type EventEnvelope, type MachineSpec } from './machine.ts';
+import { currentState, legalEventsOf } from './read.ts';
+import { EVENT_NAME, pickEdge } from './types.ts';
+
+/** The longest idempotency key of a signal or an event. */
+export const KEY_MAX = 255;
+
+/** Checks the idempotency key of a signal or an event. */
+export function checkSignalKey(key: unknown, what: string): void {
+  if (key === undefined) return;
+  if (typeof key !== 'string' || !key || key.length > KEY_MAX) throw new InvalidArgumentError(`${what}'s idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
+  checkText(key, `${what}'s idempotencyKey`);
+}
+
+export interface SendResult {
+  /** `false` when the idempotency key was used before: the first send is the answer. */
+  created: boolean;
+  /** The state that took the event (`null` where the engine could not tell: a repeat). */
+  state: string | null;
+  /** `accepted`: the machine will take it (or is taking it); `consumed`: it has (a repeat). */
+  delivered: 'accepted' | 'consumed';
+}
+
+export interface SendDeps {
+  store: Store;
+  now: () => number;
+  payloadBytes: number;
+  /** The machine of a workflow, if this engine has its definition. */
+  machineOf: (workflow: string) => MachineSpec | undefined;
+  /** The task by id (TASK_NOT_FOUND otherwise). */
+  task: (id: string) => Promise<TaskRow>;
+  /** Tells this process's workers and readers: the task is due, its log grew. */
+  delivered: (wake: WakeEvent, taskId: string) => void;
+}
+
+export async function sendEvent(deps: SendDeps, id: string, event: string, payload: unknown, actor: Actor, key: string | undefined): Promise<SendResult> {
+  if (typeof event !== 'string' || !EVENT_NAME.test(event)) {
+    throw new InvalidArgumentError(`An event name is 1-100 letters, digits and _ . : / - (got ${JSON.stringify(event)}).`);
+  }
+  checkSignalKey(key, `The event "${event}"`);
+  let envelope: string;
+  try {
+    envelope = encodeJson({ payload: payload ?? null, by: actor } satisfies EventEnvelope, `The payload of event "${event}"`) as string;
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message, { cause: e });
+  }
+  checkSize(envelope, deps.payloadBytes, () => `The payload of event "${event}"`, 'payloadBytes');
+  const { store } = deps;
+  const signal = `${MACHINE_SIGNAL_PREFIX}${event}`;
+  const task = await deps.task(id);
+  if (key !== undefined) {
+    const first = (await store.getSignals(id)).find((s) => s.idempotencyKey === key);
+    if (first) return repeated(id, event, payload, key, first);
+  }
+  const spec = deps.machineOf(task.workflow);
+  // What the machine's journal says of its state: for the guard, and for a refusal's message.
+  const stateOf = async (): Promise<{ state: string; context: unknown } | null> => currentState(task, await store.getSteps(id));
+  if (isFinished(task.status)) {
+    const at = await stateOf();
+    throw new EventRefusedError(id, event, at?.state ?? null, [], 'ended', `the task has ended (${task.status})${at ? ` in state "${at.state}"` : ''}.`);
+  }
+  let state: string | null = null;
+  if (spec) {
+    const at = await stateOf();
+    const node = at ? spec.states.get(at.state) : undefined;
+    if (at && node) {
+      state = at.state;
+      const edges = node.on.get(event);
+      if (!edges) throw new EventRefusedError(id, event, state, legalEventsOf(task), 'not-in-state', `state "${state}" takes no event "${event}" (its events: ${[...node.on.keys()].join(', ') || 'none'}).`);
+      if (task.status === 'waiting' && legalEventsOf(task).includes(event) && !pickEdge(edges, at.context, { type: event, payload: payload ?? null, by: actor })) {
+        throw new EventRefusedError(id, event, state, legalEventsOf(task), 'guard', `every guard of "${event}" refused it.`);
+      }
+    }
+  }
+  const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
+  const res = await store.insertSignal({
+    taskId: id, name: signal, payload: envelope, idempotencyKey: key ?? null, at: deps.now(), actorKind: actor.kind, actorId: actor.id, notify: wake, onlyIfAwaited: true,
+  });
+  if (!res) throw new TaskNotFoundError(id);
+  if (res.refused) {
+    const at = state === null ? (await stateOf())?.state ?? null : state;
+    const legal = legalEventsOf({ status: res.refused.status, waitEvents: res.refused.waitEvents });
+    if (isFinished(res.refused.status)) throw new EventRefusedError(id, event, at, [], 'ended', `the task has ended (${res.refused.status}).`);
+    if (res.refused.status === 'waiting' && res.refused.waitEvents.length) {
+      throw new EventRefusedError(id, event, at, legal, 'not-in-state', `it does not wait for "${event}".`);
+    }
+    throw new EventRefusedError(id, event, at, legal, 'busy', `it is busy (${res.refused.status === 'waiting' ? 'an event it took is being handled' : `${res.refused.status}: its state's entry action runs, or it moves between states`}); send it again once the machine waits.`);
+  }
+  if (!res.created) {
+    // Another send with the same key won the race: its event is the answer.
+    const first = (await store.getSignals(id)).find((s) => s.idempotencyKey === key);
+    if (first) return repeated(id, event, payload, key as string, first);
+  }
+  deps.delivered(wake, id);
+  return { created: true, state, delivered: 'accepted' };
+}
+
+/** The answer to an event sent again with the key of `first`. */
+function repeated(id: string, event: string, payload: unknown, key: string, first: SignalRow): SendResult {
+  const sent = decodeJson(first.payload) as EventEnvelope | null;
+  if (first.name !== `${MACHINE_SIGNAL_PREFIX}${event}` || !jsonEqual(sent?.payload ?? null, payload ?? null)) {
+    throw new ConflictError(
+      `Key "${key}" of task ${id} was used for ${first.name.startsWith(MACHINE_SIGNAL_PREFIX) ? `event "${first.name.slice(MACHINE_SIGNAL_PREFIX.length)}"` : `signal "${first.name}"`} with another payload: a repeated send must be the same event. Use a new key for a new event.`,
+      { recorded: { name: first.name, payload: sent?.payload ?? null } },
+    );
+  }
+  return { created: false, state: null, delivered: first.consumedSeq === null ? 'accepted' : 'consumed' };
+}
