@@ -40,7 +40,7 @@ import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Budget } from './ai/usage.ts';
 import { resolveRetention, type RetentionMs, type RetentionPolicy } from './retention/policy.ts';
 import { MACHINE_SIGNAL_PREFIX, machineOf } from './machine/machine.ts';
-import { machineInfo } from './machine/read.ts';
+import { machineInfo, type MachineInfo } from './machine/read.ts';
 import { checkSignalKey, sendEvent, type SendResult } from './machine/send.ts';
 import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
 import { Idempotency } from './idempotency/run.ts';
@@ -209,6 +209,8 @@ export interface Explanation {
   runAt: number | null;
   lastStep: { name: string; status: string; attempts: number; error: string | null } | null;
   error: string | null;
+  /** A state machine's task: the state it is in and the events it takes now (`engine.send`). */
+  machine?: { state: string; legalEvents: string[] };
 }
 
 /** The actor of a command: `by` checked, an anonymous user without it. */
@@ -842,16 +844,19 @@ export class Engine {
       ...(local ? [local.version, ...(local.options.compatibleVersions ?? []).map(String)] : []),
       ...(await store.listWorkflows()).filter((w) => w.name === row.workflow).map((w) => w.version),
     ];
+    const machine = machineInfo(row, steps);
+    const summary = explainSummary(row, { now, lease, wait, error, registered });
     return {
       id,
       status: row.status,
-      summary: explainSummary(row, { now, lease, wait, error, registered }),
+      summary: machine ? machineSummary(row, machine, wait, summary) : summary,
       legalEvents: userEvents(row).filter((ev) => ev !== 'retry' || !retryRefusal(row)),
       lease,
       wait,
       runAt: row.runAt,
       lastStep: last ? { name: last.name, status: last.status, attempts: last.attempts, error: last.error ? decodeError(last.error).message : null } : null,
       error,
+      ...(machine ? { machine: { state: machine.state, legalEvents: machine.legalEvents } } : {}),
     };
   }
 
@@ -1077,6 +1082,16 @@ function explainSummary(
     case 'cancelled':
       return `Cancelled${row.cancelReason ? `: ${row.cancelReason}` : ''}. A cancelled task never resumes.`;
   }
+}
+
+/** The summary of a state machine's task: its state first, and what it waits for in the machine's words. */
+function machineSummary(row: TaskRow, m: MachineInfo, wait: Record<string, unknown> | null, summary: string): string {
+  if (m.legalEvents.length) {
+    const until = typeof wait?.until === 'number' ? `; at ${new Date(wait.until).toISOString()} its timeout moves it on` : '';
+    return `In state "${m.state}", waiting for one of its events: ${m.legalEvents.join(', ')}${until}. Send one with engine.send / \`stepwise send ${row.id} <event>\`.`;
+  }
+  if (row.status === 'running') return `In state "${m.state}" (its entry action runs, or it moves on): it takes events once it waits. ${summary}`;
+  return `In state "${m.state}". ${summary}`;
 }
 
 /** The data of a failed task's COMPENSATION_FAILED error (its cleanup failed for good), or null. */

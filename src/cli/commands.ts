@@ -312,6 +312,7 @@ export async function explain(ctx: CommandContext): Promise<void> {
     if (ctx.json) return ctx.out(JSON.stringify(e));
     ctx.out(`${bold(e.id)} ${colorStatus(e.status)}\n  ${e.summary}`);
     ctx.out(`  legal events: ${e.legalEvents.join(', ') || 'none'}`);
+    if (e.machine) ctx.out(`  state: ${e.machine.state}; takes ${e.machine.legalEvents.join(', ') || 'no event now'}`);
     if (e.lease) ctx.out(`  lease: ${e.lease.owner} until ${time(e.lease.expiresAt)}${e.lease.expired ? ' (expired)' : ''}`);
     if (e.lastStep) ctx.out(`  last step: ${e.lastStep.name} ${e.lastStep.status} after ${e.lastStep.attempts} attempt(s)${e.lastStep.error ? `: ${e.lastStep.error}` : ''}`);
   });
@@ -380,6 +381,18 @@ export async function signal(ctx: CommandContext): Promise<void> {
     });
     const where = res.delivered === 'waiting' ? 'the task was waiting for it' : res.delivered === 'consumed' ? 'already received' : 'queued until a wait receives it';
     ctx.out(ctx.json ? JSON.stringify(res) : res.created ? `Sent "${name}" to ${id} (${where})` : `Already sent (key ${key}; ${where})`);
+  });
+}
+
+export async function send(ctx: CommandContext): Promise<void> {
+  const id = need(ctx, 0, 'task id (stepwise send <id> <event> [--data JSON])');
+  const event = need(ctx, 1, 'event name (stepwise send <id> <event> [--data JSON])');
+  const data = parseJson(str(ctx.options, 'data'), '--data');
+  const key = keyOption(ctx);
+  await withEngine(ctx, async (engine) => {
+    const res = await engine.send(id, event, data, { ...by(ctx), ...(key !== undefined ? { idempotencyKey: key } : {}) });
+    if (ctx.json) return ctx.out(JSON.stringify(res));
+    ctx.out(res.created ? `Sent "${event}" to ${id}${res.state ? ` in state ${res.state}` : ''}` : `Already sent (key ${key}; ${res.delivered === 'consumed' ? 'the machine has taken it' : 'the machine is taking it'})`);
   });
 }
 

@@ -3,7 +3,7 @@
  * Human output of the CLI: tables, timelines, durations. `--json` bypasses all of it.
  */
 import { approvalLines, describeApprovalEvent } from './approvals.ts';
-import { describeClass, failedAttempts, formatMs, type StepInfo, type TaskEvent, type TaskInfo, type TaskSummary } from '../index.ts';
+import { describeClass, failedAttempts, formatMs, type MachineInfo, type StepInfo, type TaskEvent, type TaskInfo, type TaskSummary } from '../index.ts';
 
 const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
 const paint = (code: number) => (s: string): string => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
@@ -140,6 +140,7 @@ export function taskDetail(t: TaskInfo): string {
     out.push(`  ${yellow('cleanup')}    ${what}: manual cleanup is needed`);
   }
   if (t.usage) out.push(...usageLines(t));
+  if (t.machine) out.push(...machineLines(t.machine));
   out.push('', bold('Steps'));
   out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map((s, i) => stepRow(s, i + 1 - t.steps.findIndex((x) => x.cleanup)))) : dim('  (none yet)'));
   const attempts = attemptLines(t);
@@ -149,6 +150,15 @@ export function taskDetail(t: TaskInfo): string {
   const start = t.history[0]?.at ?? t.createdAt;
   for (const e of t.history) out.push(eventLine(e, start));
   return out.join('\n');
+}
+
+/** A state machine's state, the events it takes, and the states it went through. */
+function machineLines(m: MachineInfo): string[] {
+  const takes = m.legalEvents.length ? `takes ${m.legalEvents.join(', ')} (stepwise send <id> <event>)` : 'takes no event now';
+  const out = [`  state      ${bold(m.state)} since ${time(m.since)}; ${takes}`, `  context    ${truncate(JSON.stringify(m.context) ?? 'undefined')}`];
+  out.push(`  states     ${m.history.map((h) => (h.event ? `-${h.event}-> ${h.state}` : h.state)).join(' ')}`);
+  for (const r of m.refused) out.push(`  ${yellow('refused')}    "${r.event}" in ${r.state}${r.by ? ` from ${r.by.id}` : ''}: every guard said no`);
+  return out;
 }
 
 /** `$0.000123` (six decimals: model calls cost fractions of a cent). */

@@ -33,6 +33,8 @@ Commands:
   delete <id>                delete a finished task with its steps and log (its key is free again)
   purge --older-than D [--status S[,S]] [--workflow W[,W]] [--limit N] [--dry-run]
                              delete finished tasks that ended at least D ago ('30d'); --dry-run counts
+  send <id> <event> [--data JSON|@file|-] [--key K]
+                             send an event to a state machine's task (refused unless its state takes it)
   signal <id> <name> [--data JSON|@file|-] [--key K] [--require-waiting]
                              send an event to ctx.waitForEvent(name); --require-waiting refuses
                              it unless the task waits for that name (catches typos)
@@ -50,7 +52,7 @@ Commands:
 Options:
   --db URL     sqlite:<path> or postgres://…  (env STEPWISE_DB; default ${DEFAULT_STORE_URL})
   --json       machine-readable output
-  --as NAME    who asks (start, cancel, retry, pause, resume, signal, delete, purge): recorded in the
+  --as NAME    who asks (start, cancel, retry, pause, resume, signal, send, delete, purge): recorded in the
                task's log, or in the deletion's audit (observers' onTasksDeleted)
 
 Only worker and migrate create a SQLite database; the other commands refuse a path where none exists.
@@ -70,6 +72,7 @@ const COMMANDS: Record<string, Command> = {
   delete: commands.deleteTask,
   purge: commands.purge,
   signal: commands.signal,
+  send: commands.send,
   migrate: commands.migrate,
   // Loaded on use: the other commands never load the server's dependencies (Hono, pino, prom-client, zod).
   serve: async (ctx) => (await import('./serve.ts')).serve(ctx),
