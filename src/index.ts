@@ -14,7 +14,7 @@ export type {
 export type { Transaction } from './transaction-types.ts';
 
 // Business state machines: states, events, guards, entry actions, timeouts (engine.send)
-export { machine } from './machine/machine.ts';
+export { machine, isMachine } from './machine/machine.ts';
 export { machineDiagram, machineGraph } from './machine/diagram.ts';
 export type { MachineEdge, MachineGraph } from './machine/diagram.ts';
 export type { MachineDefinition, StateConfig, Transition as MachineTransition, TransitionSpec, MachineEvent, EntryResult, EntryArgs } from './machine/types.ts';

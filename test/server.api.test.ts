@@ -3,6 +3,7 @@ import { workflow, type EngineOptions } from '../src/index.ts';
 import { createServer, ServerMetrics } from '../src/server/index.ts';
 import { eventually, gate, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
 import { call, TOKENS } from './support/server.ts';
+import { ticket } from './fixtures/server-workflows.ts';
 
 const echo = workflow('echo', async (ctx, input: unknown) => ctx.step('say', () => ({ said: input })));
 
@@ -171,6 +172,33 @@ describe('HTTP API: tasks', () => {
       { reason: 'purge', by: { kind: 'user', id: 'ada' }, ids: [second] },
     ]);
     expect((await engine.get(third)).status).toBe('succeeded');
+  });
+
+  it('sends a state machine\'s events as the identity, refusing with 409 and the events it takes what its state does not take', async () => {
+    const { engine, server } = setup({ workflows: [ticket] });
+    await startWorker(engine);
+    const { id } = (await call(server, 'POST', '/api/tasks', { body: { workflow: 'ticket', input: { subject: 'login fails' } } })).body;
+    await eventually(async () => (await engine.get(id)).machine?.legalEvents.length === 2, 10_000, 'the ticket open');
+    const task = (await call(server, 'GET', `/api/tasks/${id}`, { as: 'vera' })).body;
+    expect(task.machine).toMatchObject({ state: 'open', legalEvents: ['resolve', 'escalate'], context: { subject: 'login fails' } });
+
+    expect((await call(server, 'POST', `/api/tasks/${id}/send/escalate`, { as: 'vera', body: {} })).status).toBe(403);
+    const wrong = await call(server, 'POST', `/api/tasks/${id}/send/reopen`, { as: 'oscar', body: {} });
+    expect(wrong.status).toBe(409);
+    expect(wrong.body.error).toMatchObject({ code: 'EVENT_REFUSED', legalEvents: ['resolve', 'escalate'] });
+    expect((await call(server, 'POST', `/api/tasks/${id}/send/bad%20name`, { as: 'oscar', body: {} })).status).toBe(400);
+
+    const sent = await call(server, 'POST', `/api/tasks/${id}/send/escalate`, { as: 'oscar', body: {}, headers: { 'idempotency-key': 'esc-1' } });
+    expect(sent).toMatchObject({ status: 202, body: { created: true, state: 'open', delivered: 'accepted' } });
+    expect((await call(server, 'POST', `/api/tasks/${id}/send/escalate`, { as: 'oscar', body: {}, headers: { 'idempotency-key': 'esc-1' } })).body).toMatchObject({ created: false });
+    await eventually(async () => (await engine.get(id)).machine?.history.length === 3 && (await engine.get(id)).machine?.legalEvents.length === 2, 10_000, 'open again, escalated');
+    // Escalated once: the guard refuses a second escalation.
+    const again = await call(server, 'POST', `/api/tasks/${id}/send/escalate`, { as: 'oscar', body: {} });
+    expect(again.body.error).toMatchObject({ code: 'EVENT_REFUSED' });
+    expect((await call(server, 'POST', `/api/tasks/${id}/send/resolve`, { as: 'oscar', body: { payload: { note: 'reset password' } } })).status).toBe(202);
+    expect(await engine.result(id)).toEqual({ state: 'closed', context: { subject: 'login fails', escalated: true, resolution: 'reset password' } });
+    const info = await engine.get(id);
+    expect(info.machine?.history.map((h) => [h.event, h.by?.id ?? null])).toEqual([[null, null], ['triaged', 'entry-action'], ['escalate', 'oscar'], ['resolve', 'oscar']]);
   });
 
   it('refuses bad JSON with 400, a body over the limit with 413, and an unknown route with 404', async () => {

@@ -9,9 +9,9 @@ import { artifactPath, chromiumAvailable, launchChromium } from './support/brows
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gate, FAST, waitForStatus } from './support/engine.ts';
+import { eventually, gate, FAST, waitForStatus } from './support/engine.ts';
 import { TOKENS, tokenOf } from './support/server.ts';
-import { review, summarize } from './fixtures/server-workflows.ts';
+import { review, summarize, ticket } from './fixtures/server-workflows.ts';
 
 const hasChromium = chromiumAvailable();
 
@@ -31,7 +31,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   const dir = mkdtempSync(join(tmpdir(), 'stepwise-dashboard-'));
 
   beforeAll(async () => {
-    engine = new Engine({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn, summarize] });
+    engine = new Engine({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn, summarize, ticket] });
     await engine.worker({ ...FAST, leaseMs: 10_000 }).start();
     const server = createServer(engine, { tokens: TOKENS });
     ({ url, close } = await server.listen({ port: 0, hostname: '127.0.0.1' }));
@@ -87,6 +87,33 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const info = await engine.get(t.id);
     expect(info.history.find((e) => e.type === 'approval:decision')?.actor).toEqual({ kind: 'user', id: 'alice' });
     expect(info.approvals[0]?.decisions).toMatchObject([{ by: 'alice', approve: true, comment: 'Looks good with a better title', data: { text: 'Solar sails, edited by alice' } }]);
+    await page.context().close();
+  });
+
+  it('moves a state machine with its event buttons, draws it with the current state, and shows the states it went through', async () => {
+    const t = await engine.start(ticket, { subject: 'printer on fire' });
+    await eventually(async () => (await engine.get(t.id)).machine?.legalEvents.length === 2, 20_000, 'the ticket open');
+    const page = await signIn('oscar');
+    await page.goto(`${url}/tasks/${t.id}`);
+    await page.waitForSelector('body[data-live-ready=true]');
+    await page.waitForSelector('section.machine[data-machine-state=open]');
+    expect(await page.locator('section.machine button[data-send]').allTextContents()).toEqual(['resolve', 'escalate']);
+    expect(await page.getAttribute('svg.machine g.node.current', 'data-status')).toBe('open');
+    await page.click('section.machine button[data-send=escalate]');
+    // Live: the machine goes round to open again, escalated; a second escalation is refused by its guard.
+    await page.waitForSelector('section.machine ol.states li:nth-child(3)', { timeout: 20_000 });
+    await page.waitForSelector('section.machine button[data-send=escalate]');
+    await page.click('section.machine button[data-send=escalate]');
+    await page.waitForSelector('#flash.error');
+    expect(await page.textContent('#flash')).toContain('every guard of "escalate" refused it');
+    await page.fill('section.machine textarea[name=payload]', '{"note":"replaced the toner"}');
+    await page.screenshot({ path: artifactPath('dashboard-machine.png'), fullPage: true });
+    await page.click('section.machine button[data-send=resolve]');
+    await page.waitForSelector('section.task h1 .badge[data-status=succeeded]', { timeout: 20_000 });
+    await page.waitForSelector('section.machine[data-machine-state=closed]');
+    expect(await page.locator('section.machine ol.states li').evaluateAll((li) => li.map((x) => x.getAttribute('data-state')))).toEqual(['triage', 'open', 'open', 'closed']);
+    expect(await page.locator('section.machine button[data-send]').count()).toBe(0);
+    expect(await engine.result(t.id)).toMatchObject({ state: 'closed', context: { escalated: true, resolution: 'replaced the toner' } });
     await page.context().close();
   });
 

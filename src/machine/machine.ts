@@ -64,6 +64,11 @@ export interface MachineSpec {
 
 const MACHINE = Symbol.for('stepwise.machine');
 
+/** Whether a workflow was made by `machine()`. */
+export function isMachine(wf: unknown): boolean {
+  return typeof wf === 'object' && wf !== null && machineOf(wf as Workflow) !== undefined;
+}
+
 /** The machine behind a workflow, if it is one. */
 export function machineOf(wf: Workflow | undefined): MachineSpec | undefined {
   return (wf as { [MACHINE]?: MachineSpec } | undefined)?.[MACHINE];

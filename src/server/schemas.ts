@@ -52,6 +52,15 @@ export const SignalBody = z
   })
   .strict();
 
+/** An event of a state machine: what `engine.send` takes. */
+export const EventName = z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,99}$/, 'an event name is 1-100 letters, digits and _ . : / -');
+export const SendBody = z
+  .object({
+    payload: Json.optional(),
+    idempotencyKey: Key.optional(),
+  })
+  .strict();
+
 export const DecideBody = z
   .object({
     approve: z.boolean(),

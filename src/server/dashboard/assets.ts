@@ -65,6 +65,23 @@ export const SCRIPT = String.raw`(() => {
       }
       return refresh();
     }
+    const send = target && target.closest('button[data-send]');
+    if (send) {
+      const box = send.closest('.send');
+      const text = box ? box.querySelector('textarea[name=payload]').value.trim() : '';
+      const body = {};
+      if (text) {
+        try { body.payload = JSON.parse(text); } catch (e) { return say('The payload is not valid JSON: ' + e.message, true); }
+      }
+      send.disabled = true;
+      try {
+        const r = await post('/api/tasks/' + encodeURIComponent(send.dataset.task) + '/send/' + encodeURIComponent(send.dataset.send), body);
+        say('Sent ' + send.dataset.send + (r.state ? ' in state ' + r.state : '') + '.');
+      } catch (e) {
+        say(e.message, true);
+      }
+      return refresh();
+    }
     const del = target && target.closest('button[data-delete]');
     if (del) {
       const id = del.dataset.task;
@@ -145,7 +162,8 @@ form.inline { display:inline; }
 .attempt-fail { position:absolute; top:0; width:2px; height:14px; background:var(--bad); }
 pre { background:#fff; border:1px solid var(--line); padding:8px; overflow:auto; max-height:260px; }
 .io { display:grid; grid-template-columns: repeat(auto-fit, minmax(280px, 1fr)); gap:12px; }
-svg.lifecycle { width:100%; max-width:860px; background:#fff; border:1px solid var(--line); }
+svg.lifecycle, svg.machine { width:100%; max-width:860px; background:#fff; border:1px solid var(--line); }
+svg .node.final rect { stroke-width:3; } section.machine ol.states { padding-left:1.2em; } section.machine .event { color:var(--muted); }
 svg .node rect { fill:#fff; stroke:#9ca3af; } svg .node text { text-anchor:middle; font-size:13px; }
 svg .node.current rect { fill:#fde68a; stroke:#b45309; stroke-width:2; } svg .node.current text { font-weight:700; }
 svg .edge { fill:none; stroke:#9ca3af; } svg .edge-label { font-size:9px; fill:var(--muted); text-anchor:middle; }

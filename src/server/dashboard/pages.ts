@@ -5,9 +5,9 @@
  * log, the lifecycle diagram). Buttons are rendered only for what the caller's role allows and
  * the task's status accepts; the API checks both again.
  */
-import { ALL_STATUSES, isFinished, type ApprovalInfo, type TaskEvent, type TaskInfo, type TaskSummary, type UsageTotals } from '../../index.ts';
+import { ALL_STATUSES, isFinished, type ApprovalInfo, type MachineGraph, type MachineInfo, type TaskEvent, type TaskInfo, type TaskSummary, type UsageTotals } from '../../index.ts';
 import { can, type Identity } from '../auth.ts';
-import { lifecycleSvg } from './diagram.ts';
+import { lifecycleSvg, machineSvg } from './diagram.ts';
 import { badge, duration, esc, json, time, tokens, usd } from './html.ts';
 
 export type ListView = 'all' | 'mine' | 'stuck' | 'failed';
@@ -67,6 +67,8 @@ export interface TaskPageData {
   summary: string;
   identity: Identity;
   now: number;
+  /** The task's state machine, when the server has its definition (`stepwise serve <module>`). */
+  graph?: MachineGraph;
 }
 
 export function taskPage(d: TaskPageData): string {
@@ -87,6 +89,7 @@ export function taskPage(d: TaskPageData): string {
 ${usageFacts(t)}${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${time(t.lease.expiresAt)}</dd>` : ''}${t.cancelReason ? `<dt>Cancel reason</dt><dd>${esc(t.cancelReason)}</dd>` : ''}</dl>
 <div class="actions" id="actions">${actions}</div>
 <p class="flash" id="flash" role="status"></p>
+${t.machine ? machineSection(t.id, t.machine, d) : ''}
 ${approvalsSection(d)}
 <h2>Steps</h2>
 ${timeline(t, d.now)}
@@ -97,6 +100,26 @@ ${t.status === 'failed' ? `<div><h3>Error</h3><pre class="error">${esc(t.error.m
 ${lifecycleSvg(t.status)}
 <h2>Event log</h2>
 ${eventLog(t.history)}
+</section>`;
+}
+
+/** A state machine's task: its state, the events it takes (buttons), its diagram, its states so far. */
+function machineSection(id: string, m: MachineInfo, d: TaskPageData): string {
+  const send = can(d.identity, 'operate') && m.legalEvents.length
+    ? `<div class="send"><label>Payload (JSON, optional) <textarea name="payload" rows="2"></textarea></label>
+${m.legalEvents.map((e) => `<button type="button" data-send="${esc(e)}" data-task="${esc(id)}">${esc(e)}</button>`).join(' ')}</div>`
+    : '';
+  const takes = m.legalEvents.length ? `takes ${m.legalEvents.map((e) => `<code>${esc(e)}</code>`).join(', ')}` : 'takes no event now';
+  const history = m.history.map((h) => `<li data-state="${esc(h.state)}">${time(h.at)} ${h.from ? `${esc(h.from)} <span class="event">—${esc(h.event ?? '')}→</span> ` : ''}<b>${esc(h.state)}</b>${h.by ? ` <small>by ${esc(h.by.id)}</small>` : ''}</li>`);
+  const refused = m.refused.map((r) => `<li>${time(r.at)} <code>${esc(r.event)}</code> in ${esc(r.state)}${r.by ? ` from ${esc(r.by.id)}` : ''}: every guard said no</li>`);
+  return `<section class="machine" data-machine-state="${esc(m.state)}">
+<h2>State machine</h2>
+<p>In state <b class="machine-state">${esc(m.state)}</b> since ${time(m.since)}; ${takes}.</p>
+${send}
+${d.graph ? machineSvg(d.graph, m.state) : ''}
+<ol class="states">${history.join('\n')}</ol>
+${refused.length ? `<h3>Refused events</h3><ul class="refused">${refused.join('\n')}</ul>` : ''}
+<details><summary>Context</summary><pre>${json(m.context)}</pre></details>
 </section>`;
 }
 

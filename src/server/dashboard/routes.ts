@@ -10,7 +10,7 @@ import type { Context, Hono } from 'hono';
 import { deleteCookie, setCookie } from 'hono/cookie';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
-import type { Engine, TaskStatus, TaskSummary } from '../../index.ts';
+import { isMachine, machineGraph, type Engine, type TaskStatus, type TaskSummary } from '../../index.ts';
 import type { Env } from '../app.ts';
 import type { TokenTable } from '../auth.ts';
 import { errorResponse } from '../http-errors.ts';
@@ -118,9 +118,13 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
   app.get('/tasks/:id', page(async (c) => {
     const id = validate(TaskId, c.req.param('id'), 'task id');
     const [task, explanation] = await Promise.all([engine.get(id), engine.explain(id)]);
+    const definition = engine.workflows.get(task.workflow);
     return {
       title: `Task ${id}`,
-      body: taskPage({ task, legalEvents: explanation.legalEvents, summary: explanation.summary, identity: c.get('identity'), now: engine.clock.now() }),
+      body: taskPage({
+        task, legalEvents: explanation.legalEvents, summary: explanation.summary, identity: c.get('identity'), now: engine.clock.now(),
+        ...(task.machine && isMachine(definition) ? { graph: machineGraph(definition as NonNullable<typeof definition>) } : {}),
+      }),
     };
   }));
 }

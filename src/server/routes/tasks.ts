@@ -1,12 +1,12 @@
 /**
  * @module server/routes/tasks
- * The task routes: start (one or a batch), list, get, cancel, retry, pause, resume, signal, delete
- * and purge.
+ * The task routes: start (one or a batch), list, get, cancel, retry, pause, resume, signal, a state
+ * machine's events (send), delete and purge.
  * The actor of every command is the authenticated identity; nothing in a body can name another.
  */
 import type { Engine, StartOptions, TaskStatus } from '../../index.ts';
 import type { Identity } from '../auth.ts';
-import { BatchBody, CancelBody, EmptyBody, ListQuery, PurgeBody, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
+import { BatchBody, CancelBody, EmptyBody, EventName, ListQuery, PurgeBody, SendBody, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
 import { InvalidArgumentError } from '../../index.ts';
 import { errorResponse } from '../http-errors.ts';
 import { route, type RouteSpec } from './route.ts';
@@ -114,6 +114,19 @@ export function taskRoutes(engine: Engine): RouteSpec[] {
         },
       }),
     ),
+    route({
+      method: 'post', path: '/api/tasks/:id/send/:event', summary: 'Send an event to a state machine\'s task (taken only while its state takes it)', permission: 'operate',
+      params: { ...id, event: EventName }, body: SendBody, idempotency: 'engine',
+      responses: { 202: '{ created, state, delivered }', 400: 'invalid payload', 404: 'unknown id', 409: 'refused (EVENT_REFUSED: legalEvents says what it takes now), or a reused key with another payload' },
+      async handle({ identity, params, body, idempotencyKey }) {
+        if (body.idempotencyKey !== undefined && idempotencyKey !== undefined && body.idempotencyKey !== idempotencyKey) {
+          throw new InvalidArgumentError('The Idempotency-Key header and the body\'s idempotencyKey differ: send one, or the same value in both.');
+        }
+        const key = body.idempotencyKey ?? idempotencyKey;
+        const res = await engine.send(params.id as string, params.event as string, body.payload, { by: actorOf(identity), ...(key !== undefined ? { idempotencyKey: key } : {}) });
+        return { status: 202, body: res };
+      },
+    }),
     route({
       method: 'post', path: '/api/tasks/:id/signals/:name', summary: 'Send a signal (ctx.waitForEvent receives it)', permission: 'operate',
       params: { ...id, name: SignalName }, body: SignalBody, idempotency: 'engine',
