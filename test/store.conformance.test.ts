@@ -1321,8 +1321,9 @@ for (const backend of backends) {
 
         // By id, and below an id (the bound of a scan by creation time).
         expect(await store.deleteTasks({ statuses: all, ids: [recent.id, running.id, ns.id()] }, 10)).toEqual([{ id: recent.id, workflow: recent.workflow, status: 'succeeded' }]);
-        expect(await store.deleteTasks({ statuses: all, idBefore: otherWorkflow.id }, 10)).toEqual([]);
-        expect((await store.deleteTasks({ statuses: all, idBefore: `${otherWorkflow.id}~` }, 10)).map((t) => t.id)).toEqual([otherWorkflow.id]);
+        const mine = [ns.wf(), ns.wf('other')];
+        expect(await store.deleteTasks({ statuses: all, idBefore: otherWorkflow.id, workflows: mine }, 10)).toEqual([]);
+        expect((await store.deleteTasks({ statuses: all, idBefore: `${otherWorkflow.id}~`, workflows: mine }, 10)).map((t) => t.id)).toEqual([otherWorkflow.id]);
         expect(await store.deleteTasks({ statuses: all, ids: [] }, 10)).toEqual([]);
         expect((await store.getTask(running.id))?.status).toBe('running');
       });
