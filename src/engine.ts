@@ -185,6 +185,20 @@ export interface ListOptions {
   cursor?: string;
 }
 
+export interface CountOptions {
+  /** Only these statuses. @defaultValue every status */
+  status?: TaskStatus | readonly TaskStatus[];
+  /** Only tasks of these workflows. */
+  workflow?: string | readonly string[];
+  /** Only tasks due now (their `runAt` has come): pending or waiting tasks a worker may claim. */
+  due?: boolean;
+  /**
+   * Count each status up to this many only: the work stays bounded however many tasks there are
+   * (metrics scraped every few seconds use it). @defaultValue no cap: exact counts
+   */
+  cap?: number;
+}
+
 export interface ListResult {
   tasks: TaskSummary[];
   /** Pass as `cursor` for the next page; `null` on the last page. */
@@ -457,6 +471,26 @@ export class Engine {
       ...(options.cursor !== undefined ? { before: options.cursor } : {}),
     });
     return { tasks: rows.map(toSummary), nextCursor: rows.length === limit ? (rows[rows.length - 1] as TaskRow).id : null };
+  }
+
+  /**
+   * How many tasks there are now, by status (every status asked for is in the answer, 0 if none),
+   * of some workflows, due now, or up to a cap per status.
+   * @example
+   * const { pending, waiting } = await engine.count({ status: ['pending', 'waiting'], workflow: 'publish-article' });
+   */
+  async count(options: CountOptions = {}): Promise<Record<TaskStatus, number>> {
+    const store = await this.ready();
+    const statuses: readonly TaskStatus[] = options.status === undefined ? ALL_STATUSES : Array.isArray(options.status) ? (options.status as readonly TaskStatus[]) : [options.status as TaskStatus];
+    for (const s of statuses) {
+      if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${String(s)}": use one of ${ALL_STATUSES.join(', ')}.`);
+    }
+    const workflows: readonly string[] | undefined = options.workflow === undefined ? undefined : Array.isArray(options.workflow) ? (options.workflow as readonly string[]) : [options.workflow as string];
+    if (workflows?.some((w) => typeof w !== 'string' || !w)) throw new InvalidArgumentError('count({ workflow }): a workflow name, or a list of them.');
+    const cap = options.cap;
+    if (cap !== undefined && (!Number.isSafeInteger(cap) || cap < 1)) throw new InvalidArgumentError(`count({ cap }) must be a whole number ≥ 1, got ${String(cap)}.`);
+    const counts = await store.countTasks({ statuses, ...(workflows ? { workflows } : {}), ...(options.due ? { dueBy: this.clock.now() } : {}) }, cap);
+    return Object.fromEntries(statuses.map((s) => [s, counts[s] ?? 0])) as Record<TaskStatus, number>;
   }
 
   /**

@@ -24,7 +24,7 @@ export type { SendResult } from './machine/send.ts';
 // Running them
 export { Engine, TaskHandle } from './engine.ts';
 export type { StartManyItem } from './start-plan.ts';
-export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, RetryTaskOptions, ListOptions, ListResult, ResultOptions, Explanation } from './engine.ts';
+export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, RetryTaskOptions, ListOptions, ListResult, CountOptions, ResultOptions, Explanation } from './engine.ts';
 export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';

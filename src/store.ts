@@ -564,10 +564,10 @@ export interface ApprovalQuery {
 }
 
 /**
- * Which tasks a deletion takes (see `Store.deleteTasks`): those in one of `statuses` (the engine
- * passes finished ones only) that meet every other condition given.
+ * Tasks a deletion takes or a count counts (see `Store.deleteTasks`, `Store.countTasks`): those in
+ * one of `statuses` (a deletion is passed finished ones only) that meet every other condition given.
  */
-export interface TaskDeletion {
+export interface TaskSelection {
   statuses: readonly TaskStatus[];
   /** Only these tasks. */
   ids?: readonly string[];
@@ -580,6 +580,8 @@ export interface TaskDeletion {
   idBefore?: string;
   /** Only tasks of these workflows. */
   workflows?: readonly string[];
+  /** Only tasks due by this time (`run_at` at or before it). */
+  dueBy?: number;
 }
 
 /** A task a deletion removed. */
@@ -717,9 +719,12 @@ export interface Store {
    * transaction holds at that moment (a command, a signal, a decision) is passed over: the next
    * deletion takes it if it still qualifies. Returns the tasks deleted.
    */
-  deleteTasks(deletion: TaskDeletion, limit: number): Promise<DeletedTask[]>;
-  /** How many tasks `deletion` selects now, by status (statuses with none are left out). */
-  countTasks(deletion: TaskDeletion): Promise<Partial<Record<TaskStatus, number>>>;
+  deleteTasks(deletion: TaskSelection, limit: number): Promise<DeletedTask[]>;
+  /**
+   * How many tasks `selection` selects now, by status (statuses with none are left out); with
+   * `cap`, each status is counted up to `cap` only (work bounded by it, whatever the table's size).
+   */
+  countTasks(selection: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>>;
 
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void>;
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>>;

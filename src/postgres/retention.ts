@@ -1,7 +1,7 @@
 /**
  * @module postgres/retention
  * Internal: not part of the public API.
- * Deleting finished tasks on PostgreSQL: one statement picks the tasks (oldest id first, skipping
+ * Deleting finished tasks on PostgreSQL, and counting tasks by the same selection: one statement picks the tasks (oldest id first, skipping
  * rows another transaction holds) and deletes each with its journal, log, signals, approvals and
  * stream chunks. Every writer of a task's rows locks the task row first (a signal, a decision, a
  * log append, a checkpoint), so a task picked here has no writer in flight, and one whose writer
@@ -15,15 +15,16 @@
 import { poolOf, rows, run, type PgContext } from './connection.ts';
 import { Params, sqlStatuses, type Tables } from './sql-text.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import type { DeletedTask, TaskDeletion } from '../store.ts';
+import type { DeletedTask, TaskSelection } from '../store.ts';
 
 /** The WHERE clause of a deletion on the tasks table. */
-function selection(d: TaskDeletion, p: Params): string {
+function selection(d: TaskSelection, p: Params): string {
   const where = [`status IN (${sqlStatuses(d.statuses)})`];
   if (d.ids) where.push(`id = ANY(${p.add(d.ids, 'text[]')})`);
   if (d.idBefore !== undefined) where.push(`id < ${p.add(d.idBefore, 'text')}`);
   if (d.finishedBefore !== undefined) where.push(`finished_at < ${p.add(d.finishedBefore, 'bigint')}`);
   if (d.workflows) where.push(`workflow = ANY(${p.add(d.workflows, 'text[]')})`);
+  if (d.dueBy !== undefined) where.push(`run_at <= ${p.add(d.dueBy, 'bigint')}`);
   return where.join(' AND ');
 }
 
@@ -32,7 +33,7 @@ function selection(d: TaskDeletion, p: Params): string {
  * arrays (`= ANY(ARRAY(…))`), which the planner always looks up by index: a join with the picked ids
  * may be planned as a hash join over a whole table.
  */
-export function deleteTasksSql(t: Tables, d: TaskDeletion, limit: number): { text: string; values: unknown[] } {
+export function deleteTasksSql(t: Tables, d: TaskSelection, limit: number): { text: string; values: unknown[] } {
   const p = new Params();
   const where = selection(d, p);
   const gone = 'ANY(ARRAY(SELECT id FROM gone))';
@@ -49,7 +50,7 @@ export function deleteTasksSql(t: Tables, d: TaskDeletion, limit: number): { tex
   return { text, values: p.values };
 }
 
-export async function deleteTasks(c: PgContext, d: TaskDeletion, limit: number): Promise<DeletedTask[]> {
+export async function deleteTasks(c: PgContext, d: TaskSelection, limit: number): Promise<DeletedTask[]> {
   if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
   const { text, values } = deleteTasksSql(c.t, d, limit);
   return run(c, async () => {
@@ -58,12 +59,25 @@ export async function deleteTasks(c: PgContext, d: TaskDeletion, limit: number):
   });
 }
 
-export async function countTasks(c: PgContext, d: TaskDeletion): Promise<Partial<Record<TaskStatus, number>>> {
-  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return {};
+/**
+ * The statement of {@link countTasks} (exported for the plan tests). With a cap, one subquery per
+ * status (each status a literal, so that a rare status is counted through the partial status
+ * index) stops at `cap` rows.
+ */
+export function countTasksSql(t: Tables, d: TaskSelection, cap?: number): { text: string; values: unknown[] } {
   const p = new Params();
-  const where = selection(d, p);
+  if (cap === undefined) return { text: `SELECT status, count(*)::int AS n FROM ${t.tasks} WHERE ${selection(d, p)} GROUP BY status`, values: p.values };
+  const limit = p.add(cap, 'integer');
+  const text = d.statuses.map((s) => `SELECT '${s}' AS status, (SELECT count(*)::int FROM (SELECT 1 FROM ${t.tasks} WHERE ${selection({ ...d, statuses: [s] }, p)} LIMIT ${limit}) x) AS n`).join(' UNION ALL ');
+  return { text, values: p.values };
+}
+
+/** Counts by status (see {@link countTasksSql}). */
+export async function countTasks(c: PgContext, d: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>> {
+  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return {};
+  const { text, values } = countTasksSql(c.t, d, cap);
   return run(c, async () => {
-    const found = await rows(c, poolOf(c), `SELECT status, count(*)::int AS n FROM ${c.t.tasks} WHERE ${where} GROUP BY status`, p.values);
-    return Object.fromEntries(found.map((r) => [String(r.status), Number(r.n)]));
+    const found = await rows(c, poolOf(c), text, values);
+    return Object.fromEntries(found.filter((r) => Number(r.n) > 0).map((r) => [String(r.status), Number(r.n)]));
   });
 }

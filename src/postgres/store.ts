@@ -50,7 +50,7 @@ import type { IdempotencyBackend } from '../idempotency/records.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {
-  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskDeletion,
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskSelection,
   ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalInsert, SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
 } from '../store.ts';
@@ -163,8 +163,8 @@ export class PostgresStore implements Store {
   listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> { return listApprovals(this.#c, q); }
   updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> { return updateApproval(this.#c, w); }
   appendEvents(w: LogAppend): Promise<boolean> { return appendEvents(this.#c, w); }
-  deleteTasks(deletion: TaskDeletion, limit: number): Promise<DeletedTask[]> { return deleteTasks(this.#c, deletion, limit); }
-  countTasks(deletion: TaskDeletion): Promise<Partial<Record<TaskStatus, number>>> { return countTasks(this.#c, deletion); }
+  deleteTasks(deletion: TaskSelection, limit: number): Promise<DeletedTask[]> { return deleteTasks(this.#c, deletion, limit); }
+  countTasks(selection: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>> { return countTasks(this.#c, selection, cap); }
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> { return registerWorkflows(this.#c, workflows); }
   listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> { return listWorkflows(this.#c); }
 

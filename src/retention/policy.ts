@@ -6,7 +6,7 @@
 import { toMs, type Duration } from '../duration.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { firstIdAt } from '../ids.ts';
-import type { TaskDeletion } from '../store.ts';
+import type { TaskSelection } from '../store.ts';
 
 /** The statuses a task can be deleted in: those it never leaves on its own. */
 export const DELETABLE_STATUSES = ['succeeded', 'failed', 'cancelled'] as const;
@@ -54,7 +54,7 @@ export function deletableStatuses(statuses: unknown, what: string): DeletableSta
  * `statuses`: their ids are below the first id made a millisecond later, which bounds the scan to
  * tasks created by then.
  */
-export function olderThan(now: number, keepMs: number, statuses: readonly DeletableStatus[], workflows?: readonly string[]): TaskDeletion {
+export function olderThan(now: number, keepMs: number, statuses: readonly DeletableStatus[], workflows?: readonly string[]): TaskSelection {
   const before = now - keepMs + 1;
   return { statuses, finishedBefore: before, idBefore: firstIdAt(before), ...(workflows ? { workflows } : {}) };
 }
@@ -63,7 +63,7 @@ export function olderThan(now: number, keepMs: number, statuses: readonly Deleta
  * What a retention sweep deletes now: for each workflow, the engine's policy overridden by the
  * workflow's own, per status; workflows that keep a status for the same time share one deletion.
  */
-export function sweepDeletions(now: number, engine: RetentionMs, workflows: ReadonlyArray<{ name: string; retention?: RetentionMs }>): TaskDeletion[] {
+export function sweepDeletions(now: number, engine: RetentionMs, workflows: ReadonlyArray<{ name: string; retention?: RetentionMs }>): TaskSelection[] {
   const groups = new Map<string, { status: DeletableStatus; keepMs: number; names: string[] }>();
   for (const w of workflows) {
     for (const status of DELETABLE_STATUSES) {

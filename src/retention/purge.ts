@@ -15,7 +15,7 @@ import { ConcurrentUpdateError, ConflictError, InvalidArgumentError, TaskNotFoun
 import { notify, type Observer } from '../observers.ts';
 import { isFinished } from '../lifecycle.ts';
 import type { Clock } from '../clock.ts';
-import type { DeletedTask, Store, TaskDeletion, TaskRow } from '../store.ts';
+import type { DeletedTask, Store, TaskSelection, TaskRow } from '../store.ts';
 import type { Actor } from '../task-events.ts';
 import { DELETABLE_STATUSES, deletableStatuses, olderThan, type DeletableStatus } from './policy.ts';
 
@@ -120,7 +120,7 @@ export async function deleteTask(deps: PurgeDeps, id: string, by: Actor): Promis
  * One call of a retention sweep: deletes up to `limit` tasks across `deletions` (see
  * `sweepDeletions`), in order; returns how many it deleted.
  */
-export async function sweepOnce(deps: PurgeDeps, deletions: readonly TaskDeletion[], limit: number, by: Actor): Promise<number> {
+export async function sweepOnce(deps: PurgeDeps, deletions: readonly TaskSelection[], limit: number, by: Actor): Promise<number> {
   let count = 0;
   for (const deletion of deletions) {
     if (count >= limit) break;

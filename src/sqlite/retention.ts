@@ -1,7 +1,7 @@
 /**
  * @module sqlite/retention
  * Internal: not part of the public API.
- * Deleting finished tasks on SQLite: inside one `BEGIN IMMEDIATE` transaction (the caller's), the
+ * Deleting finished tasks on SQLite (and counting tasks by the same selection): inside one `BEGIN IMMEDIATE` transaction (the caller's), the
  * tasks are picked (oldest id first) and deleted with their journal, log, signals, approvals and
  * stream chunks.
  *
@@ -13,7 +13,7 @@
  */
 import { statusList } from './store.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import type { DeletedTask, TaskDeletion } from '../store.ts';
+import type { DeletedTask, TaskSelection } from '../store.ts';
 import type Database from 'better-sqlite3';
 
 /** What the store facade lends this module. */
@@ -22,7 +22,7 @@ export interface RetentionHandle {
 }
 
 /** The WHERE clause of a deletion on the tasks table, and its parameters. */
-function selection(d: TaskDeletion): { where: string; params: unknown[] } {
+function selection(d: TaskSelection): { where: string; params: unknown[] } {
   const where = [`status IN (${statusList(d.statuses)})`];
   const params: unknown[] = [];
   if (d.ids) {
@@ -41,11 +41,15 @@ function selection(d: TaskDeletion): { where: string; params: unknown[] } {
     where.push('workflow IN (SELECT value FROM json_each(?))');
     params.push(JSON.stringify(d.workflows));
   }
+  if (d.dueBy !== undefined) {
+    where.push('run_at <= ?');
+    params.push(d.dueBy);
+  }
   return { where: where.join(' AND '), params };
 }
 
 /** Call inside a write transaction. Returns the deleted tasks with their internal keys. */
-export function deleteTasks(h: RetentionHandle, d: TaskDeletion, limit: number): Array<DeletedTask & { no: number }> {
+export function deleteTasks(h: RetentionHandle, d: TaskSelection, limit: number): Array<DeletedTask & { no: number }> {
   if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
   const { where, params } = selection(d);
   const picked = (h.stmt(`SELECT no, id, workflow, status FROM stepwise_tasks WHERE ${where} ORDER BY id LIMIT ?`).all(...params, limit) as Array<Record<string, unknown>>)
@@ -67,9 +71,19 @@ export function deleteTasks(h: RetentionHandle, d: TaskDeletion, limit: number):
   return picked;
 }
 
-export function countTasks(h: RetentionHandle, d: TaskDeletion): Partial<Record<TaskStatus, number>> {
+/** Counts by status; with a cap, each status up to `cap` rows. */
+export function countTasks(h: RetentionHandle, d: TaskSelection, cap?: number): Partial<Record<TaskStatus, number>> {
   if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return {};
-  const { where, params } = selection(d);
-  const found = h.stmt(`SELECT status, count(*) AS n FROM stepwise_tasks WHERE ${where} GROUP BY status`).all(...params) as Array<Record<string, unknown>>;
-  return Object.fromEntries(found.map((r) => [String(r.status), Number(r.n)]));
+  if (cap === undefined) {
+    const { where, params } = selection(d);
+    const found = h.stmt(`SELECT status, count(*) AS n FROM stepwise_tasks WHERE ${where} GROUP BY status`).all(...params) as Array<Record<string, unknown>>;
+    return Object.fromEntries(found.map((r) => [String(r.status), Number(r.n)]));
+  }
+  const out: Partial<Record<TaskStatus, number>> = {};
+  for (const status of d.statuses) {
+    const { where, params } = selection({ ...d, statuses: [status] });
+    const n = Number(h.stmt(`SELECT count(*) FROM (SELECT 1 FROM stepwise_tasks WHERE ${where} LIMIT ?)`).pluck().get(...params, cap));
+    if (n > 0) out[status] = n;
+  }
+  return out;
 }

@@ -23,7 +23,7 @@ import {
 import { decodeEvents } from '../task-columns.ts';
 import { RESULT_ENTRY_TYPES_SQL, claimersOf, journalCarries, mergeLog, signalConsumedEntry, signalReceivedEntry, stepEntry, stepEntryAt, transitionEntry, transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type {
-  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskDeletion, SignalInsert,
+  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskSelection, SignalInsert,
   ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
   SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskPatch, TaskRow, TransitionWrite, WorkflowRegistration,
   WriteOp, WriteResult,
@@ -875,7 +875,7 @@ export class SqliteStore implements Store {
     return approvals.appendEvents(this.#approvalHandle, w);
   }
 
-  async deleteTasks(deletion: TaskDeletion, limit: number): Promise<DeletedTask[]> {
+  async deleteTasks(deletion: TaskSelection, limit: number): Promise<DeletedTask[]> {
     const gone = this.#tx(() => retention.deleteTasks({ stmt: (sql) => this.#stmt(sql) }, deletion, limit));
     for (const t of gone) {
       this.#taskNo.delete(t.id);
@@ -884,8 +884,8 @@ export class SqliteStore implements Store {
     return gone.map(({ id, workflow, status }) => ({ id, workflow, status }));
   }
 
-  async countTasks(deletion: TaskDeletion): Promise<Partial<Record<TaskStatus, number>>> {
-    return this.#translate(() => retention.countTasks({ stmt: (sql) => this.#stmt(sql) }, deletion));
+  async countTasks(selection: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>> {
+    return this.#translate(() => retention.countTasks({ stmt: (sql) => this.#stmt(sql) }, selection, cap));
   }
 
   async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {

@@ -4,8 +4,8 @@
  * durations, retries, lease losses, runs and wake latency come from its hooks and log entries;
  * model tokens, cost and calls from the usage entries (`usage:attempt`) of the log, approval
  * decisions from its `approval:decision` entries.
- * Tasks by status and the queue depth are read from the store when scraped (so they count every
- * process's tasks, not only this one's). HTTP requests and idempotency replays come from the server.
+ * Tasks by status and the queue depth are counted in the store when scraped (so they count every
+ * process's tasks, not only this one's), each status up to 100,000 (a scrape's work stays bounded). HTTP requests and idempotency replays come from the server.
  *
  * Wake latency is how long a task that became runnable (created, resumed, retried, woken) waited
  * before a worker claimed it, measured on the log entries' own times.
@@ -15,9 +15,9 @@
  * createServer(engine, { tokens, metrics });
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { ALL_STATUSES, type Engine, type Observer, type TaskStatus } from '../../index.ts';
+import type { Engine, Observer } from '../../index.ts';
 
-/** How many tasks of one status are counted at most per scrape (pages of 1000). */
+/** How many tasks of one status are counted at most per scrape (the work of a scrape stays bounded). */
 const COUNT_CAP = 100_000;
 
 export class ServerMetrics {
@@ -50,7 +50,7 @@ export class ServerMetrics {
       async collect() {
         const engine = engineOf();
         if (!engine) return;
-        for (const [status, n] of await countByStatus(engine)) this.set({ status }, n);
+        for (const [status, n] of Object.entries(await engine.count({ cap: COUNT_CAP }))) this.set({ status }, n);
       },
     });
     new Gauge({
@@ -58,7 +58,7 @@ export class ServerMetrics {
       async collect() {
         const engine = engineOf();
         if (!engine) return;
-        this.set(await countDue(engine));
+        this.set((await engine.count({ status: 'pending', due: true, cap: COUNT_CAP })).pending);
       },
     });
 
@@ -127,26 +127,4 @@ export class ServerMetrics {
 
 function baseName(step: string): string {
   return step.replace(/#\d+$/, '');
-}
-
-async function countOf(engine: Engine, status: TaskStatus, keep: (t: { runAt: number | null }) => boolean = () => true): Promise<number> {
-  let n = 0;
-  let cursor: string | undefined;
-  do {
-    const page = await engine.list({ status, limit: 1000, ...(cursor ? { cursor } : {}) });
-    n += page.tasks.filter(keep).length;
-    cursor = page.nextCursor ?? undefined;
-  } while (cursor && n < COUNT_CAP);
-  return n;
-}
-
-async function countByStatus(engine: Engine): Promise<Array<[TaskStatus, number]>> {
-  const out: Array<[TaskStatus, number]> = [];
-  for (const s of ALL_STATUSES) out.push([s, await countOf(engine, s)]);
-  return out;
-}
-
-async function countDue(engine: Engine): Promise<number> {
-  const now = engine.clock.now();
-  return countOf(engine, 'pending', (t) => t.runAt !== null && t.runAt <= now);
 }
