@@ -8,19 +8,10 @@ import { pathToFileURL } from 'node:url';
 import { Engine } from '../src/index.ts';
 import { listener, triple } from './fixtures/crash-workflows.ts';
 import { eventually, tempDir } from './support/engine.ts';
-import { spawnCli } from './support/processes.ts';
+import { runCli, spawnCli } from './support/processes.ts';
 
 const cwd = new URL('..', import.meta.url).pathname;
-
-function cli(args: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-    cwd,
-    env: { ...process.env, NO_COLOR: '1', ...env },
-    encoding: 'utf8',
-    timeout: 30_000,
-  });
-  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
-}
+const cli = runCli;
 
 describe('stepwise CLI', () => {
   it('starts, lists, shows and explains tasks, with --json for scripts', async () => {

@@ -2,20 +2,13 @@
 // person would: `stepwise send` moves it, refuses what its state does not take, and after the
 // crash the next worker resumes it in the state it was in, without running its finished steps again.
 import { describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Engine } from '../src/index.ts';
 import { order } from './fixtures/crash-workflows.ts';
 import { eventually, tempDir } from './support/engine.ts';
-import { readLog, spawnCli } from './support/processes.ts';
+import { readLog, runCli as cli, spawnCli } from './support/processes.ts';
 
 const FIXTURE = 'test/fixtures/crash-workflows.ts';
-const cwd = new URL('..', import.meta.url).pathname;
-
-function cli(args: string[]): { code: number; out: string; err: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd, env: { ...process.env, NO_COLOR: '1' }, encoding: 'utf8', timeout: 30_000 });
-  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
-}
 
 describe('a state machine across a SIGKILLed worker (SQLite, real processes)', () => {
   it('resumes in the state it was in: the finished step does not run again, the interrupted one runs again with its key, and events are refused while it is busy', async () => {

@@ -1,5 +1,5 @@
 // Spawning real worker processes (the CLI, run from source through tsx) for crash tests.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
 import { afterEach } from 'vitest';
 
@@ -30,6 +30,17 @@ export function spawnCli(args: string[], env: Record<string, string> = {}): Spaw
     child.on('exit', (code, signal) => resolve({ code, signal })),
   );
   return { child, pid: child.pid as number, output: () => out, exited };
+}
+
+/** One CLI command run to its end (from source through tsx): its exit code and output. */
+export function runCli(args: string[], env: Record<string, string> = {}): { code: number; out: string; err: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
 }
 
 export interface LogLine {

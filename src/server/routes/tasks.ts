@@ -15,8 +15,8 @@ import type { z } from 'zod';
 /** The actor recorded in the task's log for a request of `identity`. */
 export const actorOf = (identity: Identity): { kind: 'user'; id: string } => ({ kind: 'user', id: identity.name });
 
-/** The key of a start: the body's, the header's, or both when they agree. */
-function startKey(body: z.output<typeof StartBody>, header: string | undefined): string | undefined {
+/** The idempotency key of a request: the body's, the header's, or both when they agree. */
+function keyOf(body: { idempotencyKey?: string | undefined }, header: string | undefined): string | undefined {
   if (body.idempotencyKey !== undefined && header !== undefined && body.idempotencyKey !== header) {
     throw new InvalidArgumentError('The Idempotency-Key header and the body\'s idempotencyKey differ: send one, or the same value in both.');
   }
@@ -35,7 +35,7 @@ export function taskRoutes(engine: Engine): RouteSpec[] {
       method: 'post', path: '/api/tasks', summary: 'Start a task', permission: 'operate', body: StartBody, idempotency: 'engine',
       responses: { 201: 'created', 200: 'the task of an idempotency key used before', 400: 'invalid input', 404: 'unknown workflow', 409: 'the key belongs to other work' },
       async handle({ identity, body, idempotencyKey }) {
-        const key = startKey(body, idempotencyKey);
+        const key = keyOf(body, idempotencyKey);
         const handle = await engine.start(body.workflow, body.input, startOptions(identity, body, key));
         return { status: handle.created ? 201 : 200, body: handle.toJSON() };
       },
@@ -119,10 +119,7 @@ export function taskRoutes(engine: Engine): RouteSpec[] {
       params: { ...id, event: EventName }, body: SendBody, idempotency: 'engine',
       responses: { 202: '{ created, state, delivered }', 400: 'invalid payload', 404: 'unknown id', 409: 'refused (EVENT_REFUSED: legalEvents says what it takes now), or a reused key with another payload' },
       async handle({ identity, params, body, idempotencyKey }) {
-        if (body.idempotencyKey !== undefined && idempotencyKey !== undefined && body.idempotencyKey !== idempotencyKey) {
-          throw new InvalidArgumentError('The Idempotency-Key header and the body\'s idempotencyKey differ: send one, or the same value in both.');
-        }
-        const key = body.idempotencyKey ?? idempotencyKey;
+        const key = keyOf(body, idempotencyKey);
         const res = await engine.send(params.id as string, params.event as string, body.payload, { by: actorOf(identity), ...(key !== undefined ? { idempotencyKey: key } : {}) });
         return { status: 202, body: res };
       },
@@ -132,10 +129,7 @@ export function taskRoutes(engine: Engine): RouteSpec[] {
       params: { ...id, name: SignalName }, body: SignalBody, idempotency: 'engine',
       responses: { 202: '{ created, delivered }', 400: 'invalid payload', 404: 'unknown id', 409: 'finished task, or reused key with another payload' },
       async handle({ identity, params, body, idempotencyKey }) {
-        if (body.idempotencyKey !== undefined && idempotencyKey !== undefined && body.idempotencyKey !== idempotencyKey) {
-          throw new InvalidArgumentError('The Idempotency-Key header and the body\'s idempotencyKey differ: send one, or the same value in both.');
-        }
-        const key = body.idempotencyKey ?? idempotencyKey;
+        const key = keyOf(body, idempotencyKey);
         const res = await engine.signal(params.id as string, params.name as string, body.payload, {
           by: actorOf(identity), ...(key !== undefined ? { idempotencyKey: key } : {}), ...(body.requireWaiting ? { requireWaiting: true } : {}),
         });
