@@ -20,6 +20,7 @@ export type { MachineEdge, MachineGraph } from './machine/diagram.ts';
 export type { MachineDefinition, StateConfig, Transition as MachineTransition, TransitionSpec, MachineEvent, EntryResult, EntryArgs } from './machine/types.ts';
 export type { MachineInfo, MachineStep } from './machine/read.ts';
 export type { SendResult } from './machine/send.ts';
+export type { MachineOptions } from './machine/machine.ts';
 
 // Running them
 export { Engine, TaskHandle } from './engine.ts';

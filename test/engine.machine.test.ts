@@ -205,6 +205,26 @@ describe(`state machines (${TEST_STORE})`, () => {
     expect(() => machine('m', { initial: 'a', states: { a: { type: 'final' } } }, { signals: {} } as never)).toThrow(/not signals/);
   });
 
+  it('checks an event\'s payload against its schema before sending it (INVALID_INPUT), when the engine has the definition', async () => {
+    const approveSchema = { parse: (v: unknown) => {
+      if (typeof (v as { edits?: unknown } | null)?.edits !== 'number') throw new Error('edits must be a number');
+      return v;
+    } };
+    const base = publishing([]);
+    const wf = machine('publish-checked', { initial: 'review', states: { review: { on: { approve: 'done', reject: 'done' } }, done: { type: 'final' } } }, { events: { approve: approveSchema } });
+    const engine = makeEngine({ workflows: [wf, base] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await waitsIn(engine, id, 'review');
+    await expect(engine.send(id, 'approve', { edits: 'many' })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_INPUT });
+    await expect(engine.send(id, 'approve', { edits: 'many' })).rejects.toThrow(/the payload of event "approve" to task \S+ fails its schema, and was not sent: edits must be a number/);
+    expect((await machineOf(engine, id))?.legalEvents).toEqual(['approve', 'reject']);
+    await engine.send(id, 'approve', { edits: 1 });
+    expect(await engine.result(id)).toMatchObject({ state: 'done' });
+    expect(() => machine('m', { initial: 'a', states: { a: { on: { go: 'a' } } } }, { events: { stop: approveSchema } })).toThrow(/events\.stop is not an event of any state \(events: go\)/);
+    expect(() => machine('m', { initial: 'a', states: { a: { on: { go: 'a' } } } }, { events: { go: {} as never } })).toThrow(/events\.go must be a schema/);
+  });
+
   it('refuses plain signals named like machine events, and draws its diagram and graph', async () => {
     const wf = publishing([]);
     const engine = makeEngine({ workflows: [wf] });

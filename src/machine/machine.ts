@@ -19,7 +19,7 @@
 import { InvalidArgumentError, NonRetryableError } from '../errors.ts';
 import { runOf } from '../run/run-of.ts';
 import type { Actor } from '../task-events.ts';
-import { workflow, type Workflow, type WorkflowContext, type WorkflowOptions } from '../workflow.ts';
+import { workflow, type InputSchema, type Workflow, type WorkflowContext, type WorkflowOptions } from '../workflow.ts';
 import { checkMachine, pickEdge, type CheckedState, type Edge, type MachineDefinition, type MachineEvent } from './types.ts';
 
 /** Signals that carry a machine's events are `machine:<event>` (reserved: `engine.signal` refuses them). */
@@ -60,7 +60,18 @@ export interface MachineSpec {
   readonly name: string;
   readonly initial: string;
   readonly states: ReadonlyMap<string, CheckedState>;
+  /** Schemas of event payloads, by event (`engine.send` checks them). */
+  readonly events: Readonly<Record<string, InputSchema<unknown>>>;
 }
+
+export type MachineOptions<I, In> = Omit<WorkflowOptions<I, In>, 'signals'> & {
+  /**
+   * Schemas of the payloads of its events, by event name (any `{ parse(v) }`; zod works): an
+   * engine that has the definition refuses a payload that fails its schema (INVALID_INPUT) before
+   * anything is sent.
+   */
+  events?: Readonly<Record<string, InputSchema<unknown>>>;
+};
 
 const MACHINE = Symbol.for('stepwise.machine');
 
@@ -92,9 +103,15 @@ export function machineOf(wf: Workflow | undefined): MachineSpec | undefined {
 export function machine<C = unknown, I = unknown, In = I>(
   name: string,
   definition: MachineDefinition<C, I>,
-  options: Omit<WorkflowOptions<I, In>, 'signals'> = {},
+  options: MachineOptions<I, In> = {},
 ): Workflow<I, unknown, In> {
   const states = checkMachine(name, definition);
+  const { events = {}, ...workflowOptions } = options;
+  const known = new Set([...states.values()].flatMap((s) => [...s.on.keys()]));
+  for (const [event, schema] of Object.entries(events)) {
+    if (!known.has(event)) throw new InvalidArgumentError(`machine("${name}"): events.${event} is not an event of any state (events: ${[...known].join(', ') || 'none'}).`);
+    if (typeof (schema as { parse?: unknown } | null)?.parse !== 'function') throw new InvalidArgumentError(`machine("${name}"): events.${event} must be a schema with parse(value).`);
+  }
   for (const s of states.values()) {
     const wait = [...s.on.keys()].map((e) => `${MACHINE_SIGNAL_PREFIX}${e}`).join('+');
     if (wait.length > WAIT_NAME_MAX) {
@@ -104,8 +121,8 @@ export function machine<C = unknown, I = unknown, In = I>(
   if (typeof options === 'object' && options !== null && 'signals' in options) {
     throw new InvalidArgumentError(`machine("${name}"): a machine takes events (engine.send), not signals: leave out the signals option.`);
   }
-  const wf = workflow<I, unknown, In>(name, (ctx, input) => walk(ctx, input, name, definition, states as ReadonlyMap<string, CheckedState<C>>), options);
-  const spec: MachineSpec = Object.freeze({ name, initial: definition.initial, states: states as ReadonlyMap<string, CheckedState> });
+  const wf = workflow<I, unknown, In>(name, (ctx, input) => walk(ctx, input, name, definition, states as ReadonlyMap<string, CheckedState<C>>), workflowOptions);
+  const spec: MachineSpec = Object.freeze({ name, initial: definition.initial, states: states as ReadonlyMap<string, CheckedState>, events: Object.freeze({ ...events }) });
   return Object.freeze({ ...wf, [MACHINE]: spec });
 }
 

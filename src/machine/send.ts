@@ -14,7 +14,7 @@
  * guard refuses and goes on waiting (an engine without the definition, such as the CLI's, cannot
  * check them first).
  */
-import { ConflictError, EventRefusedError, InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
+import { ConflictError, EventRefusedError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, coerceError } from '../errors.ts';
 import { isFinished } from '../lifecycle.ts';
 import { checkSize } from '../limits.ts';
 import { decodeJson, encodeJson } from '../serialize.ts';
@@ -77,6 +77,14 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
     if (first) return repeated(id, event, payload, key, first);
   }
   const spec = deps.machineOf(task.workflow);
+  const schema = spec?.events[event];
+  if (schema) {
+    try {
+      schema.parse(payload);
+    } catch (e) {
+      throw new InvalidInputError(task.workflow, `the payload of event "${event}" to task ${id} fails its schema, and was not sent: ${coerceError(e).message}`, { cause: e });
+    }
+  }
   // What the machine's journal says of its state: for the guard, and for a refusal's message.
   const stateOf = async (): Promise<{ state: string; context: unknown } | null> => currentState(task, await store.getSteps(id));
   if (isFinished(task.status)) {
