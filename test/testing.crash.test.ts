@@ -195,4 +195,37 @@ describe('a worker that dies at a write', () => {
     expect(s.reached.slice(atDeath)).toEqual([]);
     expect((await s.clientStore.getSteps(id)).filter((r) => r.status === 'completed').map((r) => r.name)).toEqual(['first']);
   });
+
+  it('a call the worker made before dying may still land: settled() waits for it (whoever takes the tasks over waits too)', async () => {
+    let answer!: (v: unknown) => void;
+    const calls: string[] = [];
+    const fake = {
+      heartbeat: () => {
+        calls.push('heartbeat');
+        return new Promise((r) => (answer = r));
+      },
+      writeBatch: () => {
+        calls.push('writeBatch');
+        return Promise.resolve([true]);
+      },
+    } as unknown as Store;
+    const view = new ProcessStore(fake, { write: 1, when: 'before' }, () => undefined);
+    const beat = view.store.heartbeat({ workerId: 'w', now: 0, leaseMs: 1, held: [] });
+    void view.store.writeBatch([]); // write 1: the process dies before it
+    expect(view.dead).toBe(true);
+    expect(calls).toEqual(['heartbeat']);
+    let settled = false;
+    const done = view.settled().then(() => (settled = true));
+    await settle(20);
+    expect(settled).toBe(false); // the heartbeat sent before the crash has not landed yet
+    answer([]);
+    await done;
+    await expect(beat).resolves.toEqual([]);
+    // After its death, nothing reaches the store and nothing settles.
+    let answered = false;
+    void view.store.heartbeat({ workerId: 'w', now: 0, leaseMs: 1, held: [] }).then(() => (answered = true));
+    await settle(20);
+    expect(answered).toBe(false);
+    expect(calls).toEqual(['heartbeat']);
+  });
 });

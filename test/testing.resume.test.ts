@@ -5,9 +5,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ERROR_CODES, workflow, type Workflow } from '../src/index.ts';
 import { ManualClock, checkResume, isResumeCheckError, type ResumeCheckError } from '../src/testing/index.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
 
-afterEach(() => {
+const schemas: string[] = [];
+afterEach(async () => {
   vi.restoreAllMocks();
+  for (const s of schemas.splice(0)) await dropSchema(s);
 });
 
 /** The ResumeCheckError `p` rejects with (fails the test if it resolves or rejects otherwise). */
@@ -192,6 +195,24 @@ describe('checkResume: mistakes it catches', () => {
     expect(e.reason).toBe('not-finished');
     expect(e.point).toBeNull();
     expect(e.message).toContain('it waits for event "review" with no timeout, and nothing answered it (pass signals: { "review": payload }');
+  });
+});
+
+describe.skipIf(!(await hasPostgres()))('checkResume on PostgreSQL', () => {
+  const freshSchema = (): string => {
+    const schema = freshSchemaName('sw_check');
+    schemas.push(schema);
+    return `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`;
+  };
+
+  // A statement a dead worker sent before its crash point may commit after it (its heartbeat, on a
+  // pooled connection): the new worker takes over only once it has landed (ProcessStore.settled).
+  it('passes a correct workflow at every crash point, each run on a fresh schema', async () => {
+    const report = await checkResume(threeSteps, { input: { topic: 'pg' }, database: freshSchema });
+    expect(report.baseline.outcome).toEqual({ status: 'succeeded', output: { url: '/posts/20' } });
+    expect(report.points.map((p) => `${p.when} ${p.write}/${p.of}: ${p.ranAgain.join(',')}`)).toEqual([
+      'before 1/3: research', 'after 1/3: ', 'before 2/3: draft', 'after 2/3: ', 'before 3/3: publish', 'after 3/3: ',
+    ]);
   });
 });
 

@@ -152,7 +152,7 @@ export async function checkResume<I>(workflow: Workflow<I, any, any>, options: C
         const { trial, effects } = await run(point);
         const result = judge(point, trial, report, effects);
         report.points.push(result.point);
-        if (result.failure) throw fail(point, result.failure.reason, result.failure.text, report);
+        if (result.failure) throw fail({ ...point, what: result.point.what }, result.failure.reason, result.failure.text, report);
       }
     }
     return report;
@@ -166,6 +166,8 @@ function judge(point: CrashPoint, t: TrialResult, report: ResumeReport, effects:
   const before = new Set(t.first.map((a) => a.step));
   const result: CrashPointResult = {
     ...point,
+    // The write it died at, as this run described it (the same as the baseline's when the workflow runs the same way).
+    what: t.death?.what ?? point.what,
     reached: t.death !== null,
     interrupted: [...before].filter((s) => !t.durable.includes(s)),
     ranAgain: [...new Set(t.second.map((a) => a.step))].filter((s) => before.has(s)),
@@ -215,7 +217,7 @@ function isNonDeterminism(o: TaskOutcome): o is Extract<TaskOutcome, { status: '
 
 function nonDeterminism(o: Extract<TaskOutcome, { status: 'failed' }>): string {
   return `the task failed with NON_DETERMINISM: ${o.error.message}\n` +
-    'Control flow between steps must depend only on the input and the steps\' results: move Math.random(), Date.now(), counters and I/O into ctx.step.';
+    'The code did not change here: it made other calls when it ran again. Control flow between steps must depend only on the input and the steps\' results: move Math.random(), Date.now(), counters and I/O into ctx.step.';
 }
 
 function callName(c: JournalCall | undefined): string {

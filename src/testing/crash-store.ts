@@ -19,6 +19,7 @@
  * being synchronous, throws instead, and its caller's retry goes to `writeBatch`, which never
  * settles. Nothing the process asks for after its death reaches the database.
  */
+import { RESERVED_SIGNAL_PREFIX } from '../approvals/policy.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
 import type { StepRow, StepWrite, Store, TransitionWrite, WriteOp } from '../store.ts';
 
@@ -53,10 +54,11 @@ class ProcessDiedError extends Error {
 }
 
 function rowWhat(r: StepRow): string {
-  const call = r.kind === 'step' ? `step "${r.name}"` : r.kind === 'sleep' ? `sleep "${r.name}"` : `event wait "${r.name}"`;
+  const approval = r.kind === 'event' && r.name.startsWith(RESERVED_SIGNAL_PREFIX) ? r.name.slice(RESERVED_SIGNAL_PREFIX.length) : null;
+  const call = approval !== null ? `approval "${approval}"` : r.kind === 'step' ? `step "${r.name}"` : r.kind === 'sleep' ? `sleep "${r.name}"` : `event wait "${r.name}"`;
   switch (r.status) {
     case 'completed':
-      return r.kind === 'step' ? `the result of ${call}` : r.kind === 'sleep' ? `the end of ${call}` : `the event received by ${call}`;
+      return r.kind === 'step' ? `the result of ${call}` : r.kind === 'sleep' ? `the end of ${call}` : approval !== null ? `the decision of ${call}` : `the event received by ${call}`;
     case 'failed':
       return `the failure of ${call}`;
     case 'retrying':
@@ -108,12 +110,16 @@ const COUNTED_RECORDS: Partial<Record<keyof IdempotencyBackend, (args: unknown[]
 export class ProcessStore {
   readonly store: Store;
   readonly writes: WriteInfo[] = [];
+  /** The arguments of the write the process died at (what it would have written), or null. */
+  deathArgs: readonly unknown[] | null = null;
   readonly #plan: CrashPlan | null;
-  readonly #onDeath: (write: WriteInfo) => void;
+  readonly #onDeath: (write: WriteInfo | null) => void;
   #dead = false;
   #records: IdempotencyBackend | null = null;
+  /** Calls made before the death that the database has not answered yet. */
+  readonly #inFlight = new Set<Promise<unknown>>();
 
-  constructor(real: Store, plan: CrashPlan | null, onDeath: (write: WriteInfo) => void) {
+  constructor(real: Store, plan: CrashPlan | null, onDeath: (write: WriteInfo | null) => void) {
     this.#plan = plan;
     this.#onDeath = onDeath;
     this.store = new Proxy(real, {
@@ -136,13 +142,32 @@ export class ProcessStore {
             return this.#call(() => method.call(target, fn, named), { what: 'a transactional step (ctx.transaction) with its checkpoint', results: [] }, false, () => name);
           };
         }
-        return (...args: unknown[]) => this.#call(() => method.apply(target, args), describe ? describe(args) : null, prop === 'writeBatchNow');
+        return (...args: unknown[]) => this.#call(() => method.apply(target, args), describe ? describe(args) : null, prop === 'writeBatchNow', undefined, args);
       },
     });
   }
 
   get dead(): boolean {
     return this.#dead;
+  }
+
+  /**
+   * Resolves once every call the process made before its death has been answered by the database.
+   * A statement a process sent before it died may still commit after (its heartbeat renewing a
+   * lease, on PostgreSQL): whoever takes its tasks over waits for that first.
+   */
+  async settled(): Promise<void> {
+    while (this.#inFlight.size) await Promise.allSettled([...this.#inFlight]);
+  }
+
+  /** A call that reaches the database, tracked until it is answered. */
+  #reach(run: () => unknown): unknown {
+    const result = run();
+    if (!(result instanceof Promise)) return result;
+    this.#inFlight.add(result);
+    const done = (): void => void this.#inFlight.delete(result);
+    result.then(done, done);
+    return result;
   }
 
   #wrapRecords(real: IdempotencyBackend): IdempotencyBackend {
@@ -157,7 +182,12 @@ export class ProcessStore {
     });
   }
 
-  #die(write: WriteInfo): void {
+  /** The process dies now, at no write of its own (`checkReplay` stops a replay this way). */
+  die(): void {
+    this.#die(null);
+  }
+
+  #die(write: WriteInfo | null): void {
     if (this.#dead) return;
     this.#dead = true;
     this.#onDeath(write);
@@ -168,7 +198,8 @@ export class ProcessStore {
    * next index and, at the plan's, kills the process before or after reaching the database.
    * `named` gives a transactional step's name once its checkpoint was built (after the call).
    */
-  #call(run: () => unknown, described: Described | null, sync: boolean, named?: () => string | null): unknown {
+  #call(call: () => unknown, described: Described | null, sync: boolean, named?: () => string | null, args: readonly unknown[] = []): unknown {
+    const run = (): unknown => this.#reach(call);
     if (this.#dead) {
       if (sync) throw new ProcessDiedError();
       return never();
@@ -181,6 +212,7 @@ export class ProcessStore {
       if (step) Object.assign(write, { what: `the transaction of step "${step}" with its checkpoint`, results: [step] });
     };
     const plan = this.#plan;
+    if (plan?.write === write.index) this.deathArgs = args;
     if (!plan || plan.write !== write.index) {
       if (!named) return run();
       return (run() as Promise<unknown>).then((v) => {

@@ -13,3 +13,6 @@ export {
   type CrashPoint, type CrashPointResult, type ResumeFailure, type ResumeReport, type JournalCall, type StepAttempt, type TaskOutcome, type WriteInfo,
 } from './resume-report.ts';
 export type { ApprovalAnswer, TaskWait } from './world.ts';
+
+// Replay a recorded task against the current code
+export { checkReplay, ReplayCheckError, isReplayCheckError, type CheckReplayOptions, type ReplayReport } from './check-replay.ts';

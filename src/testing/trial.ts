@@ -79,7 +79,7 @@ export interface TrialResult {
 }
 
 /** The workers of the check: every wait parks (so the world sees it), fast polls, no sweeps. */
-const WORKER_OPTIONS: WorkerOptions = {
+export const WORKER_OPTIONS: WorkerOptions = {
   parkAfterMs: 0,
   pollIntervalMs: 5,
   replayStallMs: 2000,
@@ -98,7 +98,7 @@ interface Process {
 }
 
 /** A clock that goes silent with its process: a dead process's timers never fire. */
-function processClock(clock: ManualClock, alive: () => boolean): Clock {
+export function processClock(clock: ManualClock, alive: () => boolean): Clock {
   const never = (): Promise<void> => new Promise<void>(() => undefined);
   return {
     now: () => clock.now(),
@@ -179,6 +179,8 @@ export async function runTrial(s: TrialSettings, plan: CrashPlan | null): Promis
       durable = (await clientStore.getSteps(id))
         .filter((r) => r.kind === 'step' && (r.status === 'completed' || r.status === 'failed') && r.done !== null)
         .map((r) => r.name);
+      // Its leases end once what it sent before dying has landed (a heartbeat may renew them).
+      await first.view.settled();
       await clientStore.endLeasesOf(first.worker.id, s.clock.now());
       second = await startProcess(s, url, null, 'check-second-worker');
       processes.push(second);
