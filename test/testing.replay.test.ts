@@ -33,7 +33,7 @@ const v1 = workflow('publish', async (ctx) => {
   const draft = await ctx.step('draft', step('draft', 'text'));
   const review = await ctx.waitForEvent<{ ok: boolean }>('review');
   await ctx.step('publish', step('publish', draft));
-  return { ok: review.payload.ok };
+  return { ok: !review.timedOut && review.payload.ok };
 }, { version: 1 });
 
 describe('checkReplay', () => {
@@ -53,7 +53,7 @@ describe('checkReplay', () => {
       const draft = await ctx.step('write-draft', step('write-draft', 'text')); // renamed
       const review = await ctx.waitForEvent<{ ok: boolean }>('review');
       await ctx.step('publish', step('publish', draft));
-      return { ok: review.payload.ok };
+      return { ok: !review.timedOut && review.payload.ok };
     }, { version: 1 });
     ran.length = 0;
     const e = await replayFailure(checkReplay(engine, id, { workflow: v2 }));
@@ -72,7 +72,7 @@ describe('checkReplay', () => {
       const review = await ctx.waitForEvent<{ ok: boolean }>('review');
       await ctx.step('publish', step('publish', draft));
       await ctx.step('notify', step('notify', null)); // new
-      return { ok: review.payload.ok };
+      return { ok: !review.timedOut && review.payload.ok };
     }, { version: 2 });
     ran.length = 0;
     const e = await replayFailure(checkReplay(engine, id, { workflow: v2 }));
@@ -87,7 +87,7 @@ describe('checkReplay', () => {
       const draft = await ctx.step('draft', step('draft', 'text'));
       const review = await ctx.waitForEvent<{ ok: boolean }>('review');
       await ctx.step('publish', step('publish', draft));
-      return { ok: review.payload.ok, version: 2 };
+      return { ok: !review.timedOut && review.payload.ok, version: 2 };
     }, { version: 2, compatibleVersions: [1] });
     const e = await replayFailure(checkReplay(engine, id, { workflow: v2 }));
     expect(e.reason).toBe('other-end');
@@ -101,7 +101,7 @@ describe('checkReplay', () => {
       const review = await ctx.waitForEvent<{ ok: boolean }>('review');
       await ctx.step('check', step('check', null)); // new, after the wait
       await ctx.step('publish', step('publish', draft));
-      return { ok: review.payload.ok };
+      return { ok: !review.timedOut && review.payload.ok };
     }, { version: 2 });
     const report = await checkReplay(engine, id, { workflow: after });
     expect(report).toMatchObject({ status: 'waiting', served: false, ended: 'goes-on', next: 'the park transition with the start of event wait "review"' });
@@ -110,7 +110,7 @@ describe('checkReplay', () => {
       await ctx.step('check', step('check', null)); // new, before the wait
       const review = await ctx.waitForEvent<{ ok: boolean }>('review');
       await ctx.step('publish', step('publish', draft));
-      return { ok: review.payload.ok };
+      return { ok: !review.timedOut && review.payload.ok };
     }, { version: 2 });
     ran.length = 0;
     const e = await replayFailure(checkReplay(engine, id, { workflow: before }));

@@ -106,6 +106,19 @@ describe('checkResume: a correct workflow', () => {
     expect(report.points.every((p) => p.reached)).toBe(true);
   });
 
+  it('passes a workflow that fails for good the same way at every crash point (errors compared by code and message)', async () => {
+    const failing = workflow('failing', async (ctx) => {
+      await ctx.step('fetch', () => 'page');
+      await ctx.step('parse', () => {
+        throw new Error('no title in the page');
+      }, { retry: { maxAttempts: 2, initialDelay: '1m' } });
+    });
+    const report = await checkResume(failing);
+    expect(report.baseline.outcome).toMatchObject({ status: 'failed', error: { code: 'STEP_FAILED' } });
+    expect(report.baseline.attempts.map((a) => `${a.step}#${a.attempt}`)).toEqual(['fetch#1', 'parse#1', 'parse#2']);
+    expect(report.points.length).toBeGreaterThanOrEqual(6);
+  });
+
   it('decides the approvals the task waits for, as the approvers listed', async () => {
     const approval = workflow('approved-post', async (ctx) => {
       const draft = await ctx.step('draft', () => 'text');

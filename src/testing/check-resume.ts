@@ -99,7 +99,7 @@ const DEFAULT_TIMEOUT_MS = 10_000;
  * const report = await checkResume(publish, { input: { topic: 'x' }, signals: { review: { approved: true } } });
  * // report.points: [{ write: 1, when: 'before', what: 'the result of step "generate"', interrupted: ['generate'], ranAgain: ['generate'] }, …]
  */
-export async function checkResume<I>(workflow: Workflow<I, any, any>, options: CheckResumeOptions<I> = {}): Promise<ResumeReport> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function checkResume<In>(workflow: Workflow<any, any, In>, options: CheckResumeOptions<In> = {}): Promise<ResumeReport> { // eslint-disable-line @typescript-eslint/no-explicit-any
   const checked = checkOptions(workflow, options);
   const name = (workflow as Workflow).name;
   let dir: string | null = null;

@@ -82,7 +82,10 @@ export interface TrialResult {
 export const WORKER_OPTIONS: WorkerOptions = {
   parkAfterMs: 0,
   pollIntervalMs: 5,
+  // A replay that waits this long for the call its journal says comes next has diverged.
   replayStallMs: 2000,
+  // Stopping a worker with a task still running happens only after a run ran out of time.
+  shutdownGraceMs: 100,
   idempotencyPurgeMs: 0,
   retentionSweepMs: 0,
 };
@@ -96,6 +99,8 @@ interface Process {
   died: Promise<void>;
   close(): Promise<void>;
 }
+
+const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** A clock that goes silent with its process: a dead process's timers never fire. */
 export function processClock(clock: ManualClock, alive: () => boolean): Clock {
@@ -180,7 +185,7 @@ export async function runTrial(s: TrialSettings, plan: CrashPlan | null): Promis
         .filter((r) => r.kind === 'step' && (r.status === 'completed' || r.status === 'failed') && r.done !== null)
         .map((r) => r.name);
       // Its leases end once what it sent before dying has landed (a heartbeat may renew them).
-      await first.view.settled();
+      await Promise.race([first.view.settled(), delay(Math.max(0, deadline - Date.now()))]);
       await clientStore.endLeasesOf(first.worker.id, s.clock.now());
       second = await startProcess(s, url, null, 'check-second-worker');
       processes.push(second);
