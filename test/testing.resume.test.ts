@@ -2,6 +2,7 @@
 // after each durable write, a new worker finishes the task, and the result must be the run's
 // without a crash. Each workflow below is checked on SQLite (a temporary file per run); the
 // broken ones show that each kind of mistake is caught, with a message that names the crash point.
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ERROR_CODES, workflow, type Workflow } from '../src/index.ts';
 import { ManualClock, checkResume, isResumeCheckError, type ResumeCheckError } from '../src/testing/index.ts';
@@ -104,6 +105,37 @@ describe('checkResume: a correct workflow', () => {
     ]);
     expect(report.points).toHaveLength(12);
     expect(report.points.every((p) => p.reached)).toBe(true);
+  });
+
+  it('passes a transactional step (its rows commit with its checkpoint): setup creates the table in each run\'s database, effects reads it', async () => {
+    const orders = workflow('save-order', async (ctx, input: { id: number }) => {
+      const saved = await ctx.transaction('save', async (tx) => {
+        await tx.execute('INSERT INTO orders (id, total) VALUES (?, ?)', [input.id, input.id * 10]);
+        return { saved: input.id };
+      });
+      await ctx.step('confirm', () => `order ${saved.saved} saved`);
+      return saved;
+    });
+    const withDb = <T>(url: string, fn: (db: Database.Database) => T): T => {
+      const db = new Database(url.slice('sqlite:'.length));
+      try {
+        return fn(db);
+      } finally {
+        db.close();
+      }
+    };
+    const report = await checkResume(orders, {
+      input: { id: 7 },
+      setup: (run) => withDb(run.database, (db) => db.exec('CREATE TABLE orders (id INTEGER PRIMARY KEY, total INTEGER)')),
+      effects: (run) => withDb(run.database, (db) => db.prepare('SELECT * FROM orders').all()),
+    });
+    expect(report.baseline.effects).toEqual([{ id: 7, total: 70 }]);
+    expect(report.baseline.writes.map((w) => w.what)).toEqual([
+      'the transaction of step "save" with its checkpoint',
+      'the complete transition with the result of step "confirm"',
+    ]);
+    // Before its commit, the transaction ran again after the crash (nothing of it was durable); after, it did not.
+    expect(report.points.slice(0, 2).map((p) => p.ranAgain)).toEqual([['save'], []]);
   });
 
   it('passes a workflow that fails for good the same way at every crash point (errors compared by code and message)', async () => {

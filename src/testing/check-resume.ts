@@ -30,12 +30,17 @@ import {
 import { runTrial, type JournalCall, type TaskOutcome, type TrialResult, type TrialSettings } from './trial.ts';
 import type { ApprovalAnswer, TaskWait } from './world.ts';
 
-/** What `setup` is told about the run it prepares. */
+/** What `setup` and `effects` are told about a run. */
 export interface RunSetup {
   /** The crash point of this run, or null for the run without a crash. */
   point: CrashPoint | null;
   /** This run's clock (the engine's): the check moves it to every wake-up. */
   clock: ManualClock;
+  /**
+   * This run's database (a store URL, its schema in place): where a transactional step
+   * (`ctx.transaction`) writes, so that `setup` can create your tables and `effects` read them.
+   */
+  database: string;
 }
 
 export interface CheckResumeOptions<I = unknown> {
@@ -47,10 +52,11 @@ export interface CheckResumeOptions<I = unknown> {
    */
   setup?: (run: RunSetup) => unknown;
   /**
-   * What the outside world holds after a run (your fakes: e-mails sent, charges made), as JSON data.
-   * Called once each run has finished; every crash point's must equal the baseline's.
+   * What the outside world holds after a run (your fakes: e-mails sent, charges made; rows of your
+   * tables), as JSON data. Called once each run has finished; every crash point's must equal the
+   * baseline's.
    */
-  effects?: () => unknown;
+  effects?: (run: RunSetup) => unknown;
   /**
    * Signals sent when the parked task waits for them: by name (one each), or a list (sent in order,
    * a name may repeat). Each is sent once per run, when the task waits for its name.
@@ -105,19 +111,23 @@ export async function checkResume<In>(workflow: Workflow<any, any, In>, options:
   let dir: string | null = null;
   let runs = 0;
   let template: string | null = null;
+  const migrated = async (url: string): Promise<string> => {
+    const store = await openStore(url);
+    try {
+      await store.migrate();
+    } finally {
+      await store.close();
+    }
+    return url;
+  };
   const database = options.database
-    ? async () => checkUrl(await options.database!())
+    ? async () => migrated(checkUrl(await options.database!()))
     : async () => {
         // A migrated empty database, copied for each run (migrating a fresh file costs more than a run).
         dir ??= mkdtempSync(join(tmpdir(), 'stepwise-check-'));
         if (!template) {
           const path = join(dir, 'empty.db');
-          const store = await openStore(`sqlite:${path}`);
-          try {
-            await store.migrate();
-          } finally {
-            await store.close();
-          }
+          await migrated(`sqlite:${path}`);
           template = path;
         }
         const path = join(dir, `run-${++runs}.db`);
@@ -125,11 +135,11 @@ export async function checkResume<In>(workflow: Workflow<any, any, In>, options:
         return `sqlite:${path}`;
       };
   const run = async (point: CrashPoint | null): Promise<{ trial: TrialResult; effects: unknown }> => {
-    const clock = checked.clock();
-    await options.setup?.({ point, clock });
-    const settings: TrialSettings = { ...checked.settings, clock, database };
+    const info: RunSetup = { point, clock: checked.clock(), database: await database() };
+    await options.setup?.(info);
+    const settings: TrialSettings = { ...checked.settings, clock: info.clock, database: info.database };
     const trial = await runTrial(settings, point && { write: point.write, when: point.when });
-    const effects = options.effects && trial.end.finished ? normalized(await options.effects(), trial.taskId) : undefined;
+    const effects = options.effects && trial.end.finished ? normalized(await options.effects(info), trial.taskId) : undefined;
     return { trial, effects };
   };
   try {

@@ -13,8 +13,9 @@
  * result, and their number depends on timing.
  *
  * At the chosen write the process dies: `before`, the write never reaches the database (the step
- * whose result it carries ran; its checkpoint is lost); `after`, it commits and its answer never
- * comes back. `onDeath` is called at that instant, synchronously. From then on every call, read or
+ * whose result it carries ran; its checkpoint is lost; a transactional step's function, which runs
+ * inside its write, does not run: what it wrote would have rolled back with it); `after`, it
+ * commits and its answer never comes back. `onDeath` is called at that instant, synchronously. From then on every call, read or
  * write, returns a promise that never settles, as a dead process hears nothing; `writeBatchNow`,
  * being synchronous, throws instead, and its caller's retry goes to `writeBatch`, which never
  * settles. Nothing the process asks for after its death reaches the database.

@@ -48,8 +48,8 @@ export interface JournalCall {
 export interface TrialSettings {
   workflow: Workflow;
   input: unknown;
-  /** A fresh, empty database's store URL. */
-  database: () => Promise<string>;
+  /** A fresh database's store URL (migrated or not), used by this run only. */
+  database: string;
   /** The clock of this run (the check advances it). */
   clock: ManualClock;
   answers: WorldAnswers;
@@ -166,7 +166,7 @@ async function startProcess(s: TrialSettings, url: string, plan: CrashPlan | nul
 
 /** Runs the task once; with `plan`, the first worker dies at that write and a second one finishes the task. */
 export async function runTrial(s: TrialSettings, plan: CrashPlan | null): Promise<TrialResult> {
-  const url = await s.database();
+  const url = s.database;
   const deadline = Date.now() + s.timeoutMs;
   const client = new Engine({ store: url, workflows: [s.workflow], clock: s.clock, ...(s.limits ? { limits: s.limits } : {}) });
   const processes: Process[] = [];
