@@ -145,8 +145,14 @@ export async function checkResume<In>(workflow: Workflow<any, any, In>, options:
   try {
     const first = await run(null);
     const base = first.trial;
-    const fail = (point: CrashPoint | null, reason: ResumeFailure, text: string, report: ResumeReport | null): ResumeCheckError =>
-      new ResumeCheckError(`checkResume("${name}"): ${point ? `${describePoint(point)}; a new worker took the task over, and ` : 'the run without a crash: '}${text}`, { workflow: name, point, reason, report });
+    const fail = (point: CrashPoint | null, reason: ResumeFailure, text: string, report: ResumeReport | null, reached = true): ResumeCheckError => {
+      const where = !point
+        ? 'the run without a crash: '
+        : reached
+          ? `${describePoint(point)}; a new worker took the task over, and `
+          : `the run meant to crash ${point.when} write ${point.write} of ${point.of} (${point.what}) made fewer writes and finished without a crash (the workflow does not run the same way twice), and `;
+      return new ResumeCheckError(`checkResume("${name}"): ${where}${text}`, { workflow: name, point, reason, report });
+    };
     if (!base.end.finished) throw fail(null, 'not-finished', `the task did not finish: ${base.end.why}.`, null);
     const outcome = normalizedOutcome(base.end.outcome, base.taskId);
     if (isNonDeterminism(outcome)) throw fail(null, 'non-determinism', nonDeterminism(outcome), null);
@@ -162,7 +168,7 @@ export async function checkResume<In>(workflow: Workflow<any, any, In>, options:
         const { trial, effects } = await run(point);
         const result = judge(point, trial, report, effects);
         report.points.push(result.point);
-        if (result.failure) throw fail({ ...point, what: result.point.what }, result.failure.reason, result.failure.text, report);
+        if (result.failure) throw fail({ ...point, what: result.point.what }, result.failure.reason, result.failure.text, report, result.point.reached);
       }
     }
     return report;
@@ -183,14 +189,13 @@ function judge(point: CrashPoint, t: TrialResult, report: ResumeReport, effects:
     ranAgain: [...new Set(t.second.map((a) => a.step))].filter((s) => before.has(s)),
   };
   const failed = (reason: ResumeFailure, text: string) => ({ point: result, failure: { reason, text } });
-  const unreached = result.reached ? '' : ` (this run made only ${t.writes.length} durable writes, so the worker did not die: the workflow does not run the same way twice)`;
-  if (!t.end.finished) return failed('not-finished', `the task did not finish${unreached}: ${t.end.why}.`);
+  if (!t.end.finished) return failed('not-finished', `the task did not finish: ${t.end.why}.`);
   const outcome = normalizedOutcome(t.end.outcome, t.taskId);
   if (isNonDeterminism(outcome)) return failed('non-determinism', nonDeterminism(outcome));
   for (const a of t.second) {
     if (t.durable.includes(a.step)) {
       return failed('durable-step-ran-again', `step "${a.step}" ran again (attempt ${a.attempt}), although its result was durable before the crash.\n` +
-        'A recorded step is handed back by replay, never run again: this is a bug in Stepwise or in its store; please report it with this message.');
+        'A recorded step is handed back by replay, never run again: this points to a bug in Stepwise or in its store; please report it with this message.');
     }
     const firstKey = t.first.find((f) => f.step === a.step)?.idempotencyKey;
     if (firstKey !== undefined && firstKey !== a.idempotencyKey) {
@@ -201,17 +206,17 @@ function judge(point: CrashPoint, t: TrialResult, report: ResumeReport, effects:
   const base = report.baseline;
   const calls = callDifference(base.calls, t.end.calls);
   if (calls) {
-    return failed('calls-differ', `the task made other calls than the run without a crash${unreached}: ${calls}.\n` +
+    return failed('calls-differ', `the task made other calls than the run without a crash: ${calls}.\n` +
       'The workflow\'s control flow depends on something other than its input and its steps\' results (Math.random(), Date.now(), a counter, I/O outside ctx.step): move it into a step.');
   }
   if (!sameJson(outcome, base.outcome)) {
-    return failed('outcome-differs', `${outcomeDifference(base.outcome, outcome)}${unreached}.\n` +
+    return failed('outcome-differs', `${outcomeDifference(base.outcome, outcome)}.\n` +
       'Code outside ctx.step ran again when the task resumed (a counter or a side effect in the workflow body), or a step that ran again returned something else (make your fakes deterministic).');
   }
   if ('effects' in base && !sameJson(effects, base.effects)) {
     const d = firstDifference(base.effects, effects);
     const again = result.ranAgain.length ? ` Steps that ran again: ${result.ranAgain.map((s) => `"${s}"`).join(', ')}.` : '';
-    return failed('effects-differ', `what effects() returned differs from the run without a crash${unreached}${d ? ` at ${d.path || 'the top'}: ${show(d.a)} without a crash, ${show(d.b)} after it` : ''}.\n` +
+    return failed('effects-differ', `what effects() returned differs from the run without a crash${d ? ` at ${d.path || 'the top'}: ${show(d.a)} without a crash, ${show(d.b)} after it` : ''}.\n` +
       `A side effect happened again when the task resumed: one outside ctx.step (it runs again on every replay), or a step that ran again without handing its idempotencyKey to an API that deduplicates.${again}`);
   }
   return { point: result, failure: null };

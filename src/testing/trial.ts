@@ -180,12 +180,13 @@ export async function runTrial(s: TrialSettings, plan: CrashPlan | null): Promis
     let durable: string[] = [];
     let second: Process | null = null;
     if (first.dead) {
+      // What it sent before dying may still land (a batch in flight; a heartbeat that renews its
+      // lease): the next worker comes once it has.
+      await Promise.race([first.view.settled(), delay(Math.max(0, deadline - Date.now()))]);
       // What the dead process left durable, read as the next worker will find it.
       durable = (await clientStore.getSteps(id))
         .filter((r) => r.kind === 'step' && (r.status === 'completed' || r.status === 'failed') && r.done !== null)
         .map((r) => r.name);
-      // Its leases end once what it sent before dying has landed (a heartbeat may renew them).
-      await Promise.race([first.view.settled(), delay(Math.max(0, deadline - Date.now()))]);
       await clientStore.endLeasesOf(first.worker.id, s.clock.now());
       second = await startProcess(s, url, null, 'check-second-worker');
       processes.push(second);
