@@ -151,6 +151,30 @@ describe('checkResume: a correct workflow', () => {
     expect(report.points.length).toBeGreaterThanOrEqual(6);
   });
 
+  it('asks onWait about waits the options do not answer, once per park, and moves a shared clock forward run after run', async () => {
+    const clock = new ManualClock();
+    const asked: string[][] = [];
+    const choose = workflow('choose', async (ctx) => {
+      await ctx.step('draft', () => 'text');
+      const answer = await ctx.waitForEvent<string>(['approve', 'reject'], { timeout: '1d' });
+      await ctx.sleep('settle', '1h');
+      return ctx.step('record', () => (answer.timedOut ? 'timed out' : `${answer.name}: ${answer.payload}`));
+    });
+    const report = await checkResume(choose, {
+      clock,
+      onWait: async (wait) => {
+        asked.push(wait.events);
+        await wait.signal('approve', 'looks good');
+      },
+    });
+    expect(report.baseline.outcome).toEqual({ status: 'succeeded', output: 'approve: looks good' });
+    // Asked once per park on the events (a crash before the park's write parks again in the new worker).
+    expect(asked.length).toBeGreaterThanOrEqual(1 + report.points.length);
+    expect(asked.every((events) => events.join() === 'approve,reject')).toBe(true);
+    // Every run slept its hour on the one clock.
+    expect(clock.now()).toBeGreaterThanOrEqual(Date.UTC(2030, 0, 1) + (1 + report.points.length) * 3_600_000);
+  });
+
   it('decides the approvals the task waits for, as the approvers listed', async () => {
     const approval = workflow('approved-post', async (ctx) => {
       const draft = await ctx.step('draft', () => 'text');
