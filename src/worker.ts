@@ -634,9 +634,9 @@ export class Worker {
     this.#heartbeat = null;
     this.#wake?.(); // the claim loop sees the state and ends (unless it waits on the store: then for ever)
     // Their timers are cleared at once; what they wait for on the store never comes.
-    for (const part of [this.#dwell, this.#approvalCloser, this.#purger, this.#retentionSweeper]) void part?.stop();
+    for (const part of [this.#dwell, this.#approvalCloser, this.#purger, this.#retentionSweeper]) part?.stop().catch(() => undefined);
     for (const run of this.#runs.values()) run.abandon();
-    for (const off of this.#unsubscribe.splice(0)) void off();
+    for (const off of this.#unsubscribe.splice(0)) Promise.resolve(off()).catch(() => undefined);
   }
 
   async #stopped(): Promise<void> {
