@@ -617,6 +617,28 @@ export class Worker {
     this.#host.onStopped(this);
   }
 
+  /**
+   * @internal For the crash simulation of `stepwise-engine/testing` (`checkResume`) only. The
+   * process this worker runs in is taken to have died at this instant: unlike `stop()`, nothing is
+   * released, written or waited for, and its leases are left behind for another worker to reclaim.
+   * Its timers (heartbeat, poll, scanners, sweepers) are cleared and its runs abandoned (see
+   * `TaskRun.abandon`: no step starts, no result reaches the code), so that the test process keeps
+   * no live timer and no code of the dead worker runs on. This cannot be done from outside: `stop()`
+   * writes and waits, which a dead process does not. The caller makes the worker's store stop
+   * answering at the same instant (calls in flight never settle), as the checker's store does.
+   */
+  abandon(): void {
+    if (this.#state === 'stopped') return;
+    this.#state = 'stopped';
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    this.#heartbeat = null;
+    this.#wake?.(); // the claim loop sees the state and ends (unless it waits on the store: then for ever)
+    // Their timers are cleared at once; what they wait for on the store never comes.
+    for (const part of [this.#dwell, this.#approvalCloser, this.#purger, this.#retentionSweeper]) part?.stop().catch(() => undefined);
+    for (const run of this.#runs.values()) run.abandon();
+    for (const off of this.#unsubscribe.splice(0)) Promise.resolve(off()).catch(() => undefined);
+  }
+
   async #stopped(): Promise<void> {
     while (this.#state !== 'stopped') await new Promise((r) => setTimeout(r, 10));
   }

@@ -41,6 +41,8 @@ function undoneLater(run: RunCore, c: StepCall<unknown>, why: unknown): boolean 
 
 /** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
 export function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+  // A dead worker (TaskRun.abandon: the crash simulation of stepwise-engine/testing) starts nothing.
+  if (run.abandoned) return new Promise<T>(() => undefined);
   if (run.aborted) return Promise.reject(run.abortReason);
   const timeoutMs = c.timeoutMs;
   const timeout = timeoutMs === undefined ? undefined : new AbortController();
@@ -54,7 +56,14 @@ export function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     progress: (p: Progress) => run.progress.report(c.stepId, p),
   });
   const fn = c.fn;
-  return new Promise<T>((resolve, reject) => {
+  return new Promise<T>((ok, fail) => {
+    // Nor does a running step's end reach the code of a dead worker (see above).
+    const resolve = (v: T): void => {
+      if (!run.abandoned) ok(v);
+    };
+    const reject = (e: unknown): void => {
+      if (!run.abandoned) fail(e);
+    };
     const timerStop = timeout ? new AbortController() : undefined;
     let done = false;
     const cleanup = (): void => {

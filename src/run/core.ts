@@ -133,6 +133,12 @@ export class RunCore {
   readonly cleanupMs: number;
   /** The worker's grace period is over: a cleanup not begun yet is left to the next worker. */
   shutDown = false;
+  /**
+   * @internal The worker's process is taken to have died (`TaskRun.abandon`, for the crash
+   * simulation of `stepwise-engine/testing`): no step function starts, none that is running reaches
+   * the code, and the replay hands back nothing more.
+   */
+  abandoned = false;
 
   readonly replay: Replay;
   readonly writer: JournalWriter;

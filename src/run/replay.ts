@@ -235,7 +235,7 @@ export class Replay {
   /** Hands back the next recorded result if the code has asked for it; one per turn. */
   #next(): void {
     const run = this.#run;
-    if (run.ended || this.#closed) return;
+    if (run.ended || this.#closed || run.abandoned) return;
     const next = this.#rows[this.#index];
     if (!next) {
       this.#finish();

@@ -123,6 +123,22 @@ export class TaskRun {
     run.setState(withShutdown(run.state, () => new WorkerStoppingError()));
   }
 
+  /**
+   * @internal For the crash simulation of `stepwise-engine/testing` only (see `Worker.abandon`):
+   * the worker's process is taken to have died. No step function starts and none that is running
+   * reaches the code, recorded results are no longer handed back, and the run's timers stop.
+   * Nothing is written and nothing is signalled (a dead process tells its steps nothing); the
+   * lease is left behind. What is already awaiting the store stays pending: the checker's store
+   * answers nothing once its process is dead.
+   */
+  abandon(): void {
+    const run = this.#run;
+    run.abandoned = true;
+    run.replay.stop();
+    run.progress.stop();
+    run.waitTimers?.abort(null);
+  }
+
   // --- the run ----------------------------------------------------------------------------------
 
   /** Runs the workflow until it finishes or can only wait, and writes the outcome. Never throws. */
