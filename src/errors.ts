@@ -56,6 +56,10 @@ export const ERROR_CODES = Object.freeze({
   COMPENSATION_FAILED: 'COMPENSATION_FAILED',
   /** A state machine does not take this event now (not one of its state's events, a guard said no, or it is busy). */
   EVENT_REFUSED: 'EVENT_REFUSED',
+  /** `checkResume` (stepwise-engine/testing): a workflow ended otherwise after a crash, ran a durable step again, … */
+  RESUME_CHECK_FAILED: 'RESUME_CHECK_FAILED',
+  /** `checkReplay` (stepwise-engine/testing): the current code does not replay a recorded task as it ran. */
+  REPLAY_CHECK_FAILED: 'REPLAY_CHECK_FAILED',
 } as const);
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
 
@@ -100,6 +104,8 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   DEADLINE_EXCEEDED: 504,
   COMPENSATION_FAILED: 409,
   EVENT_REFUSED: 409,
+  RESUME_CHECK_FAILED: 500,
+  REPLAY_CHECK_FAILED: 500,
 });
 
 /** The HTTP status for an error: its code's entry in {@link HTTP_STATUS}, 500 for anything else. */

@@ -4,7 +4,7 @@
 // broken ones show that each kind of mistake is caught, with a message that names the crash point.
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ERROR_CODES, workflow, type Workflow } from '../src/index.ts';
+import { ERROR_CODES, machine, workflow, type Workflow } from '../src/index.ts';
 import { ManualClock, checkResume, isResumeCheckError, type ResumeCheckError } from '../src/testing/index.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
 
@@ -184,6 +184,34 @@ describe('checkResume: a correct workflow', () => {
     const report = await checkResume(approval, { approvals: { review: { approve: true } } });
     expect(report.baseline.outcome).toEqual({ status: 'succeeded', output: { published: true, by: 'editor' } });
     expect(report.points.length).toBeGreaterThanOrEqual(6);
+  });
+});
+
+describe('checkResume: a state machine', () => {
+  it('drives a machine through its states with the events it waits for (sent with engine.send), at every crash point', async () => {
+    const published: string[] = [];
+    const order = machine('order-check', {
+      initial: 'drafting',
+      context: (input: { item: string }) => ({ item: input.item, note: '' }),
+      states: {
+        drafting: { entry: async (ctx, { context }) => ({ event: 'drafted', context: { ...context, note: await ctx.step('draft', () => `order of ${context.item}`) } }), on: { drafted: 'review' } },
+        review: { on: { approve: { target: 'placing', assign: (c, e) => ({ ...c, note: `${c.note}, ok by ${String((e.payload as { by?: unknown }).by)}` }) }, reject: 'rejected' } },
+        // The shop deduplicates on the key: placing again after a crash places nothing new.
+        placing: { entry: async (ctx) => { await ctx.step('place', ({ idempotencyKey }) => void (published.includes(idempotencyKey) || published.push(idempotencyKey))); return 'placed'; }, on: { placed: 'done' } },
+        done: { type: 'final' },
+        rejected: { type: 'final' },
+      },
+    });
+    const report = await checkResume(order, {
+      input: { item: 'book' },
+      signals: { approve: { by: 'ada' } },
+      setup: () => void published.splice(0),
+      effects: () => ({ placed: published.length }),
+    });
+    expect(report.baseline.outcome).toEqual({ status: 'succeeded', output: { state: 'done', context: { item: 'book', note: 'order of book, ok by ada' } } });
+    expect(report.baseline.effects).toEqual({ placed: 1 });
+    expect(report.points.length).toBeGreaterThanOrEqual(2 * 5);
+    expect(report.points.every((p) => p.reached)).toBe(true);
   });
 });
 

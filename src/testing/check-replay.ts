@@ -15,7 +15,7 @@
  */
 import { toMs, type Duration } from '../duration.ts';
 import { Engine } from '../engine.ts';
-import { InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
+import { ERROR_CODES, InvalidArgumentError, StepwiseError, TaskNotFoundError, isStepwiseError } from '../errors.ts';
 import { sourcesOf, transition, type TaskStatus } from '../lifecycle.ts';
 import { decodeError, decodeJson } from '../serialize.ts';
 import type { ApprovalRow, StepRow, Store, TaskRow, TransitionWrite, WriteOp } from '../store.ts';
@@ -60,13 +60,12 @@ export interface ReplayReport {
 }
 
 /** The current code of a workflow does not replay a task's journal. */
-export class ReplayCheckError extends Error {
-  readonly code = 'REPLAY_CHECK_FAILED' as const;
+export class ReplayCheckError extends StepwiseError {
   readonly taskId: string;
   readonly workflow: string;
   readonly reason: 'non-determinism' | 'new-call' | 'other-end' | 'not-finished';
   constructor(message: string, fields: { taskId: string; workflow: string; reason: ReplayCheckError['reason'] }) {
-    super(message);
+    super(ERROR_CODES.REPLAY_CHECK_FAILED, message);
     this.name = 'ReplayCheckError';
     this.taskId = fields.taskId;
     this.workflow = fields.workflow;
@@ -76,7 +75,7 @@ export class ReplayCheckError extends Error {
 
 /** Whether `e` is a {@link ReplayCheckError} (by its code). */
 export function isReplayCheckError(e: unknown): e is ReplayCheckError {
-  return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'REPLAY_CHECK_FAILED';
+  return isStepwiseError(e, ERROR_CODES.REPLAY_CHECK_FAILED);
 }
 
 const IMPORTER = 'check-replay-import';

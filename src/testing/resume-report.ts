@@ -4,6 +4,7 @@
  * error it throws at the first one where the resumed task did not do what the run without a crash
  * did. The error's message names the crash point, the step and what differed, with a hint.
  */
+import { ERROR_CODES, StepwiseError, isStepwiseError } from '../errors.ts';
 import type { WriteInfo } from './crash-store.ts';
 import type { JournalCall, StepAttempt, TaskOutcome } from './trial.ts';
 
@@ -75,15 +76,14 @@ export type ResumeFailure =
  * the run without a crash itself failed the check), `reason` the kind of difference, `report` the
  * crash points tried so far, the failing one last (null when the run without a crash failed).
  */
-export class ResumeCheckError extends Error {
-  readonly code = 'RESUME_CHECK_FAILED' as const;
+export class ResumeCheckError extends StepwiseError {
   readonly workflow: string;
   readonly point: CrashPoint | null;
   readonly reason: ResumeFailure;
   readonly report: ResumeReport | null;
 
   constructor(message: string, fields: { workflow: string; point: CrashPoint | null; reason: ResumeFailure; report: ResumeReport | null }) {
-    super(message);
+    super(ERROR_CODES.RESUME_CHECK_FAILED, message);
     this.name = 'ResumeCheckError';
     this.workflow = fields.workflow;
     this.point = fields.point;
@@ -94,7 +94,7 @@ export class ResumeCheckError extends Error {
 
 /** Whether `e` is a {@link ResumeCheckError} (by its code, which survives another copy of the package). */
 export function isResumeCheckError(e: unknown): e is ResumeCheckError {
-  return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'RESUME_CHECK_FAILED';
+  return isStepwiseError(e, ERROR_CODES.RESUME_CHECK_FAILED);
 }
 
 /** The crash point, for people: `the worker died before write 2 of 3 (the result of step "draft") became durable`. */

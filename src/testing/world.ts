@@ -8,6 +8,7 @@
  * on the task's state, so every run of the check is driven the same way.
  */
 import { RESERVED_SIGNAL_PREFIX } from '../approvals/policy.ts';
+import { MACHINE_SIGNAL_PREFIX } from '../machine/machine.ts';
 import type { DecideOptions } from '../approvals/types.ts';
 import type { Engine } from '../engine.ts';
 import { isFinished } from '../lifecycle.ts';
@@ -27,13 +28,13 @@ export interface ApprovalAnswer {
 /** What a parked task waits for, handed to `onWait`, with the means to answer it. */
 export interface TaskWait {
   taskId: string;
-  /** The events (signal names) it waits for. */
+  /** The events it waits for: signal names, or a state machine's events (sent with `engine.send`). */
   events: string[];
   /** The approvals it waits for. */
   approvals: Array<{ id: string; name: string; approvers: string[] }>;
   /** When it wakes up by itself (a timeout), or null. */
   until: number | null;
-  /** Sends a signal to the task. */
+  /** Sends a signal to the task (an event, to a state machine's task). */
   signal(name: string, payload?: unknown): Promise<void>;
   /** Decides an approval (see `engine.decide`). */
   decide(approvalId: string, decision: DecideOptions): Promise<void>;
@@ -53,6 +54,11 @@ interface ApprovalWait {
   id: string;
   name: string;
   approvers: string[];
+}
+
+/** The events a parked task waits for: its signals' names, a state machine's events without their prefix; not approvals'. */
+function eventsOf(row: TaskRow): string[] {
+  return (row.waitEvents ?? []).filter((n) => !n.startsWith(RESERVED_SIGNAL_PREFIX)).map((n) => (n.startsWith(MACHINE_SIGNAL_PREFIX) ? n.slice(MACHINE_SIGNAL_PREFIX.length) : n));
 }
 
 /** The approvals a task's `wait` names (a lone approval, or among several waits). */
@@ -115,7 +121,7 @@ export class World {
   async #answer(row: TaskRow): Promise<boolean> {
     if (row.status !== 'waiting') return false;
     const wait = row.wait ? (JSON.parse(row.wait) as Record<string, unknown>) : null;
-    const events = (row.waitEvents ?? []).filter((n) => !n.startsWith(RESERVED_SIGNAL_PREFIX));
+    const events = eventsOf(row);
     const approvals = approvalsOf(wait);
     // One signal at a time: the task may wait for another name once it has received this one.
     const signals = this.#answers.signals;
@@ -123,7 +129,7 @@ export class World {
     if (next >= 0) {
       this.#sent.add(next);
       const s = signals[next] as { name: string; payload?: unknown };
-      await this.#client.signal(this.#taskId, s.name, s.payload);
+      await this.#signal(row, s.name, s.payload);
       return true;
     }
     let acted = false;
@@ -143,7 +149,7 @@ export class World {
       taskId: this.#taskId, events, approvals: approvals.map((a) => ({ ...a, approvers: [...a.approvers] })), until: row.runAt,
       signal: async (name, payload) => {
         this.#acts++;
-        await this.#client.signal(this.#taskId, name, payload);
+        await this.#signal(row, name, payload);
       },
       decide: async (approvalId, decision) => {
         this.#acts++;
@@ -162,8 +168,14 @@ export class World {
     }
   }
 
+  /** A signal, or the event of a state machine that waits for it (`engine.send`). */
+  async #signal(row: TaskRow, name: string, payload: unknown): Promise<void> {
+    if (row.waitEvents?.includes(`${MACHINE_SIGNAL_PREFIX}${name}`)) await this.#client.send(this.#taskId, name, payload);
+    else await this.#client.signal(this.#taskId, name, payload);
+  }
+
   #stuck(row: TaskRow): string {
-    const events = (row.waitEvents ?? []).filter((n) => !n.startsWith(RESERVED_SIGNAL_PREFIX));
+    const events = eventsOf(row);
     const approvals = approvalsOf(row.wait ? (JSON.parse(row.wait) as Record<string, unknown>) : null);
     const what = [...events.map((e) => `event "${e}"`), ...approvals.map((a) => `approval "${a.name}"`)].join(' or ') || 'something';
     const hint = [
