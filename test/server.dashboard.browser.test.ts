@@ -115,7 +115,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(await page.locator('section.machine button[data-send]').count()).toBe(0);
     expect(await engine.result(t.id)).toMatchObject({ state: 'closed', context: { escalated: true, resolution: 'replaced the toner' } });
     await page.context().close();
-  });
+  }, 60_000);
 
   it('cancels a running task: shows "cancelling…" until it is cancelled', async () => {
     letGo = gate();

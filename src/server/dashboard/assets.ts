@@ -41,10 +41,15 @@ export const SCRIPT = String.raw`(() => {
       main.querySelectorAll('[data-approval] textarea').forEach((t) => { kept[t.closest('[data-approval]').dataset.approval + '/' + t.name] = t.value; });
       const flash = document.getElementById('flash');
       const flashText = flash ? flash.textContent : '';
+      const flashError = !!flash && flash.classList.contains('error');
       main.innerHTML = html;
       main.querySelectorAll('[data-approval] textarea').forEach((t) => { const k = t.closest('[data-approval]').dataset.approval + '/' + t.name; if (k in kept) t.value = kept[k]; });
       const f2 = document.getElementById('flash');
-      if (f2 && flashText) f2.textContent = flashText;
+      if (f2 && flashText) {
+        // The message of the last action survives the re-render, an error still shown as one.
+        f2.textContent = flashText;
+        f2.classList.toggle('error', flashError);
+      }
     } finally {
       busy = false;
       if (again) { again = false; schedule(50); }
