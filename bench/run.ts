@@ -31,6 +31,12 @@ const spread = (o: { roundRatios: number[] }): string =>
 
 line(`Stepwise benchmark (${results.machine as string})${quick ? ' — quick mode' : ''}`);
 if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).only({ quick, pgUp: await postgres.pgAvailable(), line, results });
+if (process.argv.includes('--retention-only')) {
+  const pgUp = await postgres.pgAvailable();
+  await (await import('./retention.ts')).report({ quick, pgUp, line, results });
+  if (pgUp) await postgres.cleanup();
+  process.exit(0);
+}
 
 // (e2e) End to end, first: the figure a user sees.
 const pgUpFirst = await postgres.pgAvailable();
@@ -191,6 +197,7 @@ await (await import('./idempotency.ts')).report({ line, rounds, quick, pgUp, res
 results.cancel = await (await import('./cancel.ts')).cancelLatency(quick, line);
 await (await import('./approvals.ts')).run({ quick, pgUp, line, results });
 await (await import('./scale.ts')).run({ quick, pgUp, line, results });
+await (await import('./retention.ts')).report({ quick, pgUp, line, results });
 if (pgUp) await postgres.cleanup();
 mkdirSync(join(root, '.bench'), { recursive: true });
 writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
