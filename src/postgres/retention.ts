@@ -1,9 +1,10 @@
 /**
  * @module postgres/retention
  * Internal: not part of the public API.
- * Deleting finished tasks on PostgreSQL, and counting tasks by the same selection: one statement picks the tasks (oldest id first, skipping
- * rows another transaction holds) and deletes each with its journal, log, signals, approvals and
- * stream chunks. Every writer of a task's rows locks the task row first (a signal, a decision, a
+ * Deleting finished tasks on PostgreSQL, and counting tasks by the same selection. A deletion is
+ * one transaction: a statement picks and locks the tasks (oldest id first, skipping rows another
+ * transaction holds), the next deletes each with its journal, log, signals, approvals and stream
+ * chunks. Every writer of a task's rows locks the task row first (a signal, a decision, a
  * log append, a checkpoint), so a task picked here has no writer in flight, and one whose writer
  * comes later finds no task.
  *
@@ -12,7 +13,7 @@
  * status other than `succeeded`. No index of finish times is kept: it would cost a write per
  * finished task on the hot path, for a sweep that runs every few minutes.
  */
-import { poolOf, rows, run, type PgContext } from './connection.ts';
+import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import { Params, sqlStatuses, type Tables } from './sql-text.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { DeletedTask, TaskSelection } from '../store.ts';
@@ -29,34 +30,41 @@ function selection(d: TaskSelection, p: Params): string {
 }
 
 /**
- * The statement of {@link deleteTasks} (exported for the plan tests). The deletes take their ids as
- * arrays (`= ANY(ARRAY(…))`), which the planner always looks up by index: a join with the picked ids
- * may be planned as a hash join over a whole table.
+ * The statements of {@link deleteTasks} (exported for the plan tests): `pick` locks the tasks to
+ * delete, `delete` deletes them with everything they own. They run in one transaction, as two
+ * statements: the second takes its snapshot once the task rows are locked, so it sees every row
+ * any writer of those tasks committed (a writer holds the task row's lock until it commits, and a
+ * statement's own snapshot could predate a commit made just before the lock was taken: its rows
+ * would be left behind, owned by no task). The deletes take their ids as an array (`= ANY($1)`),
+ * which the planner always looks up by index.
  */
-export function deleteTasksSql(t: Tables, d: TaskSelection, limit: number): { text: string; values: unknown[] } {
+export function deleteTasksSql(t: Tables, d: TaskSelection, limit: number): { pick: { text: string; values: unknown[] }; delete: string } {
   const p = new Params();
   const where = selection(d, p);
-  const gone = 'ANY(ARRAY(SELECT id FROM gone))';
-  const text = `WITH doomed AS (
-      SELECT id FROM ${t.tasks} WHERE ${where} ORDER BY id LIMIT ${p.add(limit, 'integer')} FOR UPDATE SKIP LOCKED
-    ), gone AS (
-      DELETE FROM ${t.tasks} WHERE id = ANY(ARRAY(SELECT id FROM doomed)) RETURNING id, workflow, status
-    ), steps AS (DELETE FROM ${t.steps} WHERE task_id = ${gone}
-    ), events AS (DELETE FROM ${t.events} WHERE task_id = ${gone}
-    ), signals AS (DELETE FROM ${t.signals} WHERE task_id = ${gone}
-    ), approvals AS (DELETE FROM ${t.approvals} WHERE task_id = ${gone}
-    ), chunks AS (DELETE FROM ${t.chunks} WHERE task_id = ${gone})
+  const pick = `SELECT id FROM ${t.tasks} WHERE ${where} ORDER BY id LIMIT ${p.add(limit, 'integer')} FOR UPDATE SKIP LOCKED`;
+  const ids = '$1::text[]';
+  const text = `WITH gone AS (
+      DELETE FROM ${t.tasks} WHERE id = ANY(${ids}) RETURNING id, workflow, status
+    ), steps AS (DELETE FROM ${t.steps} WHERE task_id = ANY(${ids})
+    ), events AS (DELETE FROM ${t.events} WHERE task_id = ANY(${ids})
+    ), signals AS (DELETE FROM ${t.signals} WHERE task_id = ANY(${ids})
+    ), approvals AS (DELETE FROM ${t.approvals} WHERE task_id = ANY(${ids})
+    ), chunks AS (DELETE FROM ${t.chunks} WHERE task_id = ANY(${ids}))
     SELECT id, workflow, status FROM gone ORDER BY id`;
-  return { text, values: p.values };
+  return { pick: { text: pick, values: p.values }, delete: text };
 }
 
 export async function deleteTasks(c: PgContext, d: TaskSelection, limit: number): Promise<DeletedTask[]> {
   if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
-  const { text, values } = deleteTasksSql(c.t, d, limit);
-  return run(c, async () => {
-    const found = await rows(c, poolOf(c), text, values);
-    return found.map((r) => ({ id: String(r.id), workflow: String(r.workflow), status: r.status as TaskStatus }));
-  });
+  const sql = deleteTasksSql(c.t, d, limit);
+  return run(c, () =>
+    tx(c, async (client) => {
+      const picked = (await rows(c, client, sql.pick.text, sql.pick.values)).map((r) => String(r.id));
+      if (!picked.length) return [];
+      const found = await rows(c, client, sql.delete, [picked]);
+      return found.map((r) => ({ id: String(r.id), workflow: String(r.workflow), status: r.status as TaskStatus }));
+    }),
+  );
 }
 
 /**
