@@ -270,6 +270,11 @@ describe('checkResume: mistakes it catches', () => {
     expect(e.point).toMatchObject({ write: 1, when: 'before', what: 'the result of step "charge"' });
     expect(e.message).toContain('Steps that ran again: "charge"');
     expect(e.report?.points.at(-1)).toMatchObject({ interrupted: ['charge'], ranAgain: ['charge'] });
+    // It leaves no timer behind (a script that runs the check exits as soon as it is done).
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    await failure(checkResume(careless, { setup: () => payments.reset(), effects: () => payments.charges() }));
+    expect(timers()).toBeLessThanOrEqual(before);
   });
 
   it('a business key built from a counter gives the step another key when it runs again', async () => {

@@ -100,7 +100,15 @@ interface Process {
   close(): Promise<void>;
 }
 
-const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** Waits for `p`, at most `ms`; the timer is cleared either way (a pending one would keep the process alive). */
+async function atMost(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** A clock that goes silent with its process: a dead process's timers never fire. */
 export function processClock(clock: ManualClock, alive: () => boolean): Clock {
@@ -182,7 +190,7 @@ export async function runTrial(s: TrialSettings, plan: CrashPlan | null): Promis
     if (first.dead) {
       // What it sent before dying may still land (a batch in flight; a heartbeat that renews its
       // lease): the next worker comes once it has.
-      await Promise.race([first.view.settled(), delay(Math.max(0, deadline - Date.now()))]);
+      await atMost(first.view.settled(), Math.max(0, deadline - Date.now()));
       // What the dead process left durable, read as the next worker will find it.
       durable = (await clientStore.getSteps(id))
         .filter((r) => r.kind === 'step' && (r.status === 'completed' || r.status === 'failed') && r.done !== null)
