@@ -41,7 +41,8 @@ import type { Budget } from './ai/usage.ts';
 import { resolveRetention, type RetentionMs, type RetentionPolicy } from './retention/policy.ts';
 import { MACHINE_SIGNAL_PREFIX, machineOf } from './machine/machine.ts';
 import { machineInfo, type MachineInfo } from './machine/read.ts';
-import { checkSignalKey, sendEvent, type SendResult } from './machine/send.ts';
+import { sendEvent, type SendResult } from './machine/send.ts';
+import { checkKey } from './idempotency/keys.ts';
 import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
 import { Idempotency } from './idempotency/run.ts';
 import { EFFECT_DECISIONS, type EffectDecision } from './idempotency/at-most-once.ts';
@@ -707,7 +708,7 @@ export class Engine {
       throw new InvalidArgumentError(`Signal names starting with "${MACHINE_SIGNAL_PREFIX}" are reserved for the events of state machines: send one with engine.send(id, event, payload) / \`stepwise send\`.`);
     }
     const key = options.idempotencyKey;
-    checkSignalKey(key, 'A signal');
+    if (key !== undefined) checkKey(key, "A signal's idempotencyKey");
     let encoded: string | null;
     try {
       encoded = encodeJson(payload, `The payload of signal "${name}"`);

@@ -303,11 +303,13 @@ export class Worker {
     const kept = [...this.#workflows.values()].map((w) => ({
       name: w.name, ...(w.options.retention ? { retention: resolveRetention(w.options.retention, w.name) } : {}),
     }));
-    if (this.#retentionSweepMs > 0 && sweepDeletions(0, retention, kept).length) {
+    const deletions = (now: number) => sweepDeletions(now, retention, kept);
+    // No workflow here keeps any status for a limited time: there is nothing to sweep.
+    if (this.#retentionSweepMs > 0 && deletions(0).length) {
       const deps = { store, clock: this.#host.clock, observers: this.#host.observers ?? [] };
       const by = { kind: 'worker' as const, id: this.id };
       this.#retentionSweeper = new Sweeper({
-        purge: (limit) => sweepOnce(deps, sweepDeletions(this.#host.clock.now(), retention, kept), limit, by),
+        purge: (limit) => sweepOnce(deps, deletions(this.#host.clock.now()), limit, by),
         intervalMs: this.#retentionSweepMs,
         stopsFor: () => false,
         onError: (e) => this.#events.emit('worker:error', { error: coerceError(e), during: 'deleting finished tasks past their retention' }),

@@ -21,20 +21,10 @@ import { decodeJson, encodeJson } from '../serialize.ts';
 import { jsonEqual } from '../json-equal.ts';
 import type { SignalRow, Store, TaskRow, WakeEvent } from '../store.ts';
 import type { Actor } from '../task-events.ts';
-import { checkText } from '../text-rules.ts';
+import { checkKey } from '../idempotency/keys.ts';
 import { MACHINE_SIGNAL_PREFIX, type EventEnvelope, type MachineSpec } from './machine.ts';
 import { currentState, legalEventsOf } from './read.ts';
 import { EVENT_NAME, pickEdge } from './types.ts';
-
-/** The longest idempotency key of a signal or an event. */
-export const KEY_MAX = 255;
-
-/** Checks the idempotency key of a signal or an event. */
-export function checkSignalKey(key: unknown, what: string): void {
-  if (key === undefined) return;
-  if (typeof key !== 'string' || !key || key.length > KEY_MAX) throw new InvalidArgumentError(`${what}'s idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
-  checkText(key, `${what}'s idempotencyKey`);
-}
 
 export interface SendResult {
   /** `false` when the idempotency key was used before: the first send is the answer. */
@@ -61,7 +51,7 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
   if (typeof event !== 'string' || !EVENT_NAME.test(event)) {
     throw new InvalidArgumentError(`An event name is 1-100 letters, digits and _ . : / - (got ${JSON.stringify(event)}).`);
   }
-  checkSignalKey(key, `The event "${event}"`);
+  if (key !== undefined) checkKey(key, `The idempotencyKey of event "${event}"`);
   let envelope: string;
   try {
     envelope = encodeJson({ payload: payload ?? null, by: actor } satisfies EventEnvelope, `The payload of event "${event}"`) as string;
@@ -72,8 +62,9 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
   const { store } = deps;
   const signal = `${MACHINE_SIGNAL_PREFIX}${event}`;
   const task = await deps.task(id);
+  const sentWith = async (k: string): Promise<SignalRow | undefined> => (await store.getSignals(id)).find((s) => s.idempotencyKey === k);
   if (key !== undefined) {
-    const first = (await store.getSignals(id)).find((s) => s.idempotencyKey === key);
+    const first = await sentWith(key);
     if (first) return repeated(id, event, payload, key, first);
   }
   const spec = deps.machineOf(task.workflow);
@@ -120,7 +111,7 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
   }
   if (!res.created) {
     // Another send with the same key won the race: its event is the answer.
-    const first = (await store.getSignals(id)).find((s) => s.idempotencyKey === key);
+    const first = await sentWith(key as string);
     if (first) return repeated(id, event, payload, key as string, first);
   }
   deps.delivered(wake, id);
