@@ -9,7 +9,9 @@ import { MAX_DURATION_MS } from './text-rules.ts';
 export type Duration = number | string;
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const PART = /(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)/gy;
+/** Units from the largest down: a combination names each unit at most once, largest first. */
+const UNIT_ORDER = ['d', 'h', 'm', 's', 'ms'];
+const PART = /\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)/gy;
 
 /**
  * Milliseconds in `d` (at most 100 years: a time that both stores and JavaScript dates hold);
@@ -34,13 +36,19 @@ function parseMs(d: Duration, what: string): number {
   if (/^\d+$/.test(text)) return Number(text);
   let total = 0;
   let end = 0;
+  let lastUnit = -1;
   PART.lastIndex = 0;
   for (let m = PART.exec(text); m; m = PART.exec(text)) {
+    const unit = UNIT_ORDER.indexOf(m[2] as string);
+    if (unit <= lastUnit) {
+      throw new InvalidArgumentError(`${what} "${d}" repeats a unit or puts a smaller one first: write each unit once, largest first, as in '1h30m' or '1h 30m'`);
+    }
+    lastUnit = unit;
     total += Number(m[1]) * (UNIT_MS[m[2] as string] as number);
     end = PART.lastIndex;
   }
   if (end === 0 || end !== text.length) {
-    throw new InvalidArgumentError(`${what} "${d}" is not a duration: use milliseconds or '500ms', '30s', '10m', '2h', '1d', '1h30m'`);
+    throw new InvalidArgumentError(`${what} "${d}" is not a duration: use milliseconds or '500ms', '30s', '10m', '2h', '1d', '1h30m', '1h 30m'`);
   }
   return Math.round(total);
 }

@@ -16,6 +16,15 @@ describe('durations', () => {
     expect(toMs('1h30m')).toBe(5_400_000);
     expect(toMs('1.5s')).toBe(1500);
   });
+  it('accepts a combination written with spaces between its parts', () => {
+    expect(toMs('1h 30m')).toBe(5_400_000);
+    expect(toMs('1d 2h 3m 4s 5ms')).toBe(86_400_000 + 7_200_000 + 180_000 + 4000 + 5);
+  });
+  it('refuses a combination that repeats a unit or puts a smaller unit first', () => {
+    for (const bad of ['5s5s', '30m1h', '1h 1h', '10ms5s']) {
+      expect(() => toMs(bad)).toThrow(/repeats a unit or puts a smaller one first/);
+    }
+  });
   it('rejects anything else with an actionable message', () => {
     for (const bad of ['', 'soon', '10 minutes', '-5s', '5x', -1, Number.NaN]) {
       expect(() => toMs(bad as never)).toThrow(/duration|milliseconds/);
