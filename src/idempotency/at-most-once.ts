@@ -20,25 +20,15 @@
  */
 import { InvalidArgumentError, NonRetryableError, StepFailedError, coerceError } from '../errors.ts';
 import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
-import type { StepContext } from '../workflow.ts';
+import type { StepContext, VerifyAnswer } from '../api/step.ts';
+
+export type { VerifyAnswer, VerifyContext } from '../api/step.ts';
 import type { RunCore } from '../run/core.ts';
 import { journalRow } from '../run/identity.ts';
-import { executeStep, type StepCall } from '../run/step-attempt.ts';
+import { executeStep, type StepCall } from '../primitives/step-attempt.ts';
 import { throwIfHalted } from '../run/state.ts';
 import { ASK_PREFIX, parseEffect } from '../approvals/decision-data.ts';
-import { recordedAsk, stepAsk } from '../run/step-ask.ts';
-
-/** What `verify` answers about an attempt that may have happened. */
-export type VerifyAnswer = { status: 'done'; result?: unknown } | { status: 'not-done' } | { status: 'unknown'; reason?: string };
-
-/** What `verify` receives. */
-export interface VerifyContext {
-  /** The step's key (what the attempt passed to the external system, if anything). */
-  readonly idempotencyKey: string;
-  readonly taskId: string;
-  readonly stepName: string;
-  readonly signal: AbortSignal;
-}
+import { recordedAsk, stepAsk } from '../primitives/step-ask.ts';
 
 /** A person's decision on an at-most-once step whose outcome nobody could verify. */
 export type EffectDecision = 'rerun' | 'skip' | 'fail';

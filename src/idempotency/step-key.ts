@@ -18,12 +18,19 @@
 import { toMs } from '../duration.ts';
 import { InvalidArgumentError, StepFailedError, coerceError } from '../errors.ts';
 import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
-import type { StepContext, StepOptions } from '../workflow.ts';
+import type { StepContext, StepOptions } from '../api/step.ts';
 import type { RunCore } from '../run/core.ts';
 import { journalRow } from '../run/identity.ts';
-import { executeStep, type StepCall } from '../run/step-attempt.ts';
+import { executeStep, type StepCall } from '../primitives/step-attempt.ts';
 import { checkKey } from './keys.ts';
-import type { ResolvedRunOptions } from './run.ts';
+import type { Idempotency, ResolvedRunOptions } from './run.ts';
+
+declare module '../run/core.ts' {
+  interface RunServices {
+    /** Idempotency records (steps with a business key, at-most-once intents); absent: those steps are refused. */
+    idempotency?: Idempotency | undefined;
+  }
+}
 
 const DEFAULT_KEY_TTL_MS = 30 * 86_400_000;
 /** A step's record lease: renewed while the step runs; a dead task's record is taken over after it. */

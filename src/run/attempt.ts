@@ -14,11 +14,29 @@
  * to settle (to stop its side effect cleanly); a timeout or a lost lease ends the attempt at once.
  */
 import { StepTimeoutError } from '../errors.ts';
-import type { Progress, StepContext } from '../workflow.ts';
+import type { Progress, StepContext } from '../api/step.ts';
 import { lateHalt } from './cleanup-scope.ts';
 import type { RunCore } from './core.ts';
 import { haltOf, mayWrite } from './state.ts';
-import type { StepCall } from './step-attempt.ts';
+
+/**
+ * What one attempt needs of its step call: the function, its context's fields, its own timeout,
+ * and how its result counts (a primitive's record of a call extends it).
+ */
+export interface AttemptCall<T> {
+  stepId: string;
+  fn: (s: StepContext) => PromiseLike<T> | T;
+  idempotencyKey: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  lastError: Error | undefined;
+  lastOutput: unknown;
+  timeoutMs: number | undefined;
+  /** Called in the cleanup scope: its result counts after the code has stopped. */
+  inCleanup: boolean;
+  /** A step of the code with a compensation (see {@link undoneLater}). */
+  undoable: boolean;
+}
 
 /** A promise or any other thenable (a query builder, a promise from another realm). */
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -33,14 +51,14 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * moments see the output: the code's next calls are refused). A worker's grace period or a lost
  * lease does not count it (the task runs again), nor the step's own timeout.
  */
-function undoneLater(run: RunCore, c: StepCall<unknown>, why: unknown): boolean {
+function undoneLater(run: RunCore, c: AttemptCall<unknown>, why: unknown): boolean {
   if (!c.undoable || lateHalt(run.cleanup) !== null || why !== run.abortReason || !run.aborted) return false;
   const kind = run.state.kind;
   return kind === 'cancelled' || kind === 'failed' || (kind === 'running' && run.cleanup.kind === 'stopped');
 }
 
 /** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
-export function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+export function attempt<T>(run: RunCore, c: AttemptCall<T>): Promise<T> {
   // A dead worker (TaskRun.abandon: the crash simulation of stepwise-engine/testing) starts nothing.
   if (run.abandoned) return new Promise<T>(() => undefined);
   if (run.aborted) return Promise.reject(run.abortReason);

@@ -39,22 +39,21 @@
  * by its deadline).
  */
 import { CompensationFailedError, TaskCancelledError, TimeoutError, coerceError } from '../errors.ts';
-import type { StepContext } from '../workflow.ts';
 import type { RunCore } from './core.ts';
 import type { Settled } from './outcome.ts';
 import { RUNNING, cancelOf, fatalOf, haltOf, mayWrite, type RunState } from './state.ts';
-import { compensationStep } from './step.ts';
 import { inCleanup } from './cleanup-scope.ts';
 import { faultPoint } from '../fault-points.ts';
 
-/** A completed step's compensation, registered when the code received its output. */
+/**
+ * A completed step's compensation, registered when the code received its output: the primitive
+ * that made the step hands the kernel how to run it as a call of the cleanup scope.
+ */
 export interface Compensation {
-  /** The step's name and occurrence (`book`, 2 for `book#2`). */
-  name: string;
-  occurrence: number;
-  output: unknown;
-  fn: (output: unknown, s: StepContext) => unknown;
-  retry: import('../retry.ts').RetryOptions | number | undefined;
+  /** The id of the step it undoes (`book`, `book#2`). */
+  stepId: string;
+  /** Runs the compensation (a call of the cleanup scope); rejects when it fails for good. */
+  undo(): Promise<unknown>;
 }
 
 export interface CancelHandler {
@@ -238,12 +237,11 @@ async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline,
         }
       }
       for (const c of compensations) {
-        const stepId = c.occurrence === 1 ? c.name : `${c.name}#${c.occurrence}`;
-        if (skipped(stepId)) continue;
+        if (skipped(c.stepId)) continue;
         try {
-          await bounded(stepId, () => compensationStep(run, c));
+          await bounded(c.stepId, () => c.undo());
         } catch (e) {
-          failed(stepId, e);
+          failed(c.stepId, e);
         }
       }
     });

@@ -9,15 +9,13 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { Clock } from '../clock.ts';
-import type { Idempotency } from '../idempotency/run.ts';
 import type { Emit, WorkerEventName } from '../events.ts';
-import { resolveRetry, type RetryPolicy } from '../retry.ts';
-import { toMs } from '../duration.ts';
+import { resolveRetry, type RetryOptions, type RetryPolicy } from '../retry.ts';
+import { toMs, type Duration } from '../duration.ts';
 import { DEFAULT_CLEANUP_MS, type CancelHandler, type Compensation } from './cleanup.ts';
 import { CLEANUP_SEQ, CODE_RUNNING, isCleanupSeq, type CleanupPhase } from './cleanup-scope.ts';
 import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
 import type { WriteBatcher } from '../write-batcher.ts';
-import type { Workflow } from '../workflow.ts';
 import { scheduleIdleCheck } from './activity.ts';
 import { Replay } from './replay.ts';
 import { RUNNING, haltOf, hasEnded, withFatal, type RunState } from './state.ts';
@@ -25,7 +23,30 @@ import type { Wait } from './waits.ts';
 import { ProgressReporter } from './progress.ts';
 import { JournalWriter } from './writer.ts';
 
-export interface RunDeps {
+/**
+ * The options of a workflow the kernel reads. The primitives layer declares the ones its features
+ * read on a run (merged into this interface by `workflow.ts`).
+ */
+export interface RunOptions {
+  readonly retry?: RetryOptions | number | undefined;
+  readonly timeout?: Duration | undefined;
+  readonly cleanupTimeout?: Duration | undefined;
+}
+
+/** What the kernel knows of a workflow definition: its identity and its options (not its code). */
+export interface RunDefinition {
+  readonly name: string;
+  readonly version: string;
+  readonly options: Readonly<RunOptions>;
+}
+
+/**
+ * The services a run's features use, beside the kernel's own (`RunDeps`): declared by the feature
+ * that uses one (merged into this interface by its module), handed over by the worker.
+ */
+export interface RunServices {} // eslint-disable-line @typescript-eslint/no-empty-object-type
+
+export interface RunDeps extends RunServices {
   store: Store;
   writer: WriteBatcher;
   clock: Clock;
@@ -41,8 +62,11 @@ export interface RunDeps {
   hears: (name: WorkerEventName) => boolean;
   /** The largest step or task output, in bytes of JSON. */
   outputBytes: number;
-  /** Idempotency records (steps with a business key, at-most-once intents); absent: those steps are refused. */
-  idempotency?: Idempotency | undefined;
+  /**
+   * Runs the workflow's code on the run: the layer above builds its `ctx` and calls its function
+   * with the task's input (see `primitives/context.ts`). The kernel knows no primitive.
+   */
+  runCode: (run: RunCore) => Promise<unknown>;
   /** How long a replay waits for the call its journal says comes next (default `REPLAY_STALL_MS`): for tests. */
   replayStallMs?: number | undefined;
 }
@@ -50,7 +74,7 @@ export interface RunDeps {
 export class RunCore {
   readonly taskId: string;
   readonly epoch: number;
-  readonly workflow: Workflow;
+  readonly workflow: RunDefinition;
   readonly task: TaskRow;
   readonly deps: RunDeps;
   readonly defaultRetry: RetryPolicy;
@@ -144,7 +168,7 @@ export class RunCore {
   readonly writer: JournalWriter;
   readonly progress: ProgressReporter;
 
-  constructor(claimed: ClaimedTask, workflow: Workflow, deps: RunDeps) {
+  constructor(claimed: ClaimedTask, workflow: RunDefinition, deps: RunDeps) {
     this.task = claimed.task;
     this.taskId = claimed.task.id;
     this.epoch = claimed.task.epoch;

@@ -1,5 +1,5 @@
 /**
- * @module run/wait-for-event
+ * @module primitives/wait-for-event
  * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.waitForEvent(name | names, { timeout })`: receives the first signal sent to the task under
  * one of the names (consumed with the row that records it), or `{ timedOut: true }` once the
@@ -9,12 +9,12 @@ import { optionalMs } from '../duration.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { decodeJson } from '../serialize.ts';
 import type { SignalRow } from '../store.ts';
-import type { EventResult, WaitForEventOptions } from '../workflow.ts';
-import { call, type Primitive } from './call.ts';
-import type { RunCore } from './core.ts';
-import { STEP_NAME, journalRow, type Position } from './identity.ts';
-import { throwIfHalted } from './state.ts';
-import { waitFor } from './waits.ts';
+import type { EventResult, WaitForEventOptions } from '../api/step.ts';
+import { call, type Primitive } from '../run/call.ts';
+import type { RunCore } from '../run/core.ts';
+import { STEP_NAME, journalRow, type Position } from '../run/identity.ts';
+import { throwIfHalted } from '../run/state.ts';
+import { waitFor } from '../run/waits.ts';
 
 interface EventCall {
   pos: Position;

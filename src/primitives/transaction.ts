@@ -1,5 +1,5 @@
 /**
- * @module run/transaction
+ * @module primitives/transaction
  * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.transaction(name, fn, options)`: a step whose effects are SQL on the engine's own database.
  * `fn` runs inside a database transaction, and the step's checkpoint (its journal row, fenced by
@@ -21,14 +21,14 @@ import { checkSize } from '../limits.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
 import { decodeError, decodeJson, deserializeError, encodeJson } from '../serialize.ts';
 import type { StepRow, StepWrite } from '../store.ts';
-import { engineKey } from '../task-info.ts';
+import { engineKey } from '../idempotency/keys.ts';
 import type { Transaction } from '../transaction-types.ts';
-import type { TransactionOptions } from '../workflow.ts';
-import { parked, type Activity } from './activity.ts';
-import { call, type Primitive } from './call.ts';
-import type { RunCore } from './core.ts';
-import { journalRow } from './identity.ts';
-import { haltReason, throwIfHalted, withLeaseLost } from './state.ts';
+import type { TransactionOptions } from '../api/step.ts';
+import { parked, type Activity } from '../run/activity.ts';
+import { call, type Primitive } from '../run/call.ts';
+import type { RunCore } from '../run/core.ts';
+import { journalRow } from '../run/identity.ts';
+import { haltReason, throwIfHalted, withLeaseLost } from '../run/state.ts';
 import { attemptOf, stepFailed } from './step-attempt.ts';
 
 type TxFn = (tx: Transaction) => Promise<unknown>;

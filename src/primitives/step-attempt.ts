@@ -1,5 +1,5 @@
 /**
- * @module run/step-attempt
+ * @module primitives/step-attempt
  * Internal: not part of the public API (the package exports only its index modules).
  * Executing a `ctx.step` that has no recorded result: its attempts, each with its own timeout and
  * the run's signal, and the retry loop between them (a short backoff in-process, a long one
@@ -15,21 +15,21 @@ import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry
 import { decodeError, deserializeError, encodeError, encodeJson } from '../serialize.ts';
 import { checkSize } from '../limits.ts';
 import type { StepRow } from '../store.ts';
-import type { StepContext, StepOptions } from '../workflow.ts';
-import { parked, type Activity } from './activity.ts';
-import type { RunCore } from './core.ts';
-import { journalRow } from './identity.ts';
-import { attempt } from './attempt.ts';
-import { lateHalt } from './cleanup-scope.ts';
-import { fatalOf, throwIfHalted } from './state.ts';
+import type { StepContext, StepOptions } from '../api/step.ts';
+import { parked, type Activity } from '../run/activity.ts';
+import type { RunCore } from '../run/core.ts';
+import { journalRow } from '../run/identity.ts';
+import { attempt, type AttemptCall } from '../run/attempt.ts';
+import { lateHalt } from '../run/cleanup-scope.ts';
+import { fatalOf, throwIfHalted } from '../run/state.ts';
 import { exhausted } from './exhausted.ts';
-import { holdFor, pauseUntil, type Wait } from './waits.ts';
+import { holdFor, pauseUntil, type Wait } from '../run/waits.ts';
 import { requiredApproval } from '../approvals/guard.ts';
 import { askOnExhausted } from './exhausted-ask.ts';
 import { parkRequest, recordedAsk } from './step-ask.ts';
 
 /** One `ctx.step` call being executed: its identity and its attempts so far. */
-export interface StepCall<T> {
+export interface StepCall<T> extends AttemptCall<T> {
   seq: number;
   stepId: string;
   fn: (s: StepContext) => PromiseLike<T> | T;

@@ -1,5 +1,5 @@
 /**
- * @module run/step-ask
+ * @module primitives/step-ask
  * Internal: not part of the public API (the package exports only its index modules).
  * A step that parks on a person's decision at its own journal position (no position of its own,
  * so the code's call order is unchanged): the step's row waits (`waiting`, output
@@ -11,7 +11,7 @@ import { awaitApprovalAt, type SettledApproval } from '../approvals/request.ts';
 import type { ApprovalOptions } from '../approvals/types.ts';
 import { decodeJson } from '../serialize.ts';
 import type { StepRow } from '../store.ts';
-import type { RunCore } from './core.ts';
+import type { RunCore } from '../run/core.ts';
 import type { StepCall } from './step-attempt.ts';
 
 export type AskPurpose = 'exhausted' | 'effect' | 'budget';

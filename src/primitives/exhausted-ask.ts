@@ -1,5 +1,5 @@
 /**
- * @module run/exhausted-ask
+ * @module primitives/exhausted-ask
  * Internal: not part of the public API (the package exports only its index modules).
  * `onExhausted: 'ask'`: when a step's attempts (or repairs) run out, the step parks on an approval
  * named `exhausted:<step>` (approvers, timeout and timeout policy from the step's `ask` option;
@@ -16,8 +16,8 @@ import { ASK_PREFIX, askOptions, parseExhausted } from '../approvals/decision-da
 import { classOf } from '../failure/classify.ts';
 import { checkSize } from '../limits.ts';
 import { decodeError, encodeError, encodeJson } from '../serialize.ts';
-import type { RunCore } from './core.ts';
-import { journalRow } from './identity.ts';
+import type { RunCore } from '../run/core.ts';
+import { journalRow } from '../run/identity.ts';
 import { stepAsk } from './step-ask.ts';
 import { attemptOf, stepFailed, type StepCall } from './step-attempt.ts';
 

@@ -1,5 +1,5 @@
 /**
- * @module run/exhausted
+ * @module primitives/exhausted
  * Internal: not part of the public API (the package exports only its index modules).
  * What a step does when its attempts (or repairs) run out, per its `onExhausted` option:
  * `'fail'` records the failure and hands the code a StepFailedError; `'skip'` records the step as
@@ -13,9 +13,9 @@ import { resolveOptions } from '../approvals/policy.ts';
 import { askOptions } from '../approvals/decision-data.ts';
 import { isStandardSchema } from '../failure/validate.ts';
 import { encodeError, encodeJson } from '../serialize.ts';
-import type { StepOptions } from '../workflow.ts';
-import type { RunCore } from './core.ts';
-import { journalRow } from './identity.ts';
+import type { StepOptions } from '../api/step.ts';
+import type { RunCore } from '../run/core.ts';
+import { journalRow } from '../run/identity.ts';
 import { attemptOf, type StepCall } from './step-attempt.ts';
 
 const ON_EXHAUSTED = ['fail', 'skip', 'ask'];

@@ -1,19 +1,21 @@
 /**
- * @module run/context
+ * @module primitives/context
  * Internal: not part of the public API (the package exports only its index modules).
  * The `ctx` object handed to workflow code: the task's identity, the run's signal, and one
  * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
  */
 import type { Duration } from '../duration.ts';
 import { reportUsage } from '../ai/meter.ts';
-import type { ForEachOptions, Progress, StepContext, StepOptions, TransactionOptions, UsageReport, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
-import type { RunCore } from './core.ts';
+import type { ForEachOptions, Progress, StepContext, StepOptions, TransactionOptions, WaitForEventOptions } from '../api/step.ts';
+import type { UsageReport, Workflow, WorkflowContext } from '../workflow.ts';
+import { decodeJson } from '../serialize.ts';
+import type { RunCore } from '../run/core.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { forEach } from './for-each.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
 import { waitForEvent } from './wait-for-event.ts';
-import { RUN_OF } from './run-of.ts';
+import { RUN_OF } from '../run/run-of.ts';
 import { transaction } from './transaction.ts';
 import type { Transaction } from '../transaction-types.ts';
 import { requestApproval } from '../approvals/request.ts';
@@ -43,4 +45,9 @@ export function createContext(run: RunCore): WorkflowContext {
       run.cancelHandlers.push({ fn });
     },
   });
+}
+
+/** How the kernel runs `wf`'s code on a run (`RunDeps.runCode`): its `ctx`, and the task's input. */
+export function workflowCode(wf: Workflow): (run: RunCore) => Promise<unknown> {
+  return (run) => wf.fn(createContext(run), decodeJson(run.task.input));
 }

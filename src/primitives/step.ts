@@ -1,23 +1,22 @@
 /**
- * @module run/step
+ * @module primitives/step
  * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.step(name, fn, options)`: a recorded result is handed back in replay; otherwise the step is
  * executed (see `step-attempt.ts`) and its output or failure recorded as the code receives it.
  */
 import { InvalidArgumentError, StepFailedError } from '../errors.ts';
 import { decodeError, decodeJson, deserializeError } from '../serialize.ts';
-import type { StepContext, StepOptions } from '../workflow.ts';
-import type { Activity } from './activity.ts';
-import { call, type Primitive } from './call.ts';
-import type { RunCore } from './core.ts';
+import type { StepContext, StepOptions } from '../api/step.ts';
+import type { Activity } from '../run/activity.ts';
+import { call, type Primitive } from '../run/call.ts';
+import type { RunCore } from '../run/core.ts';
 import { checkFailureOptions, repairBudget } from './exhausted.ts';
 import { executeStep, type StepCall } from './step-attempt.ts';
 import { businessKey, keyedStep } from '../idempotency/step-key.ts';
 import { atMostOnceStep } from '../idempotency/at-most-once.ts';
-import type { Compensation } from './cleanup.ts';
-import { COMPENSATE, inScope, lateHalt } from './cleanup-scope.ts';
+import { COMPENSATE, inScope, lateHalt } from '../run/cleanup-scope.ts';
 import { redoSuffix } from '../failure/redo.ts';
-import { engineKey } from '../task-info.ts';
+import { engineKey } from '../idempotency/keys.ts';
 
 type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
 
@@ -65,12 +64,22 @@ export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => Prom
   const occurrence = run.occurrences.get(name) ?? 1;
   // Registered when the code receives the output, in that order (replayed results too).
   return p.then((output) => {
-    run.compensations.push({ name, occurrence, output, fn: compensate, retry: options.retry });
+    const undo: Undo = { name, occurrence, output, fn: compensate, retry: options.retry };
+    run.compensations.push({ stepId: occurrence === 1 ? name : `${name}#${occurrence}`, undo: () => compensationStep(run, undo) });
     return output;
   });
 }
 
+/** A completed step's compensation: the step, its output, and the function that undoes it. */
+interface Undo {
+  name: string;
+  occurrence: number;
+  output: unknown;
+  fn: (output: unknown, s: StepContext) => unknown;
+  retry: StepOptions['retry'];
+}
+
 /** The compensation `c` as a step of the cleanup scope: `compensate:<step>`, with the occurrence of the step it undoes. */
-export function compensationStep(run: RunCore, c: Compensation): Promise<unknown> {
+function compensationStep(run: RunCore, c: Undo): Promise<unknown> {
   return call(run, STEP, `${COMPENSATE}${c.name}`, (s: StepContext) => c.fn(c.output, s), c.retry === undefined ? {} : { retry: c.retry }, c.occurrence);
 }
