@@ -21,7 +21,8 @@ import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
 import type { StepContext, StepOptions } from '../api/step.ts';
 import type { RunCore } from '../run/core.ts';
 import { journalRow } from '../run/identity.ts';
-import { executeStep, type StepCall } from '../primitives/step-attempt.ts';
+import { executeStep } from '../primitives/step-attempt.ts';
+import type { StepCall } from '../primitives/step-call.ts';
 import { checkKey } from './keys.ts';
 import type { Idempotency, ResolvedRunOptions } from './run.ts';
 

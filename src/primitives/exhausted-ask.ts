@@ -19,7 +19,7 @@ import { decodeError, encodeError, encodeJson } from '../serialize.ts';
 import type { RunCore } from '../run/core.ts';
 import { journalRow } from '../run/identity.ts';
 import { stepAsk } from './step-ask.ts';
-import { attemptOf, stepFailed, type StepCall } from './step-attempt.ts';
+import { attemptOf, stepFailed, type StepCall } from './step-call.ts';
 
 type Consume = { signalId: number; seq: number } | undefined;
 

@@ -16,7 +16,7 @@ import { encodeError, encodeJson } from '../serialize.ts';
 import type { StepOptions } from '../api/step.ts';
 import type { RunCore } from '../run/core.ts';
 import { journalRow } from '../run/identity.ts';
-import { attemptOf, type StepCall } from './step-attempt.ts';
+import { attemptOf, type StepCall } from './step-call.ts';
 
 const ON_EXHAUSTED = ['fail', 'skip', 'ask'];
 

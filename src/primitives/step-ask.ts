@@ -12,7 +12,7 @@ import type { ApprovalOptions } from '../approvals/types.ts';
 import { decodeJson } from '../serialize.ts';
 import type { StepRow } from '../store.ts';
 import type { RunCore } from '../run/core.ts';
-import type { StepCall } from './step-attempt.ts';
+import type { StepCall } from './step-call.ts';
 
 export type AskPurpose = 'exhausted' | 'effect' | 'budget';
 

@@ -29,7 +29,7 @@ import { call, type Primitive } from '../run/call.ts';
 import type { RunCore } from '../run/core.ts';
 import { journalRow } from '../run/identity.ts';
 import { haltReason, throwIfHalted, withLeaseLost } from '../run/state.ts';
-import { attemptOf, stepFailed } from './step-attempt.ts';
+import { attemptOf, stepFailed } from './step-call.ts';
 
 type TxFn = (tx: Transaction) => Promise<unknown>;
 

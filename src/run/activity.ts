@@ -10,7 +10,7 @@
  * in steps. The run decides it can only wait after the code has been quiet for a moment.
  */
 import type { RunCore } from './core.ts';
-import { diverged } from './replay.ts';
+import { diverged } from './identity.ts';
 import { fatalOf, haltOf } from './state.ts';
 import { inScope } from './cleanup-scope.ts';
 

@@ -45,23 +45,6 @@ import { RUNNING, cancelOf, fatalOf, haltOf, mayWrite, type RunState } from './s
 import { inCleanup } from './cleanup-scope.ts';
 import { faultPoint } from '../fault-points.ts';
 
-/**
- * A completed step's compensation, registered when the code received its output: the primitive
- * that made the step hands the kernel how to run it as a call of the cleanup scope.
- */
-export interface Compensation {
-  /** The id of the step it undoes (`book`, `book#2`). */
-  stepId: string;
-  /** Runs the compensation (a call of the cleanup scope); rejects when it fails for good. */
-  undo(): Promise<unknown>;
-}
-
-export interface CancelHandler {
-  fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown;
-}
-
-/** How long the cleanup scope may take, unless the workflow says otherwise. */
-export const DEFAULT_CLEANUP_MS = 60_000;
 
 /** How the cleanup went. */
 export interface CleanupResult {

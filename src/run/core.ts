@@ -12,16 +12,13 @@ import type { Clock } from '../clock.ts';
 import type { Emit, WorkerEventName } from '../events.ts';
 import { resolveRetry, type RetryOptions, type RetryPolicy } from '../retry.ts';
 import { toMs, type Duration } from '../duration.ts';
-import { DEFAULT_CLEANUP_MS, type CancelHandler, type Compensation } from './cleanup.ts';
-import { CLEANUP_SEQ, CODE_RUNNING, isCleanupSeq, type CleanupPhase } from './cleanup-scope.ts';
+import { CLEANUP_SEQ, CODE_RUNNING, DEFAULT_CLEANUP_MS, isCleanupSeq, type CancelHandler, type CleanupPhase, type Compensation } from './cleanup-scope.ts';
 import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
+import type { TaskStatus } from '../lifecycle.ts';
+import type { Progress } from '../api/step.ts';
 import type { WriteBatcher } from '../write-batcher.ts';
-import { scheduleIdleCheck } from './activity.ts';
-import { Replay } from './replay.ts';
 import { RUNNING, haltOf, hasEnded, withFatal, type RunState } from './state.ts';
-import type { Wait } from './waits.ts';
-import { ProgressReporter } from './progress.ts';
-import { JournalWriter } from './writer.ts';
+import type { EndPlan, Wait } from './outcome.ts';
 
 /**
  * The options of a workflow the kernel reads. The primitives layer declares the ones its features
@@ -69,6 +66,54 @@ export interface RunDeps extends RunServices {
   runCode: (run: RunCore) => Promise<unknown>;
   /** How long a replay waits for the call its journal says comes next (default `REPLAY_STALL_MS`): for tests. */
   replayStallMs?: number | undefined;
+}
+
+/** A signal a result consumes (an event wait's), written with its checkpoint. */
+export type Consume = { signalId: number; seq: number };
+
+/** The run's replay of its journal (`replay.ts`): recorded results handed back in their order. */
+export interface ReplayPart {
+  /** Recorded results are still to be handed back. */
+  readonly pending: boolean;
+  /** A replay turn is pending. */
+  readonly scheduled: boolean;
+  /** The `done` of the last result handed to the code in this run (0: none yet). */
+  readonly handed: number;
+  start(): void;
+  stop(): void;
+  abandon(): void;
+  closeForCleanup(): void;
+  whenStuck(): Promise<void>;
+  expected(): StepRow | undefined;
+  nextDone(): number;
+  replayed<T>(seq: number, settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T>;
+  recalled<T>(settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T>;
+  inOrder<T>(work: Promise<T>, done: number, afterHandOver?: () => void, cleanup?: boolean): Promise<T>;
+}
+
+/** The run's journal writer (`writer.ts`): checkpoints, and the run's last transition. */
+export interface WriterPart {
+  complete<T>(row: StepRow, value: () => T, consume?: Consume, onDurable?: () => void): Promise<T>;
+  flush(handedOnly?: boolean): Promise<unknown>;
+  checkpoint(row: StepRow, consume?: Consume): Promise<void>;
+  settle(): Promise<void>;
+  lost(): 'lease-lost';
+  end(plan: EndPlan, afterRefusal?: boolean): Promise<TaskStatus | 'lease-lost'>;
+}
+
+/** The run's progress reports (`progress.ts`). */
+export interface ProgressPart {
+  report(step: string | null, p: Progress): void;
+  stop(): void;
+}
+
+/** How a run's parts are made (`task-run.ts` wires the kernel's modules in). */
+export interface RunParts {
+  replay(run: RunCore, steps: readonly StepRow[]): ReplayPart;
+  writer(run: RunCore): WriterPart;
+  progress(run: RunCore): ProgressPart;
+  /** Looks, soon, whether the run can only wait (`activity.ts`). */
+  checkIdle(run: RunCore): void;
 }
 
 export class RunCore {
@@ -164,11 +209,12 @@ export class RunCore {
    */
   abandoned = false;
 
-  readonly replay: Replay;
-  readonly writer: JournalWriter;
-  readonly progress: ProgressReporter;
+  readonly replay: ReplayPart;
+  readonly writer: WriterPart;
+  readonly progress: ProgressPart;
+  readonly #checkIdle: (run: RunCore) => void;
 
-  constructor(claimed: ClaimedTask, workflow: RunDefinition, deps: RunDeps) {
+  constructor(claimed: ClaimedTask, workflow: RunDefinition, deps: RunDeps, parts: RunParts) {
     this.task = claimed.task;
     this.taskId = claimed.task.id;
     this.epoch = claimed.task.epoch;
@@ -192,9 +238,10 @@ export class RunCore {
     this.cleanupMs = workflow.options.cleanupTimeout === undefined ? DEFAULT_CLEANUP_MS : toMs(workflow.options.cleanupTimeout);
     this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
     this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
-    this.replay = new Replay(this, claimed.steps);
-    this.writer = new JournalWriter(this);
-    this.progress = new ProgressReporter(this);
+    this.#checkIdle = parts.checkIdle;
+    this.replay = parts.replay(this, claimed.steps);
+    this.writer = parts.writer(this);
+    this.progress = parts.progress(this);
   }
 
   get signal(): AbortSignal {
@@ -259,7 +306,7 @@ export class RunCore {
   /** Marks the run as failed for good, whatever the workflow code does with the error. */
   fail(error: Error): Error {
     this.state = withFatal(this.state, error);
-    scheduleIdleCheck(this);
+    this.#checkIdle(this);
     this.signalIdle();
     return error;
   }

@@ -132,3 +132,11 @@ export function who(run: RunCore): string {
   const now = run.workflow.version;
   return `Task ${run.taskId} (workflow "${run.workflow.name}" version ${now}${started !== now ? `, started under version ${started}` : ''})`;
 }
+
+/**
+ * The code did not make the call the journal says came next (`what`): its control flow depends on
+ * something other than its steps' results. Fails the run.
+ */
+export function diverged(run: RunCore, next: StepRow, what: string): void {
+  run.fail(new NonDeterminismError(run.taskId, next.seq, `${who(run)}: ${what} The workflow's control flow depends on something other than its steps' results.`));
+}

@@ -21,7 +21,10 @@ import { LeaseLostError, TaskCancelledError, WorkerStoppingError, coerceError } 
 import type { TaskStatus } from '../lifecycle.ts';
 import type { ClaimedTask } from '../store.ts';
 import { scheduleIdleCheck } from './activity.ts';
-import { RunCore, type RunDefinition, type RunDeps } from './core.ts';
+import { RunCore, type RunDefinition, type RunDeps, type RunParts } from './core.ts';
+import { Replay } from './replay.ts';
+import { JournalWriter } from './writer.ts';
+import { ProgressReporter } from './progress.ts';
 import { who } from './identity.ts';
 import { decideEnd, type Settled } from './outcome.ts';
 import { armDeadline, deadlinePassed } from './deadline.ts';
@@ -34,6 +37,14 @@ import {
 
 export type { RunDefinition, RunDeps } from './core.ts';
 
+/** The kernel's modules behind a run's parts. */
+const PARTS: RunParts = {
+  replay: (run, steps) => new Replay(run, steps),
+  writer: (run) => new JournalWriter(run),
+  progress: (run) => new ProgressReporter(run),
+  checkIdle: scheduleIdleCheck,
+};
+
 export class TaskRun {
   readonly taskId: string;
   readonly epoch: number;
@@ -44,7 +55,7 @@ export class TaskRun {
     this.taskId = claimed.task.id;
     this.epoch = claimed.task.epoch;
     this.workflow = workflow;
-    this.#run = new RunCore(claimed, workflow, deps);
+    this.#run = new RunCore(claimed, workflow, deps, PARTS);
     if (claimed.task.status === 'cancelling') this.cancel(claimed.task.cancelReason ?? undefined);
     if (claimed.task.pauseRequested) this.#run.state = withPause(this.#run.state);
   }

@@ -6,20 +6,13 @@
  * has nothing left to do but wait, it parks with all of its waits (the earliest deadline, every
  * awaited event: see `outcome.ts`).
  */
-import type { StepRow } from '../store.ts';
 import { parked, scheduleIdleCheck, type Activity } from './activity.ts';
 import type { RunCore } from './core.ts';
+import type { Wait } from './outcome.ts';
+
+export type { Wait } from './outcome.ts';
 import { haltReason } from './state.ts';
 
-/** A wait registered by the code: the task may park on it. */
-export interface Wait {
-  row: StepRow;
-  wakeAt: number | null;
-  events: readonly string[];
-  describe: Record<string, unknown>;
-  /** Set by {@link waitFor}: ends the wait in-process before its deadline (a signal arrived). */
-  wake?: () => void;
-}
 
 /**
  * Registers a wait on which the task may park. With `timer`, a wait that has a deadline also
