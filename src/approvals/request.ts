@@ -137,12 +137,13 @@ export function awaitApprovalAt(run: RunCore, site: ApprovalSite, name: string, 
   return awaitApproval(run, c, site, activity);
 }
 
-async function awaitApproval(run: RunCore, c: ApprovalCall, site: ApprovalSite, activity: Activity): Promise<SettledApproval> {
+/**
+ * The approval record of this call: the one the waiting row names (a run resumed from a park), or
+ * a new one requested now. A retried task is asked again: an approval of an earlier try that
+ * nobody decided before the task ended is closed (if no closer did it yet) and a new one requested.
+ */
+async function findOrRequest(run: RunCore, c: ApprovalCall, site: ApprovalSite): Promise<ApprovalRow> {
   const { clock, store } = run.deps;
-  const { seq, stepId, recorded } = site;
-  // Asking a person is a side effect: every result the code received is durable first.
-  await run.writer.flush();
-  throwIfHalted(run.state);
   const now = clock.now();
   const fresh: ApprovalRow = {
     id: `apv_${newId(now)}`, taskId: run.taskId, workflow: run.workflow.name, name: c.name,
@@ -152,24 +153,27 @@ async function awaitApproval(run: RunCore, c: ApprovalCall, site: ApprovalSite, 
     remindAt: c.stored.remindEveryMs === null ? null : now + c.stored.remindEveryMs, level: 1, decisions: '[]', outcome: null, version: 1,
     createdAt: now, decidedAt: null,
   };
+  const recorded = site.recorded;
   // A run resumed from a park knows its approval from the waiting row: a read, not a write.
   const known = recorded?.status === 'waiting' && recorded.output ? (decodeJson(recorded.output) as { approvalId?: string } | null)?.approvalId : undefined;
-  let found = known ? await storeCall(run, `read approval ${known}`, () => store.getApproval(known)) : null;
-  if (found && found.callKey !== fresh.callKey && (isOpen(found.status) || endedBy(found))) {
-    // A retried task is asked again: an approval of an earlier try that nobody decided before the
-    // task ended is closed (if no closer did it yet) and a new one is requested.
-    if (isOpen(found.status)) await closeForRetry(run, found);
-    found = null;
-  }
-  if (!found) {
-    const inserted = await storeCall(run, `record approval "${c.name}"`, () =>
-      store.insertApproval({ approval: fresh, epoch: run.epoch, at: now, log: [requestedEntry(fresh, { kind: 'worker', id: run.deps.workerId })] }),
-    );
-    if (!inserted) leaseLost(run);
-    found = inserted.approval;
-    if (inserted.created) await tell(run, 'requested', found);
-  }
-  let row: ApprovalRow = found;
+  const found = known ? await storeCall(run, `read approval ${known}`, () => store.getApproval(known)) : null;
+  if (found && !(found.callKey !== fresh.callKey && (isOpen(found.status) || endedBy(found)))) return found;
+  if (found && isOpen(found.status)) await closeForRetry(run, found);
+  const inserted = await storeCall(run, `record approval "${c.name}"`, () =>
+    store.insertApproval({ approval: fresh, epoch: run.epoch, at: now, log: [requestedEntry(fresh, { kind: 'worker', id: run.deps.workerId })] }),
+  );
+  if (!inserted) leaseLost(run);
+  if (inserted.created) await tell(run, 'requested', inserted.approval);
+  return inserted.approval;
+}
+
+async function awaitApproval(run: RunCore, c: ApprovalCall, site: ApprovalSite, activity: Activity): Promise<SettledApproval> {
+  const { clock, store } = run.deps;
+  const { seq, stepId, recorded } = site;
+  // Asking a person is a side effect: every result the code received is durable first.
+  await run.writer.flush();
+  throwIfHalted(run.state);
+  let row: ApprovalRow = await findOrRequest(run, c, site);
   const stored = JSON.parse(row.policy) as StoredOptions;
   const signal = wakeName(row.id);
   const base = journalRow(run, seq, stepId, site.kind, {

@@ -30,6 +30,7 @@ import type { StepCall } from '../primitives/step-call.ts';
 import { throwIfHalted } from '../run/state.ts';
 import { ASK_PREFIX, parseEffect } from '../approvals/decision-data.ts';
 import { recordedAsk, stepAsk } from '../primitives/step-ask.ts';
+import type { IdempotencyBackend } from './records.ts';
 
 /** A person's decision on an at-most-once step whose outcome nobody could verify. */
 export type EffectDecision = 'rerun' | 'skip' | 'fail';
@@ -87,35 +88,8 @@ export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T
       reason = answer && 'reason' in answer ? (answer.reason ?? null) : null;
     }
     // Unknown: park on an approval until a person decides (no worker slot held meanwhile).
-    const { approvalId, decision, consume } = await stepAsk(run, c as StepCall<unknown>, {
-      purpose: 'effect',
-      // One approval per recorded intent: a crash before the park asks the same one again.
-      callKey: `${ASK_PREFIX.effect}${c.stepId}@${run.task.retries}:${intent.updatedAt}`,
-      name: effectApprovalName(c.stepId),
-      options: {
-        payload: {
-          step: c.stepId, question: `Did the at-most-once effect of step "${c.stepId}" happen? verify could not tell.`,
-          reason, actions: EFFECT_DECISIONS,
-        },
-      },
-      fields: { attempts: c.attempt, startedAt: c.recorded?.startedAt ?? clock.now() },
-      resume: parkedOnAsk,
-    });
-    const parsed = decision.approved ? parseEffect(decision.data) : ({ ok: true, value: { action: 'fail' } } as const);
-    const action = parsed.ok ? parsed.value : null;
-    if (!action || action.action === 'fail') {
-      const error = action
-        ? new NonRetryableError(`Step "${c.stepId}" was failed by a person (approval ${approvalId}): its at-most-once effect could not be verified.`)
-        : new InvalidArgumentError(`Step "${c.stepId}": the decision on approval ${approvalId} cannot be applied: ${parsed.ok ? '' : parsed.problem}.`);
-      const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'failed', error: encodeError(error), attempts: c.attempt, finishedAt: clock.now() });
-      return run.writer.complete(row, () => {
-        throw new StepFailedError(c.stepId, c.attempt, error);
-      }, consume);
-    }
-    if (action.action === 'skip') return handBack(run, c, encodeJson(action.result, 'The result given to skip an at-most-once step'), consume);
-    // rerun: the decision is recorded (consumed) with the step's row, then the step runs.
-    await backend.fail(key, owner, encodeError(new Error('re-run by decision')), clock.now(), INTENT_TTL_MS);
-    await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', { status: 'retrying', attempts: c.attempt, startedAt: clock.now(), wakeAt: clock.now() }), consume);
+    const decided = await askPerson(run, c, { backend, key, owner, updatedAt: intent.updatedAt }, reason, parkedOnAsk);
+    if (decided) return decided.done;
   }
   const fn = c.fn;
   c.fn = async (s: StepContext): Promise<T> => {
@@ -133,6 +107,54 @@ export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T
     return value;
   };
   return executeStep(run, c);
+}
+
+/** The intent record of an at-most-once step. */
+interface Intent {
+  backend: IdempotencyBackend;
+  key: string;
+  owner: string;
+  updatedAt: number;
+}
+
+/**
+ * Parks on an approval `effect:<step>` until a person decides whether the attempt happened: the
+ * step's end (failed, or skipped with a given result: `done`), or null to run it again (the decision is
+ * recorded with the step's row first).
+ */
+async function askPerson<T>(run: RunCore, c: StepCall<T>, i: Intent, reason: string | null, parkedOnAsk: boolean): Promise<{ done: Promise<T> } | null> {
+  const { clock } = run.deps;
+  const { approvalId, decision, consume } = await stepAsk(run, c as StepCall<unknown>, {
+    purpose: 'effect',
+    // One approval per recorded intent: a crash before the park asks the same one again.
+    callKey: `${ASK_PREFIX.effect}${c.stepId}@${run.task.retries}:${i.updatedAt}`,
+    name: effectApprovalName(c.stepId),
+    options: {
+      payload: {
+        step: c.stepId, question: `Did the at-most-once effect of step "${c.stepId}" happen? verify could not tell.`,
+        reason, actions: EFFECT_DECISIONS,
+      },
+    },
+    fields: { attempts: c.attempt, startedAt: c.recorded?.startedAt ?? clock.now() },
+    resume: parkedOnAsk,
+  });
+  const parsed = decision.approved ? parseEffect(decision.data) : ({ ok: true, value: { action: 'fail' } } as const);
+  const action = parsed.ok ? parsed.value : null;
+  if (!action || action.action === 'fail') {
+    const error = action
+      ? new NonRetryableError(`Step "${c.stepId}" was failed by a person (approval ${approvalId}): its at-most-once effect could not be verified.`)
+      : new InvalidArgumentError(`Step "${c.stepId}": the decision on approval ${approvalId} cannot be applied: ${parsed.ok ? '' : parsed.problem}.`);
+    const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'failed', error: encodeError(error), attempts: c.attempt, finishedAt: clock.now() });
+    const done = run.writer.complete<T>(row, () => {
+      throw new StepFailedError(c.stepId, c.attempt, error);
+    }, consume);
+    return { done };
+  }
+  if (action.action === 'skip') return { done: handBack(run, c, encodeJson(action.result, 'The result given to skip an at-most-once step'), consume) };
+  // rerun: the decision is recorded (consumed) with the step's row, then the step runs.
+  await i.backend.fail(i.key, i.owner, encodeError(new Error('re-run by decision')), clock.now(), INTENT_TTL_MS);
+  await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', { status: 'retrying', attempts: c.attempt, startedAt: clock.now(), wakeAt: clock.now() }), consume);
+  return null;
 }
 
 /** The step's result, without calling `fn`: checkpointed as it is handed to the code. */

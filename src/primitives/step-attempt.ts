@@ -103,7 +103,7 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
       if (c.undoable) run.settledUndoable(c.stepId);
       const next = await attemptFailed(run, c, raw);
       if (next === AGAIN) continue;
-      return next;
+      return next.done;
     }
     const done = stepSucceeded(run, c, value);
     if (c.undoable) {
@@ -120,10 +120,10 @@ const AGAIN = Symbol('again');
 
 /**
  * After a failed attempt: throws what stops the step (a halt, the cleanup, a failed run), or waits
- * out the backoff (or a person) and answers {@link AGAIN}, or answers the step's end when its
- * attempts ran out.
+ * out the backoff (or a person) and answers {@link AGAIN}, or answers the step's end (`done`) when
+ * its attempts ran out.
  */
-async function attemptFailed<T>(run: RunCore, c: StepCall<T>, raw: unknown): Promise<Promise<T> | typeof AGAIN> {
+async function attemptFailed<T>(run: RunCore, c: StepCall<T>, raw: unknown): Promise<{ done: Promise<T> } | typeof AGAIN> {
   throwIfHalted(run.state);
   // A step of the code that was stopped, failing during the cleanup scope: not retried.
   const late = lateHalt(run.cleanup);
@@ -146,9 +146,9 @@ async function attemptFailed<T>(run: RunCore, c: StepCall<T>, raw: unknown): Pro
   // Repairs have their own budget: the retry policy counts only the other attempts.
   if (c.base) cls.retriedAfter = c.base;
   if (repair ? c.repairs >= c.repairBudget : !shouldRetry(c.policy, error, c.attempt - c.repairs - c.base, cls)) {
-    if (c.options.onExhausted !== 'ask') return exhausted(run, c, error, stepFailed);
+    if (c.options.onExhausted !== 'ask') return { done: exhausted(run, c, error, stepFailed) };
     const next = await askOnExhausted(run, c, error, false);
-    return next.retry ? AGAIN : next.done;
+    return next.retry ? AGAIN : next;
   }
   if (repair) {
     c.repairs++;

@@ -66,13 +66,7 @@ export function attempt<T>(run: RunCore, c: AttemptCall<T>): Promise<T> {
   const timeout = timeoutMs === undefined ? undefined : new AbortController();
   // With a timeout, the step's own signal (the run's or the timeout's); without, the run's.
   const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
-  const ctx: StepContext = Object.freeze({
-    // A data property: an object literal with a getter costs more to build than the run's one
-    // AbortController (made at the run's first attempt).
-    signal: own ?? run.signal,
-    idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, lastOutput: c.lastOutput, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
-    progress: (p: Progress) => run.progress.report(c.stepId, p),
-  });
+  const ctx = stepContext(run, c, own ?? run.signal);
   const fn = c.fn;
   return new Promise<T>((ok, fail) => {
     // Nor does a running step's end reach the code of a dead worker (see above).
@@ -126,25 +120,37 @@ export function attempt<T>(run: RunCore, c: AttemptCall<T>): Promise<T> {
         () => undefined,
       );
     }
-    let result: PromiseLike<T> | T;
-    try {
-      result = fn(ctx);
-    } catch (e) {
+    callStep(fn, ctx, settle, (e) => {
       cleanup();
-      return reject(e);
-    }
-    if (isThenable(result)) {
-      // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
-      Promise.resolve(result).then(
-        (v) => settle(v as T),
-        (e: unknown) => {
-          cleanup();
-          reject(e);
-        },
-      );
-    } else {
-      // A synchronous step: its value is final.
-      settle(result as T);
-    }
+      reject(e);
+    });
   });
+}
+
+/** What the step function of `c` receives (its signal: the run's, or its own with a timeout). */
+function stepContext(run: RunCore, c: AttemptCall<unknown>, signal: AbortSignal): StepContext {
+  return Object.freeze({
+    // A data property: an object literal with a getter costs more to build than the run's one
+    // AbortController (made at the run's first attempt).
+    signal,
+    idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, lastOutput: c.lastOutput, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
+    progress: (p: Progress) => run.progress.report(c.stepId, p),
+  });
+}
+
+/** Calls the step function: its value goes to `settle`, its failure (thrown or rejected) to `fail`. */
+function callStep<T>(fn: (s: StepContext) => PromiseLike<T> | T, ctx: StepContext, settle: (v: T) => void, fail: (e: unknown) => void): void {
+  let result: PromiseLike<T> | T;
+  try {
+    result = fn(ctx);
+  } catch (e) {
+    return fail(e);
+  }
+  if (isThenable(result)) {
+    // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
+    Promise.resolve(result).then((v) => settle(v as T), fail);
+  } else {
+    // A synchronous step: its value is final.
+    settle(result as T);
+  }
 }
