@@ -18,7 +18,7 @@ import type { DwellOptions } from './dwell/types.ts';
 import { checkDwell } from './dwell/types.ts';
 import { resolveRetention, type RetentionPolicy } from './retention/policy.ts';
 
-declare module './run/core.ts' {
+declare module './run/run.ts' {
   /** The workflow options that features read on a run (model calls: `ai/meter.ts`). */
   interface RunOptions {
     readonly budget?: Budget | undefined;

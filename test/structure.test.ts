@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -96,5 +96,15 @@ describe('the structure of src/', () => {
     const upward = findings.filter((l) => l.endsWith('a higher layer') && ours(l.slice(0, l.indexOf(' '))));
     expect(cycles).toEqual([]);
     expect(upward).toEqual([]);
+  });
+
+  it('lets the primitives reach a run only through the kernel\'s operations (Run), not its state (RunCore)', () => {
+    const src = join(import.meta.dirname, '..', 'src');
+    const above = ['primitives', 'approvals', 'idempotency', 'failure', 'machine'].flatMap((dir) =>
+      readdirSync(join(src, dir)).filter((f) => f.endsWith('.ts')).map((f) => `${dir}/${f}`));
+    // The ctx assembly hands model metering (ai/meter.ts) the run as it takes it today.
+    const allowed = new Set(['primitives/context.ts']);
+    const reaching = above.filter((f) => !allowed.has(f) && /from '\.\.\/run\/core\.ts'/.test(readFileSync(join(src, f), 'utf8')));
+    expect(reaching).toEqual([]);
   });
 });

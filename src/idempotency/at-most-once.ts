@@ -23,7 +23,7 @@ import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
 import type { StepContext, VerifyAnswer } from '../api/step.ts';
 
 export type { VerifyAnswer, VerifyContext } from '../api/step.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import { journalRow } from '../run/identity.ts';
 import { executeStep } from '../primitives/step-attempt.ts';
 import type { StepCall } from '../primitives/step-call.ts';
@@ -45,7 +45,7 @@ export function effectApprovalName(stepId: string): string {
 const INTENT_LEASE_MS = 100 * 365 * 86_400_000;
 const INTENT_TTL_MS = 90 * 86_400_000;
 
-export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+export async function atMostOnceStep<T>(run: Run, c: StepCall<T>): Promise<T> {
   const backend = run.deps.store.idempotencyRecords?.();
   if (!backend) throw run.fail(new InvalidArgumentError(`ctx.step("${c.stepId}"): an at-most-once step needs a store that keeps idempotency records (SQLite or PostgreSQL).`));
   const verify = c.options.verify;
@@ -122,7 +122,7 @@ interface Intent {
  * step's end (failed, or skipped with a given result: `done`), or null to run it again (the decision is
  * recorded with the step's row first).
  */
-async function askPerson<T>(run: RunCore, c: StepCall<T>, i: Intent, reason: string | null, parkedOnAsk: boolean): Promise<{ done: Promise<T> } | null> {
+async function askPerson<T>(run: Run, c: StepCall<T>, i: Intent, reason: string | null, parkedOnAsk: boolean): Promise<{ done: Promise<T> } | null> {
   const { clock } = run.deps;
   const { approvalId, decision, consume } = await stepAsk(run, c as StepCall<unknown>, {
     purpose: 'effect',
@@ -158,7 +158,7 @@ async function askPerson<T>(run: RunCore, c: StepCall<T>, i: Intent, reason: str
 }
 
 /** The step's result, without calling `fn`: checkpointed as it is handed to the code. */
-function handBack<T>(run: RunCore, c: StepCall<T>, output: string | null, consume?: { signalId: number; seq: number }): Promise<T> {
+function handBack<T>(run: Run, c: StepCall<T>, output: string | null, consume?: { signalId: number; seq: number }): Promise<T> {
   const now = run.deps.clock.now();
   const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.recorded?.startedAt ?? now, finishedAt: now });
   return run.writer.complete(row, () => decodeJson(output) as T, consume);

@@ -16,7 +16,7 @@ import { ASK_PREFIX, askOptions, parseExhausted } from '../approvals/decision-da
 import { classOf } from '../failure/classify.ts';
 import { checkSize } from '../limits.ts';
 import { decodeError, encodeError, encodeJson } from '../serialize.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import { journalRow } from '../run/identity.ts';
 import { stepAsk } from './step-ask.ts';
 import { attemptOf, stepFailed, type StepCall } from './step-call.ts';
@@ -26,7 +26,7 @@ type Consume = { signalId: number; seq: number } | undefined;
 /** What the step does after the decision: attempt again, or the recorded outcome the code receives. */
 export type ExhaustedOutcome<T> = { retry: true } | { retry: false; done: Promise<T> };
 
-function completed<T>(run: RunCore, c: StepCall<T>, output: string | null, error: Error | null, consume: Consume): Promise<T> {
+function completed<T>(run: Run, c: StepCall<T>, output: string | null, error: Error | null, consume: Consume): Promise<T> {
   const row = journalRow(run, c.seq, c.stepId, 'step', {
     status: 'completed', output, error: error ? encodeError(error) : null, attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
   });
@@ -37,7 +37,7 @@ function completed<T>(run: RunCore, c: StepCall<T>, output: string | null, error
  * Step `c` ran out of attempts with `error` (or resumes such a park: `resume`): asks a person and
  * applies the decision.
  */
-export async function askOnExhausted<T>(run: RunCore, c: StepCall<T>, error: Error, resume: boolean): Promise<ExhaustedOutcome<T>> {
+export async function askOnExhausted<T>(run: Run, c: StepCall<T>, error: Error, resume: boolean): Promise<ExhaustedOutcome<T>> {
   const canSkip = 'fallback' in c.options;
   const e = decodeError(encodeError(error));
   const payload = {

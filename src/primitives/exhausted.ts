@@ -14,7 +14,7 @@ import { askOptions } from '../approvals/decision-data.ts';
 import { isStandardSchema } from '../failure/validate.ts';
 import { encodeError, encodeJson } from '../serialize.ts';
 import type { StepOptions } from '../api/step.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import { journalRow } from '../run/identity.ts';
 import { attemptOf, type StepCall } from './step-call.ts';
 
@@ -61,7 +61,7 @@ export function repairBudget(o: StepOptions): number {
 }
 
 /** The step ran out of attempts with `error`: fail it, or skip it with its fallback. */
-export function exhausted<T>(run: RunCore, c: StepCall<T>, error: Error, fail: (run: RunCore, c: StepCall<T>, error: Error) => Promise<T>): Promise<T> {
+export function exhausted<T>(run: Run, c: StepCall<T>, error: Error, fail: (run: Run, c: StepCall<T>, error: Error) => Promise<T>): Promise<T> {
   if (c.options.onExhausted !== 'skip') return fail(run, c, error);
   run.deps.emit('step:failed', { ...attemptOf(run, c), error });
   const output = encodeJson(c.options.fallback, `The fallback of step "${c.stepId}"`);

@@ -11,7 +11,7 @@
  */
 import { InvalidArgumentError } from '../errors.ts';
 import type { ForEachOptions, StepContext } from '../api/step.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import { step } from './step.ts';
 
 const DEFAULT_CHUNK = 100;
@@ -32,7 +32,7 @@ async function runChunk<T, R>(items: readonly T[], offset: number, concurrency: 
 }
 
 export async function forEach<T, R>(
-  run: RunCore,
+  run: Run,
   name: string,
   items: readonly T[],
   fn: (item: T, index: number, s: StepContext) => R | PromiseLike<R>,

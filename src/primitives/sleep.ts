@@ -6,7 +6,7 @@
  */
 import { toMs, type Duration } from '../duration.ts';
 import { call, type Primitive } from '../run/call.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import { journalRow, type Position } from '../run/identity.ts';
 import { throwIfHalted } from '../run/state.ts';
 import { holdFor, pauseUntil, type Wait } from '../run/waits.ts';
@@ -34,6 +34,6 @@ const SLEEP: Primitive<Duration, undefined, { pos: Position; ms: number }, void>
   },
 };
 
-export function sleep(run: RunCore, name: string, duration: Duration): Promise<void> {
+export function sleep(run: Run, name: string, duration: Duration): Promise<void> {
   return call(run, SLEEP, name, duration, undefined);
 }

@@ -14,7 +14,7 @@ import { validateOutput } from '../failure/validate.ts';
 import { backoffMs, resolveRetry, shouldRetry } from '../retry.ts';
 import { decodeError, deserializeError, encodeError } from '../serialize.ts';
 import { parked } from '../run/activity.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import { journalRow } from '../run/identity.ts';
 import { attempt } from '../run/attempt.ts';
 import { attemptOf, stepFailed, stepSucceeded, type StepCall } from './step-call.ts';
@@ -27,7 +27,7 @@ import { askOnExhausted } from './exhausted-ask.ts';
 import { parkRequest, recordedAsk } from './step-ask.ts';
 
 /** A wait until the next attempt of a step, with the row that records its attempts so far. */
-function retryWait(run: RunCore, c: StepCall<unknown>, wakeAt: number): Wait {
+function retryWait(run: Run, c: StepCall<unknown>, wakeAt: number): Wait {
   return {
     row: journalRow(run, c.seq, c.stepId, 'step', {
       status: 'retrying', error: c.lastError ? encodeError(c.lastError) : null, attempts: c.attempt, startedAt: c.firstStart, wakeAt,
@@ -39,7 +39,7 @@ function retryWait(run: RunCore, c: StepCall<unknown>, wakeAt: number): Wait {
 }
 
 /** Takes up what the step's journal row recorded of its attempts; true if it had parked on an exhausted ask. */
-function resumeRecorded(run: RunCore, c: StepCall<unknown>): boolean {
+function resumeRecorded(run: Run, c: StepCall<unknown>): boolean {
   const { options, recorded } = c;
   // A step parked on a person's decision when its attempts ran out (`onExhausted: 'ask'`).
   const asked = recordedAsk(recorded)?.ask === 'exhausted' && options.onExhausted === 'ask';
@@ -62,7 +62,7 @@ function resumeRecorded(run: RunCore, c: StepCall<unknown>): boolean {
 }
 
 /** Runs the step's attempts (resuming a recorded retry) until it succeeds or fails for good. */
-export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+export async function executeStep<T>(run: Run, c: StepCall<T>): Promise<T> {
   const { clock, emit, hears } = run.deps;
   const { options, recorded } = c;
   const asked = resumeRecorded(run, c as StepCall<unknown>);
@@ -87,7 +87,7 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     if (run.blocked()) {
       // Paused or draining: this attempt does not start in this run (a retry keeps its count).
       if (c.attempt > 0) return holdFor(run, retryWait(run, c, clock.now()), c.activity);
-      run.refused++;
+      run.refuse();
       c.activity.idle();
       return parked<T>(run);
     }
@@ -95,7 +95,7 @@ export async function executeStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
     c.started = clock.now();
     if (hears('step:started')) emit('step:started', attemptOf(run, c));
     let value: T;
-    if (c.undoable) run.undoable.add(c.stepId);
+    if (c.undoable) run.trackUndoable(c.stepId);
     try {
       value = await attempt(run, c);
       if (options.output) value = (await validateOutput(options.output, value, c.stepId)) as T;
@@ -123,7 +123,7 @@ const AGAIN = Symbol('again');
  * out the backoff (or a person) and answers {@link AGAIN}, or answers the step's end (`done`) when
  * its attempts ran out.
  */
-async function attemptFailed<T>(run: RunCore, c: StepCall<T>, raw: unknown): Promise<{ done: Promise<T> } | typeof AGAIN> {
+async function attemptFailed<T>(run: Run, c: StepCall<T>, raw: unknown): Promise<{ done: Promise<T> } | typeof AGAIN> {
   throwIfHalted(run.state);
   // A step of the code that was stopped, failing during the cleanup scope: not retried.
   const late = lateHalt(run.cleanup);
@@ -174,7 +174,7 @@ async function attemptFailed<T>(run: RunCore, c: StepCall<T>, raw: unknown): Pro
 }
 
 /** The engine's class of the attempt's error; a `classify` hook that answers nonsense fails the run. */
-function classify(run: RunCore, c: StepCall<unknown>, raw: unknown): ErrorClass {
+function classify(run: Run, c: StepCall<unknown>, raw: unknown): ErrorClass {
   try {
     return classifyError(raw, c.options.classify, run.deps.clock.now());
   } catch (e) {

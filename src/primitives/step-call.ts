@@ -13,7 +13,7 @@ import type { RetryPolicy } from '../retry.ts';
 import type { Activity } from '../run/activity.ts';
 import type { AttemptCall } from '../run/attempt.ts';
 import type { StepContext } from '../api/step.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import { journalRow } from '../run/identity.ts';
 
 /** One `ctx.step` call being executed: its identity and its attempts so far. */
@@ -47,13 +47,13 @@ export interface StepCall<T> extends AttemptCall<T> {
 }
 
 /** What every step event says of the attempt: task, step, the key it received, its number. */
-export function attemptOf(run: RunCore, c: Pick<StepCall<unknown>, 'stepId' | 'idempotencyKey' | 'attempt'>): { taskId: string; step: string; idempotencyKey: string; attempt: number } {
+export function attemptOf(run: Run, c: Pick<StepCall<unknown>, 'stepId' | 'idempotencyKey' | 'attempt'>): { taskId: string; step: string; idempotencyKey: string; attempt: number } {
   return { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt };
 }
 
 /** The step failed for good: the code receives a StepFailedError (recorded like any result). */
 export function stepFailed<T>(
-  run: RunCore,
+  run: Run,
   c: Pick<StepCall<T>, 'seq' | 'stepId' | 'attempt' | 'firstStart' | 'idempotencyKey'>,
   error: Error,
   consume?: { signalId: number; seq: number },
@@ -69,7 +69,7 @@ export function stepFailed<T>(
 }
 
 /** Records the step's output (handed back as its JSON copy, as a replay would). */
-export function stepSucceeded<T>(run: RunCore, c: StepCall<T>, value: T): Promise<T> {
+export function stepSucceeded<T>(run: Run, c: StepCall<T>, value: T): Promise<T> {
   let output: string | null;
   try {
     output = encodeJson(value, () => `The output of step "${c.stepId}"`);

@@ -9,7 +9,7 @@ import { decodeError, decodeJson, deserializeError } from '../serialize.ts';
 import type { StepContext, StepOptions } from '../api/step.ts';
 import type { Activity } from '../run/activity.ts';
 import { call, type Primitive } from '../run/call.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import { checkFailureOptions, repairBudget } from './exhausted.ts';
 import { executeStep } from './step-attempt.ts';
 import type { StepCall } from './step-call.ts';
@@ -38,7 +38,7 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     const bad = checkFailureOptions(pos.stepId, options);
     if (bad) throw run.fail(bad);
     const business = options.key === undefined ? null : businessKey(run, pos.stepId, options);
-    if (business !== null) run.businessKeys.set(pos.seq, business);
+    if (business !== null) run.keyCall(pos.seq, business);
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
       idempotencyKey: (business ?? engineKey(run.taskId, pos.name, pos.occurrence)) + redoSuffix(run.task.redo, pos.stepId),
@@ -54,7 +54,7 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
   },
 };
 
-export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions): Promise<T> {
+export function step<T>(run: Run, name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions): Promise<T> {
   const p = call(run, STEP, name, fn, options) as Promise<T>;
   const compensate = options?.compensate;
   if (!compensate) return p;
@@ -62,11 +62,11 @@ export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => Prom
   // The cleanup's own steps are not compensated.
   if (inScope(run.cleanup)) return p;
   // The occurrence this call took (its position was taken synchronously by `call`).
-  const occurrence = run.occurrences.get(name) ?? 1;
+  const occurrence = run.occurrence(name);
   // Registered when the code receives the output, in that order (replayed results too).
   return p.then((output) => {
     const undo: Undo = { name, occurrence, output, fn: compensate, retry: options.retry };
-    run.compensations.push({ stepId: occurrence === 1 ? name : `${name}#${occurrence}`, undo: () => compensationStep(run, undo) });
+    run.registerCompensation({ stepId: occurrence === 1 ? name : `${name}#${occurrence}`, undo: () => compensationStep(run, undo) });
     return output;
   });
 }
@@ -81,6 +81,6 @@ interface Undo {
 }
 
 /** The compensation `c` as a step of the cleanup scope: `compensate:<step>`, with the occurrence of the step it undoes. */
-function compensationStep(run: RunCore, c: Undo): Promise<unknown> {
+function compensationStep(run: Run, c: Undo): Promise<unknown> {
   return call(run, STEP, `${COMPENSATE}${c.name}`, (s: StepContext) => c.fn(c.output, s), c.retry === undefined ? {} : { retry: c.retry }, c.occurrence);
 }

@@ -8,10 +8,9 @@
 import { optionalMs } from '../duration.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { decodeJson } from '../serialize.ts';
-import type { SignalRow } from '../store.ts';
 import type { EventResult, WaitForEventOptions } from '../api/step.ts';
 import { call, type Primitive } from '../run/call.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import { STEP_NAME, journalRow, type Position } from '../run/identity.ts';
 import { throwIfHalted } from '../run/state.ts';
 import { waitFor } from '../run/waits.ts';
@@ -37,7 +36,7 @@ const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventR
     const receive = (until: number | null): Promise<EventResult<unknown>> | null => {
       const index = run.signals.findIndex((s) => names.includes(s.name) && (until === null || s.createdAt <= until));
       if (index < 0) return null;
-      const [signal] = run.signals.splice(index, 1) as [SignalRow];
+      const signal = run.takeSignal(index);
       const result: EventResult<unknown> = { timedOut: false, name: signal.name, payload: decodeJson(signal.payload) };
       return run.writer.complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: clock.now() }, () => result, { signalId: signal.id, seq });
     };
@@ -69,7 +68,7 @@ const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventR
   },
 };
 
-export function waitForEvent<T>(run: RunCore, nameOrNames: string | readonly string[], options: WaitForEventOptions = {}): Promise<EventResult<T>> {
+export function waitForEvent<T>(run: Run, nameOrNames: string | readonly string[], options: WaitForEventOptions = {}): Promise<EventResult<T>> {
   let names: readonly string[];
   try {
     names = typeof nameOrNames === 'string' ? [nameOrNames] : [...nameOrNames];

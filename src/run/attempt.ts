@@ -16,7 +16,8 @@
 import { StepTimeoutError } from '../errors.ts';
 import type { Progress, StepContext } from '../api/step.ts';
 import { lateHalt } from './cleanup-scope.ts';
-import type { RunCore } from './core.ts';
+import { coreOf, type RunCore } from './core.ts';
+import type { Run } from './run.ts';
 import { haltOf, mayWrite } from './state.ts';
 
 /**
@@ -58,7 +59,8 @@ function undoneLater(run: RunCore, c: AttemptCall<unknown>, why: unknown): boole
 }
 
 /** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
-export function attempt<T>(run: RunCore, c: AttemptCall<T>): Promise<T> {
+export function attempt<T>(view: Run, c: AttemptCall<T>): Promise<T> {
+  const run = coreOf(view);
   // A dead worker (TaskRun.abandon: the crash simulation of stepwise-engine/testing) starts nothing.
   if (run.abandoned) return new Promise<T>(() => undefined);
   if (run.aborted) return Promise.reject(run.abortReason);

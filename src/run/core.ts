@@ -8,104 +8,15 @@
  * the state and must tell everyone (the signal, the attempts in progress, the waiting run).
  */
 import { setMaxListeners } from 'node:events';
-import type { Clock } from '../clock.ts';
-import type { Emit, WorkerEventName } from '../events.ts';
-import { resolveRetry, type RetryOptions, type RetryPolicy } from '../retry.ts';
-import { toMs, type Duration } from '../duration.ts';
+import { resolveRetry, type RetryPolicy } from '../retry.ts';
+import { toMs } from '../duration.ts';
 import { CLEANUP_SEQ, CODE_RUNNING, DEFAULT_CLEANUP_MS, isCleanupSeq, type CancelHandler, type CleanupPhase, type Compensation } from './cleanup-scope.ts';
-import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
-import type { TaskStatus } from '../lifecycle.ts';
-import type { Progress } from '../api/step.ts';
-import type { WriteBatcher } from '../write-batcher.ts';
-import { RUNNING, haltOf, hasEnded, withFatal, type RunState } from './state.ts';
-import type { EndPlan, Wait } from './outcome.ts';
+import type { ClaimedTask, SignalRow, StepRow, TaskRow } from '../store.ts';
+import { RUNNING, haltOf, hasEnded, withFatal, withLeaseLost, withStoreLost, type RunState } from './state.ts';
+import type { Wait } from './outcome.ts';
+import type { ProgressPart, ReplayPart, Run, RunDefinition, RunDeps, WriterPart } from './run.ts';
 
-/**
- * The options of a workflow the kernel reads. The primitives layer declares the ones its features
- * read on a run (merged into this interface by `workflow.ts`).
- */
-export interface RunOptions {
-  readonly retry?: RetryOptions | number | undefined;
-  readonly timeout?: Duration | undefined;
-  readonly cleanupTimeout?: Duration | undefined;
-}
-
-/** What the kernel knows of a workflow definition: its identity and its options (not its code). */
-export interface RunDefinition {
-  readonly name: string;
-  readonly version: string;
-  readonly options: Readonly<RunOptions>;
-}
-
-/**
- * The services a run's features use, beside the kernel's own (`RunDeps`): declared by the feature
- * that uses one (merged into this interface by its module), handed over by the worker.
- */
-export interface RunServices {} // eslint-disable-line @typescript-eslint/no-empty-object-type
-
-export interface RunDeps extends RunServices {
-  store: Store;
-  writer: WriteBatcher;
-  clock: Clock;
-  workerId: string;
-  /** Waits (backoff, sleep) longer than this park the task instead of holding the worker slot. */
-  parkAfterMs: number;
-  /** After the signal fires, how long the run may take to settle before it is abandoned. */
-  cancelGraceMs: number;
-  /** Until when this run's lease is surely still ours (last renewal + lease − margin). */
-  leaseSafeUntil: () => number;
-  emit: Emit;
-  /** Whether an event has listeners: step events are built only then (a step is a hot path). */
-  hears: (name: WorkerEventName) => boolean;
-  /** The largest step or task output, in bytes of JSON. */
-  outputBytes: number;
-  /**
-   * Runs the workflow's code on the run: the layer above builds its `ctx` and calls its function
-   * with the task's input (see `primitives/context.ts`). The kernel knows no primitive.
-   */
-  runCode: (run: RunCore) => Promise<unknown>;
-  /** How long a replay waits for the call its journal says comes next (default `REPLAY_STALL_MS`): for tests. */
-  replayStallMs?: number | undefined;
-}
-
-/** A signal a result consumes (an event wait's), written with its checkpoint. */
-export type Consume = { signalId: number; seq: number };
-
-/** The run's replay of its journal (`replay.ts`): recorded results handed back in their order. */
-export interface ReplayPart {
-  /** Recorded results are still to be handed back. */
-  readonly pending: boolean;
-  /** A replay turn is pending. */
-  readonly scheduled: boolean;
-  /** The `done` of the last result handed to the code in this run (0: none yet). */
-  readonly handed: number;
-  start(): void;
-  stop(): void;
-  abandon(): void;
-  closeForCleanup(): void;
-  whenStuck(): Promise<void>;
-  expected(): StepRow | undefined;
-  nextDone(): number;
-  replayed<T>(seq: number, settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T>;
-  recalled<T>(settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T>;
-  inOrder<T>(work: Promise<T>, done: number, afterHandOver?: () => void, cleanup?: boolean): Promise<T>;
-}
-
-/** The run's journal writer (`writer.ts`): checkpoints, and the run's last transition. */
-export interface WriterPart {
-  complete<T>(row: StepRow, value: () => T, consume?: Consume, onDurable?: () => void): Promise<T>;
-  flush(handedOnly?: boolean): Promise<unknown>;
-  checkpoint(row: StepRow, consume?: Consume): Promise<void>;
-  settle(): Promise<void>;
-  lost(): 'lease-lost';
-  end(plan: EndPlan, afterRefusal?: boolean): Promise<TaskStatus | 'lease-lost'>;
-}
-
-/** The run's progress reports (`progress.ts`). */
-export interface ProgressPart {
-  report(step: string | null, p: Progress): void;
-  stop(): void;
-}
+export type { Consume, ProgressPart, ReplayPart, Run, RunDefinition, RunDeps, RunOptions, RunServices, WriterPart } from './run.ts';
 
 /** How a run's parts are made (`task-run.ts` wires the kernel's modules in). */
 export interface RunParts {
@@ -116,7 +27,7 @@ export interface RunParts {
   checkIdle(run: RunCore): void;
 }
 
-export class RunCore {
+export class RunCore implements Run {
   readonly taskId: string;
   readonly epoch: number;
   readonly workflow: RunDefinition;
@@ -277,6 +188,40 @@ export class RunCore {
     });
   }
 
+  // --- operations of the layer above (see `Run` in `run.ts`) ---------------------------------
+
+  takeSignal(index: number): SignalRow {
+    return this.signals.splice(index, 1)[0] as SignalRow;
+  }
+
+  refuse(): void {
+    this.refused++;
+  }
+
+  lose(by: 'lease' | 'store', halt: () => Error): void {
+    this.setState(by === 'lease' ? withLeaseLost(this.state, halt) : withStoreLost(this.state, halt));
+  }
+
+  occurrence(name: string): number {
+    return this.occurrences.get(name) ?? 1;
+  }
+
+  keyCall(seq: number, key: string): void {
+    this.businessKeys.set(seq, key);
+  }
+
+  registerCompensation(c: Compensation): void {
+    this.compensations.push(c);
+  }
+
+  registerCancelHandler(h: CancelHandler): void {
+    this.cancelHandlers.push(h);
+  }
+
+  trackUndoable(stepId: string): void {
+    this.undoable.add(stepId);
+  }
+
   /** A step in {@link undoable} failed, or the code received its output (its compensation is registered). */
   settledUndoable(stepId: string): void {
     if (this.undoable.delete(stepId)) this.changed();
@@ -351,4 +296,9 @@ export class RunCore {
   get ended(): boolean {
     return hasEnded(this.state);
   }
+}
+
+/** The kernel's own view of a run the layer above hands back (every `Run` is made by the kernel). */
+export function coreOf(run: Run): RunCore {
+  return run as RunCore;
 }
