@@ -5,7 +5,7 @@
  * the run's signal, and the retry loop between them (a short backoff in-process, a long one
  * registered as a wait the task may park on). Before every attempt, every result the code has
  * received is made durable: no side effect goes before them.
- * One attempt (its signal, its timeout, when its result does not count) is in `attempt.ts`.
+ * One attempt (its signal, its timeout, when its result does not count) is in `run/attempt.ts`.
  */
 import { optionalMs } from '../duration.ts';
 import { coerceError } from '../errors.ts';

@@ -33,9 +33,9 @@ export interface StepCall<T> extends AttemptCall<T> {
   repairs: number;
   /** Repair attempts allowed (`options.repair`). */
   repairBudget: number;
-  /** Called in the cleanup scope (see `cleanup.ts`): a step from before it may not finish in it. */
+  /** Called in the cleanup scope (see `run/cleanup.ts`): a step from before it may not finish in it. */
   inCleanup: boolean;
-  /** A step of the code with a compensation: tracked in `run.undoable` while an attempt runs (see `cleanup.ts`). */
+  /** A step of the code with a compensation: tracked (`run.trackUndoable`) while an attempt runs (see `run/cleanup.ts`). */
   undoable: boolean;
   firstStart: number;
   /** When the current attempt started. */

@@ -1,7 +1,7 @@
 /**
  * @module run/attempt
  * Internal: not part of the public API (the package exports only its index modules).
- * One attempt of a step (the retry loop around it is `step-attempt.ts`): the step's function
+ * One attempt of a step (the retry loop around it is `primitives/step-attempt.ts`): the step's function
  * called with its context, under the run's AbortSignal, or its own one when it has a timeout.
  *
  * A cancel, or the end of the worker's grace period, fires the AbortSignal and new calls reject.

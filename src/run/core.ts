@@ -3,9 +3,12 @@
  * Internal: not part of the public API (the package exports only its index modules).
  * The state one run's modules share: the claimed task and the worker's services, the run's state
  * (see `state.ts`), its live-activity counters and registered waits, its journal positions, its
- * AbortSignal, and its replay and writer. Plain fields read and written by the modules' functions
+ * AbortSignal, and its replay and writer. Plain fields read and written by the kernel's modules
  * (a step is a hot path: no layer between them); the few operations here are the ones that change
- * the state and must tell everyone (the signal, the attempts in progress, the waiting run).
+ * the state and must tell everyone (the signal, the attempts in progress, the waiting run). The
+ * layer above sees a run as a {@link Run} (`run.ts`): read-only facts and the operations below.
+ * The replay, the writer and the progress reporter are made by `task-run.ts` ({@link RunParts}),
+ * so that this module knows them only by what they offer.
  */
 import { setMaxListeners } from 'node:events';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';

@@ -12,7 +12,7 @@
  * this run); when in-flight work has settled the run ends `paused` or back to `pending`. A cancel,
  * the task's deadline, or the end of the worker's grace period, fires the AbortSignal and new calls
  * reject; the run waits up to the grace period for in-flight work to settle. What a step returns
- * after its signal fired does not count (see `step-attempt.ts`), except for a step with a
+ * after its signal fired does not count (see `attempt.ts`), except for a step with a
  * compensation when the task ends with its cleanup: it is checkpointed, and compensated. A lost
  * lease (or a database that stays away) stops the run without writing anything more.
  */
