@@ -117,7 +117,8 @@ export interface Run {
   readonly epoch: number;
   readonly workflow: RunDefinition;
   readonly task: Readonly<TaskRow>;
-  readonly deps: Readonly<RunDeps>;
+  /** The worker's services a call uses (the journal's batcher, the run's code and its timings are the kernel's). */
+  readonly deps: Readonly<Omit<RunDeps, 'writer' | 'runCode' | 'cancelGraceMs' | 'leaseSafeUntil' | 'replayStallMs'>>;
   /** The workflow's retry policy of steps. */
   readonly defaultRetry: RetryPolicy;
   /** How the run stands (see `state.ts`). */
