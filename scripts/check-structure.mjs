@@ -5,13 +5,21 @@
 // - imports go down the layers only (LAYERS below: a module may import its own layer and lower ones);
 // - no file in src/ over MAX_FILE_LINES lines, no function over MAX_FUNCTION_LINES (generated code aside).
 // Prints every finding and exits 1 if there is one. `--report` prints the largest files and
-// functions as well.
+// functions as well. `--root <dir>` checks `<dir>/src` against `<dir>/scripts/layers.json` (the
+// tests point it at small fixture trees); `--layers <file>` names another layer table.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
-const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
+function option(name) {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+const ROOT = resolve(option('--root') ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
 const SRC = join(ROOT, 'src');
+const LAYERS_FILE = resolve(option('--layers') ?? join(ROOT, 'scripts', 'layers.json'));
 const MAX_FILE_LINES = 400;
 const MAX_FUNCTION_LINES = 80;
 const IGNORED = ['generated/'];
@@ -20,7 +28,7 @@ const IGNORED = ['generated/'];
  * Layers, lowest first. A module belongs to the first entry whose prefix its path (relative to
  * src/, forward slashes) starts with; a module matching none is reported.
  */
-export const LAYERS = JSON.parse(readFileSync(join(ROOT, 'scripts', 'layers.json'), 'utf8'));
+export const LAYERS = JSON.parse(readFileSync(LAYERS_FILE, 'utf8'));
 
 const report = process.argv.includes('--report');
 const findings = [];
@@ -129,7 +137,7 @@ let upward = 0;
 for (const [file, deps] of graph) {
   const from = layerOf(file);
   if (from < 0) {
-    findings.push(`${rel(file)}: in no layer of scripts/layers.json`);
+    findings.push(`${rel(file)}: in no layer of ${relative(ROOT, LAYERS_FILE).split(sep).join('/')}`);
     continue;
   }
   for (const dep of deps) {

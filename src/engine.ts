@@ -305,7 +305,7 @@ export class Engine {
       return store.idempotencyRecords();
     }, {
       clock: this.clock,
-      observers: this.#observers,
+      notify: (e) => notify(this.#observers, 'onIdempotency', e),
       appendLog: async (taskId, at, entries) => {
         const store = await this.ready();
         if (store.appendTaskEvents && (await store.appendTaskEvents(taskId, at, entries))) this.#appended(taskId);

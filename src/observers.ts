@@ -12,7 +12,7 @@
 import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
-import type { IdempotencyEvent } from './idempotency/run.ts';
+import type { IdempotencyEvent } from './api/idempotency.ts';
 import type { ApprovalNotice } from './approvals/types.ts';
 import type { TasksDeletedEvent } from './retention/purge.ts';
 

@@ -5,8 +5,47 @@
  * prototype) so that a replayed step returns exactly what the first run returned; and it turns
  * errors into JSON and back, keeping `name`, `message`, `code`, `stack`, `retryable` and `cause`.
  */
-import { classOf, rememberClass, type ErrorClass } from './failure/classify.ts';
 import { ERROR_CODES, NotSerializableError, StepwiseError, coerceError, type ErrorCode } from './errors.ts';
+
+/** Why an attempt failed, as far as retrying is concerned. */
+export type FailureKind =
+  /** Worth another attempt as it is (a network failure, a 5xx, a 429, a timeout). */
+  | 'transient'
+  /** Another identical attempt cannot succeed (a 400, a 401, a NonRetryableError). */
+  | 'permanent'
+  /** The step's output was wrong (a business error): another attempt may fix it given the error (see `repair`). */
+  | 'repair';
+
+/** The class of one failed attempt, stored with its error. */
+export interface ErrorClass {
+  kind: FailureKind;
+  /** Whether the retry policy may attempt the step again (`kind !== 'permanent'`). */
+  retryable: boolean;
+  /** What told the classifier: `http 429`, `network ECONNRESET`, `retryable: false`, `classify hook`, … */
+  reason: string;
+  /** The HTTP status, when the error came from an HTTP response. */
+  status?: number;
+  /** The delay the server asked for (Retry-After), in ms: replaces the computed backoff. */
+  retryAfterMs?: number;
+  /** Repair attempts the step had used when this attempt failed (kept across resumes). */
+  repairsUsed?: number;
+  /** Attempts made before a person's `retry` decision (`onExhausted: 'ask'`): not held against the retry policy. */
+  retriedAfter?: number;
+}
+
+/**
+ * The class recorded for each classified error object, so that every serialisation of it (the
+ * attempt's journal row, the task's error where it is a cause) stores the class with it.
+ */
+const CLASSES = new WeakMap<object, ErrorClass>();
+
+export function rememberClass(error: object, cls: ErrorClass): void {
+  CLASSES.set(error, cls);
+}
+
+export function classOf(error: unknown): ErrorClass | undefined {
+  return typeof error === 'object' && error !== null ? CLASSES.get(error) : undefined;
+}
 
 /**
  * JSON text for `value`, or `null` for `undefined`. Throws {@link NotSerializableError} naming

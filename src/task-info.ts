@@ -5,6 +5,7 @@
  * it failed.
  */
 import { redoSuffix } from './failure/redo.ts';
+import { engineKey } from './idempotency/keys.ts';
 import { isCleanupSeq } from './run/cleanup-scope.ts';
 import type { ApprovalInfo } from './approvals/types.ts';
 import type { MachineInfo } from './machine/read.ts';
@@ -145,10 +146,6 @@ export function parseStepId(stepId: string): { name: string; occurrence: number 
   return m ? { name: m[1] as string, occurrence: Number(m[2]) } : { name: stepId, occurrence: 1 };
 }
 
-/** The engine's idempotency key of a step without a business key: `v1:<task>:<name>#<occurrence>`. */
-export function engineKey(taskId: string, name: string, occurrence: number): string {
-  return `v1:${taskId}:${name}#${occurrence}`;
-}
 
 /** A journal row as users see it; `redo`: the task's counts of steps run again after an undo (`failure/redo.ts`). */
 export function toStepInfo(row: StepRow, redo: string | null = null): StepInfo {
@@ -170,3 +167,5 @@ export function toStepInfo(row: StepRow, redo: string | null = null): StepInfo {
     epoch: row.epoch,
   };
 }
+
+export { engineKey } from './idempotency/keys.ts';

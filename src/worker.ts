@@ -28,6 +28,7 @@ import { TypedEmitter, type WorkerEvents } from './events.ts';
 import { shortId } from './ids.ts';
 import { isFinished, sourcesOf, transition } from './lifecycle.ts';
 import { TaskRun } from './run/task-run.ts';
+import { workflowCode } from './primitives/context.ts';
 import type { ClaimedTask, Store, WriteResult } from './store.ts';
 import { effectColumns, planTransition, wakeFor } from './transitions.ts';
 import { encodeError } from './serialize.ts';
@@ -462,6 +463,7 @@ export class Worker {
         hears: (name) => this.#events.hears(name),
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
         idempotency: this.#host.idempotency,
+        runCode: workflowCode(wf),
         replayStallMs: this.#replayStallMs,
       });
     } catch (e) {

@@ -12,159 +12,19 @@ import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
 import { checkBudget, type AttemptOutcome, type Budget, type PriceTable, type TokenCounts } from './ai/usage.ts';
 import type { Transaction } from './transaction-types.ts';
-import type { VerifyAnswer, VerifyContext } from './idempotency/at-most-once.ts';
-import type { Classifier } from './failure/classify.ts';
-import type { ApprovalDecision, ApprovalOptions } from './approvals/types.ts';
+import type { EventResult, ForEachOptions, JsonCheck, Progress, StepContext, StepOptions, TransactionOptions, WaitForEventOptions } from './api/step.ts';
+import type { ApprovalDecision, ApprovalOptions } from './api/approvals.ts';
 import type { DwellOptions } from './dwell/types.ts';
 import { checkDwell } from './dwell/types.ts';
 import { resolveRetention, type RetentionPolicy } from './retention/policy.ts';
 
-/** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
-export interface Progress {
-  done?: number;
-  total?: number;
-  note?: string;
+declare module './run/run.ts' {
+  /** The workflow options that features read on a run (model calls: `ai/meter.ts`). */
+  interface RunOptions {
+    readonly budget?: Budget | undefined;
+    readonly prices?: PriceTable | undefined;
+  }
 }
-
-/** What a step function receives. */
-export interface StepContext {
-  /** Fires when the task is cancelled, the step times out, the worker stops or loses its lease. */
-  readonly signal: AbortSignal;
-  /**
-   * Deterministic and versioned: `v1:<taskId>:<step>#<n>`. The same on every attempt, retry and
-   * resume of this step; pass it to external APIs so that a repeated call is recognised.
-   */
-  readonly idempotencyKey: string;
-  /** 1 for the first attempt. Counts across resumes of the task. */
-  readonly attempt: number;
-  /** The error of the previous attempt, so that a retry can repair instead of repeating. */
-  readonly lastError: Error | undefined;
-  /**
-   * The output the previous attempt produced when it was refused (an `OutputInvalidError` from the
-   * step's `output` schema, or a `RepairableError` with `output`): re-prompt with it and `lastError`.
-   */
-  readonly lastOutput: unknown;
-  readonly taskId: string;
-  /** The step id: the name, with `#n` from its second occurrence on. */
-  readonly stepName: string;
-  /**
-   * The fencing epoch of this run: it grows each time a worker takes the task over. Hand it to a
-   * system that can refuse writes from a stale owner (a zombie worker whose lease expired).
-   */
-  readonly epoch: number;
-  /**
-   * Reports progress (`{ done, total, note }`): stored on the task for `show`, `ls` and
-   * `engine.get()`, at most about once a second, without a journal row.
-   */
-  readonly progress: (progress: Progress) => void;
-}
-
-export interface StepOptions {
-  /** Retry policy for this step (a number is `maxAttempts`). Defaults to the workflow's, else 3 attempts. */
-  retry?: RetryOptions | number;
-  /** Per-attempt time limit: the step's signal fires and the attempt fails with StepTimeoutError. */
-  timeout?: Duration;
-  /**
-   * Overrides the engine's classification of a failed attempt: return `'transient'` (retry),
-   * `'permanent'` (fail now), `'repair'` (use the repair budget), `{ kind, retryAfterMs }`, or
-   * `undefined` for the default (HTTP status, network errors, Retry-After, `retryable`).
-   */
-  classify?: Classifier;
-  /**
-   * Repair attempts for business errors (an output that fails `output`, a `RepairableError`),
-   * counted apart from `retry`: the next attempt runs at once with `lastError` and `lastOutput`.
-   * @defaultValue no repair: such an error fails the step
-   */
-  repair?: { maxAttempts: number } | number;
-  /**
-   * A schema the output must match (any Standard Schema: zod 3.24+/4, valibot, arktype). The
-   * validated value is what is recorded; an invalid output is an `OutputInvalidError` (repaired per
-   * `repair`, then failing the step with the issues attached).
-   */
-  output?: StandardSchemaLike;
-  /**
-   * When the step fails for good: `'fail'` hands the code a StepFailedError (the default);
-   * `'skip'` records the step as skipped and returns `fallback` instead; `'ask'` parks the task on
-   * an approval named `exhausted:<step>` (who decides: `ask`; payload
-   * `{ step, attempts, error, actions }`). Approve it with data `{ action: 'supply', output }` (the
-   * step's output), `{ action: 'retry' }` (a fresh set of attempts), `{ action: 'skip' }` (its
-   * `fallback`; only if declared) or `{ action: 'fail' }`; a rejection (or a timeout that rejects)
-   * fails the step. Other data is refused by `engine.decide` (INVALID_ARGUMENT).
-   * @example
-   * ctx.step('extract', fn, { onExhausted: 'ask', ask: { approvers: ['ops'], timeout: '1d' } })
-   * // then: engine.decide(approvalId, { approve: true, by: 'ops', data: { action: 'supply', output: { total: 42 } } })
-   */
-  onExhausted?: 'fail' | 'skip' | 'ask';
-  /** Who decides an exhausted step (`onExhausted: 'ask'`), how long they have, what a timeout does. */
-  ask?: Pick<ApprovalOptions, 'approvers' | 'timeout' | 'onTimeout' | 'remindEvery' | 'quorum'>;
-  /** The output of a skipped step (`onExhausted: 'skip'`, or a `skip` decision under `'ask'`): JSON data. */
-  fallback?: unknown;
-  /**
-   * Undoes the step (saga): when the task fails for good or is cancelled, the compensations of
-   * its completed steps run in reverse order, each as a durable, retried step named
-   * `compensate:<step>` that receives the step's output. Make it idempotent (it may run again
-   * after a crash); its step context has its own idempotency key.
-   */
-  compensate?: (output: any, step: StepContext) => unknown; // eslint-disable-line @typescript-eslint/no-explicit-any
-  /**
-   * A business key: the step's identity comes from the operation, not the task
-   * (`'report:2026-12-01:daily'`, or a function of the workflow's input). The step's
-   * `idempotencyKey` becomes `v<keyVersion>:<key>`, and its result is kept in an idempotency
-   * record under that key: the same operation run again — by a new task too — returns the recorded
-   * result instead of running. Digest sensitive parts with `hashKey()`.
-   * @example
-   * ctx.step('write-report', write, { key: (input: { day: string }) => `report:${input.day}:daily` });
-   */
-  key?: string | ((input: any) => string); // eslint-disable-line @typescript-eslint/no-explicit-any
-  /**
-   * The version prefix of a business key. Raise it when the step's meaning changes (it writes other
-   * rows, calls another API): old records no longer match and the new meaning runs once afresh.
-   * @defaultValue 1
-   */
-  keyVersion?: number;
-  /** How long a business key's record (and so its result) is kept. @defaultValue '30d' */
-  keyTtl?: Duration;
-  /**
-   * `'at-most-once'`: for systems that ignore idempotency keys. The intent of each attempt is
-   * recorded before the call; after a crash, an attempt that may have happened is never re-run
-   * blindly: `verify` is asked, and an unknown answer parks the task on an approval
-   * `effect:<step>` for a person to decide (data `{ action: 'rerun' | 'skip' | 'fail', result }`;
-   * `engine.decideEffect` is a shorthand). @defaultValue 'at-least-once'
-   */
-  effect?: 'at-least-once' | 'at-most-once';
-  /** For at-most-once steps: did the interrupted attempt happen? See {@link VerifyAnswer}. */
-  verify?: (ctx: VerifyContext) => VerifyAnswer | Promise<VerifyAnswer>;
-  /**
-   * The step runs only if the task's approval of this name (the latest, if it asked more than once)
-   * is approved; otherwise it fails for good with an ApprovalRequiredError (code FORBIDDEN),
-   * recorded as the step's failure, whatever path the code took to reach it.
-   */
-  requires?: string;
-}
-
-export interface TransactionOptions {
-  /** Retry policy of a failed attempt (each attempt rolled back first). Defaults to the workflow's, else 3 attempts. */
-  retry?: RetryOptions | number;
-}
-
-/** The part of the Standard Schema interface Stepwise uses: `~standard.validate`. */
-export interface StandardSchemaLike {
-  readonly '~standard': {
-    readonly validate: (value: unknown) => StandardResult | Promise<StandardResult>;
-  };
-}
-
-export type StandardResult =
-  | { readonly value: unknown; readonly issues?: undefined }
-  | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined }> };
-
-export interface WaitForEventOptions {
-  /** Give up after this long and return `{ timedOut: true }`. Without it, waits until a signal arrives. */
-  timeout?: Duration;
-}
-
-/** What `waitForEvent` returns: the event that arrived (its name and payload), or a timeout. */
-export type EventResult<T> = { timedOut: false; name: string; payload: T } | { timedOut: true };
 
 /** The durable API available inside a workflow function. */
 export interface WorkflowContext {
@@ -253,14 +113,6 @@ export interface UsageReport extends TokenCounts {
   outcome?: AttemptOutcome;
 }
 
-/** Options of `ctx.forEach`: the chunking, and the step options of every chunk (retry, timeout…). */
-export interface ForEachOptions extends Omit<StepOptions, 'compensate' | 'onExhausted' | 'fallback' | 'output'> {
-  /** Items per chunk (one checkpoint each). @defaultValue 100 */
-  chunkSize?: number;
-  /** Items of a chunk in flight at once. @defaultValue 1 */
-  concurrency?: number;
-}
-
 /**
  * Anything with `parse(value)` (zod and most validators), used to check `start()` input. A schema
  * that declares its types the Standard Schema way (`~standard.types`, as zod does) makes `start()`
@@ -271,26 +123,6 @@ export interface InputSchema<I, In = I> {
   parse(value: unknown): I;
   readonly '~standard'?: { readonly types?: { readonly input: In; readonly output: I } | undefined };
 }
-
-/**
- * `T` if it is JSON data as a checkpoint stores it, else `never` where TypeScript can tell: a
- * `Date`, `Map`, `Set`, `RegExp`, function, `bigint` or `symbol` anywhere inside (class instances
- * with methods included) would not come back the same from the journal. Used as the bound of step
- * outputs, so such a step is a compile-time error; values TypeScript cannot see into (`any`,
- * `unknown`) are checked at run time (NOT_SERIALIZABLE).
- */
-export type JsonSafe<T> = unknown extends T
-  ? T
-  : T extends string | number | boolean | null | undefined | void
-    ? T
-    : T extends Date | Map<unknown, unknown> | Set<unknown> | WeakMap<object, unknown> | WeakSet<object> | RegExp | bigint | symbol | ((...args: never[]) => unknown)
-      ? never
-      : T extends readonly unknown[]
-        ? { [K in keyof T]: JsonSafe<T[K]> }
-        : { [K in keyof T]: JsonSafe<T[K]> };
-
-/** `unknown` (no constraint) when `T` is JSON-safe, `never` (a type error at the call) when not. */
-export type JsonCheck<T> = [T] extends [JsonSafe<T>] ? unknown : never;
 
 export interface WorkflowOptions<I, In = I> {
   /**
@@ -441,3 +273,7 @@ export function isWorkflow(value: unknown): value is Workflow {
 }
 
 export type { SerializedError };
+export type {
+  ClassifyResult, Classifier, EventResult, ForEachOptions, JsonCheck, JsonSafe, Progress, StandardResult, StandardSchemaLike, StepContext, StepOptions,
+  TransactionOptions, VerifyAnswer, VerifyContext, WaitForEventOptions,
+} from './api/step.ts';

@@ -14,7 +14,7 @@ import { BudgetExceededError } from '../errors.ts';
 import { ASK_PREFIX, askOptions, parseBudget, type BudgetPayload } from '../approvals/decision-data.ts';
 import type { ApprovalOptions } from '../approvals/types.ts';
 import { journalRow } from '../run/identity.ts';
-import { PARK_ON_STEP, stepAsk, type StepPark } from '../run/step-ask.ts';
+import { PARK_ON_STEP, stepAsk, type StepPark } from '../primitives/step-ask.ts';
 import { encodeError } from '../serialize.ts';
 import type { UsageMeter } from './meter.ts';
 

@@ -8,15 +8,10 @@
 import type { ActorKind, ApprovalRow, NewEvent } from '../store.ts';
 import type { ApprovalDecision } from './types.ts';
 import type { StoredDecision } from './policy.ts';
+import { APPROVAL_EVENT_TYPES, type ApprovalEventType } from './events.ts';
 
-export const APPROVAL_EVENT_TYPES = Object.freeze({
-  requested: 'approval:requested',
-  decision: 'approval:decision',
-  reminded: 'approval:reminded',
-  escalated: 'approval:escalated',
-  decided: 'approval:decided',
-} as const);
-export type ApprovalEventType = (typeof APPROVAL_EVENT_TYPES)[keyof typeof APPROVAL_EVENT_TYPES];
+export { APPROVAL_EVENT_TYPES, type ApprovalEventType } from './events.ts';
+
 
 /** The system actor of what a timeout policy does. */
 export const POLICY_ACTOR = (policy: string): { kind: ActorKind; id: string } => ({ kind: 'system', id: `approval-policy:${policy}` });

@@ -6,8 +6,19 @@
  * `approve`, `comment`, `data` and key; the new level and approvers when escalated; the outcome
  * when decided). The actor is the approver, the worker that asked, or the timeout policy.
  */
-import type { Actor } from '../task-events.ts';
-import type { ApprovalEventType } from './entries.ts';
+import type { ActorKind } from '../store.ts';
+
+export const APPROVAL_EVENT_TYPES = Object.freeze({
+  requested: 'approval:requested',
+  decision: 'approval:decision',
+  reminded: 'approval:reminded',
+  escalated: 'approval:escalated',
+  decided: 'approval:decided',
+} as const);
+export type ApprovalEventType = (typeof APPROVAL_EVENT_TYPES)[keyof typeof APPROVAL_EVENT_TYPES];
+
+/** Who wrote the entry (the `Actor` of `task-events.ts`, which lists this event among the log's). */
+type Actor = { kind: ActorKind; id: string };
 
 export interface ApprovalEvent {
   taskId: string;
@@ -21,7 +32,7 @@ export interface ApprovalEvent {
   detail: Record<string, unknown>;
 }
 
-const TYPES: readonly string[] = ['approval:requested', 'approval:decision', 'approval:reminded', 'approval:escalated', 'approval:decided'];
+const TYPES: readonly string[] = Object.values(APPROVAL_EVENT_TYPES);
 
 export function isApprovalEntry(type: string): type is ApprovalEventType {
   return TYPES.includes(type);

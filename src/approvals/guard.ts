@@ -6,10 +6,10 @@
  * step unless the latest approval of that name is approved.
  */
 import { ApprovalRequiredError, InvalidArgumentError } from '../errors.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 
 /** Why the step may not run, or null if it may. A store that fails throws (the attempt is retried later). */
-export async function requiredApproval(run: RunCore, stepId: string, requires: unknown): Promise<ApprovalRequiredError | null> {
+export async function requiredApproval(run: Run, stepId: string, requires: unknown): Promise<ApprovalRequiredError | null> {
   if (typeof requires !== 'string' || !requires) throw run.fail(new InvalidArgumentError(`ctx.step("${stepId}"): requires must be the name of an approval.`));
   const rows = await run.deps.store.listApprovals({ taskId: run.taskId, limit: 1000 });
   const named = rows.filter((r) => r.name === requires);

@@ -15,12 +15,12 @@ import { InvalidArgumentError, LeaseLostError, StoreUnavailableError, coerceErro
 import { newId } from '../ids.ts';
 import { decodeJson, encodeJson } from '../serialize.ts';
 import { checkSize } from '../limits.ts';
-import type { ApprovalRow, ApprovalUpdate, SignalRow, StepKind, StepRow } from '../store.ts';
+import type { ApprovalRow, ApprovalUpdate, StepKind, StepRow } from '../store.ts';
 import { call, type Primitive } from '../run/call.ts';
-import type { RunCore } from '../run/core.ts';
+import type { Run } from '../run/run.ts';
 import type { Activity } from '../run/activity.ts';
 import { journalRow, type Position } from '../run/identity.ts';
-import { haltReason, throwIfHalted, withLeaseLost, withStoreLost } from '../run/state.ts';
+import { haltReason, throwIfHalted } from '../run/state.ts';
 import { waitFor } from '../run/waits.ts';
 import { POLICY_ACTOR, decidedEntry, escalatedEntry, remindedEntry, requestedEntry } from './entries.ts';
 import { TASK_ENDED_ACTOR, endedOutcome } from './closer.ts';
@@ -44,14 +44,14 @@ interface Recorded {
 }
 
 /** A store call of the run, tried a few times; a store that stays away stops the run (it resumes later). */
-async function storeCall<T>(run: RunCore, what: string, fn: () => Promise<T>): Promise<T> {
+async function storeCall<T>(run: Run, what: string, fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (e) {
       throwIfHalted(run.state);
       if (attempt >= 5) {
-        run.setState(withStoreLost(run.state, () => new StoreUnavailableError(`Could not ${what} for task ${run.taskId}: ${coerceError(e).message}`, { cause: e })));
+        run.lose('store', () => new StoreUnavailableError(`Could not ${what} for task ${run.taskId}: ${coerceError(e).message}`, { cause: e }));
         throw haltReason(run.state);
       }
       await new Promise((r) => setTimeout(r, 100 * attempt));
@@ -59,13 +59,13 @@ async function storeCall<T>(run: RunCore, what: string, fn: () => Promise<T>): P
   }
 }
 
-function leaseLost(run: RunCore): never {
-  run.setState(withLeaseLost(run.state, () => new LeaseLostError(run.taskId, run.epoch)));
+function leaseLost(run: Run): never {
+  run.lose('lease', () => new LeaseLostError(run.taskId, run.epoch));
   throw haltReason(run.state);
 }
 
 /** Tells observers (through the worker's events) about a change of an approval. */
-async function tell(run: RunCore, kind: ApprovalNotice['kind'], row: ApprovalRow): Promise<void> {
+async function tell(run: Run, kind: ApprovalNotice['kind'], row: ApprovalRow): Promise<void> {
   if (!run.deps.hears('approval:notice')) return;
   const first = await run.deps.store.getEvents(run.taskId, 0, 1).catch(() => []);
   const startedBy = first[0] ? { kind: first[0].actorKind, id: first[0].actorId } : null;
@@ -124,7 +124,7 @@ export interface SettledApproval {
  * does (with `consume`), so a step can park on a person's decision at its own journal position.
  * The waiting row's output is `{ approvalId }`; a resumed run finds the record through it.
  */
-export function awaitApprovalAt(run: RunCore, site: ApprovalSite, name: string, options: ApprovalOptions, activity: Activity): Promise<SettledApproval> {
+export function awaitApprovalAt(run: Run, site: ApprovalSite, name: string, options: ApprovalOptions, activity: Activity): Promise<SettledApproval> {
   let c: ApprovalCall;
   try {
     const { approvers, quorum, stored } = resolveOptions(name, options);
@@ -137,12 +137,13 @@ export function awaitApprovalAt(run: RunCore, site: ApprovalSite, name: string, 
   return awaitApproval(run, c, site, activity);
 }
 
-async function awaitApproval(run: RunCore, c: ApprovalCall, site: ApprovalSite, activity: Activity): Promise<SettledApproval> {
+/**
+ * The approval record of this call: the one the waiting row names (a run resumed from a park), or
+ * a new one requested now. A retried task is asked again: an approval of an earlier try that
+ * nobody decided before the task ended is closed (if no closer did it yet) and a new one requested.
+ */
+async function findOrRequest(run: Run, c: ApprovalCall, site: ApprovalSite): Promise<ApprovalRow> {
   const { clock, store } = run.deps;
-  const { seq, stepId, recorded } = site;
-  // Asking a person is a side effect: every result the code received is durable first.
-  await run.writer.flush();
-  throwIfHalted(run.state);
   const now = clock.now();
   const fresh: ApprovalRow = {
     id: `apv_${newId(now)}`, taskId: run.taskId, workflow: run.workflow.name, name: c.name,
@@ -152,24 +153,27 @@ async function awaitApproval(run: RunCore, c: ApprovalCall, site: ApprovalSite, 
     remindAt: c.stored.remindEveryMs === null ? null : now + c.stored.remindEveryMs, level: 1, decisions: '[]', outcome: null, version: 1,
     createdAt: now, decidedAt: null,
   };
+  const recorded = site.recorded;
   // A run resumed from a park knows its approval from the waiting row: a read, not a write.
   const known = recorded?.status === 'waiting' && recorded.output ? (decodeJson(recorded.output) as { approvalId?: string } | null)?.approvalId : undefined;
-  let found = known ? await storeCall(run, `read approval ${known}`, () => store.getApproval(known)) : null;
-  if (found && found.callKey !== fresh.callKey && (isOpen(found.status) || endedBy(found))) {
-    // A retried task is asked again: an approval of an earlier try that nobody decided before the
-    // task ended is closed (if no closer did it yet) and a new one is requested.
-    if (isOpen(found.status)) await closeForRetry(run, found);
-    found = null;
-  }
-  if (!found) {
-    const inserted = await storeCall(run, `record approval "${c.name}"`, () =>
-      store.insertApproval({ approval: fresh, epoch: run.epoch, at: now, log: [requestedEntry(fresh, { kind: 'worker', id: run.deps.workerId })] }),
-    );
-    if (!inserted) leaseLost(run);
-    found = inserted.approval;
-    if (inserted.created) await tell(run, 'requested', found);
-  }
-  let row: ApprovalRow = found;
+  const found = known ? await storeCall(run, `read approval ${known}`, () => store.getApproval(known)) : null;
+  if (found && !(found.callKey !== fresh.callKey && (isOpen(found.status) || endedBy(found)))) return found;
+  if (found && isOpen(found.status)) await closeForRetry(run, found);
+  const inserted = await storeCall(run, `record approval "${c.name}"`, () =>
+    store.insertApproval({ approval: fresh, epoch: run.epoch, at: now, log: [requestedEntry(fresh, { kind: 'worker', id: run.deps.workerId })] }),
+  );
+  if (!inserted) leaseLost(run);
+  if (inserted.created) await tell(run, 'requested', inserted.approval);
+  return inserted.approval;
+}
+
+async function awaitApproval(run: Run, c: ApprovalCall, site: ApprovalSite, activity: Activity): Promise<SettledApproval> {
+  const { clock, store } = run.deps;
+  const { seq, stepId, recorded } = site;
+  // Asking a person is a side effect: every result the code received is durable first.
+  await run.writer.flush();
+  throwIfHalted(run.state);
+  let row: ApprovalRow = await findOrRequest(run, c, site);
   const stored = JSON.parse(row.policy) as StoredOptions;
   const signal = wakeName(row.id);
   const base = journalRow(run, seq, stepId, site.kind, {
@@ -237,7 +241,7 @@ function endedBy(row: ApprovalRow): boolean {
 }
 
 /** Closes an earlier try's open approval (see `approvals/closer.ts`), fenced by this run's lease. */
-async function closeForRetry(run: RunCore, row: ApprovalRow): Promise<void> {
+async function closeForRetry(run: Run, row: ApprovalRow): Promise<void> {
   const at = run.deps.clock.now();
   const outcome = endedOutcome(row, 'failed');
   const closed = await storeCall(run, `close approval ${row.id}`, () => run.deps.store.updateApproval({
@@ -253,13 +257,13 @@ async function closeForRetry(run: RunCore, row: ApprovalRow): Promise<void> {
 }
 
 /** The outcome, with the wake-up signal to consume with the row that records it. */
-async function settle(run: RunCore, base: StepRow, row: ApprovalRow, signal: string): Promise<SettledApproval> {
+async function settle(run: Run, base: StepRow, row: ApprovalRow, signal: string): Promise<SettledApproval> {
   const decision = JSON.parse(row.outcome as string) as ApprovalDecision;
   const find = (): number => run.signals.findIndex((s) => s.name === signal);
   // A person's decision recorded a signal; read it if this run has not yet, so it is consumed.
   if (find() < 0 && !decision.timedOut) await run.fetchSignals().catch(() => false);
   const index = find();
-  const consumed = index >= 0 ? (run.signals.splice(index, 1)[0] as SignalRow) : undefined;
+  const consumed = index >= 0 ? run.takeSignal(index) : undefined;
   return { approvalId: row.id, decision, consume: consumed ? { signalId: consumed.id, seq: base.seq } : undefined, base };
 }
 
@@ -268,7 +272,7 @@ async function settle(run: RunCore, base: StepRow, row: ApprovalRow, signal: str
  * engine internals that park a task on a person's decision. `callName` is the journal name of the
  * call (default `approval:<name>`, apart from the names of steps and event waits).
  */
-export function requestApproval(run: RunCore, name: string, options: ApprovalOptions = {}, callName = `approval:${name}`): Promise<ApprovalDecision> {
+export function requestApproval(run: Run, name: string, options: ApprovalOptions = {}, callName = `approval:${name}`): Promise<ApprovalDecision> {
   if (typeof name !== 'string' || !name || name.length > 190) {
     return Promise.reject(run.fail(new InvalidArgumentError(`ctx.approval: ${JSON.stringify(name)} is not an approval name (1-190 characters).`)));
   }

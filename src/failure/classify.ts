@@ -19,40 +19,12 @@
  * delay before the next attempt. An error of no known shape is retried (the historic default).
  */
 import { InvalidArgumentError } from '../errors.ts';
+import type { Classifier } from '../api/step.ts';
+import type { ErrorClass } from '../serialize.ts';
 
-/** Why an attempt failed, as far as retrying is concerned. */
-export type FailureKind =
-  /** Worth another attempt as it is (a network failure, a 5xx, a 429, a timeout). */
-  | 'transient'
-  /** Another identical attempt cannot succeed (a 400, a 401, a NonRetryableError). */
-  | 'permanent'
-  /** The step's output was wrong (a business error): another attempt may fix it given the error (see `repair`). */
-  | 'repair';
-
-/** The class of one failed attempt, stored with its error. */
-export interface ErrorClass {
-  kind: FailureKind;
-  /** Whether the retry policy may attempt the step again (`kind !== 'permanent'`). */
-  retryable: boolean;
-  /** What told the classifier: `http 429`, `network ECONNRESET`, `retryable: false`, `classify hook`, … */
-  reason: string;
-  /** The HTTP status, when the error came from an HTTP response. */
-  status?: number;
-  /** The delay the server asked for (Retry-After), in ms: replaces the computed backoff. */
-  retryAfterMs?: number;
-  /** Repair attempts the step had used when this attempt failed (kept across resumes). */
-  repairsUsed?: number;
-  /** Attempts made before a person's `retry` decision (`onExhausted: 'ask'`): not held against the retry policy. */
-  retriedAfter?: number;
-}
-
-/**
- * What a step's `classify(error)` hook returns: a kind (`'transient'`, `'permanent'`, `'repair'`),
- * a partial class (`{ kind, retryAfterMs }`), or `undefined` to use the default classifier.
- */
-export type ClassifyResult = FailureKind | { kind: FailureKind; retryAfterMs?: number; reason?: string } | undefined | null;
-
-export type Classifier = (error: unknown) => ClassifyResult;
+export type { ClassifyResult, Classifier } from '../api/step.ts';
+export type { ErrorClass, FailureKind } from '../serialize.ts';
+export { classOf, rememberClass } from '../serialize.ts';
 
 const NETWORK_CODES = new Set([
   'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN',
@@ -170,16 +142,3 @@ export function classifyError(error: unknown, hook: Classifier | undefined, now:
   return out;
 }
 
-/**
- * The class recorded for each classified error object, so that every serialisation of it (the
- * attempt's journal row, the task's error where it is a cause) stores the class with it.
- */
-const CLASSES = new WeakMap<object, ErrorClass>();
-
-export function rememberClass(error: object, cls: ErrorClass): void {
-  CLASSES.set(error, cls);
-}
-
-export function classOf(error: unknown): ErrorClass | undefined {
-  return isObj(error) ? CLASSES.get(error) : undefined;
-}

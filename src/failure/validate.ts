@@ -5,7 +5,7 @@
  * schema's issues and the output that was refused, which the step's repair budget may retry.
  */
 import { InvalidArgumentError, OutputInvalidError, type OutputIssue } from '../errors.ts';
-import type { StandardResult, StandardSchemaLike } from '../workflow.ts';
+import type { StandardResult, StandardSchemaLike } from '../api/step.ts';
 
 export function isStandardSchema(v: unknown): v is StandardSchemaLike {
   return typeof v === 'object' && v !== null && typeof (v as { '~standard'?: { validate?: unknown } })['~standard']?.validate === 'function';

@@ -20,25 +20,17 @@
  */
 import { InvalidArgumentError, NonRetryableError, StepFailedError, coerceError } from '../errors.ts';
 import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
-import type { StepContext } from '../workflow.ts';
-import type { RunCore } from '../run/core.ts';
+import type { StepContext, VerifyAnswer } from '../api/step.ts';
+
+export type { VerifyAnswer, VerifyContext } from '../api/step.ts';
+import type { Run } from '../run/run.ts';
 import { journalRow } from '../run/identity.ts';
-import { executeStep, type StepCall } from '../run/step-attempt.ts';
+import { executeStep } from '../primitives/step-attempt.ts';
+import type { StepCall } from '../primitives/step-call.ts';
 import { throwIfHalted } from '../run/state.ts';
 import { ASK_PREFIX, parseEffect } from '../approvals/decision-data.ts';
-import { recordedAsk, stepAsk } from '../run/step-ask.ts';
-
-/** What `verify` answers about an attempt that may have happened. */
-export type VerifyAnswer = { status: 'done'; result?: unknown } | { status: 'not-done' } | { status: 'unknown'; reason?: string };
-
-/** What `verify` receives. */
-export interface VerifyContext {
-  /** The step's key (what the attempt passed to the external system, if anything). */
-  readonly idempotencyKey: string;
-  readonly taskId: string;
-  readonly stepName: string;
-  readonly signal: AbortSignal;
-}
+import { recordedAsk, stepAsk } from '../primitives/step-ask.ts';
+import type { IdempotencyBackend } from './records.ts';
 
 /** A person's decision on an at-most-once step whose outcome nobody could verify. */
 export type EffectDecision = 'rerun' | 'skip' | 'fail';
@@ -53,7 +45,7 @@ export function effectApprovalName(stepId: string): string {
 const INTENT_LEASE_MS = 100 * 365 * 86_400_000;
 const INTENT_TTL_MS = 90 * 86_400_000;
 
-export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+export async function atMostOnceStep<T>(run: Run, c: StepCall<T>): Promise<T> {
   const backend = run.deps.store.idempotencyRecords?.();
   if (!backend) throw run.fail(new InvalidArgumentError(`ctx.step("${c.stepId}"): an at-most-once step needs a store that keeps idempotency records (SQLite or PostgreSQL).`));
   const verify = c.options.verify;
@@ -96,35 +88,8 @@ export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T
       reason = answer && 'reason' in answer ? (answer.reason ?? null) : null;
     }
     // Unknown: park on an approval until a person decides (no worker slot held meanwhile).
-    const { approvalId, decision, consume } = await stepAsk(run, c as StepCall<unknown>, {
-      purpose: 'effect',
-      // One approval per recorded intent: a crash before the park asks the same one again.
-      callKey: `${ASK_PREFIX.effect}${c.stepId}@${run.task.retries}:${intent.updatedAt}`,
-      name: effectApprovalName(c.stepId),
-      options: {
-        payload: {
-          step: c.stepId, question: `Did the at-most-once effect of step "${c.stepId}" happen? verify could not tell.`,
-          reason, actions: EFFECT_DECISIONS,
-        },
-      },
-      fields: { attempts: c.attempt, startedAt: c.recorded?.startedAt ?? clock.now() },
-      resume: parkedOnAsk,
-    });
-    const parsed = decision.approved ? parseEffect(decision.data) : ({ ok: true, value: { action: 'fail' } } as const);
-    const action = parsed.ok ? parsed.value : null;
-    if (!action || action.action === 'fail') {
-      const error = action
-        ? new NonRetryableError(`Step "${c.stepId}" was failed by a person (approval ${approvalId}): its at-most-once effect could not be verified.`)
-        : new InvalidArgumentError(`Step "${c.stepId}": the decision on approval ${approvalId} cannot be applied: ${parsed.ok ? '' : parsed.problem}.`);
-      const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'failed', error: encodeError(error), attempts: c.attempt, finishedAt: clock.now() });
-      return run.writer.complete(row, () => {
-        throw new StepFailedError(c.stepId, c.attempt, error);
-      }, consume);
-    }
-    if (action.action === 'skip') return handBack(run, c, encodeJson(action.result, 'The result given to skip an at-most-once step'), consume);
-    // rerun: the decision is recorded (consumed) with the step's row, then the step runs.
-    await backend.fail(key, owner, encodeError(new Error('re-run by decision')), clock.now(), INTENT_TTL_MS);
-    await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', { status: 'retrying', attempts: c.attempt, startedAt: clock.now(), wakeAt: clock.now() }), consume);
+    const decided = await askPerson(run, c, { backend, key, owner, updatedAt: intent.updatedAt }, reason, parkedOnAsk);
+    if (decided) return decided.done;
   }
   const fn = c.fn;
   c.fn = async (s: StepContext): Promise<T> => {
@@ -144,8 +109,56 @@ export async function atMostOnceStep<T>(run: RunCore, c: StepCall<T>): Promise<T
   return executeStep(run, c);
 }
 
+/** The intent record of an at-most-once step. */
+interface Intent {
+  backend: IdempotencyBackend;
+  key: string;
+  owner: string;
+  updatedAt: number;
+}
+
+/**
+ * Parks on an approval `effect:<step>` until a person decides whether the attempt happened: the
+ * step's end (failed, or skipped with a given result: `done`), or null to run it again (the decision is
+ * recorded with the step's row first).
+ */
+async function askPerson<T>(run: Run, c: StepCall<T>, i: Intent, reason: string | null, parkedOnAsk: boolean): Promise<{ done: Promise<T> } | null> {
+  const { clock } = run.deps;
+  const { approvalId, decision, consume } = await stepAsk(run, c as StepCall<unknown>, {
+    purpose: 'effect',
+    // One approval per recorded intent: a crash before the park asks the same one again.
+    callKey: `${ASK_PREFIX.effect}${c.stepId}@${run.task.retries}:${i.updatedAt}`,
+    name: effectApprovalName(c.stepId),
+    options: {
+      payload: {
+        step: c.stepId, question: `Did the at-most-once effect of step "${c.stepId}" happen? verify could not tell.`,
+        reason, actions: EFFECT_DECISIONS,
+      },
+    },
+    fields: { attempts: c.attempt, startedAt: c.recorded?.startedAt ?? clock.now() },
+    resume: parkedOnAsk,
+  });
+  const parsed = decision.approved ? parseEffect(decision.data) : ({ ok: true, value: { action: 'fail' } } as const);
+  const action = parsed.ok ? parsed.value : null;
+  if (!action || action.action === 'fail') {
+    const error = action
+      ? new NonRetryableError(`Step "${c.stepId}" was failed by a person (approval ${approvalId}): its at-most-once effect could not be verified.`)
+      : new InvalidArgumentError(`Step "${c.stepId}": the decision on approval ${approvalId} cannot be applied: ${parsed.ok ? '' : parsed.problem}.`);
+    const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'failed', error: encodeError(error), attempts: c.attempt, finishedAt: clock.now() });
+    const done = run.writer.complete<T>(row, () => {
+      throw new StepFailedError(c.stepId, c.attempt, error);
+    }, consume);
+    return { done };
+  }
+  if (action.action === 'skip') return { done: handBack(run, c, encodeJson(action.result, 'The result given to skip an at-most-once step'), consume) };
+  // rerun: the decision is recorded (consumed) with the step's row, then the step runs.
+  await i.backend.fail(i.key, i.owner, encodeError(new Error('re-run by decision')), clock.now(), INTENT_TTL_MS);
+  await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', { status: 'retrying', attempts: c.attempt, startedAt: clock.now(), wakeAt: clock.now() }), consume);
+  return null;
+}
+
 /** The step's result, without calling `fn`: checkpointed as it is handed to the code. */
-function handBack<T>(run: RunCore, c: StepCall<T>, output: string | null, consume?: { signalId: number; seq: number }): Promise<T> {
+function handBack<T>(run: Run, c: StepCall<T>, output: string | null, consume?: { signalId: number; seq: number }): Promise<T> {
   const now = run.deps.clock.now();
   const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.recorded?.startedAt ?? now, finishedAt: now });
   return run.writer.complete(row, () => decodeJson(output) as T, consume);

@@ -9,6 +9,11 @@ import { createHash } from 'node:crypto';
 import { InvalidArgumentError } from '../errors.ts';
 import { checkText } from '../text-rules.ts';
 
+/** The engine's idempotency key of a step without a business key: `v1:<task>:<name>#<occurrence>`. */
+export function engineKey(taskId: string, name: string, occurrence: number): string {
+  return `v1:${taskId}:${name}#${occurrence}`;
+}
+
 /** The longest key accepted (after the version prefix of a step's business key). */
 export const KEY_MAX = 255;
 

@@ -22,11 +22,13 @@ import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { toMs, type Duration } from '../duration.ts';
 import { ConflictError, IdempotencyInProgressError, InvalidArgumentError, coerceError } from '../errors.ts';
-import { notify, type Observer } from '../observers.ts';
 import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
 import type { ActorKind, NewEvent } from '../store.ts';
 import { checkKey, fingerprintOf } from './keys.ts';
 import { fingerprintsMatch, type IdempotencyBackend, type IdempotencyRecord } from './records.ts';
+import type { IdempotencyEvent } from '../api/idempotency.ts';
+
+export type { IdempotencyEvent } from '../api/idempotency.ts';
 
 export interface IdempotencyRunOptions {
   /**
@@ -67,24 +69,12 @@ export interface IdempotencyRunContext {
   readonly takeover: boolean;
 }
 
-/** A hit, a conflict or a take-over (observers' `onIdempotency`; in a task's log as `idempotency:<type>`). */
-export interface IdempotencyEvent {
-  type: 'hit' | 'conflict' | 'takeover';
-  key: string;
-  backend: IdempotencyBackend['kind'];
-  at: number;
-  taskId: string | null;
-  /** The step that met it, inside a workflow. */
-  step?: string;
-  /** A take-over: the owner whose lease had run out. A hit or conflict: the task that ran it, if any. */
-  previousOwner?: string | null;
-  ranByTask?: string | null;
-}
 
 /** The host the engine uses to record and report what records do. */
 export interface IdempotencyHost {
   clock: Clock;
-  observers: readonly Observer[];
+  /** Tells the engine's observers of a hit, a conflict or a take-over (`Observer.onIdempotency`). */
+  notify: (e: IdempotencyEvent) => void;
   /** Appends entries to a task's log (false if there is no such task). */
   appendLog: (taskId: string, at: number, entries: readonly NewEvent[]) => Promise<unknown>;
 }
@@ -239,7 +229,7 @@ export class Idempotency {
 
   async #report(e: IdempotencyEvent, actor: RecordActor): Promise<void> {
     if (actor.step !== undefined) e.step = actor.step;
-    notify(this.#host.observers, 'onIdempotency', e);
+    this.#host.notify(e);
     if (e.taskId) await this.#host.appendLog(e.taskId, e.at, [idempotencyEntry(e, actor)]);
   }
 }

@@ -18,19 +18,27 @@
 import { toMs } from '../duration.ts';
 import { InvalidArgumentError, StepFailedError, coerceError } from '../errors.ts';
 import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
-import type { StepContext, StepOptions } from '../workflow.ts';
-import type { RunCore } from '../run/core.ts';
+import type { StepContext, StepOptions } from '../api/step.ts';
+import type { Run } from '../run/run.ts';
 import { journalRow } from '../run/identity.ts';
-import { executeStep, type StepCall } from '../run/step-attempt.ts';
+import { executeStep } from '../primitives/step-attempt.ts';
+import type { StepCall } from '../primitives/step-call.ts';
 import { checkKey } from './keys.ts';
-import type { ResolvedRunOptions } from './run.ts';
+import type { Idempotency, ResolvedRunOptions } from './run.ts';
+
+declare module '../run/run.ts' {
+  interface RunServices {
+    /** Idempotency records (steps with a business key, at-most-once intents); absent: those steps are refused. */
+    idempotency?: Idempotency | undefined;
+  }
+}
 
 const DEFAULT_KEY_TTL_MS = 30 * 86_400_000;
 /** A step's record lease: renewed while the step runs; a dead task's record is taken over after it. */
 const STEP_LEASE_MS = 30_000;
 
 /** The step's idempotency key from its business key: `v<keyVersion>:<key>`. Fails the run on a bad key. */
-export function businessKey(run: RunCore, stepId: string, options: StepOptions): string {
+export function businessKey(run: Run, stepId: string, options: StepOptions): string {
   const version = options.keyVersion ?? 1;
   if (!Number.isInteger(version) || version < 1) throw run.fail(new InvalidArgumentError(`ctx.step("${stepId}"): keyVersion must be an integer ≥ 1, got ${String(version)}.`));
   let key: unknown = options.key;
@@ -52,7 +60,7 @@ export function businessKey(run: RunCore, stepId: string, options: StepOptions):
 }
 
 /** Runs a step with a business key (see the module doc). */
-export async function keyedStep<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+export async function keyedStep<T>(run: Run, c: StepCall<T>): Promise<T> {
   const idempotency = run.deps.idempotency;
   const backend = run.deps.store.idempotencyRecords?.();
   if (!idempotency || !backend) throw run.fail(new InvalidArgumentError(`ctx.step("${c.stepId}"): a business key needs a store that keeps idempotency records (SQLite or PostgreSQL).`));

@@ -9,8 +9,9 @@
  * Workflow code should await only `ctx` calls (and promises built from them); other I/O belongs
  * in steps. The run decides it can only wait after the code has been quiet for a moment.
  */
-import type { RunCore } from './core.ts';
-import { diverged } from './replay.ts';
+import { coreOf, type RunCore } from './core.ts';
+import type { Run } from './run.ts';
+import { diverged } from './identity.ts';
 import { fatalOf, haltOf } from './state.ts';
 import { inScope } from './cleanup-scope.ts';
 
@@ -100,7 +101,8 @@ function onQuiet(run: RunCore): void {
 }
 
 /** A promise that does not settle in this run (the call resumes in a later run). */
-export function parked<T>(run: RunCore): Promise<T> {
+export function parked<T>(view: Run): Promise<T> {
+  const run = coreOf(view);
   scheduleIdleCheck(run);
   return new Promise<T>(() => undefined);
 }

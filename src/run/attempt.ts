@@ -1,7 +1,7 @@
 /**
  * @module run/attempt
  * Internal: not part of the public API (the package exports only its index modules).
- * One attempt of a step (the retry loop around it is `step-attempt.ts`): the step's function
+ * One attempt of a step (the retry loop around it is `primitives/step-attempt.ts`): the step's function
  * called with its context, under the run's AbortSignal, or its own one when it has a timeout.
  *
  * A cancel, or the end of the worker's grace period, fires the AbortSignal and new calls reject.
@@ -14,11 +14,30 @@
  * to settle (to stop its side effect cleanly); a timeout or a lost lease ends the attempt at once.
  */
 import { StepTimeoutError } from '../errors.ts';
-import type { Progress, StepContext } from '../workflow.ts';
+import type { Progress, StepContext } from '../api/step.ts';
 import { lateHalt } from './cleanup-scope.ts';
-import type { RunCore } from './core.ts';
+import { coreOf, type RunCore } from './core.ts';
+import type { Run } from './run.ts';
 import { haltOf, mayWrite } from './state.ts';
-import type { StepCall } from './step-attempt.ts';
+
+/**
+ * What one attempt needs of its step call: the function, its context's fields, its own timeout,
+ * and how its result counts (a primitive's record of a call extends it).
+ */
+export interface AttemptCall<T> {
+  stepId: string;
+  fn: (s: StepContext) => PromiseLike<T> | T;
+  idempotencyKey: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  lastError: Error | undefined;
+  lastOutput: unknown;
+  timeoutMs: number | undefined;
+  /** Called in the cleanup scope: its result counts after the code has stopped. */
+  inCleanup: boolean;
+  /** A step of the code with a compensation (see {@link undoneLater}). */
+  undoable: boolean;
+}
 
 /** A promise or any other thenable (a query builder, a promise from another realm). */
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -33,14 +52,15 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * moments see the output: the code's next calls are refused). A worker's grace period or a lost
  * lease does not count it (the task runs again), nor the step's own timeout.
  */
-function undoneLater(run: RunCore, c: StepCall<unknown>, why: unknown): boolean {
+function undoneLater(run: RunCore, c: AttemptCall<unknown>, why: unknown): boolean {
   if (!c.undoable || lateHalt(run.cleanup) !== null || why !== run.abortReason || !run.aborted) return false;
   const kind = run.state.kind;
   return kind === 'cancelled' || kind === 'failed' || (kind === 'running' && run.cleanup.kind === 'stopped');
 }
 
 /** One attempt: resolves with the step's value, rejects with its error, its timeout or the halt reason. */
-export function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
+export function attempt<T>(view: Run, c: AttemptCall<T>): Promise<T> {
+  const run = coreOf(view);
   // A dead worker (TaskRun.abandon: the crash simulation of stepwise-engine/testing) starts nothing.
   if (run.abandoned) return new Promise<T>(() => undefined);
   if (run.aborted) return Promise.reject(run.abortReason);
@@ -48,13 +68,7 @@ export function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
   const timeout = timeoutMs === undefined ? undefined : new AbortController();
   // With a timeout, the step's own signal (the run's or the timeout's); without, the run's.
   const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
-  const ctx: StepContext = Object.freeze({
-    // A data property: an object literal with a getter costs more to build than the run's one
-    // AbortController (made at the run's first attempt).
-    signal: own ?? run.signal,
-    idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, lastOutput: c.lastOutput, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
-    progress: (p: Progress) => run.progress.report(c.stepId, p),
-  });
+  const ctx = stepContext(run, c, own ?? run.signal);
   const fn = c.fn;
   return new Promise<T>((ok, fail) => {
     // Nor does a running step's end reach the code of a dead worker (see above).
@@ -108,25 +122,37 @@ export function attempt<T>(run: RunCore, c: StepCall<T>): Promise<T> {
         () => undefined,
       );
     }
-    let result: PromiseLike<T> | T;
-    try {
-      result = fn(ctx);
-    } catch (e) {
+    callStep(fn, ctx, settle, (e) => {
       cleanup();
-      return reject(e);
-    }
-    if (isThenable(result)) {
-      // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
-      Promise.resolve(result).then(
-        (v) => settle(v as T),
-        (e: unknown) => {
-          cleanup();
-          reject(e);
-        },
-      );
-    } else {
-      // A synchronous step: its value is final.
-      settle(result as T);
-    }
+      reject(e);
+    });
   });
+}
+
+/** What the step function of `c` receives (its signal: the run's, or its own with a timeout). */
+function stepContext(run: RunCore, c: AttemptCall<unknown>, signal: AbortSignal): StepContext {
+  return Object.freeze({
+    // A data property: an object literal with a getter costs more to build than the run's one
+    // AbortController (made at the run's first attempt).
+    signal,
+    idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, lastOutput: c.lastOutput, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
+    progress: (p: Progress) => run.progress.report(c.stepId, p),
+  });
+}
+
+/** Calls the step function: its value goes to `settle`, its failure (thrown or rejected) to `fail`. */
+function callStep<T>(fn: (s: StepContext) => PromiseLike<T> | T, ctx: StepContext, settle: (v: T) => void, fail: (e: unknown) => void): void {
+  let result: PromiseLike<T> | T;
+  try {
+    result = fn(ctx);
+  } catch (e) {
+    return fail(e);
+  }
+  if (isThenable(result)) {
+    // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
+    Promise.resolve(result).then((v) => settle(v as T), fail);
+  } else {
+    // A synchronous step: its value is final.
+    settle(result as T);
+  }
 }

@@ -9,7 +9,8 @@
  */
 import type { StepKind, StepRow } from '../store.ts';
 import { notNow, track, type Activity } from './activity.ts';
-import type { RunCore } from './core.ts';
+import { coreOf } from './core.ts';
+import type { Run } from './run.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
 import { position, type Position } from './identity.ts';
 
@@ -18,16 +19,17 @@ export interface Primitive<A, B, S, T> {
   /** The result recorded at the call's position (it may throw: a recorded failure). */
   replayed(rec: StepRow, stepId: string): T;
   /** Checks the call's arguments (throws when they are invalid) and prepares what `start` needs. */
-  prepare(run: RunCore, pos: Position, a: A, b: B): S;
+  prepare(run: Run, pos: Position, a: A, b: B): S;
   /** Runs the call; counted as live activity until it settles or calls `activity.idle()`. */
-  start(run: RunCore, prepared: S, activity: Activity): Promise<T>;
+  start(run: Run, prepared: S, activity: Activity): Promise<T>;
 }
 
 /**
  * Calls `primitive` named `name` with its arguments; never throws (a failure is a rejection).
  * `occurrence`: a compensation's identity in the cleanup scope (see `cleanup-scope.ts`).
  */
-export function call<A, B, S, T>(run: RunCore, primitive: Primitive<A, B, S, T>, name: string, a: A, b: B, occurrence?: number): Promise<T> {
+export function call<A, B, S, T>(view: Run, primitive: Primitive<A, B, S, T>, name: string, a: A, b: B, occurrence?: number): Promise<T> {
+  const run = coreOf(view);
   let prepared: S;
   try {
     const pos = position(run, name, primitive.kind, occurrence);

@@ -24,7 +24,6 @@
  * promise in the process a hook while it is enabled, so it is enabled only while a cleanup runs.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { RunCore } from './core.ts';
 
 /** Journal positions from here on are the cleanup's (the code never takes a billion calls). */
 export const CLEANUP_SEQ = 1_000_000_000;
@@ -56,6 +55,25 @@ export type CleanupPhase =
 
 export const CODE_RUNNING: CleanupPhase = { kind: 'code' };
 
+/**
+ * A completed step's compensation, registered when the code received its output: the primitive
+ * that made the step hands the kernel how to run it as a call of the cleanup scope.
+ */
+export interface Compensation {
+  /** The id of the step it undoes (`book`, `book#2`). */
+  stepId: string;
+  /** Runs the compensation (a call of the cleanup scope); rejects when it fails for good. */
+  undo(): Promise<unknown>;
+}
+
+export interface CancelHandler {
+  fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown;
+}
+
+/** How long the cleanup scope may take, unless the workflow says otherwise. */
+export const DEFAULT_CLEANUP_MS = 60_000;
+
+
 /** The cleanup scope is running now. */
 export function inScope(p: CleanupPhase): boolean {
   return p.kind === 'scope';
@@ -71,12 +89,12 @@ export function refusalOf(p: CleanupPhase): Error | null {
   return p.kind === 'code' ? null : p.kind === 'stopped' ? p.ended : p.halt;
 }
 
-const scope = new AsyncLocalStorage<RunCore>();
+const scope = new AsyncLocalStorage<object>();
 /** Cleanups in progress in this process (the async context is enabled while there are any). */
 let open = 0;
 
 /** Runs `fn` (the handlers and compensations of `run`) in the cleanup's async context. */
-export async function inCleanup<T>(run: RunCore, fn: () => Promise<T>): Promise<T> {
+export async function inCleanup<T>(run: object, fn: () => Promise<T>): Promise<T> {
   open++;
   try {
     return await scope.run(run, fn);
@@ -86,6 +104,6 @@ export async function inCleanup<T>(run: RunCore, fn: () => Promise<T>): Promise<
 }
 
 /** Whether the caller runs inside the cleanup of `run` (and not in the workflow code). */
-export function calledFromCleanup(run: RunCore): boolean {
+export function calledFromCleanup(run: object): boolean {
   return scope.getStore() === run;
 }

@@ -39,30 +39,12 @@
  * by its deadline).
  */
 import { CompensationFailedError, TaskCancelledError, TimeoutError, coerceError } from '../errors.ts';
-import type { StepContext } from '../workflow.ts';
 import type { RunCore } from './core.ts';
 import type { Settled } from './outcome.ts';
 import { RUNNING, cancelOf, fatalOf, haltOf, mayWrite, type RunState } from './state.ts';
-import { compensationStep } from './step.ts';
-import { inCleanup } from './cleanup-scope.ts';
+import { inCleanup, type CancelHandler, type Compensation } from './cleanup-scope.ts';
 import { faultPoint } from '../fault-points.ts';
 
-/** A completed step's compensation, registered when the code received its output. */
-export interface Compensation {
-  /** The step's name and occurrence (`book`, 2 for `book#2`). */
-  name: string;
-  occurrence: number;
-  output: unknown;
-  fn: (output: unknown, s: StepContext) => unknown;
-  retry: import('../retry.ts').RetryOptions | number | undefined;
-}
-
-export interface CancelHandler {
-  fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown;
-}
-
-/** How long the cleanup scope may take, unless the workflow says otherwise. */
-export const DEFAULT_CLEANUP_MS = 60_000;
 
 /** How the cleanup went. */
 export interface CleanupResult {
@@ -151,43 +133,21 @@ async function settleUndoable(run: RunCore, d: CleanupDeadline): Promise<string[
   return d.expired ? d.running : [...run.undoable];
 }
 
-/** Runs the cancel handlers and compensations that the run's end calls for; see the module doc. */
-export async function runCleanup(run: RunCore, result: Settled | null): Promise<CleanupResult> {
-  if (!cleanupDue(run.state, result)) return DONE;
-  // Nothing registered and nothing in flight to register: nothing to clean up.
-  if (!run.compensations.length && !run.undoable.size && !(run.state.kind === 'cancelled' && run.cancelHandlers.length)) return DONE;
-  // The code has stopped for good: its new calls are refused from now on; its calls in flight go on.
-  const ended = haltOf(run.state) ?? fatalOf(run.state) ?? new Error(`Task ${run.taskId}: the run has ended`);
-  run.cleanup = { kind: 'stopped', ended };
-  const deadline = armCleanupDeadline(run);
-  try {
-    return await cleanUp(run, result, deadline, ended);
-  } finally {
-    deadline.dispose();
-  }
+/** What the cleanup scope runs, and the failures it reports (added to as it goes). */
+interface ScopeWork {
+  ended: Error;
+  halt: Error;
+  cancel: { reason: string | undefined } | null;
+  handlers: CancelHandler[];
+  compensations: Compensation[];
+  failures: Array<{ step: string; error: Error }>;
 }
 
-async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline, ended: Error): Promise<CleanupResult> {
-  const running = await settleUndoable(run, d);
-  const saved = run.state;
-  // A lost lease, or a worker's grace period that ended, while it waited: nothing to clean up here.
-  if (!cleanupDue(saved, result)) return DONE;
-  const cancel = saved.kind === 'cancelled' ? cancelOf(saved) : null;
-  const handlers = cancel ? [...run.cancelHandlers] : [];
-  const compensations = [...run.compensations].reverse();
-  // A step with a compensation still running now was not undone, and will not be: people must know.
-  const bound = d.expired ? `the cleanup's ${run.cleanupMs} ms deadline` : `the ${run.deps.cancelGraceMs} ms grace period after its signal fired`;
-  const failures: Array<{ step: string; error: Error }> = running.map((step) => ({
-    step,
-    error: new Error(`not undone: the step was still running when the cleanup began (it did not finish within ${bound}); if it completes, its effect is not undone`),
-  }));
-  if (!handlers.length && !compensations.length && !failures.length) return DONE;
-  // The worker's grace period is over: the worker that takes the task over runs the cleanup.
-  if (run.shutDown) return { failure: null, interrupted: true };
-
+/** Runs the cancel handlers, then the compensations, in the cleanup scope (see the module doc). */
+async function runScope(run: RunCore, d: CleanupDeadline, w: ScopeWork): Promise<void> {
+  const { ended, halt, cancel, handlers, compensations, failures } = w;
   // The scope: calls start again, under a fresh signal that only the scope's deadline (or a lost
   // lease, or the end of the worker's grace period) fires; a second cancel is not heard (see TaskRun.cancel).
-  const halt = haltOf(saved) ?? fatalOf(saved) ?? ended;
   run.cleanup = { kind: 'scope', ended, halt };
   run.replay.closeForCleanup();
   run.state = RUNNING;
@@ -238,12 +198,11 @@ async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline,
         }
       }
       for (const c of compensations) {
-        const stepId = c.occurrence === 1 ? c.name : `${c.name}#${c.occurrence}`;
-        if (skipped(stepId)) continue;
+        if (skipped(c.stepId)) continue;
         try {
-          await bounded(stepId, () => compensationStep(run, c));
+          await bounded(c.stepId, () => c.undo());
         } catch (e) {
-          failed(stepId, e);
+          failed(c.stepId, e);
         }
       }
     });
@@ -251,6 +210,44 @@ async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline,
     clearTimeout(leftTimer);
     run.cleanup = { kind: 'over', ended, halt };
   }
+}
+
+/** Runs the cancel handlers and compensations that the run's end calls for; see the module doc. */
+export async function runCleanup(run: RunCore, result: Settled | null): Promise<CleanupResult> {
+  if (!cleanupDue(run.state, result)) return DONE;
+  // Nothing registered and nothing in flight to register: nothing to clean up.
+  if (!run.compensations.length && !run.undoable.size && !(run.state.kind === 'cancelled' && run.cancelHandlers.length)) return DONE;
+  // The code has stopped for good: its new calls are refused from now on; its calls in flight go on.
+  const ended = haltOf(run.state) ?? fatalOf(run.state) ?? new Error(`Task ${run.taskId}: the run has ended`);
+  run.cleanup = { kind: 'stopped', ended };
+  const deadline = armCleanupDeadline(run);
+  try {
+    return await cleanUp(run, result, deadline, ended);
+  } finally {
+    deadline.dispose();
+  }
+}
+
+async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline, ended: Error): Promise<CleanupResult> {
+  const running = await settleUndoable(run, d);
+  const saved = run.state;
+  // A lost lease, or a worker's grace period that ended, while it waited: nothing to clean up here.
+  if (!cleanupDue(saved, result)) return DONE;
+  const cancel = saved.kind === 'cancelled' ? cancelOf(saved) : null;
+  const handlers = cancel ? [...run.cancelHandlers] : [];
+  const compensations = [...run.compensations].reverse();
+  // A step with a compensation still running now was not undone, and will not be: people must know.
+  const bound = d.expired ? `the cleanup's ${run.cleanupMs} ms deadline` : `the ${run.deps.cancelGraceMs} ms grace period after its signal fired`;
+  const failures: Array<{ step: string; error: Error }> = running.map((step) => ({
+    step,
+    error: new Error(`not undone: the step was still running when the cleanup began (it did not finish within ${bound}); if it completes, its effect is not undone`),
+  }));
+  if (!handlers.length && !compensations.length && !failures.length) return DONE;
+  // The worker's grace period is over: the worker that takes the task over runs the cleanup.
+  if (run.shutDown) return { failure: null, interrupted: true };
+
+  const halt = haltOf(saved) ?? fatalOf(saved) ?? ended;
+  await runScope(run, d, { ended, halt, cancel, handlers, compensations, failures });
   // What the cleanup recorded is durable before the run's end (or before it stops without one).
   if (mayWrite(run.state)) await run.writer.flush().catch(() => undefined);
   faultPoint('cleanup:done');

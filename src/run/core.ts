@@ -3,54 +3,37 @@
  * Internal: not part of the public API (the package exports only its index modules).
  * The state one run's modules share: the claimed task and the worker's services, the run's state
  * (see `state.ts`), its live-activity counters and registered waits, its journal positions, its
- * AbortSignal, and its replay and writer. Plain fields read and written by the modules' functions
+ * AbortSignal, and its replay and writer. Plain fields read and written by the kernel's modules
  * (a step is a hot path: no layer between them); the few operations here are the ones that change
- * the state and must tell everyone (the signal, the attempts in progress, the waiting run).
+ * the state and must tell everyone (the signal, the attempts in progress, the waiting run). The
+ * layer above sees a run as a {@link Run} (`run.ts`): read-only facts and the operations below.
+ * The replay, the writer and the progress reporter are made by `task-run.ts` ({@link RunParts}),
+ * so that this module knows them only by what they offer.
  */
 import { setMaxListeners } from 'node:events';
-import type { Clock } from '../clock.ts';
-import type { Idempotency } from '../idempotency/run.ts';
-import type { Emit, WorkerEventName } from '../events.ts';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';
 import { toMs } from '../duration.ts';
-import { DEFAULT_CLEANUP_MS, type CancelHandler, type Compensation } from './cleanup.ts';
-import { CLEANUP_SEQ, CODE_RUNNING, isCleanupSeq, type CleanupPhase } from './cleanup-scope.ts';
-import type { ClaimedTask, SignalRow, StepRow, Store, TaskRow } from '../store.ts';
-import type { WriteBatcher } from '../write-batcher.ts';
-import type { Workflow } from '../workflow.ts';
-import { scheduleIdleCheck } from './activity.ts';
-import { Replay } from './replay.ts';
-import { RUNNING, haltOf, hasEnded, withFatal, type RunState } from './state.ts';
-import type { Wait } from './waits.ts';
-import { ProgressReporter } from './progress.ts';
-import { JournalWriter } from './writer.ts';
+import { CLEANUP_SEQ, CODE_RUNNING, DEFAULT_CLEANUP_MS, isCleanupSeq, type CancelHandler, type CleanupPhase, type Compensation } from './cleanup-scope.ts';
+import type { ClaimedTask, SignalRow, StepRow, TaskRow } from '../store.ts';
+import { RUNNING, haltOf, hasEnded, withFatal, withLeaseLost, withStoreLost, type RunState } from './state.ts';
+import type { Wait } from './outcome.ts';
+import type { ProgressPart, ReplayPart, Run, RunDefinition, RunDeps, WriterPart } from './run.ts';
 
-export interface RunDeps {
-  store: Store;
-  writer: WriteBatcher;
-  clock: Clock;
-  workerId: string;
-  /** Waits (backoff, sleep) longer than this park the task instead of holding the worker slot. */
-  parkAfterMs: number;
-  /** After the signal fires, how long the run may take to settle before it is abandoned. */
-  cancelGraceMs: number;
-  /** Until when this run's lease is surely still ours (last renewal + lease − margin). */
-  leaseSafeUntil: () => number;
-  emit: Emit;
-  /** Whether an event has listeners: step events are built only then (a step is a hot path). */
-  hears: (name: WorkerEventName) => boolean;
-  /** The largest step or task output, in bytes of JSON. */
-  outputBytes: number;
-  /** Idempotency records (steps with a business key, at-most-once intents); absent: those steps are refused. */
-  idempotency?: Idempotency | undefined;
-  /** How long a replay waits for the call its journal says comes next (default `REPLAY_STALL_MS`): for tests. */
-  replayStallMs?: number | undefined;
+export type { Consume, ProgressPart, ReplayPart, Run, RunDefinition, RunDeps, RunOptions, RunServices, WriterPart } from './run.ts';
+
+/** How a run's parts are made (`task-run.ts` wires the kernel's modules in). */
+export interface RunParts {
+  replay(run: RunCore, steps: readonly StepRow[]): ReplayPart;
+  writer(run: RunCore): WriterPart;
+  progress(run: RunCore): ProgressPart;
+  /** Looks, soon, whether the run can only wait (`activity.ts`). */
+  checkIdle(run: RunCore): void;
 }
 
-export class RunCore {
+export class RunCore implements Run {
   readonly taskId: string;
   readonly epoch: number;
-  readonly workflow: Workflow;
+  readonly workflow: RunDefinition;
   readonly task: TaskRow;
   readonly deps: RunDeps;
   readonly defaultRetry: RetryPolicy;
@@ -140,11 +123,12 @@ export class RunCore {
    */
   abandoned = false;
 
-  readonly replay: Replay;
-  readonly writer: JournalWriter;
-  readonly progress: ProgressReporter;
+  readonly replay: ReplayPart;
+  readonly writer: WriterPart;
+  readonly progress: ProgressPart;
+  readonly #checkIdle: (run: RunCore) => void;
 
-  constructor(claimed: ClaimedTask, workflow: Workflow, deps: RunDeps) {
+  constructor(claimed: ClaimedTask, workflow: RunDefinition, deps: RunDeps, parts: RunParts) {
     this.task = claimed.task;
     this.taskId = claimed.task.id;
     this.epoch = claimed.task.epoch;
@@ -168,9 +152,10 @@ export class RunCore {
     this.cleanupMs = workflow.options.cleanupTimeout === undefined ? DEFAULT_CLEANUP_MS : toMs(workflow.options.cleanupTimeout);
     this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
     this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
-    this.replay = new Replay(this, claimed.steps);
-    this.writer = new JournalWriter(this);
-    this.progress = new ProgressReporter(this);
+    this.#checkIdle = parts.checkIdle;
+    this.replay = parts.replay(this, claimed.steps);
+    this.writer = parts.writer(this);
+    this.progress = parts.progress(this);
   }
 
   get signal(): AbortSignal {
@@ -206,6 +191,40 @@ export class RunCore {
     });
   }
 
+  // --- operations of the layer above (see `Run` in `run.ts`) ---------------------------------
+
+  takeSignal(index: number): SignalRow {
+    return this.signals.splice(index, 1)[0] as SignalRow;
+  }
+
+  refuse(): void {
+    this.refused++;
+  }
+
+  lose(by: 'lease' | 'store', halt: () => Error): void {
+    this.setState(by === 'lease' ? withLeaseLost(this.state, halt) : withStoreLost(this.state, halt));
+  }
+
+  occurrence(name: string): number {
+    return this.occurrences.get(name) ?? 1;
+  }
+
+  keyCall(seq: number, key: string): void {
+    this.businessKeys.set(seq, key);
+  }
+
+  registerCompensation(c: Compensation): void {
+    this.compensations.push(c);
+  }
+
+  registerCancelHandler(h: CancelHandler): void {
+    this.cancelHandlers.push(h);
+  }
+
+  trackUndoable(stepId: string): void {
+    this.undoable.add(stepId);
+  }
+
   /** A step in {@link undoable} failed, or the code received its output (its compensation is registered). */
   settledUndoable(stepId: string): void {
     if (this.undoable.delete(stepId)) this.changed();
@@ -235,7 +254,7 @@ export class RunCore {
   /** Marks the run as failed for good, whatever the workflow code does with the error. */
   fail(error: Error): Error {
     this.state = withFatal(this.state, error);
-    scheduleIdleCheck(this);
+    this.#checkIdle(this);
     this.signalIdle();
     return error;
   }
@@ -280,4 +299,9 @@ export class RunCore {
   get ended(): boolean {
     return hasEnded(this.state);
   }
+}
+
+/** The kernel's own view of a run the layer above hands back (every `Run` is made by the kernel). */
+export function coreOf(run: Run): RunCore {
+  return run as RunCore;
 }

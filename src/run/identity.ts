@@ -11,7 +11,8 @@
 import { InvalidArgumentError, NonDeterminismError } from '../errors.ts';
 import { textProblem } from '../text-rules.ts';
 import type { StepKind, StepRow } from '../store.ts';
-import type { RunCore } from './core.ts';
+import { coreOf, type RunCore } from './core.ts';
+import type { Run } from './run.ts';
 import { COMPENSATE, ON_CANCEL, calledFromCleanup, inScope, refusalOf } from './cleanup-scope.ts';
 
 /** Names of steps, sleeps and events: not empty, no `#` (it marks repeats) and no `|` (it separates awaited events). */
@@ -118,7 +119,8 @@ function cleanupPosition(run: RunCore, name: string, kind: StepKind, given: numb
 }
 
 /** A journal row of this run at `seq`. */
-export function journalRow(run: RunCore, seq: number, stepId: string, kind: StepKind, fields: Partial<StepRow>): StepRow {
+export function journalRow(view: Run, seq: number, stepId: string, kind: StepKind, fields: Partial<StepRow>): StepRow {
+  const run = coreOf(view);
   return {
     taskId: run.taskId, seq, name: stepId, kind, status: 'completed', output: null, error: null,
     attempts: 0, startedAt: null, finishedAt: null, wakeAt: null, epoch: run.epoch, done: null, calledAfter: run.calledAfter.get(seq) ?? null,
@@ -131,4 +133,12 @@ export function who(run: RunCore): string {
   const started = run.task.workflowVersion;
   const now = run.workflow.version;
   return `Task ${run.taskId} (workflow "${run.workflow.name}" version ${now}${started !== now ? `, started under version ${started}` : ''})`;
+}
+
+/**
+ * The code did not make the call the journal says came next (`what`): its control flow depends on
+ * something other than its steps' results. Fails the run.
+ */
+export function diverged(run: RunCore, next: StepRow, what: string): void {
+  run.fail(new NonDeterminismError(run.taskId, next.seq, `${who(run)}: ${what} The workflow's control flow depends on something other than its steps' results.`));
 }

@@ -12,8 +12,17 @@ import type { LifecycleEvent } from '../lifecycle.ts';
 import { encodeError, encodeJson } from '../serialize.ts';
 import { checkSize } from '../limits.ts';
 import type { StepRow, TaskPatch } from '../store.ts';
+
+/** A wait registered by the code: the task may park on it. */
+export interface Wait {
+  row: StepRow;
+  wakeAt: number | null;
+  events: readonly string[];
+  describe: Record<string, unknown>;
+  /** Set by {@link waitFor}: ends the wait in-process before its deadline (a signal arrived). */
+  wake?: () => void;
+}
 import { pauseRequested, type RunState } from './state.ts';
-import type { Wait } from './waits.ts';
 
 /** How the workflow function settled. */
 export type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };

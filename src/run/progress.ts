@@ -8,7 +8,7 @@
  */
 import { InvalidArgumentError, coerceError } from '../errors.ts';
 import { checkText } from '../text-rules.ts';
-import type { Progress } from '../workflow.ts';
+import type { Progress } from '../api/step.ts';
 import type { RunCore } from './core.ts';
 
 /** Between two progress writes of one run. */

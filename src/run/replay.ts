@@ -22,12 +22,11 @@
  * turns together, in one macrotask, so that the checkpoints their code requests next arrive
  * together and share one database write.
  */
-import { NonDeterminismError } from '../errors.ts';
 import type { StepRow } from '../store.ts';
 import { scheduleIdleCheck } from './activity.ts';
 import type { RunCore } from './core.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
-import { who } from './identity.ts';
+import { diverged } from './identity.ts';
 
 /**
  * A replay that waits this long (real time) for the code to make the call the journal says comes
@@ -90,13 +89,6 @@ function mayStayInTurn(): boolean {
   return true;
 }
 
-/**
- * The code did not make the call the journal says came next (`what`): its control flow depends on
- * something other than its steps' results. Fails the run.
- */
-export function diverged(run: RunCore, next: StepRow, what: string): void {
-  run.fail(new NonDeterminismError(run.taskId, next.seq, `${who(run)}: ${what} The workflow's control flow depends on something other than its steps' results.`));
-}
 
 // --- one run's replay ----------------------------------------------------------------------------
 

@@ -12,42 +12,50 @@
  * this run); when in-flight work has settled the run ends `paused` or back to `pending`. A cancel,
  * the task's deadline, or the end of the worker's grace period, fires the AbortSignal and new calls
  * reject; the run waits up to the grace period for in-flight work to settle. What a step returns
- * after its signal fired does not count (see `step-attempt.ts`), except for a step with a
+ * after its signal fired does not count (see `attempt.ts`), except for a step with a
  * compensation when the task ends with its cleanup: it is checkpointed, and compensated. A lost
  * lease (or a database that stays away) stops the run without writing anything more.
  */
 import { getEventListeners } from 'node:events';
 import { LeaseLostError, TaskCancelledError, WorkerStoppingError, coerceError } from '../errors.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import { decodeJson } from '../serialize.ts';
 import type { ClaimedTask } from '../store.ts';
-import type { Workflow } from '../workflow.ts';
 import { scheduleIdleCheck } from './activity.ts';
-import { createContext } from './context.ts';
-import { RunCore, type RunDeps } from './core.ts';
+import { RunCore, type RunDefinition, type RunDeps, type RunParts } from './core.ts';
+import { Replay } from './replay.ts';
+import { JournalWriter } from './writer.ts';
+import { ProgressReporter } from './progress.ts';
 import { who } from './identity.ts';
 import { decideEnd, type Settled } from './outcome.ts';
-import { armDeadline, deadlinePassed } from '../failure/deadline.ts';
-import { failedOutside } from '../failure/failed-outside.ts';
+import { armDeadline, deadlinePassed } from './deadline.ts';
+import { failedOutside } from './failed-outside.ts';
 import { cleanupDue, runCleanup, type CleanupResult } from './cleanup.ts';
 import { inScope } from './cleanup-scope.ts';
 import {
   cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState,
 } from './state.ts';
 
-export type { RunDeps } from './core.ts';
+export type { RunDefinition, RunDeps } from './core.ts';
+
+/** The kernel's modules behind a run's parts. */
+const PARTS: RunParts = {
+  replay: (run, steps) => new Replay(run, steps),
+  writer: (run) => new JournalWriter(run),
+  progress: (run) => new ProgressReporter(run),
+  checkIdle: scheduleIdleCheck,
+};
 
 export class TaskRun {
   readonly taskId: string;
   readonly epoch: number;
-  readonly workflow: Workflow;
+  readonly workflow: RunDefinition;
   readonly #run: RunCore;
 
-  constructor(claimed: ClaimedTask, workflow: Workflow, deps: RunDeps) {
+  constructor(claimed: ClaimedTask, workflow: RunDefinition, deps: RunDeps) {
     this.taskId = claimed.task.id;
     this.epoch = claimed.task.epoch;
     this.workflow = workflow;
-    this.#run = new RunCore(claimed, workflow, deps);
+    this.#run = new RunCore(claimed, workflow, deps, PARTS);
     if (claimed.task.status === 'cancelling') this.cancel(claimed.task.cancelReason ?? undefined);
     if (claimed.task.pauseRequested) this.#run.state = withPause(this.#run.state);
   }
@@ -144,7 +152,6 @@ export class TaskRun {
   /** Runs the workflow until it finishes or can only wait, and writes the outcome. Never throws. */
   async execute(): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
-    const ctx = createContext(run);
     let result: Settled | null = null;
     // Past its deadline, or failed from outside (see failure/failed-outside.ts), the task fails: its
     // code replays what it recorded (its compensations are registered as it receives its steps'
@@ -152,7 +159,7 @@ export class TaskRun {
     const expired = failedOutside(run) || deadlinePassed(run);
     const disarm = expired ? () => undefined : armDeadline(run);
     const fnDone = Promise.resolve()
-      .then(() => this.workflow.fn(ctx, decodeJson(run.task.input)))
+      .then(() => run.deps.runCode(run))
       .then(
         (value) => void (result = { ok: true, value }),
         (error: unknown) => void (result = { ok: false, error }),

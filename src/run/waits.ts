@@ -6,27 +6,22 @@
  * has nothing left to do but wait, it parks with all of its waits (the earliest deadline, every
  * awaited event: see `outcome.ts`).
  */
-import type { StepRow } from '../store.ts';
 import { parked, scheduleIdleCheck, type Activity } from './activity.ts';
-import type { RunCore } from './core.ts';
+import { coreOf } from './core.ts';
+import type { Run } from './run.ts';
+import type { Wait } from './outcome.ts';
+
+export type { Wait } from './outcome.ts';
 import { haltReason } from './state.ts';
 
-/** A wait registered by the code: the task may park on it. */
-export interface Wait {
-  row: StepRow;
-  wakeAt: number | null;
-  events: readonly string[];
-  describe: Record<string, unknown>;
-  /** Set by {@link waitFor}: ends the wait in-process before its deadline (a signal arrived). */
-  wake?: () => void;
-}
 
 /**
  * Registers a wait on which the task may park. With `timer`, a wait that has a deadline also
  * ends in-process when the deadline comes while the run is still going (other work is live);
  * the promise then resolves and the caller goes on. Otherwise it does not settle in this run.
  */
-export function waitFor(run: RunCore, wait: Wait, activity: Activity, timer = true): Promise<void> {
+export function waitFor(view: Run, wait: Wait, activity: Activity, timer = true): Promise<void> {
+  const run = coreOf(view);
   run.waits.set(wait.row.seq, wait);
   activity.idle();
   if (!timer) return parked<void>(run);
@@ -49,7 +44,8 @@ export function waitFor(run: RunCore, wait: Wait, activity: Activity, timer = tr
 }
 
 /** A short wait in-process; a long one is registered (it may park the task). Resolves when due. */
-export async function pauseUntil(run: RunCore, wakeAt: number, wait: Wait, activity: Activity): Promise<void> {
+export async function pauseUntil(view: Run, wakeAt: number, wait: Wait, activity: Activity): Promise<void> {
+  const run = coreOf(view);
   const remaining = wakeAt - run.deps.clock.now();
   if (remaining <= 0) return;
   if (remaining > run.deps.parkAfterMs) return waitFor(run, wait, activity);
@@ -61,7 +57,8 @@ export async function pauseUntil(run: RunCore, wakeAt: number, wait: Wait, activ
 }
 
 /** Stops a call that may not go on now (pause, drain): its row is kept for the next run. */
-export function holdFor(run: RunCore, wait: Wait, activity: Activity): Promise<never> {
+export function holdFor(view: Run, wait: Wait, activity: Activity): Promise<never> {
+  const run = coreOf(view);
   run.refused++;
   return waitFor(run, wait, activity, false) as Promise<never>;
 }

@@ -18,14 +18,13 @@ import { encodeError } from '../serialize.ts';
 import type { LifecycleEvent, TaskStatus } from '../lifecycle.ts';
 import type { StepRow, TaskRow, TransitionWrite } from '../store.ts';
 import { planTransition, wakeFor } from '../transitions.ts';
-import type { RunCore } from './core.ts';
+import type { Consume, RunCore } from './core.ts';
 import type { EndPlan } from './outcome.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
 import { nextTurn } from './replay.ts';
 import { cancelOf, haltReason, mayWrite, withLeaseLost, withStoreLost } from './state.ts';
 
 /** A consumed signal: written with the row of the call that received it. */
-type Consume = { signalId: number; seq: number };
 
 /** A result handed (or about to be handed) to the code whose journal row is not written yet. */
 interface Deferred {

@@ -1,5 +1,5 @@
 /**
- * @module run/exhausted-ask
+ * @module primitives/exhausted-ask
  * Internal: not part of the public API (the package exports only its index modules).
  * `onExhausted: 'ask'`: when a step's attempts (or repairs) run out, the step parks on an approval
  * named `exhausted:<step>` (approvers, timeout and timeout policy from the step's `ask` option;
@@ -16,17 +16,17 @@ import { ASK_PREFIX, askOptions, parseExhausted } from '../approvals/decision-da
 import { classOf } from '../failure/classify.ts';
 import { checkSize } from '../limits.ts';
 import { decodeError, encodeError, encodeJson } from '../serialize.ts';
-import type { RunCore } from './core.ts';
-import { journalRow } from './identity.ts';
+import type { Run } from '../run/run.ts';
+import { journalRow } from '../run/identity.ts';
 import { stepAsk } from './step-ask.ts';
-import { attemptOf, stepFailed, type StepCall } from './step-attempt.ts';
+import { attemptOf, stepFailed, type StepCall } from './step-call.ts';
 
 type Consume = { signalId: number; seq: number } | undefined;
 
 /** What the step does after the decision: attempt again, or the recorded outcome the code receives. */
 export type ExhaustedOutcome<T> = { retry: true } | { retry: false; done: Promise<T> };
 
-function completed<T>(run: RunCore, c: StepCall<T>, output: string | null, error: Error | null, consume: Consume): Promise<T> {
+function completed<T>(run: Run, c: StepCall<T>, output: string | null, error: Error | null, consume: Consume): Promise<T> {
   const row = journalRow(run, c.seq, c.stepId, 'step', {
     status: 'completed', output, error: error ? encodeError(error) : null, attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
   });
@@ -37,7 +37,7 @@ function completed<T>(run: RunCore, c: StepCall<T>, output: string | null, error
  * Step `c` ran out of attempts with `error` (or resumes such a park: `resume`): asks a person and
  * applies the decision.
  */
-export async function askOnExhausted<T>(run: RunCore, c: StepCall<T>, error: Error, resume: boolean): Promise<ExhaustedOutcome<T>> {
+export async function askOnExhausted<T>(run: Run, c: StepCall<T>, error: Error, resume: boolean): Promise<ExhaustedOutcome<T>> {
   const canSkip = 'fallback' in c.options;
   const e = decodeError(encodeError(error));
   const payload = {

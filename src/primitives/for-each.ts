@@ -1,5 +1,5 @@
 /**
- * @module run/for-each
+ * @module primitives/for-each
  * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.forEach(name, items, fn, { chunkSize, concurrency })`: a long loop that makes durable
  * progress. The items are cut into chunks of `chunkSize`; each chunk is one step
@@ -10,8 +10,8 @@
  * rows), and each item's result is kept in its chunk's output.
  */
 import { InvalidArgumentError } from '../errors.ts';
-import type { ForEachOptions, StepContext } from '../workflow.ts';
-import type { RunCore } from './core.ts';
+import type { ForEachOptions, StepContext } from '../api/step.ts';
+import type { Run } from '../run/run.ts';
 import { step } from './step.ts';
 
 const DEFAULT_CHUNK = 100;
@@ -32,7 +32,7 @@ async function runChunk<T, R>(items: readonly T[], offset: number, concurrency: 
 }
 
 export async function forEach<T, R>(
-  run: RunCore,
+  run: Run,
   name: string,
   items: readonly T[],
   fn: (item: T, index: number, s: StepContext) => R | PromiseLike<R>,

@@ -1,5 +1,5 @@
 /**
- * @module run/exhausted
+ * @module primitives/exhausted
  * Internal: not part of the public API (the package exports only its index modules).
  * What a step does when its attempts (or repairs) run out, per its `onExhausted` option:
  * `'fail'` records the failure and hands the code a StepFailedError; `'skip'` records the step as
@@ -13,10 +13,10 @@ import { resolveOptions } from '../approvals/policy.ts';
 import { askOptions } from '../approvals/decision-data.ts';
 import { isStandardSchema } from '../failure/validate.ts';
 import { encodeError, encodeJson } from '../serialize.ts';
-import type { StepOptions } from '../workflow.ts';
-import type { RunCore } from './core.ts';
-import { journalRow } from './identity.ts';
-import { attemptOf, type StepCall } from './step-attempt.ts';
+import type { StepOptions } from '../api/step.ts';
+import type { Run } from '../run/run.ts';
+import { journalRow } from '../run/identity.ts';
+import { attemptOf, type StepCall } from './step-call.ts';
 
 const ON_EXHAUSTED = ['fail', 'skip', 'ask'];
 
@@ -61,7 +61,7 @@ export function repairBudget(o: StepOptions): number {
 }
 
 /** The step ran out of attempts with `error`: fail it, or skip it with its fallback. */
-export function exhausted<T>(run: RunCore, c: StepCall<T>, error: Error, fail: (run: RunCore, c: StepCall<T>, error: Error) => Promise<T>): Promise<T> {
+export function exhausted<T>(run: Run, c: StepCall<T>, error: Error, fail: (run: Run, c: StepCall<T>, error: Error) => Promise<T>): Promise<T> {
   if (c.options.onExhausted !== 'skip') return fail(run, c, error);
   run.deps.emit('step:failed', { ...attemptOf(run, c), error });
   const output = encodeJson(c.options.fallback, `The fallback of step "${c.stepId}"`);

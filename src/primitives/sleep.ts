@@ -1,15 +1,15 @@
 /**
- * @module run/sleep
+ * @module primitives/sleep
  * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.sleep(name, duration)`: its wake-up time is recorded once, so a resumed sleep ends when it
  * was meant to. A short sleep runs in-process; a long one is a wait the task may park on.
  */
 import { toMs, type Duration } from '../duration.ts';
-import { call, type Primitive } from './call.ts';
-import type { RunCore } from './core.ts';
-import { journalRow, type Position } from './identity.ts';
-import { throwIfHalted } from './state.ts';
-import { holdFor, pauseUntil, type Wait } from './waits.ts';
+import { call, type Primitive } from '../run/call.ts';
+import type { Run } from '../run/run.ts';
+import { journalRow, type Position } from '../run/identity.ts';
+import { throwIfHalted } from '../run/state.ts';
+import { holdFor, pauseUntil, type Wait } from '../run/waits.ts';
 
 const SLEEP: Primitive<Duration, undefined, { pos: Position; ms: number }, void> = {
   kind: 'sleep',
@@ -34,6 +34,6 @@ const SLEEP: Primitive<Duration, undefined, { pos: Position; ms: number }, void>
   },
 };
 
-export function sleep(run: RunCore, name: string, duration: Duration): Promise<void> {
+export function sleep(run: Run, name: string, duration: Duration): Promise<void> {
   return call(run, SLEEP, name, duration, undefined);
 }

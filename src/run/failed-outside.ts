@@ -1,5 +1,5 @@
 /**
- * @module failure/failed-outside
+ * @module run/failed-outside
  * Internal: not part of the public API (the package exports only its index modules).
  * A task failed from outside a run while its last run had left compensations to run: the dwell
  * scanner's `expire` of a waiting or paused task (see `lifecycle.ts`). The scanner writes the

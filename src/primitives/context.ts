@@ -1,25 +1,28 @@
 /**
- * @module run/context
+ * @module primitives/context
  * Internal: not part of the public API (the package exports only its index modules).
  * The `ctx` object handed to workflow code: the task's identity, the run's signal, and one
  * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
  */
 import type { Duration } from '../duration.ts';
 import { reportUsage } from '../ai/meter.ts';
-import type { ForEachOptions, Progress, StepContext, StepOptions, TransactionOptions, UsageReport, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
-import type { RunCore } from './core.ts';
+import type { ForEachOptions, Progress, StepContext, StepOptions, TransactionOptions, WaitForEventOptions } from '../api/step.ts';
+import type { UsageReport, Workflow, WorkflowContext } from '../workflow.ts';
+import { decodeJson } from '../serialize.ts';
+import type { Run } from '../run/run.ts';
+import { coreOf } from '../run/core.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { forEach } from './for-each.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
 import { waitForEvent } from './wait-for-event.ts';
-import { RUN_OF } from './run-of.ts';
+import { RUN_OF } from '../run/run-of.ts';
 import { transaction } from './transaction.ts';
 import type { Transaction } from '../transaction-types.ts';
 import { requestApproval } from '../approvals/request.ts';
 import type { ApprovalOptions } from '../approvals/types.ts';
 
-export function createContext(run: RunCore): WorkflowContext {
+export function createContext(run: Run): WorkflowContext {
   return Object.freeze({
     taskId: run.taskId,
     workflow: run.workflow.name,
@@ -34,13 +37,18 @@ export function createContext(run: RunCore): WorkflowContext {
     waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
     approval: (name: string, options?: ApprovalOptions) => requestApproval(run, name, options),
     progress: (p: Progress) => run.progress.report(null, p),
-    usage: (step: StepContext, report: UsageReport) => reportUsage(run, step, report),
+    usage: (step: StepContext, report: UsageReport) => reportUsage(coreOf(run), step, report),
     [RUN_OF]: run,
     forEach: ((name: string, items: readonly unknown[], fn: (item: unknown, index: number, s: StepContext) => unknown, options?: ForEachOptions) =>
       forEach(run, name, items, fn, options)) as WorkflowContext['forEach'],
     onCancel: (fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown) => {
       if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError('ctx.onCancel(fn): fn must be a function'));
-      run.cancelHandlers.push({ fn });
+      run.registerCancelHandler({ fn });
     },
   });
+}
+
+/** How the kernel runs `wf`'s code on a run (`RunDeps.runCode`): its `ctx`, and the task's input. */
+export function workflowCode(wf: Workflow): (run: Run) => Promise<unknown> {
+  return (run) => wf.fn(createContext(run), decodeJson(run.task.input));
 }

@@ -1,5 +1,5 @@
 /**
- * @module run/wait-for-event
+ * @module primitives/wait-for-event
  * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.waitForEvent(name | names, { timeout })`: receives the first signal sent to the task under
  * one of the names (consumed with the row that records it), or `{ timedOut: true }` once the
@@ -8,13 +8,12 @@
 import { optionalMs } from '../duration.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { decodeJson } from '../serialize.ts';
-import type { SignalRow } from '../store.ts';
-import type { EventResult, WaitForEventOptions } from '../workflow.ts';
-import { call, type Primitive } from './call.ts';
-import type { RunCore } from './core.ts';
-import { STEP_NAME, journalRow, type Position } from './identity.ts';
-import { throwIfHalted } from './state.ts';
-import { waitFor } from './waits.ts';
+import type { EventResult, WaitForEventOptions } from '../api/step.ts';
+import { call, type Primitive } from '../run/call.ts';
+import type { Run } from '../run/run.ts';
+import { STEP_NAME, journalRow, type Position } from '../run/identity.ts';
+import { throwIfHalted } from '../run/state.ts';
+import { waitFor } from '../run/waits.ts';
 
 interface EventCall {
   pos: Position;
@@ -37,7 +36,7 @@ const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventR
     const receive = (until: number | null): Promise<EventResult<unknown>> | null => {
       const index = run.signals.findIndex((s) => names.includes(s.name) && (until === null || s.createdAt <= until));
       if (index < 0) return null;
-      const [signal] = run.signals.splice(index, 1) as [SignalRow];
+      const signal = run.takeSignal(index);
       const result: EventResult<unknown> = { timedOut: false, name: signal.name, payload: decodeJson(signal.payload) };
       return run.writer.complete({ ...base, status: 'completed', output: JSON.stringify(result), finishedAt: clock.now() }, () => result, { signalId: signal.id, seq });
     };
@@ -69,7 +68,7 @@ const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventR
   },
 };
 
-export function waitForEvent<T>(run: RunCore, nameOrNames: string | readonly string[], options: WaitForEventOptions = {}): Promise<EventResult<T>> {
+export function waitForEvent<T>(run: Run, nameOrNames: string | readonly string[], options: WaitForEventOptions = {}): Promise<EventResult<T>> {
   let names: readonly string[];
   try {
     names = typeof nameOrNames === 'string' ? [nameOrNames] : [...nameOrNames];

@@ -1,5 +1,5 @@
 /**
- * @module run/step-ask
+ * @module primitives/step-ask
  * Internal: not part of the public API (the package exports only its index modules).
  * A step that parks on a person's decision at its own journal position (no position of its own,
  * so the code's call order is unchanged): the step's row waits (`waiting`, output
@@ -11,8 +11,8 @@ import { awaitApprovalAt, type SettledApproval } from '../approvals/request.ts';
 import type { ApprovalOptions } from '../approvals/types.ts';
 import { decodeJson } from '../serialize.ts';
 import type { StepRow } from '../store.ts';
-import type { RunCore } from './core.ts';
-import type { StepCall } from './step-attempt.ts';
+import type { Run } from '../run/run.ts';
+import type { StepCall } from './step-call.ts';
 
 export type AskPurpose = 'exhausted' | 'effect' | 'budget';
 
@@ -29,7 +29,7 @@ export function recordedAsk(row: StepRow | undefined): { approvalId: string; ask
  * recorded by an earlier run (its row names the approval); otherwise a new one is asked for.
  */
 export function stepAsk(
-  run: RunCore,
+  run: Run,
   c: StepCall<unknown>,
   ask: { purpose: AskPurpose; callKey: string; name: string; options: ApprovalOptions; fields: Partial<StepRow>; resume: boolean },
 ): Promise<SettledApproval> {
@@ -43,7 +43,7 @@ export function stepAsk(
  * returns. The handler throws the run's failure when the answer is no.
  */
 export const PARK_ON_STEP: unique symbol = Symbol('stepwise.parkOnStep') as never;
-export type StepPark = (run: RunCore, c: StepCall<unknown>) => Promise<void>;
+export type StepPark = (run: Run, c: StepCall<unknown>) => Promise<void>;
 
 export function parkRequest(raw: unknown): StepPark | undefined {
   const park = typeof raw === 'object' && raw !== null ? (raw as { [PARK_ON_STEP]?: unknown })[PARK_ON_STEP] : undefined;

@@ -1,23 +1,23 @@
 /**
- * @module run/step
+ * @module primitives/step
  * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.step(name, fn, options)`: a recorded result is handed back in replay; otherwise the step is
  * executed (see `step-attempt.ts`) and its output or failure recorded as the code receives it.
  */
 import { InvalidArgumentError, StepFailedError } from '../errors.ts';
 import { decodeError, decodeJson, deserializeError } from '../serialize.ts';
-import type { StepContext, StepOptions } from '../workflow.ts';
-import type { Activity } from './activity.ts';
-import { call, type Primitive } from './call.ts';
-import type { RunCore } from './core.ts';
+import type { StepContext, StepOptions } from '../api/step.ts';
+import type { Activity } from '../run/activity.ts';
+import { call, type Primitive } from '../run/call.ts';
+import type { Run } from '../run/run.ts';
 import { checkFailureOptions, repairBudget } from './exhausted.ts';
-import { executeStep, type StepCall } from './step-attempt.ts';
+import { executeStep } from './step-attempt.ts';
+import type { StepCall } from './step-call.ts';
 import { businessKey, keyedStep } from '../idempotency/step-key.ts';
 import { atMostOnceStep } from '../idempotency/at-most-once.ts';
-import type { Compensation } from './cleanup.ts';
-import { COMPENSATE, inScope, lateHalt } from './cleanup-scope.ts';
+import { COMPENSATE, inScope, lateHalt } from '../run/cleanup-scope.ts';
 import { redoSuffix } from '../failure/redo.ts';
-import { engineKey } from '../task-info.ts';
+import { engineKey } from '../idempotency/keys.ts';
 
 type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
 
@@ -38,7 +38,7 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     const bad = checkFailureOptions(pos.stepId, options);
     if (bad) throw run.fail(bad);
     const business = options.key === undefined ? null : businessKey(run, pos.stepId, options);
-    if (business !== null) run.businessKeys.set(pos.seq, business);
+    if (business !== null) run.keyCall(pos.seq, business);
     return {
       seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
       idempotencyKey: (business ?? engineKey(run.taskId, pos.name, pos.occurrence)) + redoSuffix(run.task.redo, pos.stepId),
@@ -54,7 +54,7 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
   },
 };
 
-export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions): Promise<T> {
+export function step<T>(run: Run, name: string, fn: (s: StepContext) => PromiseLike<T> | T, options?: StepOptions): Promise<T> {
   const p = call(run, STEP, name, fn, options) as Promise<T>;
   const compensate = options?.compensate;
   if (!compensate) return p;
@@ -62,15 +62,25 @@ export function step<T>(run: RunCore, name: string, fn: (s: StepContext) => Prom
   // The cleanup's own steps are not compensated.
   if (inScope(run.cleanup)) return p;
   // The occurrence this call took (its position was taken synchronously by `call`).
-  const occurrence = run.occurrences.get(name) ?? 1;
+  const occurrence = run.occurrence(name);
   // Registered when the code receives the output, in that order (replayed results too).
   return p.then((output) => {
-    run.compensations.push({ name, occurrence, output, fn: compensate, retry: options.retry });
+    const undo: Undo = { name, occurrence, output, fn: compensate, retry: options.retry };
+    run.registerCompensation({ stepId: occurrence === 1 ? name : `${name}#${occurrence}`, undo: () => compensationStep(run, undo) });
     return output;
   });
 }
 
+/** A completed step's compensation: the step, its output, and the function that undoes it. */
+interface Undo {
+  name: string;
+  occurrence: number;
+  output: unknown;
+  fn: (output: unknown, s: StepContext) => unknown;
+  retry: StepOptions['retry'];
+}
+
 /** The compensation `c` as a step of the cleanup scope: `compensate:<step>`, with the occurrence of the step it undoes. */
-export function compensationStep(run: RunCore, c: Compensation): Promise<unknown> {
+function compensationStep(run: Run, c: Undo): Promise<unknown> {
   return call(run, STEP, `${COMPENSATE}${c.name}`, (s: StepContext) => c.fn(c.output, s), c.retry === undefined ? {} : { retry: c.retry }, c.occurrence);
 }

@@ -1,5 +1,5 @@
 /**
- * @module run/transaction
+ * @module primitives/transaction
  * Internal: not part of the public API (the package exports only its index modules).
  * `ctx.transaction(name, fn, options)`: a step whose effects are SQL on the engine's own database.
  * `fn` runs inside a database transaction, and the step's checkpoint (its journal row, fenced by
@@ -21,15 +21,15 @@ import { checkSize } from '../limits.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
 import { decodeError, decodeJson, deserializeError, encodeJson } from '../serialize.ts';
 import type { StepRow, StepWrite } from '../store.ts';
-import { engineKey } from '../task-info.ts';
+import { engineKey } from '../idempotency/keys.ts';
 import type { Transaction } from '../transaction-types.ts';
-import type { TransactionOptions } from '../workflow.ts';
-import { parked, type Activity } from './activity.ts';
-import { call, type Primitive } from './call.ts';
-import type { RunCore } from './core.ts';
-import { journalRow } from './identity.ts';
-import { haltReason, throwIfHalted, withLeaseLost } from './state.ts';
-import { attemptOf, stepFailed } from './step-attempt.ts';
+import type { TransactionOptions } from '../api/step.ts';
+import { parked, type Activity } from '../run/activity.ts';
+import { call, type Primitive } from '../run/call.ts';
+import type { Run } from '../run/run.ts';
+import { journalRow } from '../run/identity.ts';
+import { haltReason, throwIfHalted } from '../run/state.ts';
+import { attemptOf, stepFailed } from './step-call.ts';
 
 type TxFn = (tx: Transaction) => Promise<unknown>;
 
@@ -43,7 +43,7 @@ interface TxCall {
   activity: Activity;
   attempt: number;
   firstStart: number;
-  runner: NonNullable<RunCore['deps']['store']['runInTransaction']>;
+  runner: NonNullable<Run['deps']['store']['runInTransaction']>;
 }
 
 const TRANSACTION: Primitive<TxFn, TransactionOptions | undefined, TxCall, unknown> = {
@@ -73,7 +73,7 @@ const TRANSACTION: Primitive<TxFn, TransactionOptions | undefined, TxCall, unkno
   },
 };
 
-async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
+async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
   const { clock, emit, hears } = run.deps;
   c.firstStart = clock.now();
   for (;;) {
@@ -81,7 +81,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
     await run.writer.flush();
     throwIfHalted(run.state);
     if (run.blocked()) {
-      run.refused++;
+      run.refuse();
       c.activity.idle();
       return parked(run);
     }
@@ -117,7 +117,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
     }
     if (!accepted) {
       // The fence refused the checkpoint: another worker owns the task; the writes rolled back.
-      run.setState(withLeaseLost(run.state, () => new LeaseLostError(run.taskId, run.epoch)));
+      run.lose('lease', () => new LeaseLostError(run.taskId, run.epoch));
       throw haltReason(run.state);
     }
     faultPoint('transaction:committed');
@@ -128,7 +128,7 @@ async function executeTransaction(run: RunCore, c: TxCall): Promise<unknown> {
 }
 
 
-export function transaction<T>(run: RunCore, name: string, fn: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
+export function transaction<T>(run: Run, name: string, fn: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
   return call(run, TRANSACTION, name, fn as TxFn, options) as Promise<T>;
 }
 

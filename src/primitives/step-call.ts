@@ -1,0 +1,93 @@
+/**
+ * @module primitives/step-call
+ * Internal: not part of the public API (the package exports only its index modules).
+ * One `ctx.step` call being executed (its identity and its attempts so far), and how its end is
+ * recorded: its output, or its failure for good, checkpointed as the code receives it.
+ */
+import { StepFailedError, type NotSerializableError } from '../errors.ts';
+import { encodeError, encodeJson } from '../serialize.ts';
+import { checkSize } from '../limits.ts';
+import type { StepRow } from '../store.ts';
+import type { StepOptions } from '../api/step.ts';
+import type { RetryPolicy } from '../retry.ts';
+import type { Activity } from '../run/activity.ts';
+import type { AttemptCall } from '../run/attempt.ts';
+import type { StepContext } from '../api/step.ts';
+import type { Run } from '../run/run.ts';
+import { journalRow } from '../run/identity.ts';
+
+/** One `ctx.step` call being executed: its identity and its attempts so far. */
+export interface StepCall<T> extends AttemptCall<T> {
+  seq: number;
+  stepId: string;
+  fn: (s: StepContext) => PromiseLike<T> | T;
+  options: StepOptions;
+  recorded: StepRow | undefined;
+  activity: Activity;
+  idempotencyKey: string;
+  attempt: number;
+  lastError: Error | undefined;
+  /** The refused output of the previous attempt (a repair error's `output`). */
+  lastOutput: unknown;
+  /** Attempts that ended in a repair error so far (they do not count against `policy`). */
+  repairs: number;
+  /** Repair attempts allowed (`options.repair`). */
+  repairBudget: number;
+  /** Called in the cleanup scope (see `run/cleanup.ts`): a step from before it may not finish in it. */
+  inCleanup: boolean;
+  /** A step of the code with a compensation: tracked (`run.trackUndoable`) while an attempt runs (see `run/cleanup.ts`). */
+  undoable: boolean;
+  firstStart: number;
+  /** When the current attempt started. */
+  started: number;
+  timeoutMs: number | undefined;
+  policy: RetryPolicy;
+  /** Attempts made before a person's `retry` decision (see `exhausted-ask.ts`): not counted by `policy`. */
+  base: number;
+}
+
+/** What every step event says of the attempt: task, step, the key it received, its number. */
+export function attemptOf(run: Run, c: Pick<StepCall<unknown>, 'stepId' | 'idempotencyKey' | 'attempt'>): { taskId: string; step: string; idempotencyKey: string; attempt: number } {
+  return { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt: c.attempt };
+}
+
+/** The step failed for good: the code receives a StepFailedError (recorded like any result). */
+export function stepFailed<T>(
+  run: Run,
+  c: Pick<StepCall<T>, 'seq' | 'stepId' | 'attempt' | 'firstStart' | 'idempotencyKey'>,
+  error: Error,
+  consume?: { signalId: number; seq: number },
+): Promise<T> {
+  run.deps.emit('step:failed', { ...attemptOf(run, c), error });
+  const failed = journalRow(run, c.seq, c.stepId, 'step', {
+    status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
+  });
+  const attempts = c.attempt;
+  return run.writer.complete(failed, () => {
+    throw new StepFailedError(c.stepId, attempts, error);
+  }, consume);
+}
+
+/** Records the step's output (handed back as its JSON copy, as a replay would). */
+export function stepSucceeded<T>(run: Run, c: StepCall<T>, value: T): Promise<T> {
+  let output: string | null;
+  try {
+    output = encodeJson(value, () => `The output of step "${c.stepId}"`);
+    checkSize(output, run.deps.outputBytes, () => `The output of step "${c.stepId}"`, 'outputBytes');
+  } catch (e) {
+    return stepFailed(run, c, e as NotSerializableError);
+  }
+  const finishedAt = run.deps.clock.now();
+  const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.firstStart, finishedAt });
+  const attempt = c.attempt;
+  const { emit, hears } = run.deps;
+  return run.writer.complete(
+    row,
+    () => (output === null ? undefined : JSON.parse(output)) as T,
+    undefined,
+    // Reported once the result is durable (a step reported completed never runs again).
+    () => {
+      if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt, durationMs: finishedAt - c.started });
+    },
+  );
+}
