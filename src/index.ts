@@ -39,7 +39,7 @@ export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
 
 // Reading tasks
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage } from './task-info.ts';
-export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/usage.ts';
+export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/metering/usage.ts';
 export type {
   TaskEvent, TaskEventType, Actor, StepRecord, TransitionEvent, StepEvent, StepsForgottenEvent, SignalReceivedEvent,
   SignalConsumedEvent, UsageEvent, UnknownEvent, RebuiltTask, IdempotencyTaskEvent,

@@ -5,7 +5,7 @@
  * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
  */
 import type { Duration } from '../duration.ts';
-import { reportUsage } from '../ai/meter.ts';
+import { reportUsage } from '../ai/metering/meter.ts';
 import type { ForEachOptions, Progress, StepContext, StepOptions, TransactionOptions, UsageReport, WaitForEventOptions, WorkflowContext } from '../workflow.ts';
 import type { RunCore } from './core.ts';
 import { InvalidArgumentError } from '../errors.ts';
