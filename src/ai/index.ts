@@ -5,6 +5,10 @@
  * (failed, cancelled and interrupted ones too), budgets the engine enforces, and durable streams
  * readable live from any process. `ai` and `openai` are optional peer dependencies: install the
  * one you use.
+ *
+ * Inside: `metering/` is the engine's own accounting (the per-run usage meter, budgets and budget
+ * asks, durable stream chunks), which the engine core uses; `adapters/` are the model steps over
+ * the SDKs, built on metering. The core never imports an adapter.
  */
 
 // The official openai client
