@@ -37,7 +37,7 @@ import { calledAfterReceiving, consequencesOf, forgetUndone, planRetryFrom, undo
 import { countRedo } from './failure/redo.ts';
 import { isCleanupSeq } from './run/cleanup-scope.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
-import type { Budget } from './ai/usage.ts';
+import type { Budget } from './ai/metering/usage.ts';
 import { resolveRetention, type RetentionMs, type RetentionPolicy } from './retention/policy.ts';
 import { MACHINE_SIGNAL_PREFIX, machineOf } from './machine/machine.ts';
 import { machineInfo, type MachineInfo } from './machine/read.ts';

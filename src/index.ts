@@ -3,15 +3,23 @@
  * Durable execution for long-running AI-agent tasks: checkpointed steps, a lifecycle state
  * machine, leases with fencing, retries, cancellation, and crash resume, embedded on SQLite or
  * shared by many workers on PostgreSQL.
+ *
+ * This is the API a user writes against, and nothing else: the engine's internals (the store's
+ * rows and writes, the run kernel, the classifier the engine applies) are imported by their own
+ * paths inside the package. The surface is recorded in `api/*.api.md` (`npm run api:check`).
+ * Model calls are `stepwise-engine/ai`; stores as classes `stepwise-engine/sqlite` and
+ * `stepwise-engine/postgres`; the HTTP API and observers `stepwise-engine/server`; test tools
+ * `stepwise-engine/testing`.
  */
 
-// Defining workflows
+// Defining workflows: `workflow(name, fn, options)` and what its code receives (`ctx`)
 export { workflow, isWorkflow } from './workflow.ts';
 export type {
   Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema, StandardSchemaLike, StandardResult, ForEachOptions,
   EventResult, WaitForEventOptions, JsonSafe, UsageReport, TransactionOptions,
 } from './workflow.ts';
 export type { Transaction } from './transaction-types.ts';
+export type { RetryOptions } from './retry.ts';
 
 // Business state machines: states, events, guards, entry actions, timeouts (engine.send)
 export { machine, isMachine } from './machine/machine.ts';
@@ -22,7 +30,7 @@ export type { MachineInfo, MachineStep } from './machine/read.ts';
 export type { SendResult } from './machine/send.ts';
 export type { MachineOptions } from './machine/machine.ts';
 
-// Running them
+// Running them: the engine (commands and reads), its options and results, and workers
 export { Engine, TaskHandle } from './engine.ts';
 export type { StartManyItem } from './start-plan.ts';
 export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, RetryTaskOptions, ListOptions, ListResult, CountOptions, ResultOptions, Explanation } from './engine.ts';
@@ -30,27 +38,29 @@ export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';
 
-// Approvals
+// Approvals (ctx.approval, engine.decide) and dwell bounds (WorkflowOptions.dwell)
 export type {
   ApprovalOptions, ApprovalDecision, ApprovalDecisionRecord, ApprovalInfo, ApprovalStatus, ApprovalsQuery, ApprovalNotice, DecideOptions, TimeoutPolicy,
 } from './approvals/types.ts';
 export type { ApprovalEvent } from './approvals/events.ts';
 export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
 
-// Reading tasks
+// Reading tasks: engine.get / list, the event log, model usage, live events
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage } from './task-info.ts';
-export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/usage.ts';
+export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/metering/usage.ts';
 export type {
   TaskEvent, TaskEventType, Actor, StepRecord, TransitionEvent, StepEvent, StepsForgottenEvent, SignalReceivedEvent,
   SignalConsumedEvent, UsageEvent, UnknownEvent, RebuiltTask, IdempotencyTaskEvent,
 } from './task-events.ts';
 export { rebuildTask } from './task-events.ts';
-export type { Observer, ObserverHook, RunInfo, AttemptInfo } from './observers.ts';
 export type { EventsOptions } from './event-stream.ts';
 export type { StreamEvent } from './stream-frames.ts';
 export type { SerializedError } from './serialize.ts';
 
-// Idempotency: records (engine.idempotency), business keys, backends
+// Observers: hooks called on every event, run and attempt (EngineOptions.observers)
+export type { Observer, ObserverHook, RunInfo, AttemptInfo } from './observers.ts';
+
+// Idempotency: records (engine.idempotency), business keys, backends (EngineOptions.idempotency)
 export { Idempotency } from './idempotency/run.ts';
 export type { IdempotencyRunOptions, IdempotencyRunContext, IdempotencyEvent } from './idempotency/run.ts';
 export { hashKey } from './idempotency/keys.ts';
@@ -59,28 +69,27 @@ export { RedisIdempotency } from './idempotency/redis.ts';
 export type { RedisIdempotencyOptions, RedisClientLike } from './idempotency/redis.ts';
 export type { IdempotencyBackend, IdempotencyRecord, AcquireRequest, AcquireResult, RecordStatus } from './idempotency/records.ts';
 
-// Lifecycle
+// The task lifecycle as data and pure functions (statuses, events, the transition table)
 export {
   TASK_STATUSES, LIFECYCLE_EVENTS, ALL_STATUSES, ALL_EVENTS, USER_EVENTS, FINISHED_STATUSES,
   transition, legalEvents, userEvents, sourcesOf, isFinished, isTaskStatus, lifecycleEdges, lifecycleDiagram,
 } from './lifecycle.ts';
 export type { TaskStatus, LifecycleEvent, LifecycleEffect, LifecycleState, Transition } from './lifecycle.ts';
 
-// Errors
+// Errors: one class per condition, each with a stable `code`; checks that work on rebuilt errors
 export {
-  ERROR_CODES, StepwiseError, InvalidArgumentError, InvalidInputError, WorkflowNotFoundError, TaskNotFoundError,
-  IllegalTransitionError, IdempotencyConflictError, ConcurrentUpdateError, NonDeterminismError, NotSerializableError,
-  StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, BudgetExceededError, TaskFailedError, TaskCancelledError,
-  LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, ClosedError, TimeoutError,
-  ForbiddenError, ConflictError, PayloadTooLargeError, IdempotencyInProgressError,
-  ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, DwellTimeoutError, EventRefusedError, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable,
+  ERROR_CODES, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable, StepwiseError,
+  InvalidArgumentError, InvalidInputError, WorkflowNotFoundError, TaskNotFoundError, IllegalTransitionError, EventRefusedError,
+  IdempotencyConflictError, IdempotencyInProgressError, ConcurrentUpdateError, NotSerializableError, ForbiddenError, ConflictError,
+  PayloadTooLargeError, TimeoutError,
+  NonDeterminismError, StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, RepairableError, OutputInvalidError, BudgetExceededError,
+  TaskFailedError, TaskCancelledError, DeadlineExceededError, CompensationFailedError, DwellTimeoutError,
+  LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, ClosedError,
+  ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError,
 } from './errors.ts';
-export type { ErrorCode } from './errors.ts';
+export type { ErrorCode, StepwiseErrorOptions, OutputIssue } from './errors.ts';
 
-// Failure handling: error classification, output validation
-export { RepairableError, OutputInvalidError, DeadlineExceededError, CompensationFailedError } from './errors.ts';
-export type { OutputIssue } from './errors.ts';
-export { classifyDefault, classifyError, isRetryableStatus, retryAfterMsOf } from './failure/classify.ts';
+// Failure handling: a step's `classify` hook, output validation, reading failed attempts
 export type { ErrorClass, FailureKind, ClassifyResult, Classifier } from './failure/classify.ts';
 export { validateOutput } from './failure/validate.ts';
 export { failedAttempts, describeClass } from './failure/attempts.ts';
@@ -92,14 +101,15 @@ export type { RetentionPolicy, DeletableStatus } from './retention/policy.ts';
 export type { PurgeOptions, PurgeResult, TasksDeletedEvent } from './retention/purge.ts';
 export type { DeletedTask } from './store.ts';
 
-// Time, retries, stores
-export { systemClock } from './clock.ts';
-export type { Clock } from './clock.ts';
+// Durations, clocks, limits
 export { toMs, formatMs } from './duration.ts';
 export type { Duration } from './duration.ts';
-export type { RetryOptions } from './retry.ts';
+export { systemClock } from './clock.ts';
+export type { Clock } from './clock.ts';
 export { DEFAULT_LIMITS } from './limits.ts';
 export type { Limits } from './limits.ts';
+
+// Stores: a URL (`sqlite:<path>`, `postgres://…`) opened by the engine, or opened here
 export { openStore, DEFAULT_STORE_URL } from './store-url.ts';
 export type { StoreOptions } from './store-url.ts';
-export type { Store, NewTask, WakeEvent, WriteOp } from './store.ts';
+export type { Store } from './store.ts';

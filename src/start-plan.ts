@@ -21,9 +21,9 @@ import { checkText } from './text-rules.ts';
 import { planCreation } from './transitions.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import type { Inserted } from './start-batcher.ts';
-import { startUsage } from './ai/start-usage.ts';
+import { startUsage } from './ai/metering/start-usage.ts';
 import { taskDeadline } from './failure/deadline.ts';
-import type { Budget } from './ai/usage.ts';
+import type { Budget } from './ai/metering/usage.ts';
 
 const KEY_MAX = 255;
 

@@ -8,7 +8,7 @@
 import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import type { SerializedError } from './serialize.ts';
 import type { ActorKind, EventRow, StepRow } from './store.ts';
-import type { AttemptUsage } from './ai/usage.ts';
+import type { AttemptUsage } from './ai/metering/usage.ts';
 import { isApprovalEntry, toApprovalEvent, type ApprovalEvent } from './approvals/events.ts';
 import { toDwellEvent, type DwellEvent } from './dwell/types.ts';
 

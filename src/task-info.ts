@@ -13,7 +13,7 @@ import type { TaskStatus } from './lifecycle.ts';
 import { decodeError, decodeJson, type SerializedError } from './serialize.ts';
 import type { StepKind, StepRow, StepStatus, TaskRow } from './store.ts';
 import type { TaskEvent } from './task-events.ts';
-import { parseSummary, type Budget, type UsageTotals } from './ai/usage.ts';
+import { parseSummary, type Budget, type UsageTotals } from './ai/metering/usage.ts';
 
 export interface TaskLease {
   owner: string;

@@ -10,7 +10,7 @@ import { checkText } from './text-rules.ts';
 import type { Duration } from './duration.ts';
 import type { RetryOptions } from './retry.ts';
 import type { SerializedError } from './serialize.ts';
-import { checkBudget, type AttemptOutcome, type Budget, type PriceTable, type TokenCounts } from './ai/usage.ts';
+import { checkBudget, type AttemptOutcome, type Budget, type PriceTable, type TokenCounts } from './ai/metering/usage.ts';
 import type { Transaction } from './transaction-types.ts';
 import type { EventResult, ForEachOptions, JsonCheck, Progress, StepContext, StepOptions, TransactionOptions, WaitForEventOptions } from './api/step.ts';
 import type { ApprovalDecision, ApprovalOptions } from './api/approvals.ts';

@@ -1,9 +1,9 @@
 // The pure parts of `stepwise-engine/ai`: prices and cost, budgets, Retry-After, JSON with Dates.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PRICES, costOf, priceOf, retryAfterMs } from '../src/ai/index.ts';
-import { attemptUsage, checkBudget, emptySummary, overBudget, withAttempt, withOpen } from '../src/ai/usage.ts';
-import { fromFaithful, toFaithful } from '../src/ai/json-dates.ts';
-import { classifyProviderError } from '../src/ai/provider-errors.ts';
+import { attemptUsage, checkBudget, emptySummary, overBudget, withAttempt, withOpen } from '../src/ai/metering/usage.ts';
+import { fromFaithful, toFaithful } from '../src/ai/adapters/json-dates.ts';
+import { classifyProviderError } from '../src/ai/adapters/provider-errors.ts';
 import { InvalidArgumentError, NonRetryableError, RetryableError, workflow } from '../src/index.ts';
 
 describe('prices and cost', () => {

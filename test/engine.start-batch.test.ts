@@ -3,9 +3,8 @@
 // counting store calls (a spy), never by timing.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  Engine, IdempotencyConflictError, InvalidInputError, StoreUnavailableError, openStore, workflow, type NewTask, type Store, type WakeEvent,
-} from '../src/index.ts';
+import { Engine, IdempotencyConflictError, InvalidInputError, StoreUnavailableError, openStore, workflow, type Store } from '../src/index.ts';
+import type { NewTask, WakeEvent } from '../src/store.ts';
 import { TEST_STORE, eventually, startWorker, tempDbUrl } from './support/engine.ts';
 import { spyStore } from './support/store-spy.ts';
 

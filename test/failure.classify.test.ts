@@ -1,7 +1,8 @@
 import { RetryError, APICallError } from 'ai';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { NonRetryableError, RetryableError, StepTimeoutError, classifyDefault, classifyError, retryAfterMsOf } from '../src/index.ts';
+import { NonRetryableError, RetryableError, StepTimeoutError } from '../src/index.ts';
+import { classifyDefault, classifyError, retryAfterMsOf } from '../src/failure/classify.ts';
 
 const NOW = Date.UTC(2030, 0, 1);
 

@@ -4,7 +4,8 @@
 // sends last: notifications arrive in commit order, so the marker comes after everything before it.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Engine, openStore, workflow, type Store, type WakeEvent, type WriteOp } from '../src/index.ts';
+import { Engine, openStore, workflow, type Store } from '../src/index.ts';
+import type { WakeEvent, WriteOp } from '../src/store.ts';
 import type { PostgresStore } from '../src/postgres/index.ts';
 import { PG_URL, hasPostgres, sql } from './support/postgres.ts';
 import { eventually, schemasOfThisFile } from './support/engine.ts';

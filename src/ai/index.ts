@@ -5,27 +5,31 @@
  * (failed, cancelled and interrupted ones too), budgets the engine enforces, and durable streams
  * readable live from any process. `ai` and `openai` are optional peer dependencies: install the
  * one you use.
+ *
+ * Inside: `metering/` is the engine's own accounting (the per-run usage meter, budgets and budget
+ * asks, durable stream chunks), which the engine core uses; `adapters/` are the model steps over
+ * the SDKs, built on metering. The core never imports an adapter.
  */
 
 // The official openai client
-export { chatCompletion } from './openai.ts';
+export { chatCompletion } from './adapters/openai.ts';
 
 // Durable streams
-export { streamEvents } from './stream-chunks.ts';
-export type { StreamEvent, StreamEventsOptions } from './stream-chunks.ts';
+export { streamEvents } from './metering/stream-chunks.ts';
+export type { StreamEvent, StreamEventsOptions } from './metering/stream-chunks.ts';
 
 // Options shared by every model step
-export type { ModelStepOptions } from './model-step.ts';
-export { IDEMPOTENCY_HEADER } from './model-step.ts';
+export type { ModelStepOptions } from './adapters/model-step.ts';
+export { IDEMPOTENCY_HEADER } from './adapters/model-step.ts';
 
 // Usage, prices, budgets
-export { DEFAULT_PRICES, costOf, priceOf } from './usage.ts';
-export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './usage.ts';
-export { retryAfterMs } from './provider-errors.ts';
+export { DEFAULT_PRICES, costOf, priceOf } from './metering/usage.ts';
+export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './metering/usage.ts';
+export { retryAfterMs } from './adapters/provider-errors.ts';
 
 // The AI SDK
-export { generateText, streamText, generateObject } from './ai-sdk.ts';
-export type { GenerateTextOptions, StreamTextOptions, GenerateObjectOptions, DurableTextResult, DurableObjectResult } from './ai-sdk.ts';
-export { durableModel } from './durable-model.ts';
-export type { DurableModelOptions } from './durable-model.ts';
-export { openaiChatModel } from './openai-chat-model.ts';
+export { generateText, streamText, generateObject } from './adapters/ai-sdk.ts';
+export type { GenerateTextOptions, StreamTextOptions, GenerateObjectOptions, DurableTextResult, DurableObjectResult } from './adapters/ai-sdk.ts';
+export { durableModel } from './adapters/durable-model.ts';
+export type { DurableModelOptions } from './adapters/durable-model.ts';
+export { openaiChatModel } from './adapters/openai-chat-model.ts';

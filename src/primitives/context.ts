@@ -5,7 +5,7 @@
  * function per primitive (`step.ts`, `sleep.ts`, `wait-for-event.ts`), each bound to the run.
  */
 import type { Duration } from '../duration.ts';
-import { reportUsage } from '../ai/meter.ts';
+import { reportUsage } from '../ai/metering/meter.ts';
 import type { ForEachOptions, Progress, StepContext, StepOptions, TransactionOptions, WaitForEventOptions } from '../api/step.ts';
 import type { UsageReport, Workflow, WorkflowContext } from '../workflow.ts';
 import { decodeJson } from '../serialize.ts';

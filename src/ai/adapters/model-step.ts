@@ -1,5 +1,5 @@
 /**
- * @module ai/model-step
+ * @module ai/adapters/model-step
  * Internal: not part of the public API.
  * The one way `stepwise-engine/ai` calls a model: as a durable step (`ctx.step`), so a finished
  * call is checkpointed and a resumed task never pays for it again. Each attempt gets the step's
@@ -8,14 +8,14 @@
  * included), and its provider error classified for the engine's retries (`provider-errors.ts`).
  * The stored result keeps its Dates (`json-dates.ts`).
  */
-import { InvalidArgumentError, isStepwiseError } from '../errors.ts';
-import { runOf } from '../run/run-of.ts';
-import type { StepContext, StepOptions, WorkflowContext } from '../workflow.ts';
+import { InvalidArgumentError, isStepwiseError } from '../../errors.ts';
+import { runOf } from '../../run/run-of.ts';
+import type { StepContext, StepOptions, WorkflowContext } from '../../workflow.ts';
 import { fromFaithful, toFaithful, type Faithful } from './json-dates.ts';
-import { meterOf } from './meter.ts';
+import { meterOf } from '../metering/meter.ts';
 import { classifyProviderError } from './provider-errors.ts';
-import { estimateTokens, type PriceTable, type TokenCounts } from './usage.ts';
-import { openStream, type StreamWriter } from './stream-chunks.ts';
+import { estimateTokens, type PriceTable, type TokenCounts } from '../metering/usage.ts';
+import { openStream, type StreamWriter } from '../metering/stream-chunks.ts';
 
 /** Options every model step takes beside the SDK's own. */
 export interface ModelStepOptions {

@@ -1,5 +1,5 @@
 /**
- * @module ai/budget-ask
+ * @module ai/metering/budget-ask
  * Internal: not part of the public API.
  * `budget: { …, onExceeded: { ask } }`: a model call that would exceed the task's budget parks
  * its step on an approval `budget:<step>` (payload {@link BudgetPayload}: the exceeded limit, the
@@ -10,18 +10,26 @@
  * BUDGET_EXCEEDED. The approval is asked once per call: a resumed run finds it again (its call key
  * holds the task's attempt count, which the refused call did not change).
  */
-import { BudgetExceededError } from '../errors.ts';
-import { ASK_PREFIX, askOptions, parseBudget, type BudgetPayload } from '../approvals/decision-data.ts';
-import type { ApprovalOptions } from '../approvals/types.ts';
-import { journalRow } from '../run/identity.ts';
-import { PARK_ON_STEP, stepAsk, type StepPark } from '../primitives/step-ask.ts';
-import { encodeError } from '../serialize.ts';
-import type { UsageMeter } from './meter.ts';
+import { BudgetExceededError } from '../../errors.ts';
+import { ASK_PREFIX, askOptions, parseBudget, type BudgetPayload } from '../../approvals/decision-data.ts';
+import type { ApprovalOptions } from '../../approvals/types.ts';
+import { journalRow } from '../../run/identity.ts';
+import { PARK_ON_STEP, stepAsk, type StepPark } from '../../primitives/step-ask.ts';
+import { encodeError } from '../../serialize.ts';
+import type { Budget, UsageSummary } from './usage.ts';
+
+/** What a budget ask reads and raises: the run's usage meter (`meter.ts`, which calls {@link budgetPark}). */
+export interface BudgetHolder {
+  readonly budget: Budget | undefined;
+  readonly summary: UsageSummary;
+  /** Writes the raised limits to the task's usage column, durably. */
+  raise(limits: { tokens?: number; usd?: number }): Promise<void>;
+}
 
 type Over = { limit: 'tokens' | 'usd'; budget: number; projected: number };
 
 /** The error the refused call throws: it parks the step (see `run/step-ask.ts`). */
-export function budgetPark(meter: UsageMeter, step: string, over: Over, ask: ApprovalOptions): Error {
+export function budgetPark(meter: BudgetHolder, step: string, over: Over, ask: ApprovalOptions): Error {
   const e = new Error(`The model call of step "${step}" waits for a person to raise the task's ${over.limit} budget.`);
   const park: StepPark = async (run, c) => {
     const budget = meter.budget ?? {};

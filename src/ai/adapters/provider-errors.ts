@@ -1,5 +1,5 @@
 /**
- * @module ai/provider-errors
+ * @module ai/adapters/provider-errors
  * Internal: not part of the public API.
  * Turns a model provider's error into the engine's retry vocabulary. Provider SDKs run with their
  * own retries off (`maxRetries: 0`), so the engine's retry policy is the only one: a 429 becomes a
@@ -9,7 +9,7 @@
  * Works on the `openai` client's `APIError` (`status`, `headers`) and the AI SDK's `APICallError`
  * (`statusCode`, `responseHeaders`). Aborts pass through unchanged: the engine knows why it aborted.
  */
-import { NonRetryableError, RetryableError, isStepwiseError } from '../errors.ts';
+import { NonRetryableError, RetryableError, isStepwiseError } from '../../errors.ts';
 
 type HeaderBag = Headers | Record<string, string | undefined> | undefined;
 

@@ -1,5 +1,5 @@
 /**
- * @module ai/sdk-types
+ * @module ai/adapters/sdk-types
  * Internal: not part of the public API.
  * The AI SDK's language-model (v3) types, derived from what the `ai` package itself exports (its
  * middleware type), so that nothing here depends on the SDK's internal packages by name.

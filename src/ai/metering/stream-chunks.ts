@@ -1,5 +1,5 @@
 /**
- * @module ai/stream-chunks
+ * @module ai/metering/stream-chunks
  * Durable streams: the partial output of a streaming model step, readable live from any process
  * while the step streams (B10). The run writes each attempt's text deltas to the store's chunk
  * table as they arrive — coalesced: one write in flight at a time, the deltas that arrive during
@@ -10,12 +10,12 @@
  * A reader ({@link streamEvents}) gets `{ step, attempt, seq, delta }` frames in order and resumes
  * after the last `seq` it saw.
  */
-import type { RunCore } from '../run/core.ts';
-import type { Engine } from '../engine.ts';
-import { isFinished } from '../lifecycle.ts';
-import { toStreamEvent, type StreamEvent } from '../stream-frames.ts';
+import type { RunCore } from '../../run/core.ts';
+import type { Store } from '../../store.ts';
+import { isFinished } from '../../lifecycle.ts';
+import { toStreamEvent, type StreamEvent } from '../../stream-frames.ts';
 
-export type { StreamEvent } from '../stream-frames.ts';
+export type { StreamEvent } from '../../stream-frames.ts';
 
 export interface StreamEventsOptions {
   /** Resume after this frame. @defaultValue 0 (from the start) */
@@ -89,12 +89,13 @@ export function openStream(run: RunCore, step: string, attempt: number): StreamW
 /**
  * The frames of a task's streaming steps, live: in order, each once, resumable after a `seq`.
  * Ends when the task is finished and its frames read (or at the current end without `follow`).
- * A finished stream's frames are gone: its text is the step's output (`engine.get(id).steps`), so
- * a reader that falls behind may miss the last frames of a stream that just finished.
+ * `engine` is the `Engine` (only its store is read). A finished stream's frames are gone: its text
+ * is the step's output (`engine.get(id).steps`), so a reader that falls behind may miss the last
+ * frames of a stream that just finished.
  * @example
  * for await (const f of streamEvents(engine, id)) process.stdout.write(f.type === 'stream:reset' ? '\n[retry]\n' : f.delta);
  */
-export async function* streamEvents(engine: Engine, taskId: string, options: StreamEventsOptions = {}): AsyncGenerator<StreamEvent> {
+export async function* streamEvents(engine: { ready(): Promise<Pick<Store, 'getTask' | 'getChunks'>> }, taskId: string, options: StreamEventsOptions = {}): AsyncGenerator<StreamEvent> {
   const store = await engine.ready();
   let after = options.after ?? 0;
   const follow = options.follow ?? true;

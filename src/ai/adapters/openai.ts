@@ -1,5 +1,5 @@
 /**
- * @module ai/openai
+ * @module ai/adapters/openai
  * The official `openai` client as a durable step: `chatCompletion(ctx, name, client, body)` runs
  * one chat completion with the client's own retries off (`maxRetries: 0`: the step's retry policy
  * is the only one), the step's AbortSignal (a cancel closes the HTTP connection), the step's
@@ -11,9 +11,9 @@
 import type OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParams, ChatCompletionMessageToolCall } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
-import type { WorkflowContext } from '../workflow.ts';
+import type { WorkflowContext } from '../../workflow.ts';
 import { modelStep, type ModelStepOptions } from './model-step.ts';
-import type { TokenCounts } from './usage.ts';
+import type { TokenCounts } from '../metering/usage.ts';
 
 function tokensOf(u: CompletionUsage | null | undefined): TokenCounts {
   if (!u) return {};

@@ -1,13 +1,13 @@
 /**
- * @module ai/usage
+ * @module ai/metering/usage
  * Token usage and cost: what one model call used (an {@link AttemptUsage}), its price from a table
  * the user can override, and the per-task summary kept in the task row's `usage` column — totals
  * for the task and per step, the calls in flight (a call a crash cut short is billed on resume),
  * and the budget the task was started with (or raised to by a person). Pure functions over JSON data.
  */
-import { askOptions } from '../approvals/decision-data.ts';
-import { resolveOptions } from '../approvals/policy.ts';
-import type { ApprovalOptions } from '../approvals/types.ts';
+import { askOptions } from '../../approvals/decision-data.ts';
+import { resolveOptions } from '../../approvals/policy.ts';
+import type { ApprovalOptions } from '../../approvals/types.ts';
 
 /** Tokens of one call (all optional: providers report what they know). */
 export interface TokenCounts {

@@ -1,5 +1,5 @@
 /**
- * @module ai/openai-chat-model
+ * @module ai/adapters/openai-chat-model
  * An AI SDK language model (specification v3) over the official `openai` client's chat
  * completions API: `openaiChatModel(client, 'gpt-4o-mini')` works with `generateText`,
  * `streamText`, tools and `durableModel`, against OpenAI or any OpenAI-compatible server (a local
@@ -12,7 +12,7 @@
 import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
-import type { CallOptions, Content, GenerateResult, LanguageModelV3, Prompt, StreamPart, Usage } from './sdk-types.ts';
+import type { CallOptions, Content, GenerateResult, LanguageModelV3, Prompt, StreamPart, StreamResult, Usage } from './sdk-types.ts';
 
 type FinishReason = GenerateResult['finishReason'];
 
@@ -95,6 +95,117 @@ function requestOptions(o: CallOptions): { signal?: AbortSignal; maxRetries: 0; 
   return { maxRetries: 0, ...(o.abortSignal ? { signal: o.abortSignal } : {}), ...(Object.keys(headers).length ? { headers } : {}) };
 }
 
+/** `doGenerate`: one chat completion, its reply as the SDK's content, finish reason and usage. */
+async function generate(client: OpenAI, modelId: string, o: CallOptions): Promise<GenerateResult> {
+  const body = requestBody(modelId, o);
+  const r = await client.chat.completions.create({ ...body, stream: false }, requestOptions(o));
+  const choice = r.choices[0];
+  const content: Content[] = [];
+  if (choice?.message.content) content.push({ type: 'text', text: choice.message.content });
+  for (const c of choice?.message.tool_calls ?? []) {
+    if (c.type === 'function') content.push({ type: 'tool-call', toolCallId: c.id, toolName: c.function.name, input: c.function.arguments });
+  }
+  return {
+    content,
+    finishReason: finishOf(choice?.finish_reason),
+    usage: usageOf(r.usage),
+    request: { body },
+    response: { id: r.id, modelId: r.model, timestamp: new Date(r.created * 1000) },
+    warnings: [],
+  };
+}
+
+/** What a stream has seen so far: whether text is open, the tool calls being assembled, how it finished. */
+interface StreamState {
+  textOpen: boolean;
+  metaSent: boolean;
+  finish: string | null;
+  usage: CompletionUsage | undefined;
+  calls: Map<number, { id: string; name: string; args: string }>;
+}
+
+/** The parts one chunk gives the reader (none for a chunk that only carries usage, say). */
+function chunkParts(s: StreamState, chunk: ChatCompletionChunk): StreamPart[] {
+  const parts: StreamPart[] = [];
+  if (!s.metaSent) {
+    s.metaSent = true;
+    parts.push({ type: 'response-metadata', id: chunk.id, modelId: chunk.model, timestamp: new Date(chunk.created * 1000) });
+  }
+  if (chunk.usage) s.usage = chunk.usage;
+  const choice = chunk.choices[0];
+  if (!choice) return parts;
+  if (choice.delta.content) {
+    if (!s.textOpen) parts.push({ type: 'text-start', id: 'text' });
+    s.textOpen = true;
+    parts.push({ type: 'text-delta', id: 'text', delta: choice.delta.content });
+  }
+  for (const t of choice.delta.tool_calls ?? []) {
+    let call = s.calls.get(t.index);
+    if (!call) {
+      call = { id: t.id ?? `call-${t.index}`, name: t.function?.name ?? '', args: '' };
+      s.calls.set(t.index, call);
+      parts.push({ type: 'tool-input-start', id: call.id, toolName: call.name });
+    }
+    if (t.function?.arguments) {
+      call.args += t.function.arguments;
+      parts.push({ type: 'tool-input-delta', id: call.id, delta: t.function.arguments });
+    }
+  }
+  if (choice.finish_reason) s.finish = choice.finish_reason;
+  return parts;
+}
+
+/** The parts that end the stream: the open text and each assembled tool call, then the finish. */
+function endParts(s: StreamState): StreamPart[] {
+  const parts: StreamPart[] = [];
+  if (s.textOpen) parts.push({ type: 'text-end', id: 'text' });
+  for (const c of s.calls.values()) {
+    parts.push({ type: 'tool-input-end', id: c.id });
+    parts.push({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.args });
+  }
+  parts.push({ type: 'finish', finishReason: finishOf(s.finish), usage: usageOf(s.usage) });
+  return parts;
+}
+
+/** The SDK's stream of parts over the client's stream of chunks. */
+function partStream(chunks: AsyncIterable<ChatCompletionChunk>): ReadableStream<StreamPart> {
+  const iterator = chunks[Symbol.asyncIterator]();
+  const state: StreamState = { textOpen: false, metaSent: false, finish: null, usage: undefined, calls: new Map() };
+  return new ReadableStream<StreamPart>({
+    start(controller) {
+      controller.enqueue({ type: 'stream-start', warnings: [] });
+    },
+    // Reads chunks until one of them gives the reader a part (a stream does not pull again after
+    // a pull that enqueued nothing).
+    async pull(controller) {
+      for (;;) {
+        let next: IteratorResult<ChatCompletionChunk>;
+        try {
+          next = await iterator.next();
+        } catch (e) {
+          controller.error(e);
+          return;
+        }
+        const parts = next.done ? endParts(state) : chunkParts(state, next.value);
+        for (const part of parts) controller.enqueue(part);
+        if (next.done) return controller.close();
+        if (parts.length) return;
+      }
+    },
+    async cancel() {
+      // The reader stopped (an abort): end the HTTP stream too.
+      await iterator.return?.();
+    },
+  });
+}
+
+/** `doStream`: a streamed chat completion (usage included in its last chunk). */
+async function stream(client: OpenAI, modelId: string, o: CallOptions): Promise<StreamResult> {
+  const body = requestBody(modelId, o);
+  const chunks = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, requestOptions(o));
+  return { stream: partStream(chunks), request: { body } };
+}
+
 /**
  * An AI SDK model over `client`'s chat completions.
  * @example
@@ -107,103 +218,7 @@ export function openaiChatModel(client: OpenAI, modelId: string): LanguageModelV
     provider: 'openai.chat',
     modelId,
     supportedUrls: {},
-    async doGenerate(o) {
-      const body = requestBody(modelId, o);
-      const r = await client.chat.completions.create({ ...body, stream: false }, requestOptions(o));
-      const choice = r.choices[0];
-      const content: Content[] = [];
-      if (choice?.message.content) content.push({ type: 'text', text: choice.message.content });
-      for (const c of choice?.message.tool_calls ?? []) {
-        if (c.type === 'function') content.push({ type: 'tool-call', toolCallId: c.id, toolName: c.function.name, input: c.function.arguments });
-      }
-      return {
-        content,
-        finishReason: finishOf(choice?.finish_reason),
-        usage: usageOf(r.usage),
-        request: { body },
-        response: { id: r.id, modelId: r.model, timestamp: new Date(r.created * 1000) },
-        warnings: [],
-      };
-    },
-    async doStream(o) {
-      const body = requestBody(modelId, o);
-      const chunks = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, requestOptions(o));
-      const iterator = chunks[Symbol.asyncIterator]();
-      const calls = new Map<number, { id: string; name: string; args: string }>();
-      let textOpen = false;
-      let metaSent = false;
-      let finish: string | null = null;
-      let usage: CompletionUsage | undefined;
-      const stream = new ReadableStream<StreamPart>({
-        start(controller) {
-          controller.enqueue({ type: 'stream-start', warnings: [] });
-        },
-        // Reads chunks until one of them gives the reader a part (a stream does not pull again
-        // after a pull that enqueued nothing).
-        async pull(controller) {
-          for (;;) {
-            const sent = await step(controller);
-            if (sent) return;
-          }
-        },
-        async cancel() {
-          // The reader stopped (an abort): end the HTTP stream too.
-          await iterator.return?.();
-        },
-      });
-      /** Handles one chunk; true if it gave the reader a part or ended the stream. */
-      async function step(controller: ReadableStreamDefaultController<StreamPart>): Promise<boolean> {
-        let next: IteratorResult<ChatCompletionChunk>;
-        try {
-          next = await iterator.next();
-        } catch (e) {
-          controller.error(e);
-          return true;
-        }
-        if (next.done) {
-          if (textOpen) controller.enqueue({ type: 'text-end', id: 'text' });
-          for (const c of calls.values()) {
-            controller.enqueue({ type: 'tool-input-end', id: c.id });
-            controller.enqueue({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.args });
-          }
-          controller.enqueue({ type: 'finish', finishReason: finishOf(finish), usage: usageOf(usage) });
-          controller.close();
-          return true;
-        }
-        let sent = false;
-        const send = (part: StreamPart): void => {
-          controller.enqueue(part);
-          sent = true;
-        };
-        const chunk = next.value;
-        if (!metaSent) {
-          metaSent = true;
-          send({ type: 'response-metadata', id: chunk.id, modelId: chunk.model, timestamp: new Date(chunk.created * 1000) });
-        }
-        if (chunk.usage) usage = chunk.usage;
-        const choice = chunk.choices[0];
-        if (!choice) return sent;
-        if (choice.delta.content) {
-          if (!textOpen) send({ type: 'text-start', id: 'text' });
-          textOpen = true;
-          send({ type: 'text-delta', id: 'text', delta: choice.delta.content });
-        }
-        for (const t of choice.delta.tool_calls ?? []) {
-          let call = calls.get(t.index);
-          if (!call) {
-            call = { id: t.id ?? `call-${t.index}`, name: t.function?.name ?? '', args: '' };
-            calls.set(t.index, call);
-            send({ type: 'tool-input-start', id: call.id, toolName: call.name });
-          }
-          if (t.function?.arguments) {
-            call.args += t.function.arguments;
-            send({ type: 'tool-input-delta', id: call.id, delta: t.function.arguments });
-          }
-        }
-        if (choice.finish_reason) finish = choice.finish_reason;
-        return sent;
-      }
-      return { stream, request: { body } };
-    },
+    doGenerate: (o) => generate(client, modelId, o),
+    doStream: (o) => stream(client, modelId, o),
   };
 }

@@ -1,5 +1,5 @@
 /**
- * @module ai/ai-sdk
+ * @module ai/adapters/ai-sdk
  * The AI SDK (`ai` 6) as durable steps: `generateText`, `streamText` and `generateObject` with the
  * workflow's `ctx` and a step name first. Each call is one step (see `model-step.ts`): the SDK
  * runs with `maxRetries: 0`, the step's AbortSignal and its idempotency key as a request header;
@@ -8,10 +8,10 @@
  * step; to make each model call of a loop its own step, use {@link durableModel}.
  */
 import * as ai from 'ai';
-import { NonRetryableError } from '../errors.ts';
-import type { WorkflowContext } from '../workflow.ts';
+import { NonRetryableError } from '../../errors.ts';
+import type { WorkflowContext } from '../../workflow.ts';
 import { modelStep, withSpent, type ModelStepOptions } from './model-step.ts';
-import type { TokenCounts } from './usage.ts';
+import type { TokenCounts } from '../metering/usage.ts';
 
 type Usage = ai.LanguageModelUsage;
 

@@ -1,5 +1,5 @@
 /**
- * @module ai/durable-model
+ * @module ai/adapters/durable-model
  * `durableModel(ctx, model)`: an AI SDK model whose every call is a durable step. Handed to the
  * SDK's own tool loop (`generateText({ model: durableModel(ctx, model), tools, stopWhen })`), each
  * model call is checkpointed as it completes, so a crash in turn 7 of a loop resumes there: the
@@ -15,10 +15,10 @@
  * repeated either.
  */
 import { wrapLanguageModel } from 'ai';
-import type { WorkflowContext } from '../workflow.ts';
+import type { WorkflowContext } from '../../workflow.ts';
 import { modelStep, type ModelStepOptions } from './model-step.ts';
 import type { GenerateResult, LanguageModelV3, StreamPart, Usage } from './sdk-types.ts';
-import type { TokenCounts } from './usage.ts';
+import type { TokenCounts } from '../metering/usage.ts';
 
 /** The tokens of a provider (v3) usage object. */
 export function tokensOfV3(u: Usage | undefined): TokenCounts {

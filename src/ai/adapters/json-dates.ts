@@ -1,5 +1,5 @@
 /**
- * @module ai/json-dates
+ * @module ai/adapters/json-dates
  * Internal: not part of the public API.
  * SDK results stored as JSON faithfully. Providers return some fields as `Date`s (the AI SDK's
  * `response.timestamp`), which JSON would turn into strings for good (and a plain step refuses:

@@ -1,5 +1,5 @@
 /**
- * @module ai/meter
+ * @module ai/metering/meter
  * Internal: not part of the public API.
  * The usage meter of one run: before a model call it settles a call a crash left open (billed as
  * `interrupted`), checks the task's budget (a call over it fails the task, or parks it on a
@@ -9,12 +9,12 @@
  * epoch, so spending survives a crash and a resumed task does not get its budget back. Writes are
  * made one after the other, in the order of the calls.
  */
-import { BudgetExceededError, InvalidArgumentError, LeaseLostError } from '../errors.ts';
-import { EVENT_TYPES } from '../log-entries.ts';
+import { BudgetExceededError, InvalidArgumentError, LeaseLostError } from '../../errors.ts';
+import { EVENT_TYPES } from '../../log-entries.ts';
 import { budgetPark } from './budget-ask.ts';
-import type { RunCore } from '../run/core.ts';
-import type { NewEvent } from '../store.ts';
-import type { StepContext, UsageReport } from '../workflow.ts';
+import type { RunCore } from '../../run/core.ts';
+import type { NewEvent } from '../../store.ts';
+import type { StepContext, UsageReport } from '../../workflow.ts';
 import {
   DEFAULT_PRICES, attemptUsage, costOf, estimateTokens, overBudget, parseSummary, withAttempt, withOpen,
   type AttemptOutcome, type AttemptUsage, type Budget, type PriceTable, type TokenCounts, type UsageSummary,
