@@ -15,6 +15,7 @@ import type { WorkerEvents } from './events.ts';
 import type { IdempotencyEvent } from './idempotency/run.ts';
 import type { ApprovalNotice } from './approvals/types.ts';
 import type { TasksDeletedEvent } from './retention/purge.ts';
+import type { DwellAlert } from './dwell/types.ts';
 
 /** One run of a task: a worker's claim of it until the run ends. */
 export interface RunInfo {
@@ -81,6 +82,11 @@ export interface Observer {
    * is where an audit trail of deletions is kept.
    */
   onTasksDeleted?(event: TasksDeletedEvent): unknown;
+  /**
+   * A task stayed past a `dwell` bound whose outcome is `alert` (found by this process's worker),
+   * once per stay; the task's log has the same `dwell:exceeded` entry.
+   */
+  onDwellAlert?(alert: DwellAlert): unknown;
   /** The worker itself met a problem (a claim or heartbeat failed); it keeps going. */
   onWorkerError?(e: { workerId: string; error: Error; during: string }): unknown;
 }

@@ -41,6 +41,19 @@ export interface DwellEvent {
   outcome: DwellBound['then'];
 }
 
+/** A task stayed past a dwell bound whose outcome is `alert` (the `onDwellAlert` hook of observers). */
+export interface DwellAlert {
+  taskId: string;
+  workflow: string;
+  /** The status it stayed in (`running`: without progress). */
+  status: 'waiting' | 'paused' | 'running';
+  afterMs: number;
+  /** When the stay (or the stall) began. */
+  since: number;
+  /** When the alert was raised. */
+  at: number;
+}
+
 export const DWELL_STATUSES = ['waiting', 'paused', 'running'] as const;
 export type DwellStatus = (typeof DWELL_STATUSES)[number];
 

@@ -13,7 +13,7 @@ import { DwellScanner } from '../dwell/scanner.ts';
 import { coerceError } from '../errors.ts';
 import type { Idempotency } from '../idempotency/run.ts';
 import type { LocalBus } from '../local-bus.ts';
-import type { Observer } from '../observers.ts';
+import { notify, type Observer } from '../observers.ts';
 import { resolveRetention, sweepDeletions, type RetentionMs } from '../retention/policy.ts';
 import { sweepOnce } from '../retention/purge.ts';
 import type { Clock } from '../clock.ts';
@@ -50,6 +50,7 @@ export class Background {
         store: host.store, clock: host.clock, workflows: () => host.workflows.values(),
         changed: (taskId) => host.bus.emit('task:settled', { taskId, status: '' }),
         cancelled: (taskId, reason) => host.bus.emit('task:cancel', { taskId, reason }),
+        alerted: (alert) => notify(host.observers, 'onDwellAlert', alert),
         onError: (error) => host.onError(error, 'scanning dwell timeouts'),
       }, host.dwellScanMs);
       this.#dwell.start();
