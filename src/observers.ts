@@ -12,10 +12,9 @@
 import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
-import type { IdempotencyEvent } from './idempotency/run.ts';
 import type { ApprovalNotice } from './approvals/types.ts';
-import type { TasksDeletedEvent } from './retention/purge.ts';
-import type { DwellAlert } from './dwell/types.ts';
+import type { IdempotencyEvent, TasksDeletedEvent } from './task-events/observed.ts';
+import type { DwellAlert } from './task-events/dwell.ts';
 
 /** One run of a task: a worker's claim of it until the run ends. */
 export interface RunInfo {
@@ -134,7 +133,7 @@ export function observeWorker(on: On, workerId: string, observers: readonly Obse
     on('run:finished', (e) => {
       const run = runs.get(e.taskId) ?? { taskId: e.taskId, workflow: e.workflow, epoch: 0, workerId, reclaimed: false };
       runs.delete(e.taskId);
-      notify(observers, 'onRunEnd', { ...run, status: e.status as TaskStatus | 'lease-lost', durationMs: e.durationMs });
+      notify(observers, 'onRunEnd', { ...run, status: e.status, durationMs: e.durationMs });
     }),
     on('worker:error', (e) => notify(observers, 'onWorkerError', { workerId, error: e.error, during: e.during })),
   ];

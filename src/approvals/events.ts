@@ -1,33 +1,6 @@
 /**
  * @module approvals/events
- * The approval entries of a task's event log as users read them (`engine.get(id).history`,
- * `engine.events()`, observers' `onEvent`): one shape for the five kinds, with the approval's id
- * and what changed (`detail`: approvers, deadline and payload when requested; the decision's
- * `approve`, `comment`, `data` and key; the new level and approvers when escalated; the outcome
- * when decided). The actor is the approver, the worker that asked, or the timeout policy.
+ * The approval entries of a task's log as users read them: defined with the other log entry types
+ * in task-events/approval.ts.
  */
-import type { Actor } from '../task-events.ts';
-import type { ApprovalEventType } from './entries.ts';
-
-export interface ApprovalEvent {
-  taskId: string;
-  seq: number;
-  at: number;
-  actor: Actor;
-  type: ApprovalEventType;
-  approvalId: string;
-  /** The approval's name (`ctx.approval(name)`). */
-  name: string;
-  detail: Record<string, unknown>;
-}
-
-const TYPES: readonly string[] = ['approval:requested', 'approval:decision', 'approval:reminded', 'approval:escalated', 'approval:decided'];
-
-export function isApprovalEntry(type: string): type is ApprovalEventType {
-  return TYPES.includes(type);
-}
-
-export function toApprovalEvent(base: { taskId: string; seq: number; at: number; actor: Actor }, type: ApprovalEventType, data: Record<string, unknown>): ApprovalEvent {
-  const { approvalId, name, ...detail } = data;
-  return { ...base, type, approvalId: String(approvalId), name: String(name), detail };
-}
+export { isApprovalEntry, toApprovalEvent, type ApprovalEvent } from '../task-events/approval.ts';

@@ -25,6 +25,7 @@ import { ConflictError, IdempotencyInProgressError, InvalidArgumentError, coerce
 import { notify, type Observer } from '../observers.ts';
 import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
 import type { ActorKind, NewEvent } from '../store.ts';
+import type { IdempotencyEvent } from '../task-events/observed.ts';
 import { checkKey, fingerprintOf } from './keys.ts';
 import { fingerprintsMatch, type IdempotencyBackend, type IdempotencyRecord } from './records.ts';
 
@@ -67,19 +68,7 @@ export interface IdempotencyRunContext {
   readonly takeover: boolean;
 }
 
-/** A hit, a conflict or a take-over (observers' `onIdempotency`; in a task's log as `idempotency:<type>`). */
-export interface IdempotencyEvent {
-  type: 'hit' | 'conflict' | 'takeover';
-  key: string;
-  backend: IdempotencyBackend['kind'];
-  at: number;
-  taskId: string | null;
-  /** The step that met it, inside a workflow. */
-  step?: string;
-  /** A take-over: the owner whose lease had run out. A hit or conflict: the task that ran it, if any. */
-  previousOwner?: string | null;
-  ranByTask?: string | null;
-}
+export type { IdempotencyEvent } from '../task-events/observed.ts';
 
 /** The host the engine uses to record and report what records do. */
 export interface IdempotencyHost {

@@ -48,7 +48,7 @@ export class Background {
     if ([...host.workflows.values()].some((w) => w.options.dwell)) {
       this.#dwell = new DwellScanner({
         store: host.store, clock: host.clock, workflows: () => host.workflows.values(),
-        changed: (taskId) => host.bus.emit('task:settled', { taskId, status: '' }),
+        changed: (taskId) => host.bus.emit('task:settled', { taskId }),
         cancelled: (taskId, reason) => host.bus.emit('task:cancel', { taskId, reason }),
         alerted: (alert) => notify(host.observers, 'onDwellAlert', alert),
         onError: (error) => host.onError(error, 'scanning dwell timeouts'),
