@@ -1034,7 +1034,7 @@ export class Engine {
         if (row?.id === e.taskId) this.#bus.emit('task:settled', { taskId: e.taskId, status: row.status, row });
         // A task a worker of this process runs: that worker announces the end of its run itself,
         // with the row when it wrote the end (the notification of that write may arrive first).
-        else if (!this.#heldHere(e.taskId)) this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
+        else if (!this.#heldHere(e.taskId)) this.#bus.emit('task:settled', { taskId: e.taskId });
         break;
     }
   }

@@ -4,13 +4,14 @@
  */
 import { EventEmitter } from 'node:events';
 import type { ApprovalNotice } from './approvals/types.ts';
+import type { TaskStatus } from './lifecycle.ts';
 
 export interface WorkerEvents {
   'worker:started': { workerId: string; workflows: string[] };
   'worker:stopping': { workerId: string; inFlight: number };
   'worker:stopped': { workerId: string };
   'run:claimed': { taskId: string; workflow: string; epoch: number; reclaimed: boolean };
-  'run:finished': { taskId: string; workflow: string; status: string; durationMs: number };
+  'run:finished': { taskId: string; workflow: string; status: TaskStatus | 'lease-lost'; durationMs: number };
   /** `idempotencyKey`: the key the attempt received (its business key for a step with `key`). */
   'step:started': { taskId: string; step: string; idempotencyKey: string; attempt: number };
   'step:completed': { taskId: string; step: string; idempotencyKey: string; attempt: number; durationMs: number };

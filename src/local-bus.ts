@@ -7,6 +7,7 @@
  */
 import { TypedEmitter } from './events.ts';
 import type { TaskRow } from './store.ts';
+import type { TaskStatus } from './lifecycle.ts';
 
 export interface LocalBusEvents {
   'task:ready': { taskId: string; workflow: string | null };
@@ -14,10 +15,12 @@ export interface LocalBusEvents {
   'task:pause': { taskId: string };
   'task:resume': { taskId: string };
   /**
-   * A run ended or a task finished. `row`: the task's row as the write that finished it committed
-   * it (given only by that write's process, only for a finished task).
+   * A run ended or a task changed where a waiter may want to look again. `status`: the task's
+   * status when known (`lease-lost`: a run that ended without writing); `row`: the task's row as
+   * the write that finished it committed it (given only by that write's process, only for a
+   * finished task).
    */
-  'task:settled': { taskId: string; status: string; row?: TaskRow };
+  'task:settled': { taskId: string; status?: TaskStatus | 'lease-lost'; row?: TaskRow };
   /** Entries of the task's event log were committed by this process. */
   'log:appended': { taskId: string };
 }

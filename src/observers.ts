@@ -12,9 +12,9 @@
 import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
-import type { IdempotencyEvent } from './api/idempotency.ts';
 import type { ApprovalNotice } from './approvals/types.ts';
-import type { TasksDeletedEvent } from './retention/purge.ts';
+import type { IdempotencyEvent, TasksDeletedEvent } from './task-events/observed.ts';
+import type { DwellAlert } from './task-events/dwell.ts';
 
 /** One run of a task: a worker's claim of it until the run ends. */
 export interface RunInfo {
@@ -81,6 +81,11 @@ export interface Observer {
    * is where an audit trail of deletions is kept.
    */
   onTasksDeleted?(event: TasksDeletedEvent): unknown;
+  /**
+   * A task stayed past a `dwell` bound whose outcome is `alert` (found by this process's worker),
+   * once per stay; the task's log has the same `dwell:exceeded` entry.
+   */
+  onDwellAlert?(alert: DwellAlert): unknown;
   /** The worker itself met a problem (a claim or heartbeat failed); it keeps going. */
   onWorkerError?(e: { workerId: string; error: Error; during: string }): unknown;
 }
@@ -128,7 +133,7 @@ export function observeWorker(on: On, workerId: string, observers: readonly Obse
     on('run:finished', (e) => {
       const run = runs.get(e.taskId) ?? { taskId: e.taskId, workflow: e.workflow, epoch: 0, workerId, reclaimed: false };
       runs.delete(e.taskId);
-      notify(observers, 'onRunEnd', { ...run, status: e.status as TaskStatus | 'lease-lost', durationMs: e.durationMs });
+      notify(observers, 'onRunEnd', { ...run, status: e.status, durationMs: e.durationMs });
     }),
     on('worker:error', (e) => notify(observers, 'onWorkerError', { workerId, error: e.error, during: e.during })),
   ];

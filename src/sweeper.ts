@@ -9,6 +9,8 @@
  * another one holds; SQLite has one writer at a time).
  */
 import { ERROR_CODES, isStepwiseError } from './errors.ts';
+import { systemClock } from './clock.ts';
+import { PeriodicScheduler, type PeriodicJob } from './worker/periodic.ts';
 
 /** How often a worker sweeps, unless its options say otherwise. */
 export const DEFAULT_SWEEP_MS = 10 * 60_000;
@@ -34,15 +36,14 @@ export interface SweeperOptions {
   stopsFor?: (error: unknown) => boolean;
 }
 
+/** A periodic sweep: its {@link PeriodicJob} for a worker's scheduler, or run on its own (`start`/`stop`). */
 export class Sweeper {
   readonly #purge: (limit: number) => Promise<number>;
   readonly #intervalMs: number;
   readonly #onError: (error: unknown) => void;
   readonly #stopsFor: (error: unknown) => boolean;
-  #timer: NodeJS.Timeout | null = null;
-  #running: Promise<unknown> = Promise.resolve();
+  #own: PeriodicScheduler | null = null;
   #stopped = false;
-  #busy = false;
 
   constructor(options: SweeperOptions) {
     this.#purge = options.purge;
@@ -51,21 +52,35 @@ export class Sweeper {
     this.#stopsFor = options.stopsFor ?? ((e) => isStepwiseError(e, ERROR_CODES.INVALID_ARGUMENT));
   }
 
+  /**
+   * The sweep as a periodic job named `name`. The first sweep comes within a minute, so that a
+   * worker restarted often still purges; an error that says no sweep will succeed ends the job.
+   */
+  job(name: string): PeriodicJob {
+    return {
+      name, periodMs: this.#intervalMs, firstDelayMs: Math.min(this.#intervalMs, FIRST_SWEEP_MS),
+      run: async (signal) => {
+        try {
+          await this.sweep(signal);
+        } catch (e) {
+          if (this.#stopsFor(e)) return 'stop';
+          this.#onError(e);
+        }
+      },
+    };
+  }
+
+  /** Sweeps every `intervalMs` on a scheduler of its own (real time). */
   start(): void {
-    if (this.#intervalMs <= 0 || this.#timer) return;
-    // The first sweep comes within a minute, so that a worker restarted often still purges.
-    this.#timer = setTimeout(() => {
-      this.#run();
-      if (this.#timer) this.#timer = setInterval(() => this.#run(), this.#intervalMs);
-      this.#timer?.unref?.();
-    }, Math.min(this.#intervalMs, FIRST_SWEEP_MS));
-    this.#timer.unref?.();
+    if (this.#intervalMs <= 0 || this.#own) return;
+    this.#own = new PeriodicScheduler({ clock: systemClock, onError: (e) => this.#onError(e) });
+    this.#own.add(this.job('sweep'));
   }
 
   /** One sweep now; resolves with how many rows it deleted. */
-  async sweep(): Promise<number> {
+  async sweep(signal?: AbortSignal): Promise<number> {
     let total = 0;
-    for (let i = 0; i < MAX_BATCHES && !this.#stopped; i++) {
+    for (let i = 0; i < MAX_BATCHES && !this.#stopped && !signal?.aborted; i++) {
       const n = await this.#purge(SWEEP_BATCH);
       total += n;
       if (n < SWEEP_BATCH) break;
@@ -73,25 +88,8 @@ export class Sweeper {
     return total;
   }
 
-  #run(): void {
-    if (this.#busy) return; // a sweep slower than the interval: the next tick after it ends takes over
-    this.#busy = true;
-    this.#running = this.sweep().catch((e: unknown) => {
-      if (this.#stopsFor(e)) return void this.#clear();
-      this.#onError(e);
-    }).finally(() => {
-      this.#busy = false;
-    });
-  }
-
-  #clear(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-  }
-
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#clear();
-    await this.#running;
+    await this.#own?.stop();
   }
 }

@@ -7,16 +7,13 @@
  */
 import type { LifecycleEvent, TaskStatus } from './lifecycle.ts';
 import type { SerializedError } from './serialize.ts';
-import type { ActorKind, EventRow, StepRow } from './store.ts';
-import type { AttemptUsage } from './ai/metering/usage.ts';
-import { isApprovalEntry, toApprovalEvent, type ApprovalEvent } from './approvals/events.ts';
-import { toDwellEvent, type DwellEvent } from './dwell/types.ts';
+import type { EventRow, StepRow } from './store.ts';
+import type { AttemptUsage } from './task-events/usage.ts';
+import { isApprovalEntry, toApprovalEvent, type ApprovalEvent } from './task-events/approval.ts';
+import { toDwellEvent, type DwellEvent } from './task-events/dwell.ts';
+import type { Actor } from './task-events/actor.ts';
 
-/** Who caused an event: a person or API client, a worker process, or the engine itself. */
-export interface Actor {
-  kind: ActorKind;
-  id: string;
-}
+export type { Actor } from './task-events/actor.ts';
 
 interface EventBase {
   taskId: string;

@@ -16,12 +16,6 @@
  * that their signals fire, and every unfinished task is released (back to pending) so that
  * another worker resumes it at once instead of waiting for the lease to expire.
  */
-import { DwellScanner } from './dwell/scanner.ts';
-import { ApprovalCloser } from './approvals/closer.ts';
-import { DEFAULT_SWEEP_MS, MAX_SWEEP_MS, Sweeper } from './sweeper.ts';
-import { sweepDeletions, resolveRetention, type RetentionMs } from './retention/policy.ts';
-import { sweepOnce } from './retention/purge.ts';
-import { hostname } from 'node:os';
 import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
 import { TypedEmitter, type WorkerEvents } from './events.ts';
@@ -30,72 +24,23 @@ import { isFinished, sourcesOf, transition } from './lifecycle.ts';
 import { TaskRun } from './run/task-run.ts';
 import { workflowCode } from './primitives/context.ts';
 import type { ClaimedTask, Store, WriteResult } from './store.ts';
-import { effectColumns, planTransition, wakeFor } from './transitions.ts';
+import { planTransition, wakeFor } from './transitions.ts';
 import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
 import type { LocalBus } from './local-bus.ts';
 import { observeWorker, type Observer } from './observers.ts';
 import type { Idempotency } from './idempotency/run.ts';
+import type { RetentionMs } from './retention/policy.ts';
 import { checkText } from './text-rules.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
+import { Background } from './worker/background.ts';
+import { Heartbeat } from './worker/heartbeat.ts';
+import { endDeadLocalLeases, localWorkerId } from './worker/local-leases.ts';
+import { resolveOptions, type ResolvedOptions, type WorkerOptions } from './worker/options.ts';
 
-export interface WorkerOptions {
-  /** Tasks run at once by this worker. @defaultValue 8 */
-  concurrency?: number;
-  /**
-   * Most tasks taken by one claim; a claim never takes more than the free slots, so a worker does
-   * not hold tasks it cannot start. Filling every free slot at once keeps claims few when many
-   * workers share a queue (smaller claims made each worker claim several times in a row, each
-   * claimer skipping the rows the others had locked).
-   * @defaultValue 256
-   */
-  claimBatch?: number;
-  /** Serve only these workflows (names). @defaultValue every workflow registered with the engine */
-  workflows?: readonly string[];
-  /** A stable name for this worker in leases and history. @defaultValue `<hostname>-<pid>-<random>` */
-  workerId?: string;
-  /**
-   * Lease length. A task whose worker stops heartbeating is resumed by another worker this long
-   * after its last heartbeat. @defaultValue 30000
-   */
-  leaseMs?: number;
-  /**
-   * Heartbeat period: renews leases and picks up cancel/pause requests. At most a third of the
-   * lease: a run that has not renewed its lease for `leaseMs − 2 × heartbeatMs` stops itself.
-   * @defaultValue min(2000, leaseMs / 3)
-   */
-  heartbeatMs?: number;
-  /**
-   * How often an idle worker looks for due tasks. Tasks started, resumed or signalled through an
-   * engine in the same process (or, on PostgreSQL, anywhere) wake it at once. @defaultValue 500
-   */
-  pollIntervalMs?: number;
-  /** `stop()` lets in-flight steps finish for this long before firing their signals. @defaultValue 10000 */
-  shutdownGraceMs?: number;
-  /** After a run's signal fires, how long it may take to settle before it is abandoned. @defaultValue 5000 */
-  cancelGraceMs?: number;
-  /** Waits (retry backoff, sleep) longer than this park the task instead of holding a slot. @defaultValue 5000 */
-  parkAfterMs?: number;
-  /**
-   * How often the worker's dwell scanner looks for tasks past their workflow's `dwell` bounds, and
-   * its closer for open approvals of ended tasks. @defaultValue 1000
-   */
-  dwellScanMs?: number;
-  /**
-   * How often the worker deletes idempotency records whose time to live has passed (they already
-   * count as absent; this keeps the table from growing). `0` turns it off. @defaultValue 600000
-   */
-  idempotencyPurgeMs?: number;
-  /**
-   * How often the worker deletes the finished tasks of its workflows that are past their retention
-   * (`EngineOptions.retention`, a workflow's `retention`); without a retention, it deletes none.
-   * `0` turns it off. @defaultValue 600000
-   */
-  retentionSweepMs?: number;
-  /** @internal For tests: how long a replay waits for the call its journal says comes next. @defaultValue 30000 */
-  replayStallMs?: number;
-}
+export type { WorkerOptions } from './worker/options.ts';
+export { localWorkerId } from './worker/local-leases.ts';
 
 export type WorkerState = 'created' | 'running' | 'stopping' | 'stopped';
 
@@ -115,75 +60,15 @@ export interface WorkerHost {
   onStopped: (worker: Worker) => void;
 }
 
-/**
- * The default worker id, `<host>-<pid>-<random>`: it names the host and process that hold a lease,
- * so that a worker starting on the same host can tell a dead owner's leases (see `start()`).
- */
-export function localWorkerId(pid: number, suffix: string): string {
-  return `${hostname()}-${pid}-${suffix}`;
-}
-
-/** The pid of a default worker id of this host, or null (another host, or a custom id). */
-function localPid(owner: string): number | null {
-  const host = hostname();
-  if (!owner.startsWith(`${host}-`)) return null;
-  const m = /^(\d+)-[a-z0-9]+$/.exec(owner.slice(host.length + 1));
-  return m ? Number(m[1]) : null;
-}
-
-/** Whether process `pid` of this host is alive (a process we may not signal is alive). */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as { code?: string }).code === 'EPERM';
-  }
-}
-
-const positive = (name: string, v: number): number => {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw new InvalidArgumentError(`worker option ${name} must be a positive number, got ${String(v)}`);
-  return v;
-};
-/** The interval of a sweep: 0 (off) or milliseconds a timer can wait. */
-const sweepMs = (name: string, v: number | undefined): number => {
-  if (v === undefined) return DEFAULT_SWEEP_MS;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_SWEEP_MS) {
-    throw new InvalidArgumentError(`${name} must be a number of milliseconds from 1 to ${MAX_SWEEP_MS} (about 24.8 days), or 0 to turn it off; got ${String(v)}.`);
-  }
-  return v;
-};
-/** Counts (tasks, claims): a fraction would be floored to a worker that never claims. */
-const positiveInt = (name: string, v: number): number => {
-  if (!Number.isInteger(v) || v < 1) throw new InvalidArgumentError(`worker option ${name} must be a whole number ≥ 1, got ${String(v)}`);
-  return v;
-};
-
 export class Worker {
   readonly id: string;
   readonly #host: WorkerHost;
-  readonly #concurrency: number;
-  readonly #claimBatch: number;
-  readonly #only: readonly string[] | undefined;
-  readonly #leaseMs: number;
-  readonly #heartbeatMs: number;
-  readonly #pollIntervalMs: number;
-  readonly #shutdownGraceMs: number;
-  readonly #cancelGraceMs: number;
-  readonly #replayStallMs: number | undefined;
-  readonly #parkAfterMs: number;
-  readonly #dwellScanMs: number;
-  #dwell: DwellScanner | null = null;
-  #approvalCloser: ApprovalCloser | null = null;
-  readonly #purgeMs: number;
-  #purger: Sweeper | null = null;
-  readonly #retentionSweepMs: number;
-  #retentionSweeper: Sweeper | null = null;
+  readonly #o: ResolvedOptions;
+  #background: Background | null = null;
+  #heartbeat: Heartbeat | null = null;
   readonly #events = new TypedEmitter<WorkerEvents>();
   readonly #runs = new Map<string, TaskRun>();
   readonly #running = new Set<Promise<void>>();
-  /** Last successful heartbeat (or claim) time per task, for self-fencing when heartbeats fail. */
-  readonly #renewedAt = new Map<string, number>();
   #state: WorkerState = 'created';
   #store: Store | null = null;
   #writer: WriteBatcher | null = null;
@@ -197,10 +82,6 @@ export class Worker {
    */
   #backlog = true;
   #loop: Promise<void> | null = null;
-  #heartbeat: NodeJS.Timeout | null = null;
-  #beating: Promise<void> | null = null;
-  /** The fallback for cancelling tasks nobody takes over (see {@link #abandonCancelling}), while it runs. */
-  #abandoning: Promise<unknown> | null = null;
   #unsubscribe: Array<() => void | Promise<void>> = [];
 
   /** @internal Use `engine.worker(options)`. */
@@ -209,24 +90,7 @@ export class Worker {
     this.id = options.workerId ?? localWorkerId(process.pid, shortId());
     if (typeof this.id !== 'string' || !this.id || this.id.length > 200) throw new InvalidArgumentError('worker option workerId must be a string of 1-200 characters.');
     checkText(this.id, 'The workerId');
-    this.#concurrency = positiveInt('concurrency', options.concurrency ?? 8);
-    this.#claimBatch = positiveInt('claimBatch', options.claimBatch ?? 256);
-    this.#only = options.workflows;
-    this.#leaseMs = positive('leaseMs', options.leaseMs ?? 30_000);
-    this.#heartbeatMs = positive('heartbeatMs', options.heartbeatMs ?? Math.min(2000, this.#leaseMs / 3));
-    if (this.#heartbeatMs * 3 > this.#leaseMs) {
-      throw new InvalidArgumentError(
-        `heartbeatMs (${this.#heartbeatMs}) must be at most a third of leaseMs (${this.#leaseMs}): a run stops itself two heartbeats before its lease could expire.`,
-      );
-    }
-    this.#pollIntervalMs = positive('pollIntervalMs', options.pollIntervalMs ?? 500);
-    this.#shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
-    this.#cancelGraceMs = options.cancelGraceMs ?? 5000;
-    this.#replayStallMs = options.replayStallMs;
-    this.#parkAfterMs = options.parkAfterMs ?? 5000;
-    this.#dwellScanMs = options.dwellScanMs ?? 1000;
-    this.#purgeMs = sweepMs('idempotencyPurgeMs', options.idempotencyPurgeMs);
-    this.#retentionSweepMs = sweepMs('retentionSweepMs', options.retentionSweepMs);
+    this.#o = resolveOptions(options);
   }
 
   get state(): WorkerState {
@@ -253,7 +117,7 @@ export class Worker {
     const store = await this.#host.store();
     this.#store = store;
     const all = this.#host.workflows();
-    const names = this.#only ?? [...all.keys()];
+    const names = this.#o.only ?? [...all.keys()];
     for (const name of names) {
       const wf = all.get(name);
       if (!wf) throw new InvalidArgumentError(`Worker asked to serve "${name}", which is not registered with the engine (registered: ${[...all.keys()].join(', ') || 'none'}).`);
@@ -271,52 +135,22 @@ export class Worker {
       },
     });
     if (this.#host.observers?.length) this.#unsubscribe.push(observeWorker((name, fn) => this.#events.on(name, fn), this.id, this.#host.observers));
-    await this.#endDeadLocalLeases(store);
+    await endDeadLocalLeases(store, this.#host.clock).catch((e: unknown) =>
+      this.#events.emit('worker:error', { error: coerceError(e), during: 'ending the leases of dead workers of this host' }));
     this.#state = 'running';
     this.#subscribe();
-    this.#heartbeat = setInterval(() => void this.#beat(), this.#heartbeatMs);
+    this.#heartbeat = new Heartbeat({
+      workerId: this.id, store, clock: this.#host.clock, leaseMs: this.#o.leaseMs, heartbeatMs: this.#o.heartbeatMs,
+      runs: this.#runs, onError: (error, during) => this.#events.emit('worker:error', { error, during }),
+    });
+    this.#heartbeat.start();
     this.#loop = this.#claimLoop();
-    // One dwell scanner per worker, for the workflows it serves that bound their dwell.
-    if ([...this.#workflows.values()].some((w) => w.options.dwell)) {
-      this.#dwell = new DwellScanner({
-        store, clock: this.#host.clock, workflows: () => this.#workflows.values(),
-        changed: (taskId) => this.#host.bus.emit('task:settled', { taskId, status: '' }),
-        cancelled: (taskId, reason) => this.#host.bus.emit('task:cancel', { taskId, reason }),
-        onError: (error) => this.#events.emit('worker:error', { error, during: 'scanning dwell timeouts' }),
-      }, this.#dwellScanMs);
-      this.#dwell.start();
-    }
-    // Open approvals of tasks that ended are closed (see approvals/closer.ts).
-    this.#approvalCloser = new ApprovalCloser(store, this.#host.clock, this.#dwellScanMs, (e) =>
-      this.#events.emit('worker:error', { error: coerceError(e), during: 'closing the approvals of ended tasks' }));
-    this.#approvalCloser.start();
-    // Expired idempotency records are deleted by every worker (see sweeper.ts).
-    const idempotency = this.#host.idempotency;
-    if (idempotency && this.#purgeMs > 0) {
-      this.#purger = new Sweeper({
-        purge: (limit) => idempotency.purge(limit), intervalMs: this.#purgeMs,
-        onError: (e) => this.#events.emit('worker:error', { error: coerceError(e), during: 'deleting expired idempotency records' }),
-      });
-      this.#purger.start();
-    }
-    // Finished tasks past their retention, of the workflows this worker serves (retention/).
-    const retention = this.#host.retention ?? {};
-    const kept = [...this.#workflows.values()].map((w) => ({
-      name: w.name, ...(w.options.retention ? { retention: resolveRetention(w.options.retention, w.name) } : {}),
-    }));
-    const deletions = (now: number) => sweepDeletions(now, retention, kept);
-    // No workflow here keeps any status for a limited time: there is nothing to sweep.
-    if (this.#retentionSweepMs > 0 && deletions(0).length) {
-      const deps = { store, clock: this.#host.clock, observers: this.#host.observers ?? [] };
-      const by = { kind: 'worker' as const, id: this.id };
-      this.#retentionSweeper = new Sweeper({
-        purge: (limit) => sweepOnce(deps, deletions(this.#host.clock.now()), limit, by),
-        intervalMs: this.#retentionSweepMs,
-        stopsFor: () => false,
-        onError: (e) => this.#events.emit('worker:error', { error: coerceError(e), during: 'deleting finished tasks past their retention' }),
-      });
-      this.#retentionSweeper.start();
-    }
+    this.#background = new Background({
+      workerId: this.id, store, clock: this.#host.clock, bus: this.#host.bus, workflows: this.#workflows,
+      observers: this.#host.observers ?? [], idempotency: this.#host.idempotency, retention: this.#host.retention ?? {},
+      dwellScanMs: this.#o.dwellScanMs, purgeMs: this.#o.purgeMs, retentionSweepMs: this.#o.retentionSweepMs,
+      onError: (error, during) => this.#events.emit('worker:error', { error, during }),
+    });
     this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
   }
 
@@ -351,25 +185,6 @@ export class Worker {
     for (const r of results) if (typeof r === 'object' && r !== null && isFinished(r.status)) bus.emit('task:settled', { taskId: r.id, status: r.status, row: r });
   }
 
-  /**
-   * Leases held by a worker process of this host that is no longer alive (a crash, a SIGKILL) end
-   * now instead of at their expiry, so a worker restarted on the same host resumes their tasks at
-   * once. Only default worker ids (`<host>-<pid>-…`) of this host are judged; a pid that exists is
-   * taken as alive, so a reused pid only means waiting for the lease, as before.
-   */
-  async #endDeadLocalLeases(store: Store): Promise<void> {
-    try {
-      const now = this.#host.clock.now();
-      for (const owner of await store.leaseOwners(now)) {
-        const pid = localPid(owner);
-        if (pid === null || pid === process.pid || isAlive(pid)) continue;
-        await store.endLeasesOf(owner, now);
-      }
-    } catch (e) {
-      this.#events.emit('worker:error', { error: coerceError(e), during: 'ending the leases of dead workers of this host' });
-    }
-  }
-
   /** Wakes the claim loop now. */
   #poke(): void {
     this.#woken = true;
@@ -389,18 +204,18 @@ export class Worker {
     }
     while (this.#state === 'running') {
       this.#woken = false;
-      const free = this.#concurrency - this.#runs.size;
+      const free = this.#o.concurrency - this.#runs.size;
       const now = this.#host.clock.now();
       let got = 0;
       if (free > 0) {
         try {
           const claimed = await store.claim({
-            workerId: this.id, now, leaseMs: this.#leaseMs, limit: Math.min(free, this.#claimBatch),
+            workerId: this.id, now, leaseMs: this.#o.leaseMs, limit: Math.min(free, this.#o.claimBatch),
             workflows: [...this.#workflows.keys()], versions, claim, reclaim, concurrency,
           });
           got = claimed.length;
           if (got) this.#appended(claimed.map((c) => c.task));
-          this.#backlog = got === Math.min(free, this.#claimBatch);
+          this.#backlog = got === Math.min(free, this.#o.claimBatch);
           for (const c of claimed) this.#startRun(c);
         } catch (e) {
           this.#backlog = true;
@@ -411,7 +226,7 @@ export class Worker {
       }
       if (this.#state !== 'running') break;
       // A full claim may have left more due tasks behind: look again at once while there is room.
-      if (got > 0 && got === Math.min(free, this.#claimBatch)) continue;
+      if (got > 0 && got === Math.min(free, this.#o.claimBatch)) continue;
       if (this.#woken) continue;
       // Room for more: sleep until the next scheduled task falls due (a delayed start, a sleep or
       // a backoff that parked), if that comes before the next poll. Notifications wake it sooner.
@@ -423,7 +238,7 @@ export class Worker {
         // (An AbortController only when there is a due time to wait for, aborted without a
         // DOMException: this loop turns once per finished run when the worker is busy.)
         const until = nextDue === null ? null : new AbortController();
-        const timer = setTimeout(done, this.#pollIntervalMs);
+        const timer = setTimeout(done, this.#o.pollIntervalMs);
         function done(): void {
           clearTimeout(timer);
           until?.abort(null);
@@ -456,15 +271,15 @@ export class Worker {
         writer: this.#writer as WriteBatcher,
         clock: this.#host.clock,
         workerId: this.id,
-        parkAfterMs: this.#parkAfterMs,
-        cancelGraceMs: this.#cancelGraceMs,
-        leaseSafeUntil: () => this.#safeUntil(claimed.task.id),
+        parkAfterMs: this.#o.parkAfterMs,
+        cancelGraceMs: this.#o.cancelGraceMs,
+        leaseSafeUntil: () => (this.#heartbeat as Heartbeat).safeUntil(claimed.task.id),
         emit: (name, payload) => this.#events.emit(name, payload),
         hears: (name) => this.#events.hears(name),
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
         idempotency: this.#host.idempotency,
         runCode: workflowCode(wf),
-        replayStallMs: this.#replayStallMs,
+        replayStallMs: this.#o.replayStallMs,
       });
     } catch (e) {
       // A run that cannot even start would otherwise hold its lease until it expires, and again.
@@ -472,12 +287,12 @@ export class Worker {
       return;
     }
     this.#runs.set(run.taskId, run);
-    this.#renewedAt.set(run.taskId, started);
+    this.#heartbeat?.renewed(run.taskId, started);
     if (this.#state === 'stopping') run.drain();
     if (this.#events.hears('run:claimed')) this.#events.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: run.epoch, reclaimed: claimed.event === 'reclaim' });
     const p = run.execute().catch(() => 'lease-lost' as const).then((status) => {
       this.#runs.delete(run.taskId);
-      this.#renewedAt.delete(run.taskId);
+      this.#heartbeat?.forget(run.taskId);
       if (this.#events.hears('run:finished')) this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
       this.#host.bus.emit('task:settled', { taskId: run.taskId, status });
       // The freed slot is worth a claim only if there may be work for it: due tasks were left
@@ -511,71 +326,6 @@ export class Worker {
   }
 
   /**
-   * Until when a task's lease is surely still ours: its last renewal plus the lease, less two
-   * heartbeats of margin (clocks of workers drift, and another worker needs a poll to notice).
-   */
-  #safeUntil(taskId: string): number {
-    return (this.#renewedAt.get(taskId) ?? 0) + this.#leaseMs - 2 * this.#heartbeatMs;
-  }
-
-  /** Renews the leases of every running task; learns of cancels and pauses from other processes. */
-  async #beat(): Promise<void> {
-    // Self-fencing, whatever the state of the heartbeat itself (it may hang on a dead network):
-    // a run whose lease may have expired stops before another worker's run collides with it.
-    const now = this.#host.clock.now();
-    for (const run of this.#runs.values()) if (now >= this.#safeUntil(run.taskId)) run.loseLease();
-    if (this.#beating || !this.#store) return;
-    const store = this.#store;
-    this.#beating = (async () => {
-      const now = this.#host.clock.now();
-      const runs = [...this.#runs.values()];
-      try {
-        if (runs.length) {
-          const held = await store.heartbeat({ workerId: this.id, now, leaseMs: this.#leaseMs, held: runs.map((r) => ({ taskId: r.taskId, epoch: r.epoch })) });
-          const byId = new Map(held.map((h) => [h.taskId, h]));
-          for (const run of runs) {
-            if (this.#runs.get(run.taskId) !== run) continue; // finished meanwhile
-            const h = byId.get(run.taskId);
-            if (!h) {
-              run.loseLease();
-              continue;
-            }
-            this.#renewedAt.set(run.taskId, now);
-            if (h.status === 'cancelling') run.cancel(h.cancelReason ?? undefined);
-            else if (h.pauseRequested) run.requestPause();
-            else run.withdrawPause();
-          }
-        }
-      } catch (e) {
-        this.#events.emit('worker:error', { error: coerceError(e), during: 'heartbeat' });
-      }
-    })();
-    await this.#beating;
-    this.#beating = null;
-    // Apart from the renewals, so that it never delays them.
-    if (this.#state === 'stopped') return;
-    this.#abandoning ??= this.#abandonCancelling(store, this.#host.clock.now())
-      .catch((e: unknown) => this.#events.emit('worker:error', { error: coerceError(e), during: 'ending abandoned cancelling tasks' }))
-      .finally(() => (this.#abandoning = null));
-  }
-
-  /**
-   * The fallback for a cancelling task whose worker died and that no worker serving its workflow
-   * and version takes over (none runs, as during a rolling deploy to an incompatible version, or
-   * all are full): once its lease has been expired for a further `leaseMs` — time for such a
-   * worker to reclaim it (a reclaim renews the lease, so the two cannot both happen) — it ends
-   * `cancelled` (`abort`), and the entry says that its cleanup did not run and why. Any worker's
-   * heartbeat does it, whatever workflows it serves.
-   */
-  async #abandonCancelling(store: Store, now: number): Promise<void> {
-    const abort = transition({ status: 'cancelling' }, 'abort');
-    await store.expireLeases({
-      now, event: 'abort', from: sourcesOf('abort'), to: abort.to, set: effectColumns(abort, now), expiredForMs: this.#leaseMs,
-      note: `its cleanup (onCancel handlers, compensations) did not run: no worker of workflow "{workflow}" version {version} took the task over within ${this.#leaseMs} ms of its lease expiring`,
-    });
-  }
-
-  /**
    * Stops gracefully: no new claims; runs stop at their next step boundary; in-flight steps get
    * `graceMs` to finish, then their signals fire and each run gets `cancelGraceMs` to settle;
    * unfinished tasks are released to other workers. Returns within `graceMs + cancelGraceMs`
@@ -591,7 +341,7 @@ export class Worker {
     this.#events.emit('worker:stopping', { workerId: this.id, inFlight: this.#runs.size });
     this.#poke();
     for (const run of this.#runs.values()) run.drain();
-    const graceMs = options.graceMs ?? this.#shutdownGraceMs;
+    const graceMs = options.graceMs ?? this.#o.shutdownGraceMs;
     const all = (): Promise<unknown> => Promise.allSettled([...this.#running]);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([all(), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
@@ -607,13 +357,8 @@ export class Worker {
       }
       await all();
     }
-    if (this.#heartbeat) clearInterval(this.#heartbeat);
-    await this.#dwell?.stop();
-    await this.#approvalCloser?.stop();
-    await this.#purger?.stop();
-    await this.#retentionSweeper?.stop();
-    await this.#beating;
-    await this.#abandoning;
+    await this.#background?.stop();
+    await this.#heartbeat?.stop();
     await this.#writer?.drain();
     for (const off of this.#unsubscribe) await off();
     this.#state = 'stopped';
@@ -634,11 +379,10 @@ export class Worker {
   abandon(): void {
     if (this.#state === 'stopped') return;
     this.#state = 'stopped';
-    if (this.#heartbeat) clearInterval(this.#heartbeat);
-    this.#heartbeat = null;
+    this.#heartbeat?.abandon();
     this.#wake?.(); // the claim loop sees the state and ends (unless it waits on the store: then for ever)
     // Their timers are cleared at once; what they wait for on the store never comes.
-    for (const part of [this.#dwell, this.#approvalCloser, this.#purger, this.#retentionSweeper]) part?.stop().catch(() => undefined);
+    this.#background?.abandon();
     for (const run of this.#runs.values()) run.abandon();
     for (const off of this.#unsubscribe.splice(0)) Promise.resolve(off()).catch(() => undefined);
   }

@@ -1,44 +1,6 @@
 /**
  * @module approvals/events
- * The approval entries of a task's event log as users read them (`engine.get(id).history`,
- * `engine.events()`, observers' `onEvent`): one shape for the five kinds, with the approval's id
- * and what changed (`detail`: approvers, deadline and payload when requested; the decision's
- * `approve`, `comment`, `data` and key; the new level and approvers when escalated; the outcome
- * when decided). The actor is the approver, the worker that asked, or the timeout policy.
+ * The approval entries of a task's log as users read them: defined with the other log entry types
+ * in task-events/approval.ts.
  */
-import type { ActorKind } from '../store.ts';
-
-export const APPROVAL_EVENT_TYPES = Object.freeze({
-  requested: 'approval:requested',
-  decision: 'approval:decision',
-  reminded: 'approval:reminded',
-  escalated: 'approval:escalated',
-  decided: 'approval:decided',
-} as const);
-export type ApprovalEventType = (typeof APPROVAL_EVENT_TYPES)[keyof typeof APPROVAL_EVENT_TYPES];
-
-/** Who wrote the entry (the `Actor` of `task-events.ts`, which lists this event among the log's). */
-type Actor = { kind: ActorKind; id: string };
-
-export interface ApprovalEvent {
-  taskId: string;
-  seq: number;
-  at: number;
-  actor: Actor;
-  type: ApprovalEventType;
-  approvalId: string;
-  /** The approval's name (`ctx.approval(name)`). */
-  name: string;
-  detail: Record<string, unknown>;
-}
-
-const TYPES: readonly string[] = Object.values(APPROVAL_EVENT_TYPES);
-
-export function isApprovalEntry(type: string): type is ApprovalEventType {
-  return TYPES.includes(type);
-}
-
-export function toApprovalEvent(base: { taskId: string; seq: number; at: number; actor: Actor }, type: ApprovalEventType, data: Record<string, unknown>): ApprovalEvent {
-  const { approvalId, name, ...detail } = data;
-  return { ...base, type, approvalId: String(approvalId), name: String(name), detail };
-}
+export { APPROVAL_EVENT_TYPES, isApprovalEntry, toApprovalEvent, type ApprovalEvent, type ApprovalEventType } from '../task-events/approval.ts';

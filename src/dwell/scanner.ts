@@ -22,7 +22,7 @@ import { encodeError } from '../serialize.ts';
 import type { NewEvent, Store, TaskRow } from '../store.ts';
 import { planTransition, wakeFor } from '../transitions.ts';
 import type { Workflow } from '../workflow.ts';
-import { DWELL_STATUSES, type DwellBound, type DwellStatus } from './types.ts';
+import { DWELL_STATUSES, type DwellAlert, type DwellBound, type DwellStatus } from './types.ts';
 
 const ACTOR = { kind: 'system' as const, id: 'dwell-timeout' };
 /** Tasks looked at per workflow and status per scan. */
@@ -36,6 +36,8 @@ export interface DwellHost {
   changed: (taskId: string) => void;
   /** A running task was cancelled here: abort its run if this process holds it. */
   cancelled: (taskId: string, reason: string) => void;
+  /** An `alert` bound was passed (once per stay): told to the observers' `onDwellAlert`. */
+  alerted?: (alert: DwellAlert) => void;
   onError: (error: Error) => void;
 }
 
@@ -141,7 +143,10 @@ export class DwellScanner {
         const d = JSON.parse(e.data) as { status: string; since: number };
         return d.status === status && d.since === since;
       });
-      if (!raised) await store.appendEvents({ taskId: task.id, version: task.version, at, log: [exceeded] });
+      if (raised) return;
+      if (await store.appendEvents({ taskId: task.id, version: task.version, at, log: [exceeded] })) {
+        this.#host.alerted?.({ taskId: task.id, workflow: task.workflow, status, afterMs, since, at });
+      }
       return;
     }
     const reason = status === 'running'

@@ -5,6 +5,9 @@
  */
 import { toMs, type Duration } from '../duration.ts';
 import { InvalidArgumentError } from '../errors.ts';
+import type { DwellOutcome } from '../task-events/dwell.ts';
+
+export { toDwellEvent, type DwellAlert, type DwellEvent, type DwellOutcome } from '../task-events/dwell.ts';
 
 export interface DwellBound {
   /**
@@ -13,7 +16,7 @@ export interface DwellBound {
    */
   after: Duration;
   /** `fail` (error DwellTimeoutError, retryable by a user), `cancel`, or `alert` (a log entry only). */
-  then: 'fail' | 'cancel' | 'alert';
+  then: DwellOutcome;
 }
 
 export interface DwellOptions {
@@ -25,20 +28,6 @@ export interface DwellOptions {
    * aborted), `alert` records the stall once per stall.
    */
   running?: DwellBound;
-}
-
-/** A `dwell:exceeded` entry of the task's log: a bound passed, and what was done about it. */
-export interface DwellEvent {
-  taskId: string;
-  seq: number;
-  at: number;
-  actor: { kind: 'user' | 'worker' | 'system'; id: string };
-  type: 'dwell:exceeded';
-  status: 'waiting' | 'paused' | 'running';
-  afterMs: number;
-  /** When the task entered the status (for `running`: its last progress). */
-  since: number;
-  outcome: DwellBound['then'];
 }
 
 export const DWELL_STATUSES = ['waiting', 'paused', 'running'] as const;
@@ -56,9 +45,3 @@ export function checkDwell(workflow: string, dwell: unknown): void {
   }
 }
 
-export function toDwellEvent(base: { taskId: string; seq: number; at: number; actor: DwellEvent['actor'] }, data: Record<string, unknown>): DwellEvent {
-  return {
-    ...base, type: 'dwell:exceeded', status: data.status as DwellEvent['status'], afterMs: Number(data.afterMs), since: Number(data.since),
-    outcome: data.outcome as DwellEvent['outcome'],
-  };
-}

@@ -24,11 +24,9 @@ import { toMs, type Duration } from '../duration.ts';
 import { ConflictError, IdempotencyInProgressError, InvalidArgumentError, coerceError } from '../errors.ts';
 import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
 import type { ActorKind, NewEvent } from '../store.ts';
+import type { IdempotencyEvent } from '../task-events/observed.ts';
 import { checkKey, fingerprintOf } from './keys.ts';
 import { fingerprintsMatch, type IdempotencyBackend, type IdempotencyRecord } from './records.ts';
-import type { IdempotencyEvent } from '../api/idempotency.ts';
-
-export type { IdempotencyEvent } from '../api/idempotency.ts';
 
 export interface IdempotencyRunOptions {
   /**
@@ -69,6 +67,7 @@ export interface IdempotencyRunContext {
   readonly takeover: boolean;
 }
 
+export type { IdempotencyEvent } from '../task-events/observed.ts';
 
 /** The host the engine uses to record and report what records do. */
 export interface IdempotencyHost {

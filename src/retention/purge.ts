@@ -17,6 +17,7 @@ import { isFinished } from '../lifecycle.ts';
 import type { Clock } from '../clock.ts';
 import type { DeletedTask, Store, TaskSelection, TaskRow } from '../store.ts';
 import type { Actor } from '../task-events.ts';
+import type { TasksDeletedEvent } from '../task-events/observed.ts';
 import { DELETABLE_STATUSES, deletableStatuses, olderThan, type DeletableStatus } from './policy.ts';
 
 /** Tasks deleted per statement. */
@@ -42,14 +43,7 @@ export interface PurgeResult {
   dryRun: boolean;
 }
 
-/** A batch of tasks deleted, for observers: what, why, and who asked. */
-export interface TasksDeletedEvent {
-  tasks: DeletedTask[];
-  /** `delete`: one task by `engine.delete`; `purge`: `engine.purge`; `retention`: a worker's sweep. */
-  reason: 'delete' | 'purge' | 'retention';
-  by: Actor;
-  at: number;
-}
+export type { TasksDeletedEvent } from '../task-events/observed.ts';
 
 export interface PurgeDeps {
   store: Store;

@@ -8,16 +8,9 @@
 import { askOptions } from '../../approvals/decision-data.ts';
 import { resolveOptions } from '../../approvals/policy.ts';
 import type { ApprovalOptions } from '../../approvals/types.ts';
+import type { AttemptOutcome, AttemptUsage, TokenCounts } from '../../task-events/usage.ts';
 
-/** Tokens of one call (all optional: providers report what they know). */
-export interface TokenCounts {
-  inputTokens?: number;
-  outputTokens?: number;
-  /** Of the input: tokens served from the provider's prompt cache. */
-  cachedInputTokens?: number;
-  /** Of the output: reasoning tokens. */
-  reasoningTokens?: number;
-}
+export type { AttemptOutcome, AttemptUsage, TokenCounts } from '../../task-events/usage.ts';
 
 /** US dollars per million tokens of a model. `cachedInput` defaults to `input`. */
 export interface ModelPrice {
@@ -42,24 +35,6 @@ export const DEFAULT_PRICES: PriceTable = Object.freeze({
   'o4-mini*': { input: 1.1, output: 4.4, cachedInput: 0.275 },
 });
 
-/** How an attempt ended. `interrupted`: its process died during the call (found on resume). */
-export type AttemptOutcome = 'succeeded' | 'failed' | 'cancelled' | 'interrupted';
-
-/** One attempt of a model call, as recorded in the task's log (`usage:attempt`). */
-export interface AttemptUsage extends Required<TokenCounts> {
-  step: string;
-  /** 1, 2, … per step, counting every attempt that reached the provider (interrupted ones too). */
-  attempt: number;
-  model: string;
-  outcome: AttemptOutcome;
-  costUsd: number;
-  /** Whether the model was in the price table. */
-  priced: boolean;
-  /** Counts are estimates (a cut-off stream: output from the characters received, ~4 per token). */
-  estimated: boolean;
-  /** The error of a failed attempt, in short. */
-  error?: string;
-}
 
 /** Summed usage. */
 export interface UsageTotals extends Required<TokenCounts> {

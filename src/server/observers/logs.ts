@@ -3,7 +3,7 @@
  * Structured JSON logs (pino) of the work, as an {@link Observer}: one line per transition (with
  * the actor), per step attempt that ended or failed, per signal, per approval decision (with the
  * approver as actor), per approval notice (requested, reminded, escalated, decided), per model
- * call (tokens, cost), and per batch of deleted tasks (their ids, why, by whom), with task, workflow,
+ * call (tokens, cost), per idempotency hit, conflict and take-over, per dwell alert, and per batch of deleted tasks (their ids, why, by whom), with task, workflow,
  * step, attempt and worker ids. Payloads (inputs,
  * outputs, signal data, approval payloads, decision comments and edited data) are not logged: they
  * may hold personal data; the log says what happened and who did it.
@@ -35,6 +35,14 @@ export function createLogObserver(logger: Logger): Observer {
     onTasksDeleted: (e) => logger.info({
       msg: 'tasks deleted', reason: e.reason, actor: e.by, count: e.tasks.length,
       tasks: e.tasks.map((t) => ({ taskId: t.id, workflow: t.workflow, status: t.status })),
+    }),
+    onIdempotency: (e) => logger.info({
+      msg: `idempotency ${e.type}`, key: e.key, backend: e.backend, taskId: e.taskId, ...(e.step !== undefined ? { step: e.step } : {}),
+      ...(e.previousOwner !== undefined ? { previousOwner: e.previousOwner } : {}), ...(e.ranByTask !== undefined ? { ranByTask: e.ranByTask } : {}),
+    }),
+    onDwellAlert: (a) => logger.warn({
+      msg: 'dwell alert', taskId: a.taskId, workflow: a.workflow, status: a.status, afterMs: a.afterMs,
+      since: new Date(a.since).toISOString(), at: new Date(a.at).toISOString(),
     }),
     onWorkerError: (e) => logger.error({ msg: 'worker error', workerId: e.workerId, during: e.during, error: { name: e.error.name, message: e.error.message } }),
     onEvent: (e) => {

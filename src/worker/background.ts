@@ -1,0 +1,106 @@
+/**
+ * @module worker/background
+ * Internal: not part of the public API (the package exports only its index modules).
+ * The work a worker does besides running tasks, every part on a timer: the dwell scanner (tasks
+ * past their workflow's `dwell` bounds), and the periodic jobs of one {@link PeriodicScheduler}:
+ * closing the open approvals of ended tasks (approvals/closer.ts), deleting expired idempotency
+ * records and finished tasks past their retention (sweeper.ts, retention/). Their errors are the
+ * worker's `worker:error` news, named by what was being done.
+ */
+import { closeEndedApprovals } from '../approvals/closer.ts';
+import { systemClock } from '../clock.ts';
+import { DwellScanner } from '../dwell/scanner.ts';
+import { coerceError } from '../errors.ts';
+import type { Idempotency } from '../idempotency/run.ts';
+import type { LocalBus } from '../local-bus.ts';
+import { notify, type Observer } from '../observers.ts';
+import { resolveRetention, sweepDeletions, type RetentionMs } from '../retention/policy.ts';
+import { sweepOnce } from '../retention/purge.ts';
+import type { Clock } from '../clock.ts';
+import type { Store } from '../store.ts';
+import { Sweeper } from '../sweeper.ts';
+import type { Workflow } from '../workflow.ts';
+import { PeriodicScheduler } from './periodic.ts';
+
+export interface BackgroundHost {
+  workerId: string;
+  store: Store;
+  clock: Clock;
+  bus: LocalBus;
+  workflows: ReadonlyMap<string, Workflow>;
+  observers: readonly Observer[];
+  idempotency: Idempotency | undefined;
+  retention: RetentionMs;
+  dwellScanMs: number;
+  purgeMs: number;
+  retentionSweepMs: number;
+  onError: (error: Error, during: string) => void;
+}
+
+/** A worker's background parts, started; `stop()` awaits what runs, `abandon()` does not. */
+export class Background {
+  readonly #scheduler: PeriodicScheduler;
+  readonly #dwell: DwellScanner | null = null;
+
+  constructor(host: BackgroundHost) {
+    this.#scheduler = new PeriodicScheduler({ clock: systemClock, onError: (e, job) => host.onError(coerceError(e), job.name) });
+    // One dwell scanner per worker, for the workflows it serves that bound their dwell.
+    if ([...host.workflows.values()].some((w) => w.options.dwell)) {
+      this.#dwell = new DwellScanner({
+        store: host.store, clock: host.clock, workflows: () => host.workflows.values(),
+        changed: (taskId) => host.bus.emit('task:settled', { taskId }),
+        cancelled: (taskId, reason) => host.bus.emit('task:cancel', { taskId, reason }),
+        alerted: (alert) => notify(host.observers, 'onDwellAlert', alert),
+        onError: (error) => host.onError(error, 'scanning dwell timeouts'),
+      }, host.dwellScanMs);
+      this.#dwell.start();
+    }
+    this.#scheduler.add({
+      name: 'closing the approvals of ended tasks', periodMs: host.dwellScanMs,
+      run: () => closeEndedApprovals(host.store, host.clock),
+    });
+    const purge = purgeJob(host);
+    if (purge) this.#scheduler.add(purge.job('deleting expired idempotency records'));
+    const retention = retentionJob(host);
+    if (retention) this.#scheduler.add(retention.job('deleting finished tasks past their retention'));
+  }
+
+  async stop(): Promise<void> {
+    await this.#dwell?.stop();
+    await this.#scheduler.stop();
+  }
+
+  /** Clears every timer at once; what waits on the store is not waited for. */
+  abandon(): void {
+    this.#dwell?.stop().catch(() => undefined);
+    this.#scheduler.stop().catch(() => undefined);
+  }
+}
+
+/** Expired idempotency records are deleted by every worker (see sweeper.ts). */
+function purgeJob(host: BackgroundHost): Sweeper | null {
+  const idempotency = host.idempotency;
+  if (!idempotency || host.purgeMs <= 0) return null;
+  return new Sweeper({
+    purge: (limit) => idempotency.purge(limit), intervalMs: host.purgeMs,
+    onError: (e) => host.onError(coerceError(e), 'deleting expired idempotency records'),
+  });
+}
+
+/** Finished tasks past their retention, of the workflows this worker serves (retention/). */
+function retentionJob(host: BackgroundHost): Sweeper | null {
+  const kept = [...host.workflows.values()].map((w) => ({
+    name: w.name, ...(w.options.retention ? { retention: resolveRetention(w.options.retention, w.name) } : {}),
+  }));
+  const deletions = (now: number) => sweepDeletions(now, host.retention, kept);
+  // No workflow here keeps any status for a limited time: there is nothing to sweep.
+  if (host.retentionSweepMs <= 0 || !deletions(0).length) return null;
+  const deps = { store: host.store, clock: host.clock, observers: host.observers };
+  const by = { kind: 'worker' as const, id: host.workerId };
+  return new Sweeper({
+    purge: (limit) => sweepOnce(deps, deletions(host.clock.now()), limit, by),
+    intervalMs: host.retentionSweepMs,
+    stopsFor: () => false,
+    onError: (e) => host.onError(coerceError(e), 'deleting finished tasks past their retention'),
+  });
+}
