@@ -49,3 +49,11 @@ describe('stepwise worker --log', () => {
     expect(refused.err).toContain('[INVALID_ARGUMENT] --log must be one of json, pretty, none, got "yaml".');
   }, 60_000);
 });
+
+describe('--log pretty', () => {
+  it('turns a pino JSON line into one readable line without the fields every line has', async () => {
+    const { prettyLine } = await import('../src/cli/logging.ts');
+    const line = JSON.stringify({ level: 30, time: Date.UTC(2026, 0, 1, 12, 0, 1, 234), pid: 1, hostname: 'h', service: 'stepwise', msg: 'transition', taskId: 't1', event: 'claim', actor: { kind: 'worker', id: 'w1' }, detail: null });
+    expect(prettyLine(line)).toBe('12:00:01.234 INFO transition taskId=t1 event=claim actor={"kind":"worker","id":"w1"}');
+  });
+});
