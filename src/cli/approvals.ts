@@ -4,8 +4,8 @@
  * `show` and in timelines. Uses only the public library API.
  */
 import { InvalidArgumentError, type ApprovalEvent, type ApprovalInfo, type ApprovalStatus } from '../index.ts';
-import { bold, colorStatus, dim, table, time } from './format.ts';
-import { keyOption, need, parseJson, str, withEngine, type CommandContext } from './commands.ts';
+import { keyOption, need, parseJson, str, withEngine, type CommandContext } from './context.ts';
+import { bold, colorStatus, dim, table, time } from './style.ts';
 
 const when = (d: Date | null): string => (d ? time(d.getTime()) : '-');
 

@@ -8,6 +8,8 @@ import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_STORE_URL, isStepwiseError } from '../index.ts';
 import * as commands from './commands.ts';
+import type { CommandContext } from './context.ts';
+import { worker } from './worker.ts';
 import * as approvalCommands from './approvals.ts';
 
 const HELP = `stepwise — durable execution for long-running agent tasks
@@ -17,7 +19,7 @@ Usage: stepwise <command> [arguments] [--db URL] [--json]
 Commands:
   worker <module>            run the workflows exported by <module> (.js, or .ts with tsx)
         [--concurrency N] [--claim-batch N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
-        [--workflows a,b] [--worker-id ID] [--quiet]
+        [--workflows a,b] [--worker-id ID] [--quiet] [--log json|pretty|none]
   start <workflow> --input JSON|@file|- [--key K] [--wait]
                              create a task (same --key → the existing task); --wait follows it live
   start <workflow> --inputs FILE.jsonl|- [--key-field F]
@@ -38,7 +40,7 @@ Commands:
   signal <id> <name> [--data JSON|@file|-] [--key K] [--require-waiting]
                              send an event to ctx.waitForEvent(name); --require-waiting refuses
                              it unless the task waits for that name (catches typos)
-  serve [module] [--port N] [--host H] [--auth FILE] [--with-worker]
+  serve [module] [--port N] [--host H] [--auth FILE] [--with-worker] [--log json|pretty|none]
                              HTTP API and dashboard (tokens from --auth FILE or STEPWISE_TOKENS
                              "name:role:token,..."; roles viewer, operator, approver, admin)
   approvals [--pending] [--status S[,S]] [--approver NAME] [--workflow W]
@@ -52,15 +54,17 @@ Commands:
 Options:
   --db URL     sqlite:<path> or postgres://…  (env STEPWISE_DB; default ${DEFAULT_STORE_URL})
   --json       machine-readable output
+  --log F      worker and serve: the structured log of transitions, steps, signals and approvals on
+               standard output, as json (pino lines), pretty or none; default json (worker: none on a terminal)
   --as NAME    who asks (start, cancel, retry, pause, resume, signal, send, delete, purge): recorded in the
                task's log, or in the deletion's audit (observers' onTasksDeleted)
 
 Only worker and migrate create a SQLite database; the other commands refuse a path where none exists.
 `;
 
-type Command = (ctx: commands.CommandContext) => Promise<void>;
+type Command = (ctx: CommandContext) => Promise<void>;
 const COMMANDS: Record<string, Command> = {
-  worker: commands.worker,
+  worker,
   start: commands.start,
   ls: commands.ls,
   show: commands.show,
@@ -81,6 +85,46 @@ const COMMANDS: Record<string, Command> = {
   reject: approvalCommands.reject,
 };
 
+/** Every option of every command (parseArgs refuses any other). */
+const OPTIONS = {
+  db: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  input: { type: 'string' },
+  inputs: { type: 'string' },
+  'key-field': { type: 'string' },
+  key: { type: 'string' },
+  wait: { type: 'boolean' },
+  status: { type: 'string' },
+  workflow: { type: 'string' },
+  workflows: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+  reason: { type: 'string' },
+  data: { type: 'string' },
+  concurrency: { type: 'string' },
+  'claim-batch': { type: 'string' },
+  'lease-ms': { type: 'string' },
+  'heartbeat-ms': { type: 'string' },
+  'poll-ms': { type: 'string' },
+  'grace-ms': { type: 'string' },
+  'worker-id': { type: 'string' },
+  quiet: { type: 'boolean' },
+  as: { type: 'string' },
+  'require-waiting': { type: 'boolean' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  auth: { type: 'string' },
+  'with-worker': { type: 'boolean' },
+  log: { type: 'string' },
+  'from-step': { type: 'string' },
+  pending: { type: 'boolean' },
+  approver: { type: 'string' },
+  comment: { type: 'string' },
+  'older-than': { type: 'string' },
+  'dry-run': { type: 'boolean' },
+} as const;
+
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -88,43 +132,7 @@ async function main(argv: string[]): Promise<number> {
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: {
-        db: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-        input: { type: 'string' },
-        inputs: { type: 'string' },
-        'key-field': { type: 'string' },
-        key: { type: 'string' },
-        wait: { type: 'boolean' },
-        status: { type: 'string' },
-        workflow: { type: 'string' },
-        workflows: { type: 'string' },
-        limit: { type: 'string' },
-        cursor: { type: 'string' },
-        reason: { type: 'string' },
-        data: { type: 'string' },
-        concurrency: { type: 'string' },
-        'claim-batch': { type: 'string' },
-        'lease-ms': { type: 'string' },
-        'heartbeat-ms': { type: 'string' },
-        'poll-ms': { type: 'string' },
-        'grace-ms': { type: 'string' },
-        'worker-id': { type: 'string' },
-        quiet: { type: 'boolean' },
-        as: { type: 'string' },
-        'require-waiting': { type: 'boolean' },
-        port: { type: 'string' },
-        host: { type: 'string' },
-        auth: { type: 'string' },
-        'with-worker': { type: 'boolean' },
-        'from-step': { type: 'string' },
-        pending: { type: 'boolean' },
-        approver: { type: 'string' },
-        comment: { type: 'string' },
-        'older-than': { type: 'string' },
-        'dry-run': { type: 'boolean' },
-      },
+      options: OPTIONS,
     });
   } catch (e) {
     process.stderr.write(`stepwise: ${(e as Error).message}\nRun \`stepwise help\` for usage.\n`);

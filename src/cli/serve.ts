@@ -1,16 +1,17 @@
 /**
  * @module cli/serve
- * `stepwise serve [module] [--port N] [--host H] [--db URL] [--auth FILE] [--with-worker]`: the HTTP
+ * `stepwise serve [module] [--port N] [--host H] [--db URL] [--auth FILE] [--with-worker] [--log F]`: the HTTP
  * API and dashboard on one port. Tokens come from `--auth FILE` (JSON) or `STEPWISE_TOKENS`
  * (`name:role:token,...`); the server refuses to start without any. With a workflow module the
  * server knows the definitions (inputs and signals are checked against their schemas before they
  * are stored), and `--with-worker` also runs them in this process. Logs are pino JSON lines on
- * standard output (no token is ever logged); SIGINT/SIGTERM stop it gracefully.
+ * standard output (`--log pretty`: readable lines, `--log none`: no log; no token is ever logged);
+ * SIGINT/SIGTERM stop it gracefully.
  */
-import pino from 'pino';
 import { Engine, InvalidArgumentError, type Workflow } from '../index.ts';
 import { createLogObserver, createServer, createTracingObserver, parseTokenList, readTokenFile, ServerMetrics } from '../server/index.ts';
-import type { CommandContext } from './commands.ts';
+import { logFormat, type CommandContext } from './context.ts';
+import { createCliLogger } from './logging.ts';
 import { loadWorkflows } from './load-module.ts';
 
 function port(v: string | undefined): number {
@@ -26,11 +27,12 @@ export async function serve(ctx: CommandContext): Promise<void> {
   if (!tokens.length) {
     throw new InvalidArgumentError('No tokens: give --auth FILE (JSON [{ "name", "role", "token" }]) or STEPWISE_TOKENS="name:role:token,...". The server never runs without authentication.');
   }
+  const format = logFormat(ctx, 'json');
   const listenPort = port(typeof ctx.options.port === 'string' ? ctx.options.port : undefined);
   const host = typeof ctx.options.host === 'string' ? ctx.options.host : '127.0.0.1';
   const workflows: Workflow[] = ctx.args[0] ? await loadWorkflows(ctx.args[0]) : [];
   if (ctx.options['with-worker'] && !workflows.length) throw new InvalidArgumentError('--with-worker needs the workflow module: stepwise serve <module> --with-worker.');
-  const logger = pino({ base: { service: 'stepwise' } });
+  const logger = createCliLogger(format, ctx.out);
   const metrics = new ServerMetrics();
   const engine = new Engine({ store: ctx.db, workflows, observers: [createLogObserver(logger), metrics.observer, ...(await createTracingObserver().then((o) => [o], () => []))] });
   await engine.ready();

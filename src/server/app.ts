@@ -9,23 +9,21 @@
  * within the size limit and parsed, body, query and path validated by the route's zod schemas,
  * and any error mapped to its status by one handler (`http-errors.ts`).
  */
-import { Hono, type Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
-import { getCookie } from 'hono/cookie';
-import { serve, type ServerType } from '@hono/node-server';
-import type { AddressInfo } from 'node:net';
+import { Hono } from 'hono';
 import pino, { type Logger } from 'pino';
 import { InvalidArgumentError, systemClock, type Clock, type Engine } from '../index.ts';
-import { bearerOf, can, rolesWith, TokenTable, type Identity, type Permission, type TokenEntry } from './auth.ts';
-import { errorResponse, HttpRefusal } from './http-errors.ts';
-import { checkIdempotencyKey, IdempotencyCache, IDEMPOTENCY_HEADER } from './idempotency.ts';
+import { TokenTable, type TokenEntry } from './auth.ts';
+import { errorResponse } from './http-errors.ts';
+import { IdempotencyCache } from './idempotency.ts';
+import { listen } from './listen.ts';
+import { authenticator, requestLog, tooLarge, type Env } from './middleware.ts';
+import { mountRoutes, mountStreams } from './mount.ts';
 import { buildOpenApi } from './openapi.ts';
 import { approvalRoutes } from './routes/approvals.ts';
 import { eventRoutes } from './routes/events.ts';
 import type { RouteSpec } from './routes/route.ts';
 import { taskRoutes } from './routes/tasks.ts';
-import { validate } from './schemas.ts';
-import { dashboardRoutes, SESSION_COOKIE, CSRF_HEADER } from './dashboard/routes.ts';
+import { dashboardRoutes } from './dashboard/routes.ts';
 import { ServerMetrics } from './observers/metrics.ts';
 
 export interface ServerOptions {
@@ -61,38 +59,6 @@ export interface StepwiseServer {
   listen(options?: { port?: number; hostname?: string }): Promise<{ url: string; port: number; close(): Promise<void> }>;
 }
 
-export type Env = { Variables: { identity: Identity; viaCookie: boolean } };
-
-/** The authenticated identity of a request, or a 401. */
-function identify(c: Context<Env>, table: TokenTable): { identity: Identity; viaCookie: boolean } {
-  const header = c.req.header('authorization');
-  const bearer = bearerOf(header);
-  if (header !== undefined && bearer === null) throw new HttpRefusal(401, 'UNAUTHORIZED', 'The Authorization header must be "Bearer <token>".');
-  const cookie = bearer === null ? getCookie(c, SESSION_COOKIE) : undefined;
-  const token = bearer ?? cookie;
-  if (!token) throw new HttpRefusal(401, 'UNAUTHORIZED', 'A bearer token is required: send "Authorization: Bearer <token>".');
-  const identity = token.length <= 4096 ? table.identify(token) : null;
-  if (!identity) throw new HttpRefusal(401, 'UNAUTHORIZED', 'The token is not valid.');
-  return { identity, viaCookie: bearer === null };
-}
-
-export function requirePermission(identity: Identity, permission: Permission): void {
-  if (!can(identity, permission)) {
-    const roles = rolesWith(permission);
-    throw new HttpRefusal(403, 'FORBIDDEN', `${identity.name} (${identity.role}) may not do this: it needs the role ${roles.join(' or ')}.`, { requiredRoles: roles });
-  }
-}
-
-async function readJson(c: Context<Env>): Promise<unknown> {
-  const text = await c.req.text();
-  if (!text.trim()) return {};
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (e) {
-    throw new InvalidArgumentError(`The body is not valid JSON: ${(e as Error).message}`);
-  }
-}
-
 /**
  * The API and dashboard for `engine`.
  * @example
@@ -117,42 +83,14 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   const openapi = buildOpenApi([...routes, ...streams.specs]);
 
   const app = new Hono<Env>();
-
-  app.use('*', async function requestLog(c, next) {
-    const started = performance.now();
-    await next();
-    c.header('x-content-type-options', 'nosniff');
-    const identity = c.get('identity') as Identity | undefined;
-    const ms = Math.round(performance.now() - started);
-    // The path without the query; never a header (the Authorization header carries the token).
-    logger.info({ msg: 'request', method: c.req.method, path: c.req.path, status: c.res.status, actor: identity?.name, ms });
-    metrics.request(c.req.method, c.res.status);
-  });
-
+  app.use('*', requestLog(logger, metrics));
   app.onError((e, c) => {
     const { status, body } = errorResponse(e);
     if (status >= 500) logger.error({ msg: 'request failed', method: c.req.method, path: c.req.path, err: e });
     return c.json(body, status as 400);
   });
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}. The API is described at /api/openapi.json.` } }, 404));
-
-  const tooLarge = bodyLimit({
-    maxSize: limit,
-    // The rest of the body is not read, so the connection cannot carry another request: say so,
-    // or a keep-alive client would send its next request down a socket that is being closed.
-    onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is over the limit of ${limit} bytes.`, limitBytes: limit } }, 413, { connection: 'close' }),
-  });
-
-  /** Authentication for API and dashboard requests; cookie-authenticated writes must carry the CSRF header. */
-  const authenticate = async (c: Context<Env>, next: () => Promise<void>): Promise<void> => {
-    const { identity, viaCookie } = identify(c, table);
-    if (viaCookie && c.req.method !== 'GET' && c.req.header(CSRF_HEADER) !== '1') {
-      throw new HttpRefusal(403, 'FORBIDDEN', `A write with the session cookie must carry the ${CSRF_HEADER} header (sent by the dashboard's own script).`);
-    }
-    c.set('identity', identity);
-    c.set('viaCookie', viaCookie);
-    await next();
-  };
+  const authenticate = authenticator(table);
 
   app.get('/healthz', async (c) => {
     try {
@@ -169,41 +107,8 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
 
   app.get('/api/openapi.json', (c) => c.json(openapi));
 
-  for (const spec of routes) {
-    const handler = async (c: Context<Env>): Promise<Response> => {
-      const identity = c.get('identity');
-      requirePermission(identity, spec.permission);
-      const params: Record<string, string> = {};
-      for (const [name, schema] of Object.entries(spec.params ?? {})) params[name] = validate(schema, c.req.param(name), `path parameter ${name}`) as string;
-      const query = spec.query ? validate(spec.query, c.req.query(), 'query') : undefined;
-      const raw = spec.method === 'post' ? await readJson(c) : undefined;
-      const body = spec.body ? validate(spec.body, raw, 'body') : undefined;
-      const idempotencyKey = spec.method === 'post' ? checkIdempotencyKey(c.req.header(IDEMPOTENCY_HEADER)) : undefined;
-      const run = () => spec.handle({ identity, params, body, query, idempotencyKey });
-      if (spec.idempotency === 'replay' && idempotencyKey !== undefined) {
-        const answer = await cache.once(`${identity.name} ${spec.method} ${c.req.path}`, idempotencyKey, body, run);
-        if (answer.replayed) {
-          logger.info({ msg: 'idempotency hit', path: c.req.path, actor: identity.name, key: idempotencyKey });
-          metrics.idempotencyHit();
-        }
-        return c.json(answer.body, answer.status as 200, answer.replayed ? { 'idempotent-replayed': 'true' } : {});
-      }
-      const answer = await run();
-      // The engine kept the key: an answer that says nothing new was created is a hit.
-      if (spec.idempotency === 'engine' && (answer.body as { created?: unknown } | null)?.created === false) {
-        logger.info({ msg: 'idempotency hit', path: c.req.path, actor: identity.name, key: idempotencyKey });
-        metrics.idempotencyHit();
-      }
-      return c.json(answer.body, answer.status as 200);
-    };
-    if (spec.method === 'get') app.get(spec.path, authenticate, handler);
-    else if (spec.method === 'delete') app.delete(spec.path, authenticate, handler);
-    else app.post(spec.path, tooLarge, authenticate, handler);
-  }
-  for (const s of streams.mount) app.get(s.path, authenticate, async (c) => {
-    requirePermission(c.get('identity'), 'read');
-    return s.handle(c);
-  });
+  mountRoutes(app, routes, { authenticate, tooLarge: tooLarge(limit), cache, logger, metrics });
+  mountStreams(app, streams.mount, authenticate);
   // Any other method on an API path: 405 rather than a confusing 404.
   app.all('/api/*', (c) => c.json({ error: { code: 'METHOD_NOT_ALLOWED', message: `${c.req.method} is not allowed on ${c.req.path}.` } }, c.req.method === 'GET' ? 404 : 405));
 
@@ -216,26 +121,6 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
     get idempotencyHits() {
       return cache.hits;
     },
-    listen(listenOptions = {}) {
-      return new Promise((resolve, reject) => {
-        let server: ServerType;
-        try {
-          server = serve({ fetch: app.fetch, port: listenOptions.port ?? 8080, ...(listenOptions.hostname ? { hostname: listenOptions.hostname } : {}) }, (info: AddressInfo) => {
-            const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-            resolve({
-              url: `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${info.port}`,
-              port: info.port,
-              close: () => new Promise<void>((done) => {
-                (server as import('node:http').Server).closeAllConnections?.();
-                server.close(() => done());
-              }),
-            });
-          });
-          server.on('error', reject);
-        } catch (e) {
-          reject(e);
-        }
-      });
-    },
+    listen: (listenOptions = {}) => listen(app, listenOptions),
   };
 }

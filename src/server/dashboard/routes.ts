@@ -11,17 +11,13 @@ import { deleteCookie, setCookie } from 'hono/cookie';
 import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { isMachine, machineGraph, type Engine, type TaskStatus, type TaskSummary } from '../../index.ts';
-import type { Env } from '../app.ts';
+import { SESSION_COOKIE, type Authenticate, type Env } from '../middleware.ts';
 import type { TokenTable } from '../auth.ts';
 import { errorResponse } from '../http-errors.ts';
 import { ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
 import { SCRIPT, STYLE } from './assets.ts';
 import { esc, layout } from './html.ts';
 import { listPage, loginPage, taskPage, type ListView } from './pages.ts';
-
-export const SESSION_COOKIE = 'stepwise_session';
-/** The header the dashboard's script sends with every write (a cross-site form cannot). */
-export const CSRF_HEADER = 'x-stepwise-csrf';
 
 /** A pending task whose run time passed this long ago without a claim is shown as stuck. */
 const STUCK_PENDING_MS = 60_000;
@@ -38,7 +34,7 @@ const PageQuery = ListQuery.extend({
 interface DashboardDeps {
   engine: Engine;
   table: TokenTable;
-  authenticate: (c: Context<Env>, next: () => Promise<void>) => Promise<void>;
+  authenticate: Authenticate;
   limit: number;
 }
 
@@ -47,7 +43,7 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
   const headers = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'" };
 
   /** A page: authenticated (or sent to sign in), rendered whole or as its main section. */
-  const page = (render: (c: Context<Env>) => Promise<{ title: string; body: string }>) => async (c: Context<Env>): Promise<Response> => {
+  const page = (render: (c: Context<Env>) => Promise<View>) => async (c: Context<Env>): Promise<Response> => {
     try {
       let authed = false;
       await deps.authenticate(c, async () => {
@@ -82,49 +78,56 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
     return c.redirect('/login');
   });
 
-  app.get('/', page(async (c) => {
-    const q = validate(PageQuery, c.req.query(), 'filters');
-    const identity = c.get('identity');
-    const view = (q.view ?? 'all') as ListView;
-    const status = (Array.isArray(q.status) ? q.status : []) as TaskStatus[];
-    const workflow = q.workflow || '';
-    const filters = { status, workflow, view, cursor: q.cursor ?? '' };
-    let tasks: TaskSummary[] = [];
-    let nextCursor: string | null = null;
-    let note: string | null = null;
-    if (view === 'mine') {
-      // Open approvals (pending or escalated) this identity may decide, one row per task.
-      const mine = await engine.approvals({ status: ['pending', 'escalated'], approver: identity.name, ...(workflow ? { workflow } : {}), limit: 1000 });
-      const ids = [...new Set(mine.map((a) => a.taskId))].slice(0, 200);
-      tasks = (await Promise.all(ids.map((id) => engine.get(id, { steps: false, history: false }).catch(() => null)))).filter((t): t is NonNullable<typeof t> => t !== null);
-      if (mine.length >= 1000) note = 'Showing the tasks of the oldest 1000 open approvals you may decide.';
-    } else {
-      const statuses: TaskStatus[] = view === 'failed' ? ['failed'] : view === 'stuck' ? ['pending', 'running', 'cancelling'] : status;
-      const res = await engine.list({ ...(statuses.length ? { status: statuses } : {}), ...(workflow ? { workflow } : {}), ...(q.limit ? { limit: q.limit } : { limit: 50 }), ...(q.cursor ? { cursor: q.cursor } : {}) });
-      nextCursor = res.nextCursor;
-      tasks = res.tasks;
-      if (view === 'stuck') {
-        const now = engine.clock.now();
-        tasks = tasks.filter((t) =>
-          (t.status === 'pending' && t.runAt !== null && t.runAt < now - STUCK_PENDING_MS) ||
-          ((t.status === 'running' || t.status === 'cancelling') && (t.lease === null || t.lease.expiresAt < now)));
-        note = 'Stuck: running or cancelling with an expired lease, or due for over a minute without a worker (checked page by page).';
-      }
-    }
-    if (q.deleted) note = `Task ${q.deleted} was deleted.${note ? ` ${note}` : ''}`;
-    return { title: 'Tasks', body: listPage({ tasks, nextCursor, filters, note }) };
-  }));
+  app.get('/', page((c) => listView(engine, c)));
+  app.get('/tasks/:id', page((c) => taskView(engine, c)));
+}
 
-  app.get('/tasks/:id', page(async (c) => {
-    const id = validate(TaskId, c.req.param('id'), 'task id');
-    const [task, explanation] = await Promise.all([engine.get(id), engine.explain(id)]);
-    const definition = engine.workflows.get(task.workflow);
-    return {
-      title: `Task ${id}`,
-      body: taskPage({
-        task, legalEvents: explanation.legalEvents, summary: explanation.summary, identity: c.get('identity'), now: engine.clock.now(),
-        ...(task.machine && isMachine(definition) ? { graph: machineGraph(definition as NonNullable<typeof definition>) } : {}),
-      }),
-    };
-  }));
+type View = { title: string; body: string };
+
+/** The task list: filtered by status and workflow, or one of the views (mine, stuck, failed). */
+async function listView(engine: Engine, c: Context<Env>): Promise<View> {
+  const q = validate(PageQuery, c.req.query(), 'filters');
+  const identity = c.get('identity');
+  const view = (q.view ?? 'all') as ListView;
+  const status = (Array.isArray(q.status) ? q.status : []) as TaskStatus[];
+  const workflow = q.workflow || '';
+  const filters = { status, workflow, view, cursor: q.cursor ?? '' };
+  let tasks: TaskSummary[] = [];
+  let nextCursor: string | null = null;
+  let note: string | null = null;
+  if (view === 'mine') {
+    // Open approvals (pending or escalated) this identity may decide, one row per task.
+    const mine = await engine.approvals({ status: ['pending', 'escalated'], approver: identity.name, ...(workflow ? { workflow } : {}), limit: 1000 });
+    const ids = [...new Set(mine.map((a) => a.taskId))].slice(0, 200);
+    tasks = (await Promise.all(ids.map((id) => engine.get(id, { steps: false, history: false }).catch(() => null)))).filter((t): t is NonNullable<typeof t> => t !== null);
+    if (mine.length >= 1000) note = 'Showing the tasks of the oldest 1000 open approvals you may decide.';
+  } else {
+    const statuses: TaskStatus[] = view === 'failed' ? ['failed'] : view === 'stuck' ? ['pending', 'running', 'cancelling'] : status;
+    const res = await engine.list({ ...(statuses.length ? { status: statuses } : {}), ...(workflow ? { workflow } : {}), ...(q.limit ? { limit: q.limit } : { limit: 50 }), ...(q.cursor ? { cursor: q.cursor } : {}) });
+    nextCursor = res.nextCursor;
+    tasks = res.tasks;
+    if (view === 'stuck') {
+      const now = engine.clock.now();
+      tasks = tasks.filter((t) =>
+        (t.status === 'pending' && t.runAt !== null && t.runAt < now - STUCK_PENDING_MS) ||
+        ((t.status === 'running' || t.status === 'cancelling') && (t.lease === null || t.lease.expiresAt < now)));
+      note = 'Stuck: running or cancelling with an expired lease, or due for over a minute without a worker (checked page by page).';
+    }
+  }
+  if (q.deleted) note = `Task ${q.deleted} was deleted.${note ? ` ${note}` : ''}`;
+  return { title: 'Tasks', body: listPage({ tasks, nextCursor, filters, note }) };
+}
+
+/** One task: its steps, log, approvals, and its state machine's diagram when it is one. */
+async function taskView(engine: Engine, c: Context<Env>): Promise<View> {
+  const id = validate(TaskId, c.req.param('id'), 'task id');
+  const [task, explanation] = await Promise.all([engine.get(id), engine.explain(id)]);
+  const definition = engine.workflows.get(task.workflow);
+  return {
+    title: `Task ${id}`,
+    body: taskPage({
+      task, legalEvents: explanation.legalEvents, summary: explanation.summary, identity: c.get('identity'), now: engine.clock.now(),
+      ...(task.machine && isMachine(definition) ? { graph: machineGraph(definition as NonNullable<typeof definition>) } : {}),
+    }),
+  };
 }

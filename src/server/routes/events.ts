@@ -11,7 +11,7 @@ import type { Context } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import { z } from 'zod';
 import type { Engine } from '../../index.ts';
-import type { Env } from '../app.ts';
+import type { Env } from '../middleware.ts';
 import { TaskId, validate } from '../schemas.ts';
 import type { RouteSpec } from './route.ts';
 
@@ -20,7 +20,7 @@ const Cursor = z.string().regex(/^[\x21-\x7e]{1,2000}$/, 'a cursor from an earli
 const TaskEventsQuery = z.object({ after: Seq.optional().describe('resume after this seq (Last-Event-ID wins)') }).strict();
 const AllEventsQuery = z.object({ after: Cursor.optional().describe('resume after this cursor (Last-Event-ID wins)') }).strict();
 
-interface StreamRoute {
+export interface StreamRoute {
   path: string;
   handle(c: Context<Env>): Promise<Response>;
 }

@@ -1,0 +1,90 @@
+/**
+ * @module server/middleware
+ * What every request goes through: its log line and metrics, the body size limit, and
+ * authentication (a bearer token, or the dashboard's session cookie with the CSRF header on
+ * writes), with the permission check of a route and the JSON body reader.
+ */
+import type { Context, MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { getCookie } from 'hono/cookie';
+import type { Logger } from 'pino';
+import { InvalidArgumentError } from '../index.ts';
+import { bearerOf, can, rolesWith, type Identity, type Permission, type TokenTable } from './auth.ts';
+import { HttpRefusal } from './http-errors.ts';
+import type { ServerMetrics } from './observers/metrics.ts';
+
+export const SESSION_COOKIE = 'stepwise_session';
+/** The header the dashboard's script sends with every write (a cross-site form cannot). */
+export const CSRF_HEADER = 'x-stepwise-csrf';
+
+export type Env = { Variables: { identity: Identity; viaCookie: boolean } };
+
+/** The authenticated identity of a request, or a 401. */
+function identify(c: Context<Env>, table: TokenTable): { identity: Identity; viaCookie: boolean } {
+  const header = c.req.header('authorization');
+  const bearer = bearerOf(header);
+  if (header !== undefined && bearer === null) throw new HttpRefusal(401, 'UNAUTHORIZED', 'The Authorization header must be "Bearer <token>".');
+  const cookie = bearer === null ? getCookie(c, SESSION_COOKIE) : undefined;
+  const token = bearer ?? cookie;
+  if (!token) throw new HttpRefusal(401, 'UNAUTHORIZED', 'A bearer token is required: send "Authorization: Bearer <token>".');
+  const identity = token.length <= 4096 ? table.identify(token) : null;
+  if (!identity) throw new HttpRefusal(401, 'UNAUTHORIZED', 'The token is not valid.');
+  return { identity, viaCookie: bearer === null };
+}
+
+export function requirePermission(identity: Identity, permission: Permission): void {
+  if (!can(identity, permission)) {
+    const roles = rolesWith(permission);
+    throw new HttpRefusal(403, 'FORBIDDEN', `${identity.name} (${identity.role}) may not do this: it needs the role ${roles.join(' or ')}.`, { requiredRoles: roles });
+  }
+}
+
+export async function readJson(c: Context<Env>): Promise<unknown> {
+  const text = await c.req.text();
+  if (!text.trim()) return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new InvalidArgumentError(`The body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/** One log line and the request metrics per request; `nosniff` on every answer. */
+export function requestLog(logger: Logger, metrics: ServerMetrics): MiddlewareHandler<Env> {
+  return async function requestLog(c, next) {
+    const started = performance.now();
+    await next();
+    c.header('x-content-type-options', 'nosniff');
+    const identity = c.get('identity') as Identity | undefined;
+    const ms = Math.round(performance.now() - started);
+    // The path without the query; never a header (the Authorization header carries the token).
+    logger.info({ msg: 'request', method: c.req.method, path: c.req.path, status: c.res.status, actor: identity?.name, ms });
+    metrics.request(c.req.method, c.res.status);
+  };
+}
+
+/**
+ * The body size limit. The rest of the body is not read, so the connection cannot carry another
+ * request: say so, or a keep-alive client would send its next request down a socket that is being closed.
+ */
+export function tooLarge(limit: number): MiddlewareHandler<Env> {
+  return bodyLimit({
+    maxSize: limit,
+    onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is over the limit of ${limit} bytes.`, limitBytes: limit } }, 413, { connection: 'close' }),
+  });
+}
+
+export type Authenticate = (c: Context<Env>, next: () => Promise<void>) => Promise<void>;
+
+/** Authentication for API and dashboard requests; cookie-authenticated writes must carry the CSRF header. */
+export function authenticator(table: TokenTable): Authenticate {
+  return async function authenticate(c, next) {
+    const { identity, viaCookie } = identify(c, table);
+    if (viaCookie && c.req.method !== 'GET' && c.req.header(CSRF_HEADER) !== '1') {
+      throw new HttpRefusal(403, 'FORBIDDEN', `A write with the session cookie must carry the ${CSRF_HEADER} header (sent by the dashboard's own script).`);
+    }
+    c.set('identity', identity);
+    c.set('viaCookie', viaCookie);
+    await next();
+  };
+}
