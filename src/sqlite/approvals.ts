@@ -6,7 +6,7 @@
  * The store facade hands it its statement cache, transaction and log appender.
  */
 import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
-import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../approvals/rows.ts';
+import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../store/approval-rows.ts';
 import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent } from '../store.ts';
 import type Database from 'better-sqlite3';
 

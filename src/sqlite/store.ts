@@ -22,8 +22,8 @@ import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgre
 import { appendChunks, appendRunEvents, appendTaskEvents, deleteChunks, getChunks } from './run-events.ts';
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
-import type { Transaction } from '../transaction-types.ts';
-import type { IdempotencyBackend } from '../idempotency/records.ts';
+import type { Transaction } from '../store/transactions.ts';
+import type { IdempotencyBackend } from '../store/idempotency.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type {
   ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskSelection, SignalInsert,
