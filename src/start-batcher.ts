@@ -11,14 +11,11 @@
 import { ERROR_CODES, isStepwiseError } from './errors.ts';
 import type { NewTask, Store, TaskRow, WakeEvent } from './store.ts';
 import { batchWakeOfRows } from './start-plan.ts';
+import { GroupCommit, type Pending as Queued } from './group-commit.ts';
 
 export type Inserted = { task: TaskRow; created: boolean };
 
-interface Pending {
-  task: NewTask;
-  resolve: (r: Inserted) => void;
-  reject: (e: unknown) => void;
-}
+type Pending = Queued<NewTask, Inserted>;
 
 export interface StartBatcherOptions {
   /** Most tasks in one statement. @defaultValue 1000 */
@@ -40,32 +37,20 @@ function batchWake(tasks: readonly NewTask[], origin: string | undefined): WakeE
 
 export class StartBatcher {
   readonly #store: Store;
-  readonly #maxBatch: number;
   readonly #onCreated: ((tasks: readonly TaskRow[]) => void) | undefined;
   readonly #origin: string | undefined;
-  #queue: Pending[] = [];
-  #inFlight = false;
-  #scheduled = false;
+  readonly #group: GroupCommit<NewTask, Inserted>;
 
   constructor(store: Store, options: StartBatcherOptions = {}) {
     this.#store = store;
-    this.#maxBatch = Math.max(1, options.maxBatch ?? 1000);
+    this.#group = new GroupCommit((batch) => this.#commit(batch), Math.max(1, options.maxBatch ?? 1000));
     this.#onCreated = options.onCreated;
     this.#origin = options.origin;
   }
 
   /** Inserts `task` with the other starts of this tick (or of the batch being written). */
   insert(task: NewTask): Promise<Inserted> {
-    return new Promise<Inserted>((resolve, reject) => {
-      this.#queue.push({ task, resolve, reject });
-      if (!this.#scheduled && !this.#inFlight) {
-        this.#scheduled = true;
-        queueMicrotask(() => {
-          this.#scheduled = false;
-          this.#pump();
-        });
-      }
-    });
+    return this.#group.enqueue(task);
   }
 
   /**
@@ -78,19 +63,9 @@ export class StartBatcher {
     return out;
   }
 
-  #pump(): void {
-    if (this.#inFlight || !this.#queue.length) return;
-    const batch = this.#queue.splice(0, this.#maxBatch);
-    this.#inFlight = true;
-    void this.#commit(batch).finally(() => {
-      this.#inFlight = false;
-      this.#pump();
-    });
-  }
-
   async #commit(batch: Pending[]): Promise<void> {
     try {
-      const results = await this.#write(batch.map((p) => p.task));
+      const results = await this.#write(batch.map((p) => p.item));
       batch.forEach((p, i) => p.resolve(results[i] as Inserted));
     } catch (e) {
       if (batch.length === 1 || isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE)) {
@@ -100,7 +75,7 @@ export class StartBatcher {
       // Each call gets its own answer: the tasks the database accepts are created.
       await Promise.all(batch.map(async (p) => {
         try {
-          p.resolve(((await this.#write([p.task])) as Inserted[])[0] as Inserted);
+          p.resolve(((await this.#write([p.item])) as Inserted[])[0] as Inserted);
         } catch (err) {
           p.reject(err);
         }

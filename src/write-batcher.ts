@@ -9,12 +9,9 @@
  */
 import type { Store, WriteOp, WriteResult } from './store.ts';
 import { ERROR_CODES, isStepwiseError } from './errors.ts';
+import { GroupCommit, type Pending as Queued } from './group-commit.ts';
 
-interface Pending {
-  op: WriteOp;
-  resolve: (r: WriteResult) => void;
-  reject: (e: unknown) => void;
-}
+type Pending = Queued<WriteOp, WriteResult>;
 
 export interface WriteBatcherOptions {
   /** Attempts of a failing batch before its ops are rejected. @defaultValue 6 */
@@ -44,27 +41,22 @@ export interface WriteBatcherOptions {
 export class WriteBatcher {
   readonly #store: Store;
   readonly #maxAttempts: number;
-  readonly #maxBatch: number;
   readonly #onRetry: ((error: unknown, attempt: number) => void) | undefined;
-  readonly #maxInFlight: number;
   readonly #alone: () => boolean;
   readonly #onCommitted: ((ops: readonly WriteOp[], results: readonly WriteResult[]) => void) | undefined;
-  #queue: Pending[] = [];
-  #inFlight = 0;
-  #scheduled = false;
+  readonly #group: GroupCommit<WriteOp, WriteResult>;
 
   constructor(store: Store, options: WriteBatcherOptions = {}) {
     this.#store = store;
     this.#maxAttempts = options.maxAttempts ?? 6;
-    this.#maxBatch = options.maxBatch ?? 256;
-    this.#maxInFlight = Math.max(1, options.maxInFlight ?? 1);
+    this.#group = new GroupCommit((batch) => this.#commit(batch), options.maxBatch ?? 256, options.maxInFlight ?? 1);
     this.#onRetry = options.onRetry;
     this.#alone = options.alone ?? (() => false);
     this.#onCommitted = options.onCommitted;
   }
 
   write(op: WriteOp): Promise<WriteResult> {
-    if (!this.#queue.length && !this.#inFlight && this.#alone()) {
+    if (!this.#group.queued && !this.#group.inFlight && this.#alone()) {
       // Nobody to group with: write now, without waiting for the tick's other requests. A failure
       // goes to the queue below, written again with the batches' retries and backoff (every op
       // is idempotent).
@@ -78,11 +70,8 @@ export class WriteBatcher {
           return this.#enqueue(op);
         }
       }
-      this.#inFlight++;
-      const settled = (): void => {
-        this.#inFlight--;
-        this.#pump();
-      };
+      this.#group.begin();
+      const settled = (): void => this.#group.end();
       return this.#store.writeBatch([op]).then(
         (results) => {
           settled();
@@ -100,40 +89,18 @@ export class WriteBatcher {
   }
 
   #enqueue(op: WriteOp): Promise<WriteResult> {
-    return new Promise<WriteResult>((resolve, reject) => {
-      this.#queue.push({ op, resolve, reject });
-      if (!this.#scheduled && this.#inFlight < this.#maxInFlight) {
-        // Ops requested in the same tick go into the same batch.
-        this.#scheduled = true;
-        queueMicrotask(() => {
-          this.#scheduled = false;
-          this.#pump();
-        });
-      }
-    });
+    return this.#group.enqueue(op);
   }
 
   /** Resolves once everything queued so far has been written. */
   async drain(): Promise<void> {
-    while (this.#queue.length || this.#inFlight) await new Promise((r) => setImmediate(r));
-  }
-
-  /** Starts batches while there is work and room; each finished batch pumps again. */
-  #pump(): void {
-    while (this.#queue.length && this.#inFlight < this.#maxInFlight) {
-      const batch = this.#queue.splice(0, this.#maxBatch);
-      this.#inFlight++;
-      void this.#commit(batch).finally(() => {
-        this.#inFlight--;
-        this.#pump();
-      });
-    }
+    while (this.#group.queued || this.#group.inFlight) await new Promise((r) => setImmediate(r));
   }
 
   async #commit(batch: Pending[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const ops = batch.map((p) => p.op);
+        const ops = batch.map((p) => p.item);
         const results = await this.#store.writeBatch(ops);
         this.#onCommitted?.(ops, results);
         batch.forEach((p, i) => p.resolve(results[i] as WriteResult));

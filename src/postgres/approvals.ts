@@ -11,7 +11,7 @@ import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import { channelOf } from './listen.ts';
 import { payload } from './wake.ts';
 import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
-import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../approvals/rows.ts';
+import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../store/approval-rows.ts';
 import { Params } from './sql-text.ts';
 import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent, WakeEvent } from '../store.ts';
 

@@ -27,16 +27,13 @@ import { listenerName, notifySql } from './listen.ts';
 import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, lockById, type Tables } from './sql-text.ts';
 
 /**
- * The fenced checkpoints of `ops` (none with `consume`). Returns the statement and, per op, the
- * place (1-based) of its row among the statement's rows, or 0 for an op refused here; the
- * statement returns the places of the rows it accepted (`ord`).
+ * The rows of a step batch. The last write of a (task, seq) wins, as a sequence of upserts would
+ * (an INSERT … ON CONFLICT may not touch one row twice); a row of another task than its writer's is
+ * refused here (`rowOf` 0). Each row's place among the rows of its task and epoch (1, 2, …), which
+ * are accepted or refused together: its entry takes seq (new counter - rows of the group + place).
+ * In one pass, keyed by task id: a batch holds one row of most tasks.
  */
-export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: string; values: unknown[]; rowOf: number[] } {
-  // The last write of a (task, seq) wins, as a sequence of upserts would (an INSERT … ON CONFLICT
-  // may not touch one row twice); a row of another task than its writer's is refused here. Each
-  // row's place among the rows of its task and epoch (1, 2, …), which are accepted or refused
-  // together: its entry takes seq (new counter - rows of the group + place). In one pass, keyed
-  // by task id: a batch holds one row of most tasks.
+function batchRows(ops: readonly StepWrite[]): { rows: StepWrite[]; rowOf: number[]; places: number[] } {
   const rows: StepWrite[] = [];
   const rowOf = new Array<number>(ops.length);
   // Task id → its row, or (once it has rows at several positions) position → row.
@@ -81,6 +78,16 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
       places[r] = k;
     });
   }
+  return { rows, rowOf, places };
+}
+
+/**
+ * The fenced checkpoints of `ops` (none with `consume`). Returns the statement and, per op, the
+ * place (1-based) of its row among the statement's rows, or 0 for an op refused here; the
+ * statement returns the places of the rows it accepted (`ord`).
+ */
+export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: string; values: unknown[]; rowOf: number[] } {
+  const { rows, rowOf, places } = batchRows(ops);
   const p = new Params();
   const columns = stepColumns(p, rows.map((op) => op.step));
   const n = rows.length;
@@ -159,19 +166,10 @@ export function isBatchableTransition(w: TransitionWrite): boolean {
   );
 }
 
-/** Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with `ord`). */
-export function transitionBatchSql(
-  t: Tables,
-  ops: readonly TransitionWrite[],
-  channelOf: (event: WakeEvent) => string,
-): { text: string; values: unknown[] } {
-  const p = new Params();
-  const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
-  // Every op's log entries, flattened: op position (1-based, as `ord`), place in the op's entries.
-  // Entries carried by journal rows are not written to `events`: their place goes to the row.
-  const entries = ops.map(transitionWriteEntries);
+/** Every op's log entries, flattened, as array parameters: op position (1-based, as `ord`), place in the op's entries. */
+function entryParams(p: Params, entries: readonly NewEvent[][]): Record<'op' | 'j' | 'type' | 'kind' | 'actor' | 'data', string> {
   const flat = entries.flatMap((list, k) => list.map((e, j) => ({ op: k + 1, j: j + 1, e }))).filter((x) => x.e.carriedBy === undefined);
-  const ev = {
+  return {
     op: p.add(flat.map((x) => x.op), 'integer[]'),
     j: p.add(flat.map((x) => x.j), 'integer[]'),
     type: p.add(flat.map((x) => x.e.type), 'text[]'),
@@ -179,6 +177,19 @@ export function transitionBatchSql(
     actor: p.add(flat.map((x) => x.e.actorId), 'text[]'),
     data: p.add(flat.map((x) => x.e.data), 'text[]'),
   };
+}
+
+/**
+ * The per-op array parameters of a transition batch, by column name, and the patch columns some
+ * op of the batch sets.
+ */
+function transitionColumns(
+  p: Params,
+  ops: readonly TransitionWrite[],
+  entries: readonly NewEvent[][],
+  channelOf: (event: WakeEvent) => string,
+): { i: Record<string, string>; written: typeof PATCH_COLUMNS } {
+  const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
   const has = (field: string) => (w: TransitionWrite): boolean => field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
   // Most ops of a batch announce on one channel: its listener's name is hashed once.
   const channels = ops.map((w) => (w.notify ? channelOf(w.notify) : null));
@@ -210,6 +221,20 @@ export function transitionBatchSql(
     i[`set_${c.column}`] = col(sets, 'boolean');
     i[`v_${c.column}`] = col((w) => (sets(w) ? patchValue(c, w.set) : null), c.pg);
   }
+  return { i, written };
+}
+
+/** Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with `ord`). */
+export function transitionBatchSql(
+  t: Tables,
+  ops: readonly TransitionWrite[],
+  channelOf: (event: WakeEvent) => string,
+): { text: string; values: unknown[] } {
+  const p = new Params();
+  // Every op's log entries; those carried by journal rows are not written to `events`: their place goes to the row.
+  const entries = ops.map(transitionWriteEntries);
+  const ev = entryParams(p, entries);
+  const { i, written } = transitionColumns(p, ops, entries, channelOf);
   // `ord` (1-based) is the op's position in `ops`, from unnest's ORDINALITY.
   const names = Object.keys(i);
   const sets = written.map((c) => `${c.column} = CASE WHEN c.set_${c.column} THEN c.v_${c.column} ELSE t.${c.column} END`).join(',\n        ');

@@ -11,7 +11,7 @@
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import {
   acquireResult, acquiredRecord, decideAcquire, recordFromRow, type AcquireRequest, type AcquireResult, type IdempotencyBackend, type IdempotencyRecord,
-} from '../idempotency/records.ts';
+} from '../store/idempotency.ts';
 
 const COLUMNS = 'key, status, fingerprint, owner, lease_expires_at, result, error, task_id, created_at, updated_at, expires_at';
 const values = (r: IdempotencyRecord): unknown[] => [

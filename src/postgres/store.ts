@@ -44,9 +44,9 @@ import { notify, subscribe } from './listen.ts';
 import { PostgresIdempotency } from './idempotency.ts';
 import { appendTaskEvents } from './append-events.ts';
 import { runInTransaction } from './transaction.ts';
-import type { Transaction } from '../transaction-types.ts';
+import type { Transaction } from '../store/transactions.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import type { IdempotencyBackend } from '../idempotency/records.ts';
+import type { IdempotencyBackend } from '../store/idempotency.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {

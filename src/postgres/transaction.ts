@@ -12,7 +12,7 @@ import { stepWrite } from './write-batch.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { faultPoint } from '../fault-points.ts';
 import type { StepWrite } from '../store.ts';
-import type { Transaction } from '../transaction-types.ts';
+import type { Transaction } from '../store/transactions.ts';
 
 /** Thrown inside the transaction to roll it back when the fence refuses the checkpoint. */
 class Refused extends Error {}

@@ -6,9 +6,10 @@
  * The store facade hands it its statement cache, transaction and log appender.
  */
 import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
-import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../approvals/rows.ts';
+import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../store/approval-rows.ts';
 import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent } from '../store.ts';
 import type Database from 'better-sqlite3';
+import { LEASED_SQL as LEASED, inList } from './sql.ts';
 
 type Raw = Record<string, unknown>;
 
@@ -19,8 +20,6 @@ export interface SqliteHandle {
   append(no: number, at: number, entries: readonly NewEvent[]): number[];
 }
 
-const inList = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
-const LEASED = LEASED_STATUSES.map((s) => `'${s}'`).join(', ');
 const INSERT_SQL = `INSERT INTO stepwise_approvals (${APPROVAL_COLUMNS.map(([c]) => c).join(', ')}) VALUES (${inList(APPROVAL_COLUMNS.length)})
   ON CONFLICT (task_id, call_key) DO NOTHING RETURNING *`;
 

@@ -9,7 +9,7 @@
 import type Database from 'better-sqlite3';
 import {
   acquireResult, acquiredRecord, decideAcquire, recordFromRow, type AcquireRequest, type AcquireResult, type IdempotencyBackend, type IdempotencyRecord,
-} from '../idempotency/records.ts';
+} from '../store/idempotency.ts';
 
 const UPSERT = `INSERT INTO stepwise_idempotency
   (key, status, fingerprint, owner, lease_expires_at, result, error, task_id, created_at, updated_at, expires_at)

@@ -11,7 +11,7 @@
  * row is emptied instead and left to no task (`task_no` below zero, which no task has); later
  * deletions remove such rows once they are no longer the newest.
  */
-import { statusList } from './store.ts';
+import { statusList } from './sql.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { DeletedTask, TaskSelection } from '../store.ts';
 import type Database from 'better-sqlite3';

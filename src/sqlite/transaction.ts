@@ -16,8 +16,8 @@ import { faultPoint } from '../fault-points.ts';
 import { journalCarries, stepEntry, stepEntryAt } from '../log-entries.ts';
 import { stepValues } from '../rows.ts';
 import type { StepWrite } from '../store.ts';
-import type { Transaction, TransactionRunner } from '../transaction-types.ts';
-import { FENCE_STEP_SQL, INSERT_EVENT_SQL, LAST_SEQ_SQL, UPSERT_STEP_SQL } from './store.ts';
+import type { Transaction, TransactionRunner } from '../store/transactions.ts';
+import { FENCE_STEP_SQL, INSERT_EVENT_SQL, LAST_SEQ_SQL, UPSERT_STEP_SQL } from './sql.ts';
 
 export class SqliteTransactions implements TransactionRunner {
   readonly #open: () => Database.Database;

@@ -1,0 +1,72 @@
+/**
+ * @module store/journal
+ * Guarded writes: transitions (the lifecycle's status changes, with their journal rows and log entries) and fenced checkpoints, alone or in batches.
+ */
+import type { TaskStatus } from '../lifecycle.ts';
+import type { NewEvent } from './log.ts';
+import type { StepRow, TaskPatch, TaskRow } from './rows.ts';
+import type { WakeEvent } from './wake.ts';
+
+export type WriteGuard = { version: number } | { epoch: number };
+
+export interface TransitionWrite {
+  kind: 'transition';
+  taskId: string;
+  event: string;
+  /** Legal source statuses (from the lifecycle table); the write is refused from any other. */
+  from: readonly TaskStatus[];
+  to: TaskStatus;
+  guard: WriteGuard;
+  /** When set, the write is refused unless the task's pause request is in this state. */
+  pauseRequested?: boolean;
+  set: TaskPatch;
+  at: number;
+  workerId?: string | null;
+  /** JSON text: the transition's detail (also in its log entry). */
+  detail?: string | null;
+  /**
+   * Log entries appended in the same transaction, in order, before the entries the store derives
+   * from `steps`, `deleteSteps` and `consume` (see {@link Store}). The first is the transition's own.
+   */
+  log: readonly NewEvent[];
+  /** Journal rows committed in the same transaction (upserted by (taskId, seq)). */
+  steps?: readonly StepRow[];
+  /** Journal positions deleted in the same transaction (a retry forgets what followed the failure). */
+  deleteSteps?: readonly number[];
+  /** Signals consumed in the same transaction. */
+  consume?: readonly { signalId: number; seq: number }[];
+  /** Announced to other processes when (and only if) the write commits. */
+  notify?: WakeEvent;
+}
+// When `set.waitEvents` names events, the store also makes the task due at `at` if an unconsumed
+// signal of one of those names already exists, so that a signal sent while the task was still
+// running cannot be missed.
+
+/** A journal write by the run holding the lease at `epoch`; refused once the epoch moved on. */
+export interface StepWrite {
+  kind: 'step';
+  taskId: string;
+  epoch: number;
+  step: StepRow;
+  consume?: { signalId: number; seq: number };
+}
+
+export type WriteOp = TransitionWrite | StepWrite;
+/** For a transition: the updated row, or `null` if its guard failed; for a step: accepted or not. */
+export type WriteResult = TaskRow | null | boolean;
+
+/** Transitions and checkpoints. */
+export interface JournalStore {
+  /**
+   * One guarded transition (see {@link TransitionWrite}). Returns the row as it is after the whole
+   * write, including the waitEvents rule (a waiting task made due by an earlier signal).
+   */
+  transition(write: TransitionWrite): Promise<TaskRow | null>;
+  /** Many fenced writes in one transaction; each op is guarded on its own. */
+  writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]>;
+  /**
+   * `writeBatch`, done before returning: offered by a store on a synchronous driver (SQLite), so
+   * that a lone run's checkpoint costs no promise round of its own. Same results, same errors.
+   */
+  writeBatchNow?(ops: readonly WriteOp[]): WriteResult[];
+}

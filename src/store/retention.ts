@@ -1,0 +1,49 @@
+/**
+ * @module store/retention
+ * Deleting finished tasks and counting tasks by the same selection (see `src/retention/`).
+ */
+import type { TaskStatus } from '../lifecycle.ts';
+
+/**
+ * Tasks a deletion takes or a count counts (see `Store.deleteTasks`, `Store.countTasks`): those in
+ * one of `statuses` (a deletion is passed finished ones only) that meet every other condition given.
+ */
+export interface TaskSelection {
+  statuses: readonly TaskStatus[];
+  /** Only these tasks. */
+  ids?: readonly string[];
+  /** Only tasks that finished before this time. */
+  finishedBefore?: number;
+  /**
+   * Only tasks whose id sorts below this one. Ids begin with their creation time, so this bounds
+   * the scan to tasks created before a time (a task finishes after it was created).
+   */
+  idBefore?: string;
+  /** Only tasks of these workflows. */
+  workflows?: readonly string[];
+  /** Only tasks due by this time (`run_at` at or before it). */
+  dueBy?: number;
+}
+
+/** A task a deletion removed. */
+export interface DeletedTask {
+  id: string;
+  workflow: string;
+  status: TaskStatus;
+}
+
+/** Deletion and counts of tasks. */
+export interface RetentionStore {
+  /**
+   * Deletes up to `limit` tasks that `deletion` selects, oldest id first, each with everything it
+   * owns (journal, log, signals, approvals, stream chunks), in one transaction. A task that another
+   * transaction holds at that moment (a command, a signal, a decision) is passed over: the next
+   * deletion takes it if it still qualifies. Returns the tasks deleted.
+   */
+  deleteTasks(deletion: TaskSelection, limit: number): Promise<DeletedTask[]>;
+  /**
+   * How many tasks `selection` selects now, by status (statuses with none are left out); with
+   * `cap`, each status is counted up to `cap` only (work bounded by it, whatever the table's size).
+   */
+  countTasks(selection: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>>;
+}

@@ -1,0 +1,58 @@
+/**
+ * @module store/tasks
+ * Tasks: their creation (one or a batch, deduplicated by idempotency key) and their reads.
+ */
+import type { TaskStatus } from '../lifecycle.ts';
+import type { NewEvent } from './log.ts';
+import type { StepRow, TaskRow } from './rows.ts';
+import type { WakeEvent } from './wake.ts';
+
+export interface NewTask {
+  id: string;
+  workflow: string;
+  workflowVersion: string;
+  input: string | null;
+  idempotencyKey: string | null;
+  runAt: number;
+  createdAt: number;
+  /** When the task must be finished (ms), or null. */
+  deadlineAt?: number | null;
+  /** The status it starts in (the lifecycle's `CREATION`). */
+  status: TaskStatus;
+  /** The initial `usage` column (a per-start budget), or null. */
+  usage?: string | null;
+  /** The log entry of its creation (seq 1), written with the row. */
+  log: NewEvent;
+  /** Announced to other processes if the task was created. */
+  notify?: WakeEvent;
+}
+
+export interface ListQuery {
+  statuses?: readonly TaskStatus[];
+  workflow?: string;
+  limit: number;
+  /** Return tasks with ids below this one (ids are time-ordered; newest first). */
+  before?: string;
+}
+
+/** Creating and reading tasks and journals. */
+export interface TaskStore {
+  insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }>;
+  /**
+   * Many tasks in one transaction (one multi-row statement where the dialect allows), each as
+   * {@link insertTask} would insert it, results in the order given: a task whose idempotency key
+   * exists (or was taken by an earlier task of the same batch) comes back as the existing task,
+   * `created: false`. The tasks' own `notify` is ignored: `notify`, if given, is announced once,
+   * if at least one task was created.
+   */
+  insertTasks(tasks: readonly NewTask[], notify?: WakeEvent): Promise<Array<{ task: TaskRow; created: boolean }>>;
+  getTask(id: string): Promise<TaskRow | null>;
+  /**
+   * The tasks of `ids` that exist, each once, in any order, read together (one statement on
+   * PostgreSQL). Optional: without it, `engine.result()` reads each task with `getTask`.
+   */
+  getTasks?(ids: readonly string[]): Promise<TaskRow[]>;
+  findTaskByKey(idempotencyKey: string): Promise<TaskRow | null>;
+  listTasks(query: ListQuery): Promise<TaskRow[]>;
+  getSteps(taskId: string): Promise<StepRow[]>;
+}
