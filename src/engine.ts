@@ -15,6 +15,7 @@ import {
 } from './errors.ts';
 import { ALL_STATUSES, isFinished, isTaskStatus, userEvents, type LifecycleEvent, type TaskStatus } from './lifecycle.ts';
 import { LocalBus } from './local-bus.ts';
+import { probeStore } from './commands/probe.ts';
 import { decodeError, decodeJson, deserializeError, encodeJson, type SerializedError } from './serialize.ts';
 import type { SignalRow, StepRow, Store, TaskPatch, TaskRow, WakeEvent } from './store.ts';
 import { DEFAULT_STORE_URL, openStore, type StoreOptions } from './store-url.ts';
@@ -300,14 +301,14 @@ export class Engine {
     const backend = options.idempotency;
     this.idempotency = new Idempotency(async () => {
       if (backend) return backend;
-      const store = await this.ready();
+      const store = await this.#open();
       if (!store.idempotencyRecords) throw new InvalidArgumentError(`The store ${store.description} keeps no idempotency records: pass EngineOptions.idempotency.`);
       return store.idempotencyRecords();
     }, {
       clock: this.clock,
       observers: this.#observers,
       appendLog: async (taskId, at, entries) => {
-        const store = await this.ready();
+        const store = await this.#open();
         if (store.appendTaskEvents && (await store.appendTaskEvents(taskId, at, entries))) this.#appended(taskId);
       },
     });
@@ -325,8 +326,21 @@ export class Engine {
     return this.#workflows;
   }
 
-  /** Opens the store and applies migrations (done on first use; call it to fail fast). */
-  ready(): Promise<Store> {
+  /**
+   * Opens the store and applies migrations (done on first use; call it to fail fast). Once open,
+   * each call asks the store again (one trivial read with a deadline of two seconds): a closed
+   * engine rejects with CLOSED, a store that does not answer with STORE_UNAVAILABLE (health checks
+   * rely on it).
+   */
+  async ready(): Promise<Store> {
+    const opened = this.#ready !== null;
+    const store = await this.#open();
+    if (opened) await probeStore(store);
+    return store;
+  }
+
+  /** The open store (opened and migrated once), for the engine's own commands: no probe. */
+  #open(): Promise<Store> {
     if (this.#closed) return Promise.reject(new ClosedError('The engine'));
     this.#ready ??= (async () => {
       const owned = typeof this.#storeOption === 'string';
@@ -364,7 +378,7 @@ export class Engine {
   start<I, O, In>(workflow: Workflow<I, O, In>, ...args: undefined extends In ? [input?: In, options?: StartOptions] : [input: In, options?: StartOptions]): Promise<TaskHandle<O>>;
   start(workflow: string, input?: unknown, options?: StartOptions): Promise<TaskHandle>;
   async start(workflow: string | Workflow<unknown, unknown, unknown>, input?: unknown, options: StartOptions = {}): Promise<TaskHandle> {
-    const store = await this.ready();
+    const store = await this.#open();
     const planned = await planStart(this.#startContext(store), workflow, input, options);
     // Concurrent starts of this process share one statement and one commit (start-batcher.ts).
     const inserted = await this.#startBatcher(store).insert(planned.task);
@@ -383,7 +397,7 @@ export class Engine {
    * const handles = await engine.startMany(docs.map((d) => ({ workflow: 'summarise', input: d, idempotencyKey: d.id })));
    */
   async startMany(items: readonly StartManyItem[]): Promise<TaskHandle[]> {
-    const store = await this.ready();
+    const store = await this.#open();
     if (!Array.isArray(items)) throw new InvalidArgumentError('engine.startMany() takes an array of { workflow, input, idempotencyKey?, delay? }.');
     const context = this.#startContext(store);
     const planned: PlannedStart[] = [];
@@ -421,7 +435,7 @@ export class Engine {
 
   /** The task with its steps (journal) and history (event log); `{ steps: false, history: false }` reads only the task row. */
   async get(id: string, options: { steps?: boolean; history?: boolean } = {}): Promise<TaskInfo> {
-    const store = await this.ready();
+    const store = await this.#open();
     const row = await this.#row(store, id);
     // A poller that needs only the status and progress skips the journal and the log (`steps: false`).
     const [steps, history, approvals] = await Promise.all([
@@ -458,7 +472,7 @@ export class Engine {
 
   /** Tasks, newest first, optionally by status and workflow, a page at a time. */
   async list(options: ListOptions = {}): Promise<ListResult> {
-    const store = await this.ready();
+    const store = await this.#open();
     const statuses = options.status === undefined ? undefined : Array.isArray(options.status) ? options.status : [options.status];
     for (const s of statuses ?? []) {
       if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${String(s)}": use one of ${ALL_STATUSES.join(', ')}.`);
@@ -481,7 +495,7 @@ export class Engine {
    * const { pending, waiting } = await engine.count({ status: ['pending', 'waiting'], workflow: 'publish-article' });
    */
   async count(options: CountOptions = {}): Promise<Record<TaskStatus, number>> {
-    const store = await this.ready();
+    const store = await this.#open();
     const statuses: readonly TaskStatus[] = options.status === undefined ? ALL_STATUSES : Array.isArray(options.status) ? (options.status as readonly TaskStatus[]) : [options.status as TaskStatus];
     for (const s of statuses) {
       if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${String(s)}": use one of ${ALL_STATUSES.join(', ')}.`);
@@ -503,7 +517,7 @@ export class Engine {
    * out until the timeout.
    */
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
-    const store = await this.ready();
+    const store = await this.#open();
     if (typeof id !== 'string' || !id) throw new InvalidArgumentError('A task id is required.');
     const deadline = options.timeout === undefined ? Infinity : this.clock.now() + toMs(options.timeout, 'timeout');
     // With a live subscription a finished task is announced, and polling only covers what is
@@ -608,7 +622,7 @@ export class Engine {
    * a new deadline; without it, a deadline that has passed is lifted.
    */
   async retry(id: string, options: RetryTaskOptions = {}): Promise<TaskSummary> {
-    const store = await this.ready();
+    const store = await this.#open();
     const newDeadline = options.deadline === undefined ? undefined : taskDeadline(this.clock.now(), options.deadline, undefined);
     const row = await this.#command(id, 'retry', options.by, async (task) => {
       const refusal = retryRefusal(task);
@@ -697,7 +711,7 @@ export class Engine {
    * @returns whether this call recorded a new event (false for a repeated key)
    */
   async signal(id: string, name: string, payload?: unknown, options: SignalOptions = {}): Promise<SignalResult> {
-    const store = await this.ready();
+    const store = await this.#open();
     const actor = actorOf(options.by);
     if (typeof name !== 'string' || !/^[^|]{1,200}$/.test(name)) throw new InvalidArgumentError('A signal needs a name of 1-200 characters without "|".');
     checkText(name, `The signal name ${JSON.stringify(name)}`);
@@ -778,7 +792,7 @@ export class Engine {
    * await engine.send(orderId, 'approve', { note: 'ok' }, { by: 'alice', idempotencyKey: 'approve-8001' });
    */
   async send(id: string, event: string, payload?: unknown, options: SignalOptions = {}): Promise<SendResult> {
-    const store = await this.ready();
+    const store = await this.#open();
     return sendEvent({
       store, now: () => this.clock.now(), payloadBytes: this.limits.payloadBytes,
       machineOf: (workflow) => machineOf(this.#workflows.get(workflow)),
@@ -799,7 +813,7 @@ export class Engine {
    * await engine.decide(approvalId, { approve: true, by: 'alice', comment: 'ship it' });
    */
   async decide(approvalId: string, options: DecideOptions): Promise<ApprovalInfo> {
-    const store = await this.ready();
+    const store = await this.#open();
     return decideApproval(
       {
         store, clock: this.clock, payloadBytes: this.limits.payloadBytes,
@@ -817,7 +831,7 @@ export class Engine {
 
   /** Approvals across tasks, oldest first: by status, listed approver (a reviewer's queue), workflow or task. */
   async approvals(query: ApprovalsQuery = {}): Promise<ApprovalInfo[]> {
-    return listApprovals(await this.ready(), query);
+    return listApprovals(await this.#open(), query);
   }
 
   /**
@@ -847,7 +861,7 @@ export class Engine {
     const bus = this.#bus;
     // The settled channel tells a reader elsewhere at once that a task finished.
     const open = async (): Promise<Store> => {
-      const store = await this.ready();
+      const store = await this.#open();
       await this.#listenSettled(store);
       return store;
     };
@@ -866,7 +880,7 @@ export class Engine {
 
   /** Why a task is (not) moving: what it waits for, who holds it, what it may do next. */
   async explain(id: string): Promise<Explanation> {
-    const store = await this.ready();
+    const store = await this.#open();
     const row = await this.#row(store, id);
     const steps = await store.getSteps(id);
     const now = this.clock.now();
@@ -904,7 +918,7 @@ export class Engine {
     if (this.#closed) throw new ClosedError('The engine');
     const w = new Worker(
       {
-        store: () => this.ready(),
+        store: () => this.#open(),
         clock: this.clock,
         workflows: () => this.#workflows,
         bus: this.#bus,
@@ -929,7 +943,7 @@ export class Engine {
    * await engine.delete(id, { by: 'ops' });
    */
   async delete(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    const store = await this.ready();
+    const store = await this.#open();
     return toSummary(await deleteTask({ store, clock: this.clock, observers: this.#observers }, id, actorOf(options.by)));
   }
 
@@ -941,7 +955,7 @@ export class Engine {
    * await engine.purge({ olderThan: '30d', status: ['succeeded', 'cancelled'] });   // { count, byStatus, dryRun }
    */
   async purge(options: PurgeOptions & CommandOptions): Promise<PurgeResult> {
-    const store = await this.ready();
+    const store = await this.#open();
     return purgeTasks({ store, clock: this.clock, observers: this.#observers }, options, actorOf(options?.by));
   }
 
@@ -977,7 +991,7 @@ export class Engine {
     cancelReason?: string | null,
   ): Promise<TaskRow> {
     const actor = actorOf(by);
-    const store = await this.ready();
+    const store = await this.#open();
     for (let attempt = 0; attempt < 20; attempt++) {
       const task = await this.#row(store, id);
       const extra = await build(task);
