@@ -20,7 +20,6 @@ import type { Actor } from './task-events.ts';
 import { checkText } from './text-rules.ts';
 import { planCreation } from './transitions.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
-import type { Inserted } from './start-batcher.ts';
 import { startUsage } from './ai/start-usage.ts';
 import { taskDeadline } from './failure/deadline.ts';
 import type { Budget } from './ai/usage.ts';
@@ -123,7 +122,13 @@ export async function planStart(
 }
 
 /** The answer to a planned start once inserted; a key that names another workflow's task or another input is a conflict. */
-export function startResult(planned: PlannedStart, { task, created }: Inserted): StartAnswer {
+/** What the store answered to one planned start (the start batcher's `Inserted`, declared here so the two modules do not import each other). */
+export interface InsertedTask {
+  task: TaskRow;
+  created: boolean;
+}
+
+export function startResult(planned: PlannedStart, { task, created }: InsertedTask): StartAnswer {
   const { name } = planned;
   if (!created) {
     const key = planned.task.idempotencyKey as string;
