@@ -22,24 +22,23 @@ import { resolveLimits, type Limits } from './limits.ts';
 import { Worker, type WorkerOptions } from './worker.ts';
 import { shortId } from './ids.ts';
 import { ResultWaiters } from './result-waiters.ts';
-import { StartBatcher, type Inserted } from './start-batcher.ts';
-import { batchWakeOfRows, planStart, startResult, type PlannedStart, type StartContext, type StartManyItem } from './start-plan.ts';
+import { StartBatcher } from './start-batcher.ts';
+import { batchWakeOfRows, type StartManyItem } from './start-plan.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
-import { resolveRetention, type RetentionMs, type RetentionPolicy } from './retention/policy.ts';
+import { resolveRetention, type RetentionMs } from './retention/policy.ts';
 import { machineOf } from './machine/machine.ts';
 import { sendEvent, type SendResult } from './machine/send.ts';
 import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
 import { Idempotency } from './idempotency/run.ts';
 import { EFFECT_DECISIONS, type EffectDecision } from './idempotency/at-most-once.ts';
 import { effectApprovalOf } from './idempotency/effect-approval.ts';
-import type { IdempotencyBackend } from './idempotency/records.ts';
 import { decide as decideApproval, listApprovals } from './approvals/decide.ts';
 import type { ApprovalInfo, ApprovalsQuery, DecideOptions } from './approvals/types.ts';
 import { probeStore } from './commands/probe.ts';
 import { actorOf, runCommand, taskRow, type CommandContext } from './commands/context.ts';
 import type {
   CommandOptions, CountOptions, Explanation, ListOptions, ListResult, ResultOptions, RetryTaskOptions, SignalOptions, SignalResult,
-  StartOptions, StartResult,
+  StartOptions,
 } from './commands/options.ts';
 import { countTasks, getTask, listTasks } from './commands/queries.ts';
 import { awaitResult } from './commands/result.ts';
@@ -47,74 +46,19 @@ import { retryTask } from './commands/retry.ts';
 import { sendSignal } from './commands/signal.ts';
 import { explainTask } from './commands/explain.ts';
 import { eventLog } from './commands/events.ts';
+import { deliverNews } from './commands/news.ts';
+import { SettledChannel } from './commands/settled.ts';
+import { startAll, startOne, type StartDeps } from './commands/start.ts';
+import { TaskHandle } from './commands/task-handle.ts';
+import type { EngineOptions } from './commands/engine-options.ts';
+
+export { TaskHandle } from './commands/task-handle.ts';
+export type { EngineOptions } from './commands/engine-options.ts';
 
 export type {
   By, CommandOptions, CountOptions, Explanation, ListOptions, ListResult, ResultOptions, RetryTaskOptions, SignalOptions, SignalResult,
   StartOptions, StartResult,
 } from './commands/options.ts';
-
-export interface EngineOptions extends StoreOptions {
-  /**
-   * Where tasks live: `sqlite:<path>`, `postgres://…`, or a Store instance.
-   * @defaultValue 'sqlite:./.stepwise/stepwise.db'
-   */
-  store?: string | Store;
-  /** Workflows this engine can start and its workers can run. */
-  workflows?: readonly Workflow<any, any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any
-  /** Source of "now" and of timers. @defaultValue the system clock */
-  clock?: Clock;
-  /**
-   * What watches the work (logs, metrics, traces, live views): hooks around every run and step
-   * attempt of this engine's workers, and every log entry this process appends. See {@link Observer}.
-   */
-  observers?: readonly Observer[];
-  /** Size limits on inputs, outputs and signal payloads (defaults: 16 MiB, 16 MiB, 1 MiB). */
-  limits?: Limits;
-  /**
-   * Where `engine.idempotency` keeps its records: the engine's own database (the default), or
-   * another backend such as `new RedisIdempotency({ url })` for hot, short-lived keys (closed by
-   * whoever made it). Steps with a business key always use the engine's database.
-   */
-  idempotency?: IdempotencyBackend;
-  /**
-   * How long finished tasks are kept, per final status (a workflow's own `retention` overrides it
-   * per status). The engine's workers delete older ones, each with its journal, log, signals and
-   * approvals, every `retentionSweepMs` (see WorkerOptions), for the workflows they serve. Left out
-   * or `null`: kept until deleted (`engine.delete`, `engine.purge`). Keep tasks at least as long as
-   * anyone may ask for their result: a deleted task is TASK_NOT_FOUND, and its idempotency key
-   * starts a new task.
-   * @example { succeeded: '7d', cancelled: '7d', failed: '30d' }
-   * @defaultValue every task is kept
-   */
-  retention?: RetentionPolicy;
-}
-
-/**
- * A started task: what `start()` reports, and `result()` typed by the workflow's output when the
- * task was started from its definition (`engine.start(definition, input)`).
- */
-export class TaskHandle<O = unknown> implements StartResult {
-  readonly id: string;
-  readonly workflow: string;
-  readonly status: TaskStatus;
-  readonly created: boolean;
-  readonly #engine: Engine;
-  /** @internal */
-  constructor(engine: Engine, r: StartResult) {
-    this.#engine = engine;
-    this.id = r.id;
-    this.workflow = r.workflow;
-    this.status = r.status;
-    this.created = r.created;
-  }
-  /** Waits for the task to finish: see {@link Engine.result}. */
-  result(options?: ResultOptions): Promise<O> {
-    return this.#engine.result<O>(this.id, options);
-  }
-  toJSON(): StartResult {
-    return { id: this.id, workflow: this.workflow, status: this.status, created: this.created };
-  }
-}
 
 export class Engine {
   readonly clock: Clock;
@@ -128,17 +72,12 @@ export class Engine {
   readonly #storeOption: string | Store;
   readonly #storeOptions: StoreOptions;
   #ready: Promise<Store> | null = null;
-  #starts: StartBatcher | null = null;
+  #batcher: StartBatcher | null = null;
+  readonly #starts: StartDeps;
   #closed = false;
   #unsubscribe: (() => Promise<void>) | null = null;
-  /**
-   * The subscription to finished tasks, opened by the first `result()` (a process that never waits
-   * for a result, such as a worker, is not sent one message per finished task); null until then,
-   * and again after a failed attempt, so that the next `result()` tries again.
-   */
-  #settled: Promise<(() => Promise<void>) | null> | null = null;
-  /** Whether that subscription is open (then `result()` does not wait for it). */
-  #settledLive = false;
+  /** The subscription to finished tasks of other processes (commands/settled.ts). */
+  readonly #settled = new SettledChannel((e) => this.#deliver(e));
   readonly #observers: readonly Observer[];
   /** @internal The size limits in force (workers check outputs against them). */
   readonly limits: Required<Limits>;
@@ -177,6 +116,7 @@ export class Engine {
       open: () => this.#open(), clock: this.clock, workflows: this.#workflows, limits: this.limits, observers: this.#observers,
       deliver: (e, row) => this.#deliver(e, row), appended: (taskId) => this.#appended(taskId),
     };
+    this.#starts = { ctx: this.#ctx, batcher: (store) => this.#startBatcher(store) };
     const backend = options.idempotency;
     this.idempotency = new Idempotency(async () => {
       if (backend) return backend;
@@ -257,11 +197,7 @@ export class Engine {
   start<I, O, In>(workflow: Workflow<I, O, In>, ...args: undefined extends In ? [input?: In, options?: StartOptions] : [input: In, options?: StartOptions]): Promise<TaskHandle<O>>;
   start(workflow: string, input?: unknown, options?: StartOptions): Promise<TaskHandle>;
   async start(workflow: string | Workflow<unknown, unknown, unknown>, input?: unknown, options: StartOptions = {}): Promise<TaskHandle> {
-    const store = await this.#open();
-    const planned = await planStart(this.#startContext(store), workflow, input, options);
-    // Concurrent starts of this process share one statement and one commit (start-batcher.ts).
-    const inserted = await this.#startBatcher(store).insert(planned.task);
-    return new TaskHandle(this, startResult(planned, inserted));
+    return new TaskHandle(this, await startOne(this.#starts, workflow, input, options));
   }
 
   /**
@@ -276,34 +212,17 @@ export class Engine {
    * const handles = await engine.startMany(docs.map((d) => ({ workflow: 'summarise', input: d, idempotencyKey: d.id })));
    */
   async startMany(items: readonly StartManyItem[]): Promise<TaskHandle[]> {
-    const store = await this.#open();
-    if (!Array.isArray(items)) throw new InvalidArgumentError('engine.startMany() takes an array of { workflow, input, idempotencyKey?, delay? }.');
-    const context = this.#startContext(store);
-    const planned: PlannedStart[] = [];
-    for (const [i, item] of items.entries()) {
-      if (typeof item !== 'object' || item === null) throw new InvalidArgumentError(`startMany(): item ${i} must be an object { workflow, input, idempotencyKey?, delay? }.`);
-      try {
-        planned.push(await planStart(context, item.workflow, item.input, item));
-      } catch (e) {
-        if (e instanceof Error) e.message = `startMany(): item ${i}: ${e.message}`;
-        throw e;
-      }
-    }
-    const inserted = await this.#startBatcher(store).insertMany(planned.map((p) => p.task));
-    return planned.map((p, i) => new TaskHandle(this, startResult(p, inserted[i] as Inserted)));
+    return (await startAll(this.#starts, items)).map((r) => new TaskHandle(this, r));
   }
 
-  #startContext(store: Store): StartContext {
-    return { store, clock: this.clock, limits: this.limits, workflows: this.#workflows, actorOf };
-  }
-
+  /** The start batcher of this process, made with the first start. */
   #startBatcher(store: Store): StartBatcher {
-    return (this.#starts ??= new StartBatcher(store, {
+    return (this.#batcher ??= new StartBatcher(store, {
       origin: this.#origin,
       onCreated: (tasks) => {
         // Their end will be heard of here if this process listens for ends, or (a store without
         // a channel) if its own workers run them.
-        if (this.#settledLive || (!store.subscribe && this.#workers.size)) this.#waiters.created(tasks.map((t) => t.id));
+        if (this.#settled.live || (!store.subscribe && this.#workers.size)) this.#waiters.created(tasks.map((t) => t.id));
         // One wake-up for the batch: this process's workers look for work once.
         const wake = batchWakeOfRows(tasks);
         if (wake) this.#deliver(wake);
@@ -366,30 +285,9 @@ export class Engine {
     }, id, options);
   }
 
-  /**
-   * Subscribes to finished tasks of other processes, once. Without it (a store with no channel, or
-   * a failed subscription) `result()` still finds the outcome by polling.
-   */
-  async #listenSettled(store: Store): Promise<boolean> {
-    if (!store.subscribe || this.#closed) return false;
-    if (this.#settledLive) return true;
-    this.#settled ??= store.subscribe((e) => this.#deliver(e), 'settled').then(
-      (off) => {
-        // The listener reconnects by itself from now on.
-        this.#settledLive = true;
-        return off;
-      },
-      () => {
-        this.#settled = null;
-        return null;
-      },
-    );
-    // Not longer than a second: a database that is slow to take a new connection should not hold
-    // up a result that polling can find (the subscription goes on in the background).
-    let timer: NodeJS.Timeout | undefined;
-    const live = await Promise.race([this.#settled.then((off) => off !== null), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 1000)))]);
-    clearTimeout(timer);
-    return live;
+  /** Subscribes to finished tasks of other processes, once (commands/settled.ts). */
+  #listenSettled(store: Store): Promise<boolean> {
+    return this.#closed ? Promise.resolve(false) : this.#settled.listen(store);
   }
 
   /**
@@ -578,7 +476,7 @@ export class Engine {
     this.#closed = true;
     await Promise.all([...this.#workers].map((w) => w.stop()));
     await this.#unsubscribe?.();
-    await (await this.#settled)?.();
+    await this.#settled.close();
     this.#waiters.forget();
     this.#offTail?.();
     await this.#tail?.idle();
@@ -603,31 +501,7 @@ export class Engine {
    * the task as the write this news announces committed it (only for a write of this process).
    */
   #deliver(e: WakeEvent, row?: TaskRow): void {
-    if (e.taskIds) {
-      // One notification for a batch of tasks: the same news of each.
-      for (const taskId of e.taskIds) this.#deliver({ reason: e.reason, taskId, ...(e.workflow ? { workflow: e.workflow } : {}) });
-      return;
-    }
-    switch (e.reason) {
-      case 'task':
-        this.#bus.emit('task:ready', { taskId: e.taskId, workflow: e.workflow ?? null });
-        break;
-      case 'cancel':
-        this.#bus.emit('task:cancel', { taskId: e.taskId, reason: e.cancelReason ?? null });
-        break;
-      case 'pause':
-        this.#bus.emit('task:pause', { taskId: e.taskId });
-        break;
-      case 'resume':
-        this.#bus.emit('task:resume', { taskId: e.taskId });
-        break;
-      case 'settled':
-        if (row?.id === e.taskId) this.#bus.emit('task:settled', { taskId: e.taskId, status: row.status, row });
-        // A task a worker of this process runs: that worker announces the end of its run itself,
-        // with the row when it wrote the end (the notification of that write may arrive first).
-        else if (!this.#heldHere(e.taskId)) this.#bus.emit('task:settled', { taskId: e.taskId, status: '' });
-        break;
-    }
+    deliverNews(this.#bus, (taskId) => this.#heldHere(taskId), e, row);
   }
 }
 
