@@ -8,7 +8,6 @@
  */
 import { systemClock, type Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError } from './errors.ts';
-import { checkText } from './text-rules.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import { LocalBus } from './local-bus.ts';
 import type { Store, TaskRow, WakeEvent } from './store.ts';
@@ -26,16 +25,15 @@ import { StartBatcher } from './start-batcher.ts';
 import { batchWakeOfRows, type StartManyItem } from './start-plan.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import { resolveRetention, type RetentionMs } from './retention/policy.ts';
-import { machineOf } from './machine/machine.ts';
-import { sendEvent, type SendResult } from './machine/send.ts';
+import type { SendResult } from './machine/send.ts';
+import type { EffectDecision } from './idempotency/at-most-once.ts';
+import * as decisions from './commands/decisions.ts';
 import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
 import { Idempotency } from './idempotency/run.ts';
-import { EFFECT_DECISIONS, type EffectDecision } from './idempotency/at-most-once.ts';
-import { effectApprovalOf } from './idempotency/effect-approval.ts';
-import { decide as decideApproval, listApprovals } from './approvals/decide.ts';
 import type { ApprovalInfo, ApprovalsQuery, DecideOptions } from './approvals/types.ts';
 import { probeStore } from './commands/probe.ts';
-import { actorOf, runCommand, taskRow, type CommandContext } from './commands/context.ts';
+import { actorOf, type CommandContext } from './commands/context.ts';
+import { cancelTask, moveTask } from './commands/lifecycle.ts';
 import type {
   CommandOptions, CountOptions, Explanation, ListOptions, ListResult, ResultOptions, RetryTaskOptions, SignalOptions, SignalResult,
   StartOptions,
@@ -246,14 +244,7 @@ export class Engine {
    * await engine.decideEffect(taskId, 'send-sms', 'skip', { result: { sent: true }, by: 'ops' });
    */
   async decideEffect(taskId: string, step: string, decision: EffectDecision, options: SignalOptions & { result?: unknown } = {}): Promise<ApprovalInfo> {
-    if (!EFFECT_DECISIONS.includes(decision)) throw new InvalidArgumentError(`decision must be one of ${EFFECT_DECISIONS.join(', ')}, got ${JSON.stringify(decision)}.`);
-    if (typeof step !== 'string' || !step) throw new InvalidArgumentError('decideEffect needs the step id (its name, with #n from its second occurrence on).');
-    const approvalId = await effectApprovalOf(await this.approvals({ taskId, limit: 1000 }), taskId, step);
-    const by = options.by === undefined ? 'operator' : typeof options.by === 'string' ? options.by : options.by.id;
-    return this.decide(approvalId, {
-      approve: true, by, data: { action: decision, ...(decision === 'skip' ? { result: options.result ?? null } : {}) },
-      ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
-    });
+    return decisions.decideEffect(this.#ctx, taskId, step, decision, options);
   }
 
   /** Tasks, newest first, optionally by status and workflow, a page at a time. */
@@ -299,13 +290,7 @@ export class Engine {
    * cleanup. A cancelled task never resumes.
    */
   async cancel(id: string, options: CommandOptions & { reason?: string } = {}): Promise<TaskSummary> {
-    const reason = options.reason ?? null;
-    if (reason !== null && (typeof reason !== 'string' || reason.length > 1000)) {
-      throw new InvalidArgumentError('A cancel reason must be a string of at most 1000 characters.');
-    }
-    if (reason !== null) checkText(reason, 'The cancel reason');
-    const row = await runCommand(this.#ctx, id, 'cancel', options.by, () => ({ set: { cancelReason: reason }, detail: { reason } }), reason);
-    return toSummary(row);
+    return toSummary(await cancelTask(this.#ctx, id, options));
   }
 
   /**
@@ -323,12 +308,12 @@ export class Engine {
 
   /** Pauses a task: a running one at its next step boundary; a pending or waiting one at once. */
   async pause(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await runCommand(this.#ctx, id, 'pause', options.by, () => ({})));
+    return toSummary(await moveTask(this.#ctx, id, 'pause', options));
   }
 
   /** Resumes a paused task (or withdraws a pause request that a running task has not reached). */
   async resume(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await runCommand(this.#ctx, id, 'resume', options.by, () => ({})));
+    return toSummary(await moveTask(this.#ctx, id, 'resume', options));
   }
 
   /**
@@ -350,16 +335,7 @@ export class Engine {
    * await engine.send(orderId, 'approve', { note: 'ok' }, { by: 'alice', idempotencyKey: 'approve-8001' });
    */
   async send(id: string, event: string, payload?: unknown, options: SignalOptions = {}): Promise<SendResult> {
-    const store = await this.#open();
-    return sendEvent({
-      store, now: () => this.clock.now(), payloadBytes: this.limits.payloadBytes,
-      machineOf: (workflow) => machineOf(this.#workflows.get(workflow)),
-      task: (taskId) => taskRow(store, taskId),
-      delivered: (wake, taskId) => {
-        this.#deliver(wake);
-        this.#appended(taskId);
-      },
-    }, id, event, payload, actorOf(options.by), options.idempotencyKey);
+    return decisions.send(this.#ctx, id, event, payload, options);
   }
 
   /**
@@ -371,25 +347,12 @@ export class Engine {
    * await engine.decide(approvalId, { approve: true, by: 'alice', comment: 'ship it' });
    */
   async decide(approvalId: string, options: DecideOptions): Promise<ApprovalInfo> {
-    const store = await this.#open();
-    return decideApproval(
-      {
-        store, clock: this.clock, payloadBytes: this.limits.payloadBytes,
-        delivered: (wake, taskId) => {
-          this.#deliver(wake);
-          this.#appended(taskId);
-        },
-        tell: (n) => notify(this.#observers, 'onApproval', n),
-        hasObservers: this.#observers.some((o) => typeof o.onApproval === 'function'),
-      },
-      approvalId,
-      options,
-    );
+    return decisions.decide(this.#ctx, approvalId, options);
   }
 
   /** Approvals across tasks, oldest first: by status, listed approver (a reviewer's queue), workflow or task. */
   async approvals(query: ApprovalsQuery = {}): Promise<ApprovalInfo[]> {
-    return listApprovals(await this.#open(), query);
+    return decisions.approvals(this.#ctx, query);
   }
 
   /**
