@@ -14,7 +14,7 @@ import type { TaskEvent } from './task-events.ts';
 import type { WorkerEvents } from './events.ts';
 import type { IdempotencyEvent } from './idempotency/run.ts';
 import type { ApprovalNotice } from './approvals/types.ts';
-import type { TasksDeletedEvent } from './retention/purge.ts';
+import type { TasksDeletedEvent } from './retention/policy.ts';
 
 /** One run of a task: a worker's claim of it until the run ends. */
 export interface RunInfo {

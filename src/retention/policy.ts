@@ -7,6 +7,8 @@ import { toMs, type Duration } from '../duration.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { firstIdAt } from '../ids.ts';
 import type { TaskSelection } from '../store.ts';
+import type { DeletedTask } from '../store.ts';
+import type { Actor } from '../task-events.ts';
 
 /** The statuses a task can be deleted in: those it never leaves on its own. */
 export const DELETABLE_STATUSES = ['succeeded', 'failed', 'cancelled'] as const;
@@ -76,4 +78,13 @@ export function sweepDeletions(now: number, engine: RetentionMs, workflows: Read
     }
   }
   return [...groups.values()].map((g) => olderThan(now, g.keepMs, [g.status], g.names.sort()));
+}
+
+/** A batch of tasks deleted, for observers: what, why, and who asked. */
+export interface TasksDeletedEvent {
+  tasks: DeletedTask[];
+  /** `delete`: one task by `engine.delete`; `purge`: `engine.purge`; `retention`: a worker's sweep. */
+  reason: 'delete' | 'purge' | 'retention';
+  by: Actor;
+  at: number;
 }

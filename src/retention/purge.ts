@@ -17,7 +17,9 @@ import { isFinished } from '../lifecycle.ts';
 import type { Clock } from '../clock.ts';
 import type { DeletedTask, Store, TaskSelection, TaskRow } from '../store.ts';
 import type { Actor } from '../task-events.ts';
-import { DELETABLE_STATUSES, deletableStatuses, olderThan, type DeletableStatus } from './policy.ts';
+import { DELETABLE_STATUSES, deletableStatuses, olderThan, type DeletableStatus, type TasksDeletedEvent } from './policy.ts';
+
+export type { TasksDeletedEvent } from './policy.ts';
 
 /** Tasks deleted per statement. */
 const BATCH = 1000;
@@ -40,15 +42,6 @@ export interface PurgeResult {
   count: number;
   byStatus: Record<DeletableStatus, number>;
   dryRun: boolean;
-}
-
-/** A batch of tasks deleted, for observers: what, why, and who asked. */
-export interface TasksDeletedEvent {
-  tasks: DeletedTask[];
-  /** `delete`: one task by `engine.delete`; `purge`: `engine.purge`; `retention`: a worker's sweep. */
-  reason: 'delete' | 'purge' | 'retention';
-  by: Actor;
-  at: number;
 }
 
 export interface PurgeDeps {
