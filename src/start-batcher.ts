@@ -10,7 +10,7 @@
  */
 import { ERROR_CODES, isStepwiseError } from './errors.ts';
 import type { NewTask, Store, TaskRow, WakeEvent } from './store.ts';
-import { batchWakeOfRows } from './start-plan.ts';
+import { batchWakeOfRows } from './transitions.ts';
 import { GroupCommit, type Pending as Queued } from './group-commit.ts';
 
 export type Inserted = { task: TaskRow; created: boolean };

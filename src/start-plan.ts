@@ -15,12 +15,11 @@ import { jsonEqual } from './json-equal.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import { checkSize, type Limits } from './limits.ts';
 import { decodeJson, encodeJson } from './serialize.ts';
-import type { NewTask, Store, TaskRow, WakeEvent } from './store.ts';
+import type { NewTask, Store, TaskRow } from './store.ts';
 import type { Actor } from './task-events.ts';
 import { checkText } from './text-rules.ts';
 import { planCreation } from './transitions.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
-import type { Inserted } from './start-batcher.ts';
 import { startUsage } from './ai/metering/start-usage.ts';
 import { taskDeadline } from './failure/deadline.ts';
 import type { Budget } from './ai/metering/usage.ts';
@@ -123,7 +122,13 @@ export async function planStart(
 }
 
 /** The answer to a planned start once inserted; a key that names another workflow's task or another input is a conflict. */
-export function startResult(planned: PlannedStart, { task, created }: Inserted): StartAnswer {
+/** What the store answered to one planned start (the start batcher's `Inserted`, declared here so the two modules do not import each other). */
+export interface InsertedTask {
+  task: TaskRow;
+  created: boolean;
+}
+
+export function startResult(planned: PlannedStart, { task, created }: InsertedTask): StartAnswer {
   const { name } = planned;
   if (!created) {
     const key = planned.task.idempotencyKey as string;
@@ -131,12 +136,4 @@ export function startResult(planned: PlannedStart, { task, created }: Inserted):
     if (!jsonEqual(decodeJson(task.input), decodeJson(planned.task.input))) throw new IdempotencyConflictError(key, task.id, 'which was started with a different input');
   }
   return { id: task.id, workflow: name, status: task.status, created };
-}
-
-/** The local wake-up for tasks just created: one event for all of them. */
-export function batchWakeOfRows(tasks: readonly Pick<TaskRow, 'id' | 'workflow'>[]): WakeEvent | undefined {
-  const [first] = tasks;
-  if (!first) return undefined;
-  if (tasks.length === 1) return { reason: 'task', taskId: first.id, workflow: first.workflow };
-  return tasks.every((t) => t.workflow === first.workflow) ? { reason: 'task', taskId: '*', workflow: first.workflow } : { reason: 'task', taskId: '*' };
 }

@@ -8,7 +8,7 @@
  */
 import { CREATION, isFinished, transition, type LifecycleEvent, type LifecycleState, type TaskStatus, type Transition } from './lifecycle.ts';
 import { transitionEntry } from './log-entries.ts';
-import type { ActorKind, NewEvent, StepRow, TaskPatch, TransitionWrite, WakeEvent, WriteGuard } from './store.ts';
+import type { ActorKind, NewEvent, StepRow, TaskPatch, TaskRow, TransitionWrite, WakeEvent, WriteGuard } from './store.ts';
 
 export interface TransitionInput {
   taskId: string;
@@ -114,4 +114,12 @@ export function wakeFor(edge: Transition, taskId: string, workflow: string, canc
   if (edge.effects.includes('clear-pause-request') && edge.event === 'resume' && edge.to === 'running') return { reason: 'resume', taskId, workflow };
   if (edge.to === 'pending' || edge.effects.includes('schedule-now') || edge.effects.includes('expire-lease')) return { reason: 'task', taskId, workflow };
   return undefined;
+}
+
+/** The local wake-up for tasks just created: one event for all of them. */
+export function batchWakeOfRows(tasks: readonly Pick<TaskRow, 'id' | 'workflow'>[]): WakeEvent | undefined {
+  const [first] = tasks;
+  if (!first) return undefined;
+  if (tasks.length === 1) return { reason: 'task', taskId: first.id, workflow: first.workflow };
+  return tasks.every((t) => t.workflow === first.workflow) ? { reason: 'task', taskId: '*', workflow: first.workflow } : { reason: 'task', taskId: '*' };
 }

@@ -77,3 +77,5 @@ export function sweepDeletions(now: number, engine: RetentionMs, workflows: Read
   }
   return [...groups.values()].map((g) => olderThan(now, g.keepMs, [g.status], g.names.sort()));
 }
+
+export type { TasksDeletedEvent } from '../task-events/observed.ts';

@@ -1,0 +1,49 @@
+/**
+ * @module commands/engine-options
+ * The options of `new Engine()`.
+ */
+import type { Clock } from '../clock.ts';
+import type { Limits } from '../limits.ts';
+import type { Observer } from '../observers.ts';
+import type { Store } from '../store.ts';
+import type { StoreOptions } from '../store-url.ts';
+import type { Workflow } from '../workflow.ts';
+import type { RetentionPolicy } from '../retention/policy.ts';
+import type { IdempotencyBackend } from '../idempotency/records.ts';
+
+export interface EngineOptions extends StoreOptions {
+  /**
+   * Where tasks live: `sqlite:<path>`, `postgres://…`, or a Store instance.
+   * @defaultValue 'sqlite:./.stepwise/stepwise.db'
+   */
+  store?: string | Store;
+  /** Workflows this engine can start and its workers can run. */
+  workflows?: readonly Workflow<any, any>[]; // eslint-disable-line @typescript-eslint/no-explicit-any
+  /** Source of "now" and of timers. @defaultValue the system clock */
+  clock?: Clock;
+  /**
+   * What watches the work (logs, metrics, traces, live views): hooks around every run and step
+   * attempt of this engine's workers, and every log entry this process appends. See {@link Observer}.
+   */
+  observers?: readonly Observer[];
+  /** Size limits on inputs, outputs and signal payloads (defaults: 16 MiB, 16 MiB, 1 MiB). */
+  limits?: Limits;
+  /**
+   * Where `engine.idempotency` keeps its records: the engine's own database (the default), or
+   * another backend such as `new RedisIdempotency({ url })` for hot, short-lived keys (closed by
+   * whoever made it). Steps with a business key always use the engine's database.
+   */
+  idempotency?: IdempotencyBackend;
+  /**
+   * How long finished tasks are kept, per final status (a workflow's own `retention` overrides it
+   * per status). The engine's workers delete older ones, each with its journal, log, signals and
+   * approvals, every `retentionSweepMs` (see WorkerOptions), for the workflows they serve. Left out
+   * or `null`: kept until deleted (`engine.delete`, `engine.purge`). Keep tasks at least as long as
+   * anyone may ask for their result: a deleted task is TASK_NOT_FOUND, and its idempotency key
+   * starts a new task.
+   * @example { succeeded: '7d', cancelled: '7d', failed: '30d' }
+   * @defaultValue every task is kept
+   */
+  retention?: RetentionPolicy;
+}
+

@@ -1,0 +1,147 @@
+/**
+ * @module commands/explain
+ * `engine.explain`: why a task is (not) moving, in one sentence, with what it waits for, who holds
+ * it and what a person may do now.
+ */
+import { decodeError } from '../serialize.ts';
+import { userEvents } from '../lifecycle.ts';
+import type { TaskRow } from '../store.ts';
+import { machineInfo, type MachineInfo } from '../machine/read.ts';
+import { taskRow, type CommandContext } from './context.ts';
+import type { Explanation } from './options.ts';
+import { failedCleanup, retryRefusal } from './retry.ts';
+
+/** What the summary is made of besides the row. */
+interface Circumstances {
+  now: number;
+  lease: Explanation['lease'];
+  wait: Record<string, unknown> | null;
+  error: string | null;
+  registered: string[];
+}
+
+const at = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString());
+
+export async function explainTask(ctx: CommandContext, id: string): Promise<Explanation> {
+  const store = await ctx.open();
+  const row = await taskRow(store, id);
+  const steps = await store.getSteps(id);
+  const now = ctx.clock.now();
+  const last = steps[steps.length - 1];
+  const lease = row.leaseOwner && row.leaseExpiresAt !== null ? { owner: row.leaseOwner, expiresAt: row.leaseExpiresAt, expired: row.leaseExpiresAt <= now } : null;
+  const wait = row.wait ? (JSON.parse(row.wait) as Record<string, unknown>) : null;
+  const error = row.error ? decodeError(row.error).message : null;
+  const local = ctx.workflows.get(row.workflow);
+  const registered = [
+    ...(local ? [local.version, ...(local.options.compatibleVersions ?? []).map(String)] : []),
+    ...(await store.listWorkflows()).filter((w) => w.name === row.workflow).map((w) => w.version),
+  ];
+  const machine = machineInfo(row, steps);
+  const summary = explainSummary(row, { now, lease, wait, error, registered });
+  return {
+    id,
+    status: row.status,
+    summary: machine ? machineSummary(row, machine, wait, summary) : summary,
+    legalEvents: userEvents(row).filter((ev) => ev !== 'retry' || !retryRefusal(row)),
+    lease,
+    wait,
+    runAt: row.runAt,
+    lastStep: last ? { name: last.name, status: last.status, attempts: last.attempts, error: last.error ? decodeError(last.error).message : null } : null,
+    error,
+    ...(machine ? { machine: { state: machine.state, legalEvents: machine.legalEvents } } : {}),
+  };
+}
+
+function explainSummary(row: TaskRow, c: Circumstances): string {
+  // Failed from outside (the dwell scanner) with compensations to run: see failure/failed-outside.ts.
+  if ((row.status === 'pending' || row.status === 'waiting') && c.error !== null) {
+    return `Failing: ${c.error} A worker serving "${row.workflow}" version ${row.workflowVersion} replays it and runs its compensations; then it ends failed.`;
+  }
+  switch (row.status) {
+    case 'pending':
+      if (!c.registered.length) return `Pending, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;
+      if (!c.registered.includes(row.workflowVersion)) {
+        return `Pending, but it was started under version ${row.workflowVersion} of "${row.workflow}" and workers have registered only version(s) ${[...new Set(c.registered)].join(', ')}: run a worker with version ${row.workflowVersion}, or list it in compatibleVersions if the new code can replay it.`;
+      }
+      return row.runAt !== null && row.runAt > c.now
+        ? `Pending until ${at(row.runAt)} (delayed start).`
+        : `Pending and due: the next worker serving "${row.workflow}" with a free slot will claim it.`;
+    case 'running':
+      if (c.lease?.expired) return `Running, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead; another worker will reclaim the task.`;
+      return `Running on worker ${c.lease?.owner ?? '?'} (lease until ${at(c.lease?.expiresAt ?? null)})${row.pauseRequested ? '; a pause is requested and takes effect at the next step boundary' : ''}.`;
+    case 'waiting':
+      return waitingSummary(row, c);
+    case 'paused':
+      return 'Paused by a user: resume it to continue.';
+    case 'cancelling':
+      return cancellingSummary(row, c);
+    case 'succeeded':
+      return `Succeeded at ${at(row.finishedAt)}.`;
+    case 'failed': {
+      const cleanup = failedCleanup(row);
+      if (cleanup?.cancelled) {
+        return `Failed in its cleanup after a cancel${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}: ${c.error ?? 'unknown error'} A cancelled task is not retried: undo by hand what the error names, then start a new task if the work is still wanted.`;
+      }
+      if (cleanup) return `Failed, and its cleanup failed too: ${c.error ?? 'unknown error'} Undo by hand what the error names; retry it to run again from the failed step.`;
+      return `Failed: ${c.error ?? 'unknown error'}. Retry it to run again from the failed step.`;
+    }
+    case 'cancelled':
+      return `Cancelled${row.cancelReason ? `: ${row.cancelReason}` : ''}. A cancelled task never resumes.`;
+  }
+}
+
+/** The summary of a state machine's task: its state first, and what it waits for in the machine's words. */
+function machineSummary(row: TaskRow, m: MachineInfo, wait: Record<string, unknown> | null, summary: string): string {
+  if (m.legalEvents.length) {
+    const until = typeof wait?.until === 'number' ? `; at ${new Date(wait.until).toISOString()} its timeout moves it on` : '';
+    return `In state "${m.state}", waiting for one of its events: ${m.legalEvents.join(', ')}${until}. Send one with engine.send / \`stepwise send ${row.id} <event>\`.`;
+  }
+  if (row.status === 'running') return `In state "${m.state}" (its entry action runs, or it moves on): it takes events once it waits. ${summary}`;
+  return `In state "${m.state}". ${summary}`;
+}
+
+/** What a waiting task waits for. */
+function waitingSummary(row: TaskRow, c: Circumstances): string {
+  const w = c.wait ?? {};
+  const until = (t: unknown): string => (typeof t === 'number' ? ` until ${at(t)}` : '');
+  const one = (x: Record<string, unknown>): string => {
+    if (x.kind === 'event') {
+      const names = Array.isArray(x.events) ? (x.events as string[]).map((e) => `"${e}"`).join(' or ') : `"${String(x.event)}"`;
+      return `event ${names}${until(x.until) || ' (no timeout)'}`;
+    }
+    if (x.kind === 'approval') {
+      const who = Array.isArray(x.approvers) && x.approvers.length ? (x.approvers as string[]).join(', ') : 'anyone';
+      return `approval "${String(x.name)}" (${String(x.approval)}, level ${String(x.level ?? 1)}) from ${who}${until(x.until) || ' (no deadline)'}; decide with \`stepwise approve ${String(x.approval)} --as <name>\` or \`stepwise reject …\``;
+    }
+    if (x.kind === 'retry') return `the retry of step "${String(x.step)}" (attempt ${String(x.attempt)})${until(x.until)}`;
+    if (x.kind === 'sleep') return `the end of sleep "${String(x.step)}"${until(x.until)}`;
+    return `its wake-up time${until(row.runAt)}`;
+  };
+  const hint = (list: Array<Record<string, unknown>>): string =>
+    list.some((x) => x.kind === 'event') ? '; send events with engine.signal / `stepwise signal`' : '';
+  if (w.kind === 'several' && Array.isArray(w.waits)) {
+    const list = w.waits as Array<Record<string, unknown>>;
+    return `Waiting for the first of: ${list.map(one).join('; ')}${hint(list)}.`;
+  }
+  return `Waiting for ${one(w)}${hint([w])}.`;
+}
+
+/** Who runs a cancelling task's cleanup, and what happens if no one does. */
+function cancellingSummary(row: TaskRow, c: Circumstances): string {
+  if (!c.lease) {
+    // Cancelled while no worker held it (waiting, paused, pending), with cleanup to run.
+    const fallback = `if none takes it within a lease period, any worker's heartbeat ends it cancelled without running that cleanup`;
+    const head = `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}: waiting for a worker serving "${row.workflow}" version ${row.workflowVersion} to run its cleanup (onCancel handlers, compensations)`;
+    if (!c.registered.includes(row.workflowVersion)) return `${head}; no worker has registered that version yet; ${fallback}.`;
+    return `${head}; ${fallback}.`;
+  }
+  if (c.lease.expired) {
+    const dead = `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead`;
+    const fallback = `once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup (onCancel handlers, compensations)`;
+    if (!c.registered.includes(row.workflowVersion)) {
+      return `${dead}; no worker has registered version ${row.workflowVersion} of "${row.workflow}", so none can take it over and finish its cleanup: ${fallback}, unless a worker with that version starts first.`;
+    }
+    return `${dead}; a worker serving "${row.workflow}" version ${row.workflowVersion} with a free slot takes it over and finishes its cleanup; if none does, ${fallback}.`;
+  }
+  return `Cancelling: worker ${c.lease.owner} has been told to stop the run and runs its cleanup${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}.`;
+}

@@ -1,0 +1,25 @@
+/**
+ * @module commands/lifecycle
+ * The user commands that only move a task along the lifecycle table: cancel (with its reason),
+ * pause and resume. Retry, which also rewrites the journal, is in retry.ts.
+ */
+import { InvalidArgumentError } from '../errors.ts';
+import type { LifecycleEvent } from '../lifecycle.ts';
+import type { TaskRow } from '../store.ts';
+import { checkText } from '../text-rules.ts';
+import { runCommand, type CommandContext } from './context.ts';
+import type { CommandOptions } from './options.ts';
+
+export async function cancelTask(ctx: CommandContext, id: string, options: CommandOptions & { reason?: string }): Promise<TaskRow> {
+  const reason = options.reason ?? null;
+  if (reason !== null && (typeof reason !== 'string' || reason.length > 1000)) {
+    throw new InvalidArgumentError('A cancel reason must be a string of at most 1000 characters.');
+  }
+  if (reason !== null) checkText(reason, 'The cancel reason');
+  return runCommand(ctx, id, 'cancel', options.by, () => ({ set: { cancelReason: reason }, detail: { reason } }), reason);
+}
+
+/** Pause or resume: the transition alone. */
+export function moveTask(ctx: CommandContext, id: string, event: Extract<LifecycleEvent, 'pause' | 'resume'>, options: CommandOptions): Promise<TaskRow> {
+  return runCommand(ctx, id, event, options.by, () => ({}));
+}

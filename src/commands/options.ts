@@ -1,0 +1,122 @@
+/**
+ * @module commands/options
+ * The options and answers of the engine's commands (start, signal, retry, list, count, result,
+ * explain), shared by the command modules and re-exported by the engine.
+ */
+import type { Duration } from '../duration.ts';
+import type { LifecycleEvent, TaskStatus } from '../lifecycle.ts';
+import type { Actor } from '../task-events.ts';
+import type { TaskSummary } from '../task-info.ts';
+import type { Budget } from '../ai/metering/usage.ts';
+
+export interface SignalOptions extends CommandOptions {
+  /** Sending the same signal again with the same key records it once and returns the first answer. */
+  idempotencyKey?: string;
+  /**
+   * Refuse the signal (CONFLICT, naming what the task waits for) unless the task is parked waiting
+   * for an event of this name, or running (its code may be waiting for it right now). Catches a
+   * typo such as "aprove" instead of queueing a signal nothing will ever receive.
+   */
+  requireWaiting?: boolean;
+}
+
+export interface SignalResult {
+  /** `false` when the key was used before: nothing new was recorded. */
+  created: boolean;
+  /**
+   * `waiting`: the task was parked waiting for it, and is now due; `queued`: kept until a wait for
+   * its name receives it (a running task's code may be waiting for it now); `consumed`: (a repeat)
+   * the first send was already received.
+   */
+  delivered: 'waiting' | 'queued' | 'consumed';
+}
+
+/** Who asks: a name (taken as a user) or an {@link Actor}. Recorded in the task's event log. */
+export type By = string | Actor;
+
+/** Options of commands on a task. */
+export interface CommandOptions {
+  /** Who asks (recorded in the log). @defaultValue an anonymous user */
+  by?: By;
+}
+
+export interface StartOptions extends CommandOptions {
+  /** Starting twice with the same key returns the first task instead of creating a second. */
+  idempotencyKey?: string;
+  /** Do not run before this much time has passed. */
+  delay?: Duration;
+  /** This task's spending limit over its model calls, instead of the workflow's `budget`. */
+  budget?: Budget;
+  /**
+   * When the task must be finished (a Date or ms since the epoch): a run past it fails the task
+   * with DEADLINE_EXCEEDED, firing the running step's signal. With a workflow `timeout` too, the
+   * earlier of the two applies.
+   */
+  deadline?: Date | number;
+}
+
+export interface RetryTaskOptions extends CommandOptions {
+  /** Run again from this step (a step id: `name`, or `name#2` for its second call), forgetting it and every later call. */
+  fromStep?: string;
+  /** A new deadline for the retried task (a Date or ms since the epoch). */
+  deadline?: Date | number;
+}
+
+export interface StartResult {
+  id: string;
+  workflow: string;
+  status: TaskStatus;
+  /** `false` when the idempotency key matched an existing task, which is returned instead. */
+  created: boolean;
+}
+
+export interface ListOptions {
+  status?: TaskStatus | readonly TaskStatus[];
+  workflow?: string;
+  /** Page size, 1–1000. @defaultValue 50 */
+  limit?: number;
+  /** `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface CountOptions {
+  /** Only these statuses. @defaultValue every status */
+  status?: TaskStatus | readonly TaskStatus[];
+  /** Only tasks of these workflows. */
+  workflow?: string | readonly string[];
+  /** Only tasks due now (their `runAt` has come): pending or waiting tasks a worker may claim. */
+  due?: boolean;
+  /**
+   * Count each status up to this many only: the work stays bounded however many tasks there are
+   * (metrics scraped every few seconds use it). @defaultValue no cap: exact counts
+   */
+  cap?: number;
+}
+
+export interface ListResult {
+  tasks: TaskSummary[];
+  /** Pass as `cursor` for the next page; `null` on the last page. */
+  nextCursor: string | null;
+}
+
+export interface ResultOptions {
+  /** Reject with TimeoutError if the task has not finished by then. */
+  timeout?: Duration;
+  signal?: AbortSignal;
+}
+
+export interface Explanation {
+  id: string;
+  status: TaskStatus;
+  /** One sentence on why the task is (not) moving. */
+  summary: string;
+  /** What a person may do now (cancel, pause, resume, retry). */
+  legalEvents: LifecycleEvent[];
+  lease: { owner: string; expiresAt: number; expired: boolean } | null;
+  wait: Record<string, unknown> | null;
+  runAt: number | null;
+  lastStep: { name: string; status: string; attempts: number; error: string | null } | null;
+  error: string | null;
+  /** A state machine's task: the state it is in and the events it takes now (`engine.send`). */
+  machine?: { state: string; legalEvents: string[] };
+}

@@ -1,0 +1,64 @@
+/**
+ * @module commands/queries
+ * The reading commands: `engine.get` (a task with its journal, log and approvals), `engine.list`
+ * (a page of tasks, newest first) and `engine.count` (tasks by status).
+ */
+import { InvalidArgumentError } from '../errors.ts';
+import { ALL_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
+import type { TaskRow } from '../store.ts';
+import { toStepInfo, toSummary, type TaskInfo } from '../task-info.ts';
+import { toTaskEvent } from '../task-events.ts';
+import { machineInfo } from '../machine/read.ts';
+import { toApprovalInfo } from '../approvals/info.ts';
+import { taskRow, type CommandContext } from './context.ts';
+import type { CountOptions, ListOptions, ListResult } from './options.ts';
+
+/** Refuses a status that is not one of the lifecycle's. */
+function checkStatuses(statuses: readonly unknown[]): void {
+  for (const s of statuses) {
+    if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${String(s)}": use one of ${ALL_STATUSES.join(', ')}.`);
+  }
+}
+
+export async function getTask(ctx: CommandContext, id: string, options: { steps?: boolean; history?: boolean }): Promise<TaskInfo> {
+  const store = await ctx.open();
+  const row = await taskRow(store, id);
+  // A poller that needs only the status and progress skips the journal and the log (`steps: false`).
+  const [steps, history, approvals] = await Promise.all([
+    options.steps === false ? [] : store.getSteps(id),
+    options.history === false ? [] : store.getEvents(id),
+    options.steps === false ? [] : store.listApprovals({ taskId: id, limit: 1000 }),
+  ]);
+  const machine = machineInfo(row, steps);
+  return {
+    ...toSummary(row), steps: steps.map((s) => toStepInfo(s, row.redo)), history: history.map(toTaskEvent), approvals: approvals.map(toApprovalInfo),
+    ...(machine ? { machine } : {}),
+  };
+}
+
+export async function listTasks(ctx: CommandContext, options: ListOptions): Promise<ListResult> {
+  const store = await ctx.open();
+  const statuses = options.status === undefined ? undefined : Array.isArray(options.status) ? options.status : [options.status];
+  checkStatuses(statuses ?? []);
+  const limit = options.limit ?? 50;
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InvalidArgumentError(`limit must be an integer from 1 to 1000, got ${limit}.`);
+  const rows = await store.listTasks({
+    limit,
+    ...(statuses ? { statuses } : {}),
+    ...(options.workflow !== undefined ? { workflow: options.workflow } : {}),
+    ...(options.cursor !== undefined ? { before: options.cursor } : {}),
+  });
+  return { tasks: rows.map(toSummary), nextCursor: rows.length === limit ? (rows[rows.length - 1] as TaskRow).id : null };
+}
+
+export async function countTasks(ctx: CommandContext, options: CountOptions): Promise<Record<TaskStatus, number>> {
+  const store = await ctx.open();
+  const statuses: readonly TaskStatus[] = options.status === undefined ? ALL_STATUSES : Array.isArray(options.status) ? (options.status as readonly TaskStatus[]) : [options.status as TaskStatus];
+  checkStatuses(statuses);
+  const workflows: readonly string[] | undefined = options.workflow === undefined ? undefined : Array.isArray(options.workflow) ? (options.workflow as readonly string[]) : [options.workflow as string];
+  if (workflows?.some((w) => typeof w !== 'string' || !w)) throw new InvalidArgumentError('count({ workflow }): a workflow name, or a list of them.');
+  const cap = options.cap;
+  if (cap !== undefined && (!Number.isSafeInteger(cap) || cap < 1)) throw new InvalidArgumentError(`count({ cap }) must be a whole number ≥ 1, got ${String(cap)}.`);
+  const counts = await store.countTasks({ statuses, ...(workflows ? { workflows } : {}), ...(options.due ? { dueBy: ctx.clock.now() } : {}) }, cap);
+  return Object.fromEntries(statuses.map((s) => [s, counts[s] ?? 0])) as Record<TaskStatus, number>;
+}
