@@ -41,7 +41,7 @@ function startWorker(n: number): { child: ChildProcess; lines: string[] } {
   const child = spawn(
     process.execPath,
     ['--import', tsx, join(root, 'src/cli/main.ts'), 'worker', join(here, 'workflow.ts'), '--db', db,
-      '--lease-ms', String(LEASE_MS), '--heartbeat-ms', '500', '--poll-ms', '200', '--worker-id', `worker-${n}`],
+      '--lease-ms', String(LEASE_MS), '--heartbeat-ms', '500', '--poll-ms', '200', '--worker-id', `worker-${n}`, '--log', 'none'],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
   );
   const lines: string[] = [];
