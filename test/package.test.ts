@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { eventually, tempDir } from './support/engine.ts';
 
 const root = new URL('..', import.meta.url).pathname;
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string>; dependencies?: Record<string, string> };
 
 const CONSUMER = `
 import { Engine, workflow, isStepwiseError, type TaskEvent, type Observer } from '${pkg.name}';
@@ -79,7 +79,7 @@ describe(`the published package (${pkg.name})`, () => {
     execFileSync('tar', ['-xzf', join(dir, filename), '-C', installed, '--strip-components=1']);
     // The package's own dependencies and the consumer's type packages, as npm would install them
     // (linked from this checkout: no network, and better-sqlite3 need not compile again).
-    for (const dep of ['tsx', 'better-sqlite3', 'pg', '@types/better-sqlite3', '@types/node', '@types/pg', 'bindings', 'file-uri-to-path', 'pg-types', 'pg-protocol', 'pg-pool', 'pg-connection-string', 'pgpass', 'pg-int8', 'postgres-array', 'postgres-bytea', 'postgres-date', 'postgres-interval', 'split2', 'xtend', 'pg-cloudflare', 'undici-types']) {
+    for (const dep of dependencyClosure([...Object.keys(pkg.dependencies ?? {}), 'tsx', 'pg', '@types/better-sqlite3', '@types/node', '@types/pg'])) {
       const target = join(root, 'node_modules', dep);
       const link = join(project, 'node_modules', dep);
       mkdirSync(join(link, '..'), { recursive: true });
@@ -149,3 +149,21 @@ describe(`the published package (${pkg.name})`, () => {
     }
   }, 180_000);
 });
+
+/** The packages `names` need, as npm would install them: each with its dependencies, transitively (from this checkout's node_modules). */
+function dependencyClosure(names: string[]): string[] {
+  const seen = new Set<string>();
+  const visit = (name: string): void => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    let manifest: { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
+    try {
+      manifest = JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as typeof manifest;
+    } catch {
+      return; // an optional package this checkout does not have
+    }
+    for (const dep of Object.keys({ ...manifest.dependencies, ...manifest.optionalDependencies })) visit(dep);
+  };
+  for (const name of names) visit(name);
+  return [...seen];
+}

@@ -7,7 +7,8 @@
  */
 import pino, { type Logger } from 'pino';
 import type { Observer } from '../index.ts';
-import { createLogObserver } from '../server/index.ts';
+// The observer's own module, not the server entry: a worker need not load the HTTP stack.
+import { createLogObserver } from '../server/observers/logs.ts';
 import type { LogFormat } from './context.ts';
 
 /** The fields every line has; `pretty` leaves them out of its `key=value` pairs. */
