@@ -50,6 +50,27 @@ describe('stepwise worker --log', () => {
   }, 60_000);
 });
 
+describe('stepwise worker --quiet', () => {
+  it('writes no JSON log unless --log asks for it (the log of a whole run is read after the worker exits)', async () => {
+    const db = `sqlite:${join(tempDir(), 'quiet.db')}`;
+    const engine = new Engine({ store: db, workflows: [reviewed] });
+    try {
+      for (const log of [[], ['--log', 'json']]) {
+        const worker = spawnCli(['worker', 'test/fixtures/approval-workflows.ts', '--db', db, '--poll-ms', '20', '--quiet', ...log], { STEPWISE_TEST_SLOW_MS: '1' });
+        await eventually(() => worker.output().includes('started; workflows'), 20_000, `worker start: ${worker.output()}`);
+        const { id } = await engine.start(reviewed);
+        await eventually(async () => (await engine.get(id)).approvals.length === 1, 20_000, 'the approval');
+        worker.child.kill('SIGTERM');
+        expect((await worker.exited).code).toBe(0);
+        const requested = jsonLines(worker.output()).filter((l) => l.msg === 'approval requested' && l.taskId === id);
+        expect(requested).toHaveLength(log.length === 0 ? 0 : 1);
+      }
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+});
+
 describe('--log pretty', () => {
   it('turns a pino JSON line into one readable line without the fields every line has', async () => {
     const { prettyLine } = await import('../src/cli/logging.ts');

@@ -104,8 +104,10 @@ function stopOnSignals(ctx: CommandContext, shutdown: () => Promise<void>): Prom
 
 export async function worker(ctx: CommandContext): Promise<void> {
   const workflows = await loadWorkflows(need(ctx, 0, 'module path (stepwise worker <module>)'));
-  const format = logFormat(ctx, ctx.stdout?.isTTY === true ? 'none' : 'json');
   const quiet = ctx.options.quiet === true;
+  // The JSON log is the default where a log collector reads stdout; --quiet (and a terminal, which
+  // has the live block) leave it off unless --log asks for it.
+  const format = logFormat(ctx, quiet || ctx.stdout?.isTTY === true ? 'none' : 'json');
   const live = !ctx.json && !quiet && ctx.stdout?.isTTY === true;
   const usage = usageTracker();
   const block = new LiveBlock(ctx.stdout ?? { write: (text: string) => ctx.out(text.replace(/\n$/, '')) }, { tty: live });
