@@ -1,54 +1,38 @@
 /**
  * @module engine
- * The Engine: commands on tasks (start, get, list, result, cancel, retry, pause, resume, signal,
- * explain, delete, purge) and the factory of workers. Every status change goes through `planTransition` (the
- * lifecycle table) and one guarded store write; a command that loses a race re-reads and
- * re-plans, so two users cancelling and pausing at once each get a correct answer or a clear
- * IllegalTransitionError.
+ * The Engine: a façade over the command modules (src/commands/) and the factory of workers. Every
+ * status change goes through the lifecycle table and one guarded store write.
  */
 import { systemClock, type Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError } from './errors.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import { LocalBus } from './local-bus.ts';
 import type { Store, TaskRow, WakeEvent } from './store.ts';
-import { DEFAULT_STORE_URL, openStore, type StoreOptions } from './store-url.ts';
+import { DEFAULT_STORE_URL, type StoreOptions } from './store-url.ts';
 import { toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
 import type { TaskEvent } from './task-events.ts';
-import { LogTail, type EventsOptions } from './event-stream.ts';
+import type { EventsOptions } from './event-stream.ts';
 import type { StreamEvent } from './stream-frames.ts';
-import { notify, type Observer } from './observers.ts';
-import { resolveLimits, type Limits } from './limits.ts';
-import { Worker, type WorkerOptions } from './worker.ts';
+import type { Observer } from './observers.ts';
+import type { Limits } from './limits.ts';
+import type { Worker, WorkerOptions } from './worker.ts';
 import { shortId } from './ids.ts';
 import { ResultWaiters } from './result-waiters.ts';
 import { StartBatcher } from './start-batcher.ts';
 import type { StartManyItem } from './start-plan.ts';
-import { batchWakeOfRows } from './transitions.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import { resolveRetention, type RetentionMs } from './retention/policy.ts';
 import type { SendResult } from './machine/send.ts';
 import type { EffectDecision } from './idempotency/at-most-once.ts';
-import * as decisions from './commands/decisions.ts';
 import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
-import { Idempotency } from './idempotency/run.ts';
+import type { Idempotency } from './idempotency/run.ts';
 import type { ApprovalInfo, ApprovalsQuery, DecideOptions } from './approvals/types.ts';
-import { probeStore } from './commands/probe.ts';
-import { actorOf, type CommandContext } from './commands/context.ts';
-import { cancelTask, moveTask } from './commands/lifecycle.ts';
 import type {
   CommandOptions, CountOptions, Explanation, ListOptions, ListResult, ResultOptions, RetryTaskOptions, SignalOptions, SignalResult,
   StartOptions,
 } from './commands/options.ts';
-import { countTasks, getTask, listTasks } from './commands/queries.ts';
-import { awaitResult } from './commands/result.ts';
-import { retryTask } from './commands/retry.ts';
-import { sendSignal } from './commands/signal.ts';
-import { explainTask } from './commands/explain.ts';
-import { eventLog } from './commands/events.ts';
-import { deliverNews } from './commands/news.ts';
-import { SettledChannel } from './commands/settled.ts';
-import { startAll, startOne, type StartDeps } from './commands/start.ts';
 import { TaskHandle } from './commands/task-handle.ts';
+import * as cmd from './commands/index.ts';
 import type { EngineOptions } from './commands/engine-options.ts';
 
 export { TaskHandle } from './commands/task-handle.ts';
@@ -72,17 +56,15 @@ export class Engine {
   readonly #storeOptions: StoreOptions;
   #ready: Promise<Store> | null = null;
   #batcher: StartBatcher | null = null;
-  readonly #starts: StartDeps;
+  readonly #starts: cmd.StartDeps;
   #closed = false;
-  #unsubscribe: (() => Promise<void>) | null = null;
+  /** The open store and what holds on to it (commands/open.ts), once opened. */
+  #opened: cmd.OpenStore | null = null;
   /** The subscription to finished tasks of other processes (commands/settled.ts). */
-  readonly #settled = new SettledChannel((e) => this.#deliver(e));
+  readonly #settled = new cmd.SettledChannel((e) => this.#deliver(e));
   readonly #observers: readonly Observer[];
   /** @internal The size limits in force (workers check outputs against them). */
   readonly limits: Required<Limits>;
-  /** Delivers this process's log entries to observers' `onEvent` (only when one has it). */
-  #tail: LogTail | null = null;
-  #offTail: (() => void) | null = null;
   /**
    * Idempotency records: `run(key, fn, { ttl, whileRunning, fingerprint })` runs `fn` once per key
    * across processes and tasks and returns the stored result to repeats (see README, "Exactly-once
@@ -91,7 +73,7 @@ export class Engine {
   readonly idempotency: Idempotency;
   readonly #retention: RetentionMs;
   /** What the command modules get from this engine (commands/context.ts). */
-  readonly #ctx: CommandContext;
+  readonly #ctx: cmd.CommandContext;
 
   /**
    * @example
@@ -102,34 +84,16 @@ export class Engine {
     this.#waiters = new ResultWaiters(this.#bus, this.clock);
     this.#storeOption = options.store ?? DEFAULT_STORE_URL;
     this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
-    this.limits = resolveLimits(options.limits, (name, v) => {
-      if (!Number.isSafeInteger(v) || (v as number) < 1) throw new InvalidArgumentError(`Engine option ${name} must be a whole number of bytes ≥ 1, got ${String(v)}.`);
-    });
+    this.limits = cmd.engineLimits(options.limits);
     this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
-    this.#observers = [...(options.observers ?? [])];
-    for (const o of this.#observers) {
-      if (typeof o !== 'object' || o === null) throw new InvalidArgumentError('Each observer must be an object with hooks (onRunStart, onStepEnd, onEvent, …).');
-    }
+    this.#observers = cmd.engineObservers(options.observers);
     for (const wf of options.workflows ?? []) this.register(wf);
     this.#ctx = {
       open: () => this.#open(), clock: this.clock, workflows: this.#workflows, limits: this.limits, observers: this.#observers,
       deliver: (e, row) => this.#deliver(e, row), appended: (taskId) => this.#appended(taskId),
     };
     this.#starts = { ctx: this.#ctx, batcher: (store) => this.#startBatcher(store) };
-    const backend = options.idempotency;
-    this.idempotency = new Idempotency(async () => {
-      if (backend) return backend;
-      const store = await this.#open();
-      if (!store.idempotencyRecords) throw new InvalidArgumentError(`The store ${store.description} keeps no idempotency records: pass EngineOptions.idempotency.`);
-      return store.idempotencyRecords();
-    }, {
-      clock: this.clock,
-      notify: (e) => notify(this.#observers, 'onIdempotency', e),
-      appendLog: async (taskId, at, entries) => {
-        const store = await this.#open();
-        if (store.appendTaskEvents && (await store.appendTaskEvents(taskId, at, entries))) this.#appended(taskId);
-      },
-    });
+    this.idempotency = cmd.engineIdempotency(options.idempotency, this.#ctx);
   }
 
   /** Adds a workflow definition. A second definition with the same name replaces the first. */
@@ -153,37 +117,26 @@ export class Engine {
   async ready(): Promise<Store> {
     const opened = this.#ready !== null;
     const store = await this.#open();
-    if (opened) await probeStore(store);
+    if (opened) await cmd.probeStore(store);
     return store;
   }
 
   /** The open store (opened and migrated once), for the engine's own commands: no probe. */
   #open(): Promise<Store> {
     if (this.#closed) return Promise.reject(new ClosedError('The engine'));
-    this.#ready ??= (async () => {
-      const owned = typeof this.#storeOption === 'string';
-      const store = owned ? await openStore(this.#storeOption as string, this.#storeOptions) : (this.#storeOption as Store);
-      try {
-        await store.migrate();
-        if (store.subscribe) {
-          this.#unsubscribe = await store.subscribe((e) => {
-            // Its own starts were delivered to its workers when they were written.
-            if (e.origin !== this.#origin) this.#deliver(e);
-          }, 'work');
-        }
-        if (this.#observers.some((o) => typeof o.onEvent === 'function')) {
-          const tail = new LogTail(store, (e) => notify(this.#observers, 'onEvent', e));
-          this.#tail = tail;
-          this.#offTail = this.#bus.on('log:appended', ({ taskId }) => tail.nudge(taskId));
-        }
-      } catch (e) {
+    this.#ready ??= cmd.openEngineStore({
+      store: this.#storeOption, storeOptions: this.#storeOptions, origin: this.#origin, observers: this.#observers, bus: this.#bus, deliver: (e) => this.#deliver(e),
+    }).then(
+      (opened) => {
+        this.#opened = opened;
+        return opened.store;
+      },
+      (e: unknown) => {
         // Not cached: the next call tries again (the database may be back by then).
         this.#ready = null;
-        if (owned) await store.close().catch(() => undefined);
         throw e;
-      }
-      return store;
-    })();
+      },
+    );
     return this.#ready;
   }
 
@@ -196,7 +149,7 @@ export class Engine {
   start<I, O, In>(workflow: Workflow<I, O, In>, ...args: undefined extends In ? [input?: In, options?: StartOptions] : [input: In, options?: StartOptions]): Promise<TaskHandle<O>>;
   start(workflow: string, input?: unknown, options?: StartOptions): Promise<TaskHandle>;
   async start(workflow: string | Workflow<unknown, unknown, unknown>, input?: unknown, options: StartOptions = {}): Promise<TaskHandle> {
-    return new TaskHandle(this, await startOne(this.#starts, workflow, input, options));
+    return new TaskHandle(this, await cmd.startOne(this.#starts, workflow, input, options));
   }
 
   /**
@@ -211,28 +164,25 @@ export class Engine {
    * const handles = await engine.startMany(docs.map((d) => ({ workflow: 'summarise', input: d, idempotencyKey: d.id })));
    */
   async startMany(items: readonly StartManyItem[]): Promise<TaskHandle[]> {
-    return (await startAll(this.#starts, items)).map((r) => new TaskHandle(this, r));
+    return (await cmd.startAll(this.#starts, items)).map((r) => new TaskHandle(this, r));
   }
 
   /** The start batcher of this process, made with the first start. */
   #startBatcher(store: Store): StartBatcher {
     return (this.#batcher ??= new StartBatcher(store, {
       origin: this.#origin,
-      onCreated: (tasks) => {
+      onCreated: (tasks) => cmd.announceCreated(tasks, {
         // Their end will be heard of here if this process listens for ends, or (a store without
         // a channel) if its own workers run them.
-        if (this.#settled.live || (!store.subscribe && this.#workers.size)) this.#waiters.created(tasks.map((t) => t.id));
-        // One wake-up for the batch: this process's workers look for work once.
-        const wake = batchWakeOfRows(tasks);
-        if (wake) this.#deliver(wake);
-        for (const t of tasks) this.#appended(t.id);
-      },
+        tracksEnds: this.#settled.live || (!store.subscribe && this.#workers.size > 0),
+        waiters: this.#waiters, deliver: (e) => this.#deliver(e), appended: (id) => this.#appended(id),
+      }),
     }));
   }
 
   /** The task with its steps (journal) and history (event log); `{ steps: false, history: false }` reads only the task row. */
   async get(id: string, options: { steps?: boolean; history?: boolean } = {}): Promise<TaskInfo> {
-    return getTask(this.#ctx, id, options);
+    return cmd.getTask(this.#ctx, id, options);
   }
 
   /**
@@ -245,12 +195,12 @@ export class Engine {
    * await engine.decideEffect(taskId, 'send-sms', 'skip', { result: { sent: true }, by: 'ops' });
    */
   async decideEffect(taskId: string, step: string, decision: EffectDecision, options: SignalOptions & { result?: unknown } = {}): Promise<ApprovalInfo> {
-    return decisions.decideEffect(this.#ctx, taskId, step, decision, options);
+    return cmd.decisions.decideEffect(this.#ctx, taskId, step, decision, options);
   }
 
   /** Tasks, newest first, optionally by status and workflow, a page at a time. */
   async list(options: ListOptions = {}): Promise<ListResult> {
-    return listTasks(this.#ctx, options);
+    return cmd.listTasks(this.#ctx, options);
   }
 
   /**
@@ -260,7 +210,7 @@ export class Engine {
    * const { pending, waiting } = await engine.count({ status: ['pending', 'waiting'], workflow: 'publish-article' });
    */
   async count(options: CountOptions = {}): Promise<Record<TaskStatus, number>> {
-    return countTasks(this.#ctx, options);
+    return cmd.countTasks(this.#ctx, options);
   }
 
   /**
@@ -272,7 +222,7 @@ export class Engine {
    * out until the timeout.
    */
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
-    return awaitResult<O>({
+    return cmd.awaitResult<O>({
       ctx: this.#ctx, waiters: this.#waiters, listenSettled: (store) => this.#listenSettled(store), heldHere: (taskId) => this.#heldHere(taskId),
     }, id, options);
   }
@@ -285,36 +235,31 @@ export class Engine {
   /**
    * Cancels a task. A running task becomes `cancelling`, its step's AbortSignal fires in whichever
    * worker holds it, its cleanup runs (`ctx.onCancel` handlers, compensations), and it ends
-   * `cancelled` — or `failed` with a COMPENSATION_FAILED error if the cleanup failed for good. A
-   * pending, waiting or paused task ends `cancelled` at once, unless its last run left such cleanup
-   * to do: then it is `cancelling` until a worker serving its workflow has replayed it and run the
-   * cleanup. A cancelled task never resumes.
+   * `cancelled` — or `failed` with COMPENSATION_FAILED if the cleanup failed for good. A pending,
+   * waiting or paused task with no cleanup to do ends `cancelled` at once. It never resumes.
    */
   async cancel(id: string, options: CommandOptions & { reason?: string } = {}): Promise<TaskSummary> {
-    return toSummary(await cancelTask(this.#ctx, id, options));
+    return toSummary(await cmd.cancelTask(this.#ctx, id, options));
   }
 
   /**
    * Runs a failed task again from the step that failed (or from `fromStep`, forgetting it and every
-   * later call); completed steps before it are not re-run. The task's last cleanup is forgotten
-   * (it runs again if the task ends so again), and so is every step that cleanup undid (its
-   * compensation completed), with what the code did after receiving it: those run again, at the
-   * same journal positions. A step whose compensation failed was not undone and is kept (unless
-   * the code made it after receiving an undone or retried step). `deadline` gives the retried task
-   * a new deadline; without it, a deadline that has passed is lifted.
+   * later call); completed steps before it are not re-run, except those its last cleanup undid
+   * (docs/failure-handling.md). `deadline` gives the retried task a new deadline; without it, a
+   * deadline that has passed is lifted.
    */
   async retry(id: string, options: RetryTaskOptions = {}): Promise<TaskSummary> {
-    return toSummary(await retryTask(this.#ctx, id, options));
+    return toSummary(await cmd.retryTask(this.#ctx, id, options));
   }
 
   /** Pauses a task: a running one at its next step boundary; a pending or waiting one at once. */
   async pause(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await moveTask(this.#ctx, id, 'pause', options));
+    return toSummary(await cmd.moveTask(this.#ctx, id, 'pause', options));
   }
 
   /** Resumes a paused task (or withdraws a pause request that a running task has not reached). */
   async resume(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await moveTask(this.#ctx, id, 'resume', options));
+    return toSummary(await cmd.moveTask(this.#ctx, id, 'resume', options));
   }
 
   /**
@@ -323,7 +268,7 @@ export class Engine {
    * @returns whether this call recorded a new event (false for a repeated key)
    */
   async signal(id: string, name: string, payload?: unknown, options: SignalOptions = {}): Promise<SignalResult> {
-    return sendSignal(this.#ctx, id, name, payload, options);
+    return cmd.sendSignal(this.#ctx, id, name, payload, options);
   }
 
   /**
@@ -336,7 +281,7 @@ export class Engine {
    * await engine.send(orderId, 'approve', { note: 'ok' }, { by: 'alice', idempotencyKey: 'approve-8001' });
    */
   async send(id: string, event: string, payload?: unknown, options: SignalOptions = {}): Promise<SendResult> {
-    return decisions.send(this.#ctx, id, event, payload, options);
+    return cmd.decisions.send(this.#ctx, id, event, payload, options);
   }
 
   /**
@@ -348,22 +293,20 @@ export class Engine {
    * await engine.decide(approvalId, { approve: true, by: 'alice', comment: 'ship it' });
    */
   async decide(approvalId: string, options: DecideOptions): Promise<ApprovalInfo> {
-    return decisions.decide(this.#ctx, approvalId, options);
+    return cmd.decisions.decide(this.#ctx, approvalId, options);
   }
 
   /** Approvals across tasks, oldest first: by status, listed approver (a reviewer's queue), workflow or task. */
   async approvals(query: ApprovalsQuery = {}): Promise<ApprovalInfo[]> {
-    return decisions.approvals(this.#ctx, query);
+    return cmd.decisions.approvals(this.#ctx, query);
   }
 
   /**
-   * The event log as it grows: one task's entries (`taskId`, resumable by `after: seq`) or every
-   * task's (resumable by `after: cursor`), read from the store, so it sees what every process
-   * writes. Across tasks a task's step results (`step:completed`, `step:failed`: a step's result is
-   * stored once, in its journal row) come with the task's next entry of its own (a park, a signal,
-   * its end…), right before it: every entry once, each task's in order. It keeps waiting for new entries unless `follow: false`; a task's stream ends once the
-   * task has succeeded or been cancelled. Break out of the loop (or abort `signal`) to stop. With
-   * `{ taskId, streams: true }` it also carries the task's live stream frames (see `EventsOptions.streams`).
+   * The event log as it grows, read from the store (so it sees what every process writes): one
+   * task's entries (`taskId`, resumable by `after: seq`) or every task's (by `after: cursor`; a
+   * task's step results come right before its next entry of its own). It waits for new entries
+   * unless `follow: false`; a task's stream ends once the task has succeeded or been cancelled.
+   * With `{ taskId, streams: true }` it also carries the task's live stream frames.
    * @example
    * for await (const e of engine.events({ taskId: id })) console.log(e.seq, e.type, e.actor.id);
    */
@@ -372,7 +315,7 @@ export class Engine {
   events(options?: EventsOptions): AsyncIterable<TaskEvent & { cursor?: string }>;
   events(options: EventsOptions = {}): AsyncIterable<(TaskEvent & { cursor?: string }) | StreamEvent> {
     // The settled channel tells a reader elsewhere at once that a task finished.
-    return eventLog(async () => {
+    return cmd.eventLog(async () => {
       const store = await this.#open();
       await this.#listenSettled(store);
       return store;
@@ -381,7 +324,7 @@ export class Engine {
 
   /** Why a task is (not) moving: what it waits for, who holds it, what it may do next. */
   async explain(id: string): Promise<Explanation> {
-    return explainTask(this.#ctx, id);
+    return cmd.explainTask(this.#ctx, id);
   }
 
   /**
@@ -391,22 +334,10 @@ export class Engine {
    */
   worker(options: WorkerOptions = {}): Worker {
     if (this.#closed) throw new ClosedError('The engine');
-    const w = new Worker(
-      {
-        store: () => this.#open(),
-        clock: this.clock,
-        workflows: () => this.#workflows,
-        bus: this.#bus,
-        observers: this.#observers,
-        idempotency: this.idempotency,
-        outputBytes: this.limits.outputBytes,
-        retention: this.#retention,
-        onStopped: (worker) => this.#workers.delete(worker),
-      },
-      options,
-    );
-    this.#workers.add(w);
-    return w;
+    return cmd.newWorker({
+      open: () => this.#open(), clock: this.clock, workflows: this.#workflows, bus: this.#bus, observers: this.#observers,
+      idempotency: this.idempotency, outputBytes: this.limits.outputBytes, retention: this.#retention, workers: this.#workers,
+    }, options);
   }
 
   /**
@@ -419,7 +350,7 @@ export class Engine {
    */
   async delete(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
     const store = await this.#open();
-    return toSummary(await deleteTask({ store, clock: this.clock, observers: this.#observers }, id, actorOf(options.by)));
+    return toSummary(await deleteTask({ store, clock: this.clock, observers: this.#observers }, id, cmd.actorOf(options.by)));
   }
 
   /**
@@ -431,7 +362,7 @@ export class Engine {
    */
   async purge(options: PurgeOptions & CommandOptions): Promise<PurgeResult> {
     const store = await this.#open();
-    return purgeTasks({ store, clock: this.clock, observers: this.#observers }, options, actorOf(options?.by));
+    return purgeTasks({ store, clock: this.clock, observers: this.#observers }, options, cmd.actorOf(options?.by));
   }
 
   /** Stops this engine's workers (gracefully) and closes the store. */
@@ -439,15 +370,12 @@ export class Engine {
     if (this.#closed) return;
     this.#closed = true;
     await Promise.all([...this.#workers].map((w) => w.stop()));
-    await this.#unsubscribe?.();
+    await this.#ready?.catch(() => null);
+    const opened = this.#opened;
+    await opened?.unsubscribe?.();
     await this.#settled.close();
     this.#waiters.forget();
-    this.#offTail?.();
-    await this.#tail?.idle();
-    if (this.#ready) {
-      const store = await this.#ready.catch(() => null);
-      if (store && typeof this.#storeOption === 'string') await store.close();
-    }
+    await cmd.closeEngineStore(opened && { ...opened, unsubscribe: null });
   }
 
   #heldHere(taskId: string): boolean {
@@ -465,7 +393,7 @@ export class Engine {
    * the task as the write this news announces committed it (only for a write of this process).
    */
   #deliver(e: WakeEvent, row?: TaskRow): void {
-    deliverNews(this.#bus, (taskId) => this.#heldHere(taskId), e, row);
+    cmd.deliverNews(this.#bus, (taskId) => this.#heldHere(taskId), e, row);
   }
 }
 

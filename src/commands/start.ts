@@ -6,7 +6,9 @@
 import { InvalidArgumentError } from '../errors.ts';
 import type { StartBatcher } from '../start-batcher.ts';
 import { planStart, startResult, type PlannedStart, type StartAnswer, type StartContext, type StartManyItem } from '../start-plan.ts';
-import type { Store } from '../store.ts';
+import type { Store, TaskRow, WakeEvent } from '../store.ts';
+import type { ResultWaiters } from '../result-waiters.ts';
+import { batchWakeOfRows } from '../transitions.ts';
 import type { Workflow } from '../workflow.ts';
 import { actorOf, type CommandContext } from './context.ts';
 import type { StartOptions } from './options.ts';
@@ -44,4 +46,15 @@ export async function startAll(deps: StartDeps, items: readonly StartManyItem[])
   }
   const inserted = await deps.batcher(store).insertMany(planned.map((p) => p.task));
   return planned.map((p, i) => startResult(p, inserted[i] as (typeof inserted)[number]));
+}
+
+/**
+ * Tells this process of tasks its start batcher created: its `result()` waiters (when it will hear
+ * of their ends), its workers (one wake-up for the batch) and its log readers.
+ */
+export function announceCreated(tasks: readonly TaskRow[], to: { tracksEnds: boolean; waiters: ResultWaiters; deliver(e: WakeEvent): void; appended(taskId: string): void }): void {
+  if (to.tracksEnds) to.waiters.created(tasks.map((t) => t.id));
+  const wake = batchWakeOfRows(tasks);
+  if (wake) to.deliver(wake);
+  for (const t of tasks) to.appended(t.id);
 }

@@ -1,0 +1,45 @@
+/**
+ * @module commands/workers
+ * The workers an engine makes: each gets the engine's store, clock, workflows, news bus,
+ * observers, idempotency records and retention, and leaves the engine's set when it stops.
+ */
+import type { Clock } from '../clock.ts';
+import type { Idempotency } from '../idempotency/run.ts';
+import type { LocalBus } from '../local-bus.ts';
+import type { Observer } from '../observers.ts';
+import type { RetentionMs } from '../retention/policy.ts';
+import type { Store } from '../store.ts';
+import { Worker, type WorkerOptions } from '../worker.ts';
+import type { Workflow } from '../workflow.ts';
+
+export interface WorkerHost {
+  open(): Promise<Store>;
+  clock: Clock;
+  workflows: ReadonlyMap<string, Workflow>;
+  bus: LocalBus;
+  observers: readonly Observer[];
+  idempotency: Idempotency;
+  outputBytes: number;
+  retention: RetentionMs;
+  /** The engine's live workers: the new one is added, and removed when it stops. */
+  workers: Set<Worker>;
+}
+
+export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
+  const w = new Worker(
+    {
+      store: () => host.open(),
+      clock: host.clock,
+      workflows: () => host.workflows,
+      bus: host.bus,
+      observers: host.observers,
+      idempotency: host.idempotency,
+      outputBytes: host.outputBytes,
+      retention: host.retention,
+      onStopped: (worker) => host.workers.delete(worker),
+    },
+    options,
+  );
+  host.workers.add(w);
+  return w;
+}
