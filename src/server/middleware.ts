@@ -70,8 +70,45 @@ export function requestLog(logger: Logger, metrics: ServerMetrics): MiddlewareHa
 export function tooLarge(limit: number): MiddlewareHandler<Env> {
   return bodyLimit({
     maxSize: limit,
-    onError: (c) => c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is over the limit of ${limit} bytes.`, limitBytes: limit } }, 413, { connection: 'close' }),
+    onError: async (c) => {
+      await drainBody(c.req.raw, DRAIN_MAX_BYTES, DRAIN_MAX_MS);
+      return c.json({ error: { code: 'PAYLOAD_TOO_LARGE', message: `The request body is over the limit of ${limit} bytes.`, limitBytes: limit } }, 413, { connection: 'close' });
+    },
   });
+}
+
+/** How much of a refused body the server reads and drops so that the client hears the 413. */
+const DRAIN_MAX_BYTES = 32 * 1024 * 1024;
+const DRAIN_MAX_MS = 5000;
+
+/**
+ * Reads and drops the rest of a refused request body, up to `maxBytes` and `maxMs`. A client
+ * still uploading when the server answers and closes the socket sees a broken connection
+ * (`fetch failed`) instead of the 413 that says what to do; a body beyond the bounds is cut off.
+ */
+async function drainBody(req: Request, maxBytes: number, maxMs: number): Promise<void> {
+  const body = req.body;
+  if (!body || body.locked) return;
+  const reader = body.getReader();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, maxMs);
+  });
+  const read = async (): Promise<void> => {
+    for (let bytes = 0; bytes <= maxBytes; ) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      bytes += value.byteLength;
+    }
+  };
+  try {
+    await Promise.race([read(), late]);
+  } catch {
+    // The client went away: nothing to drain.
+  } finally {
+    clearTimeout(timer);
+    reader.cancel().catch(() => undefined);
+  }
 }
 
 export type Authenticate = (c: Context<Env>, next: () => Promise<void>) => Promise<void>;
