@@ -20,9 +20,7 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     projects: [
       { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'] } },
-      ...(pg.ok
-        ? [{ extends: true as const, test: { name: 'engine-on-postgres', include: ENGINE_SUITES, env: { STEPWISE_TEST_STORE: 'postgres' } } }]
-        : []),
+      ...(pg.ok ? [{ extends: true as const, test: { name: 'engine-on-postgres', include: ENGINE_SUITES, env: { STEPWISE_TEST_STORE: 'postgres' } } }] : []),
     ],
   },
 });

@@ -18,7 +18,6 @@ interface Ctx {
   results: Record<string, unknown>;
 }
 
-
 /** The approval task `taskId` asked for, once it exists. */
 async function approvalOf(engine: Engine, taskId: string): Promise<string> {
   for (;;) {
@@ -33,7 +32,9 @@ async function decideLatency(db: string, samples: number, otherProcess: boolean)
   const engine = new Engine({ store: db, workflows: [approvalThenStep] });
   await engine.ready();
   const child = otherProcess
-    ? spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'worker', join(root, 'bench/approval-workflows.ts'), '--db', db, '--quiet', '--poll-ms', '60000'], { stdio: ['ignore', 'ignore', 'inherit'] })
+    ? spawn(process.execPath, [join(root, 'dist/cli/main.js'), 'worker', join(root, 'bench/approval-workflows.ts'), '--db', db, '--quiet', '--poll-ms', '60000'], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+      })
     : null;
   const worker = otherProcess ? null : engine.worker({ concurrency: 8, pollIntervalMs: 60_000 });
   await worker?.start();

@@ -23,7 +23,9 @@ const now = (): number => performance.timeOrigin + performance.now();
 async function logged(log: string, what: 'started' | 'aborted', id: string): Promise<number> {
   const deadline = Date.now() + 30_000;
   for (;;) {
-    const line = readFileSync(log, 'utf8').split('\n').find((l) => l.startsWith(`${what} ${id} `));
+    const line = readFileSync(log, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${what} ${id} `));
     if (line) return Number(line.split(' ')[2]);
     if (Date.now() > deadline) throw new Error(`task ${id}: no "${what}" within 30 s`);
     await new Promise((r) => setTimeout(r, 1));
@@ -59,15 +61,18 @@ async function measure(setup: string, db: string, samples: number, inProcess: bo
     await engine.close();
   }
   return {
-    setup, samples,
-    signalP50Ms: percentile(toSignal, 50), signalP99Ms: percentile(toSignal, 99),
-    cancelledP50Ms: percentile(toCancelled, 50), cancelledP99Ms: percentile(toCancelled, 99),
+    setup,
+    samples,
+    signalP50Ms: percentile(toSignal, 50),
+    signalP99Ms: percentile(toSignal, 99),
+    cancelledP50Ms: percentile(toCancelled, 50),
+    cancelledP99Ms: percentile(toCancelled, 99),
   };
 }
 
 /** Runs every setup and prints one line each; returns the figures for results.json. */
 export async function cancelLatency(quick: boolean, line: (s: string) => void): Promise<CancelLatency[]> {
-  line('\n(e) Cancel latency: cancel() → the running step\'s AbortSignal fires, and → the task is cancelled (result() settles)');
+  line("\n(e) Cancel latency: cancel() → the running step's AbortSignal fires, and → the task is cancelled (result() settles)");
   const samples = quick ? 20 : 100;
   const out: CancelLatency[] = [];
   out.push(await measure('sqlite, worker in this process', `sqlite:${join(tempDir(), 'cancel.db')}`, samples, true));
@@ -78,7 +83,9 @@ export async function cancelLatency(quick: boolean, line: (s: string) => void): 
     line(`    PostgreSQL: not reachable at ${PG_URL}; skipped.`);
   }
   for (const c of out) {
-    line(`    ${c.setup.padEnd(38)} signal p50 ${fmt(c.signalP50Ms, 1).padStart(6)} ms p99 ${fmt(c.signalP99Ms, 1).padStart(6)} ms | cancelled p50 ${fmt(c.cancelledP50Ms, 1).padStart(6)} ms p99 ${fmt(c.cancelledP99Ms, 1).padStart(6)} ms  (${c.samples} samples)`);
+    line(
+      `    ${c.setup.padEnd(38)} signal p50 ${fmt(c.signalP50Ms, 1).padStart(6)} ms p99 ${fmt(c.signalP99Ms, 1).padStart(6)} ms | cancelled p50 ${fmt(c.cancelledP50Ms, 1).padStart(6)} ms p99 ${fmt(c.cancelledP99Ms, 1).padStart(6)} ms  (${c.samples} samples)`,
+    );
   }
   return out;
 }

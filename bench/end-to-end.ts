@@ -36,9 +36,7 @@ export const E2E_CONCURRENCY = 512;
  * With `workerProcesses` > 0, the workers are CLI processes of this checkout (`bench/workflows.ts`
  * of the build under test is loaded by them) and the submitting engine runs no worker.
  */
-export async function endToEnd(
-  root: string, build: string, url: string, store: string, submit: 'start' | 'startMany', workerProcesses: number, tasks = 500, rounds = 3,
-): Promise<EndToEnd> {
+export async function endToEnd(root: string, build: string, url: string, store: string, submit: 'start' | 'startMany', workerProcesses: number, tasks = 500, rounds = 3): Promise<EndToEnd> {
   const { Engine } = await api(root);
   // The definition the build's worker processes load too (same name, same version).
   const { threeSteps } = (await import(join(root, 'bench/workflows.ts'))) as Api;
@@ -50,9 +48,10 @@ export async function endToEnd(
   try {
     const batch = async (): Promise<number> => {
       const t0 = performance.now();
-      const handles = submit === 'startMany'
-        ? await engine.startMany(Array.from({ length: tasks }, () => ({ workflow: threeSteps })))
-        : await Promise.all(Array.from({ length: tasks }, () => engine.start(threeSteps)));
+      const handles =
+        submit === 'startMany'
+          ? await engine.startMany(Array.from({ length: tasks }, () => ({ workflow: threeSteps })))
+          : await Promise.all(Array.from({ length: tasks }, () => engine.start(threeSteps)));
       await Promise.all(handles.map((h: Api) => engine.result(h.id, { timeout: '600s' })));
       return (performance.now() - t0) / 1000;
     };

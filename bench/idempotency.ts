@@ -20,7 +20,14 @@ interface Backend {
   close: () => Promise<void>;
 }
 
-interface Figures { name: string; bareUs: number; runUs: number; hitUs: number; runRatio: number; hitRatio: number }
+interface Figures {
+  name: string;
+  bareUs: number;
+  runUs: number;
+  hitUs: number;
+  runRatio: number;
+  hitRatio: number;
+}
 
 async function usPer(n: number, fn: (i: number) => Promise<unknown>): Promise<number> {
   const t = performance.now();
@@ -63,9 +70,13 @@ function sqliteBackend(): Backend {
   let n = 0;
   const engine = new Engine({ store: `sqlite:${join(dir, 'idem.db')}` });
   return {
-    name: 'SQLite (WAL, synchronous=FULL)', engine,
+    name: 'SQLite (WAL, synchronous=FULL)',
+    engine,
     bare: (count) => usPer(count, async () => tx.immediate(`r${n++}`)),
-    close: async () => { raw.close(); await engine.close(); },
+    close: async () => {
+      raw.close();
+      await engine.close();
+    },
   };
 }
 
@@ -79,9 +90,13 @@ async function postgresBackend(): Promise<Backend> {
   const engine = new Engine({ store: url });
   await engine.ready();
   return {
-    name: 'PostgreSQL', engine,
+    name: 'PostgreSQL',
+    engine,
     bare: (count) => usPer(count, () => client.query({ name: 'raw_idem_insert', text: `INSERT INTO "${schema}".raw_t (k, v) VALUES ($1, $2)`, values: [`r${n++}`, '{"i":1}'] })),
-    close: async () => { await client.end(); await engine.close(); },
+    close: async () => {
+      await client.end();
+      await engine.close();
+    },
   };
 }
 
@@ -100,7 +115,8 @@ async function redisBackend(): Promise<Backend | null> {
   const engine = new Engine({ store: `sqlite:${join(tempDir(), 'unused.db')}`, idempotency: backend });
   let n = 0;
   return {
-    name: 'Redis', engine,
+    name: 'Redis',
+    engine,
     bare: (count) => usPer(count, () => client.set(`${prefix}raw:${n++}`, '{"i":1}', 'PX', 60_000)),
     close: async () => {
       await engine.close();
@@ -129,7 +145,9 @@ export async function report(o: { line: (s: string) => void; rounds: number; qui
     try {
       const f = await measure(b, o.rounds, n);
       figures.push(f);
-      o.line(`    ${f.name.padEnd(31)} bare write ${fmt(f.bareUs).padStart(7)} µs | new key ${fmt(f.runUs).padStart(7)} µs → ${fmt(f.runRatio, 2)}× | hit ${fmt(f.hitUs).padStart(7)} µs → ${fmt(f.hitRatio, 2)}×`);
+      o.line(
+        `    ${f.name.padEnd(31)} bare write ${fmt(f.bareUs).padStart(7)} µs | new key ${fmt(f.runUs).padStart(7)} µs → ${fmt(f.runRatio, 2)}× | hit ${fmt(f.hitUs).padStart(7)} µs → ${fmt(f.hitRatio, 2)}×`,
+      );
     } finally {
       await b.close();
     }

@@ -39,11 +39,7 @@ export interface Overhead {
  * of the raw writes just before and after it, so that a drift of the disk's sync time during the
  * run (on a shared machine it moves by tens of percent) moves both sides of a ratio alike.
  */
-export async function pairedOverhead(
-  rounds: number,
-  raw: (shape: 'minimal' | 'journal') => number | Promise<number>,
-  step: () => Promise<number>,
-): Promise<Overhead> {
+export async function pairedOverhead(rounds: number, raw: (shape: 'minimal' | 'journal') => number | Promise<number>, step: () => Promise<number>): Promise<Overhead> {
   const rawM: number[] = [];
   const rawJ: number[] = [];
   const steps: number[] = [];
@@ -62,8 +58,12 @@ export async function pairedOverhead(
     ratioJ.push(s / j);
   }
   return {
-    rawMinimalUs: median(rawM), rawJournalUs: median(rawJ), stepUs: median(steps),
-    ratioMinimal: median(ratioM), ratioJournal: median(ratioJ), roundRatios: ratioJ,
+    rawMinimalUs: median(rawM),
+    rawJournalUs: median(rawJ),
+    stepUs: median(steps),
+    ratioMinimal: median(ratioM),
+    ratioJournal: median(ratioJ),
+    roundRatios: ratioJ,
   };
 }
 
@@ -76,11 +76,16 @@ export function spawnWorker(db: string, extra: string[] = [], env: Record<string
 }
 
 export async function stopWorkers(children: ChildProcess[]): Promise<void> {
-  await Promise.all(children.map((c) => new Promise<void>((resolve) => {
-    if (c.exitCode !== null) return resolve();
-    c.once('exit', () => resolve());
-    c.kill('SIGTERM');
-  })));
+  await Promise.all(
+    children.map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null) return resolve();
+          c.once('exit', () => resolve());
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
 }
 
 /**

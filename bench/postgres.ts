@@ -60,11 +60,12 @@ export async function rawInsertUs(n: number, shape: 'minimal' | 'journal'): Prom
       await c.query(`CREATE TABLE "${schema}".j (task_id TEXT NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,
         status TEXT NOT NULL, output TEXT, error TEXT, attempts INTEGER NOT NULL, started_at BIGINT, finished_at BIGINT, wake_at BIGINT,
         epoch INTEGER NOT NULL, PRIMARY KEY (task_id, seq))`);
-      insert = (i) => c.query({
-        name: 'raw-journal',
-        text: `INSERT INTO "${schema}".j VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-        values: ['01m8k9g3hddk0t17kke5zb66hf', i, 'noop', 'step', 'completed', String(i), null, 1, Date.now(), Date.now(), null, 1],
-      });
+      insert = (i) =>
+        c.query({
+          name: 'raw-journal',
+          text: `INSERT INTO "${schema}".j VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+          values: ['01m8k9g3hddk0t17kke5zb66hf', i, 'noop', 'step', 'completed', String(i), null, 1, Date.now(), Date.now(), null, 1],
+        });
     }
     // Warm-up to a steady state, as the engine's warm-up tasks do (a new backend and table start slow).
     for (let i = 0; i < 1000; i++) await insert(1e9 + i);
@@ -113,7 +114,11 @@ export type PgOverhead = Overhead;
 
 /** Raw inserts and engine steps, round after round (see {@link pairedOverhead}). */
 export async function stepOverhead(rounds: number, steps = 1000): Promise<PgOverhead> {
-  return pairedOverhead(rounds, (shape) => rawInsertUs(steps, shape), () => stepUs(steps));
+  return pairedOverhead(
+    rounds,
+    (shape) => rawInsertUs(steps, shape),
+    () => stepUs(steps),
+  );
 }
 
 /**

@@ -26,8 +26,7 @@ const cpuNote = (t: sqlite.Throughput): string => {
 };
 
 /** "  (rounds 1.08–1.21×)": the spread of the rounds' journal-row ratios. */
-const spread = (o: { roundRatios: number[] }): string =>
-  o.roundRatios.length > 1 ? `  (rounds ${fmt(Math.min(...o.roundRatios), 2)}–${fmt(Math.max(...o.roundRatios), 2)}×)` : '';
+const spread = (o: { roundRatios: number[] }): string => (o.roundRatios.length > 1 ? `  (rounds ${fmt(Math.min(...o.roundRatios), 2)}–${fmt(Math.max(...o.roundRatios), 2)}×)` : '');
 
 line(`Stepwise benchmark (${results.machine as string})${quick ? ' — quick mode' : ''}`);
 if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).only({ quick, pgUp: await postgres.pgAvailable(), line, results });
@@ -41,57 +40,60 @@ if (process.argv.includes('--retention-only')) {
 // (e2e) End to end, first: the figure a user sees.
 const pgUpFirst = await postgres.pgAvailable();
 async function endToEndSection(): Promise<void> {
-const base = process.env.STEPWISE_BENCH_BASE;
-line('\n(e2e) End to end: 500 tasks × 3 no-op steps submitted by one process (500 concurrent start() calls, or one');
-line('    startMany), timed from the first call to the last result() resolved; warm engine and worker(s), two warm-up');
-line(`    batches, median of ${quick ? 1 : 3} measured batches. Worker in the submitting process, or in 1 / 2 / 4 worker processes,`);
-line(`    each at concurrency ${E2E_CONCURRENCY} (the whole burst at once, as DBOS runs its 500 workflows).`);
-if (base) line(`    Beside it, the same for the build in ${base} (STEPWISE_BENCH_BASE), in the same run, interleaved.`);
-const e2e: EndToEnd[] = [];
-const builds: Array<[string, string]> = [[root, 'this build'], ...(base ? [[base, 'base'] as [string, string]] : [])];
-const e2eLine = (x: EndToEnd): string =>
-  `    ${x.build.padEnd(10)} ${x.store.padEnd(10)} ${x.submit.padEnd(9)} ${x.workerProcesses ? `${x.workerProcesses} worker process${x.workerProcesses > 1 ? 'es' : ''}` : 'in-process worker'}: ${fmt(x.stepsPerSec, 0).padStart(7)} steps/s (${fmt(x.seconds, 2)} s)`;
-for (const [dir, label] of builds) {
-  const baseBuild = label === 'base';
-  for (const submit of baseBuild ? (['start'] as const) : (['start', 'startMany'] as const)) {
-    const x = await endToEnd(dir, label, `sqlite:${join(tempDir(), 'e2e.db')}`, 'sqlite', submit, 0, 500, quick ? 1 : 3);
-    e2e.push(x);
-    line(e2eLine(x));
-  }
-}
-if (pgUpFirst) {
-  for (const workers of [0, 1, 2, 4]) {
-    for (const [dir, label] of builds) {
-      const baseBuild = label === 'base';
-      for (const submit of baseBuild ? (['start'] as const) : (['start', 'startMany'] as const)) {
-        const x = await endToEnd(dir, label, postgres.freshPgUrl(`e2e${workers}`), 'postgres', submit, workers, 500, quick ? 1 : 3);
-        e2e.push(x);
-        line(e2eLine(x));
-      }
-    }
-    // DBOS right after the figures it is compared with (one process, the worker in it), so that
-    // a machine whose load changes from minute to minute weighs on both alike.
-    if (workers === 0) {
-      const d = postgres.dbos(500, 1000);
-      if ('error' in d) line(`    DBOS Transact: failed to run (${d.error})`);
-      else {
-        results.dbosEndToEnd = d;
-        const ours = e2e.find((x) => x.build === 'this build' && x.store === 'postgres' && x.submit === 'start' && x.workerProcesses === 0) as EndToEnd;
-        const many = e2e.find((x) => x.build === 'this build' && x.store === 'postgres' && x.submit === 'startMany' && x.workerProcesses === 0) as EndToEnd;
-        line(`    DBOS ${d.version}, 1 process, 500 workflows started at once and awaited: ${fmt(d.stepsPerSec, 0)} steps/s (${fmt(d.concurrentS, 2)} s)`);
-        line(`    → end to end from one process on PostgreSQL: Stepwise ${fmt(ours.stepsPerSec / d.stepsPerSec, 1)}× DBOS with start(), ${fmt(many.stepsPerSec / d.stepsPerSec, 1)}× with startMany`);
-      }
+  const base = process.env.STEPWISE_BENCH_BASE;
+  line('\n(e2e) End to end: 500 tasks × 3 no-op steps submitted by one process (500 concurrent start() calls, or one');
+  line('    startMany), timed from the first call to the last result() resolved; warm engine and worker(s), two warm-up');
+  line(`    batches, median of ${quick ? 1 : 3} measured batches. Worker in the submitting process, or in 1 / 2 / 4 worker processes,`);
+  line(`    each at concurrency ${E2E_CONCURRENCY} (the whole burst at once, as DBOS runs its 500 workflows).`);
+  if (base) line(`    Beside it, the same for the build in ${base} (STEPWISE_BENCH_BASE), in the same run, interleaved.`);
+  const e2e: EndToEnd[] = [];
+  const builds: Array<[string, string]> = [[root, 'this build'], ...(base ? [[base, 'base'] as [string, string]] : [])];
+  const e2eLine = (x: EndToEnd): string =>
+    `    ${x.build.padEnd(10)} ${x.store.padEnd(10)} ${x.submit.padEnd(9)} ${x.workerProcesses ? `${x.workerProcesses} worker process${x.workerProcesses > 1 ? 'es' : ''}` : 'in-process worker'}: ${fmt(x.stepsPerSec, 0).padStart(7)} steps/s (${fmt(x.seconds, 2)} s)`;
+  for (const [dir, label] of builds) {
+    const baseBuild = label === 'base';
+    for (const submit of baseBuild ? (['start'] as const) : (['start', 'startMany'] as const)) {
+      const x = await endToEnd(dir, label, `sqlite:${join(tempDir(), 'e2e.db')}`, 'sqlite', submit, 0, 500, quick ? 1 : 3);
+      e2e.push(x);
+      line(e2eLine(x));
     }
   }
-  if (base) {
+  if (pgUpFirst) {
     for (const workers of [0, 1, 2, 4]) {
-      const mine = e2e.find((x) => x.build === 'this build' && x.store === 'postgres' && x.submit === 'start' && x.workerProcesses === workers);
-      const theirs = e2e.find((x) => x.build === 'base' && x.store === 'postgres' && x.workerProcesses === workers);
-      if (mine && theirs) line(`    → this build ÷ base, PostgreSQL, start(), ${workers || 'in-process'} worker${workers === 1 ? '' : 's'}: ${fmt(mine.stepsPerSec / theirs.stepsPerSec, 2)}×`);
+      for (const [dir, label] of builds) {
+        const baseBuild = label === 'base';
+        for (const submit of baseBuild ? (['start'] as const) : (['start', 'startMany'] as const)) {
+          const x = await endToEnd(dir, label, postgres.freshPgUrl(`e2e${workers}`), 'postgres', submit, workers, 500, quick ? 1 : 3);
+          e2e.push(x);
+          line(e2eLine(x));
+        }
+      }
+      // DBOS right after the figures it is compared with (one process, the worker in it), so that
+      // a machine whose load changes from minute to minute weighs on both alike.
+      if (workers === 0) {
+        const d = postgres.dbos(500, 1000);
+        if ('error' in d) line(`    DBOS Transact: failed to run (${d.error})`);
+        else {
+          results.dbosEndToEnd = d;
+          const ours = e2e.find((x) => x.build === 'this build' && x.store === 'postgres' && x.submit === 'start' && x.workerProcesses === 0) as EndToEnd;
+          const many = e2e.find((x) => x.build === 'this build' && x.store === 'postgres' && x.submit === 'startMany' && x.workerProcesses === 0) as EndToEnd;
+          line(`    DBOS ${d.version}, 1 process, 500 workflows started at once and awaited: ${fmt(d.stepsPerSec, 0)} steps/s (${fmt(d.concurrentS, 2)} s)`);
+          line(
+            `    → end to end from one process on PostgreSQL: Stepwise ${fmt(ours.stepsPerSec / d.stepsPerSec, 1)}× DBOS with start(), ${fmt(many.stepsPerSec / d.stepsPerSec, 1)}× with startMany`,
+          );
+        }
+      }
+    }
+    if (base) {
+      for (const workers of [0, 1, 2, 4]) {
+        const mine = e2e.find((x) => x.build === 'this build' && x.store === 'postgres' && x.submit === 'start' && x.workerProcesses === workers);
+        const theirs = e2e.find((x) => x.build === 'base' && x.store === 'postgres' && x.workerProcesses === workers);
+        if (mine && theirs)
+          line(`    → this build ÷ base, PostgreSQL, start(), ${workers || 'in-process'} worker${workers === 1 ? '' : 's'}: ${fmt(mine.stepsPerSec / theirs.stepsPerSec, 2)}×`);
+      }
     }
   }
-}
-results.endToEnd = e2e;
+  results.endToEnd = e2e;
 }
 if (!coreOnly) await endToEndSection();
 if (process.argv.includes('--e2e-only')) {
@@ -104,25 +106,31 @@ if (process.argv.includes('--e2e-only')) {
 line('\n(a) Per-step overhead: one task of 1,000 sequential no-op steps, per step, vs one single-row INSERT');
 line('    transaction on the same kind of file/database. "journal row" is a row with the journal\'s columns;');
 line('    "minimal" is (serial id, text). Each round measures raw, engine, raw; a ratio is the median of the');
-line('    rounds\' own ratios (engine ÷ the raw writes around it), the times are medians.');
+line("    rounds' own ratios (engine ÷ the raw writes around it), the times are medians.");
 const overhead: Record<string, unknown> = {};
 for (const sync of ['FULL', 'NORMAL'] as const) {
   const o = await sqlite.stepOverhead(sync, rounds);
   overhead[`sqlite-${sync}`] = o;
-  line(`    SQLite WAL synchronous=${sync.padEnd(6)} step ${fmt(o.stepUs).padStart(7)} µs | raw journal row ${fmt(o.rawJournalUs).padStart(7)} µs → ${fmt(o.ratioJournal, 2)}× | raw minimal ${fmt(o.rawMinimalUs).padStart(7)} µs → ${fmt(o.ratioMinimal, 2)}×${spread(o)}`);
+  line(
+    `    SQLite WAL synchronous=${sync.padEnd(6)} step ${fmt(o.stepUs).padStart(7)} µs | raw journal row ${fmt(o.rawJournalUs).padStart(7)} µs → ${fmt(o.ratioJournal, 2)}× | raw minimal ${fmt(o.rawMinimalUs).padStart(7)} µs → ${fmt(o.ratioMinimal, 2)}×${spread(o)}`,
+  );
 }
 const pgUp = await postgres.pgAvailable();
 if (pgUp) {
   const o = await postgres.stepOverhead(rounds);
   overhead.postgres = o;
-  line(`    PostgreSQL                     step ${fmt(o.stepUs).padStart(7)} µs | raw journal row ${fmt(o.rawJournalUs).padStart(7)} µs → ${fmt(o.ratioJournal, 2)}× | raw minimal ${fmt(o.rawMinimalUs).padStart(7)} µs → ${fmt(o.ratioMinimal, 2)}×${spread(o)}`);
+  line(
+    `    PostgreSQL                     step ${fmt(o.stepUs).padStart(7)} µs | raw journal row ${fmt(o.rawJournalUs).padStart(7)} µs → ${fmt(o.ratioJournal, 2)}× | raw minimal ${fmt(o.rawMinimalUs).padStart(7)} µs → ${fmt(o.ratioMinimal, 2)}×${spread(o)}`,
+  );
 } else {
   line(`    PostgreSQL: not reachable at ${postgres.PG_URL}; skipped.`);
 }
 results.overhead = overhead;
 
 line('\n(b) Drain: 500 tasks × 3 no-op steps, started beforehand and all due at once, run by warmed-up worker processes');
-line(`    (concurrency 256 each, default claims (up to 256), default 500 ms poll; first claim → last finish, from the tasks' own history:\n    the starts and the result() calls are not in it;\n    each process of either engine warmed up with twice the batch; per round the median of 3 batches;\n    median of ${rounds} interleaved round${rounds > 1 ? 's' : ''}).`);
+line(
+  `    (concurrency 256 each, default claims (up to 256), default 500 ms poll; first claim → last finish, from the tasks' own history:\n    the starts and the result() calls are not in it;\n    each process of either engine warmed up with twice the batch; per round the median of 3 batches;\n    median of ${rounds} interleaved round${rounds > 1 ? 's' : ''}).`,
+);
 const tp: sqlite.Throughput[] = [];
 const medianOf = (runs: sqlite.Throughput[]): sqlite.Throughput => {
   const sorted = [...runs].sort((a, b) => a.stepsPerSec - b.stepsPerSec);
@@ -156,7 +164,9 @@ if (pgUp) {
   for (const workers of [1, 2, 4]) {
     const t = medianOf(ours.get(workers) ?? []);
     tp.push(t);
-    line(`    PostgreSQL     ${workers} worker${workers > 1 ? 's' : ' '}: ${fmt(t.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(t.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(t.seconds, 2)} s)${cpuNote(t)}`);
+    line(
+      `    PostgreSQL     ${workers} worker${workers > 1 ? 's' : ' '}: ${fmt(t.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(t.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(t.seconds, 2)} s)${cpuNote(t)}`,
+    );
   }
   const at64 = [1, 2, 4].map((workers) => medianOf(ours64.get(workers) ?? []));
   results.throughputConcurrency64 = at64;
@@ -168,11 +178,15 @@ if (pgUp) {
     dbosResult = d;
     // DBOS's batch includes starting its workflows and awaiting their results, which the drain does
     // not: no ratio is drawn against the drain (the like-for-like comparison is (e2e)).
-    line(`    DBOS ${d.version}  1 process: ${fmt(d.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(d.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(d.concurrentS, 2)} s; 500 workflows started at once and awaited, in-process: compared in (e2e), not here)`);
+    line(
+      `    DBOS ${d.version}  1 process: ${fmt(d.tasksPerSec, 0).padStart(6)} tasks/s ${fmt(d.stepsPerSec, 0).padStart(7)} steps/s  (${fmt(d.concurrentS, 2)} s; 500 workflows started at once and awaited, in-process: compared in (e2e), not here)`,
+    );
     // Both from the call to the answer, in one process: (a)'s step figure leaves out the start and the result.
     const ours = await postgres.callToAnswerUs(1000);
     results.callToAnswerUs = ours;
-    line(`    Per step of a 1,000-step workflow, from the call (start) to the answer (result), in-process: Stepwise ${fmt(ours, 0)} µs, DBOS ${fmt(d.perStepUs, 0)} µs (${fmt(d.perStepUs / ours, 1)}×)`);
+    line(
+      `    Per step of a 1,000-step workflow, from the call (start) to the answer (result), in-process: Stepwise ${fmt(ours, 0)} µs, DBOS ${fmt(d.perStepUs, 0)} µs (${fmt(d.perStepUs / ours, 1)}×)`,
+    );
   }
 }
 results.throughput = tp;

@@ -83,8 +83,10 @@ function pgFiller(url: string): Filler {
   const connected = client.connect();
   const columns = async (table: string): Promise<string[]> => {
     await connected;
-    const r = await client.query<{ column_name: string }>(
-      `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`, [schema, table]);
+    const r = await client.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`, [
+      schema,
+      table,
+    ]);
     return r.rows.map((x) => x.column_name);
   };
   // The id of copy g in SQL (the same digits as copyId): 10 digits of its creation ms, 16 of g.
@@ -100,8 +102,11 @@ function pgFiller(url: string): Filler {
       const expr = (col: string, idCol: string): string => (col === idCol ? 'f.id' : TIMES.has(col) ? `t.${col} + f.shift` : `t.${col}`);
       await client.query('BEGIN');
       try {
-        await client.query(`CREATE TEMP TABLE scale_tpl ON COMMIT DROP AS
-            SELECT id, created_at, (row_number() OVER (ORDER BY id) - 1)::int AS k FROM ${s}.tasks WHERE id = ANY($1::text[])`, [templates]);
+        await client.query(
+          `CREATE TEMP TABLE scale_tpl ON COMMIT DROP AS
+            SELECT id, created_at, (row_number() OVER (ORDER BY id) - 1)::int AS k FROM ${s}.tasks WHERE id = ANY($1::text[])`,
+          [templates],
+        );
         await client.query(`CREATE TEMP TABLE scale_fill ON COMMIT DROP AS
             SELECT ${digits(`(${beforeMs}::bigint - ${n} + g)`, 10)} || '0000' || ${digits('g::bigint', 12)} AS id, p.id AS tpl,
               (${beforeMs}::bigint - ${n} + g) - p.created_at AS shift
@@ -124,9 +129,12 @@ function pgFiller(url: string): Filler {
     },
     async explainClaim() {
       // The candidate part of the uncapped claim (src/postgres/claim.ts), as a worker sends it.
-      const r = await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) SELECT id, status FROM ${s}.tasks
+      const r = await client.query(
+        `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) SELECT id, status FROM ${s}.tasks
           WHERE status IN ('pending', 'waiting') AND run_at <= $1 AND workflow = ANY($2::text[])
-          ORDER BY run_at, id LIMIT 256 FOR UPDATE SKIP LOCKED`, [Date.now(), ['bench-three-steps']]);
+          ORDER BY run_at, id LIMIT 256 FOR UPDATE SKIP LOCKED`,
+        [Date.now(), ['bench-three-steps']],
+      );
       return r.rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
     },
     async close() {
@@ -148,8 +156,7 @@ function sqliteFiller(file: string): Filler {
       const tasks = columns('stepwise_tasks').filter((c) => c !== 'no');
       const steps = columns('stepwise_steps');
       const events = columns('stepwise_events').filter((c) => c !== 'id');
-      const expr = (col: string): string =>
-        col === 'id' ? 'f.id' : col === 'task_no' ? 'n.no' : TIMES.has(col) ? `t.${col} + f.shift` : `t.${col}`;
+      const expr = (col: string): string => (col === 'id' ? 'f.id' : col === 'task_no' ? 'n.no' : TIMES.has(col) ? `t.${col} + f.shift` : `t.${col}`);
       db.transaction(() => {
         db.exec('DROP TABLE IF EXISTS temp.scale_tpl; DROP TABLE IF EXISTS temp.scale_fill');
         db.exec('CREATE TEMP TABLE scale_tpl (k INTEGER PRIMARY KEY, no INTEGER, created_at INTEGER)');
@@ -214,7 +221,14 @@ async function rig(url: string, store: Rig['store'], size: number, line: (s: str
   await worker.start();
   const filler = store === 'postgres' ? pgFiller(url) : sqliteFiller(new URL(url.replace(/^sqlite:/, 'file:')).pathname);
   const r: Rig = {
-    store, size, fillSeconds: 0, engine, spy, bursts: [], inBursts: [], ones: [],
+    store,
+    size,
+    fillSeconds: 0,
+    engine,
+    spy,
+    bursts: [],
+    inBursts: [],
+    ones: [],
     close: async () => {
       await worker.stop();
       await engine.close();
@@ -270,9 +284,7 @@ async function round(r: Rig, singles: number): Promise<void> {
  * then `rounds` rounds that measure each store in turn (a drift of the machine's load moves all
  * sizes alike, and no size is measured colder than another).
  */
-export async function atScale(
-  urls: readonly string[], store: Rig['store'], sizes: readonly number[], line: (s: string) => void, explain: boolean, rounds: number,
-): Promise<ScalePoint[]> {
+export async function atScale(urls: readonly string[], store: Rig['store'], sizes: readonly number[], line: (s: string) => void, explain: boolean, rounds: number): Promise<ScalePoint[]> {
   const rigs: Rig[] = [];
   try {
     for (const [i, size] of sizes.entries()) rigs.push(await rig(urls[i] as string, store, size, line, explain));
@@ -284,13 +296,22 @@ export async function atScale(
   return rigs.map((r) => {
     const seconds = median(r.bursts);
     const p: ScalePoint = {
-      store, finished: r.size, fillSeconds: r.fillSeconds,
-      claimOneP50Ms: percentile(r.ones, 50), claimOneP99Ms: percentile(r.ones, 99), claimOneSamples: r.ones.length,
-      claimBurstP50Ms: percentile(r.inBursts, 50), claimBurstP99Ms: percentile(r.inBursts, 99), claimBurstSamples: r.inBursts.length,
-      stepsPerSec: 1500 / seconds, seconds,
+      store,
+      finished: r.size,
+      fillSeconds: r.fillSeconds,
+      claimOneP50Ms: percentile(r.ones, 50),
+      claimOneP99Ms: percentile(r.ones, 99),
+      claimOneSamples: r.ones.length,
+      claimBurstP50Ms: percentile(r.inBursts, 50),
+      claimBurstP99Ms: percentile(r.inBursts, 99),
+      claimBurstSamples: r.inBursts.length,
+      stepsPerSec: 1500 / seconds,
+      seconds,
     };
-    line(`    ${store.padEnd(10)} ${fmt(r.size, 0).padStart(9)} finished (filled in ${fmt(r.fillSeconds, 0)} s): claim of one task p50 ${fmt(p.claimOneP50Ms, 2)} ms p99 ${fmt(p.claimOneP99Ms, 2)} ms (${p.claimOneSamples}); ` +
-      `claims in bursts p50 ${fmt(p.claimBurstP50Ms, 1)} ms p99 ${fmt(p.claimBurstP99Ms, 1)} ms (${p.claimBurstSamples}); ${fmt(p.stepsPerSec, 0)} steps/s (median of ${r.bursts.length})`);
+    line(
+      `    ${store.padEnd(10)} ${fmt(r.size, 0).padStart(9)} finished (filled in ${fmt(r.fillSeconds, 0)} s): claim of one task p50 ${fmt(p.claimOneP50Ms, 2)} ms p99 ${fmt(p.claimOneP99Ms, 2)} ms (${p.claimOneSamples}); ` +
+        `claims in bursts p50 ${fmt(p.claimBurstP50Ms, 1)} ms p99 ${fmt(p.claimBurstP99Ms, 1)} ms (${p.claimBurstSamples}); ${fmt(p.stepsPerSec, 0)} steps/s (median of ${r.bursts.length})`,
+    );
     return p;
   });
 }
@@ -320,7 +341,13 @@ export interface ParkOptions {
  * its memory after a full GC, after 1,000 warm-up tasks, half way, and with all parked. The tasks
  * are started by a second engine on the same store, so nothing the starting side keeps is counted.
  */
-export async function parkedMemory(url: string, store: string, total: number, line: (s: string) => void, opts: ParkOptions = { parks: parkedOnEvent, concurrency: 256 }): Promise<ParkedMemory> {
+export async function parkedMemory(
+  url: string,
+  store: string,
+  total: number,
+  line: (s: string) => void,
+  opts: ParkOptions = { parks: parkedOnEvent, concurrency: 256 },
+): Promise<ParkedMemory> {
   const engine = new Engine({ store: url, workflows: [opts.parks] });
   await engine.ready();
   const starter = new Engine({ store: url, workflows: [opts.parks] });
@@ -353,7 +380,9 @@ export async function parkedMemory(url: string, store: string, total: number, li
     const [ended] = (await starter.list({ status: ['succeeded', 'failed', 'cancelled'], limit: 1 })).tasks;
     if (ended) throw new Error(`task ${ended.id} ended ${ended.status} instead of parking`);
     if (!(await starter.list({ status: 'waiting', limit: 1 })).tasks.length) throw new Error('no task parked');
-    line(`    ${store.padEnd(10)} ${samples.map((x) => `${fmt(x.parked, 0)} parked: heap ${fmt(x.heapMb, 1)} MB, RSS ${fmt(x.rssMb, 0)} MB`).join(' | ')}  (parked ${fmt(total, 0)} in ${fmt(parkSeconds, 0)} s)`);
+    line(
+      `    ${store.padEnd(10)} ${samples.map((x) => `${fmt(x.parked, 0)} parked: heap ${fmt(x.heapMb, 1)} MB, RSS ${fmt(x.rssMb, 0)} MB`).join(' | ')}  (parked ${fmt(total, 0)} in ${fmt(parkSeconds, 0)} s)`,
+    );
     return { store, parked: total, samples, parkSeconds };
   } finally {
     await worker.stop();
@@ -374,15 +403,36 @@ export async function run({ quick, pgUp, line, results }: Ctx): Promise<void> {
   line(`    measured in turn, ${rounds} rounds (a burst and ${Math.ceil(SINGLE_SAMPLES / rounds)} single tasks each); the median burst.`);
   const points: ScalePoint[] = [];
   const explain = process.argv.includes('--explain');
-  if (pgUp) points.push(...(await atScale(sizes.map((n) => postgres.freshPgUrl(`scale${n}`)), 'postgres', sizes, line, explain, rounds)));
+  if (pgUp)
+    points.push(
+      ...(await atScale(
+        sizes.map((n) => postgres.freshPgUrl(`scale${n}`)),
+        'postgres',
+        sizes,
+        line,
+        explain,
+        rounds,
+      )),
+    );
   const dir = tempDir();
-  points.push(...(await atScale(sizes.map((n) => `sqlite:${join(dir, `scale${n}.db`)}`), 'sqlite', sizes, line, false, rounds)));
+  points.push(
+    ...(await atScale(
+      sizes.map((n) => `sqlite:${join(dir, `scale${n}.db`)}`),
+      'sqlite',
+      sizes,
+      line,
+      false,
+      rounds,
+    )),
+  );
   rmSync(dir, { recursive: true, force: true }); // the 1M-task file is most of a gigabyte
   for (const store of ['postgres', 'sqlite']) {
     const [small, large] = points.filter((p) => p.store === store);
     if (small && large) {
-      line(`    → ${store} at ${fmt(big, 0)} ÷ at 10,000: claim of one task p50 ${fmt(large.claimOneP50Ms / small.claimOneP50Ms, 2)}×, ` +
-        `p99 ${fmt(large.claimOneP99Ms / small.claimOneP99Ms, 2)}×; steps/s ${fmt(large.stepsPerSec / small.stepsPerSec, 2)}× (target: latency ≤ 2×)`);
+      line(
+        `    → ${store} at ${fmt(big, 0)} ÷ at 10,000: claim of one task p50 ${fmt(large.claimOneP50Ms / small.claimOneP50Ms, 2)}×, ` +
+          `p99 ${fmt(large.claimOneP99Ms / small.claimOneP99Ms, 2)}×; steps/s ${fmt(large.stepsPerSec / small.stepsPerSec, 2)}× (target: latency ≤ 2×)`,
+      );
     }
   }
   results.scale = points;

@@ -76,7 +76,14 @@ export interface StepOverhead extends Overhead {
 
 /** Raw writes and engine steps, round after round (see {@link pairedOverhead}). */
 export async function stepOverhead(sync: Sync, rounds: number, steps = 1000): Promise<StepOverhead> {
-  return { sync, ...(await pairedOverhead(rounds, (shape) => rawInsertUs(sync, steps, shape), () => stepUs(sync, steps))) };
+  return {
+    sync,
+    ...(await pairedOverhead(
+      rounds,
+      (shape) => rawInsertUs(sync, steps, shape),
+      () => stepUs(sync, steps),
+    )),
+  };
 }
 
 export interface Throughput {
@@ -102,7 +109,10 @@ export interface Throughput {
  * fsync moves it by tens of percent: the median burst is reported.
  */
 export async function throughput(
-  db: string, label: string, tasks: number, workers: number,
+  db: string,
+  label: string,
+  tasks: number,
+  workers: number,
   options: { concurrency?: number; bursts?: number; afterWarmUp?: () => Promise<void> } = {},
 ): Promise<Throughput> {
   const { concurrency = 256, bursts = 3, afterWarmUp } = options;
@@ -115,7 +125,16 @@ export async function throughput(
     await waitAllDone(engine, warm);
     await afterWarmUp?.();
     const runs: Throughput[] = [];
-    for (let b = 0; b < bursts; b++) runs.push(await burst(engine, label, tasks, workers, children.map((c) => c.pid ?? 0)));
+    for (let b = 0; b < bursts; b++)
+      runs.push(
+        await burst(
+          engine,
+          label,
+          tasks,
+          workers,
+          children.map((c) => c.pid ?? 0),
+        ),
+      );
     return [...runs].sort((x, y) => x.stepsPerSec - y.stepsPerSec)[Math.floor(runs.length / 2)] as Throughput;
   } finally {
     await stopWorkers(children);
@@ -134,8 +153,6 @@ async function burst(engine: Engine, label: string, tasks: number, workers: numb
   const after = cpuSample(pids);
   const { spanMs } = await waitAllDone(engine, ids);
   const seconds = spanMs / 1000;
-  const cpu = before && after
-    ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, postgresMs: postgresCpuMs(before, after) }
-    : undefined;
+  const cpu = before && after ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, postgresMs: postgresCpuMs(before, after) } : undefined;
   return { store: label, workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds, ...(cpu ? { cpu } : {}) };
 }

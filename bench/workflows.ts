@@ -24,11 +24,19 @@ export const stamp = workflow('bench-stamp', async (ctx) => ctx.step('began', ()
  */
 export const cancellable = workflow('bench-cancellable', async (ctx, input: { log: string }) => {
   const { appendFileSync } = await import('node:fs');
-  await ctx.step('wait', ({ signal, taskId }) => new Promise((_resolve, reject) => {
-    appendFileSync(input.log, `started ${taskId} ${performance.timeOrigin + performance.now()}\n`);
-    signal.addEventListener('abort', () => {
-      appendFileSync(input.log, `aborted ${taskId} ${performance.timeOrigin + performance.now()}\n`);
-      reject(signal.reason as Error);
-    }, { once: true });
-  }));
+  await ctx.step(
+    'wait',
+    ({ signal, taskId }) =>
+      new Promise((_resolve, reject) => {
+        appendFileSync(input.log, `started ${taskId} ${performance.timeOrigin + performance.now()}\n`);
+        signal.addEventListener(
+          'abort',
+          () => {
+            appendFileSync(input.log, `aborted ${taskId} ${performance.timeOrigin + performance.now()}\n`);
+            reject(signal.reason as Error);
+          },
+          { once: true },
+        );
+      }),
+  );
 });

@@ -49,7 +49,7 @@ const files = walk(SRC).filter((f) => !IGNORED.some((p) => rel(f).startsWith(p))
 function layerOf(path) {
   const r = rel(path);
   for (let i = 0; i < LAYERS.length; i++) {
-    if (LAYERS[i].modules.some((p) => (p === '' || (p.endsWith('/') ? r.startsWith(p) : r === p)))) return i;
+    if (LAYERS[i].modules.some((p) => p === '' || (p.endsWith('/') ? r.startsWith(p) : r === p))) return i;
   }
   return -1;
 }
@@ -76,7 +76,15 @@ for (const file of files) {
       const target = resolve(dirname(file), spec.replace(/\.js$/, '.ts'));
       if (!IGNORED.some((p) => rel(target).startsWith(p))) deps.add(target);
     }
-    if (ts.isFunctionDeclaration(node) || ts.isMethodDeclaration(node) || ts.isArrowFunction(node) || ts.isFunctionExpression(node) || ts.isConstructorDeclaration(node) || ts.isGetAccessor(node) || ts.isSetAccessor(node)) {
+    if (
+      ts.isFunctionDeclaration(node) ||
+      ts.isMethodDeclaration(node) ||
+      ts.isArrowFunction(node) ||
+      ts.isFunctionExpression(node) ||
+      ts.isConstructorDeclaration(node) ||
+      ts.isGetAccessor(node) ||
+      ts.isSetAccessor(node)
+    ) {
       if (node.body) {
         const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
         const end = source.getLineAndCharacterOfPosition(node.end).line;

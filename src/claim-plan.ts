@@ -24,10 +24,7 @@ type CandidateRow = Record<string, unknown>;
  * The served set: workflows served at any version, and those served only at the versions listed
  * (a workflow listed with no version is not served).
  */
-export function servedSet(
-  workflows: readonly string[],
-  versions: ClaimRequest['versions'],
-): { any: string[]; pinned: Array<[workflow: string, versions: readonly string[]]> } {
+export function servedSet(workflows: readonly string[], versions: ClaimRequest['versions']): { any: string[]; pinned: Array<[workflow: string, versions: readonly string[]]> } {
   const any = workflows.filter((wf) => !versions?.[wf]);
   const pinned: Array<[string, readonly string[]]> = [];
   for (const wf of workflows) {
@@ -74,9 +71,7 @@ export function nextWindow(r: ClaimRequest, picked: readonly PickedTask[], room:
  * workflow is then left out of the next window) and the window was full. So the reading ends
  * after at most one window per capped workflow beyond the first.
  */
-export function takeWindow(
-  rows: readonly CandidateRow[], need: number, event: PickedTask['event'], room: Map<string, number>, picked: PickedTask[],
-): boolean {
+export function takeWindow(rows: readonly CandidateRow[], need: number, event: PickedTask['event'], room: Map<string, number>, picked: PickedTask[]): boolean {
   let skipped = false;
   for (const row of rows) {
     const wf = String(row.workflow);

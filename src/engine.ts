@@ -27,10 +27,7 @@ import type { EffectDecision } from './idempotency/at-most-once.ts';
 import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
 import type { Idempotency } from './idempotency/run.ts';
 import type { ApprovalInfo, ApprovalsQuery, DecideOptions } from './approvals/types.ts';
-import type {
-  CommandOptions, CountOptions, Explanation, ListOptions, ListResult, ResultOptions, RetryTaskOptions, SignalOptions, SignalResult,
-  StartOptions,
-} from './commands/options.ts';
+import type { CommandOptions, CountOptions, Explanation, ListOptions, ListResult, ResultOptions, RetryTaskOptions, SignalOptions, SignalResult, StartOptions } from './commands/options.ts';
 import { TaskHandle } from './commands/task-handle.ts';
 import * as cmd from './commands/index.ts';
 import type { EngineOptions } from './commands/engine-options.ts';
@@ -39,8 +36,18 @@ export { TaskHandle } from './commands/task-handle.ts';
 export type { EngineOptions } from './commands/engine-options.ts';
 
 export type {
-  By, CommandOptions, CountOptions, Explanation, ListOptions, ListResult, ResultOptions, RetryTaskOptions, SignalOptions, SignalResult,
-  StartOptions, StartResult,
+  By,
+  CommandOptions,
+  CountOptions,
+  Explanation,
+  ListOptions,
+  ListResult,
+  ResultOptions,
+  RetryTaskOptions,
+  SignalOptions,
+  SignalResult,
+  StartOptions,
+  StartResult,
 } from './commands/options.ts';
 
 export class Engine {
@@ -89,15 +96,21 @@ export class Engine {
     this.#observers = cmd.engineObservers(options.observers);
     for (const wf of options.workflows ?? []) this.register(wf);
     this.#ctx = {
-      open: () => this.#open(), clock: this.clock, workflows: this.#workflows, limits: this.limits, observers: this.#observers,
-      deliver: (e, row) => this.#deliver(e, row), appended: (taskId) => this.#appended(taskId),
+      open: () => this.#open(),
+      clock: this.clock,
+      workflows: this.#workflows,
+      limits: this.limits,
+      observers: this.#observers,
+      deliver: (e, row) => this.#deliver(e, row),
+      appended: (taskId) => this.#appended(taskId),
     };
     this.#starts = { ctx: this.#ctx, batcher: (store) => this.#startBatcher(store) };
     this.idempotency = cmd.engineIdempotency(options.idempotency, this.#ctx);
   }
 
   /** Adds a workflow definition. A second definition with the same name replaces the first. */
-  register(wf: Workflow<any, any>): this { // eslint-disable-line @typescript-eslint/no-explicit-any
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  register(wf: Workflow<any, any>): this {
     if (!isWorkflow(wf)) throw new InvalidArgumentError('engine.register() takes a value created by workflow(name, fn).');
     this.#workflows.set(wf.name, wf as Workflow);
     return this;
@@ -124,19 +137,26 @@ export class Engine {
   /** The open store (opened and migrated once), for the engine's own commands: no probe. */
   #open(): Promise<Store> {
     if (this.#closed) return Promise.reject(new ClosedError('The engine'));
-    this.#ready ??= cmd.openEngineStore({
-      store: this.#storeOption, storeOptions: this.#storeOptions, origin: this.#origin, observers: this.#observers, bus: this.#bus, deliver: (e) => this.#deliver(e),
-    }).then(
-      (opened) => {
-        this.#opened = opened;
-        return opened.store;
-      },
-      (e: unknown) => {
-        // Not cached: the next call tries again (the database may be back by then).
-        this.#ready = null;
-        throw e;
-      },
-    );
+    this.#ready ??= cmd
+      .openEngineStore({
+        store: this.#storeOption,
+        storeOptions: this.#storeOptions,
+        origin: this.#origin,
+        observers: this.#observers,
+        bus: this.#bus,
+        deliver: (e) => this.#deliver(e),
+      })
+      .then(
+        (opened) => {
+          this.#opened = opened;
+          return opened.store;
+        },
+        (e: unknown) => {
+          // Not cached: the next call tries again (the database may be back by then).
+          this.#ready = null;
+          throw e;
+        },
+      );
     return this.#ready;
   }
 
@@ -171,12 +191,15 @@ export class Engine {
   #startBatcher(store: Store): StartBatcher {
     return (this.#batcher ??= new StartBatcher(store, {
       origin: this.#origin,
-      onCreated: (tasks) => cmd.announceCreated(tasks, {
-        // Their end will be heard of here if this process listens for ends, or (a store without
-        // a channel) if its own workers run them.
-        tracksEnds: this.#settled.live || (!store.subscribe && this.#workers.size > 0),
-        waiters: this.#waiters, deliver: (e) => this.#deliver(e), appended: (id) => this.#appended(id),
-      }),
+      onCreated: (tasks) =>
+        cmd.announceCreated(tasks, {
+          // Their end will be heard of here if this process listens for ends, or (a store without
+          // a channel) if its own workers run them.
+          tracksEnds: this.#settled.live || (!store.subscribe && this.#workers.size > 0),
+          waiters: this.#waiters,
+          deliver: (e) => this.#deliver(e),
+          appended: (id) => this.#appended(id),
+        }),
     }));
   }
 
@@ -222,9 +245,16 @@ export class Engine {
    * out until the timeout.
    */
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
-    return cmd.awaitResult<O>({
-      ctx: this.#ctx, waiters: this.#waiters, listenSettled: (store) => this.#listenSettled(store), heldHere: (taskId) => this.#heldHere(taskId),
-    }, id, options);
+    return cmd.awaitResult<O>(
+      {
+        ctx: this.#ctx,
+        waiters: this.#waiters,
+        listenSettled: (store) => this.#listenSettled(store),
+        heldHere: (taskId) => this.#heldHere(taskId),
+      },
+      id,
+      options,
+    );
   }
 
   /** Subscribes to finished tasks of other processes, once (commands/settled.ts). */
@@ -315,11 +345,15 @@ export class Engine {
   events(options?: EventsOptions): AsyncIterable<TaskEvent & { cursor?: string }>;
   events(options: EventsOptions = {}): AsyncIterable<(TaskEvent & { cursor?: string }) | StreamEvent> {
     // The settled channel tells a reader elsewhere at once that a task finished.
-    return cmd.eventLog(async () => {
-      const store = await this.#open();
-      await this.#listenSettled(store);
-      return store;
-    }, this.#bus, options);
+    return cmd.eventLog(
+      async () => {
+        const store = await this.#open();
+        await this.#listenSettled(store);
+        return store;
+      },
+      this.#bus,
+      options,
+    );
   }
 
   /** Why a task is (not) moving: what it waits for, who holds it, what it may do next. */
@@ -334,10 +368,20 @@ export class Engine {
    */
   worker(options: WorkerOptions = {}): Worker {
     if (this.#closed) throw new ClosedError('The engine');
-    return cmd.newWorker({
-      open: () => this.#open(), clock: this.clock, workflows: this.#workflows, bus: this.#bus, observers: this.#observers,
-      idempotency: this.idempotency, outputBytes: this.limits.outputBytes, retention: this.#retention, workers: this.#workers,
-    }, options);
+    return cmd.newWorker(
+      {
+        open: () => this.#open(),
+        clock: this.clock,
+        workflows: this.#workflows,
+        bus: this.#bus,
+        observers: this.#observers,
+        idempotency: this.idempotency,
+        outputBytes: this.limits.outputBytes,
+        retention: this.#retention,
+        workers: this.#workers,
+      },
+      options,
+    );
   }
 
   /**
@@ -396,4 +440,3 @@ export class Engine {
     cmd.deliverNews(this.#bus, (taskId) => this.#heldHere(taskId), e, row);
   }
 }
-

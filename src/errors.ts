@@ -21,15 +21,24 @@ export type { StepwiseErrorOptions } from './errors/base.ts';
 
 // Requests: arguments, inputs, unknown names, refused events, conflicts, limits, waits
 export {
-  InvalidArgumentError, InvalidInputError, WorkflowNotFoundError, TaskNotFoundError, IllegalTransitionError, EventRefusedError,
-  IdempotencyConflictError, ConcurrentUpdateError, NotSerializableError, ForbiddenError, ConflictError, IdempotencyInProgressError,
-  PayloadTooLargeError, TimeoutError,
+  InvalidArgumentError,
+  InvalidInputError,
+  WorkflowNotFoundError,
+  TaskNotFoundError,
+  IllegalTransitionError,
+  EventRefusedError,
+  IdempotencyConflictError,
+  ConcurrentUpdateError,
+  NotSerializableError,
+  ForbiddenError,
+  ConflictError,
+  IdempotencyInProgressError,
+  PayloadTooLargeError,
+  TimeoutError,
 } from './errors/request.ts';
 
 // Steps: thrown by step code, or raised when a step fails
-export {
-  NonDeterminismError, StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, BudgetExceededError, RepairableError, OutputInvalidError,
-} from './errors/step.ts';
+export { NonDeterminismError, StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, BudgetExceededError, RepairableError, OutputInvalidError } from './errors/step.ts';
 export type { OutputIssue } from './errors/step.ts';
 
 // How a task ended

@@ -15,8 +15,21 @@
 // Defining workflows: `workflow(name, fn, options)` and what its code receives (`ctx`)
 export { workflow, isWorkflow } from './workflow.ts';
 export type {
-  Workflow, WorkflowContext, WorkflowFunction, WorkflowOptions, StepContext, StepOptions, InputSchema, StandardSchemaLike, StandardResult, ForEachOptions,
-  EventResult, WaitForEventOptions, JsonSafe, UsageReport, TransactionOptions,
+  Workflow,
+  WorkflowContext,
+  WorkflowFunction,
+  WorkflowOptions,
+  StepContext,
+  StepOptions,
+  InputSchema,
+  StandardSchemaLike,
+  StandardResult,
+  ForEachOptions,
+  EventResult,
+  WaitForEventOptions,
+  JsonSafe,
+  UsageReport,
+  TransactionOptions,
 } from './workflow.ts';
 export type { Transaction } from './transaction-types.ts';
 export type { RetryOptions } from './retry.ts';
@@ -33,14 +46,36 @@ export type { MachineOptions } from './machine/machine.ts';
 // Running them: the engine (commands and reads), its options and results, and workers
 export { Engine, TaskHandle } from './engine.ts';
 export type { StartManyItem } from './start-plan.ts';
-export type { EngineOptions, CommandOptions, SignalOptions, SignalResult, By, StartOptions, StartResult, RetryTaskOptions, ListOptions, ListResult, CountOptions, ResultOptions, Explanation } from './engine.ts';
+export type {
+  EngineOptions,
+  CommandOptions,
+  SignalOptions,
+  SignalResult,
+  By,
+  StartOptions,
+  StartResult,
+  RetryTaskOptions,
+  ListOptions,
+  ListResult,
+  CountOptions,
+  ResultOptions,
+  Explanation,
+} from './engine.ts';
 export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';
 
 // Approvals (ctx.approval, engine.decide) and dwell bounds (WorkflowOptions.dwell)
 export type {
-  ApprovalOptions, ApprovalDecision, ApprovalDecisionRecord, ApprovalInfo, ApprovalStatus, ApprovalsQuery, ApprovalNotice, DecideOptions, TimeoutPolicy,
+  ApprovalOptions,
+  ApprovalDecision,
+  ApprovalDecisionRecord,
+  ApprovalInfo,
+  ApprovalStatus,
+  ApprovalsQuery,
+  ApprovalNotice,
+  DecideOptions,
+  TimeoutPolicy,
 } from './approvals/types.ts';
 export type { ApprovalEvent } from './approvals/events.ts';
 export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
@@ -49,8 +84,19 @@ export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage } from './task-info.ts';
 export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/metering/usage.ts';
 export type {
-  TaskEvent, TaskEventType, Actor, StepRecord, TransitionEvent, StepEvent, StepsForgottenEvent, SignalReceivedEvent,
-  SignalConsumedEvent, UsageEvent, UnknownEvent, RebuiltTask, IdempotencyTaskEvent,
+  TaskEvent,
+  TaskEventType,
+  Actor,
+  StepRecord,
+  TransitionEvent,
+  StepEvent,
+  StepsForgottenEvent,
+  SignalReceivedEvent,
+  SignalConsumedEvent,
+  UsageEvent,
+  UnknownEvent,
+  RebuiltTask,
+  IdempotencyTaskEvent,
 } from './task-events.ts';
 export { rebuildTask } from './task-events.ts';
 export type { EventsOptions } from './event-stream.ts';
@@ -71,21 +117,67 @@ export type { IdempotencyBackend, IdempotencyRecord, AcquireRequest, AcquireResu
 
 // The task lifecycle as data and pure functions (statuses, events, the transition table)
 export {
-  TASK_STATUSES, LIFECYCLE_EVENTS, ALL_STATUSES, ALL_EVENTS, USER_EVENTS, FINISHED_STATUSES,
-  transition, legalEvents, userEvents, sourcesOf, isFinished, isTaskStatus, lifecycleEdges, lifecycleDiagram,
+  TASK_STATUSES,
+  LIFECYCLE_EVENTS,
+  ALL_STATUSES,
+  ALL_EVENTS,
+  USER_EVENTS,
+  FINISHED_STATUSES,
+  transition,
+  legalEvents,
+  userEvents,
+  sourcesOf,
+  isFinished,
+  isTaskStatus,
+  lifecycleEdges,
+  lifecycleDiagram,
 } from './lifecycle.ts';
 export type { TaskStatus, LifecycleEvent, LifecycleEffect, LifecycleState, Transition } from './lifecycle.ts';
 
 // Errors: one class per condition, each with a stable `code`; checks that work on rebuilt errors
 export {
-  ERROR_CODES, HTTP_STATUS, httpStatusOf, isStepwiseError, isRetryable, StepwiseError,
-  InvalidArgumentError, InvalidInputError, WorkflowNotFoundError, TaskNotFoundError, IllegalTransitionError, EventRefusedError,
-  IdempotencyConflictError, IdempotencyInProgressError, ConcurrentUpdateError, NotSerializableError, ForbiddenError, ConflictError,
-  PayloadTooLargeError, TimeoutError,
-  NonDeterminismError, StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, RepairableError, OutputInvalidError, BudgetExceededError,
-  TaskFailedError, TaskCancelledError, DeadlineExceededError, CompensationFailedError, DwellTimeoutError,
-  LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, ClosedError,
-  ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError,
+  ERROR_CODES,
+  HTTP_STATUS,
+  httpStatusOf,
+  isStepwiseError,
+  isRetryable,
+  StepwiseError,
+  InvalidArgumentError,
+  InvalidInputError,
+  WorkflowNotFoundError,
+  TaskNotFoundError,
+  IllegalTransitionError,
+  EventRefusedError,
+  IdempotencyConflictError,
+  IdempotencyInProgressError,
+  ConcurrentUpdateError,
+  NotSerializableError,
+  ForbiddenError,
+  ConflictError,
+  PayloadTooLargeError,
+  TimeoutError,
+  NonDeterminismError,
+  StepFailedError,
+  StepTimeoutError,
+  RetryableError,
+  NonRetryableError,
+  RepairableError,
+  OutputInvalidError,
+  BudgetExceededError,
+  TaskFailedError,
+  TaskCancelledError,
+  DeadlineExceededError,
+  CompensationFailedError,
+  DwellTimeoutError,
+  LeaseLostError,
+  WorkerStoppingError,
+  SchemaMismatchError,
+  StoreUnavailableError,
+  StoreRefusedError,
+  ClosedError,
+  ApprovalNotFoundError,
+  TaskEndedError,
+  ApprovalRequiredError,
 } from './errors.ts';
 export type { ErrorCode, StepwiseErrorOptions, OutputIssue } from './errors.ts';
 

@@ -90,15 +90,7 @@ export const USER_EVENTS: readonly LifecycleEvent[] = Object.freeze(['cancel', '
  * - `schedule-now`: make the task due at once.
  * - `finish`: stamp `finished_at`.
  */
-export type LifecycleEffect =
-  | 'acquire-lease'
-  | 'release-lease'
-  | 'expire-lease'
-  | 'abort-run'
-  | 'request-pause'
-  | 'clear-pause-request'
-  | 'schedule-now'
-  | 'finish';
+export type LifecycleEffect = 'acquire-lease' | 'release-lease' | 'expire-lease' | 'abort-run' | 'request-pause' | 'clear-pause-request' | 'schedule-now' | 'finish';
 
 /** What the task must be for an edge to apply; an edge without conditions always applies. */
 interface Condition {
@@ -122,10 +114,7 @@ const e = (to: TaskStatus, effects: LifecycleEffect[] = [], when?: Condition): E
  * with a lease that has already expired, so a worker serving its workflow reclaims it, replays its
  * code (its calls now reject with the cancel) and runs that cleanup, as for a running task.
  */
-const cancelUnheld: readonly Edge[] = [
-  e('cancelled', ['finish'], { hasCleanup: false }),
-  e('cancelling', ['expire-lease'], { hasCleanup: true }),
-];
+const cancelUnheld: readonly Edge[] = [e('cancelled', ['finish'], { hasCleanup: false }), e('cancelling', ['expire-lease'], { hasCleanup: true })];
 
 /**
  * `expire` (the dwell scanner fails a task that stayed waiting or paused too long): at once, unless

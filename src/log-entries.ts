@@ -85,11 +85,7 @@ export function forgottenEntry(actorKind: ActorKind, actorId: string, seqs: read
 }
 
 /** A signal recorded for the task. */
-export function signalReceivedEntry(
-  actorKind: ActorKind,
-  actorId: string,
-  s: { signalId: number; name: string; payload: string | null; idempotencyKey: string | null },
-): NewEvent {
+export function signalReceivedEntry(actorKind: ActorKind, actorId: string, s: { signalId: number; name: string; payload: string | null; idempotencyKey: string | null }): NewEvent {
   return {
     type: EVENT_TYPES.signalReceived,
     actorKind,

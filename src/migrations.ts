@@ -23,9 +23,7 @@ export function checkApplied(where: string, applied: readonly AppliedMigration[]
     const m = known.get(a.id);
     if (!m) {
       if (a.breaking) {
-        throw new SchemaMismatchError(
-          `${where} has breaking migration ${a.id} (${a.name}), newer than this version of Stepwise understands. Upgrade Stepwise.`,
-        );
+        throw new SchemaMismatchError(`${where} has breaking migration ${a.id} (${a.name}), newer than this version of Stepwise understands. Upgrade Stepwise.`);
       }
       continue;
     }

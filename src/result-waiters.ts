@@ -230,9 +230,7 @@ async function readGroup(store: Store, group: readonly PendingRead[]): Promise<v
   const ids = [...new Set(group.map((r) => r.id))];
   let byId: Map<string, TaskRow>;
   try {
-    const rows = store.getTasks
-      ? await store.getTasks(ids)
-      : (await Promise.all(ids.map((id) => store.getTask(id)))).filter((r): r is TaskRow => r !== null);
+    const rows = store.getTasks ? await store.getTasks(ids) : (await Promise.all(ids.map((id) => store.getTask(id)))).filter((r): r is TaskRow => r !== null);
     byId = new Map(rows.map((r) => [r.id, r]));
   } catch (e) {
     for (const r of group) r.reject(e);

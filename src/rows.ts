@@ -61,8 +61,21 @@ export function toSignalRow(r: Raw): SignalRow {
 
 /** The step row's values in the column order of {@link STEP_COLUMNS}. */
 export const STEP_COLUMNS = [
-  'task_id', 'seq', 'name', 'kind', 'status', 'output', 'error',
-  'attempts', 'started_at', 'finished_at', 'wake_at', 'epoch', 'done', 'called_after', 'business_key',
+  'task_id',
+  'seq',
+  'name',
+  'kind',
+  'status',
+  'output',
+  'error',
+  'attempts',
+  'started_at',
+  'finished_at',
+  'wake_at',
+  'epoch',
+  'done',
+  'called_after',
+  'business_key',
 ] as const;
 
 /** The step rows' values as one array per column, in the order of {@link STEP_COLUMNS} (for `unnest`). */
@@ -70,7 +83,21 @@ export function stepColumnArrays(rows: readonly StepRow[]): unknown[][] {
   const n = rows.length;
   const cols: unknown[][] = STEP_COLUMNS.map(() => new Array<unknown>(n));
   const [taskId, seq, name, kind, status, output, error, attempts, startedAt, finishedAt, wakeAt, epoch, done, calledAfter, businessKey] = cols as [
-    unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[], unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
+    unknown[],
   ];
   for (let r = 0; r < n; r++) {
     const s = rows[r] as StepRow;
@@ -109,7 +136,12 @@ export function isRaw(v: unknown): v is { raw: string } {
 /** A stream chunk from a database row. */
 export function toChunkRow(r: Raw): StreamChunkRow {
   return {
-    id: Number(r.id), taskId: String(r.task_id), step: String(r.step), attempt: Number(r.attempt), kind: r.kind === 'reset' ? 'reset' : 'delta',
-    delta: String(r.delta), at: Number(r.at),
+    id: Number(r.id),
+    taskId: String(r.task_id),
+    step: String(r.step),
+    attempt: Number(r.attempt),
+    kind: r.kind === 'reset' ? 'reset' : 'delta',
+    delta: String(r.delta),
+    at: Number(r.at),
   };
 }

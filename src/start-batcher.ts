@@ -73,13 +73,15 @@ export class StartBatcher {
         return;
       }
       // Each call gets its own answer: the tasks the database accepts are created.
-      await Promise.all(batch.map(async (p) => {
-        try {
-          p.resolve(((await this.#write([p.item])) as Inserted[])[0] as Inserted);
-        } catch (err) {
-          p.reject(err);
-        }
-      }));
+      await Promise.all(
+        batch.map(async (p) => {
+          try {
+            p.resolve(((await this.#write([p.item])) as Inserted[])[0] as Inserted);
+          } catch (err) {
+            p.reject(err);
+          }
+        }),
+      );
     }
   }
 

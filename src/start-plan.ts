@@ -114,7 +114,15 @@ export async function planStart(
   return {
     name,
     task: {
-      id, workflow: name, workflowVersion: version, input: encoded, idempotencyKey: key ?? null, runAt: now + delayMs, createdAt: now, usage, deadlineAt,
+      id,
+      workflow: name,
+      workflowVersion: version,
+      input: encoded,
+      idempotencyKey: key ?? null,
+      runAt: now + delayMs,
+      createdAt: now,
+      usage,
+      deadlineAt,
       notify: { reason: 'task', taskId: id, workflow: name },
       ...planCreation(actor),
     },

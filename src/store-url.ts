@@ -20,7 +20,9 @@ export interface StoreOptions {
 
 export function describeStoreUrl(
   url: string,
-): { dialect: 'sqlite'; path: string; options: SqliteOptions } | { dialect: 'postgres'; url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number; statementTimeoutMs?: number } {
+):
+  | { dialect: 'sqlite'; path: string; options: SqliteOptions }
+  | { dialect: 'postgres'; url: string; schema?: string; poolSize?: number; connectTimeoutMs?: number; statementTimeoutMs?: number } {
   if (typeof url !== 'string' || !url) throw new InvalidArgumentError('The store URL is empty: use sqlite:<path> or postgres://…');
   if (/^postgres(ql)?:\/\//i.test(url)) {
     // `?schema=name` selects the schema that holds Stepwise's tables and `?poolSize=n` the number

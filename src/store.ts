@@ -62,8 +62,7 @@ export type { TransactionStore } from './store/transactions.ts';
 
 /** What the engine needs from a database: every capability group, and the store's own life. */
 export interface Store
-  extends TaskStore, JournalStore, LogStore, RunStore, LeaseStore, SignalStore, ApprovalStore, RetentionStore, WorkflowStore,
-    WakeStore, IdempotencyStore, TransactionStore {
+  extends TaskStore, JournalStore, LogStore, RunStore, LeaseStore, SignalStore, ApprovalStore, RetentionStore, WorkflowStore, WakeStore, IdempotencyStore, TransactionStore {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
   readonly description: string;

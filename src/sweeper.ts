@@ -58,7 +58,9 @@ export class Sweeper {
    */
   job(name: string): PeriodicJob {
     return {
-      name, periodMs: this.#intervalMs, firstDelayMs: Math.min(this.#intervalMs, FIRST_SWEEP_MS),
+      name,
+      periodMs: this.#intervalMs,
+      firstDelayMs: Math.min(this.#intervalMs, FIRST_SWEEP_MS),
       run: async (signal) => {
         try {
           await this.sweep(signal);

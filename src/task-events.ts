@@ -111,7 +111,7 @@ export interface UnknownEvent extends EventBase {
 
 /** One entry of a task's event log. */
 export type TaskEvent =
-  | TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UsageEvent | IdempotencyTaskEvent | ApprovalEvent | DwellEvent | UnknownEvent;
+  TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UsageEvent | IdempotencyTaskEvent | ApprovalEvent | DwellEvent | UnknownEvent;
 export type TaskEventType = TaskEvent['type'];
 
 /** The public form of a stored entry. */
@@ -136,8 +136,20 @@ export function toTaskEvent(row: EventRow): TaskEvent {
         ...base,
         type: row.type,
         step: {
-          seq: s.seq, name: s.name, kind: s.kind, status: s.status, output: s.output ?? undefined, error: s.error ?? null, attempts: s.attempts,
-          startedAt: s.startedAt, finishedAt: s.finishedAt, wakeAt: s.wakeAt, epoch: s.epoch, done: s.done, calledAfter: s.calledAfter ?? null, businessKey: s.businessKey ?? null,
+          seq: s.seq,
+          name: s.name,
+          kind: s.kind,
+          status: s.status,
+          output: s.output ?? undefined,
+          error: s.error ?? null,
+          attempts: s.attempts,
+          startedAt: s.startedAt,
+          finishedAt: s.finishedAt,
+          wakeAt: s.wakeAt,
+          epoch: s.epoch,
+          done: s.done,
+          calledAfter: s.calledAfter ?? null,
+          businessKey: s.businessKey ?? null,
         },
       };
     }
@@ -145,7 +157,11 @@ export function toTaskEvent(row: EventRow): TaskEvent {
       return { ...base, type: 'step:forgotten', seqs: (data.seqs ?? []) as number[] };
     case 'signal:received':
       return {
-        ...base, type: 'signal:received', signalId: data.signalId as number, name: data.name as string, payload: data.payload ?? undefined,
+        ...base,
+        type: 'signal:received',
+        signalId: data.signalId as number,
+        name: data.name as string,
+        payload: data.payload ?? undefined,
         idempotencyKey: (data.idempotencyKey ?? null) as string | null,
       };
     case 'signal:consumed':

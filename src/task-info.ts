@@ -146,7 +146,6 @@ export function parseStepId(stepId: string): { name: string; occurrence: number 
   return m ? { name: m[1] as string, occurrence: Number(m[2]) } : { name: stepId, occurrence: 1 };
 }
 
-
 /** A journal row as users see it; `redo`: the task's counts of steps run again after an undo (`failure/redo.ts`). */
 export function toStepInfo(row: StepRow, redo: string | null = null): StepInfo {
   const { name, occurrence } = parseStepId(row.name);

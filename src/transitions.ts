@@ -52,7 +52,12 @@ export function planTransition(input: TransitionInput): { edge: Transition; writ
     detail,
     log: [
       transitionEntry(actor.kind, actor.id, {
-        event: input.event, from: edge.from, to: edge.to, detail, output: set.output ?? null, error: set.error ?? null,
+        event: input.event,
+        from: edge.from,
+        to: edge.to,
+        detail,
+        output: set.output ?? null,
+        error: set.error ?? null,
       }),
     ],
   };

@@ -136,19 +136,33 @@ export class Worker {
     });
     if (this.#host.observers?.length) this.#unsubscribe.push(observeWorker((name, fn) => this.#events.on(name, fn), this.id, this.#host.observers));
     await endDeadLocalLeases(store, this.#host.clock).catch((e: unknown) =>
-      this.#events.emit('worker:error', { error: coerceError(e), during: 'ending the leases of dead workers of this host' }));
+      this.#events.emit('worker:error', { error: coerceError(e), during: 'ending the leases of dead workers of this host' }),
+    );
     this.#state = 'running';
     this.#subscribe();
     this.#heartbeat = new Heartbeat({
-      workerId: this.id, store, clock: this.#host.clock, leaseMs: this.#o.leaseMs, heartbeatMs: this.#o.heartbeatMs,
-      runs: this.#runs, onError: (error, during) => this.#events.emit('worker:error', { error, during }),
+      workerId: this.id,
+      store,
+      clock: this.#host.clock,
+      leaseMs: this.#o.leaseMs,
+      heartbeatMs: this.#o.heartbeatMs,
+      runs: this.#runs,
+      onError: (error, during) => this.#events.emit('worker:error', { error, during }),
     });
     this.#heartbeat.start();
     this.#loop = this.#claimLoop();
     this.#background = new Background({
-      workerId: this.id, store, clock: this.#host.clock, bus: this.#host.bus, workflows: this.#workflows,
-      observers: this.#host.observers ?? [], idempotency: this.#host.idempotency, retention: this.#host.retention ?? {},
-      dwellScanMs: this.#o.dwellScanMs, purgeMs: this.#o.purgeMs, retentionSweepMs: this.#o.retentionSweepMs,
+      workerId: this.id,
+      store,
+      clock: this.#host.clock,
+      bus: this.#host.bus,
+      workflows: this.#workflows,
+      observers: this.#host.observers ?? [],
+      idempotency: this.#host.idempotency,
+      retention: this.#host.retention ?? {},
+      dwellScanMs: this.#o.dwellScanMs,
+      purgeMs: this.#o.purgeMs,
+      retentionSweepMs: this.#o.retentionSweepMs,
       onError: (error, during) => this.#events.emit('worker:error', { error, during }),
     });
     this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
@@ -210,8 +224,15 @@ export class Worker {
       if (free > 0) {
         try {
           const claimed = await store.claim({
-            workerId: this.id, now, leaseMs: this.#o.leaseMs, limit: Math.min(free, this.#o.claimBatch),
-            workflows: [...this.#workflows.keys()], versions, claim, reclaim, concurrency,
+            workerId: this.id,
+            now,
+            leaseMs: this.#o.leaseMs,
+            limit: Math.min(free, this.#o.claimBatch),
+            workflows: [...this.#workflows.keys()],
+            versions,
+            claim,
+            reclaim,
+            concurrency,
           });
           got = claimed.length;
           if (got) this.#appended(claimed.map((c) => c.task));
@@ -290,16 +311,19 @@ export class Worker {
     this.#heartbeat?.renewed(run.taskId, started);
     if (this.#state === 'stopping') run.drain();
     if (this.#events.hears('run:claimed')) this.#events.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: run.epoch, reclaimed: claimed.event === 'reclaim' });
-    const p = run.execute().catch(() => 'lease-lost' as const).then((status) => {
-      this.#runs.delete(run.taskId);
-      this.#heartbeat?.forget(run.taskId);
-      if (this.#events.hears('run:finished')) this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
-      this.#host.bus.emit('task:settled', { taskId: run.taskId, status });
-      // The freed slot is worth a claim only if there may be work for it: due tasks were left
-      // behind, the workflow is capped (a task held back by the cap may run now), or the task is
-      // not finished (it parked or was handed back: its next due time must be counted).
-      if (this.#backlog || wf.options.concurrency || status === 'lease-lost' || !isFinished(status)) this.#poke();
-    });
+    const p = run
+      .execute()
+      .catch(() => 'lease-lost' as const)
+      .then((status) => {
+        this.#runs.delete(run.taskId);
+        this.#heartbeat?.forget(run.taskId);
+        if (this.#events.hears('run:finished')) this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
+        this.#host.bus.emit('task:settled', { taskId: run.taskId, status });
+        // The freed slot is worth a claim only if there may be work for it: due tasks were left
+        // behind, the workflow is capped (a task held back by the cap may run now), or the task is
+        // not finished (it parked or was handed back: its next due time must be counted).
+        if (this.#backlog || wf.options.concurrency || status === 'lease-lost' || !isFinished(status)) this.#poke();
+      });
     this.#running.add(p);
     void p.finally(() => this.#running.delete(p));
   }

@@ -210,7 +210,20 @@ export interface Workflow<I = unknown, O = unknown, In = I> {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/;
 
 /** The options `workflow()` knows; any other key is a mistake (a typo such as `tiemout`) and refused. */
-const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'concurrency', 'signals', 'budget', 'prices', 'timeout', 'cleanupTimeout', 'dwell', 'retention'] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
+const WORKFLOW_OPTIONS = [
+  'version',
+  'compatibleVersions',
+  'input',
+  'retry',
+  'concurrency',
+  'signals',
+  'budget',
+  'prices',
+  'timeout',
+  'cleanupTimeout',
+  'dwell',
+  'retention',
+] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
  * Declares a durable workflow.
@@ -220,15 +233,9 @@ const WORKFLOW_OPTIONS = ['version', 'compatibleVersions', 'input', 'retry', 'co
  *   return ctx.step('write', () => write(docs));
  * }, { version: 2 });
  */
-export function workflow<I = unknown, O = unknown, In = I>(
-  name: string,
-  fn: WorkflowFunction<I, O>,
-  options: WorkflowOptions<I, In> = {},
-): Workflow<I, O, In> {
+export function workflow<I = unknown, O = unknown, In = I>(name: string, fn: WorkflowFunction<I, O>, options: WorkflowOptions<I, In> = {}): Workflow<I, O, In> {
   if (typeof name !== 'string' || !NAME.test(name)) {
-    throw new InvalidArgumentError(
-      `Workflow name ${JSON.stringify(name)} is not valid: use 1-200 letters, digits and . _ : / - (starting with a letter or digit).`,
-    );
+    throw new InvalidArgumentError(`Workflow name ${JSON.stringify(name)} is not valid: use 1-200 letters, digits and . _ : / - (starting with a letter or digit).`);
   }
   if (typeof fn !== 'function') throw new InvalidArgumentError(`workflow("${name}"): the second argument must be an async function.`);
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError(`workflow("${name}"): options must be an object.`);
@@ -274,6 +281,19 @@ export function isWorkflow(value: unknown): value is Workflow {
 
 export type { SerializedError };
 export type {
-  ClassifyResult, Classifier, EventResult, ForEachOptions, JsonCheck, JsonSafe, Progress, StandardResult, StandardSchemaLike, StepContext, StepOptions,
-  TransactionOptions, VerifyAnswer, VerifyContext, WaitForEventOptions,
+  ClassifyResult,
+  Classifier,
+  EventResult,
+  ForEachOptions,
+  JsonCheck,
+  JsonSafe,
+  Progress,
+  StandardResult,
+  StandardSchemaLike,
+  StepContext,
+  StepOptions,
+  TransactionOptions,
+  VerifyAnswer,
+  VerifyContext,
+  WaitForEventOptions,
 } from './api/step.ts';

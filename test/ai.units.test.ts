@@ -17,7 +17,10 @@ describe('prices and cost', () => {
 
   it('bills cached input at its own rate and prices an unknown model at 0, saying so', () => {
     const prices = { m: { input: 2, output: 8, cachedInput: 0.5 } };
-    expect(costOf('m', { inputTokens: 1_000_000, cachedInputTokens: 400_000, outputTokens: 500_000 }, prices)).toEqual({ costUsd: 600_000 * 2 / 1e6 + 400_000 * 0.5 / 1e6 + 4, priced: true });
+    expect(costOf('m', { inputTokens: 1_000_000, cachedInputTokens: 400_000, outputTokens: 500_000 }, prices)).toEqual({
+      costUsd: (600_000 * 2) / 1e6 + (400_000 * 0.5) / 1e6 + 4,
+      priced: true,
+    });
     expect(costOf('other', { inputTokens: 10 }, prices)).toEqual({ costUsd: 0, priced: false });
   });
 

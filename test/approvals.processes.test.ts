@@ -43,7 +43,11 @@ describe('approvals across processes', () => {
       const info = await engine.get(id);
       expect(info.approvals.map((x) => [x.id, x.status])).toEqual([[asked.id, 'approved']]);
       expect(info.history.filter((e) => e.type === 'approval:requested')).toHaveLength(1);
-      expect(readLog(log).filter((l) => l.event === 'effect').map((l) => l.pid)).toEqual([b.pid]);
+      expect(
+        readLog(log)
+          .filter((l) => l.event === 'effect')
+          .map((l) => l.pid),
+      ).toEqual([b.pid]);
       b.child.kill('SIGTERM');
       await b.exited;
     } finally {
@@ -51,35 +55,41 @@ describe('approvals across processes', () => {
     }
   }, 90_000);
 
-  it.skipIf(!postgresUp)('on PostgreSQL, `stepwise approve` in another process wakes a worker that does not poll; the CLI lists, shows and explains the approval', async () => {
-    const db = `${PG_URL}?schema=${freshSchema()}`;
-    const engine = new Engine({ store: db, workflows: [reviewed] });
-    try {
-      await engine.ready();
-      const w = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '600000'], { STEPWISE_TEST_SLOW_MS: '1' });
-      await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
-      const { id } = await engine.start(reviewed);
-      await waitForStatus(engine, id, 'waiting', 20_000);
-      const [asked] = JSON.parse(await cli(db, 'approvals', '--pending', '--approver', 'alice', '--json')) as ApprovalInfo[];
-      expect(asked).toMatchObject({ taskId: id, name: 'review', status: 'pending', approvers: ['alice'] });
-      expect(JSON.parse(await cli(db, 'approvals', '--pending', '--approver', 'bob', '--json'))).toEqual([]);
-      const approvalId = (asked as ApprovalInfo).id;
-      expect(await cli(db, 'explain', id)).toContain(`approval "review" (${approvalId}, level 1) from alice`);
-      expect(await cli(db, 'show', id)).toMatch(new RegExp(`Approvals[\\s\\S]*review ${approvalId}  pending[\\s\\S]*stepwise approve ${approvalId} --as <name>`));
-      const refused = spawnCli(['approve', approvalId, '--as', 'mallory', '--db', db]);
-      expect((await refused.exited).code).not.toBe(0);
-      expect(refused.output()).toContain('[FORBIDDEN]');
-      expect(await cli(db, 'approve', approvalId, '--as', 'alice', '--comment', 'ship it', '--data', '{"draft":"v3"}', '--key', 'k1')).toContain(`${approvalId} (review, task ${id}) → approved`);
-      expect(await cli(db, 'approve', approvalId, '--as', 'alice', '--key', 'k1')).toContain('→ approved');
-      const conflict = spawnCli(['reject', approvalId, '--as', 'alice', '--db', db]);
-      expect((await conflict.exited).code).not.toBe(0);
-      expect(conflict.output()).toMatch(/\[CONFLICT\].*alice approved it/);
-      expect(await engine.result(id, { timeout: '30s' })).toEqual({ published: 'v3', by: 'alice' });
-      expect(await cli(db, 'show', id)).toMatch(/alice approved: ship it key=k1/);
-      w.child.kill('SIGTERM');
-      expect((await w.exited).code).toBe(0);
-    } finally {
-      await engine.close();
-    }
-  }, 240_000); // nine CLI processes, each seconds to start on a loaded machine
+  it.skipIf(!postgresUp)(
+    'on PostgreSQL, `stepwise approve` in another process wakes a worker that does not poll; the CLI lists, shows and explains the approval',
+    async () => {
+      const db = `${PG_URL}?schema=${freshSchema()}`;
+      const engine = new Engine({ store: db, workflows: [reviewed] });
+      try {
+        await engine.ready();
+        const w = spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '600000'], { STEPWISE_TEST_SLOW_MS: '1' });
+        await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
+        const { id } = await engine.start(reviewed);
+        await waitForStatus(engine, id, 'waiting', 20_000);
+        const [asked] = JSON.parse(await cli(db, 'approvals', '--pending', '--approver', 'alice', '--json')) as ApprovalInfo[];
+        expect(asked).toMatchObject({ taskId: id, name: 'review', status: 'pending', approvers: ['alice'] });
+        expect(JSON.parse(await cli(db, 'approvals', '--pending', '--approver', 'bob', '--json'))).toEqual([]);
+        const approvalId = (asked as ApprovalInfo).id;
+        expect(await cli(db, 'explain', id)).toContain(`approval "review" (${approvalId}, level 1) from alice`);
+        expect(await cli(db, 'show', id)).toMatch(new RegExp(`Approvals[\\s\\S]*review ${approvalId}  pending[\\s\\S]*stepwise approve ${approvalId} --as <name>`));
+        const refused = spawnCli(['approve', approvalId, '--as', 'mallory', '--db', db]);
+        expect((await refused.exited).code).not.toBe(0);
+        expect(refused.output()).toContain('[FORBIDDEN]');
+        expect(await cli(db, 'approve', approvalId, '--as', 'alice', '--comment', 'ship it', '--data', '{"draft":"v3"}', '--key', 'k1')).toContain(
+          `${approvalId} (review, task ${id}) → approved`,
+        );
+        expect(await cli(db, 'approve', approvalId, '--as', 'alice', '--key', 'k1')).toContain('→ approved');
+        const conflict = spawnCli(['reject', approvalId, '--as', 'alice', '--db', db]);
+        expect((await conflict.exited).code).not.toBe(0);
+        expect(conflict.output()).toMatch(/\[CONFLICT\].*alice approved it/);
+        expect(await engine.result(id, { timeout: '30s' })).toEqual({ published: 'v3', by: 'alice' });
+        expect(await cli(db, 'show', id)).toMatch(/alice approved: ship it key=k1/);
+        w.child.kill('SIGTERM');
+        expect((await w.exited).code).toBe(0);
+      } finally {
+        await engine.close();
+      }
+    },
+    240_000,
+  ); // nine CLI processes, each seconds to start on a loaded machine
 });

@@ -70,10 +70,13 @@ describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
           victim.child.kill('SIGSTOP');
           stops++;
           frozen.add(i);
-          setTimeout(() => {
-            victim.child.kill('SIGCONT');
-            frozen.delete(i);
-          }, between(LEASE_MS + 500, LEASE_MS + 1500));
+          setTimeout(
+            () => {
+              victim.child.kill('SIGCONT');
+              frozen.delete(i);
+            },
+            between(LEASE_MS + 500, LEASE_MS + 1500),
+          );
         }
       }
       const chaosSeconds = (Date.now() - started) / 1000;
@@ -85,10 +88,16 @@ describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
       for (const id of ids) {
         const info = await engine.get(id);
         const rebuilt = rebuildTask(info.history);
-        expect(info.history.map((e) => e.seq), id).toEqual(info.history.map((_, i) => i + 1));
+        expect(
+          info.history.map((e) => e.seq),
+          id,
+        ).toEqual(info.history.map((_, i) => i + 1));
         expect(rebuilt.status, id).toBe('succeeded');
         expect(rebuilt.output, id).toEqual(info.status === 'succeeded' ? info.output : undefined);
-        expect(rebuilt.steps.map((st) => [st.seq, st.name, st.status, st.epoch, st.output]), id).toEqual(info.steps.map((st) => [st.seq, st.name, st.status, st.epoch, st.output]));
+        expect(
+          rebuilt.steps.map((st) => [st.seq, st.name, st.status, st.epoch, st.output]),
+          id,
+        ).toEqual(info.steps.map((st) => [st.seq, st.name, st.status, st.epoch, st.output]));
       }
 
       // Every task succeeded with four completed steps.
@@ -116,7 +125,10 @@ describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
       let reExecuted = 0;
       for (const s of journal.rows) {
         const list = byKey.get(`v1:${s.task_id}:${s.name}#1`) ?? [];
-        expect(list.filter((a) => a.epoch >= s.epoch), `${s.task_id} ${s.name}`).toEqual([{ epoch: s.epoch, inserted: expect.any(Boolean) }]);
+        expect(
+          list.filter((a) => a.epoch >= s.epoch),
+          `${s.task_id} ${s.name}`,
+        ).toEqual([{ epoch: s.epoch, inserted: expect.any(Boolean) }]);
         if (list.length > 1) reExecuted++;
       }
 

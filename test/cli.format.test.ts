@@ -3,11 +3,32 @@ import { describe, expect, it } from 'vitest';
 import { progressText, taskDetail, taskTable } from '../src/cli/format.ts';
 import type { TaskInfo } from '../src/index.ts';
 
-const task = (over: Partial<TaskInfo>): TaskInfo => ({
-  id: 't1', workflow: 'docs', workflowVersion: '1', input: null, idempotencyKey: null, createdAt: 0, updatedAt: 0, finishedAt: null,
-  runAt: null, runs: 1, retries: 0, epoch: 1, lease: null, wait: null, pauseRequested: false, cancelReason: null, progress: null, deadline: null,
-  status: 'running', steps: [], history: [], approvals: [], ...over,
-}) as TaskInfo;
+const task = (over: Partial<TaskInfo>): TaskInfo =>
+  ({
+    id: 't1',
+    workflow: 'docs',
+    workflowVersion: '1',
+    input: null,
+    idempotencyKey: null,
+    createdAt: 0,
+    updatedAt: 0,
+    finishedAt: null,
+    runAt: null,
+    runs: 1,
+    retries: 0,
+    epoch: 1,
+    lease: null,
+    wait: null,
+    pauseRequested: false,
+    cancelReason: null,
+    progress: null,
+    deadline: null,
+    status: 'running',
+    steps: [],
+    history: [],
+    approvals: [],
+    ...over,
+  }) as TaskInfo;
 
 describe('progress in the CLI', () => {
   it('shows what a running step reported in show and ls, and nothing once the task succeeded', () => {
@@ -24,16 +45,31 @@ describe('progress in the CLI', () => {
 });
 
 describe('a failed cleanup in the CLI', () => {
-  it('show marks a task whose cleanup after a cancel failed as needing manual cleanup, and numbers the cleanup\'s steps apart', () => {
+  it("show marks a task whose cleanup after a cancel failed as needing manual cleanup, and numbers the cleanup's steps apart", () => {
     process.env.NO_COLOR = '1';
     const step = (seq: number, name: string, status: 'completed' | 'failed', cleanup: boolean) => ({
-      seq, cleanup, name, kind: 'step' as const, status, attempts: 1, output: null, error: status === 'failed' ? { name: 'Error', message: 'mail server down' } : null,
-      startedAt: 0, finishedAt: 5, durationMs: 5, wakeAt: null, idempotencyKey: null, epoch: 1,
+      seq,
+      cleanup,
+      name,
+      kind: 'step' as const,
+      status,
+      attempts: 1,
+      output: null,
+      error: status === 'failed' ? { name: 'Error', message: 'mail server down' } : null,
+      startedAt: 0,
+      finishedAt: 5,
+      durationMs: 5,
+      wakeAt: null,
+      idempotencyKey: null,
+      epoch: 1,
     });
     const failed = task({
-      status: 'failed', cancelReason: 'customer changed plans',
+      status: 'failed',
+      cancelReason: 'customer changed plans',
       error: {
-        name: 'CompensationFailedError', code: 'COMPENSATION_FAILED', data: { cancelled: true },
+        name: 'CompensationFailedError',
+        code: 'COMPENSATION_FAILED',
+        data: { cancelled: true },
         message: 'Task t1 was cancelled (reason: customer changed plans) and could not be fully undone: onCancel cleanup: mail server down. Manual cleanup is needed.',
       },
       steps: [step(0, 'reserve', 'completed', false), step(1_000_000_000, 'onCancel:notify', 'failed', true), step(1_000_000_001, 'compensate:reserve', 'completed', true)],

@@ -50,7 +50,10 @@ describe('live progress block', () => {
     const base = { id: 't1', status: 'running', progress: { step: 'write', done: 2, total: 4, at: 0 }, usage: null } as unknown as TaskSummary;
     const steps = [{ name: 'read' }];
     expect(itemLine(taskItem({ ...base, steps }, 0), 0, 1_000)).toBe('⠋ running step write 1.0s [##########----------] 2/4');
-    const used = { ...base, usage: { total: { inputTokens: 6000, outputTokens: 300, cachedInputTokens: 0, reasoningTokens: 0, totalTokens: 6300, costUsd: 0.0069, attempts: 1 }, steps: {} } } as unknown as TaskSummary;
+    const used = {
+      ...base,
+      usage: { total: { inputTokens: 6000, outputTokens: 300, cachedInputTokens: 0, reasoningTokens: 0, totalTokens: 6300, costUsd: 0.0069, attempts: 1 }, steps: {} },
+    } as unknown as TaskSummary;
     expect(itemLine(taskItem({ ...used, steps }, 0), 0, 1_000)).toBe('⠋ running step write 1.0s [##########----------] 2/4 · 6,300 tokens $0.0069');
     expect(itemLine(taskItem({ ...used, progress: null, steps }, 0), 0, 1_000)).toBe('⠋ running after read 1.0s · 6,300 tokens $0.0069');
   });
@@ -84,7 +87,12 @@ describe('CLI live progress', () => {
     // The same command piped: no escape codes, no spinner, one line per change.
     const gate2 = join(dir, 'gate2');
     writeFileSync(gate2, '');
-    const piped = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', 'crawl', '--input', JSON.stringify({ gate: gate2 }), '--wait', '--db', db], { cwd, env: { ...process.env, NO_COLOR: '1' }, encoding: 'utf8', timeout: 60_000 });
+    const piped = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', 'crawl', '--input', JSON.stringify({ gate: gate2 }), '--wait', '--db', db], {
+      cwd,
+      env: { ...process.env, NO_COLOR: '1' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(piped.status, piped.stderr).toBe(0);
     expect(piped.stdout).not.toContain(ESC);
     expect(piped.stdout).not.toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/);
@@ -92,7 +100,12 @@ describe('CLI live progress', () => {
     expect(piped.stdout).toContain('output: "crawled"');
 
     // A task that calls a model: each step's line carries its tokens and cost (read: 2 × 1200 in + 300 out, at $1 / $3 per million).
-    const usage = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', 'summarize', '--input', '{"pages":2}', '--wait', '--db', db], { cwd, env: { ...process.env, NO_COLOR: '1' }, encoding: 'utf8', timeout: 60_000 });
+    const usage = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', 'summarize', '--input', '{"pages":2}', '--wait', '--db', db], {
+      cwd,
+      env: { ...process.env, NO_COLOR: '1' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(usage.status, usage.stderr).toBe(0);
     expect(usage.stdout).toMatch(/step read completed in \S+ · 2,700 tokens \$0\.0033/);
     expect(usage.stdout).toMatch(/step write completed in \S+ · 1,200 tokens \$0\.0020/);

@@ -69,7 +69,9 @@ describe('stepwise CLI', () => {
       expect((await engine.get(a.id)).cancelReason).toBe('not needed');
       const retry = cli(['retry', a.id, '--db', db]);
       expect(retry.code).toBe(1);
-      expect(retry.err.trim()).toBe(`stepwise: [ILLEGAL_TRANSITION] Cannot retry task ${a.id}: it is cancelled, and "retry" is not legal from cancelled. A cancelled task accepts no events.`);
+      expect(retry.err.trim()).toBe(
+        `stepwise: [ILLEGAL_TRANSITION] Cannot retry task ${a.id}: it is cancelled, and "retry" is not legal from cancelled. A cancelled task accepts no events.`,
+      );
     } finally {
       await engine.close();
     }
@@ -93,7 +95,9 @@ describe('stepwise CLI', () => {
       expect(cli(['purge', '--older-than', '1h', '--dry-run', '--db', db]).out.trim()).toBe('Would delete 0 finished tasks that ended at least 1h ago.');
       expect(cli(['purge', '--older-than', '1d', '--db', db]).out.trim()).toBe('Deleted 0 finished tasks.');
       expect(JSON.parse(cli(['purge', '--older-than', '0', '--workflow', 'listener', '--limit', '1', '--json', '--db', db]).out)).toEqual({
-        count: 1, byStatus: { succeeded: 0, failed: 0, cancelled: 1 }, dryRun: false,
+        count: 1,
+        byStatus: { succeeded: 0, failed: 0, cancelled: 1 },
+        dryRun: false,
       });
       expect(cli(['purge', '--older-than', '0', '--db', db]).out.trim()).toBe('Deleted 1 finished task (1 cancelled).');
       expect((await engine.list()).tasks.map((t) => t.id)).toEqual([pending]);
@@ -175,7 +179,10 @@ describe('stepwise CLI', () => {
       expect(task.input).toEqual({ n: 7 });
       expect(task.history[0]?.actor).toEqual({ kind: 'user', id: 'ops-bot' });
       const piped = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', 'triple', '--input', '-', '--json', '--db', db], {
-        cwd, input: '{"n": 8}', encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' },
+        cwd,
+        input: '{"n": 8}',
+        encoding: 'utf8',
+        env: { ...process.env, NO_COLOR: '1' },
       });
       expect(piped.status, piped.stderr).toBe(0);
       expect((await engine.get((JSON.parse(piped.stdout) as { id: string }).id)).input).toEqual({ n: 8 });
@@ -239,7 +246,7 @@ describe('stepwise CLI', () => {
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
     const r = spawnSync(process.execPath, ['--import', tsx, join(cwd, 'src/cli/main.ts'), 'migrate'], {
       cwd: dir,
-      env: { ...process.env, STEPWISE_DB: '' , NO_COLOR: '1' },
+      env: { ...process.env, STEPWISE_DB: '', NO_COLOR: '1' },
       encoding: 'utf8',
     });
     expect(r.stdout).toContain(`sqlite:./.stepwise/stepwise.db`);

@@ -8,7 +8,10 @@ import { eventually, tempDir } from './support/engine.ts';
 import { runCli, spawnCli } from './support/processes.ts';
 
 const jsonLines = (text: string): Array<Record<string, unknown>> =>
-  text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('stepwise worker --log', () => {
   it('writes JSON log lines for a transition and an approval request by default off a terminal', async () => {
@@ -74,7 +77,18 @@ describe('stepwise worker --quiet', () => {
 describe('--log pretty', () => {
   it('turns a pino JSON line into one readable line without the fields every line has', async () => {
     const { prettyLine } = await import('../src/cli/logging.ts');
-    const line = JSON.stringify({ level: 30, time: Date.UTC(2026, 0, 1, 12, 0, 1, 234), pid: 1, hostname: 'h', service: 'stepwise', msg: 'transition', taskId: 't1', event: 'claim', actor: { kind: 'worker', id: 'w1' }, detail: null });
+    const line = JSON.stringify({
+      level: 30,
+      time: Date.UTC(2026, 0, 1, 12, 0, 1, 234),
+      pid: 1,
+      hostname: 'h',
+      service: 'stepwise',
+      msg: 'transition',
+      taskId: 't1',
+      event: 'claim',
+      actor: { kind: 'worker', id: 'w1' },
+      detail: null,
+    });
     expect(prettyLine(line)).toBe('12:00:01.234 INFO transition taskId=t1 event=claim actor={"kind":"worker","id":"w1"}');
   });
 });

@@ -16,10 +16,7 @@ const WORKFLOWS = [cancelCleanup, cleanupSaga];
 const pgUp = await hasPostgres();
 const freshSchema = schemasOfThisFile('sw_crash_cleanup');
 
-const stores = [
-  { name: 'SQLite', url: () => `sqlite:${join(tempDir(), 'cleanup.db')}` },
-  ...(pgUp ? [{ name: 'PostgreSQL', url: () => `${PG_URL}?schema=${freshSchema()}` }] : []),
-];
+const stores = [{ name: 'SQLite', url: () => `sqlite:${join(tempDir(), 'cleanup.db')}` }, ...(pgUp ? [{ name: 'PostgreSQL', url: () => `${PG_URL}?schema=${freshSchema()}` }] : [])];
 if (!pgUp) console.warn('[stepwise tests] PostgreSQL is not reachable: the PostgreSQL crash tests of the cleanup scope are skipped.');
 
 interface Crash {
@@ -91,16 +88,21 @@ describe.each(stores)('the cleanup scope across a SIGKILL on $name (real process
       expect(did(lines, 'release-lock')).toEqual([[dead, `v1:${id}:onCancel:release-lock#1`]]);
       expect(info.steps.find((s) => s.name === 'onCancel:release-lock')).toMatchObject({ status: 'completed', output: 'released: user asked' });
       // The interrupted one ran again, with the same key, and completed; the compensation ran once.
-      expect(did(lines, 'flush-start')).toEqual([[dead, `v1:${id}:onCancel:flush-queue#1`], [me, `v1:${id}:onCancel:flush-queue#1`]]);
+      expect(did(lines, 'flush-start')).toEqual([
+        [dead, `v1:${id}:onCancel:flush-queue#1`],
+        [me, `v1:${id}:onCancel:flush-queue#1`],
+      ]);
       expect(did(lines, 'flush')).toEqual([[me, `v1:${id}:onCancel:flush-queue#1`]]);
       expect(did(lines, 'compensate')).toEqual([[me, `v1:${id}:compensate:book#1`]]);
       // The work step ran in the first worker only; the code's call after its late result was refused in both runs.
       expect(did(lines, 'work-start').map(([pid]) => pid)).toEqual([dead]);
       expect(did(lines, 'log-stop')).toEqual([]);
       expect(stepNames(info)).toEqual(['book:completed', 'onCancel:release-lock:completed', 'onCancel:flush-queue:completed', 'compensate:book:completed']);
-      expect(transitionsOf(info).map((t) => `${t.event}:${t.from}->${t.to}`).slice(-3)).toEqual([
-        'cancel:running->cancelling', 'reclaim:cancelling->cancelling', 'abort:cancelling->cancelled',
-      ]);
+      expect(
+        transitionsOf(info)
+          .map((t) => `${t.event}:${t.from}->${t.to}`)
+          .slice(-3),
+      ).toEqual(['cancel:running->cancelling', 'reclaim:cancelling->cancelling', 'abort:cancelling->cancelled']);
     } finally {
       await engine.close();
     }
@@ -117,11 +119,21 @@ describe.each(stores)('the cleanup scope across a SIGKILL on $name (real process
       const info = await engine.get(id);
       expect(info.status === 'failed' && info.error).toMatchObject({ code: 'STEP_FAILED', message: expect.stringMatching(/card declined/) });
       const lines = readLog(log);
-      expect(did(lines, 'compensate-start')).toEqual([[dead, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:book#1`]]);
-      expect(did(lines, 'compensate')).toEqual([[me, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:reserve#1`]]);
+      expect(did(lines, 'compensate-start')).toEqual([
+        [dead, `v1:${id}:compensate:book#1`],
+        [me, `v1:${id}:compensate:book#1`],
+      ]);
+      expect(did(lines, 'compensate')).toEqual([
+        [me, `v1:${id}:compensate:book#1`],
+        [me, `v1:${id}:compensate:reserve#1`],
+      ]);
       expect(did(lines, 'notify')).toEqual([]); // not cancelled: no onCancel handler runs
       expect(stepNames(info)).toEqual(['reserve:completed', 'book:completed', 'pay:failed', 'compensate:book:completed', 'compensate:reserve:completed']);
-      expect(transitionsOf(info).map((t) => t.event).slice(-2)).toEqual(['reclaim', 'fail']);
+      expect(
+        transitionsOf(info)
+          .map((t) => t.event)
+          .slice(-2),
+      ).toEqual(['reclaim', 'fail']);
     } finally {
       await engine.close();
     }
@@ -131,28 +143,53 @@ describe.each(stores)('the cleanup scope across a SIGKILL on $name (real process
   // cancelling, and worker A reclaims it to run the cleanup).
   it.each([
     { when: 'while it ran', end: 'cancel' as const, cancel: true as const, log: ['cancel:running->cancelling', 'reclaim:cancelling->cancelling', 'abort:cancelling->cancelled'] },
-    { when: 'while it waited', end: 'wait' as const, cancel: 'when-waiting' as const, log: ['cancel:waiting->cancelling', 'reclaim:cancelling->cancelling', 'reclaim:cancelling->cancelling', 'abort:cancelling->cancelled'] },
-  ])('a worker killed in the middle of a compensation of a task cancelled $when the next worker keeps the onCancel step it recorded, reruns the compensation, runs the rest; the task ends cancelled', async ({ end, cancel, log: transitions }) => {
-    const { engine, id, log, dead } = await crash(makeUrl(), 'compensate', (e) => e.start(cleanupSaga, { end }), cancel);
-    const me = process.pid;
-    try {
-      expect((await engine.get(id)).status).toBe('cancelling');
-      const worker = await takeOver(engine);
-      await waitForStatus(engine, id, ['cancelled', 'failed'], 30_000);
-      await worker.stop();
-      const info = await engine.get(id);
-      expect(info.status, JSON.stringify(info.status === 'failed' ? info.error : null)).toBe('cancelled');
-      const lines = readLog(log);
-      expect(did(lines, 'notify')).toEqual([[dead, `v1:${id}:onCancel:notify#1`]]);
-      expect(did(lines, 'compensate-start')).toEqual([[dead, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:book#1`]]);
-      expect(did(lines, 'compensate')).toEqual([[me, `v1:${id}:compensate:book#1`], [me, `v1:${id}:compensate:reserve#1`]]);
-      expect(did(lines, 'work-start').map(([pid]) => pid)).toEqual(end === 'cancel' ? [dead] : []);
-      expect(stepNames(info).filter((n) => !n.startsWith('go:'))).toEqual(['reserve:completed', 'book:completed', 'onCancel:notify:completed', 'compensate:book:completed', 'compensate:reserve:completed']);
-      expect(transitionsOf(info).map((t) => `${t.event}:${t.from}->${t.to}`).slice(-transitions.length)).toEqual(transitions);
-    } finally {
-      await engine.close();
-    }
-  }, 90_000);
+    {
+      when: 'while it waited',
+      end: 'wait' as const,
+      cancel: 'when-waiting' as const,
+      log: ['cancel:waiting->cancelling', 'reclaim:cancelling->cancelling', 'reclaim:cancelling->cancelling', 'abort:cancelling->cancelled'],
+    },
+  ])(
+    'a worker killed in the middle of a compensation of a task cancelled $when the next worker keeps the onCancel step it recorded, reruns the compensation, runs the rest; the task ends cancelled',
+    async ({ end, cancel, log: transitions }) => {
+      const { engine, id, log, dead } = await crash(makeUrl(), 'compensate', (e) => e.start(cleanupSaga, { end }), cancel);
+      const me = process.pid;
+      try {
+        expect((await engine.get(id)).status).toBe('cancelling');
+        const worker = await takeOver(engine);
+        await waitForStatus(engine, id, ['cancelled', 'failed'], 30_000);
+        await worker.stop();
+        const info = await engine.get(id);
+        expect(info.status, JSON.stringify(info.status === 'failed' ? info.error : null)).toBe('cancelled');
+        const lines = readLog(log);
+        expect(did(lines, 'notify')).toEqual([[dead, `v1:${id}:onCancel:notify#1`]]);
+        expect(did(lines, 'compensate-start')).toEqual([
+          [dead, `v1:${id}:compensate:book#1`],
+          [me, `v1:${id}:compensate:book#1`],
+        ]);
+        expect(did(lines, 'compensate')).toEqual([
+          [me, `v1:${id}:compensate:book#1`],
+          [me, `v1:${id}:compensate:reserve#1`],
+        ]);
+        expect(did(lines, 'work-start').map(([pid]) => pid)).toEqual(end === 'cancel' ? [dead] : []);
+        expect(stepNames(info).filter((n) => !n.startsWith('go:'))).toEqual([
+          'reserve:completed',
+          'book:completed',
+          'onCancel:notify:completed',
+          'compensate:book:completed',
+          'compensate:reserve:completed',
+        ]);
+        expect(
+          transitionsOf(info)
+            .map((t) => `${t.event}:${t.from}->${t.to}`)
+            .slice(-transitions.length),
+        ).toEqual(transitions);
+      } finally {
+        await engine.close();
+      }
+    },
+    90_000,
+  );
 
   it('a worker killed after the cleanup, before the last transition: the next worker runs no cleanup step again and ends the task cancelled', async () => {
     const { engine, id, log, dead } = await crash(makeUrl(), 'cleanup:done', (e) => e.start(cleanupSaga, { end: 'cancel' }), true);
@@ -167,9 +204,16 @@ describe.each(stores)('the cleanup scope across a SIGKILL on $name (real process
       expect(info.status).toBe('cancelled');
       const lines = readLog(log);
       for (const event of ['notify', 'compensate-start']) expect(did(lines, event).map(([pid]) => pid)).toEqual([dead]);
-      expect(did(lines, 'compensate').map(([pid, key]) => [pid, key.slice(key.lastIndexOf(':') + 1)])).toEqual([[dead, 'book#1'], [dead, 'reserve#1']]);
+      expect(did(lines, 'compensate').map(([pid, key]) => [pid, key.slice(key.lastIndexOf(':') + 1)])).toEqual([
+        [dead, 'book#1'],
+        [dead, 'reserve#1'],
+      ]);
       expect(stepNames(info)).toEqual(stepNames(before));
-      expect(transitionsOf(info).map((t) => t.event).slice(-2)).toEqual(['reclaim', 'abort']);
+      expect(
+        transitionsOf(info)
+          .map((t) => t.event)
+          .slice(-2),
+      ).toEqual(['reclaim', 'abort']);
     } finally {
       await engine.close();
     }

@@ -14,13 +14,18 @@ const FIXTURE = 'test/fixtures/exactly-once-workflows.ts';
 const WORKFLOWS = [dataSync, plainDataSync, dailyReport, smsAlert];
 const pgUp = await hasPostgres();
 const freshSchema = schemasOfThisFile('sw_crash_once');
-const source = [{ id: 1, amount: 1.5 }, { id: 2, amount: 2.25 }, { id: 3, amount: 10 }];
-const expectedRows = [{ id: 1, cents: 150 }, { id: 2, cents: 225 }, { id: 3, cents: 1000 }];
-
-const stores = [
-  { name: 'SQLite', url: () => `sqlite:${join(tempDir(), 'once.db')}` },
-  ...(pgUp ? [{ name: 'PostgreSQL', url: () => `${PG_URL}?schema=${freshSchema()}` }] : []),
+const source = [
+  { id: 1, amount: 1.5 },
+  { id: 2, amount: 2.25 },
+  { id: 3, amount: 10 },
 ];
+const expectedRows = [
+  { id: 1, cents: 150 },
+  { id: 2, cents: 225 },
+  { id: 3, cents: 1000 },
+];
+
+const stores = [{ name: 'SQLite', url: () => `sqlite:${join(tempDir(), 'once.db')}` }, ...(pgUp ? [{ name: 'PostgreSQL', url: () => `${PG_URL}?schema=${freshSchema()}` }] : [])];
 if (!pgUp) console.warn('[stepwise tests] PostgreSQL is not reachable: the PostgreSQL crash tests of exactly-once effects are skipped.');
 
 /**
@@ -46,31 +51,35 @@ async function resume(engine: Engine): Promise<Worker> {
 
 describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)', ({ url: makeUrl }) => {
   const points = ['transaction:begun', 'transaction:written', 'transaction:checkpointed', 'transaction:committed', 'notify:before'];
-  it.each(points)('the data-sync agent killed at %s: the target rows are written once and one notification is sent', async (point) => {
-    const url = makeUrl();
-    const engine = new Engine({ store: url, workflows: WORKFLOWS });
-    try {
-      await engine.ready();
-      const target = userTable(url, 'target');
-      await target.create('id INTEGER NOT NULL, cents INTEGER NOT NULL'); // no unique index: a second write would duplicate
-      const { id, log, deadPid } = await crashThenResume(url, point, () => engine.start(dataSync, { table: target.name, source }));
-      // Before the resume: what the dead worker committed, all or nothing.
-      const committed = await target.rows('id');
-      expect(committed).toEqual(point === 'transaction:committed' || point === 'notify:before' ? expectedRows : []);
-      const worker = await resume(engine);
-      expect(await engine.result(id, { timeout: '30s' })).toEqual({ written: 3 });
-      await worker.stop();
-      expect(await target.rows('id')).toEqual(expectedRows);
-      const notes = readLog(log).filter((l) => l.event === 'notify');
-      expect(notes.map((l) => l.key)).toEqual([`v1:${id}:notify#1`]);
-      expect(notes[0]?.pid).not.toBe(deadPid);
-      const info = await engine.get(id);
-      expect(info.steps.find((s) => s.name === 'write-target')).toMatchObject({ status: 'completed', output: { written: 3 } });
-      expect(info.runs).toBe(2);
-    } finally {
-      await engine.close();
-    }
-  }, 90_000);
+  it.each(points)(
+    'the data-sync agent killed at %s: the target rows are written once and one notification is sent',
+    async (point) => {
+      const url = makeUrl();
+      const engine = new Engine({ store: url, workflows: WORKFLOWS });
+      try {
+        await engine.ready();
+        const target = userTable(url, 'target');
+        await target.create('id INTEGER NOT NULL, cents INTEGER NOT NULL'); // no unique index: a second write would duplicate
+        const { id, log, deadPid } = await crashThenResume(url, point, () => engine.start(dataSync, { table: target.name, source }));
+        // Before the resume: what the dead worker committed, all or nothing.
+        const committed = await target.rows('id');
+        expect(committed).toEqual(point === 'transaction:committed' || point === 'notify:before' ? expectedRows : []);
+        const worker = await resume(engine);
+        expect(await engine.result(id, { timeout: '30s' })).toEqual({ written: 3 });
+        await worker.stop();
+        expect(await target.rows('id')).toEqual(expectedRows);
+        const notes = readLog(log).filter((l) => l.event === 'notify');
+        expect(notes.map((l) => l.key)).toEqual([`v1:${id}:notify#1`]);
+        expect(notes[0]?.pid).not.toBe(deadPid);
+        const info = await engine.get(id);
+        expect(info.steps.find((s) => s.name === 'write-target')).toMatchObject({ status: 'completed', output: { written: 3 } });
+        expect(info.runs).toBe(2);
+      } finally {
+        await engine.close();
+      }
+    },
+    90_000,
+  );
 
   it('without a transaction (a plain step writing on its own connection), the same crash writes the rows twice', async () => {
     const url = makeUrl();
@@ -112,7 +121,11 @@ describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)',
       await engine.result(rerun.id, { timeout: '30s' });
       await worker.stop();
       expect((await report.rows<{ metric: string }>()).map((r) => r.metric)).toEqual(['orders', 'revenue', 'orders', 'revenue']);
-      expect(readLog(log).filter((l) => l.event === 'publish').map((l) => l.key)).toEqual([`v1:report:${day}:publish`]);
+      expect(
+        readLog(log)
+          .filter((l) => l.event === 'publish')
+          .map((l) => l.key),
+      ).toEqual([`v1:report:${day}:publish`]);
       const hits = (await engine.get(rerun.id)).history.filter((e) => e.type === 'idempotency:hit');
       expect(hits).toHaveLength(1);
       expect((await engine.get(id)).runs).toBe(2);
@@ -199,8 +212,16 @@ describe.each(stores)('exactly-once effects on $name (real processes, SIGKILL)',
       await expect(engine.result(failed.id, { timeout: '30s' })).rejects.toMatchObject({ code: ERROR_CODES.TASK_FAILED });
       await worker.stop();
       // Each message went out once, in the worker that died; nothing re-sent it blindly.
-      expect(readLog(skipped.log).filter((l) => l.event === 'sms').map((l) => l.pid)).toEqual([skipped.deadPid]);
-      expect(readLog(failed.log).filter((l) => l.event === 'sms').map((l) => l.pid)).toEqual([failed.deadPid]);
+      expect(
+        readLog(skipped.log)
+          .filter((l) => l.event === 'sms')
+          .map((l) => l.pid),
+      ).toEqual([skipped.deadPid]);
+      expect(
+        readLog(failed.log)
+          .filter((l) => l.event === 'sms')
+          .map((l) => l.pid),
+      ).toEqual([failed.deadPid]);
       await expect(engine.decideEffect(skipped.id, 'send-sms', 'maybe' as 'skip')).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
     } finally {
       await engine.close();

@@ -24,7 +24,10 @@ describe('failure handling across a crash (SQLite, real processes)', () => {
       await a.exited;
       const b = spawnCli(ARGS(db), { STEPWISE_TEST_LOG: log, STEPWISE_TEST_NO_STALL: '1' });
       expect(await engine.result(id, { timeout: '30s' })).toBe(300);
-      const by = (i: number): number[] => readLog(log).filter((l) => l.event === 'item' && l.key === String(i)).map((l) => l.pid);
+      const by = (i: number): number[] =>
+        readLog(log)
+          .filter((l) => l.event === 'item' && l.key === String(i))
+          .map((l) => l.pid);
       for (const i of [0, 99]) expect(by(i)).toEqual([a.pid]);
       for (const i of [100, 149, 150]) expect(by(i)).toEqual([a.pid, b.pid]);
       for (const i of [151, 299]) expect(by(i)).toEqual([b.pid]);

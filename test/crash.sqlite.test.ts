@@ -10,7 +10,7 @@ import { readLog, spawnCli } from './support/processes.ts';
 const FIXTURE = 'test/fixtures/crash-workflows.ts';
 
 describe('crash recovery on SQLite (real processes)', () => {
-  it('resumes a SIGKILLed worker\'s task on another worker: finished steps run once, the interrupted step re-runs with the same key', async () => {
+  it("resumes a SIGKILLed worker's task on another worker: finished steps run once, the interrupted step re-runs with the same key", async () => {
     const dir = tempDir();
     const db = `sqlite:${join(dir, 'crash.db')}`;
     const log = join(dir, 'effects.log');
@@ -48,12 +48,20 @@ describe('crash recovery on SQLite (real processes)', () => {
       expect(info.status).toBe('succeeded');
       expect(info.runs).toBe(2);
       expect(transitionsOf(info).map((h) => `${h.event}:${h.from}->${h.to}`)).toEqual([
-        'create:null->pending', 'claim:pending->running', 'reclaim:running->running', 'complete:running->succeeded',
+        'create:null->pending',
+        'claim:pending->running',
+        'reclaim:running->running',
+        'complete:running->succeeded',
       ]);
       const reclaim = transitionsOf(info)[2];
       expect(reclaim?.detail).toMatchObject({ previousOwner: transitionsOf(info)[1]?.actor.id });
       expect(reclaim?.actor.id).not.toBe(transitionsOf(info)[1]?.actor.id);
-      expect(info.steps.map((s) => [s.name, s.epoch])).toEqual([['fetch', 1], ['transform', 1], ['slow-write', 2], ['notify', 2]]);
+      expect(info.steps.map((s) => [s.name, s.epoch])).toEqual([
+        ['fetch', 1],
+        ['transform', 1],
+        ['slow-write', 2],
+        ['notify', 2],
+      ]);
       expect(b.output()).toContain('reclaimed after a lost worker');
       b.child.kill('SIGTERM');
       expect((await b.exited).code).toBe(0);

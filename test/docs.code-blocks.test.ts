@@ -10,7 +10,13 @@ import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
 // Virtual files live in a folder of the repository so that its package.json ("type": "module")
 // makes them ES modules (top-level await) and node_modules resolves as for a user's file.
 const VIRTUAL_DIR = join(ROOT, 'docs', '.code-blocks');
@@ -145,7 +151,10 @@ const fragments = pages.reduce((n, p) => n + p.fragments, 0);
 describe(`documentation code blocks: ${blocks.length} type-checked, ${fragments} marked fragment skipped`, () => {
   let results: Map<string, string[]>;
   beforeAll(() => {
-    const files = new Map<string, string>([[PRELUDE_FILE, PRELUDE], [FIXTURE_FILE, FIXTURE]]);
+    const files = new Map<string, string>([
+      [PRELUDE_FILE, PRELUDE],
+      [FIXTURE_FILE, FIXTURE],
+    ]);
     for (const block of blocks) files.set(block.file, block.code);
     results = checkBlocks(files);
   }, 120_000);

@@ -19,19 +19,27 @@ afterEach(async () => {
 
 async function openApproval(engine: Engine, taskId: string): Promise<ApprovalInfo> {
   let found: ApprovalInfo | undefined;
-  await eventually(async () => {
-    [found] = await engine.approvals({ taskId, status: 'pending' });
-    return found !== undefined;
-  }, 10_000, `an approval of task ${taskId}`);
+  await eventually(
+    async () => {
+      [found] = await engine.approvals({ taskId, status: 'pending' });
+      return found !== undefined;
+    },
+    10_000,
+    `an approval of task ${taskId}`,
+  );
   return found as ApprovalInfo;
 }
 
 const twoCalls = (name: string, budget?: object) =>
-  workflow(name, async (ctx) => {
-    await chatCompletion(ctx, 'first', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
-    const r = await chatCompletion(ctx, 'second', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'y' }] });
-    return r.choices[0]?.message.content;
-  }, budget ? { budget } : {});
+  workflow(
+    name,
+    async (ctx) => {
+      await chatCompletion(ctx, 'first', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
+      const r = await chatCompletion(ctx, 'second', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'y' }] });
+      return r.choices[0]?.message.content;
+    },
+    budget ? { budget } : {},
+  );
 
 describe('a budget that asks a person before a call would exceed it', () => {
   it('parks on an approval with what was spent and the limit; approved with a higher limit, the budget is raised durably and the call is made', async () => {
@@ -46,7 +54,8 @@ describe('a budget that asks a person before a call would exceed it', () => {
     const approval = await openApproval(engine, id);
     await waitForStatus(engine, id, 'waiting');
     expect(approval).toMatchObject({
-      name: 'budget:second', approvers: ['finance'],
+      name: 'budget:second',
+      approvers: ['finance'],
       payload: { step: 'second', limit: 'tokens', budget: { tokens: 100 }, spent: { tokens: 100 }, projected: 100 },
     });
     expect(fake.requests).toHaveLength(1);

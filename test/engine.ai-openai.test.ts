@@ -17,8 +17,7 @@ afterEach(async () => {
   await fake.close();
 });
 
-const usageOf = (history: Array<{ type: string }>): UsageEvent['usage'][] =>
-  history.filter((e): e is UsageEvent => e.type === 'usage:attempt').map((e) => e.usage);
+const usageOf = (history: Array<{ type: string }>): UsageEvent['usage'][] => history.filter((e): e is UsageEvent => e.type === 'usage:attempt').map((e) => e.usage);
 
 describe('chatCompletion (openai client)', () => {
   it('checkpoints the completion: the idempotency key travels as a header, usage and cost are recorded, a replay never calls again', async () => {
@@ -41,7 +40,17 @@ describe('chatCompletion (openai client)', () => {
     const [u] = usageOf(info.history);
     // 600 uncached input at $0.15/M, 400 cached at $0.075/M, 200 output at $0.6/M.
     const cost = (600 * 0.15 + 400 * 0.075 + 200 * 0.6) / 1e6;
-    expect(u).toMatchObject({ step: 'ask', attempt: 1, model: 'gpt-4o-mini', outcome: 'succeeded', inputTokens: 1000, outputTokens: 200, cachedInputTokens: 400, priced: true, estimated: false });
+    expect(u).toMatchObject({
+      step: 'ask',
+      attempt: 1,
+      model: 'gpt-4o-mini',
+      outcome: 'succeeded',
+      inputTokens: 1000,
+      outputTokens: 200,
+      cachedInputTokens: 400,
+      priced: true,
+      estimated: false,
+    });
     expect(u?.costUsd).toBeCloseTo(cost, 12);
     expect(info.usage?.total).toMatchObject({ inputTokens: 1000, outputTokens: 200, totalTokens: 1200, attempts: 1 });
     expect(info.usage?.steps.ask?.costUsd).toBeCloseTo(cost, 12);
@@ -49,7 +58,10 @@ describe('chatCompletion (openai client)', () => {
   });
 
   it('turns the client retries off: a 500 reaches the server once per engine attempt, and each failed attempt is recorded', async () => {
-    fake.script([{ kind: 'error', status: 500 }, { kind: 'error', status: 500 }]);
+    fake.script([
+      { kind: 'error', status: 500 },
+      { kind: 'error', status: 500 },
+    ]);
     const wf = workflow('flaky', async (ctx) =>
       chatCompletion(ctx, 'call', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { step: { retry: { maxAttempts: 2, initialDelay: 1, jitter: false } } }),
     );
@@ -66,7 +78,10 @@ describe('chatCompletion (openai client)', () => {
   });
 
   it('retries a 429 once, after the delay its Retry-After header asks for', async () => {
-    fake.script([{ kind: 'error', status: 429, retryAfter: 1 }, { kind: 'text', chunks: ['ok'], usage: { prompt_tokens: 5, completion_tokens: 1 } }]);
+    fake.script([
+      { kind: 'error', status: 429, retryAfter: 1 },
+      { kind: 'text', chunks: ['ok'], usage: { prompt_tokens: 5, completion_tokens: 1 } },
+    ]);
     const wf = workflow('limited', async (ctx) => {
       const r = await chatCompletion(ctx, 'call', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
       return r.choices[0]?.message.content;
@@ -141,12 +156,21 @@ describe('chatCompletion (openai client)', () => {
   });
 
   it('starts a retried attempt with a reset frame: readers drop what the failed attempt streamed', async () => {
-    fake.script([{ kind: 'text', chunks: ['old ', 'text'], stallAfter: 1 }, { kind: 'text', chunks: ['new ', 'text'], stallAfter: 1 }]);
+    fake.script([
+      { kind: 'text', chunks: ['old ', 'text'], stallAfter: 1 },
+      { kind: 'text', chunks: ['new ', 'text'], stallAfter: 1 },
+    ]);
     const wf = workflow('retried-stream', async (ctx) =>
-      chatCompletion(ctx, 'write', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'go' }], stream: true }, {
-        // Each stalled attempt times out and is retried.
-        step: { timeout: '1s', retry: { maxAttempts: 10, initialDelay: 1, jitter: false } },
-      }),
+      chatCompletion(
+        ctx,
+        'write',
+        client,
+        { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'go' }], stream: true },
+        {
+          // Each stalled attempt times out and is retried.
+          step: { timeout: '1s', retry: { maxAttempts: 10, initialDelay: 1, jitter: false } },
+        },
+      ),
     );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -174,11 +198,15 @@ describe('chatCompletion (openai client)', () => {
 
   it('refuses the call that would exceed the budget: the task fails with BUDGET_EXCEEDED and the provider is not called', async () => {
     fake.script([{ kind: 'text', chunks: ['a'], usage: { prompt_tokens: 60, completion_tokens: 40 } }]);
-    const wf = workflow('thrifty', async (ctx) => {
-      await chatCompletion(ctx, 'first', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
-      await chatCompletion(ctx, 'second', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'y' }] });
-      return 'done';
-    }, { budget: { tokens: 100 } });
+    const wf = workflow(
+      'thrifty',
+      async (ctx) => {
+        await chatCompletion(ctx, 'first', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
+        await chatCompletion(ctx, 'second', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'y' }] });
+        return 'done';
+      },
+      { budget: { tokens: 100 } },
+    );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start('thrifty');

@@ -20,8 +20,7 @@ afterEach(async () => {
   await fake.close();
 });
 
-const usageOf = (history: Array<{ type: string }>): UsageEvent['usage'][] =>
-  history.filter((e): e is UsageEvent => e.type === 'usage:attempt').map((e) => e.usage);
+const usageOf = (history: Array<{ type: string }>): UsageEvent['usage'][] => history.filter((e): e is UsageEvent => e.type === 'usage:attempt').map((e) => e.usage);
 
 describe('generateText / streamText / generateObject (AI SDK)', () => {
   it('generateText is checkpointed: a resumed task reads it back (response.timestamp still a Date) without calling the model', async () => {
@@ -40,7 +39,10 @@ describe('generateText / streamText / generateObject (AI SDK)', () => {
     await waitForStatus(engine, id, 'waiting');
     await engine.signal(id, 'go', null);
     expect(await engine.result(id)).toBe('Bonjour');
-    expect(seen).toEqual([{ text: 'Bonjour', isDate: true }, { text: 'Bonjour', isDate: true }]);
+    expect(seen).toEqual([
+      { text: 'Bonjour', isDate: true },
+      { text: 'Bonjour', isDate: true },
+    ]);
     expect(fake.requests).toHaveLength(1);
     expect(fake.requests[0]?.headers['idempotency-key']).toBe(`v1:${id}:greet#1`);
     const info = await engine.get(id);
@@ -82,7 +84,10 @@ describe('generateText / streamText / generateObject (AI SDK)', () => {
 
   it('generateObject gives up after its repair budget: the step fails for good (no engine retry) and the spent tokens are billed', async () => {
     fake.script([{ kind: 'text', chunks: ['{"title": 1}'], usage: { prompt_tokens: 10, completion_tokens: 5 } }]);
-    const wf = workflow('stubborn', async (ctx) => (await generateObject(ctx, 'extract', { model, schema: z.object({ title: z.string() }), prompt: 'Title?', repair: { maxAttempts: 1 } })).object);
+    const wf = workflow(
+      'stubborn',
+      async (ctx) => (await generateObject(ctx, 'extract', { model, schema: z.object({ title: z.string() }), prompt: 'Title?', repair: { maxAttempts: 1 } })).object,
+    );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start('stubborn');
@@ -94,11 +99,14 @@ describe('generateText / streamText / generateObject (AI SDK)', () => {
     expect(usageOf(info.history)).toMatchObject([{ outcome: 'failed', inputTokens: 20, outputTokens: 10, estimated: false }]);
   });
 
-  it('generateObject hands an object that stays invalid after its repairs to the step\'s onExhausted: skip returns the declared fallback', async () => {
+  it("generateObject hands an object that stays invalid after its repairs to the step's onExhausted: skip returns the declared fallback", async () => {
     fake.script([{ kind: 'text', chunks: ['{"title": 1}'], usage: { prompt_tokens: 10, completion_tokens: 5 } }]);
     const wf = workflow('lenient', async (ctx) => {
       const r = await generateObject(ctx, 'extract', {
-        model, schema: z.object({ title: z.string() }), prompt: 'Title?', repair: { maxAttempts: 1 },
+        model,
+        schema: z.object({ title: z.string() }),
+        prompt: 'Title?',
+        repair: { maxAttempts: 1 },
         step: { onExhausted: 'skip', fallback: { title: 'untitled' } },
       });
       return r.object;
@@ -114,12 +122,16 @@ describe('generateText / streamText / generateObject (AI SDK)', () => {
   });
 
   it('ctx.usage records the usage a plain step reports, priced from the workflow table', async () => {
-    const wf = workflow('manual', async (ctx) => {
-      await ctx.step('call', async (s) => {
-        await ctx.usage(s, { model: 'house-model', inputTokens: 2_000_000, outputTokens: 1_000_000 });
-        return 1;
-      });
-    }, { prices: { 'house-model': { input: 1, output: 3 } } });
+    const wf = workflow(
+      'manual',
+      async (ctx) => {
+        await ctx.step('call', async (s) => {
+          await ctx.usage(s, { model: 'house-model', inputTokens: 2_000_000, outputTokens: 1_000_000 });
+          return 1;
+        });
+      },
+      { prices: { 'house-model': { input: 1, output: 3 } } },
+    );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start('manual');
@@ -146,10 +158,11 @@ describe('durableModel', () => {
           lookup: ai.tool({
             description: 'Looks a term up',
             inputSchema: z.object({ q: z.string() }),
-            execute: ({ q }) => ctx.step('lookup', () => {
-              lookups++;
-              return `${q}: a durable execution engine`;
-            }),
+            execute: ({ q }) =>
+              ctx.step('lookup', () => {
+                lookups++;
+                return `${q}: a durable execution engine`;
+              }),
           }),
         },
       });

@@ -7,8 +7,7 @@ import { ERROR_CODES, isStepwiseError, workflow, type ApprovalInfo, type Engine 
 import { ManualClock } from '../src/testing/index.ts';
 import { TEST_STORE, eventually, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
 
-const pendingIds = async (engine: Engine, taskId: string): Promise<string[]> =>
-  (await engine.approvals({ status: ['pending', 'escalated'], taskId })).map((a) => a.id);
+const pendingIds = async (engine: Engine, taskId: string): Promise<string[]> => (await engine.approvals({ status: ['pending', 'escalated'], taskId })).map((a) => a.id);
 
 async function firstApproval(engine: Engine, taskId: string): Promise<ApprovalInfo> {
   await eventually(async () => (await engine.get(taskId)).approvals.length > 0, 10_000, 'an approval');
@@ -44,7 +43,10 @@ describe('approvals of ended tasks', () => {
     const closed = info.history.filter((e) => e.type === 'approval:decided');
     expect(closed).toMatchObject([{ actor: { kind: 'system', id: 'task-ended' }, approvalId: approval.id, detail: { status: 'expired' } }]);
     expect((await engine.approvals({ status: 'expired', taskId: id })).map((a) => a.id)).toEqual([approval.id]);
-    const refused = await engine.decide(approval.id, { approve: true, by: 'alice' }).then(() => null, (e: unknown) => e);
+    const refused = await engine.decide(approval.id, { approve: true, by: 'alice' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(isStepwiseError(refused, ERROR_CODES.TASK_ENDED)).toBe(true);
   });
 
@@ -74,6 +76,9 @@ describe('approvals of ended tasks', () => {
     await engine.decide(second as string, { approve: true, by: 'alice' });
     expect(await engine.result(id, { timeout: '20s' })).toBe(true);
     const approvals = (await engine.get(id)).approvals;
-    expect(approvals.map((a) => [a.id, a.status])).toEqual([[first.id, 'expired'], [second, 'approved']]);
+    expect(approvals.map((a) => [a.id, a.status])).toEqual([
+      [first.id, 'expired'],
+      [second, 'approved'],
+    ]);
   });
 });

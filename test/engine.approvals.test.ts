@@ -3,8 +3,20 @@
 // An engine suite: it runs on SQLite and, in the engine-on-postgres project, on PostgreSQL.
 import { describe, expect, it } from 'vitest';
 import {
-  ApprovalNotFoundError, ConflictError, ERROR_CODES, ForbiddenError, InvalidArgumentError, TaskEndedError, isStepwiseError, workflow,
-  type ApprovalDecision, type ApprovalEvent, type ApprovalInfo, type ApprovalNotice, type Engine, type TaskEvent,
+  ApprovalNotFoundError,
+  ConflictError,
+  ERROR_CODES,
+  ForbiddenError,
+  InvalidArgumentError,
+  TaskEndedError,
+  isStepwiseError,
+  workflow,
+  type ApprovalDecision,
+  type ApprovalEvent,
+  type ApprovalInfo,
+  type ApprovalNotice,
+  type Engine,
+  type TaskEvent,
 } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { TEST_STORE, eventually, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
@@ -14,16 +26,23 @@ const approvalEvents = (history: TaskEvent[]): ApprovalEvent[] => history.filter
 /** The task's only approval once it exists. */
 async function approvalOf(engine: Engine, taskId: string, name?: string): Promise<ApprovalInfo> {
   let found: ApprovalInfo | undefined;
-  await eventually(async () => {
-    const list = (await engine.get(taskId)).approvals.filter((a) => name === undefined || a.name === name);
-    found = list[list.length - 1];
-    return found !== undefined;
-  }, 10_000, `an approval of task ${taskId}`);
+  await eventually(
+    async () => {
+      const list = (await engine.get(taskId)).approvals.filter((a) => name === undefined || a.name === name);
+      found = list[list.length - 1];
+      return found !== undefined;
+    },
+    10_000,
+    `an approval of task ${taskId}`,
+  );
   return found as ApprovalInfo;
 }
 
 async function rejectsWith(p: Promise<unknown>, code: string): Promise<Error> {
-  const e = await p.then(() => null, (err: unknown) => err as Error);
+  const e = await p.then(
+    () => null,
+    (err: unknown) => err as Error,
+  );
   expect(e, `expected a rejection with ${code}`).not.toBeNull();
   expect(isStepwiseError(e, code as never), `got ${String((e as Error)?.message)}`).toBe(true);
   return e as Error;
@@ -52,11 +71,24 @@ describe('approvals', () => {
     expect(worker.inFlight).toBe(0);
     expect(parked.lease).toBeNull();
     expect(parked.wait).toMatchObject({ kind: 'approval', approval: approval.id, name: 'review', approvers: ['alice', 'bob'] });
-    expect(approval).toMatchObject({ taskId: id, workflow: 'review-draft', name: 'review', status: 'pending', approvers: ['alice', 'bob'], quorum: 1, payload: { text: 'v1' }, level: 1, decisions: [], deadline: null });
+    expect(approval).toMatchObject({
+      taskId: id,
+      workflow: 'review-draft',
+      name: 'review',
+      status: 'pending',
+      approvers: ['alice', 'bob'],
+      quorum: 1,
+      payload: { text: 'v1' },
+      level: 1,
+      decisions: [],
+      deadline: null,
+    });
     expect((await engine.approvals({ status: 'pending', approver: 'bob' })).map((a) => a.id)).toEqual([approval.id]);
     expect(await engine.approvals({ status: 'pending', approver: 'carol' })).toEqual([]);
     expect((await engine.approvals({ workflow: 'review-draft' })).map((a) => a.id)).toEqual([approval.id]);
-    expect((await engine.explain(id)).summary).toMatch(new RegExp(`approval "review" \\(${approval.id}, level 1\\) from alice, bob \\(no deadline\\); decide with \`stepwise approve ${approval.id}`));
+    expect((await engine.explain(id)).summary).toMatch(
+      new RegExp(`approval "review" \\(${approval.id}, level 1\\) from alice, bob \\(no deadline\\); decide with \`stepwise approve ${approval.id}`),
+    );
 
     const decided = await engine.decide(approval.id, { approve: true, by: 'bob', comment: 'tightened the intro', data: { text: 'v2' } });
     expect(decided).toMatchObject({ status: 'approved', outcome: { approved: true, by: 'bob', comment: 'tightened the intro', data: { text: 'v2' }, timedOut: false, escalations: 0 } });
@@ -197,7 +229,10 @@ describe('approvals', () => {
     expect(await engine.result(id, { timeout: '20s' })).toMatchObject({ approved: true, by: null, timedOut: true, escalations: 0 });
     const info = await engine.get(id);
     expect(info.approvals[0]?.status).toBe('approved');
-    expect(approvalEvents(info.history).find((e) => e.type === 'approval:decided')).toMatchObject({ actor: { kind: 'system', id: 'approval-policy:approve' }, detail: { status: 'approved' } });
+    expect(approvalEvents(info.history).find((e) => e.type === 'approval:decided')).toMatchObject({
+      actor: { kind: 'system', id: 'approval-policy:approve' },
+      detail: { status: 'approved' },
+    });
   });
 
   it('a three-level escalation chain adds approvers at level 2 and 3, then applies its final outcome; escalations counts the levels passed', async () => {
@@ -205,7 +240,8 @@ describe('approvals', () => {
     const notices: ApprovalNotice[] = [];
     const wf = workflow('escalating', async (ctx) =>
       ctx.approval('spend', {
-        approvers: ['alice'], timeout: '24h',
+        approvers: ['alice'],
+        timeout: '24h',
         onTimeout: { escalate: ['carol'], timeout: '4h', then: { escalate: ['dave'], timeout: '1h', then: 'reject' } },
       }),
     );
@@ -227,14 +263,17 @@ describe('approvals', () => {
     expect(events.map((e) => e.type)).toEqual(['approval:requested', 'approval:escalated', 'approval:escalated', 'approval:decided']);
     expect(events[1]?.detail).toMatchObject({ level: 2, added: ['carol'] });
     expect(events[2]?.detail).toMatchObject({ level: 3, added: ['dave'] });
-    expect(notices.map((n) => [n.kind, n.approval.level])).toEqual([['requested', 1], ['escalated', 2], ['escalated', 3], ['decided', 3]]);
+    expect(notices.map((n) => [n.kind, n.approval.level])).toEqual([
+      ['requested', 1],
+      ['escalated', 2],
+      ['escalated', 3],
+      ['decided', 3],
+    ]);
   });
 
   it('an escalated approval is decided by an approver the escalation added', async () => {
     const clock = new ManualClock();
-    const wf = workflow('escalate-then-decide', async (ctx) =>
-      ctx.approval('spend', { approvers: ['alice'], timeout: '1h', onTimeout: { escalate: ['carol'], timeout: '1h' } }),
-    );
+    const wf = workflow('escalate-then-decide', async (ctx) => ctx.approval('spend', { approvers: ['alice'], timeout: '1h', onTimeout: { escalate: ['carol'], timeout: '1h' } }));
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine);
     const { id } = await engine.start(wf);
@@ -299,8 +338,11 @@ describe('approvals', () => {
     const a = await approvalOf(engine, id);
     await eventually(() => notices.length === 1, 10_000, 'the requested notice');
     expect(notices[0]).toMatchObject({
-      kind: 'requested', approveCommand: `stepwise approve ${a.id} --as <name>`, rejectCommand: `stepwise reject ${a.id} --as <name>`,
-      startedBy: { kind: 'user', id: 'erin' }, approval: { id: a.id, taskId: id, approvers: ['alice'], payload: { title: 'Q3' }, deadline: a.deadline },
+      kind: 'requested',
+      approveCommand: `stepwise approve ${a.id} --as <name>`,
+      rejectCommand: `stepwise reject ${a.id} --as <name>`,
+      startedBy: { kind: 'user', id: 'erin' },
+      approval: { id: a.id, taskId: id, approvers: ['alice'], payload: { title: 'Q3' }, deadline: a.deadline },
     });
     await engine.decide(a.id, { approve: false, by: 'alice', comment: 'numbers are off' });
     expect(notices[1]).toMatchObject({ kind: 'decided', startedBy: { id: 'erin' }, approval: { status: 'rejected', outcome: { approved: false, comment: 'numbers are off' } } });
@@ -324,7 +366,10 @@ describe('approvals', () => {
     await engine.decide((await approvalOf(engine, approved.id)).id, { approve: true, by: 'alice' });
     expect(await engine.result(approved.id, { timeout: '20s' })).toBe(1);
     expect(published).toBe(1);
-    for (const [taskId, why] of [[rejected.id, /requires approval "review", which was rejected/], [never.id, /which this task never asked for/]] as const) {
+    for (const [taskId, why] of [
+      [rejected.id, /requires approval "review", which was rejected/],
+      [never.id, /which this task never asked for/],
+    ] as const) {
       const info = await engine.get(taskId);
       const step = info.steps.find((s) => s.name === 'publish');
       expect(step).toMatchObject({ status: 'failed', attempts: 0 });

@@ -11,10 +11,14 @@ describe('steps with a business key', () => {
   it('returns the recorded result to a new task doing the same operation, without running the step again', async () => {
     const runs: string[] = [];
     const report = workflow('daily-report', async (ctx, input: { day: string }) => {
-      const rows = await ctx.step('write-report', ({ idempotencyKey }) => {
-        runs.push(idempotencyKey);
-        return { rows: 3, writtenBy: ctx.taskId };
-      }, { key: `report:${input.day}:daily` });
+      const rows = await ctx.step(
+        'write-report',
+        ({ idempotencyKey }) => {
+          runs.push(idempotencyKey);
+          return { rows: 3, writtenBy: ctx.taskId };
+        },
+        { key: `report:${input.day}:daily` },
+      );
       return rows;
     });
     const { observer, events } = collectIdempotency();
@@ -68,11 +72,15 @@ describe('steps with a business key', () => {
   it('lets a later task run the operation again after a task failed it for good', async () => {
     let calls = 0;
     const wf = workflow('fragile', async (ctx) =>
-      ctx.step('charge', () => {
-        calls++;
-        if (calls === 1) throw new NonRetryableError('card declined');
-        return 'charged';
-      }, { key: 'charge:order-77' }),
+      ctx.step(
+        'charge',
+        () => {
+          calls++;
+          if (calls === 1) throw new NonRetryableError('card declined');
+          return 'charged';
+        },
+        { key: 'charge:order-77' },
+      ),
     );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -87,12 +95,16 @@ describe('steps with a business key', () => {
     const release = gate();
     let calls = 0;
     const wf = workflow('export', async (ctx) =>
-      ctx.step('export', async () => {
-        calls++;
-        started.open();
-        await release.promise;
-        return 'exported';
-      }, { key: 'export:2026-12' }),
+      ctx.step(
+        'export',
+        async () => {
+          calls++;
+          started.open();
+          await release.promise;
+          return 'exported';
+        },
+        { key: 'export:2026-12' },
+      ),
     );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine, { concurrency: 4 });

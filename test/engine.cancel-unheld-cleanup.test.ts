@@ -10,7 +10,9 @@ function stepNames(info: TaskInfo): string[] {
 }
 
 function lastTransitions(info: TaskInfo, n: number): string[] {
-  return transitionsOf(info).map((t) => `${t.event}:${t.from}>${t.to}`).slice(-n);
+  return transitionsOf(info)
+    .map((t) => `${t.event}:${t.from}>${t.to}`)
+    .slice(-n);
 }
 
 /** A workflow that books (compensated), registers an onCancel handler, then waits for an event. */
@@ -84,10 +86,14 @@ describe('cancelling a task no worker holds, whose last run left cleanup to do',
     const inStep = gate();
     const wf = workflow('book-then-drain', async (ctx) => {
       await ctx.step('book', () => 'B3', { compensate: (b: string) => void effects.push(`unbook ${b}`) });
-      await ctx.step('slow', ({ signal }) => new Promise((_r, reject) => {
-        inStep.open();
-        signal.addEventListener('abort', () => reject(signal.reason as Error));
-      }));
+      await ctx.step(
+        'slow',
+        ({ signal }) =>
+          new Promise((_r, reject) => {
+            inStep.open();
+            signal.addEventListener('abort', () => reject(signal.reason as Error));
+          }),
+      );
     });
     const engine = makeEngine({ workflows: [wf] });
     const first = await startWorker(engine, { shutdownGraceMs: 50, cancelGraceMs: 200 });
@@ -98,7 +104,9 @@ describe('cancelling a task no worker holds, whose last run left cleanup to do',
     expect((await engine.cancel(id, { reason: 'not needed' })).status).toBe('cancelling');
     // No worker runs: the task waits, visibly, for one that serves its workflow.
     const why = await engine.explain(id);
-    expect(why.summary).toBe('Cancelling (reason: not needed): waiting for a worker serving "book-then-drain" version 1 to run its cleanup (onCancel handlers, compensations); if none takes it within a lease period, any worker\'s heartbeat ends it cancelled without running that cleanup.');
+    expect(why.summary).toBe(
+      'Cancelling (reason: not needed): waiting for a worker serving "book-then-drain" version 1 to run its cleanup (onCancel handlers, compensations); if none takes it within a lease period, any worker\'s heartbeat ends it cancelled without running that cleanup.',
+    );
     expect(effects).toEqual([]);
     await startWorker(engine);
     await waitForStatus(engine, id, ['cancelled', 'failed']);
@@ -127,7 +135,12 @@ describe('cancelling a task no worker holds, whose last run left cleanup to do',
 
   it('a cleanup that fails for good after such a cancel leaves the task failed with COMPENSATION_FAILED', async () => {
     const wf = workflow('undo-fails-after-wait', async (ctx) => {
-      await ctx.step('ship', () => 'S1', { retry: 1, compensate: () => { throw new NonRetryableError('parcel already left'); } });
+      await ctx.step('ship', () => 'S1', {
+        retry: 1,
+        compensate: () => {
+          throw new NonRetryableError('parcel already left');
+        },
+      });
       await ctx.sleep('cool-off', 3_600_000);
     });
     const engine = makeEngine({ workflows: [wf] });
@@ -138,7 +151,8 @@ describe('cancelling a task no worker holds, whose last run left cleanup to do',
     await waitForStatus(engine, id, ['cancelled', 'failed']);
     const info = await engine.get(id);
     expect(info.status === 'failed' && info.error).toMatchObject({
-      code: 'COMPENSATION_FAILED', message: expect.stringMatching(/was cancelled \(reason: abandon\) and could not be fully undone: compensation of "ship": .*parcel already left/),
+      code: 'COMPENSATION_FAILED',
+      message: expect.stringMatching(/was cancelled \(reason: abandon\) and could not be fully undone: compensation of "ship": .*parcel already left/),
     });
     expect(lastTransitions(info, 3)).toEqual(['cancel:waiting>cancelling', 'reclaim:cancelling>cancelling', 'fail:cancelling>failed']);
   });
@@ -202,6 +216,9 @@ describe('a cancelled waiting task that no worker of its version takes over', ()
     expect(effects).toEqual([]);
     const last = transitionsOf(await engine.get(id)).at(-1);
     expect(last).toMatchObject({ event: 'abort', from: 'cancelling', to: 'cancelled', actor: { kind: 'system', id: 'lease-expiry' } });
-    expect(last?.detail).toMatchObject({ previousOwner: null, note: expect.stringMatching(/its cleanup \(onCancel handlers, compensations\) did not run: no worker of workflow "left-alone" version 1 took the task over within 400 ms/) });
+    expect(last?.detail).toMatchObject({
+      previousOwner: null,
+      note: expect.stringMatching(/its cleanup \(onCancel handlers, compensations\) did not run: no worker of workflow "left-alone" version 1 took the task over within 400 ms/),
+    });
   });
 });

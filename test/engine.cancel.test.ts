@@ -9,14 +9,16 @@ describe('cancellation', () => {
     let signalReason: unknown;
     let after = 0;
     const wf = workflow('long-llm', async (ctx) => {
-      await ctx.step('generate', ({ signal }) =>
-        new Promise((_, reject) => {
-          entered.open();
-          signal.addEventListener('abort', () => {
-            signalReason = signal.reason;
-            reject(signal.reason as Error);
-          });
-        }),
+      await ctx.step(
+        'generate',
+        ({ signal }) =>
+          new Promise((_, reject) => {
+            entered.open();
+            signal.addEventListener('abort', () => {
+              signalReason = signal.reason;
+              reject(signal.reason as Error);
+            });
+          }),
       );
       await ctx.step('publish', () => void after++);
     });
@@ -84,22 +86,20 @@ describe('cancellation', () => {
 
   it('tells a step still running when the workflow returns (the loser of a race) to stop, with and without a timeout', async () => {
     const reasons: Record<string, unknown> = {};
-    const loser = (name: string) => ({ signal }: { signal: AbortSignal }) =>
-      new Promise<string>((resolve) => {
-        // Polls rather than listens: the signal itself must say it was aborted.
-        const timer = setInterval(() => {
-          if (!signal.aborted) return;
-          clearInterval(timer);
-          reasons[name] = signal.reason;
-          resolve('stopped');
-        }, 5);
-      });
+    const loser =
+      (name: string) =>
+      ({ signal }: { signal: AbortSignal }) =>
+        new Promise<string>((resolve) => {
+          // Polls rather than listens: the signal itself must say it was aborted.
+          const timer = setInterval(() => {
+            if (!signal.aborted) return;
+            clearInterval(timer);
+            reasons[name] = signal.reason;
+            resolve('stopped');
+          }, 5);
+        });
     const wf = workflow('race', async (ctx) =>
-      Promise.race([
-        ctx.step('winner', () => 'won'),
-        ctx.step('slow', loser('slow')),
-        ctx.step('slow-timed', loser('slow-timed'), { timeout: '1h' }),
-      ]),
+      Promise.race([ctx.step('winner', () => 'won'), ctx.step('slow', loser('slow')), ctx.step('slow-timed', loser('slow-timed'), { timeout: '1h' })]),
     );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  IdempotencyConflictError, NonRetryableError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, WorkflowNotFoundError, workflow,
-} from '../src/index.ts';
+import { IdempotencyConflictError, NonRetryableError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, WorkflowNotFoundError, workflow } from '../src/index.ts';
 import { TEST_STORE, gate, makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
 import { Engine } from '../src/index.ts';
 
@@ -38,7 +36,12 @@ describe('engine commands', () => {
   });
 
   it('gives typed errors with codes for unknown workflows, unknown ids and malformed input', async () => {
-    const schema = { parse: (v: unknown) => { if (typeof (v as { topic?: unknown })?.topic !== 'string') throw new Error('topic must be a string'); return v; } };
+    const schema = {
+      parse: (v: unknown) => {
+        if (typeof (v as { topic?: unknown })?.topic !== 'string') throw new Error('topic must be a string');
+        return v;
+      },
+    };
     const strict = workflow('strict', async () => null, { input: schema });
     const engine = makeEngine({ workflows: [echo, strict] });
     const unknown = await engine.start('ecoh', {}).catch((e: unknown) => e);
@@ -202,7 +205,7 @@ describe('engine commands', () => {
     expect(info.history.map((e) => e.seq)).toEqual(info.history.map((_, i) => i + 1));
   });
 
-  it('refuses a signal payload that fails the workflow\'s declared schema before it is stored', async () => {
+  it("refuses a signal payload that fails the workflow's declared schema before it is stored", async () => {
     const decision = z.object({ approved: z.boolean(), by: z.string() });
     const wf = workflow('review', async (ctx) => ctx.waitForEvent<z.infer<typeof decision>>('decision'), { signals: { decision } });
     const engine = makeEngine({ workflows: [wf] });

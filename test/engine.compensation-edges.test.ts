@@ -25,10 +25,14 @@ describe('retry after a cleanup that undid steps', () => {
     const effects: string[] = [];
     let declined = true;
     const wf = workflow('undone-then-retried', async (ctx) => {
-      const booking = await ctx.step('book', () => {
-        effects.push('book');
-        return `B${effects.filter((e) => e === 'book').length}`;
-      }, { compensate: (b: string) => void effects.push(`unbook ${b}`) });
+      const booking = await ctx.step(
+        'book',
+        () => {
+          effects.push('book');
+          return `B${effects.filter((e) => e === 'book').length}`;
+        },
+        { compensate: (b: string) => void effects.push(`unbook ${b}`) },
+      );
       await ctx.step('charge', () => {
         effects.push('charge');
         if (declined) throw new NonRetryableError('card declined');
@@ -60,7 +64,8 @@ describe('retry after a cleanup that undid steps', () => {
         compensate: (_b, { idempotencyKey }) => void keys.push(`unbook ${idempotencyKey}`),
       });
       await ctx.step('reserve', ({ idempotencyKey }) => void keys.push(`reserve ${idempotencyKey}`), {
-        key: 'seat:order-9', compensate: (_r, { idempotencyKey }) => void keys.push(`unreserve ${idempotencyKey}`),
+        key: 'seat:order-9',
+        compensate: (_r, { idempotencyKey }) => void keys.push(`unreserve ${idempotencyKey}`),
       });
       await ctx.step('charge', () => {
         if (declines-- > 0) throw new NonRetryableError('card declined');
@@ -79,10 +84,18 @@ describe('retry after a cleanup that undid steps', () => {
     await engine.result(id, { timeout: '10s' });
     const k = (name: string, suffix = ''): string => `v1:${id}:${name}#1${suffix}`;
     expect(keys).toEqual([
-      `prepare ${k('prepare')}`, `book ${k('book')}`, 'reserve v1:seat:order-9', `unreserve ${k('compensate:reserve')}`, `unbook ${k('compensate:book')}`,
+      `prepare ${k('prepare')}`,
+      `book ${k('book')}`,
+      'reserve v1:seat:order-9',
+      `unreserve ${k('compensate:reserve')}`,
+      `unbook ${k('compensate:book')}`,
       // The first retry: the business key's stored result is not handed back either; it runs again.
-      `book ${k('book', ':redo1')}`, 'reserve v1:seat:order-9:redo1', `unreserve ${k('compensate:reserve', ':redo1')}`, `unbook ${k('compensate:book', ':redo1')}`,
-      `book ${k('book', ':redo2')}`, 'reserve v1:seat:order-9:redo2',
+      `book ${k('book', ':redo1')}`,
+      'reserve v1:seat:order-9:redo1',
+      `unreserve ${k('compensate:reserve', ':redo1')}`,
+      `unbook ${k('compensate:book', ':redo1')}`,
+      `book ${k('book', ':redo2')}`,
+      'reserve v1:seat:order-9:redo2',
     ]);
     expect(observed).toEqual(keys.map((line) => line.slice(line.indexOf(' ') + 1)));
     const info = await engine.get(id);
@@ -98,10 +111,14 @@ describe('retry after a cleanup that undid steps', () => {
     let declined = true;
     const wf = workflow('undone-beside-kept', async (ctx) => {
       const [booking] = await Promise.all([
-        ctx.step('book', () => {
-          effects.push('book');
-          return `B${effects.filter((e) => e === 'book').length}`;
-        }, { compensate: (b: string) => void effects.push(`unbook ${b}`) }),
+        ctx.step(
+          'book',
+          () => {
+            effects.push('book');
+            return `B${effects.filter((e) => e === 'book').length}`;
+          },
+          { compensate: (b: string) => void effects.push(`unbook ${b}`) },
+        ),
         ctx.step('email', () => void effects.push('email')),
       ]);
       await ctx.step('charge', () => {
@@ -149,7 +166,10 @@ describe('retry after a cleanup that undid steps', () => {
     let refused = true;
     const wf = workflow('half-undone-retried', async (ctx) => {
       await ctx.step('reserve', () => void effects.push('reserve'), {
-        retry: 1, compensate: () => { throw new NonRetryableError('reservation system down'); },
+        retry: 1,
+        compensate: () => {
+          throw new NonRetryableError('reservation system down');
+        },
       });
       await ctx.step('ship', () => void effects.push('ship'), { compensate: () => void effects.push('unship') });
       await ctx.step('invoice', () => {
@@ -181,10 +201,14 @@ describe('steps still running when the task fails for good or is cancelled', () 
     const started = gate();
     const wf = workflow('sibling-in-flight', async (ctx) => {
       await Promise.all([
-        ctx.step('a', () => {
-          started.open();
-          return slow.promise;
-        }, { compensate: (out: string) => void undone.push(`undo ${out}`) }),
+        ctx.step(
+          'a',
+          () => {
+            started.open();
+            return slow.promise;
+          },
+          { compensate: (out: string) => void undone.push(`undo ${out}`) },
+        ),
         ctx.step('b', async () => {
           await started.promise;
           throw new NonRetryableError('b broke');
@@ -205,26 +229,38 @@ describe('steps still running when the task fails for good or is cancelled', () 
     expect(stepNames(info).sort()).toEqual(['a:completed', 'b:failed', 'compensate:a:completed']);
   });
 
-  it('names a step still running at the cleanup\'s deadline in COMPENSATION_FAILED: it was not undone', async () => {
+  it("names a step still running at the cleanup's deadline in COMPENSATION_FAILED: it was not undone", async () => {
     const clock = new ManualClock();
     const started = gate();
     const undone: string[] = [];
-    const wf = workflow('sibling-stuck', async (ctx) => {
-      await Promise.all([
-        ctx.step('a', ignoresSignal(() => started.open()), { compensate: () => void undone.push('a') }),
-        ctx.step('b', async () => {
-          await started.promise;
-          throw new NonRetryableError('b broke');
-        }),
-      ]);
-    }, { cleanupTimeout: '1m' });
+    const wf = workflow(
+      'sibling-stuck',
+      async (ctx) => {
+        await Promise.all([
+          ctx.step(
+            'a',
+            ignoresSignal(() => started.open()),
+            { compensate: () => void undone.push('a') },
+          ),
+          ctx.step('b', async () => {
+            await started.promise;
+            throw new NonRetryableError('b broke');
+          }),
+        ]);
+      },
+      { cleanupTimeout: '1m' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine, { cancelGraceMs: 50, leaseMs: 86_400_000 });
     const { id } = await engine.start(wf);
-    await eventually(async () => {
-      await clock.advance('1m');
-      return (await engine.get(id)).status === 'failed';
-    }, 10_000, 'the task to fail');
+    await eventually(
+      async () => {
+        await clock.advance('1m');
+        return (await engine.get(id)).status === 'failed';
+      },
+      10_000,
+      'the task to fail',
+    );
     const info = await engine.get(id);
     expect(undone).toEqual([]);
     expect(info.status === 'failed' && info.error).toMatchObject({
@@ -241,10 +277,14 @@ describe('steps still running when the task fails for good or is cancelled', () 
     const started = gate();
     const wf = workflow('cancel-sibling-completes', async (ctx) => {
       await Promise.all([
-        ctx.step('a', () => {
-          started.open();
-          return slow.promise; // does not listen to its signal
-        }, { compensate: (out: string) => void undone.push(`undo ${out}`) }),
+        ctx.step(
+          'a',
+          () => {
+            started.open();
+            return slow.promise; // does not listen to its signal
+          },
+          { compensate: (out: string) => void undone.push(`undo ${out}`) },
+        ),
         ctx.step('work', ({ signal }) => new Promise((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)))),
       ]);
     });
@@ -265,7 +305,11 @@ describe('steps still running when the task fails for good or is cancelled', () 
   it('after a cancel, names a step with a compensation that is still running when the grace period ends in COMPENSATION_FAILED', async () => {
     const started = gate();
     const wf = workflow('cancel-sibling-stuck', async (ctx) => {
-      await ctx.step('a', ignoresSignal(() => started.open()), { compensate: () => undefined });
+      await ctx.step(
+        'a',
+        ignoresSignal(() => started.open()),
+        { compensate: () => undefined },
+      );
     });
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine, { cancelGraceMs: 50 });
@@ -284,25 +328,33 @@ describe('steps still running when the task fails for good or is cancelled', () 
 });
 
 describe('a worker stopping during a cleanup step that ignores its signal', () => {
-  it('returns from stop() once the cancel grace period has passed, well before the cleanup\'s deadline; the task stays cancelling and the next worker finishes the cleanup', async () => {
+  it("returns from stop() once the cancel grace period has passed, well before the cleanup's deadline; the task stays cancelling and the next worker finishes the cleanup", async () => {
     const clock = new ManualClock();
     const entered = gate();
     const undoStarted = gate();
     const undone: string[] = [];
     let stubborn = true;
-    const wf = workflow('stubborn-undo', async (ctx) => {
-      await ctx.step('book', () => 'B1', {
-        compensate: (b: string) => {
-          if (!stubborn) return void undone.push(`unbook ${b}`);
-          undoStarted.open();
-          return new Promise(() => undefined); // ignores its signal
-        },
-      });
-      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
-        entered.open();
-        signal.addEventListener('abort', () => reject(signal.reason as Error));
-      }));
-    }, { cleanupTimeout: '1h' });
+    const wf = workflow(
+      'stubborn-undo',
+      async (ctx) => {
+        await ctx.step('book', () => 'B1', {
+          compensate: (b: string) => {
+            if (!stubborn) return void undone.push(`unbook ${b}`);
+            undoStarted.open();
+            return new Promise(() => undefined); // ignores its signal
+          },
+        });
+        await ctx.step(
+          'work',
+          ({ signal }) =>
+            new Promise((_r, reject) => {
+              entered.open();
+              signal.addEventListener('abort', () => reject(signal.reason as Error));
+            }),
+        );
+      },
+      { cleanupTimeout: '1h' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     // Leases are judged by the engine's clock on SQLite and by the database's on PostgreSQL: short,
     // and the clock moved past one below.
@@ -313,10 +365,7 @@ describe('a worker stopping during a cleanup step that ignores its signal', () =
     await engine.cancel(id, { reason: 'stop' });
     await undoStarted.promise;
     // The cleanup's deadline is an hour away on a clock that does not move: stop() must not wait for it.
-    const stopped = await Promise.race([
-      first.stop().then(() => 'stopped'),
-      new Promise((r) => setTimeout(() => r('stop() still waiting'), 15_000).unref()),
-    ]);
+    const stopped = await Promise.race([first.stop().then(() => 'stopped'), new Promise((r) => setTimeout(() => r('stop() still waiting'), 15_000).unref())]);
     expect(stopped).toBe('stopped');
     // No end was written: the task is still cancelling, its compensation not recorded.
     const between = await engine.get(id);

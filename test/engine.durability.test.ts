@@ -29,7 +29,7 @@ function slowStore(inner: Store, around: (kind: string) => Promise<void>, parall
 }
 
 describe('durability of results', () => {
-  it('writes a lone run\'s checkpoints at once, and retries one that fails through the queue without running its step again', async () => {
+  it("writes a lone run's checkpoints at once, and retries one that fails through the queue without running its step again", async () => {
     let charged = 0;
     const wf = workflow('direct', async (ctx) => {
       await ctx.step('prepare', () => 'p');
@@ -159,12 +159,16 @@ describe('durability of results', () => {
       });
       return 'ok';
     });
-    const store = slowStore(await openStore(tempDbUrl()), async () => {
-      if (down) {
-        await sleep(5);
-        throw new Error('injected: database unreachable');
-      }
-    }, 1);
+    const store = slowStore(
+      await openStore(tempDbUrl()),
+      async () => {
+        if (down) {
+          await sleep(5);
+          throw new Error('injected: database unreachable');
+        }
+      },
+      1,
+    );
     const engine = new Engine({ store, workflows: [wf] });
     try {
       await engine.worker({ pollIntervalMs: 20, heartbeatMs: 100, leaseMs: 8000 }).start();

@@ -54,10 +54,14 @@ describe('dwell timeouts', () => {
   it('a task that waits too long with a compensated step completed: a worker replays it, runs the compensation and fails it with the dwell error', async () => {
     const clock = new ManualClock();
     const undone: string[] = [];
-    const wf = workflow('reserved-then-stuck', async (ctx) => {
-      await ctx.step('reserve', () => 'R7', { compensate: (r: string) => void undone.push(r) });
-      return ctx.waitForEvent('confirm');
-    }, { dwell: { waiting: { after: '1h', then: 'fail' } } });
+    const wf = workflow(
+      'reserved-then-stuck',
+      async (ctx) => {
+        await ctx.step('reserve', () => 'R7', { compensate: (r: string) => void undone.push(r) });
+        return ctx.waitForEvent('confirm');
+      },
+      { dwell: { waiting: { after: '1h', then: 'fail' } } },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine);
     const { id } = await engine.start(wf);
@@ -69,17 +73,25 @@ describe('dwell timeouts', () => {
     expect(info.status === 'failed' && info.error).toMatchObject({ code: ERROR_CODES.TIMEOUT, name: 'DwellTimeoutError' });
     expect(info.steps.map((st) => `${st.name}:${st.status}`)).toContain('compensate:reserve:completed');
     // The scanner's expire leaves it waiting and due, with the error; the worker claims it and fails it.
-    expect(transitionsOf(info).map((t) => `${t.event}:${t.from}>${t.to}`).slice(-3)).toEqual(['expire:waiting>waiting', 'claim:waiting>running', 'fail:running>failed']);
+    expect(
+      transitionsOf(info)
+        .map((t) => `${t.event}:${t.from}>${t.to}`)
+        .slice(-3),
+    ).toEqual(['expire:waiting>waiting', 'claim:waiting>running', 'fail:running>failed']);
     expect(dwellEvents(info.history)).toHaveLength(1);
   });
 
   it('a paused task past dwell.paused with a compensated step: it is made pending, and the worker that claims it compensates and fails it', async () => {
     const clock = new ManualClock();
     const undone: string[] = [];
-    const wf = workflow('reserved-then-paused', async (ctx) => {
-      await ctx.step('reserve', () => 'R8', { compensate: (r: string) => void undone.push(r) });
-      return ctx.waitForEvent('confirm');
-    }, { dwell: { paused: { after: '2h', then: 'fail' } } });
+    const wf = workflow(
+      'reserved-then-paused',
+      async (ctx) => {
+        await ctx.step('reserve', () => 'R8', { compensate: (r: string) => void undone.push(r) });
+        return ctx.waitForEvent('confirm');
+      },
+      { dwell: { paused: { after: '2h', then: 'fail' } } },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine);
     const { id } = await engine.start(wf);
@@ -90,7 +102,11 @@ describe('dwell timeouts', () => {
     const info = await engine.get(id);
     expect(undone).toEqual(['R8']);
     expect(info.status === 'failed' && info.error).toMatchObject({ name: 'DwellTimeoutError' });
-    expect(transitionsOf(info).map((t) => `${t.event}:${t.from}>${t.to}`).slice(-3)).toEqual(['expire:paused>pending', 'claim:pending>running', 'fail:running>failed']);
+    expect(
+      transitionsOf(info)
+        .map((t) => `${t.event}:${t.from}>${t.to}`)
+        .slice(-3),
+    ).toEqual(['expire:paused>pending', 'claim:pending>running', 'fail:running>failed']);
   });
 
   it('cancels a task paused longer than dwell.paused', async () => {
@@ -110,10 +126,14 @@ describe('dwell timeouts', () => {
 
   it('an alert only records one dwell:exceeded entry per stay and leaves the task waiting; a new stay can alert again', async () => {
     const clock = new ManualClock();
-    const wf = workflow('slow-reviewers', async (ctx) => {
-      await ctx.waitForEvent('first');
-      return ctx.waitForEvent('second');
-    }, { dwell: { waiting: { after: '1h', then: 'alert' } } });
+    const wf = workflow(
+      'slow-reviewers',
+      async (ctx) => {
+        await ctx.waitForEvent('first');
+        return ctx.waitForEvent('second');
+      },
+      { dwell: { waiting: { after: '1h', then: 'alert' } } },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine);
     const { id } = await engine.start(wf);
@@ -138,15 +158,19 @@ describe('dwell timeouts', () => {
   it('fails a task running longer than dwell.running without progress; a progress report restarts the bound', async () => {
     const clock = new ManualClock();
     const report = gate();
-    const wf = workflow('stalled-crawl', async (ctx) => {
-      await ctx.step('warm-up', async () => 'ok');
-      return ctx.step('crawl', async (s) => {
-        await report.promise;
-        s.progress({ done: 1, total: 10 });
-        // Stalls: waits until the run is stopped.
-        await new Promise((_, reject) => s.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
-      });
-    }, { dwell: { running: { after: '10m', then: 'fail' } } });
+    const wf = workflow(
+      'stalled-crawl',
+      async (ctx) => {
+        await ctx.step('warm-up', async () => 'ok');
+        return ctx.step('crawl', async (s) => {
+          await report.promise;
+          s.progress({ done: 1, total: 10 });
+          // Stalls: waits until the run is stopped.
+          await new Promise((_, reject) => s.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
+        });
+      },
+      { dwell: { running: { after: '10m', then: 'fail' } } },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine, LONG_LEASE);
     const { id } = await engine.start(wf);
@@ -169,13 +193,23 @@ describe('dwell timeouts', () => {
   it('cancels a run stalled longer than dwell.running, aborting the step like a user cancel', async () => {
     const clock = new ManualClock();
     let aborted = false;
-    const wf = workflow('stalled-call', async (ctx) =>
-      ctx.step('call', async (s) => {
-        await new Promise((_, reject) => s.signal.addEventListener('abort', () => {
-          aborted = true;
-          reject(new Error('aborted'));
-        }, { once: true }));
-      }), { dwell: { running: { after: '5m', then: 'cancel' } } });
+    const wf = workflow(
+      'stalled-call',
+      async (ctx) =>
+        ctx.step('call', async (s) => {
+          await new Promise((_, reject) =>
+            s.signal.addEventListener(
+              'abort',
+              () => {
+                aborted = true;
+                reject(new Error('aborted'));
+              },
+              { once: true },
+            ),
+          );
+        }),
+      { dwell: { running: { after: '5m', then: 'cancel' } } },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine, LONG_LEASE);
     const { id } = await engine.start(wf);
@@ -193,11 +227,15 @@ describe('dwell timeouts', () => {
     const clock = new ManualClock();
     const first = gate();
     const second = gate();
-    const wf = workflow('slow-steps', async (ctx) => {
-      await ctx.step('one', async () => first.promise);
-      await ctx.step('two', async () => second.promise);
-      return 'done';
-    }, { dwell: { running: { after: '1h', then: 'alert' } } });
+    const wf = workflow(
+      'slow-steps',
+      async (ctx) => {
+        await ctx.step('one', async () => first.promise);
+        await ctx.step('two', async () => second.promise);
+        return 'done';
+      },
+      { dwell: { running: { after: '1h', then: 'alert' } } },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine, LONG_LEASE);
     const { id } = await engine.start(wf);

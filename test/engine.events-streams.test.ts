@@ -79,7 +79,10 @@ describe('engine.events with stream frames', () => {
   });
 
   it('a retried attempt starts with a reset frame in the events stream', async () => {
-    fake.script([{ kind: 'text', chunks: ['old ', 'text'], stallAfter: 1 }, { kind: 'text', chunks: ['new ', 'text'], stallAfter: 1 }]);
+    fake.script([
+      { kind: 'text', chunks: ['old ', 'text'], stallAfter: 1 },
+      { kind: 'text', chunks: ['new ', 'text'], stallAfter: 1 },
+    ]);
     const wf = streamer('retried-events', { step: { timeout: '1s', retry: { maxAttempts: 10, initialDelay: 1, jitter: false } } });
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);

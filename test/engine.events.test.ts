@@ -1,9 +1,7 @@
 // The task event log (engine.get().history, engine.events()) and the observer seam, on the store
 // the engine suites run on (SQLite, and PostgreSQL in the engine-on-postgres project).
 import { describe, expect, it } from 'vitest';
-import {
-  Engine, NonRetryableError, rebuildTask, workflow, type Observer, type StepInfo, type TaskEvent, type TaskInfo,
-} from '../src/index.ts';
+import { Engine, NonRetryableError, rebuildTask, workflow, type Observer, type StepInfo, type TaskEvent, type TaskInfo } from '../src/index.ts';
 import { TEST_STORE, eventually, gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
 /** The stored task as the log must rebuild it. */
@@ -12,9 +10,20 @@ function expectRebuilt(info: TaskInfo): void {
   expect(rebuilt.status).toBe(info.status);
   if (info.status === 'succeeded') expect(rebuilt.output).toEqual(info.output);
   if (info.status === 'failed') expect(rebuilt.error?.message).toBe(info.error.message);
-  const journal = (s: Pick<StepInfo, 'seq' | 'name' | 'kind' | 'status' | 'output' | 'attempts' | 'startedAt' | 'finishedAt' | 'wakeAt' | 'epoch'> & { error: { message: string } | null }) => ({
-    seq: s.seq, name: s.name, kind: s.kind, status: s.status, output: s.output, error: s.error?.message ?? null,
-    attempts: s.attempts, startedAt: s.startedAt, finishedAt: s.finishedAt, wakeAt: s.wakeAt, epoch: s.epoch,
+  const journal = (
+    s: Pick<StepInfo, 'seq' | 'name' | 'kind' | 'status' | 'output' | 'attempts' | 'startedAt' | 'finishedAt' | 'wakeAt' | 'epoch'> & { error: { message: string } | null },
+  ) => ({
+    seq: s.seq,
+    name: s.name,
+    kind: s.kind,
+    status: s.status,
+    output: s.output,
+    error: s.error?.message ?? null,
+    attempts: s.attempts,
+    startedAt: s.startedAt,
+    finishedAt: s.finishedAt,
+    wakeAt: s.wakeAt,
+    epoch: s.epoch,
   });
   expect(rebuilt.steps.map(journal)).toEqual(info.steps.map(journal));
 }
@@ -137,11 +146,13 @@ describe(`the task event log (${TEST_STORE})`, () => {
 
   it('retries a task again and again although its errors cut an emoji in half (the log still reads back)', async () => {
     let attempts = 0;
-    const wf = workflow('half-emoji', async (ctx) => ctx.step('s', () => {
-      attempts++;
-      if (attempts < 3) throw new NonRetryableError(`bad ${'🚀'.slice(0, 1)} cut`);
-      return 'ok';
-    }));
+    const wf = workflow('half-emoji', async (ctx) =>
+      ctx.step('s', () => {
+        attempts++;
+        if (attempts < 3) throw new NonRetryableError(`bad ${'🚀'.slice(0, 1)} cut`);
+        return 'ok';
+      }),
+    );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start(wf, undefined);
@@ -168,7 +179,7 @@ describe(`the task event log (${TEST_STORE})`, () => {
 });
 
 describe(`engine.events() (${TEST_STORE})`, () => {
-  it('streams one task\'s entries live to a reader in another engine, resumes after a seq, and ends when the task succeeds', async () => {
+  it("streams one task's entries live to a reader in another engine, resumes after a seq, and ends when the task succeeds", async () => {
     const release = gate();
     const wf = workflow('three', async (ctx) => {
       await ctx.step('one', () => 1);
@@ -205,7 +216,7 @@ describe(`engine.events() (${TEST_STORE})`, () => {
     }
   });
 
-  it('streams every task\'s entries, step results included, once each and in each task\'s order; a reader resumes from any cursor', async () => {
+  it("streams every task's entries, step results included, once each and in each task's order; a reader resumes from any cursor", async () => {
     const wf = workflow('pair', async (ctx, n: number) => {
       await ctx.step('a', () => n);
       return ctx.step('b', () => n * 2);
@@ -268,11 +279,15 @@ describe(`observers (${TEST_STORE})`, () => {
   it('see each run and step attempt with its context, and every log entry once in order; a throwing observer fails nothing', async () => {
     let calls = 0;
     const wf = workflow('observed', async (ctx) => {
-      await ctx.step('fetch', () => {
-        calls++;
-        if (calls === 1) throw new Error('transient');
-        return 'ok';
-      }, { retry: { maxAttempts: 3, initialDelay: 1 } });
+      await ctx.step(
+        'fetch',
+        () => {
+          calls++;
+          if (calls === 1) throw new Error('transient');
+          return 'ok';
+        },
+        { retry: { maxAttempts: 3, initialDelay: 1 } },
+      );
       return ctx.step('save', () => 'saved');
     });
     const hooks: string[] = [];
@@ -351,10 +366,7 @@ describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, ()
 
   it('gives the wait a signal sent before its deadline by another process whose news never arrives', async () => {
     const wf = workflow('busy-wait-2', async (ctx) => {
-      const [decision] = await Promise.all([
-        ctx.waitForEvent<string>('approve', { timeout: '1s' }),
-        ctx.step('long-work', () => new Promise((r) => setTimeout(() => r('worked'), 1500))),
-      ]);
+      const [decision] = await Promise.all([ctx.waitForEvent<string>('approve', { timeout: '1s' }), ctx.step('long-work', () => new Promise((r) => setTimeout(() => r('worked'), 1500)))]);
       return decision;
     });
     const url = tempDbUrl();
@@ -410,14 +422,16 @@ describe(`progress reports (${TEST_STORE})`, () => {
   });
 
   it('refuses a malformed progress report with a clear error to the step', async () => {
-    const wf = workflow('bad-progress', async (ctx) => ctx.step('s', ({ progress }) => {
-      try {
-        progress({ done: -1 });
-        return 'accepted';
-      } catch (e) {
-        return (e as Error).message;
-      }
-    }));
+    const wf = workflow('bad-progress', async (ctx) =>
+      ctx.step('s', ({ progress }) => {
+        try {
+          progress({ done: -1 });
+          return 'accepted';
+        } catch (e) {
+          return (e as Error).message;
+        }
+      }),
+    );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start(wf, undefined);

@@ -6,23 +6,31 @@ import { eventually, makeEngine, startWorker, tempDbUrl, waitForStatus, FAST } f
 /** The open approval named `name` of the task, once it exists. */
 async function openApproval(engine: Engine, taskId: string, name: string): Promise<ApprovalInfo> {
   let found: ApprovalInfo | undefined;
-  await eventually(async () => {
-    [found] = await engine.approvals({ taskId, status: ['pending', 'escalated'] });
-    return found?.name === name;
-  }, 10_000, `approval ${name} of task ${taskId}`);
+  await eventually(
+    async () => {
+      [found] = await engine.approvals({ taskId, status: ['pending', 'escalated'] });
+      return found?.name === name;
+    },
+    10_000,
+    `approval ${name} of task ${taskId}`,
+  );
   return found as ApprovalInfo;
 }
 
 const FAST_RETRY = { maxAttempts: 2, initialDelay: 1 };
 
 describe("onExhausted: 'ask' (a person decides a step whose attempts ran out)", () => {
-  it('parks on an approval carrying the step and its last error; only valid data from a listed approver is taken, and a supplied output becomes the step\'s output', async () => {
+  it("parks on an approval carrying the step and its last error; only valid data from a listed approver is taken, and a supplied output becomes the step's output", async () => {
     let runs = 0;
     const wf = workflow('extract', async (ctx) => {
-      const out = await ctx.step('parse', () => {
-        runs++;
-        throw new Error('invoice layout not recognised');
-      }, { retry: FAST_RETRY, onExhausted: 'ask', ask: { approvers: ['ops'] } });
+      const out = await ctx.step(
+        'parse',
+        () => {
+          runs++;
+          throw new Error('invoice layout not recognised');
+        },
+        { retry: FAST_RETRY, onExhausted: 'ask', ask: { approvers: ['ops'] } },
+      );
       return { parsed: out };
     });
     const engine = makeEngine({ workflows: [wf] });
@@ -52,11 +60,15 @@ describe("onExhausted: 'ask' (a person decides a step whose attempts ran out)", 
   it('a retry decision gives the step a fresh set of attempts (those before are kept in the count, not held against its retry policy)', async () => {
     const seen: number[] = [];
     const wf = workflow('flaky', async (ctx) =>
-      ctx.step('call', ({ attempt }) => {
-        seen.push(attempt);
-        if (attempt <= 3) throw new Error(`down (attempt ${attempt})`);
-        return 'up';
-      }, { retry: FAST_RETRY, onExhausted: 'ask' }),
+      ctx.step(
+        'call',
+        ({ attempt }) => {
+          seen.push(attempt);
+          if (attempt <= 3) throw new Error(`down (attempt ${attempt})`);
+          return 'up';
+        },
+        { retry: FAST_RETRY, onExhausted: 'ask' },
+      ),
     );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -75,10 +87,14 @@ describe("onExhausted: 'ask' (a person decides a step whose attempts ran out)", 
   it('exhausted again after a retry decision asks again, with a new approval', async () => {
     let runs = 0;
     const wf = workflow('stubborn', async (ctx) =>
-      ctx.step('call', () => {
-        runs++;
-        throw new Error('still down');
-      }, { retry: FAST_RETRY, onExhausted: 'ask' }),
+      ctx.step(
+        'call',
+        () => {
+          runs++;
+          throw new Error('still down');
+        },
+        { retry: FAST_RETRY, onExhausted: 'ask' },
+      ),
     );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -86,10 +102,14 @@ describe("onExhausted: 'ask' (a person decides a step whose attempts ran out)", 
     const first = await openApproval(engine, id, 'exhausted:call');
     await engine.decide(first.id, { approve: true, by: 'ops', data: { action: 'retry' } });
     let second: ApprovalInfo | undefined;
-    await eventually(async () => {
-      second = (await engine.approvals({ taskId: id, status: 'pending' }))[0];
-      return second !== undefined && second.id !== first.id;
-    }, 10_000, 'a second approval');
+    await eventually(
+      async () => {
+        second = (await engine.approvals({ taskId: id, status: 'pending' }))[0];
+        return second !== undefined && second.id !== first.id;
+      },
+      10_000,
+      'a second approval',
+    );
     expect(second?.payload).toMatchObject({ attempts: 4 });
     expect(runs).toBe(4);
     await engine.decide((second as ApprovalInfo).id, { approve: true, by: 'ops', data: { action: 'fail' } });
@@ -101,9 +121,13 @@ describe("onExhausted: 'ask' (a person decides a step whose attempts ran out)", 
 
   it('skip takes the declared fallback (recorded as skipped); a rejection fails the step with the error that exhausted it', async () => {
     const wf = workflow('optional-ask', async (ctx) => {
-      const tags = await ctx.step('enrich', () => {
-        throw new Error('enrichment down');
-      }, { retry: FAST_RETRY, onExhausted: 'ask', fallback: { tags: [] } });
+      const tags = await ctx.step(
+        'enrich',
+        () => {
+          throw new Error('enrichment down');
+        },
+        { retry: FAST_RETRY, onExhausted: 'ask', fallback: { tags: [] } },
+      );
       return tags;
     });
     const engine = makeEngine({ workflows: [wf] });
@@ -125,10 +149,14 @@ describe("onExhausted: 'ask' (a person decides a step whose attempts ran out)", 
   it('the park survives the engine going away: a decision made while no worker runs is applied by the next one', async () => {
     let runs = 0;
     const wf = workflow('durable-ask', async (ctx) => {
-      const v = await ctx.step('x', () => {
-        runs++;
-        throw new Error('broken');
-      }, { retry: FAST_RETRY, onExhausted: 'ask' });
+      const v = await ctx.step(
+        'x',
+        () => {
+          runs++;
+          throw new Error('broken');
+        },
+        { retry: FAST_RETRY, onExhausted: 'ask' },
+      );
       return ctx.step('after', () => `${String(v)}!`);
     });
     const url = tempDbUrl();
@@ -155,9 +183,15 @@ describe("onExhausted: 'ask' (a person decides a step whose attempts ran out)", 
   it('a timeout that rejects fails the step; one that approves (no action in its data) fails it with a recorded INVALID_ARGUMENT', async () => {
     const clock = new ManualClock();
     const make = (name: string, onTimeout: 'reject' | 'approve') =>
-      workflow(name, async (ctx) => ctx.step('x', () => {
-        throw new Error('broken');
-      }, { retry: { maxAttempts: 1 }, onExhausted: 'ask', ask: { timeout: '1h', onTimeout } }));
+      workflow(name, async (ctx) =>
+        ctx.step(
+          'x',
+          () => {
+            throw new Error('broken');
+          },
+          { retry: { maxAttempts: 1 }, onExhausted: 'ask', ask: { timeout: '1h', onTimeout } },
+        ),
+      );
     const rejecting = make('t-reject', 'reject');
     const approving = make('t-approve', 'approve');
     const engine = makeEngine({ workflows: [rejecting, approving], clock });

@@ -63,21 +63,29 @@ describe('error classification', () => {
     expect(info.status === 'failed' && info.error.cause?.class?.kind).toBe('permanent');
   });
 
-  it("sends an AI SDK APICallError with isRetryable: false once, and retries one with isRetryable: true honouring its Retry-After", async () => {
+  it('sends an AI SDK APICallError with isRetryable: false once, and retries one with isRetryable: true honouring its Retry-After', async () => {
     const clock = new ManualClock();
     const calls = { fatal: 0, flaky: 0 };
     const wf = workflow('ai-sdk', async (ctx) => {
-      const flaky = await ctx.step('flaky', ({ attempt }) => {
-        calls.flaky++;
-        if (attempt === 1) {
-          throw new APICallError({ message: 'Overloaded', url: 'http://x/v1', requestBodyValues: {}, statusCode: 529, responseHeaders: { 'retry-after': '2' }, isRetryable: true });
-        }
-        return 'ok';
-      }, { retry: { maxAttempts: 3, initialDelay: 1 } });
-      await ctx.step('fatal', () => {
-        calls.fatal++;
-        throw new APICallError({ message: 'Invalid prompt', url: 'http://x/v1', requestBodyValues: {}, statusCode: 400, isRetryable: false });
-      }, { retry: 5 });
+      const flaky = await ctx.step(
+        'flaky',
+        ({ attempt }) => {
+          calls.flaky++;
+          if (attempt === 1) {
+            throw new APICallError({ message: 'Overloaded', url: 'http://x/v1', requestBodyValues: {}, statusCode: 529, responseHeaders: { 'retry-after': '2' }, isRetryable: true });
+          }
+          return 'ok';
+        },
+        { retry: { maxAttempts: 3, initialDelay: 1 } },
+      );
+      await ctx.step(
+        'fatal',
+        () => {
+          calls.fatal++;
+          throw new APICallError({ message: 'Invalid prompt', url: 'http://x/v1', requestBodyValues: {}, statusCode: 400, isRetryable: false });
+        },
+        { retry: 5 },
+      );
       return flaky;
     });
     const engine = makeEngine({ workflows: [wf], clock });
@@ -105,23 +113,35 @@ describe('error classification', () => {
     let refusedCalls = 0;
     let missingCalls = 0;
     const wf = workflow('fetches', async (ctx) => {
-      const refused = await ctx.step('refused', async ({ attempt }) => {
-        refusedCalls++;
-        const res = await fetch(attempt === 1 ? closed.url : up.url);
-        if (!res.ok) throw res;
-        return res.status;
-      }, { retry: { maxAttempts: 4, initialDelay: 1, maxDelay: 2 } });
-      const busy = await ctx.step('busy', async () => {
-        const res = await fetch(server.url);
-        if (!res.ok) throw res;
-        return (await res.json()) as { ok: boolean };
-      }, { retry: { maxAttempts: 4, initialDelay: 1, maxDelay: 2 } });
-      const page = await ctx.step('page', async () => {
-        missingCalls++;
-        const res = await fetch(missing.url);
-        if (!res.ok) throw Object.assign(new Error(`GET ${missing.url}: ${res.status}`), { response: res });
-        return 'found';
-      }, { retry: { maxAttempts: 4, initialDelay: 1 }, onExhausted: 'skip', fallback: 'missing' });
+      const refused = await ctx.step(
+        'refused',
+        async ({ attempt }) => {
+          refusedCalls++;
+          const res = await fetch(attempt === 1 ? closed.url : up.url);
+          if (!res.ok) throw res;
+          return res.status;
+        },
+        { retry: { maxAttempts: 4, initialDelay: 1, maxDelay: 2 } },
+      );
+      const busy = await ctx.step(
+        'busy',
+        async () => {
+          const res = await fetch(server.url);
+          if (!res.ok) throw res;
+          return (await res.json()) as { ok: boolean };
+        },
+        { retry: { maxAttempts: 4, initialDelay: 1, maxDelay: 2 } },
+      );
+      const page = await ctx.step(
+        'page',
+        async () => {
+          missingCalls++;
+          const res = await fetch(missing.url);
+          if (!res.ok) throw Object.assign(new Error(`GET ${missing.url}: ${res.status}`), { response: res });
+          return 'found';
+        },
+        { retry: { maxAttempts: 4, initialDelay: 1 }, onExhausted: 'skip', fallback: 'missing' },
+      );
       return { refused, busy, page };
     });
     const engine = makeEngine({ workflows: [wf] });
@@ -144,19 +164,31 @@ describe('error classification', () => {
     const count = (k: string): number => (calls[k] = (calls[k] ?? 0) + 1);
     const wf = workflow('hooked', async (ctx) => {
       // A 400 that this API uses for a transient condition: retried.
-      const a = await ctx.step('lock', () => {
-        if (count('lock') < 3) throw Object.assign(new Error('resource locked'), { status: 400, code: 'LOCKED' });
-        return 'unlocked';
-      }, { retry: { maxAttempts: 5, initialDelay: 1, maxDelay: 1 }, classify: (e) => ((e as { code?: string }).code === 'LOCKED' ? 'transient' : undefined) });
+      const a = await ctx.step(
+        'lock',
+        () => {
+          if (count('lock') < 3) throw Object.assign(new Error('resource locked'), { status: 400, code: 'LOCKED' });
+          return 'unlocked';
+        },
+        { retry: { maxAttempts: 5, initialDelay: 1, maxDelay: 1 }, classify: (e) => ((e as { code?: string }).code === 'LOCKED' ? 'transient' : undefined) },
+      );
       // An unknown error the hook calls permanent: sent once.
-      const b = await ctx.step('quota', () => {
-        count('quota');
-        throw Object.assign(new Error('monthly quota used up'), { code: 'QUOTA' });
-      }, { retry: 5, classify: (e) => ((e as { code?: string }).code === 'QUOTA' ? 'permanent' : undefined), onExhausted: 'skip', fallback: null });
-      const c = await ctx.step('declined', () => {
-        count('declined');
-        throw new NonRetryableError('card declined');
-      }, { retry: 5, classify: () => 'transient', onExhausted: 'skip', fallback: 'no-card' });
+      const b = await ctx.step(
+        'quota',
+        () => {
+          count('quota');
+          throw Object.assign(new Error('monthly quota used up'), { code: 'QUOTA' });
+        },
+        { retry: 5, classify: (e) => ((e as { code?: string }).code === 'QUOTA' ? 'permanent' : undefined), onExhausted: 'skip', fallback: null },
+      );
+      const c = await ctx.step(
+        'declined',
+        () => {
+          count('declined');
+          throw new NonRetryableError('card declined');
+        },
+        { retry: 5, classify: () => 'transient', onExhausted: 'skip', fallback: 'no-card' },
+      );
       return [a, b, c];
     });
     const engine = makeEngine({ workflows: [wf] });
@@ -170,10 +202,14 @@ describe('error classification', () => {
 
   it('show prints each failed attempt with its class and what followed', async () => {
     const wf = workflow('shown', async (ctx) =>
-      ctx.step('call', ({ attempt }) => {
-        if (attempt === 1) throw Object.assign(new Error('Service Unavailable'), { status: 503 });
-        throw Object.assign(new Error('Bad Request: missing field "q"'), { status: 400 });
-      }, { retry: { maxAttempts: 3, initialDelay: 1 } }),
+      ctx.step(
+        'call',
+        ({ attempt }) => {
+          if (attempt === 1) throw Object.assign(new Error('Service Unavailable'), { status: 503 });
+          throw Object.assign(new Error('Bad Request: missing field "q"'), { status: 400 });
+        },
+        { retry: { maxAttempts: 3, initialDelay: 1 } },
+      ),
     );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -181,6 +217,8 @@ describe('error classification', () => {
     await waitForStatus(engine, id, 'failed');
     // eslint-disable-next-line no-control-regex
     const text = taskDetail(await engine.get(id)).replace(/\x1b\[[0-9;]*m/g, '');
-    expect(text).toMatch(/Failed attempts\n {2}call attempt 1 {2}\[transient http 503\] Service Unavailable → retry at .+\n {2}call attempt 2 {2}\[permanent http 400\] Bad Request: missing field "q" → failed/);
+    expect(text).toMatch(
+      /Failed attempts\n {2}call attempt 1 {2}\[transient http 503\] Service Unavailable → retry at .+\n {2}call attempt 2 {2}\[permanent http 400\] Bad Request: missing field "q" → failed/,
+    );
   });
 });

@@ -18,10 +18,14 @@ describe('cancel cleanup and compensation', () => {
         expect(signal.aborted).toBe(false);
         await ctx.step('release', () => void released.push(`${lock}:${reason}`));
       });
-      return ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
-        started.open();
-        signal.addEventListener('abort', () => reject(signal.reason as Error));
-      }));
+      return ctx.step(
+        'work',
+        ({ signal }) =>
+          new Promise((_r, reject) => {
+            started.open();
+            signal.addEventListener('abort', () => reject(signal.reason as Error));
+          }),
+      );
     });
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -49,7 +53,9 @@ describe('cancel cleanup and compensation', () => {
           undone.push(`flight ${out.booking} (${s.idempotencyKey.slice(s.idempotencyKey.indexOf(':compensate:') + 1)})`);
         },
       });
-      await ctx.step('charge', () => { throw new NonRetryableError('card declined'); });
+      await ctx.step('charge', () => {
+        throw new NonRetryableError('card declined');
+      });
       return hotel;
     });
     const engine = makeEngine({ workflows: [wf] });
@@ -67,8 +73,15 @@ describe('cancel cleanup and compensation', () => {
     const undone: string[] = [];
     const wf = workflow('half-undone', async (ctx) => {
       await ctx.step('reserve', () => 'R1', { compensate: () => void undone.push('reserve') });
-      await ctx.step('ship', () => 'S1', { retry: 1, compensate: () => { throw new NonRetryableError('parcel already left the depot'); } });
-      await ctx.step('invoice', () => { throw new NonRetryableError('tax service refused'); });
+      await ctx.step('ship', () => 'S1', {
+        retry: 1,
+        compensate: () => {
+          throw new NonRetryableError('parcel already left the depot');
+        },
+      });
+      await ctx.step('invoice', () => {
+        throw new NonRetryableError('tax service refused');
+      });
     });
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -91,7 +104,9 @@ describe('cancel cleanup and compensation', () => {
     await waitForStatus(engine, id, 'failed');
     const again = await engine.get(id);
     expect(transitionsOf(again).find((t) => t.event === 'retry')?.detail).toMatchObject({
-      fromStep: 'reserve', undone: ['reserve'], forgotten: ['reserve', 'ship', 'invoice', 'compensate:ship', 'compensate:reserve'],
+      fromStep: 'reserve',
+      undone: ['reserve'],
+      forgotten: ['reserve', 'ship', 'invoice', 'compensate:ship', 'compensate:reserve'],
     });
     expect(undone).toEqual(['reserve', 'reserve']);
     expect(stepNames(again)).toEqual(['reserve:completed', 'ship:completed', 'invoice:failed', 'compensate:ship:failed', 'compensate:reserve:completed']);
@@ -103,12 +118,29 @@ describe('cancel cleanup and compensation', () => {
     const ends: string[] = [];
     const wf = workflow('cancel-undo-fails', async (ctx) => {
       await ctx.step('reserve', () => 'R1', { compensate: () => void undone.push('reserve') });
-      await ctx.step('ship', () => 'S1', { retry: 1, compensate: () => { throw new NonRetryableError('parcel already left the depot'); } });
-      ctx.onCancel(() => ctx.step('notify', () => { throw new NonRetryableError('mail server down'); }, { retry: 1 }));
-      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
-        started.open();
-        signal.addEventListener('abort', () => reject(signal.reason as Error));
-      }));
+      await ctx.step('ship', () => 'S1', {
+        retry: 1,
+        compensate: () => {
+          throw new NonRetryableError('parcel already left the depot');
+        },
+      });
+      ctx.onCancel(() =>
+        ctx.step(
+          'notify',
+          () => {
+            throw new NonRetryableError('mail server down');
+          },
+          { retry: 1 },
+        ),
+      );
+      await ctx.step(
+        'work',
+        ({ signal }) =>
+          new Promise((_r, reject) => {
+            started.open();
+            signal.addEventListener('abort', () => reject(signal.reason as Error));
+          }),
+      );
     });
     const engine = makeEngine({ workflows: [wf], observers: [{ onRunEnd: (r) => void ends.push(r.status) }] });
     const worker = await startWorker(engine);
@@ -121,9 +153,11 @@ describe('cancel cleanup and compensation', () => {
     const info = await engine.get(id);
     expect(info.status).toBe('failed');
     expect(info.cancelReason).toBe('customer changed plans');
-    const message = /^Task \S+ was cancelled \(reason: customer changed plans\) and could not be fully undone: onCancel cleanup: .*mail server down; compensation of "ship": .*parcel already left the depot\. Manual cleanup is needed\.$/;
+    const message =
+      /^Task \S+ was cancelled \(reason: customer changed plans\) and could not be fully undone: onCancel cleanup: .*mail server down; compensation of "ship": .*parcel already left the depot\. Manual cleanup is needed\.$/;
     expect(info.status === 'failed' && info.error).toMatchObject({
-      code: 'COMPENSATION_FAILED', message: expect.stringMatching(message),
+      code: 'COMPENSATION_FAILED',
+      message: expect.stringMatching(message),
       cause: { code: 'TASK_CANCELLED', message: expect.stringContaining('customer changed plans') },
       data: { cancelled: true, cancelReason: 'customer changed plans', failedCompensations: 'onCancel, ship' },
     });
@@ -132,7 +166,13 @@ describe('cancel cleanup and compensation', () => {
     // The log: the cancel by the user, then the worker's `fail` from cancelling.
     const [cancel, fail] = transitionsOf(info).slice(-2);
     expect(cancel).toMatchObject({ event: 'cancel', from: 'running', to: 'cancelling', actor: { kind: 'user' } });
-    expect(fail).toMatchObject({ event: 'fail', from: 'cancelling', to: 'failed', actor: { kind: 'worker', id: worker.id }, detail: { reason: 'customer changed plans', error: expect.stringMatching(message) } });
+    expect(fail).toMatchObject({
+      event: 'fail',
+      from: 'cancelling',
+      to: 'failed',
+      actor: { kind: 'worker', id: worker.id },
+      detail: { reason: 'customer changed plans', error: expect.stringMatching(message) },
+    });
     expect(ends).toEqual(['failed']);
     // Explain says what happened and what to do; retry is not offered, and refused.
     const why = await engine.explain(id);
@@ -142,7 +182,7 @@ describe('cancel cleanup and compensation', () => {
     expect((await engine.get(id)).status).toBe('failed');
   });
 
-  it('a worker stopping in the middle of the cleanup leaves the task cancelling; the worker that takes it over resumes the cleanup, by name: what the first one completed is not run again, and the code\'s late call was never run', async () => {
+  it("a worker stopping in the middle of the cleanup leaves the task cancelling; the worker that takes it over resumes the cleanup, by name: what the first one completed is not run again, and the code's late call was never run", async () => {
     const effects: string[] = [];
     const entered = gate();
     const late = gate<string>();
@@ -191,7 +231,11 @@ describe('cancel cleanup and compensation', () => {
     expect(info.status).toBe('cancelled');
     expect(effects).toEqual(['release', 'drain-start', 'drain-start', 'drain', 'unbook']);
     expect(stepNames(info)).toEqual(['book:completed', 'onCancel:release:completed', 'onCancel:drain:completed', 'compensate:book:completed']);
-    expect(transitionsOf(info).map((t) => `${t.event}:${t.to}`).slice(-3)).toEqual(['cancel:cancelling', 'reclaim:cancelling', 'abort:cancelled']);
+    expect(
+      transitionsOf(info)
+        .map((t) => `${t.event}:${t.to}`)
+        .slice(-3),
+    ).toEqual(['cancel:cancelling', 'reclaim:cancelling', 'abort:cancelled']);
   });
 
   it('a worker whose grace period ends before the cleanup has begun leaves the whole cleanup to the worker that takes the task over', async () => {
@@ -223,11 +267,15 @@ describe('cancel cleanup and compensation', () => {
     const clock = new ManualClock();
     const undone: string[] = [];
     let after = 0;
-    const wf = workflow('late-undo', async (ctx) => {
-      await ctx.step('create-vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(`delete ${vm}`) });
-      await ctx.sleep('nap', '7d');
-      await ctx.step('after', () => ++after);
-    }, { timeout: '1d' });
+    const wf = workflow(
+      'late-undo',
+      async (ctx) => {
+        await ctx.step('create-vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(`delete ${vm}`) });
+        await ctx.sleep('nap', '7d');
+        await ctx.step('after', () => ++after);
+      },
+      { timeout: '1d' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine);
     const { id } = await engine.start(wf);
@@ -245,13 +293,21 @@ describe('cancel cleanup and compensation', () => {
     const clock = new ManualClock();
     const undone: string[] = [];
     const started = gate();
-    const wf = workflow('undo-on-stop', async (ctx) => {
-      await ctx.step('create-vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(`delete ${vm}`) });
-      await ctx.step('provision', ({ signal }) => new Promise((_r, reject) => {
-        started.open();
-        signal.addEventListener('abort', () => reject(signal.reason as Error));
-      }));
-    }, { timeout: '1h' });
+    const wf = workflow(
+      'undo-on-stop',
+      async (ctx) => {
+        await ctx.step('create-vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(`delete ${vm}`) });
+        await ctx.step(
+          'provision',
+          ({ signal }) =>
+            new Promise((_r, reject) => {
+              started.open();
+              signal.addEventListener('abort', () => reject(signal.reason as Error));
+            }),
+        );
+      },
+      { timeout: '1h' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine, { leaseMs: 86_400_000 });
     const a = await engine.start(wf);
@@ -299,20 +355,35 @@ describe('cancel cleanup and compensation', () => {
     const cleanupStarted = gate();
     const reasons: string[] = [];
     const undone: string[] = [];
-    const wf = workflow('slow-cleanup', async (ctx) => {
-      await ctx.step('vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(vm) });
-      ctx.onCancel(() => ctx.step('drain-queue', ({ signal }) => new Promise((_r, reject) => {
-        cleanupStarted.open();
-        signal.addEventListener('abort', () => {
-          reasons.push((signal.reason as Error).message);
-          reject(signal.reason as Error);
-        });
-      }), { retry: 1 }));
-      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
-        entered.open();
-        signal.addEventListener('abort', () => reject(signal.reason as Error));
-      }));
-    }, { cleanupTimeout: '5m' });
+    const wf = workflow(
+      'slow-cleanup',
+      async (ctx) => {
+        await ctx.step('vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(vm) });
+        ctx.onCancel(() =>
+          ctx.step(
+            'drain-queue',
+            ({ signal }) =>
+              new Promise((_r, reject) => {
+                cleanupStarted.open();
+                signal.addEventListener('abort', () => {
+                  reasons.push((signal.reason as Error).message);
+                  reject(signal.reason as Error);
+                });
+              }),
+            { retry: 1 },
+          ),
+        );
+        await ctx.step(
+          'work',
+          ({ signal }) =>
+            new Promise((_r, reject) => {
+              entered.open();
+              signal.addEventListener('abort', () => reject(signal.reason as Error));
+            }),
+        );
+      },
+      { cleanupTimeout: '5m' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine, { leaseMs: 86_400_000 });
     const { id } = await engine.start(wf);
@@ -325,7 +396,9 @@ describe('cancel cleanup and compensation', () => {
     const info = await engine.get(id);
     expect(info.status === 'failed' && info.error).toMatchObject({
       code: 'COMPENSATION_FAILED',
-      message: expect.stringMatching(/was cancelled \(reason: too slow\) and could not be fully undone: onCancel cleanup: .*ran past its 300000 ms deadline.*compensation of "vm": not run: .*Manual cleanup is needed\./),
+      message: expect.stringMatching(
+        /was cancelled \(reason: too slow\) and could not be fully undone: onCancel cleanup: .*ran past its 300000 ms deadline.*compensation of "vm": not run: .*Manual cleanup is needed\./,
+      ),
       cause: { code: 'TASK_CANCELLED' },
     });
     expect(undone).toEqual([]); // past the deadline nothing more runs
@@ -362,7 +435,11 @@ describe('a cancelling task whose worker died', () => {
     const store = await engine.ready();
     const reclaimFrom = sourcesOf('reclaim');
     const claimed = await store.claim({
-      workerId: 'dead-worker', now: engine.clock.now(), leaseMs: 200, limit: 1, workflows: [workflowName],
+      workerId: 'dead-worker',
+      now: engine.clock.now(),
+      leaseMs: 200,
+      limit: 1,
+      workflows: [workflowName],
       claim: { from: sourcesOf('claim'), to: 'running' },
       reclaim: { from: reclaimFrom, to: Object.fromEntries(reclaimFrom.map((s) => [s, transition({ status: s }, 'reclaim').to])) },
     });
@@ -371,7 +448,7 @@ describe('a cancelling task whose worker died', () => {
     expect((await engine.get(id)).status).toBe('cancelling');
   }
 
-  it('ends cancelled, noting that its cleanup did not run and why, when no worker serving its workflow takes it over: any worker\'s heartbeat does it once the lease has been expired for a further leaseMs', async () => {
+  it("ends cancelled, noting that its cleanup did not run and why, when no worker serving its workflow takes it over: any worker's heartbeat does it once the lease has been expired for a further leaseMs", async () => {
     const ran: string[] = [];
     const other = workflow('other', async (ctx) => ctx.step('a', () => 1));
     const gone = workflow('gone', async (ctx) => {
@@ -382,7 +459,9 @@ describe('a cancelling task whose worker died', () => {
     const { id } = await engine.start(gone);
     await claimByDeadWorker(engine, id, 'gone');
     await eventually(async () => (await engine.explain(id)).summary.includes('expired'), 10_000, 'the lease expired');
-    expect((await engine.explain(id)).summary).toMatch(/a worker serving "gone" version 1 with a free slot takes it over and finishes its cleanup; if none does, once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup/);
+    expect((await engine.explain(id)).summary).toMatch(
+      /a worker serving "gone" version 1 with a free slot takes it over and finishes its cleanup; if none does, once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup/,
+    );
     await startWorker(engine, { workflows: ['other'], leaseMs: 600, heartbeatMs: 50 });
     await waitForStatus(engine, id, 'cancelled');
     const info = await engine.get(id);
@@ -390,7 +469,8 @@ describe('a cancelling task whose worker died', () => {
     const last = transitionsOf(info).at(-1);
     expect(last).toMatchObject({ event: 'abort', from: 'cancelling', to: 'cancelled', actor: { kind: 'system', id: 'lease-expiry' } });
     expect(last?.detail).toEqual({
-      reason: 'lease expired', previousOwner: 'dead-worker',
+      reason: 'lease expired',
+      previousOwner: 'dead-worker',
       note: 'its cleanup (onCancel handlers, compensations) did not run: no worker of workflow "gone" version 1 took the task over within 600 ms of its lease expiring',
     });
     await expect(engine.result(id)).rejects.toMatchObject({ code: 'TASK_CANCELLED' });
@@ -415,7 +495,11 @@ describe('a cancelling task whose worker died', () => {
     expect(info.status).toBe('cancelled');
     expect(ran).toEqual(['release']);
     expect(stepNames(info)).toEqual(['onCancel:release:completed']);
-    expect(transitionsOf(info).map((t) => `${t.event}:${t.to}`).slice(-3)).toEqual(['cancel:cancelling', 'reclaim:cancelling', 'abort:cancelled']);
+    expect(
+      transitionsOf(info)
+        .map((t) => `${t.event}:${t.to}`)
+        .slice(-3),
+    ).toEqual(['cancel:cancelling', 'reclaim:cancelling', 'abort:cancelled']);
   });
 });
 
@@ -431,7 +515,7 @@ describe('compensations after a failure for good while the run is asked to stop 
     });
   }
 
-  it('a step that fails for good while a pause is requested: the compensations run and the task fails with the step\'s error', async () => {
+  it("a step that fails for good while a pause is requested: the compensations run and the task fails with the step's error", async () => {
     const undone: string[] = [];
     const started = gate();
     const go = gate();
@@ -510,44 +594,60 @@ describe('a resumed cleanup while the replay waits for a call the code no longer
     return engine.get(id);
   }
 
-  it('a cleanup longer than the replay\'s stall timeout is no divergence: the task ends cancelled after its compensation', async () => {
-    const info = await resumedRaceSaga('stall-in-cleanup', async () => {
-      await new Promise((r) => setTimeout(r, 500)); // well past the 50 ms stall timeout
-    }, { replayStallMs: 50 });
+  it("a cleanup longer than the replay's stall timeout is no divergence: the task ends cancelled after its compensation", async () => {
+    const info = await resumedRaceSaga(
+      'stall-in-cleanup',
+      async () => {
+        await new Promise((r) => setTimeout(r, 500)); // well past the 50 ms stall timeout
+      },
+      { replayStallMs: 50 },
+    );
     expect(info.status === 'failed' && info.error.message).toBe(false);
     expect(info.status).toBe('cancelled');
     expect(stepNames(info).filter((n) => n.startsWith('compensate:'))).toEqual(['compensate:A:completed', 'compensate:Z:completed']);
   });
 
   it('a cleanup step that waits (a retry backoff longer than parkAfterMs) while the replay is pending is no divergence', async () => {
-    const info = await resumedRaceSaga('wait-in-cleanup', async (attempt) => {
-      if (attempt === 1) throw new Error('airline API down');
-    }, { parkAfterMs: 50 });
+    const info = await resumedRaceSaga(
+      'wait-in-cleanup',
+      async (attempt) => {
+        if (attempt === 1) throw new Error('airline API down');
+      },
+      { parkAfterMs: 50 },
+    );
     expect(info.status === 'failed' && info.error.message).toBe(false);
     expect(info.status).toBe('cancelled');
     expect(stepNames(info).filter((n) => n.startsWith('compensate:'))).toEqual(['compensate:A:completed', 'compensate:Z:completed']);
   });
 });
 
-describe('the cleanup\'s deadline bounds handlers and compensations that ignore their signal', () => {
+describe("the cleanup's deadline bounds handlers and compensations that ignore their signal", () => {
   it('an onCancel handler that ignores its signal is left behind at the deadline (plus cancelGraceMs): the task fails with COMPENSATION_FAILED naming it, the compensations are not run', async () => {
     const clock = new ManualClock();
     const entered = gate();
     const handlerStarted = gate();
     const never = gate();
     const undone: string[] = [];
-    const wf = workflow('deaf-handler', async (ctx) => {
-      await ctx.step('vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(vm) });
-      ctx.onCancel(async () => {
-        handlerStarted.open();
-        await never.promise; // ignores its signal
-        await ctx.step('late', () => undefined); // refused: the cleanup is over
-      });
-      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
-        entered.open();
-        signal.addEventListener('abort', () => reject(signal.reason as Error));
-      }));
-    }, { cleanupTimeout: '5m' });
+    const wf = workflow(
+      'deaf-handler',
+      async (ctx) => {
+        await ctx.step('vm', () => 'vm-1', { compensate: (vm: string) => void undone.push(vm) });
+        ctx.onCancel(async () => {
+          handlerStarted.open();
+          await never.promise; // ignores its signal
+          await ctx.step('late', () => undefined); // refused: the cleanup is over
+        });
+        await ctx.step(
+          'work',
+          ({ signal }) =>
+            new Promise((_r, reject) => {
+              entered.open();
+              signal.addEventListener('abort', () => reject(signal.reason as Error));
+            }),
+        );
+      },
+      { cleanupTimeout: '5m' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine, { leaseMs: 86_400_000, cancelGraceMs: 100 });
     const { id } = await engine.start(wf);
@@ -570,10 +670,16 @@ describe('the cleanup\'s deadline bounds handlers and compensations that ignore 
   it('a compensation that ignores its signal is stopped at the deadline (a step, abandoned after cancelGraceMs): the task fails with COMPENSATION_FAILED naming it and its own error', async () => {
     const clock = new ManualClock();
     const compensating = gate();
-    const wf = workflow('deaf-compensation', async (ctx) => {
-      await ctx.step('vm', () => 'vm-1', { compensate: () => new Promise(() => compensating.open()) }); // never settles
-      await ctx.step('pay', () => { throw new NonRetryableError('card declined'); });
-    }, { cleanupTimeout: '1m' });
+    const wf = workflow(
+      'deaf-compensation',
+      async (ctx) => {
+        await ctx.step('vm', () => 'vm-1', { compensate: () => new Promise(() => compensating.open()) }); // never settles
+        await ctx.step('pay', () => {
+          throw new NonRetryableError('card declined');
+        });
+      },
+      { cleanupTimeout: '1m' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine, { leaseMs: 86_400_000, cancelGraceMs: 100 });
     const { id } = await engine.start(wf);

@@ -9,14 +9,18 @@ describe('task deadlines', () => {
     const reasons: string[] = [];
     let started = false;
     const wf = workflow('slow-job', async (ctx) => {
-      await ctx.step('crawl', ({ signal }) =>
-        new Promise<string>((_resolve, reject) => {
-          started = true;
-          signal.addEventListener('abort', () => {
-            reasons.push((signal.reason as { code?: string }).code ?? 'none');
-            reject(signal.reason as Error);
-          });
-        }), { retry: 5 });
+      await ctx.step(
+        'crawl',
+        ({ signal }) =>
+          new Promise<string>((_resolve, reject) => {
+            started = true;
+            signal.addEventListener('abort', () => {
+              reasons.push((signal.reason as { code?: string }).code ?? 'none');
+              reject(signal.reason as Error);
+            });
+          }),
+        { retry: 5 },
+      );
       return 'never';
     });
     const engine = makeEngine({ workflows: [wf], clock });
@@ -39,11 +43,15 @@ describe('task deadlines', () => {
   it('wakes a task parked in a long sleep at the workflow timeout and fails it', async () => {
     const clock = new ManualClock();
     let after = 0;
-    const wf = workflow('sleepy', async (ctx) => {
-      await ctx.step('before', () => 1);
-      await ctx.sleep('nap', '7d');
-      return ctx.step('after', () => ++after);
-    }, { timeout: '1d' });
+    const wf = workflow(
+      'sleepy',
+      async (ctx) => {
+        await ctx.step('before', () => 1);
+        await ctx.sleep('nap', '7d');
+        return ctx.step('after', () => ++after);
+      },
+      { timeout: '1d' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine);
     const start = clock.now();
@@ -74,12 +82,20 @@ describe('task deadlines', () => {
   it('a per-step timeout stays a retryable failure within the task deadline', async () => {
     const clock = new ManualClock();
     let attempts = 0;
-    const wf = workflow('step-timeout', async (ctx) =>
-      ctx.step('call', ({ attempt, signal }) => {
-        attempts = attempt;
-        if (attempt === 2) return 'second';
-        return new Promise<string>((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
-      }, { timeout: '1m', retry: { maxAttempts: 2, initialDelay: 1, jitter: false } }), { timeout: '1h' });
+    const wf = workflow(
+      'step-timeout',
+      async (ctx) =>
+        ctx.step(
+          'call',
+          ({ attempt, signal }) => {
+            attempts = attempt;
+            if (attempt === 2) return 'second';
+            return new Promise<string>((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
+          },
+          { timeout: '1m', retry: { maxAttempts: 2, initialDelay: 1, jitter: false } },
+        ),
+      { timeout: '1h' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine, { leaseMs: 86_400_000 });
     const { id } = await engine.start(wf);
@@ -87,10 +103,14 @@ describe('task deadlines', () => {
     await clock.advance('1m');
     // The retry is due 1 ms after the timed-out attempt was recorded.
     await eventually(async () => (await engine.get(id)).steps[0]?.status === 'retrying', 10_000, 'the timeout recorded');
-    await eventually(async () => {
-      await clock.advance(1);
-      return attempts === 2;
-    }, 10_000, 'the second attempt');
+    await eventually(
+      async () => {
+        await clock.advance(1);
+        return attempts === 2;
+      },
+      10_000,
+      'the second attempt',
+    );
     expect(await engine.result(id)).toBe('second');
     const info = await engine.get(id);
     expect(info.history.some((e) => e.type === 'step:retrying' && e.step.error?.code === 'STEP_TIMEOUT' && e.step.error.class?.kind === 'transient')).toBe(true);
@@ -98,10 +118,14 @@ describe('task deadlines', () => {
 
   it('a retry lifts a deadline that has passed, or sets the one it is given', async () => {
     const clock = new ManualClock();
-    const wf = workflow('late', async (ctx) => {
-      await ctx.sleep('wait', '2h');
-      return 'done';
-    }, { timeout: '1h' });
+    const wf = workflow(
+      'late',
+      async (ctx) => {
+        await ctx.sleep('wait', '2h');
+        return 'done';
+      },
+      { timeout: '1h' },
+    );
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine);
     const { id } = await engine.start(wf);

@@ -8,10 +8,14 @@ describe('when retries run out', () => {
     const runs = { enrich: 0, after: 0 };
     let failAfter = true;
     const wf = workflow('optional', async (ctx) => {
-      const extra = await ctx.step('enrich', () => {
-        runs.enrich++;
-        throw new Error('enrichment service down');
-      }, { retry: { maxAttempts: 2, initialDelay: 1 }, onExhausted: 'skip', fallback: { tags: [] } });
+      const extra = await ctx.step(
+        'enrich',
+        () => {
+          runs.enrich++;
+          throw new Error('enrichment service down');
+        },
+        { retry: { maxAttempts: 2, initialDelay: 1 }, onExhausted: 'skip', fallback: { tags: [] } },
+      );
       await ctx.step('after', () => {
         runs.after++;
         if (failAfter) throw new NonRetryableError('disk full');
@@ -33,7 +37,15 @@ describe('when retries run out', () => {
   });
 
   it("fails the task by default (onExhausted 'fail')", async () => {
-    const wf = workflow('must', async (ctx) => ctx.step('x', () => { throw new Error('nope'); }, { retry: { maxAttempts: 2, initialDelay: 1 }, onExhausted: 'fail' }));
+    const wf = workflow('must', async (ctx) =>
+      ctx.step(
+        'x',
+        () => {
+          throw new Error('nope');
+        },
+        { retry: { maxAttempts: 2, initialDelay: 1 }, onExhausted: 'fail' },
+      ),
+    );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start('must');

@@ -31,11 +31,16 @@ describe('ctx.forEach', () => {
     const calls = new Map<number, number>();
     let blockAt: number | null = 250;
     const wf = workflow('resumable', async (ctx) =>
-      ctx.forEach('docs', Array.from({ length: 500 }, (_, i) => i), (i, _index, { signal }) => {
-        calls.set(i, (calls.get(i) ?? 0) + 1);
-        if (i !== blockAt) return i * 2;
-        return new Promise<number>((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
-      }, { chunkSize: 100 }),
+      ctx.forEach(
+        'docs',
+        Array.from({ length: 500 }, (_, i) => i),
+        (i, _index, { signal }) => {
+          calls.set(i, (calls.get(i) ?? 0) + 1);
+          if (i !== blockAt) return i * 2;
+          return new Promise<number>((_r, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
+        },
+        { chunkSize: 100 },
+      ),
     );
     const engine = makeEngine({ workflows: [wf] });
     const first = await startWorker(engine, { shutdownGraceMs: 50 });

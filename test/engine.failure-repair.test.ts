@@ -16,16 +16,20 @@ describe('repair retries', () => {
     const ai = new OpenAI({ apiKey: 'k', baseURL: `${server.url}/v1`, maxRetries: 0 });
     const seen: Array<{ attempt: number; lastOutput: unknown; code: string | undefined }> = [];
     const wf = workflow('summarise', async (ctx) =>
-      ctx.step('summary', async ({ attempt, lastError, lastOutput, signal }) => {
-        seen.push({ attempt, lastOutput, code: (lastError as { code?: string } | undefined)?.code });
-        const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Summarise as JSON {title, bullets}' }];
-        if (lastError) {
-          messages.push({ role: 'assistant', content: JSON.stringify(lastOutput) });
-          messages.push({ role: 'user', content: `That was invalid: ${lastError.message}. Fix it.` });
-        }
-        const r = await ai.chat.completions.create({ model: 'gpt-test', messages }, { signal });
-        return JSON.parse(r.choices[0]?.message.content ?? 'null') as unknown;
-      }, { output: Summary, repair: { maxAttempts: 2 }, retry: 1 }),
+      ctx.step(
+        'summary',
+        async ({ attempt, lastError, lastOutput, signal }) => {
+          seen.push({ attempt, lastOutput, code: (lastError as { code?: string } | undefined)?.code });
+          const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Summarise as JSON {title, bullets}' }];
+          if (lastError) {
+            messages.push({ role: 'assistant', content: JSON.stringify(lastOutput) });
+            messages.push({ role: 'user', content: `That was invalid: ${lastError.message}. Fix it.` });
+          }
+          const r = await ai.chat.completions.create({ model: 'gpt-test', messages }, { signal });
+          return JSON.parse(r.choices[0]?.message.content ?? 'null') as unknown;
+        },
+        { output: Summary, repair: { maxAttempts: 2 }, retry: 1 },
+      ),
     );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -38,7 +42,11 @@ describe('repair retries', () => {
     const second = server.requests[1]?.body as { messages: Array<{ content: string }> };
     expect(second.messages.at(-1)?.content).toMatch(/That was invalid: The output of step "summary" does not match its schema: title: .*; bullets: /);
     const retry = (await engine.get(id)).history.find((e) => e.type === 'step:retrying');
-    expect(retry?.type === 'step:retrying' && retry.step.error).toMatchObject({ code: 'OUTPUT_INVALID', class: { kind: 'repair', repairsUsed: 1 }, data: { issues: [{ path: ['title'] }, { path: ['bullets'] }] } });
+    expect(retry?.type === 'step:retrying' && retry.step.error).toMatchObject({
+      code: 'OUTPUT_INVALID',
+      class: { kind: 'repair', repairsUsed: 1 },
+      data: { issues: [{ path: ['title'] }, { path: ['bullets'] }] },
+    });
   });
 
   it('fails a still-invalid output after the repair budget with the validation issues attached', async () => {
@@ -62,16 +70,24 @@ describe('repair retries', () => {
   it('a RepairableError thrown by step code uses the repair budget; without one it fails the step at once', async () => {
     const calls = { repaired: 0, unbudgeted: 0 };
     const wf = workflow('business', async (ctx) => {
-      const total = await ctx.step('invoice', ({ lastOutput }) => {
-        calls.repaired++;
-        const draft = lastOutput === undefined ? { total: -5 } : { total: Math.abs((lastOutput as { total: number }).total) };
-        if (draft.total < 0) throw new RepairableError('total must not be negative', { output: draft });
-        return draft.total;
-      }, { repair: 1 });
-      await ctx.step('strict', () => {
-        calls.unbudgeted++;
-        throw new RepairableError('no budget for this one');
-      }, { retry: 4, onExhausted: 'skip', fallback: null });
+      const total = await ctx.step(
+        'invoice',
+        ({ lastOutput }) => {
+          calls.repaired++;
+          const draft = lastOutput === undefined ? { total: -5 } : { total: Math.abs((lastOutput as { total: number }).total) };
+          if (draft.total < 0) throw new RepairableError('total must not be negative', { output: draft });
+          return draft.total;
+        },
+        { repair: 1 },
+      );
+      await ctx.step(
+        'strict',
+        () => {
+          calls.unbudgeted++;
+          throw new RepairableError('no budget for this one');
+        },
+        { retry: 4, onExhausted: 'skip', fallback: null },
+      );
       return total;
     });
     const engine = makeEngine({ workflows: [wf] });

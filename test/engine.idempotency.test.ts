@@ -8,14 +8,17 @@ import { FAST, eventually, gate, makeEngine, tempDbUrl } from './support/engine.
 import { collectIdempotency, ownerKilledWhileRunning } from './support/idempotency.ts';
 import { workflow } from '../src/index.ts';
 
-const codeOf = (p: Promise<unknown>): Promise<string> => p.then(() => 'resolved', (e: unknown) => (isStepwiseError(e) ? e.code : `untyped: ${String(e)}`));
+const codeOf = (p: Promise<unknown>): Promise<string> =>
+  p.then(
+    () => 'resolved',
+    (e: unknown) => (isStepwiseError(e) ? e.code : `untyped: ${String(e)}`),
+  );
 
 describe('engine.idempotency.run', () => {
   it('runs the operation once and returns its stored result to every repeat', async () => {
     const engine = makeEngine();
     let calls = 0;
-    const charge = (): Promise<{ receipt: string; calls: number }> =>
-      engine.idempotency.run('charge:order-1', () => ({ receipt: 'r-1', calls: ++calls }));
+    const charge = (): Promise<{ receipt: string; calls: number }> => engine.idempotency.run('charge:order-1', () => ({ receipt: 'r-1', calls: ++calls }));
     const first = await charge();
     const second = await charge();
     expect(first).toEqual({ receipt: 'r-1', calls: 1 });
@@ -70,12 +73,24 @@ describe('engine.idempotency.run', () => {
     expect(await codeOf(engine.idempotency.run('refund:9', () => 'other', { fingerprint: { amount: 11 } }))).toBe(ERROR_CODES.CONFLICT);
     const started = gate();
     const release = gate();
-    const running = engine.idempotency.run('refund:10', async () => { started.open(); await release.promise; return 'done'; }, { fingerprint: ['a'] });
+    const running = engine.idempotency.run(
+      'refund:10',
+      async () => {
+        started.open();
+        await release.promise;
+        return 'done';
+      },
+      { fingerprint: ['a'] },
+    );
     await started.promise;
     expect(await codeOf(engine.idempotency.run('refund:10', () => 'x', { fingerprint: ['b'] }))).toBe(ERROR_CODES.CONFLICT);
     release.open();
     await running;
-    expect(events.map((e) => [e.type, e.key])).toEqual([['hit', 'refund:9'], ['conflict', 'refund:9'], ['conflict', 'refund:10']]);
+    expect(events.map((e) => [e.type, e.key])).toEqual([
+      ['hit', 'refund:9'],
+      ['conflict', 'refund:9'],
+      ['conflict', 'refund:10'],
+    ]);
   });
 
   it('records a failure, rethrows it, and lets a repeat run the operation again', async () => {
@@ -133,7 +148,7 @@ describe('engine.idempotency.run', () => {
     expect(() => engine.worker({ idempotencyPurgeMs: 30 * 86_400_000 })).toThrow(/idempotencyPurgeMs/);
   });
 
-  it("takes over the record of an owner process that was SIGKILLed, once its lease has run out", async () => {
+  it('takes over the record of an owner process that was SIGKILLed, once its lease has run out', async () => {
     const { observer, events } = collectIdempotency();
     const url = tempDbUrl();
     const engine = makeEngine({ store: url, observers: [observer] });
@@ -165,7 +180,9 @@ describe('engine.idempotency.run', () => {
     await codeOf(engine.idempotency.run('k:1', () => 3, { taskId: id, fingerprint: 'g' }));
     const history = (await engine.get(id)).history.filter((e: TaskEvent) => e.type.startsWith('idempotency:'));
     expect(history.map((e) => [e.type, 'key' in e ? e.key : null])).toEqual([
-      ['idempotency:takeover', 'k:1'], ['idempotency:hit', 'k:1'], ['idempotency:conflict', 'k:1'],
+      ['idempotency:takeover', 'k:1'],
+      ['idempotency:hit', 'k:1'],
+      ['idempotency:conflict', 'k:1'],
     ]);
     expect(history[0]).toMatchObject({ previousOwner: 'dead-owner', actor: { kind: 'system', id: 'idempotency' } });
     expect((await engine.get(id)).history.map((e) => e.seq)).toEqual((await engine.get(id)).history.map((_, i) => i + 1));

@@ -22,7 +22,11 @@ function slowFirstModel(delayMs = 5): { model: MockLanguageModelV3; calls: () =>
             { type: 'text-start' as const, id: '1' },
             ...words.map((delta) => ({ type: 'text-delta' as const, id: '1', delta })),
             { type: 'text-end' as const, id: '1' },
-            { type: 'finish' as const, finishReason: { unified: 'stop' as const, raw: undefined }, usage: { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: WORDS, text: WORDS, reasoning: 0 } } },
+            {
+              type: 'finish' as const,
+              finishReason: { unified: 'stop' as const, raw: undefined },
+              usage: { inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: WORDS, text: WORDS, reasoning: 0 } },
+            },
           ],
           chunkDelayInMs: calls === 1 ? delayMs : null,
         }),
@@ -34,12 +38,16 @@ function slowFirstModel(delayMs = 5): { model: MockLanguageModelV3; calls: () =>
 
 function writer(name: string, model: MockLanguageModelV3, options: { timeout?: string; retry?: number } = {}) {
   return workflow(name, async (ctx) => {
-    const text = await ctx.step('write', async ({ signal }) => {
-      const result = streamText({ model, prompt: 'write 300 words', abortSignal: signal });
-      let out = '';
-      for await (const delta of result.textStream) out += delta;
-      return out;
-    }, options);
+    const text = await ctx.step(
+      'write',
+      async ({ signal }) => {
+        const result = streamText({ model, prompt: 'write 300 words', abortSignal: signal });
+        let out = '';
+        for await (const delta of result.textStream) out += delta;
+        return out;
+      },
+      options,
+    );
     return { words: text.trim().split(/\s+/).length };
   });
 }

@@ -55,7 +55,7 @@ async function waitsIn(engine: Engine, id: string, state: string): Promise<Machi
 }
 
 describe(`state machines (${TEST_STORE})`, () => {
-  it('walks the article\'s pipeline: the entry actions run once, the review waits for a person, the events it does not take are refused', async () => {
+  it("walks the article's pipeline: the entry actions run once, the review waits for a person, the events it does not take are refused", async () => {
     const effects: string[] = [];
     const wf = publishing(effects);
     const engine = makeEngine({ workflows: [wf] });
@@ -63,19 +63,27 @@ describe(`state machines (${TEST_STORE})`, () => {
     const { id } = await engine.start(wf, { topic: 'durable agents' });
     const review = await waitsIn(engine, id, 'review');
     expect(review).toMatchObject({ state: 'review', legalEvents: ['approve', 'reject'], context: { topic: 'durable agents', draft: 'About durable agents' } });
-    expect(review.history.map((h) => [h.state, h.event, h.from])).toEqual([['generating', null, null], ['review', 'generated', 'generating']]);
+    expect(review.history.map((h) => [h.state, h.event, h.from])).toEqual([
+      ['generating', null, null],
+      ['review', 'generated', 'generating'],
+    ]);
     expect((await engine.get(id)).status).toBe('waiting');
 
     const refused = engine.send(id, 'publish');
     await expect(refused).rejects.toMatchObject({ code: ERROR_CODES.EVENT_REFUSED, state: 'review', legalEvents: ['approve', 'reject'], reason: 'not-in-state' });
-    await expect(refused).rejects.toThrow(/Cannot send "publish" to task \S+ in state "review": state "review" takes no event "publish" \(its events: approve, reject\)\. It takes "approve", "reject" now\. Nothing was sent\./);
+    await expect(refused).rejects.toThrow(
+      /Cannot send "publish" to task \S+ in state "review": state "review" takes no event "publish" \(its events: approve, reject\)\. It takes "approve", "reject" now\. Nothing was sent\./,
+    );
 
     expect(await engine.send(id, 'approve', { edits: 1 }, { by: 'alice' })).toEqual({ created: true, state: 'review', delivered: 'accepted' });
     expect(await engine.result(id)).toEqual({ state: 'published', context: { topic: 'durable agents', limit: 3, draft: 'About durable agents', approvedBy: 'alice' } });
     expect(effects).toEqual(['generate', 'publish About durable agents publish#1']);
     const done = await machineOf(engine, id);
     expect(done?.history.map((h) => `${h.from ?? '∅'} -${h.event ?? ''}-> ${h.state}`)).toEqual([
-      '∅ --> generating', 'generating -generated-> review', 'review -approve-> publishing', 'publishing -published-> published',
+      '∅ --> generating',
+      'generating -generated-> review',
+      'review -approve-> publishing',
+      'publishing -published-> published',
     ]);
     expect(done?.history[2]?.by).toEqual({ kind: 'user', id: 'alice' });
     expect(done?.legalEvents).toEqual([]);
@@ -123,7 +131,11 @@ describe(`state machines (${TEST_STORE})`, () => {
       await waitsIn(engine, id, 'review');
       // The definitionless engine cannot check the guard: the event is taken, then refused by the worker.
       expect(await blind.send(id, 'approve', { edits: 4 }, { by: 'dave' })).toEqual({ created: true, state: null, delivered: 'accepted' });
-      await eventually(async () => ((await machineOf(engine, id))?.refused.length ?? 0) === 1 && (await machineOf(engine, id))?.legalEvents.length === 2, 10_000, 'the refusal recorded and the machine waiting again');
+      await eventually(
+        async () => ((await machineOf(engine, id))?.refused.length ?? 0) === 1 && (await machineOf(engine, id))?.legalEvents.length === 2,
+        10_000,
+        'the refusal recorded and the machine waiting again',
+      );
       const info = await machineOf(blind, id);
       expect(info).toMatchObject({ state: 'review', legalEvents: ['approve', 'reject'], refused: [{ state: 'review', event: 'approve', by: { kind: 'user', id: 'dave' } }] });
       await expect(blind.send(id, 'nonsense')).rejects.toMatchObject({ code: ERROR_CODES.EVENT_REFUSED, reason: 'not-in-state', legalEvents: ['approve', 'reject'] });
@@ -135,12 +147,17 @@ describe(`state machines (${TEST_STORE})`, () => {
     }
   });
 
-  it('refuses events while the state\'s entry action runs (busy), and takes them once the machine waits', async () => {
+  it("refuses events while the state's entry action runs (busy), and takes them once the machine waits", async () => {
     const release = gate();
     const wf = machine('slow-start', {
       initial: 'loading',
       states: {
-        loading: { entry: async (ctx) => { await ctx.step('load', () => release.promise); }, on: { go: 'done' } },
+        loading: {
+          entry: async (ctx) => {
+            await ctx.step('load', () => release.promise);
+          },
+          on: { go: 'done' },
+        },
         done: { type: 'final' },
       },
     });
@@ -194,7 +211,10 @@ describe(`state machines (${TEST_STORE})`, () => {
       [{ initial: 'a', states: { a: { on: { 'bad name': 'a' } } } }, /event name "bad name" is not valid/],
       [{ initial: 'a', states: { 'a b': { type: 'final' } } }, /state name "a b" is not valid/],
       [{ initial: 'a', states: { a: { after: { soon: 'a' } } } }, /after "soon"/],
-      [{ initial: 'a', states: { a: { on: { go: [{ target: 'b' }, { target: 'b', guard: () => true }] } }, b: { type: 'final' } } }, /only the last of several transitions may go without a guard/],
+      [
+        { initial: 'a', states: { a: { on: { go: [{ target: 'b' }, { target: 'b', guard: () => true }] } }, b: { type: 'final' } } },
+        /only the last of several transitions may go without a guard/,
+      ],
       [{ initial: 'a', states: { a: { type: 'final', colour: 'red' } } }, /unknown key "colour"/],
       [{ initial: 'a', stats: {} }, /unknown key "stats"/],
     ];
@@ -205,13 +225,19 @@ describe(`state machines (${TEST_STORE})`, () => {
     expect(() => machine('m', { initial: 'a', states: { a: { type: 'final' } } }, { signals: {} } as never)).toThrow(/not signals/);
   });
 
-  it('checks an event\'s payload against its schema before sending it (INVALID_INPUT), when the engine has the definition', async () => {
-    const approveSchema = { parse: (v: unknown) => {
-      if (typeof (v as { edits?: unknown } | null)?.edits !== 'number') throw new Error('edits must be a number');
-      return v;
-    } };
+  it("checks an event's payload against its schema before sending it (INVALID_INPUT), when the engine has the definition", async () => {
+    const approveSchema = {
+      parse: (v: unknown) => {
+        if (typeof (v as { edits?: unknown } | null)?.edits !== 'number') throw new Error('edits must be a number');
+        return v;
+      },
+    };
     const base = publishing([]);
-    const wf = machine('publish-checked', { initial: 'review', states: { review: { on: { approve: 'done', reject: 'done' } }, done: { type: 'final' } } }, { events: { approve: approveSchema } });
+    const wf = machine(
+      'publish-checked',
+      { initial: 'review', states: { review: { on: { approve: 'done', reject: 'done' } }, done: { type: 'final' } } },
+      { events: { approve: approveSchema } },
+    );
     const engine = makeEngine({ workflows: [wf, base] });
     await startWorker(engine);
     const { id } = await engine.start(wf);
@@ -241,7 +267,10 @@ describe(`state machines (${TEST_STORE})`, () => {
   rejected --> [*]
   expired --> [*]
 `);
-    expect(machineGraph(wf)).toMatchObject({ initial: 'generating', states: [{ name: 'generating', final: false }, { name: 'review' }, { name: 'publishing' }, { name: 'published', final: true }, { name: 'rejected' }, { name: 'expired' }] });
+    expect(machineGraph(wf)).toMatchObject({
+      initial: 'generating',
+      states: [{ name: 'generating', final: false }, { name: 'review' }, { name: 'publishing' }, { name: 'published', final: true }, { name: 'rejected' }, { name: 'expired' }],
+    });
     expect(() => machineDiagram(publishing.length as never)).toThrow(InvalidArgumentError);
   });
 });

@@ -24,8 +24,12 @@ async function refusePoison(engine: Engine, url: string): Promise<void> {
   try {
     for (const op of ['INSERT', 'UPDATE']) {
       db.exec(`CREATE TRIGGER refuse_poison_step_${op} BEFORE ${op} ON stepwise_steps WHEN NEW.name = 'poison' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
-      db.exec(`CREATE TRIGGER refuse_poison_task_${op} BEFORE ${op} ON stepwise_tasks WHEN instr(coalesce(NEW.input, ''), 'poison') > 0 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
-      db.exec(`CREATE TRIGGER refuse_poison_signal_${op} BEFORE ${op} ON stepwise_signals WHEN instr(coalesce(NEW.payload, ''), 'poison') > 0 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+      db.exec(
+        `CREATE TRIGGER refuse_poison_task_${op} BEFORE ${op} ON stepwise_tasks WHEN instr(coalesce(NEW.input, ''), 'poison') > 0 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`,
+      );
+      db.exec(
+        `CREATE TRIGGER refuse_poison_signal_${op} BEFORE ${op} ON stepwise_signals WHEN instr(coalesce(NEW.payload, ''), 'poison') > 0 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`,
+      );
     }
   } finally {
     db.close();
@@ -54,7 +58,10 @@ describe(`writes the store refuses (${TEST_STORE})`, () => {
 
     for (const wf of [middle.name, last.name]) {
       const { id } = await engine.start(wf, undefined);
-      const failure = await engine.result(id, { timeout: '30s' }).then(() => null, (e: unknown) => e);
+      const failure = await engine.result(id, { timeout: '30s' }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(isStepwiseError(failure, 'TASK_FAILED')).toBe(true);
       const cause = (failure as Error).cause;
       expect(isStepwiseError(cause, 'STORE_REFUSED')).toBe(true);
@@ -79,13 +86,19 @@ describe(`writes the store refuses (${TEST_STORE})`, () => {
     const url = tempDbUrl();
     const engine = makeEngine({ store: url, workflows: [wf] });
     await refusePoison(engine, url);
-    const started = await engine.start(wf, { note: 'poison' }).then(() => null, (e: unknown) => e);
+    const started = await engine.start(wf, { note: 'poison' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(isStepwiseError(started, 'STORE_REFUSED')).toBe(true);
     expect((started as { retryable?: unknown }).retryable).toBe(false);
     expect((started as Error).message).toContain(TEST_STORE === 'postgres' ? 'PostgreSQL' : 'SQLite');
 
     const { id } = await engine.start(wf, { note: 'fine' });
-    const signalled = await engine.signal(id, 'go', { note: 'poison' }).then(() => null, (e: unknown) => e);
+    const signalled = await engine.signal(id, 'go', { note: 'poison' }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(isStepwiseError(signalled, 'STORE_REFUSED')).toBe(true);
     // Nothing half-written: the task is still waiting to start, and a cancel still works.
     expect((await engine.get(id)).status).toBe('pending');

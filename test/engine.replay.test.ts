@@ -174,7 +174,15 @@ describe('checkpoint and replay', () => {
 
   it('lets workflow code catch a failed step and go on (optional step)', async () => {
     const wf = workflow('optional', async (ctx) => {
-      const extra = await ctx.step('enrich', () => { throw new Error('service down'); }, { retry: 1 }).catch(() => null);
+      const extra = await ctx
+        .step(
+          'enrich',
+          () => {
+            throw new Error('service down');
+          },
+          { retry: 1 },
+        )
+        .catch(() => null);
       return { extra, main: await ctx.step('main', () => 'ok') };
     });
     const engine = makeEngine({ workflows: [wf] });

@@ -14,9 +14,13 @@ const three = workflow('three', async (ctx, input: { n: number }) => {
   return input.n;
 });
 const failing = workflow('failing', async (ctx) => {
-  await ctx.step('boom', () => {
-    throw new Error('boom');
-  }, { retry: { maxAttempts: 1 } });
+  await ctx.step(
+    'boom',
+    () => {
+      throw new Error('boom');
+    },
+    { retry: { maxAttempts: 1 } },
+  );
 });
 let release = gate();
 const held = workflow('held', async (ctx, n: number) => {
@@ -143,8 +147,14 @@ describe(`result() reads (${TEST_STORE})`, () => {
       let patientDone = false;
       const patient = engine.result(a.id).finally(() => (patientDone = true));
       patient.catch(() => undefined);
-      const short = engine.result(a.id, { timeout: '200ms' }).then(() => null, (e: unknown) => e);
-      const other = engine.result(b.id, { timeout: '300ms' }).then(() => null, (e: unknown) => e);
+      const short = engine.result(a.id, { timeout: '200ms' }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      const other = engine.result(b.id, { timeout: '300ms' }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(await short).toMatchObject({ code: 'TIMEOUT' });
       expect(await other).toMatchObject({ code: 'TIMEOUT' });
       expect(patientDone).toBe(false);
@@ -159,8 +169,14 @@ describe(`result() reads (${TEST_STORE})`, () => {
       release = gate();
       const h = await engine.start(held, 7);
       const stop = new AbortController();
-      const aborted = engine.result(h.id, { signal: stop.signal }).then(() => null, (e: unknown) => e);
-      const timedOut = engine.result(h.id, { timeout: '300ms' }).then(() => null, (e: unknown) => e);
+      const aborted = engine.result(h.id, { signal: stop.signal }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      const timedOut = engine.result(h.id, { timeout: '300ms' }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       await eventually(async () => (await engine.get(h.id, { steps: false, history: false })).status === 'running', 20_000, 'the task to run');
       const reason = new Error('no longer needed');
       stop.abort(reason);

@@ -9,9 +9,11 @@ import { TEST_STORE, eventually, makeEngine, startWorker, waitForStatus } from '
 const DAY = 86_400_000;
 
 const done = workflow('done', async (ctx, input: { n: number }) => ctx.step('work', () => input.n * 2));
-const broken = workflow('broken', async (ctx) => ctx.step('work', () => {
-  throw new InvalidArgumentError('bad input');
-}));
+const broken = workflow('broken', async (ctx) =>
+  ctx.step('work', () => {
+    throw new InvalidArgumentError('bad input');
+  }),
+);
 const waits = workflow('waits', async (ctx) => ctx.waitForEvent('go'));
 
 /** An observer that keeps every deletion it hears of. */
@@ -33,9 +35,11 @@ describe(`deleting finished tasks (${TEST_STORE})`, () => {
     await expect(engine.get(first.id)).rejects.toMatchObject({ code: ERROR_CODES.TASK_NOT_FOUND });
     await expect(engine.result(first.id)).rejects.toMatchObject({ code: ERROR_CODES.TASK_NOT_FOUND });
     await expect(engine.delete(first.id)).rejects.toMatchObject({ code: ERROR_CODES.TASK_NOT_FOUND });
-    await expect((async () => {
-      for await (const e of engine.events({ taskId: first.id, follow: false })) void e;
-    })()).rejects.toMatchObject({ code: ERROR_CODES.TASK_NOT_FOUND });
+    await expect(
+      (async () => {
+        for await (const e of engine.events({ taskId: first.id, follow: false })) void e;
+      })(),
+    ).rejects.toMatchObject({ code: ERROR_CODES.TASK_NOT_FOUND });
     expect(seen).toMatchObject([{ reason: 'delete', by: { kind: 'user', id: 'ops' }, tasks: [{ id: first.id, workflow: 'done', status: 'succeeded' }] }]);
 
     // The key is free again: a start with it makes a new task that runs.
@@ -89,7 +93,12 @@ describe(`deleting finished tasks (${TEST_STORE})`, () => {
     expect(await engine.purge({ olderThan: '7d' })).toMatchObject({ count: 0 });
     for (const id of [...old.ok, ...old.failed, ...old.cancelled]) await expect(engine.get(id)).rejects.toMatchObject({ code: ERROR_CODES.TASK_NOT_FOUND });
     for (const id of [...recent.ok, ...recent.failed, ...recent.cancelled, stillWaiting]) expect((await engine.get(id)).id).toBe(id);
-    expect(seen.flatMap((e) => e.tasks).map((t) => t.id).sort()).toEqual([...old.ok, ...old.failed, ...old.cancelled].sort());
+    expect(
+      seen
+        .flatMap((e) => e.tasks)
+        .map((t) => t.id)
+        .sort(),
+    ).toEqual([...old.ok, ...old.failed, ...old.cancelled].sort());
     expect(new Set(seen.map((e) => e.reason))).toEqual(new Set(['purge']));
 
     // olderThan 0: every finished task; the waiting one stays.
@@ -110,9 +119,14 @@ describe(`deleting finished tasks (${TEST_STORE})`, () => {
   it('workers delete tasks past the retention of their workflows on the engine clock; a workflow overrides the engine per status', async () => {
     const clock = new ManualClock();
     const { observer, seen } = deletions();
-    const keepFailed = workflow('keep-failed', async (ctx) => ctx.step('work', () => {
-      throw new InvalidArgumentError('bad input');
-    }), { retention: { failed: null, succeeded: '1h' } });
+    const keepFailed = workflow(
+      'keep-failed',
+      async (ctx) =>
+        ctx.step('work', () => {
+          throw new InvalidArgumentError('bad input');
+        }),
+      { retention: { failed: null, succeeded: '1h' } },
+    );
     const engine = makeEngine({ workflows: [done, broken, keepFailed, waits], clock, observers: [observer], retention: { succeeded: '1d', failed: '2d' } });
     const worker = await startWorker(engine, { retentionSweepMs: 20 });
     const ok = (await engine.start(done, { n: 1 })).id;
@@ -123,7 +137,11 @@ describe(`deleting finished tasks (${TEST_STORE})`, () => {
     await waitForStatus(engine, failed, 'failed');
     await waitForStatus(engine, keptFailure, 'failed');
     await waitForStatus(engine, waiting, 'waiting');
-    const exists = async (id: string): Promise<boolean> => engine.get(id).then(() => true, () => false);
+    const exists = async (id: string): Promise<boolean> =>
+      engine.get(id).then(
+        () => true,
+        () => false,
+      );
 
     await clock.advance(DAY + 1000);
     await eventually(async () => !(await exists(ok)), 10_000, 'the succeeded task deleted after a day');
@@ -153,7 +171,15 @@ describe(`deleting finished tasks (${TEST_STORE})`, () => {
     await starter.stop();
     await clock.advance('2h');
     const onlyWaits = await startWorker(engine, { workflows: ['waits'], retentionSweepMs: 20 });
-    await eventually(async () => engine.get(cancelled).then(() => false, () => true), 10_000, 'the cancelled task deleted');
+    await eventually(
+      async () =>
+        engine.get(cancelled).then(
+          () => false,
+          () => true,
+        ),
+      10_000,
+      'the cancelled task deleted',
+    );
     expect((await engine.get(ok)).status).toBe('succeeded');
     await onlyWaits.stop();
 
@@ -175,7 +201,7 @@ describe(`deleting finished tasks (${TEST_STORE})`, () => {
     expect(() => workflow('w', async () => 1, { retention: { failed: -1 } })).toThrow(/retention\.failed/);
   });
 
-  it('a reader of every task\'s log goes on after deletions: nothing after them is missed', async () => {
+  it("a reader of every task's log goes on after deletions: nothing after them is missed", async () => {
     const engine = makeEngine({ workflows: [done, waits] });
     await startWorker(engine);
     const seen: string[] = [];

@@ -32,10 +32,14 @@ describe('step retries', () => {
   it('fails a step at once on NonRetryableError and keeps the error code on the task', async () => {
     let calls = 0;
     const wf = workflow('fatal', async (ctx) =>
-      ctx.step('charge', () => {
-        calls++;
-        throw new NonRetryableError('card declined');
-      }, { retry: 5 }),
+      ctx.step(
+        'charge',
+        () => {
+          calls++;
+          throw new NonRetryableError('card declined');
+        },
+        { retry: 5 },
+      ),
     );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -49,7 +53,15 @@ describe('step retries', () => {
   });
 
   it('gives up after maxAttempts and records every attempt count', async () => {
-    const wf = workflow('always-fails', async (ctx) => ctx.step('x', () => { throw new Error('nope'); }, { retry: { maxAttempts: 3, initialDelay: 1 } }));
+    const wf = workflow('always-fails', async (ctx) =>
+      ctx.step(
+        'x',
+        () => {
+          throw new Error('nope');
+        },
+        { retry: { maxAttempts: 3, initialDelay: 1 } },
+      ),
+    );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start('always-fails');
@@ -117,9 +129,7 @@ describe('step retries', () => {
     expect(lastSeen).toBe('schema mismatch');
     const info = await engine.get(id);
     expect(info.retries).toBe(1);
-    expect(transitionsOf(info).map((h) => `${h.event}:${h.to}`)).toEqual([
-      'create:pending', 'claim:running', 'fail:failed', 'retry:pending', 'claim:running', 'complete:succeeded',
-    ]);
+    expect(transitionsOf(info).map((h) => `${h.event}:${h.to}`)).toEqual(['create:pending', 'claim:running', 'fail:failed', 'retry:pending', 'claim:running', 'complete:succeeded']);
   });
 
   it('times out a step attempt: its signal fires and the attempt is retried', async () => {
@@ -198,13 +208,15 @@ describe('step retries', () => {
     let broken = true;
     const runs: string[] = [];
     const wf = workflow('two-broken', async (ctx) => {
-      const results = await Promise.allSettled(['a', 'b', 'c'].map((name) =>
-        ctx.step(name, () => {
-          runs.push(name);
-          if (broken && name !== 'c') throw new NonRetryableError(`${name} is broken`);
-          return name.toUpperCase();
-        }),
-      ));
+      const results = await Promise.allSettled(
+        ['a', 'b', 'c'].map((name) =>
+          ctx.step(name, () => {
+            runs.push(name);
+            if (broken && name !== 'c') throw new NonRetryableError(`${name} is broken`);
+            return name.toUpperCase();
+          }),
+        ),
+      );
       const failed = results.find((r) => r.status === 'rejected');
       if (failed) throw (failed as PromiseRejectedResult).reason;
       return results.map((r) => (r.status === 'fulfilled' ? r.value : null));

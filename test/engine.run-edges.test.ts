@@ -166,10 +166,14 @@ describe('run edges', () => {
     const log: string[] = [];
     const wf = workflow('compensate', async (ctx) => {
       try {
-        await ctx.step('charge', () => {
-          if (failing) throw new Error('card declined');
-          return 'charged';
-        }, { retry: 1 });
+        await ctx.step(
+          'charge',
+          () => {
+            if (failing) throw new Error('card declined');
+            return 'charged';
+          },
+          { retry: 1 },
+        );
       } catch (e) {
         await ctx.step('undo', () => void log.push('undo'));
         throw e;
@@ -194,13 +198,24 @@ describe('run edges', () => {
     const runs: string[] = [];
     const wf = workflow('handled-then-failed', async (ctx) => {
       const settled = await Promise.allSettled([
-        ctx.step('optional', () => { runs.push('optional'); throw new Error('nope'); }, { retry: 1 }),
+        ctx.step(
+          'optional',
+          () => {
+            runs.push('optional');
+            throw new Error('nope');
+          },
+          { retry: 1 },
+        ),
         ctx.step('main', () => (runs.push('main'), 'main')),
       ]);
-      await ctx.step('later', () => {
-        runs.push('later');
-        if (failLater) throw new Error('later failed');
-      }, { retry: 1 });
+      await ctx.step(
+        'later',
+        () => {
+          runs.push('later');
+          if (failLater) throw new Error('later failed');
+        },
+        { retry: 1 },
+      );
       return settled.map((s) => s.status);
     });
     const engine = makeEngine({ workflows: [wf] });

@@ -34,7 +34,7 @@ describe('scheduled work', () => {
     expect(transitionsOf(await engine.get(id)).map((h) => h.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
   });
 
-  it('follows the engine clock: advancing a manual clock past a task\'s due time wakes the idle worker', async () => {
+  it("follows the engine clock: advancing a manual clock past a task's due time wakes the idle worker", async () => {
     const clock = new ManualClock();
     const wf = workflow('in-an-hour', async (ctx) => ctx.step('go', () => 'went'));
     const engine = makeEngine({ workflows: [wf], clock });

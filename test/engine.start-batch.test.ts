@@ -185,7 +185,12 @@ describe(`startMany (${TEST_STORE})`, () => {
   it('checks every item before writing: a bad one rejects the call naming its index, nothing is started', async () => {
     const s = await spied();
     await withEngine(s, async (engine) => {
-      await expect(engine.startMany([{ workflow: typed, input: { n: 1 } }, { workflow: 'typed', input: { n: 'two' } }])).rejects.toThrow(/item 1: .*typed/);
+      await expect(
+        engine.startMany([
+          { workflow: typed, input: { n: 1 } },
+          { workflow: 'typed', input: { n: 'two' } },
+        ]),
+      ).rejects.toThrow(/item 1: .*typed/);
       await expect(engine.startMany([{ workflow: 'nope', input: 1 }])).rejects.toMatchObject({ code: 'WORKFLOW_NOT_FOUND' });
       await expect(engine.startMany([{ workflow: echo, idempotencyKey: '' }])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
       await expect(engine.startMany('x' as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
@@ -198,17 +203,28 @@ describe(`startMany (${TEST_STORE})`, () => {
   it('a key repeated in one list with the same input is one task; with another input, a conflict', async () => {
     const s = await spied();
     await withEngine(s, async (engine) => {
-      const [a, b] = await engine.startMany([{ workflow: echo, input: 1, idempotencyKey: 'k' }, { workflow: echo, input: 1, idempotencyKey: 'k' }]);
+      const [a, b] = await engine.startMany([
+        { workflow: echo, input: 1, idempotencyKey: 'k' },
+        { workflow: echo, input: 1, idempotencyKey: 'k' },
+      ]);
       expect(a!.created).toBe(true);
       expect(b).toMatchObject({ id: a!.id, created: false });
-      await expect(engine.startMany([{ workflow: echo, input: 5, idempotencyKey: 'j' }, { workflow: echo, input: 6, idempotencyKey: 'j' }])).rejects.toThrow(IdempotencyConflictError);
+      await expect(
+        engine.startMany([
+          { workflow: echo, input: 5, idempotencyKey: 'j' },
+          { workflow: echo, input: 6, idempotencyKey: 'j' },
+        ]),
+      ).rejects.toThrow(IdempotencyConflictError);
     });
   });
 
   it('tasks of several workflows in one list get one wake-up for any workflow, and all run', async () => {
     const s = await spied();
     await withEngine(s, async (engine) => {
-      const handles = await engine.startMany([{ workflow: echo, input: 'e' }, { workflow: three, input: { n: 9 } }]);
+      const handles = await engine.startMany([
+        { workflow: echo, input: 'e' },
+        { workflow: three, input: { n: 9 } },
+      ]);
       expect(s.wakes).toEqual([{ reason: 'task', taskId: '*', origin: expect.any(String) }]);
       await startWorker(engine);
       expect(await Promise.all(handles.map((h) => h.result({ timeout: '30s' })))).toEqual(['e', 9]);

@@ -26,7 +26,11 @@ describe('ctx.transaction', () => {
     await startWorker(engine);
     const task = await engine.start(wf, { ids: [1, 2, 3] });
     await waitForStatus(engine, task.id, 'waiting');
-    expect(await orders.rows()).toEqual([{ id: 1, total: 10 }, { id: 2, total: 20 }, { id: 3, total: 30 }]);
+    expect(await orders.rows()).toEqual([
+      { id: 1, total: 10 },
+      { id: 2, total: 20 },
+      { id: 3, total: 30 },
+    ]);
     await engine.signal(task.id, 'go', 'now');
     expect(await task.result()).toEqual({ saved: 3, go: 'now' });
     expect(runs).toBe(1);
@@ -39,12 +43,16 @@ describe('ctx.transaction', () => {
     const url = tempDbUrl();
     const orders = userTable(url);
     const wf = workflow('flaky-save', async (ctx) =>
-      ctx.transaction('save', async (tx) => {
-        // Had the first attempt's insert survived, this one would break the primary key.
-        await tx.execute(`INSERT INTO ${orders.name} (id) VALUES (${orders.p(1)})`, [7]);
-        if (attempts++ === 0) throw new Error('deadline exceeded');
-        return 'saved';
-      }, { retry: { maxAttempts: 3, initialDelay: 1, maxDelay: 5 } }),
+      ctx.transaction(
+        'save',
+        async (tx) => {
+          // Had the first attempt's insert survived, this one would break the primary key.
+          await tx.execute(`INSERT INTO ${orders.name} (id) VALUES (${orders.p(1)})`, [7]);
+          if (attempts++ === 0) throw new Error('deadline exceeded');
+          return 'saved';
+        },
+        { retry: { maxAttempts: 3, initialDelay: 1, maxDelay: 5 } },
+      ),
     );
     let attempts = 0;
     const engine = makeEngine({ store: url, workflows: [wf] });

@@ -6,7 +6,9 @@ import { TEST_STORE, gate, makeEngine, startWorker, waitForStatus } from './supp
 
 describe(`validation (${TEST_STORE})`, () => {
   it('refuses an unknown workflow option (a typo such as tiemout) at definition time', () => {
-    expect(() => workflow('typo', async () => 1, { tiemout: '1h' } as never)).toThrow(/unknown option "tiemout" \(known: version, compatibleVersions, input, retry, concurrency, signals, budget, prices, timeout, cleanupTimeout, dwell, retention\)/);
+    expect(() => workflow('typo', async () => 1, { tiemout: '1h' } as never)).toThrow(
+      /unknown option "tiemout" \(known: version, compatibleVersions, input, retry, concurrency, signals, budget, prices, timeout, cleanupTimeout, dwell, retention\)/,
+    );
     expect(() => workflow('typo', async () => 1, { retyr: 3, concurency: 2 } as never)).toThrow(/unknown options "retyr", "concurency"/);
     expect(workflow('fine', async () => 1, { version: 2, retry: 3, concurrency: 4 }).version).toBe('2');
   });
@@ -133,18 +135,20 @@ describe(`step names the journal can store (${TEST_STORE})`, () => {
     expect(info.steps.map((s) => s.name)).toEqual(['ok']);
   });
 
-  it('fails the task with INVALID_ARGUMENT at a code call named with a prefix reserved for the cleanup (onCancel:, compensate:), which would share the cleanup\'s ids and keys', async () => {
+  it("fails the task with INVALID_ARGUMENT at a code call named with a prefix reserved for the cleanup (onCancel:, compensate:), which would share the cleanup's ids and keys", async () => {
     const ran: string[] = [];
     const cases = [
       { name: 'onCancel:release', prefix: 'onCancel:', kind: 'step' },
       { name: 'compensate:book', prefix: 'compensate:', kind: 'step' },
       { name: 'onCancel:nap', prefix: 'onCancel:', kind: 'sleep' },
     ] as const;
-    const wfs = cases.map((c, i) => workflow(`reserved-${i}`, async (ctx) => {
-      await ctx.step('ok', () => 1);
-      if (c.kind === 'step') await ctx.step(c.name, () => void ran.push(c.name));
-      else await ctx.sleep(c.name, '1s');
-    }));
+    const wfs = cases.map((c, i) =>
+      workflow(`reserved-${i}`, async (ctx) => {
+        await ctx.step('ok', () => 1);
+        if (c.kind === 'step') await ctx.step(c.name, () => void ran.push(c.name));
+        else await ctx.sleep(c.name, '1s');
+      }),
+    );
     const engine = makeEngine({ workflows: wfs });
     await startWorker(engine);
     for (const [i, c] of cases.entries()) {
@@ -162,10 +166,14 @@ describe(`step names the journal can store (${TEST_STORE})`, () => {
     const entered = gate();
     const wf = workflow('handler-names', async (ctx) => {
       ctx.onCancel(() => ctx.step('compensate:x', () => 1));
-      await ctx.step('work', ({ signal }) => new Promise((_r, reject) => {
-        entered.open();
-        signal.addEventListener('abort', () => reject(signal.reason as Error));
-      }));
+      await ctx.step(
+        'work',
+        ({ signal }) =>
+          new Promise((_r, reject) => {
+            entered.open();
+            signal.addEventListener('abort', () => reject(signal.reason as Error));
+          }),
+      );
     });
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
@@ -182,10 +190,12 @@ describe(`step names the journal can store (${TEST_STORE})`, () => {
 describe(`output size limit (${TEST_STORE})`, () => {
   it('fails a step whose output is over the limit with PAYLOAD_TOO_LARGE instead of storing it', async () => {
     let calls = 0;
-    const wf = workflow('huge-output', async (ctx) => ctx.step('dump', () => {
-      calls++;
-      return 'x'.repeat(5000);
-    }));
+    const wf = workflow('huge-output', async (ctx) =>
+      ctx.step('dump', () => {
+        calls++;
+        return 'x'.repeat(5000);
+      }),
+    );
     const engine = makeEngine({ workflows: [wf], limits: { outputBytes: 4096 } });
     await startWorker(engine);
     const { id } = await engine.start(wf, undefined);

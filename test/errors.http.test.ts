@@ -1,7 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import {
-  ConflictError, ERROR_CODES, ForbiddenError, HTTP_STATUS, IllegalTransitionError, InvalidArgumentError, StoreUnavailableError,
-  TaskNotFoundError, WorkflowNotFoundError, httpStatusOf, isStepwiseError,
+  ConflictError,
+  ERROR_CODES,
+  ForbiddenError,
+  HTTP_STATUS,
+  IllegalTransitionError,
+  InvalidArgumentError,
+  StoreUnavailableError,
+  TaskNotFoundError,
+  WorkflowNotFoundError,
+  httpStatusOf,
+  isStepwiseError,
 } from '../src/index.ts';
 import { decodeError, deserializeError, encodeError } from '../src/serialize.ts';
 

@@ -43,7 +43,13 @@ describe('research-agent example (real processes)', () => {
       expect(out.answer).toContain('lease');
       const info = await engine.get(id);
       // Everything before the answer was done by the first worker (epoch 1) and read back.
-      expect(info.steps.map((s) => [s.name, s.epoch])).toEqual([['model', 1], ['search', 1], ['model#2', 1], ['read', 1], ['model#3', 2]]);
+      expect(info.steps.map((s) => [s.name, s.epoch])).toEqual([
+        ['model', 1],
+        ['search', 1],
+        ['model#2', 1],
+        ['read', 1],
+        ['model#3', 2],
+      ]);
       const usage = info.history.filter((e): e is UsageEvent => e.type === 'usage:attempt').map((e) => `${e.usage.step}#${e.usage.attempt}:${e.usage.outcome}`);
       expect(usage).toEqual(['model#1:succeeded', 'model#2#1:succeeded', 'model#3#1:interrupted', 'model#3#2:succeeded']);
       expect(info.usage?.total.costUsd).toBeGreaterThan(0);

@@ -13,7 +13,10 @@ describe('content-pipeline example', () => {
     const cwd = tempDir();
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
     const r = spawnSync(process.execPath, ['--import', tsx, join(root, 'examples/content-pipeline/main.ts')], {
-      cwd, env: { ...process.env, NO_COLOR: '1' }, encoding: 'utf8', timeout: 90_000,
+      cwd,
+      env: { ...process.env, NO_COLOR: '1' },
+      encoding: 'utf8',
+      timeout: 90_000,
     });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toContain('→ published art-1: low impact: published without review');

@@ -23,7 +23,11 @@ function redisEngine(options: { clock?: ManualClock; observers?: ReturnType<type
   return { engine, backend };
 }
 
-const codeOf = (p: Promise<unknown>): Promise<string> => p.then(() => 'resolved', (e: unknown) => (isStepwiseError(e) ? e.code : `untyped: ${String(e)}`));
+const codeOf = (p: Promise<unknown>): Promise<string> =>
+  p.then(
+    () => 'resolved',
+    (e: unknown) => (isStepwiseError(e) ? e.code : `untyped: ${String(e)}`),
+  );
 
 describe.skipIf(!up)('engine.idempotency.run on Redis', () => {
   let admin: Redis;
@@ -73,19 +77,34 @@ describe.skipIf(!up)('engine.idempotency.run on Redis', () => {
     const { engine } = redisEngine({ observers: [observer] });
     const started = gate();
     const release = gate();
-    const running = engine.idempotency.run('order:5', async () => { started.open(); await release.promise; return 'ok'; }, { fingerprint: { qty: 1 } });
+    const running = engine.idempotency.run(
+      'order:5',
+      async () => {
+        started.open();
+        await release.promise;
+        return 'ok';
+      },
+      { fingerprint: { qty: 1 } },
+    );
     await started.promise;
     expect(await codeOf(engine.idempotency.run('order:5', () => 'x', { whileRunning: 'error', fingerprint: { qty: 1 } }))).toBe(ERROR_CODES.IDEMPOTENCY_IN_PROGRESS);
     expect(await codeOf(engine.idempotency.run('order:5', () => 'x', { fingerprint: { qty: 2 } }))).toBe(ERROR_CODES.CONFLICT);
     release.open();
     expect(await running).toBe('ok');
     expect(await engine.idempotency.run('order:5', () => 'x', { fingerprint: { qty: 1 } })).toBe('ok');
-    expect(events.map((e) => [e.type, e.backend])).toEqual([['conflict', 'redis'], ['hit', 'redis']]);
+    expect(events.map((e) => [e.type, e.backend])).toEqual([
+      ['conflict', 'redis'],
+      ['hit', 'redis'],
+    ]);
   });
 
   it('marks a failure so that a repeat runs again', async () => {
     const { engine, backend } = redisEngine();
-    await expect(engine.idempotency.run('mail:3', () => { throw new Error('smtp 451'); })).rejects.toThrow('smtp 451');
+    await expect(
+      engine.idempotency.run('mail:3', () => {
+        throw new Error('smtp 451');
+      }),
+    ).rejects.toThrow('smtp 451');
     expect((await backend.get('mail:3'))?.status).toBe('failed');
     expect(await engine.idempotency.run('mail:3', () => 'sent')).toBe('sent');
   });
@@ -96,7 +115,10 @@ describe.skipIf(!up)('engine.idempotency.run on Redis', () => {
     const now = clock.now();
     expect(await backend.acquire({ key: 'slow:1', owner: 'a', fingerprint: null, now, leaseMs: 1000, ttlMs: 60_000, taskId: null })).toMatchObject({ acquired: true, takeover: false });
     expect(await backend.acquire({ key: 'slow:1', owner: 'b', fingerprint: null, now: now + 500, leaseMs: 1000, ttlMs: 60_000, taskId: null })).toMatchObject({ acquired: false });
-    expect(await backend.acquire({ key: 'slow:1', owner: 'b', fingerprint: null, now: now + 1500, leaseMs: 1000, ttlMs: 60_000, taskId: null })).toMatchObject({ acquired: true, takeover: true });
+    expect(await backend.acquire({ key: 'slow:1', owner: 'b', fingerprint: null, now: now + 1500, leaseMs: 1000, ttlMs: 60_000, taskId: null })).toMatchObject({
+      acquired: true,
+      takeover: true,
+    });
     expect(await backend.renew('slow:1', 'a', now + 1600, 1000)).toBe(false);
     expect(await backend.complete('slow:1', 'a', '"late"', now + 1600, 60_000)).toBe(false);
     expect(await backend.complete('slow:1', 'b', '"fresh"', now + 1700, 60_000)).toBe(true);

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import {
-  ALL_EVENTS, ALL_STATUSES, IllegalTransitionError, legalEvents, lifecycleDiagram, lifecycleEdges, sourcesOf, transition,
-  type LifecycleEvent, type TaskStatus,
+  ALL_EVENTS,
+  ALL_STATUSES,
+  IllegalTransitionError,
+  legalEvents,
+  lifecycleDiagram,
+  lifecycleEdges,
+  sourcesOf,
+  transition,
+  type LifecycleEvent,
+  type TaskStatus,
 } from '../src/index.ts';
 
 // The expected table, written out independently of src/lifecycle.ts: status → event → next status.
@@ -11,12 +19,23 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
   pending: { claim: 'running', cancel: 'cancelled', pause: 'paused' },
   waiting: { claim: 'running', cancel: 'cancelled', pause: 'paused', expire: 'failed' },
   running: {
-    reclaim: 'running', park: 'waiting', release: 'pending', complete: 'succeeded', fail: 'failed',
-    cancel: 'cancelling', pause: 'running',
+    reclaim: 'running',
+    park: 'waiting',
+    release: 'pending',
+    complete: 'succeeded',
+    fail: 'failed',
+    cancel: 'cancelling',
+    pause: 'running',
   },
   'running+pause': {
-    reclaim: 'running', park: 'waiting', release: 'pending', suspend: 'paused', complete: 'succeeded',
-    fail: 'failed', cancel: 'cancelling', resume: 'running',
+    reclaim: 'running',
+    park: 'waiting',
+    release: 'pending',
+    suspend: 'paused',
+    complete: 'succeeded',
+    fail: 'failed',
+    cancel: 'cancelling',
+    resume: 'running',
   },
   paused: { resume: 'pending', cancel: 'cancelled', expire: 'failed' },
   // A cancel must let a worker run the cleanup: through cancelling, reclaimed at once.
@@ -107,7 +126,10 @@ describe('lifecycle transition table', () => {
   });
 
   it('draws the diagram with exactly the edges of the table, each once, with its condition', () => {
-    const lines = lifecycleDiagram().split('\n').slice(1).map((l) => l.trim());
+    const lines = lifecycleDiagram()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim());
     const drawn = lines.filter((l) => !l.startsWith('[*]') && !l.endsWith('[*]'));
     // The expected edges, from the independent table: an edge the same in both states of a status
     // is drawn once without a condition; one that differs carries each state as its condition.

@@ -95,8 +95,15 @@ describe(`the published package (${pkg.name})`, () => {
       join(project, 'tsconfig.json'),
       JSON.stringify({
         compilerOptions: {
-          target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: false,
-          outDir: 'out', types: ['node'], exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true,
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          skipLibCheck: false,
+          outDir: 'out',
+          types: ['node'],
+          exactOptionalPropertyTypes: true,
+          noUncheckedIndexedAccess: true,
         },
         include: ['main.ts'],
       }),

@@ -4,7 +4,23 @@ import { describe, expect, it } from 'vitest';
 import { Params, arrayLiteral } from '../src/postgres/sql-text.ts';
 import { hasPostgres, sql } from './support/postgres.ts';
 
-const TEXTS = ['', 'plain', 'with space', 'a,b', '{braces}', 'quote " inside', 'back\\slash', '\\"both\\"', 'NULL', 'null', ' lead', 'trail ', 'ünïcode 😀', 'line\nbreak', '{"json": [1, "x"]}'];
+const TEXTS = [
+  '',
+  'plain',
+  'with space',
+  'a,b',
+  '{braces}',
+  'quote " inside',
+  'back\\slash',
+  '\\"both\\"',
+  'NULL',
+  'null',
+  ' lead',
+  'trail ',
+  'ünïcode 😀',
+  'line\nbreak',
+  '{"json": [1, "x"]}',
+];
 
 describe.skipIf(!(await hasPostgres()))('PostgreSQL array parameters', () => {
   it('round-trips text, bigint, integer and boolean arrays with nulls', async () => {

@@ -7,7 +7,21 @@ import { tablesOf } from '../src/postgres/sql-text.ts';
 import type { StepRow, StepWrite } from '../src/store.ts';
 
 const row = (taskId: string, seq: number, epoch: number, output = '1'): StepRow => ({
-  taskId, seq, name: `s${seq}`, kind: 'step', status: 'completed', output, error: null, attempts: 1, startedAt: 1, finishedAt: 2, wakeAt: null, epoch, done: seq + 1, calledAfter: null, businessKey: null,
+  taskId,
+  seq,
+  name: `s${seq}`,
+  kind: 'step',
+  status: 'completed',
+  output,
+  error: null,
+  attempts: 1,
+  startedAt: 1,
+  finishedAt: 2,
+  wakeAt: null,
+  epoch,
+  done: seq + 1,
+  calledAfter: null,
+  businessKey: null,
 });
 const op = (taskId: string, seq: number, epoch = 1, output = '1', writer = taskId): StepWrite => ({ kind: 'step', taskId: writer, epoch, step: row(taskId, seq, epoch, output) });
 

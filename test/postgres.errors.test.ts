@@ -17,9 +17,12 @@ const T0 = 1_700_000_000_000;
 
 /** The error `p` rejects with. */
 function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(() => {
-    throw new Error('expected a rejection');
-  }, (e: unknown) => e);
+  return p.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (e: unknown) => e,
+  );
 }
 
 function expectRefused(e: unknown, sqlState: string): void {
@@ -36,7 +39,13 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL errors', () => {
     try {
       await store.migrate();
       const task = (id: string, key: string | null) => ({
-        id, workflow: 'wf', workflowVersion: '1', input: null, idempotencyKey: key, runAt: T0, createdAt: T0,
+        id,
+        workflow: 'wf',
+        workflowVersion: '1',
+        input: null,
+        idempotencyKey: key,
+        runAt: T0,
+        createdAt: T0,
         ...planCreation({ kind: 'user', id: 'anonymous' }),
       });
       // start: a key with a NUL character.
@@ -45,10 +54,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL errors', () => {
 
       const { task: row } = await store.insertTask(task('t-ok', null));
       // signal: a name with a NUL character.
-      expectRefused(
-        await rejection(store.insertSignal({ taskId: row.id, name: 'go\u0000', payload: null, idempotencyKey: null, at: T0, actorKind: 'user', actorId: 'anonymous' })),
-        '22021',
-      );
+      expectRefused(await rejection(store.insertSignal({ taskId: row.id, name: 'go\u0000', payload: null, idempotencyKey: null, at: T0, actorKind: 'user', actorId: 'anonymous' })), '22021');
       // cancel: a time beyond what BIGINT holds.
       const at = 1e20;
       const log = [transitionEntry('user', 'anonymous', { event: 'cancel', from: row.status, to: 'cancelled', detail: null, output: null, error: null })];

@@ -11,13 +11,11 @@ import { FAST, schemasOfThisFile } from './support/engine.ts';
 
 const freshSchema = schemasOfThisFile('sw_hot');
 
-
 /** Backends of this schema's store whose last statement was a step checkpoint, and are idle now. */
 async function idleCheckpointBackends(schema: string): Promise<number[]> {
-  const rows = await sql<{ pid: number }>(
-    `SELECT pid FROM pg_stat_activity WHERE application_name = 'stepwise' AND state = 'idle' AND query LIKE $1`,
-    [`WITH f AS (UPDATE "${schema}".tasks SET event_seq%`],
-  );
+  const rows = await sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'stepwise' AND state = 'idle' AND query LIKE $1`, [
+    `WITH f AS (UPDATE "${schema}".tasks SET event_seq%`,
+  ]);
   return rows.map((r) => r.pid);
 }
 
@@ -120,7 +118,8 @@ describe.skipIf(!(await hasPostgres()))('the kept connection for lone checkpoint
     // (abandoned cancelling tasks) or a claim in the moment before the pool saw it close: that one
     // is reported as the store being unavailable, and retried on the next beat.
     for (const e of errors) {
-      if (!e.during.startsWith('writing checkpoints')) expect(e).toEqual({ during: expect.stringMatching(/^(heartbeat|claiming tasks|ending abandoned cancelling tasks)$/), code: 'STORE_UNAVAILABLE' });
+      if (!e.during.startsWith('writing checkpoints'))
+        expect(e).toEqual({ during: expect.stringMatching(/^(heartbeat|claiming tasks|ending abandoned cancelling tasks)$/), code: 'STORE_UNAVAILABLE' });
     }
   }, 60_000);
 

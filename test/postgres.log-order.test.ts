@@ -34,7 +34,13 @@ async function storedLog(store: Store): Promise<LogPage['events']> {
 
 /** 'pending' if `p` has not settled within `ms`. */
 async function stateAfter(p: Promise<unknown>, ms: number): Promise<'settled' | 'pending'> {
-  return Promise.race([p.then(() => 'settled' as const, () => 'settled' as const), new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms))]);
+  return Promise.race([
+    p.then(
+      () => 'settled' as const,
+      () => 'settled' as const,
+    ),
+    new Promise<'pending'>((r) => setTimeout(() => r('pending'), ms)),
+  ]);
 }
 
 async function readAll(engine: Engine, after?: string): Promise<Seen[]> {
@@ -45,8 +51,8 @@ async function readAll(engine: Engine, after?: string): Promise<Seen[]> {
   return seen;
 }
 
-describe.skipIf(!available)('the log of every task, where PostgreSQL\'s order is not the tasks\' (PostgreSQL)', () => {
-  it('hands out each task\'s entries once and in seq order, and resumes from every cursor without loss or repeat', async () => {
+describe.skipIf(!available)("the log of every task, where PostgreSQL's order is not the tasks' (PostgreSQL)", () => {
+  it("hands out each task's entries once and in seq order, and resumes from every cursor without loss or repeat", async () => {
     const s = schema();
     const store: Store = await openStore(`${PG_URL}?schema=${s}`);
     const engine = new Engine({ store, workflows: [waits] });
@@ -81,7 +87,10 @@ describe.skipIf(!available)('the log of every task, where PostgreSQL\'s order is
       // Resuming after any entry gives exactly the entries after it.
       for (let i = 0; i < all.length; i++) {
         const rest = await readAll(engine, all[i]?.cursor);
-        expect(rest.map((e) => `${e.task}/${e.seq}`), `after entry ${i}`).toEqual(all.slice(i + 1).map((e) => `${e.task}/${e.seq}`));
+        expect(
+          rest.map((e) => `${e.task}/${e.seq}`),
+          `after entry ${i}`,
+        ).toEqual(all.slice(i + 1).map((e) => `${e.task}/${e.seq}`));
       }
       // A cursor that holds entries delivered early is kept whole and checked.
       expect(all.some((e) => e.cursor.split('|').length === 3)).toBe(true);

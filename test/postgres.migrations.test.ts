@@ -11,7 +11,6 @@ import { schemasOfThisFile, startWorker } from './support/engine.ts';
 
 const freshSchema = schemasOfThisFile('sw_migrate');
 
-
 describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
   it('upgrades a schema written under migration 1 without losing tasks or journal rows, and the engine resumes its task', async () => {
     const schema = freshSchema();
@@ -34,7 +33,10 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
       expect(await engine.result('task-from-v1', { timeout: '10s' })).toBe('from v1/4');
       expect(firstRuns()).toBe(0); // its checkpoint survived the upgrade
       const steps = (await engine.get('task-from-v1')).steps.map((s) => [s.name, s.status]);
-      expect(steps).toEqual([['first', 'completed'], ['second', 'completed']]);
+      expect(steps).toEqual([
+        ['first', 'completed'],
+        ['second', 'completed'],
+      ]);
     } finally {
       await engine.close();
     }

@@ -53,7 +53,9 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL outage', () => {
       // The step finished during the outage: its checkpoint was retried until the database was back.
       expect(w.output()).toMatch(/failed during writing checkpoints \(attempt 1\)/);
       expect(w.output()).toMatch(/step slow-write completed/);
-      const effects = readLog(log).filter((l) => l.event === 'effect').map((l) => l.key);
+      const effects = readLog(log)
+        .filter((l) => l.event === 'effect')
+        .map((l) => l.key);
       expect(effects.filter((k) => k.endsWith('fetch#1'))).toHaveLength(1);
       expect(effects.filter((k) => k.endsWith('notify#1'))).toHaveLength(1);
       // Notifications work again: a new task is picked up (this worker polls every 200 ms anyway,
@@ -91,9 +93,15 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL outage', () => {
       await eventually(() => errors.some((e) => e.code === 'STORE_UNAVAILABLE'), 30_000, 'a worker:error reporting the unreachable store');
       expect(worker.state).toBe('running');
       // Commands answer: a write fails as unavailable, a wait for a result ends at its timeout.
-      const startError = await cutOff.start(triple, { n: 2 }).then(() => null, (e: unknown) => e);
+      const startError = await cutOff.start(triple, { n: 2 }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(isStepwiseError(startError, 'STORE_UNAVAILABLE')).toBe(true);
-      const waitError = await cutOff.result(first.id, { timeout: '500ms' }).then(() => null, (e: unknown) => e);
+      const waitError = await cutOff.result(first.id, { timeout: '500ms' }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(isStepwiseError(waitError, 'TIMEOUT') || isStepwiseError(waitError, 'STORE_UNAVAILABLE')).toBe(true);
       // The LISTEN connection noticed it was dead and tried to reconnect (accepted, never answered).
       const acceptedDuringPartition = proxy.accepted;
@@ -124,7 +132,10 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL outage', () => {
     proxy.blackhole();
     const engine = new Engine({ store: throughProxy(proxy.port, SHORT), workflows: [triple] });
     try {
-      const error = await engine.ready().then(() => null, (e: unknown) => e);
+      const error = await engine.ready().then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(isStepwiseError(error, 'STORE_UNAVAILABLE')).toBe(true);
       expect(String((error as Error).message)).toContain(`127.0.0.1:${proxy.port}`);
       expect(proxy.accepted).toBeGreaterThan(0); // it did reach the server: the start-up got no answer
@@ -151,10 +162,14 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL outage', () => {
       proxy.restore();
       // Back: it says it may have missed something, and hears what is sent from now on.
       await eventually(() => heard.some((e) => e.taskId === '*'), 30_000, 'the look-again event after the reconnect');
-      await eventually(async () => {
-        await sender.notify({ reason: 'task', taskId: 'after' });
-        return heard.some((e) => e.taskId === 'after');
-      }, 30_000, 'a notification after the partition');
+      await eventually(
+        async () => {
+          await sender.notify({ reason: 'task', taskId: 'after' });
+          return heard.some((e) => e.taskId === 'after');
+        },
+        30_000,
+        'a notification after the partition',
+      );
       await stop();
     } finally {
       await listening.close();

@@ -65,8 +65,21 @@ async function explain(c: pg.Client, text: string, values: unknown[]): Promise<P
 const id = (n: number): string => `task-${String(n).padStart(6, '0')}`;
 const runningIds = (k: number): string[] => Array.from({ length: k }, (_, i) => id((i + 1) * 10 * Math.floor(RUNNING / k)));
 const step = (taskId: string, seq: number): StepRow => ({
-  taskId, seq, name: `s${seq}`, kind: 'step', status: 'completed', output: '1', error: null,
-  attempts: 1, startedAt: NOW, finishedAt: NOW, wakeAt: null, epoch: 1, done: null, calledAfter: null, businessKey: null,
+  taskId,
+  seq,
+  name: `s${seq}`,
+  kind: 'step',
+  status: 'completed',
+  output: '1',
+  error: null,
+  attempts: 1,
+  startedAt: NOW,
+  finishedAt: NOW,
+  wakeAt: null,
+  epoch: 1,
+  done: null,
+  calledAfter: null,
+  businessKey: null,
 });
 
 describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
@@ -98,8 +111,16 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
         const ids = runningIds(40);
         const steps: StepWrite[] = ids.map((taskId) => ({ kind: 'step', taskId, epoch: 1, step: step(taskId, 0) }));
         const transitions: TransitionWrite[] = ids.map((taskId) => ({
-          kind: 'transition', taskId, event: 'succeed', from: ['running'], to: 'succeeded', guard: { epoch: 1 },
-          set: { output: '3', clearLease: true, finishedAt: NOW }, at: NOW, workerId: 'worker-a', steps: [step(taskId, 3)],
+          kind: 'transition',
+          taskId,
+          event: 'succeed',
+          from: ['running'],
+          to: 'succeeded',
+          guard: { epoch: 1 },
+          set: { output: '3', clearLease: true, finishedAt: NOW },
+          at: NOW,
+          workerId: 'worker-a',
+          steps: [step(taskId, 3)],
           log: [transitionEntry('worker', 'worker-a', { event: 'succeed', from: 'running', to: 'succeeded', output: '3' })],
         }));
         const stepBatch = stepBatchSql(t, steps);
@@ -123,7 +144,10 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
           const work = tasksWork(plan);
           const how = `${k.name}: read ${work.rows} rows of tasks by ${[...work.access].join(', ')}`;
           expect(plan['Actual Rows'], how).toBe(k.rows);
-          expect([...work.access].filter((a) => /Seq Scan|tasks_workflow/.test(a)), how).toEqual([]);
+          expect(
+            [...work.access].filter((a) => /Seq Scan|tasks_workflow/.test(a)),
+            how,
+          ).toEqual([]);
           expect(work.rows, how).toBeLessThanOrEqual(k.most);
         }
         // A retention sweep reads the tasks created before its cutoff (ids below the bound), by an
@@ -132,7 +156,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
         const sweeps: Array<{ name: string; statuses: Array<'succeeded' | 'failed'>; workflows?: string[]; rows: number; most: number }> = [
           { name: 'sweep of succeeded tasks', statuses: ['succeeded'], rows: 450, most: 2 * 1000 },
           // A bitmap scan may combine the workflow and id indexes: each entry read, then each row.
-          { name: 'sweep of one workflow\'s succeeded tasks', statuses: ['succeeded'], workflows: ['w'], rows: 450, most: 3 * 1000 },
+          { name: "sweep of one workflow's succeeded tasks", statuses: ['succeeded'], workflows: ['w'], rows: 450, most: 3 * 1000 },
           { name: 'sweep of failed tasks (none)', statuses: ['failed'], rows: 0, most: 10 },
         ];
         for (const k of sweeps) {
@@ -142,7 +166,10 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
           const work = tasksWork(plan);
           const how = `${k.name}: read ${work.rows} rows of tasks by ${[...work.access].join(', ')}`;
           expect(plan['Actual Rows'], how).toBe(k.rows);
-          expect([...work.access].filter((a) => /Seq Scan/.test(a)), how).toEqual([]);
+          expect(
+            [...work.access].filter((a) => /Seq Scan/.test(a)),
+            how,
+          ).toEqual([]);
           expect(work.rows, how).toBeLessThanOrEqual(k.most);
         }
         // The delete of the picked tasks looks each of them up by its key (the journal and log
@@ -150,7 +177,10 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
         const picked = Array.from({ length: 100 }, (_, i) => id(i * 7 + 1));
         const deletion = tasksWork(await explain(c, deleteTasksSql(t, { statuses: ['succeeded'] }, 100).delete, [picked]));
         const deletionHow = `delete of 100 picked tasks: read ${deletion.rows} rows of tasks by ${[...deletion.access].join(', ')}`;
-        expect([...deletion.access].filter((a) => /Seq Scan/.test(a)), deletionHow).toEqual([]);
+        expect(
+          [...deletion.access].filter((a) => /Seq Scan/.test(a)),
+          deletionHow,
+        ).toEqual([]);
         expect(deletion.rows, deletionHow).toBeLessThanOrEqual(2 * 100);
         // Counting every status up to a cap (the metrics' scrape) reads about the cap per status; a
         // leased status may be looked for among the leased tasks (the leased index lists both).

@@ -15,7 +15,6 @@ const FIXTURE = 'test/fixtures/crash-workflows.ts';
 const freshSchema = schemasOfThisFile('sw_workers');
 const freshUrl = (): string => `${PG_URL}?schema=${freshSchema()}`;
 
-
 const NO_POLL = ['--poll-ms', '600000'];
 
 describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => {
@@ -50,8 +49,7 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
   it('sends finished tasks only to processes that wait for a result, from their first result()', async () => {
     const db = freshUrl();
     const schema = new URL(db).searchParams.get('schema') as string;
-    const listeners = async (channel: string): Promise<number> =>
-      (await sql(`SELECT 1 FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${schema}_${channel}"`])).length;
+    const listeners = async (channel: string): Promise<number> => (await sql(`SELECT 1 FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${schema}_${channel}"`])).length;
     const starter = new Engine({ store: db, workflows: [triple] });
     try {
       await starter.ready();
@@ -124,7 +122,11 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
       );
       expect(killed.length).toBeGreaterThan(0);
       // The worker reconnects (100 ms backoff), re-subscribes and polls once for anything missed.
-      await eventually(async () => (await sql(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'stepwise-listen%' AND query ILIKE 'LISTEN%'`)).length >= killed.length, 20_000, 'LISTEN to come back');
+      await eventually(
+        async () => (await sql(`SELECT 1 FROM pg_stat_activity WHERE application_name LIKE 'stepwise-listen%' AND query ILIKE 'LISTEN%'`)).length >= killed.length,
+        20_000,
+        'LISTEN to come back',
+      );
       const { id } = await engine.start(triple, { n: 3 });
       expect(await engine.result(id, { timeout: '20s' })).toBe(12);
       w.child.kill('SIGTERM');
@@ -157,7 +159,7 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
     }
   }, 60_000);
 
-  it('resumes a SIGKILLed worker\'s task on another worker without re-running finished steps', async () => {
+  it("resumes a SIGKILLed worker's task on another worker without re-running finished steps", async () => {
     const db = freshUrl();
     const log = join(tempDir(), 'effects.log');
     const engine = new Engine({ store: db, workflows: [pipeline] });
@@ -170,7 +172,10 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
       await a.exited;
       const b = spawnCli(args, { STEPWISE_TEST_LOG: log });
       expect((await engine.result<{ writtenBy: number }>(id, { timeout: '30s' })).writtenBy).toBe(b.pid);
-      const effects = (step: string): number[] => readLog(log).filter((l) => l.event === 'effect' && l.key === `v1:${id}:${step}#1`).map((l) => l.pid);
+      const effects = (step: string): number[] =>
+        readLog(log)
+          .filter((l) => l.event === 'effect' && l.key === `v1:${id}:${step}#1`)
+          .map((l) => l.pid);
       expect([effects('fetch'), effects('transform'), effects('slow-write'), effects('notify')]).toEqual([[a.pid], [a.pid], [b.pid], [b.pid]]);
       const info = await engine.get(id);
       expect(transitionsOf(info).map((h) => h.event)).toEqual(['create', 'claim', 'reclaim', 'complete']);

@@ -5,8 +5,21 @@ import { STEP_COLUMNS, stepColumnArrays, stepValues, stepValuesOfTask } from '..
 import type { StepRow } from '../src/store.ts';
 
 const row = (i: number): StepRow => ({
-  taskId: `t${i}`, seq: i, name: `n${i}`, kind: 'sleep', status: 'waiting', output: `o${i}`, error: `e${i}`, attempts: i + 1,
-  startedAt: 10 + i, finishedAt: 20 + i, wakeAt: 30 + i, epoch: 40 + i, done: 50 + i, calledAfter: 60 + i, businessKey: `k${i}`,
+  taskId: `t${i}`,
+  seq: i,
+  name: `n${i}`,
+  kind: 'sleep',
+  status: 'waiting',
+  output: `o${i}`,
+  error: `e${i}`,
+  attempts: i + 1,
+  startedAt: 10 + i,
+  finishedAt: 20 + i,
+  wakeAt: 30 + i,
+  epoch: 40 + i,
+  done: 50 + i,
+  calledAfter: 60 + i,
+  businessKey: `k${i}`,
 });
 
 describe('journal row values', () => {

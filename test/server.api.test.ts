@@ -174,7 +174,7 @@ describe('HTTP API: tasks', () => {
     expect((await engine.get(third)).status).toBe('succeeded');
   });
 
-  it('sends a state machine\'s events as the identity, refusing with 409 and the events it takes what its state does not take', async () => {
+  it("sends a state machine's events as the identity, refusing with 409 and the events it takes what its state does not take", async () => {
     const { engine, server } = setup({ workflows: [ticket] });
     await startWorker(engine);
     const { id } = (await call(server, 'POST', '/api/tasks', { body: { workflow: 'ticket', input: { subject: 'login fails' } } })).body;
@@ -198,7 +198,12 @@ describe('HTTP API: tasks', () => {
     expect((await call(server, 'POST', `/api/tasks/${id}/send/resolve`, { as: 'oscar', body: { payload: { note: 'reset password' } } })).status).toBe(202);
     expect(await engine.result(id)).toEqual({ state: 'closed', context: { subject: 'login fails', escalated: true, resolution: 'reset password' } });
     const info = await engine.get(id);
-    expect(info.machine?.history.map((h) => [h.event, h.by?.id ?? null])).toEqual([[null, null], ['triaged', 'entry-action'], ['escalate', 'oscar'], ['resolve', 'oscar']]);
+    expect(info.machine?.history.map((h) => [h.event, h.by?.id ?? null])).toEqual([
+      [null, null],
+      ['triaged', 'entry-action'],
+      ['escalate', 'oscar'],
+      ['resolve', 'oscar'],
+    ]);
   });
 
   it('refuses bad JSON with 400, a body over the limit with 413, and an unknown route with 404', async () => {
@@ -250,11 +255,15 @@ describe('HTTP API: event stream', () => {
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     let text = '';
     const decoder = new TextDecoder();
-    await eventually(async () => {
-      const { value } = await reader.read();
-      text += decoder.decode(value);
-      return text.includes('"name":"first"');
-    }, 10_000, 'the first step in the stream');
+    await eventually(
+      async () => {
+        const { value } = await reader.read();
+        text += decoder.decode(value);
+        return text.includes('"name":"first"');
+      },
+      10_000,
+      'the first step in the stream',
+    );
     expect(text).not.toContain('"event":"complete"');
     release.open();
     for (;;) {
@@ -274,7 +283,18 @@ describe('HTTP API: documentation, health and metrics', () => {
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.paths['/api/tasks/{id}'].delete['x-permission']).toBe('delete');
     expect(Object.keys(doc.paths['/api/tasks/purge'].post.requestBody.content['application/json'].schema.properties).sort()).toEqual(['dryRun', 'limit', 'olderThan', 'status', 'workflow']);
-    for (const p of ['/api/tasks', '/api/tasks/batch', '/api/tasks/purge', '/api/tasks/{id}', '/api/tasks/{id}/cancel', '/api/tasks/{id}/retry', '/api/tasks/{id}/pause', '/api/tasks/{id}/resume', '/api/tasks/{id}/signals/{name}', '/api/tasks/{id}/events']) {
+    for (const p of [
+      '/api/tasks',
+      '/api/tasks/batch',
+      '/api/tasks/purge',
+      '/api/tasks/{id}',
+      '/api/tasks/{id}/cancel',
+      '/api/tasks/{id}/retry',
+      '/api/tasks/{id}/pause',
+      '/api/tasks/{id}/resume',
+      '/api/tasks/{id}/signals/{name}',
+      '/api/tasks/{id}/events',
+    ]) {
       expect(doc.paths[p], p).toBeDefined();
     }
     const start = doc.paths['/api/tasks'].post.requestBody.content['application/json'].schema;
@@ -293,7 +313,11 @@ describe('HTTP API: documentation, health and metrics', () => {
     await waitForStatus(engine, t.id, 'succeeded');
     await call(server, 'POST', '/api/tasks', { body: { workflow: 'echo', input: 2 }, headers: { 'idempotency-key': 'k' } });
     await call(server, 'POST', '/api/tasks', { body: { workflow: 'echo', input: 2 }, headers: { 'idempotency-key': 'k' } });
-    await eventually(async () => /stepwise_step_duration_seconds_count\{workflow="echo",step="say",outcome="completed"\} 1/.test((await call(server, 'GET', '/metrics', { as: 'vera' })).body as string), 10_000, 'the step histogram');
+    await eventually(
+      async () => /stepwise_step_duration_seconds_count\{workflow="echo",step="say",outcome="completed"\} 1/.test((await call(server, 'GET', '/metrics', { as: 'vera' })).body as string),
+      10_000,
+      'the step histogram',
+    );
     const text = (await call(server, 'GET', '/metrics', { as: 'vera' })).body as string;
     expect(text).toMatch(/stepwise_tasks\{status="succeeded"\} [12]/);
     expect(text).toContain('stepwise_idempotency_hits_total 1');
@@ -304,14 +328,17 @@ describe('HTTP API: documentation, health and metrics', () => {
 });
 
 function parseSse(text: string): Array<{ id?: string; event?: string; data?: string }> {
-  return text.split('\n\n').filter((b) => b.trim() && !b.startsWith(':')).map((block) => {
-    const m: { id?: string; event?: string; data?: string } = {};
-    for (const line of block.split('\n')) {
-      const i = line.indexOf(':');
-      const k = line.slice(0, i);
-      const v = line.slice(i + 1).replace(/^ /, '');
-      if (k === 'id' || k === 'event' || k === 'data') m[k] = v;
-    }
-    return m;
-  });
+  return text
+    .split('\n\n')
+    .filter((b) => b.trim() && !b.startsWith(':'))
+    .map((block) => {
+      const m: { id?: string; event?: string; data?: string } = {};
+      for (const line of block.split('\n')) {
+        const i = line.indexOf(':');
+        const k = line.slice(0, i);
+        const v = line.slice(i + 1).replace(/^ /, '');
+        if (k === 'id' || k === 'event' || k === 'data') m[k] = v;
+      }
+      return m;
+    });
 }

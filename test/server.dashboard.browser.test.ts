@@ -180,12 +180,19 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(await page.locator('button[data-action]').count()).toBe(0);
     expect(await page.locator('button[data-decide]').count()).toBe(0);
     const approvalId = (await engine.get(t.id)).approvals[0]?.id as string;
-    const forged = await page.evaluate(async ([id, approvalId]) => {
-      const withHeader = await fetch(`/api/tasks/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: '{}' });
-      const decide = await fetch(`/api/approvals/${approvalId}/decide`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: '{"approve":true}' });
-      const noHeader = await fetch(`/api/tasks/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-      return [withHeader.status, decide.status, noHeader.status, (await withHeader.json()) as { error: { code: string } }] as const;
-    }, [t.id, approvalId] as const);
+    const forged = await page.evaluate(
+      async ([id, approvalId]) => {
+        const withHeader = await fetch(`/api/tasks/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: '{}' });
+        const decide = await fetch(`/api/approvals/${approvalId}/decide`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' },
+          body: '{"approve":true}',
+        });
+        const noHeader = await fetch(`/api/tasks/${id}/cancel`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+        return [withHeader.status, decide.status, noHeader.status, (await withHeader.json()) as { error: { code: string } }] as const;
+      },
+      [t.id, approvalId] as const,
+    );
     expect(forged.slice(0, 3)).toEqual([403, 403, 403]);
     expect(forged[3].error.code).toBe('FORBIDDEN');
     const info = await engine.get(t.id);

@@ -9,7 +9,12 @@ import { makeEngine, startWorker, waitForStatus } from './support/engine.ts';
 
 function collectingLogger(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({ write(chunk: Buffer, _e, done) { for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>); done(); } });
+  const sink = new Writable({
+    write(chunk: Buffer, _e, done) {
+      for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+      done();
+    },
+  });
   return { logger: pino({ level: 'info' }, sink), lines };
 }
 
@@ -20,9 +25,7 @@ describe('operator observers: idempotency and dwell news', () => {
     await engine.idempotency.run('charge:order-1', () => 'r-1');
     await engine.idempotency.run('charge:order-1', () => 'r-2');
     await engine.close();
-    expect(lines.filter((l) => String(l.msg).startsWith('idempotency'))).toEqual([
-      expect.objectContaining({ msg: 'idempotency hit', key: 'charge:order-1', taskId: null }),
-    ]);
+    expect(lines.filter((l) => String(l.msg).startsWith('idempotency'))).toEqual([expect.objectContaining({ msg: 'idempotency hit', key: 'charge:order-1', taskId: null })]);
   });
 
   it('tells observers of a dwell alert once per stay: a log line, a Prometheus counter and the onDwellAlert hook', async () => {

@@ -12,7 +12,12 @@ import { review, summarize } from './fixtures/server-workflows.ts';
 /** A pino logger whose JSON lines are collected in `lines`. */
 function collectingLogger(): { logger: pino.Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  const sink = new Writable({ write(chunk: Buffer, _e, done) { for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>); done(); } });
+  const sink = new Writable({
+    write(chunk: Buffer, _e, done) {
+      for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+      done();
+    },
+  });
   return { logger: pino({ level: 'info' }, sink), lines };
 }
 
@@ -60,15 +65,24 @@ function recordingTracer(): { tracer: Tracer; spans: Recorded[] } {
 describe('operator observers', () => {
   it('logs every transition with its actor and every attempt as JSON, and traces task → step → attempt', async () => {
     const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({ write(chunk: Buffer, _e, done) { for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>); done(); } });
+    const sink = new Writable({
+      write(chunk: Buffer, _e, done) {
+        for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
     const logger = pino({ level: 'info' }, sink);
     const { tracer, spans } = recordingTracer();
     let calls = 0;
     const flaky = workflow('flaky', async (ctx) => {
-      await ctx.step('fetch', () => {
-        if (++calls === 1) throw new Error('upstream 503');
-        return 'ok';
-      }, { retry: { maxAttempts: 3, initialDelay: 1, jitter: false } });
+      await ctx.step(
+        'fetch',
+        () => {
+          if (++calls === 1) throw new Error('upstream 503');
+          return 'ok';
+        },
+        { retry: { maxAttempts: 3, initialDelay: 1, jitter: false } },
+      );
       return 'done';
     });
     const engine = makeEngine({ workflows: [flaky], observers: [createLogObserver(logger), await createTracingObserver({ tracer })] });
@@ -109,7 +123,16 @@ describe('operator observers', () => {
     expect(await engine.result(t.id)).toMatchObject({ published: true, text: 'confidential edit' });
     await engine.close();
 
-    expect(lines.find((l) => l.msg === 'approval requested')).toMatchObject({ taskId: t.id, workflow: 'review', approvalId: id, approval: 'publish', status: 'pending', approvers: ['alice'], level: 1, deadline: null });
+    expect(lines.find((l) => l.msg === 'approval requested')).toMatchObject({
+      taskId: t.id,
+      workflow: 'review',
+      approvalId: id,
+      approval: 'publish',
+      status: 'pending',
+      approvers: ['alice'],
+      level: 1,
+      deadline: null,
+    });
     expect(lines.find((l) => l.msg === 'approval decided')).toMatchObject({ taskId: t.id, approvalId: id, status: 'approved', approved: true, by: 'alice', timedOut: false, decisions: 1 });
     const decisions = lines.filter((l) => l.msg === 'approval decision');
     expect(decisions).toHaveLength(1);
@@ -131,7 +154,10 @@ describe('operator observers', () => {
     await engine.close();
 
     expect(lines.filter((l) => l.msg === 'model call').map((l) => [l.step, l.inputTokens, l.outputTokens])).toEqual([
-      ['read', 1200, 300], ['write', 800, 400], ['read', 4800, 300], ['write', 800, 400],
+      ['read', 1200, 300],
+      ['write', 800, 400],
+      ['read', 4800, 300],
+      ['write', 800, 400],
     ]);
     expect(lines.find((l) => l.msg === 'model call')).toMatchObject({ model: 'house-model', outcome: 'succeeded', attempt: 1, costUsd: 0.0021 });
     const text = await metrics.registry.metrics();

@@ -69,7 +69,10 @@ describe('SQLite store errors', () => {
     const refusal = async (): Promise<unknown> => {
       const engine = new Engine({ store: db, workflows: [triple] });
       try {
-        return await engine.ready().then(() => null, (e: unknown) => e);
+        return await engine.ready().then(
+          () => null,
+          (e: unknown) => e,
+        );
       } finally {
         await engine.close();
       }

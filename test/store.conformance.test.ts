@@ -64,9 +64,10 @@ function sqliteBackend(): Backend {
     async migrationRows() {
       const db = new Database(path, { readonly: true });
       try {
-        return (db.prepare('SELECT id, breaking FROM stepwise_migrations ORDER BY id').all() as Array<{ id: number; breaking: number }>).map(
-          (r) => ({ id: r.id, breaking: r.breaking === 1 }),
-        );
+        return (db.prepare('SELECT id, breaking FROM stepwise_migrations ORDER BY id').all() as Array<{ id: number; breaking: number }>).map((r) => ({
+          id: r.id,
+          breaking: r.breaking === 1,
+        }));
       } finally {
         db.close();
       }
@@ -108,14 +109,12 @@ function sqliteBackend(): Backend {
   };
 }
 
-
 function postgresBackend(): Backend {
   const schemas: string[] = [];
   const fileSchema = freshSchemaName('sw_conf');
   const target = (schema: string): Target => ({
     open: () => track(new PostgresStore(PG_URL, { schema, poolSize: 4 })),
-    migrationRows: () =>
-      withPg(async (c) => (await c.query<{ id: number; breaking: boolean }>(`SELECT id, breaking FROM "${schema}".migrations ORDER BY id`)).rows),
+    migrationRows: () => withPg(async (c) => (await c.query<{ id: number; breaking: boolean }>(`SELECT id, breaking FROM "${schema}".migrations ORDER BY id`)).rows),
     addMigrationRow: (id, name, breaking) =>
       withPg(async (c) => {
         await c.query(`INSERT INTO "${schema}".migrations (id, name, breaking, applied_at) VALUES ($1, $2, $3, $4)`, [id, name, breaking, T0]);
@@ -175,8 +174,15 @@ type Namespace = ReturnType<typeof namespace>;
 
 function newTask(ns: Namespace, over: Partial<NewTask> = {}): NewTask {
   return {
-    id: ns.id(), workflow: ns.wf(), workflowVersion: 'v1', input: '{"n":1}', idempotencyKey: null, runAt: T0, createdAt: T0,
-    ...planCreation({ kind: 'user', id: 'anonymous' }), ...over,
+    id: ns.id(),
+    workflow: ns.wf(),
+    workflowVersion: 'v1',
+    input: '{"n":1}',
+    idempotencyKey: null,
+    runAt: T0,
+    createdAt: T0,
+    ...planCreation({ kind: 'user', id: 'anonymous' }),
+    ...over,
   };
 }
 
@@ -186,8 +192,22 @@ function claimRequest(ns: Namespace, over: Partial<ClaimRequest> = {}): ClaimReq
 
 function stepRow(taskId: string, seq: number, epoch: number, over: Partial<StepRow> = {}): StepRow {
   return {
-    taskId, seq, name: `s${seq}`, kind: 'step', status: 'completed', output: JSON.stringify({ seq }), error: null,
-    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch, done: seq + 1, calledAfter: seq, businessKey: null, ...over,
+    taskId,
+    seq,
+    name: `s${seq}`,
+    kind: 'step',
+    status: 'completed',
+    output: JSON.stringify({ seq }),
+    error: null,
+    attempts: 1,
+    startedAt: T0,
+    finishedAt: T0 + 1,
+    wakeAt: null,
+    epoch,
+    done: seq + 1,
+    calledAfter: seq,
+    businessKey: null,
+    ...over,
   };
 }
 
@@ -197,10 +217,21 @@ function stepRow(taskId: string, seq: number, epoch: number, over: Partial<StepR
  */
 function write(task: TaskRow, over: Partial<TransitionWrite> & Pick<TransitionWrite, 'event' | 'to'>): TransitionWrite {
   const w: Omit<TransitionWrite, 'log'> & { log?: TransitionWrite['log'] } = {
-    kind: 'transition', taskId: task.id, from: [task.status], guard: { version: task.version }, set: {}, at: T0 + 100, ...over,
+    kind: 'transition',
+    taskId: task.id,
+    from: [task.status],
+    guard: { version: task.version },
+    set: {},
+    at: T0 + 100,
+    ...over,
   };
   const entry = transitionEntry(w.workerId ? 'worker' : 'user', w.workerId ?? 'anonymous', {
-    event: w.event, from: w.from[0] ?? null, to: w.to, detail: w.detail ?? null, output: w.set.output ?? null, error: w.set.error ?? null,
+    event: w.event,
+    from: w.from[0] ?? null,
+    to: w.to,
+    detail: w.detail ?? null,
+    output: w.set.output ?? null,
+    error: w.set.error ?? null,
   });
   return { ...w, log: w.log ?? [entry] };
 }
@@ -212,8 +243,15 @@ async function transitions(store: Store, taskId: string) {
     .map((e) => {
       const d = JSON.parse(e.data ?? '{}') as { event: string; from: string | null; to: string; epoch?: number; detail?: unknown };
       return {
-        taskId: e.taskId, seq: e.seq, at: e.at, event: d.event, fromStatus: d.from ?? null, toStatus: d.to, epoch: d.epoch,
-        actor: `${e.actorKind}:${e.actorId}`, detail: d.detail === undefined || d.detail === null ? null : JSON.stringify(d.detail),
+        taskId: e.taskId,
+        seq: e.seq,
+        at: e.at,
+        event: d.event,
+        fromStatus: d.from ?? null,
+        toStatus: d.to,
+        epoch: d.epoch,
+        actor: `${e.actorKind}:${e.actorId}`,
+        detail: d.detail === undefined || d.detail === null ? null : JSON.stringify(d.detail),
       };
     });
 }
@@ -284,7 +322,7 @@ for (const backend of backends) {
     });
 
     describe('run events and stream chunks (stepwise-engine/ai)', () => {
-      it('appendRunEvents appends after the task log and sets its usage, only for the lease holder\'s epoch', async () => {
+      it("appendRunEvents appends after the task log and sets its usage, only for the lease holder's epoch", async () => {
         const task = await claimedTask(store, ns);
         const before = (await store.getEvents(task.id)).length;
         const entry = { type: 'usage:attempt', actorKind: 'worker' as const, actorId: 'w1', data: '{"step":"a","attempt":1}' };
@@ -295,7 +333,10 @@ for (const backend of backends) {
         expect(await store.appendRunEvents({ taskId: task.id, epoch: task.epoch, at: 7, events: [], usage: '{"n":3}' })).toBe(true);
         const events = await store.getEvents(task.id);
         expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-        expect(events.slice(before).map((e) => [e.type, e.at, e.data])).toEqual([['usage:attempt', 5, entry.data], ['usage:attempt', 5, entry.data]]);
+        expect(events.slice(before).map((e) => [e.type, e.at, e.data])).toEqual([
+          ['usage:attempt', 5, entry.data],
+          ['usage:attempt', 5, entry.data],
+        ]);
         expect((await mustGet(store, task.id)).usage).toBe('{"n":3}');
       });
 
@@ -311,7 +352,12 @@ for (const backend of backends) {
         expect(await store.appendChunks({ taskId: task.id, epoch: task.epoch, chunks: [chunk('a', '', 'reset'), chunk('a', 'z')] })).toBe(true);
         expect(await store.appendChunks({ taskId: task.id, epoch: task.epoch + 1, chunks: [chunk('a', 'zombie')] })).toBe(false);
         const all = await store.getChunks(task.id, 0, 100);
-        expect(all.map((c) => [c.step, c.kind, c.delta, c.attempt])).toEqual([['a', 'delta', 'x', 1], ['b', 'delta', 'y', 1], ['a', 'reset', '', 2], ['a', 'delta', 'z', 1]]);
+        expect(all.map((c) => [c.step, c.kind, c.delta, c.attempt])).toEqual([
+          ['a', 'delta', 'x', 1],
+          ['b', 'delta', 'y', 1],
+          ['a', 'reset', '', 2],
+          ['a', 'delta', 'z', 1],
+        ]);
         expect(all.map((c) => c.id)).toEqual([...all.map((c) => c.id)].sort((x, y) => x - y));
         expect((await store.getChunks(task.id, (all[1] as { id: number }).id, 100)).map((c) => c.delta)).toEqual(['', 'z']);
         await store.deleteChunks(task.id, 'a');
@@ -344,7 +390,13 @@ for (const backend of backends) {
         const target = backend.isolated();
         await target.open().migrate();
         await target.addMigrationRow(900, 'from_the_future', true);
-        const err = await target.open().migrate().then(() => null, (e: unknown) => e);
+        const err = await target
+          .open()
+          .migrate()
+          .then(
+            () => null,
+            (e: unknown) => e,
+          );
         expect(isStepwiseError(err, 'SCHEMA_MISMATCH')).toBe(true);
         expect((err as Error).message).toContain('900');
       });
@@ -353,7 +405,13 @@ for (const backend of backends) {
         const target = backend.isolated();
         await target.open().migrate();
         await target.alterChecksum(1);
-        const err = await target.open().migrate().then(() => null, (e: unknown) => e);
+        const err = await target
+          .open()
+          .migrate()
+          .then(
+            () => null,
+            (e: unknown) => e,
+          );
         expect(isStepwiseError(err, 'SCHEMA_MISMATCH')).toBe(true);
         expect((err as Error).message).toMatch(/migration 1 \(init\) applied from a different text/);
       });
@@ -372,10 +430,33 @@ for (const backend of backends) {
         const { task, created } = await store.insertTask(input);
         expect(created).toBe(true);
         expect(task).toEqual({
-          id: input.id, workflow: input.workflow, workflowVersion: 'v1', status: 'pending', input: '{"n":1}', output: null, error: null,
-          idempotencyKey: input.idempotencyKey, runAt: T0 + 5, leaseOwner: null, leaseExpiresAt: null, epoch: 0, version: 1, runs: 0,
-          retries: 0, pauseRequested: false, wait: null, waitEvents: null, cancelReason: null, createdAt: T0, updatedAt: T0, finishedAt: null,
-          progress: null, usage: null, deadlineAt: null, hasCleanup: false, redo: null,
+          id: input.id,
+          workflow: input.workflow,
+          workflowVersion: 'v1',
+          status: 'pending',
+          input: '{"n":1}',
+          output: null,
+          error: null,
+          idempotencyKey: input.idempotencyKey,
+          runAt: T0 + 5,
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          epoch: 0,
+          version: 1,
+          runs: 0,
+          retries: 0,
+          pauseRequested: false,
+          wait: null,
+          waitEvents: null,
+          cancelReason: null,
+          createdAt: T0,
+          updatedAt: T0,
+          finishedAt: null,
+          progress: null,
+          usage: null,
+          deadlineAt: null,
+          hasCleanup: false,
+          redo: null,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);
@@ -503,13 +584,24 @@ for (const backend of backends) {
         const task = await claimedTask(store, ns);
         const failed = await store.transition(
           write(task, {
-            event: 'fail', to: 'failed', guard: { epoch: task.epoch }, at: T0 + 200, workerId: 'w1', detail: '{"why":"boom"}',
+            event: 'fail',
+            to: 'failed',
+            guard: { epoch: task.epoch },
+            at: T0 + 200,
+            workerId: 'w1',
+            detail: '{"why":"boom"}',
             set: { error: '{"message":"boom"}', clearLease: true, finishedAt: T0 + 200, cancelReason: null },
           }),
         );
         expect(failed).toEqual({
-          ...task, status: 'failed', error: '{"message":"boom"}', leaseOwner: null, leaseExpiresAt: null, finishedAt: T0 + 200,
-          version: task.version + 1, updatedAt: T0 + 200,
+          ...task,
+          status: 'failed',
+          error: '{"message":"boom"}',
+          leaseOwner: null,
+          leaseExpiresAt: null,
+          finishedAt: T0 + 200,
+          version: task.version + 1,
+          updatedAt: T0 + 200,
         });
         expect(await store.getTask(task.id)).toEqual(failed);
         const history = await transitions(store, task.id);
@@ -541,8 +633,12 @@ for (const backend of backends) {
 
         const refused = await store.transition(
           write(task, {
-            event: 'park', to: 'waiting', guard: { epoch: task.epoch + 1 }, set: { clearLease: true },
-            steps: [stepRow(task.id, 0, task.epoch), stepRow(task.id, 1, task.epoch)], consume: [{ signalId: signal.id, seq: 1 }],
+            event: 'park',
+            to: 'waiting',
+            guard: { epoch: task.epoch + 1 },
+            set: { clearLease: true },
+            steps: [stepRow(task.id, 0, task.epoch), stepRow(task.id, 1, task.epoch)],
+            consume: [{ signalId: signal.id, seq: 1 }],
           }),
         );
         expect(refused).toBeNull();
@@ -551,8 +647,15 @@ for (const backend of backends) {
 
         const parked = await store.transition(
           write(task, {
-            event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: T0 + 5000, wait: '{"sleep":"s2"}' },
-            steps: [stepRow(task.id, 0, task.epoch), stepRow(task.id, 1, task.epoch, { kind: 'event', output: '"a"' }), stepRow(task.id, 2, task.epoch, { kind: 'sleep', status: 'waiting', output: null, wakeAt: T0 + 5000 })],
+            event: 'park',
+            to: 'waiting',
+            guard: { epoch: task.epoch },
+            set: { clearLease: true, runAt: T0 + 5000, wait: '{"sleep":"s2"}' },
+            steps: [
+              stepRow(task.id, 0, task.epoch),
+              stepRow(task.id, 1, task.epoch, { kind: 'event', output: '"a"' }),
+              stepRow(task.id, 2, task.epoch, { kind: 'sleep', status: 'waiting', output: null, wakeAt: T0 + 5000 }),
+            ],
             consume: [{ signalId: signal.id, seq: 1 }],
           }),
         );
@@ -581,16 +684,12 @@ for (const backend of backends) {
         const early = await claimedTask(store, ns);
         await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: early.id, name: 'approved', payload: null, idempotencyKey: null, at: T0 + 50 });
         expect((await mustGet(store, early.id)).runAt).toBe(T0); // not waiting yet: nothing changes
-        await store.transition(
-          write(early, { event: 'park', to: 'waiting', guard: { epoch: early.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }),
-        );
+        await store.transition(write(early, { event: 'park', to: 'waiting', guard: { epoch: early.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }));
         expect(await mustGet(store, early.id)).toMatchObject({ status: 'waiting', waitEvents: ['approved'], runAt: T0 + 100 });
 
         const other = await claimedTask(store, ns);
         await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: other.id, name: 'something-else', payload: null, idempotencyKey: null, at: T0 + 50 });
-        await store.transition(
-          write(other, { event: 'park', to: 'waiting', guard: { epoch: other.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }),
-        );
+        await store.transition(write(other, { event: 'park', to: 'waiting', guard: { epoch: other.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }));
         expect(await mustGet(store, other.id)).toMatchObject({ status: 'waiting', waitEvents: ['approved'], runAt: null });
       });
     });
@@ -621,9 +720,17 @@ for (const backend of backends) {
         const unlisted = (await store.insertTask(newTask(ns, { workflow: ns.wf('unlisted'), runAt: T0 - 5000 }))).task;
 
         const first = await store.claim(claimRequest(ns, { limit: 2, workerId: 'w1' }));
-        expect(first.map((x) => [x.task.id, x.event])).toEqual([[a.id, 'claim'], [c.id, 'claim']]);
+        expect(first.map((x) => [x.task.id, x.event])).toEqual([
+          [a.id, 'claim'],
+          [c.id, 'claim'],
+        ]);
         expect(first[0]?.task).toMatchObject({
-          status: 'running', leaseOwner: 'w1', epoch: 1, version: 2, runs: 1, updatedAt: T0,
+          status: 'running',
+          leaseOwner: 'w1',
+          epoch: 1,
+          version: 2,
+          runs: 1,
+          updatedAt: T0,
         });
         await expectLease(store, first[0]?.task.leaseExpiresAt, T0);
         expect((await transitions(store, a.id))[1]).toMatchObject({ seq: 2, event: 'claim', fromStatus: 'pending', toStatus: 'running', epoch: 1, actor: 'worker:w1', detail: null, at: T0 });
@@ -645,7 +752,7 @@ for (const backend of backends) {
         expect(oneOrThree.map((x) => x.task.id)).toEqual([v1.id, v3.id]);
       });
 
-      it('a capped workflow at its limit does not hide other workflows\' due tasks behind its backlog', async () => {
+      it("a capped workflow at its limit does not hide other workflows' due tasks behind its backlog", async () => {
         const capped = ns.wf('capped');
         const free = ns.wf('free');
         for (let i = 0; i < 30; i++) await store.insertTask(newTask(ns, { workflow: capped, runAt: T0 - 10_000 + i }));
@@ -694,7 +801,10 @@ for (const backend of backends) {
         expect(claimed.map((x) => x.signals.map((g) => [g.taskId, g.payload]))).toEqual([
           [[a.id, '"for a"']],
           [],
-          [[c.id, '"for c"'], [c.id, '"c again"']],
+          [
+            [c.id, '"for c"'],
+            [c.id, '"c again"'],
+          ],
         ]);
         expect(claimed.every((x) => x.steps.length === 0 && x.task.runs === 1)).toBe(true);
       });
@@ -711,7 +821,12 @@ for (const backend of backends) {
         expect(reclaimed?.task).toMatchObject({ id: stale.id, status: 'running', leaseOwner: 'w3', epoch: stale.epoch + 1, runs: 2 });
         await expectLease(store, reclaimed?.task.leaseExpiresAt, late);
         expect((await transitions(store, stale.id)).at(-1)).toMatchObject({
-          event: 'reclaim', fromStatus: 'running', toStatus: 'running', epoch: stale.epoch + 1, actor: 'worker:w3', detail: '{"previousOwner":"w1"}',
+          event: 'reclaim',
+          fromStatus: 'running',
+          toStatus: 'running',
+          epoch: stale.epoch + 1,
+          actor: 'worker:w3',
+          detail: '{"previousOwner":"w1"}',
         });
       });
 
@@ -724,7 +839,15 @@ for (const backend of backends) {
           expect(rest).toEqual([]);
           expect(reclaimed).toMatchObject({ event: 'reclaim', task: { id: task.id, status: 'cancelling', cancelReason: 'user asked', leaseOwner: 'w2', epoch: task.epoch + 1 } });
           expect((await transitions(store, task.id)).at(-1)).toMatchObject({ event: 'reclaim', fromStatus: 'cancelling', toStatus: 'cancelling', actor: 'worker:w2' });
-          await store.transition(write(reclaimed?.task as TaskRow, { event: 'abort', from: ['cancelling'], to: 'cancelled', guard: { epoch: task.epoch + 1 }, set: { clearLease: true, finishedAt: T0 + LEASE_MS + 2 } }));
+          await store.transition(
+            write(reclaimed?.task as TaskRow, {
+              event: 'abort',
+              from: ['cancelling'],
+              to: 'cancelled',
+              guard: { epoch: task.epoch + 1 },
+              set: { clearLease: true, finishedAt: T0 + LEASE_MS + 2 },
+            }),
+          );
         }
       });
 
@@ -783,20 +906,31 @@ for (const backend of backends) {
         expect((await store.getSignals(task.id))[0]?.consumedSeq).toBe(0);
       });
 
-      it('a step\'s business key is kept on its journal row and in its log entry: written alone, in a batch, with a transition, and when the transition deletes the row', async () => {
+      it("a step's business key is kept on its journal row and in its log entry: written alone, in a batch, with a transition, and when the transition deletes the row", async () => {
         const a = await claimedTask(store, ns);
         const b = await claimedTask(store, ns);
         expect(await store.writeBatch([{ kind: 'step', taskId: a.id, epoch: a.epoch, step: stepRow(a.id, 0, a.epoch, { businessKey: 'v1:order-42' }) }])).toEqual([true]);
-        expect(await store.writeBatch([
-          { kind: 'step', taskId: a.id, epoch: a.epoch, step: stepRow(a.id, 1, a.epoch, { businessKey: 'v2:invoice-7' }) },
-          { kind: 'step', taskId: b.id, epoch: b.epoch, step: stepRow(b.id, 0, b.epoch) },
-        ])).toEqual([true, true]);
+        expect(
+          await store.writeBatch([
+            { kind: 'step', taskId: a.id, epoch: a.epoch, step: stepRow(a.id, 1, a.epoch, { businessKey: 'v2:invoice-7' }) },
+            { kind: 'step', taskId: b.id, epoch: b.epoch, step: stepRow(b.id, 0, b.epoch) },
+          ]),
+        ).toEqual([true, true]);
         const running = await mustGet(store, a.id);
         // The transition deletes row 1: its entry moves to the log's own rows, key included.
-        expect(await store.transition(write(running, {
-          event: 'complete', to: 'succeeded', guard: { epoch: a.epoch }, workerId: 'w1', set: { output: '"done"', clearLease: true, finishedAt: T0 + 100 },
-          steps: [stepRow(a.id, 2, a.epoch, { businessKey: 'v1:ship-9' })], deleteSteps: [1],
-        }))).toMatchObject({ status: 'succeeded' });
+        expect(
+          await store.transition(
+            write(running, {
+              event: 'complete',
+              to: 'succeeded',
+              guard: { epoch: a.epoch },
+              workerId: 'w1',
+              set: { output: '"done"', clearLease: true, finishedAt: T0 + 100 },
+              steps: [stepRow(a.id, 2, a.epoch, { businessKey: 'v1:ship-9' })],
+              deleteSteps: [1],
+            }),
+          ),
+        ).toMatchObject({ status: 'succeeded' });
         expect(await store.getSteps(a.id)).toEqual([stepRow(a.id, 0, a.epoch, { businessKey: 'v1:order-42' }), stepRow(a.id, 2, a.epoch, { businessKey: 'v1:ship-9' })]);
         expect(await store.getSteps(b.id)).toEqual([stepRow(b.id, 0, b.epoch)]);
         const keys = (await store.getEvents(a.id)).filter((e) => e.type === 'step:completed').map((e) => (JSON.parse(e.data ?? '{}') as { businessKey: unknown }).businessKey);
@@ -837,8 +971,14 @@ for (const backend of backends) {
         await store.transition(write(cancelling, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'user asked' } }));
 
         const held = await store.heartbeat({
-          workerId: 'w1', now: T0 + 1000, leaseMs: LEASE_MS,
-          held: [{ taskId: pausing.id, epoch: pausing.epoch }, { taskId: cancelling.id, epoch: cancelling.epoch }, { taskId: lost.id, epoch: lost.epoch + 1 }],
+          workerId: 'w1',
+          now: T0 + 1000,
+          leaseMs: LEASE_MS,
+          held: [
+            { taskId: pausing.id, epoch: pausing.epoch },
+            { taskId: cancelling.id, epoch: cancelling.epoch },
+            { taskId: lost.id, epoch: lost.epoch + 1 },
+          ],
         });
         expect(held).toEqual([
           { taskId: pausing.id, status: 'running', pauseRequested: true, cancelReason: null },
@@ -852,7 +992,7 @@ for (const backend of backends) {
         expect(await store.heartbeat({ workerId: 'w1', now: T0, leaseMs: LEASE_MS, held: [] })).toEqual([]);
       });
 
-      it('lists the owners of live leases and ends one dead owner\'s leases at once, for the next claim to reclaim', async () => {
+      it("lists the owners of live leases and ends one dead owner's leases at once, for the next claim to reclaim", async () => {
         const s = backend.isolated().open();
         await s.migrate();
         const dead = await claimedTask(s, ns, {}, 'host-111-dead');
@@ -882,7 +1022,11 @@ for (const backend of backends) {
         expect(count).toBe(1);
         expect(await mustGet(s, expired.id)).toMatchObject({ status: 'pending', leaseOwner: null, leaseExpiresAt: null, runAt: now, version: expired.version + 1, epoch: expired.epoch });
         expect((await transitions(s, expired.id)).at(-1)).toMatchObject({
-          event: 'release', fromStatus: 'running', toStatus: 'pending', actor: 'system:lease-expiry', at: now,
+          event: 'release',
+          fromStatus: 'running',
+          toStatus: 'pending',
+          actor: 'system:lease-expiry',
+          at: now,
           detail: '{"reason":"lease expired","previousOwner":"w1"}',
         });
         expect((await mustGet(s, cancelling.id)).status).toBe('cancelling');
@@ -893,14 +1037,19 @@ for (const backend of backends) {
         expect(await s.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: {} })).toBe(0);
       });
 
-      it('expireLeases with expiredForMs spares leases expired for less than that, and writes its note with the task\'s workflow and version', async () => {
+      it("expireLeases with expiredForMs spares leases expired for less than that, and writes its note with the task's workflow and version", async () => {
         const s = backend.isolated().open();
         await s.migrate();
         const task = await claimedTask(s, ns, {}, 'w1');
         await s.transition(write(task, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'stop' } }));
         const request = (now: number) => ({
-          now, event: 'abort', from: ['cancelling'] as TaskStatus[], to: 'cancelled' as TaskStatus, set: { clearLease: true, finishedAt: now },
-          expiredForMs: 5000, note: 'no worker of "{workflow}" version {version}',
+          now,
+          event: 'abort',
+          from: ['cancelling'] as TaskStatus[],
+          to: 'cancelled' as TaskStatus,
+          set: { clearLease: true, finishedAt: now },
+          expiredForMs: 5000,
+          note: 'no worker of "{workflow}" version {version}',
         });
         // Expired for 1 s: spared.
         await passLeaseTime(s, [task.id], LEASE_MS + 1000);
@@ -929,14 +1078,17 @@ for (const backend of backends) {
         expect(await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: ns.id(), name: 'cb', payload: null, idempotencyKey: null, at: T0 })).toBeNull();
         const signals = await store.getSignals(a.id);
         expect(signals.map((s) => [s.name, s.payload, s.idempotencyKey, s.createdAt, s.consumedSeq])).toEqual([
-          ['cb', '1', 'k1', T0, null], ['cb', '4', null, T0 + 3, null], ['cb', '5', null, T0 + 4, null],
+          ['cb', '1', 'k1', T0, null],
+          ['cb', '4', null, T0 + 3, null],
+          ['cb', '5', null, T0 + 4, null],
         ]);
         expect(signals.every((s) => s.taskId === a.id && s.id > 0)).toBe(true);
       });
 
       it('onlyIfAwaited records a signal only while the task waits for its name, then the task waits for nothing more', async () => {
         const task = await claimedTask(store, ns);
-        const send = (name: string, key: string | null = null) => store.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: task.id, name, payload: null, idempotencyKey: key, at: T0 + 500, onlyIfAwaited: true });
+        const send = (name: string, key: string | null = null) =>
+          store.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: task.id, name, payload: null, idempotencyKey: key, at: T0 + 500, onlyIfAwaited: true });
         expect(await send('approve')).toEqual({ created: false, refused: { status: 'running', waitEvents: [] } });
         await store.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvents: ['approve', 'reject'] } }));
         const before = await logOf(store, task.id);
@@ -949,7 +1101,9 @@ for (const backend of backends) {
         // The wait is taken: the other event of it is refused, the same key repeated too (the engine answers repeats first).
         expect(await send('reject')).toEqual({ created: false, refused: { status: 'waiting', waitEvents: [] } });
         expect((await store.getSignals(task.id)).map((x) => x.name)).toEqual(['approve']);
-        expect(await store.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: ns.id(), name: 'approve', payload: null, idempotencyKey: null, at: T0, onlyIfAwaited: true })).toBeNull();
+        expect(
+          await store.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: ns.id(), name: 'approve', payload: null, idempotencyKey: null, at: T0, onlyIfAwaited: true }),
+        ).toBeNull();
       });
 
       it('a signal makes a task waiting for that event due at once, and leaves one waiting for another event alone', async () => {
@@ -969,9 +1123,25 @@ for (const backend of backends) {
 
     describe('approvals', () => {
       const approvalRow = (taskId: string, over: Partial<ApprovalRow> = {}): ApprovalRow => ({
-        id: `apv_${randomBytes(6).toString('hex')}`, taskId, workflow: 'wf', name: 'review', callKey: 'approval:review@0', status: 'pending',
-        approvers: '["alice","bob"]', quorum: 1, payload: '{"draft":1}', policy: '{}', deadline: T0 + 1000, remindAt: null, level: 1,
-        decisions: '[]', outcome: null, version: 1, createdAt: T0, decidedAt: null, ...over,
+        id: `apv_${randomBytes(6).toString('hex')}`,
+        taskId,
+        workflow: 'wf',
+        name: 'review',
+        callKey: 'approval:review@0',
+        status: 'pending',
+        approvers: '["alice","bob"]',
+        quorum: 1,
+        payload: '{"draft":1}',
+        policy: '{}',
+        deadline: T0 + 1000,
+        remindAt: null,
+        level: 1,
+        decisions: '[]',
+        outcome: null,
+        version: 1,
+        createdAt: T0,
+        decidedAt: null,
+        ...over,
       });
       const asked = (a: ApprovalRow): NewEvent => ({ type: 'approval:requested', actorKind: 'worker', actorId: 'w1', data: JSON.stringify({ approvalId: a.id, name: a.name }) });
 
@@ -1003,12 +1173,17 @@ for (const backend of backends) {
         const updated = await store.updateApproval({ id: a.id, version: 1, set, at: T0 + 1, log: [entry], taskStatuses: ['running'], epoch: task.epoch });
         expect(updated).toEqual({ ...a, ...set, version: 2 });
         const settled = await store.updateApproval({
-          id: a.id, version: 2, at: T0 + 2, log: [entry, { ...entry, type: 'approval:decided' }],
+          id: a.id,
+          version: 2,
+          at: T0 + 2,
+          log: [entry, { ...entry, type: 'approval:decided' }],
           set: { status: 'approved', outcome: '{"approved":true}', decidedAt: T0 + 2, remindAt: null, deadline: null, level: 2, approvers: '["alice"]' },
         });
         expect(settled).toMatchObject({ status: 'approved', outcome: '{"approved":true}', decidedAt: T0 + 2, deadline: null, level: 2, approvers: '["alice"]', version: 3 });
         expect((await logOf(store, task.id)).filter((e) => e.includes('approval:'))).toEqual([
-          '3:approval:decision:user:alice', '4:approval:decision:user:alice', '5:approval:decided:user:alice',
+          '3:approval:decision:user:alice',
+          '4:approval:decision:user:alice',
+          '5:approval:decided:user:alice',
         ]);
       });
 
@@ -1059,7 +1234,7 @@ for (const backend of backends) {
         expect(ids(await store.listApprovals({ taskId: t1.id, statuses: ['pending', 'escalated'], limit: 10 }))).toEqual([0]);
         expect(ids((await store.listApprovals({ statuses: ['pending', 'escalated'], limit: 1000 })).filter((r) => rows.some((x) => x.id === r.id)))).toEqual([0, 2]);
         expect(ids((await store.listApprovals({ approver: 'carol', limit: 1000 })).filter((r) => rows.some((x) => x.id === r.id)))).toEqual([1]);
-        expect(ids((await store.listApprovals({ workflow: 'other', taskId: t2.id, limit: 10 })))).toEqual([2]);
+        expect(ids(await store.listApprovals({ workflow: 'other', taskId: t2.id, limit: 10 }))).toEqual([2]);
         expect(await store.listApprovals({ taskId: t1.id, limit: 1 })).toHaveLength(1);
       });
 
@@ -1073,9 +1248,16 @@ for (const backend of backends) {
           approvalRow(ended.id, { callKey: 'c@0', createdAt: T0 + 4, status: 'approved' }),
         ];
         for (const r of rows) await store.insertApproval({ approval: r, epoch: r.taskId === live.id ? live.epoch : ended.epoch, at: T0, log: [] });
-        const failed = await store.transition(write(ended, {
-          event: 'fail', to: 'failed', guard: { epoch: ended.epoch }, at: T0 + 200, workerId: 'w1', set: { error: '{"message":"boom"}', clearLease: true, finishedAt: T0 + 200 },
-        }));
+        const failed = await store.transition(
+          write(ended, {
+            event: 'fail',
+            to: 'failed',
+            guard: { epoch: ended.epoch },
+            at: T0 + 200,
+            workerId: 'w1',
+            set: { error: '{"message":"boom"}', clearLease: true, finishedAt: T0 + 200 },
+          }),
+        );
         expect(failed?.status).toBe('failed');
         const mine = (list: ApprovalRow[]) => list.filter((r) => rows.some((x) => x.id === r.id)).map((r) => rows.findIndex((x) => x.id === r.id));
         expect(mine(await store.listApprovals({ statuses: ['pending', 'escalated'], taskStatuses: ['failed', 'cancelled', 'succeeded'], limit: 1000 }))).toEqual([1, 2]);
@@ -1088,7 +1270,13 @@ for (const backend of backends) {
     describe('event log', () => {
       /** Entries as `seq type actor` plus their parsed data. */
       const entries = async (s: Store, taskId: string) =>
-        (await s.getEvents(taskId)).map((e) => ({ seq: e.seq, type: e.type, actor: `${e.actorKind}:${e.actorId}`, at: e.at, data: e.data === null ? null : (JSON.parse(e.data) as Record<string, unknown>) }));
+        (await s.getEvents(taskId)).map((e) => ({
+          seq: e.seq,
+          type: e.type,
+          actor: `${e.actorKind}:${e.actorId}`,
+          at: e.at,
+          data: e.data === null ? null : (JSON.parse(e.data) as Record<string, unknown>),
+        }));
 
       it('every kind of write appends its entries, numbered 1, 2, 3… per task, with the actor that caused it', async () => {
         const { task } = await store.insertTask(newTask(ns, planCreation({ kind: 'user', id: 'alice' })));
@@ -1098,23 +1286,38 @@ for (const backend of backends) {
         const epoch = 1;
         // A plain checkpoint (the hot path), a signal, a checkpoint that consumes it.
         expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 0, epoch) }])).toEqual([true]);
-        expect(await store.insertSignal({ actorKind: 'user', actorId: 'bob', taskId: task.id, name: 'go', payload: '{"ok":true}', idempotencyKey: 'k', at: T0 + 5 })).toEqual({ created: true });
+        expect(await store.insertSignal({ actorKind: 'user', actorId: 'bob', taskId: task.id, name: 'go', payload: '{"ok":true}', idempotencyKey: 'k', at: T0 + 5 })).toEqual({
+          created: true,
+        });
         const [signal] = await store.getSignals(task.id);
         if (!signal) throw new Error('unreachable');
-        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 1, epoch, { kind: 'event' }), consume: { signalId: signal.id, seq: 1 } }])).toEqual([true]);
+        expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 1, epoch, { kind: 'event' }), consume: { signalId: signal.id, seq: 1 } }])).toEqual([
+          true,
+        ]);
         // Several checkpoints in one batch (two of this task), then a transition carrying journal rows.
-        expect(await store.writeBatch([
-          { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 2, epoch) },
-          { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 3, epoch, { status: 'retrying', output: null, finishedAt: null, wakeAt: T0 + 50 }) },
-        ])).toEqual([true, true]);
+        expect(
+          await store.writeBatch([
+            { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 2, epoch) },
+            { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 3, epoch, { status: 'retrying', output: null, finishedAt: null, wakeAt: T0 + 50 }) },
+          ]),
+        ).toEqual([true, true]);
         const running = await mustGet(store, task.id);
-        const failed = await store.transition(write(running, {
-          event: 'fail', to: 'failed', guard: { epoch }, workerId: 'w1', at: T0 + 60, set: { error: '{"message":"x"}', clearLease: true, finishedAt: T0 + 60 },
-          steps: [stepRow(task.id, 3, epoch, { status: 'failed', output: null, error: '{"message":"x"}', finishedAt: T0 + 60 })],
-        }));
+        const failed = await store.transition(
+          write(running, {
+            event: 'fail',
+            to: 'failed',
+            guard: { epoch },
+            workerId: 'w1',
+            at: T0 + 60,
+            set: { error: '{"message":"x"}', clearLease: true, finishedAt: T0 + 60 },
+            steps: [stepRow(task.id, 3, epoch, { status: 'failed', output: null, error: '{"message":"x"}', finishedAt: T0 + 60 })],
+          }),
+        );
         if (!failed) throw new Error('unreachable');
         // A user retry that forgets the failed step.
-        expect(await store.transition(write(failed, { event: 'retry', to: 'pending', at: T0 + 70, set: { runAt: T0 + 70, error: null, finishedAt: null }, deleteSteps: [3] }))).not.toBeNull();
+        expect(
+          await store.transition(write(failed, { event: 'retry', to: 'pending', at: T0 + 70, set: { runAt: T0 + 70, error: null, finishedAt: null }, deleteSteps: [3] })),
+        ).not.toBeNull();
         // A reclaim after the new lease expired, then expiry of the reclaimed lease.
         await store.claim(claimRequest(ns, { workerId: 'w2', now: T0 + 70, limit: 5 }));
         await passLeaseTime(store, [task.id, other.id], LEASE_MS + 1);
@@ -1154,9 +1357,7 @@ for (const backend of backends) {
         expect(log[12]?.data).toMatchObject({ event: 'claim', from: 'pending', to: 'running', epoch: 2 });
         expect(log[13]?.data).toMatchObject({ event: 'reclaim', from: 'running', to: 'running', epoch: 3, detail: { previousOwner: 'w2' } });
         // The other task's log is its own: created, claimed by w2, then reclaimed by w3.
-        expect((await entries(store, other.id)).map((e) => `${e.seq} ${e.type} ${e.actor}`)).toEqual([
-          '1 transition user:anonymous', '2 transition worker:w2', '3 transition worker:w3',
-        ]);
+        expect((await entries(store, other.id)).map((e) => `${e.seq} ${e.type} ${e.actor}`)).toEqual(['1 transition user:anonymous', '2 transition worker:w2', '3 transition worker:w3']);
         // Reads resume after a seq, a page at a time.
         expect((await store.getEvents(task.id, 12)).map((e) => e.seq)).toEqual([13, 14]);
         expect((await store.getEvents(task.id, 2, 3)).map((e) => e.seq)).toEqual([3, 4, 5]);
@@ -1171,7 +1372,9 @@ for (const backend of backends) {
         await passLeaseTime(s, [task.id], LEASE_MS + 1);
         expect(await s.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: { clearLease: true, runAt: now } })).toBe(1);
         expect((await entries(s, task.id)).map((e) => `${e.seq} ${e.type} ${e.actor}`)).toEqual([
-          '1 transition user:anonymous', '2 transition worker:w1', '3 transition system:lease-expiry',
+          '1 transition user:anonymous',
+          '2 transition worker:w1',
+          '3 transition system:lease-expiry',
         ]);
         expect((await entries(s, task.id))[2]?.data).toMatchObject({ event: 'release', from: 'running', to: 'pending', detail: { reason: 'lease expired', previousOwner: 'w1' } });
       });
@@ -1183,10 +1386,12 @@ for (const backend of backends) {
         expect(before).toEqual(['1:transition:user:anonymous', '2:transition:worker:w1']);
         const stale = task.epoch - 1;
         expect(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: stale, step: stepRow(task.id, 0, stale) }])).toEqual([false]);
-        expect(await store.writeBatch([
-          { kind: 'step', taskId: task.id, epoch: stale, step: stepRow(task.id, 0, stale) },
-          { kind: 'step', taskId: task.id, epoch: stale, step: stepRow(task.id, 1, stale) },
-        ])).toEqual([false, false]);
+        expect(
+          await store.writeBatch([
+            { kind: 'step', taskId: task.id, epoch: stale, step: stepRow(task.id, 0, stale) },
+            { kind: 'step', taskId: task.id, epoch: stale, step: stepRow(task.id, 1, stale) },
+          ]),
+        ).toEqual([false, false]);
         await store.insertSignal({ actorKind: 'user', actorId: 'u', taskId: task.id, name: 'go', payload: null, idempotencyKey: 'sig', at: T0 });
         const [signal] = await store.getSignals(task.id);
         if (!signal) throw new Error('unreachable');
@@ -1217,8 +1422,11 @@ for (const backend of backends) {
         expect(logA.filter((e) => e.type === 'step:completed').every((e) => e.actorId === 'w7')).toBe(true);
         const between = (log: EventRow[], after: number, before: number): EventRow[] => log.filter((e) => e.seq > after && e.seq < before);
         const ranges = [
-          { taskId: a.id, after: 0, before: 100 }, { taskId: a.id, after: 2, before: 6 }, { taskId: b.id, after: 0, before: 3 },
-          { taskId: 'no-such-task', after: 0, before: 9 }, { taskId: a.id, after: 4, before: 5 },
+          { taskId: a.id, after: 0, before: 100 },
+          { taskId: a.id, after: 2, before: 6 },
+          { taskId: b.id, after: 0, before: 3 },
+          { taskId: 'no-such-task', after: 0, before: 9 },
+          { taskId: a.id, after: 4, before: 5 },
         ];
         expect(await store.getEventRanges(ranges)).toEqual([between(logA, 0, 100), between(logA, 2, 6), between(logB, 0, 3), [], []]);
         expect(await store.getEventRanges([])).toEqual([]);
@@ -1262,10 +1470,14 @@ for (const backend of backends) {
         expect(expected.length).toBe(8 * 3 * 3);
         // Entries of transactions still in flight elsewhere on the server may hold the tail back a
         // while: up to the idle-in-transaction timeout (30 s) behind a stopped process's transaction.
-        await eventually(async () => {
-          while ((await readPage()) > 0);
-          return seen.length >= expected.length;
-        }, 'the tail of the log', 60_000);
+        await eventually(
+          async () => {
+            while ((await readPage()) > 0);
+            return seen.length >= expected.length;
+          },
+          'the tail of the log',
+          60_000,
+        );
         expect(seen.length).toBe(new Set(seen).size);
         expect([...seen].sort()).toEqual([...expected].sort());
         // Per task, in seq order, each naming the task's entry before it (the step results between
@@ -1312,7 +1524,8 @@ for (const backend of backends) {
         expect(await store.countTasks({ ...aged, workflows: [] })).toEqual({});
 
         expect(await store.deleteTasks(aged, 2)).toEqual([
-          { id: old.id, workflow: old.workflow, status: 'succeeded' }, { id: oldFailed.id, workflow: old.workflow, status: 'failed' },
+          { id: old.id, workflow: old.workflow, status: 'succeeded' },
+          { id: oldFailed.id, workflow: old.workflow, status: 'failed' },
         ]);
         expect(await store.deleteTasks(aged, 10)).toEqual([{ id: oldCancelled.id, workflow: old.workflow, status: 'cancelled' }]);
         expect(await store.deleteTasks(aged, 10)).toEqual([]);
@@ -1328,23 +1541,49 @@ for (const backend of backends) {
         expect((await store.getTask(running.id))?.status).toBe('running');
       });
 
-      it('takes everything a task owns with it (journal, log, signals, approvals, stream chunks) and leaves other tasks\' rows alone', async () => {
+      it("takes everything a task owns with it (journal, log, signals, approvals, stream chunks) and leaves other tasks' rows alone", async () => {
         const fill = async (): Promise<TaskRow> => {
           const task = await claimedTask(store, ns);
           await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) }]);
           await store.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: task.id, name: 'go', payload: '1', idempotencyKey: 'k', at: T0 + 1 });
-          await store.insertApproval({ approval: {
-            id: `apv_${randomBytes(6).toString('hex')}`, taskId: task.id, workflow: task.workflow, name: 'review', callKey: 'approval:review@0', status: 'pending',
-            approvers: '[]', quorum: 1, payload: null, policy: '{}', deadline: null, remindAt: null, level: 1, decisions: '[]', outcome: null, version: 1, createdAt: T0, decidedAt: null,
-          }, epoch: task.epoch, at: T0 + 2, log: [] });
+          await store.insertApproval({
+            approval: {
+              id: `apv_${randomBytes(6).toString('hex')}`,
+              taskId: task.id,
+              workflow: task.workflow,
+              name: 'review',
+              callKey: 'approval:review@0',
+              status: 'pending',
+              approvers: '[]',
+              quorum: 1,
+              payload: null,
+              policy: '{}',
+              deadline: null,
+              remindAt: null,
+              level: 1,
+              decisions: '[]',
+              outcome: null,
+              version: 1,
+              createdAt: T0,
+              decidedAt: null,
+            },
+            epoch: task.epoch,
+            at: T0 + 2,
+            log: [],
+          });
           await store.appendChunks({ taskId: task.id, epoch: task.epoch, chunks: [{ step: 's9', attempt: 1, kind: 'delta', delta: 'x', at: T0 + 3 }] });
-          return (await store.transition(write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch }, workerId: 'w1', at: T0 + 4, set: { clearLease: true, finishedAt: T0 + 4 } }))) as TaskRow;
+          return (await store.transition(
+            write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch }, workerId: 'w1', at: T0 + 4, set: { clearLease: true, finishedAt: T0 + 4 } }),
+          )) as TaskRow;
         };
         const doomed = await fill();
         const kept = await fill();
         const owned = async (id: string) => ({
-          steps: (await store.getSteps(id)).length, log: (await store.getEvents(id)).length, signals: (await store.getSignals(id)).length,
-          approvals: (await store.listApprovals({ taskId: id, limit: 10 })).length, chunks: (await store.getChunks(id, 0, 10)).length,
+          steps: (await store.getSteps(id)).length,
+          log: (await store.getEvents(id)).length,
+          signals: (await store.getSignals(id)).length,
+          approvals: (await store.listApprovals({ taskId: id, limit: 10 })).length,
+          chunks: (await store.getChunks(id, 0, 10)).length,
         });
         const before = await owned(kept.id);
         expect(before).toEqual({ steps: 1, log: expect.any(Number) as number, signals: 1, approvals: 1, chunks: 1 });
@@ -1366,7 +1605,7 @@ for (const backend of backends) {
         expect(await logOf(store, again.task.id)).toEqual(['1:transition:user:anonymous']);
       });
 
-      it('a reader of every task\'s log that read up to the deleted task\'s last entry misses none appended after it', async () => {
+      it("a reader of every task's log that read up to the deleted task's last entry misses none appended after it", async () => {
         const s = backend.isolated().open();
         await s.migrate();
         const a = (await s.insertTask(newTask(ns))).task;
@@ -1430,7 +1669,11 @@ for (const backend of backends) {
       it('registerWorkflows upserts last-seen times, and listWorkflows lists them by name and version', async () => {
         const a = ns.wf('a');
         const b = ns.wf('b');
-        await store.registerWorkflows([{ name: b, version: '1', at: T0 }, { name: a, version: '2', at: T0 }, { name: a, version: '1', at: T0 }]);
+        await store.registerWorkflows([
+          { name: b, version: '1', at: T0 },
+          { name: a, version: '2', at: T0 },
+          { name: a, version: '1', at: T0 },
+        ]);
         await store.registerWorkflows([{ name: a, version: '1', at: T0 + 50 }]);
         await store.registerWorkflows([]);
         const mine = (await store.listWorkflows()).filter((w) => w.name === a || w.name === b);
@@ -1446,295 +1689,322 @@ for (const backend of backends) {
 
 // ── PostgreSQL only: many pools, LISTEN/NOTIFY ───────────────────────────────────────────────
 
-if (wantPostgres) describe.skipIf(!postgresUp)('PostgreSQL store across processes', () => {
-  const schema = freshSchemaName('sw_conf_pg');
-  const open = (poolSize = 4): PostgresStore => track(new PostgresStore(PG_URL, { schema, poolSize }));
-  let ns: Namespace;
+if (wantPostgres)
+  describe.skipIf(!postgresUp)('PostgreSQL store across processes', () => {
+    const schema = freshSchemaName('sw_conf_pg');
+    const open = (poolSize = 4): PostgresStore => track(new PostgresStore(PG_URL, { schema, poolSize }));
+    let ns: Namespace;
 
-  beforeAll(async () => {
-    const s = new PostgresStore(PG_URL, { schema });
-    await s.migrate();
-    await s.close();
-  });
-  afterAll(() => dropSchema(schema));
-  beforeEach(() => {
-    ns = namespace();
-  });
+    beforeAll(async () => {
+      const s = new PostgresStore(PG_URL, { schema });
+      await s.migrate();
+      await s.close();
+    });
+    afterAll(() => dropSchema(schema));
+    beforeEach(() => {
+      ns = namespace();
+    });
 
-  it('concurrent appenders of one task on separate connections number its log 1..n, without gaps or duplicates', async () => {
-    const stores = [open(6), open(6), open(6)];
-    const pick = (i: number): PostgresStore => stores[i % stores.length] as PostgresStore;
-    for (let round = 0; round < 3; round++) {
-      const task = await claimedTask(pick(0), ns);
-      const epoch = task.epoch;
-      const other = await claimedTask(pick(1), ns);
-      const ops: Array<Promise<unknown>> = [];
-      for (let i = 0; i < 50; i++) {
-        ops.push(pick(i).insertSignal({ actorKind: 'user', actorId: `u${i}`, taskId: task.id, name: `s${i}`, payload: String(i), idempotencyKey: null, at: T0 + i }));
-        // Parallel branches of the run checkpoint their own positions: lone (the hot path) and batched
-        // (two of this task with one of another task, in one statement).
-        if (i % 2) ops.push(pick(i + 1).writeBatch([{ kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, i, epoch) }]));
-        else {
-          ops.push(pick(i + 2).writeBatch([
-            { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, i, epoch) },
-            { kind: 'step', taskId: other.id, epoch: other.epoch, step: stepRow(other.id, i, other.epoch) },
-            { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 100 + i, epoch) },
-          ]));
+    it('concurrent appenders of one task on separate connections number its log 1..n, without gaps or duplicates', async () => {
+      const stores = [open(6), open(6), open(6)];
+      const pick = (i: number): PostgresStore => stores[i % stores.length] as PostgresStore;
+      for (let round = 0; round < 3; round++) {
+        const task = await claimedTask(pick(0), ns);
+        const epoch = task.epoch;
+        const other = await claimedTask(pick(1), ns);
+        const ops: Array<Promise<unknown>> = [];
+        for (let i = 0; i < 50; i++) {
+          ops.push(pick(i).insertSignal({ actorKind: 'user', actorId: `u${i}`, taskId: task.id, name: `s${i}`, payload: String(i), idempotencyKey: null, at: T0 + i }));
+          // Parallel branches of the run checkpoint their own positions: lone (the hot path) and batched
+          // (two of this task with one of another task, in one statement).
+          if (i % 2) ops.push(pick(i + 1).writeBatch([{ kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, i, epoch) }]));
+          else {
+            ops.push(
+              pick(i + 2).writeBatch([
+                { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, i, epoch) },
+                { kind: 'step', taskId: other.id, epoch: other.epoch, step: stepRow(other.id, i, other.epoch) },
+                { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 100 + i, epoch) },
+              ]),
+            );
+          }
+          if (i === 25) ops.push(pick(i).transition(write(task, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'stop' } })));
         }
-        if (i === 25) ops.push(pick(i).transition(write(task, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'stop' } })));
+        const results = await Promise.all(ops);
+        expect(results.filter((r) => r === null)).toEqual([]); // every write accepted (cancelling is still leased)
+        const log = await pick(2).getEvents(task.id);
+        const expected = 2 + 50 + 25 + 25 * 2 + 1;
+        expect(log.map((e) => e.seq)).toEqual(Array.from({ length: expected }, (_, i) => i + 1));
+        const count = (type: string): number => log.filter((e) => e.type === type).length;
+        expect([count('transition'), count('signal:received'), count('step:completed')]).toEqual([3, 50, 75]);
+        expect((await pick(2).getEvents(other.id)).map((e) => e.seq)).toEqual(Array.from({ length: 2 + 25 }, (_, i) => i + 1));
+        const counter = await withPg(async (c) => (await c.query(`SELECT event_seq FROM "${schema}".tasks WHERE id = $1`, [task.id])).rows[0].event_seq as number);
+        expect(counter).toBe(expected);
       }
-      const results = await Promise.all(ops);
-      expect(results.filter((r) => r === null)).toEqual([]); // every write accepted (cancelling is still leased)
-      const log = await pick(2).getEvents(task.id);
-      const expected = 2 + 50 + 25 + 25 * 2 + 1;
-      expect(log.map((e) => e.seq)).toEqual(Array.from({ length: expected }, (_, i) => i + 1));
-      const count = (type: string): number => log.filter((e) => e.type === type).length;
-      expect([count('transition'), count('signal:received'), count('step:completed')]).toEqual([3, 50, 75]);
-      expect((await pick(2).getEvents(other.id)).map((e) => e.seq)).toEqual(Array.from({ length: 2 + 25 }, (_, i) => i + 1));
-      const counter = await withPg(async (c) => (await c.query(`SELECT event_seq FROM "${schema}".tasks WHERE id = $1`, [task.id])).rows[0].event_seq as number);
-      expect(counter).toBe(expected);
-    }
-  });
+    });
 
-  it('a batch of end-of-run transitions numbers each task\'s entries after its own log', async () => {
-    const a = open();
-    const one = await claimedTask(a, ns);
-    const two = await claimedTask(a, ns);
-    await a.writeBatch([{ kind: 'step', taskId: two.id, epoch: two.epoch, step: stepRow(two.id, 0, two.epoch) }]);
-    const results = await a.writeBatch([
-      write(one, { event: 'complete', to: 'succeeded', guard: { epoch: one.epoch }, workerId: 'w1', set: { output: '1', clearLease: true, finishedAt: T0 }, steps: [stepRow(one.id, 0, one.epoch), stepRow(one.id, 1, one.epoch)] }),
-      write(two, { event: 'complete', to: 'succeeded', guard: { epoch: two.epoch }, workerId: 'w1', set: { output: '2', clearLease: true, finishedAt: T0 }, steps: [stepRow(two.id, 1, two.epoch)] }),
-      write(two, { event: 'complete', to: 'succeeded', guard: { epoch: two.epoch - 1 }, workerId: 'w1', set: { output: '3' } }),
-    ]);
-    expect(results.map((r) => (r && typeof r === 'object' ? r.status : r))).toEqual(['succeeded', 'succeeded', null]);
-    expect(await logOf(a, one.id)).toEqual([
-      '1:transition:user:anonymous', '2:transition:worker:w1', '3:step:completed:worker:w1', '4:step:completed:worker:w1', '5:transition:worker:w1',
-    ]);
-    expect(await logOf(a, two.id)).toEqual([
-      '1:transition:user:anonymous', '2:transition:worker:w1', '3:step:completed:worker:w1', '4:step:completed:worker:w1', '5:transition:worker:w1',
-    ]);
-  });
+    it("a batch of end-of-run transitions numbers each task's entries after its own log", async () => {
+      const a = open();
+      const one = await claimedTask(a, ns);
+      const two = await claimedTask(a, ns);
+      await a.writeBatch([{ kind: 'step', taskId: two.id, epoch: two.epoch, step: stepRow(two.id, 0, two.epoch) }]);
+      const results = await a.writeBatch([
+        write(one, {
+          event: 'complete',
+          to: 'succeeded',
+          guard: { epoch: one.epoch },
+          workerId: 'w1',
+          set: { output: '1', clearLease: true, finishedAt: T0 },
+          steps: [stepRow(one.id, 0, one.epoch), stepRow(one.id, 1, one.epoch)],
+        }),
+        write(two, {
+          event: 'complete',
+          to: 'succeeded',
+          guard: { epoch: two.epoch },
+          workerId: 'w1',
+          set: { output: '2', clearLease: true, finishedAt: T0 },
+          steps: [stepRow(two.id, 1, two.epoch)],
+        }),
+        write(two, { event: 'complete', to: 'succeeded', guard: { epoch: two.epoch - 1 }, workerId: 'w1', set: { output: '3' } }),
+      ]);
+      expect(results.map((r) => (r && typeof r === 'object' ? r.status : r))).toEqual(['succeeded', 'succeeded', null]);
+      expect(await logOf(a, one.id)).toEqual(['1:transition:user:anonymous', '2:transition:worker:w1', '3:step:completed:worker:w1', '4:step:completed:worker:w1', '5:transition:worker:w1']);
+      expect(await logOf(a, two.id)).toEqual(['1:transition:user:anonymous', '2:transition:worker:w1', '3:step:completed:worker:w1', '4:step:completed:worker:w1', '5:transition:worker:w1']);
+    });
 
-  it('two stores claiming concurrently from 200 due tasks never claim the same task twice', async () => {
-    const a = open(6);
-    const b = open(6);
-    const ids = new Set<string>();
-    for (let i = 0; i < 200; i++) ids.add((await a.insertTask(newTask(ns, { runAt: T0 - i }))).task.id);
-    const claimed: string[] = [];
-    for (let round = 0; claimed.length < 200; round++) {
-      if (round > 50) throw new Error(`only ${claimed.length} of 200 tasks claimed`);
-      const batches = await Promise.all(
-        Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).claim(claimRequest(ns, { workerId: `w${i}`, limit: 3 }))),
+    it('two stores claiming concurrently from 200 due tasks never claim the same task twice', async () => {
+      const a = open(6);
+      const b = open(6);
+      const ids = new Set<string>();
+      for (let i = 0; i < 200; i++) ids.add((await a.insertTask(newTask(ns, { runAt: T0 - i }))).task.id);
+      const claimed: string[] = [];
+      for (let round = 0; claimed.length < 200; round++) {
+        if (round > 50) throw new Error(`only ${claimed.length} of 200 tasks claimed`);
+        const batches = await Promise.all(Array.from({ length: 24 }, (_, i) => (i % 2 ? a : b).claim(claimRequest(ns, { workerId: `w${i}`, limit: 3 }))));
+        const got = batches.flat();
+        if (!got.length) break;
+        claimed.push(...got.map((c) => c.task.id));
+        expect(got.every((c) => c.task.epoch === 1 && c.event === 'claim')).toBe(true);
+      }
+      expect(claimed).toHaveLength(200);
+      expect(new Set(claimed)).toEqual(ids);
+      const claimRows = await withPg(
+        async (c) =>
+          (await c.query(`SELECT count(*)::int AS n FROM "${schema}".events WHERE type = 'transition' AND data::json->>'event' = 'claim' AND task_id = ANY($1)`, [[...ids]])).rows[0]
+            .n as number,
       );
-      const got = batches.flat();
-      if (!got.length) break;
-      claimed.push(...got.map((c) => c.task.id));
-      expect(got.every((c) => c.task.epoch === 1 && c.event === 'claim')).toBe(true);
-    }
-    expect(claimed).toHaveLength(200);
-    expect(new Set(claimed)).toEqual(ids);
-    const claimRows = await withPg(async (c) =>
-      (await c.query(`SELECT count(*)::int AS n FROM "${schema}".events WHERE type = 'transition' AND data::json->>'event' = 'claim' AND task_id = ANY($1)`, [[...ids]])).rows[0].n as number,
-    );
-    expect(claimRows).toBe(200);
-  });
+      expect(claimRows).toBe(200);
+    });
 
-  it('a concurrency cap holds when many workers on two stores claim at once', async () => {
-    const a = open(6);
-    const b = open(6);
-    for (let i = 0; i < 40; i++) await a.insertTask(newTask(ns));
-    const batches = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claim(claimRequest(ns, { workerId: `w${i}`, limit: 2, concurrency: { [ns.wf()]: 5 } }))),
-    );
-    expect(batches.flat()).toHaveLength(5);
-    expect(await a.listTasks({ workflow: ns.wf(), statuses: ['running'], limit: 100 })).toHaveLength(5);
-  });
+    it('a concurrency cap holds when many workers on two stores claim at once', async () => {
+      const a = open(6);
+      const b = open(6);
+      for (let i = 0; i < 40; i++) await a.insertTask(newTask(ns));
+      const batches = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claim(claimRequest(ns, { workerId: `w${i}`, limit: 2, concurrency: { [ns.wf()]: 5 } }))));
+      expect(batches.flat()).toHaveLength(5);
+      expect(await a.listTasks({ workflow: ns.wf(), statuses: ['running'], limit: 100 })).toHaveLength(5);
+    });
 
-  it('a zombie step write racing a reclaim is either refused or lands before the reclaim reads the journal', async () => {
-    const a = open();
-    const b = open();
-    for (let round = 0; round < 20; round++) {
-      const task = await claimedTask(a, ns, {}, 'zombie');
-      await passLeaseTime(a, [task.id], LEASE_MS);
-      // A claim skips a task whose step write is in flight (SKIP LOCKED), so the heir tries again.
-      const reclaim = async (): Promise<ClaimedTask | undefined> => {
-        for (let i = 0; i < 1000; i++) {
-          const [got] = await b.claim(claimRequest(ns, { now: T0 + LEASE_MS, workerId: 'heir', limit: 1 }));
-          if (got) return got;
-        }
-        return undefined;
-      };
-      const [write, reclaimed] = await Promise.all([
-        a.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) }]),
-        reclaim(),
-      ]);
-      expect(reclaimed?.task.id).toBe(task.id);
-      // Accepted writes are in the journal the new run replays; refused ones are nowhere.
-      expect(reclaimed?.steps.length).toBe(write[0] ? 1 : 0);
-      expect(await a.getSteps(task.id)).toHaveLength(write[0] ? 1 : 0);
-      await a.transition(write_(reclaimed?.task));
-    }
-    function write_(task: TaskRow | undefined): TransitionWrite {
-      if (!task) throw new Error('unreachable');
-      return write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch }, set: { clearLease: true } });
-    }
-  });
-
-  it('a signal racing the park that starts waiting for it is never lost', async () => {
-    const a = open();
-    const b = open();
-    for (let round = 0; round < 30; round++) {
-      const task = await claimedTask(a, ns);
-      await Promise.all([
-        a.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['ready'] } })),
-        b.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'ready', payload: null, idempotencyKey: null, at: T0 + 200 }),
-      ]);
-      const after = await mustGet(a, task.id);
-      expect(after.status).toBe('waiting');
-      expect(after.runAt).not.toBeNull();
-      await a.transition(write(after, { event: 'cancel', to: 'cancelled', set: { finishedAt: T0 + 300 } }));
-    }
-  });
-
-  it('two stores deleting the same finished tasks at once delete each once; a signal racing a deletion lands with its task or is refused, never orphaned', async () => {
-    const [a, b] = [open(4), open(4)];
-    const cancelledTask = async (): Promise<string> => {
-      const { task } = await a.insertTask(newTask(ns));
-      await a.transition(write(task, { event: 'cancel', to: 'cancelled', at: T0 + 1, set: { finishedAt: T0 + 1 } }));
-      return task.id;
-    };
-    const ids = await Promise.all(Array.from({ length: 60 }, cancelledTask));
-    const selection = { statuses: ['cancelled' as const], workflows: [ns.wf()] };
-    const drain = async (s: Store): Promise<string[]> => {
-      const got: string[] = [];
-      for (let batch = await s.deleteTasks(selection, 7); batch.length; batch = await s.deleteTasks(selection, 7)) got.push(...batch.map((t) => t.id));
-      return got;
-    };
-    const [byA, byB] = await Promise.all([drain(a), drain(b)]);
-    expect([...byA, ...byB].sort()).toEqual([...ids].sort());
-
-    // A deletion that took its snapshot before a signal committed, and locked the task just after,
-    // would leave the signal and its log entry behind: rounds of signals racing deletions.
-    for (let round = 0; round < 4; round++) {
-      const raced = await Promise.all(Array.from({ length: 40 }, cancelledTask));
-      const [, answers] = await Promise.all([
-        drain(b),
-        Promise.all(raced.map((id) => a.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: id, name: 'late', payload: null, idempotencyKey: null, at: T0 + 2 }))),
-      ]);
-      for (const [i, id] of raced.entries()) {
-        const task = await a.getTask(id);
-        // A refused signal found no task; a recorded one is with its task, or went with it.
-        if (answers[i] === null) expect(task).toBeNull();
-        if (task) expect((await a.getSignals(id)).map((x) => x.name)).toEqual(['late']);
+    it('a zombie step write racing a reclaim is either refused or lands before the reclaim reads the journal', async () => {
+      const a = open();
+      const b = open();
+      for (let round = 0; round < 20; round++) {
+        const task = await claimedTask(a, ns, {}, 'zombie');
+        await passLeaseTime(a, [task.id], LEASE_MS);
+        // A claim skips a task whose step write is in flight (SKIP LOCKED), so the heir tries again.
+        const reclaim = async (): Promise<ClaimedTask | undefined> => {
+          for (let i = 0; i < 1000; i++) {
+            const [got] = await b.claim(claimRequest(ns, { now: T0 + LEASE_MS, workerId: 'heir', limit: 1 }));
+            if (got) return got;
+          }
+          return undefined;
+        };
+        const [write, reclaimed] = await Promise.all([a.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) }]), reclaim()]);
+        expect(reclaimed?.task.id).toBe(task.id);
+        // Accepted writes are in the journal the new run replays; refused ones are nowhere.
+        expect(reclaimed?.steps.length).toBe(write[0] ? 1 : 0);
+        expect(await a.getSteps(task.id)).toHaveLength(write[0] ? 1 : 0);
+        await a.transition(write_(reclaimed?.task));
       }
-      await drain(b);
-    }
-    const schemaOf = `"${a.schema}"`;
-    const orphans = await withPg(async (c) => (await c.query<{ n: number }>(
-      `SELECT (SELECT count(*) FROM ${schemaOf}.signals s WHERE NOT EXISTS (SELECT 1 FROM ${schemaOf}.tasks t WHERE t.id = s.task_id))
+      function write_(task: TaskRow | undefined): TransitionWrite {
+        if (!task) throw new Error('unreachable');
+        return write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch }, set: { clearLease: true } });
+      }
+    });
+
+    it('a signal racing the park that starts waiting for it is never lost', async () => {
+      const a = open();
+      const b = open();
+      for (let round = 0; round < 30; round++) {
+        const task = await claimedTask(a, ns);
+        await Promise.all([
+          a.transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['ready'] } })),
+          b.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: task.id, name: 'ready', payload: null, idempotencyKey: null, at: T0 + 200 }),
+        ]);
+        const after = await mustGet(a, task.id);
+        expect(after.status).toBe('waiting');
+        expect(after.runAt).not.toBeNull();
+        await a.transition(write(after, { event: 'cancel', to: 'cancelled', set: { finishedAt: T0 + 300 } }));
+      }
+    });
+
+    it('two stores deleting the same finished tasks at once delete each once; a signal racing a deletion lands with its task or is refused, never orphaned', async () => {
+      const [a, b] = [open(4), open(4)];
+      const cancelledTask = async (): Promise<string> => {
+        const { task } = await a.insertTask(newTask(ns));
+        await a.transition(write(task, { event: 'cancel', to: 'cancelled', at: T0 + 1, set: { finishedAt: T0 + 1 } }));
+        return task.id;
+      };
+      const ids = await Promise.all(Array.from({ length: 60 }, cancelledTask));
+      const selection = { statuses: ['cancelled' as const], workflows: [ns.wf()] };
+      const drain = async (s: Store): Promise<string[]> => {
+        const got: string[] = [];
+        for (let batch = await s.deleteTasks(selection, 7); batch.length; batch = await s.deleteTasks(selection, 7)) got.push(...batch.map((t) => t.id));
+        return got;
+      };
+      const [byA, byB] = await Promise.all([drain(a), drain(b)]);
+      expect([...byA, ...byB].sort()).toEqual([...ids].sort());
+
+      // A deletion that took its snapshot before a signal committed, and locked the task just after,
+      // would leave the signal and its log entry behind: rounds of signals racing deletions.
+      for (let round = 0; round < 4; round++) {
+        const raced = await Promise.all(Array.from({ length: 40 }, cancelledTask));
+        const [, answers] = await Promise.all([
+          drain(b),
+          Promise.all(raced.map((id) => a.insertSignal({ actorKind: 'user', actorId: 'ada', taskId: id, name: 'late', payload: null, idempotencyKey: null, at: T0 + 2 }))),
+        ]);
+        for (const [i, id] of raced.entries()) {
+          const task = await a.getTask(id);
+          // A refused signal found no task; a recorded one is with its task, or went with it.
+          if (answers[i] === null) expect(task).toBeNull();
+          if (task) expect((await a.getSignals(id)).map((x) => x.name)).toEqual(['late']);
+        }
+        await drain(b);
+      }
+      const schemaOf = `"${a.schema}"`;
+      const orphans = await withPg(
+        async (c) =>
+          (
+            await c.query<{ n: number }>(
+              `SELECT (SELECT count(*) FROM ${schemaOf}.signals s WHERE NOT EXISTS (SELECT 1 FROM ${schemaOf}.tasks t WHERE t.id = s.task_id))
             + (SELECT count(*) FROM ${schemaOf}.events e WHERE NOT EXISTS (SELECT 1 FROM ${schemaOf}.tasks t WHERE t.id = e.task_id)) AS n`,
-    )).rows[0]?.n);
-    expect(Number(orphans)).toBe(0);
-  });
+            )
+          ).rows[0]?.n,
+      );
+      expect(Number(orphans)).toBe(0);
+    });
 
-  it('of many signals sent at once with onlyIfAwaited to a waiting task, from several stores, exactly one is recorded', async () => {
-    const stores = [open(4), open(4), open(4)];
-    for (let round = 0; round < 5; round++) {
-      const task = await claimedTask(stores[0] as Store, ns, { workflow: ns.wf(`round${round}`) });
-      await (stores[0] as Store).transition(write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvents: ['approve', 'reject'] } }));
-      const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => (stores[i % 3] as Store).insertSignal({
-        actorKind: 'user', actorId: `u${i}`, taskId: task.id, name: i % 2 ? 'approve' : 'reject', payload: null, idempotencyKey: null, at: T0 + i, onlyIfAwaited: true,
-      })));
-      expect(answers.filter((a) => a?.created)).toHaveLength(1);
-      expect(await (stores[1] as Store).getSignals(task.id)).toHaveLength(1);
-    }
-  });
+    it('of many signals sent at once with onlyIfAwaited to a waiting task, from several stores, exactly one is recorded', async () => {
+      const stores = [open(4), open(4), open(4)];
+      for (let round = 0; round < 5; round++) {
+        const task = await claimedTask(stores[0] as Store, ns, { workflow: ns.wf(`round${round}`) });
+        await (stores[0] as Store).transition(
+          write(task, { event: 'park', to: 'waiting', guard: { epoch: task.epoch }, set: { clearLease: true, runAt: null, waitEvents: ['approve', 'reject'] } }),
+        );
+        const answers = await Promise.all(
+          Array.from({ length: 12 }, (_, i) =>
+            (stores[i % 3] as Store).insertSignal({
+              actorKind: 'user',
+              actorId: `u${i}`,
+              taskId: task.id,
+              name: i % 2 ? 'approve' : 'reject',
+              payload: null,
+              idempotencyKey: null,
+              at: T0 + i,
+              onlyIfAwaited: true,
+            }),
+          ),
+        );
+        expect(answers.filter((a) => a?.created)).toHaveLength(1);
+        expect(await (stores[1] as Store).getSignals(task.id)).toHaveLength(1);
+      }
+    });
 
-  it('a notification from one store reaches a subscriber of another', async () => {
-    const listening = open();
-    const sending = open();
-    const received: WakeEvent[] = [];
-    const unsubscribe = await listening.subscribe((e) => received.push(e));
-    const event: WakeEvent = { reason: 'cancel', taskId: ns.id(), workflow: ns.wf() };
-    await sending.notify(event);
-    await eventually(() => received.length > 0, 'the notification');
-    expect(received).toEqual([event]);
-    await unsubscribe();
-  });
+    it('a notification from one store reaches a subscriber of another', async () => {
+      const listening = open();
+      const sending = open();
+      const received: WakeEvent[] = [];
+      const unsubscribe = await listening.subscribe((e) => received.push(e));
+      const event: WakeEvent = { reason: 'cancel', taskId: ns.id(), workflow: ns.wf() };
+      await sending.notify(event);
+      await eventually(() => received.length > 0, 'the notification');
+      expect(received).toEqual([event]);
+      await unsubscribe();
+    });
 
-  it('a listener whose connection is killed reconnects, asks for a poll, and receives later notifications', async () => {
-    const listening = open();
-    const sending = open();
-    const received: WakeEvent[] = [];
-    const unsubscribe = await listening.subscribe((e) => received.push(e));
-    const killed = await withPg(async (c) =>
-      (await c.query(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.channel}"`])).rows,
-    );
-    expect(killed).toEqual([{ ok: true }]);
-    await eventually(() => received.some((e) => e.taskId === '*'), 'the poll request after reconnecting');
-    expect(received).toEqual([{ reason: 'task', taskId: '*' }]);
-    const event: WakeEvent = { reason: 'task', taskId: ns.id() };
-    await sending.notify(event);
-    await eventually(() => received.length > 1, 'a notification after reconnecting');
-    expect(received).toEqual([{ reason: 'task', taskId: '*' }, event]);
-    await unsubscribe();
-  });
+    it('a listener whose connection is killed reconnects, asks for a poll, and receives later notifications', async () => {
+      const listening = open();
+      const sending = open();
+      const received: WakeEvent[] = [];
+      const unsubscribe = await listening.subscribe((e) => received.push(e));
+      const killed = await withPg(async (c) => (await c.query(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.channel}"`])).rows);
+      expect(killed).toEqual([{ ok: true }]);
+      await eventually(() => received.some((e) => e.taskId === '*'), 'the poll request after reconnecting');
+      expect(received).toEqual([{ reason: 'task', taskId: '*' }]);
+      const event: WakeEvent = { reason: 'task', taskId: ns.id() };
+      await sending.notify(event);
+      await eventually(() => received.length > 1, 'a notification after reconnecting');
+      expect(received).toEqual([{ reason: 'task', taskId: '*' }, event]);
+      await unsubscribe();
+    });
 
-  it('finished tasks are announced apart from work: each topic hears only its own, both after a reconnect', async () => {
-    const listening = open();
-    const sending = open();
-    const work: WakeEvent[] = [];
-    const settled: WakeEvent[] = [];
-    const offWork = await listening.subscribe((e) => work.push(e), 'work');
-    const offSettled = await listening.subscribe((e) => settled.push(e), 'settled');
-    const done: WakeEvent = { reason: 'settled', taskId: ns.id(), workflow: ns.wf() };
-    const ready: WakeEvent = { reason: 'task', taskId: ns.id(), workflow: ns.wf() };
-    await sending.notify(done);
-    await sending.notify(ready);
-    // A finished task announced by a batched end-of-run transition travels the same way, in the
-    // batch's one notification of finished tasks.
-    const task = await claimedTask(sending, ns);
-    const [row] = await sending.writeBatch([
-      write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch }, set: { clearLease: true, finishedAt: T0 }, notify: { reason: 'settled', taskId: task.id } }),
-      { kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) },
-    ]);
-    expect(row).toMatchObject({ status: 'succeeded' });
-    await eventually(() => settled.length >= 2 && work.length >= 1, 'both topics');
-    await new Promise((r) => setTimeout(r, 100)); // nothing else arrives
-    expect(settled).toEqual([done, { reason: 'settled', taskId: '*', taskIds: [task.id] }]);
-    expect(work).toEqual([ready]);
-    // After its connection is killed, the settled listener is told to look again as a settled event.
-    await withPg(async (c) => c.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.settledChannel}"`]));
-    await eventually(() => settled.some((e) => e.taskId === '*' && !e.taskIds), 'the look-again after reconnecting');
-    expect(settled.at(-1)).toEqual({ reason: 'settled', taskId: '*' });
-    expect(work).toEqual([ready]);
-    await offWork();
-    await offSettled();
-  });
+    it('finished tasks are announced apart from work: each topic hears only its own, both after a reconnect', async () => {
+      const listening = open();
+      const sending = open();
+      const work: WakeEvent[] = [];
+      const settled: WakeEvent[] = [];
+      const offWork = await listening.subscribe((e) => work.push(e), 'work');
+      const offSettled = await listening.subscribe((e) => settled.push(e), 'settled');
+      const done: WakeEvent = { reason: 'settled', taskId: ns.id(), workflow: ns.wf() };
+      const ready: WakeEvent = { reason: 'task', taskId: ns.id(), workflow: ns.wf() };
+      await sending.notify(done);
+      await sending.notify(ready);
+      // A finished task announced by a batched end-of-run transition travels the same way, in the
+      // batch's one notification of finished tasks.
+      const task = await claimedTask(sending, ns);
+      const [row] = await sending.writeBatch([
+        write(task, { event: 'complete', to: 'succeeded', guard: { epoch: task.epoch }, set: { clearLease: true, finishedAt: T0 }, notify: { reason: 'settled', taskId: task.id } }),
+        { kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch) },
+      ]);
+      expect(row).toMatchObject({ status: 'succeeded' });
+      await eventually(() => settled.length >= 2 && work.length >= 1, 'both topics');
+      await new Promise((r) => setTimeout(r, 100)); // nothing else arrives
+      expect(settled).toEqual([done, { reason: 'settled', taskId: '*', taskIds: [task.id] }]);
+      expect(work).toEqual([ready]);
+      // After its connection is killed, the settled listener is told to look again as a settled event.
+      await withPg(async (c) => c.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.settledChannel}"`]));
+      await eventually(() => settled.some((e) => e.taskId === '*' && !e.taskIds), 'the look-again after reconnecting');
+      expect(settled.at(-1)).toEqual({ reason: 'settled', taskId: '*' });
+      expect(work).toEqual([ready]);
+      await offWork();
+      await offSettled();
+    });
 
-  it('unsubscribe ends the listening connection and stops delivery; close ends every listener', async () => {
-    const listening = open();
-    const sending = open();
-    const received: WakeEvent[] = [];
-    const listenConnections = (): Promise<number> =>
-      withPg(async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.channel}"`])).rows[0].n as number);
-    const unsubscribe = await listening.subscribe((e) => received.push(e));
-    await listening.subscribe(() => undefined);
-    expect(await listenConnections()).toBe(2);
-    await unsubscribe();
-    await sending.notify({ reason: 'task', taskId: ns.id() });
-    await eventually(async () => (await listenConnections()) === 1, 'the unsubscribed connection to end');
-    expect(received).toEqual([]);
-    await listening.close();
-    await eventually(async () => (await listenConnections()) === 0, 'close to end the listener');
-    await expect(listening.getTask('x')).rejects.toMatchObject({ code: 'CLOSED' });
-  });
+    it('unsubscribe ends the listening connection and stops delivery; close ends every listener', async () => {
+      const listening = open();
+      const sending = open();
+      const received: WakeEvent[] = [];
+      const listenConnections = (): Promise<number> =>
+        withPg(async (c) => (await c.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${listening.channel}"`])).rows[0].n as number);
+      const unsubscribe = await listening.subscribe((e) => received.push(e));
+      await listening.subscribe(() => undefined);
+      expect(await listenConnections()).toBe(2);
+      await unsubscribe();
+      await sending.notify({ reason: 'task', taskId: ns.id() });
+      await eventually(async () => (await listenConnections()) === 1, 'the unsubscribed connection to end');
+      expect(received).toEqual([]);
+      await listening.close();
+      await eventually(async () => (await listenConnections()) === 0, 'close to end the listener');
+      await expect(listening.getTask('x')).rejects.toMatchObject({ code: 'CLOSED' });
+    });
 
-  it('an unreachable server surfaces as StoreUnavailableError; a bad schema name as InvalidArgumentError', async () => {
-    const down = track(new PostgresStore('postgres://postgres@127.0.0.1:1/test', { schema }));
-    const err = await down.getTask('x').then(() => null, (e: unknown) => e);
-    expect(isStepwiseError(err, 'STORE_UNAVAILABLE')).toBe(true);
-    expect((err as Error).message).toContain('127.0.0.1:1');
-    expect(() => new PostgresStore(PG_URL, { schema: 'bad-name"; DROP' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    it('an unreachable server surfaces as StoreUnavailableError; a bad schema name as InvalidArgumentError', async () => {
+      const down = track(new PostgresStore('postgres://postgres@127.0.0.1:1/test', { schema }));
+      const err = await down.getTask('x').then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(isStepwiseError(err, 'STORE_UNAVAILABLE')).toBe(true);
+      expect((err as Error).message).toContain('127.0.0.1:1');
+      expect(() => new PostgresStore(PG_URL, { schema: 'bad-name"; DROP' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    });
   });
-});

@@ -91,10 +91,13 @@ describe('the structure of src/', () => {
     expect(r.code).toBe(0);
   });
 
-  it('lets the primitives reach a run only through the kernel\'s operations (Run), not its state (RunCore)', () => {
+  it("lets the primitives reach a run only through the kernel's operations (Run), not its state (RunCore)", () => {
     const src = join(import.meta.dirname, '..', 'src');
     const above = ['primitives', 'approvals', 'idempotency', 'failure', 'machine'].flatMap((dir) =>
-      readdirSync(join(src, dir)).filter((f) => f.endsWith('.ts')).map((f) => `${dir}/${f}`));
+      readdirSync(join(src, dir))
+        .filter((f) => f.endsWith('.ts'))
+        .map((f) => `${dir}/${f}`),
+    );
     // The ctx assembly hands model metering (ai/meter.ts) the run as it takes it today.
     const allowed = new Set(['primitives/context.ts']);
     const reaching = above.filter((f) => !allowed.has(f) && /from '\.\.\/run\/core\.ts'/.test(readFileSync(join(src, f), 'utf8')));

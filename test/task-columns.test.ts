@@ -44,11 +44,14 @@ describe('the task-column table', () => {
     const store = await openStore(`${(await import('./support/postgres.ts')).PG_URL}?schema=${schema}`);
     try {
       await store.migrate();
-      const rows = await sql<{ column_name: string; data_type: string }>(
-        `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'tasks'`, [schema],
-      );
+      const rows = await sql<{ column_name: string; data_type: string }>(`SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'tasks'`, [
+        schema,
+      ]);
       const types: Record<string, string> = { text: 'text', bigint: 'bigint', integer: 'integer', boolean: 'boolean' };
-      const actual = rows.filter((r) => !STORE_ONLY.has(r.column_name)).map((r) => `${r.column_name}:${r.data_type}`).sort();
+      const actual = rows
+        .filter((r) => !STORE_ONLY.has(r.column_name))
+        .map((r) => `${r.column_name}:${r.data_type}`)
+        .sort();
       expect(TASK_COLUMNS.map((c) => `${c.column}:${types[c.pg]}`).sort()).toEqual(actual);
     } finally {
       await store.close();
@@ -59,15 +62,39 @@ describe('the task-column table', () => {
     const store = await openStore(tempDbUrl());
     try {
       await store.migrate();
-      const { task } = await store.insertTask({ id: 't-cols', workflow: 'w', workflowVersion: '1', input: '{"a":1}', idempotencyKey: 'k', runAt: 5, createdAt: 5, ...planCreation({ kind: 'user', id: 'u' }) });
+      const { task } = await store.insertTask({
+        id: 't-cols',
+        workflow: 'w',
+        workflowVersion: '1',
+        input: '{"a":1}',
+        idempotencyKey: 'k',
+        runAt: 5,
+        createdAt: 5,
+        ...planCreation({ kind: 'user', id: 'u' }),
+      });
       for (const c of TASK_COLUMNS) expect(task, c.field).toHaveProperty(c.field);
       expect(task).toMatchObject({ id: 't-cols', input: '{"a":1}', idempotencyKey: 'k', runAt: 5, epoch: 0, pauseRequested: false, waitEvents: null });
-      const full = { output: '1', error: null, runAt: 7, pauseRequested: true, wait: '{}', waitEvents: ['a', 'b'], cancelReason: 'r', finishedAt: 9, deadlineAt: 11, hasCleanup: true, redo: '{"a":1}' };
+      const full = {
+        output: '1',
+        error: null,
+        runAt: 7,
+        pauseRequested: true,
+        wait: '{}',
+        waitEvents: ['a', 'b'],
+        cancelReason: 'r',
+        finishedAt: 9,
+        deadlineAt: 11,
+        hasCleanup: true,
+        redo: '{"a":1}',
+      };
       const assigned = new Map(patchAssignments(full, (b) => b, 0));
       for (const c of PATCH_COLUMNS) expect(assigned.has(c.column), c.column).toBe(true);
       expect(assigned.get('wait_events')).toBe('|a|b|');
       // An expired lease: no owner, and an expiry of the store's now (a value, or SQL text).
-      expect(patchAssignments({ expireLease: true }, (b) => b, { raw: 'now_ms' })).toEqual([['lease_owner', null], ['lease_expires_at', { raw: 'now_ms' }]]);
+      expect(patchAssignments({ expireLease: true }, (b) => b, { raw: 'now_ms' })).toEqual([
+        ['lease_owner', null],
+        ['lease_expires_at', { raw: 'now_ms' }],
+      ]);
       expect(toTaskRow({ id: 'x', epoch: '3', pause_requested: 1, wait_events: '|a|' })).toMatchObject({ epoch: 3, pauseRequested: true, waitEvents: ['a'] });
     } finally {
       await store.close();

@@ -141,7 +141,7 @@ describe('a worker that dies at a write', () => {
     expect((await s.clientStore.getSteps(id)).map((r) => [r.name, r.status])).toEqual([['a', 'completed']]);
     expect(after).toMatchObject({ status: 'running', leaseOwner: 'dying' });
     // Every timer made since the worker was created (heartbeat, poll, scanners, the run's) has ended.
-    await eventually(() => timers.live().length === 0, 'the dead worker\'s timers to end').catch((e: Error) => {
+    await eventually(() => timers.live().length === 0, "the dead worker's timers to end").catch((e: Error) => {
       throw new Error(`${e.message}; still live:\n${timers.live().join('\n---\n')}`);
     });
   });

@@ -41,11 +41,7 @@ describe('checkResume: a correct workflow', () => {
       ['publish', 1, 'v1:<task>:publish#1'],
     ]);
     // One durable write per step: the last one goes with the task's completion.
-    expect(report.baseline.writes.map((w) => w.what)).toEqual([
-      'the result of step "research"',
-      'the result of step "draft"',
-      'the complete transition with the result of step "publish"',
-    ]);
+    expect(report.baseline.writes.map((w) => w.what)).toEqual(['the result of step "research"', 'the result of step "draft"', 'the complete transition with the result of step "publish"']);
     expect(report.points.map((p) => ({ at: `${p.when} ${p.write}/${p.of}`, reached: p.reached, interrupted: p.interrupted, ranAgain: p.ranAgain }))).toEqual([
       { at: 'before 1/3', reached: true, interrupted: ['research'], ranAgain: ['research'] },
       { at: 'after 1/3', reached: true, interrupted: [], ranAgain: [] },
@@ -107,7 +103,7 @@ describe('checkResume: a correct workflow', () => {
     expect(report.points.every((p) => p.reached)).toBe(true);
   });
 
-  it('passes a transactional step (its rows commit with its checkpoint): setup creates the table in each run\'s database, effects reads it', async () => {
+  it("passes a transactional step (its rows commit with its checkpoint): setup creates the table in each run's database, effects reads it", async () => {
     const orders = workflow('save-order', async (ctx, input: { id: number }) => {
       const saved = await ctx.transaction('save', async (tx) => {
         await tx.execute('INSERT INTO orders (id, total) VALUES (?, ?)', [input.id, input.id * 10]);
@@ -130,10 +126,7 @@ describe('checkResume: a correct workflow', () => {
       effects: (run) => withDb(run.database, (db) => db.prepare('SELECT * FROM orders').all()),
     });
     expect(report.baseline.effects).toEqual([{ id: 7, total: 70 }]);
-    expect(report.baseline.writes.map((w) => w.what)).toEqual([
-      'the transaction of step "save" with its checkpoint',
-      'the complete transition with the result of step "confirm"',
-    ]);
+    expect(report.baseline.writes.map((w) => w.what)).toEqual(['the transaction of step "save" with its checkpoint', 'the complete transition with the result of step "confirm"']);
     // Before its commit, the transaction ran again after the crash (nothing of it was durable); after, it did not.
     expect(report.points.slice(0, 2).map((p) => p.ranAgain)).toEqual([['save'], []]);
   });
@@ -141,9 +134,13 @@ describe('checkResume: a correct workflow', () => {
   it('passes a workflow that fails for good the same way at every crash point (errors compared by code and message)', async () => {
     const failing = workflow('failing', async (ctx) => {
       await ctx.step('fetch', () => 'page');
-      await ctx.step('parse', () => {
-        throw new Error('no title in the page');
-      }, { retry: { maxAttempts: 2, initialDelay: '1m' } });
+      await ctx.step(
+        'parse',
+        () => {
+          throw new Error('no title in the page');
+        },
+        { retry: { maxAttempts: 2, initialDelay: '1m' } },
+      );
     });
     const report = await checkResume(failing);
     expect(report.baseline.outcome).toMatchObject({ status: 'failed', error: { code: 'STEP_FAILED' } });
@@ -194,10 +191,19 @@ describe('checkResume: a state machine', () => {
       initial: 'drafting',
       context: (input: { item: string }) => ({ item: input.item, note: '' }),
       states: {
-        drafting: { entry: async (ctx, { context }) => ({ event: 'drafted', context: { ...context, note: await ctx.step('draft', () => `order of ${context.item}`) } }), on: { drafted: 'review' } },
+        drafting: {
+          entry: async (ctx, { context }) => ({ event: 'drafted', context: { ...context, note: await ctx.step('draft', () => `order of ${context.item}`) } }),
+          on: { drafted: 'review' },
+        },
         review: { on: { approve: { target: 'placing', assign: (c, e) => ({ ...c, note: `${c.note}, ok by ${String((e.payload as { by?: unknown }).by)}` }) }, reject: 'rejected' } },
         // The shop deduplicates on the key: placing again after a crash places nothing new.
-        placing: { entry: async (ctx) => { await ctx.step('place', ({ idempotencyKey }) => void (published.includes(idempotencyKey) || published.push(idempotencyKey))); return 'placed'; }, on: { placed: 'done' } },
+        placing: {
+          entry: async (ctx) => {
+            await ctx.step('place', ({ idempotencyKey }) => void (published.includes(idempotencyKey) || published.push(idempotencyKey)));
+            return 'placed';
+          },
+          on: { placed: 'done' },
+        },
         done: { type: 'final' },
         rejected: { type: 'final' },
       },
@@ -313,7 +319,12 @@ describe.skipIf(!(await hasPostgres()))('checkResume on PostgreSQL', () => {
     const report = await checkResume(threeSteps, { input: { topic: 'pg' }, database: freshSchema });
     expect(report.baseline.outcome).toEqual({ status: 'succeeded', output: { url: '/posts/20' } });
     expect(report.points.map((p) => `${p.when} ${p.write}/${p.of}: ${p.ranAgain.join(',')}`)).toEqual([
-      'before 1/3: research', 'after 1/3: ', 'before 2/3: draft', 'after 2/3: ', 'before 3/3: publish', 'after 3/3: ',
+      'before 1/3: research',
+      'after 1/3: ',
+      'before 2/3: draft',
+      'after 2/3: ',
+      'before 3/3: publish',
+      'after 3/3: ',
     ]);
   });
 });

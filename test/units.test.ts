@@ -149,7 +149,10 @@ describe('task ids', () => {
 describe('store URLs', () => {
   it('takes the schema and the pool size out of a PostgreSQL URL and leaves the rest to the driver', () => {
     expect(describeStoreUrl('postgres://u@h:5432/db?schema=agents&poolSize=25&sslmode=require')).toEqual({
-      dialect: 'postgres', url: 'postgres://u@h:5432/db?sslmode=require', schema: 'agents', poolSize: 25,
+      dialect: 'postgres',
+      url: 'postgres://u@h:5432/db?sslmode=require',
+      schema: 'agents',
+      poolSize: 25,
     });
     expect(describeStoreUrl('postgres://u@h/db')).toEqual({ dialect: 'postgres', url: 'postgres://u@h/db' });
   });
@@ -166,12 +169,16 @@ describe('the sweeper (expired idempotency records, finished tasks past their re
     const { Sweeper, SWEEP_BATCH } = await import('../src/sweeper.ts');
     let expired = 2 * SWEEP_BATCH + 7;
     const limits: number[] = [];
-    const purger = new Sweeper({ purge: async (limit) => {
-      limits.push(limit);
-      const n = Math.min(limit, expired);
-      expired -= n;
-      return n;
-    }, intervalMs: 0, onError: () => undefined });
+    const purger = new Sweeper({
+      purge: async (limit) => {
+        limits.push(limit);
+        const n = Math.min(limit, expired);
+        expired -= n;
+        return n;
+      },
+      intervalMs: 0,
+      onError: () => undefined,
+    });
     expect(await purger.sweep()).toBe(2 * SWEEP_BATCH + 7);
     expect(limits).toEqual([SWEEP_BATCH, SWEEP_BATCH, SWEEP_BATCH]);
     expect(await purger.sweep()).toBe(0);
@@ -179,10 +186,14 @@ describe('the sweeper (expired idempotency records, finished tasks past their re
     const { InvalidArgumentError } = await import('../src/index.ts');
     let calls = 0;
     const errors: unknown[] = [];
-    const none = new Sweeper({ purge: async () => {
-      calls++;
-      throw new InvalidArgumentError('no idempotency records');
-    }, intervalMs: 5, onError: (e) => errors.push(e) });
+    const none = new Sweeper({
+      purge: async () => {
+        calls++;
+        throw new InvalidArgumentError('no idempotency records');
+      },
+      intervalMs: 5,
+      onError: (e) => errors.push(e),
+    });
     none.start();
     const { eventually } = await import('./support/engine.ts');
     await eventually(() => calls > 0, 20_000, 'the first sweep');
@@ -199,13 +210,17 @@ describe('the sweeper (expired idempotency records, finished tasks past their re
     let inFlight = 0;
     let most = 0;
     let calls = 0;
-    const slow = new Sweeper({ purge: async () => {
-      calls++;
-      most = Math.max(most, ++inFlight);
-      await release.promise;
-      inFlight--;
-      return 0;
-    }, intervalMs: 5, onError: () => undefined });
+    const slow = new Sweeper({
+      purge: async () => {
+        calls++;
+        most = Math.max(most, ++inFlight);
+        await release.promise;
+        inFlight--;
+        return 0;
+      },
+      intervalMs: 5,
+      onError: () => undefined,
+    });
     slow.start();
     await eventually(() => calls > 0, 20_000, 'the first sweep');
     await new Promise((r) => setTimeout(r, 50)); // ten intervals pass while it runs

@@ -80,13 +80,17 @@ describe('worker leases', () => {
   it('runs at most `concurrency` tasks at once per worker and at most the workflow cap across workers', async () => {
     let running = 0;
     let peak = 0;
-    const wf = workflow('capped', async (ctx) =>
-      ctx.step('work', async () => {
-        running++;
-        peak = Math.max(peak, running);
-        await new Promise((r) => setTimeout(r, 30));
-        running--;
-      }), { concurrency: 3 });
+    const wf = workflow(
+      'capped',
+      async (ctx) =>
+        ctx.step('work', async () => {
+          running++;
+          peak = Math.max(peak, running);
+          await new Promise((r) => setTimeout(r, 30));
+          running--;
+        }),
+      { concurrency: 3 },
+    );
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine, { concurrency: 2 });
     await startWorker(engine, { concurrency: 2 });

@@ -33,10 +33,15 @@ describe('the scheduler of periodic jobs', () => {
     const errors: string[] = [];
     const scheduler = new PeriodicScheduler({ clock, onError: (e, job) => errors.push(`${job.name}: ${(e as Error).message}`) });
     let calls = 0;
-    scheduler.add({ name: 'flaky', periodMs: 10, firstDelayMs: 5, run: async () => {
-      calls++;
-      throw new Error(`boom ${calls}`);
-    } });
+    scheduler.add({
+      name: 'flaky',
+      periodMs: 10,
+      firstDelayMs: 5,
+      run: async () => {
+        calls++;
+        throw new Error(`boom ${calls}`);
+      },
+    });
     await clock.advance(25);
     expect(calls).toBe(3);
     expect(errors).toEqual(['flaky: boom 1', 'flaky: boom 2', 'flaky: boom 3']);
@@ -52,13 +57,17 @@ describe('the scheduler of periodic jobs', () => {
     let most = 0;
     let calls = 0;
     let ended = false;
-    scheduler.add({ name: 'slow', periodMs: 10, run: async () => {
-      calls++;
-      most = Math.max(most, ++inFlight);
-      await gate;
-      inFlight--;
-      ended = true;
-    } });
+    scheduler.add({
+      name: 'slow',
+      periodMs: 10,
+      run: async () => {
+        calls++;
+        most = Math.max(most, ++inFlight);
+        await gate;
+        inFlight--;
+        ended = true;
+      },
+    });
     await clock.advance(100); // ten periods pass while the first run holds
     expect(calls).toBe(1);
     let stopped = false;

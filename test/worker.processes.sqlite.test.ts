@@ -15,7 +15,10 @@ describe('several processes sharing one SQLite file', () => {
     const file = join(tempDir(), 'fresh.db');
     const procs = Array.from({ length: 4 }, () => spawnCli(['migrate', '--db', `sqlite:${file}`]));
     const exits = await Promise.all(procs.map((p) => p.exited));
-    expect(exits.map((e) => e.code), procs.map((p) => p.output()).join('\n')).toEqual([0, 0, 0, 0]);
+    expect(
+      exits.map((e) => e.code),
+      procs.map((p) => p.output()).join('\n'),
+    ).toEqual([0, 0, 0, 0]);
     const db = new Database(file, { readonly: true });
     const rows = db.prepare('SELECT id, name FROM stepwise_migrations ORDER BY id').all();
     db.close();
@@ -28,9 +31,7 @@ describe('several processes sharing one SQLite file', () => {
     const log = join(dir, 'effects.log');
     const engine = new Engine({ store: db, workflows: [triple] });
     try {
-      const workers = Array.from({ length: 3 }, () =>
-        spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--concurrency', '4'], { STEPWISE_TEST_LOG: log }),
-      );
+      const workers = Array.from({ length: 3 }, () => spawnCli(['worker', FIXTURE, '--db', db, '--poll-ms', '20', '--concurrency', '4'], { STEPWISE_TEST_LOG: log }));
       for (const w of workers) await eventually(() => w.output().includes('started; workflows'), 20_000, 'workers to start');
       const ids: string[] = [];
       // 20 ms per step: long enough that one worker's four slots cannot take all the work.

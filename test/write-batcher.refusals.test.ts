@@ -44,16 +44,34 @@ async function claimedTasks(store: Store, n: number): Promise<TaskRow[]> {
     await store.insertTask({ id, workflow: 'wf', workflowVersion: '1', input: null, idempotencyKey: null, runAt: T0, createdAt: T0, ...planCreation({ kind: 'user', id: 'anonymous' }) });
   }
   const claimed = await store.claim({
-    workerId: 'w1', now: T0, leaseMs: 60_000, limit: n, workflows: ['wf'],
-    claim: { from: sourcesOf('claim'), to: 'running' as TaskStatus }, reclaim: { from: sourcesOf('reclaim'), to: { running: 'running', cancelling: 'cancelling' } as Partial<Record<TaskStatus, TaskStatus>> },
+    workerId: 'w1',
+    now: T0,
+    leaseMs: 60_000,
+    limit: n,
+    workflows: ['wf'],
+    claim: { from: sourcesOf('claim'), to: 'running' as TaskStatus },
+    reclaim: { from: sourcesOf('reclaim'), to: { running: 'running', cancelling: 'cancelling' } as Partial<Record<TaskStatus, TaskStatus>> },
   });
   return ids.map((id) => claimed.find((c) => c.task.id === id)?.task as TaskRow);
 }
 
 function step(task: TaskRow, name: string): StepRow {
   return {
-    taskId: task.id, seq: 0, name, kind: 'step', status: 'completed', output: '1', error: null,
-    attempts: 1, startedAt: T0, finishedAt: T0 + 1, wakeAt: null, epoch: task.epoch, done: 1, calledAfter: 0, businessKey: null,
+    taskId: task.id,
+    seq: 0,
+    name,
+    kind: 'step',
+    status: 'completed',
+    output: '1',
+    error: null,
+    attempts: 1,
+    startedAt: T0,
+    finishedAt: T0 + 1,
+    wakeAt: null,
+    epoch: task.epoch,
+    done: 1,
+    calledAfter: 0,
+    businessKey: null,
   };
 }
 

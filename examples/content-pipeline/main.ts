@@ -30,7 +30,9 @@ const notifier = {
       console.log(`      approve: ${n.approveCommand.replace('<name>', a.approvers[0] ?? 'editor')}`);
       console.log(`      reject:  ${n.rejectCommand.replace('<name>', a.approvers[0] ?? 'editor')}`);
     } else if (n.kind === 'decided') {
-      console.log(`  ✉ to ${n.startedBy?.id ?? 'the initiator'}: "${a.name}" was ${a.outcome?.approved ? 'approved' : 'rejected'} by ${a.outcome?.by ?? 'its timeout policy'}${a.outcome?.comment ? ` — "${a.outcome.comment}"` : ''}`);
+      console.log(
+        `  ✉ to ${n.startedBy?.id ?? 'the initiator'}: "${a.name}" was ${a.outcome?.approved ? 'approved' : 'rejected'} by ${a.outcome?.by ?? 'its timeout policy'}${a.outcome?.comment ? ` — "${a.outcome.comment}"` : ''}`,
+      );
     } else {
       console.log(`  ✉ ${n.kind}: ${a.name} (${a.id}), approvers now ${a.approvers.join(', ')}`);
     }
@@ -56,14 +58,18 @@ async function main(): Promise<void> {
   cms.failAfterCommit = 1; // the first publish call stores the article, then times out at the gateway
   const high = await start({ title: 'New prices from March', brief: 'Announce the new Pro plan price of 29 EUR per month from March 1.', impact: 'high' }, 'dana');
   const pending = await waitForApproval(engine, high.id);
-  console.log(`  task ${high.id} is ${(await engine.get(high.id)).status}; the editor's queue: ${(await engine.approvals({ status: 'pending', approver: 'editor' })).map((a) => a.id).join(', ')}`);
+  console.log(
+    `  task ${high.id} is ${(await engine.get(high.id)).status}; the editor's queue: ${(await engine.approvals({ status: 'pending', approver: 'editor' })).map((a) => a.id).join(', ')}`,
+  );
   const edited = `${(pending.payload as { body: string }).body}\n\nPrices include VAT.`;
   await engine.decide(pending.id, { approve: true, by: 'editor', comment: 'Added the VAT note.', data: { body: edited }, idempotencyKey: 'editor-click-1' });
   // A double click of the same button: it counts once.
   await engine.decide(pending.id, { approve: true, by: 'editor', comment: 'Added the VAT note.', data: { body: edited }, idempotencyKey: 'editor-click-1' });
   const highResult = await engine.result<ContentResult>(high.id, { timeout: '30s' });
   const publish = (await engine.get(high.id)).steps.find((s) => s.name === 'publish');
-  console.log(`  → published ${highResult.articleId}: ${highResult.reason}; the publish step took ${publish?.attempts} attempts, the CMS holds ${cms.articles.filter((a) => a.title === 'New prices from March').length} copy`);
+  console.log(
+    `  → published ${highResult.articleId}: ${highResult.reason}; the publish step took ${publish?.attempts} attempts, the CMS holds ${cms.articles.filter((a) => a.title === 'New prices from March').length} copy`,
+  );
 
   console.log('\n3. A high-impact change the editor rejects: the initiator is told why');
   const legal = await start({ title: 'Updated terms of service', brief: 'Announce the updated terms of service.', impact: 'high' }, 'sam');

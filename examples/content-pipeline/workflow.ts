@@ -68,7 +68,10 @@ export const contentPipeline = workflow('content-pipeline', async (ctx, input: C
     'publish',
     async ({ idempotencyKey, signal }) => {
       const res = await fetch(`${input.cmsUrl}/articles`, {
-        method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey }, body: JSON.stringify({ title: draft.title, body }), signal,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+        body: JSON.stringify({ title: draft.title, body }),
+        signal,
       });
       if (res.status >= 500) throw new RetryableError(`CMS answered ${res.status}`);
       if (!res.ok) throw new Error(`CMS refused the article: ${res.status} ${await res.text()}`);

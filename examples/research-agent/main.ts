@@ -37,8 +37,11 @@ async function main(): Promise<void> {
     const u = info.usage;
     if (u) {
       console.log('\nModel usage:');
-      for (const [step, t] of Object.entries(u.steps)) console.log(`  ${step.padEnd(10)} ${String(t.inputTokens).padStart(6)} in ${String(t.outputTokens).padStart(5)} out  $${t.costUsd.toFixed(6)}`);
-      console.log(`  ${'total'.padEnd(10)} ${String(u.total.inputTokens).padStart(6)} in ${String(u.total.outputTokens).padStart(5)} out  $${u.total.costUsd.toFixed(6)}  (${u.total.attempts} attempts)`);
+      for (const [step, t] of Object.entries(u.steps))
+        console.log(`  ${step.padEnd(10)} ${String(t.inputTokens).padStart(6)} in ${String(t.outputTokens).padStart(5)} out  $${t.costUsd.toFixed(6)}`);
+      console.log(
+        `  ${'total'.padEnd(10)} ${String(u.total.inputTokens).padStart(6)} in ${String(u.total.outputTokens).padStart(5)} out  $${u.total.costUsd.toFixed(6)}  (${u.total.attempts} attempts)`,
+      );
     }
     console.log(`\nSee it all: npx stepwise show ${id} --db sqlite:./.stepwise/research-agent.db`);
   } finally {

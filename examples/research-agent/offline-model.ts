@@ -31,7 +31,12 @@ function decide(messages: Message[]): { tool: { name: string; args: Record<strin
     return { answer: `I found nothing on "${question}" in the library.` };
   }
   const doc = toolResults[toolResults.length - 1] ?? '';
-  const sentences = doc.replace(/^#.*$/gm, '').split(/(?<=[.!?])\s+/).map((s) => s.trim()).filter((s) => s.length > 30).slice(0, 3);
+  const sentences = doc
+    .replace(/^#.*$/gm, '')
+    .split(/(?<=[.!?])\s+/)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 30)
+    .slice(0, 3);
   return { answer: `From the library, on "${question}": ${sentences.join(' ')}` };
 }
 
@@ -55,16 +60,23 @@ export async function startOfflineModel(options: { paceMs?: number } = {}): Prom
         const next = decide(messages);
         const id = `chatcmpl-offline-${Date.now()}`;
         const created = Math.floor(Date.now() / 1000);
-        const call = 'tool' in next ? { id: `call-${next.tool.name}-${messages.length}`, type: 'function', function: { name: next.tool.name, arguments: JSON.stringify(next.tool.args) } } : null;
+        const call =
+          'tool' in next ? { id: `call-${next.tool.name}-${messages.length}`, type: 'function', function: { name: next.tool.name, arguments: JSON.stringify(next.tool.args) } } : null;
         const text = 'answer' in next ? next.answer : '';
         const usage = { prompt_tokens: prompt, completion_tokens: call ? tokens(call.function.arguments) : tokens(text), total_tokens: 0 };
         usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
         if (!body.stream) {
           res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({
-            id, object: 'chat.completion', created, model, usage,
-            choices: [{ index: 0, finish_reason: call ? 'tool_calls' : 'stop', message: { role: 'assistant', content: call ? null : text, ...(call ? { tool_calls: [call] } : {}) } }],
-          }));
+          res.end(
+            JSON.stringify({
+              id,
+              object: 'chat.completion',
+              created,
+              model,
+              usage,
+              choices: [{ index: 0, finish_reason: call ? 'tool_calls' : 'stop', message: { role: 'assistant', content: call ? null : text, ...(call ? { tool_calls: [call] } : {}) } }],
+            }),
+          );
           return;
         }
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });

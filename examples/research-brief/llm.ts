@@ -39,7 +39,11 @@ export function countTokens(text: string): number {
   return text.match(/[\p{L}\p{N}']+|[^\s\p{L}\p{N}]/gu)?.length ?? 0;
 }
 
-const STOP = new Set('a an the and or of to in on is are be by for with that this it as at from not but so than then their its each every can into only after before when which what who there these those was were has have had will would should must does do'.split(' '));
+const STOP = new Set(
+  'a an the and or of to in on is are be by for with that this it as at from not but so than then their its each every can into only after before when which what who there these those was were has have had will would should must does do'.split(
+    ' ',
+  ),
+);
 
 /** Picks the `n` sentences whose words are most frequent in the text, in their original order. */
 function extractiveSummary(text: string, n: number): string {
@@ -51,7 +55,11 @@ function extractiveSummary(text: string, n: number): string {
     const words = (s.toLowerCase().match(/[a-z']+/g) ?? []).filter((w) => !STOP.has(w));
     return words.reduce((sum, w) => sum + (freq.get(w) ?? 0), 0) / Math.max(4, words.length);
   };
-  const top = sentences.map((s, i) => ({ s, i, score: score(s) })).sort((a, b) => b.score - a.score).slice(0, n).sort((a, b) => a.i - b.i);
+  const top = sentences
+    .map((s, i) => ({ s, i, score: score(s) }))
+    .sort((a, b) => b.score - a.score)
+    .slice(0, n)
+    .sort((a, b) => a.i - b.i);
   return top.map((t) => t.s).join(' ');
 }
 
@@ -87,10 +95,14 @@ export function createSimulatedModel(options: SimulatedModelOptions = {}): Langu
             await new Promise<void>((resolve, reject) => {
               if (signal?.aborted) return reject(signal.reason);
               const t = setTimeout(resolve, delayMs);
-              signal?.addEventListener('abort', () => {
-                clearTimeout(t);
-                reject(signal.reason);
-              }, { once: true });
+              signal?.addEventListener(
+                'abort',
+                () => {
+                  clearTimeout(t);
+                  reject(signal.reason);
+                },
+                { once: true },
+              );
             });
             yield piece;
           }

@@ -28,7 +28,10 @@ const LEASE_MS = 3000;
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 const tty = process.stdout.isTTY && !process.env.NO_COLOR;
-const c = (code: number) => (s: string): string => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
+const c =
+  (code: number) =>
+  (s: string): string =>
+    tty ? `\x1b[${code}m${s}\x1b[0m` : s;
 const bold = c(1);
 const dim = c(2);
 const red = c(31);
@@ -40,8 +43,25 @@ const say = (msg: string): void => console.log(`${dim(`[${((Date.now() - t0) / 1
 function startWorker(n: number): { child: ChildProcess; lines: string[] } {
   const child = spawn(
     process.execPath,
-    ['--import', tsx, join(root, 'src/cli/main.ts'), 'worker', join(here, 'workflow.ts'), '--db', db,
-      '--lease-ms', String(LEASE_MS), '--heartbeat-ms', '500', '--poll-ms', '200', '--worker-id', `worker-${n}`, '--log', 'none'],
+    [
+      '--import',
+      tsx,
+      join(root, 'src/cli/main.ts'),
+      'worker',
+      join(here, 'workflow.ts'),
+      '--db',
+      db,
+      '--lease-ms',
+      String(LEASE_MS),
+      '--heartbeat-ms',
+      '500',
+      '--poll-ms',
+      '200',
+      '--worker-id',
+      `worker-${n}`,
+      '--log',
+      'none',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
   );
   const lines: string[] = [];
@@ -79,7 +99,9 @@ async function main(): Promise<void> {
       if (s.status !== 'completed' || seen.has(s.name)) continue;
       seen.add(s.name);
       const usage = (s.output as Summary | undefined)?.usage;
-      say(`${green('✓')} ${stepLabel(s)} checkpointed in ${formatMs(s.durationMs ?? 0)}${usage ? dim(` — ${usage.inputTokens} in / ${usage.outputTokens} out tokens`) : ''} ${dim(`(run epoch ${s.epoch})`)}`);
+      say(
+        `${green('✓')} ${stepLabel(s)} checkpointed in ${formatMs(s.durationMs ?? 0)}${usage ? dim(` — ${usage.inputTokens} in / ${usage.outputTokens} out tokens`) : ''} ${dim(`(run epoch ${s.epoch})`)}`,
+      );
     }
   };
 
@@ -114,7 +136,13 @@ async function main(): Promise<void> {
       // The scripted reviewer: reads the brief from the payload and approves it with an edit.
       const merged = current.steps.find((s) => s.name === 'merge')?.output as { markdown: string } | undefined;
       const edited = `> Reviewed by the editor: ${preview.words} words, approved for publication.\n\n${merged?.markdown ?? ''}`;
-      const decided = await engine.decide(pending.id, { approve: true, by: 'editor', comment: 'Good to go; added a review note.', data: { markdown: edited }, idempotencyKey: `review-${id}` });
+      const decided = await engine.decide(pending.id, {
+        approve: true,
+        by: 'editor',
+        comment: 'Good to go; added a review note.',
+        data: { markdown: edited },
+        idempotencyKey: `review-${id}`,
+      });
       say(`${green('✓')} editor approved it through engine.decide (${decided.status}); the task is runnable again.`);
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -126,7 +154,12 @@ async function main(): Promise<void> {
   if (task.status !== 'succeeded') throw new Error(`task ended ${task.status}: ${JSON.stringify(task)}`);
 
   // Which model calls ran, and how often (from the simulated model's own call log).
-  const calls = existsSync(callLog) ? readFileSync(callLog, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { idempotencyKey: string; pid: number }) : [];
+  const calls = existsSync(callLog)
+    ? readFileSync(callLog, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { idempotencyKey: string; pid: number })
+    : [];
   const byKey = new Map<string, number[]>();
   for (const call of calls) byKey.set(call.idempotencyKey, [...(byKey.get(call.idempotencyKey) ?? []), call.pid]);
 
@@ -134,9 +167,7 @@ async function main(): Promise<void> {
   for (const s of task.steps) {
     const pids = s.idempotencyKey ? byKey.get(s.idempotencyKey) : undefined;
     const runBy = s.epoch === 1 ? 'worker-1' : 'worker-2';
-    const note = pids && pids.length > 1
-      ? red(`model called ${pids.length}× with the same idempotency key (interrupted by the kill, then resumed)`)
-      : pids ? `model called once` : '';
+    const note = pids && pids.length > 1 ? red(`model called ${pids.length}× with the same idempotency key (interrupted by the kill, then resumed)`) : pids ? `model called once` : '';
     console.log(`  ${String(s.seq).padStart(2)}  ${stepLabel(s).padEnd(40)} ${green(s.status)} by ${runBy}, ${formatMs(s.durationMs ?? 0).padStart(6)}  ${note}`);
   }
   console.log(bold('\nTimeline'));

@@ -85,13 +85,17 @@ export const researchBrief = workflow(
 
     // 5. Write: atomically (temp file + rename), named by the task, so a repeat overwrites the same
     //    file. The engine refuses this step unless the review is approved on record.
-    const path = await ctx.step('write', () => {
-      mkdirSync(input.outDir, { recursive: true });
-      const target = resolve(input.outDir, `brief-${ctx.taskId}.md`);
-      writeFileSync(`${target}.tmp`, markdown);
-      renameSync(`${target}.tmp`, target);
-      return target;
-    }, { requires: 'review' });
+    const path = await ctx.step(
+      'write',
+      () => {
+        mkdirSync(input.outDir, { recursive: true });
+        const target = resolve(input.outDir, `brief-${ctx.taskId}.md`);
+        writeFileSync(`${target}.tmp`, markdown);
+        renameSync(`${target}.tmp`, target);
+        return target;
+      },
+      { requires: 'review' },
+    );
 
     return { path, documents: summaries.length, tokens: brief.tokens, review };
   },

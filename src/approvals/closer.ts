@@ -36,7 +36,10 @@ async function closeOne(store: Store, clock: Clock, row: ApprovalRow): Promise<b
   const at = clock.now();
   const outcome = endedOutcome(row, status);
   const updated = await store.updateApproval({
-    id: row.id, version: row.version, at, taskStatuses: FINISHED_STATUSES,
+    id: row.id,
+    version: row.version,
+    at,
+    taskStatuses: FINISHED_STATUSES,
     set: { status: 'expired', outcome: JSON.stringify(outcome), decidedAt: at },
     log: [decidedEntry(row, outcome, 'expired', TASK_ENDED_ACTOR)],
   });

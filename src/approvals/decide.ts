@@ -100,26 +100,41 @@ export async function decide(host: DecideHost, id: string, o: DecideOptions): Pr
       throw new TaskEndedError(row.taskId, ended, `the decision on approval ${id}`);
     }
     if (row.status === 'expired') {
-      throw new ForbiddenError(`Approval ${id} ("${row.name}") expired at ${when(row.decidedAt ?? row.deadline ?? row.createdAt)} with no decision and was rejected by its timeout policy; it takes no decisions.`, { actor: o.by });
+      throw new ForbiddenError(
+        `Approval ${id} ("${row.name}") expired at ${when(row.decidedAt ?? row.deadline ?? row.createdAt)} with no decision and was rejected by its timeout policy; it takes no decisions.`,
+        { actor: o.by },
+      );
     }
     if (row.status === 'approved' || row.status === 'rejected') {
       const outcome = JSON.parse(row.outcome as string) as { approved: boolean; by: string | null };
       if (outcome.approved === o.approve) return toApprovalInfo(row);
       const first = outcome.by ? `by ${outcome.by}` : 'by its timeout policy';
-      throw new ConflictError(`Approval ${id} ("${row.name}") was already ${verb(outcome.approved)} ${first} at ${when(row.decidedAt as number)}; a contrary decision cannot be recorded.`, { recorded: outcome });
+      throw new ConflictError(`Approval ${id} ("${row.name}") was already ${verb(outcome.approved)} ${first} at ${when(row.decidedAt as number)}; a contrary decision cannot be recorded.`, {
+        recorded: outcome,
+      });
     }
     checkDecisionData(row, o.approve, data === null ? null : JSON.parse(data));
     const task = await host.store.getTask(row.taskId);
     if (!task || !LIVE.includes(task.status)) throw new TaskEndedError(row.taskId, task?.status ?? 'gone', `the decision on approval ${id}`);
     const decision: StoredDecision = {
-      by: o.by, approve: o.approve, comment: o.comment ?? null, data: data === null ? null : JSON.parse(data), at: host.clock.now(), idempotencyKey: key,
+      by: o.by,
+      approve: o.approve,
+      comment: o.comment ?? null,
+      data: data === null ? null : JSON.parse(data),
+      at: host.clock.now(),
+      idempotencyKey: key,
     };
     const next = applyDecision(row, decision);
     const wake: WakeEvent = { reason: 'task', taskId: row.taskId, workflow: row.workflow };
     const log = [decisionEntry(row, decision)];
     if (next.outcome) log.push(decidedEntry(row, next.outcome, next.set.status as string, { kind: 'user', id: o.by }));
     const updated = await host.store.updateApproval({
-      id, version: row.version, set: next.set, at: decision.at, log, taskStatuses: LIVE,
+      id,
+      version: row.version,
+      set: next.set,
+      at: decision.at,
+      log,
+      taskStatuses: LIVE,
       ...(next.outcome ? { wake: { name: wakeName(id), key: wakeName(id) }, notify: wake } : {}),
     });
     if (!updated) continue; // another decision or a timeout came first, or the task ended: look again

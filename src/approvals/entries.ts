@@ -12,28 +12,42 @@ import { APPROVAL_EVENT_TYPES, type ApprovalEventType } from './events.ts';
 
 export { APPROVAL_EVENT_TYPES, type ApprovalEventType } from './events.ts';
 
-
 /** The system actor of what a timeout policy does. */
 export const POLICY_ACTOR = (policy: string): { kind: ActorKind; id: string } => ({ kind: 'system', id: `approval-policy:${policy}` });
 export const REMINDER_ACTOR = { kind: 'system', id: 'approval-reminder' } as const satisfies { kind: ActorKind; id: string };
 
 const entry = (type: ApprovalEventType, actor: { kind: ActorKind; id: string }, data: Record<string, unknown>): NewEvent => ({
-  type, actorKind: actor.kind, actorId: actor.id, data: JSON.stringify(data),
+  type,
+  actorKind: actor.kind,
+  actorId: actor.id,
+  data: JSON.stringify(data),
 });
 
 const base = (a: ApprovalRow): Record<string, unknown> => ({ approvalId: a.id, name: a.name });
 
 export function requestedEntry(a: ApprovalRow, actor: { kind: ActorKind; id: string }): NewEvent {
   return entry(APPROVAL_EVENT_TYPES.requested, actor, {
-    ...base(a), approvers: JSON.parse(a.approvers), quorum: a.quorum, payload: a.payload === null ? null : JSON.parse(a.payload),
-    deadline: a.deadline, level: a.level,
+    ...base(a),
+    approvers: JSON.parse(a.approvers),
+    quorum: a.quorum,
+    payload: a.payload === null ? null : JSON.parse(a.payload),
+    deadline: a.deadline,
+    level: a.level,
   });
 }
 
 export function decisionEntry(a: ApprovalRow, d: StoredDecision): NewEvent {
-  return entry(APPROVAL_EVENT_TYPES.decision, { kind: 'user', id: d.by }, {
-    ...base(a), approve: d.approve, comment: d.comment, data: d.data ?? null, idempotencyKey: d.idempotencyKey,
-  });
+  return entry(
+    APPROVAL_EVENT_TYPES.decision,
+    { kind: 'user', id: d.by },
+    {
+      ...base(a),
+      approve: d.approve,
+      comment: d.comment,
+      data: d.data ?? null,
+      idempotencyKey: d.idempotencyKey,
+    },
+  );
 }
 
 export function remindedEntry(a: ApprovalRow, next: number): NewEvent {

@@ -23,7 +23,12 @@ export function toApprovalInfo(r: ApprovalRow): ApprovalInfo {
     deadline: date(r.deadline),
     level: r.level,
     decisions: (JSON.parse(r.decisions) as StoredDecision[]).map((d) => ({
-      by: d.by, approve: d.approve, comment: d.comment, data: d.data ?? null, at: new Date(d.at), idempotencyKey: d.idempotencyKey,
+      by: d.by,
+      approve: d.approve,
+      comment: d.comment,
+      data: d.data ?? null,
+      at: new Date(d.at),
+      idempotencyKey: d.idempotencyKey,
     })),
     createdAt: new Date(r.createdAt),
     decidedAt: date(r.decidedAt),

@@ -99,8 +99,7 @@ export function nextReminder(from: number, everyMs: number, now: number): number
 
 /** What a passed deadline does to an open approval at `now`. */
 export type DeadlineChange =
-  | { kind: 'escalated'; set: ApprovalPatch; added: string[]; approvers: string[] }
-  | { kind: 'decided'; set: ApprovalPatch; outcome: ApprovalDecision; policy: 'approve' | 'reject' };
+  { kind: 'escalated'; set: ApprovalPatch; added: string[]; approvers: string[] } | { kind: 'decided'; set: ApprovalPatch; outcome: ApprovalDecision; policy: 'approve' | 'reject' };
 
 export function onDeadline(row: ApprovalRow, stored: StoredOptions, now: number): DeadlineChange {
   const p = policyAt(stored, row.level);

@@ -146,12 +146,25 @@ async function findOrRequest(run: Run, c: ApprovalCall, site: ApprovalSite): Pro
   const { clock, store } = run.deps;
   const now = clock.now();
   const fresh: ApprovalRow = {
-    id: `apv_${newId(now)}`, taskId: run.taskId, workflow: run.workflow.name, name: c.name,
+    id: `apv_${newId(now)}`,
+    taskId: run.taskId,
+    workflow: run.workflow.name,
+    name: c.name,
     // The retry count keeps a task retried after forgetting this call from reusing a decided record.
-    callKey: site.callKey, status: 'pending', approvers: JSON.stringify(c.approvers), quorum: c.quorum, payload: c.payload,
-    policy: JSON.stringify(c.stored), deadline: c.stored.timeoutMs === null ? null : now + c.stored.timeoutMs,
-    remindAt: c.stored.remindEveryMs === null ? null : now + c.stored.remindEveryMs, level: 1, decisions: '[]', outcome: null, version: 1,
-    createdAt: now, decidedAt: null,
+    callKey: site.callKey,
+    status: 'pending',
+    approvers: JSON.stringify(c.approvers),
+    quorum: c.quorum,
+    payload: c.payload,
+    policy: JSON.stringify(c.stored),
+    deadline: c.stored.timeoutMs === null ? null : now + c.stored.timeoutMs,
+    remindAt: c.stored.remindEveryMs === null ? null : now + c.stored.remindEveryMs,
+    level: 1,
+    decisions: '[]',
+    outcome: null,
+    version: 1,
+    createdAt: now,
+    decidedAt: null,
   };
   const recorded = site.recorded;
   // A run resumed from a park knows its approval from the waiting row: a read, not a write.
@@ -177,7 +190,11 @@ async function awaitApproval(run: Run, c: ApprovalCall, site: ApprovalSite, acti
   const stored = JSON.parse(row.policy) as StoredOptions;
   const signal = wakeName(row.id);
   const base = journalRow(run, seq, stepId, site.kind, {
-    ...site.fields, status: 'waiting', startedAt: site.fields?.startedAt ?? recorded?.startedAt ?? row.createdAt, wakeAt: null, output: JSON.stringify({ approvalId: row.id, ...(site.tag ? { ask: site.tag } : {}) }),
+    ...site.fields,
+    status: 'waiting',
+    startedAt: site.fields?.startedAt ?? recorded?.startedAt ?? row.createdAt,
+    wakeAt: null,
+    output: JSON.stringify({ approvalId: row.id, ...(site.tag ? { ask: site.tag } : {}) }),
   });
   const id = row.id;
   const reread = async (): Promise<ApprovalRow> => (await storeCall(run, `read approval ${id}`, () => store.getApproval(id))) ?? row;
@@ -196,9 +213,10 @@ async function awaitApproval(run: Run, c: ApprovalCall, site: ApprovalSite, acti
     const t = clock.now();
     if (row.deadline !== null && t >= row.deadline) {
       const next = onDeadline(row, stored, t);
-      const entry = next.kind === 'escalated'
-        ? escalatedEntry(row, { level: row.level + 1, approvers: next.approvers, added: next.added, deadline: next.set.deadline ?? null })
-        : decidedEntry(row, next.outcome, next.set.status as string, POLICY_ACTOR(next.policy));
+      const entry =
+        next.kind === 'escalated'
+          ? escalatedEntry(row, { level: row.level + 1, approvers: next.approvers, added: next.added, deadline: next.set.deadline ?? null })
+          : decidedEntry(row, next.outcome, next.set.status as string, POLICY_ACTOR(next.policy));
       const updated = await change({ set: next.set, at: t, log: [entry] });
       if (updated) {
         row = updated;
@@ -224,12 +242,16 @@ async function awaitApproval(run: Run, c: ApprovalCall, site: ApprovalSite, acti
     const times = [row.deadline, row.remindAt].filter((x): x is number => x !== null);
     const wakeAt = times.length ? Math.min(...times) : null;
     const approvers = JSON.parse(row.approvers) as string[];
-    await waitFor(run, {
-      row: { ...base, wakeAt },
-      wakeAt,
-      events: [signal],
-      describe: { kind: 'approval', step: stepId, approval: row.id, name: row.name, approvers, level: row.level, until: row.deadline },
-    }, activity);
+    await waitFor(
+      run,
+      {
+        row: { ...base, wakeAt },
+        wakeAt,
+        events: [signal],
+        describe: { kind: 'approval', step: stepId, approval: row.id, name: row.name, approvers, level: row.level, until: row.deadline },
+      },
+      activity,
+    );
     throwIfHalted(run.state);
     row = await reread();
   }
@@ -244,11 +266,16 @@ function endedBy(row: ApprovalRow): boolean {
 async function closeForRetry(run: Run, row: ApprovalRow): Promise<void> {
   const at = run.deps.clock.now();
   const outcome = endedOutcome(row, 'failed');
-  const closed = await storeCall(run, `close approval ${row.id}`, () => run.deps.store.updateApproval({
-    id: row.id, version: row.version, epoch: run.epoch, at,
-    set: { status: 'expired', outcome: JSON.stringify(outcome), decidedAt: at },
-    log: [decidedEntry(row, outcome, 'expired', TASK_ENDED_ACTOR)],
-  }));
+  const closed = await storeCall(run, `close approval ${row.id}`, () =>
+    run.deps.store.updateApproval({
+      id: row.id,
+      version: row.version,
+      epoch: run.epoch,
+      at,
+      set: { status: 'expired', outcome: JSON.stringify(outcome), decidedAt: at },
+      log: [decidedEntry(row, outcome, 'expired', TASK_ENDED_ACTOR)],
+    }),
+  );
   // Refused: decided or closed meanwhile (it stays as it is), or this run lost its lease.
   if (!closed) {
     const now = await storeCall(run, `read approval ${row.id}`, () => run.deps.store.getApproval(row.id));

@@ -17,7 +17,9 @@ export function approvalLines(a: ApprovalInfo): string {
     `    asked      ${when(a.createdAt)}${a.deadline ? `   deadline ${when(a.deadline)}` : ''}${a.decidedAt ? `   decided ${when(a.decidedAt)}` : ''}`,
   ];
   for (const d of a.decisions) {
-    out.push(`    ${dim(when(d.at))} ${d.by} ${d.approve ? colorStatus('succeeded').replace('succeeded', 'approved') : colorStatus('failed').replace('failed', 'rejected')}${d.comment ? `: ${d.comment}` : ''}${d.idempotencyKey ? dim(` key=${d.idempotencyKey}`) : ''}`);
+    out.push(
+      `    ${dim(when(d.at))} ${d.by} ${d.approve ? colorStatus('succeeded').replace('succeeded', 'approved') : colorStatus('failed').replace('failed', 'rejected')}${d.comment ? `: ${d.comment}` : ''}${d.idempotencyKey ? dim(` key=${d.idempotencyKey}`) : ''}`,
+    );
   }
   if (a.outcome?.timedOut) out.push(`    ${dim('settled by its timeout policy:')} ${a.outcome.approved ? 'approved' : 'rejected'} after ${a.outcome.escalations} escalation(s)`);
   if (a.status === 'pending' || a.status === 'escalated') out.push(dim(`    decide: stepwise approve ${a.id} --as <name>   |   stepwise reject ${a.id} --as <name>`));
@@ -55,10 +57,12 @@ export async function approvals(ctx: CommandContext): Promise<void> {
     });
     if (ctx.json) return ctx.out(JSON.stringify(list));
     if (!list.length) return ctx.out(dim('(no approvals)'));
-    ctx.out(table(
-      ['ID', 'NAME', 'TASK', 'STATUS', 'APPROVERS', 'DEADLINE', 'ASKED'],
-      list.map((a) => [a.id, a.name, a.taskId, colorStatus(a.status), a.approvers.join(',') || 'anyone', when(a.deadline), when(a.createdAt)]),
-    ));
+    ctx.out(
+      table(
+        ['ID', 'NAME', 'TASK', 'STATUS', 'APPROVERS', 'DEADLINE', 'ASKED'],
+        list.map((a) => [a.id, a.name, a.taskId, colorStatus(a.status), a.approvers.join(',') || 'anyone', when(a.deadline), when(a.createdAt)]),
+      ),
+    );
   });
 }
 
@@ -73,7 +77,11 @@ function decideCommand(approve: boolean) {
     const comment = str(ctx.options, 'comment');
     await withEngine(ctx, async (engine) => {
       const a = await engine.decide(id, {
-        approve, by: as, ...(comment !== undefined ? { comment } : {}), ...(data !== undefined ? { data } : {}), ...(key !== undefined ? { idempotencyKey: key } : {}),
+        approve,
+        by: as,
+        ...(comment !== undefined ? { comment } : {}),
+        ...(data !== undefined ? { data } : {}),
+        ...(key !== undefined ? { idempotencyKey: key } : {}),
       });
       ctx.out(ctx.json ? JSON.stringify(a) : `${a.id} (${a.name}, task ${a.taskId}) → ${colorStatus(a.status)}`);
     });

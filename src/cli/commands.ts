@@ -84,7 +84,10 @@ async function follow(ctx: CommandContext, engine: Engine, id: string): Promise<
       seenSteps.set(s.seq, key);
       since = Math.max(since, s.finishedAt ?? 0);
       const u = t.usage?.steps[s.name];
-      if (!ctx.json) out(`${dim(time(s.finishedAt ?? s.startedAt))}   step ${bold(s.name)} ${colorStatus(s.status)}${s.durationMs !== null ? ` in ${formatMs(s.durationMs)}` : ''}${u ? ` ${dim(usageSoFar(u))}` : ''}`);
+      if (!ctx.json)
+        out(
+          `${dim(time(s.finishedAt ?? s.startedAt))}   step ${bold(s.name)} ${colorStatus(s.status)}${s.durationMs !== null ? ` in ${formatMs(s.durationMs)}` : ''}${u ? ` ${dim(usageSoFar(u))}` : ''}`,
+        );
     }
     if (t.status === 'running' || t.status === 'cancelling') {
       block.set('task', taskItem(t, since));
@@ -104,7 +107,8 @@ async function follow(ctx: CommandContext, engine: Engine, id: string): Promise<
 export async function ls(ctx: CommandContext): Promise<void> {
   const statusOpt = str(ctx.options, 'status');
   const statuses = statusOpt?.split(',').map((s) => s.trim());
-  for (const s of statuses ?? []) if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${s}" (pending, running, waiting, paused, cancelling, succeeded, failed, cancelled).`);
+  for (const s of statuses ?? [])
+    if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${s}" (pending, running, waiting, paused, cancelling, succeeded, failed, cancelled).`);
   await withEngine(ctx, async (engine) => {
     const page = await engine.list({
       ...(statuses ? { status: statuses as TaskStatus[] } : {}),
@@ -149,7 +153,6 @@ function command(run: (engine: Engine, id: string, ctx: CommandContext) => Promi
   };
 }
 
-
 export const cancel = command((e, id, ctx) => e.cancel(id, { ...by(ctx), ...(str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}) }), 'cancel');
 export const retry = command((e, id, ctx) => e.retry(id, { ...by(ctx), ...(str(ctx.options, 'from-step') !== undefined ? { fromStep: str(ctx.options, 'from-step') } : {}) }), 'retry');
 export const pause = command((e, id, ctx) => e.pause(id, by(ctx)), 'pause');
@@ -165,14 +168,20 @@ export async function deleteTask(ctx: CommandContext): Promise<void> {
 
 export async function purge(ctx: CommandContext): Promise<void> {
   const olderThan = str(ctx.options, 'older-than');
-  if (olderThan === undefined) throw new InvalidArgumentError('purge needs --older-than: how long ago the tasks must have finished (\'30d\'; 0 for every finished task).');
-  const list = (name: string): string[] | undefined => str(ctx.options, name)?.split(',').map((s) => s.trim()).filter(Boolean);
+  if (olderThan === undefined) throw new InvalidArgumentError("purge needs --older-than: how long ago the tasks must have finished ('30d'; 0 for every finished task).");
+  const list = (name: string): string[] | undefined =>
+    str(ctx.options, name)
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   const statuses = list('status');
   const workflows = list('workflow');
   const dryRun = ctx.options['dry-run'] === true;
   await withEngine(ctx, async (engine) => {
     const r = await engine.purge({
-      olderThan, dryRun, ...by(ctx),
+      olderThan,
+      dryRun,
+      ...by(ctx),
       ...(statuses ? { status: statuses as DeletableStatus[] } : {}),
       ...(workflows ? { workflow: workflows } : {}),
       ...(int(ctx, 'limit') !== undefined ? { limit: int(ctx, 'limit') } : {}),
@@ -191,7 +200,9 @@ export async function signal(ctx: CommandContext): Promise<void> {
   const key = keyOption(ctx);
   await withEngine(ctx, async (engine) => {
     const res = await engine.signal(id, name, data, {
-      ...by(ctx), ...(key !== undefined ? { idempotencyKey: key } : {}), ...(ctx.options['require-waiting'] === true ? { requireWaiting: true } : {}),
+      ...by(ctx),
+      ...(key !== undefined ? { idempotencyKey: key } : {}),
+      ...(ctx.options['require-waiting'] === true ? { requireWaiting: true } : {}),
     });
     const where = res.delivered === 'waiting' ? 'the task was waiting for it' : res.delivered === 'consumed' ? 'already received' : 'queued until a wait receives it';
     ctx.out(ctx.json ? JSON.stringify(res) : res.created ? `Sent "${name}" to ${id} (${where})` : `Already sent (key ${key}; ${where})`);
@@ -206,13 +217,21 @@ export async function send(ctx: CommandContext): Promise<void> {
   await withEngine(ctx, async (engine) => {
     const res = await engine.send(id, event, data, { ...by(ctx), ...(key !== undefined ? { idempotencyKey: key } : {}) });
     if (ctx.json) return ctx.out(JSON.stringify(res));
-    ctx.out(res.created ? `Sent "${event}" to ${id}${res.state ? ` in state ${res.state}` : ''}` : `Already sent (key ${key}; ${res.delivered === 'consumed' ? 'the machine has taken it' : 'the machine is taking it'})`);
+    ctx.out(
+      res.created
+        ? `Sent "${event}" to ${id}${res.state ? ` in state ${res.state}` : ''}`
+        : `Already sent (key ${key}; ${res.delivered === 'consumed' ? 'the machine has taken it' : 'the machine is taking it'})`,
+    );
   });
 }
 
 export async function migrate(ctx: CommandContext): Promise<void> {
-  await withEngine(ctx, async (engine) => {
-    await engine.ready();
-    ctx.out(ctx.json ? JSON.stringify({ migrated: true, db: ctx.db }) : `Schema is up to date in ${ctx.db}`);
-  }, true);
+  await withEngine(
+    ctx,
+    async (engine) => {
+      await engine.ready();
+      ctx.out(ctx.json ? JSON.stringify({ migrated: true, db: ctx.db }) : `Schema is up to date in ${ctx.db}`);
+    },
+    true,
+  );
 }

@@ -80,7 +80,7 @@ export async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) =>
 export function by(ctx: CommandContext): { by?: string } {
   const name = str(ctx.options, 'as');
   if (name === undefined) return {};
-  if (!name.trim()) throw new InvalidArgumentError('--as must name who asks (recorded in the task\'s log).');
+  if (!name.trim()) throw new InvalidArgumentError("--as must name who asks (recorded in the task's log).");
   return { by: name };
 }
 

@@ -24,14 +24,32 @@ export function progressText(t: TaskSummary): string {
 
 /** A journal row of `show`; the cleanup's are numbered apart (`c1`, `c2`: `n`). */
 function stepRow(s: StepInfo, n: number): string[] {
-  const detail = s.status === 'completed' && s.error ? yellow(`skipped: ${s.error.message.split('\n')[0] ?? ''}`) : s.error ? red(s.error.message.split('\n')[0] ?? '') : s.kind !== 'step' && s.wakeAt ? dim(`until ${time(s.wakeAt)}`) : '';
-  return [s.cleanup ? `c${n}` : String(s.seq), s.kind === 'step' ? s.name : `${s.name} (${s.kind})`, colorStatus(s.status), String(s.attempts || ''), s.durationMs === null ? '-' : formatMs(s.durationMs), `e${s.epoch}`, detail];
+  const detail =
+    s.status === 'completed' && s.error
+      ? yellow(`skipped: ${s.error.message.split('\n')[0] ?? ''}`)
+      : s.error
+        ? red(s.error.message.split('\n')[0] ?? '')
+        : s.kind !== 'step' && s.wakeAt
+          ? dim(`until ${time(s.wakeAt)}`)
+          : '';
+  return [
+    s.cleanup ? `c${n}` : String(s.seq),
+    s.kind === 'step' ? s.name : `${s.name} (${s.kind})`,
+    colorStatus(s.status),
+    String(s.attempts || ''),
+    s.durationMs === null ? '-' : formatMs(s.durationMs),
+    `e${s.epoch}`,
+    detail,
+  ];
 }
 
 /** `key=value …` of an object's set fields. */
 function pairs(o: Record<string, unknown> | undefined): string {
   if (!o) return '';
-  return Object.entries(o).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
+  return Object.entries(o)
+    .filter(([, v]) => v !== null && v !== undefined)
+    .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+    .join(' ');
 }
 
 /** What an event did, in a few words: `claim pending → running e3`, `step fetch completed (attempt 2)`. */
@@ -114,7 +132,14 @@ export function taskDetail(t: TaskInfo): string {
   if (t.usage) out.push(...usageLines(t));
   if (t.machine) out.push(...machineLines(t.machine));
   out.push('', bold('Steps'));
-  out.push(t.steps.length ? table(['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''], t.steps.map((s, i) => stepRow(s, i + 1 - t.steps.findIndex((x) => x.cleanup)))) : dim('  (none yet)'));
+  out.push(
+    t.steps.length
+      ? table(
+          ['#', 'STEP', 'STATUS', 'ATTEMPTS', 'DURATION', 'RUN', ''],
+          t.steps.map((s, i) => stepRow(s, i + 1 - t.steps.findIndex((x) => x.cleanup))),
+        )
+      : dim('  (none yet)'),
+  );
   const attempts = attemptLines(t);
   if (attempts.length) out.push('', bold('Failed attempts'), ...attempts);
   if (t.approvals.length) out.push('', bold('Approvals'), ...t.approvals.map(approvalLines));
@@ -144,7 +169,9 @@ function usageLines(t: TaskInfo): string[] {
   if (!u) return [];
   const tokens = (x: { inputTokens: number; outputTokens: number; cachedInputTokens: number; reasoningTokens: number }): string =>
     `${x.inputTokens} in (${x.cachedInputTokens} cached) / ${x.outputTokens} out (${x.reasoningTokens} reasoning)`;
-  const budget = u.budget ? dim(`   budget ${[u.budget.tokens !== undefined ? `${u.budget.tokens} tokens` : '', u.budget.usd !== undefined ? usd(u.budget.usd) : ''].filter(Boolean).join(', ')}`) : '';
+  const budget = u.budget
+    ? dim(`   budget ${[u.budget.tokens !== undefined ? `${u.budget.tokens} tokens` : '', u.budget.usd !== undefined ? usd(u.budget.usd) : ''].filter(Boolean).join(', ')}`)
+    : '';
   const out = [`  usage      ${tokens(u.total)}   ${usd(u.total.costUsd)}   ${u.total.attempts} model attempt${u.total.attempts === 1 ? '' : 's'}${budget}`];
   for (const [step, s] of Object.entries(u.steps)) out.push(`             ${step}: ${tokens(s)}   ${usd(s.costUsd)}   ${s.attempts} attempt${s.attempts === 1 ? '' : 's'}`);
   return out;

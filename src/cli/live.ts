@@ -55,8 +55,11 @@ export function taskItem(t: TaskSummary & { steps: ReadonlyArray<{ name: string 
   const p = t.progress;
   const last = t.steps[t.steps.length - 1]?.name;
   return {
-    label: `${t.status}${p?.step ? ` step ${p.step}` : last ? ` after ${last}` : ''}`, startedAt: since,
-    ...(p?.done !== undefined ? { done: p.done } : {}), ...(p?.total !== undefined ? { total: p.total } : {}), ...(p?.note ? { note: p.note } : {}),
+    label: `${t.status}${p?.step ? ` step ${p.step}` : last ? ` after ${last}` : ''}`,
+    startedAt: since,
+    ...(p?.done !== undefined ? { done: p.done } : {}),
+    ...(p?.total !== undefined ? { total: p.total } : {}),
+    ...(p?.note ? { note: p.note } : {}),
     ...(t.usage && t.usage.total.attempts > 0 ? { usage: t.usage.total } : {}),
   };
 }

@@ -16,7 +16,10 @@ import { InvalidArgumentError, isWorkflow, type Workflow } from '../index.ts';
 export async function loadWorkflows(modulePath: string): Promise<Workflow[]> {
   const file = resolve(modulePath);
   if (!existsSync(file)) throw new InvalidArgumentError(`Module not found: ${modulePath}`);
-  const mod = (await (isTypeScript(file) && !process.execArgv.some((a) => a.includes('tsx')) ? importTypeScript(file, modulePath) : import(pathToFileURL(file).href))) as Record<string, unknown>;
+  const mod = (await (isTypeScript(file) && !process.execArgv.some((a) => a.includes('tsx')) ? importTypeScript(file, modulePath) : import(pathToFileURL(file).href))) as Record<
+    string,
+    unknown
+  >;
   const found = new Map<string, Workflow>();
   const visit = (value: unknown, depth: number): void => {
     if (isWorkflow(value)) found.set(value.name, value);

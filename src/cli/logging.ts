@@ -18,8 +18,9 @@ const OWN_FIELDS = new Set(['level', 'time', 'pid', 'hostname', 'service', 'msg'
 export function prettyLine(json: string): string {
   const o = JSON.parse(json) as Record<string, unknown>;
   const at = typeof o.time === 'number' ? new Date(o.time).toISOString().slice(11, 23) : '';
-  const level = typeof o.level === 'number' ? pino.levels.labels[o.level]?.toUpperCase() ?? String(o.level) : '';
-  const pairs = Object.entries(o).filter(([k, v]) => !OWN_FIELDS.has(k) && v !== undefined && v !== null)
+  const level = typeof o.level === 'number' ? (pino.levels.labels[o.level]?.toUpperCase() ?? String(o.level)) : '';
+  const pairs = Object.entries(o)
+    .filter(([k, v]) => !OWN_FIELDS.has(k) && v !== undefined && v !== null)
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`);
   return [at, level, String(o.msg ?? ''), ...pairs].filter(Boolean).join(' ');
 }
@@ -27,12 +28,15 @@ export function prettyLine(json: string): string {
 /** A logger writing each line through `write` (without its newline), or a silent one for `none`. */
 export function createCliLogger(format: LogFormat, write: (line: string) => void): Logger {
   if (format === 'none') return pino({ level: 'silent' });
-  return pino({ base: { service: 'stepwise' } }, {
-    write: (text: string) => {
-      const line = text.replace(/\n$/, '');
-      write(format === 'pretty' ? prettyLine(line) : line);
+  return pino(
+    { base: { service: 'stepwise' } },
+    {
+      write: (text: string) => {
+        const line = text.replace(/\n$/, '');
+        write(format === 'pretty' ? prettyLine(line) : line);
+      },
     },
-  });
+  );
 }
 
 /** The log observer of `format` on a logger writing through `write` (none for `none`). */

@@ -25,7 +25,9 @@ export async function serve(ctx: CommandContext): Promise<void> {
   const file = typeof ctx.options.auth === 'string' ? ctx.options.auth : undefined;
   const tokens = file !== undefined ? readTokenFile(file) : parseTokenList(process.env.STEPWISE_TOKENS ?? '');
   if (!tokens.length) {
-    throw new InvalidArgumentError('No tokens: give --auth FILE (JSON [{ "name", "role", "token" }]) or STEPWISE_TOKENS="name:role:token,...". The server never runs without authentication.');
+    throw new InvalidArgumentError(
+      'No tokens: give --auth FILE (JSON [{ "name", "role", "token" }]) or STEPWISE_TOKENS="name:role:token,...". The server never runs without authentication.',
+    );
   }
   const format = logFormat(ctx, 'json');
   const listenPort = port(typeof ctx.options.port === 'string' ? ctx.options.port : undefined);
@@ -34,7 +36,18 @@ export async function serve(ctx: CommandContext): Promise<void> {
   if (ctx.options['with-worker'] && !workflows.length) throw new InvalidArgumentError('--with-worker needs the workflow module: stepwise serve <module> --with-worker.');
   const logger = createCliLogger(format, ctx.out);
   const metrics = new ServerMetrics();
-  const engine = new Engine({ store: ctx.db, workflows, observers: [createLogObserver(logger), metrics.observer, ...(await createTracingObserver().then((o) => [o], () => []))] });
+  const engine = new Engine({
+    store: ctx.db,
+    workflows,
+    observers: [
+      createLogObserver(logger),
+      metrics.observer,
+      ...(await createTracingObserver().then(
+        (o) => [o],
+        () => [],
+      )),
+    ],
+  });
   await engine.ready();
   const worker = ctx.options['with-worker'] ? engine.worker() : null;
   const server = createServer(engine, { tokens, logger, metrics });
@@ -47,7 +60,10 @@ export async function serve(ctx: CommandContext): Promise<void> {
       if (stopping) process.exit(130);
       stopping = true;
       logger.info({ msg: 'stopping', signal: sig });
-      void listening.close().then(() => engine.close()).then(resolve, resolve);
+      void listening
+        .close()
+        .then(() => engine.close())
+        .then(resolve, resolve);
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));

@@ -4,7 +4,10 @@
  * CLI's human output.
  */
 const tty = process.stdout.isTTY === true && !process.env.NO_COLOR;
-const paint = (code: number) => (s: string): string => (tty ? `\x1b[${code}m${s}\x1b[0m` : s);
+const paint =
+  (code: number) =>
+  (s: string): string =>
+    tty ? `\x1b[${code}m${s}\x1b[0m` : s;
 export const dim = paint(2);
 export const bold = paint(1);
 const green = paint(32);
@@ -28,6 +31,10 @@ export function table(header: string[], rows: string[][]): string {
   // eslint-disable-next-line no-control-regex -- ANSI colour codes start with ESC
   const visible = (s: string): number => s.replace(/\x1b\[[0-9;]*m/g, '').length;
   const widths = header.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ''))));
-  const line = (cells: string[]): string => cells.map((c, i) => c + ' '.repeat((widths[i] as number) - visible(c))).join('  ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => c + ' '.repeat((widths[i] as number) - visible(c)))
+      .join('  ')
+      .trimEnd();
   return [bold(line(header)), ...rows.map(line)].join('\n');
 }

@@ -36,7 +36,10 @@ function usageTracker(): { spentOf: (taskId: string) => Spent; forget: (taskId: 
 }
 
 function workerOptions(ctx: CommandContext): WorkerOptions {
-  const only = str(ctx.options, 'workflows')?.split(',').map((s) => s.trim()).filter(Boolean);
+  const only = str(ctx.options, 'workflows')
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   return {
     ...(int(ctx, 'concurrency') !== undefined ? { concurrency: int(ctx, 'concurrency') } : {}),
     ...(int(ctx, 'claim-batch') !== undefined ? { claimBatch: int(ctx, 'claim-batch') } : {}),
@@ -49,7 +52,19 @@ function workerOptions(ctx: CommandContext): WorkerOptions {
   };
 }
 
-const WORKER_EVENTS = ['worker:started', 'worker:stopping', 'worker:stopped', 'worker:error', 'run:claimed', 'run:finished', 'step:started', 'step:completed', 'step:retrying', 'step:failed', 'lease:lost'] as const;
+const WORKER_EVENTS = [
+  'worker:started',
+  'worker:stopping',
+  'worker:stopped',
+  'worker:error',
+  'run:claimed',
+  'run:finished',
+  'step:started',
+  'step:completed',
+  'step:retrying',
+  'step:failed',
+  'lease:lost',
+] as const;
 
 /**
  * Prints the worker's events. On a terminal, steps in flight are a live block (spinner, elapsed
@@ -60,11 +75,16 @@ const WORKER_EVENTS = ['worker:started', 'worker:stopping', 'worker:stopped', 'w
  */
 function printEvents(ctx: CommandContext, w: Worker, block: LiveBlock, usage: ReturnType<typeof usageTracker>, quiet: boolean): void {
   const log = <K extends keyof WorkerEvents>(name: K, payload: WorkerEvents[K]): void => {
-    if (ctx.json) return ctx.out(JSON.stringify({ at: new Date().toISOString(), event: name, ...payload, ...('error' in payload ? { error: (payload as { error: Error }).error.message } : {}) }));
+    if (ctx.json)
+      return ctx.out(JSON.stringify({ at: new Date().toISOString(), event: name, ...payload, ...('error' in payload ? { error: (payload as { error: Error }).error.message } : {}) }));
     const p = payload as { taskId?: string; step?: string; attempt?: number };
     const key = `${p.taskId}/${p.step}`;
     if (block.live && name === 'step:started') {
-      return block.set(key, { label: `task ${p.taskId} step ${p.step}${(p.attempt ?? 1) > 1 ? ` (attempt ${p.attempt})` : ''}`, startedAt: Date.now(), usage: usage.spentOf(p.taskId as string) });
+      return block.set(key, {
+        label: `task ${p.taskId} step ${p.step}${(p.attempt ?? 1) > 1 ? ` (attempt ${p.attempt})` : ''}`,
+        startedAt: Date.now(),
+        usage: usage.spentOf(p.taskId as string),
+      });
     }
     if (name === 'step:completed' || name === 'step:failed' || name === 'step:retrying') block.remove(key);
     if (name === 'run:finished') usage.forget(p.taskId as string);
@@ -84,8 +104,7 @@ function printEvents(ctx: CommandContext, w: Worker, block: LiveBlock, usage: Re
  */
 function stopOnSignals(ctx: CommandContext, shutdown: () => Promise<void>): Promise<void> {
   /** A message of the CLI itself: a line for people, a JSON object in the --json stream. */
-  const note = (text: string, signal: string, action: string): void =>
-    ctx.out(ctx.json ? JSON.stringify({ at: new Date().toISOString(), event: 'cli:signal', signal, action }) : text);
+  const note = (text: string, signal: string, action: string): void => ctx.out(ctx.json ? JSON.stringify({ at: new Date().toISOString(), event: 'cli:signal', signal, action }) : text);
   return new Promise<void>((resolve) => {
     let stopping = false;
     const onSignal = (sig: string): void => {
@@ -118,7 +137,14 @@ export async function worker(ctx: CommandContext): Promise<void> {
   const w = engine.worker(workerOptions(ctx));
   printEvents(ctx, w, block, usage, quiet);
   let started: Promise<void> = Promise.resolve();
-  const stopped = stopOnSignals(ctx, () => started.then(() => w.stop(), () => undefined).then(() => engine.close()));
+  const stopped = stopOnSignals(ctx, () =>
+    started
+      .then(
+        () => w.stop(),
+        () => undefined,
+      )
+      .then(() => engine.close()),
+  );
   started = w.start();
   await started;
   await stopped;

@@ -34,10 +34,7 @@ export interface CommandContext {
 export function actorOf(by: By | undefined): Actor {
   if (by === undefined) return { kind: 'user', id: 'anonymous' };
   const actor: Actor = typeof by === 'string' ? { kind: 'user', id: by } : by;
-  if (
-    typeof actor !== 'object' || actor === null || !['user', 'worker', 'system'].includes(actor.kind) ||
-    typeof actor.id !== 'string' || !actor.id || actor.id.length > 200
-  ) {
+  if (typeof actor !== 'object' || actor === null || !['user', 'worker', 'system'].includes(actor.kind) || typeof actor.id !== 'string' || !actor.id || actor.id.length > 200) {
     throw new InvalidArgumentError('`by` must be a name of 1-200 characters or { kind: "user" | "worker" | "system", id }.');
   }
   checkText(actor.id, 'The actor (`by`)');
@@ -78,8 +75,15 @@ export async function runCommand(
     const task = await taskRow(store, id);
     const extra = await build(task);
     const { write } = planTransition({
-      taskId: id, state: task, event, guard: { version: task.version }, at: ctx.clock.now(), actor,
-      ...(extra.set ? { set: extra.set } : {}), detail: extra.detail, ...(extra.steps ? { steps: extra.steps } : {}),
+      taskId: id,
+      state: task,
+      event,
+      guard: { version: task.version },
+      at: ctx.clock.now(),
+      actor,
+      ...(extra.set ? { set: extra.set } : {}),
+      detail: extra.detail,
+      ...(extra.steps ? { steps: extra.steps } : {}),
       ...(extra.deleteSteps ? { deleteSteps: extra.deleteSteps } : {}),
       notify: (edge) => wakeFor(edge, id, task.workflow, cancelReason),
     });

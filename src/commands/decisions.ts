@@ -29,7 +29,10 @@ export async function decide(ctx: CommandContext, approvalId: string, options: D
   const store = await ctx.open();
   return decideApproval(
     {
-      store, clock: ctx.clock, payloadBytes: ctx.limits.payloadBytes, delivered: delivered(ctx),
+      store,
+      clock: ctx.clock,
+      payloadBytes: ctx.limits.payloadBytes,
+      delivered: delivered(ctx),
       tell: (n) => notify(ctx.observers, 'onApproval', n),
       hasObservers: ctx.observers.some((o) => typeof o.onApproval === 'function'),
     },
@@ -48,17 +51,28 @@ export async function decideEffect(ctx: CommandContext, taskId: string, step: st
   const approvalId = await effectApprovalOf(await approvals(ctx, { taskId, limit: 1000 }), taskId, step);
   const by = options.by === undefined ? 'operator' : typeof options.by === 'string' ? options.by : options.by.id;
   return decide(ctx, approvalId, {
-    approve: true, by, data: { action: decision, ...(decision === 'skip' ? { result: options.result ?? null } : {}) },
+    approve: true,
+    by,
+    data: { action: decision, ...(decision === 'skip' ? { result: options.result ?? null } : {}) },
     ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
   });
 }
 
 export async function send(ctx: CommandContext, id: string, event: string, payload: unknown, options: SignalOptions): Promise<SendResult> {
   const store = await ctx.open();
-  return sendEvent({
-    store, now: () => ctx.clock.now(), payloadBytes: ctx.limits.payloadBytes,
-    machineOf: (workflow) => machineOf(ctx.workflows.get(workflow)),
-    task: (taskId) => taskRow(store, taskId),
-    delivered: delivered(ctx),
-  }, id, event, payload, actorOf(options.by), options.idempotencyKey);
+  return sendEvent(
+    {
+      store,
+      now: () => ctx.clock.now(),
+      payloadBytes: ctx.limits.payloadBytes,
+      machineOf: (workflow) => machineOf(ctx.workflows.get(workflow)),
+      task: (taskId) => taskRow(store, taskId),
+      delivered: delivered(ctx),
+    },
+    id,
+    event,
+    payload,
+    actorOf(options.by),
+    options.idempotencyKey,
+  );
 }

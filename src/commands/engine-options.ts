@@ -46,4 +46,3 @@ export interface EngineOptions extends StoreOptions {
    */
   retention?: RetentionPolicy;
 }
-

@@ -67,7 +67,8 @@ function explainSummary(row: TaskRow, c: Circumstances): string {
         ? `Pending until ${at(row.runAt)} (delayed start).`
         : `Pending and due: the next worker serving "${row.workflow}" with a free slot will claim it.`;
     case 'running':
-      if (c.lease?.expired) return `Running, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead; another worker will reclaim the task.`;
+      if (c.lease?.expired)
+        return `Running, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead; another worker will reclaim the task.`;
       return `Running on worker ${c.lease?.owner ?? '?'} (lease until ${at(c.lease?.expiresAt ?? null)})${row.pauseRequested ? '; a pause is requested and takes effect at the next step boundary' : ''}.`;
     case 'waiting':
       return waitingSummary(row, c);
@@ -117,8 +118,7 @@ function waitingSummary(row: TaskRow, c: Circumstances): string {
     if (x.kind === 'sleep') return `the end of sleep "${String(x.step)}"${until(x.until)}`;
     return `its wake-up time${until(row.runAt)}`;
   };
-  const hint = (list: Array<Record<string, unknown>>): string =>
-    list.some((x) => x.kind === 'event') ? '; send events with engine.signal / `stepwise signal`' : '';
+  const hint = (list: Array<Record<string, unknown>>): string => (list.some((x) => x.kind === 'event') ? '; send events with engine.signal / `stepwise signal`' : '');
   if (w.kind === 'several' && Array.isArray(w.waits)) {
     const list = w.waits as Array<Record<string, unknown>>;
     return `Waiting for the first of: ${list.map(one).join('; ')}${hint(list)}.`;

@@ -31,7 +31,10 @@ export async function getTask(ctx: CommandContext, id: string, options: { steps?
   ]);
   const machine = machineInfo(row, steps);
   return {
-    ...toSummary(row), steps: steps.map((s) => toStepInfo(s, row.redo)), history: history.map(toTaskEvent), approvals: approvals.map(toApprovalInfo),
+    ...toSummary(row),
+    steps: steps.map((s) => toStepInfo(s, row.redo)),
+    history: history.map(toTaskEvent),
+    approvals: approvals.map(toApprovalInfo),
     ...(machine ? { machine } : {}),
   };
 }
@@ -53,9 +56,11 @@ export async function listTasks(ctx: CommandContext, options: ListOptions): Prom
 
 export async function countTasks(ctx: CommandContext, options: CountOptions): Promise<Record<TaskStatus, number>> {
   const store = await ctx.open();
-  const statuses: readonly TaskStatus[] = options.status === undefined ? ALL_STATUSES : Array.isArray(options.status) ? (options.status as readonly TaskStatus[]) : [options.status as TaskStatus];
+  const statuses: readonly TaskStatus[] =
+    options.status === undefined ? ALL_STATUSES : Array.isArray(options.status) ? (options.status as readonly TaskStatus[]) : [options.status as TaskStatus];
   checkStatuses(statuses);
-  const workflows: readonly string[] | undefined = options.workflow === undefined ? undefined : Array.isArray(options.workflow) ? (options.workflow as readonly string[]) : [options.workflow as string];
+  const workflows: readonly string[] | undefined =
+    options.workflow === undefined ? undefined : Array.isArray(options.workflow) ? (options.workflow as readonly string[]) : [options.workflow as string];
   if (workflows?.some((w) => typeof w !== 'string' || !w)) throw new InvalidArgumentError('count({ workflow }): a workflow name, or a list of them.');
   const cap = options.cap;
   if (cap !== undefined && (!Number.isSafeInteger(cap) || cap < 1)) throw new InvalidArgumentError(`count({ cap }) must be a whole number ≥ 1, got ${String(cap)}.`);

@@ -55,16 +55,20 @@ export async function awaitResult<O>(deps: ResultDeps, id: string, options: Resu
       watch.reset();
       // A blip of the store while waiting (a dropped connection, a database restarting) is waited
       // out like an unfinished task, until the deadline.
-      const row = watch.settled ?? (!read ? null : await waiters.read(store, id, deadline, late).then(
-        (r) => {
-          if (!r) throw new TaskNotFoundError(id);
-          return r;
-        },
-        (e: unknown) => {
-          if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || ctx.clock.now() >= deadline) throw e;
-          return null;
-        },
-      ));
+      const row =
+        watch.settled ??
+        (!read
+          ? null
+          : await waiters.read(store, id, deadline, late).then(
+              (r) => {
+                if (!r) throw new TaskNotFoundError(id);
+                return r;
+              },
+              (e: unknown) => {
+                if (!isStepwiseError(e, ERROR_CODES.STORE_UNAVAILABLE) || ctx.clock.now() >= deadline) throw e;
+                return null;
+              },
+            ));
       const outcome = outcomeOf<O>(id, row);
       if (outcome) return outcome.output;
       options.signal?.throwIfAborted();

@@ -65,21 +65,44 @@ async function planRetry(store: Store, task: TaskRow, steps: readonly StepRow[],
   // The steps that cleanup undid run again, and so does what the code did after receiving them.
   const undone = undoneSteps(journal, cleanup);
   // The retried task's deadline; undone steps run again under new idempotency keys (failure/redo.ts).
-  const set: TaskPatch = { error: null, incrementRetries: true, ...deadline, ...(undone.length ? { redo: countRedo(task.redo, undone.map((s) => s.name)) } : {}) };
+  const set: TaskPatch = {
+    error: null,
+    incrementRetries: true,
+    ...deadline,
+    ...(undone.length
+      ? {
+          redo: countRedo(
+            task.redo,
+            undone.map((s) => s.name),
+          ),
+        }
+      : {}),
+  };
   const r: RetryJournal = {
-    task, journal, cleanup, undone, undoneRows: forgetUndone(journal, undone), set,
+    task,
+    journal,
+    cleanup,
+    undone,
+    undoneRows: forgetUndone(journal, undone),
+    set,
     undoneDetail: undone.length ? { undone: undone.map((s) => s.name) } : {},
   };
   if (fromStep !== undefined) {
     const later = new Set(planRetryFrom(journal, fromStep, task.id).deleteSteps);
-    const { deleteSteps, forgotten } = forget(r, journal.filter((s) => later.has(s.seq)));
+    const { deleteSteps, forgotten } = forget(
+      r,
+      journal.filter((s) => later.has(s.seq)),
+    );
     return { set, deleteSteps, detail: { retry: task.retries + 1, fromStep, ...r.undoneDetail, forgotten } };
   }
   // A signal sent to the failed task replaces the one an event wait had received (a payload
   // the workflow could not handle): that wait and everything after it run again.
   const replaced = replacedWait(journal, await store.getSignals(task.id));
   if (replaced) {
-    const { deleteSteps, forgotten } = forget(r, journal.filter((s) => s.seq === replaced.seq || (s.seq > replaced.seq && (s.done === null || (replaced.done !== null && s.done > replaced.done)))));
+    const { deleteSteps, forgotten } = forget(
+      r,
+      journal.filter((s) => s.seq === replaced.seq || (s.seq > replaced.seq && (s.done === null || (replaced.done !== null && s.done > replaced.done)))),
+    );
     return { set, deleteSteps, detail: { retry: task.retries + 1, fromStep: replaced.name, replacedSignal: true, ...r.undoneDetail, forgotten } };
   }
   return retryFailedStep(r);
@@ -134,9 +157,7 @@ function retryPoint(task: TaskRow, journal: readonly StepRow[]): StepRow | undef
  * replaces (sent after the wait received its own), or undefined.
  */
 function replacedWait(journal: readonly StepRow[], signals: readonly SignalRow[]): StepRow | undefined {
-  const waits = journal
-    .filter((s) => s.kind === 'event' && s.status === 'completed' && s.done !== null && s.finishedAt !== null)
-    .sort((a, b) => (a.done as number) - (b.done as number));
+  const waits = journal.filter((s) => s.kind === 'event' && s.status === 'completed' && s.done !== null && s.finishedAt !== null).sort((a, b) => (a.done as number) - (b.done as number));
   return waits.find((w) => {
     const names = (w.name.split('#')[0] as string).split('+');
     const received = signals.find((sig) => sig.consumedSeq === w.seq);

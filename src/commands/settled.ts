@@ -26,17 +26,19 @@ export class SettledChannel {
   async listen(store: Store): Promise<boolean> {
     if (!store.subscribe) return false;
     if (this.#live) return true;
-    this.#off ??= store.subscribe((e) => this.#deliver(e), 'settled').then(
-      (off) => {
-        // The listener reconnects by itself from now on.
-        this.#live = true;
-        return off;
-      },
-      () => {
-        this.#off = null;
-        return null;
-      },
-    );
+    this.#off ??= store
+      .subscribe((e) => this.#deliver(e), 'settled')
+      .then(
+        (off) => {
+          // The listener reconnects by itself from now on.
+          this.#live = true;
+          return off;
+        },
+        () => {
+          this.#off = null;
+          return null;
+        },
+      );
     // Not longer than a second: a database that is slow to take a new connection should not hold
     // up a result that polling can find (the subscription goes on in the background).
     let timer: NodeJS.Timeout | undefined;
@@ -46,6 +48,8 @@ export class SettledChannel {
   }
 
   async close(): Promise<void> {
-    await (await this.#off)?.();
+    await (
+      await this.#off
+    )?.();
   }
 }

@@ -25,17 +25,20 @@ export function engineObservers(observers: readonly Observer[] | undefined): rea
 
 /** `engine.idempotency`: records in `backend`, or in the engine's store (which must keep them). */
 export function engineIdempotency(backend: IdempotencyBackend | undefined, ctx: Pick<CommandContext, 'open' | 'clock' | 'observers' | 'appended'>): Idempotency {
-  return new Idempotency(async () => {
-    if (backend) return backend;
-    const store = await ctx.open();
-    if (!store.idempotencyRecords) throw new InvalidArgumentError(`The store ${store.description} keeps no idempotency records: pass EngineOptions.idempotency.`);
-    return store.idempotencyRecords();
-  }, {
-    clock: ctx.clock,
-    notify: (e) => notify(ctx.observers, 'onIdempotency', e),
-    appendLog: async (taskId, at, entries) => {
+  return new Idempotency(
+    async () => {
+      if (backend) return backend;
       const store = await ctx.open();
-      if (store.appendTaskEvents && (await store.appendTaskEvents(taskId, at, entries))) ctx.appended(taskId);
+      if (!store.idempotencyRecords) throw new InvalidArgumentError(`The store ${store.description} keeps no idempotency records: pass EngineOptions.idempotency.`);
+      return store.idempotencyRecords();
     },
-  });
+    {
+      clock: ctx.clock,
+      notify: (e) => notify(ctx.observers, 'onIdempotency', e),
+      appendLog: async (taskId, at, entries) => {
+        const store = await ctx.open();
+        if (store.appendTaskEvents && (await store.appendTaskEvents(taskId, at, entries))) ctx.appended(taskId);
+      },
+    },
+  );
 }

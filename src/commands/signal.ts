@@ -4,9 +4,7 @@
  * before the task waits are kept; with an idempotency key a repeated send is recorded once and gets
  * the first answer (the same key with another signal is a CONFLICT).
  */
-import {
-  ConflictError, IllegalTransitionError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, coerceError,
-} from '../errors.ts';
+import { ConflictError, IllegalTransitionError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, coerceError } from '../errors.ts';
 import { isFinished, userEvents } from '../lifecycle.ts';
 import { checkSize } from '../limits.ts';
 import { decodeJson, encodeJson } from '../serialize.ts';
@@ -24,10 +22,14 @@ function checkSignalName(name: string): void {
   if (typeof name !== 'string' || !/^[^|]{1,200}$/.test(name)) throw new InvalidArgumentError('A signal needs a name of 1-200 characters without "|".');
   checkText(name, `The signal name ${JSON.stringify(name)}`);
   if (name.startsWith(RESERVED_SIGNAL_PREFIX)) {
-    throw new InvalidArgumentError(`Signal names starting with "${RESERVED_SIGNAL_PREFIX}" are reserved for approvals: decide an approval with engine.decide(approvalId, …) / \`stepwise approve\`.`);
+    throw new InvalidArgumentError(
+      `Signal names starting with "${RESERVED_SIGNAL_PREFIX}" are reserved for approvals: decide an approval with engine.decide(approvalId, …) / \`stepwise approve\`.`,
+    );
   }
   if (name.startsWith(MACHINE_SIGNAL_PREFIX)) {
-    throw new InvalidArgumentError(`Signal names starting with "${MACHINE_SIGNAL_PREFIX}" are reserved for the events of state machines: send one with engine.send(id, event, payload) / \`stepwise send\`.`);
+    throw new InvalidArgumentError(
+      `Signal names starting with "${MACHINE_SIGNAL_PREFIX}" are reserved for the events of state machines: send one with engine.send(id, event, payload) / \`stepwise send\`.`,
+    );
   }
 }
 

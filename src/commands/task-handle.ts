@@ -36,4 +36,3 @@ export class TaskHandle<O = unknown> implements StartResult {
     return { id: this.id, workflow: this.workflow, status: this.status, created: this.created };
   }
 }
-

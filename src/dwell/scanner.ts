@@ -149,12 +149,15 @@ export class DwellScanner {
       }
       return;
     }
-    const reason = status === 'running'
-      ? `ran longer than ${afterMs}ms without progress (dwell.running)`
-      : `stayed ${status} longer than ${afterMs}ms (dwell.${status})`;
+    const reason = status === 'running' ? `ran longer than ${afterMs}ms without progress (dwell.running)` : `stayed ${status} longer than ${afterMs}ms (dwell.${status})`;
     const event = outcome === 'cancel' ? 'cancel' : status === 'running' ? 'fail' : 'expire';
     const { write } = planTransition({
-      taskId: task.id, state: task, event, guard: { version: task.version }, at, actor: ACTOR,
+      taskId: task.id,
+      state: task,
+      event,
+      guard: { version: task.version },
+      at,
+      actor: ACTOR,
       set: outcome === 'fail' ? { error: encodeError(new DwellTimeoutError(task.id, status === 'running' ? 'running without progress' : status, afterMs)) } : { cancelReason: reason },
       detail: { reason, dwell: { status, afterMs, since } },
       notify: (edge) => wakeFor(edge, task.id, task.workflow, reason),

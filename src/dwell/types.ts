@@ -39,9 +39,10 @@ export function checkDwell(workflow: string, dwell: unknown): void {
   for (const [key, bound] of Object.entries(dwell)) {
     if (!(DWELL_STATUSES as readonly string[]).includes(key)) throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key} is not a bound (use waiting, paused or running).`);
     const b = bound as Partial<DwellBound> | null;
-    if (typeof b !== 'object' || b === null || b.after === undefined) throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key} must be { after: duration, then: 'fail' | 'cancel' | 'alert' }.`);
+    if (typeof b !== 'object' || b === null || b.after === undefined)
+      throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key} must be { after: duration, then: 'fail' | 'cancel' | 'alert' }.`);
     toMs(b.after, `dwell.${key}.after of workflow "${workflow}"`);
-    if (!['fail', 'cancel', 'alert'].includes(b.then as string)) throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key}.then must be 'fail', 'cancel' or 'alert', got ${JSON.stringify(b.then)}.`);
+    if (!['fail', 'cancel', 'alert'].includes(b.then as string))
+      throw new InvalidArgumentError(`workflow("${workflow}"): dwell.${key}.then must be 'fail', 'cancel' or 'alert', got ${JSON.stringify(b.then)}.`);
   }
 }
-

@@ -32,9 +32,7 @@ export class WorkflowNotFoundError extends StepwiseError {
     super(
       ERROR_CODES.WORKFLOW_NOT_FOUND,
       `Unknown workflow "${workflow}". ` +
-        (known.length
-          ? `Known workflows: ${known.join(', ')}.`
-          : 'No workflows are registered: pass them to new Engine({ workflows }) or start a worker that exports them.'),
+        (known.length ? `Known workflows: ${known.join(', ')}.` : 'No workflows are registered: pass them to new Engine({ workflows }) or start a worker that exports them.'),
     );
     this.name = 'WorkflowNotFoundError';
     this.workflow = workflow;
@@ -100,10 +98,7 @@ export class IdempotencyConflictError extends StepwiseError {
   readonly idempotencyKey: string;
   readonly existingTaskId: string;
   constructor(idempotencyKey: string, existingTaskId: string, why: string) {
-    super(
-      ERROR_CODES.IDEMPOTENCY_CONFLICT,
-      `Idempotency key "${idempotencyKey}" already belongs to task ${existingTaskId}, ${why}. Use a new key for different work.`,
-    );
+    super(ERROR_CODES.IDEMPOTENCY_CONFLICT, `Idempotency key "${idempotencyKey}" already belongs to task ${existingTaskId}, ${why}. Use a new key for different work.`);
     this.name = 'IdempotencyConflictError';
     this.idempotencyKey = idempotencyKey;
     this.existingTaskId = existingTaskId;
@@ -126,10 +121,7 @@ export class ConcurrentUpdateError extends StepwiseError {
 export class NotSerializableError extends StepwiseError {
   readonly path: string;
   constructor(what: string, path: string, problem: string) {
-    super(
-      ERROR_CODES.NOT_SERIALIZABLE,
-      `${what} cannot be checkpointed: ${path} ${problem}. Return plain JSON data (objects, arrays, strings, finite numbers, booleans, null).`,
-    );
+    super(ERROR_CODES.NOT_SERIALIZABLE, `${what} cannot be checkpointed: ${path} ${problem}. Return plain JSON data (objects, arrays, strings, finite numbers, booleans, null).`);
     this.name = 'NotSerializableError';
     this.path = path;
   }

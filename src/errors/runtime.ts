@@ -12,10 +12,7 @@ export class LeaseLostError extends StepwiseError {
   readonly taskId: string;
   readonly epoch: number;
   constructor(taskId: string, epoch: number) {
-    super(
-      ERROR_CODES.LEASE_LOST,
-      `Lost the lease on task ${taskId} (epoch ${epoch}): another worker owns it now; this run's writes are refused.`,
-    );
+    super(ERROR_CODES.LEASE_LOST, `Lost the lease on task ${taskId} (epoch ${epoch}): another worker owns it now; this run's writes are refused.`);
     this.name = 'LeaseLostError';
     this.taskId = taskId;
     this.epoch = epoch;

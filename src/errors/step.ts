@@ -25,11 +25,7 @@ export class StepFailedError extends StepwiseError {
   readonly stepName: string;
   readonly attempts: number;
   constructor(stepName: string, attempts: number, cause: unknown) {
-    super(
-      ERROR_CODES.STEP_FAILED,
-      `Step "${stepName}" failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${describeThrown(cause)}`,
-      { cause },
-    );
+    super(ERROR_CODES.STEP_FAILED, `Step "${stepName}" failed after ${attempts} attempt${attempts === 1 ? '' : 's'}: ${describeThrown(cause)}`, { cause });
     this.name = 'StepFailedError';
     this.stepName = stepName;
     this.attempts = attempts;
@@ -126,8 +122,13 @@ export class OutputInvalidError extends StepwiseError {
   readonly issues: OutputIssue[];
   readonly output: unknown;
   constructor(stepName: string, issues: OutputIssue[], output: unknown) {
-    const list = issues.slice(0, 5).map((i) => (i.path?.length ? `${i.path.join('.')}: ${i.message}` : i.message)).join('; ');
-    super(ERROR_CODES.OUTPUT_INVALID, `The output of step "${stepName}" does not match its schema: ${list}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`, { retryable: true });
+    const list = issues
+      .slice(0, 5)
+      .map((i) => (i.path?.length ? `${i.path.join('.')}: ${i.message}` : i.message))
+      .join('; ');
+    super(ERROR_CODES.OUTPUT_INVALID, `The output of step "${stepName}" does not match its schema: ${list}${issues.length > 5 ? ` (and ${issues.length - 5} more)` : ''}`, {
+      retryable: true,
+    });
     this.name = 'OutputInvalidError';
     this.stepName = stepName;
     this.issues = issues;

@@ -39,9 +39,7 @@ export class CompensationFailedError extends StepwiseError {
   readonly cancelReason: string | null;
   constructor(taskId: string, original: Error | null, failures: ReadonlyArray<{ step: string; error: Error }>, cancel?: { reason: string | undefined }) {
     const list = failures.map((f) => `${f.step === 'onCancel' ? 'onCancel cleanup' : `compensation of "${f.step}"`}: ${f.error.message}`).join('; ');
-    const ending = cancel
-      ? ` was cancelled${cancel.reason ? ` (reason: ${cancel.reason})` : ''} and`
-      : original ? ` failed (${original.message}) and` : '';
+    const ending = cancel ? ` was cancelled${cancel.reason ? ` (reason: ${cancel.reason})` : ''} and` : original ? ` failed (${original.message}) and` : '';
     super(ERROR_CODES.COMPENSATION_FAILED, `Task ${taskId}${ending} could not be fully undone: ${list}. Manual cleanup is needed.`, original ? { cause: original } : {});
     this.name = 'CompensationFailedError';
     this.taskId = taskId;

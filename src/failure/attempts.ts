@@ -34,7 +34,11 @@ export function failedAttempts(history: readonly TaskEvent[]): FailedAttempt[] {
     if (seen.has(key)) continue;
     seen.add(key);
     out.push({
-      step: s.name, seq: s.seq, attempt: s.attempts, at: e.at, error: s.error,
+      step: s.name,
+      seq: s.seq,
+      attempt: s.attempts,
+      at: e.at,
+      error: s.error,
       outcome: e.type === 'step:retrying' ? 'retried' : e.type === 'step:failed' ? 'failed' : 'skipped',
       nextAt: e.type === 'step:retrying' ? s.wakeAt : null,
     });

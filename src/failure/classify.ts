@@ -27,8 +27,21 @@ export type { ErrorClass, FailureKind } from '../serialize.ts';
 export { classOf, rememberClass } from '../serialize.ts';
 
 const NETWORK_CODES = new Set([
-  'ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN',
-  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ENETDOWN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
 ]);
 
 /** Whether an HTTP status is worth another attempt. */
@@ -141,4 +154,3 @@ export function classifyError(error: unknown, hook: Classifier | undefined, now:
   else if (out.retryable && base.retryAfterMs !== undefined) out.retryAfterMs = base.retryAfterMs;
   return out;
 }
-

@@ -33,9 +33,7 @@ export function planRetryFrom(journal: readonly StepRow[], fromStep: string, tas
   const from = journal.find((s) => s.name === fromStep);
   if (!from) {
     const names = [...new Set(journal.map((s) => s.name))];
-    throw new InvalidArgumentError(
-      `retry: task ${taskId} has no step "${fromStep}" in its journal${names.length ? ` (its steps: ${names.join(', ')})` : ' (it has no steps yet)'}.`,
-    );
+    throw new InvalidArgumentError(`retry: task ${taskId} has no step "${fromStep}" in its journal${names.length ? ` (its steps: ${names.join(', ')})` : ' (it has no steps yet)'}.`);
   }
   const after = journal.filter((s) => s.seq >= from.seq).sort((a, b) => a.seq - b.seq);
   return { deleteSteps: after.map((s) => s.seq), forgotten: after.map((s) => s.name) };

@@ -103,7 +103,13 @@ export async function atMostOnceStep<T>(run: Run, c: StepCall<T>): Promise<T> {
       await backend.fail(key, owner, encodeError(coerceError(e)), clock.now(), INTENT_TTL_MS).catch(() => undefined);
       throw e;
     }
-    await backend.complete(key, owner, encodeJson(value, () => `The output of step "${c.stepId}"`), clock.now(), INTENT_TTL_MS);
+    await backend.complete(
+      key,
+      owner,
+      encodeJson(value, () => `The output of step "${c.stepId}"`),
+      clock.now(),
+      INTENT_TTL_MS,
+    );
     return value;
   };
   return executeStep(run, c);
@@ -131,8 +137,10 @@ async function askPerson<T>(run: Run, c: StepCall<T>, i: Intent, reason: string 
     name: effectApprovalName(c.stepId),
     options: {
       payload: {
-        step: c.stepId, question: `Did the at-most-once effect of step "${c.stepId}" happen? verify could not tell.`,
-        reason, actions: EFFECT_DECISIONS,
+        step: c.stepId,
+        question: `Did the at-most-once effect of step "${c.stepId}" happen? verify could not tell.`,
+        reason,
+        actions: EFFECT_DECISIONS,
       },
     },
     fields: { attempts: c.attempt, startedAt: c.recorded?.startedAt ?? clock.now() },
@@ -145,9 +153,13 @@ async function askPerson<T>(run: Run, c: StepCall<T>, i: Intent, reason: string 
       ? new NonRetryableError(`Step "${c.stepId}" was failed by a person (approval ${approvalId}): its at-most-once effect could not be verified.`)
       : new InvalidArgumentError(`Step "${c.stepId}": the decision on approval ${approvalId} cannot be applied: ${parsed.ok ? '' : parsed.problem}.`);
     const row = journalRow(run, c.seq, c.stepId, 'step', { status: 'failed', error: encodeError(error), attempts: c.attempt, finishedAt: clock.now() });
-    const done = run.writer.complete<T>(row, () => {
-      throw new StepFailedError(c.stepId, c.attempt, error);
-    }, consume);
+    const done = run.writer.complete<T>(
+      row,
+      () => {
+        throw new StepFailedError(c.stepId, c.attempt, error);
+      },
+      consume,
+    );
     return { done };
   }
   if (action.action === 'skip') return { done: handBack(run, c, encodeJson(action.result, 'The result given to skip an at-most-once step'), consume) };

@@ -15,7 +15,10 @@ export function effectApprovalOf(approvals: readonly ApprovalInfo[], taskId: str
   const open = named.find((a) => a.status === 'pending' || a.status === 'escalated');
   const latest = open ?? named[named.length - 1];
   if (!latest) {
-    throw new ConflictError(`Task ${taskId} has no decision to make on step "${step}": it asks for one (approval "${name}") only when its at-most-once effect cannot be verified. See engine.explain(${JSON.stringify(taskId)}).`, { recorded: null });
+    throw new ConflictError(
+      `Task ${taskId} has no decision to make on step "${step}": it asks for one (approval "${name}") only when its at-most-once effect cannot be verified. See engine.explain(${JSON.stringify(taskId)}).`,
+      { recorded: null },
+    );
   }
   return latest.id;
 }

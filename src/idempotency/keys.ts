@@ -27,7 +27,9 @@ function canonical(value: unknown): string {
     return JSON.stringify(value);
   }
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
 }
 
@@ -51,7 +53,9 @@ export function fingerprintOf(value: unknown): string | null {
 /** Checks a key given by a caller: a non-empty string of at most {@link KEY_MAX} whole characters. */
 export function checkKey(key: unknown, what: string): string {
   if (typeof key !== 'string' || !key || key.length > KEY_MAX) {
-    throw new InvalidArgumentError(`${what} must be a non-empty string of at most ${KEY_MAX} characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}. Digest long or sensitive parts with hashKey().`);
+    throw new InvalidArgumentError(
+      `${what} must be a non-empty string of at most ${KEY_MAX} characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}. Digest long or sensitive parts with hashKey().`,
+    );
   }
   checkText(key, what);
   return key;

@@ -18,9 +18,7 @@
  */
 import { createRequire } from 'node:module';
 import { InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
-import {
-  acquireResult, acquiredRecord, decideAcquire, type AcquireRequest, type AcquireResult, type IdempotencyBackend, type IdempotencyRecord,
-} from './records.ts';
+import { acquireResult, acquiredRecord, decideAcquire, type AcquireRequest, type AcquireResult, type IdempotencyBackend, type IdempotencyRecord } from './records.ts';
 
 /**
  * What this backend needs of a Redis client: an ioredis client (`new Redis(url)`) has it. Declared
@@ -170,9 +168,7 @@ export class RedisIdempotency implements IdempotencyBackend {
   }
 
   complete(key: string, owner: string, result: string | null, now: number, ttlMs: number): Promise<boolean> {
-    return this.#do(async () =>
-      (await this.#client.stepwiseOwnerWrite(this.#prefix + key, owner, 'completed', now, ttlMs, result ?? '', result === null ? '0' : '1')) === 1,
-    );
+    return this.#do(async () => (await this.#client.stepwiseOwnerWrite(this.#prefix + key, owner, 'completed', now, ttlMs, result ?? '', result === null ? '0' : '1')) === 1);
   }
 
   fail(key: string, owner: string, error: string, now: number, ttlMs: number): Promise<boolean> {

@@ -134,7 +134,9 @@ export class Idempotency {
     if (!claim.owner) return decodeJson(claim.result) as Awaited<T>;
     const lost = new AbortController();
     const signal = options.signal ? AbortSignal.any([options.signal, lost.signal]) : lost.signal;
-    const stopRenewing = this.keepAlive(backend, key, owner, o.leaseMs, () => lost.abort(new ConflictError(`The record of idempotency key "${key}" was taken over while this caller ran it (its lease ran out).`)));
+    const stopRenewing = this.keepAlive(backend, key, owner, o.leaseMs, () =>
+      lost.abort(new ConflictError(`The record of idempotency key "${key}" was taken over while this caller ran it (its lease ran out).`)),
+    );
     let value: Awaited<T>;
     try {
       value = await fn({ key, signal, takeover: claim.takeover });

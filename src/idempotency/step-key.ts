@@ -86,7 +86,13 @@ export async function keyedStep<T>(run: Run, c: StepCall<T>): Promise<T> {
   c.fn = async (s: StepContext): Promise<T> => {
     const value = await fn(s);
     // Stored before the checkpoint: a crash between the two is a hit on resume, not a second run.
-    await backend.complete(key, owner, encodeJson(value, () => `The output of step "${c.stepId}"`), run.deps.clock.now(), ttlMs);
+    await backend.complete(
+      key,
+      owner,
+      encodeJson(value, () => `The output of step "${c.stepId}"`),
+      run.deps.clock.now(),
+      ttlMs,
+    );
     return value;
   };
   const stopRenewing = idempotency.keepAlive(backend, key, owner, STEP_LEASE_MS, () => undefined);

@@ -33,14 +33,16 @@ function edgesOf(spec: MachineSpec): MachineEdge[] {
   return out;
 }
 
-function specOf(wf: Workflow<any, any, any>, what: string): MachineSpec { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function specOf(wf: Workflow<any, any, any>, what: string): MachineSpec {
   const spec = machineOf(wf as Workflow);
   if (!spec) throw new InvalidArgumentError(`${what}() takes a workflow made by machine(name, definition).`);
   return spec;
 }
 
 /** The states and arrows of a workflow made by `machine()`, for drawing it (the dashboard does). */
-export function machineGraph(wf: Workflow<any, any, any>): MachineGraph { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function machineGraph(wf: Workflow<any, any, any>): MachineGraph {
   const spec = specOf(wf, 'machineGraph');
   return {
     initial: spec.initial,
@@ -63,7 +65,8 @@ function mermaidIds(spec: MachineSpec): Map<string, string> {
  * @example
  * console.log(machineDiagram(order));   // paste into any Markdown that renders Mermaid
  */
-export function machineDiagram(wf: Workflow<any, any, any>): string { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function machineDiagram(wf: Workflow<any, any, any>): string {
   const spec = specOf(wf, 'machineDiagram');
   const ids = mermaidIds(spec);
   const id = (s: string): string => ids.get(s) as string;

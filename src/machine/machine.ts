@@ -100,11 +100,7 @@ export function machineOf(wf: Workflow | undefined): MachineSpec | undefined {
  *   },
  * });
  */
-export function machine<C = unknown, I = unknown, In = I>(
-  name: string,
-  definition: MachineDefinition<C, I>,
-  options: MachineOptions<I, In> = {},
-): Workflow<I, unknown, In> {
+export function machine<C = unknown, I = unknown, In = I>(name: string, definition: MachineDefinition<C, I>, options: MachineOptions<I, In> = {}): Workflow<I, unknown, In> {
   const states = checkMachine(name, definition);
   const { events = {}, ...workflowOptions } = options;
   const known = new Set([...states.values()].flatMap((s) => [...s.on.keys()]));
@@ -115,7 +111,9 @@ export function machine<C = unknown, I = unknown, In = I>(
   for (const s of states.values()) {
     const wait = [...s.on.keys()].map((e) => `${MACHINE_SIGNAL_PREFIX}${e}`).join('+');
     if (wait.length > WAIT_NAME_MAX) {
-      throw new InvalidArgumentError(`machine("${name}"): state "${s.name}" takes too many events, or events with names too long, for one wait (their names add up to ${wait.length} characters, at most ${WAIT_NAME_MAX - s.on.size * MACHINE_SIGNAL_PREFIX.length}).`);
+      throw new InvalidArgumentError(
+        `machine("${name}"): state "${s.name}" takes too many events, or events with names too long, for one wait (their names add up to ${wait.length} characters, at most ${WAIT_NAME_MAX - s.on.size * MACHINE_SIGNAL_PREFIX.length}).`,
+      );
     }
   }
   if (typeof options === 'object' && options !== null && 'signals' in options) {
@@ -133,7 +131,13 @@ async function walk<C, I>(ctx: WorkflowContext, input: I, name: string, def: Mac
   let via: { event: MachineEvent; from: string } | null = null;
   for (;;) {
     const entered = await ctx.step(`${STATE_STEP_PREFIX}${state}`, (): StateRecord => ({
-      machine: name, state, context: context as unknown, event: via?.event.type ?? null, from: via?.from ?? null, by: via?.event.by ?? null, at: clock?.now() ?? Date.now(),
+      machine: name,
+      state,
+      context: context as unknown,
+      event: via?.event.type ?? null,
+      from: via?.from ?? null,
+      by: via?.event.by ?? null,
+      at: clock?.now() ?? Date.now(),
     }));
     context = entered.context as C;
     const node = states.get(state) as CheckedState<C>;
@@ -142,12 +146,18 @@ async function walk<C, I>(ctx: WorkflowContext, input: I, name: string, def: Mac
     if (node.entry) {
       const result = await node.entry(ctx, { context, state, input, event: via?.event ?? null });
       const r = typeof result === 'string' ? { event: result } : (result ?? {});
-      if (typeof r !== 'object') throw new NonRetryableError(`machine("${name}"): the entry action of state "${state}" returned ${JSON.stringify(result)}: return an event name, { event, payload, context }, or nothing.`);
+      if (typeof r !== 'object')
+        throw new NonRetryableError(
+          `machine("${name}"): the entry action of state "${state}" returned ${JSON.stringify(result)}: return an event name, { event, payload, context }, or nothing.`,
+        );
       if (r.context !== undefined) context = r.context;
       if (r.event !== undefined) {
         const event: MachineEvent = { type: r.event, payload: r.payload ?? null, by: ENTRY_ACTOR };
         const edges = node.on.get(r.event);
-        if (!edges) throw new NonRetryableError(`machine("${name}"): the entry action of state "${state}" returned event "${r.event}", which the state does not take (${[...node.on.keys()].map((e) => `"${e}"`).join(', ') || 'it takes none'}).`);
+        if (!edges)
+          throw new NonRetryableError(
+            `machine("${name}"): the entry action of state "${state}" returned event "${r.event}", which the state does not take (${[...node.on.keys()].map((e) => `"${e}"`).join(', ') || 'it takes none'}).`,
+          );
         const edge = pickEdge(edges, context, event);
         if (!edge) throw new NonRetryableError(`machine("${name}"): the entry action of state "${state}" returned event "${r.event}", and every guard of it refused it.`);
         next = { edge, event };
@@ -166,7 +176,13 @@ async function walk<C, I>(ctx: WorkflowContext, input: I, name: string, def: Mac
  * next timeout taking its place.
  */
 async function waitForEvent<C>(
-  ctx: WorkflowContext, name: string, state: string, node: CheckedState<C>, context: C, enteredAt: number, clock: { now(): number } | undefined,
+  ctx: WorkflowContext,
+  name: string,
+  state: string,
+  node: CheckedState<C>,
+  context: C,
+  enteredAt: number,
+  clock: { now(): number } | undefined,
 ): Promise<{ edge: Edge<C>; event: MachineEvent }> {
   const events = [...node.on.keys()];
   let timeouts = node.after;
@@ -176,7 +192,10 @@ async function waitForEvent<C>(
     let event: MachineEvent;
     let edge: Edge<C> | undefined;
     if (events.length) {
-      const got = await ctx.waitForEvent<EventEnvelope>(events.map((e) => `${MACHINE_SIGNAL_PREFIX}${e}`), left === undefined ? {} : { timeout: left });
+      const got = await ctx.waitForEvent<EventEnvelope>(
+        events.map((e) => `${MACHINE_SIGNAL_PREFIX}${e}`),
+        left === undefined ? {} : { timeout: left },
+      );
       if (!got.timedOut) {
         const type = got.name.slice(MACHINE_SIGNAL_PREFIX.length);
         event = { type, payload: got.payload?.payload ?? null, by: got.payload?.by ?? { kind: 'user', id: 'anonymous' } };
@@ -193,6 +212,7 @@ async function waitForEvent<C>(
     edge = pickEdge(due.edges, context, event);
     if (edge) return { edge, event };
     timeouts = timeouts.slice(1);
-    if (!events.length && !timeouts.length) throw new NonRetryableError(`machine("${name}"): state "${state}" has no events and every guard of its timeouts refused them: the machine could never leave it.`);
+    if (!events.length && !timeouts.length)
+      throw new NonRetryableError(`machine("${name}"): state "${state}" has no events and every guard of its timeouts refused them: the machine could never leave it.`);
   }
 }

@@ -89,7 +89,15 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
     if (at && node) {
       state = at.state;
       const edges = node.on.get(event);
-      if (!edges) throw new EventRefusedError(id, event, state, legalEventsOf(task), 'not-in-state', `state "${state}" takes no event "${event}" (its events: ${[...node.on.keys()].join(', ') || 'none'}).`);
+      if (!edges)
+        throw new EventRefusedError(
+          id,
+          event,
+          state,
+          legalEventsOf(task),
+          'not-in-state',
+          `state "${state}" takes no event "${event}" (its events: ${[...node.on.keys()].join(', ') || 'none'}).`,
+        );
       if (task.status === 'waiting' && legalEventsOf(task).includes(event) && !pickEdge(edges, at.context, { type: event, payload: payload ?? null, by: actor })) {
         throw new EventRefusedError(id, event, state, legalEventsOf(task), 'guard', `every guard of "${event}" refused it.`);
       }
@@ -97,17 +105,32 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
   }
   const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
   const res = await store.insertSignal({
-    taskId: id, name: signal, payload: envelope, idempotencyKey: key ?? null, at: deps.now(), actorKind: actor.kind, actorId: actor.id, notify: wake, onlyIfAwaited: true,
+    taskId: id,
+    name: signal,
+    payload: envelope,
+    idempotencyKey: key ?? null,
+    at: deps.now(),
+    actorKind: actor.kind,
+    actorId: actor.id,
+    notify: wake,
+    onlyIfAwaited: true,
   });
   if (!res) throw new TaskNotFoundError(id);
   if (res.refused) {
-    const at = state === null ? (await stateOf())?.state ?? null : state;
+    const at = state === null ? ((await stateOf())?.state ?? null) : state;
     const legal = legalEventsOf({ status: res.refused.status, waitEvents: res.refused.waitEvents });
     if (isFinished(res.refused.status)) throw new EventRefusedError(id, event, at, [], 'ended', `the task has ended (${res.refused.status}).`);
     if (res.refused.status === 'waiting' && res.refused.waitEvents.length) {
       throw new EventRefusedError(id, event, at, legal, 'not-in-state', `it does not wait for "${event}".`);
     }
-    throw new EventRefusedError(id, event, at, legal, 'busy', `it is busy (${res.refused.status === 'waiting' ? 'an event it took is being handled' : `${res.refused.status}: its state's entry action runs, or it moves between states`}); send it again once the machine waits.`);
+    throw new EventRefusedError(
+      id,
+      event,
+      at,
+      legal,
+      'busy',
+      `it is busy (${res.refused.status === 'waiting' ? 'an event it took is being handled' : `${res.refused.status}: its state's entry action runs, or it moves between states`}); send it again once the machine waits.`,
+    );
   }
   if (!res.created) {
     // Another send with the same key won the race: its event is the answer.

@@ -133,7 +133,8 @@ export function checkMachine<C, I>(name: string, def: MachineDefinition<C, I>): 
     if (final && (config.entry || config.on || config.after)) throw bad(`${at} is final: it has no entry action, events or timeouts (the task ends there).`);
     const on = new Map<string, Edge<C>[]>();
     for (const [event, t] of Object.entries(config.on ?? {})) {
-      if (!EVENT_NAME.test(event) || event.startsWith('after:')) throw bad(`${at}: event name ${JSON.stringify(event)} is not valid: 1-100 letters, digits and _ . : / - (not starting with "after:").`);
+      if (!EVENT_NAME.test(event) || event.startsWith('after:'))
+        throw bad(`${at}: event name ${JSON.stringify(event)} is not valid: 1-100 letters, digits and _ . : / - (not starting with "after:").`);
       on.set(event, edgesOf(t, event, `${at}, event "${event}"`, names, bad));
     }
     const after: Array<{ ms: number; event: string; edges: Edge<C>[] }> = [];
@@ -145,7 +146,14 @@ export function checkMachine<C, I>(name: string, def: MachineDefinition<C, I>): 
     }
     after.sort((a, b) => a.ms - b.ms);
     if (!final && !config.entry && !on.size && !after.length) throw bad(`${at} has no entry action, events or timeouts: a task there could never leave it (mark it type: 'final').`);
-    states.set(s, { name: s, final, ...(config.entry ? { entry: config.entry as CheckedState<C>['entry'] } : {}), on, after, ...(config.description ? { description: config.description } : {}) });
+    states.set(s, {
+      name: s,
+      final,
+      ...(config.entry ? { entry: config.entry as CheckedState<C>['entry'] } : {}),
+      on,
+      after,
+      ...(config.description ? { description: config.description } : {}),
+    });
   }
   return states;
 }
@@ -162,7 +170,13 @@ function edgesOf<C>(t: Transition<C>, event: string, at: string, names: readonly
     if (spec.guard !== undefined && typeof spec.guard !== 'function') throw bad(`${here}: guard must be a function (context, event) => boolean.`);
     if (spec.assign !== undefined && typeof spec.assign !== 'function') throw bad(`${here}: assign must be a function (context, event) => context.`);
     if (list.length > 1 && i < list.length - 1 && !spec.guard) throw bad(`${here}: only the last of several transitions may go without a guard (the ones after it could never be taken).`);
-    return { event, target: spec.target, ...(spec.guard ? { guard: spec.guard } : {}), ...(spec.assign ? { assign: spec.assign } : {}), ...(spec.description ? { description: spec.description } : {}) };
+    return {
+      event,
+      target: spec.target,
+      ...(spec.guard ? { guard: spec.guard } : {}),
+      ...(spec.assign ? { assign: spec.assign } : {}),
+      ...(spec.description ? { description: spec.description } : {}),
+    };
   });
 }
 

@@ -16,8 +16,6 @@ export async function appendTaskEvents(c: PgContext, taskId: string, at: number,
     SELECT $1::text, f.event_seq - $2::integer + e.ord::integer, $3::bigint, e.type, e.actor_kind, e.actor_id, e.data
     FROM f, unnest($4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS e(type, actor_kind, actor_id, data, ord)
     RETURNING 1 AS ok`;
-  const values = [
-    taskId, n, at, entries.map((e) => e.type), entries.map((e) => e.actorKind), entries.map((e) => e.actorId), entries.map((e) => e.data),
-  ];
+  const values = [taskId, n, at, entries.map((e) => e.type), entries.map((e) => e.actorKind), entries.map((e) => e.actorId), entries.map((e) => e.data)];
   return (await run(c, () => rows(c, poolOf(c), text, values))).length === n;
 }

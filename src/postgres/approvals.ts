@@ -16,7 +16,13 @@ import { Params } from './sql-text.ts';
 import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent, WakeEvent } from '../store.ts';
 
 const TYPES: Record<string, string> = {
-  quorum: 'integer', level: 'integer', version: 'integer', deadline: 'bigint', remind_at: 'bigint', created_at: 'bigint', decided_at: 'bigint',
+  quorum: 'integer',
+  level: 'integer',
+  version: 'integer',
+  deadline: 'bigint',
+  remind_at: 'bigint',
+  created_at: 'bigint',
+  decided_at: 'bigint',
 };
 const typeOf = (col: string): string => TYPES[col] ?? 'text';
 
@@ -31,8 +37,13 @@ async function append(c: PgContext, client: ClientBase, taskId: string, at: numb
     `INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
      SELECT $1, s, $2, t, k, i, d FROM unnest($3::integer[], $4::text[], $5::text[], $6::text[], $7::text[]) AS u(s, t, k, i, d)`,
     [
-      taskId, at, entries.map((_, n) => last - entries.length + 1 + n), entries.map((e) => e.type), entries.map((e) => e.actorKind),
-      entries.map((e) => e.actorId), entries.map((e) => e.data),
+      taskId,
+      at,
+      entries.map((_, n) => last - entries.length + 1 + n),
+      entries.map((e) => e.type),
+      entries.map((e) => e.actorKind),
+      entries.map((e) => e.actorId),
+      entries.map((e) => e.data),
     ],
   );
 }
@@ -104,7 +115,9 @@ export async function updateApproval(c: PgContext, w: ApprovalUpdate): Promise<A
       if (w.taskStatuses && !w.taskStatuses.includes(status)) return null;
       if (w.epoch !== undefined && (Number(task.epoch) !== w.epoch || !LEASED_STATUSES.includes(status))) return null;
       const p = new Params();
-      const sets = approvalAssignments(w.set).map(([col, v]) => `, ${col} = ${p.add(v, typeOf(col))}`).join('');
+      const sets = approvalAssignments(w.set)
+        .map(([col, v]) => `, ${col} = ${p.add(v, typeOf(col))}`)
+        .join('');
       const [row] = await rows(c, client, `UPDATE ${c.t.approvals} SET version = version + 1${sets} WHERE id = ${p.add(w.id, 'text')} RETURNING *`, p.values);
       await append(c, client, taskId, w.at, w.log);
       if (w.wake) {

@@ -89,7 +89,10 @@ function batchRows(ops: readonly StepWrite[]): { rows: StepWrite[]; rowOf: numbe
 export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: string; values: unknown[]; rowOf: number[] } {
   const { rows, rowOf, places } = batchRows(ops);
   const p = new Params();
-  const columns = stepColumns(p, rows.map((op) => op.step));
+  const columns = stepColumns(
+    p,
+    rows.map((op) => op.step),
+  );
   const n = rows.length;
   const fenceEpochs = new Array<number>(n);
   const evAts = new Array<number | null>(n);
@@ -156,26 +159,37 @@ function groupable(e: WakeEvent): boolean {
 
 /** Whether a transition can go into {@link transitionBatchSql}. */
 export function isBatchableTransition(w: TransitionWrite): boolean {
-  return (
-    'epoch' in w.guard &&
-    w.from.length === 1 &&
-    !w.deleteSteps?.length &&
-    !w.consume?.length &&
-    !w.set.waitEvents?.length &&
-    !w.set.expireLease
-  );
+  return 'epoch' in w.guard && w.from.length === 1 && !w.deleteSteps?.length && !w.consume?.length && !w.set.waitEvents?.length && !w.set.expireLease;
 }
 
 /** Every op's log entries, flattened, as array parameters: op position (1-based, as `ord`), place in the op's entries. */
 function entryParams(p: Params, entries: readonly NewEvent[][]): Record<'op' | 'j' | 'type' | 'kind' | 'actor' | 'data', string> {
   const flat = entries.flatMap((list, k) => list.map((e, j) => ({ op: k + 1, j: j + 1, e }))).filter((x) => x.e.carriedBy === undefined);
   return {
-    op: p.add(flat.map((x) => x.op), 'integer[]'),
-    j: p.add(flat.map((x) => x.j), 'integer[]'),
-    type: p.add(flat.map((x) => x.e.type), 'text[]'),
-    kind: p.add(flat.map((x) => x.e.actorKind), 'text[]'),
-    actor: p.add(flat.map((x) => x.e.actorId), 'text[]'),
-    data: p.add(flat.map((x) => x.e.data), 'text[]'),
+    op: p.add(
+      flat.map((x) => x.op),
+      'integer[]',
+    ),
+    j: p.add(
+      flat.map((x) => x.j),
+      'integer[]',
+    ),
+    type: p.add(
+      flat.map((x) => x.e.type),
+      'text[]',
+    ),
+    kind: p.add(
+      flat.map((x) => x.e.actorKind),
+      'text[]',
+    ),
+    actor: p.add(
+      flat.map((x) => x.e.actorId),
+      'text[]',
+    ),
+    data: p.add(
+      flat.map((x) => x.e.data),
+      'text[]',
+    ),
   };
 }
 
@@ -190,7 +204,10 @@ function transitionColumns(
   channelOf: (event: WakeEvent) => string,
 ): { i: Record<string, string>; written: typeof PATCH_COLUMNS } {
   const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
-  const has = (field: string) => (w: TransitionWrite): boolean => field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
+  const has =
+    (field: string) =>
+    (w: TransitionWrite): boolean =>
+      field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
   // Most ops of a batch announce on one channel: its listener's name is hashed once.
   const channels = ops.map((w) => (w.notify ? channelOf(w.notify) : null));
   const listeners = new Map<string, string>();
@@ -211,7 +228,10 @@ function transitionColumns(
     notifyGroup: col((w) => (w.notify && groupable(w.notify) ? w.notify.reason : null), 'text'),
     notify: col((w) => (w.notify && !groupable(w.notify) ? JSON.stringify(w.notify) : null), 'text'),
     notifyChannel: p.add(channels, 'text[]'),
-    notifyListener: p.add(channels.map((ch) => (ch === null ? null : listenerOf(ch))), 'text[]'),
+    notifyListener: p.add(
+      channels.map((ch) => (ch === null ? null : listenerOf(ch))),
+      'text[]',
+    ),
   };
   // Per column a patch may write (the task-column table) and some op of the batch sets: whether
   // each op sets it, and the value (a column no op sets is not in the statement).
@@ -225,11 +245,7 @@ function transitionColumns(
 }
 
 /** Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with `ord`). */
-export function transitionBatchSql(
-  t: Tables,
-  ops: readonly TransitionWrite[],
-  channelOf: (event: WakeEvent) => string,
-): { text: string; values: unknown[] } {
+export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channelOf: (event: WakeEvent) => string): { text: string; values: unknown[] } {
   const p = new Params();
   // Every op's log entries; those carried by journal rows are not written to `events`: their place goes to the row.
   const entries = ops.map(transitionWriteEntries);
@@ -285,8 +301,14 @@ function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[], entri
   });
   const rows = [...last.values()];
   if (!rows.length) return '';
-  const columns = stepColumns(p, rows.map((r) => r.step));
-  const place = p.add(rows.map((r) => r.place), 'integer[]');
+  const columns = stepColumns(
+    p,
+    rows.map((r) => r.step),
+  );
+  const place = p.add(
+    rows.map((r) => r.place),
+    'integer[]',
+  );
   return `, journal AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
       SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}, upd.event_seq - upd.ev_n + j.place

@@ -38,7 +38,10 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
       const q = new Params();
       const text = `SELECT id, status, workflow, lease_owner FROM ${c.t.tasks}
                WHERE status IN (${sqlStatuses(from)}) AND ${due} <= ${due === 'lease_expires_at' ? DB_NOW_MS : q.add(r.now, 'bigint')} AND ${servedSql(q, window.allowed, r.versions)}
-               AND NOT (id = ANY(${q.add(picked.map((x) => x.id), 'text[]')}))
+               AND NOT (id = ANY(${q.add(
+                 picked.map((x) => x.id),
+                 'text[]',
+               )}))
                ORDER BY ${order} LIMIT ${q.add(window.need, 'integer')} FOR UPDATE SKIP LOCKED`;
       if (!takeWindow(await rows(c, client, text, q.values), window.need, event, room, picked)) return;
     }
@@ -54,9 +57,18 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
     c,
     client,
     `WITH p AS (
-             SELECT * FROM unnest(${p.add(ids, 'text[]')}, ${p.add(picked.map((x) => x.event), 'text[]')},
-               ${p.add(picked.map((x) => x.status), 'text[]')},
-               ${p.add(picked.map((x) => (x.event === 'reclaim' ? JSON.stringify({ previousOwner: x.leaseOwner }) : null)), 'text[]')})
+             SELECT * FROM unnest(${p.add(ids, 'text[]')}, ${p.add(
+               picked.map((x) => x.event),
+               'text[]',
+             )},
+               ${p.add(
+                 picked.map((x) => x.status),
+                 'text[]',
+               )},
+               ${p.add(
+                 picked.map((x) => (x.event === 'reclaim' ? JSON.stringify({ previousOwner: x.leaseOwner }) : null)),
+                 'text[]',
+               )})
                WITH ORDINALITY AS p(p_id, p_event, p_status, p_detail, p_ord)
            ), u AS (
              UPDATE ${c.t.tasks} AS t
@@ -75,10 +87,7 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
            SELECT * FROM u ORDER BY p_ord`,
     p.values,
   );
-  const steps = groupBy(
-    (await rows(c, client, `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [ids])).map(toStepRow),
-    (s) => s.taskId,
-  );
+  const steps = groupBy((await rows(c, client, `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [ids])).map(toStepRow), (s) => s.taskId);
   const signals = groupBy(
     (await rows(c, client, `SELECT * FROM ${c.t.signals} WHERE task_id = ANY($1::text[]) AND consumed_seq IS NULL ORDER BY id`, [ids])).map(toSignalRow),
     (s) => s.taskId,
@@ -148,12 +157,8 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   const withSteps = taken.filter((row) => Number(row.runs) > 1).map((row) => String(row.id));
   const withSignals = taken.filter((row) => row.has_signals === true).map((row) => String(row.id));
   const [steps, signals] = await Promise.all([
-    withSteps.length
-      ? rows(c, poolOf(c), `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [withSteps])
-      : Promise.resolve([]),
-    withSignals.length
-      ? rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = ANY($1::text[]) AND consumed_seq IS NULL ORDER BY id`, [withSignals])
-      : Promise.resolve([]),
+    withSteps.length ? rows(c, poolOf(c), `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [withSteps]) : Promise.resolve([]),
+    withSignals.length ? rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = ANY($1::text[]) AND consumed_seq IS NULL ORDER BY id`, [withSignals]) : Promise.resolve([]),
   ]);
   const stepsBy = groupBy(steps.map(toStepRow), (x) => x.taskId);
   const signalsBy = groupBy(signals.map(toSignalRow), (x) => x.taskId);
@@ -172,11 +177,12 @@ async function roomOf(c: PgContext, client: ClientBase, r: ClaimRequest): Promis
   const room = capsOf(r);
   if (!room.size) return room;
   const names = [...room.keys()].sort();
-  await client.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k', [
-    names.map((wf) => `stepwise:cap:${c.schema}:${wf}`),
-  ]);
+  await client.query('SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k', [names.map((wf) => `stepwise:cap:${c.schema}:${wf}`)]);
   const counts = await rows(c, client, leasedCountSql(c.t), [names]);
-  subtractLeased(room, counts.map((row) => ({ workflow: String(row.workflow), n: Number(row.n) })));
+  subtractLeased(
+    room,
+    counts.map((row) => ({ workflow: String(row.workflow), n: Number(row.n) })),
+  );
   return room;
 }
 

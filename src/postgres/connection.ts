@@ -67,7 +67,9 @@ export function openContext(url: string, schema: string, poolSize: number, deadl
   // Generic plans: the statements are prepared once per connection and their parameters are arrays
   // whose sizes vary; re-planning each execution (custom plans) would cost more than running it.
   const pool = new pg.Pool({
-    ...clientSettings(url, deadlines, 'stepwise'), max: poolSize, options: '-c plan_cache_mode=force_generic_plan',
+    ...clientSettings(url, deadlines, 'stepwise'),
+    max: poolSize,
+    options: '-c plan_cache_mode=force_generic_plan',
   });
   // An idle pooled connection that dies is dropped by the pool; the next query opens a new one.
   pool.on('error', () => undefined);
@@ -75,9 +77,21 @@ export function openContext(url: string, schema: string, poolSize: number, deadl
   pool.on('connect', (client) => clients.add(client));
   pool.on('remove', (client) => clients.delete(client));
   return {
-    description, schema, channel: `${schema}_wake`, settledChannel: `${schema}_done`, url, pg, pool, poolSize, deadlines, clients,
+    description,
+    schema,
+    channel: `${schema}_wake`,
+    settledChannel: `${schema}_done`,
+    url,
+    pg,
+    pool,
+    poolSize,
+    deadlines,
+    clients,
     hot: new HotConnection(pool, poolSize, isUnusableConnection),
-    listeners: new Set(), statementNames: new Map(), plainStepSql: undefined, t: tablesOf(schema),
+    listeners: new Set(),
+    statementNames: new Map(),
+    plainStepSql: undefined,
+    t: tablesOf(schema),
     translate: (e: unknown): never => {
       throw translateError(e, description);
     },
@@ -119,8 +133,7 @@ export function query(c: PgContext, db: Db, text: string, values: readonly unkno
   // Through the pool, a connection whose prepared statement went stale (a migration changed a
   // column's type) is destroyed by the pool on the error: run it again on another one.
   const pool = db;
-  const attempt = (left: number): Promise<QueryResult<Raw>> =>
-    pool.query<Raw>(config).catch((e: unknown) => (left > 0 && isStalePlan(e) ? attempt(left - 1) : Promise.reject(e)));
+  const attempt = (left: number): Promise<QueryResult<Raw>> => pool.query<Raw>(config).catch((e: unknown) => (left > 0 && isStalePlan(e) ? attempt(left - 1) : Promise.reject(e)));
   return attempt(c.poolSize);
 }
 
@@ -218,18 +231,14 @@ export function loadPg(): PgModule {
   } catch (e) {
     const missing = (e as { code?: unknown }).code === 'MODULE_NOT_FOUND';
     throw new StoreUnavailableError(
-      missing
-        ? 'The PostgreSQL store needs the "pg" package, which is not installed: npm install pg'
-        : `The "pg" package failed to load: ${(e as Error).message}`,
+      missing ? 'The PostgreSQL store needs the "pg" package, which is not installed: npm install pg' : `The "pg" package failed to load: ${(e as Error).message}`,
       { cause: e },
     );
   }
   return pgModule;
 }
 
-const CONNECTION_ERRNOS = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH',
-]);
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 /**
  * Whether a driver error means "cannot talk to the database" (rather than a bad statement):
@@ -244,8 +253,10 @@ export function isConnectionError(e: unknown): boolean {
     if (/^(08|28)/.test(code) || ['57P01', '57P02', '57P03', '53300', '3D000'].includes(code)) return true;
   }
   const message = (e as { message?: unknown }).message;
-  return typeof message === 'string' &&
-    (message === CLIENT_DEADLINE_MESSAGE || /connection terminated|timeout exceeded when trying to connect|timeout expired|not queryable|connection error/i.test(message));
+  return (
+    typeof message === 'string' &&
+    (message === CLIENT_DEADLINE_MESSAGE || /connection terminated|timeout exceeded when trying to connect|timeout expired|not queryable|connection error/i.test(message))
+  );
 }
 
 /**

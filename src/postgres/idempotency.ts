@@ -10,13 +10,18 @@
  */
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import {
-  acquireResult, acquiredRecord, decideAcquire, recordFromRow, type AcquireRequest, type AcquireResult, type IdempotencyBackend, type IdempotencyRecord,
+  acquireResult,
+  acquiredRecord,
+  decideAcquire,
+  recordFromRow,
+  type AcquireRequest,
+  type AcquireResult,
+  type IdempotencyBackend,
+  type IdempotencyRecord,
 } from '../store/idempotency.ts';
 
 const COLUMNS = 'key, status, fingerprint, owner, lease_expires_at, result, error, task_id, created_at, updated_at, expires_at';
-const values = (r: IdempotencyRecord): unknown[] => [
-  r.key, r.status, r.fingerprint, r.owner, r.leaseExpiresAt, r.result, r.error, r.taskId, r.createdAt, r.updatedAt, r.expiresAt,
-];
+const values = (r: IdempotencyRecord): unknown[] => [r.key, r.status, r.fingerprint, r.owner, r.leaseExpiresAt, r.result, r.error, r.taskId, r.createdAt, r.updatedAt, r.expiresAt];
 
 export class PostgresIdempotency implements IdempotencyBackend {
   readonly kind = 'postgres' as const;
@@ -36,7 +41,8 @@ export class PostgresIdempotency implements IdempotencyBackend {
       for (;;) {
         const fresh = acquiredRecord(null, 'new', req);
         const inserted = await rows(
-          c, poolOf(c),
+          c,
+          poolOf(c),
           `INSERT INTO ${this.#t} (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (key) DO NOTHING RETURNING 1 AS ok`,
           values(fresh),
         );
@@ -63,12 +69,19 @@ export class PostgresIdempotency implements IdempotencyBackend {
 
   async renew(key: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
     const c = this.#c;
-    return run(c, async () => (await rows(
-      c, poolOf(c),
-      `UPDATE ${this.#t} SET lease_expires_at = $3::bigint, expires_at = greatest(expires_at, $3::bigint), updated_at = $4
+    return run(
+      c,
+      async () =>
+        (
+          await rows(
+            c,
+            poolOf(c),
+            `UPDATE ${this.#t} SET lease_expires_at = $3::bigint, expires_at = greatest(expires_at, $3::bigint), updated_at = $4
        WHERE key = $1 AND owner = $2 AND status = 'in_progress' RETURNING 1 AS ok`,
-      [key, owner, now + leaseMs, now],
-    )).length === 1);
+            [key, owner, now + leaseMs, now],
+          )
+        ).length === 1,
+    );
   }
 
   complete(key: string, owner: string, result: string | null, now: number, ttlMs: number): Promise<boolean> {
@@ -81,12 +94,19 @@ export class PostgresIdempotency implements IdempotencyBackend {
 
   async #settle(key: string, owner: string, status: string, result: string | null, error: string | null, now: number, ttlMs: number): Promise<boolean> {
     const c = this.#c;
-    return run(c, async () => (await rows(
-      c, poolOf(c),
-      `UPDATE ${this.#t} SET status = $3, result = $4, error = $5, owner = NULL, lease_expires_at = NULL, updated_at = $6, expires_at = $7
+    return run(
+      c,
+      async () =>
+        (
+          await rows(
+            c,
+            poolOf(c),
+            `UPDATE ${this.#t} SET status = $3, result = $4, error = $5, owner = NULL, lease_expires_at = NULL, updated_at = $6, expires_at = $7
        WHERE key = $1 AND owner = $2 AND status = 'in_progress' RETURNING 1 AS ok`,
-      [key, owner, status, result, error, now, now + ttlMs],
-    )).length === 1);
+            [key, owner, status, result, error, now, now + ttlMs],
+          )
+        ).length === 1,
+    );
   }
 
   async get(key: string): Promise<IdempotencyRecord | null> {
@@ -97,12 +117,19 @@ export class PostgresIdempotency implements IdempotencyBackend {
 
   async purge(now: number, limit: number): Promise<number> {
     const c = this.#c;
-    return run(c, async () => (await rows(
-      c, poolOf(c),
-      `DELETE FROM ${this.#t} WHERE key IN (SELECT key FROM ${this.#t}
+    return run(
+      c,
+      async () =>
+        (
+          await rows(
+            c,
+            poolOf(c),
+            `DELETE FROM ${this.#t} WHERE key IN (SELECT key FROM ${this.#t}
          WHERE expires_at <= $1 AND (status <> 'in_progress' OR lease_expires_at <= $1) ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
        RETURNING 1 AS ok`,
-      [now, limit],
-    )).length);
+            [now, limit],
+          )
+        ).length,
+    );
   }
 }

@@ -100,9 +100,22 @@ function insertValues(c: PgContext, batch: readonly NewTask[], notify: WakeEvent
   const col = <T>(f: (t: NewTask) => T): T[] => batch.map(f);
   const channel = channelOf(c, notify);
   return [
-    col((t) => t.id), col((t) => t.workflow), col((t) => t.workflowVersion), col((t) => t.status), col((t) => t.input),
-    col((t) => t.idempotencyKey), col((t) => t.runAt), col((t) => t.createdAt),
-    col((t) => t.log.type), col((t) => t.log.actorKind), col((t) => t.log.actorId), col((t) => t.log.data),
-    channel, payload(notify), listenerName(channel), col((t) => t.usage ?? null), col((t) => t.deadlineAt ?? null),
+    col((t) => t.id),
+    col((t) => t.workflow),
+    col((t) => t.workflowVersion),
+    col((t) => t.status),
+    col((t) => t.input),
+    col((t) => t.idempotencyKey),
+    col((t) => t.runAt),
+    col((t) => t.createdAt),
+    col((t) => t.log.type),
+    col((t) => t.log.actorKind),
+    col((t) => t.log.actorId),
+    col((t) => t.log.data),
+    channel,
+    payload(notify),
+    listenerName(channel),
+    col((t) => t.usage ?? null),
+    col((t) => t.deadlineAt ?? null),
   ];
 }

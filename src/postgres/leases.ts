@@ -12,28 +12,37 @@ import type { ExpireRequest, HeartbeatRequest, HeldTask, NextRunRequest } from '
 /** The workers holding live leases (by the database's clock; `now` is not used). */
 export async function leaseOwners(c: PgContext, _now: number): Promise<string[]> {
   return run(c, async () =>
-    (await rows(c, poolOf(c), `SELECT DISTINCT lease_owner FROM ${c.t.tasks} WHERE status IN (${LEASED_SQL}) AND lease_expires_at > ${DB_NOW_MS} AND lease_owner IS NOT NULL`))
-      .map((r) => String(r.lease_owner)),
+    (await rows(c, poolOf(c), `SELECT DISTINCT lease_owner FROM ${c.t.tasks} WHERE status IN (${LEASED_SQL}) AND lease_expires_at > ${DB_NOW_MS} AND lease_owner IS NOT NULL`)).map((r) =>
+      String(r.lease_owner),
+    ),
   );
 }
 
 /** Ends the live leases of `owner` now (the database's now), so that the next claim reclaims its tasks. */
 export async function endLeasesOf(c: PgContext, owner: string, _now: number): Promise<number> {
-  return run(c, async () =>
-    (await rows(c, poolOf(c), `WITH n AS (SELECT ${DB_NOW_MS} AS now)
-      UPDATE ${c.t.tasks} SET lease_expires_at = n.now FROM n WHERE lease_owner = $1 AND status IN (${LEASED_SQL}) AND lease_expires_at > n.now RETURNING 1`, [owner])).length,
+  return run(
+    c,
+    async () =>
+      (
+        await rows(
+          c,
+          poolOf(c),
+          `WITH n AS (SELECT ${DB_NOW_MS} AS now)
+      UPDATE ${c.t.tasks} SET lease_expires_at = n.now FROM n WHERE lease_owner = $1 AND status IN (${LEASED_SQL}) AND lease_expires_at > n.now RETURNING 1`,
+          [owner],
+        )
+      ).length,
   );
 }
 
 /** A run's progress report, written only while the task is leased at `epoch` (by primary key). */
 export async function setProgress(c: PgContext, taskId: string, epoch: number, progress: string): Promise<boolean> {
   return run(c, async () => {
-    const done = await rows(
-      c,
-      poolOf(c),
-      `UPDATE ${c.t.tasks} SET progress = $3 WHERE id = $1 AND epoch = $2 AND (status IN (${LEASED_SQL})) IS TRUE RETURNING 1 AS ok`,
-      [taskId, epoch, progress],
-    );
+    const done = await rows(c, poolOf(c), `UPDATE ${c.t.tasks} SET progress = $3 WHERE id = $1 AND epoch = $2 AND (status IN (${LEASED_SQL})) IS TRUE RETURNING 1 AS ok`, [
+      taskId,
+      epoch,
+      progress,
+    ]);
     return done.length === 1;
   });
 }
@@ -42,12 +51,7 @@ export async function setProgress(c: PgContext, taskId: string, epoch: number, p
 export async function heartbeat(c: PgContext, r: HeartbeatRequest): Promise<HeldTask[]> {
   if (!r.held.length) return [];
   return run(c, async () => {
-    const renewed = await rows(
-      c,
-      poolOf(c),
-      heartbeatSql(c.t),
-      [r.leaseMs, r.held.map((h) => h.taskId), r.held.map((h) => h.epoch), r.workerId],
-    );
+    const renewed = await rows(c, poolOf(c), heartbeatSql(c.t), [r.leaseMs, r.held.map((h) => h.taskId), r.held.map((h) => h.epoch), r.workerId]);
     const byId = new Map(renewed.map((row) => [String(row.id), row]));
     const out: HeldTask[] = [];
     for (const h of r.held) {
@@ -85,9 +89,10 @@ export async function expireLeases(c: PgContext, r: ExpireRequest): Promise<numb
     const now = p.add(r.now, 'bigint');
     const to = p.add(r.to, 'text');
     const sets = assignments(r.set, p);
-    const note = r.note === undefined
-      ? `json_build_object('reason', 'lease expired', 'previousOwner', x_owner)`
-      : `json_build_object('reason', 'lease expired', 'previousOwner', x_owner,
+    const note =
+      r.note === undefined
+        ? `json_build_object('reason', 'lease expired', 'previousOwner', x_owner)`
+        : `json_build_object('reason', 'lease expired', 'previousOwner', x_owner,
            'note', replace(replace(${p.add(r.note, 'text')}, '{workflow}', x_workflow), '{version}', x_version))`;
     const [row] = await rows(
       c,

@@ -30,12 +30,7 @@ export function migrationSql(migration: Migration, schema: string): string {
  * Migrates `schema` on `client` (a connected client that is not in a transaction); returns the
  * number of migrations applied.
  */
-export async function migratePostgres(
-  client: ClientBase,
-  schema: string,
-  now: number,
-  migrations: readonly Migration[] = postgresMigrations,
-): Promise<number> {
+export async function migratePostgres(client: ClientBase, schema: string, now: number, migrations: readonly Migration[] = postgresMigrations): Promise<number> {
   const s = quoteIdent(schema);
   await client.query('BEGIN');
   try {
@@ -44,9 +39,8 @@ export async function migratePostgres(
     await client.query(`CREATE TABLE IF NOT EXISTS ${s}.migrations (
       id INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking BOOLEAN NOT NULL, applied_at BIGINT NOT NULL, checksum TEXT)`);
     await client.query(`ALTER TABLE ${s}.migrations ADD COLUMN IF NOT EXISTS checksum TEXT`);
-    const applied = (await client.query<{ id: number; name: string; breaking: boolean; checksum: string | null }>(
-      `SELECT id, name, breaking, checksum FROM ${s}.migrations ORDER BY id`,
-    )).rows;
+    const applied = (await client.query<{ id: number; name: string; breaking: boolean; checksum: string | null }>(`SELECT id, name, breaking, checksum FROM ${s}.migrations ORDER BY id`))
+      .rows;
     checkApplied(`The database schema ${s}`, applied, migrations);
     const done = new Set(applied.map((a) => a.id));
     let count = 0;

@@ -46,9 +46,7 @@ export async function listTasks(c: PgContext, q: ListQuery): Promise<TaskRow[]> 
 }
 
 export async function getSteps(c: PgContext, taskId: string): Promise<StepRow[]> {
-  return run(c, async () =>
-    (await rows(c, poolOf(c), `SELECT * FROM ${c.t.steps} WHERE task_id = $1 ORDER BY seq`, [taskId])).map(toStepRow),
-  );
+  return run(c, async () => (await rows(c, poolOf(c), `SELECT * FROM ${c.t.steps} WHERE task_id = $1 ORDER BY seq`, [taskId])).map(toStepRow));
 }
 
 /**
@@ -175,7 +173,5 @@ export async function logMark(c: PgContext): Promise<string> {
 }
 
 export async function getSignals(c: PgContext, taskId: string): Promise<SignalRow[]> {
-  return run(c, async () =>
-    (await rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = $1 ORDER BY id`, [taskId])).map(toSignalRow),
-  );
+  return run(c, async () => (await rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = $1 ORDER BY id`, [taskId])).map(toSignalRow));
 }

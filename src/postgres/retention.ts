@@ -76,7 +76,9 @@ export function countTasksSql(t: Tables, d: TaskSelection, cap?: number): { text
   const p = new Params();
   if (cap === undefined) return { text: `SELECT status, count(*)::int AS n FROM ${t.tasks} WHERE ${selection(d, p)} GROUP BY status`, values: p.values };
   const limit = p.add(cap, 'integer');
-  const text = d.statuses.map((s) => `SELECT '${s}' AS status, (SELECT count(*)::int FROM (SELECT 1 FROM ${t.tasks} WHERE ${selection({ ...d, statuses: [s] }, p)} LIMIT ${limit}) x) AS n`).join(' UNION ALL ');
+  const text = d.statuses
+    .map((s) => `SELECT '${s}' AS status, (SELECT count(*)::int FROM (SELECT 1 FROM ${t.tasks} WHERE ${selection({ ...d, statuses: [s] }, p)} LIMIT ${limit}) x) AS n`)
+    .join(' UNION ALL ');
   return { text, values: p.values };
 }
 

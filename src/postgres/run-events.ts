@@ -47,9 +47,7 @@ export async function appendChunks(c: PgContext, w: ChunksWrite): Promise<boolea
 }
 
 export async function getChunks(c: PgContext, taskId: string, after: number, limit: number): Promise<StreamChunkRow[]> {
-  return run(c, async () =>
-    (await rows(c, poolOf(c), `SELECT * FROM ${c.t.chunks} WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`, [taskId, after, limit])).map(toChunkRow),
-  );
+  return run(c, async () => (await rows(c, poolOf(c), `SELECT * FROM ${c.t.chunks} WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`, [taskId, after, limit])).map(toChunkRow));
 }
 
 export async function deleteChunks(c: PgContext, taskId: string, step: string): Promise<void> {

@@ -46,7 +46,20 @@ export async function insertSignal(c: PgContext, s: SignalWrite): Promise<Signal
              SELECT $1, due.event_seq, $5, 'signal:received', $8::text, $9::text, '{"signalId":' || ins.id::text || $10::text FROM ins, due
            )
            SELECT count(*)::int AS n, CASE WHEN count(*) > 0 THEN ${notifySql('$6::text', '$7::text', '$11::text')} END AS notified FROM ins`,
-        [s.taskId, s.name, s.payload, s.idempotencyKey, s.at, channelOf(c, s.notify), payload(s.notify), s.actorKind, s.actorId, receivedTail, listenerName(channelOf(c, s.notify)), s.onlyIfAwaited === true],
+        [
+          s.taskId,
+          s.name,
+          s.payload,
+          s.idempotencyKey,
+          s.at,
+          channelOf(c, s.notify),
+          payload(s.notify),
+          s.actorKind,
+          s.actorId,
+          receivedTail,
+          listenerName(channelOf(c, s.notify)),
+          s.onlyIfAwaited === true,
+        ],
       );
       return { created: row?.n === 1 };
     }),

@@ -37,8 +37,9 @@ export const DB_NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000)):
 /** SQL types of {@link STEP_COLUMNS}, in order. */
 export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer', 'integer', 'text'] as const;
 
-
-export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2).map((c) => `${c} = excluded.${c}`).join(', ');
+export const STEP_UPSERT_SET = STEP_COLUMNS.slice(2)
+  .map((c) => `${c} = excluded.${c}`)
+  .join(', ');
 /** The same for a write that also sets the row's `log_seq` (the entry it carries, or NULL). */
 export const STEP_UPSERT_LOGGED_SET = `${STEP_UPSERT_SET}, log_seq = excluded.log_seq`;
 /** Whether a journal row of status `status` (SQL) carries its log entry (see `journalCarries`). */
@@ -222,10 +223,11 @@ export function servedSql(p: Params, workflows: readonly string[], versions: Cla
   const { any, pinned } = servedSet(workflows, versions);
   const names: string[] = [];
   const vers: string[] = [];
-  for (const [wf, vs] of pinned) for (const v of vs) {
-    names.push(wf);
-    vers.push(v);
-  }
+  for (const [wf, vs] of pinned)
+    for (const v of vs) {
+      names.push(wf);
+      vers.push(v);
+    }
   const parts: string[] = [];
   if (any.length) parts.push(`workflow = ANY(${p.add(any, 'text[]')})`);
   if (names.length) parts.push(`(workflow, workflow_version) IN (SELECT * FROM unnest(${p.add(names, 'text[]')}, ${p.add(vers, 'text[]')}))`);
@@ -247,5 +249,14 @@ export interface Tables {
 /** The tables of `schema` (a name already checked by the store). */
 export function tablesOf(schema: string): Tables {
   const s = quoteIdent(schema);
-  return { tasks: `${s}.tasks`, steps: `${s}.steps`, events: `${s}.events`, signals: `${s}.signals`, workflows: `${s}.workflows`, chunks: `${s}.stream_chunks`, idempotency: `${s}.idempotency`, approvals: `${s}.approvals` };
+  return {
+    tasks: `${s}.tasks`,
+    steps: `${s}.steps`,
+    events: `${s}.events`,
+    signals: `${s}.signals`,
+    workflows: `${s}.workflows`,
+    chunks: `${s}.stream_chunks`,
+    idempotency: `${s}.idempotency`,
+    approvals: `${s}.approvals`,
+  };
 }

@@ -50,9 +50,41 @@ import type { IdempotencyBackend } from '../store/idempotency.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type {
-  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskSelection,
-  ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
-  SignalInsert, SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WakeEvent, WakeTopic, WorkflowRegistration, WriteOp, WriteResult,
+  ApprovalInsert,
+  ApprovalQuery,
+  ApprovalRow,
+  ApprovalUpdate,
+  LogAppend,
+  DeletedTask,
+  TaskSelection,
+  ClaimRequest,
+  ClaimedTask,
+  EventRange,
+  EventRow,
+  ExpireRequest,
+  HeartbeatRequest,
+  HeldTask,
+  ListQuery,
+  LogPage,
+  NewEvent,
+  NewTask,
+  NextRunRequest,
+  RunEventsWrite,
+  ChunksWrite,
+  StreamChunkRow,
+  SignalInsert,
+  SignalRow,
+  SignalWrite,
+  StepRow,
+  StepWrite,
+  Store,
+  TaskRow,
+  TransitionWrite,
+  WakeEvent,
+  WakeTopic,
+  WorkflowRegistration,
+  WriteOp,
+  WriteResult,
 } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -107,15 +139,15 @@ export class PostgresStore implements Store {
   constructor(url: string, options: PostgresStoreOptions = {}) {
     const schema = options.schema ?? 'stepwise';
     if (!SCHEMA_NAME.test(schema)) {
-      throw new InvalidArgumentError(
-        `Invalid PostgreSQL schema name "${schema}": use letters, digits and _ (not first), at most 58 characters.`,
-      );
+      throw new InvalidArgumentError(`Invalid PostgreSQL schema name "${schema}": use letters, digits and _ (not first), at most 58 characters.`);
     }
     const poolSize = options.poolSize ?? 10;
     if (!Number.isInteger(poolSize) || poolSize < 1) throw new InvalidArgumentError(`poolSize must be a positive integer, got ${poolSize}`);
     const deadlines = {
-      connectTimeoutMs: options.connectTimeoutMs === undefined ? DEFAULT_DEADLINES.connectTimeoutMs : checkDeadline('connectTimeoutMs', options.connectTimeoutMs, 'in the PostgreSQL store options'),
-      statementTimeoutMs: options.statementTimeoutMs === undefined ? DEFAULT_DEADLINES.statementTimeoutMs : checkDeadline('statementTimeoutMs', options.statementTimeoutMs, 'in the PostgreSQL store options'),
+      connectTimeoutMs:
+        options.connectTimeoutMs === undefined ? DEFAULT_DEADLINES.connectTimeoutMs : checkDeadline('connectTimeoutMs', options.connectTimeoutMs, 'in the PostgreSQL store options'),
+      statementTimeoutMs:
+        options.statementTimeoutMs === undefined ? DEFAULT_DEADLINES.statementTimeoutMs : checkDeadline('statementTimeoutMs', options.statementTimeoutMs, 'in the PostgreSQL store options'),
     };
     this.#c = openContext(url, schema, poolSize, deadlines);
     this.parallelWrites = Math.max(1, Math.floor(poolSize / 2));
@@ -126,56 +158,138 @@ export class PostgresStore implements Store {
     this.#now = options.now ?? Date.now;
   }
 
-  migrate(): Promise<void> { return migrate(this.#c, this.#now()); }
-  close(): Promise<void> { return close(this.#c); }
+  migrate(): Promise<void> {
+    return migrate(this.#c, this.#now());
+  }
+  close(): Promise<void> {
+    return close(this.#c);
+  }
 
-  getTask(id: string): Promise<TaskRow | null> { return getTask(this.#c, id); }
-  getTasks(ids: readonly string[]): Promise<TaskRow[]> { return getTasks(this.#c, ids); }
-  findTaskByKey(key: string): Promise<TaskRow | null> { return findTaskByKey(this.#c, key); }
-  listTasks(q: ListQuery): Promise<TaskRow[]> { return listTasks(this.#c, q); }
-  getSteps(taskId: string): Promise<StepRow[]> { return getSteps(this.#c, taskId); }
-  getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]> { return getEvents(this.#c, taskId, after, limit); }
-  getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]> { return getEventRanges(this.#c, ranges); }
-  readLog(after: string | null, limit: number, mark?: string | null): Promise<LogPage> { return readLog(this.#c, after, limit, mark); }
-  logMark(): Promise<string | null> { return logMark(this.#c); }
-  getSignals(taskId: string): Promise<SignalRow[]> { return getSignals(this.#c, taskId); }
+  getTask(id: string): Promise<TaskRow | null> {
+    return getTask(this.#c, id);
+  }
+  getTasks(ids: readonly string[]): Promise<TaskRow[]> {
+    return getTasks(this.#c, ids);
+  }
+  findTaskByKey(key: string): Promise<TaskRow | null> {
+    return findTaskByKey(this.#c, key);
+  }
+  listTasks(q: ListQuery): Promise<TaskRow[]> {
+    return listTasks(this.#c, q);
+  }
+  getSteps(taskId: string): Promise<StepRow[]> {
+    return getSteps(this.#c, taskId);
+  }
+  getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]> {
+    return getEvents(this.#c, taskId, after, limit);
+  }
+  getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]> {
+    return getEventRanges(this.#c, ranges);
+  }
+  readLog(after: string | null, limit: number, mark?: string | null): Promise<LogPage> {
+    return readLog(this.#c, after, limit, mark);
+  }
+  logMark(): Promise<string | null> {
+    return logMark(this.#c);
+  }
+  getSignals(taskId: string): Promise<SignalRow[]> {
+    return getSignals(this.#c, taskId);
+  }
 
-  insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> { return insertTask(this.#c, task); }
-  insertTasks(tasks: readonly NewTask[], notify?: WakeEvent): Promise<Array<{ task: TaskRow; created: boolean }>> { return insertTasks(this.#c, tasks, notify); }
-  transition(write: TransitionWrite): Promise<TaskRow | null> { return transition(this.#c, write); }
-  writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> { return writeBatch(this.#c, ops); }
+  insertTask(task: NewTask): Promise<{ task: TaskRow; created: boolean }> {
+    return insertTask(this.#c, task);
+  }
+  insertTasks(tasks: readonly NewTask[], notify?: WakeEvent): Promise<Array<{ task: TaskRow; created: boolean }>> {
+    return insertTasks(this.#c, tasks, notify);
+  }
+  transition(write: TransitionWrite): Promise<TaskRow | null> {
+    return transition(this.#c, write);
+  }
+  writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]> {
+    return writeBatch(this.#c, ops);
+  }
 
-  claim(r: ClaimRequest): Promise<ClaimedTask[]> { return claim(this.#c, r); }
-  heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> { return heartbeat(this.#c, r); }
-  setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> { return setProgress(this.#c, taskId, epoch, progress); }
-  appendRunEvents(w: RunEventsWrite): Promise<boolean> { return appendRunEvents(this.#c, w); }
-  appendChunks(w: ChunksWrite): Promise<boolean> { return appendChunks(this.#c, w); }
-  getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]> { return getChunks(this.#c, taskId, after, limit); }
-  deleteChunks(taskId: string, step: string): Promise<void> { return deleteChunks(this.#c, taskId, step); }
-  leaseOwners(now: number): Promise<string[]> { return leaseOwners(this.#c, now); }
-  endLeasesOf(owner: string, now: number): Promise<number> { return endLeasesOf(this.#c, owner, now); }
-  nextRunAt(r: NextRunRequest): Promise<number | null> { return nextRunAt(this.#c, r); }
-  expireLeases(r: ExpireRequest): Promise<number> { return expireLeases(this.#c, r); }
+  claim(r: ClaimRequest): Promise<ClaimedTask[]> {
+    return claim(this.#c, r);
+  }
+  heartbeat(r: HeartbeatRequest): Promise<HeldTask[]> {
+    return heartbeat(this.#c, r);
+  }
+  setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> {
+    return setProgress(this.#c, taskId, epoch, progress);
+  }
+  appendRunEvents(w: RunEventsWrite): Promise<boolean> {
+    return appendRunEvents(this.#c, w);
+  }
+  appendChunks(w: ChunksWrite): Promise<boolean> {
+    return appendChunks(this.#c, w);
+  }
+  getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]> {
+    return getChunks(this.#c, taskId, after, limit);
+  }
+  deleteChunks(taskId: string, step: string): Promise<void> {
+    return deleteChunks(this.#c, taskId, step);
+  }
+  leaseOwners(now: number): Promise<string[]> {
+    return leaseOwners(this.#c, now);
+  }
+  endLeasesOf(owner: string, now: number): Promise<number> {
+    return endLeasesOf(this.#c, owner, now);
+  }
+  nextRunAt(r: NextRunRequest): Promise<number | null> {
+    return nextRunAt(this.#c, r);
+  }
+  expireLeases(r: ExpireRequest): Promise<number> {
+    return expireLeases(this.#c, r);
+  }
 
-  insertSignal(s: SignalWrite): Promise<SignalInsert | null> { return insertSignal(this.#c, s); }
-  insertApproval(w: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null> { return insertApproval(this.#c, w); }
-  getApproval(id: string): Promise<ApprovalRow | null> { return getApproval(this.#c, id); }
-  listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> { return listApprovals(this.#c, q); }
-  updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> { return updateApproval(this.#c, w); }
-  appendEvents(w: LogAppend): Promise<boolean> { return appendEvents(this.#c, w); }
-  deleteTasks(deletion: TaskSelection, limit: number): Promise<DeletedTask[]> { return deleteTasks(this.#c, deletion, limit); }
-  countTasks(selection: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>> { return countTasks(this.#c, selection, cap); }
-  registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> { return registerWorkflows(this.#c, workflows); }
-  listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> { return listWorkflows(this.#c); }
+  insertSignal(s: SignalWrite): Promise<SignalInsert | null> {
+    return insertSignal(this.#c, s);
+  }
+  insertApproval(w: ApprovalInsert): Promise<{ approval: ApprovalRow; created: boolean } | null> {
+    return insertApproval(this.#c, w);
+  }
+  getApproval(id: string): Promise<ApprovalRow | null> {
+    return getApproval(this.#c, id);
+  }
+  listApprovals(q: ApprovalQuery): Promise<ApprovalRow[]> {
+    return listApprovals(this.#c, q);
+  }
+  updateApproval(w: ApprovalUpdate): Promise<ApprovalRow | null> {
+    return updateApproval(this.#c, w);
+  }
+  appendEvents(w: LogAppend): Promise<boolean> {
+    return appendEvents(this.#c, w);
+  }
+  deleteTasks(deletion: TaskSelection, limit: number): Promise<DeletedTask[]> {
+    return deleteTasks(this.#c, deletion, limit);
+  }
+  countTasks(selection: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>> {
+    return countTasks(this.#c, selection, cap);
+  }
+  registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {
+    return registerWorkflows(this.#c, workflows);
+  }
+  listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> {
+    return listWorkflows(this.#c);
+  }
 
-  notify(event: WakeEvent): Promise<void> { return notify(this.#c, event); }
+  notify(event: WakeEvent): Promise<void> {
+    return notify(this.#c, event);
+  }
 
   runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
     return runInTransaction(this.#c, fn, checkpoint);
   }
 
   #idempotency: PostgresIdempotency | undefined;
-  idempotencyRecords(): IdempotencyBackend { return (this.#idempotency ??= new PostgresIdempotency(this.#c)); }
-  appendTaskEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> { return appendTaskEvents(this.#c, taskId, at, entries); }
-  subscribe(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<() => Promise<void>> { return subscribe(this.#c, listener, topic); }
+  idempotencyRecords(): IdempotencyBackend {
+    return (this.#idempotency ??= new PostgresIdempotency(this.#c));
+  }
+  appendTaskEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> {
+    return appendTaskEvents(this.#c, taskId, at, entries);
+  }
+  subscribe(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<() => Promise<void>> {
+    return subscribe(this.#c, listener, topic);
+  }
 }

@@ -20,32 +20,34 @@ class Refused extends Error {}
 export async function runInTransaction<T>(c: PgContext, fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
   let refusedValue: { value: T } | null = null;
   try {
-    const value = await run(c, () => tx(c, async (client) => {
-      let open = true;
-      const ended = (): never => {
-        throw new InvalidArgumentError('This transaction has ended: use tx only inside the function given to ctx.transaction.');
-      };
-      const t: Transaction = Object.freeze({
-        dialect: 'postgres' as const,
-        query: async <Row extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []): Promise<Row[]> =>
-          open ? ((await client.query(sql, params as unknown[])).rows as Row[]) : ended(),
-        execute: async (sql: string, params: readonly unknown[] = []): Promise<{ rowCount: number }> =>
-          open ? { rowCount: (await client.query(sql, params as unknown[])).rowCount ?? 0 } : ended(),
-      });
-      try {
-        faultPoint('transaction:begun');
-        const v = await fn(t);
-        faultPoint('transaction:written');
-        if (!(await stepWrite(c, client, checkpoint(v)))) {
-          refusedValue = { value: v };
-          throw new Refused();
+    const value = await run(c, () =>
+      tx(c, async (client) => {
+        let open = true;
+        const ended = (): never => {
+          throw new InvalidArgumentError('This transaction has ended: use tx only inside the function given to ctx.transaction.');
+        };
+        const t: Transaction = Object.freeze({
+          dialect: 'postgres' as const,
+          query: async <Row extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []): Promise<Row[]> =>
+            open ? ((await client.query(sql, params as unknown[])).rows as Row[]) : ended(),
+          execute: async (sql: string, params: readonly unknown[] = []): Promise<{ rowCount: number }> =>
+            open ? { rowCount: (await client.query(sql, params as unknown[])).rowCount ?? 0 } : ended(),
+        });
+        try {
+          faultPoint('transaction:begun');
+          const v = await fn(t);
+          faultPoint('transaction:written');
+          if (!(await stepWrite(c, client, checkpoint(v)))) {
+            refusedValue = { value: v };
+            throw new Refused();
+          }
+          faultPoint('transaction:checkpointed');
+          return v;
+        } finally {
+          open = false;
         }
-        faultPoint('transaction:checkpointed');
-        return v;
-      } finally {
-        open = false;
-      }
-    }));
+      }),
+    );
     return { value, accepted: true };
   } catch (e) {
     if (e instanceof Refused && refusedValue) return { value: (refusedValue as { value: T }).value, accepted: false };

@@ -22,9 +22,7 @@ import type { NewEvent, TaskRow, TransitionWrite } from '../store.ts';
  * any signal committed after sees this task's `wait_events`.
  */
 export async function transition(c: PgContext, write: TransitionWrite): Promise<TaskRow | null> {
-  return run(c, () =>
-    write.set.waitEvents?.length ? tx(c, (client) => transitionOn(c, client, write)) : transitionOn(c, poolOf(c), write),
-  );
+  return run(c, () => (write.set.waitEvents?.length ? tx(c, (client) => transitionOn(c, client, write)) : transitionOn(c, poolOf(c), write)));
 }
 
 /** {@link transition} on `db` (the pool, or a client in the caller's transaction). */
@@ -89,12 +87,20 @@ function transitionSql(c: PgContext, w: TransitionWrite): { text: string; values
       )`;
   }
   if (steps.length) {
-    const columns = STEP_COLUMNS.map((_, i) => p.add(steps.map((s) => stepValues(s)[i]), `${STEP_TYPES[i]}[]`));
+    const columns = STEP_COLUMNS.map((_, i) =>
+      p.add(
+        steps.map((s) => stepValues(s)[i]),
+        `${STEP_TYPES[i]}[]`,
+      ),
+    );
     // A row carrying its entry takes that entry's seq: its place among this write's entries.
-    const places = p.add(steps.map((s) => {
-      const j = entries.findIndex((e) => e.carriedBy === s.seq);
-      return j < 0 ? null : j + 1;
-    }), 'integer[]');
+    const places = p.add(
+      steps.map((s) => {
+        const j = entries.findIndex((e) => e.carriedBy === s.seq);
+        return j < 0 ? null : j + 1;
+      }),
+      'integer[]',
+    );
     text += `, steps AS (
         INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
         SELECT ${STEP_COLUMNS.map((col) => `j.${col}`).join(', ')}, upd.event_seq - ${n} + j.place
@@ -111,7 +117,13 @@ function transitionSql(c: PgContext, w: TransitionWrite): { text: string; values
   if (consume.length) {
     text += `, consumed AS (
         UPDATE ${t.signals} AS s SET consumed_seq = c.seq
-        FROM unnest(${p.add(consume.map((x) => x.signalId), 'bigint[]')}, ${p.add(consume.map((x) => x.seq), 'integer[]')}) AS c(id, seq)
+        FROM unnest(${p.add(
+          consume.map((x) => x.signalId),
+          'bigint[]',
+        )}, ${p.add(
+          consume.map((x) => x.seq),
+          'integer[]',
+        )}) AS c(id, seq)
         WHERE s.id = c.id AND s.consumed_seq IS NULL AND EXISTS (SELECT 1 FROM upd)
       )`;
   }
@@ -131,7 +143,22 @@ export function appendSql(t: Tables, p: Params, from: string, task: string, base
   return `
         INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
         SELECT ${task}, ${base} + e.place, ${at}, e.type, e.kind, e.actor, e.data
-        FROM ${from}, unnest(${p.add(own.map((x) => x.e.type), 'text[]')}, ${p.add(own.map((x) => x.e.actorKind), 'text[]')},
-          ${p.add(own.map((x) => x.e.actorId), 'text[]')}, ${p.add(own.map((x) => x.e.data), 'text[]')},
-          ${p.add(own.map((x) => x.place), 'integer[]')}) AS e(type, kind, actor, data, place)`;
+        FROM ${from}, unnest(${p.add(
+          own.map((x) => x.e.type),
+          'text[]',
+        )}, ${p.add(
+          own.map((x) => x.e.actorKind),
+          'text[]',
+        )},
+          ${p.add(
+            own.map((x) => x.e.actorId),
+            'text[]',
+          )}, ${p.add(
+            own.map((x) => x.e.data),
+            'text[]',
+          )},
+          ${p.add(
+            own.map((x) => x.place),
+            'integer[]',
+          )}) AS e(type, kind, actor, data, place)`;
 }

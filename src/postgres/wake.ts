@@ -154,4 +154,3 @@ export function parseWakeEvent(payload: string | undefined): WakeEvent | null {
     return null;
   }
 }
-

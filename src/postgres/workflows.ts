@@ -30,8 +30,10 @@ export async function registerWorkflows(c: PgContext, workflows: readonly Workfl
 
 export async function listWorkflows(c: PgContext): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> {
   return run(c, async () =>
-    (
-      await rows(c, poolOf(c), `SELECT name, version, last_seen_at FROM ${c.t.workflows} ORDER BY name COLLATE "C", version COLLATE "C"`)
-    ).map((r) => ({ name: String(r.name), version: String(r.version), lastSeenAt: Number(r.last_seen_at) })),
+    (await rows(c, poolOf(c), `SELECT name, version, last_seen_at FROM ${c.t.workflows} ORDER BY name COLLATE "C", version COLLATE "C"`)).map((r) => ({
+      name: String(r.name),
+      version: String(r.version),
+      lastSeenAt: Number(r.last_seen_at),
+    })),
   );
 }

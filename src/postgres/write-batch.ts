@@ -53,13 +53,20 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
       } else rest.push({ op, at });
     });
     if (steps.length) {
-      const { text, values, rowOf } = stepBatchSql(c.t, steps.map((s) => s.op));
+      const { text, values, rowOf } = stepBatchSql(
+        c.t,
+        steps.map((s) => s.op),
+      );
       const accepted = new Array<boolean>(rowOf.length + 1).fill(false);
       for (const r of await rows(c, poolOf(c), text, values)) accepted[Number(r.ord)] = true;
       steps.forEach((s, i) => (results[s.at] = accepted[rowOf[i] as number] === true));
     }
     if (transitions.length) {
-      const { text, values } = transitionBatchSql(c.t, transitions.map((x) => x.op), (e) => channelOf(c, e));
+      const { text, values } = transitionBatchSql(
+        c.t,
+        transitions.map((x) => x.op),
+        (e) => channelOf(c, e),
+      );
       for (const row of await rows(c, poolOf(c), text, values)) {
         const entry = transitions[Number(row.batch_ord) - 1];
         if (entry) results[entry.at] = toTaskRow(row);
@@ -97,10 +104,10 @@ export function stepWrite(c: PgContext, db: Db, w: StepWrite): Promise<boolean> 
   let text: string;
   if (journalCarries(w.step)) {
     // A step's result is carried by its row: no entry of its own, no `events` in the statement.
-    text = resultSql.get(c) ?? resultSql.set(c, resultStepSql(c.t)).get(c) as string;
+    text = resultSql.get(c) ?? (resultSql.set(c, resultStepSql(c.t)).get(c) as string);
   } else {
     values.push(stepEntryAt(w.step), `step:${w.step.status}`, stepEntry('worker', '', w.step).data);
-    text = (c.plainStepSql ??= plainStepSql(c.t));
+    text = c.plainStepSql ??= plainStepSql(c.t);
   }
   const onHot = db === c.pool ? c.hot.tryRun((client) => query(c, client, text, values)) : undefined;
   return (onHot ?? query(c, db, text, values)).then((r) => r.rowCount === 1);

@@ -28,7 +28,12 @@ export type ExhaustedOutcome<T> = { retry: true } | { retry: false; done: Promis
 
 function completed<T>(run: Run, c: StepCall<T>, output: string | null, error: Error | null, consume: Consume): Promise<T> {
   const row = journalRow(run, c.seq, c.stepId, 'step', {
-    status: 'completed', output, error: error ? encodeError(error) : null, attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
+    status: 'completed',
+    output,
+    error: error ? encodeError(error) : null,
+    attempts: c.attempt,
+    startedAt: c.firstStart,
+    finishedAt: run.deps.clock.now(),
   });
   return run.writer.complete(row, () => (output === null ? undefined : JSON.parse(output)) as T, consume);
 }
@@ -41,7 +46,9 @@ export async function askOnExhausted<T>(run: Run, c: StepCall<T>, error: Error, 
   const canSkip = 'fallback' in c.options;
   const e = decodeError(encodeError(error));
   const payload = {
-    step: c.stepId, attempts: c.attempt, error: { name: e.name, message: e.message, code: e.code ?? null },
+    step: c.stepId,
+    attempts: c.attempt,
+    error: { name: e.name, message: e.message, code: e.code ?? null },
     actions: canSkip ? ['supply', 'retry', 'skip', 'fail'] : ['supply', 'retry', 'fail'],
   };
   const { approvalId, decision, consume } = await stepAsk(run, c as StepCall<unknown>, {
@@ -87,9 +94,16 @@ export async function askOnExhausted<T>(run: Run, c: StepCall<T>, error: Error, 
       }
       c.lastError = error;
       const now = run.deps.clock.now();
-      await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', {
-        status: 'retrying', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, wakeAt: now,
-      }), consume);
+      await run.writer.checkpoint(
+        journalRow(run, c.seq, c.stepId, 'step', {
+          status: 'retrying',
+          error: encodeError(error),
+          attempts: c.attempt,
+          startedAt: c.firstStart,
+          wakeAt: now,
+        }),
+        consume,
+      );
       return { retry: true };
     }
   }

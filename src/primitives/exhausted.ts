@@ -41,10 +41,14 @@ export function checkFailureOptions(stepId: string, o: StepOptions): Error | nul
       return bad((e as Error).message);
     }
   }
-  if (o.onExhausted === 'skip' && !('fallback' in o)) return bad("onExhausted: 'skip' needs a declared fallback (the output the step gives when skipped), e.g. { onExhausted: 'skip', fallback: null }.");
-  if (o.onExhausted === 'skip' && o.compensate !== undefined) return bad("a step that may be skipped (onExhausted: 'skip') cannot have a compensate: a skipped step did nothing to undo; compensate inside the step's code instead.");
-  if ('fallback' in o && o.onExhausted !== 'skip' && o.onExhausted !== 'ask') return bad("fallback is the output of a skipped step: it needs onExhausted: 'skip' (or 'ask', for a skip decision).");
-  if ('fallback' in o && o.onExhausted === 'ask' && o.compensate !== undefined) return bad("a step that may be skipped (a fallback under onExhausted: 'ask') cannot have a compensate: a skipped step did nothing to undo.");
+  if (o.onExhausted === 'skip' && !('fallback' in o))
+    return bad("onExhausted: 'skip' needs a declared fallback (the output the step gives when skipped), e.g. { onExhausted: 'skip', fallback: null }.");
+  if (o.onExhausted === 'skip' && o.compensate !== undefined)
+    return bad("a step that may be skipped (onExhausted: 'skip') cannot have a compensate: a skipped step did nothing to undo; compensate inside the step's code instead.");
+  if ('fallback' in o && o.onExhausted !== 'skip' && o.onExhausted !== 'ask')
+    return bad("fallback is the output of a skipped step: it needs onExhausted: 'skip' (or 'ask', for a skip decision).");
+  if ('fallback' in o && o.onExhausted === 'ask' && o.compensate !== undefined)
+    return bad("a step that may be skipped (a fallback under onExhausted: 'ask') cannot have a compensate: a skipped step did nothing to undo.");
   if ('fallback' in o) {
     try {
       encodeJson(o.fallback, `The fallback of step "${stepId}"`);
@@ -66,7 +70,12 @@ export function exhausted<T>(run: Run, c: StepCall<T>, error: Error, fail: (run:
   run.deps.emit('step:failed', { ...attemptOf(run, c), error });
   const output = encodeJson(c.options.fallback, `The fallback of step "${c.stepId}"`);
   const row = journalRow(run, c.seq, c.stepId, 'step', {
-    status: 'completed', output, error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
+    status: 'completed',
+    output,
+    error: encodeError(error),
+    attempts: c.attempt,
+    startedAt: c.firstStart,
+    finishedAt: run.deps.clock.now(),
   });
   return run.writer.complete(row, () => (output === null ? undefined : JSON.parse(output)) as T);
 }

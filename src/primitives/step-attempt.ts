@@ -30,7 +30,11 @@ import { parkRequest, recordedAsk } from './step-ask.ts';
 function retryWait(run: Run, c: StepCall<unknown>, wakeAt: number): Wait {
   return {
     row: journalRow(run, c.seq, c.stepId, 'step', {
-      status: 'retrying', error: c.lastError ? encodeError(c.lastError) : null, attempts: c.attempt, startedAt: c.firstStart, wakeAt,
+      status: 'retrying',
+      error: c.lastError ? encodeError(c.lastError) : null,
+      attempts: c.attempt,
+      startedAt: c.firstStart,
+      wakeAt,
     }),
     wakeAt,
     events: [],
@@ -181,4 +185,3 @@ function classify(run: Run, c: StepCall<unknown>, raw: unknown): ErrorClass {
     throw run.fail(coerceError(e));
   }
 }
-

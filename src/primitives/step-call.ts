@@ -60,12 +60,20 @@ export function stepFailed<T>(
 ): Promise<T> {
   run.deps.emit('step:failed', { ...attemptOf(run, c), error });
   const failed = journalRow(run, c.seq, c.stepId, 'step', {
-    status: 'failed', error: encodeError(error), attempts: c.attempt, startedAt: c.firstStart, finishedAt: run.deps.clock.now(),
+    status: 'failed',
+    error: encodeError(error),
+    attempts: c.attempt,
+    startedAt: c.firstStart,
+    finishedAt: run.deps.clock.now(),
   });
   const attempts = c.attempt;
-  return run.writer.complete(failed, () => {
-    throw new StepFailedError(c.stepId, attempts, error);
-  }, consume);
+  return run.writer.complete(
+    failed,
+    () => {
+      throw new StepFailedError(c.stepId, attempts, error);
+    },
+    consume,
+  );
 }
 
 /** Records the step's output (handed back as its JSON copy, as a replay would). */

@@ -40,11 +40,25 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
     const business = options.key === undefined ? null : businessKey(run, pos.stepId, options);
     if (business !== null) run.keyCall(pos.seq, business);
     return {
-      seq: pos.seq, stepId: pos.stepId, fn, options, recorded: pos.recorded, activity: null as unknown as Activity,
+      seq: pos.seq,
+      stepId: pos.stepId,
+      fn,
+      options,
+      recorded: pos.recorded,
+      activity: null as unknown as Activity,
       idempotencyKey: (business ?? engineKey(run.taskId, pos.name, pos.occurrence)) + redoSuffix(run.task.redo, pos.stepId),
-      attempt: 0, lastError: undefined, lastOutput: undefined, repairs: 0, repairBudget: repairBudget(options), inCleanup: lateHalt(run.cleanup) !== null,
-      undoable: typeof options.compensate === 'function' && !inScope(run.cleanup), firstStart: 0, started: 0,
-      timeoutMs: undefined, policy: run.defaultRetry, base: 0,
+      attempt: 0,
+      lastError: undefined,
+      lastOutput: undefined,
+      repairs: 0,
+      repairBudget: repairBudget(options),
+      inCleanup: lateHalt(run.cleanup) !== null,
+      undoable: typeof options.compensate === 'function' && !inScope(run.cleanup),
+      firstStart: 0,
+      started: 0,
+      timeoutMs: undefined,
+      policy: run.defaultRetry,
+      base: 0,
     };
   },
   start(run, c, activity) {

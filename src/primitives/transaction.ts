@@ -63,7 +63,14 @@ const TRANSACTION: Primitive<TxFn, TransactionOptions | undefined, TxCall, unkno
       throw run.fail(new InvalidArgumentError(`ctx.transaction("${pos.name}"): ${coerceError(e).message}`, { cause: e }));
     }
     return {
-      seq: pos.seq, stepId: pos.stepId, idempotencyKey: engineKey(run.taskId, pos.name, pos.occurrence) + redoSuffix(run.task.redo, pos.stepId), fn, policy, activity: null as unknown as Activity, attempt: pos.recorded?.attempts ?? 0, firstStart: 0,
+      seq: pos.seq,
+      stepId: pos.stepId,
+      idempotencyKey: engineKey(run.taskId, pos.name, pos.occurrence) + redoSuffix(run.task.redo, pos.stepId),
+      fn,
+      policy,
+      activity: null as unknown as Activity,
+      attempt: pos.recorded?.attempts ?? 0,
+      firstStart: 0,
       runner: store.runInTransaction.bind(store) as TxCall['runner'],
     };
   },
@@ -123,12 +130,13 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
     faultPoint('transaction:committed');
     if (hears('step:completed')) emit('step:completed', { ...attemptOf(run, c), durationMs: clock.now() - started });
     const result = output;
-    return run.replay.inOrder(Promise.resolve().then(() => decodeJson(result)), done);
+    return run.replay.inOrder(
+      Promise.resolve().then(() => decodeJson(result)),
+      done,
+    );
   }
 }
-
 
 export function transaction<T>(run: Run, name: string, fn: (tx: Transaction) => Promise<T>, options?: TransactionOptions): Promise<T> {
   return call(run, TRANSACTION, name, fn as TxFn, options) as Promise<T>;
 }
-

@@ -56,7 +56,10 @@ const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventR
     // before it belongs to this wait, even if news of it has not reached this run yet.
     // A failed read is tried again (a few times) before the wait is taken to have timed out.
     for (let attempt = 1; ; attempt++) {
-      const fetched = await run.fetchSignals().then(() => true, () => false);
+      const fetched = await run.fetchSignals().then(
+        () => true,
+        () => false,
+      );
       if (fetched || attempt >= 5) break;
       await new Promise((r) => setTimeout(r, 200 * attempt));
       throwIfHalted(run.state);

@@ -61,11 +61,11 @@ const none = (): Record<DeletableStatus, number> => ({ succeeded: 0, failed: 0, 
 /** `engine.purge`: every finished task `olderThan` ago (of the statuses and workflows given). */
 export async function purgeTasks(deps: PurgeDeps, options: PurgeOptions, by: Actor): Promise<PurgeResult> {
   if (typeof options !== 'object' || options === null || options.olderThan === undefined) {
-    throw new InvalidArgumentError('purge({ olderThan }): say how long ago the tasks to delete must have finished (\'30d\'; 0 for every finished task).');
+    throw new InvalidArgumentError("purge({ olderThan }): say how long ago the tasks to delete must have finished ('30d'; 0 for every finished task).");
   }
   const keepMs = toMs(options.olderThan, 'purge({ olderThan })');
   const statuses = deletableStatuses(options.status, 'purge({ status })');
-  const workflows = options.workflow === undefined ? undefined : Array.isArray(options.workflow) ? [...options.workflow as string[]] : [options.workflow as string];
+  const workflows = options.workflow === undefined ? undefined : Array.isArray(options.workflow) ? [...(options.workflow as string[])] : [options.workflow as string];
   if (workflows && (!workflows.length || workflows.some((w) => typeof w !== 'string' || !w))) {
     throw new InvalidArgumentError('purge({ workflow }): a workflow name, or a non-empty list of them.');
   }

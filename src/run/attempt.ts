@@ -86,13 +86,11 @@ export function attempt<T>(view: Run, c: AttemptCall<T>): Promise<T> {
       if (own) {
         own.removeEventListener('abort', onAbort);
         run.timedAttempts--;
-      }
-      else run.attemptAborts.delete(onAbort);
+      } else run.attemptAborts.delete(onAbort);
       timerStop?.abort(null);
     };
     /** Why the attempt was told to stop, if it was: then its result does not count. */
-    const interrupted = (): unknown =>
-      own?.aborted ? own.reason : run.aborted ? run.abortReason : c.inCleanup ? undefined : (lateHalt(run.cleanup) ?? undefined);
+    const interrupted = (): unknown => (own?.aborted ? own.reason : run.aborted ? run.abortReason : c.inCleanup ? undefined : (lateHalt(run.cleanup) ?? undefined));
     const settle = (v: T): void => {
       cleanup();
       const why = interrupted();
@@ -114,8 +112,7 @@ export function attempt<T>(view: Run, c: AttemptCall<T>): Promise<T> {
     if (own) {
       run.timedAttempts++;
       own.addEventListener('abort', onAbort, { once: true });
-    }
-    else run.attemptAborts.add(onAbort);
+    } else run.attemptAborts.add(onAbort);
     if (timeout && timerStop && timeoutMs !== undefined) {
       run.deps.clock.sleep(timeoutMs, timerStop.signal).then(
         () => timeout.abort(new StepTimeoutError(c.stepId, timeoutMs)),
@@ -135,7 +132,13 @@ function stepContext(run: RunCore, c: AttemptCall<unknown>, signal: AbortSignal)
     // A data property: an object literal with a getter costs more to build than the run's one
     // AbortController (made at the run's first attempt).
     signal,
-    idempotencyKey: c.idempotencyKey, attempt: c.attempt, lastError: c.lastError, lastOutput: c.lastOutput, taskId: run.taskId, stepName: c.stepId, epoch: run.epoch,
+    idempotencyKey: c.idempotencyKey,
+    attempt: c.attempt,
+    lastError: c.lastError,
+    lastOutput: c.lastOutput,
+    taskId: run.taskId,
+    stepName: c.stepId,
+    epoch: run.epoch,
     progress: (p: Progress) => run.progress.report(c.stepId, p),
   });
 }

@@ -48,10 +48,7 @@ export function isCleanupSeq(seq: number): boolean {
  *   its failure not retried).
  * - `over`: the scope ended; no call starts any more.
  */
-export type CleanupPhase =
-  | { readonly kind: 'code' }
-  | { readonly kind: 'stopped'; readonly ended: Error }
-  | { readonly kind: 'scope' | 'over'; readonly ended: Error; readonly halt: Error };
+export type CleanupPhase = { readonly kind: 'code' } | { readonly kind: 'stopped'; readonly ended: Error } | { readonly kind: 'scope' | 'over'; readonly ended: Error; readonly halt: Error };
 
 export const CODE_RUNNING: CleanupPhase = { kind: 'code' };
 
@@ -72,7 +69,6 @@ export interface CancelHandler {
 
 /** How long the cleanup scope may take, unless the workflow says otherwise. */
 export const DEFAULT_CLEANUP_MS = 60_000;
-
 
 /** The cleanup scope is running now. */
 export function inScope(p: CleanupPhase): boolean {

@@ -45,7 +45,6 @@ import { RUNNING, cancelOf, fatalOf, haltOf, mayWrite, type RunState } from './s
 import { inCleanup, type CancelHandler, type Compensation } from './cleanup-scope.ts';
 import { faultPoint } from '../fault-points.ts';
 
-
 /** How the cleanup went. */
 export interface CleanupResult {
   /** It failed for good: the run ends failed with this error, whether the task was cancelled or failing. */
@@ -160,9 +159,13 @@ async function runScope(run: RunCore, d: CleanupDeadline, w: ScopeWork): Promise
   let leftTimer: NodeJS.Timeout | undefined;
   let leave!: () => void;
   const left = new Promise<typeof LEFT>((resolve) => (leave = () => resolve(LEFT)));
-  run.signal.addEventListener('abort', () => {
-    if (!d.expired) leftTimer = setTimeout(leave, mayWrite(run.state) ? run.deps.cancelGraceMs : 0);
-  }, { once: true });
+  run.signal.addEventListener(
+    'abort',
+    () => {
+      if (!d.expired) leftTimer = setTimeout(leave, mayWrite(run.state) ? run.deps.cancelGraceMs : 0);
+    },
+    { once: true },
+  );
   // Past the deadline a handler or compensation gets `cancelGraceMs` to hear its signal; one that
   // ignores it is left behind and reported as not finished.
   const bounded = async (step: string, work: () => unknown): Promise<void> => {

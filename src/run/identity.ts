@@ -31,11 +31,7 @@ export interface Position {
 /** Throws (failing the run) if `name` is not a valid name of a call. */
 function checkName(run: RunCore, name: unknown, kind: StepKind): asserts name is string {
   if (typeof name !== 'string' || !STEP_NAME.test(name)) {
-    throw run.fail(
-      new InvalidArgumentError(
-        `${kind} name ${JSON.stringify(name)} is not valid: use 1-200 characters without "#" (it marks repeats: fetch, fetch#2) or "|".`,
-      ),
-    );
+    throw run.fail(new InvalidArgumentError(`${kind} name ${JSON.stringify(name)} is not valid: use 1-200 characters without "#" (it marks repeats: fetch, fetch#2) or "|".`));
   }
   // A name the journal cannot store exactly would not match itself on replay.
   const problem = textProblem(name);
@@ -122,9 +118,22 @@ function cleanupPosition(run: RunCore, name: string, kind: StepKind, given: numb
 export function journalRow(view: Run, seq: number, stepId: string, kind: StepKind, fields: Partial<StepRow>): StepRow {
   const run = coreOf(view);
   return {
-    taskId: run.taskId, seq, name: stepId, kind, status: 'completed', output: null, error: null,
-    attempts: 0, startedAt: null, finishedAt: null, wakeAt: null, epoch: run.epoch, done: null, calledAfter: run.calledAfter.get(seq) ?? null,
-    businessKey: run.businessKeys.get(seq) ?? null, ...fields,
+    taskId: run.taskId,
+    seq,
+    name: stepId,
+    kind,
+    status: 'completed',
+    output: null,
+    error: null,
+    attempts: 0,
+    startedAt: null,
+    finishedAt: null,
+    wakeAt: null,
+    epoch: run.epoch,
+    done: null,
+    calledAfter: run.calledAfter.get(seq) ?? null,
+    businessKey: run.businessKeys.get(seq) ?? null,
+    ...fields,
   };
 }
 

@@ -35,7 +35,13 @@ export class ProgressReporter {
     if (p.note !== undefined && (typeof p.note !== 'string' || p.note.length > 500)) throw new InvalidArgumentError('progress(): note must be a string of at most 500 characters.');
     if (p.note !== undefined) checkText(p.note, 'The progress note');
     const at = this.#run.deps.clock.now();
-    this.#pending = JSON.stringify({ ...(p.done !== undefined ? { done: p.done } : {}), ...(p.total !== undefined ? { total: p.total } : {}), ...(p.note !== undefined ? { note: p.note } : {}), step, at });
+    this.#pending = JSON.stringify({
+      ...(p.done !== undefined ? { done: p.done } : {}),
+      ...(p.total !== undefined ? { total: p.total } : {}),
+      ...(p.note !== undefined ? { note: p.note } : {}),
+      step,
+      at,
+    });
     this.#schedule();
   }
 

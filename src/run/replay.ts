@@ -89,7 +89,6 @@ function mayStayInTurn(): boolean {
   return true;
 }
 
-
 // --- one run's replay ----------------------------------------------------------------------------
 
 export class Replay {

@@ -31,9 +31,7 @@ import { armDeadline, deadlinePassed } from './deadline.ts';
 import { failedOutside } from './failed-outside.ts';
 import { cleanupDue, runCleanup, type CleanupResult } from './cleanup.ts';
 import { inScope } from './cleanup-scope.ts';
-import {
-  cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState,
-} from './state.ts';
+import { cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState } from './state.ts';
 
 export type { RunDefinition, RunDeps } from './core.ts';
 
@@ -77,12 +75,15 @@ export class TaskRun {
       core.signalNews = true; // the next event wait looks before it waits
       return;
     }
-    core.fetchSignals().then((fresh) => {
-      if (!fresh || core.ended) return;
-      for (const wait of [...core.waits.values()]) {
-        if (wait.wake && core.signals.some((s) => wait.events.includes(s.name))) wait.wake();
-      }
-    }, () => undefined); // the store is away: the wait's deadline looks again
+    core.fetchSignals().then(
+      (fresh) => {
+        if (!fresh || core.ended) return;
+        for (const wait of [...core.waits.values()]) {
+          if (wait.wake && core.signals.some((s) => wait.events.includes(s.name))) wait.wake();
+        }
+      },
+      () => undefined,
+    ); // the store is away: the wait's deadline looks again
   }
 
   /** The task was cancelled: fire the signal; the run ends `cancelled` after its cleanup (`failed` if that fails for good). */
@@ -230,8 +231,16 @@ export class TaskRun {
       return cancelOf(state) ? 'cancelling' : 'running';
     }
     const plan = decideEnd(state, {
-      result, refused: run.refused, waits: [...run.waits.values()], journal: run.journal, calls: run.seq,
-      taskId: this.taskId, workflowName: this.workflow.name, who: who(run), outputBytes: run.deps.outputBytes, deadline: run.deadline,
+      result,
+      refused: run.refused,
+      waits: [...run.waits.values()],
+      journal: run.journal,
+      calls: run.seq,
+      taskId: this.taskId,
+      workflowName: this.workflow.name,
+      who: who(run),
+      outputBytes: run.deps.outputBytes,
+      deadline: run.deadline,
       cleanupFailure: cleanup.failure,
     });
     if (plan !== 'lease-lost') return run.writer.end(plan);

@@ -14,7 +14,6 @@ import type { Wait } from './outcome.ts';
 export type { Wait } from './outcome.ts';
 import { haltReason } from './state.ts';
 
-
 /**
  * Registers a wait on which the task may park. With `timer`, a wait that has a deadline also
  * ends in-process when the deadline comes while the run is still going (other work is live);

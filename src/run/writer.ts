@@ -74,15 +74,20 @@ export class JournalWriter {
     const done = run.replay.nextDone();
     const entry: Deferred = { row: { ...row, done }, consume, handed: false, onDurable };
     this.#deferred.push(entry);
-    return run.replay.inOrder(Promise.resolve().then(value), done, () => {
-      entry.handed = true;
-      if (this.#flushTurn) return;
-      this.#flushTurn = true;
-      nextTurn(() => {
-        this.#flushTurn = false;
-        void this.flush(true).catch(() => undefined);
-      });
-    }, isCleanupSeq(row.seq));
+    return run.replay.inOrder(
+      Promise.resolve().then(value),
+      done,
+      () => {
+        entry.handed = true;
+        if (this.#flushTurn) return;
+        this.#flushTurn = true;
+        nextTurn(() => {
+          this.#flushTurn = false;
+          void this.flush(true).catch(() => undefined);
+        });
+      },
+      isCleanupSeq(row.seq),
+    );
   }
 
   /**
@@ -127,14 +132,18 @@ export class JournalWriter {
       } catch (e) {
         if (isRefusal(e)) {
           // The same row would be refused again: the run fails with the refusal, named for its step.
-          throw run.fail(new StoreRefusedError(`The checkpoint of ${row.kind} "${row.name}" of task ${run.taskId} was refused by the store: ${e.message}`, { cause: e, dbCode: refusalCode(e) }));
+          throw run.fail(
+            new StoreRefusedError(`The checkpoint of ${row.kind} "${row.name}" of task ${run.taskId} was refused by the store: ${e.message}`, { cause: e, dbCode: refusalCode(e) }),
+          );
         }
         if (this.#mayRetry()) {
           await new Promise((r) => setTimeout(r, RETRY_MS));
           continue;
         }
         // Not the step's fault: stop the run; the task resumes from its last checkpoint.
-        run.setState(withStoreLost(run.state, () => new StoreUnavailableError(`Could not checkpoint ${row.kind} "${row.name}" of task ${run.taskId}: ${coerceError(e).message}`, { cause: e })));
+        run.setState(
+          withStoreLost(run.state, () => new StoreUnavailableError(`Could not checkpoint ${row.kind} "${row.name}" of task ${run.taskId}: ${coerceError(e).message}`, { cause: e })),
+        );
         throw haltReason(run.state);
       }
       if (!accepted) {

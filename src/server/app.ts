@@ -101,9 +101,13 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
     }
   });
 
-  app.get('/metrics', async (c, next) => (options.publicMetrics ? next() : authenticate(c, next)), async (c) => {
-    return c.body(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType });
-  });
+  app.get(
+    '/metrics',
+    async (c, next) => (options.publicMetrics ? next() : authenticate(c, next)),
+    async (c) => {
+      return c.body(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType });
+    },
+  );
 
   app.get('/api/openapi.json', (c) => c.json(openapi));
 

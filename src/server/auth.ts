@@ -58,10 +58,14 @@ function checkEntry(e: unknown, where: string): TokenEntry {
 
 /** Parses `name:role:token,name:role:token` (the token may itself contain ":"). */
 export function parseTokenList(text: string): TokenEntry[] {
-  const entries = text.split(',').map((s) => s.trim()).filter(Boolean).map((part, i) => {
-    const [name, role, ...rest] = part.split(':');
-    return checkEntry({ name, role, token: rest.join(':') }, `STEPWISE_TOKENS entry ${i + 1}`);
-  });
+  const entries = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((part, i) => {
+      const [name, role, ...rest] = part.split(':');
+      return checkEntry({ name, role, token: rest.join(':') }, `STEPWISE_TOKENS entry ${i + 1}`);
+    });
   return unique(entries);
 }
 

@@ -51,7 +51,9 @@ export class IdempotencyCache {
    */
   async once(scope: string, key: string, request: unknown, run: () => Promise<StoredAnswer>): Promise<StoredAnswer & { replayed: boolean }> {
     const id = `${scope}\u0000${key}`;
-    const fingerprint = createHash('sha256').update(JSON.stringify(request) ?? '').digest('hex');
+    const fingerprint = createHash('sha256')
+      .update(JSON.stringify(request) ?? '')
+      .digest('hex');
     const now = this.#clock.now();
     const found = this.#entries.get(id);
     if (found && now - found.at < this.#ttlMs) {

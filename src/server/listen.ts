@@ -25,10 +25,11 @@ export function listen(app: Hono<Env>, options: { port?: number; hostname?: stri
         resolve({
           url: `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${info.port}`,
           port: info.port,
-          close: () => new Promise<void>((done) => {
-            (server as Server).closeAllConnections?.();
-            server.close(() => done());
-          }),
+          close: () =>
+            new Promise<void>((done) => {
+              (server as Server).closeAllConnections?.();
+              server.close(() => done());
+            }),
         });
       });
       server.on('error', reject);

@@ -95,7 +95,7 @@ async function drainBody(req: Request, maxBytes: number, maxMs: number): Promise
     timer = setTimeout(resolve, maxMs);
   });
   const read = async (): Promise<void> => {
-    for (let bytes = 0; bytes <= maxBytes; ) {
+    for (let bytes = 0; bytes <= maxBytes;) {
       const { done, value } = await reader.read();
       if (done) return;
       bytes += value.byteLength;

@@ -61,8 +61,9 @@ export function mountRoutes(app: Hono<Env>, routes: readonly RouteSpec[], deps: 
 }
 
 export function mountStreams(app: Hono<Env>, streams: readonly StreamRoute[], authenticate: Authenticate): void {
-  for (const s of streams) app.get(s.path, authenticate, async (c) => {
-    requirePermission(c.get('identity'), 'read');
-    return s.handle(c);
-  });
+  for (const s of streams)
+    app.get(s.path, authenticate, async (c) => {
+      requirePermission(c.get('identity'), 'read');
+      return s.handle(c);
+    });
 }

@@ -39,10 +39,17 @@ export function buildOpenApi(routes: readonly RouteSpec[]): Record<string, unkno
       const q = jsonSchema(r.query);
       const props = (q.properties ?? {}) as Record<string, Record<string, unknown>>;
       const required = new Set((q.required ?? []) as string[]);
-      for (const [name, schema] of Object.entries(props)) parameters.push({ name, in: 'query', required: required.has(name), schema, ...(schema.description ? { description: schema.description } : {}) });
+      for (const [name, schema] of Object.entries(props))
+        parameters.push({ name, in: 'query', required: required.has(name), schema, ...(schema.description ? { description: schema.description } : {}) });
     }
     if (r.method === 'post') {
-      parameters.push({ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: r.idempotency === 'replay' ? 'a retried POST returns the first answer' : 'passed to the engine as the command\'s idempotency key' });
+      parameters.push({
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        schema: { type: 'string', maxLength: 255 },
+        description: r.idempotency === 'replay' ? 'a retried POST returns the first answer' : "passed to the engine as the command's idempotency key",
+      });
     }
     const responses: Record<string, unknown> = {};
     for (const [status, description] of Object.entries(r.responses)) {

@@ -11,7 +11,11 @@ import { ALL_STATUSES, InvalidArgumentError, type ApprovalStatus } from '../inde
 /** Task ids are 26 Crockford base32 characters; anything close enough is looked up, anything else refused. */
 export const TaskId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'a task id is 1-64 letters and digits');
 export const ApprovalId = z.string().regex(/^[0-9A-Za-z_-]{1,128}$/, 'an approval id is 1-128 letters, digits, "_" or "-"');
-export const SignalName = z.string().min(1).max(200).regex(/^[^|]+$/, 'a signal name has no "|"');
+export const SignalName = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^|]+$/, 'a signal name has no "|"');
 const Key = z.string().min(1).max(255);
 /** The rule `workflow(name)` applies to names: a filter or start naming anything else cannot match. */
 export const WorkflowName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/, 'a workflow name is 1-200 letters, digits and . _ : / - (starting with a letter or digit)');
@@ -36,7 +40,10 @@ const FinalStatus = z.enum(['succeeded', 'failed', 'cancelled']);
 export const PurgeBody = z
   .object({
     olderThan: z.union([z.number().int().min(0), z.string().min(1).max(50)]).describe("finished at least this long ago: milliseconds or a duration such as '30d' (0: every finished task)"),
-    status: z.union([FinalStatus, z.array(FinalStatus).min(1)]).optional().describe('final statuses to delete (default: all three)'),
+    status: z
+      .union([FinalStatus, z.array(FinalStatus).min(1)])
+      .optional()
+      .describe('final statuses to delete (default: all three)'),
     workflow: z.union([WorkflowName, z.array(WorkflowName).min(1).max(100)]).optional(),
     dryRun: z.boolean().optional().describe('count, delete nothing'),
     limit: z.number().int().min(1).optional(),
@@ -72,7 +79,12 @@ export const DecideBody = z
 const StatusList = z
   .string()
   .max(200)
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.enum(ALL_STATUSES as unknown as [string, ...string[]])));
 
 export const ListQuery = z
@@ -91,7 +103,12 @@ export const APPROVAL_STATUSES = Object.keys(APPROVAL_STATUS_SET) as [ApprovalSt
 const ApprovalStatusList = z
   .string()
   .max(200)
-  .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.enum(APPROVAL_STATUSES)).min(1, 'give at least one approval status'));
 
 export const ApprovalsQuery = z

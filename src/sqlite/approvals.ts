@@ -75,22 +75,21 @@ export function listApprovals(h: SqliteHandle, q: ApprovalQuery): ApprovalRow[] 
 
 export function updateApproval(h: SqliteHandle, w: ApprovalUpdate): ApprovalRow | null {
   return h.tx(() => {
-    const cur = h.stmt(
-      `SELECT a.version, a.task_id, t.no, t.status, t.epoch FROM stepwise_approvals a JOIN stepwise_tasks t ON t.id = a.task_id WHERE a.id = ?`,
-    ).get(w.id) as { version: number; task_id: string; no: number; status: TaskStatus; epoch: number } | undefined;
+    const cur = h.stmt(`SELECT a.version, a.task_id, t.no, t.status, t.epoch FROM stepwise_approvals a JOIN stepwise_tasks t ON t.id = a.task_id WHERE a.id = ?`).get(w.id) as
+      { version: number; task_id: string; no: number; status: TaskStatus; epoch: number } | undefined;
     if (!cur || cur.version !== w.version) return null;
     if (w.taskStatuses && !w.taskStatuses.includes(cur.status)) return null;
     if (w.epoch !== undefined && (cur.epoch !== w.epoch || !LEASED_STATUSES.includes(cur.status))) return null;
     const sets = approvalAssignments(w.set);
-    const row = h.stmt(
-      `UPDATE stepwise_approvals SET version = version + 1${sets.map(([c]) => `, ${c} = ?`).join('')} WHERE id = ? RETURNING *`,
-    ).get(...sets.map(([, v]) => v), w.id) as Raw;
+    const row = h.stmt(`UPDATE stepwise_approvals SET version = version + 1${sets.map(([c]) => `, ${c} = ?`).join('')} WHERE id = ? RETURNING *`).get(...sets.map(([, v]) => v), w.id) as Raw;
     h.append(cur.no, w.at, w.log);
     if (w.wake) {
-      const res = h.stmt(
-        `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, NULL, ?, ?)
+      const res = h
+        .stmt(
+          `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, NULL, ?, ?)
          ON CONFLICT (task_id, idempotency_key) DO NOTHING`,
-      ).run(cur.task_id, w.wake.name, w.wake.key, w.at);
+        )
+        .run(cur.task_id, w.wake.name, w.wake.key, w.at);
       if (res.changes === 1) {
         h.stmt(`UPDATE stepwise_tasks SET run_at = ? WHERE no = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(w.at, cur.no, w.wake.name);
       }

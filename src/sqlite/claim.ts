@@ -33,10 +33,12 @@ function servedClause(workflows: readonly string[], versions: ClaimRequest['vers
 function room(c: SqliteContext, r: ClaimRequest): Map<string, number> {
   const left = capsOf(r);
   if (!left.size) return left;
-  const counts = c.stmt(
-    `SELECT workflow, COUNT(*) AS n FROM stepwise_tasks WHERE status IN (${LEASED_SQL}) AND lease_expires_at > ?
+  const counts = c
+    .stmt(
+      `SELECT workflow, COUNT(*) AS n FROM stepwise_tasks WHERE status IN (${LEASED_SQL}) AND lease_expires_at > ?
      AND workflow IN (${inList(left.size)}) GROUP BY workflow`,
-  ).all(r.now, ...left.keys()) as Array<{ workflow: string; n: number }>;
+    )
+    .all(r.now, ...left.keys()) as Array<{ workflow: string; n: number }>;
   subtractLeased(left, counts);
   return left;
 }
@@ -46,8 +48,15 @@ function room(c: SqliteContext, r: ClaimRequest): Map<string, number> {
  * concurrency cap is left out of the next window, so a capped backlog never hides other workflows' tasks.
  */
 function pick(
-  c: SqliteContext, r: ClaimRequest, left: Map<string, number>, picked: PickedTask[],
-  event: 'claim' | 'reclaim', from: readonly TaskStatus[], index: readonly TaskStatus[], due: string, order: string,
+  c: SqliteContext,
+  r: ClaimRequest,
+  left: Map<string, number>,
+  picked: PickedTask[],
+  event: 'claim' | 'reclaim',
+  from: readonly TaskStatus[],
+  index: readonly TaskStatus[],
+  due: string,
+  order: string,
 ): void {
   if (!from.length) return;
   for (;;) {
@@ -57,12 +66,14 @@ function pick(
     const taken = picked.map((p) => p.id);
     // `+workflow` keeps the planner off the workflow index, which would walk a workflow's
     // whole history; the status term lets it use the partial index of due (or expired) tasks.
-    const rows = c.stmt(
-      `SELECT id, status, workflow, lease_owner FROM stepwise_tasks
+    const rows = c
+      .stmt(
+        `SELECT id, status, workflow, lease_owner FROM stepwise_tasks
        WHERE ${statusTerm(from, index)} AND ${due} <= ? AND ${served.sql}
        ${taken.length ? `AND id NOT IN (${inList(taken.length)})` : ''}
        ORDER BY ${order} LIMIT ?`,
-    ).all(r.now, ...served.params, ...taken, window.need) as Raw[];
+      )
+      .all(r.now, ...served.params, ...taken, window.need) as Raw[];
     if (!takeWindow(rows, window.need, event, left, picked)) return;
   }
 }
@@ -71,9 +82,7 @@ function pick(
 function pendingSignals(c: SqliteContext, picked: readonly PickedTask[]): Map<string, SignalRow[]> {
   const signalsBy = new Map<string, SignalRow[]>();
   if (!picked.length) return signalsBy;
-  const pending = c.stmt(
-    `SELECT * FROM stepwise_signals WHERE task_id IN (${inList(picked.length)}) AND consumed_seq IS NULL ORDER BY id`,
-  ).all(...picked.map((p) => p.id)) as Raw[];
+  const pending = c.stmt(`SELECT * FROM stepwise_signals WHERE task_id IN (${inList(picked.length)}) AND consumed_seq IS NULL ORDER BY id`).all(...picked.map((p) => p.id)) as Raw[];
   for (const raw of pending) {
     const signal = toSignalRow(raw);
     signalsBy.set(signal.taskId, [...(signalsBy.get(signal.taskId) ?? []), signal]);

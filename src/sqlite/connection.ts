@@ -36,7 +36,9 @@ function openError(path: string, e: unknown): Error {
   if (code === 'SQLITE_NOTADB') return new InvalidArgumentError(`${path} is not a SQLite database (${message}). Check the sqlite: path.`, { cause: e });
   if (code === 'SQLITE_CORRUPT') return new StoreUnavailableError(`The SQLite database ${path} is corrupt (${message}): restore it from a backup.`, { cause: e });
   if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EROFS' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY') {
-    return new InvalidArgumentError(`Cannot open SQLite database ${path}: ${message}${code?.startsWith('SQLITE') ? '' : ` (${code})`}. Check that the directory exists and is writable.`, { cause: e });
+    return new InvalidArgumentError(`Cannot open SQLite database ${path}: ${message}${code?.startsWith('SQLITE') ? '' : ` (${code})`}. Check that the directory exists and is writable.`, {
+      cause: e,
+    });
   }
   return new StoreUnavailableError(`Cannot open SQLite database ${path}: ${message}`, { cause: e });
 }

@@ -213,8 +213,7 @@ export class SqliteContext {
    */
   materialize(no: number, taskId: string, seqs: readonly number[]): void {
     if (!seqs.length) return;
-    const rows = (this.stmt(`SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq IS NOT NULL AND seq IN (${inList(seqs.length)})`)
-      .all(taskId, no, ...seqs) as Raw[]);
+    const rows = this.stmt(`SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq IS NOT NULL AND seq IN (${inList(seqs.length)})`).all(taskId, no, ...seqs) as Raw[];
     if (!rows.length) return;
     const claimers = this.claimers(no);
     const insert = this.stmt(INSERT_EVENT_SQL);

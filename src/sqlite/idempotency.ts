@@ -8,7 +8,14 @@
  */
 import type Database from 'better-sqlite3';
 import {
-  acquireResult, acquiredRecord, decideAcquire, recordFromRow, type AcquireRequest, type AcquireResult, type IdempotencyBackend, type IdempotencyRecord,
+  acquireResult,
+  acquiredRecord,
+  decideAcquire,
+  recordFromRow,
+  type AcquireRequest,
+  type AcquireResult,
+  type IdempotencyBackend,
+  type IdempotencyRecord,
 } from '../store/idempotency.ts';
 
 const UPSERT = `INSERT INTO stepwise_idempotency
@@ -58,11 +65,12 @@ export class SqliteIdempotency implements IdempotencyBackend {
   }
 
   async renew(key: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
-    return this.#tx(() =>
-      this.#stmt(
-        `UPDATE stepwise_idempotency SET lease_expires_at = ?, expires_at = max(expires_at, ?), updated_at = ?
+    return this.#tx(
+      () =>
+        this.#stmt(
+          `UPDATE stepwise_idempotency SET lease_expires_at = ?, expires_at = max(expires_at, ?), updated_at = ?
          WHERE key = ? AND owner = ? AND status = 'in_progress'`,
-      ).run(now + leaseMs, now + leaseMs, now, key, owner).changes === 1,
+        ).run(now + leaseMs, now + leaseMs, now, key, owner).changes === 1,
     );
   }
 
@@ -75,11 +83,12 @@ export class SqliteIdempotency implements IdempotencyBackend {
   }
 
   #settle(key: string, owner: string, status: 'completed' | 'failed', result: string | null, error: string | null, now: number, ttlMs: number): boolean {
-    return this.#tx(() =>
-      this.#stmt(
-        `UPDATE stepwise_idempotency SET status = ?, result = ?, error = ?, owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?
+    return this.#tx(
+      () =>
+        this.#stmt(
+          `UPDATE stepwise_idempotency SET status = ?, result = ?, error = ?, owner = NULL, lease_expires_at = NULL, updated_at = ?, expires_at = ?
          WHERE key = ? AND owner = ? AND status = 'in_progress'`,
-      ).run(status, result, error, now, now + ttlMs, key, owner).changes === 1,
+        ).run(status, result, error, now, now + ttlMs, key, owner).changes === 1,
     );
   }
 
@@ -88,11 +97,12 @@ export class SqliteIdempotency implements IdempotencyBackend {
   }
 
   async purge(now: number, limit: number): Promise<number> {
-    return this.#tx(() =>
-      this.#stmt(
-        `DELETE FROM stepwise_idempotency WHERE key IN
+    return this.#tx(
+      () =>
+        this.#stmt(
+          `DELETE FROM stepwise_idempotency WHERE key IN
            (SELECT key FROM stepwise_idempotency WHERE expires_at <= ? AND (status <> 'in_progress' OR lease_expires_at <= ?) ORDER BY expires_at LIMIT ?)`,
-      ).run(now, now, limit).changes,
+        ).run(now, now, limit).changes,
     );
   }
 }

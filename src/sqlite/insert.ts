@@ -10,11 +10,25 @@ import type { Raw, SqliteContext } from './context.ts';
 import { byKey } from './read.ts';
 
 function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; created: boolean } {
-  const row = c.stmt(
-    `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at)
+  const row = c
+    .stmt(
+      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
-  ).get(task.id, task.workflow, task.workflowVersion, task.status, task.input, task.idempotencyKey, task.runAt, task.createdAt, task.createdAt, task.usage ?? null, task.deadlineAt ?? null) as Raw | undefined;
+    )
+    .get(
+      task.id,
+      task.workflow,
+      task.workflowVersion,
+      task.status,
+      task.input,
+      task.idempotencyKey,
+      task.runAt,
+      task.createdAt,
+      task.createdAt,
+      task.usage ?? null,
+      task.deadlineAt ?? null,
+    ) as Raw | undefined;
   if (row) {
     // A new row's log is empty (a deleted task's key may be handed out again, but its log went with it).
     c.checkSeqs();

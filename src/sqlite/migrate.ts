@@ -17,9 +17,14 @@ export function migrateSqlite(db: Database.Database, now: number, migrations: re
       id INTEGER PRIMARY KEY, name TEXT NOT NULL, breaking INTEGER NOT NULL, applied_at INTEGER NOT NULL, checksum TEXT)`);
     const columns = (db.prepare('PRAGMA table_info(stepwise_migrations)').all() as Array<{ name: string }>).map((c) => c.name);
     if (!columns.includes('checksum')) db.exec('ALTER TABLE stepwise_migrations ADD COLUMN checksum TEXT');
-    const applied = (db.prepare('SELECT id, name, breaking, checksum FROM stepwise_migrations ORDER BY id').all() as Array<{
-      id: number; name: string; breaking: number; checksum: string | null;
-    }>).map((a) => ({ ...a, breaking: a.breaking === 1 }));
+    const applied = (
+      db.prepare('SELECT id, name, breaking, checksum FROM stepwise_migrations ORDER BY id').all() as Array<{
+        id: number;
+        name: string;
+        breaking: number;
+        checksum: string | null;
+      }>
+    ).map((a) => ({ ...a, breaking: a.breaking === 1 }));
     checkApplied('The database', applied, migrations);
     const done = new Set(applied.map((a) => a.id));
     let count = 0;

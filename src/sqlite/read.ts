@@ -57,30 +57,35 @@ export function getSteps(c: SqliteContext, taskId: string): StepRow[] {
 export function getEvents(c: SqliteContext, taskId: string, after: number, limit: number | undefined): EventRow[] {
   // One read transaction, one snapshot: a write of another process between the two reads could
   // otherwise hide an entry (a retry moving one from its row to the table).
-  return c.translate(() => c.db.transaction(() => {
-    const no = c.noNow(taskId);
-    return no === undefined ? [] : taskLog(c, taskId, no, after, limit);
-  })());
+  return c.translate(() =>
+    c.db.transaction(() => {
+      const no = c.noNow(taskId);
+      return no === undefined ? [] : taskLog(c, taskId, no, after, limit);
+    })(),
+  );
 }
 
 export function getEventRanges(c: SqliteContext, ranges: readonly EventRange[]): EventRow[][] {
   // One read transaction for all of them, as for one task.
-  return c.translate(() => c.db.transaction(() => ranges.map((r) => {
-    if (r.before <= r.after + 1) return [];
-    const no = c.noNow(r.taskId);
-    if (no === undefined) return [];
-    return taskLog(c, r.taskId, no, r.after, r.before - r.after - 1).filter((e) => e.seq < r.before);
-  }))());
+  return c.translate(() =>
+    c.db.transaction(() =>
+      ranges.map((r) => {
+        if (r.before <= r.after + 1) return [];
+        const no = c.noNow(r.taskId);
+        if (no === undefined) return [];
+        return taskLog(c, r.taskId, no, r.after, r.before - r.after - 1).filter((e) => e.seq < r.before);
+      }),
+    )(),
+  );
 }
 
 /** A task's log after `after`, at most `limit` entries (in a read transaction of the caller's). */
 function taskLog(c: SqliteContext, taskId: string, no: number, after: number, limit: number | undefined): EventRow[] {
-  const own = (c.stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND seq > ? ORDER BY seq LIMIT ?').all(
-    taskId, no, after, limit ?? -1,
-  ) as Raw[]).map(toEventRow);
-  const carried = (c.stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq > ? ORDER BY log_seq LIMIT ?').all(
-    taskId, no, after, limit ?? -1,
-  ) as Raw[]).map((r) => ({ step: toStepRow(r), logSeq: Number(r.log_seq) }));
+  const own = (c.stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND seq > ? ORDER BY seq LIMIT ?').all(taskId, no, after, limit ?? -1) as Raw[]).map(toEventRow);
+  const carried = (c.stmt('SELECT ? AS task_id, * FROM stepwise_steps WHERE task_no = ? AND log_seq > ? ORDER BY log_seq LIMIT ?').all(taskId, no, after, limit ?? -1) as Raw[]).map((r) => ({
+    step: toStepRow(r),
+    logSeq: Number(r.log_seq),
+  }));
   return mergeLog(taskId, own, carried, carried.length ? c.claimers(no) : new Map(), limit);
 }
 
@@ -93,12 +98,16 @@ function taskLog(c: SqliteContext, taskId: string, no: number, after: number, li
 export function readLog(c: SqliteContext, after: string | null, limit: number): LogPage {
   const from = after === null ? 0 : Number(after);
   if (!Number.isSafeInteger(from)) throw new InvalidArgumentError(`Invalid log cursor "${after}"`);
-  const rows = c.translate(() => c.stmt(
-    `SELECT e.id, t.id AS task_id, e.seq, e.at, e.type, e.actor_kind, e.actor_id, e.data,
+  const rows = c.translate(() =>
+    c
+      .stmt(
+        `SELECT e.id, t.id AS task_id, e.seq, e.at, e.type, e.actor_kind, e.actor_id, e.data,
        coalesce((SELECT p.seq FROM stepwise_events p WHERE p.task_no = e.task_no AND p.seq < e.seq AND p.id < e.id
          AND p.type NOT IN (${RESULT_ENTRY_TYPES_SQL}) ORDER BY p.seq DESC LIMIT 1), 0) AS prev_seq
      FROM stepwise_events e JOIN stepwise_tasks t ON t.no = e.task_no WHERE e.id > ? AND e.type NOT IN (${RESULT_ENTRY_TYPES_SQL}) ORDER BY e.id LIMIT ?`,
-  ).all(from, limit)) as Raw[];
+      )
+      .all(from, limit),
+  ) as Raw[];
   const last = rows.at(-1);
   return { events: rows.map((r) => ({ ...toEventRow(r), cursor: String(r.id), prevSeq: Number(r.prev_seq) })), cursor: last ? String(last.id) : after, behind: false };
 }

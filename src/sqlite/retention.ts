@@ -52,8 +52,12 @@ function selection(d: TaskSelection): { where: string; params: unknown[] } {
 export function deleteTasks(h: RetentionHandle, d: TaskSelection, limit: number): Array<DeletedTask & { no: number }> {
   if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
   const { where, params } = selection(d);
-  const picked = (h.stmt(`SELECT no, id, workflow, status FROM stepwise_tasks WHERE ${where} ORDER BY id LIMIT ?`).all(...params, limit) as Array<Record<string, unknown>>)
-    .map((r) => ({ no: Number(r.no), id: String(r.id), workflow: String(r.workflow), status: r.status as TaskStatus }));
+  const picked = (h.stmt(`SELECT no, id, workflow, status FROM stepwise_tasks WHERE ${where} ORDER BY id LIMIT ?`).all(...params, limit) as Array<Record<string, unknown>>).map((r) => ({
+    no: Number(r.no),
+    id: String(r.id),
+    workflow: String(r.workflow),
+    status: r.status as TaskStatus,
+  }));
   if (!picked.length) return [];
   const nos = JSON.stringify(picked.map((t) => t.no));
   const ids = JSON.stringify(picked.map((t) => t.id));
@@ -82,7 +86,12 @@ export function countTasks(h: RetentionHandle, d: TaskSelection, cap?: number): 
   const out: Partial<Record<TaskStatus, number>> = {};
   for (const status of d.statuses) {
     const { where, params } = selection({ ...d, statuses: [status] });
-    const n = Number(h.stmt(`SELECT count(*) FROM (SELECT 1 FROM stepwise_tasks WHERE ${where} LIMIT ?)`).pluck().get(...params, cap));
+    const n = Number(
+      h
+        .stmt(`SELECT count(*) FROM (SELECT 1 FROM stepwise_tasks WHERE ${where} LIMIT ?)`)
+        .pluck()
+        .get(...params, cap),
+    );
     if (n > 0) out[status] = n;
   }
   return out;

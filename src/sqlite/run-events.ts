@@ -11,9 +11,7 @@ import { LEASED_SQL } from './sql.ts';
 
 export function appendRunEvents(c: SqliteContext, w: RunEventsWrite): boolean {
   return c.tx(() => {
-    const row = c.stmt(`UPDATE stepwise_tasks SET usage = ? WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL}) RETURNING no`).get(w.usage, w.taskId, w.epoch) as
-      | Raw
-      | undefined;
+    const row = c.stmt(`UPDATE stepwise_tasks SET usage = ? WHERE id = ? AND epoch = ? AND status IN (${LEASED_SQL}) RETURNING no`).get(w.usage, w.taskId, w.epoch) as Raw | undefined;
     if (!row) return false;
     c.append(Number(row.no), w.at, w.events);
     return true;
@@ -30,9 +28,7 @@ export function appendChunks(c: SqliteContext, w: ChunksWrite): boolean {
 }
 
 export function getChunks(c: SqliteContext, taskId: string, after: number, limit: number): StreamChunkRow[] {
-  return c.translate(() =>
-    (c.stmt('SELECT * FROM stepwise_stream_chunks WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?').all(taskId, after, limit) as Raw[]).map(toChunkRow),
-  );
+  return c.translate(() => (c.stmt('SELECT * FROM stepwise_stream_chunks WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?').all(taskId, after, limit) as Raw[]).map(toChunkRow));
 }
 
 export function deleteChunks(c: SqliteContext, taskId: string, step: string): void {

@@ -17,14 +17,20 @@ export function insertSignal(c: SqliteContext, s: SignalWrite): SignalInsert | n
     if (s.onlyIfAwaited && !(task.status === 'waiting' && task.wait_events?.includes(`|${s.name}|`))) {
       return { created: false, refused: { status: task.status, waitEvents: decodeEvents(task.wait_events) ?? [] } };
     }
-    const res = c.stmt(
-      `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
+    const res = c
+      .stmt(
+        `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (task_id, idempotency_key) DO NOTHING`,
-    ).run(s.taskId, s.name, s.payload, s.idempotencyKey, s.at);
+      )
+      .run(s.taskId, s.name, s.payload, s.idempotencyKey, s.at);
     if (res.changes === 1) {
       // Taken by a signal that must be the only one of its wait: it waits for nothing more.
-      c.stmt(`UPDATE stepwise_tasks SET run_at = ?, wait_events = CASE WHEN ? THEN NULL ELSE wait_events END WHERE id = ? AND instr(wait_events, '|' || ? || '|') > 0`)
-        .run(s.at, s.onlyIfAwaited ? 1 : 0, s.taskId, s.name);
+      c.stmt(`UPDATE stepwise_tasks SET run_at = ?, wait_events = CASE WHEN ? THEN NULL ELSE wait_events END WHERE id = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(
+        s.at,
+        s.onlyIfAwaited ? 1 : 0,
+        s.taskId,
+        s.name,
+      );
       const signalId = Number(res.lastInsertRowid);
       c.append(task.no, s.at, [signalReceivedEntry(s.actorKind, s.actorId, { signalId, name: s.name, payload: s.payload, idempotencyKey: s.idempotencyKey })]);
     }

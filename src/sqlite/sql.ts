@@ -37,9 +37,7 @@ export const LEASED_INDEX: readonly TaskStatus[] = ['running', 'cancelling'];
  * index's own WHERE term, so it is added when the statuses asked for are among the index's.
  */
 export const statusTerm = (statuses: readonly TaskStatus[], index: readonly TaskStatus[]): string =>
-  statuses.every((s) => index.includes(s))
-    ? `status IN (${statusList(index)}) AND status IN (${statusList(statuses)})`
-    : `status IN (${statusList(statuses)})`;
+  statuses.every((s) => index.includes(s)) ? `status IN (${statusList(index)}) AND status IN (${statusList(statuses)})` : `status IN (${statusList(statuses)})`;
 const STEP_VALUE_COLUMNS = STEP_COLUMNS.slice(1); // the journal refers to its task by `task_no`
 /** A journal row with the log seq of the entry it carries (or NULL), inserted or replaced. */
 export const UPSERT_STEP_SQL = `INSERT INTO stepwise_steps (task_no, ${STEP_VALUE_COLUMNS.join(', ')}, log_seq) VALUES (?, ${inList(STEP_VALUE_COLUMNS.length + 1)})

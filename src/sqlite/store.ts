@@ -26,10 +26,39 @@ import type { Transaction } from '../store/transactions.ts';
 import type { IdempotencyBackend } from '../store/idempotency.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type {
-  ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, TaskSelection, SignalInsert,
-  ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow,
-  SignalRow, SignalWrite, StepRow, StepWrite, Store, TaskRow, TransitionWrite, WorkflowRegistration,
-  WriteOp, WriteResult,
+  ApprovalInsert,
+  ApprovalQuery,
+  ApprovalRow,
+  ApprovalUpdate,
+  LogAppend,
+  DeletedTask,
+  TaskSelection,
+  SignalInsert,
+  ClaimRequest,
+  ClaimedTask,
+  EventRange,
+  EventRow,
+  ExpireRequest,
+  HeartbeatRequest,
+  HeldTask,
+  ListQuery,
+  LogPage,
+  NewEvent,
+  NewTask,
+  NextRunRequest,
+  RunEventsWrite,
+  ChunksWrite,
+  StreamChunkRow,
+  SignalRow,
+  SignalWrite,
+  StepRow,
+  StepWrite,
+  Store,
+  TaskRow,
+  TransitionWrite,
+  WorkflowRegistration,
+  WriteOp,
+  WriteResult,
 } from '../store.ts';
 
 /** How long a migration that finds the file busy is tried again (see `SqliteStore.migrate`). */
@@ -205,13 +234,19 @@ export class SqliteStore implements Store {
 
   runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
     const c = this.#c;
-    this.#transactions ??= new SqliteTransactions(() => openSqlite(this.path, c.options), (e) => c.storeError(e));
+    this.#transactions ??= new SqliteTransactions(
+      () => openSqlite(this.path, c.options),
+      (e) => c.storeError(e),
+    );
     return this.#transactions.runInTransaction(fn, checkpoint);
   }
 
   idempotencyRecords(): IdempotencyBackend {
     const c = this.#c;
-    return (this.#idempotency ??= new SqliteIdempotency(() => c.db, (fn) => c.tx(fn)));
+    return (this.#idempotency ??= new SqliteIdempotency(
+      () => c.db,
+      (fn) => c.tx(fn),
+    ));
   }
 
   async appendTaskEvents(taskId: string, at: number, entries: readonly NewEvent[]): Promise<boolean> {

@@ -16,10 +16,12 @@ function updateTask(c: SqliteContext, w: TransitionWrite): Raw | undefined {
   const { sets, params } = c.assignments(w.set, w.at);
   const guard = 'version' in w.guard ? 'version' : 'epoch';
   const pause = w.pauseRequested === undefined ? '' : ' AND pause_requested = ?';
-  return c.stmt(
-    `UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets}
+  return c
+    .stmt(
+      `UPDATE stepwise_tasks SET status = ?, version = version + 1, updated_at = ?${sets}
      WHERE id = ? AND status IN (${fromList(w.from)}) AND ${guard} = ?${pause} RETURNING *`,
-  ).get(w.to, w.at, ...params, w.taskId, 'version' in w.guard ? w.guard.version : w.guard.epoch, ...(pause ? [w.pauseRequested ? 1 : 0] : [])) as Raw | undefined;
+    )
+    .get(w.to, w.at, ...params, w.taskId, 'version' in w.guard ? w.guard.version : w.guard.epoch, ...(pause ? [w.pauseRequested ? 1 : 0] : [])) as Raw | undefined;
 }
 
 /** The transition's journal rows and log entries (rows that carry an entry get its seq). */
@@ -53,10 +55,12 @@ export function transitionNow(c: SqliteContext, w: TransitionWrite): TaskRow | n
   for (const s of w.consume ?? []) c.consume(s.signalId, s.seq);
   const events = encodeEvents(w.set.waitEvents ?? null);
   if (events !== null) {
-    const due = c.stmt(
-      `UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND EXISTS
+    const due = c
+      .stmt(
+        `UPDATE stepwise_tasks SET run_at = ? WHERE id = ? AND EXISTS
          (SELECT 1 FROM stepwise_signals WHERE task_id = ? AND consumed_seq IS NULL AND instr(?, '|' || name || '|') > 0) RETURNING *`,
-    ).get(w.at, w.taskId, w.taskId, events) as Raw | undefined;
+      )
+      .get(w.at, w.taskId, w.taskId, events) as Raw | undefined;
     if (due) return toTaskRow(due);
   }
   return toTaskRow(row);

@@ -14,16 +14,36 @@ const strOrNull = (v: unknown): string | null => (v === null || v === undefined 
 
 /** Columns in insert order, with the row field each holds. */
 export const APPROVAL_COLUMNS = [
-  ['id', 'id'], ['task_id', 'taskId'], ['workflow', 'workflow'], ['name', 'name'], ['call_key', 'callKey'], ['status', 'status'],
-  ['approvers', 'approvers'], ['quorum', 'quorum'], ['payload', 'payload'], ['policy', 'policy'], ['deadline', 'deadline'],
-  ['remind_at', 'remindAt'], ['level', 'level'], ['decisions', 'decisions'], ['outcome', 'outcome'], ['version', 'version'],
-  ['created_at', 'createdAt'], ['decided_at', 'decidedAt'],
+  ['id', 'id'],
+  ['task_id', 'taskId'],
+  ['workflow', 'workflow'],
+  ['name', 'name'],
+  ['call_key', 'callKey'],
+  ['status', 'status'],
+  ['approvers', 'approvers'],
+  ['quorum', 'quorum'],
+  ['payload', 'payload'],
+  ['policy', 'policy'],
+  ['deadline', 'deadline'],
+  ['remind_at', 'remindAt'],
+  ['level', 'level'],
+  ['decisions', 'decisions'],
+  ['outcome', 'outcome'],
+  ['version', 'version'],
+  ['created_at', 'createdAt'],
+  ['decided_at', 'decidedAt'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof ApprovalRow]>;
 
 /** The columns a patch may set, with their field. */
 const PATCH_COLUMNS = [
-  ['status', 'status'], ['approvers', 'approvers'], ['deadline', 'deadline'], ['remind_at', 'remindAt'], ['level', 'level'],
-  ['decisions', 'decisions'], ['outcome', 'outcome'], ['decided_at', 'decidedAt'],
+  ['status', 'status'],
+  ['approvers', 'approvers'],
+  ['deadline', 'deadline'],
+  ['remind_at', 'remindAt'],
+  ['level', 'level'],
+  ['decisions', 'decisions'],
+  ['outcome', 'outcome'],
+  ['decided_at', 'decidedAt'],
 ] as const satisfies ReadonlyArray<readonly [string, keyof ApprovalPatch]>;
 
 export function approvalValues(a: ApprovalRow): unknown[] {

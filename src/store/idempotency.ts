@@ -99,9 +99,17 @@ export function fingerprintsMatch(a: string | null, b: string | null): boolean {
 export function acquiredRecord(found: IdempotencyRecord | null, decision: AcquireDecision, req: AcquireRequest): IdempotencyRecord {
   const keepsAge = found && (decision === 'reenter' || decision === 'takeover');
   return {
-    key: req.key, status: 'in_progress', fingerprint: req.fingerprint ?? (keepsAge ? found.fingerprint : null), owner: req.owner,
-    leaseExpiresAt: req.now + req.leaseMs, result: null, error: null, taskId: req.taskId,
-    createdAt: keepsAge ? found.createdAt : req.now, updatedAt: req.now, expiresAt: req.now + Math.max(req.ttlMs, req.leaseMs),
+    key: req.key,
+    status: 'in_progress',
+    fingerprint: req.fingerprint ?? (keepsAge ? found.fingerprint : null),
+    owner: req.owner,
+    leaseExpiresAt: req.now + req.leaseMs,
+    result: null,
+    error: null,
+    taskId: req.taskId,
+    createdAt: keepsAge ? found.createdAt : req.now,
+    updatedAt: req.now,
+    expiresAt: req.now + Math.max(req.ttlMs, req.leaseMs),
   };
 }
 
@@ -117,9 +125,17 @@ const text = (v: unknown): string | null => (v === null || v === undefined ? nul
 /** A stored row (both stores use the same column names) as a record. */
 export function recordFromRow(r: Record<string, unknown>): IdempotencyRecord {
   return {
-    key: String(r.key), status: r.status as IdempotencyRecord['status'], fingerprint: text(r.fingerprint), owner: text(r.owner),
-    leaseExpiresAt: num(r.lease_expires_at), result: text(r.result), error: text(r.error), taskId: text(r.task_id),
-    createdAt: Number(r.created_at), updatedAt: Number(r.updated_at), expiresAt: Number(r.expires_at),
+    key: String(r.key),
+    status: r.status as IdempotencyRecord['status'],
+    fingerprint: text(r.fingerprint),
+    owner: text(r.owner),
+    leaseExpiresAt: num(r.lease_expires_at),
+    result: text(r.result),
+    error: text(r.error),
+    taskId: text(r.task_id),
+    createdAt: Number(r.created_at),
+    updatedAt: Number(r.updated_at),
+    expiresAt: Number(r.expires_at),
   };
 }
 

@@ -36,7 +36,11 @@ export interface DwellAlert {
 
 export function toDwellEvent(base: { taskId: string; seq: number; at: number; actor: DwellEvent['actor'] }, data: Record<string, unknown>): DwellEvent {
   return {
-    ...base, type: 'dwell:exceeded', status: data.status as DwellEvent['status'], afterMs: Number(data.afterMs), since: Number(data.since),
+    ...base,
+    type: 'dwell:exceeded',
+    status: data.status as DwellEvent['status'],
+    afterMs: Number(data.afterMs),
+    since: Number(data.since),
     outcome: data.outcome as DwellEvent['outcome'],
   };
 }

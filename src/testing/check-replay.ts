@@ -89,16 +89,7 @@ const IMPORTER = 'check-replay-import';
  * for (const t of (await engine.list({ workflow: 'publish-article', limit: 100 })).tasks) await checkReplay(engine, t.id);
  */
 export async function checkReplay(engine: Engine, taskId: string, options: CheckReplayOptions = {}): Promise<ReplayReport> {
-  // (Not instanceof: an engine made by another copy of the package is an engine too.)
-  if (typeof (engine as Partial<Engine> | null)?.ready !== 'function' || !((engine as Partial<Engine>).workflows instanceof Map)) {
-    throw new InvalidArgumentError('checkReplay(engine, taskId): the first argument must be an Engine.');
-  }
-  if (typeof taskId !== 'string' || !taskId) throw new InvalidArgumentError('checkReplay(engine, taskId): a task id is required.');
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('checkReplay: options must be an object.');
-  const unknown = Object.keys(options).filter((k) => k !== 'workflow' && k !== 'timeout');
-  if (unknown.length) throw new InvalidArgumentError(`checkReplay: unknown option ${unknown.map((k) => `"${k}"`).join(', ')} (known: workflow, timeout).`);
-  if (options.workflow !== undefined && !isWorkflow(options.workflow)) throw new InvalidArgumentError('checkReplay: options.workflow must be a workflow made by workflow(name, fn).');
-  const timeoutMs = options.timeout === undefined ? 10_000 : toMs(options.timeout, 'checkReplay: timeout');
+  const timeoutMs = checkArguments(engine, taskId, options);
   const source = await engine.ready();
   const row = await source.getTask(taskId);
   if (!row) throw new TaskNotFoundError(taskId);
@@ -111,7 +102,12 @@ export async function checkReplay(engine: Engine, taskId: string, options: Check
   // Replayed whatever it declares, so that the replay says whether it could run the task.
   const code = served ? current : defineWorkflow(current.name, current.fn, { ...current.options, compatibleVersions: [...(current.options.compatibleVersions ?? []), row.workflowVersion] });
   const report = {
-    taskId, workflow: row.workflow, status: row.status, recordedVersion: row.workflowVersion, version: current.version, served,
+    taskId,
+    workflow: row.workflow,
+    status: row.status,
+    recordedVersion: row.workflowVersion,
+    version: current.version,
+    served,
     recorded: steps.filter((s) => s.done !== null).length,
   };
   const where = `checkReplay("${row.workflow}", task ${taskId}, recorded under version ${row.workflowVersion}, replayed by version ${current.version})`;
@@ -155,7 +151,10 @@ export async function checkReplay(engine: Engine, taskId: string, options: Check
     const next = newCall ?? (end ? null : (v.writes[0]?.what ?? null));
     if (finishedTask) {
       if (next !== null) {
-        throw fail('new-call', `the task ${row.status}, but the code went on past its journal: ${next}. The code makes a call the recorded run did not make (a step added, or a branch taken otherwise).`);
+        throw fail(
+          'new-call',
+          `the task ${row.status}, but the code went on past its journal: ${next}. The code makes a call the recorded run did not make (a step added, or a branch taken otherwise).`,
+        );
       }
       const other = otherEnd(row, end);
       if (other) throw fail('other-end', other);
@@ -168,16 +167,43 @@ export async function checkReplay(engine: Engine, taskId: string, options: Check
   }
 }
 
+/** Refuses arguments checkReplay cannot use; returns the timeout in milliseconds. */
+function checkArguments(engine: Engine, taskId: string, options: CheckReplayOptions): number {
+  // (Not instanceof: an engine made by another copy of the package is an engine too.)
+  if (typeof (engine as Partial<Engine> | null)?.ready !== 'function' || !((engine as Partial<Engine>).workflows instanceof Map)) {
+    throw new InvalidArgumentError('checkReplay(engine, taskId): the first argument must be an Engine.');
+  }
+  if (typeof taskId !== 'string' || !taskId) throw new InvalidArgumentError('checkReplay(engine, taskId): a task id is required.');
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('checkReplay: options must be an object.');
+  const unknown = Object.keys(options).filter((k) => k !== 'workflow' && k !== 'timeout');
+  if (unknown.length) throw new InvalidArgumentError(`checkReplay: unknown option ${unknown.map((k) => `"${k}"`).join(', ')} (known: workflow, timeout).`);
+  if (options.workflow !== undefined && !isWorkflow(options.workflow)) throw new InvalidArgumentError('checkReplay: options.workflow must be a workflow made by workflow(name, fn).');
+  return options.timeout === undefined ? 10_000 : toMs(options.timeout, 'checkReplay: timeout');
+}
+
 /** Copies the task into the scratch database: the row, its journal (fenced by a claim of its own) and its approvals. */
 async function importTask(store: Store, row: TaskRow, steps: readonly StepRow[], approvals: readonly ApprovalRow[], now: number): Promise<void> {
   const created = planCreation({ kind: 'system', id: IMPORTER });
   await store.insertTask({
-    id: row.id, workflow: row.workflow, workflowVersion: row.workflowVersion, input: row.input, idempotencyKey: null,
-    runAt: now, createdAt: row.createdAt, deadlineAt: row.deadlineAt, status: created.status, usage: row.usage, log: created.log,
+    id: row.id,
+    workflow: row.workflow,
+    workflowVersion: row.workflowVersion,
+    input: row.input,
+    idempotencyKey: null,
+    runAt: now,
+    createdAt: row.createdAt,
+    deadlineAt: row.deadlineAt,
+    status: created.status,
+    usage: row.usage,
+    log: created.log,
   });
   const reclaimFrom = sourcesOf('reclaim');
   const [claimed] = await store.claim({
-    workerId: IMPORTER, now, leaseMs: 60_000, limit: 1, workflows: [row.workflow],
+    workerId: IMPORTER,
+    now,
+    leaseMs: 60_000,
+    limit: 1,
+    workflows: [row.workflow],
     claim: { from: sourcesOf('claim'), to: transition({ status: 'pending' }, 'claim').to },
     reclaim: { from: reclaimFrom, to: Object.fromEntries(reclaimFrom.map((s) => [s, transition({ status: s }, 'reclaim').to])) },
   });

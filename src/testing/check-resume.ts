@@ -24,9 +24,7 @@ import { openStore } from '../store-url.ts';
 import { isWorkflow, type Workflow } from '../workflow.ts';
 import { firstDifference, normalized, sameJson, show } from './compare.ts';
 import { ManualClock } from './manual-clock.ts';
-import {
-  ResumeCheckError, describePoint, type CrashPoint, type CrashPointResult, type ResumeFailure, type ResumeReport,
-} from './resume-report.ts';
+import { ResumeCheckError, describePoint, type CrashPoint, type CrashPointResult, type ResumeFailure, type ResumeReport } from './resume-report.ts';
 import { runTrial, type JournalCall, type TaskOutcome, type TrialResult, type TrialSettings } from './trial.ts';
 import type { ApprovalAnswer, TaskWait } from './world.ts';
 
@@ -91,7 +89,19 @@ export interface CheckResumeOptions<I = unknown> {
   timeout?: Duration;
 }
 
-const OPTIONS = ['input', 'setup', 'effects', 'signals', 'approvals', 'onWait', 'clock', 'observers', 'limits', 'database', 'timeout'] as const satisfies readonly (keyof CheckResumeOptions)[];
+const OPTIONS = [
+  'input',
+  'setup',
+  'effects',
+  'signals',
+  'approvals',
+  'onWait',
+  'clock',
+  'observers',
+  'limits',
+  'database',
+  'timeout',
+] as const satisfies readonly (keyof CheckResumeOptions)[];
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -105,7 +115,8 @@ const DEFAULT_TIMEOUT_MS = 10_000;
  * const report = await checkResume(publish, { input: { topic: 'x' }, signals: { review: { approved: true } } });
  * // report.points: [{ write: 1, when: 'before', what: 'the result of step "generate"', interrupted: ['generate'], ranAgain: ['generate'] }, …]
  */
-export async function checkResume<In>(workflow: Workflow<any, any, In>, options: CheckResumeOptions<In> = {}): Promise<ResumeReport> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function checkResume<In>(workflow: Workflow<any, any, In>, options: CheckResumeOptions<In> = {}): Promise<ResumeReport> {
   const checked = checkOptions(workflow, options);
   const name = (workflow as Workflow).name;
   let dir: string | null = null;
@@ -194,30 +205,45 @@ function judge(point: CrashPoint, t: TrialResult, report: ResumeReport, effects:
   if (isNonDeterminism(outcome)) return failed('non-determinism', nonDeterminism(outcome));
   for (const a of t.second) {
     if (t.durable.includes(a.step)) {
-      return failed('durable-step-ran-again', `step "${a.step}" ran again (attempt ${a.attempt}), although its result was durable before the crash.\n` +
-        'A recorded step is handed back by replay, never run again: this points to a bug in Stepwise or in its store; please report it with this message.');
+      return failed(
+        'durable-step-ran-again',
+        `step "${a.step}" ran again (attempt ${a.attempt}), although its result was durable before the crash.\n` +
+          'A recorded step is handed back by replay, never run again: this points to a bug in Stepwise or in its store; please report it with this message.',
+      );
     }
     const firstKey = t.first.find((f) => f.step === a.step)?.idempotencyKey;
     if (firstKey !== undefined && firstKey !== a.idempotencyKey) {
-      return failed('key-changed', `step "${a.step}" ran again with idempotency key ${show(normalized(a.idempotencyKey, t.taskId))}, but its attempt before the crash had ${show(normalized(firstKey, t.taskId))}.\n` +
-        'An API that deduplicates on the key would do the effect twice. A business key (the step\'s `key` option) must come from the input and earlier steps\' results only, not from Date.now(), Math.random() or a counter.');
+      return failed(
+        'key-changed',
+        `step "${a.step}" ran again with idempotency key ${show(normalized(a.idempotencyKey, t.taskId))}, but its attempt before the crash had ${show(normalized(firstKey, t.taskId))}.\n` +
+          "An API that deduplicates on the key would do the effect twice. A business key (the step's `key` option) must come from the input and earlier steps' results only, not from Date.now(), Math.random() or a counter.",
+      );
     }
   }
   const base = report.baseline;
   const calls = callDifference(base.calls, t.end.calls);
   if (calls) {
-    return failed('calls-differ', `the task made other calls than the run without a crash: ${calls}.\n` +
-      'The workflow\'s control flow depends on something other than its input and its steps\' results (Math.random(), Date.now(), a counter, I/O outside ctx.step): move it into a step.');
+    return failed(
+      'calls-differ',
+      `the task made other calls than the run without a crash: ${calls}.\n` +
+        "The workflow's control flow depends on something other than its input and its steps' results (Math.random(), Date.now(), a counter, I/O outside ctx.step): move it into a step.",
+    );
   }
   if (!sameJson(outcome, base.outcome)) {
-    return failed('outcome-differs', `${outcomeDifference(base.outcome, outcome)}.\n` +
-      'Code outside ctx.step ran again when the task resumed (a counter or a side effect in the workflow body), or a step that ran again returned something else (make your fakes deterministic).');
+    return failed(
+      'outcome-differs',
+      `${outcomeDifference(base.outcome, outcome)}.\n` +
+        'Code outside ctx.step ran again when the task resumed (a counter or a side effect in the workflow body), or a step that ran again returned something else (make your fakes deterministic).',
+    );
   }
   if ('effects' in base && !sameJson(effects, base.effects)) {
     const d = firstDifference(base.effects, effects);
     const again = result.ranAgain.length ? ` Steps that ran again: ${result.ranAgain.map((s) => `"${s}"`).join(', ')}.` : '';
-    return failed('effects-differ', `what effects() returned differs from the run without a crash${d ? ` at ${d.path || 'the top'}: ${show(d.a)} without a crash, ${show(d.b)} after it` : ''}.\n` +
-      `A side effect happened again when the task resumed: one outside ctx.step (it runs again on every replay), or a step that ran again without handing its idempotencyKey to an API that deduplicates.${again}`);
+    return failed(
+      'effects-differ',
+      `what effects() returned differs from the run without a crash${d ? ` at ${d.path || 'the top'}: ${show(d.a)} without a crash, ${show(d.b)} after it` : ''}.\n` +
+        `A side effect happened again when the task resumed: one outside ctx.step (it runs again on every replay), or a step that ran again without handing its idempotencyKey to an API that deduplicates.${again}`,
+    );
   }
   return { point: result, failure: null };
 }
@@ -231,8 +257,10 @@ function isNonDeterminism(o: TaskOutcome): o is Extract<TaskOutcome, { status: '
 }
 
 function nonDeterminism(o: Extract<TaskOutcome, { status: 'failed' }>): string {
-  return `the task failed with NON_DETERMINISM: ${o.error.message}\n` +
-    'The code did not change here: it made other calls when it ran again. Control flow between steps must depend only on the input and the steps\' results: move Math.random(), Date.now(), counters and I/O into ctx.step.';
+  return (
+    `the task failed with NON_DETERMINISM: ${o.error.message}\n` +
+    "The code did not change here: it made other calls when it ran again. Control flow between steps must depend only on the input and the steps' results: move Math.random(), Date.now(), counters and I/O into ctx.step."
+  );
 }
 
 function callName(c: JournalCall | undefined): string {
@@ -290,14 +318,16 @@ function checkOptions<I>(workflow: unknown, options: CheckResumeOptions<I>): Che
   const approvals = options.approvals ?? {};
   if (typeof approvals !== 'object' || approvals === null || Array.isArray(approvals)) throw new InvalidArgumentError(`${where}: approvals must be an object of decisions by approval name.`);
   for (const [n, a] of Object.entries(approvals)) {
-    if (typeof a !== 'object' || a === null || typeof (a as ApprovalAnswer).approve !== 'boolean') throw new InvalidArgumentError(`${where}: approvals[${JSON.stringify(n)}] must be { approve: true | false, by?, comment?, data? }.`);
+    if (typeof a !== 'object' || a === null || typeof (a as ApprovalAnswer).approve !== 'boolean')
+      throw new InvalidArgumentError(`${where}: approvals[${JSON.stringify(n)}] must be { approve: true | false, by?, comment?, data? }.`);
   }
   const observers = options.observers ?? [];
   if (!Array.isArray(observers)) throw new InvalidArgumentError(`${where}: observers must be an array.`);
   const timeoutMs = options.timeout === undefined ? DEFAULT_TIMEOUT_MS : toMs(options.timeout, `${where}: timeout`);
   if (!(timeoutMs > 0)) throw new InvalidArgumentError(`${where}: timeout must be longer than 0.`);
   const c = options.clock;
-  if (c !== undefined && typeof c !== 'function' && !isClock(c)) throw new InvalidArgumentError(`${where}: clock must be a ManualClock (from stepwise-engine/testing), or a function returning a new one.`);
+  if (c !== undefined && typeof c !== 'function' && !isClock(c))
+    throw new InvalidArgumentError(`${where}: clock must be a ManualClock (from stepwise-engine/testing), or a function returning a new one.`);
   const clock = (): ManualClock => {
     if (c === undefined) return new ManualClock();
     const made = typeof c === 'function' ? c() : c;

@@ -140,7 +140,12 @@ export class ProcessStore {
               name = w.step.name;
               return w;
             };
-            return this.#call(() => method.call(target, fn, named), { what: 'a transactional step (ctx.transaction) with its checkpoint', results: [] }, false, () => name);
+            return this.#call(
+              () => method.call(target, fn, named),
+              { what: 'a transactional step (ctx.transaction) with its checkpoint', results: [] },
+              false,
+              () => name,
+            );
           };
         }
         return (...args: unknown[]) => this.#call(() => method.apply(target, args), describe ? describe(args) : null, prop === 'writeBatchNow', undefined, args);

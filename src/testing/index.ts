@@ -9,8 +9,16 @@ export { ManualClock } from './manual-clock.ts';
 // Crash at every step boundary
 export { checkResume, type CheckResumeOptions, type RunSetup } from './check-resume.ts';
 export {
-  ResumeCheckError, isResumeCheckError,
-  type CrashPoint, type CrashPointResult, type ResumeFailure, type ResumeReport, type JournalCall, type StepAttempt, type TaskOutcome, type WriteInfo,
+  ResumeCheckError,
+  isResumeCheckError,
+  type CrashPoint,
+  type CrashPointResult,
+  type ResumeFailure,
+  type ResumeReport,
+  type JournalCall,
+  type StepAttempt,
+  type TaskOutcome,
+  type WriteInfo,
 } from './resume-report.ts';
 export type { ApprovalAnswer, TaskWait } from './world.ts';
 

@@ -32,10 +32,7 @@ export interface StepAttempt {
 }
 
 /** How a task ended. Error messages are compared with the task's id replaced by `<taskId>`. */
-export type TaskOutcome =
-  | { status: 'succeeded'; output: unknown }
-  | { status: 'failed'; error: { name: string; code: string | null; message: string } }
-  | { status: 'cancelled' };
+export type TaskOutcome = { status: 'succeeded'; output: unknown } | { status: 'failed'; error: { name: string; code: string | null; message: string } } | { status: 'cancelled' };
 
 /** One call of the task's journal: its position, id, kind and final status. */
 export interface JournalCall {
@@ -59,9 +56,7 @@ export interface TrialSettings {
   timeoutMs: number;
 }
 
-export type TrialEnd =
-  | { finished: true; outcome: TaskOutcome; calls: JournalCall[] }
-  | { finished: false; why: string };
+export type TrialEnd = { finished: true; outcome: TaskOutcome; calls: JournalCall[] } | { finished: false; why: string };
 
 export interface TrialResult {
   taskId: string;
@@ -144,7 +139,10 @@ async function startProcess(s: TrialSettings, url: string, plan: CrashPlan | nul
   });
   const alive = (): boolean => !view.dead;
   const engine = new Engine({
-    store: view.store, workflows: [s.workflow], clock: processClock(s.clock, alive), observers: processObservers(s.observers, alive),
+    store: view.store,
+    workflows: [s.workflow],
+    clock: processClock(s.clock, alive),
+    observers: processObservers(s.observers, alive),
     ...(s.limits ? { limits: s.limits } : {}),
   });
   const w = engine.worker({ ...WORKER_OPTIONS, workerId });
@@ -163,7 +161,10 @@ async function startProcess(s: TrialSettings, url: string, plan: CrashPlan | nul
     get dead() {
       return view.dead;
     },
-    view, worker: w, attempts, died: dead,
+    view,
+    worker: w,
+    attempts,
+    died: dead,
     async close() {
       // A dead process is not stopped (it would write): its store is closed under it.
       if (!view.dead) await engine.close();
@@ -192,9 +193,7 @@ export async function runTrial(s: TrialSettings, plan: CrashPlan | null): Promis
       // lease): the next worker comes once it has.
       await atMost(first.view.settled(), Math.max(0, deadline - Date.now()));
       // What the dead process left durable, read as the next worker will find it.
-      durable = (await clientStore.getSteps(id))
-        .filter((r) => r.kind === 'step' && (r.status === 'completed' || r.status === 'failed') && r.done !== null)
-        .map((r) => r.name);
+      durable = (await clientStore.getSteps(id)).filter((r) => r.kind === 'step' && (r.status === 'completed' || r.status === 'failed') && r.done !== null).map((r) => r.name);
       await clientStore.endLeasesOf(first.worker.id, s.clock.now());
       second = await startProcess(s, url, null, 'check-second-worker');
       processes.push(second);

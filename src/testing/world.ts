@@ -146,7 +146,10 @@ export class World {
     this.#asked.add(row.version);
     const before = this.#acts;
     await onWait({
-      taskId: this.#taskId, events, approvals: approvals.map((a) => ({ ...a, approvers: [...a.approvers] })), until: row.runAt,
+      taskId: this.#taskId,
+      events,
+      approvals: approvals.map((a) => ({ ...a, approvers: [...a.approvers] })),
+      until: row.runAt,
       signal: async (name, payload) => {
         this.#acts++;
         await this.#signal(row, name, payload);
@@ -163,7 +166,12 @@ export class World {
   async #decide(a: ApprovalWait, answer: ApprovalAnswer): Promise<void> {
     const deciders = answer.by !== undefined ? [answer.by] : a.approvers.length ? a.approvers : ['checkResume'];
     for (const by of deciders) {
-      const info = await this.#client.decide(a.id, { approve: answer.approve, by, ...(answer.comment !== undefined ? { comment: answer.comment } : {}), ...(answer.data !== undefined ? { data: answer.data } : {}) });
+      const info = await this.#client.decide(a.id, {
+        approve: answer.approve,
+        by,
+        ...(answer.comment !== undefined ? { comment: answer.comment } : {}),
+        ...(answer.data !== undefined ? { data: answer.data } : {}),
+      });
       if (info.status !== 'pending' && info.status !== 'escalated') return;
     }
   }

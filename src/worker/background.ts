@@ -46,17 +46,23 @@ export class Background {
     this.#scheduler = new PeriodicScheduler({ clock: systemClock, onError: (e, job) => host.onError(coerceError(e), job.name) });
     // One dwell scanner per worker, for the workflows it serves that bound their dwell.
     if ([...host.workflows.values()].some((w) => w.options.dwell)) {
-      this.#dwell = new DwellScanner({
-        store: host.store, clock: host.clock, workflows: () => host.workflows.values(),
-        changed: (taskId) => host.bus.emit('task:settled', { taskId }),
-        cancelled: (taskId, reason) => host.bus.emit('task:cancel', { taskId, reason }),
-        alerted: (alert) => notify(host.observers, 'onDwellAlert', alert),
-        onError: (error) => host.onError(error, 'scanning dwell timeouts'),
-      }, host.dwellScanMs);
+      this.#dwell = new DwellScanner(
+        {
+          store: host.store,
+          clock: host.clock,
+          workflows: () => host.workflows.values(),
+          changed: (taskId) => host.bus.emit('task:settled', { taskId }),
+          cancelled: (taskId, reason) => host.bus.emit('task:cancel', { taskId, reason }),
+          alerted: (alert) => notify(host.observers, 'onDwellAlert', alert),
+          onError: (error) => host.onError(error, 'scanning dwell timeouts'),
+        },
+        host.dwellScanMs,
+      );
       this.#dwell.start();
     }
     this.#scheduler.add({
-      name: 'closing the approvals of ended tasks', periodMs: host.dwellScanMs,
+      name: 'closing the approvals of ended tasks',
+      periodMs: host.dwellScanMs,
       run: () => closeEndedApprovals(host.store, host.clock),
     });
     const purge = purgeJob(host);
@@ -82,7 +88,8 @@ function purgeJob(host: BackgroundHost): Sweeper | null {
   const idempotency = host.idempotency;
   if (!idempotency || host.purgeMs <= 0) return null;
   return new Sweeper({
-    purge: (limit) => idempotency.purge(limit), intervalMs: host.purgeMs,
+    purge: (limit) => idempotency.purge(limit),
+    intervalMs: host.purgeMs,
     onError: (e) => host.onError(coerceError(e), 'deleting expired idempotency records'),
   });
 }
@@ -90,7 +97,8 @@ function purgeJob(host: BackgroundHost): Sweeper | null {
 /** Finished tasks past their retention, of the workflows this worker serves (retention/). */
 function retentionJob(host: BackgroundHost): Sweeper | null {
   const kept = [...host.workflows.values()].map((w) => ({
-    name: w.name, ...(w.options.retention ? { retention: resolveRetention(w.options.retention, w.name) } : {}),
+    name: w.name,
+    ...(w.options.retention ? { retention: resolveRetention(w.options.retention, w.name) } : {}),
   }));
   const deletions = (now: number) => sweepDeletions(now, host.retention, kept);
   // No workflow here keeps any status for a limited time: there is nothing to sweep.

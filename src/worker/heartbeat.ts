@@ -124,7 +124,12 @@ export class Heartbeat {
 async function abandonCancelling(store: Store, now: number, leaseMs: number): Promise<void> {
   const abort = transition({ status: 'cancelling' }, 'abort');
   await store.expireLeases({
-    now, event: 'abort', from: sourcesOf('abort'), to: abort.to, set: effectColumns(abort, now), expiredForMs: leaseMs,
+    now,
+    event: 'abort',
+    from: sourcesOf('abort'),
+    to: abort.to,
+    set: effectColumns(abort, now),
+    expiredForMs: leaseMs,
     note: `its cleanup (onCancel handlers, compensations) did not run: no worker of workflow "{workflow}" version {version} took the task over within ${leaseMs} ms of its lease expiring`,
   });
 }

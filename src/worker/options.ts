@@ -82,7 +82,6 @@ const positiveInt = (name: string, v: number): number => {
   return v;
 };
 
-
 /** A worker's options, checked, with their defaults. */
 export interface ResolvedOptions {
   concurrency: number;
@@ -104,9 +103,7 @@ export function resolveOptions(options: WorkerOptions): ResolvedOptions {
   const leaseMs = positive('leaseMs', options.leaseMs ?? 30_000);
   const heartbeatMs = positive('heartbeatMs', options.heartbeatMs ?? Math.min(2000, leaseMs / 3));
   if (heartbeatMs * 3 > leaseMs) {
-    throw new InvalidArgumentError(
-      `heartbeatMs (${heartbeatMs}) must be at most a third of leaseMs (${leaseMs}): a run stops itself two heartbeats before its lease could expire.`,
-    );
+    throw new InvalidArgumentError(`heartbeatMs (${heartbeatMs}) must be at most a third of leaseMs (${leaseMs}): a run stops itself two heartbeats before its lease could expire.`);
   }
   return {
     concurrency: positiveInt('concurrency', options.concurrency ?? 8),

@@ -56,7 +56,10 @@ export async function fakeHttp(script: ScriptedResponse[]): Promise<FakeHttp> {
 /** An OpenAI chat completion answer with `text`. */
 export function chatCompletion(text: string): unknown {
   return {
-    id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-test',
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'gpt-test',
     choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: text } }],
     usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
   };

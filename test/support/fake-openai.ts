@@ -80,8 +80,14 @@ export async function startFakeOpenAI(initial: FakeReply[] = [text('hello')]): P
     for await (const part of req) raw += String(part);
     let endResolve!: () => void;
     const rec: RecordedRequest = {
-      n: requests.length + 1, path: req.url ?? '', headers: req.headers, body: raw ? (JSON.parse(raw) as Record<string, unknown>) : {},
-      chunksSent: 0, finished: false, closedByClient: false, ended: new Promise<void>((r) => (endResolve = r)),
+      n: requests.length + 1,
+      path: req.url ?? '',
+      headers: req.headers,
+      body: raw ? (JSON.parse(raw) as Record<string, unknown>) : {},
+      chunksSent: 0,
+      finished: false,
+      closedByClient: false,
+      ended: new Promise<void>((r) => (endResolve = r)),
     };
     requests.push(rec);
     res.on('close', () => {

@@ -18,7 +18,10 @@ export async function ownerKilledWhileRunning(env: { db: string; key: string; le
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/idempotency-owner.ts'], {
     cwd: new URL('../..', import.meta.url).pathname,
     env: {
-      ...process.env, STEPWISE_TEST_DB: env.db, STEPWISE_TEST_KEY: env.key, STEPWISE_TEST_LEASE_MS: String(env.leaseMs),
+      ...process.env,
+      STEPWISE_TEST_DB: env.db,
+      STEPWISE_TEST_KEY: env.key,
+      STEPWISE_TEST_LEASE_MS: String(env.leaseMs),
       ...(env.redis ? { STEPWISE_TEST_REDIS: env.redis.url, STEPWISE_TEST_REDIS_PREFIX: env.redis.prefix } : {}),
     },
     stdio: ['ignore', 'pipe', 'pipe'],

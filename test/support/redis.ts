@@ -25,6 +25,8 @@ export async function hasRedis(): Promise<boolean> {
   if (process.env.CI === 'true' || process.env.CI === '1') {
     throw new Error(`[stepwise tests] CI=true but Redis is not reachable at ${REDIS_URL} (${a.reason}). .ci/run must start it.`);
   }
-  console.warn(`\n[stepwise tests] Redis is NOT reachable at ${REDIS_URL} (${a.reason}): SKIPPING the Redis idempotency tests. Set STEPWISE_TEST_REDIS_URL or start redis-server to run them.\n`);
+  console.warn(
+    `\n[stepwise tests] Redis is NOT reachable at ${REDIS_URL} (${a.reason}): SKIPPING the Redis idempotency tests. Set STEPWISE_TEST_REDIS_URL or start redis-server to run them.\n`,
+  );
   return false;
 }

@@ -20,7 +20,8 @@ export interface CallOptions {
 }
 
 /** One request to the server's app; `as: null` sends no token. */
-export async function call(server: StepwiseServer, method: string, path: string, options: CallOptions = {}): Promise<{ status: number; body: any; headers: Headers }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function call(server: StepwiseServer, method: string, path: string, options: CallOptions = {}): Promise<{ status: number; body: any; headers: Headers }> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   const as = options.as === undefined ? 'ada' : options.as;
   if (as !== null) headers.authorization = `Bearer ${tokenOf(as)}`;

@@ -28,7 +28,9 @@ export function userTable(url: string, base = 'orders'): UserTable {
       }
     };
     return {
-      name, dialect: 'sqlite', p: () => '?',
+      name,
+      dialect: 'sqlite',
+      p: () => '?',
       create: async (columns) => void withDb((db) => db.exec(`CREATE TABLE ${name} (${columns})`)),
       rows: async <T>(orderBy = 'rowid') => withDb((db) => db.prepare(`SELECT * FROM ${name} ORDER BY ${orderBy}`).all() as T[]),
     };
@@ -36,7 +38,9 @@ export function userTable(url: string, base = 'orders'): UserTable {
   const schema = new URL(url).searchParams.get('schema') ?? 'public';
   const name = `"${schema}".${base}_${suffix}`;
   return {
-    name, dialect: 'postgres', p: (n) => `$${n}`,
+    name,
+    dialect: 'postgres',
+    p: (n) => `$${n}`,
     create: async (columns) => {
       await sql(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
       await sql(`CREATE TABLE ${name} (${columns})`);

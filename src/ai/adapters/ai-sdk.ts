@@ -86,7 +86,12 @@ export function generateText<TOOLS extends ai.ToolSet = ai.ToolSet>(ctx: Workflo
   const [sdk, engine] = split(options);
   const model = modelIdOf(sdk.model);
   return modelStep(ctx, name, model, { ...engine, ...(sdk.maxOutputTokens !== undefined ? { maxOutputTokens: sdk.maxOutputTokens } : {}), what: `generateText("${name}")` }, async (io) => {
-    const r = await ai.generateText<TOOLS>({ ...(sdk as Parameters<typeof ai.generateText<TOOLS>>[0]), abortSignal: io.step.signal, maxRetries: 0, headers: { ...sdk.headers, ...io.headers } });
+    const r = await ai.generateText<TOOLS>({
+      ...(sdk as Parameters<typeof ai.generateText<TOOLS>>[0]),
+      abortSignal: io.step.signal,
+      maxRetries: 0,
+      headers: { ...sdk.headers, ...io.headers },
+    });
     return { value: durableTextResult(r), usage: tokensOfUsage(r.totalUsage), model: r.response.modelId };
   });
 }
@@ -106,27 +111,41 @@ export function streamText<TOOLS extends ai.ToolSet = ai.ToolSet>(
   const { onDelta, ...rest } = options;
   const [sdk, engine] = split(rest);
   const model = modelIdOf(sdk.model);
-  return modelStep(ctx, name, model, { ...engine, ...(sdk.maxOutputTokens !== undefined ? { maxOutputTokens: sdk.maxOutputTokens } : {}), streaming: true, what: `streamText("${name}")` }, async (io) => {
-    const r = ai.streamText<TOOLS>({
-      ...(sdk as Parameters<typeof ai.streamText<TOOLS>>[0]),
-      abortSignal: io.step.signal,
-      maxRetries: 0,
-      headers: { ...sdk.headers, ...io.headers },
-      // Errors come through the stream below; the SDK's default would also log them.
-      onError: () => undefined,
-    });
-    for await (const part of r.fullStream) {
-      if (part.type === 'text-delta') {
-        io.delta(part.text);
-        onDelta?.(part.text);
-      } else if (part.type === 'error') throw part.error;
-    }
-    const [text, reasoningText, toolCalls, toolResults, finishReason, usage, totalUsage, response, steps] = await Promise.all([
-      r.text, r.reasoningText, r.toolCalls, r.toolResults, r.finishReason, r.usage, r.totalUsage, r.response, r.steps,
-    ]);
-    const value = durableTextResult<TOOLS>({ text, reasoningText, toolCalls, toolResults, finishReason, usage, totalUsage, response, steps } as SdkTextResult<TOOLS>);
-    return { value, usage: tokensOfUsage(totalUsage), model: response.modelId };
-  });
+  return modelStep(
+    ctx,
+    name,
+    model,
+    { ...engine, ...(sdk.maxOutputTokens !== undefined ? { maxOutputTokens: sdk.maxOutputTokens } : {}), streaming: true, what: `streamText("${name}")` },
+    async (io) => {
+      const r = ai.streamText<TOOLS>({
+        ...(sdk as Parameters<typeof ai.streamText<TOOLS>>[0]),
+        abortSignal: io.step.signal,
+        maxRetries: 0,
+        headers: { ...sdk.headers, ...io.headers },
+        // Errors come through the stream below; the SDK's default would also log them.
+        onError: () => undefined,
+      });
+      for await (const part of r.fullStream) {
+        if (part.type === 'text-delta') {
+          io.delta(part.text);
+          onDelta?.(part.text);
+        } else if (part.type === 'error') throw part.error;
+      }
+      const [text, reasoningText, toolCalls, toolResults, finishReason, usage, totalUsage, response, steps] = await Promise.all([
+        r.text,
+        r.reasoningText,
+        r.toolCalls,
+        r.toolResults,
+        r.finishReason,
+        r.usage,
+        r.totalUsage,
+        r.response,
+        r.steps,
+      ]);
+      const value = durableTextResult<TOOLS>({ text, reasoningText, toolCalls, toolResults, finishReason, usage, totalUsage, response, steps } as SdkTextResult<TOOLS>);
+      return { value, usage: tokensOfUsage(totalUsage), model: response.modelId };
+    },
+  );
 }
 
 /** Options of {@link generateObject}. */
@@ -188,7 +207,11 @@ export function generateObject<T>(ctx: WorkflowContext, name: string, options: G
   const engine: ModelStepOptions = { ...(step ? { step } : {}), ...(prices ? { prices } : {}) };
   // A fallback or a supplied output is the object itself: no call was made, so nothing was spent.
   const given = (object: unknown): DurableObjectResult<T> => ({
-    object: object as T, repairs: 0, finishReason: 'other', usage: {}, response: { id: '', modelId: modelIdOf(model), timestamp: new Date(0) },
+    object: object as T,
+    repairs: 0,
+    finishReason: 'other',
+    usage: {},
+    response: { id: '', modelId: modelIdOf(model), timestamp: new Date(0) },
   });
   return modelStep(ctx, name, modelIdOf(model), { ...engine, ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}), what: `generateObject("${name}")`, given }, async (io) => {
     let conversation: ai.ModelMessage[] = messages ?? [{ role: 'user', content: prompt ?? '' }];
@@ -196,12 +219,22 @@ export function generateObject<T>(ctx: WorkflowContext, name: string, options: G
     for (let repairs = 0; ; repairs++) {
       try {
         const r = await ai.generateObject({
-          model, schema, messages: conversation, maxRetries: 0, abortSignal: io.step.signal, headers: { ...headers, ...io.headers },
-          ...(system !== undefined ? { system } : {}), ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}), ...(temperature !== undefined ? { temperature } : {}),
+          model,
+          schema,
+          messages: conversation,
+          maxRetries: 0,
+          abortSignal: io.step.signal,
+          headers: { ...headers, ...io.headers },
+          ...(system !== undefined ? { system } : {}),
+          ...(maxOutputTokens !== undefined ? { maxOutputTokens } : {}),
+          ...(temperature !== undefined ? { temperature } : {}),
         } as Parameters<typeof ai.generateObject>[0]);
         used = addTokens(used, tokensOfUsage(r.usage));
         const value: DurableObjectResult<T> = {
-          object: r.object as T, repairs, finishReason: r.finishReason, usage: used,
+          object: r.object as T,
+          repairs,
+          finishReason: r.finishReason,
+          usage: used,
           response: { id: r.response.id, modelId: r.response.modelId, timestamp: r.response.timestamp },
         };
         return { value, usage: used, model: r.response.modelId };
@@ -210,7 +243,10 @@ export function generateObject<T>(ctx: WorkflowContext, name: string, options: G
         used = addTokens(used, tokensOfUsage(e.usage));
         const issues = issuesOf(e);
         if (repairs >= maxRepairs) {
-          throw withSpent(new NonRetryableError(`generateObject("${name}"): the model's object still failed the schema after ${repairs} repair${repairs === 1 ? '' : 's'}: ${issues}`, { cause: e }), used);
+          throw withSpent(
+            new NonRetryableError(`generateObject("${name}"): the model's object still failed the schema after ${repairs} repair${repairs === 1 ? '' : 's'}: ${issues}`, { cause: e }),
+            used,
+          );
         }
         conversation = [
           ...conversation,

@@ -54,10 +54,16 @@ export function durableModel(ctx: WorkflowContext, model: LanguageModelV3, optio
     middleware: {
       specificationVersion: 'v3',
       wrapGenerate: ({ params, model: inner }) =>
-        modelStep<GenerateResult>(ctx, name, inner.modelId, { ...engine, ...(params.maxOutputTokens !== undefined ? { maxOutputTokens: params.maxOutputTokens } : {}), what: `durableModel("${name}")` }, async (io) => {
-          const r = await inner.doGenerate({ ...params, abortSignal: io.step.signal, headers: { ...params.headers, ...io.headers } });
-          return { value: r, usage: tokensOfV3(r.usage), ...(r.response?.modelId ? { model: r.response.modelId } : {}) };
-        }),
+        modelStep<GenerateResult>(
+          ctx,
+          name,
+          inner.modelId,
+          { ...engine, ...(params.maxOutputTokens !== undefined ? { maxOutputTokens: params.maxOutputTokens } : {}), what: `durableModel("${name}")` },
+          async (io) => {
+            const r = await inner.doGenerate({ ...params, abortSignal: io.step.signal, headers: { ...params.headers, ...io.headers } });
+            return { value: r, usage: tokensOfV3(r.usage), ...(r.response?.modelId ? { model: r.response.modelId } : {}) };
+          },
+        ),
       wrapStream: async ({ params, model: inner }) => {
         const stored = await modelStep<StoredStream>(
           ctx,

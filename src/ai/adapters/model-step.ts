@@ -85,7 +85,10 @@ export async function modelStep<T>(
     name,
     async (s): Promise<Faithful> => {
       const meter = meterOf(run);
-      const attempt = await meter.begin(s.stepName, model, { ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}), ...(options.prices ? { prices: options.prices } : {}) });
+      const attempt = await meter.begin(s.stepName, model, {
+        ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
+        ...(options.prices ? { prices: options.prices } : {}),
+      });
       let streamed = '';
       const stream: StreamWriter | null = options.streaming ? openStream(run, s.stepName, attempt) : null;
       const io: AttemptIO = {
@@ -110,7 +113,9 @@ export async function modelStep<T>(
         await stream?.close();
         const spent = typeof raw === 'object' && raw !== null ? (raw as { [SPENT]?: TokenCounts })[SPENT] : undefined;
         await meter.end(s.stepName, attempt, model, cancelled ? 'cancelled' : 'failed', spent ?? { outputTokens: estimateTokens(streamed) }, {
-          estimated: !spent && streamed.length > 0, error: error instanceof Error ? error.message.slice(0, 300) : String(error), ...prices,
+          estimated: !spent && streamed.length > 0,
+          error: error instanceof Error ? error.message.slice(0, 300) : String(error),
+          ...prices,
         });
         throw error;
       }

@@ -32,7 +32,11 @@ function usageOf(u: CompletionUsage | null | undefined): Usage {
   } as Usage;
 }
 
-const textOf = (parts: ReadonlyArray<{ type: string; text?: string }>): string => parts.filter((p) => p.type === 'text').map((p) => p.text ?? '').join('');
+const textOf = (parts: ReadonlyArray<{ type: string; text?: string }>): string =>
+  parts
+    .filter((p) => p.type === 'text')
+    .map((p) => p.text ?? '')
+    .join('');
 
 function toolOutputText(output: { type: string; value?: unknown }): string {
   if (output.type === 'text' || output.type === 'error-text') return String(output.value ?? '');
@@ -53,14 +57,17 @@ export function toChatMessages(prompt: Prompt): ChatCompletionMessageParam[] {
         break;
       case 'assistant': {
         const calls = m.content.flatMap((p) =>
-          p.type === 'tool-call' ? [{ id: p.toolCallId, type: 'function' as const, function: { name: p.toolName, arguments: typeof p.input === 'string' ? p.input : JSON.stringify(p.input) } }] : [],
+          p.type === 'tool-call'
+            ? [{ id: p.toolCallId, type: 'function' as const, function: { name: p.toolName, arguments: typeof p.input === 'string' ? p.input : JSON.stringify(p.input) } }]
+            : [],
         );
         const text = textOf(m.content as Array<{ type: string; text?: string }>);
         out.push({ role: 'assistant', content: text || (calls.length ? null : ''), ...(calls.length ? { tool_calls: calls } : {}) });
         break;
       }
       case 'tool':
-        for (const p of m.content) if (p.type === 'tool-result') out.push({ role: 'tool', tool_call_id: p.toolCallId, content: toolOutputText(p.output as { type: string; value?: unknown }) });
+        for (const p of m.content)
+          if (p.type === 'tool-result') out.push({ role: 'tool', tool_call_id: p.toolCallId, content: toolOutputText(p.output as { type: string; value?: unknown }) });
         break;
     }
   }
@@ -69,7 +76,9 @@ export function toChatMessages(prompt: Prompt): ChatCompletionMessageParam[] {
 
 function requestBody(modelId: string, o: CallOptions): ChatCompletionCreateParamsBase {
   const tools: ChatCompletionTool[] = (o.tools ?? []).flatMap((t) =>
-    t.type === 'function' ? [{ type: 'function' as const, function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.inputSchema as Record<string, unknown> } }] : [],
+    t.type === 'function'
+      ? [{ type: 'function' as const, function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.inputSchema as Record<string, unknown> } }]
+      : [],
   );
   const choice = o.toolChoice;
   return {
@@ -81,11 +90,13 @@ function requestBody(modelId: string, o: CallOptions): ChatCompletionCreateParam
     ...(o.stopSequences?.length ? { stop: o.stopSequences } : {}),
     ...(o.seed !== undefined ? { seed: o.seed } : {}),
     ...(tools.length ? { tools } : {}),
-    ...(choice && tools.length
-      ? { tool_choice: choice.type === 'tool' ? { type: 'function' as const, function: { name: choice.toolName } } : choice.type }
-      : {}),
+    ...(choice && tools.length ? { tool_choice: choice.type === 'tool' ? { type: 'function' as const, function: { name: choice.toolName } } : choice.type } : {}),
     ...(o.responseFormat?.type === 'json'
-      ? { response_format: o.responseFormat.schema ? { type: 'json_schema' as const, json_schema: { name: o.responseFormat.name ?? 'response', schema: o.responseFormat.schema as Record<string, unknown> } } : { type: 'json_object' as const } }
+      ? {
+          response_format: o.responseFormat.schema
+            ? { type: 'json_schema' as const, json_schema: { name: o.responseFormat.name ?? 'response', schema: o.responseFormat.schema as Record<string, unknown> } }
+            : { type: 'json_object' as const },
+        }
       : {}),
   };
 }

@@ -50,7 +50,14 @@ function assemble(chunks: ChatCompletionChunk[], model: string): ChatCompletion 
     object: 'chat.completion',
     created: first?.created ?? 0,
     model: first?.model ?? model,
-    choices: [{ index: 0, finish_reason: finish, logprobs: null, message: { role: 'assistant', content: calls.length && !content ? null : content, refusal: null, ...(calls.length ? { tool_calls: calls } : {}) } }],
+    choices: [
+      {
+        index: 0,
+        finish_reason: finish,
+        logprobs: null,
+        message: { role: 'assistant', content: calls.length && !content ? null : content, refusal: null, ...(calls.length ? { tool_calls: calls } : {}) },
+      },
+    ],
     ...(usage ? { usage } : {}),
   };
 }
@@ -62,13 +69,7 @@ function assemble(chunks: ChatCompletionChunk[], model: string): ChatCompletion 
  * const reply = await chatCompletion(ctx, 'draft', client, { model: 'gpt-4o-mini', messages, stream: true });
  * return reply.choices[0]?.message.content;
  */
-export function chatCompletion(
-  ctx: WorkflowContext,
-  name: string,
-  client: OpenAI,
-  body: ChatCompletionCreateParams,
-  options: ModelStepOptions = {},
-): Promise<ChatCompletion> {
+export function chatCompletion(ctx: WorkflowContext, name: string, client: OpenAI, body: ChatCompletionCreateParams, options: ModelStepOptions = {}): Promise<ChatCompletion> {
   const maxOut = body.max_completion_tokens ?? body.max_tokens ?? undefined;
   return modelStep<ChatCompletion>(
     ctx,

@@ -57,7 +57,10 @@ export function classifyProviderError(e: unknown, signal?: AbortSignal): unknown
   const { status, headers } = httpOf(e);
   if (status === 429) {
     const after = retryAfterMs(headers);
-    return new RetryableError(`The model provider is rate limiting (429)${after !== undefined ? `; it asks to retry in ${after} ms` : ''}: ${message}`, { cause: e, ...(after !== undefined ? { retryAfterMs: after } : {}) });
+    return new RetryableError(`The model provider is rate limiting (429)${after !== undefined ? `; it asks to retry in ${after} ms` : ''}: ${message}`, {
+      cause: e,
+      ...(after !== undefined ? { retryAfterMs: after } : {}),
+    });
   }
   if (status !== undefined && (status === 408 || status === 409 || status >= 500)) {
     const after = retryAfterMs(headers);

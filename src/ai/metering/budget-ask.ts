@@ -35,9 +35,11 @@ export function budgetPark(meter: BudgetHolder, step: string, over: Over, ask: A
     const budget = meter.budget ?? {};
     const spent = meter.summary.total;
     const payload: BudgetPayload = {
-      step, limit: over.limit,
+      step,
+      limit: over.limit,
       budget: { ...(budget.tokens !== undefined ? { tokens: budget.tokens } : {}), ...(budget.usd !== undefined ? { usd: budget.usd } : {}) },
-      spent: { tokens: spent.totalTokens, usd: spent.costUsd }, projected: over.projected,
+      spent: { tokens: spent.totalTokens, usd: spent.costUsd },
+      projected: over.projected,
     };
     const { decision, consume } = await stepAsk(run, c, {
       purpose: 'budget',
@@ -54,9 +56,16 @@ export function budgetPark(meter: BudgetHolder, step: string, over: Over, ask: A
     }
     await meter.raise(parsed.value);
     const now = run.deps.clock.now();
-    await run.writer.checkpoint(journalRow(run, c.seq, c.stepId, 'step', {
-      status: 'retrying', attempts: c.attempt - 1, startedAt: c.firstStart, wakeAt: now, error: c.lastError ? encodeError(c.lastError) : null,
-    }), consume);
+    await run.writer.checkpoint(
+      journalRow(run, c.seq, c.stepId, 'step', {
+        status: 'retrying',
+        attempts: c.attempt - 1,
+        startedAt: c.firstStart,
+        wakeAt: now,
+        error: c.lastError ? encodeError(c.lastError) : null,
+      }),
+      consume,
+    );
   };
   (e as { [PARK_ON_STEP]?: StepPark })[PARK_ON_STEP] = park;
   return e;

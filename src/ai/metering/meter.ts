@@ -16,8 +16,20 @@ import type { RunCore } from '../../run/core.ts';
 import type { NewEvent } from '../../store.ts';
 import type { StepContext, UsageReport } from '../../workflow.ts';
 import {
-  DEFAULT_PRICES, attemptUsage, costOf, estimateTokens, overBudget, parseSummary, withAttempt, withOpen,
-  type AttemptOutcome, type AttemptUsage, type Budget, type PriceTable, type TokenCounts, type UsageSummary,
+  DEFAULT_PRICES,
+  attemptUsage,
+  costOf,
+  estimateTokens,
+  overBudget,
+  parseSummary,
+  withAttempt,
+  withOpen,
+  type AttemptOutcome,
+  type AttemptUsage,
+  type Budget,
+  type PriceTable,
+  type TokenCounts,
+  type UsageSummary,
 } from './usage.ts';
 
 const USAGE_EVENT = EVENT_TYPES.usageAttempt;
@@ -107,7 +119,7 @@ export class UsageMeter {
   async #streamedBy(step: string, attempt: number): Promise<string> {
     const run = this.#run;
     let text = '';
-    for (let after = 0; ; ) {
+    for (let after = 0; ;) {
       const rows = await run.deps.store.getChunks(run.taskId, after, 1000);
       for (const r of rows) if (r.step === step && r.attempt === attempt && r.kind === 'delta') text += r.delta;
       if (rows.length < 1000) return text;

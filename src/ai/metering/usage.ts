@@ -35,7 +35,6 @@ export const DEFAULT_PRICES: PriceTable = Object.freeze({
   'o4-mini*': { input: 1.1, output: 4.4, cachedInput: 0.275 },
 });
 
-
 /** Summed usage. */
 export interface UsageTotals extends Required<TokenCounts> {
   /** input + output. */
@@ -75,7 +74,13 @@ export interface UsageSummary {
 }
 
 export const emptyTotals = (): UsageTotals => ({
-  inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0, totalTokens: 0, costUsd: 0, attempts: 0,
+  inputTokens: 0,
+  outputTokens: 0,
+  cachedInputTokens: 0,
+  reasoningTokens: 0,
+  totalTokens: 0,
+  costUsd: 0,
+  attempts: 0,
 });
 
 export const emptySummary = (): UsageSummary => ({ total: emptyTotals(), steps: {}, open: {} });
@@ -118,10 +123,18 @@ export function attemptUsage(
 ): AttemptUsage {
   const { costUsd, priced } = costOf(a.model, tokens, prices);
   return {
-    step: a.step, attempt: a.attempt, model: a.model, outcome: a.outcome,
-    inputTokens: count(tokens.inputTokens), outputTokens: count(tokens.outputTokens),
-    cachedInputTokens: count(tokens.cachedInputTokens), reasoningTokens: count(tokens.reasoningTokens),
-    costUsd, priced, estimated: a.estimated ?? false, ...(a.error ? { error: a.error } : {}),
+    step: a.step,
+    attempt: a.attempt,
+    model: a.model,
+    outcome: a.outcome,
+    inputTokens: count(tokens.inputTokens),
+    outputTokens: count(tokens.outputTokens),
+    cachedInputTokens: count(tokens.cachedInputTokens),
+    reasoningTokens: count(tokens.reasoningTokens),
+    costUsd,
+    priced,
+    estimated: a.estimated ?? false,
+    ...(a.error ? { error: a.error } : {}),
   };
 }
 
@@ -155,11 +168,7 @@ export function estimateTokens(text: string): number {
 }
 
 /** The limit a call would break, if any: spent so far plus what the call may take. */
-export function overBudget(
-  budget: Budget | undefined,
-  spent: UsageTotals,
-  next: { tokens: number; usd: number },
-): { limit: 'tokens' | 'usd'; budget: number; projected: number } | null {
+export function overBudget(budget: Budget | undefined, spent: UsageTotals, next: { tokens: number; usd: number }): { limit: 'tokens' | 'usd'; budget: number; projected: number } | null {
   if (!budget) return null;
   if (budget.tokens !== undefined) {
     const projected = spent.totalTokens + next.tokens;

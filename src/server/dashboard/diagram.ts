@@ -10,7 +10,14 @@ import { ALL_STATUSES, lifecycleEdges, type MachineGraph, type TaskStatus } from
 import { esc } from './html.ts';
 
 const GRID: Record<string, [number, number]> = {
-  pending: [0, 1], running: [1, 1], waiting: [1, 0], paused: [1, 2], cancelling: [2, 2], succeeded: [3, 0], failed: [3, 1], cancelled: [3, 2],
+  pending: [0, 1],
+  running: [1, 1],
+  waiting: [1, 0],
+  paused: [1, 2],
+  cancelling: [2, 2],
+  succeeded: [3, 0],
+  failed: [3, 1],
+  cancelled: [3, 2],
 };
 const W = 120;
 const H = 34;

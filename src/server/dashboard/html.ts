@@ -40,7 +40,9 @@ export function json(v: unknown, max = 2000): string {
 }
 
 export function layout(title: string, who: { name: string; role: string } | null, body: string, data: Record<string, string> = {}): string {
-  const attrs = Object.entries(data).map(([k, v]) => ` data-${k}="${esc(v)}"`).join('');
+  const attrs = Object.entries(data)
+    .map(([k, v]) => ` data-${k}="${esc(v)}"`)
+    .join('');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(title)} · Stepwise</title><link rel="stylesheet" href="/assets/app.css"></head>

@@ -39,10 +39,17 @@ function progressOf(t: TaskSummary): string {
 
 export function listPage(d: ListPageData): string {
   const f = d.filters;
-  const views: Array<[ListView, string]> = [['all', 'All'], ['mine', 'Waiting on me'], ['stuck', 'Stuck'], ['failed', 'Failed']];
-  const rows = d.tasks.map((t) => `<tr data-task="${esc(t.id)}">
+  const views: Array<[ListView, string]> = [
+    ['all', 'All'],
+    ['mine', 'Waiting on me'],
+    ['stuck', 'Stuck'],
+    ['failed', 'Failed'],
+  ];
+  const rows = d.tasks.map(
+    (t) => `<tr data-task="${esc(t.id)}">
 <td><a href="/tasks/${esc(t.id)}">${esc(t.id)}</a></td><td>${esc(t.workflow)}</td><td>${badge(t.status)}${t.pauseRequested ? ' <small>pause requested</small>' : ''}</td>
-<td class="progress">${progressOf(t)}</td><td>${time(t.createdAt)}</td><td>${time(t.updatedAt)}</td></tr>`);
+<td class="progress">${progressOf(t)}</td><td>${time(t.createdAt)}</td><td>${time(t.updatedAt)}</td></tr>`,
+  );
   return `<section class="list" data-live="list">
 <h1>Tasks</h1>
 <nav class="views">${views.map(([v, label]) => `<a href="/${query({ ...f, view: v, cursor: '' })}" class="${f.view === v ? 'active' : ''}" data-view="${v}">${label}</a>`).join(' ')}</nav>
@@ -75,7 +82,9 @@ export function taskPage(d: TaskPageData): string {
   const t = d.task;
   const operate = can(d.identity, 'operate');
   const commands = operate
-    ? d.legalEvents.filter((e) => ACTIONS[e]).map((e) => `<button type="button" data-action="${esc(e)}" data-task="${esc(t.id)}"${e === 'cancel' ? ' class="danger"' : ''}>${ACTIONS[e]}</button>`)
+    ? d.legalEvents
+        .filter((e) => ACTIONS[e])
+        .map((e) => `<button type="button" data-action="${esc(e)}" data-task="${esc(t.id)}"${e === 'cancel' ? ' class="danger"' : ''}>${ACTIONS[e]}</button>`)
     : [];
   // A finished task can be deleted, by an admin, after a confirmation.
   if (can(d.identity, 'delete') && isFinished(t.status)) commands.push(`<button type="button" data-delete data-task="${esc(t.id)}" class="danger">Delete</button>`);
@@ -105,12 +114,16 @@ ${eventLog(t.history)}
 
 /** A state machine's task: its state, the events it takes (buttons), its diagram, its states so far. */
 function machineSection(id: string, m: MachineInfo, d: TaskPageData): string {
-  const send = can(d.identity, 'operate') && m.legalEvents.length
-    ? `<div class="send"><label>Payload (JSON, optional) <textarea name="payload" rows="2"></textarea></label>
+  const send =
+    can(d.identity, 'operate') && m.legalEvents.length
+      ? `<div class="send"><label>Payload (JSON, optional) <textarea name="payload" rows="2"></textarea></label>
 ${m.legalEvents.map((e) => `<button type="button" data-send="${esc(e)}" data-task="${esc(id)}">${esc(e)}</button>`).join(' ')}</div>`
-    : '';
+      : '';
   const takes = m.legalEvents.length ? `takes ${m.legalEvents.map((e) => `<code>${esc(e)}</code>`).join(', ')}` : 'takes no event now';
-  const history = m.history.map((h) => `<li data-state="${esc(h.state)}">${time(h.at)} ${h.from ? `${esc(h.from)} <span class="event">—${esc(h.event ?? '')}→</span> ` : ''}<b>${esc(h.state)}</b>${h.by ? ` <small>by ${esc(h.by.id)}</small>` : ''}</li>`);
+  const history = m.history.map(
+    (h) =>
+      `<li data-state="${esc(h.state)}">${time(h.at)} ${h.from ? `${esc(h.from)} <span class="event">—${esc(h.event ?? '')}→</span> ` : ''}<b>${esc(h.state)}</b>${h.by ? ` <small>by ${esc(h.by.id)}</small>` : ''}</li>`,
+  );
   const refused = m.refused.map((r) => `<li>${time(r.at)} <code>${esc(r.event)}</code> in ${esc(r.state)}${r.by ? ` from ${esc(r.by.id)}` : ''}: every guard said no</li>`);
   return `<section class="machine" data-machine-state="${esc(m.state)}">
 <h2>State machine</h2>
@@ -146,16 +159,19 @@ function approvalsSection(d: TaskPageData): string {
     const listed = a.approvers.length === 0 || a.approvers.includes(d.identity.name);
     const decided = a.decisions.some((x) => x.by === d.identity.name);
     // The data box starts from the payload: what the reviewer edits is what the workflow gets back.
-    const form = open && decide && listed && !decided
-      ? `<div class="decide" data-approval="${esc(a.id)}"><label>Comment <textarea name="comment" rows="2"></textarea></label>
+    const form =
+      open && decide && listed && !decided
+        ? `<div class="decide" data-approval="${esc(a.id)}"><label>Comment <textarea name="comment" rows="2"></textarea></label>
 <label>Data (JSON, optional: edited data handed back to the workflow) <textarea name="data" rows="4">${a.payload !== null && a.payload !== undefined ? json(a.payload, 100_000) : ''}</textarea></label>
 <button type="button" data-decide="approve">Approve</button> <button type="button" data-decide="reject" class="danger">Reject</button></div>`
-      : '';
+        : '';
     const facts = [
       a.approvers.length ? `approvers: ${a.approvers.join(', ')}` : 'anyone may decide',
       a.quorum > 1 ? `quorum ${a.quorum}` : '',
       a.level > 1 ? `escalation level ${a.level}` : '',
-    ].filter(Boolean).join(' · ');
+    ]
+      .filter(Boolean)
+      .join(' · ');
     const deadline = a.deadline && open ? ` <small class="deadline">decide by ${time(a.deadline.getTime())}</small>` : '';
     const payload = a.payload !== null && a.payload !== undefined ? `<pre class="payload">${json(a.payload)}</pre>` : '';
     const decisions = a.decisions.length
@@ -184,11 +200,13 @@ function timeline(t: TaskInfo, now: number): string {
   }
   const rows = t.steps.map((s) => {
     const start = s.startedAt ?? t0;
-    const end = s.finishedAt ?? (t.finishedAt ?? now);
+    const end = s.finishedAt ?? t.finishedAt ?? now;
     const marks = (failures.get(s.seq) ?? []).map((f) => `<span class="attempt-fail" style="left:${pct(f.at)}" title="${esc(`attempt ${f.attempt} failed: ${f.message}`)}"></span>`).join('');
     const width = `${Math.max(0.5, ((end - start) / span) * 100).toFixed(2)}%`;
     const u = t.usage?.steps[s.name];
-    const usage = u ? `<td class="tokens" data-tokens="${u.totalTokens}">${usageText(u)}</td><td class="cost" data-usd="${u.costUsd}">${usd(u.costUsd)}</td>` : '<td class="tokens"></td><td class="cost"></td>';
+    const usage = u
+      ? `<td class="tokens" data-tokens="${u.totalTokens}">${usageText(u)}</td><td class="cost" data-usd="${u.costUsd}">${usd(u.costUsd)}</td>`
+      : '<td class="tokens"></td><td class="cost"></td>';
     return `<tr class="step s-${esc(s.status)}" data-step="${esc(s.name)}"><td>${esc(s.name)} <small>${esc(s.kind)}</small></td><td>${badge(s.status)}</td><td>${s.attempts}</td><td>${duration(s.durationMs)}</td>${usage}
 <td class="bar-cell"><div class="track"><span class="bar s-${esc(s.status)}" style="left:${pct(start)};width:${width}" title="${esc(`${s.name}: ${s.status}, ${s.attempts} attempt(s)`)}"></span>${marks}</div></td>
 <td class="err">${s.error ? esc(s.error.message) : ''}</td></tr>`;

@@ -40,26 +40,33 @@ interface DashboardDeps {
 
 export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
   const { engine } = deps;
-  const headers = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'" };
+  const headers = {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-frame-options': 'DENY',
+    'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+  };
 
   /** A page: authenticated (or sent to sign in), rendered whole or as its main section. */
-  const page = (render: (c: Context<Env>) => Promise<View>) => async (c: Context<Env>): Promise<Response> => {
-    try {
-      let authed = false;
-      await deps.authenticate(c, async () => {
-        authed = true;
-      });
-      if (!authed) return c.redirect('/login');
-      const { title, body } = await render(c);
-      if (c.req.query('fragment') === '1') return c.body(body, 200, headers);
-      return c.body(layout(title, c.get('identity'), body), 200, headers);
-    } catch (e) {
-      const { status, body } = errorResponse(e);
-      if (status === 401) return c.redirect('/login');
-      const html = `<section class="error"><h1>${status}</h1><p class="flash error">${esc(body.error.message)}</p><p><a href="/">← Tasks</a></p></section>`;
-      return c.body(c.req.query('fragment') === '1' ? html : layout(`Error ${status}`, c.get('identity') ?? null, html), status as 400, headers);
-    }
-  };
+  const page =
+    (render: (c: Context<Env>) => Promise<View>) =>
+    async (c: Context<Env>): Promise<Response> => {
+      try {
+        let authed = false;
+        await deps.authenticate(c, async () => {
+          authed = true;
+        });
+        if (!authed) return c.redirect('/login');
+        const { title, body } = await render(c);
+        if (c.req.query('fragment') === '1') return c.body(body, 200, headers);
+        return c.body(layout(title, c.get('identity'), body), 200, headers);
+      } catch (e) {
+        const { status, body } = errorResponse(e);
+        if (status === 401) return c.redirect('/login');
+        const html = `<section class="error"><h1>${status}</h1><p class="flash error">${esc(body.error.message)}</p><p><a href="/">← Tasks</a></p></section>`;
+        return c.body(c.req.query('fragment') === '1' ? html : layout(`Error ${status}`, c.get('identity') ?? null, html), status as 400, headers);
+      }
+    };
 
   app.get('/assets/app.js', (c) => c.body(SCRIPT, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }));
   app.get('/assets/app.css', (c) => c.body(STYLE, 200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache' }));
@@ -78,8 +85,14 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
     return c.redirect('/login');
   });
 
-  app.get('/', page((c) => listView(engine, c)));
-  app.get('/tasks/:id', page((c) => taskView(engine, c)));
+  app.get(
+    '/',
+    page((c) => listView(engine, c)),
+  );
+  app.get(
+    '/tasks/:id',
+    page((c) => taskView(engine, c)),
+  );
 }
 
 type View = { title: string; body: string };
@@ -103,14 +116,21 @@ async function listView(engine: Engine, c: Context<Env>): Promise<View> {
     if (mine.length >= 1000) note = 'Showing the tasks of the oldest 1000 open approvals you may decide.';
   } else {
     const statuses: TaskStatus[] = view === 'failed' ? ['failed'] : view === 'stuck' ? ['pending', 'running', 'cancelling'] : status;
-    const res = await engine.list({ ...(statuses.length ? { status: statuses } : {}), ...(workflow ? { workflow } : {}), ...(q.limit ? { limit: q.limit } : { limit: 50 }), ...(q.cursor ? { cursor: q.cursor } : {}) });
+    const res = await engine.list({
+      ...(statuses.length ? { status: statuses } : {}),
+      ...(workflow ? { workflow } : {}),
+      ...(q.limit ? { limit: q.limit } : { limit: 50 }),
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+    });
     nextCursor = res.nextCursor;
     tasks = res.tasks;
     if (view === 'stuck') {
       const now = engine.clock.now();
-      tasks = tasks.filter((t) =>
-        (t.status === 'pending' && t.runAt !== null && t.runAt < now - STUCK_PENDING_MS) ||
-        ((t.status === 'running' || t.status === 'cancelling') && (t.lease === null || t.lease.expiresAt < now)));
+      tasks = tasks.filter(
+        (t) =>
+          (t.status === 'pending' && t.runAt !== null && t.runAt < now - STUCK_PENDING_MS) ||
+          ((t.status === 'running' || t.status === 'cancelling') && (t.lease === null || t.lease.expiresAt < now)),
+      );
       note = 'Stuck: running or cancelling with an expired lease, or due for over a minute without a worker (checked page by page).';
     }
   }
@@ -126,7 +146,11 @@ async function taskView(engine: Engine, c: Context<Env>): Promise<View> {
   return {
     title: `Task ${id}`,
     body: taskPage({
-      task, legalEvents: explanation.legalEvents, summary: explanation.summary, identity: c.get('identity'), now: engine.clock.now(),
+      task,
+      legalEvents: explanation.legalEvents,
+      summary: explanation.summary,
+      identity: c.get('identity'),
+      now: engine.clock.now(),
       ...(task.machine && isMachine(definition) ? { graph: machineGraph(definition as NonNullable<typeof definition>) } : {}),
     }),
   };

@@ -21,35 +21,75 @@ export function createLogObserver(logger: Logger): Observer {
     onStepEnd: (a) => logger.info({ msg: 'step completed', taskId: a.taskId, workflow: a.workflow, step: a.step, attempt: a.attempt, workerId: a.workerId, durationMs: a.durationMs }),
     onStepError: (a) =>
       logger[a.retrying ? 'warn' : 'error']({
-        msg: a.retrying ? 'step attempt failed, retrying' : 'step failed', taskId: a.taskId, workflow: a.workflow, step: a.step, attempt: a.attempt,
-        workerId: a.workerId, delayMs: a.delayMs, error: { name: a.error.name, message: a.error.message, code: (a.error as { code?: unknown }).code },
+        msg: a.retrying ? 'step attempt failed, retrying' : 'step failed',
+        taskId: a.taskId,
+        workflow: a.workflow,
+        step: a.step,
+        attempt: a.attempt,
+        workerId: a.workerId,
+        delayMs: a.delayMs,
+        error: { name: a.error.name, message: a.error.message, code: (a.error as { code?: unknown }).code },
       }),
     onApproval: (n) => {
       const a = n.approval;
       logger.info({
-        msg: `approval ${n.kind}`, taskId: a.taskId, workflow: a.workflow, approvalId: a.id, approval: a.name, status: a.status, level: a.level,
-        approvers: a.approvers, deadline: a.deadline?.toISOString() ?? null, decisions: a.decisions.length,
+        msg: `approval ${n.kind}`,
+        taskId: a.taskId,
+        workflow: a.workflow,
+        approvalId: a.id,
+        approval: a.name,
+        status: a.status,
+        level: a.level,
+        approvers: a.approvers,
+        deadline: a.deadline?.toISOString() ?? null,
+        decisions: a.decisions.length,
         ...(a.outcome ? { approved: a.outcome.approved, by: a.outcome.by, timedOut: a.outcome.timedOut } : {}),
       });
     },
-    onTasksDeleted: (e) => logger.info({
-      msg: 'tasks deleted', reason: e.reason, actor: e.by, count: e.tasks.length,
-      tasks: e.tasks.map((t) => ({ taskId: t.id, workflow: t.workflow, status: t.status })),
-    }),
-    onIdempotency: (e) => logger.info({
-      msg: `idempotency ${e.type}`, key: e.key, backend: e.backend, taskId: e.taskId, ...(e.step !== undefined ? { step: e.step } : {}),
-      ...(e.previousOwner !== undefined ? { previousOwner: e.previousOwner } : {}), ...(e.ranByTask !== undefined ? { ranByTask: e.ranByTask } : {}),
-    }),
-    onDwellAlert: (a) => logger.warn({
-      msg: 'dwell alert', taskId: a.taskId, workflow: a.workflow, status: a.status, afterMs: a.afterMs,
-      since: new Date(a.since).toISOString(), at: new Date(a.at).toISOString(),
-    }),
+    onTasksDeleted: (e) =>
+      logger.info({
+        msg: 'tasks deleted',
+        reason: e.reason,
+        actor: e.by,
+        count: e.tasks.length,
+        tasks: e.tasks.map((t) => ({ taskId: t.id, workflow: t.workflow, status: t.status })),
+      }),
+    onIdempotency: (e) =>
+      logger.info({
+        msg: `idempotency ${e.type}`,
+        key: e.key,
+        backend: e.backend,
+        taskId: e.taskId,
+        ...(e.step !== undefined ? { step: e.step } : {}),
+        ...(e.previousOwner !== undefined ? { previousOwner: e.previousOwner } : {}),
+        ...(e.ranByTask !== undefined ? { ranByTask: e.ranByTask } : {}),
+      }),
+    onDwellAlert: (a) =>
+      logger.warn({
+        msg: 'dwell alert',
+        taskId: a.taskId,
+        workflow: a.workflow,
+        status: a.status,
+        afterMs: a.afterMs,
+        since: new Date(a.since).toISOString(),
+        at: new Date(a.at).toISOString(),
+      }),
     onWorkerError: (e) => logger.error({ msg: 'worker error', workerId: e.workerId, during: e.during, error: { name: e.error.name, message: e.error.message } }),
     onEvent: (e) => {
       const actor = { kind: e.actor.kind, id: e.actor.id };
       switch (e.type) {
         case 'transition':
-          logger.info({ msg: 'transition', taskId: e.taskId, seq: e.seq, event: e.event, from: e.from, to: e.to, actor, ...(e.epoch !== undefined ? { epoch: e.epoch } : {}), ...(e.detail ? { detail: e.detail } : {}) });
+          logger.info({
+            msg: 'transition',
+            taskId: e.taskId,
+            seq: e.seq,
+            event: e.event,
+            from: e.from,
+            to: e.to,
+            actor,
+            ...(e.epoch !== undefined ? { epoch: e.epoch } : {}),
+            ...(e.detail ? { detail: e.detail } : {}),
+          });
           break;
         case 'signal:received':
           logger.info({ msg: 'signal received', taskId: e.taskId, seq: e.seq, signal: e.name, actor, idempotencyKey: e.idempotencyKey });
@@ -59,14 +99,30 @@ export function createLogObserver(logger: Logger): Observer {
           break;
         case 'approval:decision':
           logger.info({
-            msg: 'approval decision', taskId: e.taskId, seq: e.seq, approvalId: e.approvalId, approval: e.name, approve: e.detail.approve, actor,
+            msg: 'approval decision',
+            taskId: e.taskId,
+            seq: e.seq,
+            approvalId: e.approvalId,
+            approval: e.name,
+            approve: e.detail.approve,
+            actor,
             idempotencyKey: e.detail.idempotencyKey ?? null,
           });
           break;
         case 'usage:attempt':
           logger.info({
-            msg: 'model call', taskId: e.taskId, seq: e.seq, step: e.usage.step, attempt: e.usage.attempt, model: e.usage.model, outcome: e.usage.outcome,
-            inputTokens: e.usage.inputTokens, outputTokens: e.usage.outputTokens, costUsd: e.usage.costUsd, estimated: e.usage.estimated, actor,
+            msg: 'model call',
+            taskId: e.taskId,
+            seq: e.seq,
+            step: e.usage.step,
+            attempt: e.usage.attempt,
+            model: e.usage.model,
+            outcome: e.usage.outcome,
+            inputTokens: e.usage.inputTokens,
+            outputTokens: e.usage.outputTokens,
+            costUsd: e.usage.costUsd,
+            estimated: e.usage.estimated,
+            actor,
           });
           break;
         case 'unknown':

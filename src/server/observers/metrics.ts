@@ -55,26 +55,60 @@ type Counters = ReturnType<typeof engineCounters>;
 /** The metrics counted from the engine's hooks and log entries. */
 function engineCounters(r: Registry[]) {
   return {
-    stepSeconds: new Histogram({ name: 'stepwise_step_duration_seconds', help: 'Duration of step attempts, by workflow, step and outcome', labelNames: ['workflow', 'step', 'outcome'], buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 1800], registers: r }),
+    stepSeconds: new Histogram({
+      name: 'stepwise_step_duration_seconds',
+      help: 'Duration of step attempts, by workflow, step and outcome',
+      labelNames: ['workflow', 'step', 'outcome'],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 1800],
+      registers: r,
+    }),
     retries: new Counter({ name: 'stepwise_step_retries_total', help: 'Step attempts that failed and will be retried', labelNames: ['workflow', 'step'], registers: r }),
     stepFailures: new Counter({ name: 'stepwise_step_failures_total', help: 'Steps that failed for good', labelNames: ['workflow', 'step'], registers: r }),
     runs: new Counter({ name: 'stepwise_runs_total', help: 'Runs of tasks by how they ended', labelNames: ['workflow', 'status'], registers: r }),
     leaseLosses: new Counter({ name: 'stepwise_lease_losses_total', help: 'Runs that lost their lease to another worker', labelNames: ['workflow'], registers: r }),
-    wakeLatency: new Histogram({ name: 'stepwise_wake_latency_seconds', help: 'Time from a task becoming runnable to its claim', buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120], registers: r }),
-    modelTokens: new Counter({ name: 'stepwise_model_tokens_total', help: 'Model tokens used by step attempts (from usage log entries), by workflow, model and kind', labelNames: ['workflow', 'model', 'kind'], registers: r }),
-    modelCost: new Counter({ name: 'stepwise_model_cost_usd_total', help: 'Model cost in US dollars of step attempts (from usage log entries), by workflow and model', labelNames: ['workflow', 'model'], registers: r }),
+    wakeLatency: new Histogram({
+      name: 'stepwise_wake_latency_seconds',
+      help: 'Time from a task becoming runnable to its claim',
+      buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+      registers: r,
+    }),
+    modelTokens: new Counter({
+      name: 'stepwise_model_tokens_total',
+      help: 'Model tokens used by step attempts (from usage log entries), by workflow, model and kind',
+      labelNames: ['workflow', 'model', 'kind'],
+      registers: r,
+    }),
+    modelCost: new Counter({
+      name: 'stepwise_model_cost_usd_total',
+      help: 'Model cost in US dollars of step attempts (from usage log entries), by workflow and model',
+      labelNames: ['workflow', 'model'],
+      registers: r,
+    }),
     modelCalls: new Counter({ name: 'stepwise_model_calls_total', help: 'Model call attempts by workflow, model and outcome', labelNames: ['workflow', 'model', 'outcome'], registers: r }),
     decisions: new Counter({ name: 'stepwise_approval_decisions_total', help: 'Approval decisions recorded, by whether they approve', labelNames: ['approve'], registers: r }),
-    deleted: new Counter({ name: 'stepwise_tasks_deleted_total', help: 'Finished tasks deleted by this process, by workflow, final status and why (delete, purge, retention)', labelNames: ['workflow', 'status', 'reason'], registers: r }),
+    deleted: new Counter({
+      name: 'stepwise_tasks_deleted_total',
+      help: 'Finished tasks deleted by this process, by workflow, final status and why (delete, purge, retention)',
+      labelNames: ['workflow', 'status', 'reason'],
+      registers: r,
+    }),
     transitions: new Counter({ name: 'stepwise_transitions_total', help: 'Lifecycle transitions written by this process', labelNames: ['event', 'to'], registers: r }),
-    dwellAlerts: new Counter({ name: 'stepwise_dwell_alerts_total', help: 'Tasks that stayed past a dwell bound whose outcome is alert, by workflow and status', labelNames: ['workflow', 'status'], registers: r }),
+    dwellAlerts: new Counter({
+      name: 'stepwise_dwell_alerts_total',
+      help: 'Tasks that stayed past a dwell bound whose outcome is alert, by workflow and status',
+      labelNames: ['workflow', 'status'],
+      registers: r,
+    }),
   };
 }
 
 /** Tasks by status and the queue depth, read from the store when scraped. */
 function storeGauges(r: Registry[], engineOf: () => Engine | null): void {
   new Gauge({
-    name: 'stepwise_tasks', help: 'Tasks by status (read from the store at scrape time)', labelNames: ['status'], registers: r,
+    name: 'stepwise_tasks',
+    help: 'Tasks by status (read from the store at scrape time)',
+    labelNames: ['status'],
+    registers: r,
     async collect() {
       const engine = engineOf();
       if (!engine) return;
@@ -82,7 +116,9 @@ function storeGauges(r: Registry[], engineOf: () => Engine | null): void {
     },
   });
   new Gauge({
-    name: 'stepwise_queue_depth', help: 'Pending tasks that are due now (waiting for a worker)', registers: r,
+    name: 'stepwise_queue_depth',
+    help: 'Pending tasks that are due now (waiting for a worker)',
+    registers: r,
     async collect() {
       const engine = engineOf();
       if (!engine) return;

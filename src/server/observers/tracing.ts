@@ -44,12 +44,20 @@ export async function createTracingObserver(options: TracingOptions = {}): Promi
   return {
     name: 'opentelemetry',
     onRunStart: (r) => {
-      tasks.set(r.taskId, tracer.startSpan(`stepwise.task ${r.workflow}`, {
-        attributes: {
-          'stepwise.task.id': r.taskId, 'stepwise.workflow': r.workflow, 'stepwise.epoch': r.epoch, 'stepwise.worker.id': r.workerId, 'stepwise.reclaimed': r.reclaimed,
-          'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': r.workflow,
-        },
-      }));
+      tasks.set(
+        r.taskId,
+        tracer.startSpan(`stepwise.task ${r.workflow}`, {
+          attributes: {
+            'stepwise.task.id': r.taskId,
+            'stepwise.workflow': r.workflow,
+            'stepwise.epoch': r.epoch,
+            'stepwise.worker.id': r.workerId,
+            'stepwise.reclaimed': r.reclaimed,
+            'gen_ai.operation.name': 'invoke_agent',
+            'gen_ai.agent.name': r.workflow,
+          },
+        }),
+      );
     },
     onRunEnd: (r) => {
       for (const [key, span] of [...attempts, ...steps]) {
@@ -71,12 +79,23 @@ export async function createTracingObserver(options: TracingOptions = {}): Promi
       const parent = task ? trace.setSpan(context.active(), task) : context.active();
       let step = steps.get(stepKey(a.taskId, a.step));
       if (!step) {
-        step = tracer.startSpan(`stepwise.step ${a.step}`, { attributes: { 'stepwise.task.id': a.taskId, 'stepwise.step': a.step, 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': a.step } }, parent);
+        step = tracer.startSpan(
+          `stepwise.step ${a.step}`,
+          { attributes: { 'stepwise.task.id': a.taskId, 'stepwise.step': a.step, 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': a.step } },
+          parent,
+        );
         steps.set(stepKey(a.taskId, a.step), step);
       }
-      attempts.set(attemptKey(a.taskId, a.step, a.attempt), tracer.startSpan(`stepwise.attempt ${a.step} #${a.attempt}`, {
-        attributes: { 'stepwise.task.id': a.taskId, 'stepwise.step': a.step, 'stepwise.attempt': a.attempt, 'stepwise.idempotency_key': a.idempotencyKey },
-      }, trace.setSpan(context.active(), step)));
+      attempts.set(
+        attemptKey(a.taskId, a.step, a.attempt),
+        tracer.startSpan(
+          `stepwise.attempt ${a.step} #${a.attempt}`,
+          {
+            attributes: { 'stepwise.task.id': a.taskId, 'stepwise.step': a.step, 'stepwise.attempt': a.attempt, 'stepwise.idempotency_key': a.idempotencyKey },
+          },
+          trace.setSpan(context.active(), step),
+        ),
+      );
     },
     onStepEnd: (a) => {
       attempts.get(attemptKey(a.taskId, a.step, a.attempt))?.end();

@@ -13,7 +13,11 @@ import { route, type RouteSpec } from './route.ts';
 export function approvalRoutes(engine: Engine): RouteSpec[] {
   return [
     route({
-      method: 'get', path: '/api/approvals', summary: 'Approvals, by status, approver, workflow or task (oldest first)', permission: 'read', query: ApprovalsQuery,
+      method: 'get',
+      path: '/api/approvals',
+      summary: 'Approvals, by status, approver, workflow or task (oldest first)',
+      permission: 'read',
+      query: ApprovalsQuery,
       responses: { 200: '{ approvals }', 400: 'bad filter' },
       async handle({ identity, query }) {
         if (query.mine === 'true' && query.approver !== undefined && query.approver !== identity.name) {
@@ -31,12 +35,18 @@ export function approvalRoutes(engine: Engine): RouteSpec[] {
       },
     }),
     route({
-      method: 'post', path: '/api/approvals/:id/decide', summary: 'Approve or reject (the decider is the authenticated identity)', permission: 'decide',
-      params: { id: ApprovalId }, body: DecideBody, idempotency: 'engine',
+      method: 'post',
+      path: '/api/approvals/:id/decide',
+      summary: 'Approve or reject (the decider is the authenticated identity)',
+      permission: 'decide',
+      params: { id: ApprovalId },
+      body: DecideBody,
+      idempotency: 'engine',
       responses: { 200: 'the approval after the decision', 403: 'not an approver of it, or it expired', 404: 'unknown approval', 409: 'decided otherwise already, or the task has ended' },
       async handle({ identity, params, body, idempotencyKey }) {
         const approval = await engine.decide(params.id as string, {
-          approve: body.approve, by: identity.name,
+          approve: body.approve,
+          by: identity.name,
           ...(body.comment !== undefined ? { comment: body.comment } : {}),
           ...(body.data !== undefined ? { data: body.data } : {}),
           ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),

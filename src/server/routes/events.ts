@@ -26,7 +26,12 @@ export interface StreamRoute {
 }
 
 export function eventRoutes(engine: Engine, keepAliveMs: number): { specs: RouteSpec[]; mount: StreamRoute[] } {
-  const stream = (c: Context<Env>, events: (signal: AbortSignal) => AsyncIterable<{ seq: number; type: string; cursor?: string }>, idOf: (e: { seq: number; cursor?: string }) => string, endOnFinish: boolean): Response =>
+  const stream = (
+    c: Context<Env>,
+    events: (signal: AbortSignal) => AsyncIterable<{ seq: number; type: string; cursor?: string }>,
+    idOf: (e: { seq: number; cursor?: string }) => string,
+    endOnFinish: boolean,
+  ): Response =>
     streamSSE(c, async (sse) => {
       const abort = new AbortController();
       sse.onAbort(() => abort.abort());
@@ -43,7 +48,12 @@ export function eventRoutes(engine: Engine, keepAliveMs: number): { specs: Route
     });
 
   const spec = (path: string, summary: string, query: z.ZodType): RouteSpec => ({
-    method: 'get', path, summary, permission: 'read', query, responses: { 200: 'text/event-stream of log entries', 404: 'unknown id' },
+    method: 'get',
+    path,
+    summary,
+    permission: 'read',
+    query,
+    responses: { 200: 'text/event-stream of log entries', 404: 'unknown id' },
     handle: () => Promise.reject(new Error('streamed')),
   });
 
@@ -61,7 +71,12 @@ export function eventRoutes(engine: Engine, keepAliveMs: number): { specs: Route
           const last = c.req.header('last-event-id');
           const after = last !== undefined && last !== '' ? validate(Seq, last, 'Last-Event-ID header') : (query.after ?? 0);
           await engine.get(id, { steps: false, history: false }); // 404 before the stream starts
-          return stream(c, (signal) => engine.events({ taskId: id, after, signal }), (e) => String(e.seq), true);
+          return stream(
+            c,
+            (signal) => engine.events({ taskId: id, after, signal }),
+            (e) => String(e.seq),
+            true,
+          );
         },
       },
       {
@@ -70,7 +85,12 @@ export function eventRoutes(engine: Engine, keepAliveMs: number): { specs: Route
           const query = validate(AllEventsQuery, c.req.query(), 'query');
           const last = c.req.header('last-event-id');
           const after = last !== undefined && last !== '' ? validate(Cursor, last, 'Last-Event-ID header') : (query.after ?? 'now');
-          return stream(c, (signal) => engine.events({ after, signal }), (e) => e.cursor ?? String(e.seq), false);
+          return stream(
+            c,
+            (signal) => engine.events({ after, signal }),
+            (e) => e.cursor ?? String(e.seq),
+            false,
+          );
         },
       },
     ],

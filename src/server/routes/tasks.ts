@@ -18,7 +18,7 @@ export const actorOf = (identity: Identity): { kind: 'user'; id: string } => ({ 
 /** The idempotency key of a request: the body's, the header's, or both when they agree. */
 function keyOf(body: { idempotencyKey?: string | undefined }, header: string | undefined): string | undefined {
   if (body.idempotencyKey !== undefined && header !== undefined && body.idempotencyKey !== header) {
-    throw new InvalidArgumentError('The Idempotency-Key header and the body\'s idempotencyKey differ: send one, or the same value in both.');
+    throw new InvalidArgumentError("The Idempotency-Key header and the body's idempotencyKey differ: send one, or the same value in both.");
   }
   return body.idempotencyKey ?? header;
 }
@@ -32,7 +32,12 @@ const id = { id: TaskId };
 /** Start a task. */
 function startRoute(engine: Engine): RouteSpec {
   return route({
-    method: 'post', path: '/api/tasks', summary: 'Start a task', permission: 'operate', body: StartBody, idempotency: 'engine',
+    method: 'post',
+    path: '/api/tasks',
+    summary: 'Start a task',
+    permission: 'operate',
+    body: StartBody,
+    idempotency: 'engine',
     responses: { 201: 'created', 200: 'the task of an idempotency key used before', 400: 'invalid input', 404: 'unknown workflow', 409: 'the key belongs to other work' },
     async handle({ identity, body, idempotencyKey }) {
       const key = keyOf(body, idempotencyKey);
@@ -45,7 +50,12 @@ function startRoute(engine: Engine): RouteSpec {
 /** Start many tasks, each on its own. */
 function batchRoute(engine: Engine): RouteSpec {
   return route({
-    method: 'post', path: '/api/tasks/batch', summary: 'Start many tasks (each item like POST /api/tasks)', permission: 'operate', body: BatchBody, idempotency: 'engine',
+    method: 'post',
+    path: '/api/tasks/batch',
+    summary: 'Start many tasks (each item like POST /api/tasks)',
+    permission: 'operate',
+    body: BatchBody,
+    idempotency: 'engine',
     responses: { 200: 'one result per item, in order: { task } or { error }', 400: 'invalid input' },
     async handle({ identity, body, idempotencyKey }) {
       // Each item is started on its own (one bad item does not stop the others); with a header
@@ -70,7 +80,11 @@ function batchRoute(engine: Engine): RouteSpec {
 /** List tasks. */
 function listRoute(engine: Engine): RouteSpec {
   return route({
-    method: 'get', path: '/api/tasks', summary: 'List tasks, newest first', permission: 'read', query: ListQuery,
+    method: 'get',
+    path: '/api/tasks',
+    summary: 'List tasks, newest first',
+    permission: 'read',
+    query: ListQuery,
     responses: { 200: '{ tasks, nextCursor }', 400: 'bad filter' },
     async handle({ query }) {
       const page = await engine.list({
@@ -87,7 +101,11 @@ function listRoute(engine: Engine): RouteSpec {
 /** Delete finished tasks by age. */
 function purgeRoute(engine: Engine): RouteSpec {
   return route({
-    method: 'post', path: '/api/tasks/purge', summary: 'Delete finished tasks that ended at least olderThan ago (dryRun: count them)', permission: 'delete', body: PurgeBody,
+    method: 'post',
+    path: '/api/tasks/purge',
+    summary: 'Delete finished tasks that ended at least olderThan ago (dryRun: count them)',
+    permission: 'delete',
+    body: PurgeBody,
     responses: { 200: '{ count, byStatus, dryRun }', 400: 'bad olderThan, status or workflow' },
     async handle({ identity, body }) {
       return { status: 200, body: await engine.purge({ ...body, by: actorOf(identity) }) };
@@ -98,7 +116,11 @@ function purgeRoute(engine: Engine): RouteSpec {
 /** Delete a finished task. */
 function deleteRoute(engine: Engine): RouteSpec {
   return route({
-    method: 'delete', path: '/api/tasks/:id', summary: 'Delete a finished task with its steps, log, signals and approvals', permission: 'delete', params: id,
+    method: 'delete',
+    path: '/api/tasks/:id',
+    summary: 'Delete a finished task with its steps, log, signals and approvals',
+    permission: 'delete',
+    params: id,
     responses: { 200: 'the task as it was', 404: 'unknown id (or deleted already)', 409: 'not finished: cancel it first' },
     async handle({ identity, params }) {
       return { status: 200, body: { deleted: await engine.delete(params.id as string, { by: actorOf(identity) }) } };
@@ -109,7 +131,11 @@ function deleteRoute(engine: Engine): RouteSpec {
 /** A task with its steps, log and legal events. */
 function getRoute(engine: Engine): RouteSpec {
   return route({
-    method: 'get', path: '/api/tasks/:id', summary: 'A task with its steps and event log', permission: 'read', params: id,
+    method: 'get',
+    path: '/api/tasks/:id',
+    summary: 'A task with its steps and event log',
+    permission: 'read',
+    params: id,
     responses: { 200: 'the task', 404: 'unknown id' },
     async handle({ params }) {
       const [task, explanation] = await Promise.all([engine.get(params.id as string), engine.explain(params.id as string)]);
@@ -121,8 +147,13 @@ function getRoute(engine: Engine): RouteSpec {
 /** Cancel a task. */
 function cancelRoute(engine: Engine): RouteSpec {
   return route({
-    method: 'post', path: '/api/tasks/:id/cancel', summary: 'Cancel a task (a running one, or one whose last run left cleanup to do, is cancelling until its cleanup has run)', permission: 'operate',
-    params: id, body: CancelBody, idempotency: 'replay',
+    method: 'post',
+    path: '/api/tasks/:id/cancel',
+    summary: 'Cancel a task (a running one, or one whose last run left cleanup to do, is cancelling until its cleanup has run)',
+    permission: 'operate',
+    params: id,
+    body: CancelBody,
+    idempotency: 'replay',
     responses: { 200: 'the task after the command', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
     async handle({ identity, params, body }) {
       return { status: 200, body: await engine.cancel(params.id as string, { by: actorOf(identity), ...(body.reason ? { reason: body.reason } : {}) }) };
@@ -134,8 +165,13 @@ function cancelRoute(engine: Engine): RouteSpec {
 function commandRoutes(engine: Engine): RouteSpec[] {
   return (['retry', 'pause', 'resume'] as const).map((verb) =>
     route({
-      method: 'post', path: `/api/tasks/:id/${verb}`, summary: `${verb[0]?.toUpperCase()}${verb.slice(1)} a task`, permission: 'operate',
-      params: id, body: EmptyBody, idempotency: 'replay',
+      method: 'post',
+      path: `/api/tasks/:id/${verb}`,
+      summary: `${verb[0]?.toUpperCase()}${verb.slice(1)} a task`,
+      permission: 'operate',
+      params: id,
+      body: EmptyBody,
+      idempotency: 'replay',
       responses: { 200: 'the task after the command', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
       async handle({ identity, params }) {
         return { status: 200, body: await engine[verb](params.id as string, { by: actorOf(identity) }) };
@@ -147,9 +183,19 @@ function commandRoutes(engine: Engine): RouteSpec[] {
 /** Send an event to a state machine. */
 function sendRoute(engine: Engine): RouteSpec {
   return route({
-    method: 'post', path: '/api/tasks/:id/send/:event', summary: 'Send an event to a state machine\'s task (taken only while its state takes it)', permission: 'operate',
-    params: { ...id, event: EventName }, body: SendBody, idempotency: 'engine',
-    responses: { 202: '{ created, state, delivered }', 400: 'invalid payload', 404: 'unknown id', 409: 'refused (EVENT_REFUSED: legalEvents says what it takes now), or a reused key with another payload' },
+    method: 'post',
+    path: '/api/tasks/:id/send/:event',
+    summary: "Send an event to a state machine's task (taken only while its state takes it)",
+    permission: 'operate',
+    params: { ...id, event: EventName },
+    body: SendBody,
+    idempotency: 'engine',
+    responses: {
+      202: '{ created, state, delivered }',
+      400: 'invalid payload',
+      404: 'unknown id',
+      409: 'refused (EVENT_REFUSED: legalEvents says what it takes now), or a reused key with another payload',
+    },
     async handle({ identity, params, body, idempotencyKey }) {
       const key = keyOf(body, idempotencyKey);
       const res = await engine.send(params.id as string, params.event as string, body.payload, { by: actorOf(identity), ...(key !== undefined ? { idempotencyKey: key } : {}) });
@@ -161,13 +207,20 @@ function sendRoute(engine: Engine): RouteSpec {
 /** Send a signal. */
 function signalRoute(engine: Engine): RouteSpec {
   return route({
-    method: 'post', path: '/api/tasks/:id/signals/:name', summary: 'Send a signal (ctx.waitForEvent receives it)', permission: 'operate',
-    params: { ...id, name: SignalName }, body: SignalBody, idempotency: 'engine',
+    method: 'post',
+    path: '/api/tasks/:id/signals/:name',
+    summary: 'Send a signal (ctx.waitForEvent receives it)',
+    permission: 'operate',
+    params: { ...id, name: SignalName },
+    body: SignalBody,
+    idempotency: 'engine',
     responses: { 202: '{ created, delivered }', 400: 'invalid payload', 404: 'unknown id', 409: 'finished task, or reused key with another payload' },
     async handle({ identity, params, body, idempotencyKey }) {
       const key = keyOf(body, idempotencyKey);
       const res = await engine.signal(params.id as string, params.name as string, body.payload, {
-        by: actorOf(identity), ...(key !== undefined ? { idempotencyKey: key } : {}), ...(body.requireWaiting ? { requireWaiting: true } : {}),
+        by: actorOf(identity),
+        ...(key !== undefined ? { idempotencyKey: key } : {}),
+        ...(body.requireWaiting ? { requireWaiting: true } : {}),
       });
       return { status: 202, body: res };
     },
