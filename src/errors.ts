@@ -45,7 +45,7 @@ export type { OutputIssue } from './errors/step.ts';
 export { DeadlineExceededError, CompensationFailedError, TaskFailedError, TaskCancelledError, DwellTimeoutError } from './errors/task.ts';
 
 // Workers and stores
-export { LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, ClosedError } from './errors/runtime.ts';
+export { LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, StoreDamagedError, ClosedError } from './errors/runtime.ts';
 
 // Approvals
 export { ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError } from './errors/approval.ts';

@@ -174,6 +174,7 @@ export {
   SchemaMismatchError,
   StoreUnavailableError,
   StoreRefusedError,
+  StoreDamagedError,
   ClosedError,
   ApprovalNotFoundError,
   TaskEndedError,

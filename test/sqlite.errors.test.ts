@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Engine, isStepwiseError, workflow } from '../src/index.ts';
-import { existsSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { eventually, tempDir } from './support/engine.ts';
 import { spawnCli } from './support/processes.ts';
 import { triple } from './fixtures/crash-workflows.ts';
@@ -86,7 +86,7 @@ describe('SQLite store errors', () => {
           await w.exited;
         }
         const error = await refusal();
-        expect({ when, code: (error as { code?: unknown } | null)?.code }).toEqual({ when, code: 'STORE_UNAVAILABLE' });
+        expect({ when, code: (error as { code?: unknown } | null)?.code }).toEqual({ when, code: 'STORE_DAMAGED' });
         expect((error as Error).message).toContain(`${file}-wal`);
         expect((error as Error).message).toMatch(/lost its write-ahead log/);
       }
@@ -103,4 +103,81 @@ describe('SQLite store errors', () => {
       await older.close();
     }
   }, 60_000);
+
+  it('stops with STORE_DAMAGED when -wal and -shm are removed under a running engine, instead of reporting commits a reopen would lose', async () => {
+    const file = join(tempDir(), 'removed.db');
+    const wf = workflow('w', async (ctx) => ctx.step('one', async () => 1));
+    const engine = new Engine({ store: `sqlite:${file}`, workflows: [wf] });
+    const worker = engine.worker({ pollIntervalMs: 20 });
+    const errors: unknown[] = [];
+    worker.on('worker:error', (e) => errors.push(e.error));
+    try {
+      await worker.start();
+      const { id } = await engine.start('w', {});
+      expect(await engine.result(id, { timeout: '20s' })).toBe(1);
+      // A cleanup script removes both files: to a process opening the database next, this looks
+      // like a clean shutdown, and every commit still in the -wal is gone.
+      unlinkSync(`${file}-wal`);
+      unlinkSync(`${file}-shm`);
+      const refused = await engine.start('w', {}).catch((e: unknown) => e);
+      expect(isStepwiseError(refused, 'STORE_DAMAGED')).toBe(true);
+      expect((refused as Error & { retryable: boolean }).retryable).toBe(false);
+      expect((refused as Error).message).toContain(`${file}-wal was removed`);
+      expect((refused as Error).message).toMatch(/restore/);
+      // Every later write fails the same way (the worker's claims included): nothing more is
+      // committed into files nobody will read again.
+      expect(isStepwiseError(await engine.start('w', {}).catch((e: unknown) => e), 'STORE_DAMAGED')).toBe(true);
+      await eventually(() => errors.some((e) => isStepwiseError(e, 'STORE_DAMAGED')), 10_000, 'the worker to meet STORE_DAMAGED');
+    } finally {
+      await worker.stop();
+      await engine.close();
+    }
+  }, 30_000);
+
+  it('stops with STORE_DAMAGED when the database file is replaced under a running engine', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'replaced.db');
+    const wf = workflow('w', async () => 1);
+    const engine = new Engine({ store: `sqlite:${file}`, workflows: [wf] });
+    try {
+      await engine.start('w', {});
+      // A restore copies another database over the path (a new file under the same name).
+      const other = new Database(join(dir, 'other.db'));
+      other.exec('CREATE TABLE t (a)');
+      other.close();
+      unlinkSync(file);
+      new Database(file).close();
+      const refused = await engine.start('w', {}).catch((e: unknown) => e);
+      expect(isStepwiseError(refused, 'STORE_DAMAGED')).toBe(true);
+      expect((refused as Error).message).toContain(`${file} was replaced by another file`);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('reports a corrupt page met by a list as STORE_DAMAGED with the path and what to do', async () => {
+    const file = join(tempDir(), 'corrupt.db');
+    const wf = workflow('w', async () => 1);
+    const writer = new Engine({ store: `sqlite:${file}`, workflows: [wf] });
+    await writer.startMany(Array.from({ length: 400 }, () => ({ workflow: 'w', input: { text: 'x'.repeat(200) } })));
+    await writer.close();
+    // Overwrite the pages of the tasks table's B-tree (not the schema, not the migrations table).
+    const db = new Database(file);
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    const root = (db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'stepwise_tasks'").get() as { rootpage: number }).rootpage;
+    db.close();
+    const fd = openSync(file, 'r+');
+    writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (root - 1) * pageSize);
+    closeSync(fd);
+    const reader = new Engine({ store: `sqlite:${file}`, workflows: [wf] });
+    try {
+      const error = await reader.list({ limit: 1000 }).catch((e: unknown) => e);
+      expect(isStepwiseError(error, 'STORE_DAMAGED')).toBe(true);
+      expect((error as Error).message).toContain(file);
+      expect((error as Error).message).toMatch(/integrity_check/);
+    } finally {
+      await reader.close();
+    }
+  });
 });

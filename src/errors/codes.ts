@@ -38,6 +38,8 @@ export const ERROR_CODES = Object.freeze({
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
   /** The database refused a write for a reason retrying cannot fix (a value it cannot hold, a constraint). */
   STORE_REFUSED: 'STORE_REFUSED',
+  /** The database's files were removed, replaced or found corrupt under a running engine: it stops writing, and a person must restore them. */
+  STORE_DAMAGED: 'STORE_DAMAGED',
   /** A model call would take the task over its token or cost budget. */
   BUDGET_EXCEEDED: 'BUDGET_EXCEEDED',
   /** Another caller is running the operation of this idempotency key right now (`whileRunning: 'error'`). */
@@ -72,6 +74,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   NOT_SERIALIZABLE: 400,
   PAYLOAD_TOO_LARGE: 413,
   STORE_REFUSED: 422,
+  STORE_DAMAGED: 500,
   FORBIDDEN: 403,
   WORKFLOW_NOT_FOUND: 404,
   TASK_NOT_FOUND: 404,

@@ -59,6 +59,21 @@ export class StoreRefusedError extends StepwiseError {
   }
 }
 
+/**
+ * The database's files are not the ones the store opened, or the database is corrupt: its
+ * write-ahead log or main file was removed or replaced while it was open, or SQLite met a damaged
+ * page. Not retryable: every later operation of that store fails the same way, so that nothing is
+ * committed to files that would not be read again. `path`: the database file.
+ */
+export class StoreDamagedError extends StepwiseError {
+  readonly path: string;
+  constructor(message: string, options: StepwiseErrorOptions & { path: string }) {
+    super(ERROR_CODES.STORE_DAMAGED, message, { ...options, retryable: false });
+    this.name = 'StoreDamagedError';
+    this.path = options.path;
+  }
+}
+
 export class ClosedError extends StepwiseError {
   constructor(what: string) {
     super(ERROR_CODES.CLOSED, `${what} is closed.`);

@@ -7,7 +7,7 @@
  * the log's appender, which numbers entries from that cache.
  */
 import type Database from 'better-sqlite3';
-import { openSqlite, type SqliteOptions } from './connection.ts';
+import { SqliteFiles, damaged, openSqlite, type SqliteOptions } from './connection.ts';
 import { ClosedError, StoreRefusedError, StoreUnavailableError } from '../errors.ts';
 import { isRaw, patchAssignments, stepValuesOfTask, toStepRow } from '../rows.ts';
 import { claimersOf, stepEntry, stepEntryAt } from '../log-entries.ts';
@@ -41,10 +41,19 @@ export class SqliteContext {
   /** `data_version` was read in the write transaction under way (no other connection commits during one). */
   seqsChecked = false;
 
+  /** The files the connection opened, checked before each write (see {@link SqliteFiles}); none in memory. */
+  readonly #files: SqliteFiles | null;
+
   constructor(path: string, options: SqliteOptions) {
     this.path = path;
     this.options = options;
     this.#db = openSqlite(path, options);
+    this.#files = path === ':memory:' ? null : new SqliteFiles(path);
+  }
+
+  /** Throws StoreDamagedError if the database's files were removed or replaced since they were opened. */
+  checkFiles(): void {
+    this.#files?.check();
   }
 
   get db(): Database.Database {
@@ -66,10 +75,23 @@ export class SqliteContext {
   stmt(sql: string): Database.Statement {
     let s = this.#statements.get(sql);
     if (!s) {
-      s = this.db.prepare(sql);
+      s = this.translate(() => this.db.prepare(sql));
+      this.#translateErrors(s);
       this.#statements.set(sql, s);
     }
     return s;
+  }
+
+  /**
+   * Makes the statement's errors Stepwise errors, for the reads that run outside {@link tx} (a
+   * corrupt page met by a list is STORE_DAMAGED with the path, not a driver error).
+   */
+  #translateErrors(s: Database.Statement): void {
+    const methods = s as unknown as Record<'run' | 'get' | 'all', (...args: unknown[]) => unknown>;
+    for (const name of ['run', 'get', 'all'] as const) {
+      const call = methods[name].bind(s);
+      methods[name] = (...args: unknown[]) => this.translate(() => call(...args));
+    }
   }
 
   /** The internal key of a task as it is now (no cache), or undefined if there is no such task. */
@@ -109,6 +131,7 @@ export class SqliteContext {
   tx<T>(fn: () => T): T {
     this.seqsChecked = false;
     try {
+      this.checkFiles();
       return this.translate(() => this.db.transaction(fn).immediate());
     } catch (e) {
       this.lastSeqs.clear(); // seqs taken by a transaction that rolled back were not used
@@ -177,9 +200,7 @@ export class SqliteContext {
     if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED|IOERR|FULL|READONLY|CANTOPEN|PROTOCOL)/.test(code)) {
       return new StoreUnavailableError(`SQLite database ${this.path} is unavailable (${code}): ${(e as Error).message}`, { cause: e });
     }
-    if (typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) {
-      return new StoreUnavailableError(`The SQLite database ${this.path} is damaged (${code}): ${(e as Error).message}. Restore it from a backup.`, { cause: e });
-    }
+    if (typeof code === 'string' && /^SQLITE_(CORRUPT|NOTADB)/.test(code)) return damaged(this.path, code, (e as Error).message, e);
     // Refused for the content of the write (a constraint, a value too big): the same write fails again.
     if (typeof code === 'string' && /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH|RANGE)/.test(code)) {
       return new StoreRefusedError(`SQLite database ${this.path} refused a write (${code}): ${(e as Error).message}. Retrying cannot fix this.`, { cause: e, dbCode: code });

@@ -234,6 +234,11 @@ export class SqliteStore implements Store {
 
   runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
     const c = this.#c;
+    try {
+      c.checkFiles();
+    } catch (e) {
+      return Promise.reject(e);
+    }
     this.#transactions ??= new SqliteTransactions(
       () => openSqlite(this.path, c.options),
       (e) => c.storeError(e),

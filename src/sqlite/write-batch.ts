@@ -69,6 +69,7 @@ function hotStep(c: SqliteContext, w: StepWrite): boolean {
 /** One plain step: the fence and the row, in one write transaction (or one statement, see {@link hotStep}). */
 function oneStep(c: SqliteContext, w: StepWrite): WriteResult[] {
   try {
+    c.checkFiles();
     if (hotStep(c, w)) return [true];
     let tx = stepTxs.get(c);
     if (!tx) stepTxs.set(c, (tx = c.db.transaction((s: StepWrite) => stepWrite(c, s))));
