@@ -106,4 +106,48 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL migrations', () => {
       await expect(insert('step', 'half-done')).rejects.toMatchObject({ code: '23514' });
     });
   });
+
+  it("refuses a schema where the application already has a table Stepwise creates, naming the table and the ?schema= option, and leaves the application's table alone", async () => {
+    const schema = freshSchema();
+    await withPg(async (c) => {
+      await c.query(`CREATE SCHEMA "${schema}"`);
+      await c.query(`CREATE TABLE "${schema}".events (id serial PRIMARY KEY, title text)`);
+      await c.query(`INSERT INTO "${schema}".events (title) VALUES ('launch party')`);
+    });
+    const engine = new Engine({ store: `${PG_URL}?schema=${schema}` });
+    try {
+      const error = await engine.ready().catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'SCHEMA_MISMATCH' });
+      expect((error as Error).message).toContain(`already has table "events"`);
+      expect((error as Error).message).toContain('?schema=');
+    } finally {
+      await engine.close();
+    }
+    await withPg(async (c) => {
+      expect((await c.query(`SELECT title FROM "${schema}".events`)).rows).toEqual([{ title: 'launch party' }]);
+      // Nothing of Stepwise's was left half-made: the migration ran in one transaction.
+      const tables = (await c.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [schema])).rows.map((r) => r.table_name);
+      expect(tables).toEqual(['events']);
+    });
+  });
+
+  it("refuses another tool's migrations table in the schema instead of writing into it", async () => {
+    const schema = freshSchema();
+    await withPg(async (c) => {
+      await c.query(`CREATE SCHEMA "${schema}"`);
+      await c.query(`CREATE TABLE "${schema}".migrations (id serial PRIMARY KEY, name text, run_on timestamptz)`);
+    });
+    const engine = new Engine({ store: `${PG_URL}?schema=${schema}` });
+    try {
+      const error = await engine.ready().catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'SCHEMA_MISMATCH' });
+      expect((error as Error).message).toContain('table "migrations" that is not Stepwise\'s');
+    } finally {
+      await engine.close();
+    }
+    await withPg(async (c) => {
+      const columns = (await c.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'migrations' ORDER BY 1`, [schema])).rows;
+      expect(columns.map((r) => r.column_name)).toEqual(['id', 'name', 'run_on']); // no checksum column added
+    });
+  });
 });
