@@ -38,7 +38,17 @@ export {
 } from './errors/request.ts';
 
 // Steps: thrown by step code, or raised when a step fails
-export { NonDeterminismError, StepFailedError, StepTimeoutError, RetryableError, NonRetryableError, BudgetExceededError, RepairableError, OutputInvalidError } from './errors/step.ts';
+export {
+  NonDeterminismError,
+  NestedStepError,
+  StepFailedError,
+  StepTimeoutError,
+  RetryableError,
+  NonRetryableError,
+  BudgetExceededError,
+  RepairableError,
+  OutputInvalidError,
+} from './errors/step.ts';
 export type { OutputIssue } from './errors/step.ts';
 
 // How a task ended

@@ -157,6 +157,7 @@ export {
   PayloadTooLargeError,
   TimeoutError,
   NonDeterminismError,
+  NestedStepError,
   StepFailedError,
   StepTimeoutError,
   RetryableError,

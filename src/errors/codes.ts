@@ -13,6 +13,8 @@ export const ERROR_CODES = Object.freeze({
   IDEMPOTENCY_CONFLICT: 'IDEMPOTENCY_CONFLICT',
   CONCURRENT_UPDATE: 'CONCURRENT_UPDATE',
   NON_DETERMINISM: 'NON_DETERMINISM',
+  /** A durable call (`ctx.step`, a model call, `ctx.sleep` …) was made inside another step's function. */
+  NESTED_STEP: 'NESTED_STEP',
   NOT_SERIALIZABLE: 'NOT_SERIALIZABLE',
   STEP_FAILED: 'STEP_FAILED',
   STEP_TIMEOUT: 'STEP_TIMEOUT',
@@ -88,6 +90,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   TASK_CANCELLED: 409,
   STEP_FAILED: 409,
   NON_DETERMINISM: 409,
+  NESTED_STEP: 409,
   NON_RETRYABLE: 422,
   RETRYABLE: 503,
   STEP_TIMEOUT: 504,

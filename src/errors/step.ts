@@ -20,6 +20,26 @@ export class NonDeterminismError extends StepwiseError {
   }
 }
 
+/**
+ * A durable call was made inside the function of another step (a helper that takes `ctx`, such
+ * as a model call, called from a `ctx.step` function or a `ctx.forEach` item). A step's function
+ * runs until it returns and only its result is recorded: on replay it is not called, so calls
+ * inside it would not be made again and the journal would no longer line up. The task fails at
+ * once with this error. `step`: the enclosing step; `call`: the durable call it made.
+ */
+export class NestedStepError extends StepwiseError {
+  readonly taskId: string;
+  readonly step: string;
+  readonly call: string;
+  constructor(taskId: string, step: string, call: string, message: string) {
+    super(ERROR_CODES.NESTED_STEP, message);
+    this.name = 'NestedStepError';
+    this.taskId = taskId;
+    this.step = step;
+    this.call = call;
+  }
+}
+
 /** Thrown into workflow code when a step failed for good (non-retryable, or attempts exhausted). */
 export class StepFailedError extends StepwiseError {
   readonly stepName: string;

@@ -16,6 +16,7 @@
 import { StepTimeoutError } from '../errors.ts';
 import type { Progress, StepContext } from '../api/step.ts';
 import { lateHalt } from './cleanup-scope.ts';
+import { runAsStep } from './step-scope.ts';
 import { coreOf, type RunCore } from './core.ts';
 import type { Run } from './run.ts';
 import { haltOf, mayWrite } from './state.ts';
@@ -119,7 +120,7 @@ export function attempt<T>(view: Run, c: AttemptCall<T>): Promise<T> {
         () => undefined,
       );
     }
-    callStep(fn, ctx, settle, (e) => {
+    callStep(run, c.stepId, fn, ctx, settle, (e) => {
       cleanup();
       reject(e);
     });
@@ -144,10 +145,11 @@ function stepContext(run: RunCore, c: AttemptCall<unknown>, signal: AbortSignal)
 }
 
 /** Calls the step function: its value goes to `settle`, its failure (thrown or rejected) to `fail`. */
-function callStep<T>(fn: (s: StepContext) => PromiseLike<T> | T, ctx: StepContext, settle: (v: T) => void, fail: (e: unknown) => void): void {
+function callStep<T>(run: RunCore, stepId: string, fn: (s: StepContext) => PromiseLike<T> | T, ctx: StepContext, settle: (v: T) => void, fail: (e: unknown) => void): void {
   let result: PromiseLike<T> | T;
   try {
-    result = fn(ctx);
+    // In the step's async context, so that a durable call made inside it is refused (see identity.ts).
+    result = runAsStep(run, stepId, () => fn(ctx));
   } catch (e) {
     return fail(e);
   }

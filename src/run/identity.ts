@@ -8,7 +8,8 @@
  * compensations) are identified apart from these positions, by name and occurrence within the
  * cleanup: see `cleanup-scope.ts`.
  */
-import { InvalidArgumentError, NonDeterminismError } from '../errors.ts';
+import { InvalidArgumentError, NestedStepError, NonDeterminismError } from '../errors.ts';
+import { enclosingStep } from './step-scope.ts';
 import { textProblem } from '../text-rules.ts';
 import type { StepKind, StepRow } from '../store.ts';
 import { coreOf, type RunCore } from './core.ts';
@@ -65,6 +66,8 @@ export function position(run: RunCore, name: string, kind: StepKind, given?: num
       );
     }
   }
+  const outer = enclosingStep(run);
+  if (outer !== null) throw run.fail(nested(run, outer, kind, name));
   run.activity++;
   const seq = run.seq++;
   const occurrence = (seen ?? 0) + 1;
@@ -83,6 +86,19 @@ export function position(run: RunCore, name: string, kind: StepKind, given?: num
     );
   }
   return { name, occurrence, seq, stepId, recorded };
+}
+
+/** The error of a durable call made inside the function of step `outer`. */
+function nested(run: RunCore, outer: string, kind: StepKind, name: string): NestedStepError {
+  const call = `${kind} "${name}"`;
+  return new NestedStepError(
+    run.taskId,
+    outer,
+    name,
+    `${who(run)}: ${call} was called inside the function of step "${outer}" (directly, through a helper that takes ctx such as a model call, or in a ctx.forEach item). ` +
+      `A step's function is not called again on replay, only its recorded result is returned, so durable calls inside it cannot be replayed. ` +
+      `Call ${call} from the workflow function, before or after step "${outer}" (split the work into several steps), or do that work inside the step without ctx.`,
+  );
 }
 
 /**

@@ -1,0 +1,124 @@
+// A durable call made inside another step's function is refused at once (NESTED_STEP), naming both
+// steps; calls beside each other (parallel steps, a step chained on another's result) still run.
+import { describe, expect, it } from 'vitest';
+import { NestedStepError, TaskFailedError, workflow, type WorkflowContext } from '../src/index.ts';
+import { makeEngine, startWorker } from './support/engine.ts';
+
+/** A helper that takes ctx, as model calls and sub-agents do. */
+async function summarise(ctx: WorkflowContext, text: string): Promise<string> {
+  return ctx.step(`summarise ${text}`, () => text.toUpperCase());
+}
+
+/** The task's failure, as a caller of `engine.result` sees it (the error as stored with the task). */
+async function failure(id: string, engine: ReturnType<typeof makeEngine>): Promise<Error & { code: string }> {
+  const e = await engine.result(id, { timeout: '20s' }).catch((x: unknown) => x);
+  expect(e).toBeInstanceOf(TaskFailedError);
+  const cause = (e as TaskFailedError).cause as Error & { code: string };
+  expect(cause).toMatchObject({ code: 'NESTED_STEP', name: 'NestedStepError' });
+  return cause;
+}
+
+describe('durable calls inside a step function', () => {
+  it('fails the task on its first run with NESTED_STEP naming the enclosing step and the inner call, and records no inner step', async () => {
+    let outerRuns = 0;
+    const wf = workflow('nested', async (ctx) => {
+      const brief = await ctx.step('research', async () => {
+        outerRuns++;
+        return summarise(ctx, 'notes');
+      });
+      return brief;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    try {
+      await startWorker(engine);
+      const { id } = await engine.start(wf, {});
+      const error = await failure(id, engine);
+      expect(error.message).toContain('step "summarise notes" was called inside the function of step "research"');
+      expect(error.message).toContain('Call step "summarise notes" from the workflow function');
+      const info = await engine.get(id);
+      expect(info.status).toBe('failed');
+      expect(info.steps.map((s) => s.name)).not.toContain('summarise notes');
+      expect(outerRuns).toBe(1); // not retried: retrying cannot fix the code
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('refuses a helper that takes ctx called in a ctx.forEach item, after awaits and timers inside the item', async () => {
+    const wf = workflow('nested-for-each', async (ctx) =>
+      ctx.forEach('pages', ['a', 'b'], async (page) => {
+        await new Promise((r) => setTimeout(r, 1));
+        return summarise(ctx, page);
+      }),
+    );
+    const engine = makeEngine({ workflows: [wf] });
+    try {
+      await startWorker(engine);
+      const { id } = await engine.start(wf, {});
+      const error = await failure(id, engine);
+      expect(error.message).toContain('step "summarise a" was called inside the function of step "pages:0-1"');
+      expect(error.message).toContain('ctx.forEach item');
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('refuses ctx.sleep and ctx.waitForEvent inside a step function too', async () => {
+    const sleeper = workflow('nested-sleep', async (ctx) => ctx.step('outer', () => ctx.sleep('pause', '1s')));
+    const waiter = workflow('nested-wait', async (ctx) => ctx.step('outer', () => ctx.waitForEvent('callback')));
+    const engine = makeEngine({ workflows: [sleeper, waiter] });
+    try {
+      await startWorker(engine);
+      const a = await engine.start(sleeper, {});
+      const b = await engine.start(waiter, {});
+      expect((await failure(a.id, engine)).message).toContain('sleep "pause" was called inside the function of step "outer"');
+      expect((await failure(b.id, engine)).message).toContain('"callback" was called inside the function of step "outer"');
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('is a typed error in the code that made the call (a try/catch around it cannot keep the task going)', async () => {
+    let caught: unknown;
+    const wf = workflow('nested-caught', async (ctx) => {
+      await ctx.step('outer', async () => {
+        try {
+          await ctx.step('inner', () => 1);
+        } catch (e) {
+          caught = e;
+        }
+        return 'swallowed';
+      });
+      return 'went on';
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    try {
+      await startWorker(engine);
+      const { id } = await engine.start(wf, {});
+      await failure(id, engine);
+      expect(caught).toBeInstanceOf(NestedStepError);
+      expect(caught).toMatchObject({ step: 'outer', call: 'inner', taskId: id });
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('still runs steps side by side (Promise.all) and a step chained on another step’s result, and replays them after a park', async () => {
+    const wf = workflow('beside', async (ctx) => {
+      const [a, b] = await Promise.all([summarise(ctx, 'x'), ctx.step('slow', async () => new Promise<string>((r) => setTimeout(() => r('y'), 5)))]);
+      const c = await ctx.step('first', () => 1).then((n) => ctx.step('second', () => n + 1));
+      await ctx.waitForEvent('go');
+      return `${a}${b}${c}`;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    try {
+      await startWorker(engine);
+      const { id } = await engine.start(wf, {});
+      await expect.poll(async () => (await engine.get(id)).status, { timeout: 20_000 }).toBe('waiting');
+      await engine.signal(id, 'go');
+      expect(await engine.result(id, { timeout: '20s' })).toBe('Xy2');
+    } finally {
+      await engine.close();
+    }
+  });
+});
