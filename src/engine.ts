@@ -32,6 +32,8 @@ import { TaskHandle } from './commands/task-handle.ts';
 import * as cmd from './commands/index.ts';
 import type { EngineOptions } from './commands/engine-options.ts';
 
+import { engineSchedules } from './schedules/wiring.ts';
+import type { Schedules } from './schedules/schedules.ts';
 export { TaskHandle } from './commands/task-handle.ts';
 export type { EngineOptions } from './commands/engine-options.ts';
 
@@ -78,6 +80,9 @@ export class Engine {
    * effects").
    */
   readonly idempotency: Idempotency;
+  /** Cron schedules: each tick starts one task, however many workers run (see docs/schedules.md). */
+  readonly schedules: Schedules;
+  readonly #fireSchedules: (serves: (workflow: string) => boolean) => Promise<number>;
   readonly #retention: RetentionMs;
   /** What the command modules get from this engine (commands/context.ts). */
   readonly #ctx: cmd.CommandContext;
@@ -106,6 +111,13 @@ export class Engine {
     };
     this.#starts = { ctx: this.#ctx, batcher: (store) => this.#startBatcher(store) };
     this.idempotency = cmd.engineIdempotency(options.idempotency, this.#ctx);
+    ({ schedules: this.schedules, fire: this.#fireSchedules } = engineSchedules({
+      open: () => this.#open(),
+      clock: this.clock,
+      start: (wf, input, o) => this.start(wf, input, o),
+      get: (id) => this.get(id, { steps: false, history: false }),
+      cancel: (id, o) => this.cancel(id, o),
+    }));
   }
 
   /** Adds a workflow definition. A second definition with the same name replaces the first. */
@@ -379,6 +391,7 @@ export class Engine {
         outputBytes: this.limits.outputBytes,
         retention: this.#retention,
         workers: this.#workers,
+        fireSchedules: this.#fireSchedules,
       },
       options,
     );

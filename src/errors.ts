@@ -59,3 +59,4 @@ export { LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavaila
 
 // Approvals
 export { ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError } from './errors/approval.ts';
+export { ScheduleNotFoundError } from './errors/schedule.ts';

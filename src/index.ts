@@ -115,6 +115,10 @@ export { RedisIdempotency } from './idempotency/redis.ts';
 export type { RedisIdempotencyOptions, RedisClientLike } from './idempotency/redis.ts';
 export type { IdempotencyBackend, IdempotencyRecord, AcquireRequest, AcquireResult, RecordStatus } from './idempotency/records.ts';
 
+// Schedules: cron ticks that start one task each (engine.schedules)
+export { Schedules } from './schedules/schedules.ts';
+export type { ScheduleOptions, ScheduleInfo, ScheduleOverlap } from './api/schedules.ts';
+
 // The task lifecycle as data and pure functions (statuses, events, the transition table)
 export {
   TASK_STATUSES,
@@ -178,6 +182,7 @@ export {
   StoreDamagedError,
   ClosedError,
   ApprovalNotFoundError,
+  ScheduleNotFoundError,
   TaskEndedError,
   ApprovalRequiredError,
 } from './errors.ts';

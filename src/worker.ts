@@ -57,6 +57,8 @@ export interface WorkerHost {
   outputBytes?: number;
   /** The engine's retention of finished tasks (workflows may override it). @defaultValue keep all */
   retention?: RetentionMs;
+  /** Fires the due ticks of the schedules of the workflows `serves` accepts (engine.schedules). */
+  fireSchedules?: (serves: (workflow: string) => boolean) => Promise<unknown>;
   onStopped: (worker: Worker) => void;
 }
 
@@ -163,6 +165,8 @@ export class Worker {
       dwellScanMs: this.#o.dwellScanMs,
       purgeMs: this.#o.purgeMs,
       retentionSweepMs: this.#o.retentionSweepMs,
+      scheduleScanMs: this.#o.scheduleScanMs,
+      ...(this.#host.fireSchedules ? { fireSchedules: this.#host.fireSchedules } : {}),
       onError: (error, during) => this.#events.emit('worker:error', { error, during }),
     });
     this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });

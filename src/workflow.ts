@@ -30,7 +30,13 @@ declare module './run/run.ts' {
 export interface WorkflowContext {
   readonly taskId: string;
   readonly workflow: string;
+  /** The version of the workflow the task started on (its code may be a later, compatible version). */
   readonly workflowVersion: string;
+  /**
+   * When the schedule tick that started this task was due (`engine.schedules`), the same in every
+   * run of the task; null for a task no schedule started.
+   */
+  readonly scheduledAt: Date | null;
   /** Fires when the run must stop (cancel, worker shutdown, lease lost). */
   readonly signal: AbortSignal;
   /**

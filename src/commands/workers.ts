@@ -21,6 +21,8 @@ export interface WorkerHost {
   idempotency: Idempotency;
   outputBytes: number;
   retention: RetentionMs;
+  /** Fires the due schedule ticks of the workflows `serves` accepts. */
+  fireSchedules: (serves: (workflow: string) => boolean) => Promise<unknown>;
   /** The engine's live workers: the new one is added, and removed when it stops. */
   workers: Set<Worker>;
 }
@@ -36,6 +38,7 @@ export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
       idempotency: host.idempotency,
       outputBytes: host.outputBytes,
       retention: host.retention,
+      fireSchedules: host.fireSchedules,
       onStopped: (worker) => host.workers.delete(worker),
     },
     options,

@@ -87,6 +87,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "adfa336d9c6118a4",
     "sql": "-- stepwise_steps.business_key  for a step with a business key (`ctx.step(name, fn, { key })`):\n--                              `v<keyVersion>:<key>`, the key its attempts received (before any\n--                              `:redo<n>` suffix); NULL for every other row, whose key is the\n--                              engine's `v1:<task>:<name>#<n>`. Rows written before this column\n--                              existed are NULL.\n\nALTER TABLE stepwise_steps ADD COLUMN business_key TEXT;\n"
+  },
+  {
+    "id": 13,
+    "name": "schedules",
+    "breaking": false,
+    "checksum": "ec5ac26a36ed4df7",
+    "sql": "-- stepwise_schedules  one row per schedule (`engine.schedules.create`, or a workflow's `schedule`\n--                     option): its definition, and where its ticks stand. `next_at` is the next\n--                     tick to fire (ms); a process fires it by moving `next_at` forward with a\n--                     compare-and-set (`WHERE next_at = <the tick it read>`), after starting the\n--                     tick's task under an idempotency key that names the schedule and the tick,\n--                     so each tick starts one task however many processes race for it, and a\n--                     fired tick is never fired again (even once its task was deleted).\n-- overlap             skip | buffer | allow | cancel: what a tick does while the last one's task runs.\n-- catchup_ms          how late a missed tick may still fire (ticks older are skipped).\n-- buffered_at         the tick held back by `overlap: 'buffer'` until the running task ends.\n-- source              'api' (created by a call) or 'workflow' (declared with a workflow; kept in\n--                     step with the code at worker start).\n\nCREATE TABLE stepwise_schedules (\n  id TEXT PRIMARY KEY,\n  workflow TEXT NOT NULL,\n  cron TEXT NOT NULL,\n  timezone TEXT,\n  input TEXT,\n  overlap TEXT NOT NULL CHECK (overlap IN ('skip', 'buffer', 'allow', 'cancel')),\n  catchup_ms INTEGER NOT NULL,\n  paused INTEGER NOT NULL DEFAULT 0,\n  next_at INTEGER,\n  last_at INTEGER,\n  last_task_id TEXT,\n  buffered_at INTEGER,\n  skipped INTEGER NOT NULL DEFAULT 0,\n  source TEXT NOT NULL CHECK (source IN ('api', 'workflow')),\n  created_at INTEGER NOT NULL,\n  updated_at INTEGER NOT NULL\n);\n\nCREATE INDEX stepwise_schedules_due ON stepwise_schedules (next_at) WHERE paused = 0;\n"
   }
 ];
 
@@ -175,5 +182,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "a10e6bb837587c58",
     "sql": "-- steps.business_key  for a step with a business key (`ctx.step(name, fn, { key })`):\n--                     `v<keyVersion>:<key>`, the key its attempts received (before any `:redo<n>`\n--                     suffix); NULL for every other row, whose key is the engine's\n--                     `v1:<task>:<name>#<n>`. Adding a nullable column rewrites nothing; rows\n--                     written before it (and by processes of an earlier version) are NULL.\n\nALTER TABLE :SCHEMA.steps ADD COLUMN business_key TEXT;\n"
+  },
+  {
+    "id": 13,
+    "name": "schedules",
+    "breaking": false,
+    "checksum": "6ef065d4cca3ea67",
+    "sql": "-- schedules  one row per schedule (`engine.schedules.create`, or a workflow's `schedule` option):\n--            its definition, and where its ticks stand. `next_at` is the next tick to fire (ms);\n--            a process fires it by moving `next_at` forward with a compare-and-set\n--            (`WHERE next_at = <the tick it read>`), after starting the tick's task under an\n--            idempotency key that names the schedule and the tick, so each tick starts one task\n--            however many processes race for it, and a fired tick is never fired again (even\n--            once its task was deleted).\n-- overlap     skip | buffer | allow | cancel: what a tick does while the last one's task runs.\n-- catchup_ms  how late a missed tick may still fire (ticks older are skipped).\n-- buffered_at the tick held back by `overlap: 'buffer'` until the running task ends.\n-- source      'api' (created by a call) or 'workflow' (declared with a workflow; kept in step\n--             with the code at worker start).\n\nCREATE TABLE :SCHEMA.schedules (\n  id TEXT PRIMARY KEY,\n  workflow TEXT NOT NULL,\n  cron TEXT NOT NULL,\n  timezone TEXT,\n  input TEXT,\n  overlap TEXT NOT NULL CHECK (overlap IN ('skip', 'buffer', 'allow', 'cancel')),\n  catchup_ms BIGINT NOT NULL,\n  paused BOOLEAN NOT NULL DEFAULT false,\n  next_at BIGINT,\n  last_at BIGINT,\n  last_task_id TEXT,\n  buffered_at BIGINT,\n  skipped BIGINT NOT NULL DEFAULT 0,\n  source TEXT NOT NULL CHECK (source IN ('api', 'workflow')),\n  created_at BIGINT NOT NULL,\n  updated_at BIGINT NOT NULL\n);\n\nCREATE INDEX schedules_due ON :SCHEMA.schedules (next_at) WHERE NOT paused;\n"
   }
 ];

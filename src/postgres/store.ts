@@ -39,6 +39,7 @@ import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgre
 import { insertSignal } from './signals.ts';
 import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
+import * as schedules from './schedules.ts';
 import { countTasks, deleteTasks } from './retention.ts';
 import { notify, subscribe } from './listen.ts';
 import { PostgresIdempotency } from './idempotency.ts';
@@ -85,6 +86,9 @@ import type {
   WorkflowRegistration,
   WriteOp,
   WriteResult,
+  ScheduleAdvance,
+  ScheduleDefinition,
+  ScheduleRow,
 } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -291,5 +295,33 @@ export class PostgresStore implements Store {
   }
   subscribe(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<() => Promise<void>> {
     return subscribe(this.#c, listener, topic);
+  }
+
+  putSchedule(d: ScheduleDefinition, nextAt: number | null, at: number): Promise<{ row: ScheduleRow; created: boolean }> {
+    return schedules.putSchedule(this.#c, d, nextAt, at);
+  }
+
+  getSchedule(id: string): Promise<ScheduleRow | null> {
+    return schedules.getSchedule(this.#c, id);
+  }
+
+  listSchedules(q: { after?: string; limit: number; workflow?: string }): Promise<ScheduleRow[]> {
+    return schedules.listSchedules(this.#c, q);
+  }
+
+  dueSchedules(now: number, limit: number): Promise<ScheduleRow[]> {
+    return schedules.dueSchedules(this.#c, now, limit);
+  }
+
+  advanceSchedule(a: ScheduleAdvance): Promise<boolean> {
+    return schedules.advanceSchedule(this.#c, a);
+  }
+
+  setSchedulePaused(id: string, paused: boolean, nextAt: number | null, at: number): Promise<ScheduleRow | null> {
+    return schedules.setSchedulePaused(this.#c, id, paused, nextAt, at);
+  }
+
+  deleteSchedule(id: string): Promise<boolean> {
+    return schedules.deleteSchedule(this.#c, id);
   }
 }

@@ -13,6 +13,7 @@ import type { Run } from '../run/run.ts';
 import { coreOf } from '../run/core.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { forEach } from './for-each.ts';
+import { tickOfKey } from '../schedule-key.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
 import { waitForEvent } from './wait-for-event.ts';
@@ -26,7 +27,11 @@ export function createContext(run: Run): WorkflowContext {
   return Object.freeze({
     taskId: run.taskId,
     workflow: run.workflow.name,
-    workflowVersion: run.workflow.version,
+    workflowVersion: run.task.workflowVersion,
+    get scheduledAt(): Date | null {
+      const tick = tickOfKey(run.task.idempotencyKey);
+      return tick ? new Date(tick.at) : null;
+    },
     get signal(): AbortSignal {
       return run.signal;
     },

@@ -22,6 +22,7 @@ import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgre
 import { appendChunks, appendRunEvents, appendTaskEvents, deleteChunks, getChunks } from './run-events.ts';
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
+import * as schedules from './schedules.ts';
 import type { Transaction } from '../store/transactions.ts';
 import type { IdempotencyBackend } from '../store/idempotency.ts';
 import type { TaskStatus } from '../lifecycle.ts';
@@ -59,6 +60,9 @@ import type {
   WorkflowRegistration,
   WriteOp,
   WriteResult,
+  ScheduleAdvance,
+  ScheduleDefinition,
+  ScheduleRow,
 } from '../store.ts';
 
 /** How long a migration that finds the file busy is tried again (see `SqliteStore.migrate`). */
@@ -294,5 +298,33 @@ export class SqliteStore implements Store {
 
   async listWorkflows(): Promise<Array<{ name: string; version: string; lastSeenAt: number }>> {
     return listWorkflows(this.#c);
+  }
+
+  async putSchedule(d: ScheduleDefinition, nextAt: number | null, at: number): Promise<{ row: ScheduleRow; created: boolean }> {
+    return schedules.putSchedule(this.#c, d, nextAt, at);
+  }
+
+  async getSchedule(id: string): Promise<ScheduleRow | null> {
+    return schedules.getSchedule(this.#c, id);
+  }
+
+  async listSchedules(q: { after?: string; limit: number; workflow?: string }): Promise<ScheduleRow[]> {
+    return schedules.listSchedules(this.#c, q);
+  }
+
+  async dueSchedules(now: number, limit: number): Promise<ScheduleRow[]> {
+    return schedules.dueSchedules(this.#c, now, limit);
+  }
+
+  async advanceSchedule(a: ScheduleAdvance): Promise<boolean> {
+    return schedules.advanceSchedule(this.#c, a);
+  }
+
+  async setSchedulePaused(id: string, paused: boolean, nextAt: number | null, at: number): Promise<ScheduleRow | null> {
+    return schedules.setSchedulePaused(this.#c, id, paused, nextAt, at);
+  }
+
+  async deleteSchedule(id: string): Promise<boolean> {
+    return schedules.deleteSchedule(this.#c, id);
   }
 }

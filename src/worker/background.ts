@@ -34,6 +34,8 @@ export interface BackgroundHost {
   dwellScanMs: number;
   purgeMs: number;
   retentionSweepMs: number;
+  scheduleScanMs: number;
+  fireSchedules?: (serves: (workflow: string) => boolean) => Promise<unknown>;
   onError: (error: Error, during: string) => void;
 }
 
@@ -69,6 +71,10 @@ export class Background {
     if (purge) this.#scheduler.add(purge.job('deleting expired idempotency records'));
     const retention = retentionJob(host);
     if (retention) this.#scheduler.add(retention.job('deleting finished tasks past their retention'));
+    const fire = host.fireSchedules;
+    if (fire && host.scheduleScanMs > 0) {
+      this.#scheduler.add({ name: 'firing schedule ticks', periodMs: host.scheduleScanMs, run: () => fire((w) => host.workflows.has(w)) });
+    }
   }
 
   async stop(): Promise<void> {

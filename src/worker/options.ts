@@ -60,6 +60,11 @@ export interface WorkerOptions {
    * `0` turns it off. @defaultValue 600000
    */
   retentionSweepMs?: number;
+  /**
+   * How often the worker fires the schedule ticks that are due (`engine.schedules`), for the
+   * workflows it serves. `0` turns it off. @defaultValue 1000
+   */
+  scheduleScanMs?: number;
   /** @internal For tests: how long a replay waits for the call its journal says comes next. @defaultValue 30000 */
   replayStallMs?: number;
 }
@@ -97,6 +102,7 @@ export interface ResolvedOptions {
   dwellScanMs: number;
   purgeMs: number;
   retentionSweepMs: number;
+  scheduleScanMs: number;
 }
 
 export function resolveOptions(options: WorkerOptions): ResolvedOptions {
@@ -119,5 +125,6 @@ export function resolveOptions(options: WorkerOptions): ResolvedOptions {
     dwellScanMs: options.dwellScanMs ?? 1000,
     purgeMs: sweepMs('idempotencyPurgeMs', options.idempotencyPurgeMs),
     retentionSweepMs: sweepMs('retentionSweepMs', options.retentionSweepMs),
+    scheduleScanMs: options.scheduleScanMs === undefined ? 1000 : sweepMs('scheduleScanMs', options.scheduleScanMs),
   };
 }
