@@ -20,7 +20,7 @@ import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
 import type { WorkerEvents } from './events.ts';
 import { shortId } from './ids.ts';
-import { isFinished, sourcesOf, transition } from './lifecycle.ts';
+import { isFinished } from './lifecycle.ts';
 import { TaskRun } from './run/task-run.ts';
 import { workflowCode } from './primitives/context.ts';
 import type { ClaimedTask, Store } from './store.ts';
@@ -35,6 +35,7 @@ import type { RetentionMs } from './retention/policy.ts';
 import { checkText } from './text-rules.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
 import { Background } from './worker/background.ts';
+import { claimPlan, idle } from './worker/claiming.ts';
 import { Heartbeat } from './worker/heartbeat.ts';
 import { endDeadLocalLeases, localWorkerId } from './worker/local-leases.ts';
 import { WorkerNewsDesk } from './worker/news.ts';
@@ -192,15 +193,7 @@ export class Worker {
 
   async #claimLoop(): Promise<void> {
     const store = this.#store as Store;
-    const claim = { from: sourcesOf('claim'), to: transition({ status: 'pending' }, 'claim').to };
-    const reclaimFrom = sourcesOf('reclaim');
-    const reclaim = { from: reclaimFrom, to: Object.fromEntries(reclaimFrom.map((s) => [s, transition({ status: s }, 'reclaim').to])) };
-    const concurrency: Record<string, number> = {};
-    const versions: Record<string, string[]> = {};
-    for (const wf of this.#workflows.values()) {
-      if (wf.options.concurrency) concurrency[wf.name] = wf.options.concurrency;
-      versions[wf.name] = [wf.version, ...(wf.options.compatibleVersions ?? []).map(String)];
-    }
+    const plan = claimPlan(this.#workflows);
     while (this.#state === 'running') {
       this.#woken = false;
       const free = this.#o.concurrency - this.#runs.size;
@@ -208,17 +201,7 @@ export class Worker {
       let got = 0;
       if (free > 0) {
         try {
-          const claimed = await store.claim({
-            workerId: this.id,
-            now,
-            leaseMs: this.#o.leaseMs,
-            limit: Math.min(free, this.#o.claimBatch),
-            workflows: [...this.#workflows.keys()],
-            versions,
-            claim,
-            reclaim,
-            concurrency,
-          });
+          const claimed = await store.claim({ ...plan, workerId: this.id, now, leaseMs: this.#o.leaseMs, limit: Math.min(free, this.#o.claimBatch) });
           got = claimed.length;
           if (got) this.#news.appended(claimed.map((c) => c.task));
           this.#backlog = got === Math.min(free, this.#o.claimBatch);
@@ -240,19 +223,7 @@ export class Worker {
       const nextDue = free > got ? await this.#nextDue(store, now) : null;
       if (this.#woken || this.#state !== 'running') continue;
       if (nextDue !== null && nextDue <= this.#host.clock.now()) continue; // due already: claim it
-      await new Promise<void>((resolve) => {
-        // (An AbortController only when there is a due time to wait for, aborted without a
-        // DOMException: this loop turns once per finished run when the worker is busy.)
-        const until = nextDue === null ? null : new AbortController();
-        const timer = setTimeout(done, this.#o.pollIntervalMs);
-        function done(): void {
-          clearTimeout(timer);
-          until?.abort(null);
-          resolve();
-        }
-        if (until && nextDue !== null) this.#host.clock.sleep(Math.max(1, nextDue - this.#host.clock.now()), until.signal).then(done, () => undefined);
-        this.#wake = () => setImmediate(done);
-      });
+      await idle(this.#o.pollIntervalMs, nextDue, this.#host.clock, (wake) => (this.#wake = wake));
       this.#wake = null;
     }
   }
