@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { workflow, type AttemptInfo, type RunInfo, type WorkerEvents } from '../src/index.ts';
 import { NewsBus } from '../src/news.ts';
+import { WorkerNewsDesk } from '../src/worker/news.ts';
 import { makeEngine, startWorker } from './support/engine.ts';
 
 describe('the in-process news bus', () => {
@@ -55,6 +56,30 @@ describe('the in-process news bus', () => {
   });
 });
 
+describe("a worker's side of the bus", () => {
+  it('publishes its news with the run it came from, hands its listeners only its own payloads, and leaves the bus when closed', () => {
+    const bus = new NewsBus();
+    const a = new WorkerNewsDesk(bus, 'a');
+    const b = new WorkerNewsDesk(bus, 'b');
+    const heard: string[] = [];
+    const news: unknown[] = [];
+    bus.on('lease:lost', (n) => news.push(n));
+    a.on('lease:lost', (p) => heard.push(`a:${p.taskId}`));
+    b.on('lease:lost', (p) => heard.push(`b:${p.taskId}`));
+    const run = { taskId: 't1', workflow: 'wf', epoch: 3, workerId: 'a', reclaimed: false };
+    a.emitFor(run)('lease:lost', { taskId: 't1', epoch: 3 });
+    expect(heard).toEqual(['a:t1']);
+    expect(news).toEqual([{ type: 'lease:lost', workerId: 'a', run, payload: { taskId: 't1', epoch: 3 } }]);
+    a.close();
+    b.close();
+    expect(bus.hears('worker:stopped')).toBe(false);
+    a.on('worker:stopped', () => undefined);
+    expect(bus.hears('worker:stopped')).toBe(true);
+    a.close();
+    expect(bus.hears('worker:stopped')).toBe(false);
+  });
+});
+
 describe("one engine's news seen by worker.on and by observers", () => {
   it("gives worker.on only that worker's news with today's payloads, and observers every run with its context", async () => {
     const runs: RunInfo[] = [];
@@ -67,12 +92,14 @@ describe("one engine's news seen by worker.on and by observers", () => {
     });
     const w1 = engine.worker({ pollIntervalMs: 20, concurrency: 1 });
     const w2 = engine.worker({ pollIntervalMs: 20, concurrency: 1 });
-    const claimed: Record<string, Array<WorkerEvents['run:claimed']>> = { [w1.id]: [], [w2.id]: [] };
-    const completed: Record<string, Array<WorkerEvents['step:completed']>> = { [w1.id]: [], [w2.id]: [] };
-    for (const w of [w1, w2]) {
-      w.on('run:claimed', (e) => claimed[w.id].push(e));
-      w.on('step:completed', (e) => completed[w.id].push(e));
-    }
+    const claimed1: Array<WorkerEvents['run:claimed']> = [];
+    const claimed2: Array<WorkerEvents['run:claimed']> = [];
+    const completed1: Array<WorkerEvents['step:completed']> = [];
+    const completed2: Array<WorkerEvents['step:completed']> = [];
+    w1.on('run:claimed', (e) => claimed1.push(e));
+    w2.on('run:claimed', (e) => claimed2.push(e));
+    w1.on('step:completed', (e) => completed1.push(e));
+    w2.on('step:completed', (e) => completed2.push(e));
     await w1.start();
     await w2.start();
     const ids = await Promise.all(Array.from({ length: 6 }, () => engine.start('news-two-workers').then((s) => s.id)));
@@ -81,16 +108,17 @@ describe("one engine's news seen by worker.on and by observers", () => {
     await w2.stop();
 
     // Each worker heard its own runs only, with the payload it always had.
-    const all = [...claimed[w1.id], ...claimed[w2.id]];
+    const all = [...claimed1, ...claimed2];
     expect(all.map((e) => e.taskId).sort()).toEqual([...ids].sort());
     for (const e of all) expect(Object.keys(e).sort()).toEqual(['epoch', 'reclaimed', 'taskId', 'workflow']);
-    for (const e of [...completed[w1.id], ...completed[w2.id]]) expect(Object.keys(e).sort()).toEqual(['attempt', 'durationMs', 'idempotencyKey', 'step', 'taskId']);
-    expect(completed[w1.id].map((e) => e.taskId).sort()).toEqual(claimed[w1.id].map((e) => e.taskId).sort());
+    for (const e of [...completed1, ...completed2]) expect(Object.keys(e).sort()).toEqual(['attempt', 'durationMs', 'idempotencyKey', 'step', 'taskId']);
+    expect(completed1.map((e) => e.taskId).sort()).toEqual(claimed1.map((e) => e.taskId).sort());
+    expect(completed2.map((e) => e.taskId).sort()).toEqual(claimed2.map((e) => e.taskId).sort());
 
     // Observers saw every run, named by the worker that ran it, and each attempt with its run.
     expect(runs.map((r) => r.taskId).sort()).toEqual([...ids].sort());
     for (const r of runs) {
-      const by = claimed[w1.id].some((e) => e.taskId === r.taskId) ? w1.id : w2.id;
+      const by = claimed1.some((e) => e.taskId === r.taskId) ? w1.id : w2.id;
       expect(r).toEqual({ taskId: r.taskId, workflow: 'news-two-workers', epoch: 1, workerId: by, reclaimed: false });
       expect(attempts.find((a) => a.taskId === r.taskId)).toMatchObject({ ...r, step: 'only', attempt: 1 });
       expect(ends.find((e) => e.taskId === r.taskId)).toMatchObject({ ...r, status: 'succeeded' });
