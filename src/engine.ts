@@ -6,14 +6,14 @@
 import { systemClock, type Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError } from './errors.ts';
 import type { TaskStatus } from './lifecycle.ts';
-import { LocalBus } from './local-bus.ts';
+import { NewsBus } from './news.ts';
 import type { Store, TaskRow, WakeEvent } from './store.ts';
 import { DEFAULT_STORE_URL, type StoreOptions } from './store-url.ts';
 import { toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { EventsOptions } from './event-stream.ts';
 import type { StreamEvent } from './stream-frames.ts';
-import type { Observer } from './observers.ts';
+import { observeNews, type Observer } from './observers.ts';
 import type { Limits } from './limits.ts';
 import type { Worker, WorkerOptions } from './worker.ts';
 import { shortId } from './ids.ts';
@@ -55,7 +55,7 @@ export type {
 export class Engine {
   readonly clock: Clock;
   readonly #workflows = new Map<string, Workflow>();
-  readonly #bus = new LocalBus();
+  readonly #bus = new NewsBus();
   /** This engine in the announcements of its starts, which it delivers to its own workers itself. */
   readonly #origin = shortId();
   /** The `result()` calls waiting, by task: one listener for all of them. */
@@ -99,6 +99,7 @@ export class Engine {
     this.limits = cmd.engineLimits(options.limits);
     this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
     this.#observers = cmd.engineObservers(options.observers);
+    observeNews(this.#bus, this.#observers);
     for (const wf of options.workflows ?? []) this.register(wf);
     this.#ctx = {
       open: () => this.#open(),
@@ -442,7 +443,7 @@ export class Engine {
 
   /** Tells this process's log readers that entries of `taskId` were committed. */
   #appended(taskId: string): void {
-    if (this.#bus.hears('log:appended')) this.#bus.emit('log:appended', { taskId });
+    if (this.#bus.hears('log:appended')) this.#bus.publish({ type: 'log:appended', taskId });
   }
 
   /**

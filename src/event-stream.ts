@@ -14,7 +14,7 @@
  */
 import { InvalidArgumentError } from './errors.ts';
 import { isFinished } from './lifecycle.ts';
-import type { LocalBus } from './local-bus.ts';
+import type { NewsBus } from './news.ts';
 import { RESULT_ENTRY_TYPES } from './log-entries.ts';
 import type { EventRange, EventRow, Store } from './store.ts';
 import { toStreamEvent, type StreamEvent } from './stream-frames.ts';
@@ -76,7 +76,7 @@ export function checkStreamOptions(options: EventsOptions): void {
 }
 
 /** Resolves on a nudge for `taskId` (or any task), after `ms`, or when `signal` aborts. */
-export function waitForNews(bus: LocalBus, taskId: string | undefined, ms: number, signal?: AbortSignal): Promise<void> {
+export function waitForNews(bus: NewsBus, taskId: string | undefined, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {
     const offs: Array<() => void> = [];
     const done = (): void => {
@@ -106,7 +106,7 @@ export function waitForNews(bus: LocalBus, taskId: string | undefined, ms: numbe
  * The entries of one task after `after`, as they are appended; with `streams`, also its stream
  * frames after `streamAfter`, each read merged with the entries by time (entries first on a tie).
  */
-export async function* taskEvents(store: Store, bus: LocalBus, taskId: string, options: EventsOptions): AsyncGenerator<TaskEvent | StreamEvent> {
+export async function* taskEvents(store: Store, bus: NewsBus, taskId: string, options: EventsOptions): AsyncGenerator<TaskEvent | StreamEvent> {
   let after = typeof options.after === 'number' ? options.after : 0;
   let streamAfter = options.streamAfter ?? 0;
   const streams = options.streams === true;
@@ -157,7 +157,7 @@ export async function* taskEvents(store: Store, bus: LocalBus, taskId: string, o
  * their place yet (`<task>:<seq>` pairs, comma-separated, task ids URI-encoded; `<seq>` is then
  * 0 for no place among the next row's).
  */
-export async function* allEvents(store: Store, bus: LocalBus, options: EventsOptions): AsyncGenerator<TaskEvent & { cursor: string }> {
+export async function* allEvents(store: Store, bus: NewsBus, options: EventsOptions): AsyncGenerator<TaskEvent & { cursor: string }> {
   const start = parseCursor(typeof options.after === 'string' ? options.after : null);
   let { cursor, within } = start;
   const { ahead } = start;

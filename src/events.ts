@@ -1,8 +1,9 @@
 /**
  * @module events
- * The worker's events, in one typed map with `noun:verb` names. Subscribe with `worker.on(name, fn)`.
+ * The payloads of a worker's news, by `noun:verb` name: what `worker.on(name, fn)` hands to `fn`.
+ * They travel as `WorkerNews` (news.ts) on the engine's one news bus, with the worker and
+ * the run they came from; observers are fed from the same news.
  */
-import { EventEmitter } from 'node:events';
 import type { ApprovalNotice } from './approvals/types.ts';
 import type { TaskStatus } from './lifecycle.ts';
 
@@ -25,38 +26,5 @@ export interface WorkerEvents {
 }
 
 export type WorkerEventName = keyof WorkerEvents;
+/** How a run reports its news (the worker adds the run it came from). */
 export type Emit = <K extends WorkerEventName>(name: K, payload: WorkerEvents[K]) => void;
-
-/** A typed EventEmitter. */
-export class TypedEmitter<Events extends object> {
-  readonly #emitter = new EventEmitter();
-  /** @param maxListeners per event before Node warns of a leak; 0: no limit. */
-  constructor(maxListeners = 100) {
-    this.#emitter.setMaxListeners(maxListeners);
-  }
-  on<K extends keyof Events & string>(name: K, listener: (payload: Events[K]) => void): () => void {
-    this.#emitter.on(name, listener);
-    return () => this.#emitter.off(name, listener);
-  }
-  off<K extends keyof Events & string>(name: K, listener: (payload: Events[K]) => void): void {
-    this.#emitter.off(name, listener);
-  }
-  /** Whether anyone listens (so that a hot path builds no payload nobody reads). */
-  hears(name: keyof Events & string): boolean {
-    return this.#emitter.listenerCount(name) > 0;
-  }
-  /**
-   * Calls each listener; a listener that throws does not reach the caller (the engine's own work
-   * must not fail because of an observer) and is reported as a process warning.
-   */
-  emit<K extends keyof Events & string>(name: K, payload: Events[K]): void {
-    if (this.#emitter.listenerCount(name) === 0) return;
-    for (const listener of this.#emitter.listeners(name) as Array<(p: Events[K]) => void>) {
-      try {
-        listener(payload);
-      } catch (e) {
-        process.emitWarning(`A "${name}" listener threw: ${e instanceof Error ? e.message : String(e)}`, { code: 'STEPWISE_LISTENER' });
-      }
-    }
-  }
-}

@@ -11,35 +11,12 @@
  */
 import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
-import type { WorkerEvents } from './events.ts';
+import type { AttemptInfo, NewsBus, NewsOf, NewsType, RunInfo } from './news.ts';
 import type { ApprovalNotice } from './approvals/types.ts';
 import type { IdempotencyEvent, TasksDeletedEvent } from './task-events/observed.ts';
 import type { DwellAlert } from './task-events/dwell.ts';
 
-/** One run of a task: a worker's claim of it until the run ends. */
-export interface RunInfo {
-  taskId: string;
-  workflow: string;
-  /** The lease epoch of this run (the fencing token its writes carry). */
-  epoch: number;
-  workerId: string;
-  /** Taken over from a worker whose lease expired. */
-  reclaimed: boolean;
-}
-
-/** One attempt of one step. */
-export interface AttemptInfo extends RunInfo {
-  /** Step id: name, `#n` from the second occurrence on. */
-  step: string;
-  /** 1 for the first attempt. */
-  attempt: number;
-  /**
-   * The key this attempt received to pass to external APIs: `v1:<task>:<step>#<n>`, or
-   * `v<keyVersion>:<key>` for a step with a business key; a step run again after its undo has the
-   * suffix `:redo<n>`.
-   */
-  idempotencyKey: string;
-}
+export type { AttemptInfo, RunInfo } from './news.ts';
 
 export interface Observer {
   /** For warnings about this observer. */
@@ -111,42 +88,36 @@ function warn(o: Observer, hook: string, e: unknown): void {
   process.emitWarning(`Observer ${o.name ?? '(unnamed)'} threw in ${hook}: ${e instanceof Error ? e.message : String(e)}`, { code: 'STEPWISE_OBSERVER' });
 }
 
-type On = <K extends keyof WorkerEvents & string>(name: K, listener: (payload: WorkerEvents[K]) => void) => () => void;
+/** How one type of news feeds the observers' hook that hears it. */
+type Feed = { [K in NewsType]: { type: K; hook: ObserverHook; feed: (observers: readonly Observer[], news: NewsOf<K>) => void } }[NewsType];
+
+function attemptOf(news: NewsOf<'step:started' | 'step:completed' | 'step:retrying' | 'step:failed'>): AttemptInfo {
+  const { step, attempt, idempotencyKey } = news.payload;
+  return { ...news.run, step, attempt, idempotencyKey };
+}
+
+/** The observers' view of the news: each hook and the news it is fed from. */
+const FEEDS: readonly Feed[] = [
+  { type: 'run:claimed', hook: 'onRunStart', feed: (os, n) => notify(os, 'onRunStart', { ...n.run }) },
+  { type: 'run:finished', hook: 'onRunEnd', feed: (os, n) => notify(os, 'onRunEnd', { ...n.run, status: n.payload.status, durationMs: n.payload.durationMs }) },
+  { type: 'step:started', hook: 'onStepStart', feed: (os, n) => notify(os, 'onStepStart', attemptOf(n)) },
+  { type: 'step:completed', hook: 'onStepEnd', feed: (os, n) => notify(os, 'onStepEnd', { ...attemptOf(n), durationMs: n.payload.durationMs }) },
+  { type: 'step:retrying', hook: 'onStepError', feed: (os, n) => notify(os, 'onStepError', { ...attemptOf(n), error: n.payload.error, retrying: true, delayMs: n.payload.delayMs }) },
+  { type: 'step:failed', hook: 'onStepError', feed: (os, n) => notify(os, 'onStepError', { ...attemptOf(n), error: n.payload.error, retrying: false, delayMs: null }) },
+  { type: 'worker:error', hook: 'onWorkerError', feed: (os, n) => notify(os, 'onWorkerError', { workerId: n.workerId, error: n.payload.error, during: n.payload.during }) },
+  { type: 'approval:notice', hook: 'onApproval', feed: (os, n) => notify(os, 'onApproval', n.payload) },
+  { type: 'dwell:alert', hook: 'onDwellAlert', feed: (os, n) => notify(os, 'onDwellAlert', n.alert) },
+];
 
 /**
- * Connects observers to a worker's events, adding each run's context to its step events.
- * Returns the function that disconnects them.
+ * Feeds `observers` from the news of `bus` (the engine's, so the news of all its workers). Only
+ * the news some observer has a hook for is listened to: a run builds news only when someone
+ * listens. Returns the function that disconnects them.
  */
-export function observeWorker(on: On, workerId: string, observers: readonly Observer[]): () => void {
-  const has = (hook: ObserverHook): boolean => observers.some((o) => typeof o[hook] === 'function');
-  const runs = new Map<string, RunInfo>();
-  const attempt = (e: { taskId: string; step: string; attempt: number; idempotencyKey: string }): AttemptInfo => {
-    const run = runs.get(e.taskId) ?? { taskId: e.taskId, workflow: '', epoch: 0, workerId, reclaimed: false };
-    return { ...run, step: e.step, attempt: e.attempt, idempotencyKey: e.idempotencyKey };
-  };
-  const offs = [
-    on('run:claimed', (e) => {
-      const run: RunInfo = { taskId: e.taskId, workflow: e.workflow, epoch: e.epoch, workerId, reclaimed: e.reclaimed };
-      runs.set(e.taskId, run);
-      notify(observers, 'onRunStart', run);
-    }),
-    on('run:finished', (e) => {
-      const run = runs.get(e.taskId) ?? { taskId: e.taskId, workflow: e.workflow, epoch: 0, workerId, reclaimed: false };
-      runs.delete(e.taskId);
-      notify(observers, 'onRunEnd', { ...run, status: e.status, durationMs: e.durationMs });
-    }),
-    on('worker:error', (e) => notify(observers, 'onWorkerError', { workerId, error: e.error, during: e.during })),
-  ];
-  if (has('onApproval')) offs.push(on('approval:notice', (e) => notify(observers, 'onApproval', e)));
-  // Step events are built by the run only when someone listens: subscribe only for hooks in use.
-  if (has('onStepStart')) offs.push(on('step:started', (e) => notify(observers, 'onStepStart', attempt(e))));
-  if (has('onStepEnd')) offs.push(on('step:completed', (e) => notify(observers, 'onStepEnd', { ...attempt(e), durationMs: e.durationMs })));
-  if (has('onStepError')) {
-    offs.push(
-      on('step:retrying', (e) => notify(observers, 'onStepError', { ...attempt(e), error: e.error, retrying: true, delayMs: e.delayMs })),
-      on('step:failed', (e) => notify(observers, 'onStepError', { ...attempt(e), error: e.error, retrying: false, delayMs: null })),
-    );
-  }
+export function observeNews(bus: NewsBus, observers: readonly Observer[]): () => void {
+  const offs = FEEDS.filter((f) => observers.some((o) => typeof o[f.hook] === 'function')).map((f) =>
+    bus.on(f.type, (news) => (f.feed as (os: readonly Observer[], n: typeof news) => void)(observers, news)),
+  );
   return () => {
     for (const off of offs) off();
   };

@@ -22,7 +22,7 @@
  */
 import type { Clock } from './clock.ts';
 import { isFinished } from './lifecycle.ts';
-import type { LocalBus } from './local-bus.ts';
+import type { NewsBus } from './news.ts';
 import type { Store, TaskRow } from './store.ts';
 
 /** Most ids in one grouped read. */
@@ -100,7 +100,7 @@ interface PendingRead {
 
 export class ResultWaiters {
   readonly #waiting = new Map<string, Set<Waiter>>();
-  readonly #bus: LocalBus;
+  readonly #bus: NewsBus;
   readonly #clock: Clock;
   #off: (() => void) | null = null;
   /** Tasks created here with no news of their end since (see the module's doc). */
@@ -110,7 +110,7 @@ export class ResultWaiters {
   #reading = 0;
   #scheduled = false;
 
-  constructor(bus: LocalBus, clock: Clock) {
+  constructor(bus: NewsBus, clock: Clock) {
     this.#bus = bus;
     this.#clock = clock;
   }

@@ -18,25 +18,27 @@
  */
 import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
-import { TypedEmitter, type WorkerEvents } from './events.ts';
+import type { WorkerEvents } from './events.ts';
 import { shortId } from './ids.ts';
-import { isFinished, sourcesOf, transition } from './lifecycle.ts';
+import { isFinished } from './lifecycle.ts';
 import { TaskRun } from './run/task-run.ts';
 import { workflowCode } from './primitives/context.ts';
-import type { ClaimedTask, Store, WriteResult } from './store.ts';
+import type { ClaimedTask, Store } from './store.ts';
 import { planTransition, wakeFor } from './transitions.ts';
 import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
-import type { LocalBus } from './local-bus.ts';
-import { observeWorker, type Observer } from './observers.ts';
+import type { NewsBus, RunInfo } from './news.ts';
+import type { Observer } from './observers.ts';
 import type { Idempotency } from './idempotency/run.ts';
 import type { RetentionMs } from './retention/policy.ts';
 import { checkText } from './text-rules.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
 import { Background } from './worker/background.ts';
+import { claimPlan, idle } from './worker/claiming.ts';
 import { Heartbeat } from './worker/heartbeat.ts';
 import { endDeadLocalLeases, localWorkerId } from './worker/local-leases.ts';
+import { WorkerNewsDesk } from './worker/news.ts';
 import { resolveOptions, type ResolvedOptions, type WorkerOptions } from './worker/options.ts';
 
 export type { WorkerOptions } from './worker/options.ts';
@@ -49,7 +51,8 @@ export interface WorkerHost {
   store: () => Promise<Store>;
   clock: Clock;
   workflows: () => ReadonlyMap<string, Workflow>;
-  bus: LocalBus;
+  bus: NewsBus;
+  /** For the retention sweep's `onTasksDeleted` (the other hooks are fed from the bus). */
   observers?: readonly Observer[];
   /** Idempotency records for steps with a business key (kept in the store). */
   idempotency?: Idempotency;
@@ -68,7 +71,7 @@ export class Worker {
   readonly #o: ResolvedOptions;
   #background: Background | null = null;
   #heartbeat: Heartbeat | null = null;
-  readonly #events = new TypedEmitter<WorkerEvents>();
+  readonly #news: WorkerNewsDesk;
   readonly #runs = new Map<string, TaskRun>();
   readonly #running = new Set<Promise<void>>();
   #state: WorkerState = 'created';
@@ -93,6 +96,7 @@ export class Worker {
     if (typeof this.id !== 'string' || !this.id || this.id.length > 200) throw new InvalidArgumentError('worker option workerId must be a string of 1-200 characters.');
     checkText(this.id, 'The workerId');
     this.#o = resolveOptions(options);
+    this.#news = new WorkerNewsDesk(host.bus, this.id);
   }
 
   get state(): WorkerState {
@@ -110,7 +114,7 @@ export class Worker {
   }
 
   on<K extends keyof WorkerEvents & string>(name: K, listener: (payload: WorkerEvents[K]) => void): () => void {
-    return this.#events.on(name, listener);
+    return this.#news.on(name, listener);
   }
 
   /** Starts claiming and running tasks. Resolves once the worker is running. */
@@ -130,15 +134,14 @@ export class Worker {
     this.#writer = new WriteBatcher(store, {
       maxInFlight: store.parallelWrites,
       alone: () => this.#runs.size <= 1,
-      onRetry: (error, attempt) => this.#events.emit('worker:error', { error: coerceError(error), during: `writing checkpoints (attempt ${attempt})` }),
+      onRetry: (error, attempt) => this.#news.emit('worker:error', { error: coerceError(error), during: `writing checkpoints (attempt ${attempt})` }),
       onCommitted: (ops, results) => {
-        this.#appended(ops);
-        this.#finished(results);
+        this.#news.appended(ops);
+        this.#news.finished(results);
       },
     });
-    if (this.#host.observers?.length) this.#unsubscribe.push(observeWorker((name, fn) => this.#events.on(name, fn), this.id, this.#host.observers));
     await endDeadLocalLeases(store, this.#host.clock).catch((e: unknown) =>
-      this.#events.emit('worker:error', { error: coerceError(e), during: 'ending the leases of dead workers of this host' }),
+      this.#news.emit('worker:error', { error: coerceError(e), during: 'ending the leases of dead workers of this host' }),
     );
     this.#state = 'running';
     this.#subscribe();
@@ -149,7 +152,7 @@ export class Worker {
       leaseMs: this.#o.leaseMs,
       heartbeatMs: this.#o.heartbeatMs,
       runs: this.#runs,
-      onError: (error, during) => this.#events.emit('worker:error', { error, during }),
+      onError: (error, during) => this.#news.emit('worker:error', { error, during }),
     });
     this.#heartbeat.start();
     this.#loop = this.#claimLoop();
@@ -167,9 +170,9 @@ export class Worker {
       retentionSweepMs: this.#o.retentionSweepMs,
       scheduleScanMs: this.#o.scheduleScanMs,
       ...(this.#host.fireSchedules ? { fireSchedules: this.#host.fireSchedules } : {}),
-      onError: (error, during) => this.#events.emit('worker:error', { error, during }),
+      onError: (error, during) => this.#news.emit('worker:error', { error, during }),
     });
-    this.#events.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
+    this.#news.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
   }
 
   #subscribe(): void {
@@ -186,23 +189,6 @@ export class Worker {
     );
   }
 
-  /** Tells this process's log readers that entries of these tasks were committed. */
-  #appended(written: readonly { taskId?: string; id?: string }[]): void {
-    const bus = this.#host.bus;
-    if (!bus.hears('log:appended')) return;
-    for (const w of written) bus.emit('log:appended', { taskId: (w.taskId ?? w.id) as string });
-  }
-
-  /**
-   * Hands the rows of tasks that committed writes finished to this process's `result()` waiters,
-   * as committed: they need not read them back.
-   */
-  #finished(results: readonly WriteResult[]): void {
-    const bus = this.#host.bus;
-    if (!bus.hears('task:settled')) return;
-    for (const r of results) if (typeof r === 'object' && r !== null && isFinished(r.status)) bus.emit('task:settled', { taskId: r.id, status: r.status, row: r });
-  }
-
   /** Wakes the claim loop now. */
   #poke(): void {
     this.#woken = true;
@@ -211,15 +197,7 @@ export class Worker {
 
   async #claimLoop(): Promise<void> {
     const store = this.#store as Store;
-    const claim = { from: sourcesOf('claim'), to: transition({ status: 'pending' }, 'claim').to };
-    const reclaimFrom = sourcesOf('reclaim');
-    const reclaim = { from: reclaimFrom, to: Object.fromEntries(reclaimFrom.map((s) => [s, transition({ status: s }, 'reclaim').to])) };
-    const concurrency: Record<string, number> = {};
-    const versions: Record<string, string[]> = {};
-    for (const wf of this.#workflows.values()) {
-      if (wf.options.concurrency) concurrency[wf.name] = wf.options.concurrency;
-      versions[wf.name] = [wf.version, ...(wf.options.compatibleVersions ?? []).map(String)];
-    }
+    const plan = claimPlan(this.#workflows);
     while (this.#state === 'running') {
       this.#woken = false;
       const free = this.#o.concurrency - this.#runs.size;
@@ -227,24 +205,14 @@ export class Worker {
       let got = 0;
       if (free > 0) {
         try {
-          const claimed = await store.claim({
-            workerId: this.id,
-            now,
-            leaseMs: this.#o.leaseMs,
-            limit: Math.min(free, this.#o.claimBatch),
-            workflows: [...this.#workflows.keys()],
-            versions,
-            claim,
-            reclaim,
-            concurrency,
-          });
+          const claimed = await store.claim({ ...plan, workerId: this.id, now, leaseMs: this.#o.leaseMs, limit: Math.min(free, this.#o.claimBatch) });
           got = claimed.length;
-          if (got) this.#appended(claimed.map((c) => c.task));
+          if (got) this.#news.appended(claimed.map((c) => c.task));
           this.#backlog = got === Math.min(free, this.#o.claimBatch);
           for (const c of claimed) this.#startRun(c);
         } catch (e) {
           this.#backlog = true;
-          this.#events.emit('worker:error', { error: coerceError(e), during: 'claiming tasks' });
+          this.#news.emit('worker:error', { error: coerceError(e), during: 'claiming tasks' });
         }
       } else {
         this.#backlog = true; // no room to look: there may be due tasks
@@ -259,19 +227,7 @@ export class Worker {
       const nextDue = free > got ? await this.#nextDue(store, now) : null;
       if (this.#woken || this.#state !== 'running') continue;
       if (nextDue !== null && nextDue <= this.#host.clock.now()) continue; // due already: claim it
-      await new Promise<void>((resolve) => {
-        // (An AbortController only when there is a due time to wait for, aborted without a
-        // DOMException: this loop turns once per finished run when the worker is busy.)
-        const until = nextDue === null ? null : new AbortController();
-        const timer = setTimeout(done, this.#o.pollIntervalMs);
-        function done(): void {
-          clearTimeout(timer);
-          until?.abort(null);
-          resolve();
-        }
-        if (until && nextDue !== null) this.#host.clock.sleep(Math.max(1, nextDue - this.#host.clock.now()), until.signal).then(done, () => undefined);
-        this.#wake = () => setImmediate(done);
-      });
+      await idle(this.#o.pollIntervalMs, nextDue, this.#host.clock, (wake) => (this.#wake = wake));
       this.#wake = null;
     }
   }
@@ -289,6 +245,7 @@ export class Worker {
     // The engine's current definition (it may have been re-registered since this worker started).
     const wf = this.#host.workflows().get(claimed.task.workflow) ?? (this.#workflows.get(claimed.task.workflow) as Workflow);
     const started = this.#host.clock.now();
+    const info: RunInfo = { taskId: claimed.task.id, workflow: wf.name, epoch: claimed.task.epoch, workerId: this.id, reclaimed: claimed.event === 'reclaim' };
     let run: TaskRun;
     try {
       run = new TaskRun(claimed, wf, {
@@ -299,8 +256,8 @@ export class Worker {
         parkAfterMs: this.#o.parkAfterMs,
         cancelGraceMs: this.#o.cancelGraceMs,
         leaseSafeUntil: () => (this.#heartbeat as Heartbeat).safeUntil(claimed.task.id),
-        emit: (name, payload) => this.#events.emit(name, payload),
-        hears: (name) => this.#events.hears(name),
+        emit: this.#news.emitFor(info),
+        hears: (name) => this.#news.hears(name),
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
         idempotency: this.#host.idempotency,
         runCode: workflowCode(wf),
@@ -314,15 +271,15 @@ export class Worker {
     this.#runs.set(run.taskId, run);
     this.#heartbeat?.renewed(run.taskId, started);
     if (this.#state === 'stopping') run.drain();
-    if (this.#events.hears('run:claimed')) this.#events.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: run.epoch, reclaimed: claimed.event === 'reclaim' });
+    this.#news.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: run.epoch, reclaimed: info.reclaimed }, info);
     const p = run
       .execute()
       .catch(() => 'lease-lost' as const)
       .then((status) => {
         this.#runs.delete(run.taskId);
         this.#heartbeat?.forget(run.taskId);
-        if (this.#events.hears('run:finished')) this.#events.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started });
-        this.#host.bus.emit('task:settled', { taskId: run.taskId, status });
+        this.#news.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started }, info);
+        this.#news.settled(run.taskId, status);
         // The freed slot is worth a claim only if there may be work for it: due tasks were left
         // behind, the workflow is capped (a task held back by the cap may run now), or the task is
         // not finished (it parked or was handed back: its next due time must be counted).
@@ -334,7 +291,7 @@ export class Worker {
 
   /** Fails a claimed task whose run could not be constructed (fenced by the claim's epoch). */
   async #failUnstartable(claimed: ClaimedTask, error: Error): Promise<void> {
-    this.#events.emit('worker:error', { error, during: `starting task ${claimed.task.id}` });
+    this.#news.emit('worker:error', { error, during: `starting task ${claimed.task.id}` });
     try {
       const { write } = planTransition({
         taskId: claimed.task.id,
@@ -349,7 +306,7 @@ export class Worker {
       });
       await (this.#writer as WriteBatcher).write(write);
     } catch (e) {
-      this.#events.emit('worker:error', { error: coerceError(e), during: `failing task ${claimed.task.id}` });
+      this.#news.emit('worker:error', { error: coerceError(e), during: `failing task ${claimed.task.id}` });
     }
   }
 
@@ -366,7 +323,7 @@ export class Worker {
     }
     if (this.#state !== 'running') return this.#stopped();
     this.#state = 'stopping';
-    this.#events.emit('worker:stopping', { workerId: this.id, inFlight: this.#runs.size });
+    this.#news.emit('worker:stopping', { workerId: this.id, inFlight: this.#runs.size });
     this.#poke();
     for (const run of this.#runs.values()) run.drain();
     const graceMs = options.graceMs ?? this.#o.shutdownGraceMs;
@@ -390,7 +347,8 @@ export class Worker {
     await this.#writer?.drain();
     for (const off of this.#unsubscribe) await off();
     this.#state = 'stopped';
-    this.#events.emit('worker:stopped', { workerId: this.id });
+    this.#news.emit('worker:stopped', { workerId: this.id });
+    this.#news.close();
     this.#host.onStopped(this);
   }
 

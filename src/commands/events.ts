@@ -6,7 +6,7 @@
  */
 import { toMs } from '../duration.ts';
 import { InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
-import type { LocalBus } from '../local-bus.ts';
+import type { NewsBus } from '../news.ts';
 import type { Store } from '../store.ts';
 import type { StreamEvent } from '../stream-frames.ts';
 import type { TaskEvent } from '../task-events.ts';
@@ -26,7 +26,7 @@ function checkEventsOptions(options: EventsOptions): void {
 }
 
 /** The log as an async iterable; `open` gives the store (and listens for ends, so a reader elsewhere hears of them at once). */
-export function eventLog(open: () => Promise<Store>, bus: LocalBus, options: EventsOptions): AsyncIterable<(TaskEvent & { cursor?: string }) | StreamEvent> {
+export function eventLog(open: () => Promise<Store>, bus: NewsBus, options: EventsOptions): AsyncIterable<(TaskEvent & { cursor?: string }) | StreamEvent> {
   checkEventsOptions(options);
   return {
     [Symbol.asyncIterator]: async function* () {

@@ -6,7 +6,7 @@
  */
 import { notify, type Observer } from '../observers.ts';
 import { LogTail } from '../event-stream.ts';
-import type { LocalBus } from '../local-bus.ts';
+import type { NewsBus } from '../news.ts';
 import type { Store, WakeEvent } from '../store.ts';
 import { openStore, type StoreOptions } from '../store-url.ts';
 
@@ -16,7 +16,7 @@ export interface OpenRequest {
   /** This engine in the announcements of its own starts (delivered to its workers when written). */
   origin: string;
   observers: readonly Observer[];
-  bus: LocalBus;
+  bus: NewsBus;
   deliver: (e: WakeEvent) => void;
 }
 

@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../clock.ts';
 import type { Idempotency } from '../idempotency/run.ts';
-import type { LocalBus } from '../local-bus.ts';
+import type { NewsBus } from '../news.ts';
 import type { Observer } from '../observers.ts';
 import type { RetentionMs } from '../retention/policy.ts';
 import type { Store } from '../store.ts';
@@ -16,7 +16,7 @@ export interface WorkerHost {
   open(): Promise<Store>;
   clock: Clock;
   workflows: ReadonlyMap<string, Workflow>;
-  bus: LocalBus;
+  bus: NewsBus;
   observers: readonly Observer[];
   idempotency: Idempotency;
   outputBytes: number;

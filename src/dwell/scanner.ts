@@ -1,10 +1,10 @@
 /**
  * @module dwell/scanner
  * Internal: not part of the public API (the package exports only its index modules).
- * The one scanner of dwell timeouts: every `intervalMs` (real time, to find tasks that entered a
- * bounded status since), and when the earliest bound it knows of passes (on the engine's clock, so
- * a manual clock moves it), it looks at the waiting, paused and running tasks of the workflows that
- * set `dwell`, and for each that has stayed past its bound it fails it, cancels it, or records an
+ * The one scanner of dwell timeouts. Each `scan()` (run by the worker's periodic scheduler every
+ * `dwellScanMs` of real time, to find tasks that entered a bounded status since, and again when
+ * the earliest bound the last scan saw passes, on the engine's clock, so a manual clock moves it)
+ * looks at the waiting, paused and running tasks of the workflows that set `dwell`, and for each that has stayed past its bound it fails it, cancels it, or records an
  * alert. A waiting or paused task's stay starts at `updatedAt` (when it entered the status); a
  * running task's at its last sign of progress: the latest of `updatedAt` (the run started or was
  * reclaimed), the `at` of its last progress report, and the end of its last finished step (read
@@ -16,7 +16,7 @@
  * write is guarded by the task's version, so two scanners never act twice.
  */
 import type { Clock } from '../clock.ts';
-import { DwellTimeoutError, coerceError } from '../errors.ts';
+import { DwellTimeoutError } from '../errors.ts';
 import { toMs } from '../duration.ts';
 import { encodeError } from '../serialize.ts';
 import type { NewEvent, Store, TaskRow } from '../store.ts';
@@ -38,7 +38,6 @@ export interface DwellHost {
   cancelled: (taskId: string, reason: string) => void;
   /** An `alert` bound was passed (once per stay): told to the observers' `onDwellAlert`. */
   alerted?: (alert: DwellAlert) => void;
-  onError: (error: Error) => void;
 }
 
 function entry(status: string, afterMs: number, since: number, outcome: DwellBound['then']): NewEvent {
@@ -47,48 +46,9 @@ function entry(status: string, afterMs: number, since: number, outcome: DwellBou
 
 export class DwellScanner {
   readonly #host: DwellHost;
-  readonly #intervalMs: number;
-  readonly #stop = new AbortController();
-  #loop: Promise<void> | null = null;
 
-  constructor(host: DwellHost, intervalMs: number) {
+  constructor(host: DwellHost) {
     this.#host = host;
-    this.#intervalMs = intervalMs;
-  }
-
-  start(): void {
-    this.#loop ??= (async () => {
-      const stop = this.#stop.signal;
-      while (!stop.aborted) {
-        const next = await this.scan().catch((e: unknown) => {
-          this.#host.onError(coerceError(e));
-          return null;
-        });
-        await this.#wait(next);
-      }
-    })();
-  }
-
-  /** Until the next poll (real time) or the earliest known bound (engine clock), whichever first. */
-  async #wait(next: number | null): Promise<void> {
-    const stop = this.#stop.signal;
-    if (stop.aborted) return;
-    const done = new AbortController();
-    const onStop = (): void => done.abort();
-    stop.addEventListener('abort', onStop, { once: true });
-    let timer: NodeJS.Timeout | undefined;
-    const waits: Promise<unknown>[] = [new Promise<void>((r) => (timer = setTimeout(r, this.#intervalMs)))];
-    if (next !== null) waits.push(this.#host.clock.sleep(Math.max(1, next - this.#host.clock.now()), done.signal).catch(() => undefined));
-    waits.push(new Promise<void>((r) => done.signal.addEventListener('abort', () => r(), { once: true })));
-    await Promise.race(waits);
-    clearTimeout(timer);
-    done.abort();
-    stop.removeEventListener('abort', onStop);
-  }
-
-  async stop(): Promise<void> {
-    this.#stop.abort();
-    await this.#loop;
   }
 
   /** One pass over every bounded workflow and status; returns the earliest bound still ahead, if any. */

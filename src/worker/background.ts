@@ -1,19 +1,19 @@
 /**
  * @module worker/background
  * Internal: not part of the public API (the package exports only its index modules).
- * The work a worker does besides running tasks, every part on a timer: the dwell scanner (tasks
- * past their workflow's `dwell` bounds), and the periodic jobs of one {@link PeriodicScheduler}:
- * closing the open approvals of ended tasks (approvals/closer.ts), deleting expired idempotency
- * records and finished tasks past their retention (sweeper.ts, retention/). Their errors are the
- * worker's `worker:error` news, named by what was being done.
+ * The work a worker does besides running tasks, every part a job of one {@link PeriodicScheduler}:
+ * the dwell scanner (tasks past their workflow's `dwell` bounds; it also wakes when the earliest
+ * bound it saw passes), closing the open approvals of ended tasks (approvals/closer.ts), deleting
+ * expired idempotency records and finished tasks past their retention (sweeper.ts, retention/).
+ * Their errors are the worker's `worker:error` news, named by what was being done.
  */
 import { closeEndedApprovals } from '../approvals/closer.ts';
 import { systemClock } from '../clock.ts';
 import { DwellScanner } from '../dwell/scanner.ts';
 import { coerceError } from '../errors.ts';
 import type { Idempotency } from '../idempotency/run.ts';
-import type { LocalBus } from '../local-bus.ts';
-import { notify, type Observer } from '../observers.ts';
+import type { NewsBus } from '../news.ts';
+import type { Observer } from '../observers.ts';
 import { resolveRetention, sweepDeletions, type RetentionMs } from '../retention/policy.ts';
 import { sweepOnce } from '../retention/purge.ts';
 import type { Clock } from '../clock.ts';
@@ -26,8 +26,9 @@ export interface BackgroundHost {
   workerId: string;
   store: Store;
   clock: Clock;
-  bus: LocalBus;
+  bus: NewsBus;
   workflows: ReadonlyMap<string, Workflow>;
+  /** For the retention sweep's `onTasksDeleted`. */
   observers: readonly Observer[];
   idempotency: Idempotency | undefined;
   retention: RetentionMs;
@@ -42,26 +43,11 @@ export interface BackgroundHost {
 /** A worker's background parts, started; `stop()` awaits what runs, `abandon()` does not. */
 export class Background {
   readonly #scheduler: PeriodicScheduler;
-  readonly #dwell: DwellScanner | null = null;
 
   constructor(host: BackgroundHost) {
+    // Periods are real time; the dwell scanner's deadlines are on the engine's clock.
     this.#scheduler = new PeriodicScheduler({ clock: systemClock, onError: (e, job) => host.onError(coerceError(e), job.name) });
-    // One dwell scanner per worker, for the workflows it serves that bound their dwell.
-    if ([...host.workflows.values()].some((w) => w.options.dwell)) {
-      this.#dwell = new DwellScanner(
-        {
-          store: host.store,
-          clock: host.clock,
-          workflows: () => host.workflows.values(),
-          changed: (taskId) => host.bus.emit('task:settled', { taskId }),
-          cancelled: (taskId, reason) => host.bus.emit('task:cancel', { taskId, reason }),
-          alerted: (alert) => notify(host.observers, 'onDwellAlert', alert),
-          onError: (error) => host.onError(error, 'scanning dwell timeouts'),
-        },
-        host.dwellScanMs,
-      );
-      this.#dwell.start();
-    }
+    if ([...host.workflows.values()].some((w) => w.options.dwell)) dwellJob(this.#scheduler, host);
     this.#scheduler.add({
       name: 'closing the approvals of ended tasks',
       periodMs: host.dwellScanMs,
@@ -78,15 +64,37 @@ export class Background {
   }
 
   async stop(): Promise<void> {
-    await this.#dwell?.stop();
     await this.#scheduler.stop();
   }
 
   /** Clears every timer at once; what waits on the store is not waited for. */
   abandon(): void {
-    this.#dwell?.stop().catch(() => undefined);
     this.#scheduler.stop().catch(() => undefined);
   }
+}
+
+/**
+ * One dwell scanner per worker, for the workflows it serves that bound their dwell: a scan every
+ * `dwellScanMs`, and one when the earliest bound the last scan saw passes.
+ */
+function dwellJob(scheduler: PeriodicScheduler, host: BackgroundHost): void {
+  const scanner = new DwellScanner({
+    store: host.store,
+    clock: host.clock,
+    workflows: () => host.workflows.values(),
+    changed: (taskId) => host.bus.publish({ type: 'task:settled', taskId }),
+    cancelled: (taskId, reason) => host.bus.publish({ type: 'task:cancel', taskId, reason }),
+    alerted: (alert) => host.bus.publish({ type: 'dwell:alert', alert }),
+  });
+  const job = scheduler.add({
+    name: 'scanning dwell timeouts',
+    periodMs: host.dwellScanMs,
+    wakeClock: host.clock,
+    run: async () => {
+      const next = await scanner.scan();
+      if (next !== null) job.wakeAt(next);
+    },
+  });
 }
 
 /** Expired idempotency records are deleted by every worker (see sweeper.ts). */

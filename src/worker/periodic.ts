@@ -1,12 +1,15 @@
 /**
  * @module worker/periodic
  * Internal: not part of the public API (the package exports only its index modules).
- * The scheduler of a worker's periodic jobs (closing approvals of ended tasks, purging expired
- * idempotency records, deleting finished tasks past their retention). Each job has a period, an
- * optional first delay and jitter; it never overlaps itself (a run slower than its period delays
- * the next one, it is not doubled); an error is handed to `onError` and the job keeps its
- * schedule. Time is read through an injectable {@link Clock}, so tests drive it with a manual
- * clock. `stop()` cancels the waits and awaits the runs in flight.
+ * The scheduler of every background loop of a worker (the dwell scanner, closing approvals of
+ * ended tasks, purging expired idempotency records, deleting finished tasks past their retention).
+ * Each job has a period, an optional first delay and jitter; it never overlaps itself (a run
+ * slower than its period delays the next one, it is not doubled); an error is handed to `onError`
+ * and the job keeps its schedule. A job may ask to run earlier than its period: `wakeAt(time)` (a
+ * deadline it knows of, on its `wakeClock`) or `runSoon()`; the earliest request wins, and a
+ * request made during a run applies to the wait after it. Time is read through injectable
+ * {@link Clock}s, so tests drive them with a manual clock. `stop()` cancels the waits and awaits
+ * the runs in flight.
  */
 import type { Clock } from '../clock.ts';
 
@@ -19,8 +22,54 @@ export interface PeriodicJob {
   firstDelayMs?: number;
   /** Up to this many milliseconds are added at random to each wait, so that workers spread out. @defaultValue 0 */
   jitterMs?: number;
+  /** The clock the times given to `wakeAt` are on. @defaultValue the scheduler's clock */
+  wakeClock?: Clock;
   /** One run. `signal` aborts when the scheduler stops. Resolving `'stop'` ends this job's schedule. */
   run: (signal: AbortSignal) => Promise<unknown>;
+}
+
+/** A scheduled job, to ask for an earlier run. */
+export interface ScheduledJob {
+  /** Runs the job at `time` (on its `wakeClock`) if that comes before its next run; a past time: at once. */
+  wakeAt(time: number): void;
+  /** Runs the job as soon as it is not running. */
+  runSoon(): void;
+}
+
+/** The wait of one job before its next run, which `wakeAt` may shorten. */
+class Wait {
+  /** The earliest time asked for by `wakeAt` (on the wake clock), until the next run starts. */
+  at: number | null = null;
+  #poke: (() => void) | null = null;
+
+  wakeAt(time: number): void {
+    if (this.at !== null && this.at <= time) return;
+    this.at = time;
+    this.#poke?.();
+  }
+
+  /**
+   * Waits until `until` on `clock`, or until the time asked for on `wakeClock`, whichever comes
+   * first (a later `wakeAt` is taken into account); false if `stop` aborted meanwhile.
+   */
+  async until(clock: Clock, until: number, wakeClock: Clock, stop: AbortSignal): Promise<boolean> {
+    while (!stop.aborted) {
+      if (this.at !== null && this.at <= wakeClock.now()) return true;
+      const left = until - clock.now();
+      if (left <= 0) return true;
+      const turn = new AbortController();
+      const end = (): void => turn.abort();
+      stop.addEventListener('abort', end, { once: true });
+      this.#poke = end;
+      const waits = [clock.sleep(left, turn.signal)];
+      if (this.at !== null) waits.push(wakeClock.sleep(this.at - wakeClock.now(), turn.signal));
+      await Promise.race(waits).catch(() => undefined);
+      this.#poke = null;
+      stop.removeEventListener('abort', end);
+      turn.abort(); // clears the other sleep (its rejection is handled by the race)
+    }
+    return false;
+  }
 }
 
 export class PeriodicScheduler {
@@ -37,41 +86,33 @@ export class PeriodicScheduler {
   }
 
   /** Schedules `job` (its first run after `firstDelayMs`); ignored once stopped. */
-  add(job: PeriodicJob): void {
-    if (this.#stop.signal.aborted || !(job.periodMs > 0)) return;
-    this.#loops.push(this.#loop(job));
+  add(job: PeriodicJob): ScheduledJob {
+    const wait = new Wait();
+    const wakeClock = job.wakeClock ?? this.#clock;
+    const scheduled: ScheduledJob = { wakeAt: (time) => wait.wakeAt(time), runSoon: () => wait.wakeAt(-Infinity) };
+    if (this.#stop.signal.aborted || !(job.periodMs > 0)) return scheduled;
+    this.#loops.push(this.#loop(job, wait, wakeClock));
+    return scheduled;
   }
 
-  async #loop(job: PeriodicJob): Promise<void> {
+  async #loop(job: PeriodicJob, wait: Wait, wakeClock: Clock): Promise<void> {
     const stop = this.#stop.signal;
-    let wait = job.firstDelayMs ?? 0;
+    let ms = job.firstDelayMs ?? 0;
     while (!stop.aborted) {
-      if (!(await this.#sleep(wait + this.#jitter(job)))) return;
+      if (!(await wait.until(this.#clock, this.#clock.now() + ms + this.#jitter(job), wakeClock, stop))) return;
+      wait.at = null;
       const started = this.#clock.now();
       try {
         if ((await job.run(stop)) === 'stop') return;
       } catch (e) {
         if (!stop.aborted) this.#onError(e, job);
       }
-      wait = Math.max(0, job.periodMs - (this.#clock.now() - started));
+      ms = Math.max(0, job.periodMs - (this.#clock.now() - started));
     }
   }
 
   #jitter(job: PeriodicJob): number {
     return job.jitterMs ? Math.floor(this.#random() * job.jitterMs) : 0;
-  }
-
-  /** Waits `ms`; false if the scheduler stopped meanwhile. */
-  async #sleep(ms: number): Promise<boolean> {
-    const stop = this.#stop.signal;
-    if (stop.aborted) return false;
-    if (ms <= 0) return true;
-    try {
-      await this.#clock.sleep(ms, stop);
-      return !stop.aborted;
-    } catch {
-      return false;
-    }
   }
 
   /** Cancels every wait and resolves once the runs in flight have ended. */

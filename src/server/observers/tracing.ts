@@ -9,7 +9,7 @@
  * const engine = new Engine({ observers: [await createTracingObserver()] });
  */
 import type { Span, Tracer } from '@opentelemetry/api';
-import { InvalidArgumentError, type Observer } from '../../index.ts';
+import { InvalidArgumentError, type AttemptInfo, type Observer, type RunInfo } from '../../index.ts';
 
 export interface TracingOptions {
   /** @defaultValue the global provider's tracer named "stepwise" */
@@ -21,96 +21,106 @@ export interface TracingOptions {
  * and returns the observer.
  */
 export async function createTracingObserver(options: TracingOptions = {}): Promise<Observer> {
-  let api: typeof import('@opentelemetry/api');
+  let api: OtelApi;
   try {
     api = await import('@opentelemetry/api');
   } catch (e) {
     throw new InvalidArgumentError('createTracingObserver() needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api.', { cause: e });
   }
-  const { context, SpanStatusCode, trace } = api;
-  const tracer = options.tracer ?? trace.getTracer('stepwise');
-  const tasks = new Map<string, Span>();
-  const steps = new Map<string, Span>();
-  const attempts = new Map<string, Span>();
-  const stepKey = (taskId: string, step: string): string => `${taskId}\u0000${step}`;
-  const attemptKey = (taskId: string, step: string, n: number): string => `${taskId}\u0000${step}\u0000${n}`;
-  const endStep = (taskId: string, step: string, error?: Error): void => {
-    const span = steps.get(stepKey(taskId, step));
-    if (!span) return;
-    if (error) span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
-    span.end();
-    steps.delete(stepKey(taskId, step));
-  };
+  const spans = new RunSpans(api, options.tracer ?? api.trace.getTracer('stepwise'));
   return {
     name: 'opentelemetry',
-    onRunStart: (r) => {
-      tasks.set(
-        r.taskId,
-        tracer.startSpan(`stepwise.task ${r.workflow}`, {
-          attributes: {
-            'stepwise.task.id': r.taskId,
-            'stepwise.workflow': r.workflow,
-            'stepwise.epoch': r.epoch,
-            'stepwise.worker.id': r.workerId,
-            'stepwise.reclaimed': r.reclaimed,
-            'gen_ai.operation.name': 'invoke_agent',
-            'gen_ai.agent.name': r.workflow,
-          },
-        }),
-      );
-    },
-    onRunEnd: (r) => {
-      for (const [key, span] of [...attempts, ...steps]) {
-        if (key.startsWith(`${r.taskId}\u0000`)) {
-          span.end();
-          attempts.delete(key);
-          steps.delete(key);
-        }
-      }
-      const span = tasks.get(r.taskId);
-      if (!span) return;
-      span.setAttribute('stepwise.status', r.status);
-      if (r.status === 'failed' || r.status === 'lease-lost') span.setStatus({ code: SpanStatusCode.ERROR, message: r.status });
-      span.end();
-      tasks.delete(r.taskId);
-    },
-    onStepStart: (a) => {
-      const task = tasks.get(a.taskId);
-      const parent = task ? trace.setSpan(context.active(), task) : context.active();
-      let step = steps.get(stepKey(a.taskId, a.step));
-      if (!step) {
-        step = tracer.startSpan(
-          `stepwise.step ${a.step}`,
-          { attributes: { 'stepwise.task.id': a.taskId, 'stepwise.step': a.step, 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': a.step } },
-          parent,
-        );
-        steps.set(stepKey(a.taskId, a.step), step);
-      }
-      attempts.set(
-        attemptKey(a.taskId, a.step, a.attempt),
-        tracer.startSpan(
-          `stepwise.attempt ${a.step} #${a.attempt}`,
-          {
-            attributes: { 'stepwise.task.id': a.taskId, 'stepwise.step': a.step, 'stepwise.attempt': a.attempt, 'stepwise.idempotency_key': a.idempotencyKey },
-          },
-          trace.setSpan(context.active(), step),
-        ),
-      );
-    },
-    onStepEnd: (a) => {
-      attempts.get(attemptKey(a.taskId, a.step, a.attempt))?.end();
-      attempts.delete(attemptKey(a.taskId, a.step, a.attempt));
-      endStep(a.taskId, a.step);
-    },
-    onStepError: (a) => {
-      const span = attempts.get(attemptKey(a.taskId, a.step, a.attempt));
-      if (span) {
-        span.recordException(a.error);
-        span.setStatus({ code: SpanStatusCode.ERROR, message: a.error.message });
-        span.end();
-        attempts.delete(attemptKey(a.taskId, a.step, a.attempt));
-      }
-      if (!a.retrying) endStep(a.taskId, a.step, a.error);
-    },
+    onRunStart: (r) => spans.startRun(r),
+    onRunEnd: (r) => spans.endRun(r),
+    onStepStart: (a) => spans.startAttempt(a),
+    onStepEnd: (a) => spans.endAttempt(a),
+    onStepError: (a) => spans.endAttempt(a, a.error, !a.retrying),
   };
+}
+
+type OtelApi = typeof import('@opentelemetry/api');
+type RunEnd = Parameters<NonNullable<Observer['onRunEnd']>>[0];
+
+const stepKey = (taskId: string, step: string): string => `${taskId}\u0000${step}`;
+const attemptKey = (taskId: string, step: string, n: number): string => `${taskId}\u0000${step}\u0000${n}`;
+
+/** The open spans of the runs of this process: per task, per step of a run, per attempt. */
+class RunSpans {
+  readonly #api: OtelApi;
+  readonly #tracer: Tracer;
+  readonly #tasks = new Map<string, Span>();
+  readonly #steps = new Map<string, Span>();
+  readonly #attempts = new Map<string, Span>();
+
+  constructor(api: OtelApi, tracer: Tracer) {
+    this.#api = api;
+    this.#tracer = tracer;
+  }
+
+  startRun(r: RunInfo): void {
+    const attributes = {
+      'stepwise.task.id': r.taskId,
+      'stepwise.workflow': r.workflow,
+      'stepwise.epoch': r.epoch,
+      'stepwise.worker.id': r.workerId,
+      'stepwise.reclaimed': r.reclaimed,
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': r.workflow,
+    };
+    this.#tasks.set(r.taskId, this.#tracer.startSpan(`stepwise.task ${r.workflow}`, { attributes }));
+  }
+
+  /** Ends the run's span and any step or attempt span it left open. */
+  endRun(r: RunEnd): void {
+    for (const [key, span] of [...this.#attempts, ...this.#steps]) {
+      if (key.startsWith(`${r.taskId}\u0000`)) {
+        span.end();
+        this.#attempts.delete(key);
+        this.#steps.delete(key);
+      }
+    }
+    const span = this.#tasks.get(r.taskId);
+    if (!span) return;
+    span.setAttribute('stepwise.status', r.status);
+    if (r.status === 'failed' || r.status === 'lease-lost') span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: r.status });
+    span.end();
+    this.#tasks.delete(r.taskId);
+  }
+
+  /** Opens the attempt's span, under its step's span (opened by the step's first attempt in this run). */
+  startAttempt(a: AttemptInfo): void {
+    const { context, trace } = this.#api;
+    const task = this.#tasks.get(a.taskId);
+    let step = this.#steps.get(stepKey(a.taskId, a.step));
+    if (!step) {
+      const attributes = { 'stepwise.task.id': a.taskId, 'stepwise.step': a.step, 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': a.step };
+      step = this.#tracer.startSpan(`stepwise.step ${a.step}`, { attributes }, task ? trace.setSpan(context.active(), task) : context.active());
+      this.#steps.set(stepKey(a.taskId, a.step), step);
+    }
+    const attributes = { 'stepwise.task.id': a.taskId, 'stepwise.step': a.step, 'stepwise.attempt': a.attempt, 'stepwise.idempotency_key': a.idempotencyKey };
+    this.#attempts.set(attemptKey(a.taskId, a.step, a.attempt), this.#tracer.startSpan(`stepwise.attempt ${a.step} #${a.attempt}`, { attributes }, trace.setSpan(context.active(), step)));
+  }
+
+  /** Ends the attempt's span (with its error), and its step's span when no attempt follows. */
+  endAttempt(a: AttemptInfo, error?: Error, last = true): void {
+    const key = attemptKey(a.taskId, a.step, a.attempt);
+    const span = this.#attempts.get(key);
+    if (span) {
+      if (error) {
+        span.recordException(error);
+        span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: error.message });
+      }
+      span.end();
+      this.#attempts.delete(key);
+    }
+    if (last) this.#endStep(a.taskId, a.step, error);
+  }
+
+  #endStep(taskId: string, step: string, error?: Error): void {
+    const span = this.#steps.get(stepKey(taskId, step));
+    if (!span) return;
+    if (error) span.setStatus({ code: this.#api.SpanStatusCode.ERROR, message: error.message });
+    span.end();
+    this.#steps.delete(stepKey(taskId, step));
+  }
 }
