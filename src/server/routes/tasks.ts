@@ -4,6 +4,7 @@
  * machine's events (send), delete and purge.
  * The actor of every command is the authenticated identity; nothing in a body can name another.
  */
+import { createHash } from 'node:crypto';
 import type { Engine, StartOptions, TaskStatus } from '../../index.ts';
 import type { Identity } from '../auth.ts';
 import { BatchBody, CancelBody, EmptyBody, EventName, ListQuery, PurgeBody, SendBody, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
@@ -28,6 +29,17 @@ function startOptions(identity: Identity, body: z.output<typeof StartBody>, key:
 }
 
 const id = { id: TaskId };
+
+/**
+ * The key of a batch item without its own: `batch:` and the SHA-256 of the header key and the
+ * index (70 characters whatever the header key's length). A hash of the pair, so no derived key
+ * equals another item's own key (which `<key>:<index>` could) and a 255-character header key fits.
+ */
+export function batchItemKey(headerKey: string, index: number): string {
+  return `batch:${createHash('sha256')
+    .update(JSON.stringify([headerKey, index]))
+    .digest('hex')}`;
+}
 
 /** Start a task. */
 function startRoute(engine: Engine): RouteSpec {
@@ -59,10 +71,11 @@ function batchRoute(engine: Engine): RouteSpec {
     responses: { 200: 'one result per item, in order: { task } or { error }', 400: 'invalid input' },
     async handle({ identity, body, idempotencyKey }) {
       // Each item is started on its own (one bad item does not stop the others); with a header
-      // key, an item without its own key gets `<key>:<index>`, so a retried batch creates nothing twice.
+      // key, an item without its own key gets one derived from the header key and its index, so a
+      // retried batch creates nothing twice.
       const results = [];
       for (const [i, item] of body.tasks.entries()) {
-        const key = item.idempotencyKey ?? (idempotencyKey !== undefined ? `${idempotencyKey}:${i}` : undefined);
+        const key = item.idempotencyKey ?? (idempotencyKey !== undefined ? batchItemKey(idempotencyKey, i) : undefined);
         try {
           const handle = await engine.start(item.workflow, item.input, startOptions(identity, item, key));
           results.push({ task: handle.toJSON() });
