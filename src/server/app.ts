@@ -26,10 +26,16 @@ import { taskRoutes } from './routes/tasks.ts';
 import { dashboardRoutes } from './dashboard/routes.ts';
 import { ServerMetrics } from './observers/metrics.ts';
 
+/** Room for the JSON around a payload (keys, flags) in the default body limit. */
+const ENVELOPE_BYTES = 64 * 1024;
+
 export interface ServerOptions {
   /** Who may call: `{ name, role, token }` entries (see `parseTokenList`, `readTokenFile`). Required, at least one. */
   tokens: readonly TokenEntry[];
-  /** Largest request body accepted; larger ones get 413. @defaultValue 1 MiB */
+  /**
+   * Largest request body accepted; larger ones get 413.
+   * @defaultValue the engine's signal payload limit (`limits.payloadBytes`, 1 MiB) plus 64 KiB for the envelope around it
+   */
   bodyLimitBytes?: number;
   /** Where request logs go (pino). @defaultValue silent */
   logger?: Logger;
@@ -75,7 +81,8 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   const cache = new IdempotencyCache(clock, options.idempotencyTtlMs);
   const metrics = options.metrics ?? new ServerMetrics();
   metrics.watchEngine(engine);
-  const limit = options.bodyLimitBytes ?? 1024 * 1024;
+  // A payload of exactly the engine's limit must fit, with the JSON around it (`{"payload": …, "idempotencyKey": …}`).
+  const limit = options.bodyLimitBytes ?? (engine.limits?.payloadBytes ?? 1024 * 1024) + ENVELOPE_BYTES;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError('bodyLimitBytes must be a whole number ≥ 1.');
 
   const routes: RouteSpec[] = [...taskRoutes(engine), ...approvalRoutes(engine)];

@@ -39,9 +39,36 @@ export function requirePermission(identity: Identity, permission: Permission): v
   }
 }
 
+/** How deep arrays and objects of a JSON body may nest. */
+export const MAX_JSON_DEPTH = 512;
+
+/**
+ * Whether `text` nests arrays and objects deeper than `max`, found by one pass over the text
+ * (brackets inside strings do not count). Checked before parsing: a deeper value parses, but every
+ * recursive walk of it afterwards (validation, fingerprints, storage) would overflow the stack.
+ */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++;
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) inString = true;
+    else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > max) return true;
+    } else if (ch === 0x5d || ch === 0x7d) depth--;
+  }
+  return false;
+}
+
 export async function readJson(c: Context<Env>): Promise<unknown> {
   const text = await c.req.text();
   if (!text.trim()) return {};
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new HttpRefusal(400, 'INVALID_ARGUMENT', `The body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels, the limit: flatten it.`, { maxDepth: MAX_JSON_DEPTH });
+  }
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
@@ -108,6 +135,22 @@ async function drainBody(req: Request, maxBytes: number, maxMs: number): Promise
   } finally {
     clearTimeout(timer);
     reader.cancel().catch(() => undefined);
+  }
+}
+
+/**
+ * Refuses a path with a malformed percent-encoding (`%E0%A4%A`): the router would pass such a
+ * segment on undecoded, and a name such as a signal's would be stored as the literal text.
+ */
+export function checkPathEncoding(url: string): void {
+  const path = new URL(url).pathname;
+  for (const segment of path.split('/')) {
+    if (!segment.includes('%')) continue;
+    try {
+      decodeURIComponent(segment);
+    } catch {
+      throw new InvalidArgumentError(`The path segment "${segment.slice(0, 200)}" is not valid percent-encoding (UTF-8 bytes as %XX): encode names with encodeURIComponent.`);
+    }
   }
 }
 
