@@ -19,6 +19,7 @@ import { listen } from './listen.ts';
 import { authenticator, requestLog, tooLarge, type Env } from './middleware.ts';
 import { mountRoutes, mountStreams } from './mount.ts';
 import { buildOpenApi } from './openapi.ts';
+import { SessionTable } from './sessions.ts';
 import { approvalRoutes } from './routes/approvals.ts';
 import { eventRoutes } from './routes/events.ts';
 import type { RouteSpec } from './routes/route.ts';
@@ -97,7 +98,8 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
     return c.json(body, status as 400);
   });
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}. The API is described at /api/openapi.json.` } }, 404));
-  const authenticate = authenticator(table);
+  const sessions = new SessionTable(clock);
+  const authenticate = authenticator(table, sessions);
 
   app.get('/healthz', async (c) => {
     try {
@@ -123,7 +125,7 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   // Any other method on an API path: 405 rather than a confusing 404.
   app.all('/api/*', (c) => c.json({ error: { code: 'METHOD_NOT_ALLOWED', message: `${c.req.method} is not allowed on ${c.req.path}.` } }, c.req.method === 'GET' ? 404 : 405));
 
-  if (options.dashboard !== false) dashboardRoutes(app, { engine, table, authenticate, limit });
+  if (options.dashboard !== false) dashboardRoutes(app, { engine, table, sessions, authenticate, limit });
 
   return {
     app,

@@ -1,7 +1,7 @@
 /**
  * @module server/middleware
  * What every request goes through: its log line and metrics, the body size limit, and
- * authentication (a bearer token, or the dashboard's session cookie with the CSRF header on
+ * authentication (a bearer token, or the dashboard's session cookie — a session id, see `sessions.ts` — with the CSRF header on
  * writes), with the permission check of a route and the JSON body reader.
  */
 import type { Context, MiddlewareHandler } from 'hono';
@@ -12,6 +12,7 @@ import { InvalidArgumentError } from '../index.ts';
 import { bearerOf, can, rolesWith, type Identity, type Permission, type TokenTable } from './auth.ts';
 import { HttpRefusal } from './http-errors.ts';
 import type { ServerMetrics } from './observers/metrics.ts';
+import type { SessionTable } from './sessions.ts';
 
 export const SESSION_COOKIE = 'stepwise_session';
 /** The header the dashboard's script sends with every write (a cross-site form cannot). */
@@ -19,17 +20,21 @@ export const CSRF_HEADER = 'x-stepwise-csrf';
 
 export type Env = { Variables: { identity: Identity; viaCookie: boolean } };
 
-/** The authenticated identity of a request, or a 401. */
-function identify(c: Context<Env>, table: TokenTable): { identity: Identity; viaCookie: boolean } {
+/** The authenticated identity of a request (a bearer token, or a dashboard session's cookie), or a 401. */
+function identify(c: Context<Env>, table: TokenTable, sessions: SessionTable): { identity: Identity; viaCookie: boolean } {
   const header = c.req.header('authorization');
   const bearer = bearerOf(header);
   if (header !== undefined && bearer === null) throw new HttpRefusal(401, 'UNAUTHORIZED', 'The Authorization header must be "Bearer <token>".');
-  const cookie = bearer === null ? getCookie(c, SESSION_COOKIE) : undefined;
-  const token = bearer ?? cookie;
-  if (!token) throw new HttpRefusal(401, 'UNAUTHORIZED', 'A bearer token is required: send "Authorization: Bearer <token>".');
-  const identity = token.length <= 4096 ? table.identify(token) : null;
-  if (!identity) throw new HttpRefusal(401, 'UNAUTHORIZED', 'The token is not valid.');
-  return { identity, viaCookie: bearer === null };
+  if (bearer !== null) {
+    const identity = table.identify(bearer);
+    if (!identity) throw new HttpRefusal(401, 'UNAUTHORIZED', 'The token is not valid.');
+    return { identity, viaCookie: false };
+  }
+  const session = getCookie(c, SESSION_COOKIE);
+  if (!session) throw new HttpRefusal(401, 'UNAUTHORIZED', 'A bearer token is required: send "Authorization: Bearer <token>".');
+  const identity = sessions.identify(session);
+  if (!identity) throw new HttpRefusal(401, 'UNAUTHORIZED', 'The session has ended (signed out or expired): sign in again.');
+  return { identity, viaCookie: true };
 }
 
 export function requirePermission(identity: Identity, permission: Permission): void {
@@ -157,9 +162,9 @@ export function checkPathEncoding(url: string): void {
 export type Authenticate = (c: Context<Env>, next: () => Promise<void>) => Promise<void>;
 
 /** Authentication for API and dashboard requests; cookie-authenticated writes must carry the CSRF header. */
-export function authenticator(table: TokenTable): Authenticate {
+export function authenticator(table: TokenTable, sessions: SessionTable): Authenticate {
   return async function authenticate(c, next) {
-    const { identity, viaCookie } = identify(c, table);
+    const { identity, viaCookie } = identify(c, table, sessions);
     if (viaCookie && c.req.method !== 'GET' && c.req.header(CSRF_HEADER) !== '1') {
       throw new HttpRefusal(403, 'FORBIDDEN', `A write with the session cookie must carry the ${CSRF_HEADER} header (sent by the dashboard's own script).`);
     }
