@@ -3,6 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { workflow } from '../src/index.ts';
 import { createServer } from '../src/server/index.ts';
+import { IdempotencyCache } from '../src/server/idempotency.ts';
+import { ManualClock } from '../src/testing/index.ts';
 import { makeEngine } from './support/engine.ts';
 import { call, TOKENS } from './support/server.ts';
 
@@ -86,5 +88,107 @@ describe('HTTP requests: encodings, depth and sizes', () => {
     const over = await call(server, 'POST', `/api/tasks/${t.id}/signals/go`, { body: { payload: `${payload}x` } });
     expect(over.status).toBe(413);
     expect(over.body.error).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', limitBytes: 1024 * 1024 });
+  });
+});
+
+describe('HTTP lists and replays: bounded in bytes', () => {
+  const big = (n: number, c = 'x') => ({ blob: c.repeat(n) });
+
+  it('lists summaries: a large input is cut to its first bytes, named in `truncated`, with the url of the whole task', async () => {
+    const { engine, server } = setup();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await engine.start('echo', big(900 * 1024, String(i)))).id);
+    const small = (await engine.start('echo', { n: 1 })).id;
+    const res = await server.app.request('http://localhost/api/tasks?limit=1000', { headers: { authorization: `Bearer ${TOKENS[0]?.token}` } });
+    const text = await res.text();
+    // Five 900 KB inputs, and the body is a few KiB per task.
+    expect(Buffer.byteLength(text)).toBeLessThan(6 * 6 * 1024);
+    const page = JSON.parse(text) as { tasks: Array<{ id: string; input: unknown; truncated: string[]; url: string }>; nextCursor: string | null };
+    expect(page.tasks.map((t) => t.id)).toEqual([small, ...ids.reverse()]);
+    expect(page.tasks[0]).toMatchObject({ input: { n: 1 }, truncated: [], url: `/api/tasks/${small}` });
+    for (const t of page.tasks.slice(1)) {
+      expect(t.truncated).toEqual(['input']);
+      expect(typeof t.input).toBe('string');
+      expect(Buffer.byteLength(t.input as string)).toBeLessThanOrEqual(4096);
+      expect(t.input as string).toMatch(/^\{"blob":"(\d)\1+…$/);
+    }
+    // The task's own URL has the whole value.
+    const whole = await call(server, 'GET', (page.tasks[1] as { url: string }).url, { as: 'vera' });
+    expect(whole.body.input).toEqual(big(900 * 1024, '4'));
+    expect(page.nextCursor).toBeNull();
+  });
+
+  it('stops a page early with a cursor when its body reaches maxResponseBytes, and the cursors walk every task once', async () => {
+    const { engine, server } = setup({ maxResponseBytes: 64 * 1024, summaryValueBytes: 4096 });
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) ids.push((await engine.start('echo', big(10_000))).id);
+    const seen: string[] = [];
+    let cursor: string | null = '';
+    let pages = 0;
+    while (cursor !== null) {
+      const res = await server.app.request(`http://localhost/api/tasks?limit=1000${cursor ? `&cursor=${cursor}` : ''}`, { headers: { authorization: `Bearer ${TOKENS[0]?.token}` } });
+      const text = await res.text();
+      expect(Buffer.byteLength(text)).toBeLessThanOrEqual(64 * 1024);
+      const page = JSON.parse(text) as { tasks: Array<{ id: string }>; nextCursor: string | null; limitedBy?: string };
+      if (page.nextCursor !== null) expect(page.limitedBy).toBe('bytes');
+      seen.push(...page.tasks.map((t) => t.id));
+      cursor = page.nextCursor;
+      pages++;
+    }
+    expect(pages).toBeGreaterThan(2);
+    expect(seen).toEqual([...ids].reverse());
+  });
+
+  it('answers a command with the summary of the task, so a replayed answer stays small whatever the task holds', async () => {
+    const { engine, server } = setup();
+    const { id } = await engine.start('echo', big(900 * 1024));
+    const res = await server.app.request(`http://localhost/api/tasks/${id}/pause`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKENS[1]?.token}`, 'idempotency-key': 'p-1' },
+    });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(Buffer.byteLength(text)).toBeLessThan(8 * 1024);
+    expect(JSON.parse(text)).toMatchObject({ id, status: 'paused', truncated: ['input'], url: `/api/tasks/${id}` });
+    const replay = await call(server, 'POST', `/api/tasks/${id}/pause`, { as: 'oscar', headers: { 'idempotency-key': 'p-1' } });
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body).toEqual(JSON.parse(text));
+  });
+});
+
+describe('idempotency cache', () => {
+  const answer = (n: number) => async () => ({ status: 200, body: { blob: 'x'.repeat(n) } });
+
+  it('counts the bytes of the answers it keeps and drops the oldest past maxBytes', async () => {
+    const cache = new IdempotencyCache(new ManualClock(), { maxBytes: 100_000 });
+    for (let i = 0; i < 600; i++) await cache.once('s', `k-${i}`, {}, answer(10_000));
+    expect(cache.bytes).toBeLessThanOrEqual(100_000);
+    expect(cache.bytes).toBeGreaterThan(80_000);
+    expect(cache.size).toBeLessThanOrEqual(10);
+    // The newest answer is replayed; the oldest was dropped (its retry runs again).
+    expect((await cache.once('s', 'k-599', {}, answer(1))).replayed).toBe(true);
+    expect((await cache.once('s', 'k-0', {}, answer(1))).replayed).toBe(false);
+  });
+
+  it('keeps no answer larger than maxBytes alone, and gives back the bytes of expired and failed ones', async () => {
+    const clock = new ManualClock();
+    const cache = new IdempotencyCache(clock, { maxBytes: 50_000, ttlMs: 60_000 });
+    await cache.once('s', 'huge', {}, answer(60_000));
+    expect(cache.bytes).toBe(0);
+    expect((await cache.once('s', 'huge', {}, answer(1))).replayed).toBe(false);
+    await cache.once('s', 'a', {}, answer(1000));
+    const kept = cache.bytes;
+    expect(kept).toBeGreaterThan(1000);
+    await cache.once('s', 'b', {}, async () => ({ status: 409, body: { error: 'x'.repeat(5000) } }));
+    expect(cache.bytes).toBe(kept);
+    await clock.advance(60_000);
+    await cache.once('s', 'c', {}, answer(10));
+    expect(cache.size).toBe(1);
+    expect(cache.bytes).toBeLessThan(kept);
+  });
+
+  it('is bounded in bytes by the idempotencyCacheBytes server option', async () => {
+    expect(() => setup({ idempotencyCacheBytes: 0 })).toThrow(/idempotencyCacheBytes must be a whole number/);
+    expect(() => setup({ maxResponseBytes: 10 })).toThrow(/maxResponseBytes must be a whole number ≥ 1024/);
   });
 });

@@ -50,6 +50,15 @@ export interface ServerOptions {
   clock?: Clock;
   /** How long a replayed answer (cancel, retry, pause, resume) is kept. @defaultValue 24 hours */
   idempotencyTtlMs?: number;
+  /** Total bytes of the replayed answers kept (the oldest are dropped past it). @defaultValue 16 MiB */
+  idempotencyCacheBytes?: number;
+  /**
+   * The largest JSON of one value (input, output, error, …) that a list or a command's answer
+   * carries whole; a larger one is cut to its first bytes, named in `truncated`. @defaultValue 4 KiB
+   */
+  summaryValueBytes?: number;
+  /** The largest body of a list page: the page stops early, with a cursor, when it reaches it. @defaultValue 4 MiB */
+  maxResponseBytes?: number;
   /** Interval of SSE keep-alive comments. @defaultValue 15 s */
   keepAliveMs?: number;
 }
@@ -66,6 +75,13 @@ export interface StepwiseServer {
   listen(options?: { port?: number; hostname?: string }): Promise<{ url: string; port: number; close(): Promise<void> }>;
 }
 
+/** A size option: `value` (a whole number ≥ `min`) or its default. */
+function whole(value: number | undefined, fallback: number, name: string, min = 1): number {
+  const v = value ?? fallback;
+  if (!Number.isSafeInteger(v) || v < min) throw new InvalidArgumentError(`${name} must be a whole number ≥ ${min}, got ${String(value)}.`);
+  return v;
+}
+
 /**
  * The API and dashboard for `engine`.
  * @example
@@ -79,14 +95,17 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   const table = new TokenTable(options.tokens);
   const logger = options.logger ?? pino({ level: 'silent' });
   const clock = options.clock ?? engine.clock ?? systemClock;
-  const cache = new IdempotencyCache(clock, options.idempotencyTtlMs);
+  const cache = new IdempotencyCache(clock, {
+    ...(options.idempotencyTtlMs !== undefined ? { ttlMs: options.idempotencyTtlMs } : {}),
+    maxBytes: whole(options.idempotencyCacheBytes, 16 * 1024 * 1024, 'idempotencyCacheBytes'),
+  });
+  const summaries = { valueBytes: whole(options.summaryValueBytes, 4096, 'summaryValueBytes', 16), bodyBytes: whole(options.maxResponseBytes, 4 * 1024 * 1024, 'maxResponseBytes', 1024) };
   const metrics = options.metrics ?? new ServerMetrics();
   metrics.watchEngine(engine);
   // A payload of exactly the engine's limit must fit, with the JSON around it (`{"payload": …, "idempotencyKey": …}`).
-  const limit = options.bodyLimitBytes ?? (engine.limits?.payloadBytes ?? 1024 * 1024) + ENVELOPE_BYTES;
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError('bodyLimitBytes must be a whole number ≥ 1.');
+  const limit = whole(options.bodyLimitBytes, (engine.limits?.payloadBytes ?? 1024 * 1024) + ENVELOPE_BYTES, 'bodyLimitBytes');
 
-  const routes: RouteSpec[] = [...taskRoutes(engine), ...approvalRoutes(engine)];
+  const routes: RouteSpec[] = [...taskRoutes(engine, summaries), ...approvalRoutes(engine)];
   const streams = eventRoutes(engine, options.keepAliveMs ?? 15_000);
   const openapi = buildOpenApi([...routes, ...streams.specs]);
 

@@ -10,6 +10,7 @@ import type { Identity } from '../auth.ts';
 import { BatchBody, CancelBody, EmptyBody, EventName, ListQuery, PurgeBody, SendBody, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
 import { InvalidArgumentError } from '../../index.ts';
 import { errorResponse } from '../http-errors.ts';
+import { listPage, summarizeTask, type SummaryLimits } from '../summaries.ts';
 import { route, type RouteSpec } from './route.ts';
 import type { z } from 'zod';
 
@@ -91,22 +92,24 @@ function batchRoute(engine: Engine): RouteSpec {
 }
 
 /** List tasks. */
-function listRoute(engine: Engine): RouteSpec {
+function listRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
   return route({
     method: 'get',
     path: '/api/tasks',
     summary: 'List tasks, newest first',
     permission: 'read',
     query: ListQuery,
-    responses: { 200: '{ tasks, nextCursor }', 400: 'bad filter' },
+    responses: {
+      200: '{ tasks, nextCursor, limitedBy? }: summaries (large values cut, named in `truncated`; `url` has the whole task), the page cut short when its body reaches the ceiling',
+      400: 'bad filter',
+    },
     async handle({ query }) {
-      const page = await engine.list({
+      const filter = {
         ...(query.status?.length ? { status: query.status as TaskStatus[] } : {}),
         ...(query.workflow !== undefined ? { workflow: query.workflow } : {}),
-        ...(query.limit !== undefined ? { limit: query.limit } : {}),
         ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
-      });
-      return { status: 200, body: page };
+      };
+      return { status: 200, body: await listPage(engine, filter, query.limit ?? 50, limits) };
     },
   });
 }
@@ -158,7 +161,7 @@ function getRoute(engine: Engine): RouteSpec {
 }
 
 /** Cancel a task. */
-function cancelRoute(engine: Engine): RouteSpec {
+function cancelRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
   return route({
     method: 'post',
     path: '/api/tasks/:id/cancel',
@@ -167,15 +170,16 @@ function cancelRoute(engine: Engine): RouteSpec {
     params: id,
     body: CancelBody,
     idempotency: 'replay',
-    responses: { 200: 'the task after the command', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
+    responses: { 200: 'the task after the command, summarized as in lists', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
     async handle({ identity, params, body }) {
-      return { status: 200, body: await engine.cancel(params.id as string, { by: actorOf(identity), ...(body.reason ? { reason: body.reason } : {}) }) };
+      const task = await engine.cancel(params.id as string, { by: actorOf(identity), ...(body.reason ? { reason: body.reason } : {}) });
+      return { status: 200, body: summarizeTask(task, limits.valueBytes).item };
     },
   });
 }
 
 /** Retry, pause and resume. */
-function commandRoutes(engine: Engine): RouteSpec[] {
+function commandRoutes(engine: Engine, limits: SummaryLimits): RouteSpec[] {
   return (['retry', 'pause', 'resume'] as const).map((verb) =>
     route({
       method: 'post',
@@ -185,9 +189,9 @@ function commandRoutes(engine: Engine): RouteSpec[] {
       params: id,
       body: EmptyBody,
       idempotency: 'replay',
-      responses: { 200: 'the task after the command', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
+      responses: { 200: 'the task after the command, summarized as in lists', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
       async handle({ identity, params }) {
-        return { status: 200, body: await engine[verb](params.id as string, { by: actorOf(identity) }) };
+        return { status: 200, body: summarizeTask(await engine[verb](params.id as string, { by: actorOf(identity) }), limits.valueBytes).item };
       },
     }),
   );
@@ -240,16 +244,16 @@ function signalRoute(engine: Engine): RouteSpec {
   });
 }
 
-export function taskRoutes(engine: Engine): RouteSpec[] {
+export function taskRoutes(engine: Engine, limits: SummaryLimits): RouteSpec[] {
   return [
     startRoute(engine),
     batchRoute(engine),
-    listRoute(engine),
+    listRoute(engine, limits),
     purgeRoute(engine),
     deleteRoute(engine),
     getRoute(engine),
-    cancelRoute(engine),
-    ...commandRoutes(engine),
+    cancelRoute(engine, limits),
+    ...commandRoutes(engine, limits),
     sendRoute(engine),
     signalRoute(engine),
   ];
