@@ -1,11 +1,12 @@
 // Issue 27: what a caller can make the server hold or refuse — batch keys, request nits
 // (percent-encoding, deep JSON, payload at the documented limit).
 import { describe, expect, it } from 'vitest';
-import { workflow } from '../src/index.ts';
+import { workflow, type TaskSummary } from '../src/index.ts';
 import { createServer } from '../src/server/index.ts';
 import { IdempotencyCache } from '../src/server/idempotency.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { makeEngine } from './support/engine.ts';
+import { makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { preview, summarizeTask } from '../src/server/summaries.ts';
 import { call, TOKENS } from './support/server.ts';
 
 const echo = workflow('echo', async (ctx, input: unknown) => ctx.step('say', () => ({ said: input })));
@@ -190,5 +191,40 @@ describe('idempotency cache', () => {
   it('is bounded in bytes by the idempotencyCacheBytes server option', async () => {
     expect(() => setup({ idempotencyCacheBytes: 0 })).toThrow(/idempotencyCacheBytes must be a whole number/);
     expect(() => setup({ maxResponseBytes: 10 })).toThrow(/maxResponseBytes must be a whole number ≥ 1024/);
+  });
+});
+
+describe('HTTP approvals list and task summaries: large values cut', () => {
+  it('lists approvals with a large payload cut to its first bytes, named in `truncated`, the task url having it whole', async () => {
+    const asks = workflow('asks', async (ctx, n: number) => ctx.approval('publish', { payload: { draft: 'd'.repeat(n) }, approvers: ['alice'] }));
+    const engine = makeEngine({ workflows: [asks] });
+    const server = createServer(engine, { tokens: TOKENS });
+    await startWorker(engine);
+    const big = await engine.start('asks', 500_000);
+    const small = await engine.start('asks', 10);
+    await waitForStatus(engine, big.id, 'waiting');
+    await waitForStatus(engine, small.id, 'waiting');
+    const res = await server.app.request('http://localhost/api/approvals?limit=1000', { headers: { authorization: `Bearer ${TOKENS[0]?.token}` } });
+    const text = await res.text();
+    expect(Buffer.byteLength(text)).toBeLessThan(16 * 1024);
+    const byTask = new Map((JSON.parse(text) as { approvals: Array<{ taskId: string; payload: unknown; truncated: string[]; url: string }> }).approvals.map((a) => [a.taskId, a]));
+    expect(byTask.get(small.id)).toMatchObject({ payload: { draft: 'dddddddddd' }, truncated: [] });
+    expect(byTask.get(big.id)).toMatchObject({ truncated: ['payload'], url: `/api/tasks/${big.id}` });
+    expect(byTask.get(big.id)?.payload as string).toMatch(/^\{"draft":"d+…$/);
+    const whole = await call(server, 'GET', `/api/tasks/${big.id}`, { as: 'vera' });
+    expect(whole.body.approvals[0].payload).toEqual({ draft: 'd'.repeat(500_000) });
+  });
+
+  it('keeps the usage totals of a task in its summary and cuts only a large per-step usage', () => {
+    const totals = { inputTokens: 1, outputTokens: 2, totalTokens: 3, costUsd: 0.01, attempts: 1 };
+    const steps = Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`step-${i}`, totals]));
+    const task = { id: 'T1', status: 'running', input: 1, usage: { total: totals, steps } } as unknown as TaskSummary;
+    const { item, bytes } = summarizeTask(task, 4096);
+    expect(item.truncated).toEqual(['usage.steps']);
+    expect(item.usage).toMatchObject({ total: totals });
+    expect(typeof (item.usage as { steps: unknown }).steps).toBe('string');
+    expect(bytes).toBeLessThan(5000);
+    expect(preview('"ééééé"', 8)).toBe('"éé…');
+    expect(preview(JSON.stringify('😀😀😀'), 9)).toBe('"😀…');
   });
 });

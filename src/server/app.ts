@@ -105,7 +105,7 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   // A payload of exactly the engine's limit must fit, with the JSON around it (`{"payload": …, "idempotencyKey": …}`).
   const limit = whole(options.bodyLimitBytes, (engine.limits?.payloadBytes ?? 1024 * 1024) + ENVELOPE_BYTES, 'bodyLimitBytes');
 
-  const routes: RouteSpec[] = [...taskRoutes(engine, summaries), ...approvalRoutes(engine)];
+  const routes: RouteSpec[] = [...taskRoutes(engine, summaries), ...approvalRoutes(engine, summaries)];
   const streams = eventRoutes(engine, options.keepAliveMs ?? 15_000);
   const openapi = buildOpenApi([...routes, ...streams.specs]);
 
@@ -144,7 +144,7 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   // Any other method on an API path: 405 rather than a confusing 404.
   app.all('/api/*', (c) => c.json({ error: { code: 'METHOD_NOT_ALLOWED', message: `${c.req.method} is not allowed on ${c.req.path}.` } }, c.req.method === 'GET' ? 404 : 405));
 
-  if (options.dashboard !== false) dashboardRoutes(app, { engine, table, sessions, authenticate, limit });
+  if (options.dashboard !== false) dashboardRoutes(app, { engine, table, sessions, summaries, authenticate, limit });
 
   return {
     app,

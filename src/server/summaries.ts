@@ -1,14 +1,15 @@
 /**
  * @module server/summaries
  * What lists and command answers carry of a task: its summary, with every large value (input,
- * output, error, wait, progress, usage) over `valueBytes` of JSON replaced by the start of its
- * JSON text and "…", its name in `truncated`, and `url` for the whole task (`GET /api/tasks/:id`).
+ * output, error, wait, the per-step usage) over `valueBytes` of JSON replaced by the start of its
+ * JSON text and "…", its name in `truncated` (`usage.steps` for the per-step usage: the totals
+ * stay), and `url` for the whole task (`GET /api/tasks/:id`).
  * A page of the list stops before its body would pass `bodyBytes` (always with at least one task),
  * and answers the cursor of its last task; the engine is read in chunks sized so that the values
  * loaded at once stay near `bodyBytes` too. So whatever the tasks hold, one request makes the
  * server hold and send a bounded amount.
  */
-import type { Engine, ListOptions, TaskSummary } from '../index.ts';
+import type { ApprovalInfo, Engine, ListOptions, TaskSummary } from '../index.ts';
 
 export interface SummaryLimits {
   /** The largest JSON of one value kept whole in a summary. */
@@ -17,8 +18,8 @@ export interface SummaryLimits {
   bodyBytes: number;
 }
 
-/** The values a summary may shorten. */
-const LARGE_FIELDS = ['input', 'output', 'error', 'wait', 'progress', 'usage'] as const;
+/** The values a summary may shorten (a progress report is bounded by the engine). */
+const LARGE_FIELDS = ['input', 'output', 'error', 'wait'] as const;
 
 export type TaskListItem = Record<string, unknown> & { id: string; truncated: string[]; url: string };
 
@@ -33,25 +34,37 @@ export function preview(json: string, max: number): string {
 }
 
 /** A task's summary for lists and command answers, with the size of its JSON and of the values it read. */
+/** The value itself, or its preview when its JSON is over `valueBytes`; counts the bytes read in `acc`. */
+function shortened(value: unknown, valueBytes: number, acc: { read: number; truncated: string[] }, name: string): unknown {
+  const json = value === undefined || value === null ? undefined : JSON.stringify(value);
+  if (json === undefined) return value;
+  const bytes = json.length * 3 <= valueBytes ? json.length : utf8Bytes(json);
+  acc.read += bytes;
+  if (bytes <= valueBytes) return value;
+  acc.truncated.push(name);
+  return preview(json, valueBytes);
+}
+
+/**
+ * An approval for the list: its payload and its decisions (with their data) cut like a task's
+ * values, named in `truncated`; `url` is its task, whose page has them whole.
+ */
+export function summarizeApproval(approval: ApprovalInfo, valueBytes: number): Record<string, unknown> {
+  const acc = { read: 0, truncated: [] as string[] };
+  const payload = shortened(approval.payload, valueBytes, acc, 'payload');
+  const decisions = shortened(approval.decisions, valueBytes, acc, 'decisions');
+  return { ...approval, payload, decisions, truncated: acc.truncated, url: `/api/tasks/${encodeURIComponent(approval.taskId)}` };
+}
+
 export function summarizeTask(task: TaskSummary, valueBytes: number): { item: TaskListItem; bytes: number; readBytes: number } {
   const item: Record<string, unknown> = { ...task };
-  const truncated: string[] = [];
-  let readBytes = 0;
-  for (const field of LARGE_FIELDS) {
-    const value = item[field];
-    if (value === undefined || value === null) continue;
-    const json = JSON.stringify(value);
-    if (json === undefined) continue;
-    const bytes = json.length * 3 <= valueBytes ? json.length : utf8Bytes(json);
-    readBytes += bytes;
-    if (bytes <= valueBytes) continue;
-    item[field] = preview(json, valueBytes);
-    truncated.push(field);
-  }
-  item.truncated = truncated;
+  const acc = { read: 0, truncated: [] as string[] };
+  for (const field of LARGE_FIELDS) if (field in item) item[field] = shortened(item[field], valueBytes, acc, field);
+  if (task.usage) item.usage = { ...task.usage, steps: shortened(task.usage.steps, valueBytes, acc, 'usage.steps') };
+  item.truncated = acc.truncated;
   item.url = `/api/tasks/${encodeURIComponent(task.id)}`;
   const bytes = utf8Bytes(JSON.stringify(item));
-  return { item: item as TaskListItem, bytes, readBytes: readBytes + bytes };
+  return { item: item as TaskListItem, bytes, readBytes: acc.read + bytes };
 }
 
 export interface TaskPage {

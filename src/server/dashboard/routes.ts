@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { isMachine, machineGraph, type Engine, type TaskStatus, type TaskSummary } from '../../index.ts';
 import type { Authenticate, Env } from '../middleware.ts';
 import type { SessionTable } from '../sessions.ts';
+import { listPage as readListPage, summarizeTask, type SummaryLimits } from '../summaries.ts';
 import type { TokenTable } from '../auth.ts';
 import { errorResponse } from '../http-errors.ts';
 import { ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
@@ -35,6 +36,8 @@ interface DashboardDeps {
   engine: Engine;
   table: TokenTable;
   sessions: SessionTable;
+  /** The bounds of the list page (as the API's). */
+  summaries: SummaryLimits;
   authenticate: Authenticate;
   limit: number;
 }
@@ -76,7 +79,7 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
 
   app.get(
     '/',
-    page((c) => listView(engine, c)),
+    page((c) => listView(engine, deps.summaries, c)),
   );
   app.get(
     '/tasks/:id',
@@ -87,7 +90,7 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
 type View = { title: string; body: string };
 
 /** The task list: filtered by status and workflow, or one of the views (mine, stuck, failed). */
-async function listView(engine: Engine, c: Context<Env>): Promise<View> {
+async function listView(engine: Engine, limits: SummaryLimits, c: Context<Env>): Promise<View> {
   const q = validate(PageQuery, c.req.query(), 'filters');
   const identity = c.get('identity');
   const view = (q.view ?? 'all') as ListView;
@@ -101,18 +104,18 @@ async function listView(engine: Engine, c: Context<Env>): Promise<View> {
     // Open approvals (pending or escalated) this identity may decide, one row per task.
     const mine = await engine.approvals({ status: ['pending', 'escalated'], approver: identity.name, ...(workflow ? { workflow } : {}), limit: 1000 });
     const ids = [...new Set(mine.map((a) => a.taskId))].slice(0, 200);
-    tasks = (await Promise.all(ids.map((id) => engine.get(id, { steps: false, history: false }).catch(() => null)))).filter((t): t is NonNullable<typeof t> => t !== null);
+    // A few at a time, each summarized at once: the server holds a few tasks' whole values at most.
+    for (let i = 0; i < ids.length; i += 10) {
+      const got = await Promise.all(ids.slice(i, i + 10).map((id) => engine.get(id, { steps: false, history: false }).catch(() => null)));
+      for (const t of got) if (t) tasks.push(summarizeTask(t, limits.valueBytes).item as unknown as TaskSummary);
+    }
     if (mine.length >= 1000) note = 'Showing the tasks of the oldest 1000 open approvals you may decide.';
   } else {
     const statuses: TaskStatus[] = view === 'failed' ? ['failed'] : view === 'stuck' ? ['pending', 'running', 'cancelling'] : status;
-    const res = await engine.list({
-      ...(statuses.length ? { status: statuses } : {}),
-      ...(workflow ? { workflow } : {}),
-      ...(q.limit ? { limit: q.limit } : { limit: 50 }),
-      ...(q.cursor ? { cursor: q.cursor } : {}),
-    });
+    const filter = { ...(statuses.length ? { status: statuses } : {}), ...(workflow ? { workflow } : {}), ...(q.cursor ? { cursor: q.cursor } : {}) };
+    const res = await readListPage(engine, filter, q.limit ?? 50, limits);
     nextCursor = res.nextCursor;
-    tasks = res.tasks;
+    tasks = res.tasks as unknown as TaskSummary[];
     if (view === 'stuck') {
       const now = engine.clock.now();
       tasks = tasks.filter(
