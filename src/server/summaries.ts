@@ -88,7 +88,7 @@ function chunkSize(readBytes: number, read: number, left: number, bodyBytes: num
 export async function listPage(engine: Engine, filter: Omit<ListOptions, 'limit'>, limit: number, limits: SummaryLimits): Promise<TaskPage> {
   const tasks: TaskListItem[] = [];
   let cursor = filter.cursor;
-  let body = 32; // `{"tasks":[],"nextCursor":"…"}` around the items
+  let body = 128; // `{"tasks":[],"nextCursor":"…","limitedBy":"bytes"}` around the items, with room to spare
   let readBytes = 0;
   let read = 0;
   for (;;) {
