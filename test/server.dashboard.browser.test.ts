@@ -219,4 +219,18 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.screenshot({ path: artifactPath('dashboard-task-usage.png'), fullPage: true });
     await page.context().close();
   });
+  it('signs in with a session id in the cookie (not the token), and signing out ends the session for good', async () => {
+    const page = await signIn('vera');
+    const cookie = (await page.context().cookies()).find((c) => c.name === 'stepwise_session');
+    expect(cookie?.value).toBeTruthy();
+    expect(cookie?.value).not.toContain(tokenOf('vera'));
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    const headers = { cookie: `stepwise_session=${cookie?.value}` };
+    expect((await fetch(`${url}/api/tasks`, { headers })).status).toBe(200);
+    await page.click('header form[action="/logout"] button');
+    await page.waitForURL(`${url}/login`);
+    // The old cookie, replayed from elsewhere, is refused.
+    expect((await fetch(`${url}/api/tasks`, { headers })).status).toBe(401);
+    await page.context().close();
+  });
 });

@@ -16,8 +16,11 @@ import { coreOf, type RunCore } from './core.ts';
 import type { Run } from './run.ts';
 import { COMPENSATE, ON_CANCEL, calledFromCleanup, inScope, refusalOf } from './cleanup-scope.ts';
 
-/** Names of steps, sleeps and events: not empty, no `#` (it marks repeats) and no `|` (it separates awaited events). */
-export const STEP_NAME = /^[^#|\s][^#|]{0,199}$/;
+/**
+ * Names of steps, sleeps and events: not empty, no `#` (it marks repeats), no `|` (it separates
+ * awaited events), and no whitespace at either end (`"fetch "` would be a different step from `"fetch"`).
+ */
+export const STEP_NAME = /^[^#|\s](?:[^#|]{0,198}[^#|\s])?$/;
 
 export interface Position {
   /** The name the code gave, and its occurrence among the calls of that name (1, 2, …). */
@@ -32,7 +35,11 @@ export interface Position {
 /** Throws (failing the run) if `name` is not a valid name of a call. */
 function checkName(run: RunCore, name: unknown, kind: StepKind): asserts name is string {
   if (typeof name !== 'string' || !STEP_NAME.test(name)) {
-    throw run.fail(new InvalidArgumentError(`${kind} name ${JSON.stringify(name)} is not valid: use 1-200 characters without "#" (it marks repeats: fetch, fetch#2) or "|".`));
+    throw run.fail(
+      new InvalidArgumentError(
+        `${kind} name ${JSON.stringify(name)} is not valid: use 1-200 characters without "#" (it marks repeats: fetch, fetch#2) or "|", and no whitespace at the start or end.`,
+      ),
+    );
   }
   // A name the journal cannot store exactly would not match itself on replay.
   const problem = textProblem(name);

@@ -19,6 +19,7 @@ import { listen } from './listen.ts';
 import { authenticator, requestLog, tooLarge, type Env } from './middleware.ts';
 import { mountRoutes, mountStreams } from './mount.ts';
 import { buildOpenApi } from './openapi.ts';
+import { SessionTable } from './sessions.ts';
 import { approvalRoutes } from './routes/approvals.ts';
 import { eventRoutes } from './routes/events.ts';
 import type { RouteSpec } from './routes/route.ts';
@@ -26,10 +27,16 @@ import { taskRoutes } from './routes/tasks.ts';
 import { dashboardRoutes } from './dashboard/routes.ts';
 import { ServerMetrics } from './observers/metrics.ts';
 
+/** Room for the JSON around a payload (keys, flags) in the default body limit. */
+const ENVELOPE_BYTES = 64 * 1024;
+
 export interface ServerOptions {
   /** Who may call: `{ name, role, token }` entries (see `parseTokenList`, `readTokenFile`). Required, at least one. */
   tokens: readonly TokenEntry[];
-  /** Largest request body accepted; larger ones get 413. @defaultValue 1 MiB */
+  /**
+   * Largest request body accepted; larger ones get 413.
+   * @defaultValue the engine's signal payload limit (`limits.payloadBytes`, 1 MiB) plus 64 KiB for the envelope around it
+   */
   bodyLimitBytes?: number;
   /** Where request logs go (pino). @defaultValue silent */
   logger?: Logger;
@@ -43,6 +50,15 @@ export interface ServerOptions {
   clock?: Clock;
   /** How long a replayed answer (cancel, retry, pause, resume) is kept. @defaultValue 24 hours */
   idempotencyTtlMs?: number;
+  /** Total bytes of the replayed answers kept (the oldest are dropped past it). @defaultValue 16 MiB */
+  idempotencyCacheBytes?: number;
+  /**
+   * The largest JSON of one value (input, output, error, …) that a list or a command's answer
+   * carries whole; a larger one is cut to its first bytes, named in `truncated`. @defaultValue 4 KiB
+   */
+  summaryValueBytes?: number;
+  /** The largest body of a list page: the page stops early, with a cursor, when it reaches it. @defaultValue 4 MiB */
+  maxResponseBytes?: number;
   /** Interval of SSE keep-alive comments. @defaultValue 15 s */
   keepAliveMs?: number;
 }
@@ -59,6 +75,13 @@ export interface StepwiseServer {
   listen(options?: { port?: number; hostname?: string }): Promise<{ url: string; port: number; close(): Promise<void> }>;
 }
 
+/** A size option: `value` (a whole number ≥ `min`) or its default. */
+function whole(value: number | undefined, fallback: number, name: string, min = 1): number {
+  const v = value ?? fallback;
+  if (!Number.isSafeInteger(v) || v < min) throw new InvalidArgumentError(`${name} must be a whole number ≥ ${min}, got ${String(value)}.`);
+  return v;
+}
+
 /**
  * The API and dashboard for `engine`.
  * @example
@@ -72,13 +95,17 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   const table = new TokenTable(options.tokens);
   const logger = options.logger ?? pino({ level: 'silent' });
   const clock = options.clock ?? engine.clock ?? systemClock;
-  const cache = new IdempotencyCache(clock, options.idempotencyTtlMs);
+  const cache = new IdempotencyCache(clock, {
+    ...(options.idempotencyTtlMs !== undefined ? { ttlMs: options.idempotencyTtlMs } : {}),
+    maxBytes: whole(options.idempotencyCacheBytes, 16 * 1024 * 1024, 'idempotencyCacheBytes'),
+  });
+  const summaries = { valueBytes: whole(options.summaryValueBytes, 4096, 'summaryValueBytes', 16), bodyBytes: whole(options.maxResponseBytes, 4 * 1024 * 1024, 'maxResponseBytes', 1024) };
   const metrics = options.metrics ?? new ServerMetrics();
   metrics.watchEngine(engine);
-  const limit = options.bodyLimitBytes ?? 1024 * 1024;
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError('bodyLimitBytes must be a whole number ≥ 1.');
+  // A payload of exactly the engine's limit must fit, with the JSON around it (`{"payload": …, "idempotencyKey": …}`).
+  const limit = whole(options.bodyLimitBytes, (engine.limits?.payloadBytes ?? 1024 * 1024) + ENVELOPE_BYTES, 'bodyLimitBytes');
 
-  const routes: RouteSpec[] = [...taskRoutes(engine), ...approvalRoutes(engine)];
+  const routes: RouteSpec[] = [...taskRoutes(engine, summaries), ...approvalRoutes(engine, summaries)];
   const streams = eventRoutes(engine, options.keepAliveMs ?? 15_000);
   const openapi = buildOpenApi([...routes, ...streams.specs]);
 
@@ -90,7 +117,8 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
     return c.json(body, status as 400);
   });
   app.notFound((c) => c.json({ error: { code: 'NOT_FOUND', message: `No route ${c.req.method} ${c.req.path}. The API is described at /api/openapi.json.` } }, 404));
-  const authenticate = authenticator(table);
+  const sessions = new SessionTable(clock);
+  const authenticate = authenticator(table, sessions);
 
   app.get('/healthz', async (c) => {
     try {
@@ -116,7 +144,7 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   // Any other method on an API path: 405 rather than a confusing 404.
   app.all('/api/*', (c) => c.json({ error: { code: 'METHOD_NOT_ALLOWED', message: `${c.req.method} is not allowed on ${c.req.path}.` } }, c.req.method === 'GET' ? 404 : 405));
 
-  if (options.dashboard !== false) dashboardRoutes(app, { engine, table, authenticate, limit });
+  if (options.dashboard !== false) dashboardRoutes(app, { engine, table, sessions, summaries, authenticate, limit });
 
   return {
     app,

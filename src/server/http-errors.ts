@@ -16,6 +16,7 @@ export interface ErrorBody {
     status?: string;
     recorded?: unknown;
     limitBytes?: number;
+    maxDepth?: number;
     requiredRoles?: readonly string[];
   };
 }

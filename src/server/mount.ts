@@ -9,7 +9,7 @@ import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import type { IdempotencyCache } from './idempotency.ts';
 import { checkIdempotencyKey, IDEMPOTENCY_HEADER } from './idempotency.ts';
-import { readJson, requirePermission, type Authenticate, type Env } from './middleware.ts';
+import { checkPathEncoding, readJson, requirePermission, type Authenticate, type Env } from './middleware.ts';
 import type { ServerMetrics } from './observers/metrics.ts';
 import type { StreamRoute } from './routes/events.ts';
 import type { RouteSpec } from './routes/route.ts';
@@ -32,6 +32,7 @@ function routeHandler(spec: RouteSpec, deps: MountDeps): (c: Context<Env>) => Pr
   return async (c) => {
     const identity = c.get('identity');
     requirePermission(identity, spec.permission);
+    checkPathEncoding(c.req.url);
     const params: Record<string, string> = {};
     for (const [name, schema] of Object.entries(spec.params ?? {})) params[name] = validate(schema, c.req.param(name), `path parameter ${name}`) as string;
     const query = spec.query ? validate(spec.query, c.req.query(), 'query') : undefined;

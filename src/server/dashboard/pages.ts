@@ -261,8 +261,9 @@ function eventLog(history: readonly TaskEvent[]): string {
   return `<table class="events"><thead><tr><th>#</th><th>At</th><th>Actor</th><th>Entry</th></tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
 }
 
-export function loginPage(message: string | null): string {
+/** The sign-in form; `csrf` is the form's one-time token (matched with its cookie by `login.ts`). */
+export function loginPage(message: string | null, csrf: string): string {
   return `<section class="login"><h1>Sign in</h1>${message ? `<p class="flash error">${esc(message)}</p>` : ''}
-<form method="post" action="/login"><label>Token <input type="password" name="token" autocomplete="current-password" required></label> <button type="submit">Sign in</button></form>
-<p><small>The token is kept in an HTTP-only cookie for this site.</small></p></section>`;
+<form method="post" action="/login"><input type="hidden" name="csrf" value="${esc(csrf)}"><label>Token <input type="password" name="token" autocomplete="current-password" required></label> <button type="submit">Sign in</button></form>
+<p><small>Signing in starts a session of this server, kept in an HTTP-only cookie (the token itself is not stored in the browser).</small></p></section>`;
 }

@@ -1,23 +1,24 @@
 /**
  * @module server/dashboard/routes
  * The dashboard's routes on the server's app: `/` (task list), `/tasks/:id`, `/login`, `/logout`
- * and the two assets. Sign-in takes a token and keeps it in an HTTP-only, SameSite=Strict
- * cookie; pages then authenticate like the API does. `?fragment=1` answers only the main section
+ * and the two assets. Sign-in (`login.ts`) takes a token and keeps a server-side session's id in
+ * an HTTP-only, SameSite=Strict cookie; pages then authenticate like the API does. `?fragment=1` answers only the main section
  * (the script re-renders it on live updates). A page request without a valid session goes to
  * the sign-in page; other errors are shown as a page with the API's message and status.
  */
 import type { Context, Hono } from 'hono';
-import { deleteCookie, setCookie } from 'hono/cookie';
-import { bodyLimit } from 'hono/body-limit';
 import { z } from 'zod';
 import { isMachine, machineGraph, type Engine, type TaskStatus, type TaskSummary } from '../../index.ts';
-import { SESSION_COOKIE, type Authenticate, type Env } from '../middleware.ts';
+import type { Authenticate, Env } from '../middleware.ts';
+import type { SessionTable } from '../sessions.ts';
+import { listPage as readListPage, summarizeTask, type SummaryLimits } from '../summaries.ts';
 import type { TokenTable } from '../auth.ts';
 import { errorResponse } from '../http-errors.ts';
 import { ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
 import { SCRIPT, STYLE } from './assets.ts';
 import { esc, layout } from './html.ts';
-import { listPage, loginPage, taskPage, type ListView } from './pages.ts';
+import { loginRoutes } from './login.ts';
+import { listPage, taskPage, type ListView } from './pages.ts';
 
 /** A pending task whose run time passed this long ago without a claim is shown as stuck. */
 const STUCK_PENDING_MS = 60_000;
@@ -34,6 +35,9 @@ const PageQuery = ListQuery.extend({
 interface DashboardDeps {
   engine: Engine;
   table: TokenTable;
+  sessions: SessionTable;
+  /** The bounds of the list page (as the API's). */
+  summaries: SummaryLimits;
   authenticate: Authenticate;
   limit: number;
 }
@@ -71,23 +75,11 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
   app.get('/assets/app.js', (c) => c.body(SCRIPT, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }));
   app.get('/assets/app.css', (c) => c.body(STYLE, 200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'no-cache' }));
 
-  app.get('/login', (c) => c.body(layout('Sign in', null, loginPage(null)), 200, headers));
-  app.post('/login', bodyLimit({ maxSize: 16 * 1024, onError: (c) => c.body('Too large', 413) }), async (c) => {
-    const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
-    const token = typeof form.token === 'string' ? form.token.trim() : '';
-    const identity = token && token.length <= 4096 ? deps.table.identify(token) : null;
-    if (!identity) return c.body(layout('Sign in', null, loginPage('That token is not valid.')), 401, headers);
-    setCookie(c, SESSION_COOKIE, token, { httpOnly: true, sameSite: 'Strict', path: '/', secure: new URL(c.req.url).protocol === 'https:', maxAge: 12 * 3600 });
-    return c.redirect('/');
-  });
-  app.post('/logout', (c) => {
-    deleteCookie(c, SESSION_COOKIE, { path: '/' });
-    return c.redirect('/login');
-  });
+  loginRoutes(app, { table: deps.table, sessions: deps.sessions, headers });
 
   app.get(
     '/',
-    page((c) => listView(engine, c)),
+    page((c) => listView(engine, deps.summaries, c)),
   );
   app.get(
     '/tasks/:id',
@@ -98,7 +90,7 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
 type View = { title: string; body: string };
 
 /** The task list: filtered by status and workflow, or one of the views (mine, stuck, failed). */
-async function listView(engine: Engine, c: Context<Env>): Promise<View> {
+async function listView(engine: Engine, limits: SummaryLimits, c: Context<Env>): Promise<View> {
   const q = validate(PageQuery, c.req.query(), 'filters');
   const identity = c.get('identity');
   const view = (q.view ?? 'all') as ListView;
@@ -112,18 +104,18 @@ async function listView(engine: Engine, c: Context<Env>): Promise<View> {
     // Open approvals (pending or escalated) this identity may decide, one row per task.
     const mine = await engine.approvals({ status: ['pending', 'escalated'], approver: identity.name, ...(workflow ? { workflow } : {}), limit: 1000 });
     const ids = [...new Set(mine.map((a) => a.taskId))].slice(0, 200);
-    tasks = (await Promise.all(ids.map((id) => engine.get(id, { steps: false, history: false }).catch(() => null)))).filter((t): t is NonNullable<typeof t> => t !== null);
+    // A few at a time, each summarized at once: the server holds a few tasks' whole values at most.
+    for (let i = 0; i < ids.length; i += 10) {
+      const got = await Promise.all(ids.slice(i, i + 10).map((id) => engine.get(id, { steps: false, history: false }).catch(() => null)));
+      for (const t of got) if (t) tasks.push(summarizeTask(t, limits.valueBytes).item as unknown as TaskSummary);
+    }
     if (mine.length >= 1000) note = 'Showing the tasks of the oldest 1000 open approvals you may decide.';
   } else {
     const statuses: TaskStatus[] = view === 'failed' ? ['failed'] : view === 'stuck' ? ['pending', 'running', 'cancelling'] : status;
-    const res = await engine.list({
-      ...(statuses.length ? { status: statuses } : {}),
-      ...(workflow ? { workflow } : {}),
-      ...(q.limit ? { limit: q.limit } : { limit: 50 }),
-      ...(q.cursor ? { cursor: q.cursor } : {}),
-    });
+    const filter = { ...(statuses.length ? { status: statuses } : {}), ...(workflow ? { workflow } : {}), ...(q.cursor ? { cursor: q.cursor } : {}) };
+    const res = await readListPage(engine, filter, q.limit ?? 50, limits);
     nextCursor = res.nextCursor;
-    tasks = res.tasks;
+    tasks = res.tasks as unknown as TaskSummary[];
     if (view === 'stuck') {
       const now = engine.clock.now();
       tasks = tasks.filter(

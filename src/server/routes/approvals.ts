@@ -8,9 +8,10 @@
  */
 import { InvalidArgumentError, type ApprovalsQuery as EngineApprovalsQuery, type Engine } from '../../index.ts';
 import { ApprovalId, ApprovalsQuery, DecideBody } from '../schemas.ts';
+import { summarizeApproval, type SummaryLimits } from '../summaries.ts';
 import { route, type RouteSpec } from './route.ts';
 
-export function approvalRoutes(engine: Engine): RouteSpec[] {
+export function approvalRoutes(engine: Engine, limits: SummaryLimits): RouteSpec[] {
   return [
     route({
       method: 'get',
@@ -18,7 +19,7 @@ export function approvalRoutes(engine: Engine): RouteSpec[] {
       summary: 'Approvals, by status, approver, workflow or task (oldest first)',
       permission: 'read',
       query: ApprovalsQuery,
-      responses: { 200: '{ approvals }', 400: 'bad filter' },
+      responses: { 200: '{ approvals }: payloads and decisions over the summary limit cut, named in `truncated` (`url`: the task, with them whole)', 400: 'bad filter' },
       async handle({ identity, query }) {
         if (query.mine === 'true' && query.approver !== undefined && query.approver !== identity.name) {
           throw new InvalidArgumentError('Give either mine=true or approver, not both.');
@@ -31,7 +32,8 @@ export function approvalRoutes(engine: Engine): RouteSpec[] {
           ...(query.taskId !== undefined ? { taskId: query.taskId } : {}),
           ...(query.limit !== undefined ? { limit: query.limit } : {}),
         };
-        return { status: 200, body: { approvals: await engine.approvals(filter) } };
+        const approvals = await engine.approvals(filter);
+        return { status: 200, body: { approvals: approvals.map((a) => summarizeApproval(a, limits.valueBytes)) } };
       },
     }),
     route({

@@ -4,11 +4,13 @@
  * machine's events (send), delete and purge.
  * The actor of every command is the authenticated identity; nothing in a body can name another.
  */
+import { createHash } from 'node:crypto';
 import type { Engine, StartOptions, TaskStatus } from '../../index.ts';
 import type { Identity } from '../auth.ts';
 import { BatchBody, CancelBody, EmptyBody, EventName, ListQuery, PurgeBody, SendBody, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
 import { InvalidArgumentError } from '../../index.ts';
 import { errorResponse } from '../http-errors.ts';
+import { listPage, summarizeTask, type SummaryLimits } from '../summaries.ts';
 import { route, type RouteSpec } from './route.ts';
 import type { z } from 'zod';
 
@@ -28,6 +30,17 @@ function startOptions(identity: Identity, body: z.output<typeof StartBody>, key:
 }
 
 const id = { id: TaskId };
+
+/**
+ * The key of a batch item without its own: `batch:` and the SHA-256 of the header key and the
+ * index (70 characters whatever the header key's length). A hash of the pair, so no derived key
+ * equals another item's own key (which `<key>:<index>` could) and a 255-character header key fits.
+ */
+export function batchItemKey(headerKey: string, index: number): string {
+  return `batch:${createHash('sha256')
+    .update(JSON.stringify([headerKey, index]))
+    .digest('hex')}`;
+}
 
 /** Start a task. */
 function startRoute(engine: Engine): RouteSpec {
@@ -59,10 +72,11 @@ function batchRoute(engine: Engine): RouteSpec {
     responses: { 200: 'one result per item, in order: { task } or { error }', 400: 'invalid input' },
     async handle({ identity, body, idempotencyKey }) {
       // Each item is started on its own (one bad item does not stop the others); with a header
-      // key, an item without its own key gets `<key>:<index>`, so a retried batch creates nothing twice.
+      // key, an item without its own key gets one derived from the header key and its index, so a
+      // retried batch creates nothing twice.
       const results = [];
       for (const [i, item] of body.tasks.entries()) {
-        const key = item.idempotencyKey ?? (idempotencyKey !== undefined ? `${idempotencyKey}:${i}` : undefined);
+        const key = item.idempotencyKey ?? (idempotencyKey !== undefined ? batchItemKey(idempotencyKey, i) : undefined);
         try {
           const handle = await engine.start(item.workflow, item.input, startOptions(identity, item, key));
           results.push({ task: handle.toJSON() });
@@ -78,22 +92,24 @@ function batchRoute(engine: Engine): RouteSpec {
 }
 
 /** List tasks. */
-function listRoute(engine: Engine): RouteSpec {
+function listRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
   return route({
     method: 'get',
     path: '/api/tasks',
     summary: 'List tasks, newest first',
     permission: 'read',
     query: ListQuery,
-    responses: { 200: '{ tasks, nextCursor }', 400: 'bad filter' },
+    responses: {
+      200: '{ tasks, nextCursor, limitedBy? }: summaries (large values cut, named in `truncated`; `url` has the whole task), the page cut short when its body reaches the ceiling',
+      400: 'bad filter',
+    },
     async handle({ query }) {
-      const page = await engine.list({
+      const filter = {
         ...(query.status?.length ? { status: query.status as TaskStatus[] } : {}),
         ...(query.workflow !== undefined ? { workflow: query.workflow } : {}),
-        ...(query.limit !== undefined ? { limit: query.limit } : {}),
         ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
-      });
-      return { status: 200, body: page };
+      };
+      return { status: 200, body: await listPage(engine, filter, query.limit ?? 50, limits) };
     },
   });
 }
@@ -145,7 +161,7 @@ function getRoute(engine: Engine): RouteSpec {
 }
 
 /** Cancel a task. */
-function cancelRoute(engine: Engine): RouteSpec {
+function cancelRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
   return route({
     method: 'post',
     path: '/api/tasks/:id/cancel',
@@ -154,15 +170,16 @@ function cancelRoute(engine: Engine): RouteSpec {
     params: id,
     body: CancelBody,
     idempotency: 'replay',
-    responses: { 200: 'the task after the command', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
+    responses: { 200: 'the task after the command, summarized as in lists', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
     async handle({ identity, params, body }) {
-      return { status: 200, body: await engine.cancel(params.id as string, { by: actorOf(identity), ...(body.reason ? { reason: body.reason } : {}) }) };
+      const task = await engine.cancel(params.id as string, { by: actorOf(identity), ...(body.reason ? { reason: body.reason } : {}) });
+      return { status: 200, body: summarizeTask(task, limits.valueBytes).item };
     },
   });
 }
 
 /** Retry, pause and resume. */
-function commandRoutes(engine: Engine): RouteSpec[] {
+function commandRoutes(engine: Engine, limits: SummaryLimits): RouteSpec[] {
   return (['retry', 'pause', 'resume'] as const).map((verb) =>
     route({
       method: 'post',
@@ -172,9 +189,9 @@ function commandRoutes(engine: Engine): RouteSpec[] {
       params: id,
       body: EmptyBody,
       idempotency: 'replay',
-      responses: { 200: 'the task after the command', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
+      responses: { 200: 'the task after the command, summarized as in lists', 404: 'unknown id', 409: 'not legal from its status (legalEvents says what is)' },
       async handle({ identity, params }) {
-        return { status: 200, body: await engine[verb](params.id as string, { by: actorOf(identity) }) };
+        return { status: 200, body: summarizeTask(await engine[verb](params.id as string, { by: actorOf(identity) }), limits.valueBytes).item };
       },
     }),
   );
@@ -227,16 +244,16 @@ function signalRoute(engine: Engine): RouteSpec {
   });
 }
 
-export function taskRoutes(engine: Engine): RouteSpec[] {
+export function taskRoutes(engine: Engine, limits: SummaryLimits): RouteSpec[] {
   return [
     startRoute(engine),
     batchRoute(engine),
-    listRoute(engine),
+    listRoute(engine, limits),
     purgeRoute(engine),
     deleteRoute(engine),
     getRoute(engine),
-    cancelRoute(engine),
-    ...commandRoutes(engine),
+    cancelRoute(engine, limits),
+    ...commandRoutes(engine, limits),
     sendRoute(engine),
     signalRoute(engine),
   ];
