@@ -17,6 +17,8 @@ import type { ApprovalDecision, ApprovalOptions } from './api/approvals.ts';
 import type { DwellOptions } from './dwell/types.ts';
 import { checkDwell } from './dwell/types.ts';
 import { resolveRetention, type RetentionPolicy } from './retention/policy.ts';
+import { declaredSchedule } from './schedules/definition.ts';
+import type { WorkflowSchedule } from './api/schedules.ts';
 
 declare module './run/run.ts' {
   /** The workflow options that features read on a run (model calls: `ai/meter.ts`). */
@@ -193,6 +195,13 @@ export interface WorkflowOptions<I, In = I> {
    * @example { succeeded: '1d', failed: '30d' }
    */
   retention?: RetentionPolicy;
+  /**
+   * A cron schedule declared with the workflow: workers that serve it create or update the
+   * schedule when they start (its id defaults to the workflow's name), as `engine.schedules.create`
+   * would. Removing it from the code removes it at the next worker start.
+   * @example { cron: '0 6 * * *', timezone: 'Europe/Berlin', input: { report: 'daily' } }
+   */
+  schedule?: WorkflowSchedule;
 }
 
 export type WorkflowFunction<I, O> = (ctx: WorkflowContext, input: I) => Promise<O>;
@@ -229,6 +238,7 @@ const WORKFLOW_OPTIONS = [
   'cleanupTimeout',
   'dwell',
   'retention',
+  'schedule',
 ] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
@@ -270,6 +280,7 @@ export function workflow<I = unknown, O = unknown, In = I>(name: string, fn: Wor
   }
   if (options.dwell !== undefined) checkDwell(name, options.dwell);
   if (options.retention !== undefined) resolveRetention(options.retention, `workflow("${name}")`);
+  if (options.schedule !== undefined) declaredSchedule(name, options.schedule);
   try {
     resolveRetry(options.retry);
   } catch (e) {

@@ -58,3 +58,6 @@ export interface ScheduleInfo {
   createdAt: number;
   updatedAt: number;
 }
+
+/** A schedule declared with its workflow (`workflow(name, fn, { schedule })`): its id defaults to the workflow's name. */
+export type WorkflowSchedule = Omit<ScheduleOptions, 'workflow' | 'id'> & { id?: string };

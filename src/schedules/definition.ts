@@ -8,7 +8,7 @@ import { toMs } from '../duration.ts';
 import { decodeJson, encodeJson } from '../serialize.ts';
 import { SCHEDULE_ID } from '../schedule-key.ts';
 import type { ScheduleDefinition, ScheduleOverlap, ScheduleRow } from '../store.ts';
-import type { ScheduleInfo, ScheduleOptions } from '../api/schedules.ts';
+import type { ScheduleInfo, ScheduleOptions, WorkflowSchedule } from '../api/schedules.ts';
 import { cronTicks } from './cron.ts';
 
 const KNOWN = ['id', 'workflow', 'cron', 'timezone', 'input', 'overlap', 'catchup', 'paused'] as const;
@@ -72,4 +72,12 @@ export function scheduleInfo(r: ScheduleRow): ScheduleInfo {
     createdAt: r.createdAt,
     updatedAt: r.updatedAt,
   };
+}
+
+/** The definition of the schedule a workflow declares (INVALID_ARGUMENT naming the option if it is wrong). */
+export function declaredSchedule(workflow: string, s: WorkflowSchedule): ScheduleDefinition & { paused: boolean } {
+  if (typeof s !== 'object' || s === null) throw new InvalidArgumentError(`workflow("${workflow}"): schedule must be an object { cron, timezone?, input?, overlap?, catchup? }.`);
+  if ('workflow' in s) throw new InvalidArgumentError(`workflow("${workflow}"): schedule takes no "workflow" (it is the workflow it is declared with).`);
+  const def = scheduleDefinition({ ...s, id: s.id ?? workflow, workflow }, 'workflow', `workflow("${workflow}"): schedule`);
+  return { ...def, paused: s.paused === true };
 }
