@@ -3,7 +3,8 @@
 // final write is fenced off by the `cancelling` status; the cancel must then win with its cleanup
 // (onCancel handlers, compensations of the completed steps) and keep its reason.
 import { describe, expect, it } from 'vitest';
-import { Engine, openStore, workflow, type Store, type TaskInfo, type WriteOp } from '../src/index.ts';
+import { Engine, openStore, workflow, type Store, type TaskInfo } from '../src/index.ts';
+import type { WriteOp } from '../src/store.ts';
 import { gate, makeEngine, startWorker, tempDbUrl, transitionsOf, waitForStatus } from './support/engine.ts';
 
 /** A saga of three bookings, each compensated, with an onCancel handler; the last booking waits on `lastStep`. */
