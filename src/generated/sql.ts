@@ -87,6 +87,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "adfa336d9c6118a4",
     "sql": "-- stepwise_steps.business_key  for a step with a business key (`ctx.step(name, fn, { key })`):\n--                              `v<keyVersion>:<key>`, the key its attempts received (before any\n--                              `:redo<n>` suffix); NULL for every other row, whose key is the\n--                              engine's `v1:<task>:<name>#<n>`. Rows written before this column\n--                              existed are NULL.\n\nALTER TABLE stepwise_steps ADD COLUMN business_key TEXT;\n"
+  },
+  {
+    "id": 13,
+    "name": "deletions",
+    "breaking": false,
+    "checksum": "3c936e34ceee5cc5",
+    "sql": "-- stepwise_deletions  one row per deleted task, written in the deletion's transaction, until the\n--                     deletion has been reported to observers (`onTasksDeleted`). A deleted task\n--                     leaves no log of its own: this record is how a deletion whose process died\n--                     between its commit and its report still reaches the observers of another\n--                     process. `deliver_after`: until then the process that deleted the task (or\n--                     the one that claimed the record) reports it; after, any process may.\n\nCREATE TABLE stepwise_deletions (\n  id            INTEGER PRIMARY KEY AUTOINCREMENT,\n  task_id       TEXT NOT NULL,\n  workflow      TEXT NOT NULL,\n  status        TEXT NOT NULL,\n  reason        TEXT NOT NULL,\n  actor_kind    TEXT NOT NULL,\n  actor_id      TEXT NOT NULL,\n  at            INTEGER NOT NULL,\n  deliver_after INTEGER NOT NULL\n);\nCREATE INDEX stepwise_deletions_task ON stepwise_deletions (task_id);\nCREATE INDEX stepwise_deletions_due ON stepwise_deletions (deliver_after, id);\n"
   }
 ];
 
@@ -175,5 +182,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "a10e6bb837587c58",
     "sql": "-- steps.business_key  for a step with a business key (`ctx.step(name, fn, { key })`):\n--                     `v<keyVersion>:<key>`, the key its attempts received (before any `:redo<n>`\n--                     suffix); NULL for every other row, whose key is the engine's\n--                     `v1:<task>:<name>#<n>`. Adding a nullable column rewrites nothing; rows\n--                     written before it (and by processes of an earlier version) are NULL.\n\nALTER TABLE :SCHEMA.steps ADD COLUMN business_key TEXT;\n"
+  },
+  {
+    "id": 13,
+    "name": "deletions",
+    "breaking": false,
+    "checksum": "22dbd9c03928a43e",
+    "sql": "-- deletions  one row per deleted task, written in the deletion's transaction, until the deletion\n--            has been reported to observers (`onTasksDeleted`). A deleted task leaves no log of its\n--            own: this record is how a deletion whose process died between its commit and its\n--            report still reaches the observers of another process. `deliver_after`: until then\n--            the process that deleted the task (or the one that claimed the record) reports it;\n--            after, any process may.\n\nCREATE TABLE :SCHEMA.deletions (\n  id            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n  task_id       TEXT COLLATE \"C\" NOT NULL,\n  workflow      TEXT NOT NULL,\n  status        TEXT NOT NULL,\n  reason        TEXT NOT NULL,\n  actor_kind    TEXT NOT NULL,\n  actor_id      TEXT NOT NULL,\n  at            BIGINT NOT NULL,\n  deliver_after BIGINT NOT NULL\n);\nCREATE INDEX deletions_task ON :SCHEMA.deletions (task_id);\nCREATE INDEX deletions_due ON :SCHEMA.deletions (deliver_after, id);\n"
   }
 ];

@@ -15,7 +15,7 @@ import type { Idempotency } from '../idempotency/run.ts';
 import type { LocalBus } from '../local-bus.ts';
 import { notify, type Observer } from '../observers.ts';
 import { resolveRetention, sweepDeletions, type RetentionMs } from '../retention/policy.ts';
-import { sweepOnce } from '../retention/purge.ts';
+import { reportPendingDeletions, sweepOnce } from '../retention/purge.ts';
 import type { Clock } from '../clock.ts';
 import type { Store } from '../store.ts';
 import { Sweeper } from '../sweeper.ts';
@@ -69,6 +69,16 @@ export class Background {
     if (purge) this.#scheduler.add(purge.job('deleting expired idempotency records'));
     const retention = retentionJob(host);
     if (retention) this.#scheduler.add(retention.job('deleting finished tasks past their retention'));
+    // Deletions whose process died before reporting them reach this worker's observers.
+    const deps = { store: host.store, clock: host.clock, observers: host.observers };
+    if (host.retentionSweepMs > 0 && host.observers.some((o) => o.onTasksDeleted)) {
+      this.#scheduler.add({
+        name: 'reporting deletions of tasks',
+        periodMs: host.retentionSweepMs,
+        firstDelayMs: Math.min(host.retentionSweepMs, 60_000),
+        run: () => reportPendingDeletions(deps),
+      });
+    }
   }
 
   async stop(): Promise<void> {
