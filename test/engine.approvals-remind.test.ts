@@ -39,3 +39,12 @@ describe('approval reminders: the shortest interval', () => {
     expect(nextReminder(10_000, 60_000, 12_345)).toBe(70_000);
   });
 });
+
+describe('other periodic options', () => {
+  it.each([[0], [-5], [Number.NaN]])('a worker refuses dwellScanMs %s (its dwell scanner and approval closer would run in a tight loop)', (ms) => {
+    const engine = makeEngine({ workflows: [] });
+    expect(() => engine.worker({ dwellScanMs: ms })).toThrow(
+      expect.objectContaining({ code: ERROR_CODES.INVALID_ARGUMENT, message: expect.stringContaining('worker option dwellScanMs must be a positive number') }),
+    );
+  });
+});
