@@ -113,6 +113,43 @@ describe('a cancel that lands while a run is ending', () => {
     }
   });
 
+  it('a cancel from the same engine heard after the run decided its end: the cancel wins with its cleanup and reason', async () => {
+    const effects: string[] = [];
+    const wf = saga('saga-cancel-heard-at-end', effects, async () => undefined);
+    const inner = await openStore(tempDbUrl());
+    let engine: Engine | null = null;
+    let placed = false;
+    // Before the run's final write (`complete`) is sent, this engine cancels the task: the worker
+    // hears of it at once, after the run's end was decided.
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'writeBatchNow') return undefined;
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop === 'writeBatch') {
+          return async (ops: readonly WriteOp[]) => {
+            const end = ops.find((o) => o.kind === 'transition' && o.event === 'complete');
+            if (end && !placed && engine) {
+              placed = true;
+              await engine.cancel(end.taskId, { reason: 'customer left' });
+            }
+            return inner.writeBatch(ops);
+          };
+        }
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Store;
+    engine = makeEngine({ store, workflows: [wf] });
+    try {
+      await startWorker(engine, { heartbeatMs: 5000, leaseMs: 30_000 });
+      const { id } = await engine.start(wf);
+      await expectCancelledWithCleanup(engine, id, effects);
+      expect(placed).toBe(true);
+    } finally {
+      await engine.close();
+      await inner.close();
+    }
+  });
+
   it('a cancel with no cleanup to do that lands as the run ends: cancelled at once, with its reason', async () => {
     const cancelled = gate();
     const entered = gate();
