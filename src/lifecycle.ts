@@ -39,7 +39,11 @@ export const LIFECYCLE_EVENTS = Object.freeze({
   reclaim: 'reclaim',
   /** The run waits (sleep, long retry backoff): no worker slot is held until `run_at`. */
   park: 'park',
-  /** A stopping worker hands the task back so another worker resumes it at once. */
+  /**
+   * A stopping worker hands the task back so another worker resumes it at once. From `cancelling`:
+   * a run that ended without cleaning up after a cancel that came as it ended hands the task over
+   * to a run that does.
+   */
   release: 'release',
   /** The run reached a step boundary after a pause request. */
   suspend: 'suspend',
@@ -156,6 +160,9 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge | r
   },
   cancelling: {
     reclaim: e('cancelling', ['acquire-lease']),
+    // The run ended without cleaning up after a cancel that reached the task as it ended: it hands
+    // the task over, lease expired, to a run that does (see `run/writer.ts`).
+    release: e('cancelling', ['expire-lease']),
     fail: e('failed', ['release-lease', 'clear-pause-request', 'finish']),
     abort: e('cancelled', ['release-lease', 'clear-pause-request', 'finish']),
   },

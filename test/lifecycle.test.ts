@@ -43,8 +43,9 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
   // A dwell failure must let a worker run the compensations: the task is made due with its error.
   'waiting+cleanup': { claim: 'running', cancel: 'cancelling', pause: 'paused', expire: 'waiting' },
   'paused+cleanup': { resume: 'pending', cancel: 'cancelling', expire: 'pending' },
-  // A cancelling task whose worker died is reclaimed to finish its cleanup; a cleanup that fails for good fails it.
-  cancelling: { reclaim: 'cancelling', fail: 'failed', abort: 'cancelled' },
+  // A cancelling task whose worker died is reclaimed to finish its cleanup; a cleanup that fails for good fails it;
+  // a run that ended without the cleanup of a cancel that came as it ended hands it over (release).
+  cancelling: { reclaim: 'cancelling', release: 'cancelling', fail: 'failed', abort: 'cancelled' },
   succeeded: {},
   failed: { retry: 'pending' },
   cancelled: {},
@@ -120,6 +121,7 @@ describe('lifecycle transition table', () => {
     expect(transition({ status: 'failed' }, 'retry').effects).toEqual(['schedule-now']);
     expect(transition({ status: 'cancelling' }, 'reclaim').effects).toEqual(['acquire-lease']);
     expect(transition({ status: 'cancelling' }, 'fail').effects).toEqual(['release-lease', 'clear-pause-request', 'finish']);
+    expect(transition({ status: 'cancelling' }, 'release').effects).toEqual(['expire-lease']);
     expect(transition({ status: 'running', pauseRequested: true }, 'suspend').pauseRequested).toBe(true);
     expect(transition({ status: 'waiting', hasCleanup: true }, 'cancel').effects).toEqual(['expire-lease']);
     expect(transition({ status: 'waiting' }, 'cancel').effects).toEqual(['finish']);

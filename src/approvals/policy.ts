@@ -57,6 +57,20 @@ function storedPolicy(p: TimeoutPolicy | undefined, what: string, depth = 0): St
 
 const OPTION_KEYS = ['payload', 'approvers', 'timeout', 'onTimeout', 'remindEvery', 'quorum'];
 
+/**
+ * The shortest interval between reminders. Each reminder is a log entry and an observer call: an
+ * interval of a few milliseconds would flood the log and the people reminded.
+ */
+export const MIN_REMIND_EVERY_MS = 1000;
+
+function remindEveryMs(value: ApprovalOptions['remindEvery'], what: string): number {
+  const ms = toMs(value as NonNullable<ApprovalOptions['remindEvery']>, `${what} remindEvery`);
+  if (ms < MIN_REMIND_EVERY_MS) {
+    throw new InvalidArgumentError(`${what}: remindEvery must be at least 1s (${MIN_REMIND_EVERY_MS} ms) between reminders, got ${JSON.stringify(value)} (${ms} ms).`);
+  }
+  return ms;
+}
+
 /** The options of `ctx.approval(name, options)` checked: the approvers, quorum and stored policy. */
 export function resolveOptions(name: string, options: ApprovalOptions): { approvers: string[]; quorum: number; stored: StoredOptions } {
   const what = `ctx.approval("${name}")`;
@@ -78,7 +92,7 @@ export function resolveOptions(name: string, options: ApprovalOptions): { approv
     stored: {
       timeoutMs: options.timeout === undefined ? null : toMs(options.timeout, `${what} timeout`),
       onTimeout: storedPolicy(options.onTimeout, `${what} onTimeout`),
-      remindEveryMs: options.remindEvery === undefined ? null : Math.max(1, toMs(options.remindEvery, `${what} remindEvery`)),
+      remindEveryMs: options.remindEvery === undefined ? null : remindEveryMs(options.remindEvery, what),
     },
   };
 }
@@ -94,7 +108,9 @@ export const isOpen = (status: ApprovalRow['status']): boolean => status === 'pe
 
 /** The first reminder time after `now` in the series that started at `from`. */
 export function nextReminder(from: number, everyMs: number, now: number): number {
-  return now < from ? from : from + (Math.floor((now - from) / everyMs) + 1) * everyMs;
+  // An approval stored before the minimum was enforced is reminded at most that often too.
+  const every = Math.max(everyMs, MIN_REMIND_EVERY_MS);
+  return now < from ? from : from + (Math.floor((now - from) / every) + 1) * every;
 }
 
 /** What a passed deadline does to an open approval at `now`. */

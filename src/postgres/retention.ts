@@ -16,7 +16,7 @@
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import { Params, sqlStatuses, type Tables } from './sql-text.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import type { DeletedTask, TaskSelection } from '../store.ts';
+import type { DeletedTask, DeletionNote, DeletionRecord, TaskSelection } from '../store.ts';
 
 /** The WHERE clause of a deletion on the tasks table. */
 function selection(d: TaskSelection, p: Params): string {
@@ -54,7 +54,7 @@ export function deleteTasksSql(t: Tables, d: TaskSelection, limit: number): { pi
   return { pick: { text: pick, values: p.values }, delete: text };
 }
 
-export async function deleteTasks(c: PgContext, d: TaskSelection, limit: number): Promise<DeletedTask[]> {
+export async function deleteTasks(c: PgContext, d: TaskSelection, limit: number, note?: DeletionNote): Promise<DeletedTask[]> {
   if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
   const sql = deleteTasksSql(c.t, d, limit);
   return run(c, () =>
@@ -62,7 +62,9 @@ export async function deleteTasks(c: PgContext, d: TaskSelection, limit: number)
       const picked = (await rows(c, client, sql.pick.text, sql.pick.values)).map((r) => String(r.id));
       if (!picked.length) return [];
       const found = await rows(c, client, sql.delete, [picked]);
-      return found.map((r) => ({ id: String(r.id), workflow: String(r.workflow), status: r.status as TaskStatus }));
+      const gone = found.map((r) => ({ id: String(r.id), workflow: String(r.workflow), status: r.status as TaskStatus }));
+      if (note && gone.length) await rows(c, client, recordDeletionsSql(c.t), recordDeletionsValues(gone, note));
+      return gone;
     }),
   );
 }
@@ -90,4 +92,46 @@ export async function countTasks(c: PgContext, d: TaskSelection, cap?: number): 
     const found = await rows(c, poolOf(c), text, values);
     return Object.fromEntries(found.filter((r) => Number(r.n) > 0).map((r) => [String(r.status), Number(r.n)]));
   });
+}
+
+/** The table of deletion records, beside the tasks table (`<schema>.deletions`). */
+function deletionsTable(t: Tables): string {
+  return `${t.tasks.slice(0, -'.tasks'.length)}.deletions`;
+}
+
+/** Inserts a deletion record per task deleted, in the deletion's transaction (see `DeletionNote`). */
+function recordDeletionsSql(t: Tables): string {
+  return `INSERT INTO ${deletionsTable(t)} (task_id, workflow, status, reason, actor_kind, actor_id, at, deliver_after)
+    SELECT u.id, u.workflow, u.status, $4::text, $5::text, $6::text, $7::bigint, $8::bigint
+    FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, workflow, status)`;
+}
+
+function recordDeletionsValues(tasks: readonly DeletedTask[], note: DeletionNote): unknown[] {
+  return [tasks.map((x) => x.id), tasks.map((x) => x.workflow), tasks.map((x) => x.status), note.reason, note.by.kind, note.by.id, note.at, note.deliverAfter];
+}
+
+/** The deletion records due, claimed until `now + leaseMs` (rows another process is claiming are passed over). */
+export async function claimDeletions(c: PgContext, now: number, leaseMs: number, limit: number): Promise<DeletionRecord[]> {
+  const table = deletionsTable(c.t);
+  const text = `UPDATE ${table} d SET deliver_after = $2::bigint
+    FROM (SELECT id FROM ${table} WHERE deliver_after <= $1::bigint ORDER BY deliver_after, id LIMIT $3::integer FOR UPDATE SKIP LOCKED) due
+    WHERE d.id = due.id
+    RETURNING d.task_id, d.workflow, d.status, d.reason, d.actor_kind, d.actor_id, d.at`;
+  return run(c, async () => {
+    const found = await rows(c, poolOf(c), text, [now, now + leaseMs, limit]);
+    return found.map((r) => ({
+      id: String(r.task_id),
+      workflow: String(r.workflow),
+      status: r.status as TaskStatus,
+      reason: r.reason as DeletionRecord['reason'],
+      by: { kind: r.actor_kind as DeletionRecord['by']['kind'], id: String(r.actor_id) },
+      at: Number(r.at),
+    }));
+  });
+}
+
+/** Removes the deletion records of these tasks (reported). */
+export async function ackDeletions(c: PgContext, taskIds: readonly string[]): Promise<void> {
+  if (!taskIds.length) return;
+  await run(c, () => rows(c, poolOf(c), `DELETE FROM ${deletionsTable(c.t)} WHERE task_id = ANY($1::text[])`, [taskIds]));
 }

@@ -40,7 +40,7 @@ import { insertSignal } from './signals.ts';
 import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import * as schedules from './schedules.ts';
-import { countTasks, deleteTasks } from './retention.ts';
+import { ackDeletions, claimDeletions, countTasks, deleteTasks } from './retention.ts';
 import { notify, subscribe } from './listen.ts';
 import { PostgresIdempotency } from './idempotency.ts';
 import { appendTaskEvents } from './append-events.ts';
@@ -57,6 +57,8 @@ import type {
   ApprovalUpdate,
   LogAppend,
   DeletedTask,
+  DeletionNote,
+  DeletionRecord,
   TaskSelection,
   ClaimRequest,
   ClaimedTask,
@@ -265,8 +267,14 @@ export class PostgresStore implements Store {
   appendEvents(w: LogAppend): Promise<boolean> {
     return appendEvents(this.#c, w);
   }
-  deleteTasks(deletion: TaskSelection, limit: number): Promise<DeletedTask[]> {
-    return deleteTasks(this.#c, deletion, limit);
+  deleteTasks(deletion: TaskSelection, limit: number, note?: DeletionNote): Promise<DeletedTask[]> {
+    return deleteTasks(this.#c, deletion, limit, note);
+  }
+  claimDeletions(now: number, leaseMs: number, limit: number): Promise<DeletionRecord[]> {
+    return claimDeletions(this.#c, now, leaseMs, limit);
+  }
+  ackDeletions(taskIds: readonly string[]): Promise<void> {
+    return ackDeletions(this.#c, taskIds);
   }
   countTasks(selection: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>> {
     return countTasks(this.#c, selection, cap);

@@ -4,7 +4,9 @@
  * task finished that long ago) and the workers' retention sweep (each workflow's policy). All three
  * go through `Store.deleteTasks`, which takes a task with everything it owns in one transaction
  * and passes over a task another transaction holds; each batch deleted is reported to observers
- * (`onTasksDeleted`), since a deleted task leaves no log of its own.
+ * (`onTasksDeleted`), since a deleted task leaves no log of its own. The report is durable: the
+ * deletion writes a record of each task in its transaction, removed once reported, and the records
+ * of a process that died before its report are reported by another (at least once).
  *
  * Deleting a task frees its idempotency key (a start with that key creates a new task) and makes
  * its id unknown (TASK_NOT_FOUND). Idempotency records of business keys have their own time to
@@ -19,6 +21,7 @@ import type { DeletedTask, Store, TaskSelection, TaskRow } from '../store.ts';
 import type { Actor } from '../task-events.ts';
 import type { TasksDeletedEvent } from '../task-events/observed.ts';
 import { DELETABLE_STATUSES, deletableStatuses, olderThan, type DeletableStatus } from './policy.ts';
+import { faultPoint } from '../fault-points.ts';
 
 /** Tasks deleted per statement. */
 const BATCH = 1000;
@@ -51,9 +54,59 @@ export interface PurgeDeps {
   observers: readonly Observer[];
 }
 
-function reported(deps: PurgeDeps, tasks: DeletedTask[], reason: TasksDeletedEvent['reason'], by: Actor): DeletedTask[] {
-  if (tasks.length) notify(deps.observers, 'onTasksDeleted', { tasks, reason, by, at: deps.clock.now() });
+/**
+ * How long the process that deleted tasks has to report them before another process may (it died
+ * between its commit and its report): records older than that are reported by the next process
+ * that looks (see {@link reportPendingDeletions}).
+ */
+export const DELETION_REPORT_MS = 60_000;
+/** Deletion records reported per batch by {@link reportPendingDeletions}. */
+const REPORT_BATCH = 500;
+
+function hearsDeletions(deps: PurgeDeps): boolean {
+  return deps.observers.some((o) => typeof o.onTasksDeleted === 'function');
+}
+
+/**
+ * Deletes up to `limit` tasks of `selection` and reports them to observers (`onTasksDeleted`). The
+ * store writes a deletion record of each task in the deletion's transaction; the record is removed
+ * once the report is made. A process that dies in between leaves the records, and another process
+ * reports them (see {@link reportPendingDeletions}): a deletion is reported at least once.
+ */
+async function deleteReported(deps: PurgeDeps, selection: TaskSelection, limit: number, reason: TasksDeletedEvent['reason'], by: Actor): Promise<DeletedTask[]> {
+  const at = deps.clock.now();
+  const tasks = await deps.store.deleteTasks(selection, limit, { reason, by, at, deliverAfter: at + DELETION_REPORT_MS });
+  faultPoint('retention:deleted');
+  if (!tasks.length) return tasks;
+  notify(deps.observers, 'onTasksDeleted', { tasks, reason, by, at });
+  await deps.store.ackDeletions?.(tasks.map((t) => t.id));
   return tasks;
+}
+
+/**
+ * Reports to this process's observers the deletions whose process did not (it died between its
+ * commit and its report, or heard no deletions): the records due, claimed for
+ * {@link DELETION_REPORT_MS} each, grouped as they were deleted. Returns how many tasks it reported.
+ * Called by every deletion (`engine.delete`, `engine.purge`, a worker's sweep) and by the workers'
+ * periodic job; does nothing in a process with no `onTasksDeleted` observer.
+ */
+export async function reportPendingDeletions(deps: PurgeDeps): Promise<number> {
+  if (!hearsDeletions(deps) || !deps.store.claimDeletions) return 0;
+  let count = 0;
+  for (;;) {
+    const records = await deps.store.claimDeletions(deps.clock.now(), DELETION_REPORT_MS, REPORT_BATCH);
+    const groups = new Map<string, TasksDeletedEvent>();
+    for (const r of records) {
+      const key = JSON.stringify([r.reason, r.by.kind, r.by.id, r.at]);
+      const group = groups.get(key) ?? { tasks: [], reason: r.reason, by: r.by, at: r.at };
+      group.tasks.push({ id: r.id, workflow: r.workflow, status: r.status });
+      groups.set(key, group);
+    }
+    for (const event of groups.values()) notify(deps.observers, 'onTasksDeleted', event);
+    if (records.length) await deps.store.ackDeletions?.(records.map((r) => r.id));
+    count += records.length;
+    if (records.length < REPORT_BATCH) return count;
+  }
 }
 
 const none = (): Record<DeletableStatus, number> => ({ succeeded: 0, failed: 0, cancelled: 0 });
@@ -79,10 +132,11 @@ export async function purgeTasks(deps: PurgeDeps, options: PurgeOptions, by: Act
     const total = byStatus.succeeded + byStatus.failed + byStatus.cancelled;
     return { count: Math.min(total, limit), byStatus, dryRun: true };
   }
+  await reportPendingDeletions(deps);
   let count = 0;
   while (count < limit) {
     const batch = Math.min(BATCH, limit - count);
-    const gone = reported(deps, await deps.store.deleteTasks(deletion, batch), 'purge', by);
+    const gone = await deleteReported(deps, deletion, batch, 'purge', by);
     for (const t of gone) byStatus[t.status as DeletableStatus]++;
     count += gone.length;
     if (gone.length < batch) break;
@@ -102,8 +156,8 @@ export async function deleteTask(deps: PurgeDeps, id: string, by: Actor): Promis
     if (!isFinished(row.status)) {
       throw new ConflictError(`Task ${id} is ${row.status}: only a finished task (succeeded, failed or cancelled) can be deleted. Cancel it first, or wait for it to finish.`);
     }
-    const gone = await deps.store.deleteTasks({ ids: [id], statuses: DELETABLE_STATUSES }, 1);
-    if (reported(deps, gone, 'delete', by).length) return row;
+    const gone = await deleteReported(deps, { ids: [id], statuses: DELETABLE_STATUSES }, 1, 'delete', by);
+    if (gone.length) return row;
     // Held by another transaction at that moment (a signal, a retry): look again.
     await new Promise((r) => setTimeout(r, 5 * (attempt + 1)));
   }
@@ -118,7 +172,7 @@ export async function sweepOnce(deps: PurgeDeps, deletions: readonly TaskSelecti
   let count = 0;
   for (const deletion of deletions) {
     if (count >= limit) break;
-    count += reported(deps, await deps.store.deleteTasks(deletion, limit - count), 'retention', by).length;
+    count += (await deleteReported(deps, deletion, limit - count, 'retention', by)).length;
   }
   return count;
 }

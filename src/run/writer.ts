@@ -171,7 +171,14 @@ export class JournalWriter {
     return 'lease-lost';
   }
 
-  /** Writes the run's last transition, fenced by the epoch; follows a concurrent cancel or pause. */
+  /**
+   * Writes the run's last transition, fenced by the epoch; follows a concurrent cancel or pause.
+   * A cancel this run's cleanup did not answer (heard after the end was decided, or committed after
+   * the run last heard news, which the fence shows) ends the task `cancelled` at once when the run
+   * left no cleanup to do; otherwise the task is handed over, still `cancelling`, with an expired
+   * lease and the run's rows, and the run that reclaims it replays the code and runs the cleanup
+   * (`ctx.onCancel` handlers, compensations of completed steps) before its `abort`.
+   */
   async end(plan: EndPlan, afterRefusal = false): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
     // Rows of results not yet written go with the last transition (the end of the run keeps them from
@@ -179,28 +186,11 @@ export class JournalWriter {
     await this.settle();
     if (!mayWrite(run.state)) return this.lost();
     const deferred = this.#deferred.splice(0);
-    const resultRows = deferred.map((d) => d.row);
-    const consume = deferred.flatMap((d) => (d.consume ? [d.consume] : []));
-    let status: TaskStatus = cancelOf(run.state) ? 'cancelling' : 'running';
-    let { event, set, detail } = plan;
+    const rows = { results: deferred.map((d) => d.row), consume: deferred.flatMap((d) => (d.consume ? [d.consume] : [])) };
+    let known: KnownTask = { status: cancelOf(run.state) ? 'cancelling' : 'running', reason: cancelOf(run.state)?.reason ?? null };
+    let current = plan;
     for (let i = 0; i < 4; i++) {
-      // A cancel turns the end into `abort`, except the failure of a cleanup (see `outcome.ts`).
-      const ev: LifecycleEvent = status === 'cancelling' && !plan.overridesCancel ? 'abort' : event;
-      const { write } = planTransition({
-        taskId: run.taskId,
-        state: { status, pauseRequested: event === 'suspend' },
-        event: ev,
-        guard: { epoch: run.epoch },
-        at: run.deps.clock.now(),
-        set: ev !== event ? {} : RESUMABLE_ENDS.has(ev) ? { ...set, hasCleanup: cleanupOwed(run) } : set,
-        detail: ev === event ? detail : { reason: cancelOf(run.state)?.reason ?? null },
-        workerId: run.deps.workerId,
-        steps: ev === 'abort' ? resultRows : [...(plan.steps ?? []), ...resultRows],
-        consume,
-        notify: (edge) => wakeFor(edge, run.taskId, run.workflow.name),
-      });
-      // Parking or handing back must not swallow a pause this run has not heard of yet.
-      if (ev === 'park' || ev === 'release') write.pauseRequested = false;
+      const { write, ev } = this.#planLast(current, known, rows);
       let row: TaskRow | null;
       try {
         row = await this.#writeLast(write);
@@ -217,18 +207,36 @@ export class JournalWriter {
       }
       const fresh = await run.deps.store.getTask(run.taskId);
       if (!fresh || fresh.epoch !== run.epoch || (fresh.status !== 'running' && fresh.status !== 'cancelling')) return this.lost();
-      status = fresh.status;
-      if (event === 'suspend' && !fresh.pauseRequested) {
-        // A pause withdrawn before the run stopped: hand the task back instead of parking it paused.
-        event = 'release';
-      } else if ((event === 'park' || event === 'release') && fresh.pauseRequested) {
-        // A pause arrived meanwhile: stop paused, with the same journal rows.
-        event = 'suspend';
-        set = {};
-        detail = { reason: 'pause requested' };
-      }
+      known = { status: fresh.status, reason: cancelOf(run.state)?.reason ?? fresh.cancelReason ?? null };
+      current = replanForPause(current, fresh.pauseRequested);
     }
     return this.lost();
+  }
+
+  /** The write of the run's last transition, as the task was last known (see {@link end}). */
+  #planLast(plan: EndPlan, known: KnownTask, rows: { results: StepRow[]; consume: Consume[] }): { write: TransitionWrite; ev: LifecycleEvent } {
+    const run = this.#run;
+    const { event } = plan;
+    const mode = endMode(run, known.status, plan);
+    const ev: LifecycleEvent = mode === 'abort' ? 'abort' : mode === 'hand-over' ? 'release' : event;
+    const set = mode !== 'as-planned' ? {} : RESUMABLE_ENDS.has(ev) ? { ...plan.set, hasCleanup: cleanupOwed(run) } : plan.set;
+    const detail = mode === 'as-planned' ? plan.detail : mode === 'abort' ? { reason: known.reason } : { reason: known.reason, cleanup: HAND_OVER_NOTE };
+    const { write } = planTransition({
+      taskId: run.taskId,
+      state: { status: known.status, pauseRequested: event === 'suspend' },
+      event: ev,
+      guard: { epoch: run.epoch },
+      at: run.deps.clock.now(),
+      set,
+      detail,
+      workerId: run.deps.workerId,
+      steps: mode === 'abort' ? rows.results : [...(plan.steps ?? []), ...rows.results],
+      consume: rows.consume,
+      notify: (edge) => wakeFor(edge, run.taskId, run.workflow.name),
+    });
+    // Parking or handing back must not swallow a pause this run has not heard of yet.
+    if (mode === 'as-planned' && (ev === 'park' || ev === 'release')) write.pauseRequested = false;
+    return { write, ev };
   }
 
   /**
@@ -257,6 +265,32 @@ const RESUMABLE_ENDS: ReadonlySet<LifecycleEvent> = new Set<LifecycleEvent>(['pa
  */
 function cleanupOwed(run: RunCore): boolean {
   return run.cancelHandlers.length > 0 || (run.cleanup.kind !== 'over' && run.compensations.length > 0);
+}
+
+/** The task as the run last knew it: its status, and the reason of a cancel it is in. */
+interface KnownTask {
+  status: TaskStatus;
+  reason: string | null;
+}
+
+/** What the history of a hand-over says. */
+const HAND_OVER_NOTE = 'cancelled while the run was ending: the run that takes the task over runs its onCancel handlers and compensations';
+
+/**
+ * How the last transition is written: as planned; as `abort` (a cancel this run did not clean up
+ * after, with nothing to clean up); or as a hand-over of the still-cancelling task to a run that
+ * cleans up. The end a cancel's cleanup decided (`abort`), and a cleanup's failure, stand.
+ */
+function endMode(run: RunCore, status: TaskStatus, plan: EndPlan): 'as-planned' | 'abort' | 'hand-over' {
+  if (status !== 'cancelling' || plan.overridesCancel || plan.event === 'abort') return 'as-planned';
+  return cleanupOwed(run) ? 'hand-over' : 'abort';
+}
+
+/** A pause that arrived meanwhile turns `park` or `release` into `suspend`; one withdrawn turns `suspend` into `release`. */
+function replanForPause(plan: EndPlan, pauseRequested: boolean): EndPlan {
+  if (plan.event === 'suspend' && !pauseRequested) return { ...plan, event: 'release' };
+  if ((plan.event === 'park' || plan.event === 'release') && pauseRequested) return { ...plan, event: 'suspend', set: {}, detail: { reason: 'pause requested' } };
+  return plan;
 }
 
 /** A write the store refused for its content: writing it again cannot succeed. */

@@ -13,7 +13,7 @@
  */
 import { statusList } from './sql.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import type { DeletedTask, TaskSelection } from '../store.ts';
+import type { DeletedTask, DeletionNote, DeletionRecord, TaskSelection } from '../store.ts';
 import type Database from 'better-sqlite3';
 
 /** What the store facade lends this module. */
@@ -49,7 +49,7 @@ function selection(d: TaskSelection): { where: string; params: unknown[] } {
 }
 
 /** Call inside a write transaction. Returns the deleted tasks with their internal keys. */
-export function deleteTasks(h: RetentionHandle, d: TaskSelection, limit: number): Array<DeletedTask & { no: number }> {
+export function deleteTasks(h: RetentionHandle, d: TaskSelection, limit: number, note?: DeletionNote): Array<DeletedTask & { no: number }> {
   if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
   const { where, params } = selection(d);
   const picked = (h.stmt(`SELECT no, id, workflow, status FROM stepwise_tasks WHERE ${where} ORDER BY id LIMIT ?`).all(...params, limit) as Array<Record<string, unknown>>).map((r) => ({
@@ -72,6 +72,7 @@ export function deleteTasks(h: RetentionHandle, d: TaskSelection, limit: number)
   h.stmt('DELETE FROM stepwise_approvals WHERE task_id IN (SELECT value FROM json_each(?))').run(ids);
   h.stmt('DELETE FROM stepwise_stream_chunks WHERE task_id IN (SELECT value FROM json_each(?))').run(ids);
   h.stmt('DELETE FROM stepwise_tasks WHERE no IN (SELECT value FROM json_each(?))').run(nos);
+  if (note) recordDeletions(h, picked, note);
   return picked;
 }
 
@@ -95,4 +96,36 @@ export function countTasks(h: RetentionHandle, d: TaskSelection, cap?: number): 
     if (n > 0) out[status] = n;
   }
   return out;
+}
+
+/** Call inside the deletion's transaction: a deletion record per task (see `DeletionNote`). */
+function recordDeletions(h: RetentionHandle, tasks: readonly DeletedTask[], note: DeletionNote): void {
+  const insert = h.stmt('INSERT INTO stepwise_deletions (task_id, workflow, status, reason, actor_kind, actor_id, at, deliver_after) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+  for (const t of tasks) insert.run(t.id, t.workflow, t.status, note.reason, note.by.kind, note.by.id, note.at, note.deliverAfter);
+}
+
+/** Call inside a write transaction: the deletion records due, claimed until `now + leaseMs`. */
+export function claimDeletions(h: RetentionHandle, now: number, leaseMs: number, limit: number): DeletionRecord[] {
+  const found = h
+    .stmt('SELECT id, task_id, workflow, status, reason, actor_kind, actor_id, at FROM stepwise_deletions WHERE deliver_after <= ? ORDER BY deliver_after, id LIMIT ?')
+    .all(now, limit) as Array<Record<string, unknown>>;
+  if (!found.length) return [];
+  h.stmt('UPDATE stepwise_deletions SET deliver_after = ? WHERE id IN (SELECT value FROM json_each(?))').run(now + leaseMs, JSON.stringify(found.map((r) => Number(r.id))));
+  return found.map(deletionRecord);
+}
+
+/** Removes the deletion records of these tasks (reported). */
+export function ackDeletions(h: RetentionHandle, taskIds: readonly string[]): void {
+  if (taskIds.length) h.stmt('DELETE FROM stepwise_deletions WHERE task_id IN (SELECT value FROM json_each(?))').run(JSON.stringify(taskIds));
+}
+
+function deletionRecord(r: Record<string, unknown>): DeletionRecord {
+  return {
+    id: String(r.task_id),
+    workflow: String(r.workflow),
+    status: r.status as TaskStatus,
+    reason: r.reason as DeletionRecord['reason'],
+    by: { kind: r.actor_kind as DeletionRecord['by']['kind'], id: String(r.actor_id) },
+    at: Number(r.at),
+  };
 }

@@ -33,6 +33,8 @@ import type {
   ApprovalUpdate,
   LogAppend,
   DeletedTask,
+  DeletionNote,
+  DeletionRecord,
   TaskSelection,
   SignalInsert,
   ClaimRequest,
@@ -282,14 +284,22 @@ export class SqliteStore implements Store {
     return approvals.appendEvents(this.#c, w);
   }
 
-  async deleteTasks(deletion: TaskSelection, limit: number): Promise<DeletedTask[]> {
-    const gone = this.#c.tx(() => retention.deleteTasks(this.#c, deletion, limit));
+  async deleteTasks(deletion: TaskSelection, limit: number, note?: DeletionNote): Promise<DeletedTask[]> {
+    const gone = this.#c.tx(() => retention.deleteTasks(this.#c, deletion, limit, note));
     for (const t of gone) this.#c.forget(t.id, t.no);
     return gone.map(({ id, workflow, status }) => ({ id, workflow, status }));
   }
 
   async countTasks(selection: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>> {
     return this.#c.translate(() => retention.countTasks(this.#c, selection, cap));
+  }
+
+  async claimDeletions(now: number, leaseMs: number, limit: number): Promise<DeletionRecord[]> {
+    return this.#c.tx(() => retention.claimDeletions(this.#c, now, leaseMs, limit));
+  }
+
+  async ackDeletions(taskIds: readonly string[]): Promise<void> {
+    this.#c.tx(() => retention.ackDeletions(this.#c, taskIds));
   }
 
   async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {

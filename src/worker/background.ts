@@ -15,7 +15,7 @@ import type { Idempotency } from '../idempotency/run.ts';
 import type { NewsBus } from '../news.ts';
 import type { Observer } from '../observers.ts';
 import { resolveRetention, sweepDeletions, type RetentionMs } from '../retention/policy.ts';
-import { sweepOnce } from '../retention/purge.ts';
+import { reportPendingDeletions, sweepOnce } from '../retention/purge.ts';
 import type { Clock } from '../clock.ts';
 import type { Store } from '../store.ts';
 import { Sweeper } from '../sweeper.ts';
@@ -60,6 +60,16 @@ export class Background {
     const fire = host.fireSchedules;
     if (fire && host.scheduleScanMs > 0) {
       this.#scheduler.add({ name: 'firing schedule ticks', periodMs: host.scheduleScanMs, run: () => fire((w) => host.workflows.has(w)) });
+    }
+    // Deletions whose process died before reporting them reach this worker's observers.
+    const deps = { store: host.store, clock: host.clock, observers: host.observers };
+    if (host.retentionSweepMs > 0 && host.observers.some((o) => o.onTasksDeleted)) {
+      this.#scheduler.add({
+        name: 'reporting deletions of tasks',
+        periodMs: host.retentionSweepMs,
+        firstDelayMs: Math.min(host.retentionSweepMs, 60_000),
+        run: () => reportPendingDeletions(deps),
+      });
     }
   }
 

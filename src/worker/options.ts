@@ -122,7 +122,7 @@ export function resolveOptions(options: WorkerOptions): ResolvedOptions {
     cancelGraceMs: options.cancelGraceMs ?? 5000,
     replayStallMs: options.replayStallMs,
     parkAfterMs: options.parkAfterMs ?? 5000,
-    dwellScanMs: options.dwellScanMs ?? 1000,
+    dwellScanMs: positive('dwellScanMs', options.dwellScanMs ?? 1000),
     purgeMs: sweepMs('idempotencyPurgeMs', options.idempotencyPurgeMs),
     retentionSweepMs: sweepMs('retentionSweepMs', options.retentionSweepMs),
     scheduleScanMs: options.scheduleScanMs === undefined ? 1000 : sweepMs('scheduleScanMs', options.scheduleScanMs),
