@@ -32,7 +32,7 @@ import { TaskHandle } from './commands/task-handle.ts';
 import * as cmd from './commands/index.ts';
 import type { EngineOptions } from './commands/engine-options.ts';
 
-import { engineSchedules } from './schedules/wiring.ts';
+import { engineSchedules, type FireSchedules } from './schedules/wiring.ts';
 import type { Schedules } from './schedules/schedules.ts';
 export { TaskHandle } from './commands/task-handle.ts';
 export type { EngineOptions } from './commands/engine-options.ts';
@@ -82,7 +82,7 @@ export class Engine {
   readonly idempotency: Idempotency;
   /** Cron schedules: each tick starts one task, however many workers run (see docs/schedules.md). */
   readonly schedules: Schedules;
-  readonly #fireSchedules: (serves: (workflow: string) => boolean) => Promise<number>;
+  readonly #fireSchedules: FireSchedules;
   readonly #retention: RetentionMs;
   /** What the command modules get from this engine (commands/context.ts). */
   readonly #ctx: cmd.CommandContext;

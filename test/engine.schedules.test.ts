@@ -230,4 +230,63 @@ describe('schedules', () => {
     const { id } = await engine.start('report', 1);
     expect(await engine.result(id)).toBeNull();
   });
+
+  it('creates a schedule declared with its workflow at worker start, updates it with the code, and deletes it when the code no longer declares it', async () => {
+    const clock = new ManualClock(T0);
+    const url = tempDbUrl();
+    const v1 = workflow('nightly', async (ctx) => ctx.scheduledAt?.getTime() ?? null, { schedule: { cron: '0 2 * * *', timezone: 'Europe/Berlin', input: { v: 1 } } });
+    const first = new Engine({ store: url, workflows: [v1], clock });
+    try {
+      const errors: Error[] = [];
+      const w = await startWorker(first, SCAN);
+      w.on('worker:error', (e) => errors.push(e.error));
+      await eventually(async () => (await first.schedules.list()).length === 1, 10_000, 'the declared schedule');
+      expect(await first.schedules.get('nightly')).toMatchObject({ source: 'workflow', cron: '0 2 * * *', input: { v: 1 }, nextRunAt: Date.UTC(2030, 0, 1, 1) });
+      await clock.set(Date.UTC(2030, 0, 1, 1, 0, 1));
+      await eventually(async () => (await first.list()).tasks.length === 1, 10_000, 'the first night');
+      expect(errors).toEqual([]);
+    } finally {
+      await first.close();
+    }
+    // The next deploy changes the schedule: its definition follows the code, its history stays.
+    const v2 = workflow('nightly', async () => null, { schedule: { cron: '0 3 * * *', timezone: 'Europe/Berlin', input: { v: 2 } } });
+    const second = new Engine({ store: url, workflows: [v2], clock });
+    try {
+      await startWorker(second, SCAN);
+      await eventually(async () => (await second.schedules.get('nightly')).cron === '0 3 * * *', 10_000, 'the update');
+      expect(await second.schedules.get('nightly')).toMatchObject({ input: { v: 2 }, lastRunAt: Date.UTC(2030, 0, 1, 1), nextRunAt: Date.UTC(2030, 0, 1, 2) }); // 03:00 in Berlin
+    } finally {
+      await second.close();
+    }
+    // A deploy without the schedule removes it; a schedule created through the API stays.
+    const v3 = workflow('nightly', async () => null);
+    const third = new Engine({ store: url, workflows: [v3], clock });
+    try {
+      await third.schedules.create({ id: 'by-hand', workflow: 'nightly', cron: '0 4 * * *' });
+      await startWorker(third, SCAN);
+      await eventually(async () => (await third.schedules.list()).length === 1, 10_000, 'the removal');
+      expect((await third.schedules.list()).map((s) => s.id)).toEqual(['by-hand']);
+    } finally {
+      await third.close();
+    }
+  });
+
+  it('keeps a schedule created through the API when a workflow declares one under the same id, and says so in worker:error', async () => {
+    const clash = workflow('clash', async () => null, { schedule: { id: 'shared', cron: '0 5 * * *' } });
+    const engine = makeEngine({ workflows: [clash], clock: new ManualClock(T0) });
+    await engine.schedules.create({ id: 'shared', workflow: 'clash', cron: '0 6 * * *' });
+    const errors: Error[] = [];
+    const w = engine.worker({ ...SCAN, pollIntervalMs: 20 });
+    w.on('worker:error', (e) => errors.push(e.error));
+    await w.start();
+    await eventually(() => errors.length > 0, 10_000, 'the clash to be reported');
+    expect(isStepwiseError(errors[0], 'CONFLICT')).toBe(true);
+    expect(errors[0]!.message).toContain('"shared"');
+    expect((await engine.schedules.get('shared')).cron).toBe('0 6 * * *');
+  });
+
+  it('refuses a bad schedule option when the workflow is defined', () => {
+    expect(() => workflow('bad', async () => null, { schedule: { cron: '* * * *  * * * *' } })).toThrow(/workflow\("bad"\): schedule/);
+    expect(() => workflow('bad', async () => null, { schedule: { cron: '* * * * *', workflow: 'x' } as never })).toThrow(/takes no "workflow"/);
+  });
 });

@@ -9,6 +9,8 @@ import type { TaskStatus } from '../lifecycle.ts';
 import type { Store } from '../store.ts';
 import { fireDue } from './fire.ts';
 import { Schedules } from './schedules.ts';
+import { reconcileDeclared } from './declared.ts';
+import type { Workflow } from '../workflow.ts';
 
 /** What schedules use of their engine (its public commands). */
 export interface ScheduleHost {
@@ -19,7 +21,10 @@ export interface ScheduleHost {
   cancel(id: string, options: { reason: string }): Promise<unknown>;
 }
 
-export function engineSchedules(host: ScheduleHost): { schedules: Schedules; fire: (serves: (workflow: string) => boolean) => Promise<number> } {
+/** Fires the due ticks of a worker's workflows; the first call also reconciles the schedules they declare. */
+export type FireSchedules = (workflows: ReadonlyMap<string, Workflow>) => Promise<number>;
+
+export function engineSchedules(host: ScheduleHost): { schedules: Schedules; fire: FireSchedules } {
   // A tick's key already names a task (a tick fired before a crash, whose schedule's input changed
   // since): that task is the tick's.
   const start = async (workflow: string, input: unknown, idempotencyKey: string): Promise<string> => {
@@ -46,8 +51,16 @@ export function engineSchedules(host: ScheduleHost): { schedules: Schedules; fir
       if (!isStepwiseError(e, 'ILLEGAL_TRANSITION') && !isStepwiseError(e, 'TASK_NOT_FOUND')) throw e;
     }
   };
+  // Each worker's map of workflows, once its declared schedules were reconciled.
+  const reconciled = new WeakSet<ReadonlyMap<string, Workflow>>();
   return {
     schedules: new Schedules({ store: () => host.open(), clock: host.clock, start }),
-    fire: (serves) => fireDue({ store: () => host.open(), clock: host.clock, serves, start, status, cancel }),
+    fire: async (workflows) => {
+      if (!reconciled.has(workflows)) {
+        reconciled.add(workflows);
+        await reconcileDeclared(await host.open(), host.clock, workflows);
+      }
+      return fireDue({ store: () => host.open(), clock: host.clock, serves: (w) => workflows.has(w), start, status, cancel });
+    },
   };
 }

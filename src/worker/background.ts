@@ -36,7 +36,7 @@ export interface BackgroundHost {
   purgeMs: number;
   retentionSweepMs: number;
   scheduleScanMs: number;
-  fireSchedules?: (serves: (workflow: string) => boolean) => Promise<unknown>;
+  fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<unknown>;
   onError: (error: Error, during: string) => void;
 }
 
@@ -59,7 +59,7 @@ export class Background {
     if (retention) this.#scheduler.add(retention.job('deleting finished tasks past their retention'));
     const fire = host.fireSchedules;
     if (fire && host.scheduleScanMs > 0) {
-      this.#scheduler.add({ name: 'firing schedule ticks', periodMs: host.scheduleScanMs, run: () => fire((w) => host.workflows.has(w)) });
+      this.#scheduler.add({ name: 'firing schedule ticks', periodMs: host.scheduleScanMs, run: () => fire(host.workflows) });
     }
     // Deletions whose process died before reporting them reach this worker's observers.
     const deps = { store: host.store, clock: host.clock, observers: host.observers };
