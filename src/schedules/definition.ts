@@ -59,7 +59,7 @@ export function scheduleInfo(r: ScheduleRow): ScheduleInfo {
     workflow: r.workflow,
     cron: r.cron,
     timezone: r.timezone ?? 'UTC',
-    input: decodeJson(r.input),
+    input: r.input === null ? null : decodeJson(r.input),
     overlap: r.overlap,
     catchupMs: r.catchupMs,
     paused: r.paused,

@@ -36,7 +36,7 @@ function routeHandler(spec: RouteSpec, deps: MountDeps): (c: Context<Env>) => Pr
     const params: Record<string, string> = {};
     for (const [name, schema] of Object.entries(spec.params ?? {})) params[name] = validate(schema, c.req.param(name), `path parameter ${name}`) as string;
     const query = spec.query ? validate(spec.query, c.req.query(), 'query') : undefined;
-    const raw = spec.method === 'post' ? await readJson(c) : undefined;
+    const raw = spec.method === 'post' || spec.method === 'put' ? await readJson(c) : undefined;
     const body = spec.body ? validate(spec.body, raw, 'body') : undefined;
     const idempotencyKey = spec.method === 'post' ? checkIdempotencyKey(c.req.header(IDEMPOTENCY_HEADER)) : undefined;
     const run = () => spec.handle({ identity, params, body, query, idempotencyKey });
@@ -57,6 +57,7 @@ export function mountRoutes(app: Hono<Env>, routes: readonly RouteSpec[], deps: 
     const handler = routeHandler(spec, deps);
     if (spec.method === 'get') app.get(spec.path, deps.authenticate, handler);
     else if (spec.method === 'delete') app.delete(spec.path, deps.authenticate, handler);
+    else if (spec.method === 'put') app.put(spec.path, deps.tooLarge, deps.authenticate, handler);
     else app.post(spec.path, deps.tooLarge, deps.authenticate, handler);
   }
 }

@@ -96,6 +96,30 @@ export const ListQuery = z
   })
   .strict();
 
+export const ScheduleId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'a schedule id is 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit');
+
+const ScheduleFields = {
+  workflow: WorkflowName,
+  cron: z.string().min(1).max(200).describe('five fields (minute hour day month weekday), or six with seconds first'),
+  timezone: z.string().min(1).max(100).optional().describe('an IANA time zone (default UTC)'),
+  input: Json.optional(),
+  overlap: z.enum(['skip', 'buffer', 'allow', 'cancel']).optional(),
+  catchup: z
+    .union([z.number().int().min(0), z.string().min(1).max(50), z.literal(false)])
+    .optional()
+    .describe("how late a missed tick may still start: ms or a duration such as '1h'; false: none"),
+  paused: z.boolean().optional(),
+};
+export const ScheduleBody = z.object({ id: ScheduleId, ...ScheduleFields }).strict();
+export const ScheduleUpdateBody = z.object(ScheduleFields).strict();
+export const SchedulesQuery = z
+  .object({
+    workflow: WorkflowName.optional(),
+    limit: z.coerce.number().int().min(1).max(1000).optional(),
+    cursor: ScheduleId.optional().describe('nextCursor of the previous page'),
+  })
+  .strict();
+
 /** Every status an approval can have: a record over the engine's ApprovalStatus, so a new one fails the typecheck until listed. */
 const APPROVAL_STATUS_SET: Record<ApprovalStatus, true> = { pending: true, escalated: true, approved: true, rejected: true, expired: true };
 export const APPROVAL_STATUSES = Object.keys(APPROVAL_STATUS_SET) as [ApprovalStatus, ...ApprovalStatus[]];

@@ -24,7 +24,7 @@ export interface ApiAnswer {
 }
 
 export interface RouteSpec {
-  method: 'get' | 'post' | 'delete';
+  method: 'get' | 'post' | 'put' | 'delete';
   /** Hono path syntax (`/api/tasks/:id`). */
   path: string;
   summary: string;
