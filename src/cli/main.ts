@@ -11,6 +11,7 @@ import * as commands from './commands.ts';
 import type { CommandContext } from './context.ts';
 import { worker } from './worker.ts';
 import * as approvalCommands from './approvals.ts';
+import { schedules } from './schedules.ts';
 
 const HELP = `stepwise — durable execution for long-running agent tasks
 
@@ -48,6 +49,10 @@ Commands:
   approve <approval-id> --as NAME [--comment C] [--data JSON|@file|-] [--key K]
   reject <approval-id> --as NAME [--comment C] [--data JSON|@file|-] [--key K]
                              decide an approval (--key: a repeat counts once)
+  schedules [ls] [--workflow W] | show <id> | pause <id> | resume <id> | trigger <id> | delete <id>
+  schedules create <id> --workflow W --cron "EXPR" [--timezone Z] [--input JSON] [--overlap skip|buffer|allow|cancel]
+        [--catchup D|none] [--paused]
+                             cron schedules: each tick starts one task (workers fire them)
   migrate                    create or upgrade the schema and exit
   version                    print the version
 
@@ -83,6 +88,7 @@ const COMMANDS: Record<string, Command> = {
   approvals: approvalCommands.approvals,
   approve: approvalCommands.approve,
   reject: approvalCommands.reject,
+  schedules,
 };
 
 /** Every option of every command (parseArgs refuses any other). */
@@ -123,6 +129,11 @@ const OPTIONS = {
   comment: { type: 'string' },
   'older-than': { type: 'string' },
   'dry-run': { type: 'boolean' },
+  cron: { type: 'string' },
+  timezone: { type: 'string' },
+  overlap: { type: 'string' },
+  catchup: { type: 'string' },
+  paused: { type: 'boolean' },
 } as const;
 
 async function main(argv: string[]): Promise<number> {
