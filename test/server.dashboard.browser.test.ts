@@ -233,4 +233,23 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect((await fetch(`${url}/api/tasks`, { headers })).status).toBe(401);
     await page.context().close();
   });
+
+  it('lists schedules with their next run, pauses one, and runs one now into its task page; a viewer sees no buttons', async () => {
+    await engine.schedules.create({ id: 'browser-nightly', workflow: 'ticket', cron: '0 3 * * *', timezone: 'Europe/Berlin', input: { subject: 'nightly' } });
+    const page = await signIn('oscar');
+    await page.click('header a[href="/schedules"]');
+    await page.waitForSelector('tr[data-schedule-row="browser-nightly"]');
+    expect(await page.textContent('tr[data-schedule-row="browser-nightly"]')).toContain('0 3 * * *');
+    await page.click('tr[data-schedule-row="browser-nightly"] button[data-schedule-action=pause]');
+    await page.waitForSelector('tr[data-schedule-row="browser-nightly"] button[data-schedule-action=resume]');
+    expect((await engine.schedules.get('browser-nightly')).paused).toBe(true);
+    await page.click('tr[data-schedule-row="browser-nightly"] button[data-schedule-action=trigger]');
+    await page.waitForURL(/\/tasks\/[0-9A-Za-z]+$/);
+    const taskId = page.url().split('/').at(-1) as string;
+    expect((await engine.get(taskId)).workflow).toBe('ticket');
+    const viewer = await signIn('vera');
+    await viewer.goto(`${url}/schedules`);
+    await viewer.waitForSelector('tr[data-schedule-row="browser-nightly"]');
+    expect(await viewer.$$('button[data-schedule-action]')).toHaveLength(0);
+  });
 });

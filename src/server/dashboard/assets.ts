@@ -70,6 +70,18 @@ export const SCRIPT = String.raw`(() => {
       }
       return refresh();
     }
+    const sched = target && target.closest('button[data-schedule-action]');
+    if (sched) {
+      sched.disabled = true;
+      try {
+        const r = await post('/api/schedules/' + encodeURIComponent(sched.dataset.schedule) + '/' + sched.dataset.scheduleAction);
+        if (r.taskId) return (location.href = '/tasks/' + encodeURIComponent(r.taskId));
+        return location.reload();
+      } catch (e) {
+        sched.disabled = false;
+        return say(e.message, true);
+      }
+    }
     const send = target && target.closest('button[data-send]');
     if (send) {
       const box = send.closest('.send');

@@ -17,6 +17,7 @@ import { errorResponse } from '../http-errors.ts';
 import { ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
 import { SCRIPT, STYLE } from './assets.ts';
 import { esc, layout } from './html.ts';
+import { schedulesPage } from './schedules-page.ts';
 import { loginRoutes } from './login.ts';
 import { listPage, taskPage, type ListView } from './pages.ts';
 
@@ -84,6 +85,10 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
   app.get(
     '/tasks/:id',
     page((c) => taskView(engine, c)),
+  );
+  app.get(
+    '/schedules',
+    page(async (c) => ({ title: 'Schedules', body: schedulesPage(await engine.schedules.list({ limit: 1000 }), c.get('identity')) })),
   );
 }
 
