@@ -148,6 +148,16 @@ export async function worker(ctx: CommandContext): Promise<void> {
   started = w.start();
   await started;
   await stopped;
+  exitSoon();
+}
+
+/**
+ * Once the worker has stopped (its runs finished, parked or released) the process exits, even if
+ * the module holds something open (an Engine of its own, a client, a timer): a deploy must not wait
+ * for its kill timeout. What is left gets a moment to flush its output first.
+ */
+function exitSoon(): void {
+  setTimeout(() => process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0), 500).unref();
 }
 
 function describeEvent<K extends keyof WorkerEvents>(name: K, p: WorkerEvents[K]): string {
