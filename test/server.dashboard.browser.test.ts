@@ -252,4 +252,28 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await viewer.waitForSelector('tr[data-schedule-row="browser-nightly"]');
     expect(await viewer.$$('button[data-schedule-action]')).toHaveLength(0);
   });
+
+  it('approves without editing: the workflow gets no data (as from the API), only the decision', async () => {
+    const t = await engine.start(review, { title: 'unedited' });
+    await waitForStatus(engine, t.id, 'waiting');
+    const page = await signIn('alice');
+    await page.goto(`${url}/tasks/${t.id}`);
+    await page.click('[data-approval] button[data-decide=approve]');
+    await waitForStatus(engine, t.id, 'succeeded');
+    const [approval] = (await engine.get(t.id)).approvals;
+    expect(approval?.decisions.map((d) => [d.by, d.approve, d.data ?? null])).toEqual([['alice', true, null]]);
+  });
+
+  it('takes the decision buttons away from a task page left open when the task is cancelled elsewhere', async () => {
+    const t = await engine.start(review, { title: 'cancelled elsewhere' });
+    await waitForStatus(engine, t.id, 'waiting');
+    const page = await signIn('alice');
+    await page.goto(`${url}/tasks/${t.id}`);
+    await page.waitForSelector('[data-approval] button[data-decide=approve]');
+    await page.waitForSelector('body[data-live-ready=true]');
+    await engine.cancel(t.id, { reason: 'withdrawn by the author' });
+    await waitForStatus(engine, t.id, 'cancelled');
+    await page.waitForSelector('[data-approval] button[data-decide]', { state: 'detached', timeout: 15_000 });
+    expect(await page.$$('[data-approval] button[data-decide]')).toHaveLength(0);
+  });
 });

@@ -114,10 +114,12 @@ export const SCRIPT = String.raw`(() => {
     if (decide) {
       const box = decide.closest('[data-approval]');
       const comment = box.querySelector('textarea[name=comment]').value.trim();
-      const dataText = box.querySelector('textarea[name=data]').value.trim();
+      const dataBox = box.querySelector('textarea[name=data]');
+      const dataText = dataBox.value.trim();
       const body = { approve: decide.dataset.decide === 'approve' };
       if (comment) body.comment = comment;
-      if (dataText) {
+      // The box starts from the payload: only data the reviewer edited goes back to the workflow.
+      if (dataText && dataText !== dataBox.defaultValue.trim()) {
         try { body.data = JSON.parse(dataText); } catch (e) { return say('The data is not valid JSON: ' + e.message, true); }
       }
       decide.disabled = true;

@@ -154,15 +154,17 @@ function approvalsSection(d: TaskPageData): string {
   const list: readonly ApprovalInfo[] = d.task.approvals;
   if (list.length === 0) return '';
   const decide = can(d.identity, 'decide');
+  const live = !isFinished(d.task.status) && d.task.status !== 'cancelling';
   const items = list.map((a) => {
     const open = OPEN.has(a.status);
     const listed = a.approvers.length === 0 || a.approvers.includes(d.identity.name);
     const decided = a.decisions.some((x) => x.by === d.identity.name);
     // The data box starts from the payload: what the reviewer edits is what the workflow gets back.
+    // A task that ended or is being cancelled takes no decisions, whatever its approvals still say.
     const form =
-      open && decide && listed && !decided
+      open && live && decide && listed && !decided
         ? `<div class="decide" data-approval="${esc(a.id)}"><label>Comment <textarea name="comment" rows="2"></textarea></label>
-<label>Data (JSON, optional: edited data handed back to the workflow) <textarea name="data" rows="4">${a.payload !== null && a.payload !== undefined ? json(a.payload, 100_000) : ''}</textarea></label>
+<label>Data (JSON, optional: handed back to the workflow only if you edit it) <textarea name="data" rows="4">${a.payload !== null && a.payload !== undefined ? json(a.payload, 100_000) : ''}</textarea></label>
 <button type="button" data-decide="approve">Approve</button> <button type="button" data-decide="reject" class="danger">Reject</button></div>`
         : '';
     const facts = [
