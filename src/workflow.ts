@@ -39,6 +39,14 @@ export interface WorkflowContext {
    * run of the task; null for a task no schedule started.
    */
   readonly scheduledAt: Date | null;
+  /**
+   * A marker for a change of code made in place (no new version): true for a task that reaches it
+   * on the new code (recorded, so its replays get true too), false for a task whose journal was
+   * recorded before the change (the old path replays as it ran). See docs/concepts.md, "Versions".
+   * @example
+   * if (await ctx.patched('add-fact-check')) await ctx.step('fact-check', () => check(draft));
+   */
+  patched(id: string): Promise<boolean>;
   /** Fires when the run must stop (cancel, worker shutdown, lease lost). */
   readonly signal: AbortSignal;
   /**

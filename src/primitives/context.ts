@@ -13,6 +13,7 @@ import type { Run } from '../run/run.ts';
 import { coreOf } from '../run/core.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { forEach } from './for-each.ts';
+import { patched } from './patched.ts';
 import { tickOfKey } from '../schedule-key.ts';
 import { sleep } from './sleep.ts';
 import { step } from './step.ts';
@@ -41,6 +42,7 @@ export function createContext(run: Run): WorkflowContext {
     sleep: (name: string, duration: Duration) => sleep(run, name, duration),
     waitForEvent: <T>(name: string | readonly string[], options?: WaitForEventOptions) => waitForEvent<T>(run, name, options),
     approval: (name: string, options?: ApprovalOptions) => requestApproval(run, name, options),
+    patched: (id: string) => patched(run, id),
     progress: (p: Progress) => run.progress.report(null, p),
     usage: (step: StepContext, report: UsageReport) => reportUsage(coreOf(run), step, report),
     [RUN_OF]: run,

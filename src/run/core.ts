@@ -209,6 +209,10 @@ export class RunCore implements Run {
     return this.occurrences.get(name) ?? 1;
   }
 
+  nextRecorded(): StepRow | undefined {
+    return this.journal.get(this.seq);
+  }
+
   keyCall(seq: number, key: string): void {
     this.businessKeys.set(seq, key);
   }

@@ -152,6 +152,8 @@ export interface Run {
   lose(by: 'lease' | 'store', halt: () => Error): void;
   /** The occurrence the last call named `name` took (1 for the first). */
   occurrence(name: string): number;
+  /** The journal's row at the position the next call will take, if the task recorded one there. */
+  nextRecorded(): StepRow | undefined;
   /** Keeps the business key of the call at `seq` on its journal rows. */
   keyCall(seq: number, key: string): void;
   /** Registers a completed step's compensation (run by the cleanup, in reverse order). */
