@@ -30,6 +30,12 @@ const spread = (o: { roundRatios: number[] }): string => (o.roundRatios.length >
 
 line(`Stepwise benchmark (${results.machine as string})${quick ? ' — quick mode' : ''}`);
 if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).only({ quick, pgUp: await postgres.pgAvailable(), line, results });
+if (process.argv.includes('--schedules-only')) {
+  const pgUp = await postgres.pgAvailable();
+  await (await import('./schedules.ts')).report({ quick, pgUp, line, results });
+  if (pgUp) await postgres.cleanup();
+  process.exit(0);
+}
 if (process.argv.includes('--retention-only')) {
   const pgUp = await postgres.pgAvailable();
   await (await import('./retention.ts')).report({ quick, pgUp, line, results });
@@ -212,6 +218,7 @@ results.cancel = await (await import('./cancel.ts')).cancelLatency(quick, line);
 await (await import('./approvals.ts')).run({ quick, pgUp, line, results });
 await (await import('./scale.ts')).run({ quick, pgUp, line, results });
 await (await import('./retention.ts')).report({ quick, pgUp, line, results });
+await (await import('./schedules.ts')).report({ quick, pgUp, line, results });
 if (pgUp) await postgres.cleanup();
 mkdirSync(join(root, '.bench'), { recursive: true });
 writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);

@@ -61,7 +61,7 @@ export interface WorkerHost {
   /** The engine's retention of finished tasks (workflows may override it). @defaultValue keep all */
   retention?: RetentionMs;
   /** Fires the due ticks of the schedules of the workflows `serves` accepts (engine.schedules). */
-  fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<unknown>;
+  fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
   onStopped: (worker: Worker) => void;
 }
 

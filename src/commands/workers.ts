@@ -22,7 +22,7 @@ export interface WorkerHost {
   outputBytes: number;
   retention: RetentionMs;
   /** Fires the due schedule ticks of the workflows `serves` accepts. */
-  fireSchedules: (workflows: ReadonlyMap<string, Workflow>) => Promise<unknown>;
+  fireSchedules: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
   /** The engine's live workers: the new one is added, and removed when it stops. */
   workers: Set<Worker>;
 }

@@ -103,3 +103,8 @@ export async function setSchedulePaused(c: PgContext, id: string, paused: boolea
 export async function deleteSchedule(c: PgContext, id: string): Promise<boolean> {
   return (await run(c, () => rows(c, poolOf(c), `DELETE FROM ${table(c)} WHERE id = $1 RETURNING id`, [id]))).length === 1;
 }
+
+export async function nextScheduleAt(c: PgContext): Promise<number | null> {
+  const [r] = await run(c, () => rows(c, poolOf(c), `SELECT MIN(next_at) AS n FROM ${table(c)} WHERE NOT paused`));
+  return r?.n === null || r?.n === undefined ? null : Number(r.n);
+}

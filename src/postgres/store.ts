@@ -329,6 +329,10 @@ export class PostgresStore implements Store {
     return schedules.setSchedulePaused(this.#c, id, paused, nextAt, at);
   }
 
+  nextScheduleAt(): Promise<number | null> {
+    return schedules.nextScheduleAt(this.#c);
+  }
+
   deleteSchedule(id: string): Promise<boolean> {
     return schedules.deleteSchedule(this.#c, id);
   }

@@ -29,8 +29,8 @@ export interface FireDeps {
 /** At most this many missed ticks are counted one by one before the rest are jumped over. */
 const MAX_COUNTED_MISSES = 10_000;
 
-/** Fires what is due now; returns how many tasks were started. */
-export async function fireDue(d: FireDeps, limit = 100): Promise<number> {
+/** Fires what is due now; returns how many tasks were started, and when the next tick is due. */
+export async function fireDue(d: FireDeps, limit = 100): Promise<{ started: number; nextAt: number | null }> {
   const store = await d.store();
   const now = d.clock.now();
   let started = 0;
@@ -38,7 +38,7 @@ export async function fireDue(d: FireDeps, limit = 100): Promise<number> {
     if (!d.serves(s.workflow)) continue;
     started += await fireSchedule(d, store, s, now);
   }
-  return started;
+  return { started, nextAt: await store.nextScheduleAt() };
 }
 
 async function running(d: FireDeps, taskId: string | null): Promise<boolean> {

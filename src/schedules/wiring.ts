@@ -21,8 +21,11 @@ export interface ScheduleHost {
   cancel(id: string, options: { reason: string }): Promise<unknown>;
 }
 
-/** Fires the due ticks of a worker's workflows; the first call also reconciles the schedules they declare. */
-export type FireSchedules = (workflows: ReadonlyMap<string, Workflow>) => Promise<number>;
+/**
+ * Fires the due ticks of a worker's workflows (the first call also reconciles the schedules they
+ * declare); returns when the next tick of any schedule is due, on the engine's clock.
+ */
+export type FireSchedules = (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
 
 export function engineSchedules(host: ScheduleHost): { schedules: Schedules; fire: FireSchedules } {
   // A tick's key already names a task (a tick fired before a crash, whose schedule's input changed
@@ -60,7 +63,7 @@ export function engineSchedules(host: ScheduleHost): { schedules: Schedules; fir
         reconciled.add(workflows);
         await reconcileDeclared(await host.open(), host.clock, workflows);
       }
-      return fireDue({ store: () => host.open(), clock: host.clock, serves: (w) => workflows.has(w), start, status, cancel });
+      return (await fireDue({ store: () => host.open(), clock: host.clock, serves: (w) => workflows.has(w), start, status, cancel })).nextAt;
     },
   };
 }

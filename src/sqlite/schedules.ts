@@ -85,3 +85,8 @@ export function setSchedulePaused(c: SqliteContext, id: string, paused: boolean,
 export function deleteSchedule(c: SqliteContext, id: string): boolean {
   return c.tx(() => c.stmt('DELETE FROM stepwise_schedules WHERE id = ?').run(id).changes === 1);
 }
+
+export function nextScheduleAt(c: SqliteContext): number | null {
+  const r = c.stmt('SELECT MIN(next_at) AS n FROM stepwise_schedules WHERE paused = 0').get() as Raw;
+  return r.n === null || r.n === undefined ? null : Number(r.n);
+}

@@ -334,6 +334,10 @@ export class SqliteStore implements Store {
     return schedules.setSchedulePaused(this.#c, id, paused, nextAt, at);
   }
 
+  async nextScheduleAt(): Promise<number | null> {
+    return schedules.nextScheduleAt(this.#c);
+  }
+
   async deleteSchedule(id: string): Promise<boolean> {
     return schedules.deleteSchedule(this.#c, id);
   }

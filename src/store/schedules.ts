@@ -63,6 +63,8 @@ export interface ScheduleStore {
   /** Schedules not paused whose next tick is due at `now`, or that hold a buffered tick; earliest first. */
   dueSchedules(now: number, limit: number): Promise<ScheduleRow[]>;
   advanceSchedule(a: ScheduleAdvance): Promise<boolean>;
+  /** The earliest next tick of the schedules not paused (null: none), for a scanner to wake at. */
+  nextScheduleAt(): Promise<number | null>;
   /** Pauses or resumes; on resume `nextAt` is the next tick from then. Null if there is no such schedule. */
   setSchedulePaused(id: string, paused: boolean, nextAt: number | null, at: number): Promise<ScheduleRow | null>;
   deleteSchedule(id: string): Promise<boolean>;

@@ -36,7 +36,7 @@ export interface BackgroundHost {
   purgeMs: number;
   retentionSweepMs: number;
   scheduleScanMs: number;
-  fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<unknown>;
+  fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
   onError: (error: Error, during: string) => void;
 }
 
@@ -59,7 +59,17 @@ export class Background {
     if (retention) this.#scheduler.add(retention.job('deleting finished tasks past their retention'));
     const fire = host.fireSchedules;
     if (fire && host.scheduleScanMs > 0) {
-      this.#scheduler.add({ name: 'firing schedule ticks', periodMs: host.scheduleScanMs, run: () => fire(host.workflows) });
+      // A scan every scheduleScanMs (for schedules created or changed elsewhere), and one at the
+      // next tick any schedule has, on the engine's clock.
+      const job = this.#scheduler.add({
+        name: 'firing schedule ticks',
+        periodMs: host.scheduleScanMs,
+        wakeClock: host.clock,
+        run: async () => {
+          const next = await fire(host.workflows);
+          if (next !== null) job.wakeAt(next);
+        },
+      });
     }
     // Deletions whose process died before reporting them reach this worker's observers.
     const deps = { store: host.store, clock: host.clock, observers: host.observers };
