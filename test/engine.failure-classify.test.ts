@@ -93,6 +93,8 @@ describe('error classification', () => {
     const { id } = await engine.start('ai-sdk');
     await eventually(async () => stepOf(await engine.get(id), 'flaky')?.status === 'retrying', 10_000, 'the overload recorded');
     expect(stepOf(await engine.get(id), 'flaky')?.error?.class).toMatchObject({ kind: 'transient', retryAfterMs: 2000, status: 529 });
+    // The backoff's timer is set on the manual clock once the retry is recorded: advance after it exists.
+    await eventually(() => clock.pendingTimers > 0, 10_000, 'the backoff timer');
     await clock.advance(1999);
     expect(calls.flaky).toBe(1);
     await clock.advance(1);
