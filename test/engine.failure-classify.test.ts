@@ -38,6 +38,7 @@ describe('error classification', () => {
     const retrying = stepOf(await engine.get(id), 'ask');
     expect(retrying?.wakeAt).toBe(failedAt + 1000);
     expect(retrying?.error?.class).toMatchObject({ kind: 'transient', retryable: true, status: 429, retryAfterMs: 1000 });
+    await eventually(() => clock.pendingTimers > 0, 10_000, 'the backoff timer');
     await clock.advance(999);
     expect(server.requests).toHaveLength(1);
     await clock.advance(1);
