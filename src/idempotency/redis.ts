@@ -40,9 +40,18 @@ export interface RedisIdempotencyOptions {
   client?: RedisClientLike;
   /** Prepended to every key. @defaultValue 'stepwise:idempotency:' */
   prefix?: string;
-  /** Passed to ioredis when connecting from `url`. */
+  /**
+   * How long a command (and a connection attempt) may take before it fails with
+   * STORE_UNAVAILABLE, when connecting from `url`: a Redis that does not answer, or a connection
+   * that died without a reset, is not waited on for good. TCP keep-alive is on too.
+   * @defaultValue 5000
+   */
+  timeoutMs?: number;
+  /** Passed to ioredis when connecting from `url` (after the options above, so they win). */
   redisOptions?: Record<string, unknown>;
 }
+
+const DEFAULT_TIMEOUT_MS = 5000;
 
 /** Replaces the record only if it is still exactly what was read. */
 const SWAP = `if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -124,8 +133,17 @@ export class RedisIdempotency implements IdempotencyBackend {
       const url = options.url as string;
       if (!/^rediss?:\/\//.test(url)) throw new InvalidArgumentError(`Invalid Redis URL "${url}": use redis://host:port[/db] or rediss://…`);
       const Client = loadRedis();
-      // Fail a command fast when Redis is away instead of queueing it forever.
-      this.#client = new Client(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, ...options.redisOptions }) as RedisWithScripts;
+      const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new InvalidArgumentError(`timeoutMs must be a positive whole number of ms, got ${String(timeoutMs)}.`);
+      // Fail a command when Redis is away or silent instead of queueing or waiting on it forever.
+      this.#client = new Client(url, {
+        maxRetriesPerRequest: 2,
+        enableOfflineQueue: true,
+        commandTimeout: timeoutMs,
+        connectTimeout: timeoutMs,
+        keepAlive: Math.min(timeoutMs, 10_000),
+        ...options.redisOptions,
+      }) as RedisWithScripts;
       this.#client.on('error', () => undefined); // reported through the failing commands
       this.#owned = true;
       this.#where = url.replace(/\/\/[^@/]*@/, '//');
