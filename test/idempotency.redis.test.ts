@@ -9,6 +9,7 @@ import { ManualClock } from '../src/testing/index.ts';
 import { gate, tempDbUrl } from './support/engine.ts';
 import { collectIdempotency, ownerKilledWhileRunning } from './support/idempotency.ts';
 import { REDIS_URL, hasRedis } from './support/redis.ts';
+import { startTcpProxy } from './support/tcp-proxy.ts';
 
 const up = await hasRedis();
 const prefix = `stepwise-test:${randomBytes(4).toString('hex')}:`;
@@ -136,4 +137,22 @@ describe.skipIf(!up)('engine.idempotency.run on Redis', () => {
     expect(await engine.idempotency.run('report:big', ({ takeover }) => takeover, { fingerprint: { n: 1 } })).toBe(true);
     expect(events.map((e) => [e.type, e.previousOwner])).toEqual([['takeover', stuck?.owner]]);
   }, 60_000);
+
+  it('fails with STORE_UNAVAILABLE within its timeout when Redis stops answering (a blackholed connection)', async () => {
+    const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
+    const backend = new RedisIdempotency({ url: `redis://127.0.0.1:${proxy.port}`, prefix, timeoutMs: 300 });
+    backends.push(backend);
+    const engine = new Engine({ store: tempDbUrl(), idempotency: backend });
+    engines.push(engine);
+    try {
+      expect(await engine.idempotency.run('hole:1', () => 'ok')).toBe('ok');
+      proxy.blackhole();
+      let calls = 0;
+      expect(await codeOf(engine.idempotency.run('hole:2', () => ++calls))).toBe(ERROR_CODES.STORE_UNAVAILABLE);
+      expect(calls).toBe(0);
+    } finally {
+      proxy.restore();
+      await proxy.close();
+    }
+  }, 30_000);
 });
