@@ -173,8 +173,10 @@ describe('engine.idempotency.run', () => {
     const { id } = await engine.start('idem-log');
     const owner = await engine.idempotency.backend();
     // An owner that never renews (it died): its record is taken over once its lease is over.
-    await owner.acquire({ key: 'k:1', owner: 'dead-owner', fingerprint: null, now: clock.now(), leaseMs: 1000, ttlMs: 60_000, taskId: null });
+    await owner.acquire({ key: 'k:1', owner: 'dead-owner', fingerprint: null, now: clock.now(), leaseMs: 1, ttlMs: 60_000, taskId: null });
     await clock.advance('2s');
+    // PostgreSQL judges leases by its own clock: let that 1 ms lease lapse there too.
+    await new Promise((r) => setTimeout(r, 20));
     await engine.idempotency.run('k:1', () => 1, { taskId: id, fingerprint: 'f' });
     await engine.idempotency.run('k:1', () => 2, { taskId: id, fingerprint: 'f' });
     await codeOf(engine.idempotency.run('k:1', () => 3, { taskId: id, fingerprint: 'g' }));
@@ -230,7 +232,15 @@ describe('engine.idempotency.run: an owner that loses its store or its record', 
     expect(ownerSignal?.reason).toMatchObject({ code: ERROR_CODES.CONFLICT });
     backend.renew = renew;
     await clock.advance(400);
-    const second = await engine.idempotency.run('upload:1', ({ takeover }) => (takeover ? 'second' : 'not a take-over'), { lease: 300 });
+    // The lease lapses on the store's clock (PostgreSQL's own, in real time) as well as this one.
+    let second: string | undefined;
+    await eventually(async () => {
+      const r = engine.idempotency.run('upload:1', ({ takeover }) => (takeover ? 'second' : 'not a take-over'), { lease: 300, whileRunning: 'error' });
+      const code = await codeOf(r);
+      if (code === ERROR_CODES.IDEMPOTENCY_IN_PROGRESS) return false;
+      second = await r;
+      return true;
+    });
     expect(second).toBe('second');
     release.open();
     // The first owner learns it lost: its result is not recorded and not returned.
@@ -259,5 +269,29 @@ describe('engine.idempotency.run: an owner that loses its store or its record', 
       code: ERROR_CODES.STORE_UNAVAILABLE,
       message: expect.stringContaining('its effect happened'),
     });
+  });
+});
+
+// SQLite is one machine's file: its callers share that machine's clock. PostgreSQL is shared by
+// machines whose clocks may differ, so leases there are set and judged by the database's clock.
+describe.skipIf(process.env.STEPWISE_TEST_STORE !== 'postgres')('engine.idempotency.run on PostgreSQL: leases on the database clock', () => {
+  it('does not let an engine whose clock is 40 s fast take over a live owner', async () => {
+    const db = tempDbUrl();
+    const slow = makeEngine({ store: db, clock: new ManualClock(Date.now()) });
+    const fast = makeEngine({ store: db, clock: new ManualClock(Date.now() + 40_000) });
+    const started = gate();
+    const release = gate();
+    let calls = 0;
+    const first = slow.idempotency.run('skew:1', async () => {
+      calls++;
+      started.open();
+      await release.promise;
+      return 'slow';
+    });
+    await started.promise;
+    expect(await codeOf(fast.idempotency.run('skew:1', () => ++calls, { whileRunning: 'error' }))).toBe(ERROR_CODES.IDEMPOTENCY_IN_PROGRESS);
+    release.open();
+    expect(await first).toBe('slow');
+    expect(calls).toBe(1);
   });
 });
