@@ -2,7 +2,7 @@
 // engine-on-postgres project): stored results, concurrent duplicates, fingerprints, failures,
 // time to live, take-over of a dead owner's record, and the events each of these leaves.
 import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, isStepwiseError, type TaskEvent } from '../src/index.ts';
+import { ERROR_CODES, StoreUnavailableError, isStepwiseError, type TaskEvent } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { FAST, eventually, gate, makeEngine, tempDbUrl } from './support/engine.ts';
 import { collectIdempotency, ownerKilledWhileRunning } from './support/idempotency.ts';
@@ -173,8 +173,10 @@ describe('engine.idempotency.run', () => {
     const { id } = await engine.start('idem-log');
     const owner = await engine.idempotency.backend();
     // An owner that never renews (it died): its record is taken over once its lease is over.
-    await owner.acquire({ key: 'k:1', owner: 'dead-owner', fingerprint: null, now: clock.now(), leaseMs: 1000, ttlMs: 60_000, taskId: null });
+    await owner.acquire({ key: 'k:1', owner: 'dead-owner', fingerprint: null, now: clock.now(), leaseMs: 1, ttlMs: 60_000, taskId: null });
     await clock.advance('2s');
+    // PostgreSQL judges leases by its own clock: let that 1 ms lease lapse there too.
+    await new Promise((r) => setTimeout(r, 20));
     await engine.idempotency.run('k:1', () => 1, { taskId: id, fingerprint: 'f' });
     await engine.idempotency.run('k:1', () => 2, { taskId: id, fingerprint: 'f' });
     await codeOf(engine.idempotency.run('k:1', () => 3, { taskId: id, fingerprint: 'g' }));
@@ -197,5 +199,99 @@ describe('engine.idempotency.run', () => {
     expect(await codeOf(engine.idempotency.run('k', op, { ttl: 'soon' }))).toBe(ERROR_CODES.INVALID_ARGUMENT);
     expect(await codeOf(engine.idempotency.run('k', 'not a function' as unknown as () => number))).toBe(ERROR_CODES.INVALID_ARGUMENT);
     expect(await engine.idempotency.get('k')).toBeNull();
+  });
+});
+
+describe('engine.idempotency.run: an owner that loses its store or its record', () => {
+  it('aborts an owner whose renewals failed for about a lease, and refuses its completion once another caller took over', async () => {
+    const clock = new ManualClock();
+    const engine = makeEngine({ clock });
+    const backend = await engine.idempotency.backend();
+    const renew = backend.renew.bind(backend);
+    const started = gate();
+    const release = gate();
+    let ownerSignal: AbortSignal | undefined;
+    const first = engine.idempotency.run(
+      'upload:1',
+      async ({ signal }) => {
+        ownerSignal = signal;
+        started.open();
+        await release.promise;
+        return 'first';
+      },
+      { lease: 300 },
+    );
+    await started.promise;
+    // The store is cut off from this owner: every renewal fails.
+    backend.renew = () => Promise.reject(new StoreUnavailableError('store away'));
+    for (let i = 0; i < 20 && !ownerSignal?.aborted; i++) {
+      await clock.advance(100);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(ownerSignal?.aborted).toBe(true);
+    expect(ownerSignal?.reason).toMatchObject({ code: ERROR_CODES.CONFLICT });
+    backend.renew = renew;
+    await clock.advance(400);
+    // The lease lapses on the store's clock (PostgreSQL's own, in real time) as well as this one.
+    let second: string | undefined;
+    await eventually(async () => {
+      const r = engine.idempotency.run('upload:1', ({ takeover }) => (takeover ? 'second' : 'not a take-over'), { lease: 300, whileRunning: 'error' });
+      const code = await codeOf(r);
+      if (code === ERROR_CODES.IDEMPOTENCY_IN_PROGRESS) return false;
+      second = await r;
+      return true;
+    });
+    expect(second).toBe('second');
+    release.open();
+    // The first owner learns it lost: its result is not recorded and not returned.
+    await expect(first).rejects.toMatchObject({ code: ERROR_CODES.CONFLICT, message: expect.stringContaining('lost idempotency key "upload:1"') });
+    expect(await engine.idempotency.run('upload:1', () => 'third')).toBe('second');
+  });
+
+  it('retries the completion write through a store blip instead of leaving the record in progress', async () => {
+    const engine = makeEngine();
+    const backend = await engine.idempotency.backend();
+    const complete = backend.complete.bind(backend);
+    let blips = 2;
+    backend.complete = (...args) => (blips-- > 0 ? Promise.reject(new StoreUnavailableError('blip')) : complete(...args));
+    let calls = 0;
+    expect(await engine.idempotency.run('invoice:5', () => ++calls, { lease: 3000 })).toBe(1);
+    expect(await engine.idempotency.get('invoice:5')).toMatchObject({ status: 'completed' });
+    expect(await engine.idempotency.run('invoice:5', () => ++calls)).toBe(1);
+    expect(calls).toBe(1);
+  });
+
+  it('says that the effect happened when the completion cannot be recorded within the lease', async () => {
+    const engine = makeEngine();
+    const backend = await engine.idempotency.backend();
+    backend.complete = () => Promise.reject(new StoreUnavailableError('store away'));
+    await expect(engine.idempotency.run('invoice:6', () => 'sent', { lease: 100 })).rejects.toMatchObject({
+      code: ERROR_CODES.STORE_UNAVAILABLE,
+      message: expect.stringContaining('its effect happened'),
+    });
+  });
+});
+
+// SQLite is one machine's file: its callers share that machine's clock. PostgreSQL is shared by
+// machines whose clocks may differ, so leases there are set and judged by the database's clock.
+describe.skipIf(process.env.STEPWISE_TEST_STORE !== 'postgres')('engine.idempotency.run on PostgreSQL: leases on the database clock', () => {
+  it('does not let an engine whose clock is 40 s fast take over a live owner', async () => {
+    const db = tempDbUrl();
+    const slow = makeEngine({ store: db, clock: new ManualClock(Date.now()) });
+    const fast = makeEngine({ store: db, clock: new ManualClock(Date.now() + 40_000) });
+    const started = gate();
+    const release = gate();
+    let calls = 0;
+    const first = slow.idempotency.run('skew:1', async () => {
+      calls++;
+      started.open();
+      await release.promise;
+      return 'slow';
+    });
+    await started.promise;
+    expect(await codeOf(fast.idempotency.run('skew:1', () => ++calls, { whileRunning: 'error' }))).toBe(ERROR_CODES.IDEMPOTENCY_IN_PROGRESS);
+    release.open();
+    expect(await first).toBe('slow');
+    expect(calls).toBe(1);
   });
 });

@@ -6,9 +6,10 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine, ERROR_CODES, RedisIdempotency, isStepwiseError } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { gate, tempDbUrl } from './support/engine.ts';
+import { eventually, gate, tempDbUrl } from './support/engine.ts';
 import { collectIdempotency, ownerKilledWhileRunning } from './support/idempotency.ts';
 import { REDIS_URL, hasRedis } from './support/redis.ts';
+import { startTcpProxy } from './support/tcp-proxy.ts';
 
 const up = await hasRedis();
 const prefix = `stepwise-test:${randomBytes(4).toString('hex')}:`;
@@ -113,16 +114,35 @@ describe.skipIf(!up)('engine.idempotency.run on Redis', () => {
     const clock = new ManualClock();
     const { backend } = redisEngine({ clock });
     const now = clock.now();
-    expect(await backend.acquire({ key: 'slow:1', owner: 'a', fingerprint: null, now, leaseMs: 1000, ttlMs: 60_000, taskId: null })).toMatchObject({ acquired: true, takeover: false });
-    expect(await backend.acquire({ key: 'slow:1', owner: 'b', fingerprint: null, now: now + 500, leaseMs: 1000, ttlMs: 60_000, taskId: null })).toMatchObject({ acquired: false });
-    expect(await backend.acquire({ key: 'slow:1', owner: 'b', fingerprint: null, now: now + 1500, leaseMs: 1000, ttlMs: 60_000, taskId: null })).toMatchObject({
-      acquired: true,
-      takeover: true,
-    });
+    const req = { key: 'slow:1', fingerprint: null, now, leaseMs: 200, ttlMs: 60_000, taskId: null };
+    expect(await backend.acquire({ ...req, owner: 'a' })).toMatchObject({ acquired: true, takeover: false });
+    expect(await backend.acquire({ ...req, owner: 'b' })).toMatchObject({ acquired: false });
+    // Leases run on Redis's clock: b takes over once a's lease has lapsed there.
+    await eventually(async () => (await backend.acquire({ ...req, owner: 'b' })).acquired);
+    expect(await backend.get('slow:1')).toMatchObject({ owner: 'b', status: 'in_progress' });
     expect(await backend.renew('slow:1', 'a', now + 1600, 1000)).toBe(false);
     expect(await backend.complete('slow:1', 'a', '"late"', now + 1600, 60_000)).toBe(false);
     expect(await backend.complete('slow:1', 'b', '"fresh"', now + 1700, 60_000)).toBe(true);
     expect(await backend.get('slow:1')).toMatchObject({ status: 'completed', result: '"fresh"', owner: null });
+  });
+
+  it('does not let an engine whose clock is 40 s fast take over a live owner (leases on the Redis clock)', async () => {
+    const slow = redisEngine({ clock: new ManualClock(Date.now()) }).engine;
+    const fast = redisEngine({ clock: new ManualClock(Date.now() + 40_000) }).engine;
+    const started = gate();
+    const release = gate();
+    let calls = 0;
+    const first = slow.idempotency.run('skew:1', async () => {
+      calls++;
+      started.open();
+      await release.promise;
+      return 'slow';
+    });
+    await started.promise;
+    expect(await codeOf(fast.idempotency.run('skew:1', () => ++calls, { whileRunning: 'error' }))).toBe(ERROR_CODES.IDEMPOTENCY_IN_PROGRESS);
+    release.open();
+    expect(await first).toBe('slow');
+    expect(calls).toBe(1);
   });
 
   it('takes over the record of a SIGKILLed owner process once its lease has run out', async () => {
@@ -136,4 +156,22 @@ describe.skipIf(!up)('engine.idempotency.run on Redis', () => {
     expect(await engine.idempotency.run('report:big', ({ takeover }) => takeover, { fingerprint: { n: 1 } })).toBe(true);
     expect(events.map((e) => [e.type, e.previousOwner])).toEqual([['takeover', stuck?.owner]]);
   }, 60_000);
+
+  it('fails with STORE_UNAVAILABLE within its timeout when Redis stops answering (a blackholed connection)', async () => {
+    const proxy = await startTcpProxy(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
+    const backend = new RedisIdempotency({ url: `redis://127.0.0.1:${proxy.port}`, prefix, timeoutMs: 300 });
+    backends.push(backend);
+    const engine = new Engine({ store: tempDbUrl(), idempotency: backend });
+    engines.push(engine);
+    try {
+      expect(await engine.idempotency.run('hole:1', () => 'ok')).toBe('ok');
+      proxy.blackhole();
+      let calls = 0;
+      expect(await codeOf(engine.idempotency.run('hole:2', () => ++calls))).toBe(ERROR_CODES.STORE_UNAVAILABLE);
+      expect(calls).toBe(0);
+    } finally {
+      proxy.restore();
+      await proxy.close();
+    }
+  }, 30_000);
 });

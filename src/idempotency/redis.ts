@@ -40,9 +40,18 @@ export interface RedisIdempotencyOptions {
   client?: RedisClientLike;
   /** Prepended to every key. @defaultValue 'stepwise:idempotency:' */
   prefix?: string;
-  /** Passed to ioredis when connecting from `url`. */
+  /**
+   * How long a command (and a connection attempt) may take before it fails with
+   * STORE_UNAVAILABLE, when connecting from `url`: a Redis that does not answer, or a connection
+   * that died without a reset, is not waited on for good. TCP keep-alive is on too.
+   * @defaultValue 5000
+   */
+  timeoutMs?: number;
+  /** Passed to ioredis when connecting from `url` (after the options above, so they win). */
   redisOptions?: Record<string, unknown>;
 }
+
+const DEFAULT_TIMEOUT_MS = 5000;
 
 /** Replaces the record only if it is still exactly what was read. */
 const SWAP = `if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -64,7 +73,8 @@ local now = tonumber(ARGV[3])
 local ms = tonumber(ARGV[4])
 r.updatedAt = now
 if ARGV[2] == 'renew' then
-  r.leaseExpiresAt = now + ms
+  local t = redis.call('TIME')
+  r.leaseExpiresAt = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ms
   if r.expiresAt < now + ms then r.expiresAt = now + ms end
 else
   r.status = ARGV[2]
@@ -82,7 +92,12 @@ if left < 1 then left = 1 end
 redis.call('SET', KEYS[1], cjson.encode(r), 'PX', left)
 return 1`;
 
+/** Redis's clock in ms: leases are set and judged by it, not by the callers' clocks. */
+const NOW_MS = `local t = redis.call('TIME')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
 type RedisWithScripts = RedisClientLike & {
+  stepwiseNowMs(): Promise<number>;
   stepwiseSwap(key: string, expected: string, next: string, ms: number): Promise<number>;
   stepwiseOwnerWrite(key: string, owner: string, mode: string, now: number, ms: number, value: string, has: string): Promise<number>;
 };
@@ -124,8 +139,17 @@ export class RedisIdempotency implements IdempotencyBackend {
       const url = options.url as string;
       if (!/^rediss?:\/\//.test(url)) throw new InvalidArgumentError(`Invalid Redis URL "${url}": use redis://host:port[/db] or rediss://…`);
       const Client = loadRedis();
-      // Fail a command fast when Redis is away instead of queueing it forever.
-      this.#client = new Client(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, ...options.redisOptions }) as RedisWithScripts;
+      const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+      if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new InvalidArgumentError(`timeoutMs must be a positive whole number of ms, got ${String(timeoutMs)}.`);
+      // Fail a command when Redis is away or silent instead of queueing or waiting on it forever.
+      this.#client = new Client(url, {
+        maxRetriesPerRequest: 2,
+        enableOfflineQueue: true,
+        commandTimeout: timeoutMs,
+        connectTimeout: timeoutMs,
+        keepAlive: Math.min(timeoutMs, 10_000),
+        ...options.redisOptions,
+      }) as RedisWithScripts;
       this.#client.on('error', () => undefined); // reported through the failing commands
       this.#owned = true;
       this.#where = url.replace(/\/\/[^@/]*@/, '//');
@@ -133,6 +157,7 @@ export class RedisIdempotency implements IdempotencyBackend {
     if (typeof this.#client.stepwiseSwap !== 'function') {
       this.#client.defineCommand('stepwiseSwap', { numberOfKeys: 1, lua: SWAP });
       this.#client.defineCommand('stepwiseOwnerWrite', { numberOfKeys: 1, lua: OWNER_WRITE });
+      this.#client.defineCommand('stepwiseNowMs', { numberOfKeys: 0, lua: NOW_MS });
     }
   }
 
@@ -148,15 +173,17 @@ export class RedisIdempotency implements IdempotencyBackend {
     const k = this.#prefix + req.key;
     return this.#do(async () => {
       for (;;) {
-        const fresh = acquiredRecord(null, 'new', req);
+        // Read before the record, so a lease is judged by a time no later than the read.
+        const judged = { ...req, leaseNow: Number(await this.#client.stepwiseNowMs()) };
+        const fresh = acquiredRecord(null, 'new', judged);
         const ms = Math.max(1, fresh.expiresAt - req.now);
         if ((await this.#client.set(k, JSON.stringify(fresh), 'PX', ms, 'NX')) === 'OK') return acquireResult(null, 'new');
         const text = await this.#client.get(k);
         if (text === null) continue; // expired meanwhile: take it as new
         const found = JSON.parse(text) as IdempotencyRecord;
-        const decision = decideAcquire(found, req);
+        const decision = decideAcquire(found, judged);
         if (decision === 'refuse') return acquireResult(found, decision);
-        const next = acquiredRecord(found, decision, req);
+        const next = acquiredRecord(found, decision, judged);
         if ((await this.#client.stepwiseSwap(k, text, JSON.stringify(next), Math.max(1, next.expiresAt - req.now))) === 1) return acquireResult(found, decision);
         // Someone changed it between the read and the swap: decide again on what is there now.
       }

@@ -21,7 +21,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.ts';
 import { toMs, type Duration } from '../duration.ts';
-import { ConflictError, IdempotencyInProgressError, InvalidArgumentError, coerceError } from '../errors.ts';
+import { ConflictError, IdempotencyInProgressError, InvalidArgumentError, StoreUnavailableError, coerceError, isStepwiseError } from '../errors.ts';
 import { decodeJson, encodeError, encodeJson } from '../serialize.ts';
 import type { ActorKind, NewEvent } from '../store.ts';
 import type { IdempotencyEvent } from '../task-events/observed.ts';
@@ -134,18 +134,16 @@ export class Idempotency {
     if (!claim.owner) return decodeJson(claim.result) as Awaited<T>;
     const lost = new AbortController();
     const signal = options.signal ? AbortSignal.any([options.signal, lost.signal]) : lost.signal;
-    const stopRenewing = this.keepAlive(backend, key, owner, o.leaseMs, () =>
-      lost.abort(new ConflictError(`The record of idempotency key "${key}" was taken over while this caller ran it (its lease ran out).`)),
-    );
+    const lease = this.keepAlive(backend, key, owner, o.leaseMs, (why) => lost.abort(leaseLostError(key, why)));
     let value: Awaited<T>;
     try {
       value = await fn({ key, signal, takeover: claim.takeover });
     } catch (e) {
-      stopRenewing();
+      lease.stop();
       await backend.fail(key, owner, encodeError(coerceError(e)), this.#host.clock.now(), o.ttlMs).catch(() => undefined);
       throw e;
     }
-    stopRenewing();
+    lease.stop();
     let encoded: string | null;
     try {
       encoded = encodeJson(value, () => `The result of idempotency key "${key}"`);
@@ -153,9 +151,40 @@ export class Idempotency {
       await backend.fail(key, owner, encodeError(e), this.#host.clock.now(), o.ttlMs).catch(() => undefined);
       throw e;
     }
-    await backend.complete(key, owner, encoded, this.#host.clock.now(), o.ttlMs);
+    await this.settle(backend, key, owner, encoded, o.ttlMs, lease.heldUntil());
     // What a repeat will get: the JSON copy.
     return decodeJson(encoded) as Awaited<T>;
+  }
+
+  /**
+   * @internal Records `fn`'s result after it ran. A store that fails is asked again while this
+   * owner's lease is surely still held (until `heldUntil`, on this caller's clock, measured from
+   * before the last renewal was sent), since no one else can have taken the record over before
+   * then. Refused (the record was taken over: another caller may have run `fn` too) → ConflictError;
+   * the store away past the lease → StoreUnavailableError. Both say that `fn`'s effect happened.
+   */
+  async settle(backend: IdempotencyBackend, key: string, owner: string, encoded: string | null, ttlMs: number, heldUntil: number): Promise<void> {
+    const clock = this.#host.clock;
+    let waitMs = FIRST_POLL_MS;
+    for (;;) {
+      let done: boolean;
+      try {
+        done = await backend.complete(key, owner, encoded, clock.now(), ttlMs);
+      } catch (e) {
+        const retryable = isStepwiseError(e) && e.retryable;
+        if (!retryable || clock.now() + waitMs >= heldUntil) {
+          throw new StoreUnavailableError(
+            `The operation of idempotency key "${key}" ran (its effect happened) but its result could not be recorded: ${(e as Error)?.message ?? String(e)}. The record stays in progress until its lease runs out; a repeat after that runs the operation again.`,
+            { cause: e },
+          );
+        }
+        await clock.sleep(waitMs);
+        waitMs = Math.min(MAX_POLL_MS, waitMs * 2);
+        continue;
+      }
+      if (!done) throw leaseLostError(key, 'refused');
+      return;
+    }
   }
 
   /** Deletes up to `limit` records whose time to live has passed; returns how many. */
@@ -208,24 +237,36 @@ export class Idempotency {
     }
   }
 
-  /** @internal Renews `owner`'s lease every third of it until the returned function is called; `onLost` if it is refused. */
-  keepAlive(backend: IdempotencyBackend, key: string, owner: string, leaseMs: number, onLost: () => void): () => void {
+  /**
+   * @internal Renews `owner`'s lease every third of it until `stop()`. `onLost('refused')` if a
+   * renewal is refused (the record was taken over); `onLost('unreachable')` once renewals have
+   * failed for so long that the lease may have run out (less than two renewal periods of it left),
+   * as a worker stops its task: another caller may take the record over from then on. `heldUntil()`:
+   * until when, on this caller's clock, the lease is surely held (from before the last renewal sent).
+   */
+  keepAlive(backend: IdempotencyBackend, key: string, owner: string, leaseMs: number, onLost: (why: 'refused' | 'unreachable') => void): KeptLease {
     const stop = new AbortController();
     const clock = this.#host.clock;
+    const tickMs = Math.max(1, Math.floor(leaseMs / 3));
+    let heldUntil = clock.now() + leaseMs;
     void (async () => {
       for (;;) {
         try {
-          await clock.sleep(Math.max(1, Math.floor(leaseMs / 3)), stop.signal);
+          await clock.sleep(tickMs, stop.signal);
         } catch {
           return; // stopped
         }
-        // A renewal that fails (the backend is away) is tried again at the next tick; the lease
-        // was sized so that a few missed renewals do not end it.
-        const kept = await backend.renew(key, owner, clock.now(), leaseMs).catch(() => true);
-        if (!kept && !stop.signal.aborted) return onLost();
+        const sentAt = clock.now();
+        // A renewal that fails (the backend is away) is tried again at the next tick, until the
+        // lease may have run out.
+        const kept = await backend.renew(key, owner, sentAt, leaseMs).catch(() => null);
+        if (stop.signal.aborted) return;
+        if (kept === false) return onLost('refused');
+        if (kept === true) heldUntil = sentAt + leaseMs;
+        else if (clock.now() >= heldUntil - tickMs) return onLost('unreachable');
       }
     })();
-    return () => stop.abort();
+    return { stop: () => stop.abort(), heldUntil: () => heldUntil };
   }
 
   async #report(e: IdempotencyEvent, actor: RecordActor): Promise<void> {
@@ -233,6 +274,24 @@ export class Idempotency {
     this.#host.notify(e);
     if (e.taskId) await this.#host.appendLog(e.taskId, e.at, [idempotencyEntry(e, actor)]);
   }
+}
+
+/** A lease being renewed (see `Idempotency.keepAlive`). */
+export interface KeptLease {
+  stop(): void;
+  heldUntil(): number;
+}
+
+/** This owner lost its record: taken over, or its store unreachable for about a lease. */
+export function leaseLostError(key: string, why: 'refused' | 'unreachable'): ConflictError {
+  const cause =
+    why === 'refused'
+      ? "its record was taken over by another caller after this one's lease ran out"
+      : 'its record store could not be reached to renew the lease for about a lease, so another caller may take it over';
+  return new ConflictError(
+    `This caller lost idempotency key "${key}": ${cause}. Whatever the operation already did happened; another caller may run it (or have run it) too, and a repeat of the key gets that caller's result.`,
+    { recorded: { leaseLost: why } },
+  );
 }
 
 export interface ResolvedRunOptions {

@@ -86,22 +86,24 @@ export async function keyedStep<T>(run: Run, c: StepCall<T>): Promise<T> {
   c.fn = async (s: StepContext): Promise<T> => {
     const value = await fn(s);
     // Stored before the checkpoint: a crash between the two is a hit on resume, not a second run.
-    await backend.complete(
+    // Refused (the record was taken over) or the store away past the lease: the step fails with it.
+    await idempotency.settle(
+      backend,
       key,
       owner,
       encodeJson(value, () => `The output of step "${c.stepId}"`),
-      run.deps.clock.now(),
       ttlMs,
+      lease.heldUntil(),
     );
     return value;
   };
-  const stopRenewing = idempotency.keepAlive(backend, key, owner, STEP_LEASE_MS, () => undefined);
+  const lease = idempotency.keepAlive(backend, key, owner, STEP_LEASE_MS, () => undefined);
   try {
     return await executeStep(run, c);
   } catch (e) {
     if (e instanceof StepFailedError) await backend.fail(key, owner, encodeError(e.cause ?? e), run.deps.clock.now(), ttlMs).catch(() => undefined);
     throw e;
   } finally {
-    stopRenewing();
+    lease.stop();
   }
 }

@@ -9,6 +9,7 @@
  * are one guarded UPDATE each (`WHERE owner = $ AND status = 'in_progress'`).
  */
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
+import { DB_NOW_MS } from './sql-text.ts';
 import {
   acquireResult,
   acquiredRecord,
@@ -39,21 +40,23 @@ export class PostgresIdempotency implements IdempotencyBackend {
     const c = this.#c;
     return run(c, async () => {
       for (;;) {
-        const fresh = acquiredRecord(null, 'new', req);
+        // Leases are set and judged by the database's clock (the callers' clocks may differ).
+        const fresh = acquiredRecord(null, 'new', { ...req, leaseNow: 0 });
         const inserted = await rows(
           c,
           poolOf(c),
-          `INSERT INTO ${this.#t} (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (key) DO NOTHING RETURNING 1 AS ok`,
+          `INSERT INTO ${this.#t} (${COLUMNS}) VALUES ($1, $2, $3, $4, ${DB_NOW_MS} + $5::bigint, $6, $7, $8, $9, $10, $11) ON CONFLICT (key) DO NOTHING RETURNING 1 AS ok`,
           values(fresh),
         );
         if (inserted.length) return acquireResult(null, 'new');
         const decided = await tx(c, async (client) => {
-          const [row] = (await client.query(`SELECT * FROM ${this.#t} WHERE key = $1 FOR UPDATE`, [req.key])).rows as Record<string, unknown>[];
+          const [row] = (await client.query(`SELECT *, ${DB_NOW_MS} AS db_now_ms FROM ${this.#t} WHERE key = $1 FOR UPDATE`, [req.key])).rows as Record<string, unknown>[];
           if (!row) return null; // purged meanwhile: insert again
           const found = recordFromRow(row);
-          const decision = decideAcquire(found, req);
+          const judged = { ...req, leaseNow: Number(row.db_now_ms) };
+          const decision = decideAcquire(found, judged);
           if (decision !== 'refuse') {
-            const r = acquiredRecord(found, decision, req);
+            const r = acquiredRecord(found, decision, judged);
             await client.query(
               `UPDATE ${this.#t} SET status = $2, fingerprint = $3, owner = $4, lease_expires_at = $5, result = $6, error = $7, task_id = $8,
                  created_at = $9, updated_at = $10, expires_at = $11 WHERE key = $1`,
@@ -76,9 +79,9 @@ export class PostgresIdempotency implements IdempotencyBackend {
           await rows(
             c,
             poolOf(c),
-            `UPDATE ${this.#t} SET lease_expires_at = $3::bigint, expires_at = greatest(expires_at, $3::bigint), updated_at = $4
+            `UPDATE ${this.#t} SET lease_expires_at = ${DB_NOW_MS} + $5::bigint, expires_at = greatest(expires_at, $3::bigint), updated_at = $4
        WHERE key = $1 AND owner = $2 AND status = 'in_progress' RETURNING 1 AS ok`,
-            [key, owner, now + leaseMs, now],
+            [key, owner, now + leaseMs, now, leaseMs],
           )
         ).length === 1,
     );

@@ -38,6 +38,11 @@ export interface AcquireRequest {
   owner: string;
   fingerprint: string | null;
   now: number;
+  /**
+   * The record store's own clock, which leases are judged and set by (a store shared by machines
+   * whose clocks differ must not let a fast caller end a live owner's lease); `now` if absent.
+   */
+  leaseNow?: number;
   /** How long the owner is presumed alive without renewing. */
   leaseMs: number;
   /** How long the record is kept if the owner dies without completing it. */
@@ -87,7 +92,7 @@ export function decideAcquire(found: IdempotencyRecord | null, req: AcquireReque
   if (found.status === 'completed') return 'refuse';
   if (!fingerprintsMatch(found.fingerprint, req.fingerprint)) return 'refuse';
   if (found.owner === req.owner) return 'reenter';
-  return (found.leaseExpiresAt ?? 0) <= req.now ? 'takeover' : 'refuse';
+  return (found.leaseExpiresAt ?? 0) <= (req.leaseNow ?? req.now) ? 'takeover' : 'refuse';
 }
 
 /** Two requests are the same operation unless both carry fingerprints and those differ. */
@@ -103,7 +108,7 @@ export function acquiredRecord(found: IdempotencyRecord | null, decision: Acquir
     status: 'in_progress',
     fingerprint: req.fingerprint ?? (keepsAge ? found.fingerprint : null),
     owner: req.owner,
-    leaseExpiresAt: req.now + req.leaseMs,
+    leaseExpiresAt: (req.leaseNow ?? req.now) + req.leaseMs,
     result: null,
     error: null,
     taskId: req.taskId,
