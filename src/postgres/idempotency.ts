@@ -128,7 +128,7 @@ export class PostgresIdempotency implements IdempotencyBackend {
             c,
             poolOf(c),
             `DELETE FROM ${this.#t} WHERE key IN (SELECT key FROM ${this.#t}
-         WHERE expires_at <= $1 AND (status <> 'in_progress' OR lease_expires_at <= $1) ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+         WHERE expires_at <= $1 AND (status <> 'in_progress' OR lease_expires_at <= ${DB_NOW_MS}) ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
        RETURNING 1 AS ok`,
             [now, limit],
           )
