@@ -13,7 +13,7 @@ import { payload } from './wake.ts';
 import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
 import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../store/approval-rows.ts';
 import { Params } from './sql-text.ts';
-import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent, WakeEvent } from '../store.ts';
+import type { ApprovalChange, ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent, WakeEvent } from '../store.ts';
 
 const TYPES: Record<string, string> = {
   quorum: 'integer',
@@ -109,30 +109,33 @@ export async function updateApproval(c: PgContext, w: ApprovalUpdate): Promise<A
       const taskId = String(found.task_id);
       // The task first (the order every writer of a task takes), then the approval.
       const [task] = await rows(c, client, `SELECT status, epoch FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [taskId]);
-      const [cur] = await rows(c, client, `SELECT version FROM ${c.t.approvals} WHERE id = $1 FOR UPDATE`, [w.id]);
+      const [cur] = await rows(c, client, `SELECT *, (extract(epoch FROM now()) * 1000)::bigint AS stepwise_db_now FROM ${c.t.approvals} WHERE id = $1 FOR UPDATE`, [w.id]);
       if (!task || !cur || Number(cur.version) !== w.version) return null;
       const status = task.status as TaskStatus;
       if (w.taskStatuses && !w.taskStatuses.includes(status)) return null;
       if (w.epoch !== undefined && (Number(task.epoch) !== w.epoch || !LEASED_STATUSES.includes(status))) return null;
+      // The plan judges by the later of the engine's clock and the database's.
+      const change: ApprovalChange | null = w.plan ? w.plan(toApprovalRow(cur), Math.max(w.at, Number(cur.stepwise_db_now))) : w;
+      if (!change) return toApprovalRow(cur);
       const p = new Params();
-      const sets = approvalAssignments(w.set)
+      const sets = approvalAssignments(change.set)
         .map(([col, v]) => `, ${col} = ${p.add(v, typeOf(col))}`)
         .join('');
       const [row] = await rows(c, client, `UPDATE ${c.t.approvals} SET version = version + 1${sets} WHERE id = ${p.add(w.id, 'text')} RETURNING *`, p.values);
-      await append(c, client, taskId, w.at, w.log);
-      if (w.wake) {
+      await append(c, client, taskId, w.at, change.log);
+      if (change.wake) {
         const [signal] = await rows(
           c,
           client,
           `INSERT INTO ${c.t.signals} (task_id, name, payload, idempotency_key, created_at) VALUES ($1, $2, NULL, $3, $4)
            ON CONFLICT (task_id, idempotency_key) DO NOTHING RETURNING id`,
-          [taskId, w.wake.name, w.wake.key, w.at],
+          [taskId, change.wake.name, change.wake.key, w.at],
         );
         if (signal) {
-          await rows(c, client, `UPDATE ${c.t.tasks} SET run_at = $2 WHERE id = $1 AND strpos(wait_events, '|' || $3 || '|') > 0`, [taskId, w.at, w.wake.name]);
+          await rows(c, client, `UPDATE ${c.t.tasks} SET run_at = $2 WHERE id = $1 AND strpos(wait_events, '|' || $3 || '|') > 0`, [taskId, w.at, change.wake.name]);
         }
       }
-      await announce(c, client, w.notify);
+      await announce(c, client, change.notify);
       return toApprovalRow(row as Record<string, unknown>);
     }),
   );

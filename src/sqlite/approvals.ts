@@ -7,7 +7,7 @@
  */
 import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
 import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../store/approval-rows.ts';
-import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent } from '../store.ts';
+import type { ApprovalChange, ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent } from '../store.ts';
 import type Database from 'better-sqlite3';
 import { LEASED_SQL as LEASED, inList } from './sql.ts';
 
@@ -75,23 +75,27 @@ export function listApprovals(h: SqliteHandle, q: ApprovalQuery): ApprovalRow[] 
 
 export function updateApproval(h: SqliteHandle, w: ApprovalUpdate): ApprovalRow | null {
   return h.tx(() => {
-    const cur = h.stmt(`SELECT a.version, a.task_id, t.no, t.status, t.epoch FROM stepwise_approvals a JOIN stepwise_tasks t ON t.id = a.task_id WHERE a.id = ?`).get(w.id) as
-      { version: number; task_id: string; no: number; status: TaskStatus; epoch: number } | undefined;
+    const cur = h
+      .stmt(`SELECT a.*, t.no AS task_no, t.status AS task_status, t.epoch AS task_epoch FROM stepwise_approvals a JOIN stepwise_tasks t ON t.id = a.task_id WHERE a.id = ?`)
+      .get(w.id) as (Raw & { version: number; task_id: string; task_no: number; task_status: TaskStatus; task_epoch: number }) | undefined;
     if (!cur || cur.version !== w.version) return null;
-    if (w.taskStatuses && !w.taskStatuses.includes(cur.status)) return null;
-    if (w.epoch !== undefined && (cur.epoch !== w.epoch || !LEASED_STATUSES.includes(cur.status))) return null;
-    const sets = approvalAssignments(w.set);
+    if (w.taskStatuses && !w.taskStatuses.includes(cur.task_status)) return null;
+    if (w.epoch !== undefined && (cur.task_epoch !== w.epoch || !LEASED_STATUSES.includes(cur.task_status))) return null;
+    // The engine's clock is this store's clock: the plan judges at `at`.
+    const change: ApprovalChange | null = w.plan ? w.plan(toApprovalRow(cur), w.at) : w;
+    if (!change) return toApprovalRow(cur);
+    const sets = approvalAssignments(change.set);
     const row = h.stmt(`UPDATE stepwise_approvals SET version = version + 1${sets.map(([c]) => `, ${c} = ?`).join('')} WHERE id = ? RETURNING *`).get(...sets.map(([, v]) => v), w.id) as Raw;
-    h.append(cur.no, w.at, w.log);
-    if (w.wake) {
+    h.append(cur.task_no, w.at, change.log);
+    if (change.wake) {
       const res = h
         .stmt(
           `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, NULL, ?, ?)
          ON CONFLICT (task_id, idempotency_key) DO NOTHING`,
         )
-        .run(cur.task_id, w.wake.name, w.wake.key, w.at);
+        .run(cur.task_id, change.wake.name, change.wake.key, w.at);
       if (res.changes === 1) {
-        h.stmt(`UPDATE stepwise_tasks SET run_at = ? WHERE no = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(w.at, cur.no, w.wake.name);
+        h.stmt(`UPDATE stepwise_tasks SET run_at = ? WHERE no = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(w.at, cur.task_no, change.wake.name);
       }
     }
     return toApprovalRow(row);
