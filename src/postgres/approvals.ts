@@ -12,6 +12,7 @@ import { channelOf } from './listen.ts';
 import { payload } from './wake.ts';
 import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
 import { toApprovalRow } from '../store/approval-rows.ts';
+import { approvalGuardPasses } from '../store-sql/guards.ts';
 import { approvalTerms, whereOf } from '../store-sql/filters.ts';
 import { approvalInsertSql, approvalUpdateSql } from '../store-sql/set-list.ts';
 import { Params } from './sql-text.ts';
@@ -84,10 +85,7 @@ export async function updateApproval(c: PgContext, w: ApprovalUpdate): Promise<A
       // The task first (the order every writer of a task takes), then the approval.
       const [task] = await rows(c, client, `SELECT status, epoch FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [taskId]);
       const [cur] = await rows(c, client, `SELECT *, (extract(epoch FROM now()) * 1000)::bigint AS stepwise_db_now FROM ${c.t.approvals} WHERE id = $1 FOR UPDATE`, [w.id]);
-      if (!task || !cur || Number(cur.version) !== w.version) return null;
-      const status = task.status as TaskStatus;
-      if (w.taskStatuses && !w.taskStatuses.includes(status)) return null;
-      if (w.epoch !== undefined && (Number(task.epoch) !== w.epoch || !LEASED_STATUSES.includes(status))) return null;
+      if (!task || !cur || !approvalGuardPasses(w, Number(cur.version), { status: task.status as TaskStatus, epoch: Number(task.epoch) })) return null;
       // The plan judges by the later of the engine's clock and the database's.
       const change: ApprovalChange | null = w.plan ? w.plan(toApprovalRow(cur), Math.max(w.at, Number(cur.stepwise_db_now))) : w;
       if (!change) return toApprovalRow(cur);

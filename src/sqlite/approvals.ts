@@ -5,8 +5,9 @@
  * entries and wake-up signal in one `BEGIN IMMEDIATE` transaction, and the reviewer's queries.
  * The store facade hands it its statement cache, transaction and log appender.
  */
-import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
+import type { TaskStatus } from '../lifecycle.ts';
 import { toApprovalRow } from '../store/approval-rows.ts';
+import { approvalGuardPasses } from '../store-sql/guards.ts';
 import { approvalTerms, whereOf } from '../store-sql/filters.ts';
 import { approvalInsertSql, approvalUpdateSql } from '../store-sql/set-list.ts';
 import type { ApprovalChange, ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent } from '../store.ts';
@@ -53,9 +54,7 @@ export function updateApproval(h: SqliteHandle, w: ApprovalUpdate): ApprovalRow 
     const cur = h
       .stmt(`SELECT a.*, t.no AS task_no, t.status AS task_status, t.epoch AS task_epoch FROM stepwise_approvals a JOIN stepwise_tasks t ON t.id = a.task_id WHERE a.id = ?`)
       .get(w.id) as (Raw & { version: number; task_id: string; task_no: number; task_status: TaskStatus; task_epoch: number }) | undefined;
-    if (!cur || cur.version !== w.version) return null;
-    if (w.taskStatuses && !w.taskStatuses.includes(cur.task_status)) return null;
-    if (w.epoch !== undefined && (cur.task_epoch !== w.epoch || !LEASED_STATUSES.includes(cur.task_status))) return null;
+    if (!cur || !approvalGuardPasses(w, cur.version, { status: cur.task_status, epoch: cur.task_epoch })) return null;
     // The engine's clock is this store's clock: the plan judges at `at`.
     const change: ApprovalChange | null = w.plan ? w.plan(toApprovalRow(cur), w.at) : w;
     if (!change) return toApprovalRow(cur);
