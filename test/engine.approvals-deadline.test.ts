@@ -147,5 +147,8 @@ describe('approval deadlines at decision time', () => {
     expect(closed).toMatchObject({ status: 'expired', decisions: [], outcome: { timedOut: true } });
     // Decided at the database's time, not the engine's.
     expect(closed?.decidedAt?.getTime()).toBeGreaterThanOrEqual(before - 60_000);
+    // The task, due by the engine's clock only in two hours, was made due by the decision's write.
+    await startWorker(engine);
+    expect(await engine.result(id, { timeout: '20s' })).toEqual({ approved: false, by: null, comment: null, data: null, timedOut: true, escalations: 0 });
   });
 });
