@@ -58,5 +58,5 @@ export { DeadlineExceededError, CompensationFailedError, TaskFailedError, TaskCa
 export { LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, StoreDamagedError, ClosedError } from './errors/runtime.ts';
 
 // Approvals
-export { ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError } from './errors/approval.ts';
+export { ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, ApprovalExpiredError } from './errors/approval.ts';
 export { ScheduleNotFoundError } from './errors/schedule.ts';

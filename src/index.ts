@@ -185,6 +185,7 @@ export {
   ScheduleNotFoundError,
   TaskEndedError,
   ApprovalRequiredError,
+  ApprovalExpiredError,
 } from './errors.ts';
 export type { ErrorCode, StepwiseErrorOptions, OutputIssue } from './errors.ts';
 

@@ -53,7 +53,7 @@ export type { NewTask, ListQuery, TaskStore } from './store/tasks.ts';
 export type { RunEventsWrite, StreamChunkRow, ChunksWrite, RunStore } from './store/runs.ts';
 export type { ClaimRequest, ClaimedTask, HeartbeatRequest, HeldTask, ExpireRequest, NextRunRequest, LeaseStore } from './store/leases.ts';
 export type { SignalWrite, SignalInsert, SignalStore } from './store/signals.ts';
-export type { ApprovalStatus, ApprovalRow, ApprovalInsert, ApprovalPatch, ApprovalUpdate, ApprovalQuery, ApprovalStore } from './store/approvals.ts';
+export type { ApprovalStatus, ApprovalRow, ApprovalInsert, ApprovalPatch, ApprovalUpdate, ApprovalChange, ApprovalQuery, ApprovalStore } from './store/approvals.ts';
 export type { TaskSelection, DeletedTask, DeletionNote, DeletionRecord, RetentionStore } from './store/retention.ts';
 export type { WorkflowRegistration, WorkflowStore } from './store/workflows.ts';
 export type { WakeReason, WakeEvent, WakeTopic, WakeStore } from './store/wake.ts';

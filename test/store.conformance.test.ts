@@ -1208,6 +1208,35 @@ for (const backend of backends) {
         }
       });
 
+      it("a planned update is judged in its transaction on the approval as it is, at the store's clock (the later of `at` and the database's); a null plan writes nothing", async () => {
+        const task = await claimedTask(store, ns);
+        const a = approvalRow(task.id);
+        await store.insertApproval({ approval: a, epoch: task.epoch, at: T0, log: [] });
+        const seen: Array<[ApprovalRow, number]> = [];
+        const before = Date.now();
+        // `at` long past: PostgreSQL judges at its own clock, SQLite (whose clock is the engine's) at `at`.
+        const none = await store.updateApproval({ id: a.id, version: 1, set: { status: 'rejected' }, at: 5, log: [], plan: (row, now) => (seen.push([row, now]), null) });
+        expect(none).toEqual(a);
+        expect(seen[0]?.[0]).toEqual(a);
+        if (store.dialect === 'postgres') expect(seen[0]?.[1]).toBeGreaterThanOrEqual(before - 60_000);
+        else expect(seen[0]?.[1]).toBe(5);
+        // `at` ahead of the database's clock: the plan judges at `at`, and its change is written instead of `set`.
+        const late = Date.now() + 365 * 86_400_000;
+        const entry: NewEvent = { type: 'approval:decided', actorKind: 'system', actorId: 'approval-policy:reject', data: '{}' };
+        const planned = await store.updateApproval({
+          id: a.id,
+          version: 1,
+          set: { status: 'rejected' },
+          at: late,
+          log: [],
+          plan: (row, now) => ({ set: { status: 'expired', decidedAt: now, level: row.level + 1 }, log: [entry] }),
+        });
+        expect(planned).toEqual({ ...a, status: 'expired', decidedAt: late, level: 2, version: 2 });
+        expect((await logOf(store, task.id)).filter((e) => e.includes('approval:'))).toEqual(['3:approval:decided:system:approval-policy:reject']);
+        // The guards come first: a stale version is refused without asking the plan.
+        expect(await store.updateApproval({ id: a.id, version: 1, set: {}, at: late, log: [], plan: () => expect.unreachable() })).toBeNull();
+      });
+
       it('appendEvents appends entries only while the task version is unchanged, and bumps it', async () => {
         const task = await claimedTask(store, ns);
         const alert: NewEvent = { type: 'dwell:exceeded', actorKind: 'system', actorId: 'dwell-timeout', data: '{"status":"running"}' };

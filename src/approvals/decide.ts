@@ -7,24 +7,28 @@
  * - a repeat (the same idempotency key, or the same person deciding the same way again) returns
  *   the approval as it is and changes nothing; the same key for another decision, or a person
  *   reversing their decision, is a CONFLICT naming the recorded decision;
- * - someone not listed, or an approval that expired, is FORBIDDEN; a task that ended is TASK_ENDED;
- * - a settled approval takes no contrary decision (CONFLICT naming the outcome); a concurring one
- *   is answered with the approval as it is.
+ * - someone not listed (at the approval's level) is FORBIDDEN; a task that ended is TASK_ENDED;
+ * - an approval its timeout policy settled takes no contrary decision (`ApprovalExpiredError`,
+ *   FORBIDDEN, saying what the policy did); one settled by a person takes no contrary decision
+ *   (CONFLICT naming the outcome); a concurring one is answered with the approval as it is.
+ * The deadline is checked in the transaction that writes the decision, by the store's clock (the
+ * later of the engine's clock and the database's): a deadline that passed is applied first, as
+ * the waiting run would apply it (see `judge.ts`), so a late decision gets what the timeout policy
+ * gives even before a worker looked, and an escalation's approvers may decide at once.
  * The decision is written with compare-and-set on the record, with its log entries and, when it
  * settles the approval, the signal that makes the parked task due, all in one transaction: when
  * `decide` returns, the decision is durable and the task runnable (announced to other processes).
  */
-import { ConcurrentUpdateError, ConflictError, ForbiddenError, InvalidArgumentError, TaskEndedError, ApprovalNotFoundError } from '../errors.ts';
+import { ConcurrentUpdateError, InvalidArgumentError, TaskEndedError, ApprovalNotFoundError } from '../errors.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { encodeJson } from '../serialize.ts';
 import { checkSize } from '../limits.ts';
 import { checkText } from '../text-rules.ts';
 import type { Clock } from '../clock.ts';
 import type { ApprovalRow, ApprovalStatus, Store, WakeEvent } from '../store.ts';
-import { decidedEntry, decisionEntry } from './entries.ts';
-import { checkDecisionData } from './decision-data.ts';
 import { notice, toApprovalInfo } from './info.ts';
-import { applyDecision, checkApprover, wakeName, type StoredDecision } from './policy.ts';
+import { judge, type Decision, type Judgement } from './judge.ts';
+import { checkApprover, isOpen } from './policy.ts';
 import type { ApprovalInfo, ApprovalNotice, ApprovalsQuery, DecideOptions } from './types.ts';
 
 /** What `decide` needs from the engine. */
@@ -43,9 +47,6 @@ const LIVE: readonly TaskStatus[] = ['pending', 'running', 'waiting', 'paused'];
 const KEY_MAX = 255;
 const COMMENT_MAX = 10_000;
 const STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'rejected', 'expired', 'escalated'];
-
-const verb = (approve: boolean): string => (approve ? 'approved' : 'rejected');
-const when = (ms: number): string => new Date(ms).toISOString();
 
 function checkOptions(id: unknown, o: DecideOptions, payloadBytes: number): { data: string | null } {
   if (typeof id !== 'string' || !id) throw new InvalidArgumentError('decide() needs an approval id.');
@@ -71,83 +72,57 @@ function checkOptions(id: unknown, o: DecideOptions, payloadBytes: number): { da
   return { data };
 }
 
-/** How a recorded decision reads in an error message. */
-const described = (d: StoredDecision): string => `${d.by} ${verb(d.approve)} it at ${when(d.at)}${d.comment ? ` ("${d.comment}")` : ''}`;
-
 export async function decide(host: DecideHost, id: string, o: DecideOptions): Promise<ApprovalInfo> {
   const { data } = checkOptions(id, o, host.payloadBytes);
-  const key = o.idempotencyKey ?? null;
+  const d: Decision = { by: o.by, approve: o.approve, comment: o.comment ?? null, data: data === null ? null : JSON.parse(data), key: o.idempotencyKey ?? null, at: 0 };
   for (let attempt = 0; attempt < 20; attempt++) {
     const row = await host.store.getApproval(id);
     if (!row) throw new ApprovalNotFoundError(id);
-    const decisions = JSON.parse(row.decisions) as StoredDecision[];
-    const byKey = key === null ? undefined : decisions.find((d) => d.idempotencyKey === key);
-    if (byKey) {
-      if (byKey.by === o.by && byKey.approve === o.approve) return toApprovalInfo(row);
-      throw new ConflictError(`Key "${key}" of approval ${id} was used for another decision: ${described(byKey)}. Use a new key for a new decision.`, { recorded: byKey });
+    d.at = host.clock.now();
+    const local = judge(row, d, d.at);
+    // A settled record, or an open one whose refusal no deadline can change, is answered as it is.
+    if (!isOpen(row.status) || (row.deadline === null && local.change === null)) {
+      if (local.refusal) throw local.refusal;
+      return toApprovalInfo(row);
     }
-    const mine = decisions.find((d) => d.by === o.by);
-    if (mine) {
-      if (mine.approve === o.approve) return toApprovalInfo(row);
-      throw new ConflictError(`Approval ${id} ("${row.name}") already has a decision by ${o.by}: ${described(mine)}. A recorded decision cannot be reversed.`, { recorded: mine });
-    }
-    const approvers = JSON.parse(row.approvers) as string[];
-    if (approvers.length && !approvers.includes(o.by)) {
-      throw new ForbiddenError(`${o.by} may not decide approval ${id} ("${row.name}"): its approvers are ${approvers.join(', ')}.`, { actor: o.by });
-    }
-    if (row.status === 'expired' && row.outcome && (JSON.parse(row.outcome) as { taskEnded?: string }).taskEnded) {
-      const ended = (JSON.parse(row.outcome) as { taskEnded: string }).taskEnded;
-      throw new TaskEndedError(row.taskId, ended, `the decision on approval ${id}`);
-    }
-    if (row.status === 'expired') {
-      throw new ForbiddenError(
-        `Approval ${id} ("${row.name}") expired at ${when(row.decidedAt ?? row.deadline ?? row.createdAt)} with no decision and was rejected by its timeout policy; it takes no decisions.`,
-        { actor: o.by },
-      );
-    }
-    if (row.status === 'approved' || row.status === 'rejected') {
-      const outcome = JSON.parse(row.outcome as string) as { approved: boolean; by: string | null };
-      if (outcome.approved === o.approve) return toApprovalInfo(row);
-      const first = outcome.by ? `by ${outcome.by}` : 'by its timeout policy';
-      throw new ConflictError(`Approval ${id} ("${row.name}") was already ${verb(outcome.approved)} ${first} at ${when(row.decidedAt as number)}; a contrary decision cannot be recorded.`, {
-        recorded: outcome,
-      });
-    }
-    checkDecisionData(row, o.approve, data === null ? null : JSON.parse(data));
-    const task = await host.store.getTask(row.taskId);
-    if (!task || !LIVE.includes(task.status)) throw new TaskEndedError(row.taskId, task?.status ?? 'gone', `the decision on approval ${id}`);
-    const decision: StoredDecision = {
-      by: o.by,
-      approve: o.approve,
-      comment: o.comment ?? null,
-      data: data === null ? null : JSON.parse(data),
-      at: host.clock.now(),
-      idempotencyKey: key,
-    };
-    const next = applyDecision(row, decision);
-    const wake: WakeEvent = { reason: 'task', taskId: row.taskId, workflow: row.workflow };
-    const log = [decisionEntry(row, decision)];
-    if (next.outcome) log.push(decidedEntry(row, next.outcome, next.set.status as string, { kind: 'user', id: o.by }));
+    if (local.refusal === null && local.change !== null) await checkTaskLive(host, row.taskId, id);
+    // Judged again in the write's transaction, by the store's clock: a deadline that passed is
+    // applied first, and the decision stands or falls on the record that results.
+    const seen: { verdict?: Judgement } = {};
     const updated = await host.store.updateApproval({
       id,
       version: row.version,
-      set: next.set,
-      at: decision.at,
-      log,
+      set: {},
+      log: [],
+      at: d.at,
       taskStatuses: LIVE,
-      ...(next.outcome ? { wake: { name: wakeName(id), key: wakeName(id) }, notify: wake } : {}),
+      plan: (cur, now) => (seen.verdict = judge(cur, d, now)).change,
     });
-    if (!updated) continue; // another decision or a timeout came first, or the task ended: look again
-    host.delivered(wake, row.taskId);
-    if (next.outcome && host.hasObservers) await tellDecided(host, updated);
+    const verdict = seen.verdict;
+    if (!updated || !verdict) {
+      // Another decision or a timeout came first, or the task ended: look again.
+      await checkTaskLive(host, row.taskId, id);
+      continue;
+    }
+    if (verdict.change) {
+      if (verdict.change.notify) host.delivered(verdict.change.notify, row.taskId);
+      if (host.hasObservers) await tellChanged(host, updated, verdict.notices);
+    }
+    if (verdict.refusal) throw verdict.refusal;
     return toApprovalInfo(updated);
   }
   throw new ConcurrentUpdateError(id);
 }
 
-async function tellDecided(host: DecideHost, row: ApprovalRow): Promise<void> {
+async function checkTaskLive(host: DecideHost, taskId: string, id: string): Promise<void> {
+  const task = await host.store.getTask(taskId);
+  if (!task || !LIVE.includes(task.status)) throw new TaskEndedError(taskId, task?.status ?? 'gone', `the decision on approval ${id}`);
+}
+
+async function tellChanged(host: DecideHost, row: ApprovalRow, kinds: Judgement['notices']): Promise<void> {
+  if (!kinds.length) return;
   const first = await host.store.getEvents(row.taskId, 0, 1).catch(() => []);
-  host.tell(notice('decided', row, first[0] ? { kind: first[0].actorKind, id: first[0].actorId } : null));
+  for (const kind of kinds) host.tell(notice(kind, row, first[0] ? { kind: first[0].actorKind, id: first[0].actorId } : null));
 }
 
 /** The approvals matching a query, oldest first. */

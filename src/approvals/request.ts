@@ -287,8 +287,8 @@ async function closeForRetry(run: Run, row: ApprovalRow): Promise<void> {
 async function settle(run: Run, base: StepRow, row: ApprovalRow, signal: string): Promise<SettledApproval> {
   const decision = JSON.parse(row.outcome as string) as ApprovalDecision;
   const find = (): number => run.signals.findIndex((s) => s.name === signal);
-  // A person's decision recorded a signal; read it if this run has not yet, so it is consumed.
-  if (find() < 0 && !decision.timedOut) await run.fetchSignals().catch(() => false);
+  // A decision (or a timeout policy applied by one) recorded a signal; read it if this run has not yet, so it is consumed.
+  if (find() < 0) await run.fetchSignals().catch(() => false);
   const index = find();
   const consumed = index >= 0 ? run.takeSignal(index) : undefined;
   return { approvalId: row.id, decision, consume: consumed ? { signalId: consumed.id, seq: base.seq } : undefined, base };

@@ -40,3 +40,24 @@ export class ApprovalRequiredError extends StepwiseError {
     this.approval = approval;
   }
 }
+
+/**
+ * A decision that came after the approval's deadline, once its timeout policy settled it (code
+ * `FORBIDDEN`): nothing was recorded. `outcome` is what the policy did.
+ */
+export class ApprovalExpiredError extends StepwiseError {
+  readonly approvalId: string;
+  readonly deadline: number | null;
+  readonly outcome: 'rejected' | 'approved';
+  constructor(approvalId: string, name: string, deadline: number | null, outcome: 'rejected' | 'approved', actor: string) {
+    const at = deadline === null ? 'its deadline' : `its deadline (${new Date(deadline).toISOString()})`;
+    super(
+      ERROR_CODES.FORBIDDEN,
+      `The decision by ${actor} on approval ${approvalId} ("${name}") came after ${at}: the approval expired and its timeout policy ${outcome} it. No decision was recorded; the task goes on with the timed-out outcome.`,
+    );
+    this.name = 'ApprovalExpiredError';
+    this.approvalId = approvalId;
+    this.deadline = deadline;
+    this.outcome = outcome;
+  }
+}

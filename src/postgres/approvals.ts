@@ -11,20 +11,12 @@ import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import { channelOf } from './listen.ts';
 import { payload } from './wake.ts';
 import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
-import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../store/approval-rows.ts';
+import { toApprovalRow } from '../store/approval-rows.ts';
+import { approvalGuardPasses } from '../store-sql/guards.ts';
+import { approvalTerms, whereOf } from '../store-sql/filters.ts';
+import { approvalInsertSql, approvalUpdateSql } from '../store-sql/set-list.ts';
 import { Params } from './sql-text.ts';
-import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent, WakeEvent } from '../store.ts';
-
-const TYPES: Record<string, string> = {
-  quorum: 'integer',
-  level: 'integer',
-  version: 'integer',
-  deadline: 'bigint',
-  remind_at: 'bigint',
-  created_at: 'bigint',
-  decided_at: 'bigint',
-};
-const typeOf = (col: string): string => TYPES[col] ?? 'text';
+import type { ApprovalChange, ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent, WakeEvent } from '../store.ts';
 
 /** Appends entries to the task's log, numbered from its counter (the task row is locked). */
 async function append(c: PgContext, client: ClientBase, taskId: string, at: number, entries: readonly NewEvent[]): Promise<void> {
@@ -58,14 +50,7 @@ export async function insertApproval(c: PgContext, w: ApprovalInsert): Promise<{
       const [task] = await rows(c, client, `SELECT status, epoch FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [w.approval.taskId]);
       if (!task || Number(task.epoch) !== w.epoch || !LEASED_STATUSES.includes(task.status as TaskStatus)) return null;
       const p = new Params();
-      const values = approvalValues(w.approval).map((v, i) => p.add(v, typeOf((APPROVAL_COLUMNS[i] as readonly [string, string])[0])));
-      const [row] = await rows(
-        c,
-        client,
-        `INSERT INTO ${c.t.approvals} (${APPROVAL_COLUMNS.map(([col]) => col).join(', ')}) VALUES (${values.join(', ')})
-         ON CONFLICT (task_id, call_key) DO NOTHING RETURNING *`,
-        p.values,
-      );
+      const [row] = await rows(c, client, approvalInsertSql(c.t.approvals, w.approval, p), p.values);
       if (row) {
         await append(c, client, w.approval.taskId, w.at, w.log);
         return { approval: toApprovalRow(row), created: true };
@@ -86,17 +71,7 @@ export async function getApproval(c: PgContext, id: string): Promise<ApprovalRow
 export async function listApprovals(c: PgContext, q: ApprovalQuery): Promise<ApprovalRow[]> {
   return run(c, async () => {
     const p = new Params();
-    const where: string[] = [];
-    if (q.taskId !== undefined) where.push(`task_id = ${p.add(q.taskId, 'text')}`);
-    if (q.statuses?.length) where.push(`status = ANY(${p.add(q.statuses, 'text[]')})`);
-    if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
-    if (q.approver !== undefined) where.push(`jsonb_exists(approvers::jsonb, ${p.add(q.approver, 'text')})`);
-    if (q.taskStatuses) where.push(`EXISTS (SELECT 1 FROM ${c.t.tasks} t WHERE t.id = task_id AND t.status = ANY(${p.add(q.taskStatuses, 'text[]')}))`);
-    if (q.openOnlyFor) {
-      where.push(`(status NOT IN ('pending', 'escalated') OR EXISTS (SELECT 1 FROM ${c.t.tasks} t WHERE t.id = task_id AND t.status = ANY(${p.add(q.openOnlyFor, 'text[]')})))`);
-    }
-    const text = `SELECT * FROM ${c.t.approvals} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY created_at, id LIMIT ${p.add(q.limit, 'integer')}`;
+    const text = `SELECT * FROM ${c.t.approvals} ${whereOf(approvalTerms(q, p, c.t.tasks))} ORDER BY created_at, id LIMIT ${p.add(q.limit, 'integer')}`;
     return (await rows(c, poolOf(c), text, p.values)).map(toApprovalRow);
   });
 }
@@ -109,30 +84,27 @@ export async function updateApproval(c: PgContext, w: ApprovalUpdate): Promise<A
       const taskId = String(found.task_id);
       // The task first (the order every writer of a task takes), then the approval.
       const [task] = await rows(c, client, `SELECT status, epoch FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [taskId]);
-      const [cur] = await rows(c, client, `SELECT version FROM ${c.t.approvals} WHERE id = $1 FOR UPDATE`, [w.id]);
-      if (!task || !cur || Number(cur.version) !== w.version) return null;
-      const status = task.status as TaskStatus;
-      if (w.taskStatuses && !w.taskStatuses.includes(status)) return null;
-      if (w.epoch !== undefined && (Number(task.epoch) !== w.epoch || !LEASED_STATUSES.includes(status))) return null;
+      const [cur] = await rows(c, client, `SELECT *, (extract(epoch FROM now()) * 1000)::bigint AS stepwise_db_now FROM ${c.t.approvals} WHERE id = $1 FOR UPDATE`, [w.id]);
+      if (!task || !cur || !approvalGuardPasses(w, Number(cur.version), { status: task.status as TaskStatus, epoch: Number(task.epoch) })) return null;
+      // The plan judges by the later of the engine's clock and the database's.
+      const change: ApprovalChange | null = w.plan ? w.plan(toApprovalRow(cur), Math.max(w.at, Number(cur.stepwise_db_now))) : w;
+      if (!change) return toApprovalRow(cur);
       const p = new Params();
-      const sets = approvalAssignments(w.set)
-        .map(([col, v]) => `, ${col} = ${p.add(v, typeOf(col))}`)
-        .join('');
-      const [row] = await rows(c, client, `UPDATE ${c.t.approvals} SET version = version + 1${sets} WHERE id = ${p.add(w.id, 'text')} RETURNING *`, p.values);
-      await append(c, client, taskId, w.at, w.log);
-      if (w.wake) {
+      const [row] = await rows(c, client, approvalUpdateSql(c.t.approvals, w.id, change.set, p), p.values);
+      await append(c, client, taskId, w.at, change.log);
+      if (change.wake) {
         const [signal] = await rows(
           c,
           client,
           `INSERT INTO ${c.t.signals} (task_id, name, payload, idempotency_key, created_at) VALUES ($1, $2, NULL, $3, $4)
            ON CONFLICT (task_id, idempotency_key) DO NOTHING RETURNING id`,
-          [taskId, w.wake.name, w.wake.key, w.at],
+          [taskId, change.wake.name, change.wake.key, w.at],
         );
         if (signal) {
-          await rows(c, client, `UPDATE ${c.t.tasks} SET run_at = $2 WHERE id = $1 AND strpos(wait_events, '|' || $3 || '|') > 0`, [taskId, w.at, w.wake.name]);
+          await rows(c, client, `UPDATE ${c.t.tasks} SET run_at = $2 WHERE id = $1 AND strpos(wait_events, '|' || $3 || '|') > 0`, [taskId, w.at, change.wake.name]);
         }
       }
-      await announce(c, client, w.notify);
+      await announce(c, client, change.notify);
       return toApprovalRow(row as Record<string, unknown>);
     }),
   );

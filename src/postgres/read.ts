@@ -6,7 +6,8 @@
  * order. Each is one autocommit statement on the pool.
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
-import { Params, claimEntriesSql, sqlStatuses } from './sql-text.ts';
+import { Params, claimEntriesSql } from './sql-text.ts';
+import { taskListTerms, whereOf } from '../store-sql/filters.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { toEventRow, toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
 import type { EventRange, EventRow, ListQuery, LogPage, SignalRow, StepRow, TaskRow } from '../store.ts';
@@ -35,12 +36,7 @@ export async function findTaskByKey(c: PgContext, key: string): Promise<TaskRow 
 export async function listTasks(c: PgContext, q: ListQuery): Promise<TaskRow[]> {
   return run(c, async () => {
     const p = new Params();
-    const where: string[] = [];
-    if (q.statuses?.length) where.push(`status IN (${sqlStatuses(q.statuses)})`);
-    if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
-    if (q.before !== undefined) where.push(`id < ${p.add(q.before, 'text')}`);
-    const text = `SELECT * FROM ${c.t.tasks} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-        ORDER BY id DESC LIMIT ${p.add(q.limit, 'integer')}`;
+    const text = `SELECT * FROM ${c.t.tasks} ${whereOf(taskListTerms(q, p))} ORDER BY id DESC LIMIT ${p.add(q.limit, 'integer')}`;
     return (await rows(c, poolOf(c), text, p.values)).map(toTaskRow);
   });
 }

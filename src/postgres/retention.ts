@@ -14,20 +14,14 @@
  * finished task on the hot path, for a sweep that runs every few minutes.
  */
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
-import { Params, sqlStatuses, type Tables } from './sql-text.ts';
+import { Params, type Tables } from './sql-text.ts';
+import { selectionCondition, selectsNothing } from '../store-sql/filters.ts';
+import { toDeletionRecord } from '../store-sql/decoders.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { DeletedTask, DeletionNote, DeletionRecord, TaskSelection } from '../store.ts';
 
-/** The WHERE clause of a deletion on the tasks table. */
-function selection(d: TaskSelection, p: Params): string {
-  const where = [`status IN (${sqlStatuses(d.statuses)})`];
-  if (d.ids) where.push(`id = ANY(${p.add(d.ids, 'text[]')})`);
-  if (d.idBefore !== undefined) where.push(`id < ${p.add(d.idBefore, 'text')}`);
-  if (d.finishedBefore !== undefined) where.push(`finished_at < ${p.add(d.finishedBefore, 'bigint')}`);
-  if (d.workflows) where.push(`workflow = ANY(${p.add(d.workflows, 'text[]')})`);
-  if (d.dueBy !== undefined) where.push(`run_at <= ${p.add(d.dueBy, 'bigint')}`);
-  return where.join(' AND ');
-}
+/** The WHERE condition of a deletion on the tasks table (see `store-sql/filters.ts`). */
+const selection = selectionCondition;
 
 /**
  * The statements of {@link deleteTasks} (exported for the plan tests): `pick` locks the tasks to
@@ -55,7 +49,7 @@ export function deleteTasksSql(t: Tables, d: TaskSelection, limit: number): { pi
 }
 
 export async function deleteTasks(c: PgContext, d: TaskSelection, limit: number, note?: DeletionNote): Promise<DeletedTask[]> {
-  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
+  if (selectsNothing(d)) return [];
   const sql = deleteTasksSql(c.t, d, limit);
   return run(c, () =>
     tx(c, async (client) => {
@@ -86,7 +80,7 @@ export function countTasksSql(t: Tables, d: TaskSelection, cap?: number): { text
 
 /** Counts by status (see {@link countTasksSql}). */
 export async function countTasks(c: PgContext, d: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>> {
-  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return {};
+  if (selectsNothing(d)) return {};
   const { text, values } = countTasksSql(c.t, d, cap);
   return run(c, async () => {
     const found = await rows(c, poolOf(c), text, values);
@@ -119,14 +113,7 @@ export async function claimDeletions(c: PgContext, now: number, leaseMs: number,
     RETURNING d.task_id, d.workflow, d.status, d.reason, d.actor_kind, d.actor_id, d.at`;
   return run(c, async () => {
     const found = await rows(c, poolOf(c), text, [now, now + leaseMs, limit]);
-    return found.map((r) => ({
-      id: String(r.task_id),
-      workflow: String(r.workflow),
-      status: r.status as TaskStatus,
-      reason: r.reason as DeletionRecord['reason'],
-      by: { kind: r.actor_kind as DeletionRecord['by']['kind'], id: String(r.actor_id) },
-      at: Number(r.at),
-    }));
+    return found.map(toDeletionRecord);
   });
 }
 

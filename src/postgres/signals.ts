@@ -10,7 +10,7 @@ import { payload } from './wake.ts';
 import { signalReceivedEntry } from '../log-entries.ts';
 import type { SignalInsert, SignalWrite } from '../store.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import { decodeEvents } from '../task-columns.ts';
+import { notAwaited } from '../store-sql/guards.ts';
 
 /**
  * Locks the task row first (so a concurrent transition that sets `wait_events` is either seen by
@@ -27,9 +27,8 @@ export async function insertSignal(c: PgContext, s: SignalWrite): Promise<Signal
       const [task] = await rows(c, client, `SELECT status, wait_events FROM ${c.t.tasks} WHERE id = $1 FOR NO KEY UPDATE`, [s.taskId]);
       if (!task) return null;
       const waitEvents = task.wait_events === null ? null : String(task.wait_events);
-      if (s.onlyIfAwaited && !(task.status === 'waiting' && waitEvents?.includes(`|${s.name}|`))) {
-        return { created: false, refused: { status: task.status as TaskStatus, waitEvents: decodeEvents(waitEvents) ?? [] } };
-      }
+      const refused = notAwaited(s, task.status as TaskStatus, waitEvents);
+      if (refused) return refused;
       const [row] = await rows(
         c,
         client,

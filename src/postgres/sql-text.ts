@@ -4,26 +4,20 @@
  * Building blocks of the PostgreSQL store's statements: typed positional parameters, status
  * literals, column types, and the quoted table names of one schema.
  */
-import { InvalidArgumentError } from '../errors.ts';
-import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
+import { LEASED_STATUSES } from '../lifecycle.ts';
 import { STEP_COLUMNS, isRaw, patchAssignments } from '../rows.ts';
 import { PATCH_TYPES } from '../task-columns.ts';
 import type { ClaimRequest, TaskPatch } from '../store.ts';
 import { quoteIdent } from './migrate.ts';
 import { servedSet } from '../claim-plan.ts';
+import { statusLiterals } from '../store-sql/filters.ts';
+import type { SqlParams } from '../store-sql/params.ts';
 
 /**
- * Task statuses as SQL literals. Statuses come from the lifecycle table, never from users, but
- * are checked anyway; literals (rather than parameters) let the planner match the partial indexes.
+ * Task statuses as SQL literals (see `store-sql/filters.ts`): literals, rather than parameters, let
+ * the planner match the partial indexes.
  */
-export function sqlStatuses(statuses: readonly TaskStatus[]): string {
-  return statuses
-    .map((s) => {
-      if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown task status "${String(s)}"`);
-      return `'${s}'`;
-    })
-    .join(', ');
-}
+export const sqlStatuses = statusLiterals;
 
 export const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
 
@@ -185,11 +179,17 @@ export function reclaimTargetSql(p: Params, to: ClaimRequest['reclaim']['to'], c
   return arms.length ? `CASE ${column} ${arms.join(' ')} END` : 'NULL';
 }
 
-export class Params {
+export class Params implements SqlParams {
   readonly values: unknown[] = [];
   add(value: unknown, type: string): string {
     this.values.push(Array.isArray(value) ? arrayLiteral(value) : value);
     return `$${this.values.length}::${type}`;
+  }
+  anyOf(column: string, values: readonly unknown[], type: string): string {
+    return `${column} = ANY(${this.add(values, `${type}[]`)})`;
+  }
+  jsonHas(column: string, value: string): string {
+    return `jsonb_exists(${column}::jsonb, ${this.add(value, 'text')})`;
   }
 }
 

@@ -5,11 +5,14 @@
  * entries and wake-up signal in one `BEGIN IMMEDIATE` transaction, and the reviewer's queries.
  * The store facade hands it its statement cache, transaction and log appender.
  */
-import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
-import { APPROVAL_COLUMNS, approvalAssignments, approvalValues, toApprovalRow } from '../store/approval-rows.ts';
-import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent } from '../store.ts';
+import type { TaskStatus } from '../lifecycle.ts';
+import { toApprovalRow } from '../store/approval-rows.ts';
+import { approvalGuardPasses } from '../store-sql/guards.ts';
+import { approvalTerms, whereOf } from '../store-sql/filters.ts';
+import { approvalInsertSql, approvalUpdateSql } from '../store-sql/set-list.ts';
+import type { ApprovalChange, ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent } from '../store.ts';
 import type Database from 'better-sqlite3';
-import { LEASED_SQL as LEASED, inList } from './sql.ts';
+import { LEASED_SQL as LEASED, SqliteParams } from './sql.ts';
 
 type Raw = Record<string, unknown>;
 
@@ -20,14 +23,12 @@ export interface SqliteHandle {
   append(no: number, at: number, entries: readonly NewEvent[]): number[];
 }
 
-const INSERT_SQL = `INSERT INTO stepwise_approvals (${APPROVAL_COLUMNS.map(([c]) => c).join(', ')}) VALUES (${inList(APPROVAL_COLUMNS.length)})
-  ON CONFLICT (task_id, call_key) DO NOTHING RETURNING *`;
-
 export function insertApproval(h: SqliteHandle, w: ApprovalInsert): { approval: ApprovalRow; created: boolean } | null {
   return h.tx(() => {
     const task = h.stmt(`SELECT no FROM stepwise_tasks WHERE id = ? AND epoch = ? AND status IN (${LEASED})`).get(w.approval.taskId, w.epoch) as { no: number } | undefined;
     if (!task) return null;
-    const row = h.stmt(INSERT_SQL).get(...approvalValues(w.approval)) as Raw | undefined;
+    const p = new SqliteParams();
+    const row = h.stmt(approvalInsertSql('stepwise_approvals', w.approval, p)).get(...p.values) as Raw | undefined;
     if (row) {
       h.append(task.no, w.at, w.log);
       return { approval: toApprovalRow(row), created: true };
@@ -43,55 +44,32 @@ export function getApproval(h: SqliteHandle, id: string): ApprovalRow | null {
 }
 
 export function listApprovals(h: SqliteHandle, q: ApprovalQuery): ApprovalRow[] {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  if (q.taskId !== undefined) {
-    where.push('task_id = ?');
-    params.push(q.taskId);
-  }
-  if (q.statuses?.length) {
-    where.push(`status IN (${inList(q.statuses.length)})`);
-    params.push(...q.statuses);
-  }
-  if (q.workflow !== undefined) {
-    where.push('workflow = ?');
-    params.push(q.workflow);
-  }
-  if (q.approver !== undefined) {
-    where.push('EXISTS (SELECT 1 FROM json_each(approvers) WHERE value = ?)');
-    params.push(q.approver);
-  }
-  if (q.taskStatuses) {
-    where.push(`EXISTS (SELECT 1 FROM stepwise_tasks t WHERE t.id = task_id AND t.status IN (${inList(q.taskStatuses.length)}))`);
-    params.push(...q.taskStatuses);
-  }
-  if (q.openOnlyFor) {
-    where.push(`(status NOT IN ('pending', 'escalated') OR EXISTS (SELECT 1 FROM stepwise_tasks t WHERE t.id = task_id AND t.status IN (${inList(q.openOnlyFor.length)})))`);
-    params.push(...q.openOnlyFor);
-  }
-  const sql = `SELECT * FROM stepwise_approvals ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, id LIMIT ?`;
-  return (h.stmt(sql).all(...params, q.limit) as Raw[]).map(toApprovalRow);
+  const p = new SqliteParams();
+  const sql = `SELECT * FROM stepwise_approvals ${whereOf(approvalTerms(q, p, 'stepwise_tasks'))} ORDER BY created_at, id LIMIT ${p.add(q.limit, 'integer')}`;
+  return (h.stmt(sql).all(...p.values) as Raw[]).map(toApprovalRow);
 }
 
 export function updateApproval(h: SqliteHandle, w: ApprovalUpdate): ApprovalRow | null {
   return h.tx(() => {
-    const cur = h.stmt(`SELECT a.version, a.task_id, t.no, t.status, t.epoch FROM stepwise_approvals a JOIN stepwise_tasks t ON t.id = a.task_id WHERE a.id = ?`).get(w.id) as
-      { version: number; task_id: string; no: number; status: TaskStatus; epoch: number } | undefined;
-    if (!cur || cur.version !== w.version) return null;
-    if (w.taskStatuses && !w.taskStatuses.includes(cur.status)) return null;
-    if (w.epoch !== undefined && (cur.epoch !== w.epoch || !LEASED_STATUSES.includes(cur.status))) return null;
-    const sets = approvalAssignments(w.set);
-    const row = h.stmt(`UPDATE stepwise_approvals SET version = version + 1${sets.map(([c]) => `, ${c} = ?`).join('')} WHERE id = ? RETURNING *`).get(...sets.map(([, v]) => v), w.id) as Raw;
-    h.append(cur.no, w.at, w.log);
-    if (w.wake) {
+    const cur = h
+      .stmt(`SELECT a.*, t.no AS task_no, t.status AS task_status, t.epoch AS task_epoch FROM stepwise_approvals a JOIN stepwise_tasks t ON t.id = a.task_id WHERE a.id = ?`)
+      .get(w.id) as (Raw & { version: number; task_id: string; task_no: number; task_status: TaskStatus; task_epoch: number }) | undefined;
+    if (!cur || !approvalGuardPasses(w, cur.version, { status: cur.task_status, epoch: cur.task_epoch })) return null;
+    // The engine's clock is this store's clock: the plan judges at `at`.
+    const change: ApprovalChange | null = w.plan ? w.plan(toApprovalRow(cur), w.at) : w;
+    if (!change) return toApprovalRow(cur);
+    const p = new SqliteParams();
+    const row = h.stmt(approvalUpdateSql('stepwise_approvals', w.id, change.set, p)).get(...p.values) as Raw;
+    h.append(cur.task_no, w.at, change.log);
+    if (change.wake) {
       const res = h
         .stmt(
           `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, NULL, ?, ?)
          ON CONFLICT (task_id, idempotency_key) DO NOTHING`,
         )
-        .run(cur.task_id, w.wake.name, w.wake.key, w.at);
+        .run(cur.task_id, change.wake.name, change.wake.key, w.at);
       if (res.changes === 1) {
-        h.stmt(`UPDATE stepwise_tasks SET run_at = ? WHERE no = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(w.at, cur.no, w.wake.name);
+        h.stmt(`UPDATE stepwise_tasks SET run_at = ? WHERE no = ? AND instr(wait_events, '|' || ? || '|') > 0`).run(w.at, cur.task_no, change.wake.name);
       }
     }
     return toApprovalRow(row);

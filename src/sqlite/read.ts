@@ -9,7 +9,8 @@ import { RESULT_ENTRY_TYPES_SQL, mergeLog } from '../log-entries.ts';
 import { toEventRow, toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
 import type { EventRange, EventRow, ListQuery, LogPage, SignalRow, StepRow, TaskRow } from '../store.ts';
 import type { Raw, SqliteContext } from './context.ts';
-import { statusList } from './sql.ts';
+import { SqliteParams } from './sql.ts';
+import { taskListTerms, whereOf } from '../store-sql/filters.ts';
 
 export function getTask(c: SqliteContext, id: string): TaskRow | null {
   const row = c.stmt('SELECT * FROM stepwise_tasks WHERE id = ?').get(id) as Raw | undefined;
@@ -32,21 +33,9 @@ export function byKey(c: SqliteContext, key: string): TaskRow | null {
 }
 
 export function listTasks(c: SqliteContext, q: ListQuery): TaskRow[] {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  if (q.statuses?.length) {
-    where.push(`status IN (${statusList(q.statuses)})`);
-  }
-  if (q.workflow !== undefined) {
-    where.push('workflow = ?');
-    params.push(q.workflow);
-  }
-  if (q.before !== undefined) {
-    where.push('id < ?');
-    params.push(q.before);
-  }
-  const sql = `SELECT * FROM stepwise_tasks ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
-  return (c.stmt(sql).all(...params, q.limit) as Raw[]).map(toTaskRow);
+  const p = new SqliteParams();
+  const sql = `SELECT * FROM stepwise_tasks ${whereOf(taskListTerms(q, p))} ORDER BY id DESC LIMIT ${p.add(q.limit, 'integer')}`;
+  return (c.stmt(sql).all(...p.values) as Raw[]).map(toTaskRow);
 }
 
 export function getSteps(c: SqliteContext, taskId: string): StepRow[] {

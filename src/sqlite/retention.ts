@@ -11,7 +11,9 @@
  * row is emptied instead and left to no task (`task_no` below zero, which no task has); later
  * deletions remove such rows once they are no longer the newest.
  */
-import { statusList } from './sql.ts';
+import { SqliteParams } from './sql.ts';
+import { selectionCondition, selectsNothing } from '../store-sql/filters.ts';
+import { toDeletionRecord } from '../store-sql/decoders.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { DeletedTask, DeletionNote, DeletionRecord, TaskSelection } from '../store.ts';
 import type Database from 'better-sqlite3';
@@ -21,36 +23,15 @@ export interface RetentionHandle {
   stmt(sql: string): Database.Statement;
 }
 
-/** The WHERE clause of a deletion on the tasks table, and its parameters. */
+/** The WHERE condition of a deletion on the tasks table, and its parameters. */
 function selection(d: TaskSelection): { where: string; params: unknown[] } {
-  const where = [`status IN (${statusList(d.statuses)})`];
-  const params: unknown[] = [];
-  if (d.ids) {
-    where.push('id IN (SELECT value FROM json_each(?))');
-    params.push(JSON.stringify(d.ids));
-  }
-  if (d.idBefore !== undefined) {
-    where.push('id < ?');
-    params.push(d.idBefore);
-  }
-  if (d.finishedBefore !== undefined) {
-    where.push('finished_at < ?');
-    params.push(d.finishedBefore);
-  }
-  if (d.workflows) {
-    where.push('workflow IN (SELECT value FROM json_each(?))');
-    params.push(JSON.stringify(d.workflows));
-  }
-  if (d.dueBy !== undefined) {
-    where.push('run_at <= ?');
-    params.push(d.dueBy);
-  }
-  return { where: where.join(' AND '), params };
+  const p = new SqliteParams();
+  return { where: selectionCondition(d, p), params: p.values };
 }
 
 /** Call inside a write transaction. Returns the deleted tasks with their internal keys. */
 export function deleteTasks(h: RetentionHandle, d: TaskSelection, limit: number, note?: DeletionNote): Array<DeletedTask & { no: number }> {
-  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return [];
+  if (selectsNothing(d)) return [];
   const { where, params } = selection(d);
   const picked = (h.stmt(`SELECT no, id, workflow, status FROM stepwise_tasks WHERE ${where} ORDER BY id LIMIT ?`).all(...params, limit) as Array<Record<string, unknown>>).map((r) => ({
     no: Number(r.no),
@@ -78,7 +59,7 @@ export function deleteTasks(h: RetentionHandle, d: TaskSelection, limit: number,
 
 /** Counts by status; with a cap, each status up to `cap` rows. */
 export function countTasks(h: RetentionHandle, d: TaskSelection, cap?: number): Partial<Record<TaskStatus, number>> {
-  if (!d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0) return {};
+  if (selectsNothing(d)) return {};
   if (cap === undefined) {
     const { where, params } = selection(d);
     const found = h.stmt(`SELECT status, count(*) AS n FROM stepwise_tasks WHERE ${where} GROUP BY status`).all(...params) as Array<Record<string, unknown>>;
@@ -111,21 +92,10 @@ export function claimDeletions(h: RetentionHandle, now: number, leaseMs: number,
     .all(now, limit) as Array<Record<string, unknown>>;
   if (!found.length) return [];
   h.stmt('UPDATE stepwise_deletions SET deliver_after = ? WHERE id IN (SELECT value FROM json_each(?))').run(now + leaseMs, JSON.stringify(found.map((r) => Number(r.id))));
-  return found.map(deletionRecord);
+  return found.map(toDeletionRecord);
 }
 
 /** Removes the deletion records of these tasks (reported). */
 export function ackDeletions(h: RetentionHandle, taskIds: readonly string[]): void {
   if (taskIds.length) h.stmt('DELETE FROM stepwise_deletions WHERE task_id IN (SELECT value FROM json_each(?))').run(JSON.stringify(taskIds));
-}
-
-function deletionRecord(r: Record<string, unknown>): DeletionRecord {
-  return {
-    id: String(r.task_id),
-    workflow: String(r.workflow),
-    status: r.status as TaskStatus,
-    reason: r.reason as DeletionRecord['reason'],
-    by: { kind: r.actor_kind as DeletionRecord['by']['kind'], id: String(r.actor_id) },
-    at: Number(r.at),
-  };
 }

@@ -4,31 +4,11 @@
  * Schedules on SQLite: the rows, and the compare-and-set that moves a schedule's next tick.
  */
 import type { ScheduleAdvance, ScheduleDefinition, ScheduleRow } from '../store.ts';
+import { SCHEDULE_COLUMNS, toScheduleRow } from '../store-sql/decoders.ts';
 import type { Raw, SqliteContext } from './context.ts';
 
-const COLUMNS = 'id, workflow, cron, timezone, input, overlap, catchup_ms, paused, next_at, last_at, last_task_id, buffered_at, skipped, source, created_at, updated_at';
-
-function toRow(r: Raw): ScheduleRow {
-  const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-  return {
-    id: String(r.id),
-    workflow: String(r.workflow),
-    cron: String(r.cron),
-    timezone: r.timezone === null ? null : String(r.timezone),
-    input: r.input === null ? null : String(r.input),
-    overlap: String(r.overlap) as ScheduleRow['overlap'],
-    catchupMs: Number(r.catchup_ms),
-    paused: Number(r.paused) === 1,
-    nextAt: n(r.next_at),
-    lastAt: n(r.last_at),
-    lastTaskId: r.last_task_id === null ? null : String(r.last_task_id),
-    bufferedAt: n(r.buffered_at),
-    skipped: Number(r.skipped),
-    source: String(r.source) as ScheduleRow['source'],
-    createdAt: Number(r.created_at),
-    updatedAt: Number(r.updated_at),
-  };
-}
+const COLUMNS = SCHEDULE_COLUMNS;
+const toRow = toScheduleRow;
 
 export function getSchedule(c: SqliteContext, id: string): ScheduleRow | null {
   const r = c.stmt(`SELECT ${COLUMNS} FROM stepwise_schedules WHERE id = ?`).get(id) as Raw | undefined;

@@ -4,7 +4,7 @@
  * A signal sent to a task on SQLite: stored once per idempotency key, with its log entry; a task
  * that waits for it becomes due at once.
  */
-import { decodeEvents } from '../task-columns.ts';
+import { notAwaited } from '../store-sql/guards.ts';
 import { signalReceivedEntry } from '../log-entries.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { SignalInsert, SignalWrite } from '../store.ts';
@@ -14,9 +14,8 @@ export function insertSignal(c: SqliteContext, s: SignalWrite): SignalInsert | n
   return c.tx(() => {
     const task = c.stmt('SELECT no, status, wait_events FROM stepwise_tasks WHERE id = ?').get(s.taskId) as { no: number; status: TaskStatus; wait_events: string | null } | undefined;
     if (!task) return null;
-    if (s.onlyIfAwaited && !(task.status === 'waiting' && task.wait_events?.includes(`|${s.name}|`))) {
-      return { created: false, refused: { status: task.status, waitEvents: decodeEvents(task.wait_events) ?? [] } };
-    }
+    const refused = notAwaited(s, task.status, task.wait_events);
+    if (refused) return refused;
     const res = c
       .stmt(
         `INSERT INTO stepwise_signals (task_id, name, payload, idempotency_key, created_at) VALUES (?, ?, ?, ?, ?)

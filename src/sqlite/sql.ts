@@ -5,21 +5,32 @@
  * partial indexes), the journal upsert, the fence of a checkpoint, a log's last seq, an entry's insert.
  */
 import { STEP_COLUMNS } from '../rows.ts';
-import { LEASED_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
-import { InvalidArgumentError } from '../errors.ts';
+import { LEASED_STATUSES, type TaskStatus } from '../lifecycle.ts';
+import { statusLiterals } from '../store-sql/filters.ts';
+import type { SqlParams, SqlType } from '../store-sql/params.ts';
 
 export const inList = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
 /**
- * Statuses as SQL literals (checked against the lifecycle's list): with literals, rather than
- * bound parameters, SQLite can prove that a query implies a partial index's WHERE clause and use it.
+ * Statuses as SQL literals (see `store-sql/filters.ts`): with literals, rather than bound
+ * parameters, SQLite can prove that a query implies a partial index's WHERE clause and use it.
  */
-export const statusList = (statuses: readonly TaskStatus[]): string =>
-  statuses
-    .map((s) => {
-      if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown task status "${String(s)}"`);
-      return `'${s}'`;
-    })
-    .join(', ');
+export const statusList = statusLiterals;
+
+/** SQLite's {@link SqlParams}: `?` placeholders; lists and JSON arrays through `json_each`. */
+export class SqliteParams implements SqlParams {
+  readonly values: unknown[] = [];
+  /** The type is PostgreSQL's business: SQLite binds the value as it is. */
+  add(value: unknown, _type?: SqlType): string {
+    this.values.push(value);
+    return '?';
+  }
+  anyOf(column: string, values: readonly unknown[]): string {
+    return `${column} IN (SELECT value FROM json_each(${this.add(JSON.stringify(values))}))`;
+  }
+  jsonHas(column: string, value: string): string {
+    return `EXISTS (SELECT 1 FROM json_each(${column}) WHERE value = ${this.add(value)})`;
+  }
+}
 export const LEASED_SQL = statusList(LEASED_STATUSES);
 /** {@link statusList} of a transition's source statuses (one, mostly), remembered. */
 const fromLists = new Map<string, string>();

@@ -62,14 +62,26 @@ export type ApprovalPatch = Partial<Pick<ApprovalRow, 'status' | 'approvers' | '
  * (its idempotency key is `wake.key`) and the task made due if it waits for that name; `notify`
  * announced if the write commits.
  */
-export interface ApprovalUpdate {
+export interface ApprovalUpdate extends ApprovalChange {
   id: string;
   version: number;
-  set: ApprovalPatch;
   at: number;
-  log: readonly NewEvent[];
   taskStatuses?: readonly TaskStatus[];
   epoch?: number;
+  /**
+   * A change judged in the transaction, once the guards passed: called with the approval as it is
+   * and the time by the store's clock (the later of `at` and the database's clock; SQLite's clock
+   * is `at`), it returns the change to make instead of `set`, `log`, `wake` and `notify`, or `null`
+   * for none (the update then returns the row as it is, version unchanged). A decision uses it to
+   * apply a passed deadline first. It must not do I/O; what it throws aborts the transaction.
+   */
+  plan?: (row: ApprovalRow, now: number) => ApprovalChange | null;
+}
+
+/** What an approval update writes: the columns, the log entries, the wake-up signal and announcement. */
+export interface ApprovalChange {
+  set: ApprovalPatch;
+  log: readonly NewEvent[];
   wake?: { name: string; key: string };
   notify?: WakeEvent;
 }

@@ -1,0 +1,61 @@
+/**
+ * @module store-sql/filters
+ * Internal: not part of the public API.
+ * The WHERE clauses both stores build from a query of the Store contract, written once over
+ * {@link SqlParams}: task listings, the selection of a deletion or count, and approval queries.
+ * Statuses are SQL literals (checked against the lifecycle's list), not parameters: with
+ * literals, SQLite proves that a query implies a partial index's WHERE clause and PostgreSQL plans
+ * each status by its own statistics.
+ */
+import { InvalidArgumentError } from '../errors.ts';
+import { isTaskStatus, type TaskStatus } from '../lifecycle.ts';
+import type { ApprovalQuery, ListQuery, TaskSelection } from '../store.ts';
+import type { SqlParams } from './params.ts';
+
+/** Statuses as a list of SQL literals (`'pending', 'running'`); an unknown status is refused. */
+export function statusLiterals(statuses: readonly TaskStatus[]): string {
+  return statuses
+    .map((s) => {
+      if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown task status "${String(s)}"`);
+      return `'${s}'`;
+    })
+    .join(', ');
+}
+
+/** `WHERE a AND b …`, or nothing for no terms. */
+export const whereOf = (terms: readonly string[]): string => (terms.length ? `WHERE ${terms.join(' AND ')}` : '');
+
+/** The terms of a task listing ({@link ListQuery}: statuses, workflow, ids before a cursor). */
+export function taskListTerms(q: ListQuery, p: SqlParams): string[] {
+  const where: string[] = [];
+  if (q.statuses?.length) where.push(`status IN (${statusLiterals(q.statuses)})`);
+  if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
+  if (q.before !== undefined) where.push(`id < ${p.add(q.before, 'text')}`);
+  return where;
+}
+
+/** Whether a selection can match no task (no status, or an empty list of ids or workflows): then nothing is read. */
+export const selectsNothing = (d: TaskSelection): boolean => !d.statuses.length || d.ids?.length === 0 || d.workflows?.length === 0;
+
+/** The WHERE condition (without `WHERE`) of a deletion or count on the tasks table. */
+export function selectionCondition(d: TaskSelection, p: SqlParams): string {
+  const where = [`status IN (${statusLiterals(d.statuses)})`];
+  if (d.ids) where.push(p.anyOf('id', d.ids, 'text'));
+  if (d.idBefore !== undefined) where.push(`id < ${p.add(d.idBefore, 'text')}`);
+  if (d.finishedBefore !== undefined) where.push(`finished_at < ${p.add(d.finishedBefore, 'bigint')}`);
+  if (d.workflows) where.push(p.anyOf('workflow', d.workflows, 'text'));
+  if (d.dueBy !== undefined) where.push(`run_at <= ${p.add(d.dueBy, 'bigint')}`);
+  return where.join(' AND ');
+}
+
+/** The terms of an approval query ({@link ApprovalQuery}); `tasks` is the tasks table's name. */
+export function approvalTerms(q: ApprovalQuery, p: SqlParams, tasks: string): string[] {
+  const where: string[] = [];
+  if (q.taskId !== undefined) where.push(`task_id = ${p.add(q.taskId, 'text')}`);
+  if (q.statuses?.length) where.push(p.anyOf('status', q.statuses, 'text'));
+  if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
+  if (q.approver !== undefined) where.push(p.jsonHas('approvers', q.approver));
+  if (q.taskStatuses) where.push(`EXISTS (SELECT 1 FROM ${tasks} t WHERE t.id = task_id AND ${p.anyOf('t.status', q.taskStatuses, 'text')})`);
+  if (q.openOnlyFor) where.push(`(status NOT IN ('pending', 'escalated') OR EXISTS (SELECT 1 FROM ${tasks} t WHERE t.id = task_id AND ${p.anyOf('t.status', q.openOnlyFor, 'text')}))`);
+  return where;
+}
