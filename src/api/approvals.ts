@@ -11,15 +11,16 @@ export type { ApprovalStatus } from '../store.ts';
 
 /**
  * What happens when an approval's deadline passes with no decision: reject it (the default), approve
- * it (recorded with the policy as the actor), or escalate: add approvers, set a new deadline, and
+ * it (recorded with the policy as the actor), or escalate: add approvers (or, with `handover: true`,
+ * hand the approval over to them: the earlier approvers lose the right), set a new deadline, and
  * apply `then` when that one passes too (default `'reject'`).
  */
-export type TimeoutPolicy = 'reject' | 'approve' | { escalate: readonly string[]; timeout: Duration; then?: TimeoutPolicy };
+export type TimeoutPolicy = 'reject' | 'approve' | { escalate: readonly string[]; timeout: Duration; then?: TimeoutPolicy; handover?: boolean };
 
 export interface ApprovalOptions {
   /** What the reviewers look at (JSON): a draft, a diff, a summary. */
   payload?: unknown;
-  /** Who may decide. Omitted or empty: anyone may. */
+  /** Who may decide: names, or `role:<role>` for anyone with that role (`'role:editor'`). Omitted or empty: anyone may. */
   approvers?: readonly string[];
   /** How long the first level waits for a decision; without it, the approval waits until decided. */
   timeout?: Duration;
@@ -75,6 +76,11 @@ export interface ApprovalInfo {
   deadline: Date | null;
   /** 1 at first; each escalation adds one. */
   level: number;
+  /**
+   * Only in the answer to a repeated decision (the same decider and answer as recorded) that
+   * carried another comment: a repeat records nothing, so that comment was not recorded.
+   */
+  notRecorded?: { comment: string; reason: string };
   decisions: ApprovalDecisionRecord[];
   createdAt: Date;
   decidedAt: Date | null;
@@ -88,6 +94,11 @@ export interface DecideOptions {
   approve: boolean;
   /** The approver's name (must be listed in the approval's approvers, when it lists any). */
   by: string;
+  /**
+   * The decider's roles: an approval that lists `role:<role>` among its approvers (`'role:editor'`:
+   * any editor) may be decided by anyone holding that role. The HTTP API passes the token's role.
+   */
+  roles?: readonly string[];
   comment?: string;
   /** Handed back to the workflow (an edited draft). JSON. */
   data?: unknown;

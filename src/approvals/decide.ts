@@ -45,6 +45,7 @@ export interface DecideHost {
 /** Tasks in these statuses take decisions; the others have ended or are being cancelled. */
 const LIVE: readonly TaskStatus[] = ['pending', 'running', 'waiting', 'paused'];
 const KEY_MAX = 255;
+const DECIDE_OPTIONS = ['approve', 'by', 'roles', 'comment', 'data', 'idempotencyKey'];
 const COMMENT_MAX = 10_000;
 const STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'rejected', 'expired', 'escalated'];
 
@@ -52,6 +53,11 @@ function checkOptions(id: unknown, o: DecideOptions, payloadBytes: number): { da
   if (typeof id !== 'string' || !id) throw new InvalidArgumentError('decide() needs an approval id.');
   if (typeof o !== 'object' || o === null) throw new InvalidArgumentError('decide(id, { approve, by }) needs its options.');
   if (typeof o.approve !== 'boolean') throw new InvalidArgumentError('decide(): `approve` must be true or false.');
+  const unknown = Object.keys(o).filter((k) => !DECIDE_OPTIONS.includes(k));
+  if (unknown.length) throw new InvalidArgumentError(`decide(): unknown option ${unknown.map((k) => `"${k}"`).join(', ')} (known: ${DECIDE_OPTIONS.join(', ')}).`);
+  if (o.roles !== undefined && (!Array.isArray(o.roles) || o.roles.some((r) => typeof r !== 'string' || !r))) {
+    throw new InvalidArgumentError('decide(): `roles` must be a list of role names.');
+  }
   checkApprover(o.by, 'decide(): `by`');
   if (o.comment !== undefined && (typeof o.comment !== 'string' || o.comment.length > COMMENT_MAX)) {
     throw new InvalidArgumentError(`decide(): a comment is a string of at most ${COMMENT_MAX} characters.`);
@@ -74,7 +80,7 @@ function checkOptions(id: unknown, o: DecideOptions, payloadBytes: number): { da
 
 export async function decide(host: DecideHost, id: string, o: DecideOptions): Promise<ApprovalInfo> {
   const { data } = checkOptions(id, o, host.payloadBytes);
-  const d: Decision = { by: o.by, approve: o.approve, comment: o.comment ?? null, data: data === null ? null : JSON.parse(data), key: o.idempotencyKey ?? null, at: 0 };
+  const d: Decision = { by: o.by, roles: o.roles ?? [], approve: o.approve, comment: o.comment ?? null, data: data === null ? null : JSON.parse(data), key: o.idempotencyKey ?? null, at: 0 };
   for (let attempt = 0; attempt < 20; attempt++) {
     const row = await host.store.getApproval(id);
     if (!row) throw new ApprovalNotFoundError(id);
@@ -83,7 +89,7 @@ export async function decide(host: DecideHost, id: string, o: DecideOptions): Pr
     // A settled record, or an open one whose refusal no deadline can change, is answered as it is.
     if (!isOpen(row.status) || (row.deadline === null && local.change === null)) {
       if (local.refusal) throw local.refusal;
-      return toApprovalInfo(row);
+      return repeatNote(toApprovalInfo(row), d);
     }
     if (local.refusal === null && local.change !== null) await checkTaskLive(host, row.taskId, id);
     // Judged again in the write's transaction, by the store's clock: a deadline that passed is
@@ -109,9 +115,26 @@ export async function decide(host: DecideHost, id: string, o: DecideOptions): Pr
       if (host.hasObservers) await tellChanged(host, updated, verdict.notices);
     }
     if (verdict.refusal) throw verdict.refusal;
-    return toApprovalInfo(updated);
+    return repeatNote(toApprovalInfo(updated), d);
   }
   throw new ConcurrentUpdateError(id);
+}
+
+/**
+ * A repeat of a recorded decision records nothing: if it carried another comment, the answer says
+ * so instead of dropping it silently.
+ */
+function repeatNote(info: ApprovalInfo, d: Decision): ApprovalInfo {
+  const mine = info.decisions.find((x) => x.by === d.by && x.approve === d.approve);
+  if (!mine || d.comment === null || mine.comment === d.comment) return info;
+  const when = mine.at instanceof Date ? mine.at.toISOString() : String(mine.at);
+  return {
+    ...info,
+    notRecorded: {
+      comment: d.comment,
+      reason: `${d.by} had already ${d.approve ? 'approved' : 'rejected'} this approval at ${when}${mine.comment ? ` ("${mine.comment}")` : ''}; a repeated decision records nothing, so this comment was not recorded.`,
+    },
+  };
 }
 
 async function checkTaskLive(host: DecideHost, taskId: string, id: string): Promise<void> {

@@ -17,6 +17,8 @@ import { applyDecision, isOpen, onDeadline, wakeName, type StoredDecision, type 
 /** A decision to judge: who, which way, with what (decoded) data and key, made at `at`. */
 export interface Decision {
   by: string;
+  /** The decider's roles (`role:<role>` entries of the approvers let them decide). */
+  roles: readonly string[];
   approve: boolean;
   comment: string | null;
   data: unknown;
@@ -59,6 +61,11 @@ function passDeadlines(row: ApprovalRow, now: number): { row: ApprovalRow; set: 
   return { row: cur, set, log, notices };
 }
 
+/** Whether the decider is listed by name, or holds a role listed as `role:<role>`. */
+export function mayDecide(approvers: readonly string[], d: Pick<Decision, 'by' | 'roles'>): boolean {
+  return approvers.includes(d.by) || d.roles.some((r) => approvers.includes(`role:${r}`));
+}
+
 /** Why the decision cannot be recorded on `row`, `'repeat'` if it is recorded already, or `null` if it can. */
 export function refusalOf(row: ApprovalRow, d: Decision): Error | 'repeat' | null {
   const decisions = JSON.parse(row.decisions) as StoredDecision[];
@@ -73,8 +80,9 @@ export function refusalOf(row: ApprovalRow, d: Decision): Error | 'repeat' | nul
     return new ConflictError(`Approval ${row.id} ("${row.name}") already has a decision by ${d.by}: ${described(mine)}. A recorded decision cannot be reversed.`, { recorded: mine });
   }
   const approvers = JSON.parse(row.approvers) as string[];
-  if (approvers.length && !approvers.includes(d.by)) {
-    return new ForbiddenError(`${d.by} may not decide approval ${row.id} ("${row.name}") at level ${row.level}: its approvers are ${approvers.join(', ')}.`, { actor: d.by });
+  if (approvers.length && !mayDecide(approvers, d)) {
+    const roles = d.roles.length ? ` (roles ${d.roles.join(', ')})` : '';
+    return new ForbiddenError(`${d.by}${roles} may not decide approval ${row.id} ("${row.name}") at level ${row.level}: its approvers are ${approvers.join(', ')}.`, { actor: d.by });
   }
   const outcome = row.outcome === null ? null : (JSON.parse(row.outcome) as { approved: boolean; by: string | null; taskEnded?: string; timedOut?: boolean });
   if (row.status === 'expired' && outcome?.taskEnded) return new TaskEndedError(row.taskId, outcome.taskEnded, `the decision on approval ${row.id}`);

@@ -12,7 +12,7 @@ import type { ApprovalPatch, ApprovalRow } from '../store.ts';
 import type { ApprovalDecision, ApprovalOptions, TimeoutPolicy } from './types.ts';
 
 /** A timeout policy as stored. */
-export type StoredPolicy = { kind: 'reject' } | { kind: 'approve' } | { kind: 'escalate'; to: string[]; timeoutMs: number; then: StoredPolicy };
+export type StoredPolicy = { kind: 'reject' } | { kind: 'approve' } | { kind: 'escalate'; to: string[]; timeoutMs: number; then: StoredPolicy; handover?: boolean };
 
 export interface StoredOptions {
   timeoutMs: number | null;
@@ -52,7 +52,16 @@ function storedPolicy(p: TimeoutPolicy | undefined, what: string, depth = 0): St
   const to = approverList(p.escalate, `${what}.escalate`);
   if (!to.length) throw new InvalidArgumentError(`${what}.escalate must name at least one approver.`);
   if (p.timeout === undefined) throw new InvalidArgumentError(`${what}: an escalation needs its own timeout (how long the escalated level waits).`);
-  return { kind: 'escalate', to, timeoutMs: toMs(p.timeout, `${what}.timeout`), then: storedPolicy(p.then, `${what}.then`, depth + 1) };
+  if (p.handover !== undefined && typeof p.handover !== 'boolean') throw new InvalidArgumentError(`${what}.handover must be true or false.`);
+  const unknown = Object.keys(p).filter((k) => !['escalate', 'timeout', 'then', 'handover'].includes(k));
+  if (unknown.length) throw new InvalidArgumentError(`${what}: unknown option ${unknown.map((k) => `"${k}"`).join(', ')} (known: escalate, timeout, then, handover).`);
+  return {
+    kind: 'escalate',
+    to,
+    timeoutMs: toMs(p.timeout, `${what}.timeout`),
+    then: storedPolicy(p.then, `${what}.then`, depth + 1),
+    ...(p.handover ? { handover: true } : {}),
+  };
 }
 
 const OPTION_KEYS = ['payload', 'approvers', 'timeout', 'onTimeout', 'remindEvery', 'quorum'];
@@ -122,7 +131,8 @@ export function onDeadline(row: ApprovalRow, stored: StoredOptions, now: number)
   const escalations = row.level - 1;
   if (p.kind === 'escalate') {
     const before = JSON.parse(row.approvers) as string[];
-    const approvers = [...new Set([...before, ...p.to])];
+    // `handover`: the escalation's approvers replace the earlier ones; otherwise they are added.
+    const approvers = p.handover ? [...p.to] : [...new Set([...before, ...p.to])];
     // The new level's time runs from the deadline that passed, so a late look does not extend it.
     const deadline = (row.deadline ?? now) + p.timeoutMs;
     const remindAt = stored.remindEveryMs === null ? null : nextReminder(row.deadline ?? now, stored.remindEveryMs, now);

@@ -49,6 +49,7 @@ export function approvalRoutes(engine: Engine, limits: SummaryLimits): RouteSpec
         const approval = await engine.decide(params.id as string, {
           approve: body.approve,
           by: identity.name,
+          roles: [identity.role],
           ...(body.comment !== undefined ? { comment: body.comment } : {}),
           ...(body.data !== undefined ? { data: body.data } : {}),
           ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
