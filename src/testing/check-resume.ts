@@ -22,7 +22,7 @@ import type { Limits } from '../limits.ts';
 import type { Observer } from '../observers.ts';
 import { openStore } from '../store-url.ts';
 import { isWorkflow, type Workflow } from '../workflow.ts';
-import { firstDifference, normalized, sameJson, show } from './compare.ts';
+import { firstDifference, normalized, notJson, sameJson, show } from './compare.ts';
 import { ManualClock } from './manual-clock.ts';
 import { ResumeCheckError, describePoint, type CrashPoint, type CrashPointResult, type ResumeFailure, type ResumeReport } from './resume-report.ts';
 import { runTrial, type JournalCall, type TaskOutcome, type TrialResult, type TrialSettings } from './trial.ts';
@@ -51,8 +51,9 @@ export interface CheckResumeOptions<I = unknown> {
   setup?: (run: RunSetup) => unknown;
   /**
    * What the outside world holds after a run (your fakes: e-mails sent, charges made; rows of your
-   * tables), as JSON data. Called once each run has finished; every crash point's must equal the
-   * baseline's.
+   * tables), as JSON data: an array or a plain object (a Set, a Map or a class instance is refused
+   * with INVALID_ARGUMENT). Called once each run has finished, and once the step functions still
+   * running in the dead worker have returned; every crash point's must equal the baseline's.
    */
   effects?: (run: RunSetup) => unknown;
   /**
@@ -150,8 +151,16 @@ export async function checkResume<In>(workflow: Workflow<any, any, In>, options:
     await options.setup?.(info);
     const settings: TrialSettings = { ...checked.settings, clock: info.clock, database: info.database };
     const trial = await runTrial(settings, point && { write: point.write, when: point.when });
-    const effects = options.effects && trial.end.finished ? normalized(await options.effects(info), trial.taskId) : undefined;
-    return { trial, effects };
+    if (!options.effects || !trial.end.finished) return { trial, effects: undefined };
+    const raw = await options.effects(info);
+    const bad = notJson(raw);
+    if (bad) {
+      throw new InvalidArgumentError(
+        `checkResume("${name}"): effects() must return JSON data (an array or a plain object of strings, numbers, booleans, null, arrays and plain objects), but it returned ${bad}. ` +
+          'A Set, a Map, a Date, a function or a class instance does not compare as its contents: return an array ([...set]) or a plain object (Object.fromEntries(map)).',
+      );
+    }
+    return { trial, effects: normalized(raw, trial.taskId) };
   };
   try {
     const first = await run(null);
