@@ -54,6 +54,12 @@ describe('cancellation', () => {
     await entered.promise;
     await engine.cancel(id);
     await waitForStatus(engine, id, 'cancelled', 5000);
+    const info = await engine.get(id);
+    expect(info.lease).toBeNull();
+    // The step never settled: nothing of it is recorded as done, and the task ended by the grace period.
+    expect(info.steps.filter((st) => st.status === 'completed')).toEqual([]);
+    expect(transitionsOf(info).map((h) => `${h.event}:${h.to}`)).toEqual(['create:pending', 'claim:running', 'cancel:cancelling', 'abort:cancelled']);
+    expect(await engine.result(id).catch((e: unknown) => e)).toBeInstanceOf(TaskCancelledError);
   });
 
   it('shows the cancel on ctx.signal even to code that first looks at it afterwards', async () => {
@@ -168,9 +174,10 @@ describe('cancellation', () => {
       expect(e).toBeInstanceOf(IllegalTransitionError);
       expect((e as IllegalTransitionError).message).toContain('it is cancelled');
     }
-    // A worker started later does not pick it up.
+    // A worker started later does not pick it up: it runs a task started after it, and not this one.
     await startWorker(engine);
-    await new Promise((r) => setTimeout(r, 100));
+    const later = await engine.start('noop');
+    expect(await engine.result(later.id)).toBe(1);
     const info = await engine.get(id);
     expect(info.status).toBe('cancelled');
     expect(info.runs).toBe(0);

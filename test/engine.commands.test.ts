@@ -258,8 +258,10 @@ describe('workflow versions', () => {
       const w2 = current.worker({ pollIntervalMs: 20 });
       await w2.start();
       expect(await current.result(b.id)).toBe('v2');
-      await new Promise((r) => setTimeout(r, 150));
-      expect((await current.get(a.id)).status).toBe('pending'); // the v2 worker leaves it alone
+      // A task started later runs: the v2 worker claimed again, and left the v1 task alone.
+      const c = await current.start(v2);
+      expect(await current.result(c.id)).toBe('v2');
+      expect((await current.get(a.id)).status).toBe('pending');
       expect((await current.explain(a.id)).summary).toMatch(/started under version 1 of "versioned" and workers have registered only version\(s\) 2/);
       const v3 = workflow('versioned', async (ctx) => ctx.step('which', () => 'v3'), { version: 3, compatibleVersions: [1] });
       const next = new Engine({ store: url, workflows: [v3] });

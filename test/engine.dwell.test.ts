@@ -1,10 +1,11 @@
 // Dwell timeouts (a workflow's `dwell` option): a task that stays waiting or paused past its bound
 // is failed, cancelled or only alerted about, by the worker's one scanner, on the engine clock.
 // Each is a `dwell:exceeded` entry in the task's log, apart from an approval's own timeout.
-import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, InvalidArgumentError, workflow, type DwellEvent, type Engine, type TaskEvent } from '../src/index.ts';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { ERROR_CODES, InvalidArgumentError, openStore, workflow, type DwellEvent, type Engine, type EngineOptions, type TaskEvent } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { TEST_STORE, eventually, gate, makeEngine, startWorker, transitionsOf, waitForStatus } from './support/engine.ts';
+import { TEST_STORE, eventually, gate, makeEngine, startWorker, tempDbUrl, transitionsOf, waitForStatus } from './support/engine.ts';
+import { spyStore } from './support/store-spy.ts';
 
 const dwellEvents = (history: TaskEvent[]): DwellEvent[] => history.filter((e): e is DwellEvent => e.type === 'dwell:exceeded');
 
@@ -18,6 +19,37 @@ async function advanceUntil(clock: ManualClock, check: () => Promise<boolean>, w
   throw new Error(`never reached: ${what}`);
 }
 
+/**
+ * An engine whose dwell scans are counted, and `scanned()`: waits until a whole scan ran after the
+ * call (one started after it, and the next one too). Scans come every `dwellScanMs` of real time
+ * (the bounds are on the engine clock, which stands still meanwhile).
+ */
+async function countingEngine(options: EngineOptions): Promise<{ engine: Engine; scanned: () => Promise<void> }> {
+  const inner = await openStore(tempDbUrl());
+  onTestFinished(() => inner.close());
+  const boundStatuses = new Set<string>();
+  let lists = 0;
+  const store = spyStore(inner, {
+    // The scanner lists each bounded status of each workflow once per scan.
+    listTasks: (original) => async (q) => {
+      if (q.workflow !== undefined && q.statuses?.length === 1) {
+        boundStatuses.add(`${q.workflow}/${q.statuses[0]}`);
+        lists++;
+      }
+      return original(q);
+    },
+  });
+  const engine = makeEngine({ ...options, store });
+  const scanned = async (): Promise<void> => {
+    const from = lists;
+    await eventually(() => boundStatuses.size > 0 && lists >= from + boundStatuses.size + 1, 10_000, 'a whole dwell scan');
+  };
+  return { engine, scanned };
+}
+
+/** Scans often, so that waiting for one takes little real time. */
+const SCANS = { dwellScanMs: 50 };
+
 const statusIs = (engine: Engine, id: string, status: string) => async () => (await engine.get(id)).status === status;
 
 describe('dwell timeouts', () => {
@@ -30,12 +62,12 @@ describe('dwell timeouts', () => {
     const wf = workflow('stuck-review', async (ctx) => ctx.approval('review', { approvers: ['alice'], timeout: '7d' }), {
       dwell: { waiting: { after: '1d', then: 'fail' } },
     });
-    const engine = makeEngine({ workflows: [wf], clock });
-    await startWorker(engine);
+    const { engine, scanned } = await countingEngine({ workflows: [wf], clock });
+    await startWorker(engine, SCANS);
     const { id } = await engine.start(wf);
     await waitForStatus(engine, id, 'waiting');
     await clock.advance('23h');
-    await new Promise((r) => setTimeout(r, 50));
+    await scanned();
     expect((await engine.get(id)).status).toBe('waiting');
     await clock.advance('1h');
     await advanceUntil(clock, statusIs(engine, id, 'failed'), 'the task failed');
@@ -134,14 +166,14 @@ describe('dwell timeouts', () => {
       },
       { dwell: { waiting: { after: '1h', then: 'alert' } } },
     );
-    const engine = makeEngine({ workflows: [wf], clock });
-    await startWorker(engine);
+    const { engine, scanned } = await countingEngine({ workflows: [wf], clock });
+    await startWorker(engine, SCANS);
     const { id } = await engine.start(wf);
     await waitForStatus(engine, id, 'waiting');
     await clock.advance('1h');
     await advanceUntil(clock, async () => dwellEvents((await engine.get(id)).history).length === 1, 'the first alert');
-    for (let i = 0; i < 5; i++) await clock.advance('1s'); // more scans: no second alert for this stay
-    await new Promise((r) => setTimeout(r, 50));
+    await scanned(); // more scans: no second alert for this stay
+    await scanned();
     expect(dwellEvents((await engine.get(id)).history)).toHaveLength(1);
     expect((await engine.get(id)).status).toBe('waiting');
     await engine.signal(id, 'first');
@@ -171,8 +203,8 @@ describe('dwell timeouts', () => {
       },
       { dwell: { running: { after: '10m', then: 'fail' } } },
     );
-    const engine = makeEngine({ workflows: [wf], clock });
-    await startWorker(engine, LONG_LEASE);
+    const { engine, scanned } = await countingEngine({ workflows: [wf], clock });
+    await startWorker(engine, { ...LONG_LEASE, ...SCANS });
     const { id } = await engine.start(wf);
     await eventually(async () => (await engine.get(id)).steps.some((st) => st.name === 'warm-up' && st.status === 'completed'), 10_000, 'the first step');
     await clock.advance('9m');
@@ -180,7 +212,7 @@ describe('dwell timeouts', () => {
     await eventually(async () => (await engine.get(id)).progress?.done === 1, 10_000, 'the progress report');
     const reportedAt = clock.now();
     await clock.advance('9m'); // 18 minutes running, but 9 since the report
-    await new Promise((r) => setTimeout(r, 50));
+    await scanned();
     expect((await engine.get(id)).status).toBe('running');
     await clock.advance('1m');
     await advanceUntil(clock, statusIs(engine, id, 'failed'), 'the stalled task failed');
@@ -236,14 +268,14 @@ describe('dwell timeouts', () => {
       },
       { dwell: { running: { after: '1h', then: 'alert' } } },
     );
-    const engine = makeEngine({ workflows: [wf], clock });
-    await startWorker(engine, LONG_LEASE);
+    const { engine, scanned } = await countingEngine({ workflows: [wf], clock });
+    await startWorker(engine, { ...LONG_LEASE, ...SCANS });
     const { id } = await engine.start(wf);
     await waitForStatus(engine, id, 'running');
     await clock.advance('1h');
     await advanceUntil(clock, async () => dwellEvents((await engine.get(id)).history).length === 1, 'the first alert');
-    for (let i = 0; i < 5; i++) await clock.advance('1s'); // more scans: no second alert for this stall
-    await new Promise((r) => setTimeout(r, 50));
+    await scanned(); // more scans: no second alert for this stall
+    await scanned();
     expect(dwellEvents((await engine.get(id)).history)).toHaveLength(1);
     first.open();
     await eventually(async () => (await engine.get(id)).steps.some((st) => st.name === 'one' && st.status === 'completed'), 10_000, 'step one');

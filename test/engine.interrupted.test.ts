@@ -10,7 +10,7 @@ import { TEST_STORE, eventually, makeEngine, startWorker, waitForStatus } from '
 const WORDS = 300;
 
 /** A model that streams WORDS words; the first call slowly (so that it can be interrupted), later calls at once. */
-function slowFirstModel(delayMs = 5): { model: MockLanguageModelV3; calls: () => number; firstStarted: () => boolean } {
+function slowFirstModel(delayMs = 5): { model: MockLanguageModelV3; calls: () => number } {
   let calls = 0;
   const model = new MockLanguageModelV3({
     doStream: async () => {
@@ -33,17 +33,24 @@ function slowFirstModel(delayMs = 5): { model: MockLanguageModelV3; calls: () =>
       };
     },
   });
-  return { model, calls: () => calls, firstStarted: () => calls >= 1 };
+  return { model, calls: () => calls };
 }
 
+/** Words the step has received so far, over all its attempts. */
+const streamed = { words: 0 };
+
 function writer(name: string, model: MockLanguageModelV3, options: { timeout?: string; retry?: number } = {}) {
+  streamed.words = 0;
   return workflow(name, async (ctx) => {
     const text = await ctx.step(
       'write',
       async ({ signal }) => {
         const result = streamText({ model, prompt: 'write 300 words', abortSignal: signal });
         let out = '';
-        for await (const delta of result.textStream) out += delta;
+        for await (const delta of result.textStream) {
+          out += delta;
+          streamed.words++;
+        }
         return out;
       },
       options,
@@ -59,9 +66,9 @@ describe(`interrupted steps are never checkpointed (${TEST_STORE}, real AI SDK s
     const engine = makeEngine({ workflows: [wf] });
     const first = await startWorker(engine);
     const { id } = await engine.start(wf, undefined);
-    await eventually(m.firstStarted, 10_000, 'the first model call');
-    await new Promise((r) => setTimeout(r, 100)); // some words streamed, most not
+    await eventually(() => streamed.words >= 10, 10_000, 'ten words of the first model call');
     await first.stop({ graceMs: 20 });
+    expect(streamed.words).toBeLessThan(WORDS); // stopped mid-stream
     const stopped = await engine.get(id);
     expect(stopped.status).toBe('pending');
     expect(stopped.steps.filter((s) => s.status === 'completed')).toEqual([]);
@@ -76,10 +83,11 @@ describe(`interrupted steps are never checkpointed (${TEST_STORE}, real AI SDK s
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start(wf, undefined);
-    await eventually(m.firstStarted, 10_000, 'the model call');
-    await new Promise((r) => setTimeout(r, 100));
+    await eventually(() => streamed.words >= 10, 10_000, 'ten words of the model call');
     await engine.cancel(id);
     await waitForStatus(engine, id, 'cancelled');
+    expect(streamed.words).toBeLessThan(WORDS); // cancelled mid-stream
+    expect(m.calls()).toBe(1);
     const info = await engine.get(id);
     expect(info.steps.filter((s) => s.status === 'completed')).toEqual([]);
     expect(info.history.some((e) => e.type === 'step:completed')).toBe(false);

@@ -178,10 +178,15 @@ describe(`state machines (${TEST_STORE})`, () => {
     const wf = publishing([]);
     const engine = makeEngine({ workflows: [wf], clock });
     await startWorker(engine);
+    const entered = clock.now(); // the clock stands still until it is advanced below
     const { id } = await engine.start(wf, { topic: 'x' });
     await waitsIn(engine, id, 'review');
+    const due = entered + 48 * 3_600_000;
+    await eventually(async () => (await engine.get(id)).runAt === due, 10_000, 'the task to wake up two days after it entered review');
+    // 47 hours later the task still waits in review, its wake-up an hour away.
     await clock.advance('47h');
-    await new Promise((r) => setTimeout(r, 50));
+    const waiting = await engine.get(id);
+    expect(waiting).toMatchObject({ status: 'waiting', runAt: due });
     expect((await machineOf(engine, id))?.state).toBe('review');
     await clock.advance('1h');
     expect(await engine.result(id)).toMatchObject({ state: 'expired' });

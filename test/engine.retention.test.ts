@@ -1,10 +1,11 @@
 // Deleting finished tasks: engine.delete (one task), engine.purge (by age, status and workflow) and
 // the workers' retention sweep (EngineOptions.retention, a workflow's `retention`), on the engine
 // clock. A deleted task goes with everything it owns; observers hear of every deletion.
-import { describe, expect, it } from 'vitest';
-import { ERROR_CODES, InvalidArgumentError, workflow, type Observer, type TasksDeletedEvent } from '../src/index.ts';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { ERROR_CODES, InvalidArgumentError, openStore, workflow, type EngineOptions, type Observer, type TasksDeletedEvent } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { TEST_STORE, eventually, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { TEST_STORE, eventually, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { spyStore } from './support/store-spy.ts';
 
 const DAY = 86_400_000;
 
@@ -15,6 +16,27 @@ const broken = workflow('broken', async (ctx) =>
   }),
 );
 const waits = workflow('waits', async (ctx) => ctx.waitForEvent('go'));
+
+/** An engine on a store that counts retention sweeps (their deletions) and heartbeat ticks (each one's sweep of abandoned cancelling tasks). */
+async function countingEngine(options: EngineOptions): Promise<{ engine: ReturnType<typeof makeEngine>; sweeps: () => number; ticks: () => number }> {
+  const inner = await openStore(tempDbUrl());
+  onTestFinished(() => inner.close());
+  let sweeps = 0;
+  let ticks = 0;
+  const store = spyStore(inner, {
+    deleteTasks:
+      (original) =>
+      async (...args) => {
+        sweeps++;
+        return original(...args);
+      },
+    expireLeases: (original) => async (r) => {
+      ticks++;
+      return original(r);
+    },
+  });
+  return { engine: makeEngine({ ...options, store }), sweeps: () => sweeps, ticks: () => ticks };
+}
 
 /** An observer that keeps every deletion it hears of. */
 function deletions(): { observer: Observer; seen: TasksDeletedEvent[] } {
@@ -162,7 +184,7 @@ describe(`deleting finished tasks (${TEST_STORE})`, () => {
 
   it('a worker sweeps only the workflows it serves, and none without a retention or with retentionSweepMs 0', async () => {
     const clock = new ManualClock();
-    const engine = makeEngine({ workflows: [done, waits], clock, retention: { succeeded: '1h', cancelled: '1h' } });
+    const { engine, sweeps } = await countingEngine({ workflows: [done, waits], clock, retention: { succeeded: '1h', cancelled: '1h' } });
     const starter = await startWorker(engine, { retentionSweepMs: 0 });
     const ok = (await engine.start(done, { n: 1 })).id;
     const cancelled = (await engine.start(waits)).id;
@@ -180,15 +202,21 @@ describe(`deleting finished tasks (${TEST_STORE})`, () => {
       10_000,
       'the cancelled task deleted',
     );
+    // Two more sweeps of that worker: the task of the workflow it does not serve is kept.
+    const after = sweeps();
+    await eventually(() => sweeps() >= after + 2, 10_000, 'two more sweeps');
     expect((await engine.get(ok)).status).toBe('succeeded');
     await onlyWaits.stop();
 
-    const noPolicy = makeEngine({ workflows: [done], clock });
-    const w = await startWorker(noPolicy, { retentionSweepMs: 20 });
+    const { engine: noPolicy, sweeps: noPolicySweeps, ticks } = await countingEngine({ workflows: [done], clock });
+    const w = await startWorker(noPolicy, { retentionSweepMs: 20, heartbeatMs: 50 });
     const kept = (await noPolicy.start(done, { n: 1 })).id;
     await waitForStatus(noPolicy, kept, 'succeeded');
     await clock.advance('3650d');
-    await new Promise((r) => setTimeout(r, 100));
+    // Five heartbeats (250 ms of real time, a dozen sweep periods): no sweep ran, the task is kept.
+    const from = ticks();
+    await eventually(() => ticks() >= from + 5, 10_000, 'five heartbeats');
+    expect(noPolicySweeps()).toBe(0);
     expect((await noPolicy.get(kept)).status).toBe('succeeded');
     await w.stop();
     expect(() => engine.worker({ retentionSweepMs: -1 })).toThrow(/retentionSweepMs/);

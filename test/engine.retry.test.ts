@@ -94,8 +94,9 @@ describe('step retries', () => {
     expect(parked.steps[1]).toMatchObject({ status: 'retrying', attempts: 1 });
     expect((await engine.explain(id)).summary).toMatch(/Waiting for the retry of step "rate-limited" \(attempt 2\) until/);
     await clock.advance('59m');
-    await new Promise((r) => setTimeout(r, 100));
-    expect((await engine.get(id)).status).toBe('waiting');
+    // An hour's backoff: after 59 minutes the task still waits, its wake-up a minute away.
+    expect(await engine.get(id)).toMatchObject({ status: 'waiting', runAt: parked.runAt });
+    expect(parked.runAt! - clock.now()).toBe(60_000);
     await clock.advance('1m');
     expect(await engine.result(id)).toBe('b-done');
     expect(attempts).toBe(2);

@@ -2,9 +2,7 @@
 // while a step finishes, retries after a handled failure, and interleavings that replay must keep.
 import { describe, expect, it } from 'vitest';
 import { Engine, workflow } from '../src/index.ts';
-import { makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+import { eventually, gate, makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
 
 /** Counts turns of the event loop (one tick per turn) from `start()` until `stop()`. */
 function turnProbe(): { readonly turns: number; start(): void; reset(): void; stop(): void } {
@@ -87,20 +85,30 @@ describe('run edges', () => {
 
   it('finishes a task whose pause was withdrawn after a call had already been held back', async () => {
     const calls: string[] = [];
+    const started: string[] = [];
+    const gateA = gate();
+    const gateB = gate();
     const wf = workflow('withdrawn', async (ctx) => {
       await Promise.all([
-        ctx.step('A', async () => (await sleep(50), calls.push('A'))).then(() => ctx.step('C', () => calls.push('C'))),
-        ctx.step('B', async () => (await sleep(400), calls.push('B'))),
+        ctx.step('A', async () => (started.push('A'), await gateA.promise, calls.push('A'))).then(() => ctx.step('C', () => calls.push('C'))),
+        ctx.step('B', async () => (started.push('B'), await gateB.promise, calls.push('B'))),
       ]);
       return 'ok';
     });
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);
     const { id } = await engine.start('withdrawn');
-    await sleep(20);
-    await engine.pause(id);
-    await sleep(150); // A finished; C was held back by the pause
+    await eventually(() => started.length === 2, 10_000, 'steps A and B to start');
+    expect((await engine.pause(id)).pauseRequested).toBe(true);
+    gateA.open();
+    // A's result is durable: without the pause, C would be called right after it.
+    await eventually(async () => (await engine.get(id)).steps.some((s) => s.name === 'A' && s.status === 'completed'), 10_000, "A's checkpoint");
+    const held = await engine.get(id);
+    expect(held.status).toBe('running'); // B is still running: the pause waits for it
+    expect(held.steps.map((s) => s.name)).not.toContain('C');
+    expect(calls).toEqual(['A']);
     await engine.resume(id);
+    gateB.open();
     expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
     expect(calls.sort()).toEqual(['A', 'B', 'C']);
     expect(transitionsOf(await engine.get(id)).map((h) => h.event)).toContain('release');
@@ -108,8 +116,10 @@ describe('run edges', () => {
 
   it('stops paused, not parked, when a pause from another process arrives before the run parks', async () => {
     const url = tempDbUrl();
+    const started = gate();
+    const finishA = gate();
     const wf = workflow('pause-at-park', async (ctx) => {
-      await ctx.step('A', async () => (await sleep(300), 1));
+      await ctx.step('A', async () => (started.open(), await finishA.promise, 1));
       await ctx.sleep('nap', 1500);
       return ctx.step('B', () => 2);
     });
@@ -119,8 +129,9 @@ describe('run edges', () => {
       const w = running.worker({ parkAfterMs: 100, heartbeatMs: 1000, leaseMs: 5000, pollIntervalMs: 20 });
       await w.start();
       const { id } = await running.start(wf);
-      await sleep(100);
+      await started.promise;
       expect((await elsewhere.pause(id)).pauseRequested).toBe(true);
+      finishA.open();
       await waitForStatus(elsewhere, id, ['paused', 'waiting'], 5000);
       const t = await elsewhere.get(id);
       expect(t.status).toBe('paused');
@@ -138,10 +149,17 @@ describe('run edges', () => {
 
   it('does not record a step that returns after its signal fired (its worker stopped): it runs again on the next worker', async () => {
     let runs = 0;
+    const started = gate();
+    const finish = gate();
+    const returned = gate();
     const wf = workflow('finish-in-grace', async (ctx) => {
       await ctx.step('ignores-signal', async () => {
         runs++;
-        await sleep(200); // does not listen to its signal
+        started.open();
+        if (runs === 1) {
+          await finish.promise; // does not listen to its signal
+          returned.open();
+        }
         return 'done';
       });
       return ctx.step('next', () => 'next');
@@ -149,15 +167,16 @@ describe('run edges', () => {
     const engine = makeEngine({ workflows: [wf] });
     const w1 = await startWorker(engine, { cancelGraceMs: 2000 });
     const { id } = await engine.start('finish-in-grace');
-    await sleep(50);
-    await w1.stop({ graceMs: 0 }); // signal fires at once; the step returns 150 ms later
+    await started.promise;
+    await w1.stop({ graceMs: 0 }); // the signal fires at once; the step returns only afterwards
+    finish.open();
+    await returned.promise;
     const mid = await engine.get(id);
     expect(mid.status).toBe('pending');
-    // What it returned after being told to stop may be cut short: it is not taken as the result.
-    expect(mid.steps.filter((s) => s.status === 'completed')).toEqual([]);
     expect(runs).toBe(1);
     await startWorker(engine);
     expect(await engine.result(id)).toBe('next');
+    // What it returned after being told to stop may be cut short: it was not taken as the result.
     expect(runs).toBe(2);
   });
 

@@ -46,7 +46,9 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL outage', () => {
       await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'slow-write to start');
       // The database disappears while slow-write runs; its checkpoint will find no database.
       proxy.cut();
-      await new Promise((r) => setTimeout(r, 2000));
+      // The outage lasts until the step has finished and its checkpoint failed for want of a database.
+      await eventually(() => /failed during writing checkpoints \(attempt 1\)/.test(w.output()), 30_000, 'the checkpoint to fail during the outage');
+      expect(readLog(log).some((l) => l.event === 'effect' && l.key.endsWith('slow-write#1'))).toBe(true);
       proxy.restore();
       expect((await engine.result<{ writtenBy: number }>(id, { timeout: '60s' })).writtenBy).toBe(w.pid);
       expect(w.child.exitCode).toBeNull(); // the worker survived

@@ -3,9 +3,10 @@
 // survives its connection being killed, cross-process cancel through the same channel, and crash
 // recovery after SIGKILL.
 import { describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Engine, openStore } from '../src/index.ts';
-import { listener, pipeline, triple, waiter } from './fixtures/crash-workflows.ts';
+import { Engine, openStore, workflow } from '../src/index.ts';
+import { listener, order, pipeline, triple, waiter } from './fixtures/crash-workflows.ts';
 import { PG_URL, hasPostgres, sql } from './support/postgres.ts';
 import { eventually, schemasOfThisFile, tempDir, waitForStatus, transitionsOf } from './support/engine.ts';
 import { readLog, spawnCli } from './support/processes.ts';
@@ -186,7 +187,7 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
     }
   }, 60_000);
 
-  it('accepts --db postgres://…?schema= in the CLI for every command', async () => {
+  it('accepts --db postgres://…?schema= in every CLI command', async () => {
     const db = freshUrl();
     const cli = async (...args: string[]): Promise<string> => {
       const p = spawnCli([...args, '--db', db]);
@@ -195,7 +196,9 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
       return p.output();
     };
     expect(await cli('migrate')).toContain('Schema is up to date');
-    const engine = new Engine({ store: db, workflows: [triple, waiter] });
+    const review = workflow('cli-review', async (ctx) => (await ctx.approval('review', { approvers: ['alice'] })).approved);
+    const engine = new Engine({ store: db, workflows: [triple, waiter, order, review] });
+    const spawned: Array<ReturnType<typeof spawnCli>> = [];
     try {
       // A worker that has served `triple` once registered it: the CLI, without the code, may start it.
       const w = engine.worker();
@@ -218,8 +221,49 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
       const retry = spawnCli(['retry', failing.id, '--db', db]);
       expect((await retry.exited).code).toBe(1);
       expect(retry.output()).toContain('[ILLEGAL_TRANSITION]');
+      expect(await cli('purge', '--older-than', '30d', '--dry-run')).toMatch(/\b0\b/);
+      await cli('delete', failing.id);
+      await expect(engine.get(failing.id)).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });
+
+      // The worker command, and the commands that need one to move the task.
+      const worker = spawnCli(['worker', 'test/fixtures/crash-workflows.ts', '--db', db, '--poll-ms', '50']);
+      spawned.push(worker);
+      await eventually(() => worker.output().includes('started; workflows'), 20_000, 'the worker to start');
+      await cli('start', 'triple', '--input', '{"n":2}', '--wait');
+      const inputs = join(tempDir(), 'inputs.jsonl');
+      writeFileSync(inputs, '{"n":10}\n{"n":20}\n');
+      await cli('start', 'triple', '--inputs', inputs);
+      await eventually(async () => (await engine.list({ workflow: 'triple', status: ['succeeded'] })).tasks.length === 3, 20_000, 'three triples to succeed');
+      const machineTask = await engine.start(order, { sku: 'a', slowMs: 0 });
+      await waitForStatus(engine, machineTask.id, 'waiting', 20_000);
+      await cli('send', machineTask.id, 'reject');
+      await waitForStatus(engine, machineTask.id, 'succeeded', 20_000);
+
+      // Approvals, decided through the CLI (the approval workflow runs in this process).
+      const inProcess = engine.worker({ workflows: ['cli-review'], pollIntervalMs: 20 });
+      await inProcess.start();
+      const approved = await engine.start(review);
+      const rejected = await engine.start(review);
+      await eventually(async () => (await engine.approvals({ status: 'pending' })).length === 2, 20_000, 'two pending approvals');
+      const listed = JSON.parse(await cli('approvals', '--pending', '--json')) as unknown;
+      const pending = (Array.isArray(listed) ? listed : (listed as { approvals: unknown[] }).approvals) as Array<{ id: string; taskId: string }>;
+      expect(pending).toHaveLength(2);
+      const idOf = (taskId: string): string => pending.find((x) => x.taskId === taskId)!.id;
+      expect(await cli('approve', idOf(approved.id), '--as', 'alice')).toContain('→ approved');
+      expect(await cli('reject', idOf(rejected.id), '--as', 'alice')).toContain('→ rejected');
+      expect(await engine.result(approved.id)).toBe(true);
+      expect(await engine.result(rejected.id)).toBe(false);
+
+      // serve: the HTTP API on the same schema.
+      const server = spawnCli(['serve', 'test/fixtures/crash-workflows.ts', '--db', db, '--port', '0'], { STEPWISE_TOKENS: 'ops:viewer:a-long-enough-viewer-token-0123456789' });
+      spawned.push(server);
+      await eventually(() => /"msg":"listening"/.test(server.output()), 20_000, 'the server to listen').catch((e: Error) => {
+        throw new Error(`${e.message}: ${server.output()}`);
+      });
     } finally {
+      for (const p of spawned) p.child.kill('SIGTERM');
+      await Promise.all(spawned.map((p) => p.exited));
       await engine.close();
     }
-  }, 60_000);
+  }, 120_000);
 });

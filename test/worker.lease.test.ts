@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Engine, openStore, workflow } from '../src/index.ts';
-import { gate, makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
+import { eventually, gate, makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
 import { spyStore } from './support/store-spy.ts';
 
 describe('worker leases', () => {
@@ -153,17 +153,16 @@ describe('claims under a backlog', () => {
       let started = 0;
       worker.on('run:claimed', () => started++);
       await worker.start();
-      const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-      for (let i = 0; i < 1000 && release.length < 300; i++) await sleep(10);
+      await eventually(() => release.length === 300, 20_000, 'the 300 steps to start');
       expect(limits.slice(0, 2)).toEqual([256, 300 - 256]); // the default batch, then the free slots
       expect(started).toBe(300);
       expect((await engine.list({ status: ['running'], limit: 1000 })).tasks).toHaveLength(300);
-      const results = Promise.all(ids.map((id) => engine.result(id, { timeout: '20s' })));
-      for (let i = 0; i < 2000 && (started < 400 || release.length); i++) {
-        release.splice(0).forEach((go) => go());
-        await sleep(5);
-      }
+      let finished = false;
+      const results = Promise.all(ids.map((id) => engine.result(id, { timeout: '20s' }))).finally(() => (finished = true));
+      // Each held step is let go as it starts; the freed slots claim the 100 others.
+      await eventually(() => (release.splice(0).forEach((go) => go()), finished), 20_000, 'every task to finish');
       expect(await results).toEqual(ids.map(() => 1));
+      expect(started).toBe(400);
       expect(Math.max(...limits)).toBe(256);
       await worker.stop();
     } finally {
@@ -177,27 +176,42 @@ describe('claims under a backlog', () => {
     const capped = workflow('capped', async (ctx) => ctx.step('a', () => 1), { concurrency: 1 });
     const inner = await openStore(tempDbUrl());
     let claims = 0;
+    let ticks = 0;
     const store = spyStore(inner, {
       claim: (original) => async (r) => {
         claims++;
         return original(r);
       },
+      // Called by every heartbeat tick of the worker (its sweep of abandoned cancelling tasks).
+      expireLeases: (original) => async (r) => {
+        ticks++;
+        return original(r);
+      },
     });
+    const ticksAfter = async (n: number): Promise<void> => {
+      const from = ticks;
+      await eventually(() => ticks >= from + n, 10_000, `${n} heartbeats`);
+    };
+    let finished = 0;
     const engine = new Engine({ store, workflows: [wf, capped] });
     try {
       const first = await Promise.all([1, 2, 3].map(() => engine.start(wf).then((s) => s.id)));
       // Polls every ten minutes: every claim below is the worker's own decision, not a poll.
       const worker = engine.worker({ concurrency: 8, pollIntervalMs: 600_000, heartbeatMs: 50, leaseMs: 2000 });
+      worker.on('run:finished', () => finished++);
       await worker.start();
       for (const id of first) expect(await engine.result(id, { timeout: '20s' })).toBe(1);
-      await new Promise((r) => setTimeout(r, 100));
+      await eventually(() => finished === 3, 10_000, 'the three runs to finish');
+      // Two heartbeats later (each one's sweep is counted): a claim the finishes asked for would have been made.
+      await ticksAfter(2);
       // One claim took all three (fewer than it asked for): their three finishes claimed nothing.
       expect(claims).toBe(1);
       // New work still wakes it (the engine's bus; on PostgreSQL its NOTIFY comes back too and
       // wakes it a second time); the finish of that run claims nothing more.
       const next = await engine.start(wf);
       expect(await engine.result(next.id, { timeout: '20s' })).toBe(1);
-      await new Promise((r) => setTimeout(r, 100));
+      await eventually(() => finished === 4, 10_000, 'the fourth run to finish');
+      await ticksAfter(2);
       expect(claims).toBeGreaterThanOrEqual(2);
       expect(claims).toBeLessThanOrEqual(3);
       // A capped workflow's finished run looks again at once: a task held back by the cap is due.

@@ -22,7 +22,7 @@ import type { Limits } from '../limits.ts';
 import type { Observer } from '../observers.ts';
 import { openStore } from '../store-url.ts';
 import { isWorkflow, type Workflow } from '../workflow.ts';
-import { firstDifference, normalized, sameJson, show } from './compare.ts';
+import { firstDifference, normalized, notJson, sameJson, show } from './compare.ts';
 import { ManualClock } from './manual-clock.ts';
 import { ResumeCheckError, describePoint, type CrashPoint, type CrashPointResult, type ResumeFailure, type ResumeReport } from './resume-report.ts';
 import { runTrial, type JournalCall, type TaskOutcome, type TrialResult, type TrialSettings } from './trial.ts';
@@ -51,8 +51,9 @@ export interface CheckResumeOptions<I = unknown> {
   setup?: (run: RunSetup) => unknown;
   /**
    * What the outside world holds after a run (your fakes: e-mails sent, charges made; rows of your
-   * tables), as JSON data. Called once each run has finished; every crash point's must equal the
-   * baseline's.
+   * tables), as JSON data: an array or a plain object (a Set, a Map or a class instance is refused
+   * with INVALID_ARGUMENT). Called once each run has finished, and once the step functions still
+   * running in the dead worker have returned; every crash point's must equal the baseline's.
    */
   effects?: (run: RunSetup) => unknown;
   /**
@@ -150,8 +151,16 @@ export async function checkResume<In>(workflow: Workflow<any, any, In>, options:
     await options.setup?.(info);
     const settings: TrialSettings = { ...checked.settings, clock: info.clock, database: info.database };
     const trial = await runTrial(settings, point && { write: point.write, when: point.when });
-    const effects = options.effects && trial.end.finished ? normalized(await options.effects(info), trial.taskId) : undefined;
-    return { trial, effects };
+    if (!options.effects || !trial.end.finished) return { trial, effects: undefined };
+    const raw = await options.effects(info);
+    const bad = notJson(raw);
+    if (bad) {
+      throw new InvalidArgumentError(
+        `checkResume("${name}"): effects() must return JSON data (an array or a plain object of strings, numbers, booleans, null, arrays and plain objects), but it returned ${bad}. ` +
+          'A Set, a Map, a Date, a function or a class instance does not compare as its contents: return an array ([...set]) or a plain object (Object.fromEntries(map)).',
+      );
+    }
+    return { trial, effects: normalized(raw, trial.taskId) };
   };
   try {
     const first = await run(null);
@@ -267,16 +276,37 @@ function callName(c: JournalCall | undefined): string {
   return c ? `${c.kind} "${c.step}" (${c.status})` : 'no call';
 }
 
-/** The first position where two journals differ, for people; null if they agree. */
+/**
+ * The first call where two journals differ, for people; null if they agree. Calls are matched by
+ * identity, not by position: by name (without its occurrence, `fetch#2` is a `fetch`), each name's
+ * calls in their order, with their kind and final status. Calls in parallel branches (sub-agents
+ * of a tool loop, steps under Promise.all) that ran again after the crash take their positions
+ * (and a shared name's occurrences) in the order they were made, which timing decides; a call
+ * made, left out, or ended otherwise is a difference.
+ */
 function callDifference(a: readonly JournalCall[], b: readonly JournalCall[]): string | null {
-  const bySeq = (calls: readonly JournalCall[]) => new Map(calls.map((c) => [c.seq, c]));
-  const ma = bySeq(a);
-  const mb = bySeq(b);
-  for (const seq of [...new Set([...ma.keys(), ...mb.keys()])].sort((x, y) => x - y)) {
-    const x = ma.get(seq);
-    const y = mb.get(seq);
-    if (x && y && x.step === y.step && x.kind === y.kind && x.status === y.status) continue;
-    return `at position ${seq}, ${callName(x)} without a crash, ${callName(y)} after it`;
+  const byName = (calls: readonly JournalCall[]) => {
+    const m = new Map<string, JournalCall[]>();
+    for (const c of [...calls].sort((x, y) => x.seq - y.seq)) {
+      const name = c.step.replace(/#\d+$/, '');
+      m.set(name, [...(m.get(name) ?? []), c]);
+    }
+    return m;
+  };
+  const ma = byName(a);
+  const mb = byName(b);
+  const first = (calls: readonly JournalCall[]) => calls.reduce((min, c) => Math.min(min, c.seq), Infinity);
+  const names = [...new Set([...ma.keys(), ...mb.keys()])].sort((x, y) => first(ma.get(x) ?? mb.get(x)!) - first(ma.get(y) ?? mb.get(y)!));
+  for (const name of names) {
+    const xs = ma.get(name) ?? [];
+    const ys = mb.get(name) ?? [];
+    for (let i = 0; i < Math.max(xs.length, ys.length); i++) {
+      const x = xs[i];
+      const y = ys[i];
+      if (x && y && x.kind === y.kind && x.status === y.status) continue;
+      const nth = xs.length > 1 || ys.length > 1 ? `call ${i + 1} of "${name}"` : `the call "${name}"`;
+      return `${nth}: ${callName(x)} without a crash, ${callName(y)} after it`;
+    }
   }
   return null;
 }

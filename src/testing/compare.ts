@@ -45,6 +45,35 @@ export function firstDifference(a: unknown, b: unknown, path = ''): { path: stri
   return { path, a, b };
 }
 
+/**
+ * Where `value` is not plain JSON data (null, a boolean, a finite number, a string, an array or a
+ * plain object of those), described for a message (`.sent: a Set`); null if it is. A Set or a Map
+ * would compare as `{}`, a class instance by its own fields only: a difference would go unseen.
+ */
+export function notJson(value: unknown, path = ''): string | null {
+  const at = path || 'the value';
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return null;
+  if (typeof value === 'number') return Number.isFinite(value) ? null : `${at}: the number ${String(value)}`;
+  if (typeof value !== 'object') return `${at}: ${value === undefined ? 'undefined' : `a ${typeof value}`}`;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const d = notJson(value[i], `${path}[${i}]`);
+      if (d) return d;
+    }
+    return null;
+  }
+  const proto = Object.getPrototypeOf(value) as object | null;
+  if (proto !== Object.prototype && proto !== null) {
+    const kind = (value as object).constructor?.name;
+    return `${at}: ${kind ? `a ${kind}` : 'an object that is not plain'}`;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    const d = notJson(v, /^[A-Za-z_$][\w$]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`);
+    if (d) return d;
+  }
+  return null;
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -19,7 +19,7 @@ import type { Observer } from '../observers.ts';
 import type { Store } from '../store.ts';
 import { openStore } from '../store-url.ts';
 import type { Worker, WorkerOptions } from '../worker.ts';
-import type { Workflow } from '../workflow.ts';
+import type { Workflow, WorkflowContext } from '../workflow.ts';
 import { ProcessStore, type CrashPlan, type WriteInfo } from './crash-store.ts';
 import type { ManualClock } from './manual-clock.ts';
 import { World, type WorldAnswers } from './world.ts';
@@ -87,6 +87,8 @@ export const WORKER_OPTIONS: WorkerOptions = {
 
 interface Process {
   readonly dead: boolean;
+  /** Step functions (and forEach items) of this process still running: a dead process's go on until they return. */
+  running: Set<Promise<unknown>>;
   view: ProcessStore;
   worker: Worker;
   attempts: StepAttempt[];
@@ -128,6 +130,43 @@ function processObservers(observers: readonly Observer[], alive: () => boolean):
   );
 }
 
+/** `fn` with the promise of each of its calls kept in `running` until it settles. */
+function tracked<A extends unknown[], R>(fn: (...args: A) => R, running: Set<Promise<unknown>>): (...args: A) => R {
+  if (typeof fn !== 'function') return fn;
+  return (...args: A): R => {
+    const result = fn(...args);
+    if (result !== null && typeof (result as { then?: unknown })?.then === 'function') {
+      const p = Promise.resolve(result).then(
+        () => undefined,
+        () => undefined,
+      );
+      running.add(p);
+      void p.then(() => running.delete(p));
+    }
+    return result;
+  };
+}
+
+/**
+ * `wf` whose context hands the step functions it is given (`ctx.step`, `ctx.transaction`,
+ * `ctx.forEach` items, and so the model and tool calls of `stepwise-engine/ai`, which go through
+ * `ctx.step`) to `running` as they run: what a dead process's steps still do lands in the outside
+ * world after its death, and the check waits for it before it reads `effects()`.
+ */
+function trackedWorkflow(wf: Workflow, running: Set<Promise<unknown>>): Workflow {
+  // The context is frozen (a Proxy could not hand back other methods): an object inheriting from
+  // it, with its own step, transaction and forEach, which call the context's own.
+  const wrap = (ctx: WorkflowContext): WorkflowContext =>
+    Object.freeze(
+      Object.create(ctx, {
+        step: { value: ((name, fn, options) => ctx.step(name, tracked(fn, running), options)) satisfies WorkflowContext['step'] },
+        transaction: { value: ((name, fn, options) => ctx.transaction(name, tracked(fn, running), options)) satisfies WorkflowContext['transaction'] },
+        forEach: { value: ((name, items, fn, options) => ctx.forEach(name, items, tracked(fn, running), options)) satisfies WorkflowContext['forEach'] },
+      }) as WorkflowContext,
+    );
+  return Object.freeze({ ...wf, fn: (ctx: WorkflowContext, input: unknown) => wf.fn(wrap(ctx), input) });
+}
+
 async function startProcess(s: TrialSettings, url: string, plan: CrashPlan | null, workerId: string): Promise<Process> {
   const real: Store = await openStore(url);
   let worker: Worker | null = null;
@@ -138,9 +177,10 @@ async function startProcess(s: TrialSettings, url: string, plan: CrashPlan | nul
     died();
   });
   const alive = (): boolean => !view.dead;
+  const running = new Set<Promise<unknown>>();
   const engine = new Engine({
     store: view.store,
-    workflows: [s.workflow],
+    workflows: [trackedWorkflow(s.workflow, running)],
     clock: processClock(s.clock, alive),
     observers: processObservers(s.observers, alive),
     ...(s.limits ? { limits: s.limits } : {}),
@@ -162,6 +202,7 @@ async function startProcess(s: TrialSettings, url: string, plan: CrashPlan | nul
       return view.dead;
     },
     view,
+    running,
     worker: w,
     attempts,
     died: dead,
@@ -199,6 +240,11 @@ export async function runTrial(s: TrialSettings, plan: CrashPlan | null): Promis
       processes.push(second);
       driven = await world.drive(deadline, null);
     }
+    // The dead process's step functions that were running when it died go on (a process dies
+    // between two of its writes, not in the middle of an HTTP call the tests' fakes stand for):
+    // what they do must be in the outside world before effects() reads it, and not leak into
+    // the next run's.
+    if (first.dead) await atMost(settledAll(first.running), Math.max(0, deadline - Date.now()));
     const death = first.dead ? (first.view.writes[first.view.writes.length - 1] as WriteInfo) : null;
     const end: TrialEnd = driven === 'finished' ? { finished: true, ...(await finalState(client, id)) } : { finished: false, why: driven === 'died' ? 'its worker died' : driven.why };
     return { taskId: id, writes: [...first.view.writes], death, durable, first: first.attempts, second: second?.attempts ?? [], end };
@@ -206,6 +252,11 @@ export async function runTrial(s: TrialSettings, plan: CrashPlan | null): Promis
     for (const p of processes.reverse()) await p.close().catch(() => undefined);
     await client.close().catch(() => undefined);
   }
+}
+
+/** Resolves once `running` is empty (a settling step may start no other: its process is dead). */
+async function settledAll(running: Set<Promise<unknown>>): Promise<void> {
+  while (running.size) await Promise.all([...running]);
 }
 
 async function finalState(client: Engine, id: string): Promise<{ outcome: TaskOutcome; calls: JournalCall[] }> {
