@@ -3,25 +3,17 @@
  * The Engine: a façade over the command modules (src/commands/) and the factory of workers. Every
  * status change goes through the lifecycle table and one guarded store write.
  */
-import { systemClock, type Clock } from './clock.ts';
-import { ClosedError, InvalidArgumentError } from './errors.ts';
+import type { Clock } from './clock.ts';
 import type { TaskStatus } from './lifecycle.ts';
-import { NewsBus } from './news.ts';
-import type { Store, TaskRow, WakeEvent } from './store.ts';
-import { DEFAULT_STORE_URL, type StoreOptions } from './store-url.ts';
+import type { Store } from './store.ts';
 import { toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { EventsOptions } from './event-stream.ts';
 import type { StreamEvent } from './stream-frames.ts';
-import { observeNews, type Observer } from './observers.ts';
 import type { Limits } from './limits.ts';
 import type { Worker, WorkerOptions } from './worker.ts';
-import { shortId } from './ids.ts';
-import { ResultWaiters } from './result-waiters.ts';
-import { StartBatcher } from './start-batcher.ts';
 import type { StartManyItem } from './start-plan.ts';
-import { isWorkflow, type Workflow } from './workflow.ts';
-import { resolveRetention, type RetentionMs } from './retention/policy.ts';
+import type { Workflow } from './workflow.ts';
 import type { SendResult } from './machine/send.ts';
 import type { EffectDecision } from './idempotency/at-most-once.ts';
 import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
@@ -31,8 +23,6 @@ import type { CommandOptions, CountOptions, Explanation, ListOptions, ListResult
 import { TaskHandle } from './commands/task-handle.ts';
 import * as cmd from './commands/index.ts';
 import type { EngineOptions } from './commands/engine-options.ts';
-
-import { engineSchedules, type FireSchedules } from './schedules/wiring.ts';
 import type { Schedules } from './schedules/schedules.ts';
 export { TaskHandle } from './commands/task-handle.ts';
 export type { EngineOptions } from './commands/engine-options.ts';
@@ -54,24 +44,6 @@ export type {
 
 export class Engine {
   readonly clock: Clock;
-  readonly #workflows = new Map<string, Workflow>();
-  readonly #bus = new NewsBus();
-  /** This engine in the announcements of its starts, which it delivers to its own workers itself. */
-  readonly #origin = shortId();
-  /** The `result()` calls waiting, by task: one listener for all of them. */
-  readonly #waiters: ResultWaiters;
-  readonly #workers = new Set<Worker>();
-  readonly #storeOption: string | Store;
-  readonly #storeOptions: StoreOptions;
-  #ready: Promise<Store> | null = null;
-  #batcher: StartBatcher | null = null;
-  readonly #starts: cmd.StartDeps;
-  #closed = false;
-  /** The open store and what holds on to it (commands/open.ts), once opened. */
-  #opened: cmd.OpenStore | null = null;
-  /** The subscription to finished tasks of other processes (commands/settled.ts). */
-  readonly #settled = new cmd.SettledChannel((e) => this.#deliver(e));
-  readonly #observers: readonly Observer[];
   /** @internal The size limits in force (workers check outputs against them). */
   readonly limits: Required<Limits>;
   /**
@@ -82,9 +54,8 @@ export class Engine {
   readonly idempotency: Idempotency;
   /** Cron schedules: each tick starts one task, however many workers run (see docs/schedules.md). */
   readonly schedules: Schedules;
-  readonly #fireSchedules: FireSchedules;
-  readonly #retention: RetentionMs;
-  /** What the command modules get from this engine (commands/context.ts). */
+  /** The store, batchers, news bus, subscriptions and workers behind the façade (commands/core.ts). */
+  readonly #core: cmd.EngineCore;
   readonly #ctx: cmd.CommandContext;
 
   /**
@@ -92,46 +63,24 @@ export class Engine {
    * const engine = new Engine({ store: 'sqlite:./stepwise.db', workflows: [publish] });
    */
   constructor(options: EngineOptions = {}) {
-    this.clock = options.clock ?? systemClock;
-    this.#waiters = new ResultWaiters(this.#bus, this.clock);
-    this.#storeOption = options.store ?? DEFAULT_STORE_URL;
-    this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
-    this.limits = cmd.engineLimits(options.limits);
-    this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
-    this.#observers = cmd.engineObservers(options.observers);
-    observeNews(this.#bus, this.#observers);
-    for (const wf of options.workflows ?? []) this.register(wf);
-    this.#ctx = {
-      open: () => this.#open(),
-      clock: this.clock,
-      workflows: this.#workflows,
-      limits: this.limits,
-      observers: this.#observers,
-      deliver: (e, row) => this.#deliver(e, row),
-      appended: (taskId) => this.#appended(taskId),
-    };
-    this.#starts = { ctx: this.#ctx, batcher: (store) => this.#startBatcher(store) };
-    this.idempotency = cmd.engineIdempotency(options.idempotency, this.#ctx);
-    ({ schedules: this.schedules, fire: this.#fireSchedules } = engineSchedules({
-      open: () => this.#open(),
-      clock: this.clock,
+    const core = (this.#core = new cmd.EngineCore(options, {
       start: (wf, input, o) => this.start(wf, input, o),
       get: (id) => this.get(id, { steps: false, history: false }),
       cancel: (id, o) => this.cancel(id, o),
     }));
+    ({ clock: this.clock, limits: this.limits, idempotency: this.idempotency, schedules: this.schedules, ctx: this.#ctx } = core);
   }
 
   /** Adds a workflow definition. A second definition with the same name replaces the first. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   register(wf: Workflow<any, any>): this {
-    if (!isWorkflow(wf)) throw new InvalidArgumentError('engine.register() takes a value created by workflow(name, fn).');
-    this.#workflows.set(wf.name, wf as Workflow);
+    this.#core.register(wf);
     return this;
   }
 
   /** The registered workflow definitions, by name. */
   get workflows(): ReadonlyMap<string, Workflow> {
-    return this.#workflows;
+    return this.#core.workflows;
   }
 
   /**
@@ -141,36 +90,7 @@ export class Engine {
    * rely on it).
    */
   async ready(): Promise<Store> {
-    const opened = this.#ready !== null;
-    const store = await this.#open();
-    if (opened) await cmd.probeStore(store);
-    return store;
-  }
-
-  /** The open store (opened and migrated once), for the engine's own commands: no probe. */
-  #open(): Promise<Store> {
-    if (this.#closed) return Promise.reject(new ClosedError('The engine'));
-    this.#ready ??= cmd
-      .openEngineStore({
-        store: this.#storeOption,
-        storeOptions: this.#storeOptions,
-        origin: this.#origin,
-        observers: this.#observers,
-        bus: this.#bus,
-        deliver: (e) => this.#deliver(e),
-      })
-      .then(
-        (opened) => {
-          this.#opened = opened;
-          return opened.store;
-        },
-        (e: unknown) => {
-          // Not cached: the next call tries again (the database may be back by then).
-          this.#ready = null;
-          throw e;
-        },
-      );
-    return this.#ready;
+    return this.#core.ready();
   }
 
   /**
@@ -182,7 +102,7 @@ export class Engine {
   start<I, O, In>(workflow: Workflow<I, O, In>, ...args: undefined extends In ? [input?: In, options?: StartOptions] : [input: In, options?: StartOptions]): Promise<TaskHandle<O>>;
   start(workflow: string, input?: unknown, options?: StartOptions): Promise<TaskHandle>;
   async start(workflow: string | Workflow<unknown, unknown, unknown>, input?: unknown, options: StartOptions = {}): Promise<TaskHandle> {
-    return new TaskHandle(this, await cmd.startOne(this.#starts, workflow, input, options));
+    return new TaskHandle(this, await cmd.startOne(this.#core.starts, workflow, input, options));
   }
 
   /**
@@ -197,23 +117,7 @@ export class Engine {
    * const handles = await engine.startMany(docs.map((d) => ({ workflow: 'summarise', input: d, idempotencyKey: d.id })));
    */
   async startMany(items: readonly StartManyItem[]): Promise<TaskHandle[]> {
-    return (await cmd.startAll(this.#starts, items)).map((r) => new TaskHandle(this, r));
-  }
-
-  /** The start batcher of this process, made with the first start. */
-  #startBatcher(store: Store): StartBatcher {
-    return (this.#batcher ??= new StartBatcher(store, {
-      origin: this.#origin,
-      onCreated: (tasks) =>
-        cmd.announceCreated(tasks, {
-          // Their end will be heard of here if this process listens for ends, or (a store without
-          // a channel) if its own workers run them.
-          tracksEnds: this.#settled.live || (!store.subscribe && this.#workers.size > 0),
-          waiters: this.#waiters,
-          deliver: (e) => this.#deliver(e),
-          appended: (id) => this.#appended(id),
-        }),
-    }));
+    return (await cmd.startAll(this.#core.starts, items)).map((r) => new TaskHandle(this, r));
   }
 
   /** The task with its steps (journal) and history (event log); `{ steps: false, history: false }` reads only the task row. */
@@ -258,21 +162,7 @@ export class Engine {
    * out until the timeout.
    */
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
-    return cmd.awaitResult<O>(
-      {
-        ctx: this.#ctx,
-        waiters: this.#waiters,
-        listenSettled: (store) => this.#listenSettled(store),
-        heldHere: (taskId) => this.#heldHere(taskId),
-      },
-      id,
-      options,
-    );
-  }
-
-  /** Subscribes to finished tasks of other processes, once (commands/settled.ts). */
-  #listenSettled(store: Store): Promise<boolean> {
-    return this.#closed ? Promise.resolve(false) : this.#settled.listen(store);
+    return cmd.awaitResult<O>(this.#core.results, id, options);
   }
 
   /**
@@ -358,15 +248,7 @@ export class Engine {
   events(options?: EventsOptions): AsyncIterable<TaskEvent & { cursor?: string }>;
   events(options: EventsOptions = {}): AsyncIterable<(TaskEvent & { cursor?: string }) | StreamEvent> {
     // The settled channel tells a reader elsewhere at once that a task finished.
-    return cmd.eventLog(
-      async () => {
-        const store = await this.#open();
-        await this.#listenSettled(store);
-        return store;
-      },
-      this.#bus,
-      options,
-    );
+    return cmd.eventLog(() => this.#core.openListening(), this.#core.bus, options);
   }
 
   /** Why a task is (not) moving: what it waits for, who holds it, what it may do next. */
@@ -380,22 +262,7 @@ export class Engine {
    * const worker = engine.worker({ concurrency: 8 }); await worker.start(); … await worker.stop();
    */
   worker(options: WorkerOptions = {}): Worker {
-    if (this.#closed) throw new ClosedError('The engine');
-    return cmd.newWorker(
-      {
-        open: () => this.#open(),
-        clock: this.clock,
-        workflows: this.#workflows,
-        bus: this.#bus,
-        observers: this.#observers,
-        idempotency: this.idempotency,
-        outputBytes: this.limits.outputBytes,
-        retention: this.#retention,
-        workers: this.#workers,
-        fireSchedules: this.#fireSchedules,
-      },
-      options,
-    );
+    return this.#core.worker(options);
   }
 
   /**
@@ -407,8 +274,7 @@ export class Engine {
    * await engine.delete(id, { by: 'ops' });
    */
   async delete(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    const store = await this.#open();
-    return toSummary(await deleteTask({ store, clock: this.clock, observers: this.#observers }, id, cmd.actorOf(options.by)));
+    return toSummary(await deleteTask(await this.#core.purgeDeps(), id, cmd.actorOf(options.by)));
   }
 
   /**
@@ -419,38 +285,11 @@ export class Engine {
    * await engine.purge({ olderThan: '30d', status: ['succeeded', 'cancelled'] });   // { count, byStatus, dryRun }
    */
   async purge(options: PurgeOptions & CommandOptions): Promise<PurgeResult> {
-    const store = await this.#open();
-    return purgeTasks({ store, clock: this.clock, observers: this.#observers }, options, cmd.actorOf(options?.by));
+    return purgeTasks(await this.#core.purgeDeps(), options, cmd.actorOf(options?.by));
   }
 
   /** Stops this engine's workers (gracefully) and closes the store. */
   async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await Promise.all([...this.#workers].map((w) => w.stop()));
-    await this.#ready?.catch(() => null);
-    const opened = this.#opened;
-    await opened?.unsubscribe?.();
-    await this.#settled.close();
-    this.#waiters.forget();
-    await cmd.closeEngineStore(opened && { ...opened, unsubscribe: null });
-  }
-
-  #heldHere(taskId: string): boolean {
-    for (const w of this.#workers) if (w.holds(taskId)) return true;
-    return false;
-  }
-
-  /** Tells this process's log readers that entries of `taskId` were committed. */
-  #appended(taskId: string): void {
-    if (this.#bus.hears('log:appended')) this.#bus.publish({ type: 'log:appended', taskId });
-  }
-
-  /**
-   * Passes news about a task to this process's workers and waiters (local or from NOTIFY); `row`:
-   * the task as the write this news announces committed it (only for a write of this process).
-   */
-  #deliver(e: WakeEvent, row?: TaskRow): void {
-    cmd.deliverNews(this.#bus, (taskId) => this.#heldHere(taskId), e, row);
+    await this.#core.close();
   }
 }
