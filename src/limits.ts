@@ -5,7 +5,8 @@
  * that grows without bound) from being written to the database, where it would slow every read of
  * the task and could exhaust the worker's memory on resume.
  */
-import { PayloadTooLargeError } from './errors.ts';
+import { InvalidArgumentError, PayloadTooLargeError } from './errors.ts';
+import { encodeJson } from './serialize.ts';
 
 export interface Limits {
   /** Largest task input, as JSON. @defaultValue 16 MiB */
@@ -37,4 +38,27 @@ export function checkSize(json: string | null, limit: number, what: () => string
   if (json === null || json.length * 3 <= limit) return;
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > limit) throw new PayloadTooLargeError(what(), bytes, limit, option);
+}
+
+/**
+ * `value` as stored (JSON text, null for undefined) within `limit` bytes: throws what encodeJson
+ * throws for a value JSON cannot hold, or PayloadTooLargeError naming `what` and `option`.
+ */
+export function encodeWithin(value: unknown, what: string | (() => string), limit: number, option: keyof Limits): string | null {
+  const named = typeof what === 'string' ? () => what : what;
+  const json = encodeJson(value, named);
+  checkSize(json, limit, named, option);
+  return json;
+}
+
+/** encodeWithin for a value a caller passed in: one JSON cannot hold is an InvalidArgumentError. */
+export function encodeArgument(value: unknown, what: string, limit: number, option: keyof Limits): string | null {
+  let json: string | null;
+  try {
+    json = encodeJson(value, what);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message, { cause: e });
+  }
+  checkSize(json, limit, () => what, option);
+  return json;
 }

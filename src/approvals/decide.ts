@@ -16,8 +16,7 @@
  */
 import { ConcurrentUpdateError, ConflictError, ForbiddenError, InvalidArgumentError, TaskEndedError, ApprovalNotFoundError } from '../errors.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import { encodeJson } from '../serialize.ts';
-import { checkSize } from '../limits.ts';
+import { encodeArgument } from '../limits.ts';
 import { checkText } from '../text-rules.ts';
 import type { Clock } from '../clock.ts';
 import type { ApprovalRow, ApprovalStatus, Store, WakeEvent } from '../store.ts';
@@ -61,14 +60,7 @@ function checkOptions(id: unknown, o: DecideOptions, payloadBytes: number): { da
     throw new InvalidArgumentError(`decide(): idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
   }
   if (key !== undefined) checkText(key, 'The idempotencyKey');
-  let data: string | null;
-  try {
-    data = encodeJson(o.data, 'The data of a decision');
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message, { cause: e });
-  }
-  checkSize(data, payloadBytes, () => 'The data of a decision', 'payloadBytes');
-  return { data };
+  return { data: encodeArgument(o.data, 'The data of a decision', payloadBytes, 'payloadBytes') };
 }
 
 /** How a recorded decision reads in an error message. */

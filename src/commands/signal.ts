@@ -6,8 +6,8 @@
  */
 import { ConflictError, IllegalTransitionError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, coerceError } from '../errors.ts';
 import { isFinished, userEvents } from '../lifecycle.ts';
-import { checkSize } from '../limits.ts';
-import { decodeJson, encodeJson } from '../serialize.ts';
+import { encodeArgument } from '../limits.ts';
+import { decodeJson } from '../serialize.ts';
 import type { SignalRow, Store, TaskRow, WakeEvent } from '../store.ts';
 import { checkText } from '../text-rules.ts';
 import { jsonEqual } from '../json-equal.ts';
@@ -31,18 +31,6 @@ function checkSignalName(name: string): void {
       `Signal names starting with "${MACHINE_SIGNAL_PREFIX}" are reserved for the events of state machines: send one with engine.send(id, event, payload) / \`stepwise send\`.`,
     );
   }
-}
-
-/** The payload as stored, within the payload limit. */
-function encodePayload(ctx: CommandContext, name: string, payload: unknown): string | null {
-  let encoded: string | null;
-  try {
-    encoded = encodeJson(payload, `The payload of signal "${name}"`);
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message, { cause: e });
-  }
-  checkSize(encoded, ctx.limits.payloadBytes, () => `The payload of signal "${name}"`, 'payloadBytes');
-  return encoded;
 }
 
 /** Checks the payload against the workflow's declared schema of this signal, if this engine knows the definition. */
@@ -77,7 +65,7 @@ export async function sendSignal(ctx: CommandContext, id: string, name: string, 
   checkSignalName(name);
   const key = options.idempotencyKey;
   if (key !== undefined) checkKey(key, "A signal's idempotencyKey");
-  const encoded = encodePayload(ctx, name, payload);
+  const encoded = encodeArgument(payload, `The payload of signal "${name}"`, ctx.limits.payloadBytes, 'payloadBytes');
   const task = await taskRow(store, id);
   checkSchema(ctx, task, name, payload);
   // A signal sent again with its key gets the first answer, also after the task finished; the

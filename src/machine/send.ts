@@ -16,8 +16,8 @@
  */
 import { ConflictError, EventRefusedError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, coerceError } from '../errors.ts';
 import { isFinished } from '../lifecycle.ts';
-import { checkSize } from '../limits.ts';
-import { decodeJson, encodeJson } from '../serialize.ts';
+import { encodeArgument } from '../limits.ts';
+import { decodeJson } from '../serialize.ts';
 import { jsonEqual } from '../json-equal.ts';
 import type { SignalRow, Store, TaskRow, WakeEvent } from '../store.ts';
 import type { Actor } from '../task-events.ts';
@@ -52,13 +52,7 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
     throw new InvalidArgumentError(`An event name is 1-100 letters, digits and _ . : / - (got ${JSON.stringify(event)}).`);
   }
   if (key !== undefined) checkKey(key, `The idempotencyKey of event "${event}"`);
-  let envelope: string;
-  try {
-    envelope = encodeJson({ payload: payload ?? null, by: actor } satisfies EventEnvelope, `The payload of event "${event}"`) as string;
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message, { cause: e });
-  }
-  checkSize(envelope, deps.payloadBytes, () => `The payload of event "${event}"`, 'payloadBytes');
+  const envelope = encodeArgument({ payload: payload ?? null, by: actor } satisfies EventEnvelope, `The payload of event "${event}"`, deps.payloadBytes, 'payloadBytes') as string;
   const { store } = deps;
   const signal = `${MACHINE_SIGNAL_PREFIX}${event}`;
   const task = await deps.task(id);
