@@ -17,7 +17,7 @@
 import { ConcurrentUpdateError, ConflictError, ForbiddenError, InvalidArgumentError, TaskEndedError, ApprovalNotFoundError } from '../errors.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { encodeArgument } from '../limits.ts';
-import { checkText } from '../text-rules.ts';
+import { checkKey, checkText } from '../text-rules.ts';
 import type { Clock } from '../clock.ts';
 import type { ApprovalRow, ApprovalStatus, Store, WakeEvent } from '../store.ts';
 import { decidedEntry, decisionEntry } from './entries.ts';
@@ -39,7 +39,6 @@ export interface DecideHost {
 
 /** Tasks in these statuses take decisions; the others have ended or are being cancelled. */
 const LIVE: readonly TaskStatus[] = ['pending', 'running', 'waiting', 'paused'];
-const KEY_MAX = 255;
 const COMMENT_MAX = 10_000;
 const STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'rejected', 'expired', 'escalated'];
 
@@ -56,10 +55,7 @@ function checkOptions(id: unknown, o: DecideOptions, payloadBytes: number): { da
   }
   if (o.comment !== undefined) checkText(o.comment, 'The comment');
   const key = o.idempotencyKey;
-  if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
-    throw new InvalidArgumentError(`decide(): idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
-  }
-  if (key !== undefined) checkText(key, 'The idempotencyKey');
+  if (key !== undefined) checkKey(key, 'The idempotencyKey');
   return { data: encodeArgument(o.data, 'The data of a decision', payloadBytes, 'payloadBytes') };
 }
 

@@ -21,7 +21,7 @@ import { decodeJson } from '../serialize.ts';
 import { jsonEqual } from '../json-equal.ts';
 import type { SignalRow, Store, TaskRow, WakeEvent } from '../store.ts';
 import type { Actor } from '../task-events.ts';
-import { checkKey } from '../idempotency/keys.ts';
+import { checkKey } from '../text-rules.ts';
 import { MACHINE_SIGNAL_PREFIX, type EventEnvelope, type MachineSpec } from './machine.ts';
 import { currentState, legalEventsOf } from './read.ts';
 import { EVENT_NAME, pickEdge } from './types.ts';
