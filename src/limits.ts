@@ -3,9 +3,10 @@
  * Size limits on what a task stores: its input, step and task outputs, and signal payloads. No
  * normal agent task comes near the defaults; they stop a runaway value (a 1 GB input, a transcript
  * that grows without bound) from being written to the database, where it would slow every read of
- * the task and could exhaust the worker's memory on resume.
+ * the task and could exhaust the worker's memory on resume. Also the checks of a payload a caller
+ * sends: encoded within its limit, and parsed by the schema its workflow declares.
  */
-import { InvalidArgumentError, PayloadTooLargeError } from './errors.ts';
+import { InvalidArgumentError, InvalidInputError, PayloadTooLargeError, coerceError } from './errors.ts';
 import { encodeJson } from './serialize.ts';
 
 export interface Limits {
@@ -61,4 +62,17 @@ export function encodeArgument(value: unknown, what: string, limit: number, opti
   }
   checkSize(json, limit, () => what, option);
   return json;
+}
+
+/**
+ * Checks what a caller sends to a task (`what`: `signal "x"`, `event "y"`) against the schema its
+ * workflow declares, if any: a payload it refuses is an InvalidInputError, and nothing is sent.
+ */
+export function checkSentPayload(schema: { parse(value: unknown): unknown } | undefined, task: { id: string; workflow: string }, what: string, payload: unknown): void {
+  if (!schema) return;
+  try {
+    schema.parse(payload);
+  } catch (e) {
+    throw new InvalidInputError(task.workflow, `the payload of ${what} to task ${task.id} fails its schema, and was not sent: ${coerceError(e).message}`, { cause: e });
+  }
 }

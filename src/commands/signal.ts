@@ -4,9 +4,9 @@
  * before the task waits are kept; with an idempotency key a repeated send is recorded once and gets
  * the first answer (the same key with another signal is a CONFLICT).
  */
-import { ConflictError, IllegalTransitionError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, coerceError } from '../errors.ts';
+import { ConflictError, IllegalTransitionError, InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
 import { isFinished, userEvents } from '../lifecycle.ts';
-import { encodeArgument } from '../limits.ts';
+import { checkSentPayload, encodeArgument } from '../limits.ts';
 import { decodeJson } from '../serialize.ts';
 import type { SignalRow, Store, TaskRow, WakeEvent } from '../store.ts';
 import { checkKey, checkText } from '../text-rules.ts';
@@ -29,17 +29,6 @@ function checkSignalName(name: string): void {
     throw new InvalidArgumentError(
       `Signal names starting with "${MACHINE_SIGNAL_PREFIX}" are reserved for the events of state machines: send one with engine.send(id, event, payload) / \`stepwise send\`.`,
     );
-  }
-}
-
-/** Checks the payload against the workflow's declared schema of this signal, if this engine knows the definition. */
-function checkSchema(ctx: CommandContext, task: TaskRow, name: string, payload: unknown): void {
-  const schema = ctx.workflows.get(task.workflow)?.options.signals?.[name];
-  if (!schema) return;
-  try {
-    schema.parse(payload);
-  } catch (e) {
-    throw new InvalidInputError(task.workflow, `the payload of signal "${name}" to task ${task.id} fails its schema, and was not sent: ${coerceError(e).message}`, { cause: e });
   }
 }
 
@@ -66,7 +55,7 @@ export async function sendSignal(ctx: CommandContext, id: string, name: string, 
   if (key !== undefined) checkKey(key, "A signal's idempotencyKey");
   const encoded = encodeArgument(payload, `The payload of signal "${name}"`, ctx.limits.payloadBytes, 'payloadBytes');
   const task = await taskRow(store, id);
-  checkSchema(ctx, task, name, payload);
+  checkSentPayload(ctx.workflows.get(task.workflow)?.options.signals?.[name], task, `signal "${name}"`, payload);
   // A signal sent again with its key gets the first answer, also after the task finished; the
   // same key with another payload is a conflict the sender must hear of.
   const repeat = key === undefined ? undefined : await signalByKey(store, id, key);

@@ -14,9 +14,9 @@
  * guard refuses and goes on waiting (an engine without the definition, such as the CLI's, cannot
  * check them first).
  */
-import { ConflictError, EventRefusedError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, coerceError } from '../errors.ts';
+import { ConflictError, EventRefusedError, InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
 import { isFinished } from '../lifecycle.ts';
-import { encodeArgument } from '../limits.ts';
+import { checkSentPayload, encodeArgument } from '../limits.ts';
 import { decodeJson } from '../serialize.ts';
 import { jsonEqual } from '../json-equal.ts';
 import type { SignalRow, Store, TaskRow, WakeEvent } from '../store.ts';
@@ -54,17 +54,6 @@ function checkedEnvelope(deps: SendDeps, event: string, payload: unknown, actor:
   }
   if (key !== undefined) checkKey(key, `The idempotencyKey of event "${event}"`);
   return encodeArgument({ payload: payload ?? null, by: actor } satisfies EventEnvelope, `The payload of event "${event}"`, deps.payloadBytes, 'payloadBytes') as string;
-}
-
-/** Checks the payload against the machine's declared schema of this event, if this engine has the definition. */
-function checkSchema(spec: MachineSpec | undefined, task: TaskRow, event: string, payload: unknown): void {
-  const schema = spec?.events[event];
-  if (!schema) return;
-  try {
-    schema.parse(payload);
-  } catch (e) {
-    throw new InvalidInputError(task.workflow, `the payload of event "${event}" to task ${task.id} fails its schema, and was not sent: ${coerceError(e).message}`, { cause: e });
-  }
 }
 
 type StateOf = () => Promise<{ state: string; context: unknown } | null>;
@@ -125,7 +114,7 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
     if (first) return repeated(id, event, payload, key, first);
   }
   const spec = deps.machineOf(task.workflow);
-  checkSchema(spec, task, event, payload);
+  checkSentPayload(spec?.events[event], task, `event "${event}"`, payload);
   // What the machine's journal says of its state: for the guard, and for a refusal's message.
   const stateOf: StateOf = async () => currentState(task, await store.getSteps(id));
   const state = await checkTaken(spec, task, stateOf, event, payload, actor);
