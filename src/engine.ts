@@ -23,8 +23,6 @@ import type { CommandOptions, CountOptions, Explanation, ListOptions, ListResult
 import { TaskHandle } from './commands/task-handle.ts';
 import * as cmd from './commands/index.ts';
 import type { EngineOptions } from './commands/engine-options.ts';
-import { EngineState } from './commands/engine-state.ts';
-import { engineSchedules, type FireSchedules } from './schedules/wiring.ts';
 import type { Schedules } from './schedules/schedules.ts';
 export { TaskHandle } from './commands/task-handle.ts';
 export type { EngineOptions } from './commands/engine-options.ts';
@@ -46,173 +44,202 @@ export type {
 
 export class Engine {
   readonly clock: Clock;
-  readonly #s: EngineState;
   /** @internal The size limits in force (workers check outputs against them). */
   readonly limits: Required<Limits>;
-  /** Idempotency records: `run(key, fn, { ttl, whileRunning, fingerprint })` runs `fn` once per key across processes (docs/exactly-once.md). */
+  /**
+   * Idempotency records: `run(key, fn, { ttl, whileRunning, fingerprint })` runs `fn` once per key
+   * across processes and tasks and returns the stored result to repeats (see README, "Exactly-once
+   * effects").
+   */
   readonly idempotency: Idempotency;
-  /** Cron schedules: each tick starts one task, however many workers run (docs/schedules.md). */
+  /** Cron schedules: each tick starts one task, however many workers run (see docs/schedules.md). */
   readonly schedules: Schedules;
-  readonly #fireSchedules: FireSchedules;
+  /** The store, batchers, news bus, subscriptions and workers behind the façade (commands/core.ts). */
+  readonly #core: cmd.EngineCore;
+  readonly #ctx: cmd.CommandContext;
 
   /**
    * @example
    * const engine = new Engine({ store: 'sqlite:./stepwise.db', workflows: [publish] });
    */
   constructor(options: EngineOptions = {}) {
-    this.#s = new EngineState(options);
-    this.clock = this.#s.clock;
-    this.limits = this.#s.limits;
-    this.idempotency = cmd.engineIdempotency(options.idempotency, this.#s.ctx);
-    ({ schedules: this.schedules, fire: this.#fireSchedules } = engineSchedules({
-      open: () => this.#s.open(),
-      clock: this.clock,
+    const core = (this.#core = new cmd.EngineCore(options, {
       start: (wf, input, o) => this.start(wf, input, o),
       get: (id) => this.get(id, { steps: false, history: false }),
       cancel: (id, o) => this.cancel(id, o),
     }));
+    ({ clock: this.clock, limits: this.limits, idempotency: this.idempotency, schedules: this.schedules, ctx: this.#ctx } = core);
   }
 
   /** Adds a workflow definition. A second definition with the same name replaces the first. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   register(wf: Workflow<any, any>): this {
-    this.#s.register(wf as Workflow);
+    this.#core.register(wf);
     return this;
   }
 
   /** The registered workflow definitions, by name. */
   get workflows(): ReadonlyMap<string, Workflow> {
-    return this.#s.workflows;
+    return this.#core.workflows;
   }
 
   /**
-   * Opens the store and applies migrations (done on first use; call it to fail fast). Once open, each
-   * call asks the store again (a read with a 2 s deadline): CLOSED or STORE_UNAVAILABLE for health checks.
+   * Opens the store and applies migrations (done on first use; call it to fail fast). Once open,
+   * each call asks the store again (one trivial read with a deadline of two seconds): a closed
+   * engine rejects with CLOSED, a store that does not answer with STORE_UNAVAILABLE (health checks
+   * rely on it).
    */
   async ready(): Promise<Store> {
-    const opened = this.#s.opening;
-    const store = await this.#s.open();
-    if (opened) await cmd.probeStore(store);
-    return store;
+    return this.#core.ready();
   }
 
   /**
-   * Creates a task. With an idempotency key, a second call returns the first task (`created: false`);
-   * the same key with another workflow or input is an IdempotencyConflictError.
+   * Creates a task. With an idempotency key, a second call returns the first task (`created:
+   * false`); the same key with another workflow or input is an IdempotencyConflictError.
    * @example
    * const { id } = await engine.start('publish-article', { topic: 'x' }, { idempotencyKey: 'article-8001' });
    */
   start<I, O, In>(workflow: Workflow<I, O, In>, ...args: undefined extends In ? [input?: In, options?: StartOptions] : [input: In, options?: StartOptions]): Promise<TaskHandle<O>>;
   start(workflow: string, input?: unknown, options?: StartOptions): Promise<TaskHandle>;
   async start(workflow: string | Workflow<unknown, unknown, unknown>, input?: unknown, options: StartOptions = {}): Promise<TaskHandle> {
-    return new TaskHandle(this, await cmd.startOne(this.#s.starts, workflow, input, options));
+    return new TaskHandle(this, await cmd.startOne(this.#core.starts, workflow, input, options));
   }
 
   /**
-   * Starts many tasks in one round trip (one statement and one commit per 10,000), every item checked
-   * first; results in the order of `items` (see docs/api.md).
+   * Starts many tasks in one round trip: one statement and one commit for up to 10,000 tasks
+   * (a longer list is written 10,000 at a time, each part committed on its own). Every item is
+   * checked before anything is written: a bad one rejects the call, naming its index. Results are
+   * in the order of `items`; an item whose idempotency key names an existing task (or an earlier
+   * item's) gets that task with `created: false`, and one whose key names a task of another
+   * workflow or input rejects the call with IdempotencyConflictError (the other items are
+   * started: call again with the list corrected to get them).
    * @example
    * const handles = await engine.startMany(docs.map((d) => ({ workflow: 'summarise', input: d, idempotencyKey: d.id })));
    */
   async startMany(items: readonly StartManyItem[]): Promise<TaskHandle[]> {
-    return (await cmd.startAll(this.#s.starts, items)).map((r) => new TaskHandle(this, r));
+    return (await cmd.startAll(this.#core.starts, items)).map((r) => new TaskHandle(this, r));
   }
 
   /** The task with its steps (journal) and history (event log); `{ steps: false, history: false }` reads only the task row. */
   async get(id: string, options: { steps?: boolean; history?: boolean } = {}): Promise<TaskInfo> {
-    return cmd.getTask(this.#s.ctx, id, options);
+    return cmd.getTask(this.#ctx, id, options);
   }
 
   /**
-   * Decides an at-most-once step whose `verify` could not tell whether its effect happened: `rerun`,
-   * `skip` (with `result`) or `fail` (docs/exactly-once.md).
+   * Decides an at-most-once step whose task waits because `verify` could not tell whether its
+   * effect happened (it waits on the approval `effect:<step>`): `rerun` calls the step again,
+   * `skip` takes `result` as its result without calling it, `fail` fails the step. A shorthand for
+   * `engine.decide` on that approval (data `{ action, result }`), so a decision sent twice with the
+   * same `idempotencyKey` counts once. `by` defaults to `operator`.
    * @example
    * await engine.decideEffect(taskId, 'send-sms', 'skip', { result: { sent: true }, by: 'ops' });
    */
   async decideEffect(taskId: string, step: string, decision: EffectDecision, options: SignalOptions & { result?: unknown } = {}): Promise<ApprovalInfo> {
-    return cmd.decisions.decideEffect(this.#s.ctx, taskId, step, decision, options);
+    return cmd.decisions.decideEffect(this.#ctx, taskId, step, decision, options);
   }
 
   /** Tasks, newest first, optionally by status and workflow, a page at a time. */
   async list(options: ListOptions = {}): Promise<ListResult> {
-    return cmd.listTasks(this.#s.ctx, options);
+    return cmd.listTasks(this.#ctx, options);
   }
 
   /**
-   * How many tasks there are now, by status (every status asked for is in the answer).
+   * How many tasks there are now, by status (every status asked for is in the answer, 0 if none),
+   * of some workflows, due now, or up to a cap per status.
    * @example
    * const { pending, waiting } = await engine.count({ status: ['pending', 'waiting'], workflow: 'publish-article' });
    */
   async count(options: CountOptions = {}): Promise<Record<TaskStatus, number>> {
-    return cmd.countTasks(this.#s.ctx, options);
+    return cmd.countTasks(this.#ctx, options);
   }
 
   /**
-   * Waits for the task to finish: its output, or TaskFailedError (`cause`: the task's error),
-   * TaskCancelledError, or COMPENSATION_FAILED when its cleanup failed for good.
+   * Waits for the task to finish: resolves with its output when it succeeds; rejects with
+   * TaskFailedError (its `cause` is the task's error) or TaskCancelledError — or, for a task whose
+   * cleanup after a failure or a cancel failed for good, with that error itself (code
+   * COMPENSATION_FAILED: what the task did is not fully undone; its message names what ended the
+   * task and each failure). A store that is unavailable for a while (STORE_UNAVAILABLE) is waited
+   * out until the timeout.
    */
   async result<O = unknown>(id: string, options: ResultOptions = {}): Promise<O> {
-    const s = this.#s;
-    return cmd.awaitResult<O>({ ctx: s.ctx, waiters: s.waiters, listenSettled: (store) => s.listenSettled(store), heldHere: (taskId) => s.heldHere(taskId) }, id, options);
+    return cmd.awaitResult<O>(this.#core.results, id, options);
   }
 
   /**
-   * Cancels a task: a running one becomes `cancelling` (its step's AbortSignal fires, its cleanup
-   * runs) and ends `cancelled`; one with no cleanup to do ends `cancelled` at once.
+   * Cancels a task. A running task becomes `cancelling`, its step's AbortSignal fires in whichever
+   * worker holds it, its cleanup runs (`ctx.onCancel` handlers, compensations), and it ends
+   * `cancelled` — or `failed` with COMPENSATION_FAILED if the cleanup failed for good. A pending,
+   * waiting or paused task with no cleanup to do ends `cancelled` at once. It never resumes.
    */
   async cancel(id: string, options: CommandOptions & { reason?: string } = {}): Promise<TaskSummary> {
-    return toSummary(await cmd.cancelTask(this.#s.ctx, id, options));
+    return toSummary(await cmd.cancelTask(this.#ctx, id, options));
   }
 
-  /** Runs a failed task again from the step that failed (or from `fromStep`); see docs/failure-handling.md. */
+  /**
+   * Runs a failed task again from the step that failed (or from `fromStep`, forgetting it and every
+   * later call); completed steps before it are not re-run, except those its last cleanup undid
+   * (docs/failure-handling.md). `deadline` gives the retried task a new deadline; without it, a
+   * deadline that has passed is lifted.
+   */
   async retry(id: string, options: RetryTaskOptions = {}): Promise<TaskSummary> {
-    return toSummary(await cmd.retryTask(this.#s.ctx, id, options));
+    return toSummary(await cmd.retryTask(this.#ctx, id, options));
   }
 
   /** Pauses a task: a running one at its next step boundary; a pending or waiting one at once. */
   async pause(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await cmd.moveTask(this.#s.ctx, id, 'pause', options));
+    return toSummary(await cmd.moveTask(this.#ctx, id, 'pause', options));
   }
 
   /** Resumes a paused task (or withdraws a pause request that a running task has not reached). */
   async resume(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await cmd.moveTask(this.#s.ctx, id, 'resume', options));
+    return toSummary(await cmd.moveTask(this.#ctx, id, 'resume', options));
   }
 
   /**
-   * Sends an event to a task (`ctx.waitForEvent(name)` receives it; events sent before it waits are
-   * kept). @returns whether this call recorded a new event (false for a repeated key)
+   * Sends an event to a task; `ctx.waitForEvent(name)` receives it. Events sent before the task
+   * waits are kept. With an idempotency key, a repeated send is recorded once.
+   * @returns whether this call recorded a new event (false for a repeated key)
    */
   async signal(id: string, name: string, payload?: unknown, options: SignalOptions = {}): Promise<SignalResult> {
-    return cmd.sendSignal(this.#s.ctx, id, name, payload, options);
+    return cmd.sendSignal(this.#ctx, id, name, payload, options);
   }
 
   /**
-   * Sends an event to a state machine's task; refused with EVENT_REFUSED unless its state takes it now.
+   * Sends an event to a state machine's task (`machine()`): taken only while the machine waits in
+   * a state that takes it and a guard lets it through; otherwise refused with EventRefusedError
+   * (EVENT_REFUSED, naming the state and the events it takes now) and nothing is sent. Of events
+   * sent at once, one is taken and the rest refused (the machine is busy with it). With an
+   * idempotency key, a repeated send gets the first answer.
    * @example
    * await engine.send(orderId, 'approve', { note: 'ok' }, { by: 'alice', idempotencyKey: 'approve-8001' });
    */
   async send(id: string, event: string, payload?: unknown, options: SignalOptions = {}): Promise<SendResult> {
-    return cmd.decisions.send(this.#s.ctx, id, event, payload, options);
+    return cmd.decisions.send(this.#ctx, id, event, payload, options);
   }
 
   /**
-   * Records a decision on one approval (docs/approvals.md); returns once it is durable.
+   * Records a decision on one approval (see `src/approvals/decide.ts`): a repeat returns the first
+   * result; a contrary decision is a ConflictError naming the recorded one; someone not listed, or
+   * an expired approval, is a ForbiddenError; a task that ended is a TaskEndedError. Returns once
+   * the decision is durable and, if it settles the approval, the task is runnable.
    * @example
    * await engine.decide(approvalId, { approve: true, by: 'alice', comment: 'ship it' });
    */
   async decide(approvalId: string, options: DecideOptions): Promise<ApprovalInfo> {
-    return cmd.decisions.decide(this.#s.ctx, approvalId, options);
+    return cmd.decisions.decide(this.#ctx, approvalId, options);
   }
 
   /** Approvals across tasks, oldest first: by status, listed approver (a reviewer's queue), workflow or task. */
   async approvals(query: ApprovalsQuery = {}): Promise<ApprovalInfo[]> {
-    return cmd.decisions.approvals(this.#s.ctx, query);
+    return cmd.decisions.approvals(this.#ctx, query);
   }
 
   /**
-   * The event log as it grows, across processes: one task's entries (`taskId`, `after: seq`; with
-   * `streams: true` its stream frames too) or every task's (`after: cursor`).
+   * The event log as it grows, read from the store (so it sees what every process writes): one
+   * task's entries (`taskId`, resumable by `after: seq`) or every task's (by `after: cursor`; a
+   * task's step results come right before its next entry of its own). It waits for new entries
+   * unless `follow: false`; a task's stream ends once the task has succeeded or been cancelled.
+   * With `{ taskId, streams: true }` it also carries the task's live stream frames.
    * @example
    * for await (const e of engine.events({ taskId: id })) console.log(e.seq, e.type, e.actor.id);
    */
@@ -220,22 +247,13 @@ export class Engine {
   events(options: EventsOptions & { taskId: string }): AsyncIterable<TaskEvent>;
   events(options?: EventsOptions): AsyncIterable<TaskEvent & { cursor?: string }>;
   events(options: EventsOptions = {}): AsyncIterable<(TaskEvent & { cursor?: string }) | StreamEvent> {
-    const s = this.#s;
     // The settled channel tells a reader elsewhere at once that a task finished.
-    return cmd.eventLog(
-      async () => {
-        const store = await s.open();
-        await s.listenSettled(store);
-        return store;
-      },
-      s.bus,
-      options,
-    );
+    return cmd.eventLog(() => this.#core.openListening(), this.#core.bus, options);
   }
 
   /** Why a task is (not) moving: what it waits for, who holds it, what it may do next. */
   async explain(id: string): Promise<Explanation> {
-    return cmd.explainTask(this.#s.ctx, id);
+    return cmd.explainTask(this.#ctx, id);
   }
 
   /**
@@ -244,31 +262,34 @@ export class Engine {
    * const worker = engine.worker({ concurrency: 8 }); await worker.start(); … await worker.stop();
    */
   worker(options: WorkerOptions = {}): Worker {
-    return this.#s.newWorker(options, this.idempotency, this.#fireSchedules);
+    return this.#core.worker(options);
   }
 
   /**
-   * Deletes a finished task with everything it owns and returns it as it was; CONFLICT for one not
-   * finished, TASK_NOT_FOUND for an unknown id (docs/operations.md).
+   * Deletes a finished task (succeeded, failed or cancelled) with its journal, log, signals,
+   * approvals and stream chunks, and returns it as it was. A task that is not finished is a
+   * CONFLICT (cancel it first); an unknown id is TASK_NOT_FOUND, so is a second delete. The task's
+   * idempotency key is free again. Observers' `onTasksDeleted` hears of it.
+   * @example
+   * await engine.delete(id, { by: 'ops' });
    */
   async delete(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    const store = await this.#s.open();
-    return toSummary(await deleteTask({ store, clock: this.clock, observers: this.#s.observers }, id, cmd.actorOf(options.by)));
+    return toSummary(await deleteTask(await this.#core.purgeDeps(), id, cmd.actorOf(options.by)));
   }
 
   /**
    * Deletes every finished task that ended at least `olderThan` ago (of the given statuses and
-   * workflows); `dryRun` only counts them.
+   * workflows), each with everything it owns, a thousand per statement; `dryRun` only counts them.
+   * For tasks a retention policy does not cover (another engine's workflows, a one-off cleanup).
    * @example
    * await engine.purge({ olderThan: '30d', status: ['succeeded', 'cancelled'] });   // { count, byStatus, dryRun }
    */
   async purge(options: PurgeOptions & CommandOptions): Promise<PurgeResult> {
-    const store = await this.#s.open();
-    return purgeTasks({ store, clock: this.clock, observers: this.#s.observers }, options, cmd.actorOf(options?.by));
+    return purgeTasks(await this.#core.purgeDeps(), options, cmd.actorOf(options?.by));
   }
 
   /** Stops this engine's workers (gracefully) and closes the store. */
   async close(): Promise<void> {
-    await this.#s.close();
+    await this.#core.close();
   }
 }

@@ -3,9 +3,11 @@
  * Size limits on what a task stores: its input, step and task outputs, and signal payloads. No
  * normal agent task comes near the defaults; they stop a runaway value (a 1 GB input, a transcript
  * that grows without bound) from being written to the database, where it would slow every read of
- * the task and could exhaust the worker's memory on resume.
+ * the task and could exhaust the worker's memory on resume. Also the checks of a payload a caller
+ * sends: encoded within its limit, and parsed by the schema its workflow declares.
  */
-import { PayloadTooLargeError } from './errors.ts';
+import { InvalidArgumentError, InvalidInputError, PayloadTooLargeError, coerceError } from './errors.ts';
+import { encodeJson } from './serialize.ts';
 
 export interface Limits {
   /** Largest task input, as JSON. @defaultValue 16 MiB */
@@ -37,4 +39,40 @@ export function checkSize(json: string | null, limit: number, what: () => string
   if (json === null || json.length * 3 <= limit) return;
   const bytes = Buffer.byteLength(json, 'utf8');
   if (bytes > limit) throw new PayloadTooLargeError(what(), bytes, limit, option);
+}
+
+/**
+ * `value` as stored (JSON text, null for undefined) within `limit` bytes: throws what encodeJson
+ * throws for a value JSON cannot hold, or PayloadTooLargeError naming `what` and `option`.
+ */
+export function encodeWithin(value: unknown, what: string | (() => string), limit: number, option: keyof Limits): string | null {
+  const named = typeof what === 'string' ? () => what : what;
+  const json = encodeJson(value, named);
+  checkSize(json, limit, named, option);
+  return json;
+}
+
+/** encodeWithin for a value a caller passed in: one JSON cannot hold is an InvalidArgumentError. */
+export function encodeArgument(value: unknown, what: string, limit: number, option: keyof Limits): string | null {
+  let json: string | null;
+  try {
+    json = encodeJson(value, what);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message, { cause: e });
+  }
+  checkSize(json, limit, () => what, option);
+  return json;
+}
+
+/**
+ * Checks what a caller sends to a task (`what`: `signal "x"`, `event "y"`) against the schema its
+ * workflow declares, if any: a payload it refuses is an InvalidInputError, and nothing is sent.
+ */
+export function checkSentPayload(schema: { parse(value: unknown): unknown } | undefined, task: { id: string; workflow: string }, what: string, payload: unknown): void {
+  if (!schema) return;
+  try {
+    schema.parse(payload);
+  } catch (e) {
+    throw new InvalidInputError(task.workflow, `the payload of ${what} to task ${task.id} fails its schema, and was not sent: ${coerceError(e).message}`, { cause: e });
+  }
 }

@@ -17,14 +17,12 @@ import { checkSize, type Limits } from './limits.ts';
 import { decodeJson, encodeJson } from './serialize.ts';
 import type { NewTask, Store, TaskRow } from './store.ts';
 import type { Actor } from './task-events.ts';
-import { checkText } from './text-rules.ts';
+import { checkKey } from './text-rules.ts';
 import { planCreation } from './transitions.ts';
 import { isWorkflow, type Workflow } from './workflow.ts';
 import { startUsage } from './ai/metering/start-usage.ts';
 import { taskDeadline } from './failure/deadline.ts';
 import type { Budget } from './ai/metering/usage.ts';
-
-const KEY_MAX = 255;
 
 /** One task of `engine.startMany()`. */
 export interface StartManyItem {
@@ -101,10 +99,7 @@ export async function planStart(
   }
   checkSize(encoded, c.limits.inputBytes, () => `The input of workflow "${name}"`, 'inputBytes');
   const key = options.idempotencyKey;
-  if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
-    throw new InvalidArgumentError(`idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
-  }
-  if (key !== undefined) checkText(key, 'The idempotencyKey');
+  if (key !== undefined) checkKey(key, 'The idempotencyKey');
   const actor = c.actorOf(options.by);
   const now = c.clock.now();
   const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');

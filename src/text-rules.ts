@@ -32,3 +32,17 @@ export function checkText(text: string, what: string): string {
   if (problem) throw new InvalidArgumentError(`${what} ${problem}: it cannot be stored exactly. Remove it (or keep the text in a JSON payload instead).`);
   return text;
 }
+
+/** The longest idempotency key accepted (after the version prefix of a step's business key). */
+export const KEY_MAX = 255;
+
+/** Checks a key given by a caller: a non-empty string of at most {@link KEY_MAX} whole characters that can be stored exactly. */
+export function checkKey(key: unknown, what: string): string {
+  if (typeof key !== 'string' || !key || key.length > KEY_MAX) {
+    throw new InvalidArgumentError(
+      `${what} must be a non-empty string of at most ${KEY_MAX} characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}. Digest long or sensitive parts with hashKey().`,
+    );
+  }
+  checkText(key, what);
+  return key;
+}

@@ -21,9 +21,8 @@
  */
 import { ConcurrentUpdateError, InvalidArgumentError, TaskEndedError, ApprovalNotFoundError } from '../errors.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import { encodeJson } from '../serialize.ts';
-import { checkSize } from '../limits.ts';
-import { checkText } from '../text-rules.ts';
+import { encodeArgument } from '../limits.ts';
+import { checkKey, checkText } from '../text-rules.ts';
 import type { Clock } from '../clock.ts';
 import type { ApprovalRow, ApprovalStatus, Store, WakeEvent } from '../store.ts';
 import { notice, toApprovalInfo } from './info.ts';
@@ -44,7 +43,6 @@ export interface DecideHost {
 
 /** Tasks in these statuses take decisions; the others have ended or are being cancelled. */
 const LIVE: readonly TaskStatus[] = ['pending', 'running', 'waiting', 'paused'];
-const KEY_MAX = 255;
 const DECIDE_OPTIONS = ['approve', 'by', 'roles', 'comment', 'data', 'idempotencyKey'];
 const COMMENT_MAX = 10_000;
 const STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'rejected', 'expired', 'escalated'];
@@ -64,18 +62,8 @@ function checkOptions(id: unknown, o: DecideOptions, payloadBytes: number): { da
   }
   if (o.comment !== undefined) checkText(o.comment, 'The comment');
   const key = o.idempotencyKey;
-  if (key !== undefined && (typeof key !== 'string' || !key || key.length > KEY_MAX)) {
-    throw new InvalidArgumentError(`decide(): idempotencyKey must be a non-empty string of at most ${KEY_MAX} characters.`);
-  }
-  if (key !== undefined) checkText(key, 'The idempotencyKey');
-  let data: string | null;
-  try {
-    data = encodeJson(o.data, 'The data of a decision');
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message, { cause: e });
-  }
-  checkSize(data, payloadBytes, () => 'The data of a decision', 'payloadBytes');
-  return { data };
+  if (key !== undefined) checkKey(key, 'The idempotencyKey');
+  return { data: encodeArgument(o.data, 'The data of a decision', payloadBytes, 'payloadBytes') };
 }
 
 export async function decide(host: DecideHost, id: string, o: DecideOptions): Promise<ApprovalInfo> {

@@ -13,8 +13,8 @@
  */
 import { InvalidArgumentError, LeaseLostError, StoreUnavailableError, coerceError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { decodeJson, encodeJson } from '../serialize.ts';
-import { checkSize } from '../limits.ts';
+import { decodeJson } from '../serialize.ts';
+import { encodeWithin } from '../limits.ts';
 import type { ApprovalRow, ApprovalUpdate, StepKind, StepRow } from '../store.ts';
 import { call, type Primitive } from '../run/call.ts';
 import type { Run } from '../run/run.ts';
@@ -78,8 +78,7 @@ const APPROVAL: Primitive<string, ApprovalOptions, ApprovalCall, ApprovalDecisio
   prepare(run, pos, name, options) {
     try {
       const { approvers, quorum, stored } = resolveOptions(name, options);
-      const payload = encodeJson(options.payload, `The payload of approval "${name}"`);
-      checkSize(payload, run.deps.outputBytes, () => `The payload of approval "${name}"`, 'outputBytes');
+      const payload = encodeWithin(options.payload, `The payload of approval "${name}"`, run.deps.outputBytes, 'outputBytes');
       return { pos, name, approvers, quorum, payload, stored };
     } catch (e) {
       throw run.fail(coerceError(e));
@@ -128,8 +127,7 @@ export function awaitApprovalAt(run: Run, site: ApprovalSite, name: string, opti
   let c: ApprovalCall;
   try {
     const { approvers, quorum, stored } = resolveOptions(name, options);
-    const payload = encodeJson(options.payload, `The payload of approval "${name}"`);
-    checkSize(payload, run.deps.outputBytes, () => `The payload of approval "${name}"`, 'outputBytes');
+    const payload = encodeWithin(options.payload, `The payload of approval "${name}"`, run.deps.outputBytes, 'outputBytes');
     c = { pos: { name, occurrence: 1, seq: site.seq, stepId: site.stepId, recorded: site.recorded }, name, approvers, quorum, payload, stored };
   } catch (e) {
     return Promise.reject(run.fail(coerceError(e)));

@@ -4,14 +4,13 @@
  * before the task waits are kept; with an idempotency key a repeated send is recorded once and gets
  * the first answer (the same key with another signal is a CONFLICT).
  */
-import { ConflictError, IllegalTransitionError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, coerceError } from '../errors.ts';
+import { ConflictError, IllegalTransitionError, InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
 import { isFinished, userEvents } from '../lifecycle.ts';
-import { checkSize } from '../limits.ts';
-import { decodeJson, encodeJson } from '../serialize.ts';
+import { checkSentPayload, encodeArgument } from '../limits.ts';
+import { decodeJson } from '../serialize.ts';
 import type { SignalRow, Store, TaskRow, WakeEvent } from '../store.ts';
-import { checkText } from '../text-rules.ts';
+import { checkKey, checkText } from '../text-rules.ts';
 import { jsonEqual } from '../json-equal.ts';
-import { checkKey } from '../idempotency/keys.ts';
 import { RESERVED_SIGNAL_PREFIX } from '../approvals/policy.ts';
 import { MACHINE_SIGNAL_PREFIX } from '../machine/machine.ts';
 import { actorOf, taskRow, type CommandContext } from './context.ts';
@@ -30,29 +29,6 @@ function checkSignalName(name: string): void {
     throw new InvalidArgumentError(
       `Signal names starting with "${MACHINE_SIGNAL_PREFIX}" are reserved for the events of state machines: send one with engine.send(id, event, payload) / \`stepwise send\`.`,
     );
-  }
-}
-
-/** The payload as stored, within the payload limit. */
-function encodePayload(ctx: CommandContext, name: string, payload: unknown): string | null {
-  let encoded: string | null;
-  try {
-    encoded = encodeJson(payload, `The payload of signal "${name}"`);
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message, { cause: e });
-  }
-  checkSize(encoded, ctx.limits.payloadBytes, () => `The payload of signal "${name}"`, 'payloadBytes');
-  return encoded;
-}
-
-/** Checks the payload against the workflow's declared schema of this signal, if this engine knows the definition. */
-function checkSchema(ctx: CommandContext, task: TaskRow, name: string, payload: unknown): void {
-  const schema = ctx.workflows.get(task.workflow)?.options.signals?.[name];
-  if (!schema) return;
-  try {
-    schema.parse(payload);
-  } catch (e) {
-    throw new InvalidInputError(task.workflow, `the payload of signal "${name}" to task ${task.id} fails its schema, and was not sent: ${coerceError(e).message}`, { cause: e });
   }
 }
 
@@ -77,9 +53,9 @@ export async function sendSignal(ctx: CommandContext, id: string, name: string, 
   checkSignalName(name);
   const key = options.idempotencyKey;
   if (key !== undefined) checkKey(key, "A signal's idempotencyKey");
-  const encoded = encodePayload(ctx, name, payload);
+  const encoded = encodeArgument(payload, `The payload of signal "${name}"`, ctx.limits.payloadBytes, 'payloadBytes');
   const task = await taskRow(store, id);
-  checkSchema(ctx, task, name, payload);
+  checkSentPayload(ctx.workflows.get(task.workflow)?.options.signals?.[name], task, `signal "${name}"`, payload);
   // A signal sent again with its key gets the first answer, also after the task finished; the
   // same key with another payload is a conflict the sender must hear of.
   const repeat = key === undefined ? undefined : await signalByKey(store, id, key);

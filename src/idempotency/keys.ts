@@ -7,15 +7,13 @@
  */
 import { createHash } from 'node:crypto';
 import { InvalidArgumentError } from '../errors.ts';
-import { checkText } from '../text-rules.ts';
 
 /** The engine's idempotency key of a step without a business key: `v1:<task>:<name>#<occurrence>`. */
 export function engineKey(taskId: string, name: string, occurrence: number): string {
   return `v1:${taskId}:${name}#${occurrence}`;
 }
 
-/** The longest key accepted (after the version prefix of a step's business key). */
-export const KEY_MAX = 255;
+export { KEY_MAX, checkKey } from '../text-rules.ts';
 
 /** JSON with object keys sorted, so that `{a, b}` and `{b, a}` digest the same. */
 function canonical(value: unknown): string {
@@ -48,15 +46,4 @@ export function hashKey(...parts: unknown[]): string {
 export function fingerprintOf(value: unknown): string | null {
   if (value === undefined) return null;
   return createHash('sha256').update(canonical(value)).digest('base64url');
-}
-
-/** Checks a key given by a caller: a non-empty string of at most {@link KEY_MAX} whole characters. */
-export function checkKey(key: unknown, what: string): string {
-  if (typeof key !== 'string' || !key || key.length > KEY_MAX) {
-    throw new InvalidArgumentError(
-      `${what} must be a non-empty string of at most ${KEY_MAX} characters, got ${typeof key === 'string' ? `${key.length} characters` : typeof key}. Digest long or sensitive parts with hashKey().`,
-    );
-  }
-  checkText(key, what);
-  return key;
 }

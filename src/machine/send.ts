@@ -14,14 +14,14 @@
  * guard refuses and goes on waiting (an engine without the definition, such as the CLI's, cannot
  * check them first).
  */
-import { ConflictError, EventRefusedError, InvalidArgumentError, InvalidInputError, TaskNotFoundError, coerceError } from '../errors.ts';
+import { ConflictError, EventRefusedError, InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
 import { isFinished } from '../lifecycle.ts';
-import { checkSize } from '../limits.ts';
-import { decodeJson, encodeJson } from '../serialize.ts';
+import { checkSentPayload, encodeArgument } from '../limits.ts';
+import { decodeJson } from '../serialize.ts';
 import { jsonEqual } from '../json-equal.ts';
 import type { SignalRow, Store, TaskRow, WakeEvent } from '../store.ts';
 import type { Actor } from '../task-events.ts';
-import { checkKey } from '../idempotency/keys.ts';
+import { checkKey } from '../text-rules.ts';
 import { MACHINE_SIGNAL_PREFIX, type EventEnvelope, type MachineSpec } from './machine.ts';
 import { currentState, legalEventsOf } from './read.ts';
 import { EVENT_NAME, pickEdge } from './types.ts';
@@ -47,20 +47,66 @@ export interface SendDeps {
   delivered: (wake: WakeEvent, taskId: string) => void;
 }
 
-export async function sendEvent(deps: SendDeps, id: string, event: string, payload: unknown, actor: Actor, key: string | undefined): Promise<SendResult> {
+/** The event's envelope as stored: the event name, key and payload checked. */
+function checkedEnvelope(deps: SendDeps, event: string, payload: unknown, actor: Actor, key: string | undefined): string {
   if (typeof event !== 'string' || !EVENT_NAME.test(event)) {
     throw new InvalidArgumentError(`An event name is 1-100 letters, digits and _ . : / - (got ${JSON.stringify(event)}).`);
   }
   if (key !== undefined) checkKey(key, `The idempotencyKey of event "${event}"`);
-  let envelope: string;
-  try {
-    envelope = encodeJson({ payload: payload ?? null, by: actor } satisfies EventEnvelope, `The payload of event "${event}"`) as string;
-  } catch (e) {
-    throw new InvalidArgumentError((e as Error).message, { cause: e });
+  return encodeArgument({ payload: payload ?? null, by: actor } satisfies EventEnvelope, `The payload of event "${event}"`, deps.payloadBytes, 'payloadBytes') as string;
+}
+
+type StateOf = () => Promise<{ state: string; context: unknown } | null>;
+
+/**
+ * Refuses, before anything is written, an event the machine cannot take: the task ended, its state
+ * takes no such event, or every guard refuses it. Returns the state that takes it (null if unknown).
+ */
+async function checkTaken(spec: MachineSpec | undefined, task: TaskRow, stateOf: StateOf, event: string, payload: unknown, actor: Actor): Promise<string | null> {
+  const id = task.id;
+  if (isFinished(task.status)) {
+    const at = await stateOf();
+    throw new EventRefusedError(id, event, at?.state ?? null, [], 'ended', `the task has ended (${task.status})${at ? ` in state "${at.state}"` : ''}.`);
   }
-  checkSize(envelope, deps.payloadBytes, () => `The payload of event "${event}"`, 'payloadBytes');
+  if (!spec) return null;
+  const at = await stateOf();
+  const node = at ? spec.states.get(at.state) : undefined;
+  if (!at || !node) return null;
+  const edges = node.on.get(event);
+  if (!edges) {
+    throw new EventRefusedError(
+      id,
+      event,
+      at.state,
+      legalEventsOf(task),
+      'not-in-state',
+      `state "${at.state}" takes no event "${event}" (its events: ${[...node.on.keys()].join(', ') || 'none'}).`,
+    );
+  }
+  if (task.status === 'waiting' && legalEventsOf(task).includes(event) && !pickEdge(edges, at.context, { type: event, payload: payload ?? null, by: actor })) {
+    throw new EventRefusedError(id, event, at.state, legalEventsOf(task), 'guard', `every guard of "${event}" refused it.`);
+  }
+  return at.state;
+}
+
+/** The refusal of an event the store would not record: the task ended, waits for other events, or is busy. */
+function refusal(id: string, event: string, at: string | null, refused: { status: TaskRow['status']; waitEvents: string[] }): EventRefusedError {
+  const legal = legalEventsOf({ status: refused.status, waitEvents: refused.waitEvents });
+  if (isFinished(refused.status)) return new EventRefusedError(id, event, at, [], 'ended', `the task has ended (${refused.status}).`);
+  if (refused.status === 'waiting' && refused.waitEvents.length) return new EventRefusedError(id, event, at, legal, 'not-in-state', `it does not wait for "${event}".`);
+  return new EventRefusedError(
+    id,
+    event,
+    at,
+    legal,
+    'busy',
+    `it is busy (${refused.status === 'waiting' ? 'an event it took is being handled' : `${refused.status}: its state's entry action runs, or it moves between states`}); send it again once the machine waits.`,
+  );
+}
+
+export async function sendEvent(deps: SendDeps, id: string, event: string, payload: unknown, actor: Actor, key: string | undefined): Promise<SendResult> {
+  const envelope = checkedEnvelope(deps, event, payload, actor, key);
   const { store } = deps;
-  const signal = `${MACHINE_SIGNAL_PREFIX}${event}`;
   const task = await deps.task(id);
   const sentWith = async (k: string): Promise<SignalRow | undefined> => (await store.getSignals(id)).find((s) => s.idempotencyKey === k);
   if (key !== undefined) {
@@ -68,45 +114,14 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
     if (first) return repeated(id, event, payload, key, first);
   }
   const spec = deps.machineOf(task.workflow);
-  const schema = spec?.events[event];
-  if (schema) {
-    try {
-      schema.parse(payload);
-    } catch (e) {
-      throw new InvalidInputError(task.workflow, `the payload of event "${event}" to task ${id} fails its schema, and was not sent: ${coerceError(e).message}`, { cause: e });
-    }
-  }
+  checkSentPayload(spec?.events[event], task, `event "${event}"`, payload);
   // What the machine's journal says of its state: for the guard, and for a refusal's message.
-  const stateOf = async (): Promise<{ state: string; context: unknown } | null> => currentState(task, await store.getSteps(id));
-  if (isFinished(task.status)) {
-    const at = await stateOf();
-    throw new EventRefusedError(id, event, at?.state ?? null, [], 'ended', `the task has ended (${task.status})${at ? ` in state "${at.state}"` : ''}.`);
-  }
-  let state: string | null = null;
-  if (spec) {
-    const at = await stateOf();
-    const node = at ? spec.states.get(at.state) : undefined;
-    if (at && node) {
-      state = at.state;
-      const edges = node.on.get(event);
-      if (!edges)
-        throw new EventRefusedError(
-          id,
-          event,
-          state,
-          legalEventsOf(task),
-          'not-in-state',
-          `state "${state}" takes no event "${event}" (its events: ${[...node.on.keys()].join(', ') || 'none'}).`,
-        );
-      if (task.status === 'waiting' && legalEventsOf(task).includes(event) && !pickEdge(edges, at.context, { type: event, payload: payload ?? null, by: actor })) {
-        throw new EventRefusedError(id, event, state, legalEventsOf(task), 'guard', `every guard of "${event}" refused it.`);
-      }
-    }
-  }
+  const stateOf: StateOf = async () => currentState(task, await store.getSteps(id));
+  const state = await checkTaken(spec, task, stateOf, event, payload, actor);
   const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
   const res = await store.insertSignal({
     taskId: id,
-    name: signal,
+    name: `${MACHINE_SIGNAL_PREFIX}${event}`,
     payload: envelope,
     idempotencyKey: key ?? null,
     at: deps.now(),
@@ -116,22 +131,7 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
     onlyIfAwaited: true,
   });
   if (!res) throw new TaskNotFoundError(id);
-  if (res.refused) {
-    const at = state === null ? ((await stateOf())?.state ?? null) : state;
-    const legal = legalEventsOf({ status: res.refused.status, waitEvents: res.refused.waitEvents });
-    if (isFinished(res.refused.status)) throw new EventRefusedError(id, event, at, [], 'ended', `the task has ended (${res.refused.status}).`);
-    if (res.refused.status === 'waiting' && res.refused.waitEvents.length) {
-      throw new EventRefusedError(id, event, at, legal, 'not-in-state', `it does not wait for "${event}".`);
-    }
-    throw new EventRefusedError(
-      id,
-      event,
-      at,
-      legal,
-      'busy',
-      `it is busy (${res.refused.status === 'waiting' ? 'an event it took is being handled' : `${res.refused.status}: its state's entry action runs, or it moves between states`}); send it again once the machine waits.`,
-    );
-  }
+  if (res.refused) throw refusal(id, event, state === null ? ((await stateOf())?.state ?? null) : state, res.refused);
   if (!res.created) {
     // Another send with the same key won the race: its event is the answer.
     const first = await sentWith(key as string);

@@ -101,8 +101,8 @@ export interface CheckedState<C = unknown> {
 
 /** An event name: what `engine.send` and the signal it becomes can carry. */
 export const EVENT_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,99}$/;
-/** State names appear in step ids (`state:<name>`): no `#`, `|` or spaces. */
-const STATE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,99}$/;
+/** State names appear in step ids (`state:<name>`): no `#`, `|` or spaces; the same rule as event names. */
+const STATE_NAME = EVENT_NAME;
 
 /** Checks a definition and turns it into the states the machine runs. */
 export function checkMachine<C, I>(name: string, def: MachineDefinition<C, I>): ReadonlyMap<string, CheckedState<C>> {

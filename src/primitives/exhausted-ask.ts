@@ -14,7 +14,7 @@
 import { InvalidArgumentError, type NotSerializableError } from '../errors.ts';
 import { ASK_PREFIX, askOptions, parseExhausted } from '../approvals/decision-data.ts';
 import { classOf } from '../failure/classify.ts';
-import { checkSize } from '../limits.ts';
+import { encodeWithin } from '../limits.ts';
 import { decodeError, encodeError, encodeJson } from '../serialize.ts';
 import type { Run } from '../run/run.ts';
 import { journalRow } from '../run/identity.ts';
@@ -76,8 +76,7 @@ export async function askOnExhausted<T>(run: Run, c: StepCall<T>, error: Error, 
     case 'supply': {
       let output: string | null;
       try {
-        output = encodeJson(action.output, () => `The output supplied for step "${c.stepId}"`);
-        checkSize(output, run.deps.outputBytes, () => `The output supplied for step "${c.stepId}"`, 'outputBytes');
+        output = encodeWithin(action.output, () => `The output supplied for step "${c.stepId}"`, run.deps.outputBytes, 'outputBytes');
       } catch (x) {
         return { retry: false, done: stepFailed(run, c, x as NotSerializableError, consume) };
       }

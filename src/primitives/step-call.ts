@@ -5,8 +5,8 @@
  * recorded: its output, or its failure for good, checkpointed as the code receives it.
  */
 import { StepFailedError, type NotSerializableError } from '../errors.ts';
-import { encodeError, encodeJson } from '../serialize.ts';
-import { checkSize } from '../limits.ts';
+import { encodeError } from '../serialize.ts';
+import { encodeWithin } from '../limits.ts';
 import type { StepRow } from '../store.ts';
 import type { StepOptions } from '../api/step.ts';
 import type { RetryPolicy } from '../retry.ts';
@@ -80,8 +80,7 @@ export function stepFailed<T>(
 export function stepSucceeded<T>(run: Run, c: StepCall<T>, value: T): Promise<T> {
   let output: string | null;
   try {
-    output = encodeJson(value, () => `The output of step "${c.stepId}"`);
-    checkSize(output, run.deps.outputBytes, () => `The output of step "${c.stepId}"`, 'outputBytes');
+    output = encodeWithin(value, () => `The output of step "${c.stepId}"`, run.deps.outputBytes, 'outputBytes');
   } catch (e) {
     return stepFailed(run, c, e as NotSerializableError);
   }

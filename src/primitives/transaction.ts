@@ -17,9 +17,9 @@
 import { LeaseLostError, StepFailedError, coerceError, InvalidArgumentError } from '../errors.ts';
 import { redoSuffix } from '../failure/redo.ts';
 import { faultPoint } from '../fault-points.ts';
-import { checkSize } from '../limits.ts';
+import { encodeWithin } from '../limits.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
-import { decodeError, decodeJson, deserializeError, encodeJson } from '../serialize.ts';
+import { decodeError, decodeJson, deserializeError } from '../serialize.ts';
 import type { StepRow, StepWrite } from '../store.ts';
 import { engineKey } from '../idempotency/keys.ts';
 import type { Transaction } from '../transaction-types.ts';
@@ -102,8 +102,7 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
       ({ accepted } = await c.runner(
         async (tx) => {
           const value = await c.fn(tx);
-          output = encodeJson(value, () => `The result of transaction "${c.stepId}"`);
-          checkSize(output, run.deps.outputBytes, () => `The result of transaction "${c.stepId}"`, 'outputBytes');
+          output = encodeWithin(value, () => `The result of transaction "${c.stepId}"`, run.deps.outputBytes, 'outputBytes');
           return value;
         },
         (): StepWrite => {

@@ -9,8 +9,8 @@
  */
 import { NonDeterminismError, coerceError } from '../errors.ts';
 import type { LifecycleEvent } from '../lifecycle.ts';
-import { encodeError, encodeJson } from '../serialize.ts';
-import { checkSize } from '../limits.ts';
+import { encodeError } from '../serialize.ts';
+import { encodeWithin } from '../limits.ts';
 import type { StepRow, TaskPatch } from '../store.ts';
 
 /** A wait registered by the code: the task may park on it. */
@@ -114,8 +114,7 @@ export function decideEnd(state: RunState, o: RunOutcome): EndPlan | 'lease-lost
   }
   let output: string | null;
   try {
-    output = encodeJson(result.value, () => `The output of workflow "${o.workflowName}"`);
-    checkSize(output, o.outputBytes, () => `The output of workflow "${o.workflowName}"`, 'outputBytes');
+    output = encodeWithin(result.value, () => `The output of workflow "${o.workflowName}"`, o.outputBytes, 'outputBytes');
   } catch (e) {
     return fail(e as Error);
   }
