@@ -155,6 +155,10 @@ describe('schedules', () => {
       await clock.advance('30s');
       await eventually(() => started.length === 1, 10_000, 'the first tick');
       const [first] = await tasksOf(engine);
+      // The first task has recorded its step and waits: the cancel lands on a task at rest (a cancel
+      // landing between a step's return and its checkpoint waits out cancelGraceMs on the engine's
+      // clock, which this test does not move).
+      await eventually(async () => (await engine.get(first!.id)).steps.some((x) => x.name === 'mark' && x.status === 'completed'), 10_000, 'the first step recorded');
       await clock.advance('1m');
       await eventually(() => started.length === 2, 10_000, 'the second tick');
       await eventually(async () => (await engine.get(first!.id)).status === 'cancelled', 10_000, 'the first to be cancelled');
