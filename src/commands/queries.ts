@@ -3,6 +3,7 @@
  * The reading commands: `engine.get` (a task with its journal, log and approvals), `engine.list`
  * (a page of tasks, newest first) and `engine.count` (tasks by status).
  */
+import { COUNT_OPTIONS, GET_OPTIONS, LIST_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { ALL_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import type { TaskRow } from '../store.ts';
@@ -21,6 +22,7 @@ function checkStatuses(statuses: readonly unknown[]): void {
 }
 
 export async function getTask(ctx: CommandContext, id: string, options: { steps?: boolean; history?: boolean }): Promise<TaskInfo> {
+  checkOptionKeys(options, GET_OPTIONS, 'engine.get()');
   const store = await ctx.open();
   const row = await taskRow(store, id);
   // A poller that needs only the status and progress skips the journal and the log (`steps: false`).
@@ -40,6 +42,7 @@ export async function getTask(ctx: CommandContext, id: string, options: { steps?
 }
 
 export async function listTasks(ctx: CommandContext, options: ListOptions): Promise<ListResult> {
+  checkOptionKeys(options, LIST_OPTIONS, 'engine.list()');
   const store = await ctx.open();
   const statuses = options.status === undefined ? undefined : Array.isArray(options.status) ? options.status : [options.status];
   checkStatuses(statuses ?? []);
@@ -55,6 +58,7 @@ export async function listTasks(ctx: CommandContext, options: ListOptions): Prom
 }
 
 export async function countTasks(ctx: CommandContext, options: CountOptions): Promise<Record<TaskStatus, number>> {
+  checkOptionKeys(options, COUNT_OPTIONS, 'engine.count()');
   const store = await ctx.open();
   const statuses: readonly TaskStatus[] =
     options.status === undefined ? ALL_STATUSES : Array.isArray(options.status) ? (options.status as readonly TaskStatus[]) : [options.status as TaskStatus];

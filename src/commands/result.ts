@@ -4,6 +4,7 @@
  * error of its end. News of ends (this process's workers and commands, other processes through
  * the store's channel) wakes the wait; polling covers what no news reaches.
  */
+import { RESULT_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { toMs } from '../duration.ts';
 import { ERROR_CODES, InvalidArgumentError, TaskCancelledError, TaskFailedError, TaskNotFoundError, TimeoutError, isStepwiseError } from '../errors.ts';
 import { decodeError, decodeJson, deserializeError } from '../serialize.ts';
@@ -35,6 +36,7 @@ function outcomeOf<O>(id: string, row: TaskRow | null): { output: O } | null {
 }
 
 export async function awaitResult<O>(deps: ResultDeps, id: string, options: ResultOptions): Promise<O> {
+  checkOptionKeys(options, RESULT_OPTIONS, 'engine.result()');
   const { ctx, waiters } = deps;
   const store = await ctx.open();
   if (typeof id !== 'string' || !id) throw new InvalidArgumentError('A task id is required.');

@@ -4,6 +4,7 @@
  * module plans the journal surgery: which calls are forgotten, which failed step is reset, what
  * the retry's log entry says. Also the refusal of a retry (a cancelled task whose cleanup failed).
  */
+import { RETRY_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { ConflictError, ERROR_CODES } from '../errors.ts';
 import { decodeError, type SerializedError } from '../serialize.ts';
 import type { SignalRow, StepRow, Store, TaskPatch, TaskRow } from '../store.ts';
@@ -28,6 +29,7 @@ export function retryRefusal(task: TaskRow): string | null {
 }
 
 export async function retryTask(ctx: CommandContext, id: string, options: RetryTaskOptions): Promise<TaskRow> {
+  checkOptionKeys(options, RETRY_OPTIONS, 'engine.retry()');
   const store = await ctx.open();
   const newDeadline = options.deadline === undefined ? undefined : taskDeadline(ctx.clock.now(), options.deadline, undefined);
   return runCommand(ctx, id, 'retry', options.by, async (task) => {

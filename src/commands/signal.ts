@@ -4,6 +4,7 @@
  * before the task waits are kept; with an idempotency key a repeated send is recorded once and gets
  * the first answer (the same key with another signal is a CONFLICT).
  */
+import { SIGNAL_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { ConflictError, IllegalTransitionError, InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
 import { isFinished, userEvents } from '../lifecycle.ts';
 import { checkSentPayload, encodeArgument } from '../limits.ts';
@@ -48,6 +49,7 @@ function checkTakes(task: TaskRow, name: string, requireWaiting: boolean | undef
 }
 
 export async function sendSignal(ctx: CommandContext, id: string, name: string, payload: unknown, options: SignalOptions): Promise<SignalResult> {
+  checkOptionKeys(options, SIGNAL_OPTIONS, 'engine.signal()');
   const store = await ctx.open();
   const actor = actorOf(options.by);
   checkSignalName(name);

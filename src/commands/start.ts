@@ -3,6 +3,7 @@
  * `engine.start` and `engine.startMany`: each start planned (start-plan.ts), then written by the
  * start batcher, which puts the concurrent starts of this process in one statement and one commit.
  */
+import { START_MANY_ITEM, START_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type { StartBatcher } from '../start-batcher.ts';
 import { planStart, startResult, type PlannedStart, type StartAnswer, type StartContext, type StartManyItem } from '../start-plan.ts';
@@ -24,6 +25,7 @@ function startContext(ctx: CommandContext, store: Store): StartContext {
 }
 
 export async function startOne(deps: StartDeps, workflow: string | Workflow<unknown, unknown, unknown>, input: unknown, options: StartOptions): Promise<StartAnswer> {
+  checkOptionKeys(options, START_OPTIONS, 'engine.start()');
   const store = await deps.ctx.open();
   const planned = await planStart(startContext(deps.ctx, store), workflow, input, options);
   // Concurrent starts of this process share one statement and one commit (start-batcher.ts).
@@ -37,6 +39,7 @@ export async function startAll(deps: StartDeps, items: readonly StartManyItem[])
   const planned: PlannedStart[] = [];
   for (const [i, item] of items.entries()) {
     if (typeof item !== 'object' || item === null) throw new InvalidArgumentError(`startMany(): item ${i} must be an object { workflow, input, idempotencyKey?, delay? }.`);
+    checkOptionKeys(item, START_MANY_ITEM, `startMany(): item ${i}`);
     try {
       planned.push(await planStart(context, item.workflow, item.input, item));
     } catch (e) {

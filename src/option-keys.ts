@@ -1,0 +1,27 @@
+/**
+ * @module option-keys
+ * Refuses an options object with a key the command does not know: a mistyped `idempotencyKey`
+ * (`idempotencykey`) would otherwise be ignored silently and start a duplicate.
+ */
+import { InvalidArgumentError } from './errors.ts';
+
+/** Throws INVALID_ARGUMENT naming the unknown keys of `options` and the known ones. */
+export function checkOptionKeys(options: unknown, known: readonly string[], where: string): void {
+  if (options === undefined) return;
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new InvalidArgumentError(`${where}: options must be an object.`);
+  const unknown = Object.keys(options).filter((k) => !known.includes(k));
+  if (unknown.length) {
+    throw new InvalidArgumentError(`${where}: unknown option${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')} (known: ${known.join(', ')}).`);
+  }
+}
+
+export const START_OPTIONS = ['by', 'idempotencyKey', 'delay', 'budget', 'deadline'] as const;
+export const START_MANY_ITEM = ['workflow', 'input', ...START_OPTIONS] as const;
+export const LIST_OPTIONS = ['status', 'workflow', 'limit', 'cursor'] as const;
+export const COUNT_OPTIONS = ['status', 'workflow', 'due', 'cap'] as const;
+export const GET_OPTIONS = ['steps', 'history'] as const;
+export const RESULT_OPTIONS = ['timeout', 'signal'] as const;
+export const CANCEL_OPTIONS = ['by', 'reason'] as const;
+export const MOVE_OPTIONS = ['by'] as const;
+export const RETRY_OPTIONS = ['by', 'fromStep', 'deadline'] as const;
+export const SIGNAL_OPTIONS = ['by', 'idempotencyKey', 'requireWaiting'] as const;
