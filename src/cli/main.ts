@@ -91,6 +91,39 @@ const COMMANDS: Record<string, Command> = {
   schedules,
 };
 
+/** The options each command reads, besides --db, --json and --help: a flag of another command is refused, not ignored. */
+const COMMAND_FLAGS: Record<string, readonly string[]> = {
+  worker: ['concurrency', 'claim-batch', 'lease-ms', 'heartbeat-ms', 'poll-ms', 'grace-ms', 'workflows', 'worker-id', 'quiet', 'log'],
+  start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as'],
+  ls: ['status', 'workflow', 'limit', 'cursor'],
+  show: [],
+  explain: [],
+  cancel: ['reason', 'as'],
+  retry: ['from-step', 'as'],
+  pause: ['as'],
+  resume: ['as'],
+  delete: ['as'],
+  purge: ['older-than', 'status', 'workflow', 'limit', 'dry-run', 'as'],
+  signal: ['data', 'key', 'require-waiting', 'as'],
+  send: ['data', 'key', 'as'],
+  migrate: [],
+  serve: ['port', 'host', 'auth', 'with-worker', 'log'],
+  approvals: ['pending', 'status', 'approver', 'workflow'],
+  approve: ['as', 'comment', 'data', 'key'],
+  reject: ['as', 'comment', 'data', 'key'],
+  schedules: ['workflow', 'cron', 'timezone', 'input', 'overlap', 'catchup', 'paused'],
+};
+const GLOBAL_FLAGS = ['db', 'json', 'help'];
+
+/** A flag given to a command that does not read it (a typo of another flag, or a flag of another command). */
+function foreignFlags(name: string, values: Record<string, unknown>): string | null {
+  const allowed = [...GLOBAL_FLAGS, ...(COMMAND_FLAGS[name] ?? [])];
+  const foreign = Object.keys(values).filter((k) => values[k] !== undefined && !allowed.includes(k));
+  if (!foreign.length) return null;
+  const own = COMMAND_FLAGS[name] ?? [];
+  return `stepwise ${name}: ${foreign.map((f) => `--${f}`).join(', ')} ${foreign.length > 1 ? 'are not options' : 'is not an option'} of ${name} (${own.length ? `its options: ${own.map((f) => `--${f}`).join(', ')}` : 'it takes none'}, and --db, --json).`;
+}
+
 /** Every option of every command (parseArgs refuses any other). */
 const OPTIONS = {
   db: { type: 'string' },
@@ -162,6 +195,11 @@ async function main(argv: string[]): Promise<number> {
   const run = COMMANDS[name];
   if (!run) {
     process.stderr.write(`stepwise: unknown command "${name}". Commands: ${Object.keys(COMMANDS).join(', ')}, version, help.\n`);
+    return 2;
+  }
+  const foreign = foreignFlags(name, parsed.values);
+  if (foreign) {
+    process.stderr.write(`${foreign}\n`);
     return 2;
   }
   try {
