@@ -39,4 +39,11 @@ describe('unknown option keys', () => {
     // Nothing was changed by the refused calls.
     expect((await engine.get(id)).status).toBe('pending');
   });
+
+  it("refuses two versions of one workflow in the engine's list instead of serving only the last", () => {
+    const v1 = workflow('article', async () => 1, { version: 1 });
+    const v2 = workflow('article', async () => 2, { version: 2 });
+    expect(() => makeEngine({ workflows: [v1, v2] })).toThrow(/workflow "article" is listed twice \(versions 1 and 2\).*compatibleVersions: \['1'\]/);
+    expect(makeEngine({ workflows: [v1, v1] }).workflows.get('article')).toBe(v1); // the same definition twice is one
+  });
 });

@@ -75,7 +75,17 @@ export class EngineCore {
     this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
     this.observers = engineObservers(options.observers);
     observeNews(this.bus, this.observers);
-    for (const wf of options.workflows ?? []) this.register(wf);
+    for (const wf of options.workflows ?? []) {
+      const had = this.workflows.get((wf as Workflow)?.name);
+      // One engine serves one version of a workflow: a second one in the list would silently replace the first.
+      if (had && had !== wf) {
+        throw new InvalidArgumentError(
+          `new Engine({ workflows }): workflow "${had.name}" is listed twice (versions ${had.version} and ${(wf as Workflow).version}); an engine serves one version of a workflow. ` +
+            `Let the newer one replay older tasks (compatibleVersions: ['${had.version}']), or serve the older version from workers of its own until its tasks end.`,
+        );
+      }
+      this.register(wf);
+    }
     this.ctx = {
       open: () => this.open(),
       clock: this.clock,
