@@ -21,6 +21,10 @@ describe('approvals by role, hand-over escalation, repeated decisions', () => {
     const refused = await engine.decide(a.id, { approve: true, by: 'vera', roles: ['viewer'] }).catch((e: unknown) => e);
     expect(isStepwiseError(refused, 'FORBIDDEN')).toBe(true);
     expect((refused as Error).message).toContain('vera (roles viewer) may not decide');
+    // An editor's queue lists it (by role); a viewer's does not.
+    expect((await engine.approvals({ approver: 'erin', roles: ['editor'] })).map((x) => x.id)).toEqual([a.id]);
+    expect(await engine.approvals({ approver: 'vera', roles: ['viewer'] })).toEqual([]);
+    expect(await engine.approvals({ approver: 'erin' })).toEqual([]);
     await engine.decide(a.id, { approve: true, by: 'erin', roles: ['editor'] });
     expect(await engine.result(id)).toBe('erin');
   });

@@ -110,6 +110,8 @@ export interface ApprovalsQuery {
   status?: ApprovalStatus | readonly ApprovalStatus[];
   /** Approvals this person may decide. */
   approver?: string;
+  /** With `approver`: also the approvals listing one of these roles (`role:<role>`), the approver's roles. */
+  roles?: readonly string[];
   workflow?: string;
   taskId?: string;
   /** 1–1000. @defaultValue 100 */

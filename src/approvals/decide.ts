@@ -145,6 +145,9 @@ export async function listApprovals(store: Store, q: ApprovalsQuery = {}): Promi
   const limit = q.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InvalidArgumentError(`limit must be an integer from 1 to 1000, got ${limit}.`);
   if (q.approver !== undefined) checkApprover(q.approver, 'approvals(): `approver`');
+  if (q.roles !== undefined && (q.approver === undefined || !Array.isArray(q.roles) || q.roles.some((r) => typeof r !== 'string' || !r))) {
+    throw new InvalidArgumentError('approvals(): `roles` is a list of role names, given with `approver`.');
+  }
   // The reviewers' queue: an open approval of a task that ended (or is being cancelled) takes no
   // decision, so it is left out even before the closer has marked it expired.
   const rows = await store.listApprovals({
@@ -152,6 +155,7 @@ export async function listApprovals(store: Store, q: ApprovalsQuery = {}): Promi
     openOnlyFor: LIVE,
     ...(statuses ? { statuses } : {}),
     ...(q.approver !== undefined ? { approver: q.approver } : {}),
+    ...(q.roles?.length ? { approverRoles: q.roles } : {}),
     ...(q.workflow !== undefined ? { workflow: q.workflow } : {}),
     ...(q.taskId !== undefined ? { taskId: q.taskId } : {}),
   });

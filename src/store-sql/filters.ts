@@ -54,7 +54,10 @@ export function approvalTerms(q: ApprovalQuery, p: SqlParams, tasks: string): st
   if (q.taskId !== undefined) where.push(`task_id = ${p.add(q.taskId, 'text')}`);
   if (q.statuses?.length) where.push(p.anyOf('status', q.statuses, 'text'));
   if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
-  if (q.approver !== undefined) where.push(p.jsonHas('approvers', q.approver));
+  if (q.approver !== undefined) {
+    const listed = [q.approver, ...(q.approverRoles ?? []).map((r) => `role:${r}`)].map((a) => p.jsonHas('approvers', a));
+    where.push(listed.length > 1 ? `(${listed.join(' OR ')})` : (listed[0] as string));
+  }
   if (q.taskStatuses) where.push(`EXISTS (SELECT 1 FROM ${tasks} t WHERE t.id = task_id AND ${p.anyOf('t.status', q.taskStatuses, 'text')})`);
   if (q.openOnlyFor) where.push(`(status NOT IN ('pending', 'escalated') OR EXISTS (SELECT 1 FROM ${tasks} t WHERE t.id = task_id AND ${p.anyOf('t.status', q.openOnlyFor, 'text')}))`);
   return where;

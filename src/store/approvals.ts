@@ -91,6 +91,8 @@ export interface ApprovalQuery {
   taskId?: string;
   statuses?: readonly ApprovalStatus[];
   approver?: string;
+  /** With `approver`: approvals listing one of these roles (`role:<role>`) count as theirs too. */
+  approverRoles?: readonly string[];
   workflow?: string;
   /** Only approvals whose task is in one of these statuses. */
   taskStatuses?: readonly TaskStatus[];

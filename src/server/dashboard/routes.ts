@@ -107,7 +107,7 @@ async function listView(engine: Engine, limits: SummaryLimits, c: Context<Env>):
   let note: string | null = null;
   if (view === 'mine') {
     // Open approvals (pending or escalated) this identity may decide, one row per task.
-    const mine = await engine.approvals({ status: ['pending', 'escalated'], approver: identity.name, ...(workflow ? { workflow } : {}), limit: 1000 });
+    const mine = await engine.approvals({ status: ['pending', 'escalated'], approver: identity.name, roles: [identity.role], ...(workflow ? { workflow } : {}), limit: 1000 });
     const ids = [...new Set(mine.map((a) => a.taskId))].slice(0, 200);
     // A few at a time, each summarized at once: the server holds a few tasks' whole values at most.
     for (let i = 0; i < ids.length; i += 10) {

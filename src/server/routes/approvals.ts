@@ -28,6 +28,8 @@ export function approvalRoutes(engine: Engine, limits: SummaryLimits): RouteSpec
         const filter: EngineApprovalsQuery = {
           ...(query.status !== undefined ? { status: query.status } : {}),
           ...(approver !== undefined ? { approver } : {}),
+          // The caller's own queue includes the approvals listing its role.
+          ...(query.mine === 'true' ? { roles: [identity.role] } : {}),
           ...(query.workflow !== undefined ? { workflow: query.workflow } : {}),
           ...(query.taskId !== undefined ? { taskId: query.taskId } : {}),
           ...(query.limit !== undefined ? { limit: query.limit } : {}),
