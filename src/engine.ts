@@ -3,6 +3,9 @@
  * The Engine: a façade over the command modules (src/commands/) and the factory of workers. Every
  * status change goes through the lifecycle table and one guarded store write.
  */
+import { ENGINE_OF } from './primitives/context.ts';
+import { InvalidArgumentError } from './errors.ts';
+import type { WorkflowContext } from './workflow.ts';
 import type { Clock } from './clock.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import type { Store } from './store.ts';
@@ -42,6 +45,18 @@ export type {
   StartResult,
 } from './commands/options.ts';
 
+/**
+ * The engine a workflow's code runs under (the one whose worker runs the task), for code that
+ * starts or looks up other tasks without building a second Engine from the same store URL.
+ * @example
+ * const report = workflow('report', async (ctx) => { const e = engineOf(ctx); await ctx.step('notify', () => e.signal(otherId, 'done')); });
+ */
+export function engineOf(ctx: WorkflowContext): Engine {
+  const engine = (ctx as unknown as { [ENGINE_OF]?: unknown })[ENGINE_OF];
+  if (!(engine instanceof Engine)) throw new InvalidArgumentError('engineOf(ctx): pass the ctx a workflow function received (from a worker of an Engine).');
+  return engine;
+}
+
 export class Engine {
   readonly clock: Clock;
   /** @internal The size limits in force (workers check outputs against them). */
@@ -67,6 +82,7 @@ export class Engine {
       start: (wf, input, o) => this.start(wf, input, o),
       get: (id) => this.get(id, { steps: false, history: false }),
       cancel: (id, o) => this.cancel(id, o),
+      engine: this,
     }));
     ({ clock: this.clock, limits: this.limits, idempotency: this.idempotency, schedules: this.schedules, ctx: this.#ctx } = core);
   }

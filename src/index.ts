@@ -44,7 +44,7 @@ export type { SendResult } from './machine/send.ts';
 export type { MachineOptions } from './machine/machine.ts';
 
 // Running them: the engine (commands and reads), its options and results, and workers
-export { Engine, TaskHandle } from './engine.ts';
+export { Engine, TaskHandle, engineOf } from './engine.ts';
 export type { StartManyItem } from './start-plan.ts';
 export type {
   EngineOptions,

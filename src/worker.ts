@@ -63,6 +63,8 @@ export interface WorkerHost {
   /** Fires the due ticks of the schedules of the workflows `serves` accepts (engine.schedules). */
   fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
   onStopped: (worker: Worker) => void;
+  /** The Engine this worker belongs to (workflow code reaches it through `engineOf(ctx)`). */
+  engine?: object;
 }
 
 export class Worker {
@@ -260,7 +262,7 @@ export class Worker {
         hears: (name) => this.#news.hears(name),
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
         idempotency: this.#host.idempotency,
-        runCode: workflowCode(wf),
+        runCode: workflowCode(wf, this.#host.engine),
         replayStallMs: this.#o.replayStallMs,
       });
     } catch (e) {

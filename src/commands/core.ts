@@ -34,8 +34,8 @@ import { engineIdempotency, engineLimits, engineObservers } from './setup.ts';
 import { announceCreated, type StartDeps } from './start.ts';
 import { newWorker } from './workers.ts';
 
-/** The engine's public commands that its schedules use. */
-export type EngineCommands = Pick<ScheduleHost, 'start' | 'get' | 'cancel'>;
+/** The engine's public commands that its schedules use, and the Engine itself (for `engineOf(ctx)` in workflow code). */
+export type EngineCommands = Pick<ScheduleHost, 'start' | 'get' | 'cancel'> & { engine: object };
 
 export class EngineCore {
   readonly clock: Clock;
@@ -66,7 +66,11 @@ export class EngineCore {
   readonly starts: StartDeps;
   readonly results: ResultDeps;
 
+  /** The Engine this is the core of (workers hand it to workflow code). */
+  readonly #engine: object;
+
   constructor(options: EngineOptions, commands: EngineCommands) {
+    this.#engine = commands.engine;
     this.clock = options.clock ?? systemClock;
     this.#waiters = new ResultWaiters(this.bus, this.clock);
     this.#storeOption = options.store ?? DEFAULT_STORE_URL;
@@ -176,7 +180,8 @@ export class EngineCore {
   worker(options: WorkerOptions): Worker {
     if (this.#closed) throw new ClosedError('The engine');
     const host = { open: () => this.open(), clock: this.clock, workflows: this.workflows, bus: this.bus, observers: this.observers, idempotency: this.idempotency };
-    return newWorker({ ...host, outputBytes: this.limits.outputBytes, retention: this.#retention, workers: this.#workers, fireSchedules: this.#fireSchedules }, options);
+    const parts = { outputBytes: this.limits.outputBytes, retention: this.#retention, workers: this.#workers, fireSchedules: this.#fireSchedules, engine: this.#engine };
+    return newWorker({ ...host, ...parts }, options);
   }
 
   /** Stops the workers (gracefully), drops the subscriptions and waiters, and closes the store if this engine opened it. */

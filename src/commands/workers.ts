@@ -25,6 +25,8 @@ export interface WorkerHost {
   fireSchedules: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
   /** The engine's live workers: the new one is added, and removed when it stops. */
   workers: Set<Worker>;
+  /** The Engine, for `engineOf(ctx)` in workflow code. */
+  engine: object;
 }
 
 export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
@@ -39,6 +41,7 @@ export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
       outputBytes: host.outputBytes,
       retention: host.retention,
       fireSchedules: host.fireSchedules,
+      engine: host.engine,
       onStopped: (worker) => host.workers.delete(worker),
     },
     options,

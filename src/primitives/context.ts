@@ -24,8 +24,12 @@ import type { Transaction } from '../transaction-types.ts';
 import { requestApproval } from '../approvals/request.ts';
 import type { ApprovalOptions } from '../approvals/types.ts';
 
-export function createContext(run: Run): WorkflowContext {
+/** Where a workflow context keeps the Engine it runs under (read by `engineOf(ctx)`; not in the public type). */
+export const ENGINE_OF: unique symbol = Symbol.for('stepwise.engine-of') as never;
+
+export function createContext(run: Run, engine?: object): WorkflowContext {
   return Object.freeze({
+    [ENGINE_OF]: engine,
     taskId: run.taskId,
     workflow: run.workflow.name,
     workflowVersion: run.task.workflowVersion,
@@ -56,6 +60,6 @@ export function createContext(run: Run): WorkflowContext {
 }
 
 /** How the kernel runs `wf`'s code on a run (`RunDeps.runCode`): its `ctx`, and the task's input. */
-export function workflowCode(wf: Workflow): (run: Run) => Promise<unknown> {
-  return (run) => wf.fn(createContext(run), decodeJson(run.task.input));
+export function workflowCode(wf: Workflow, engine?: object): (run: Run) => Promise<unknown> {
+  return (run) => wf.fn(createContext(run, engine), decodeJson(run.task.input));
 }
