@@ -1,9 +1,10 @@
 // Approvals by role (`role:<role>` among the approvers), escalations that hand over instead of
 // adding approvers, and a repeated decision whose new comment is reported as not recorded.
 import { describe, expect, it } from 'vitest';
-import { isStepwiseError, workflow, type ApprovalInfo, type Engine } from '../src/index.ts';
+import { Engine, isStepwiseError, openStore, workflow, type ApprovalInfo } from '../src/index.ts';
+import type { ApprovalUpdate } from '../src/store.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { eventually, makeEngine, startWorker } from './support/engine.ts';
+import { eventually, makeEngine, startWorker, tempDbUrl } from './support/engine.ts';
 
 async function openApproval(engine: Engine, taskId: string): Promise<ApprovalInfo> {
   let found: ApprovalInfo | undefined;
@@ -84,5 +85,43 @@ describe('approvals by role, hand-over escalation, repeated decisions', () => {
     expect((bad as Error).message).toContain('unknown option "comentt"');
     const roles = await engine.decide('x', { approve: true, by: 'alice', roles: 'editor' } as never).catch((e: unknown) => e);
     expect((roles as Error).message).toContain('`roles` must be a list');
+  });
+
+  it('a repeat whose write lost the race to the first click gets the first answer, even once the task has finished', async () => {
+    const wf = workflow('race', async (ctx) => (await ctx.approval('ok', { approvers: ['alice'] })).by);
+    const inner = await openStore(tempDbUrl());
+    let held: (() => void) | null = null;
+    let first = true;
+    // The first decide's write waits (holding a stale version) until the second has settled the approval and the task ended.
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop === 'updateApproval') {
+          return async (w: ApprovalUpdate) => {
+            if (first && w.plan) {
+              first = false;
+              await new Promise<void>((resolve) => (held = resolve));
+            }
+            return inner.updateApproval(w);
+          };
+        }
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const engine = new Engine({ store, workflows: [wf] });
+    try {
+      await startWorker(engine);
+      const { id } = await engine.start(wf, {});
+      const a = await openApproval(engine, id);
+      const slow = engine.decide(a.id, { approve: true, by: 'alice', idempotencyKey: 'click' });
+      await eventually(() => held !== null, 10_000, 'the first write to wait');
+      const fast = await engine.decide(a.id, { approve: true, by: 'alice', idempotencyKey: 'click' });
+      expect(await engine.result(id, { timeout: '20s' })).toBe('alice');
+      (held as unknown as () => void)();
+      expect(await slow).toEqual(fast);
+    } finally {
+      await engine.close();
+      await inner.close();
+    }
   });
 });

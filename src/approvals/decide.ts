@@ -94,8 +94,11 @@ export async function decide(host: DecideHost, id: string, o: DecideOptions): Pr
     });
     const verdict = seen.verdict;
     if (!updated || !verdict) {
-      // Another decision or a timeout came first, or the task ended: look again.
-      await checkTaskLive(host, row.taskId, id);
+      // Another decision or a timeout came first, or the task ended: look again. A settled approval
+      // answers as it is (a repeat of the decision that settled it gets that answer, even if its task
+      // has finished meanwhile); an open one of a task that ended takes no decision.
+      const again = await host.store.getApproval(id);
+      if (again && isOpen(again.status)) await checkTaskLive(host, row.taskId, id);
       continue;
     }
     if (verdict.change) {
