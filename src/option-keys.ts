@@ -25,3 +25,5 @@ export const CANCEL_OPTIONS = ['by', 'reason'] as const;
 export const MOVE_OPTIONS = ['by'] as const;
 export const RETRY_OPTIONS = ['by', 'fromStep', 'deadline'] as const;
 export const SIGNAL_OPTIONS = ['by', 'idempotencyKey', 'requireWaiting'] as const;
+export const APPROVALS_QUERY = ['status', 'approver', 'roles', 'workflow', 'taskId', 'limit'] as const;
+export const SCHEDULE_LIST_OPTIONS = ['workflow', 'after', 'limit'] as const;

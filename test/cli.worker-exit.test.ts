@@ -11,8 +11,8 @@ describe('stepwise worker and SIGTERM', () => {
     try {
       await eventually(() => w.output().includes('started; workflows'), 30_000, 'the worker to start');
       w.child.kill('SIGTERM');
-      // A single SIGTERM is enough; the process does not wait for a second one (or the kill timeout).
-      const exit = await Promise.race([w.exited, new Promise<'still running'>((r) => setTimeout(() => r('still running'), 20_000))]);
+      // A single SIGTERM is enough: the process exits on its own (the test's timeout fails it otherwise).
+      const exit = await w.exited;
       expect(exit).toEqual({ code: 0, signal: null });
       expect(w.output()).toContain('worker stopped');
     } finally {

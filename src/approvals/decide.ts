@@ -19,6 +19,7 @@
  * settles the approval, the signal that makes the parked task due, all in one transaction: when
  * `decide` returns, the decision is durable and the task runnable (announced to other processes).
  */
+import { APPROVALS_QUERY, checkOptionKeys } from '../option-keys.ts';
 import { ConcurrentUpdateError, InvalidArgumentError, TaskEndedError, ApprovalNotFoundError } from '../errors.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { encodeArgument } from '../limits.ts';
@@ -145,6 +146,7 @@ export async function listApprovals(store: Store, q: ApprovalsQuery = {}): Promi
   for (const s of statuses ?? []) {
     if (!STATUSES.includes(s)) throw new InvalidArgumentError(`Unknown approval status "${String(s)}": use one of ${STATUSES.join(', ')}.`);
   }
+  checkOptionKeys(q, APPROVALS_QUERY, 'engine.approvals()');
   const limit = q.limit ?? 100;
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InvalidArgumentError(`limit must be an integer from 1 to 1000, got ${limit}.`);
   if (q.approver !== undefined) checkApprover(q.approver, 'approvals(): `approver`');

@@ -3,6 +3,7 @@
  * `engine.schedules`: create, list, get, pause, resume, delete and trigger schedules. Workers fire
  * their ticks (see fire.ts); these commands only change the rows.
  */
+import { SCHEDULE_LIST_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { ConflictError, InvalidArgumentError, ScheduleNotFoundError } from '../errors.ts';
 import { shortId } from '../ids.ts';
 import { tickKey } from '../schedule-key.ts';
@@ -65,6 +66,7 @@ export class Schedules {
 
   /** Schedules in id order (`after`: the last id of the previous page). */
   async list(options: { workflow?: string; after?: string; limit?: number } = {}): Promise<ScheduleInfo[]> {
+    checkOptionKeys(options, SCHEDULE_LIST_OPTIONS, 'engine.schedules.list()');
     const limit = options.limit ?? 100;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new InvalidArgumentError(`engine.schedules.list: limit must be an integer from 1 to 1000, got ${String(limit)}.`);
     const rows = await (await this.#d.store()).listSchedules({ limit, ...(options.after ? { after: options.after } : {}), ...(options.workflow ? { workflow: options.workflow } : {}) });
