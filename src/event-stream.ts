@@ -49,8 +49,8 @@ export interface EventsOptions {
    * With `taskId`: also the frames of the task's streaming steps (`stream:delta`, and `stream:reset`
    * when a retried attempt starts over; see {@link StreamEvent}), merged with the log entries in
    * time order. Frames have their own `seq`: resume with `after` (the last log entry's `seq`) and
-   * `streamAfter` (the last frame's). A finished stream's frames are gone (its text is the step's
-   * result, in its `step:completed` entry), so a reader far behind may miss a stream's last frames.
+   * `streamAfter` (the last frame's). Frames are kept until the task has ended (see `streamFrames`
+   * of `new Engine()`); after that a stream's text is the step's result, in its `step:completed` entry.
    * @defaultValue false
    */
   streams?: boolean;

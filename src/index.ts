@@ -100,7 +100,7 @@ export type {
 } from './task-events.ts';
 export { rebuildTask } from './task-events.ts';
 export type { EventsOptions } from './event-stream.ts';
-export type { StreamEvent } from './stream-frames.ts';
+export type { StreamEvent, StreamFramesOptions } from './stream-frames.ts';
 export type { SerializedError } from './serialize.ts';
 
 // Observers: hooks called on every event, run and attempt (EngineOptions.observers)

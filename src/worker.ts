@@ -32,6 +32,7 @@ import type { NewsBus, RunInfo } from './news.ts';
 import type { Observer } from './observers.ts';
 import type { Idempotency } from './idempotency/run.ts';
 import type { RetentionMs } from './retention/policy.ts';
+import { DEFAULT_FRAMES_AFTER_END_MS, type ResolvedStreamFrames } from './stream-frames.ts';
 import { checkText } from './text-rules.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
 import { Background } from './worker/background.ts';
@@ -60,6 +61,8 @@ export interface WorkerHost {
   outputBytes?: number;
   /** The engine's retention of finished tasks (workflows may override it). @defaultValue keep all */
   retention?: RetentionMs;
+  /** How long stream frames are kept. @defaultValue until the task ends, and 10 minutes after */
+  streamFrames?: ResolvedStreamFrames;
   /** Fires the due ticks of the schedules of the workflows `serves` accepts (engine.schedules). */
   fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
   onStopped: (worker: Worker) => void;
@@ -167,6 +170,7 @@ export class Worker {
       observers: this.#host.observers ?? [],
       idempotency: this.#host.idempotency,
       retention: this.#host.retention ?? {},
+      framesAfterEndMs: this.#host.streamFrames?.keep === 'step' ? null : (this.#host.streamFrames?.afterEndMs ?? DEFAULT_FRAMES_AFTER_END_MS),
       dwellScanMs: this.#o.dwellScanMs,
       purgeMs: this.#o.purgeMs,
       retentionSweepMs: this.#o.retentionSweepMs,
@@ -262,6 +266,7 @@ export class Worker {
         hears: (name) => this.#news.hears(name),
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
         idempotency: this.#host.idempotency,
+        streamFrames: this.#host.streamFrames?.keep ?? 'task',
         runCode: workflowCode(wf, this.#host.engine),
         replayStallMs: this.#o.replayStallMs,
       });

@@ -1,8 +1,12 @@
 // A worker SIGKILLed in the middle of a model stream (a real process, a real HTTP stream): the task
-// resumes on another worker, and the interrupted call is billed — exactly one extra attempt.
+// resumes on another worker, and the interrupted call is billed — exactly one extra attempt; a page
+// following the tokens over HTTP reconnects with Last-Event-ID and gets the retry's reset frame.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { Engine, type UsageEvent } from '../src/index.ts';
+import { Engine, type StreamEvent, type UsageEvent } from '../src/index.ts';
+import { createServer } from '../src/server/index.ts';
+import { TOKENS } from './support/server.ts';
+import { readStream, type SseMessage } from './support/sse.ts';
 import { streamEvents } from '../src/ai/index.ts';
 import { budgeted, essay } from './fixtures/ai-workflows.ts';
 import { tempDir } from './support/engine.ts';
@@ -10,6 +14,11 @@ import { spawnCli } from './support/processes.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.ts';
 
 let fake: FakeOpenAI;
+const frameText = (seen: SseMessage[]): string =>
+  seen
+    .filter((m) => m.event === 'stream:delta')
+    .map((m) => (JSON.parse(m.data as string) as StreamEvent).delta)
+    .join('');
 beforeEach(async () => {
   fake = await startFakeOpenAI();
 });
@@ -33,15 +42,24 @@ describe('a crash mid-stream (real processes)', () => {
       const a = spawnCli(args, env);
       // Killed while the first request streams (two chunks sent, then the server stalls).
       const first = await fake.waitForRequest(1, 2);
-      // Once the worker has published both chunks (so what it streamed is on record).
-      let seen = '';
-      for await (const f of streamEvents(engine, id, { pollMs: 10 })) if ((seen += f.delta) === 'Durable agents ') break;
+      // A page follows the tokens over HTTP until both chunks are on record.
+      const server = createServer(engine, { tokens: TOKENS });
+      const seen = await readStream(server, `/api/tasks/${id}/stream`, (s) => frameText(s) === 'Durable agents ');
+      const lastId = seen.filter((m) => m.event?.startsWith('stream:')).at(-1)?.id as string;
       a.child.kill('SIGKILL');
       expect((await a.exited).signal).toBe('SIGKILL');
       await first.ended;
       expect(first.finished).toBe(false);
 
       const b = spawnCli(args, env);
+      // The page reconnects with Last-Event-ID: the retried attempt arrives with its reset frame,
+      // and nothing it saw before comes again.
+      const resumed = await readStream(server, `/api/tasks/${id}/stream`, () => false, { 'last-event-id': lastId });
+      const after = resumed.filter((m) => m.event?.startsWith('stream:')).map((m) => JSON.parse(m.data as string) as StreamEvent);
+      expect(after[0]).toMatchObject({ type: 'stream:reset', step: 'write', attempt: 2 });
+      expect(after.slice(1).every((f) => f.type === 'stream:delta' && f.attempt === 2)).toBe(true);
+      expect(after.map((f) => f.delta).join('')).toBe('Durable agents survive.');
+      expect(resumed.at(-1)?.event).toBe('end');
       expect(await engine.result(id, { timeout: '30s' })).toEqual({ text: 'Durable agents survive.' });
       // One request per attempt: the killed one and the one that finished.
       expect(fake.requests).toHaveLength(2);
@@ -55,10 +73,10 @@ describe('a crash mid-stream (real processes)', () => {
       expect(usage[1]).toMatchObject({ inputTokens: 50, outputTokens: 6, estimated: false });
       expect(info.usage?.steps.write?.attempts).toBe(2);
       expect(info.usage?.total).toMatchObject({ inputTokens: 50, outputTokens: 6 + 4, attempts: 2 });
-      // A retried attempt starts with a reset frame; the finished stream left no chunks behind.
+      // Until the task's frames expire, a reader from the start sees both attempts, the reset between them.
       const left = [];
-      for await (const f of streamEvents(engine, id, { follow: false })) left.push(f);
-      expect(left).toEqual([]);
+      for await (const f of streamEvents(engine, id, { follow: false })) left.push(`${f.type === 'stream:reset' ? '|' : f.delta}`);
+      expect(left.join('')).toBe('Durable agents |Durable agents survive.');
       b.child.kill('SIGTERM');
       expect((await b.exited).code).toBe(0);
     } finally {

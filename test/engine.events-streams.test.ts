@@ -1,12 +1,12 @@
 // engine.events({ taskId, streams: true }): the live frames of a task's streaming model steps in the
 // same stream as its log entries, resumable on both sequences, with the reset frame of a retried
-// attempt; a finished stream leaves only its final text. Against the local OpenAI-compatible server
-// (the real openai client and SSE).
+// attempt; a finished stream's frames stay until the task ended (or only while it streams).
+// Against the local OpenAI-compatible server (the real openai client and SSE).
 import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, workflow, type Engine, type StepEvent, type StreamEvent, type TaskEvent } from '../src/index.ts';
 import { chatCompletion } from '../src/ai/index.ts';
-import { TEST_STORE, makeEngine, startWorker } from './support/engine.ts';
+import { TEST_STORE, eventually, makeEngine, startWorker } from './support/engine.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.ts';
 
 let fake: FakeOpenAI;
@@ -102,22 +102,46 @@ describe('engine.events with stream frames', () => {
     await engine.result(id).catch(() => undefined);
   });
 
-  it('a finished stream leaves only its final text: no frames after the end, the text in the step result', async () => {
+  it("keeps a finished stream's frames until its task has ended; a worker deletes them streamFrames.afterEnd later", async () => {
     fake.script([{ kind: 'text', chunks: ['one ', 'two ', 'three'], usage: { prompt_tokens: 3, completion_tokens: 3 } }]);
     const wf = streamer('finished-events');
-    const engine = makeEngine({ workflows: [wf] });
-    await startWorker(engine);
+    const engine = makeEngine({ workflows: [wf], streamFrames: { afterEnd: '200ms' } });
+    await startWorker(engine, { retentionSweepMs: 50 });
     const { id } = await engine.start(wf);
     const all: Array<TaskEvent | StreamEvent> = [];
     // A following reader ends when the task succeeded.
     for await (const e of engine.events({ taskId: id, streams: true, pollMs: 10 })) all.push(e);
     expect(await engine.result(id)).toBe('one two three');
     expect(all[all.length - 1]).toMatchObject({ type: 'transition', to: 'succeeded' });
+    const read = async () => {
+      const out: Array<TaskEvent | StreamEvent> = [];
+      for await (const e of engine.events({ taskId: id, streams: true, follow: false })) out.push(e);
+      return out;
+    };
+    // A reader that comes after the step (or the task) ended still replays the tokens…
+    expect(text((await read()).filter(isFrame))).toBe('one two three');
+    // …until the worker's sweep deletes them; the text stays the step's result.
+    await eventually(async () => (await read()).filter(isFrame).length === 0, 10_000, 'the frames of the ended task deleted');
+    const done = (await read()).find((e): e is StepEvent => e.type === 'step:completed' && (e as StepEvent).step.name === 'write');
+    expect(JSON.stringify(done?.step.output)).toContain('one two three');
+  });
+
+  it("with streamFrames: { keep: 'step' } a finished stream leaves only its final text", async () => {
+    fake.script([{ kind: 'text', chunks: ['one ', 'two ', 'three'] }]);
+    const wf = streamer('step-kept-events');
+    const engine = makeEngine({ workflows: [wf], streamFrames: { keep: 'step' } });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    expect(await engine.result(id)).toBe('one two three');
     const after: Array<TaskEvent | StreamEvent> = [];
     for await (const e of engine.events({ taskId: id, streams: true, follow: false })) after.push(e);
     expect(after.filter(isFrame)).toEqual([]);
-    const done = after.find((e): e is StepEvent => e.type === 'step:completed' && (e as StepEvent).step.name === 'write');
-    expect(JSON.stringify(done?.step.output)).toContain('one two three');
+  });
+
+  it('refuses streamFrames options it does not know', () => {
+    expect(() => makeEngine({ streamFrames: { keep: 'forever' as 'task' } })).toThrow(/keep is 'task' or 'step'/);
+    expect(() => makeEngine({ streamFrames: { afterEnd: 'soon' } })).toThrow(InvalidArgumentError);
+    expect(() => makeEngine({ streamFrames: { keepFor: '1m' } as never })).toThrow(/unknown option "keepFor"/);
   });
 
   it('refuses stream options it cannot honour', () => {

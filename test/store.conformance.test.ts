@@ -363,6 +363,20 @@ for (const backend of backends) {
         await store.deleteChunks(task.id, 'a');
         expect((await store.getChunks(task.id, 0, 100)).map((c) => c.step)).toEqual(['b']);
       });
+
+      it('stream chunks of tasks that ended at or before a time are purged, in batches; a live task keeps its chunks', async () => {
+        const ended = await claimedTask(store, ns);
+        const live = await claimedTask(store, ns);
+        const chunk = (delta: string) => ({ step: 's', attempt: 1, kind: 'delta' as const, delta, at: 1 });
+        for (const t of [ended, live]) expect(await store.appendChunks({ taskId: t.id, epoch: t.epoch, chunks: [chunk('a'), chunk('b'), chunk('c')] })).toBe(true);
+        await store.transition(write(ended, { event: 'complete', to: 'succeeded', guard: { epoch: ended.epoch }, set: { clearLease: true, output: '1', finishedAt: T0 + 100 } }));
+        // Ended after the cut-off: kept.
+        expect(await store.purgeChunks(T0 + 99, 10)).toBe(0);
+        expect(await store.purgeChunks(T0 + 100, 2)).toBe(2);
+        expect(await store.purgeChunks(T0 + 100, 10)).toBe(1);
+        expect(await store.getChunks(ended.id, 0, 10)).toEqual([]);
+        expect((await store.getChunks(live.id, 0, 10)).map((c) => c.delta)).toEqual(['a', 'b', 'c']);
+      });
     });
 
     describe('migrations', () => {

@@ -19,6 +19,7 @@ import { StartBatcher } from '../start-batcher.ts';
 import { isWorkflow, type Workflow } from '../workflow.ts';
 import { resolveRetention, type RetentionMs } from '../retention/policy.ts';
 import type { PurgeDeps } from '../retention/purge.ts';
+import { resolveStreamFrames, type ResolvedStreamFrames } from '../stream-frames.ts';
 import type { Idempotency } from '../idempotency/run.ts';
 import type { Worker, WorkerOptions } from '../worker.ts';
 import { engineSchedules, type FireSchedules, type ScheduleHost } from '../schedules/wiring.ts';
@@ -61,6 +62,7 @@ export class EngineCore {
   readonly schedules: Schedules;
   readonly #fireSchedules: FireSchedules;
   readonly #retention: RetentionMs;
+  readonly #streamFrames: ResolvedStreamFrames;
   /** What the command modules get from this engine (commands/context.ts). */
   readonly ctx: CommandContext;
   readonly starts: StartDeps;
@@ -77,6 +79,7 @@ export class EngineCore {
     this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
     this.limits = engineLimits(options.limits);
     this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
+    this.#streamFrames = resolveStreamFrames(options.streamFrames);
     this.observers = engineObservers(options.observers);
     observeNews(this.bus, this.observers);
     for (const wf of options.workflows ?? []) {
@@ -180,7 +183,14 @@ export class EngineCore {
   worker(options: WorkerOptions): Worker {
     if (this.#closed) throw new ClosedError('The engine');
     const host = { open: () => this.open(), clock: this.clock, workflows: this.workflows, bus: this.bus, observers: this.observers, idempotency: this.idempotency };
-    const parts = { outputBytes: this.limits.outputBytes, retention: this.#retention, workers: this.#workers, fireSchedules: this.#fireSchedules, engine: this.#engine };
+    const parts = {
+      outputBytes: this.limits.outputBytes,
+      retention: this.#retention,
+      streamFrames: this.#streamFrames,
+      workers: this.#workers,
+      fireSchedules: this.#fireSchedules,
+      engine: this.#engine,
+    };
     return newWorker({ ...host, ...parts }, options);
   }
 

@@ -10,6 +10,7 @@ import type { StoreOptions } from '../store-url.ts';
 import type { Workflow } from '../workflow.ts';
 import type { RetentionPolicy } from '../retention/policy.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
+import type { StreamFramesOptions } from '../stream-frames.ts';
 
 export interface EngineOptions extends StoreOptions {
   /**
@@ -45,4 +46,10 @@ export interface EngineOptions extends StoreOptions {
    * @defaultValue every task is kept
    */
   retention?: RetentionPolicy;
+  /**
+   * How long the live frames of streaming model steps are kept for readers (`engine.events({ streams })`,
+   * `GET /api/tasks/:id/stream`): until the task ends by default, so a page reloaded just after a
+   * step finished still replays its tokens. See {@link StreamFramesOptions}.
+   */
+  streamFrames?: StreamFramesOptions;
 }

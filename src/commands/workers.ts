@@ -9,6 +9,7 @@ import type { NewsBus } from '../news.ts';
 import type { Observer } from '../observers.ts';
 import type { RetentionMs } from '../retention/policy.ts';
 import type { Store } from '../store.ts';
+import type { ResolvedStreamFrames } from '../stream-frames.ts';
 import { Worker, type WorkerOptions } from '../worker.ts';
 import type { Workflow } from '../workflow.ts';
 
@@ -21,6 +22,7 @@ export interface WorkerHost {
   idempotency: Idempotency;
   outputBytes: number;
   retention: RetentionMs;
+  streamFrames: ResolvedStreamFrames;
   /** Fires the due schedule ticks of the workflows `serves` accepts. */
   fireSchedules: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
   /** The engine's live workers: the new one is added, and removed when it stops. */
@@ -40,6 +42,7 @@ export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
       idempotency: host.idempotency,
       outputBytes: host.outputBytes,
       retention: host.retention,
+      streamFrames: host.streamFrames,
       fireSchedules: host.fireSchedules,
       engine: host.engine,
       onStopped: (worker) => host.workers.delete(worker),

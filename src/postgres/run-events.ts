@@ -5,8 +5,9 @@
  * usage column, in one statement fenced by the run's epoch (see {@link appendFence}: the row lock
  * numbers the entries without gaps, as for a checkpoint); and the chunks of a streaming step.
  */
-import { poolOf, rows, run, type PgContext } from './connection.ts';
-import { LEASED_SQL, Params, appendFence } from './sql-text.ts';
+import { poolOf, query, rows, run, type PgContext } from './connection.ts';
+import { LEASED_SQL, Params, appendFence, sqlStatuses } from './sql-text.ts';
+import { FINISHED_STATUSES } from '../lifecycle.ts';
 import { appendSql } from './transition.ts';
 import { toChunkRow } from '../rows.ts';
 import type { ChunksWrite, RunEventsWrite, StreamChunkRow } from '../store.ts';
@@ -52,4 +53,18 @@ export async function getChunks(c: PgContext, taskId: string, after: number, lim
 
 export async function deleteChunks(c: PgContext, taskId: string, step: string): Promise<void> {
   await run(c, async () => rows(c, poolOf(c), `DELETE FROM ${c.t.chunks} WHERE task_id = $1 AND step = $2`, [taskId, step]));
+}
+
+export async function purgeChunks(c: PgContext, endedBefore: number, limit: number): Promise<number> {
+  return run(c, async () => {
+    const r = await query(
+      c,
+      poolOf(c),
+      `DELETE FROM ${c.t.chunks} WHERE id IN (
+         SELECT k.id FROM ${c.t.chunks} k JOIN ${c.t.tasks} t ON t.id = k.task_id
+         WHERE t.status IN (${sqlStatuses(FINISHED_STATUSES)}) AND t.finished_at <= $1 LIMIT $2)`,
+      [endedBefore, limit],
+    );
+    return r.rowCount ?? 0;
+  });
 }

@@ -34,7 +34,7 @@ import { insertTask, insertTasks } from './insert.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
-import { appendChunks, appendRunEvents, deleteChunks, getChunks } from './run-events.ts';
+import { appendChunks, appendRunEvents, deleteChunks, getChunks, purgeChunks } from './run-events.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
 import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
@@ -236,6 +236,10 @@ export class PostgresStore implements Store {
   deleteChunks(taskId: string, step: string): Promise<void> {
     return deleteChunks(this.#c, taskId, step);
   }
+  purgeChunks(endedBefore: number, limit: number): Promise<number> {
+    return purgeChunks(this.#c, endedBefore, limit);
+  }
+
   leaseOwners(now: number): Promise<string[]> {
     return leaseOwners(this.#c, now);
   }

@@ -7,7 +7,8 @@
 import { toChunkRow } from '../rows.ts';
 import type { ChunksWrite, NewEvent, RunEventsWrite, StreamChunkRow } from '../store.ts';
 import type { Raw, SqliteContext } from './context.ts';
-import { LEASED_SQL } from './sql.ts';
+import { LEASED_SQL, statusList } from './sql.ts';
+import { FINISHED_STATUSES } from '../lifecycle.ts';
 
 export function appendRunEvents(c: SqliteContext, w: RunEventsWrite): boolean {
   return c.tx(() => {
@@ -33,6 +34,19 @@ export function getChunks(c: SqliteContext, taskId: string, after: number, limit
 
 export function deleteChunks(c: SqliteContext, taskId: string, step: string): void {
   c.translate(() => c.stmt('DELETE FROM stepwise_stream_chunks WHERE task_id = ? AND step = ?').run(taskId, step));
+}
+
+export function purgeChunks(c: SqliteContext, endedBefore: number, limit: number): number {
+  return c.tx(
+    () =>
+      c
+        .stmt(
+          `DELETE FROM stepwise_stream_chunks WHERE id IN (
+             SELECT k.id FROM stepwise_stream_chunks k JOIN stepwise_tasks t ON t.id = k.task_id
+             WHERE t.status IN (${statusList(FINISHED_STATUSES)}) AND t.finished_at <= ? LIMIT ?)`,
+        )
+        .run(endedBefore, limit).changes,
+  );
 }
 
 export function appendTaskEvents(c: SqliteContext, taskId: string, at: number, entries: readonly NewEvent[]): boolean {

@@ -19,7 +19,7 @@ import { byKey, getEventRanges, getEvents, getSignals, getSteps, getTask, getTas
 import { transition } from './transition.ts';
 import { writeBatchNow } from './write-batch.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
-import { appendChunks, appendRunEvents, appendTaskEvents, deleteChunks, getChunks } from './run-events.ts';
+import { appendChunks, appendRunEvents, appendTaskEvents, deleteChunks, getChunks, purgeChunks } from './run-events.ts';
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import * as schedules from './schedules.ts';
@@ -208,6 +208,9 @@ export class SqliteStore implements Store {
 
   async deleteChunks(taskId: string, step: string): Promise<void> {
     deleteChunks(this.#c, taskId, step);
+  }
+  async purgeChunks(endedBefore: number, limit: number): Promise<number> {
+    return purgeChunks(this.#c, endedBefore, limit);
   }
 
   async setProgress(taskId: string, epoch: number, progress: string): Promise<boolean> {

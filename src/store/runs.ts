@@ -49,9 +49,12 @@ export interface RunStore {
 
   /**
    * Stream chunks of a streaming step (see `StreamChunkRow`): appended only while the task is
-   * leased at `epoch` (false otherwise); read after an id; deleted per step once its stream ended.
+   * leased at `epoch` (false otherwise); read after an id; deleted per step once its stream ended
+   * (when frames are kept only while their step streams), or with their task once it has ended.
    */
   appendChunks(write: ChunksWrite): Promise<boolean>;
   getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]>;
   deleteChunks(taskId: string, step: string): Promise<void>;
+  /** Deletes up to `limit` chunks of tasks that ended (succeeded, failed, cancelled) at or before `endedBefore`; returns how many. */
+  purgeChunks(endedBefore: number, limit: number): Promise<number>;
 }

@@ -32,6 +32,8 @@ export interface BackgroundHost {
   observers: readonly Observer[];
   idempotency: Idempotency | undefined;
   retention: RetentionMs;
+  /** How long stream frames outlive their task's end; null: they are deleted when their stream finishes. */
+  framesAfterEndMs: number | null;
   dwellScanMs: number;
   purgeMs: number;
   retentionSweepMs: number;
@@ -57,6 +59,8 @@ export class Background {
     if (purge) this.#scheduler.add(purge.job('deleting expired idempotency records'));
     const retention = retentionJob(host);
     if (retention) this.#scheduler.add(retention.job('deleting finished tasks past their retention'));
+    const frames = framesJob(host);
+    if (frames) this.#scheduler.add(frames.job('deleting stream frames of ended tasks'));
     const fire = host.fireSchedules;
     if (fire && host.scheduleScanMs > 0) {
       // A scan every scheduleScanMs (for schedules created or changed elsewhere), and one at the
@@ -144,5 +148,16 @@ function retentionJob(host: BackgroundHost): Sweeper | null {
     intervalMs: host.retentionSweepMs,
     stopsFor: () => false,
     onError: (e) => host.onError(coerceError(e), 'deleting finished tasks past their retention'),
+  });
+}
+
+/** Stream frames of tasks that ended more than `framesAfterEndMs` ago (see stream-frames.ts). */
+function framesJob(host: BackgroundHost): Sweeper | null {
+  const afterEndMs = host.framesAfterEndMs;
+  if (afterEndMs === null || host.retentionSweepMs <= 0) return null;
+  return new Sweeper({
+    purge: (limit) => host.store.purgeChunks(host.clock.now() - afterEndMs, limit),
+    intervalMs: host.retentionSweepMs,
+    onError: (e) => host.onError(coerceError(e), 'deleting stream frames of ended tasks'),
   });
 }

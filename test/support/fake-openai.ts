@@ -19,7 +19,14 @@ export interface FakeUsage {
 
 export type FakeReply =
   /** A completion: its text in `chunks` (streamed one chunk per SSE event; joined otherwise). */
-  | { kind: 'text'; chunks: string[]; usage?: FakeUsage; model?: string; stallAfter?: number }
+  | {
+      kind: 'text';
+      chunks: string[];
+      usage?: FakeUsage;
+      model?: string;
+      stallAfter?: number;
+      /** With stallAfter: the stall ends (the rest is sent) when this resolves. */ resume?: Promise<void>;
+    }
   /** The model asks for tool calls (`arguments` is JSON text). */
   | { kind: 'tools'; calls: Array<{ id: string; name: string; arguments: string }>; usage?: FakeUsage }
   /** An HTTP error: 429 (with `retryAfter` seconds in the header), 500, … */
@@ -133,9 +140,10 @@ export async function startFakeOpenAI(initial: FakeReply[] = [text('hello')]): P
     send({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
     if (reply.kind === 'text') {
       for (const [i, c] of reply.chunks.entries()) {
-        if (reply.stallAfter !== undefined && i >= reply.stallAfter) {
+        if (reply.stallAfter !== undefined && i === reply.stallAfter) {
           changed();
-          return; // stalls: the connection stays open until the client gives up
+          if (!reply.resume) return; // stalls: the connection stays open until the client gives up
+          await reply.resume;
         }
         // Each chunk goes out on its own event loop turn, as a provider's tokens do.
         await new Promise((r) => setImmediate(r));
@@ -150,7 +158,7 @@ export async function startFakeOpenAI(initial: FakeReply[] = [text('hello')]): P
         send({ choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: c.arguments } }] }, finish_reason: null }] });
       });
     }
-    if (reply.kind === 'text' && reply.stallAfter !== undefined && reply.stallAfter >= reply.chunks.length) {
+    if (reply.kind === 'text' && reply.stallAfter !== undefined && reply.stallAfter >= reply.chunks.length && !reply.resume) {
       changed();
       return;
     }

@@ -4,8 +4,10 @@
  * while the step streams (B10). The run writes each attempt's text deltas to the store's chunk
  * table as they arrive — coalesced: one write in flight at a time, the deltas that arrive during
  * it go in the next — after a reset frame when the attempt is a retry (readers drop what the step
- * streamed before). When the stream finishes, its chunks are deleted: the stored transcript is
- * the step's final output in the journal, and finished streams leave nothing behind.
+ * streamed before). A finished stream's chunks stay until its task has ended (workers delete them
+ * `streamFrames.afterEnd` later), so a reader that reconnects after the step still replays them;
+ * with `streamFrames: { keep: 'step' }` they are deleted when the stream finishes (the stored
+ * transcript is the step's final output in the journal).
  *
  * A reader ({@link streamEvents}) gets `{ step, attempt, seq, delta }` frames in order and resumes
  * after the last `seq` it saw.
@@ -16,6 +18,13 @@ import { isFinished } from '../../lifecycle.ts';
 import { toStreamEvent, type StreamEvent } from '../../stream-frames.ts';
 
 export type { StreamEvent } from '../../stream-frames.ts';
+
+declare module '../../run/run.ts' {
+  interface RunServices {
+    /** Whether a finished stream's frames are kept until its task ends ('task', the default) or deleted at once ('step'). */
+    streamFrames?: 'task' | 'step' | undefined;
+  }
+}
 
 export interface StreamEventsOptions {
   /** Resume after this frame. @defaultValue 0 (from the start) */
@@ -32,7 +41,7 @@ export interface StreamEventsOptions {
 /** Writes one attempt's deltas (see the module doc). */
 export interface StreamWriter {
   write(delta: string): void;
-  /** The stream finished: pending deltas are written, then the step's chunks deleted. */
+  /** The stream finished: pending deltas are written (and the step's chunks deleted when frames are kept per step). */
   finish(): Promise<void>;
   /** The attempt ended otherwise: pending deltas are written and kept (a retry resets them). */
   close(): Promise<void>;
@@ -80,7 +89,7 @@ export function openStream(run: RunCore, step: string, attempt: number): StreamW
     },
     async finish() {
       await drain();
-      await store.deleteChunks(run.taskId, step);
+      if (run.deps.streamFrames === 'step') await store.deleteChunks(run.taskId, step);
     },
     close: drain,
   };
@@ -89,9 +98,9 @@ export function openStream(run: RunCore, step: string, attempt: number): StreamW
 /**
  * The frames of a task's streaming steps, live: in order, each once, resumable after a `seq`.
  * Ends when the task is finished and its frames read (or at the current end without `follow`).
- * `engine` is the `Engine` (only its store is read). A finished stream's frames are gone: its text
- * is the step's output (`engine.get(id).steps`), so a reader that falls behind may miss the last
- * frames of a stream that just finished.
+ * `engine` is the `Engine` (only its store is read). Frames are kept until the task has ended
+ * (see `streamFrames` of `new Engine()`); after that, a stream's text is the step's output
+ * (`engine.get(id).steps`).
  * @example
  * for await (const f of streamEvents(engine, id)) process.stdout.write(f.type === 'stream:reset' ? '\n[retry]\n' : f.delta);
  */
