@@ -96,6 +96,7 @@ export function waitForNews(bus: NewsBus, taskId: string | undefined, ms: number
       bus.on('task:pause', match),
       bus.on('task:resume', match),
       bus.on('task:settled', match),
+      bus.on('stream:appended', match),
     );
     if (signal?.aborted) done();
     else signal?.addEventListener('abort', done, { once: true });
@@ -111,7 +112,8 @@ export async function* taskEvents(store: Store, bus: NewsBus, taskId: string, op
   let streamAfter = options.streamAfter ?? 0;
   const streams = options.streams === true;
   const follow = options.follow ?? true;
-  // Frames are not announced on the bus: a streaming reader polls more often.
+  // Frames committed by this process are announced on the bus; those of other processes are
+  // found by polling, more often for a streaming reader.
   const pollMs = options.pollMs ?? (streams ? 100 : 500);
   for (;;) {
     if (options.signal?.aborted) return;

@@ -58,7 +58,9 @@ export type TaskNews =
    */
   | { type: 'task:settled'; taskId: string; status?: TaskStatus | 'lease-lost'; row?: TaskRow }
   /** Entries of the task's event log were committed by this process. */
-  | { type: 'log:appended'; taskId: string };
+  | { type: 'log:appended'; taskId: string }
+  /** Stream frames of the task were committed by this process (readers of its frames look again). */
+  | { type: 'stream:appended'; taskId: string };
 
 /** The worker news that always come from a run of a task. */
 export type RunNewsType = 'run:claimed' | 'run:finished' | 'step:started' | 'step:completed' | 'step:retrying' | 'step:failed' | 'lease:lost' | 'approval:notice';

@@ -267,6 +267,7 @@ export class Worker {
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
         idempotency: this.#host.idempotency,
         streamFrames: this.#host.streamFrames?.keep ?? 'task',
+        framesAppended: (taskId) => this.#news.framesAppended(taskId),
         runCode: workflowCode(wf, this.#host.engine),
         replayStallMs: this.#o.replayStallMs,
       });

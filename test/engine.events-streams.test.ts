@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, workflow, type Engine, type StepEvent, type StreamEvent, type TaskEvent } from '../src/index.ts';
 import { chatCompletion } from '../src/ai/index.ts';
-import { TEST_STORE, eventually, makeEngine, startWorker } from './support/engine.ts';
+import { TEST_STORE, eventually, gate, makeEngine, startWorker } from './support/engine.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.ts';
 
 let fake: FakeOpenAI;
@@ -74,6 +74,35 @@ describe('engine.events with stream frames', () => {
     const plain: TaskEvent[] = [];
     for await (const e of engine.events({ taskId: id, follow: false })) plain.push(e);
     expect(plain.some((e) => (e.type as string).startsWith('stream:'))).toBe(false);
+    await engine.cancel(id);
+    await engine.result(id).catch(() => undefined);
+  });
+
+  it("a reader in the worker's process hears of new frames at once, not at its next poll", async () => {
+    const release = gate();
+    fake.script([{ kind: 'text', chunks: ['one ', 'two '], stallAfter: 0, resume: release.promise, hangAtEnd: true }]);
+    const wf = streamer('announced-frames');
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await fake.waitForRequest(1, 0);
+    // A poll of ten minutes: once the reader waits, only the bus can bring the frames within the
+    // test's timeout. The model sends its tokens after the reader's first read found none, and
+    // then neither ends nor sends more (no log entry wakes the reader).
+    const reader = engine.events({ taskId: id, streams: true, pollMs: 600_000 })[Symbol.asyncIterator]();
+    let seen = '';
+    let next = reader.next();
+    await new Promise((r) => setTimeout(r, 100));
+    release.open();
+    for (;;) {
+      const { value, done } = await next;
+      if (done) break;
+      if (isFrame(value)) seen += value.delta;
+      if (seen === 'one two ') break;
+      next = reader.next();
+    }
+    await reader.return?.();
+    expect(seen).toBe('one two ');
     await engine.cancel(id);
     await engine.result(id).catch(() => undefined);
   });

@@ -56,6 +56,11 @@ export class WorkerNewsDesk {
     for (const w of written) this.#bus.publish({ type: 'log:appended', taskId: (w.taskId ?? w.id) as string });
   }
 
+  /** Tells this process's readers of stream frames that frames of the task were committed. */
+  framesAppended(taskId: string): void {
+    if (this.#bus.hears('stream:appended')) this.#bus.publish({ type: 'stream:appended', taskId });
+  }
+
   /**
    * Hands the rows of tasks that committed writes finished to this process's `result()` waiters,
    * as committed: they need not read them back.

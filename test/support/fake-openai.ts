@@ -25,7 +25,10 @@ export type FakeReply =
       usage?: FakeUsage;
       model?: string;
       stallAfter?: number;
-      /** With stallAfter: the stall ends (the rest is sent) when this resolves. */ resume?: Promise<void>;
+      /** With stallAfter: the stall ends (the rest is sent) when this resolves. */
+      resume?: Promise<void>;
+      /** After the last chunk, the stream stays open without finishing. */
+      hangAtEnd?: boolean;
     }
   /** The model asks for tool calls (`arguments` is JSON text). */
   | { kind: 'tools'; calls: Array<{ id: string; name: string; arguments: string }>; usage?: FakeUsage }
@@ -158,7 +161,7 @@ export async function startFakeOpenAI(initial: FakeReply[] = [text('hello')]): P
         send({ choices: [{ index: 0, delta: { tool_calls: [{ index, function: { arguments: c.arguments } }] }, finish_reason: null }] });
       });
     }
-    if (reply.kind === 'text' && reply.stallAfter !== undefined && reply.stallAfter >= reply.chunks.length && !reply.resume) {
+    if (reply.kind === 'text' && ((reply.stallAfter !== undefined && reply.stallAfter >= reply.chunks.length && !reply.resume) || reply.hangAtEnd)) {
       changed();
       return;
     }

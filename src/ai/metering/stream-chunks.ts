@@ -23,6 +23,8 @@ declare module '../../run/run.ts' {
   interface RunServices {
     /** Whether a finished stream's frames are kept until its task ends ('task', the default) or deleted at once ('step'). */
     streamFrames?: 'task' | 'step' | undefined;
+    /** Tells this process's readers that frames of the task were committed (they need not wait for their poll). */
+    framesAppended?: ((taskId: string) => void) | undefined;
   }
 }
 
@@ -67,6 +69,7 @@ export function openStream(run: RunCore, step: string, attempt: number): StreamW
     inFlight = store.appendChunks({ taskId: run.taskId, epoch: run.epoch, chunks: batch.map((b) => ({ step, attempt, kind: b.kind, delta: b.delta, at })) }).then(
       (ok) => {
         if (!ok) refused = true; // the lease moved on: the new owner streams now
+        else run.deps.framesAppended?.(run.taskId);
         inFlight = null;
         flush();
       },
