@@ -1,4 +1,4 @@
-// The public API of each entry point (`.`, `./ai`, `./testing`, `./server`, `./sqlite`,
+// The public API of each entry point (`.`, `./ai`, `./testing`, `./server`, `./sqlite`, `./client`,
 // `./postgres`), as API Extractor reports it from the declarations tsc emits: one report per
 // entry in api/, checked in, so that a change to the surface shows in review.
 //
@@ -29,6 +29,7 @@ const ENTRIES = {
   'server/index.d.ts': 'stepwise-engine-server.api.md',
   'sqlite/index.d.ts': 'stepwise-engine-sqlite.api.md',
   'postgres/index.d.ts': 'stepwise-engine-postgres.api.md',
+  'client/index.d.ts': 'stepwise-engine-client.api.md',
 };
 
 const out = mkdtempSync(join(tmpdir(), 'stepwise-api-'));
