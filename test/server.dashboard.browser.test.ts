@@ -12,8 +12,18 @@ import { join } from 'node:path';
 import { eventually, gate, FAST, waitForStatus } from './support/engine.ts';
 import { TOKENS, tokenOf } from './support/server.ts';
 import { review, summarize, ticket } from './fixtures/server-workflows.ts';
+import { startFakeOpenAI, type FakeOpenAI } from './support/fake-openai.ts';
+import OpenAI from 'openai';
+import { chatCompletion } from '../src/ai/index.ts';
 
 const hasChromium = chromiumAvailable();
+
+/** A model step that streams through the local OpenAI-compatible server (started in beforeAll). */
+let openai: OpenAI;
+const liveWriter = workflow('live-writer', async (ctx) => {
+  const r = await chatCompletion(ctx, 'write', openai, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'go' }], stream: true });
+  return r.choices[0]?.message.content;
+});
 
 /** The step of `stubborn` ends only when the test says so after its cancel, so "cancelling…" lasts. */
 let letGo = gate();
@@ -30,8 +40,12 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   // One database for the file's tests (the per-test helpers remove theirs after each test).
   const dir = mkdtempSync(join(tmpdir(), 'stepwise-dashboard-'));
 
+  let fake: FakeOpenAI;
+
   beforeAll(async () => {
-    engine = new Engine({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn, summarize, ticket] });
+    fake = await startFakeOpenAI();
+    openai = new OpenAI({ apiKey: 'test-key', baseURL: fake.baseURL, maxRetries: 0 });
+    engine = new Engine({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn, summarize, ticket, liveWriter] });
     await engine.worker({ ...FAST, leaseMs: 10_000 }).start();
     const server = createServer(engine, { tokens: TOKENS });
     ({ url, close } = await server.listen({ port: 0, hostname: '127.0.0.1' }));
@@ -43,6 +57,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await browser?.close();
     await close?.();
     await engine?.close();
+    await fake?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -275,5 +290,26 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await waitForStatus(engine, t.id, 'cancelled');
     await page.waitForSelector('[data-approval] button[data-decide]', { state: 'detached', timeout: 15_000 });
     expect(await page.$$('[data-approval] button[data-decide]')).toHaveLength(0);
+  });
+
+  it("shows a running model step's tokens live on the task page, and keeps them through the page's re-render at the end", async () => {
+    const release = gate();
+    fake.script([{ kind: 'text', chunks: ['Durable ', 'agents ', 'stream ', 'live.'], stallAfter: 2, resume: release.promise }]);
+    const t = await engine.start(liveWriter);
+    await fake.waitForRequest(1, 2);
+    const page = await signIn('vera');
+    await page.goto(`${url}/tasks/${t.id}`);
+    // The model is stalled after two tokens: what the page shows came while the step runs.
+    const pre = '[data-streams] [data-stream-step=write] pre';
+    const shows = (text: string) => `document.querySelector(${JSON.stringify(pre)})?.textContent === ${JSON.stringify(text)}`;
+    await page.waitForFunction(shows('Durable agents '), undefined, { timeout: 15_000 });
+    expect((await engine.get(t.id)).status).toBe('running');
+    await page.screenshot({ path: artifactPath('dashboard-live-tokens.png'), fullPage: true });
+    release.open();
+    await waitForStatus(engine, t.id, 'succeeded');
+    await page.waitForFunction(shows('Durable agents stream live.'), undefined, { timeout: 15_000 });
+    // The page's re-render on the task's end kept the text.
+    await page.waitForSelector(`section.task[data-task="${t.id}"] .badge[data-status=succeeded]`);
+    expect(await page.textContent(pre)).toBe('Durable agents stream live.');
   });
 });

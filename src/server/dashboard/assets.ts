@@ -3,7 +3,9 @@
  * The dashboard's script and style sheet, served as they are (no build step). The script sends
  * the buttons' commands to the JSON API (with the CSRF header that cookie-authenticated writes
  * need), and keeps the page live: it follows the page's event stream (a task's log, or every
- * task's for the list) and re-renders the page's main section from the server on each entry.
+ * task's for the list) and re-renders the page's main section from the server on each entry; on
+ * a task's page it also follows the task's token stream and shows each model step's text as it
+ * comes.
  */
 export const SCRIPT = String.raw`(() => {
   'use strict';
@@ -43,6 +45,7 @@ export const SCRIPT = String.raw`(() => {
       const flashText = flash ? flash.textContent : '';
       const flashError = !!flash && flash.classList.contains('error');
       main.innerHTML = html;
+      drawStreams();
       main.querySelectorAll('[data-approval] textarea').forEach((t) => { const k = t.closest('[data-approval]').dataset.approval + '/' + t.name; if (k in kept) t.value = kept[k]; });
       const f2 = document.getElementById('flash');
       if (f2 && flashText) {
@@ -133,8 +136,43 @@ export const SCRIPT = String.raw`(() => {
     }
   });
 
+  // A task's model output as it streams: text per step, emptied by a retried attempt's reset frame.
+  // Kept here, so the page's re-renders do not lose it; written with textContent (it is model text).
+  const streams = new Map();
+  function drawStreams() {
+    const box = main.querySelector('[data-streams]');
+    if (!box || !streams.size) return;
+    box.hidden = false;
+    for (const [step, s] of streams) {
+      let el = [...box.querySelectorAll('[data-stream-step]')].find((e) => e.dataset.streamStep === step);
+      if (!el) {
+        el = document.createElement('div');
+        el.className = 'stream';
+        el.dataset.streamStep = step;
+        el.appendChild(document.createElement('h3'));
+        el.appendChild(document.createElement('pre'));
+        box.appendChild(el);
+      }
+      el.querySelector('h3').textContent = step + (s.attempt > 1 ? ' (attempt ' + s.attempt + ')' : '');
+      el.querySelector('pre').textContent = s.text;
+    }
+  }
+
   const live = main.querySelector('[data-live]');
   if (!live || typeof EventSource === 'undefined') return;
+  if (live.dataset.live === 'task') {
+    const frames = new EventSource('/api/tasks/' + encodeURIComponent(live.dataset.task) + '/stream');
+    const onFrame = (ev) => {
+      const f = JSON.parse(ev.data);
+      const s = streams.get(f.step);
+      if (ev.type === 'stream:reset' || !s || s.attempt !== f.attempt) streams.set(f.step, { attempt: f.attempt, text: f.delta });
+      else s.text += f.delta;
+      drawStreams();
+    };
+    frames.addEventListener('stream:delta', onFrame);
+    frames.addEventListener('stream:reset', onFrame);
+    frames.addEventListener('end', () => frames.close());
+  }
   let source;
   if (live.dataset.live === 'task') {
     const seqs = [...main.querySelectorAll('tr[data-seq]')].map((r) => Number(r.dataset.seq));
@@ -192,5 +230,6 @@ svg marker path { fill:#9ca3af; }
 .badge.s-pending, .badge.s-escalated { background:#ede9fe; } td.tokens, td.cost { white-space:nowrap; } tfoot .total td { font-weight:600; }
 .decide label { display:block; margin:6px 0; } .decide textarea { width:100%; font-family: ui-monospace, monospace; }
 .note, .empty { color:var(--muted); }
+.streams .stream pre { white-space:pre-wrap; max-height:360px; } .streams .stream h3 { margin:8px 0 4px; font-size:14px; }
 .login form { display:flex; gap:8px; align-items:end; }
 `;

@@ -100,6 +100,7 @@ ${usageFacts(t)}${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${tim
 <p class="flash" id="flash" role="status"></p>
 ${t.machine ? machineSection(t.id, t.machine, d) : ''}
 ${approvalsSection(d)}
+<section class="streams" data-streams hidden><h2>Model output</h2></section>
 <h2>Steps</h2>
 ${timeline(t, d.now)}
 <div class="io"><div><h3>Input</h3><pre>${json(t.input)}</pre></div>
