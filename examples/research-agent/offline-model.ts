@@ -11,7 +11,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-interface Message {
+export interface Message {
   role: string;
   content?: string | null;
   tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>;
@@ -45,9 +45,16 @@ export interface OfflineModel {
   close(): Promise<void>;
 }
 
-/** Starts the server on a free local port. `paceMs`: pause between streamed words. */
-export async function startOfflineModel(options: { paceMs?: number } = {}): Promise<OfflineModel> {
+/** What the stand-in answers to a conversation: a tool call, or text it streams a word at a time. */
+export type OfflinePolicy = (messages: Message[]) => ReturnType<typeof decide>;
+
+/**
+ * Starts the server on a free local port. `paceMs`: pause between streamed words; `policy`: what
+ * it answers (the research routine by default).
+ */
+export async function startOfflineModel(options: { paceMs?: number; policy?: OfflinePolicy } = {}): Promise<OfflineModel> {
   const paceMs = options.paceMs ?? 40;
+  const policy = options.policy ?? decide;
   const server: Server = createServer((req, res) => {
     let raw = '';
     req.on('data', (d: Buffer) => (raw += d.toString()));
@@ -57,7 +64,7 @@ export async function startOfflineModel(options: { paceMs?: number } = {}): Prom
         const messages = body.messages ?? [];
         const model = body.model ?? 'offline-researcher';
         const prompt = tokens(JSON.stringify(messages));
-        const next = decide(messages);
+        const next = policy(messages);
         const id = `chatcmpl-offline-${Date.now()}`;
         const created = Math.floor(Date.now() / 1000);
         const call =

@@ -33,3 +33,7 @@ export type { GenerateTextOptions, StreamTextOptions, GenerateObjectOptions, Dur
 export { durableModel } from './adapters/durable-model.ts';
 export type { DurableModelOptions } from './adapters/durable-model.ts';
 export { openaiChatModel } from './adapters/openai-chat-model.ts';
+
+// Chat sessions as durable tasks
+export { chatMessages, replyStep, CHAT_MESSAGE_SIGNAL } from './chat/session.ts';
+export type { ChatInput, ChatMessage, ChatMessagesOptions } from './chat/session.ts';
