@@ -68,7 +68,8 @@ export function openStream(run: RunCore, step: string, attempt: number): StreamW
     const at = clock.now();
     inFlight = store.appendChunks({ taskId: run.taskId, epoch: run.epoch, chunks: batch.map((b) => ({ step, attempt, kind: b.kind, delta: b.delta, at })) }).then(
       (ok) => {
-        if (!ok) refused = true; // the lease moved on: the new owner streams now
+        if (!ok)
+          refused = true; // the lease moved on: the new owner streams now
         else run.deps.framesAppended?.(run.taskId);
         inFlight = null;
         flush();
