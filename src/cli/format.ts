@@ -90,6 +90,8 @@ export function describeEvent(e: TaskEvent): string {
       return describeApprovalEvent(e);
     case 'dwell:exceeded':
       return `${bold('dwell'.padEnd(8))} ${e.status} longer than ${formatMs(e.afterMs)} → ${e.outcome}`;
+    case 'task:debounced':
+      return `${bold('debounce'.padEnd(8))} key ${e.key}: new input, due ${time(e.runAt)}`;
     case 'unknown':
       return `${bold(e.original)}`;
   }
