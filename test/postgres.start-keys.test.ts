@@ -1,0 +1,102 @@
+// Debounced and singleton starts racing on PostgreSQL: several engines (each with its own pool of
+// connections) start with one key at once, and workers claim while the starts go on. The partial
+// unique indexes and row locks must leave exactly one task where the rules say one, and never
+// change a task's input once a worker has claimed it.
+import { describe, expect, it } from 'vitest';
+import { Engine, ERROR_CODES, workflow, type Engine as EngineType, type TaskEvent } from '../src/index.ts';
+import { PG_URL, hasPostgres, sql } from './support/postgres.ts';
+import { FAST, eventually, schemasOfThisFile } from './support/engine.ts';
+
+const freshSchema = schemasOfThisFile('sw_keys');
+const echo = workflow('echo-race', async (_ctx, input: { n: number }) => input.n);
+
+async function engines(count: number): Promise<{ schema: string; all: EngineType[]; close(): Promise<void> }> {
+  const schema = freshSchema();
+  const url = `${PG_URL}?schema=${schema}`;
+  const all = Array.from({ length: count }, () => new Engine({ store: url, workflows: [echo], postgres: { poolSize: 4 } }));
+  await all[0]!.ready();
+  await Promise.all(all.map((e) => e.ready()));
+  return { schema, all, close: async () => void (await Promise.all(all.map((e) => e.close()))) };
+}
+
+const inputOf = (e: TaskEvent): unknown => (e.type === 'task:debounced' ? e.input : undefined);
+
+describe.skipIf(!(await hasPostgres()))('keyed starts racing on PostgreSQL', () => {
+  it('100 debounced starts from 4 engines at once make one task, holding the input of the last start it recorded', async () => {
+    const { schema, all, close } = await engines(4);
+    try {
+      const handles = await Promise.all(
+        all.flatMap((engine, e) => Array.from({ length: 25 }, (_, i) => engine.start(echo, { n: e * 100 + i }, { debounce: { key: 'burst', period: '1h' } }))),
+      );
+      expect(new Set(handles.map((h) => h.id)).size).toBe(1);
+      expect(handles.filter((h) => h.created)).toHaveLength(1);
+      const [{ count }] = await sql<{ count: string }>(`SELECT count(*) FROM "${schema}".tasks`);
+      expect(Number(count)).toBe(1);
+      const info = await all[0]!.get(handles[0]!.id);
+      const entries = info.history.filter((x) => x.type === 'task:debounced');
+      expect(entries).toHaveLength(99);
+      // Seqs have no gaps, and the row holds the input of the last entry.
+      expect(info.history.map((x) => x.seq)).toEqual(info.history.map((_, i) => i + 1));
+      expect(info.input).toEqual(inputOf(entries.at(-1)!));
+    } finally {
+      await close();
+    }
+  });
+
+  it('40 singleton starts from 4 engines at once create one task: the others are refused naming it, or join it', async () => {
+    const { all, close } = await engines(4);
+    try {
+      const outcomes = await Promise.all(
+        all.flatMap((engine, e) =>
+          Array.from({ length: 10 }, (_, i) =>
+            engine.start(echo, { n: e * 10 + i }, { singleton: 'one' }).then(
+              (h) => ({ id: h.id, created: h.created }),
+              (err: { code: string; runningTaskId: string }) => ({ code: err.code, running: err.runningTaskId }),
+            ),
+          ),
+        ),
+      );
+      const created = outcomes.filter((o) => 'created' in o && o.created);
+      expect(created).toHaveLength(1);
+      const id = (created[0] as { id: string }).id;
+      expect(outcomes.filter((o) => 'code' in o)).toEqual(Array.from({ length: 39 }, () => ({ code: ERROR_CODES.SINGLETON_RUNNING, running: id })));
+      const joined = await Promise.all(all.flatMap((engine) => Array.from({ length: 5 }, () => engine.start(echo, { n: 0 }, { singleton: { key: 'one', mode: 'join' } }))));
+      expect(joined.map((h) => [h.id, h.created])).toEqual(joined.map(() => [id, false]));
+    } finally {
+      await close();
+    }
+  });
+
+  it('debounced starts racing with the claims of 4 workers never change a claimed task: each ran with its last recorded input', async () => {
+    const { all, close } = await engines(4);
+    try {
+      await Promise.all(all.map((e) => e.worker({ ...FAST, pollIntervalMs: 5, concurrency: 4 }).start()));
+      // A short period: tasks fall due while the starts go on, and workers claim them mid-stream.
+      const handles = [];
+      for (let round = 0; round < 30; round++) {
+        handles.push(...(await Promise.all(all.map((engine, e) => engine.start(echo, { n: round * 10 + e }, { debounce: { key: 'stream', period: 1 } })))));
+      }
+      const ids = [...new Set(handles.map((h) => h.id))];
+      const engine = all[0]!;
+      for (const id of ids) await engine.result(id, { timeout: '30s' });
+      for (const id of ids) {
+        const info = await engine.get(id);
+        const claim = info.history.findIndex((x) => x.type === 'transition' && x.event === 'claim');
+        // Nothing changed its input after the claim, and it ran with the input it last recorded.
+        expect(info.history.slice(claim).filter((x) => x.type === 'task:debounced')).toEqual([]);
+        const before = info.history.slice(0, claim).filter((x) => x.type === 'task:debounced');
+        expect(info.status === 'succeeded' && info.output).toBe((info.input as { n: number }).n);
+        const create = info.history.find((x) => x.type === 'transition' && x.event === 'create');
+        expect(create).toBeDefined();
+        if (before.length) expect(inputOf(before.at(-1)!)).toEqual(info.input);
+      }
+      // Every start is accounted for: the creations plus the debounced entries.
+      let recorded = 0;
+      for (const id of ids) recorded += 1 + (await engine.get(id)).history.filter((x) => x.type === 'task:debounced').length;
+      expect(recorded).toBe(handles.length);
+      await eventually(async () => (await engine.list({ status: 'pending' })).tasks.length === 0, 10_000, 'no task left pending');
+    } finally {
+      await close();
+    }
+  });
+});
