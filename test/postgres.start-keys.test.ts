@@ -4,7 +4,9 @@
 // change a task's input once a worker has claimed it.
 import { describe, expect, it } from 'vitest';
 import { Engine, ERROR_CODES, workflow, type Engine as EngineType, type TaskEvent } from '../src/index.ts';
-import { PG_URL, hasPostgres, sql } from './support/postgres.ts';
+import { PG_URL, hasPostgres, sql, withPg } from './support/postgres.ts';
+import { debounceUpdateSql, liveSingletonSql } from '../src/postgres/keyed-starts.ts';
+import { tablesOf } from '../src/postgres/sql-text.ts';
 import { FAST, eventually, schemasOfThisFile } from './support/engine.ts';
 
 const freshSchema = schemasOfThisFile('sw_keys');
@@ -98,5 +100,39 @@ describe.skipIf(!(await hasPostgres()))('keyed starts racing on PostgreSQL', () 
     } finally {
       await close();
     }
+  });
+
+  it('finds the task holding a debounce or singleton key through its partial index, not by scanning 20,000 tasks (generic plans)', async () => {
+    const { schema, close } = await engines(1);
+    await close();
+    const t = tablesOf(schema);
+    await withPg(async (c) => {
+      // Half the tasks keyed (most of them ended or claimed), the rest without keys.
+      await c.query(
+        `INSERT INTO ${t.tasks} (id, workflow, workflow_version, status, runs, debounce_key, singleton_key, run_at, created_at, updated_at)
+         SELECT 'task-' || lpad(g::text, 6, '0'), 'w', '1', CASE WHEN g % 100 = 0 THEN 'pending' ELSE 'succeeded' END,
+           CASE WHEN g % 100 = 0 THEN 0 ELSE 1 END, CASE WHEN g % 2 = 0 THEN 'd' || g END, CASE WHEN g % 2 = 1 THEN 's' || g END, 1, 1, 1
+         FROM generate_series(1, 20000) g`,
+      );
+      await c.query(`ANALYZE ${t.tasks}`);
+      await c.query('SET plan_cache_mode = force_generic_plan');
+      const plan = async (text: string, values: unknown[]): Promise<string> => {
+        await c.query('BEGIN');
+        try {
+          await c.query(`PREPARE probe AS ${text}`);
+          const r = await c.query(`EXPLAIN (FORMAT TEXT) EXECUTE probe(${values.map((v) => (v === null ? 'NULL' : c.escapeLiteral(String(v)))).join(', ')})`);
+          return r.rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n');
+        } finally {
+          await c.query('ROLLBACK');
+          await c.query('DEALLOCATE ALL');
+        }
+      };
+      const update = await plan(debounceUpdateSql(t), ['{}', null, 5, 5, 'w', 'd200', 'task:debounced', 'user', 'a', '{}']);
+      expect(update).toMatch(/Index Scan using tasks_debounce/);
+      expect(update).not.toMatch(/Seq Scan/);
+      const live = await plan(liveSingletonSql(t), ['w', 's201']);
+      expect(live).toMatch(/Index Scan using tasks_singleton/);
+      expect(live).not.toMatch(/Seq Scan/);
+    });
   });
 });

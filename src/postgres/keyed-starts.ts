@@ -23,6 +23,7 @@ import { toTaskRow } from '../rows.ts';
 import { StoreUnavailableError } from '../errors.ts';
 import type { DebounceWrite, NewTask, SingletonAnswer, TaskRow, WakeEvent } from '../store.ts';
 import { LIVE_SINGLETON_SQL, UNCLAIMED_DEBOUNCE_SQL } from '../store-sql/keyed-starts.ts';
+import type { Tables } from './sql-text.ts';
 
 /** How often a start goes round (a task claimed or ended between two statements) before it gives up. */
 const ROUNDS = 10;
@@ -50,22 +51,36 @@ export async function startDebounced(c: PgContext, task: NewTask, write: Debounc
   throw lostRaces('debounced', task.debounceKey ?? '');
 }
 
-/** The unclaimed task of the workflow and key with the new input and due time, and its log entry; null if none. */
-async function updateHeld(c: PgContext, task: NewTask, write: DebounceWrite): Promise<TaskRow | null> {
-  const sql = `WITH held AS (
-      UPDATE ${c.t.tasks} SET input = $1::text,
+/**
+ * The debounced start's UPDATE: the unclaimed task of workflow `$5` and key `$6` gets input `$1`
+ * and due time `$3` (at most `$2` ms after its creation), with its log entry (`$4` its time,
+ * `$7`-`$10` its type, actor and data). Found through the partial unique index `tasks_debounce`.
+ */
+export function debounceUpdateSql(t: Tables): string {
+  return `WITH held AS (
+      UPDATE ${t.tasks} SET input = $1::text,
         run_at = CASE WHEN $2::bigint IS NULL THEN $3::bigint ELSE LEAST($3::bigint, created_at + $2::bigint) END,
         version = version + 1, updated_at = $4::bigint, event_seq = event_seq + 1
       WHERE workflow = $5::text AND debounce_key = $6::text AND ${UNCLAIMED_DEBOUNCE_SQL}
       RETURNING *
     ), log AS (
-      INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+      INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
       SELECT id, event_seq, $4::bigint, $7::text, $8::text, $9::text, $10::text FROM held
     )
     SELECT * FROM held`;
+}
+
+/** The live task of workflow `$1` holding singleton key `$2`, through the partial unique index `tasks_singleton`. */
+export function liveSingletonSql(t: Tables): string {
+  return `SELECT * FROM ${t.tasks} WHERE workflow = $1::text AND singleton_key = $2::text AND ${LIVE_SINGLETON_SQL}`;
+}
+
+/** The unclaimed task of the workflow and key with the new input and due time, and its log entry; null if none. */
+async function updateHeld(c: PgContext, task: NewTask, write: DebounceWrite): Promise<TaskRow | null> {
   const l = write.log;
   return run(c, async () => {
-    const [row] = await rows(c, poolOf(c), sql, [task.input, write.maxWaitMs, task.runAt, task.createdAt, task.workflow, task.debounceKey, l.type, l.actorKind, l.actorId, l.data]);
+    const values = [task.input, write.maxWaitMs, task.runAt, task.createdAt, task.workflow, task.debounceKey, l.type, l.actorKind, l.actorId, l.data];
+    const [row] = await rows(c, poolOf(c), debounceUpdateSql(c.t), values);
     return row ? toTaskRow(row) : null;
   });
 }
@@ -88,7 +103,7 @@ export async function startSingleton(c: PgContext, task: NewTask, notify?: WakeE
 
 export async function liveSingleton(c: PgContext, workflow: string, key: string): Promise<TaskRow | null> {
   return run(c, async () => {
-    const [row] = await rows(c, poolOf(c), `SELECT * FROM ${c.t.tasks} WHERE workflow = $1 AND singleton_key = $2 AND ${LIVE_SINGLETON_SQL}`, [workflow, key]);
+    const [row] = await rows(c, poolOf(c), liveSingletonSql(c.t), [workflow, key]);
     return row ? toTaskRow(row) : null;
   });
 }
