@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, NonRetryableError, SingletonRunningError, workflow, type TaskEvent } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { TEST_STORE, gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { TEST_STORE, gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { Engine } from '../src/index.ts';
 
 const echo = workflow('echo-keys', async (_ctx, input: { n: number }) => input.n);
 const other = workflow('other-keys', async (_ctx, input: { n: number }) => input.n);
@@ -199,6 +200,36 @@ describe(`singleton starts (${TEST_STORE})`, () => {
       code: ERROR_CODES.INVALID_ARGUMENT,
       message: expect.stringMatching(/item 0: singleton is not supported by engine\.startMany/),
     });
+  });
+});
+
+describe(`keyed starts from two engines on one store (${TEST_STORE})`, () => {
+  it('concurrent debounced and singleton starts of two engines make one task per key', async () => {
+    const url = tempDbUrl();
+    const engines = [new Engine({ store: url, workflows: [echo] }), new Engine({ store: url, workflows: [echo] })];
+    try {
+      await engines[0]!.ready();
+      const handles = await Promise.all(engines.flatMap((e, k) => Array.from({ length: 10 }, (_, i) => e.start(echo, { n: k * 10 + i }, { debounce: { key: 'd', period: '1h' } }))));
+      expect(new Set(handles.map((h) => h.id)).size).toBe(1);
+      expect(handles.filter((h) => h.created)).toHaveLength(1);
+      const info = await engines[0]!.get(handles[0]!.id);
+      expect(debounced(info.history)).toHaveLength(19);
+      const singles = await Promise.all(
+        engines.flatMap((e) =>
+          Array.from({ length: 10 }, () =>
+            e.start(echo, { n: 1 }, { singleton: 's' }).then(
+              (h) => h.id,
+              (err: { code: string }) => err.code,
+            ),
+          ),
+        ),
+      );
+      const created = singles.filter((x) => x !== ERROR_CODES.SINGLETON_RUNNING);
+      expect(created).toHaveLength(1);
+      expect((await engines[1]!.list({ workflow: 'echo-keys' })).tasks).toHaveLength(2);
+    } finally {
+      await Promise.all(engines.map((e) => e.close()));
+    }
   });
 });
 
