@@ -66,7 +66,21 @@ export type { DebounceWrite, SingletonAnswer, KeyedStartStore } from './store/ke
 
 /** What the engine needs from a database: every capability group, and the store's own life. */
 export interface Store
-  extends TaskStore, JournalStore, LogStore, RunStore, LeaseStore, SignalStore, ApprovalStore, RetentionStore, WorkflowStore, WakeStore, IdempotencyStore, TransactionStore, ScheduleStore, KeyedStartStore {
+  extends
+    TaskStore,
+    JournalStore,
+    LogStore,
+    RunStore,
+    LeaseStore,
+    SignalStore,
+    ApprovalStore,
+    RetentionStore,
+    WorkflowStore,
+    WakeStore,
+    IdempotencyStore,
+    TransactionStore,
+    ScheduleStore,
+    KeyedStartStore {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
   readonly description: string;

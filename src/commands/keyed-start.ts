@@ -24,7 +24,7 @@ export function startKeys(options: StartOptions): StartKeys | null {
       const why = {
         singleton: 'a debounced task is already one task per key',
         idempotencyKey: 'a later debounced start answers with the task of its debounce key and replaces its input',
-        delay: "the debounce period sets when the task is due",
+        delay: 'the debounce period sets when the task is due',
       }[clash];
       throw new InvalidArgumentError(`engine.start(): debounce cannot be combined with ${clash} (${why}).`);
     }

@@ -16,14 +16,11 @@ import { byKey } from './read.ts';
 export function startDebounced(c: SqliteContext, task: NewTask, write: DebounceWrite): { task: TaskRow; created: boolean } {
   return c.tx(() => {
     const held = c.stmt(`SELECT no, created_at FROM stepwise_tasks WHERE workflow = ? AND debounce_key = ? AND ${UNCLAIMED_DEBOUNCE_SQL}`).get(task.workflow, task.debounceKey) as
-      | Raw
-      | undefined;
+      Raw | undefined;
     if (!held) return insertOne(c, task);
     const no = Number(held.no);
     const runAt = debouncedRunAt(task.runAt, Number(held.created_at), write.maxWaitMs);
-    const row = c
-      .stmt('UPDATE stepwise_tasks SET input = ?, run_at = ?, version = version + 1, updated_at = ? WHERE no = ? RETURNING *')
-      .get(task.input, runAt, task.createdAt, no) as Raw;
+    const row = c.stmt('UPDATE stepwise_tasks SET input = ?, run_at = ?, version = version + 1, updated_at = ? WHERE no = ? RETURNING *').get(task.input, runAt, task.createdAt, no) as Raw;
     c.append(no, task.createdAt, [write.log]);
     return { task: toTaskRow(row), created: false };
   });
