@@ -48,6 +48,17 @@ describe(`debounced starts (${TEST_STORE})`, () => {
     expect((await engine.list({ workflow: 'echo-keys' })).tasks).toHaveLength(2);
   });
 
+  it("the title follows the last start: its title option, else the workflow's title of the new input", async () => {
+    const engine = makeEngine({ workflows: [titled] });
+    const opts = { debounce: { key: 'k', period: '1m' } };
+    const { id } = await engine.start(titled, { topic: 'one' }, opts);
+    expect((await engine.get(id)).title).toBe('Article: one');
+    await engine.start(titled, { topic: 'two' }, opts);
+    expect((await engine.get(id)).title).toBe('Article: two');
+    await engine.start(titled, { topic: 'three' }, { ...opts, title: 'Custom' });
+    expect((await engine.get(id)).title).toBe('Custom');
+  });
+
   it('maxWait bounds how far a stream of starts moves the due time', async () => {
     const clock = new ManualClock();
     const t0 = clock.now();

@@ -20,7 +20,9 @@ export function startDebounced(c: SqliteContext, task: NewTask, write: DebounceW
     if (!held) return insertOne(c, task);
     const no = Number(held.no);
     const runAt = debouncedRunAt(task.runAt, Number(held.created_at), write.maxWaitMs);
-    const row = c.stmt('UPDATE stepwise_tasks SET input = ?, run_at = ?, version = version + 1, updated_at = ? WHERE no = ? RETURNING *').get(task.input, runAt, task.createdAt, no) as Raw;
+    const row = c
+      .stmt('UPDATE stepwise_tasks SET input = ?, run_at = ?, title = coalesce(?, title), version = version + 1, updated_at = ? WHERE no = ? RETURNING *')
+      .get(task.input, runAt, task.title ?? null, task.createdAt, no) as Raw;
     c.append(no, task.createdAt, [write.log]);
     return { task: toTaskRow(row), created: false };
   });

@@ -34,7 +34,8 @@ export interface SingletonAnswer {
 export interface KeyedStartStore {
   /**
    * `task` (with `debounceKey`) is inserted unless a task of its workflow and debounce key is
-   * still unclaimed (`runs = 0`, pending or paused): then that task gets `task.input`, its due time
+   * still unclaimed (`runs = 0`, pending or paused): then that task gets `task.input` (and
+   * `task.title` unless null), its due time
    * moves to `task.runAt` (bounded by `write.maxWaitMs` from its creation), its version is bumped
    * and `write.log` is appended, and it comes back with `created: false`. A claim and this write
    * never interleave: a task claimed first is left alone and a new one is inserted.
