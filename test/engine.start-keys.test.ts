@@ -109,6 +109,27 @@ describe(`debounced starts (${TEST_STORE})`, () => {
     expect(b.id).not.toBe(a.id);
   });
 
+  it('retry of a debounced task that never ran (failed while paused) is refused while another task of its key collects starts', async () => {
+    const clock = new ManualClock();
+    const forgotten = workflow('forgotten-keys', async (_ctx, input: { n: number }) => input.n, { dwell: { paused: { after: '2h', then: 'fail' } } });
+    const engine = makeEngine({ workflows: [forgotten], clock });
+    const worker = await startWorker(engine, { dwellScanMs: 50 });
+    const opts = { debounce: { key: 'k', period: '10h' } };
+    const a = await engine.start(forgotten, { n: 1 }, opts);
+    await engine.pause(a.id);
+    await clock.advance('2h');
+    await waitForStatus(engine, a.id, 'failed', 20_000);
+    // No worker claims the retried task below (it is due at once): it stays unclaimed.
+    await worker.stop();
+    const b = await engine.start(forgotten, { n: 2 }, opts);
+    expect(b.created).toBe(true);
+    await expect(engine.retry(a.id)).rejects.toMatchObject({ code: ERROR_CODES.CONFLICT, message: expect.stringContaining(b.id) });
+    await engine.cancel(b.id);
+    await engine.retry(a.id);
+    // Pending again and unclaimed: it collects the key's starts once more.
+    expect((await engine.start(forgotten, { n: 3 }, opts)).id).toBe(a.id);
+  });
+
   it('refuses bad debounce options with INVALID_ARGUMENT naming the option, and in startMany', async () => {
     const engine = makeEngine({ workflows: [echo] });
     const bad = async (debounce: unknown, more: object = {}): Promise<string> => {

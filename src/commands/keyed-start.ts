@@ -6,7 +6,7 @@
  * start batcher. And the check `engine.retry` makes before it revives a failed singleton task.
  */
 import { resolveDebounce, resolveSingleton, type ResolvedDebounce, type SingletonOptions } from '../api/start-keys.ts';
-import { InvalidArgumentError, SingletonRunningError } from '../errors.ts';
+import { ConflictError, InvalidArgumentError, SingletonRunningError } from '../errors.ts';
 import type { StartBatcher } from '../start-batcher.ts';
 import { startResult, type PlannedStart, type StartAnswer } from '../start-plan.ts';
 import type { Store, TaskRow } from '../store.ts';
@@ -64,9 +64,22 @@ export async function startKeyed(store: Store, batcher: StartBatcher, planned: P
   return startResult({ ...planned, task }, r);
 }
 
-/** `engine.retry` of a failed singleton task: refused while another live task holds its key. */
-export async function checkSingletonFree(store: Store, row: TaskRow): Promise<void> {
-  if (row.singletonKey === null) return;
-  const live = await store.liveSingleton(row.workflow, row.singletonKey);
-  if (live && live.id !== row.id) throw new SingletonRunningError(row.workflow, row.singletonKey, live.id);
+/**
+ * `engine.retry` of a failed task that holds a key again once pending: a singleton task while
+ * another live task holds its key (SINGLETON_RUNNING), or a debounced task that never ran (it
+ * would collect starts again) while another task of its key collects them (CONFLICT).
+ */
+export async function checkKeysFree(store: Store, row: TaskRow): Promise<void> {
+  if (row.singletonKey !== null) {
+    const live = await store.liveSingleton(row.workflow, row.singletonKey);
+    if (live && live.id !== row.id) throw new SingletonRunningError(row.workflow, row.singletonKey, live.id);
+  }
+  if (row.debounceKey !== null && row.runs === 0) {
+    const held = await store.unclaimedDebounced(row.workflow, row.debounceKey);
+    if (held && held.id !== row.id) {
+      throw new ConflictError(
+        `Task ${row.id} is a debounced task that never ran: retried, it would collect the starts of debounce key "${row.debounceKey}" again, which task ${held.id} collects now. Let that task run (or cancel it) first.`,
+      );
+    }
+  }
 }

@@ -101,6 +101,14 @@ export async function startSingleton(c: PgContext, task: NewTask, notify?: WakeE
   throw lostRaces('singleton', key);
 }
 
+export async function unclaimedDebounced(c: PgContext, workflow: string, key: string): Promise<TaskRow | null> {
+  return run(c, async () => {
+    const sql = `SELECT * FROM ${c.t.tasks} WHERE workflow = $1::text AND debounce_key = $2::text AND ${UNCLAIMED_DEBOUNCE_SQL}`;
+    const [row] = await rows(c, poolOf(c), sql, [workflow, key]);
+    return row ? toTaskRow(row) : null;
+  });
+}
+
 export async function liveSingleton(c: PgContext, workflow: string, key: string): Promise<TaskRow | null> {
   return run(c, async () => {
     const [row] = await rows(c, poolOf(c), liveSingletonSql(c.t), [workflow, key]);

@@ -220,6 +220,9 @@ export class PostgresStore implements Store {
   liveSingleton(workflow: string, key: string): Promise<TaskRow | null> {
     return keyed.liveSingleton(this.#c, workflow, key);
   }
+  unclaimedDebounced(workflow: string, key: string): Promise<TaskRow | null> {
+    return keyed.unclaimedDebounced(this.#c, workflow, key);
+  }
   transition(write: TransitionWrite): Promise<TaskRow | null> {
     return transition(this.#c, write);
   }

@@ -38,6 +38,11 @@ export function startSingleton(c: SqliteContext, task: NewTask): SingletonAnswer
   });
 }
 
+export function unclaimedDebounced(c: SqliteContext, workflow: string, key: string): TaskRow | null {
+  const row = c.stmt(`SELECT * FROM stepwise_tasks WHERE workflow = ? AND debounce_key = ? AND ${UNCLAIMED_DEBOUNCE_SQL}`).get(workflow, key) as Raw | undefined;
+  return row ? toTaskRow(row) : null;
+}
+
 export function liveSingleton(c: SqliteContext, workflow: string, key: string): TaskRow | null {
   const row = c.stmt(`SELECT * FROM stepwise_tasks WHERE workflow = ? AND singleton_key = ? AND ${LIVE_SINGLETON_SQL}`).get(workflow, key) as Raw | undefined;
   return row ? toTaskRow(row) : null;

@@ -152,6 +152,10 @@ export class SqliteStore implements Store {
     return keyed.liveSingleton(this.#c, workflow, key);
   }
 
+  async unclaimedDebounced(workflow: string, key: string): Promise<TaskRow | null> {
+    return keyed.unclaimedDebounced(this.#c, workflow, key);
+  }
+
   async getTask(id: string): Promise<TaskRow | null> {
     return getTask(this.#c, id);
   }

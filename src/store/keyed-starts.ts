@@ -49,4 +49,6 @@ export interface KeyedStartStore {
   startSingleton(task: NewTask, notify?: WakeEvent): Promise<SingletonAnswer>;
   /** The live task of `workflow` holding the singleton key `key`, or null. */
   liveSingleton(workflow: string, key: string): Promise<TaskRow | null>;
+  /** The unclaimed task of `workflow` holding the debounce key `key` (the one a debounced start lands in), or null. */
+  unclaimedDebounced(workflow: string, key: string): Promise<TaskRow | null>;
 }
