@@ -55,7 +55,8 @@ describe('stepwise start with titles, debounce and singleton', () => {
     expect(showDebounced.out).toMatch(/debounce\s+user-7 \(collecting starts until/);
     expect(showDebounced.out).toMatch(/debounce\s+key user-7: new input/);
     expect(run('explain', debouncedId).out).toContain('a debounced task (key "user-7") waiting for its period to end');
-  });
+    // A dozen CLI processes, each loading the CLI afresh: slow on a busy machine.
+  }, 180_000);
 
   it('refuses debounce flags without their key or period, and keyed flags with --inputs', () => {
     const db = `sqlite:${join(tempDir(), 'cli-flags.db')}`;
@@ -68,5 +69,5 @@ describe('stepwise start with titles, debounce and singleton', () => {
     expect(joinAlone.err).toContain('--join goes with --singleton KEY');
     const batch = runCli(['start', 'triple', '--inputs', '-', '--singleton', 'k', '--db', db]);
     expect(batch.err).toContain('does not combine with --singleton');
-  });
+  }, 120_000);
 });
