@@ -43,7 +43,7 @@ describe.skipIf(!(await hasPostgres()))('keyed starts racing on PostgreSQL', () 
     } finally {
       await close();
     }
-  });
+  }, 120_000);
 
   it('40 singleton starts from 4 engines at once create one task: the others are refused naming it, or join it', async () => {
     const { all, close } = await engines(4);
@@ -67,7 +67,7 @@ describe.skipIf(!(await hasPostgres()))('keyed starts racing on PostgreSQL', () 
     } finally {
       await close();
     }
-  });
+  }, 120_000);
 
   it('debounced starts racing with the claims of 4 workers never change a claimed task: each ran with its last recorded input', async () => {
     const { all, close } = await engines(4);
@@ -100,7 +100,7 @@ describe.skipIf(!(await hasPostgres()))('keyed starts racing on PostgreSQL', () 
     } finally {
       await close();
     }
-  });
+  }, 120_000);
 
   it('finds the task holding a debounce or singleton key through its partial index, not by scanning 20,000 tasks (generic plans)', async () => {
     const { schema, close } = await engines(1);
@@ -134,5 +134,5 @@ describe.skipIf(!(await hasPostgres()))('keyed starts racing on PostgreSQL', () 
       expect(live).toMatch(/Index Scan using tasks_singleton/);
       expect(live).not.toMatch(/Seq Scan/);
     });
-  });
+  }, 120_000);
 });
