@@ -51,6 +51,9 @@ export {
 } from './errors/step.ts';
 export type { OutputIssue } from './errors/step.ts';
 
+// Starts refused for the tasks holding their key
+export { SingletonRunningError } from './errors/start.ts';
+
 // How a task ended
 export { DeadlineExceededError, CompensationFailedError, TaskFailedError, TaskCancelledError, DwellTimeoutError } from './errors/task.ts';
 

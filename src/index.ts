@@ -80,6 +80,10 @@ export type {
 export type { ApprovalEvent } from './approvals/events.ts';
 export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
 
+// Start options that name a task or tie it to a key (engine.start(…, { title, debounce, singleton }))
+export type { DebounceOptions, SingletonOptions } from './api/start-keys.ts';
+export type { DebouncedEvent } from './task-events/debounce.ts';
+
 // Reading tasks: engine.get / list, the event log, model usage, live events
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage } from './task-info.ts';
 export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/metering/usage.ts';
@@ -170,6 +174,7 @@ export {
   OutputInvalidError,
   BudgetExceededError,
   TaskFailedError,
+  SingletonRunningError,
   TaskCancelledError,
   DeadlineExceededError,
   CompensationFailedError,

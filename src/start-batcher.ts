@@ -63,6 +63,17 @@ export class StartBatcher {
     return out;
   }
 
+  /**
+   * A start written by a statement of its own (a debounced or singleton start, `write`), told to
+   * this process and announced to others (`notify`, for the store to send if it creates the task)
+   * as a batch of one would be.
+   */
+  async insertAlone<T extends Inserted>(task: NewTask, write: (notify: WakeEvent | undefined) => Promise<T>): Promise<T> {
+    const result = await write(batchWake([task], this.#origin));
+    if (result.created) this.#onCreated?.([result.task]);
+    return result;
+  }
+
   async #commit(batch: Pending[]): Promise<void> {
     try {
       const results = await this.#write(batch.map((p) => p.item));

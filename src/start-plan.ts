@@ -23,6 +23,7 @@ import { isWorkflow, type Workflow } from './workflow.ts';
 import { startUsage } from './ai/metering/start-usage.ts';
 import { taskDeadline } from './failure/deadline.ts';
 import type { Budget } from './ai/metering/usage.ts';
+import { taskTitle } from './api/start-keys.ts';
 
 /** One task of `engine.startMany()`. */
 export interface StartManyItem {
@@ -39,6 +40,8 @@ export interface StartManyItem {
   budget?: Budget;
   /** When the task must be finished (a Date or ms since the epoch); see `StartOptions.deadline`. */
   deadline?: Date | number;
+  /** A short text naming the task for people (1-200 characters); see `StartOptions.title`. */
+  title?: string;
 }
 
 export interface StartContext {
@@ -66,7 +69,7 @@ export async function planStart(
   c: StartContext,
   workflow: string | Workflow<unknown, unknown, unknown>,
   input: unknown,
-  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number },
+  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number; title?: string },
 ): Promise<PlannedStart> {
   const name = typeof workflow === 'string' ? workflow : workflow?.name;
   if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
@@ -105,6 +108,7 @@ export async function planStart(
   const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
   const usage = startUsage(options.budget);
   const deadlineAt = taskDeadline(now, options.deadline, def?.options.timeout);
+  const title = taskTitle(options.title, def?.options.title, value, name);
   const id = newId(now);
   return {
     name,
@@ -118,6 +122,7 @@ export async function planStart(
       createdAt: now,
       usage,
       deadlineAt,
+      title,
       notify: { reason: 'task', taskId: id, workflow: name },
       ...planCreation(actor),
     },

@@ -76,6 +76,9 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('deadlineAt', 'deadline_at', 'bigint', numOrNull, {}),
   c('hasCleanup', 'has_cleanup', 'boolean', bool, {}),
   c('redo', 'redo', 'text', strOrNull, {}),
+  c('title', 'title', 'text', strOrNull),
+  c('debounceKey', 'debounce_key', 'text', strOrNull),
+  c('singletonKey', 'singleton_key', 'text', strOrNull),
 ]);
 
 /** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */

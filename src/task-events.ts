@@ -12,6 +12,7 @@ import type { AttemptUsage } from './task-events/usage.ts';
 import { isApprovalEntry, toApprovalEvent, type ApprovalEvent } from './task-events/approval.ts';
 import { toDwellEvent, type DwellEvent } from './task-events/dwell.ts';
 import type { Actor } from './task-events/actor.ts';
+import { DEBOUNCED_ENTRY, toDebouncedEvent, type DebouncedEvent } from './task-events/debounce.ts';
 
 export type { Actor } from './task-events/actor.ts';
 
@@ -111,7 +112,17 @@ export interface UnknownEvent extends EventBase {
 
 /** One entry of a task's event log. */
 export type TaskEvent =
-  TransitionEvent | StepEvent | StepsForgottenEvent | SignalReceivedEvent | SignalConsumedEvent | UsageEvent | IdempotencyTaskEvent | ApprovalEvent | DwellEvent | UnknownEvent;
+  | TransitionEvent
+  | StepEvent
+  | StepsForgottenEvent
+  | SignalReceivedEvent
+  | SignalConsumedEvent
+  | UsageEvent
+  | IdempotencyTaskEvent
+  | ApprovalEvent
+  | DwellEvent
+  | DebouncedEvent
+  | UnknownEvent;
 export type TaskEventType = TaskEvent['type'];
 
 /** The public form of a stored entry. */
@@ -180,6 +191,7 @@ export function toTaskEvent(row: EventRow): TaskEvent {
     default:
       if (isApprovalEntry(row.type)) return toApprovalEvent(base, row.type, data);
       if (row.type === 'dwell:exceeded') return toDwellEvent(base, data);
+      if (row.type === DEBOUNCED_ENTRY) return toDebouncedEvent(base, data);
       return { ...base, type: 'unknown', original: row.type, data };
   }
 }

@@ -52,6 +52,12 @@ interface TaskSummaryBase {
    * interrupted ones too), and the budget given at start; `null` if no model was called.
    */
   usage: TaskUsage | null;
+  /** A short text naming the task for people (start option `title`, or the workflow's `title(input)`), or null. */
+  title: string | null;
+  /** The key of a debounced start (`engine.start(…, { debounce })`), or null. */
+  debounceKey: string | null;
+  /** The key of a singleton start (`engine.start(…, { singleton })`), or null. */
+  singletonKey: string | null;
 }
 
 /** Usage totals of a task and of each of its steps. */
@@ -132,6 +138,9 @@ export function toSummary(row: TaskRow): TaskSummary {
     progress: row.progress ? (JSON.parse(row.progress) as TaskSummaryBase['progress']) : null,
     usage: taskUsage(row.usage),
     deadline: row.deadlineAt ?? null,
+    title: row.title ?? null,
+    debounceKey: row.debounceKey ?? null,
+    singletonKey: row.singletonKey ?? null,
   };
   if (row.status === 'succeeded') return { ...base, status: 'succeeded', output: decodeJson(row.output) };
   if (row.status === 'failed') {

@@ -210,6 +210,13 @@ export interface WorkflowOptions<I, In = I> {
    * @example { cron: '0 6 * * *', timezone: 'Europe/Berlin', input: { report: 'daily' } }
    */
   schedule?: WorkflowSchedule;
+  /**
+   * Each task's title, from its (checked) input: shown in task lists (CLI, HTTP API, dashboard) so
+   * that people can tell tasks apart. A start's own `title` option wins. It must return a string
+   * of 1-200 characters (else the start is refused with INVALID_ARGUMENT).
+   * @example (input) => `Article: ${input.topic}`
+   */
+  title?: (input: I) => string;
 }
 
 export type WorkflowFunction<I, O> = (ctx: WorkflowContext, input: I) => Promise<O>;
@@ -247,6 +254,7 @@ const WORKFLOW_OPTIONS = [
   'dwell',
   'retention',
   'schedule',
+  'title',
 ] as const satisfies readonly (keyof WorkflowOptions<unknown>)[];
 
 /**
@@ -275,6 +283,9 @@ export function workflow<I = unknown, O = unknown, In = I>(name: string, fn: Wor
     for (const [signal, schema] of Object.entries(options.signals)) {
       if (typeof (schema as { parse?: unknown })?.parse !== 'function') throw new InvalidArgumentError(`workflow("${name}"): signals.${signal} must be a schema with parse(value).`);
     }
+  }
+  if (options.title !== undefined && typeof options.title !== 'function') {
+    throw new InvalidArgumentError(`workflow("${name}"): title must be a function (input) => string, got ${typeof options.title}.`);
   }
   if (options.cleanupTimeout !== undefined) toMs(options.cleanupTimeout, `workflow("${name}"): cleanupTimeout`);
   if (options.timeout !== undefined) {

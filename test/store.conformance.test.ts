@@ -471,6 +471,9 @@ for (const backend of backends) {
           deadlineAt: null,
           hasCleanup: false,
           redo: null,
+          title: null,
+          debounceKey: null,
+          singletonKey: null,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);

@@ -8,18 +8,28 @@ import { by, int, keyOption, need, parseJson, str, withEngine, type CommandConte
 import { bold, colorStatus, dim, time } from './style.ts';
 import { taskDetail, taskTable } from './format.ts';
 import { LiveBlock, taskItem, usageSoFar } from './live.ts';
+import { keyedStartOptions } from './start-options.ts';
 
 export async function start(ctx: CommandContext): Promise<void> {
   const name = need(ctx, 0, 'workflow name (stepwise start <workflow> --input JSON)');
   if (str(ctx.options, 'inputs') !== undefined) return startMany(ctx, name);
   const input = parseJson(str(ctx.options, 'input'), '--input');
   const key = keyOption(ctx);
+  const keyed = keyedStartOptions(ctx);
   await withEngine(ctx, async (engine) => {
-    const res = await engine.start(name, input, { ...by(ctx), ...(key !== undefined ? { idempotencyKey: key } : {}) });
+    const res = await engine.start(name, input, { ...by(ctx), ...(key !== undefined ? { idempotencyKey: key } : {}), ...keyed });
     if (ctx.json && !ctx.options.wait) return ctx.out(JSON.stringify(res));
-    if (!ctx.json) ctx.out(res.created ? `Started ${res.id} (${name})` : `Task ${res.id} already exists for key ${key} (${res.status})`);
+    if (!ctx.json) ctx.out(startedLine(res, name, key, keyed));
     if (ctx.options.wait) await follow(ctx, engine, res.id);
   });
+}
+
+/** What `start` says: started, or which existing task answered (its key, a debounce, a singleton). */
+function startedLine(res: { id: string; created: boolean; status: string }, name: string, key: string | undefined, keyed: ReturnType<typeof keyedStartOptions>): string {
+  if (res.created) return `Started ${res.id} (${name})${keyed.debounce ? `, due in ${keyed.debounce.period} unless another start of key ${keyed.debounce.key} comes first` : ''}`;
+  if (key !== undefined) return `Task ${res.id} already exists for key ${key} (${res.status})`;
+  if (keyed.debounce) return `Debounced into ${res.id} (key ${keyed.debounce.key}): it now has this input and is due in ${keyed.debounce.period}`;
+  return `Joined ${res.id}, the live task of singleton key ${typeof keyed.singleton === 'object' ? keyed.singleton.key : ''} (${res.status})`;
 }
 
 /**
@@ -28,8 +38,11 @@ export async function start(ctx: CommandContext): Promise<void> {
  */
 async function startMany(ctx: CommandContext, name: string): Promise<void> {
   const file = str(ctx.options, 'inputs') as string;
-  if (str(ctx.options, 'input') !== undefined || str(ctx.options, 'key') !== undefined || ctx.options.wait) {
-    throw new InvalidArgumentError('--inputs starts one task per line: it does not combine with --input, --key or --wait (use --key-field for keys).');
+  const single = ['input', 'key', 'wait', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join'].filter((f) => ctx.options[f] !== undefined);
+  if (single.length) {
+    throw new InvalidArgumentError(
+      `--inputs starts one task per line: it does not combine with ${single.map((f) => `--${f}`).join(', ')} (use --key-field for keys; start debounced or singleton tasks one by one).`,
+    );
   }
   const keyField = str(ctx.options, 'key-field');
   let text: string;

@@ -8,9 +8,12 @@ import { bold, colorStatus, dim, red, table, time, yellow } from './style.ts';
 
 export function taskTable(tasks: TaskSummary[]): string {
   if (!tasks.length) return dim('(no tasks)');
+  // A title column only when some task has a title (cut to 40 characters: `show` prints it whole).
+  const titled = tasks.some((t) => t.title);
+  const title = (t: TaskSummary): string[] => (titled ? [t.title ? (t.title.length > 40 ? `${t.title.slice(0, 39)}…` : t.title) : ''] : []);
   return table(
-    ['ID', 'WORKFLOW', 'STATUS', 'RUNS', 'CREATED', 'UPDATED', 'PROGRESS'],
-    tasks.map((t) => [t.id, `${t.workflow}@${t.workflowVersion}`, colorStatus(t.status), String(t.runs), time(t.createdAt), time(t.updatedAt), progressText(t)]),
+    ['ID', ...(titled ? ['TITLE'] : []), 'WORKFLOW', 'STATUS', 'RUNS', 'CREATED', 'UPDATED', 'PROGRESS'],
+    tasks.map((t) => [t.id, ...title(t), `${t.workflow}@${t.workflowVersion}`, colorStatus(t.status), String(t.runs), time(t.createdAt), time(t.updatedAt), progressText(t)]),
   );
 }
 
@@ -90,6 +93,8 @@ export function describeEvent(e: TaskEvent): string {
       return describeApprovalEvent(e);
     case 'dwell:exceeded':
       return `${bold('dwell'.padEnd(8))} ${e.status} longer than ${formatMs(e.afterMs)} → ${e.outcome}`;
+    case 'task:debounced':
+      return `${bold('debounce'.padEnd(8))} key ${e.key}: new input, due ${time(e.runAt)}`;
     case 'unknown':
       return `${bold(e.original)}`;
   }
@@ -113,8 +118,11 @@ function attemptLines(t: TaskInfo): string[] {
 export function taskDetail(t: TaskInfo): string {
   const out: string[] = [];
   out.push(`${bold('Task')} ${t.id}  ${colorStatus(t.status)}`);
+  if (t.title) out.push(`  title      ${t.title}`);
   out.push(`  workflow   ${t.workflow} (version ${t.workflowVersion})`);
   if (t.idempotencyKey) out.push(`  key        ${t.idempotencyKey}`);
+  if (t.debounceKey) out.push(`  debounce   ${t.debounceKey}${t.runs === 0 && t.status === 'pending' && t.runAt !== null ? ` (collecting starts until ${time(t.runAt)})` : ''}`);
+  if (t.singletonKey) out.push(`  singleton  ${t.singletonKey}`);
   out.push(`  created    ${time(t.createdAt)}${t.finishedAt ? `   finished ${time(t.finishedAt)} (${formatMs(t.finishedAt - t.createdAt)})` : ''}`);
   out.push(`  runs       ${t.runs}${t.retries ? `   retries ${t.retries}` : ''}   epoch ${t.epoch}`);
   if (t.lease) out.push(`  lease      ${t.lease.owner} until ${time(t.lease.expiresAt)}`);

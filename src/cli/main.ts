@@ -21,8 +21,11 @@ Commands:
   worker <module>            run the workflows exported by <module> (.js, or .ts with tsx)
         [--concurrency N] [--claim-batch N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
         [--workflows a,b] [--worker-id ID] [--quiet] [--log json|pretty|none]
-  start <workflow> --input JSON|@file|- [--key K] [--wait]
-                             create a task (same --key → the existing task); --wait follows it live
+  start <workflow> --input JSON|@file|- [--key K] [--wait] [--title T]
+        [--debounce KEY --period D [--max-wait D]] [--singleton KEY [--join]]
+                             create a task (same --key → the existing task); --wait follows it live;
+                             --debounce: starts of KEY within D are one task with the last input;
+                             --singleton: refused (or --join: the live task) while one of KEY runs
   start <workflow> --inputs FILE.jsonl|- [--key-field F]
                              create one task per line (each line a task's input), in one batch;
                              --key-field takes each task's idempotency key from that field of its input
@@ -94,7 +97,7 @@ const COMMANDS: Record<string, Command> = {
 /** The options each command reads, besides --db, --json and --help: a flag of another command is refused, not ignored. */
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   worker: ['concurrency', 'claim-batch', 'lease-ms', 'heartbeat-ms', 'poll-ms', 'grace-ms', 'workflows', 'worker-id', 'quiet', 'log'],
-  start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as'],
+  start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join'],
   ls: ['status', 'workflow', 'limit', 'cursor'],
   show: [],
   explain: [],
@@ -134,6 +137,12 @@ const OPTIONS = {
   'key-field': { type: 'string' },
   key: { type: 'string' },
   wait: { type: 'boolean' },
+  title: { type: 'string' },
+  debounce: { type: 'string' },
+  period: { type: 'string' },
+  'max-wait': { type: 'string' },
+  singleton: { type: 'string' },
+  join: { type: 'boolean' },
   status: { type: 'string' },
   workflow: { type: 'string' },
   workflows: { type: 'string' },

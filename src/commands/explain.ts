@@ -63,6 +63,9 @@ function explainSummary(row: TaskRow, c: Circumstances): string {
       if (!c.registered.includes(row.workflowVersion)) {
         return `Pending, but it was started under version ${row.workflowVersion} of "${row.workflow}" and workers have registered only version(s) ${[...new Set(c.registered)].join(', ')}: run a worker with version ${row.workflowVersion}, or list it in compatibleVersions if the new code can replay it.`;
       }
+      if (row.debounceKey !== null && row.runs === 0 && row.runAt !== null && row.runAt > c.now) {
+        return `Pending until ${at(row.runAt)}: a debounced task (key "${row.debounceKey}") waiting for its period to end; a start of "${row.workflow}" with the same key before then replaces its input and moves that time.`;
+      }
       return row.runAt !== null && row.runAt > c.now
         ? `Pending until ${at(row.runAt)} (delayed start).`
         : `Pending and due: the next worker serving "${row.workflow}" with a free slot will claim it.`;

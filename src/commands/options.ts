@@ -8,6 +8,7 @@ import type { LifecycleEvent, TaskStatus } from '../lifecycle.ts';
 import type { Actor } from '../task-events.ts';
 import type { TaskSummary } from '../task-info.ts';
 import type { Budget } from '../ai/metering/usage.ts';
+import type { DebounceOptions, SingletonOptions } from '../api/start-keys.ts';
 
 export interface SignalOptions extends CommandOptions {
   /** Sending the same signal again with the same key records it once and returns the first answer. */
@@ -53,6 +54,24 @@ export interface StartOptions extends CommandOptions {
    * earlier of the two applies.
    */
   deadline?: Date | number;
+  /**
+   * A short text naming the task for people (1-200 characters), shown in task lists (CLI, HTTP
+   * API, dashboard); overrides the workflow's `title(input)`.
+   */
+  title?: string;
+  /**
+   * Collapse this start with the other starts of the workflow and key made within `period`: one
+   * task, which runs with the last input once `period` has passed without a further start. A later
+   * start answers with the same task (`created: false`) until a worker has claimed it; then it
+   * starts a new one. Not with `idempotencyKey`, `delay` or `singleton`.
+   */
+  debounce?: DebounceOptions;
+  /**
+   * At most one live task of the workflow per key: a key (string), or `{ key, mode }`. While one has
+   * not ended, a start is refused with SingletonRunningError (`mode: 'refuse'`, the default) or
+   * answered with that task (`mode: 'join'`, `created: false`).
+   */
+  singleton?: string | SingletonOptions;
 }
 
 export interface RetryTaskOptions extends CommandOptions {

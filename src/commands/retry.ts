@@ -14,6 +14,7 @@ import { countRedo } from '../failure/redo.ts';
 import { isCleanupSeq } from '../run/cleanup-scope.ts';
 import { runCommand, type CommandContext, type CommandWrite } from './context.ts';
 import type { RetryTaskOptions } from './options.ts';
+import { checkKeysFree } from './keyed-start.ts';
 
 /** The data of a failed task's COMPENSATION_FAILED error (its cleanup failed for good), or null. */
 export function failedCleanup(row: TaskRow): { cancelled: boolean } | null {
@@ -35,6 +36,7 @@ export async function retryTask(ctx: CommandContext, id: string, options: RetryT
   return runCommand(ctx, id, 'retry', options.by, async (task) => {
     const refusal = retryRefusal(task);
     if (refusal) throw new ConflictError(refusal);
+    if (task.status === 'failed') await checkKeysFree(store, task);
     return planRetry(store, task, await store.getSteps(id), options.fromStep, retryDeadline(task, newDeadline, ctx.clock.now()));
   });
 }

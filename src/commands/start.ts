@@ -13,6 +13,7 @@ import { batchWakeOfRows } from '../transitions.ts';
 import type { Workflow } from '../workflow.ts';
 import { actorOf, type CommandContext } from './context.ts';
 import type { StartOptions } from './options.ts';
+import { refuseKeysInBatch, startKeyed, startKeys } from './keyed-start.ts';
 
 export interface StartDeps {
   ctx: CommandContext;
@@ -26,8 +27,10 @@ function startContext(ctx: CommandContext, store: Store): StartContext {
 
 export async function startOne(deps: StartDeps, workflow: string | Workflow<unknown, unknown, unknown>, input: unknown, options: StartOptions): Promise<StartAnswer> {
   checkOptionKeys(options, START_OPTIONS, 'engine.start()');
+  const keys = startKeys(options);
   const store = await deps.ctx.open();
   const planned = await planStart(startContext(deps.ctx, store), workflow, input, options);
+  if (keys) return startKeyed(store, deps.batcher(store), planned, keys);
   // Concurrent starts of this process share one statement and one commit (start-batcher.ts).
   return startResult(planned, await deps.batcher(store).insert(planned.task));
 }
@@ -40,6 +43,7 @@ export async function startAll(deps: StartDeps, items: readonly StartManyItem[])
   for (const [i, item] of items.entries()) {
     if (typeof item !== 'object' || item === null) throw new InvalidArgumentError(`startMany(): item ${i} must be an object { workflow, input, idempotencyKey?, delay? }.`);
     checkOptionKeys(item, START_MANY_ITEM, `startMany(): item ${i}`);
+    refuseKeysInBatch(item, `startMany(): item ${i}`);
     try {
       planned.push(await planStart(context, item.workflow, item.input, item));
     } catch (e) {

@@ -60,6 +60,8 @@ export const ERROR_CODES = Object.freeze({
   RESUME_CHECK_FAILED: 'RESUME_CHECK_FAILED',
   /** `checkReplay` (stepwise-engine/testing): the current code does not replay a recorded task as it ran. */
   REPLAY_CHECK_FAILED: 'REPLAY_CHECK_FAILED',
+  /** A singleton start (`engine.start(…, { singleton })`) while a live task of its workflow holds the key. */
+  SINGLETON_RUNNING: 'SINGLETON_RUNNING',
 } as const);
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
@@ -109,4 +111,5 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   EVENT_REFUSED: 409,
   RESUME_CHECK_FAILED: 500,
   REPLAY_CHECK_FAILED: 500,
+  SINGLETON_RUNNING: 409,
 });

@@ -101,6 +101,27 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "3c936e34ceee5cc5",
     "sql": "-- stepwise_deletions  one row per deleted task, written in the deletion's transaction, until the\n--                     deletion has been reported to observers (`onTasksDeleted`). A deleted task\n--                     leaves no log of its own: this record is how a deletion whose process died\n--                     between its commit and its report still reaches the observers of another\n--                     process. `deliver_after`: until then the process that deleted the task (or\n--                     the one that claimed the record) reports it; after, any process may.\n\nCREATE TABLE stepwise_deletions (\n  id            INTEGER PRIMARY KEY AUTOINCREMENT,\n  task_id       TEXT NOT NULL,\n  workflow      TEXT NOT NULL,\n  status        TEXT NOT NULL,\n  reason        TEXT NOT NULL,\n  actor_kind    TEXT NOT NULL,\n  actor_id      TEXT NOT NULL,\n  at            INTEGER NOT NULL,\n  deliver_after INTEGER NOT NULL\n);\nCREATE INDEX stepwise_deletions_task ON stepwise_deletions (task_id);\nCREATE INDEX stepwise_deletions_due ON stepwise_deletions (deliver_after, id);\n"
+  },
+  {
+    "id": 15,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "5438a6273dca4387",
+    "sql": "-- Placeholder on branch wt-start only: migration 15 belongs to another branch (assigned elsewhere).\n-- The integrator drops this file when that branch's migration 15 is merged.\n"
+  },
+  {
+    "id": 16,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "372fd2dd20f2daf5",
+    "sql": "-- Placeholder on branch wt-start only: migration 16 belongs to another branch (assigned elsewhere).\n-- The integrator drops this file when that branch's migration 16 is merged.\n"
+  },
+  {
+    "id": 17,
+    "name": "start_keys",
+    "breaking": false,
+    "checksum": "ed2b4d99226efd32",
+    "sql": "-- stepwise_tasks.title          a short text naming the task for people (a start option `title`,\n--                               or the workflow's `title(input)`), shown in lists; NULL: none.\n-- stepwise_tasks.debounce_key   a debounced start's key (`engine.start(…, { debounce: { key } })`).\n--                               While its task has not been claimed yet (`runs = 0`, pending or\n--                               paused), a start of the same workflow and key replaces its input\n--                               and moves its due time instead of creating a task: the unique\n--                               index below holds one such task per workflow and key, and a\n--                               claim (which bumps `runs`) takes the task out of it, so the next\n--                               start after the claim creates a new task.\n-- stepwise_tasks.singleton_key  a singleton start's key (`engine.start(…, { singleton })`): at most\n--                               one live (not ended) task per workflow and key; the transition to\n--                               an end status frees the key, with no write of its own.\n-- Adding nullable columns rewrites nothing; tasks of earlier versions have none of them.\n\nALTER TABLE stepwise_tasks ADD COLUMN title TEXT;\nALTER TABLE stepwise_tasks ADD COLUMN debounce_key TEXT;\nALTER TABLE stepwise_tasks ADD COLUMN singleton_key TEXT;\nCREATE UNIQUE INDEX stepwise_tasks_debounce ON stepwise_tasks (workflow, debounce_key)\n  WHERE debounce_key IS NOT NULL AND runs = 0 AND status IN ('pending', 'paused');\nCREATE UNIQUE INDEX stepwise_tasks_singleton ON stepwise_tasks (workflow, singleton_key)\n  WHERE singleton_key IS NOT NULL AND status IN ('pending', 'running', 'waiting', 'paused', 'cancelling');\n"
   }
 ];
 
@@ -203,5 +224,26 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "22dbd9c03928a43e",
     "sql": "-- deletions  one row per deleted task, written in the deletion's transaction, until the deletion\n--            has been reported to observers (`onTasksDeleted`). A deleted task leaves no log of its\n--            own: this record is how a deletion whose process died between its commit and its\n--            report still reaches the observers of another process. `deliver_after`: until then\n--            the process that deleted the task (or the one that claimed the record) reports it;\n--            after, any process may.\n\nCREATE TABLE :SCHEMA.deletions (\n  id            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n  task_id       TEXT COLLATE \"C\" NOT NULL,\n  workflow      TEXT NOT NULL,\n  status        TEXT NOT NULL,\n  reason        TEXT NOT NULL,\n  actor_kind    TEXT NOT NULL,\n  actor_id      TEXT NOT NULL,\n  at            BIGINT NOT NULL,\n  deliver_after BIGINT NOT NULL\n);\nCREATE INDEX deletions_task ON :SCHEMA.deletions (task_id);\nCREATE INDEX deletions_due ON :SCHEMA.deletions (deliver_after, id);\n"
+  },
+  {
+    "id": 15,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "5438a6273dca4387",
+    "sql": "-- Placeholder on branch wt-start only: migration 15 belongs to another branch (assigned elsewhere).\n-- The integrator drops this file when that branch's migration 15 is merged.\n"
+  },
+  {
+    "id": 16,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "372fd2dd20f2daf5",
+    "sql": "-- Placeholder on branch wt-start only: migration 16 belongs to another branch (assigned elsewhere).\n-- The integrator drops this file when that branch's migration 16 is merged.\n"
+  },
+  {
+    "id": 17,
+    "name": "start_keys",
+    "breaking": false,
+    "checksum": "bda0cadaa5e93624",
+    "sql": "-- tasks.title          a short text naming the task for people (a start option `title`,\n--                               or the workflow's `title(input)`), shown in lists; NULL: none.\n-- tasks.debounce_key   a debounced start's key (`engine.start(…, { debounce: { key } })`).\n--                               While its task has not been claimed yet (`runs = 0`, pending or\n--                               paused), a start of the same workflow and key replaces its input\n--                               and moves its due time instead of creating a task: the unique\n--                               index below holds one such task per workflow and key, and a\n--                               claim (which bumps `runs`) takes the task out of it, so the next\n--                               start after the claim creates a new task.\n-- tasks.singleton_key  a singleton start's key (`engine.start(…, { singleton })`): at most\n--                               one live (not ended) task per workflow and key; the transition to\n--                               an end status frees the key, with no write of its own.\n-- Adding nullable columns rewrites nothing; tasks of earlier versions have none of them.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN title TEXT;\nALTER TABLE :SCHEMA.tasks ADD COLUMN debounce_key TEXT;\nALTER TABLE :SCHEMA.tasks ADD COLUMN singleton_key TEXT;\nCREATE UNIQUE INDEX tasks_debounce ON :SCHEMA.tasks (workflow, debounce_key)\n  WHERE debounce_key IS NOT NULL AND runs = 0 AND status IN ('pending', 'paused');\nCREATE UNIQUE INDEX tasks_singleton ON :SCHEMA.tasks (workflow, singleton_key)\n  WHERE singleton_key IS NOT NULL AND status IN ('pending', 'running', 'waiting', 'paused', 'cancelling');\n"
   }
 ];

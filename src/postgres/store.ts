@@ -31,6 +31,7 @@
 import { close, migrate, openContext, type PgContext } from './connection.ts';
 import { findTaskByKey, getEventRanges, getEvents, getSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
+import * as keyed from './keyed-starts.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
@@ -91,6 +92,8 @@ import type {
   ScheduleAdvance,
   ScheduleDefinition,
   ScheduleRow,
+  DebounceWrite,
+  SingletonAnswer,
 } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -207,6 +210,18 @@ export class PostgresStore implements Store {
   }
   insertTasks(tasks: readonly NewTask[], notify?: WakeEvent): Promise<Array<{ task: TaskRow; created: boolean }>> {
     return insertTasks(this.#c, tasks, notify);
+  }
+  startDebounced(task: NewTask, write: DebounceWrite, notify?: WakeEvent): Promise<{ task: TaskRow; created: boolean }> {
+    return keyed.startDebounced(this.#c, task, write, notify);
+  }
+  startSingleton(task: NewTask, notify?: WakeEvent): Promise<SingletonAnswer> {
+    return keyed.startSingleton(this.#c, task, notify);
+  }
+  liveSingleton(workflow: string, key: string): Promise<TaskRow | null> {
+    return keyed.liveSingleton(this.#c, workflow, key);
+  }
+  unclaimedDebounced(workflow: string, key: string): Promise<TaskRow | null> {
+    return keyed.unclaimedDebounced(this.#c, workflow, key);
   }
   transition(write: TransitionWrite): Promise<TaskRow | null> {
     return transition(this.#c, write);

@@ -20,6 +20,9 @@ const Key = z.string().min(1).max(255);
 /** The rule `workflow(name)` applies to names: a filter or start naming anything else cannot match. */
 export const WorkflowName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$/, 'a workflow name is 1-200 letters, digits and . _ : / - (starting with a letter or digit)');
 
+/** A duration of a start option: milliseconds, or a string such as '30s' (the engine checks it). */
+const StartDuration = z.union([z.number().int().min(0), z.string().max(50)]);
+
 /** Any JSON value: input, signal payloads and decision data are the workflow's business. */
 const Json = z.unknown().describe('any JSON value');
 
@@ -29,6 +32,20 @@ export const StartBody = z
     input: Json.optional(),
     idempotencyKey: Key.optional().describe('same key → the first task is returned (201 then 200)'),
     delayMs: z.number().int().min(0).max(3_155_760_000_000).optional().describe('do not run before this many milliseconds'),
+    title: z.string().optional().describe('a short text naming the task in lists (1-200 characters)'),
+    debounce: z
+      .object({
+        key: Key,
+        period: StartDuration.describe('how long after the last start the task becomes due'),
+        maxWait: StartDuration.optional().describe('due at most this long after the first start'),
+      })
+      .strict()
+      .optional()
+      .describe('starts of the workflow with this key within the period are one task, with the last input (200 with the same task once one exists)'),
+    singleton: z
+      .union([Key, z.object({ key: Key, mode: z.enum(['refuse', 'join']).optional() }).strict()])
+      .optional()
+      .describe("at most one live task of the workflow per key: a second start is refused (409 SINGLETON_RUNNING) or, with mode 'join', answered with it (200)"),
   })
   .strict();
 

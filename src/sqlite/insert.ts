@@ -9,11 +9,12 @@ import type { NewTask, TaskRow } from '../store.ts';
 import type { Raw, SqliteContext } from './context.ts';
 import { byKey } from './read.ts';
 
-function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; created: boolean } {
+/** One task, inside the caller's write transaction (`debounce.ts` and `singleton.ts` use it too). */
+export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; created: boolean } {
   const row = c
     .stmt(
-      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at, title, debounce_key, singleton_key)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     )
     .get(
@@ -28,6 +29,9 @@ function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; created: b
       task.createdAt,
       task.usage ?? null,
       task.deadlineAt ?? null,
+      task.title ?? null,
+      task.debounceKey ?? null,
+      task.singletonKey ?? null,
     ) as Raw | undefined;
   if (row) {
     // A new row's log is empty (a deleted task's key may be handed out again, but its log went with it).

@@ -23,6 +23,7 @@ import { appendChunks, appendRunEvents, appendTaskEvents, deleteChunks, getChunk
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import * as schedules from './schedules.ts';
+import * as keyed from './keyed-starts.ts';
 import type { Transaction } from '../store/transactions.ts';
 import type { IdempotencyBackend } from '../store/idempotency.ts';
 import type { TaskStatus } from '../lifecycle.ts';
@@ -65,6 +66,8 @@ import type {
   ScheduleAdvance,
   ScheduleDefinition,
   ScheduleRow,
+  DebounceWrite,
+  SingletonAnswer,
 } from '../store.ts';
 
 /** How long a migration that finds the file busy is tried again (see `SqliteStore.migrate`). */
@@ -135,6 +138,22 @@ export class SqliteStore implements Store {
 
   async insertTasks(tasks: readonly NewTask[]): Promise<Array<{ task: TaskRow; created: boolean }>> {
     return insertTasks(this.#c, tasks);
+  }
+
+  async startDebounced(task: NewTask, write: DebounceWrite): Promise<{ task: TaskRow; created: boolean }> {
+    return keyed.startDebounced(this.#c, task, write);
+  }
+
+  async startSingleton(task: NewTask): Promise<SingletonAnswer> {
+    return keyed.startSingleton(this.#c, task);
+  }
+
+  async liveSingleton(workflow: string, key: string): Promise<TaskRow | null> {
+    return keyed.liveSingleton(this.#c, workflow, key);
+  }
+
+  async unclaimedDebounced(workflow: string, key: string): Promise<TaskRow | null> {
+    return keyed.unclaimedDebounced(this.#c, workflow, key);
   }
 
   async getTask(id: string): Promise<TaskRow | null> {

@@ -54,6 +54,12 @@ export interface TaskRow {
    * (JSON object by step id), or null: their idempotency keys take a `:redo<n>` suffix.
    */
   redo: string | null;
+  /** A short text naming the task for people (start option `title`, or the workflow's `title(input)`), or null. */
+  title: string | null;
+  /** A debounced start's key (`engine.start(…, { debounce })`), or null. */
+  debounceKey: string | null;
+  /** A singleton start's key (`engine.start(…, { singleton })`), or null. */
+  singletonKey: string | null;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';

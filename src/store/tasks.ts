@@ -21,6 +21,12 @@ export interface NewTask {
   status: TaskStatus;
   /** The initial `usage` column (a per-start budget), or null. */
   usage?: string | null;
+  /** A short text naming the task for people, or null. */
+  title?: string | null;
+  /** A debounced start's key (written only by `startDebounced`). */
+  debounceKey?: string | null;
+  /** A singleton start's key (written only by `startSingleton`). */
+  singletonKey?: string | null;
   /** The log entry of its creation (seq 1), written with the row. */
   log: NewEvent;
   /** Announced to other processes if the task was created. */

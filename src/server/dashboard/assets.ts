@@ -13,7 +13,7 @@ export const SCRIPT = String.raw`(() => {
   if (!main) return;
   // Every entry type that changes what a page shows (usage: tokens and cost; approval entries: the approvals section).
   const TYPES = ['transition', 'step:completed', 'step:failed', 'step:retrying', 'step:waiting', 'step:forgotten', 'signal:received', 'signal:consumed', 'usage:attempt',
-    'approval:requested', 'approval:decision', 'approval:reminded', 'approval:escalated', 'approval:decided', 'dwell:exceeded', 'unknown'];
+    'approval:requested', 'approval:decision', 'approval:reminded', 'approval:escalated', 'approval:decided', 'dwell:exceeded', 'task:debounced', 'unknown'];
 
   async function post(url, body) {
     const r = await fetch(url, { method: 'POST', credentials: 'same-origin', headers: { 'content-type': 'application/json', 'x-stepwise-csrf': '1' }, body: JSON.stringify(body || {}) });

@@ -47,7 +47,7 @@ export function listPage(d: ListPageData): string {
   ];
   const rows = d.tasks.map(
     (t) => `<tr data-task="${esc(t.id)}">
-<td><a href="/tasks/${esc(t.id)}">${esc(t.id)}</a></td><td>${esc(t.workflow)}</td><td>${badge(t.status)}${t.pauseRequested ? ' <small>pause requested</small>' : ''}</td>
+<td><a href="/tasks/${esc(t.id)}">${esc(t.id)}</a></td><td class="title">${t.title ? esc(t.title) : ''}</td><td>${esc(t.workflow)}</td><td>${badge(t.status)}${t.pauseRequested ? ' <small>pause requested</small>' : ''}</td>
 <td class="progress">${progressOf(t)}</td><td>${time(t.createdAt)}</td><td>${time(t.updatedAt)}</td></tr>`,
   );
   return `<section class="list" data-live="list">
@@ -60,8 +60,8 @@ export function listPage(d: ListPageData): string {
 <button type="submit">Filter</button>
 </form>
 ${d.note ? `<p class="note">${esc(d.note)}</p>` : ''}
-<table class="tasks"><thead><tr><th>Task</th><th>Workflow</th><th>Status</th><th>Progress</th><th>Created</th><th>Updated</th></tr></thead>
-<tbody>${rows.join('\n') || '<tr><td colspan="6" class="empty">No tasks match.</td></tr>'}</tbody></table>
+<table class="tasks"><thead><tr><th>Task</th><th>Title</th><th>Workflow</th><th>Status</th><th>Progress</th><th>Created</th><th>Updated</th></tr></thead>
+<tbody>${rows.join('\n') || '<tr><td colspan="7" class="empty">No tasks match.</td></tr>'}</tbody></table>
 <nav class="paging">${f.cursor ? `<a href="/${query(f)}" data-page="first">← First page</a>` : ''}${d.nextCursor ? ` <a href="/${query(f, d.nextCursor)}" data-page="next">Next page →</a>` : ''}</nav>
 </section>`;
 }
@@ -93,7 +93,8 @@ export function taskPage(d: TaskPageData): string {
 <p><a href="/">← Tasks</a></p>
 <h1><span class="id">${esc(t.id)}</span> ${badge(t.status)}</h1>
 <p class="summary">${esc(d.summary)}</p>
-<dl class="facts"><dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
+<dl class="facts">${t.title ? `<dt>Title</dt><dd class="title">${esc(t.title)}</dd>` : ''}<dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
+${t.debounceKey ? `<dt>Debounce key</dt><dd>${esc(t.debounceKey)}</dd>` : ''}${t.singletonKey ? `<dt>Singleton key</dt><dd>${esc(t.singletonKey)}</dd>` : ''}
 <dt>Created</dt><dd>${time(t.createdAt)}</dd><dt>Finished</dt><dd>${time(t.finishedAt)}</dd><dt>Runs</dt><dd>${t.runs}</dd><dt>Retries</dt><dd>${t.retries}</dd>
 ${usageFacts(t)}${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${time(t.lease.expiresAt)}</dd>` : ''}${t.cancelReason ? `<dt>Cancel reason</dt><dd>${esc(t.cancelReason)}</dd>` : ''}</dl>
 <div class="actions" id="actions">${actions}</div>

@@ -26,7 +26,16 @@ function keyOf(body: { idempotencyKey?: string | undefined }, header: string | u
 }
 
 function startOptions(identity: Identity, body: z.output<typeof StartBody>, key: string | undefined): StartOptions {
-  return { by: actorOf(identity), ...(key !== undefined ? { idempotencyKey: key } : {}), ...(body.delayMs !== undefined ? { delay: body.delayMs } : {}) };
+  return {
+    by: actorOf(identity),
+    ...(key !== undefined ? { idempotencyKey: key } : {}),
+    ...(body.delayMs !== undefined ? { delay: body.delayMs } : {}),
+    ...(body.title !== undefined ? { title: body.title } : {}),
+    ...(body.debounce !== undefined
+      ? { debounce: { key: body.debounce.key, period: body.debounce.period, ...(body.debounce.maxWait !== undefined ? { maxWait: body.debounce.maxWait } : {}) } }
+      : {}),
+    ...(body.singleton !== undefined ? { singleton: body.singleton } : {}),
+  };
 }
 
 const id = { id: TaskId };
@@ -51,7 +60,13 @@ function startRoute(engine: Engine): RouteSpec {
     permission: 'operate',
     body: StartBody,
     idempotency: 'engine',
-    responses: { 201: 'created', 200: 'the task of an idempotency key used before', 400: 'invalid input', 404: 'unknown workflow', 409: 'the key belongs to other work' },
+    responses: {
+      201: 'created',
+      200: 'the task of an idempotency key used before, of a debounce key not yet claimed, or a joined singleton',
+      400: 'invalid input',
+      404: 'unknown workflow',
+      409: 'the key belongs to other work, or a live task holds the singleton key (SINGLETON_RUNNING)',
+    },
     async handle({ identity, body, idempotencyKey }) {
       const key = keyOf(body, idempotencyKey);
       const handle = await engine.start(body.workflow, body.input, startOptions(identity, body, key));

@@ -1,0 +1,21 @@
+-- tasks.title          a short text naming the task for people (a start option `title`,
+--                               or the workflow's `title(input)`), shown in lists; NULL: none.
+-- tasks.debounce_key   a debounced start's key (`engine.start(…, { debounce: { key } })`).
+--                               While its task has not been claimed yet (`runs = 0`, pending or
+--                               paused), a start of the same workflow and key replaces its input
+--                               and moves its due time instead of creating a task: the unique
+--                               index below holds one such task per workflow and key, and a
+--                               claim (which bumps `runs`) takes the task out of it, so the next
+--                               start after the claim creates a new task.
+-- tasks.singleton_key  a singleton start's key (`engine.start(…, { singleton })`): at most
+--                               one live (not ended) task per workflow and key; the transition to
+--                               an end status frees the key, with no write of its own.
+-- Adding nullable columns rewrites nothing; tasks of earlier versions have none of them.
+
+ALTER TABLE :SCHEMA.tasks ADD COLUMN title TEXT;
+ALTER TABLE :SCHEMA.tasks ADD COLUMN debounce_key TEXT;
+ALTER TABLE :SCHEMA.tasks ADD COLUMN singleton_key TEXT;
+CREATE UNIQUE INDEX tasks_debounce ON :SCHEMA.tasks (workflow, debounce_key)
+  WHERE debounce_key IS NOT NULL AND runs = 0 AND status IN ('pending', 'paused');
+CREATE UNIQUE INDEX tasks_singleton ON :SCHEMA.tasks (workflow, singleton_key)
+  WHERE singleton_key IS NOT NULL AND status IN ('pending', 'running', 'waiting', 'paused', 'cancelling');
