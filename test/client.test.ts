@@ -105,9 +105,12 @@ describe('stepwise-engine/client', () => {
     const client = new StepwiseClient({ baseUrl: url, token: tokenOf('vera') });
     const { id } = await engine.start(writer);
     const abort = new AbortController();
-    setTimeout(() => abort.abort(), 100);
     const seen: StreamItem[] = [];
-    for await (const item of client.stream(id, { log: true, signal: abort.signal })) seen.push(item);
+    // Aborted once the task's first entry has come: the stream then ends without an error.
+    for await (const item of client.stream(id, { log: true, signal: abort.signal })) {
+      seen.push(item);
+      abort.abort();
+    }
     expect(seen.map((i) => i.type)).toEqual(['transition']);
     const unknown = client.stream('0000000000000000000000000z')[Symbol.asyncIterator]().next();
     await expect(unknown).rejects.toMatchObject({ code: 'TASK_NOT_FOUND', status: 404 });
