@@ -5,7 +5,7 @@
 // severed shape waited the full deadline.
 import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { Engine, type Worker } from '../src/index.ts';
+import { Engine, workflow, type Worker } from '../src/index.ts';
 import { triple } from './fixtures/crash-workflows.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.ts';
@@ -87,6 +87,25 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL blip of 3 s', () => {
       '25s',
     );
   }, 90_000);
+
+  it('a slow statement whose backend is alive is left alone by the check for orphaned connections', async () => {
+    // pg_sleep(3) is unanswered for longer than the watchdog's suspicion: it asks the database,
+    // finds the backend alive, and the statement finishes on its connection.
+    const slow = workflow('slow-statement', async (ctx) => ctx.transaction('sleep', async (tx) => (await tx.query<{ ok: number }>('SELECT 1 AS ok FROM pg_sleep(3)'))[0]?.ok));
+    const engine = new Engine({ store: `${PG_URL}?schema=${schema}`, workflows: [slow] });
+    try {
+      const w = engine.worker({ pollIntervalMs: 200 });
+      await w.start();
+      const { id } = await engine.start(slow);
+      expect(await engine.result(id, { timeout: '30s' })).toBe(1);
+      const info = await engine.get(id);
+      expect(info.runs).toBe(1);
+      expect(info.steps[0]).toMatchObject({ name: 'sleep', status: 'completed', attempts: 1 });
+      await w.stop();
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
 
   it("PostgreSQL terminating the worker's backends: new work runs soon after", async () => {
     await recoversFrom(

@@ -12,7 +12,7 @@
  * database on a fresh connection which backends still exist, and destroys every known connection
  * (pooled, kept, listening) whose backend is gone: its statement fails at once as a connection
  * error, the pool drops it and the caller retries on a new one. A slow statement whose backend
- * still runs is left alone. Until the fresh connection succeeds (the database is still down),
+ * still runs is left alone (and asked about again after twice as long). Until the fresh connection succeeds (the database is still down),
  * nothing is destroyed and the next tick asks again. Ticks are real time, like every network
  * deadline (see deadlines.ts), not the engine's clock.
  */
@@ -27,6 +27,8 @@ const SUSPECT_TICKS = 3;
 interface Seen {
   query: unknown;
   ticks: number;
+  /** The tick count at which it is (again) suspect: doubled each time its backend is found alive. */
+  suspectAt: number;
 }
 
 export class ConnectionWatchdog {
@@ -59,8 +61,8 @@ export class ConnectionWatchdog {
       const query = activeQueryOf(client);
       const seen = this.#seen.get(client);
       if (!query) this.#seen.delete(client);
-      else if (seen?.query !== query) this.#seen.set(client, { query, ticks: 1 });
-      else if (++seen.ticks >= SUSPECT_TICKS) suspect = true;
+      else if (seen?.query !== query) this.#seen.set(client, { query, ticks: 1, suspectAt: SUSPECT_TICKS });
+      else if (++seen.ticks >= seen.suspectAt) suspect = true;
     }
     if (suspect && !this.#probing) {
       this.#probing = true;
@@ -88,6 +90,11 @@ export class ConnectionWatchdog {
     for (const client of clients) {
       const pid = pidOf(client);
       if (pid !== undefined && !alive.has(pid)) destroySocket(client);
+      else {
+        // A slow statement on a live backend: asked about again later and later, not every tick.
+        const seen = this.#seen.get(client);
+        if (seen && seen.ticks >= seen.suspectAt) seen.suspectAt = seen.ticks * 2;
+      }
     }
   }
 }
