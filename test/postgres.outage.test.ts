@@ -106,8 +106,8 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL outage', () => {
       );
       expect(isStepwiseError(waitError, 'TIMEOUT') || isStepwiseError(waitError, 'STORE_UNAVAILABLE')).toBe(true);
       // The LISTEN connection noticed it was dead and tried to reconnect (accepted, never answered).
-      const acceptedDuringPartition = proxy.accepted;
-      await eventually(() => proxy.accepted > acceptedDuringPartition, 30_000, 'the LISTEN connection to reconnect');
+      const acceptedDuringPartition = proxy.names.length;
+      await eventually(() => proxy.names.slice(acceptedDuringPartition).some((n) => n.startsWith('stepwise-listen')), 30_000, 'the LISTEN connection to reconnect');
 
       proxy.restore();
       // Back by itself: a new task is picked up by this worker, woken by a notification.
@@ -157,10 +157,11 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL outage', () => {
       const stop = await listening.subscribe((e) => heard.push(e), 'work');
       await sender.notify({ reason: 'task', taskId: 'before' });
       await eventually(() => heard.some((e) => e.taskId === 'before'), 20_000, 'the first notification');
-      // Only the LISTEN connection uses this store: a new connection through the proxy is its reconnect.
-      const accepted = proxy.accepted;
+      // A new LISTEN connection through the proxy is its reconnect (the store's other connections,
+      // such as the probe of orphaned connections, are named otherwise).
+      const accepted = proxy.names.length;
       proxy.blackhole();
-      await eventually(() => proxy.accepted > accepted, 30_000, 'the silent LISTEN connection to be dropped and reopened');
+      await eventually(() => proxy.names.slice(accepted).some((n) => n.startsWith('stepwise-listen')), 30_000, 'the silent LISTEN connection to be dropped and reopened');
       proxy.restore();
       // Back: it says it may have missed something, and hears what is sent from now on.
       await eventually(() => heard.some((e) => e.taskId === '*'), 30_000, 'the look-again event after the reconnect');

@@ -58,22 +58,26 @@ function explainSummary(row: TaskRow, c: Circumstances): string {
     return `Failing: ${c.error} A worker serving "${row.workflow}" version ${row.workflowVersion} replays it and runs its compensations; then it ends failed.`;
   }
   switch (row.status) {
-    case 'pending':
-      if (!c.registered.length) return `Pending, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;
-      if (!c.registered.includes(row.workflowVersion)) {
-        return `Pending, but it was started under version ${row.workflowVersion} of "${row.workflow}" and workers have registered only version(s) ${[...new Set(c.registered)].join(', ')}: run a worker with version ${row.workflowVersion}, or list it in compatibleVersions if the new code can replay it.`;
-      }
+    case 'pending': {
+      const unserved = unservedVersion(row, c, 'Pending');
+      if (unserved) return unserved;
       if (row.debounceKey !== null && row.runs === 0 && row.runAt !== null && row.runAt > c.now) {
         return `Pending until ${at(row.runAt)}: a debounced task (key "${row.debounceKey}") waiting for its period to end; a start of "${row.workflow}" with the same key before then replaces its input and moves that time.`;
       }
       return row.runAt !== null && row.runAt > c.now
         ? `Pending until ${at(row.runAt)} (delayed start).`
         : `Pending and due: the next worker serving "${row.workflow}" with a free slot will claim it.`;
+    }
     case 'running':
       if (c.lease?.expired)
         return `Running, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead; another worker will reclaim the task.`;
       return `Running on worker ${c.lease?.owner ?? '?'} (lease until ${at(c.lease?.expiresAt ?? null)})${row.pauseRequested ? '; a pause is requested and takes effect at the next step boundary' : ''}.`;
     case 'waiting':
+      // Its wait is over (an approval decided, an event delivered, a timer passed): it is due.
+      if (row.runAt !== null && row.runAt <= c.now) {
+        const head = `Waiting no more: its wait ended at ${at(row.runAt)}`;
+        return unservedVersion(row, c, head) ?? `${head}; the next worker serving "${row.workflow}" version ${row.workflowVersion} with a free slot will resume it.`;
+      }
       return waitingSummary(row, c);
     case 'paused':
       return 'Paused by a user: resume it to continue.';
@@ -92,6 +96,13 @@ function explainSummary(row: TaskRow, c: Circumstances): string {
     case 'cancelled':
       return `Cancelled${row.cancelReason ? `: ${row.cancelReason}` : ''}. A cancelled task never resumes.`;
   }
+}
+
+/** Why a due task cannot run (no worker serves its workflow or its version), or null. */
+function unservedVersion(row: TaskRow, c: Circumstances, head: string): string | null {
+  if (!c.registered.length) return `${head}, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;
+  if (c.registered.includes(row.workflowVersion)) return null;
+  return `${head}, but it was started under version ${row.workflowVersion} of "${row.workflow}" and workers have registered only version(s) ${[...new Set(c.registered)].join(', ')}: run a worker with version ${row.workflowVersion}, or list it in compatibleVersions if the new code can replay it.`;
 }
 
 /** The summary of a state machine's task: its state first, and what it waits for in the machine's words. */

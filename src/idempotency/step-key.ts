@@ -24,7 +24,7 @@ import { journalRow } from '../run/identity.ts';
 import { executeStep } from '../primitives/step-attempt.ts';
 import type { StepCall } from '../primitives/step-call.ts';
 import { checkKey } from './keys.ts';
-import type { Idempotency, ResolvedRunOptions } from './run.ts';
+import { leaseLostError, type Idempotency, type ResolvedRunOptions } from './run.ts';
 
 declare module '../run/run.ts' {
   interface RunServices {
@@ -83,8 +83,11 @@ export async function keyedStep<T>(run: Run, c: StepCall<T>): Promise<T> {
     return run.writer.complete(row, () => decodeJson(claim.result) as T);
   }
   const fn = c.fn;
+  // A lost record (taken over, or its store away for about a lease) aborts the step's signal: the
+  // operation is another owner's now, and this step's result could not be stored anyway.
+  const lost = new AbortController();
   c.fn = async (s: StepContext): Promise<T> => {
-    const value = await fn(s);
+    const value = await fn(Object.freeze({ ...s, signal: AbortSignal.any([s.signal, lost.signal]) }));
     // Stored before the checkpoint: a crash between the two is a hit on resume, not a second run.
     // Refused (the record was taken over) or the store away past the lease: the step fails with it.
     await idempotency.settle(
@@ -97,7 +100,7 @@ export async function keyedStep<T>(run: Run, c: StepCall<T>): Promise<T> {
     );
     return value;
   };
-  const lease = idempotency.keepAlive(backend, key, owner, STEP_LEASE_MS, () => undefined);
+  const lease = idempotency.keepAlive(backend, key, owner, STEP_LEASE_MS, (why) => lost.abort(leaseLostError(key, why)));
   try {
     return await executeStep(run, c);
   } catch (e) {

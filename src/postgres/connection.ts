@@ -12,6 +12,7 @@ import { migratePostgres } from './migrate.ts';
 import { tablesOf, type Tables } from './sql-text.ts';
 import type { WakeListener } from './wake.ts';
 import { HotConnection } from './hot-connection.ts';
+import { ConnectionWatchdog } from './watchdog.ts';
 import { ClosedError, StepwiseError, StoreUnavailableError } from '../errors.ts';
 import { CLIENT_DEADLINE_MESSAGE, DEFAULT_DEADLINES, clientSettings, destroySocket, endClient, type PgDeadlines } from './deadlines.ts';
 import { checkApplied } from '../migrations.ts';
@@ -49,6 +50,8 @@ export interface PgContext {
   readonly clients: Set<ClientBase>;
   /** A connection kept for lone step checkpoints (see hot-connection.ts). */
   readonly hot: HotConnection;
+  /** Destroys connections whose backend is gone (half-open after a restart; see watchdog.ts). */
+  readonly watchdog: ConnectionWatchdog;
   readonly listeners: Set<WakeListener>;
   /** Statement text → prepared statement name; one map per store, hence per pool. */
   readonly statementNames: Map<string, string>;
@@ -76,6 +79,12 @@ export function openContext(url: string, schema: string, poolSize: number, deadl
   const clients = new Set<ClientBase>();
   pool.on('connect', (client) => clients.add(client));
   pool.on('remove', (client) => clients.delete(client));
+  const listeners = new Set<WakeListener>();
+  const watchdog = new ConnectionWatchdog(
+    () => [...clients, ...[...listeners].flatMap((l) => l.connection ?? [])],
+    () => new pg.Client({ ...clientSettings(url, deadlines, 'stepwise-probe'), query_timeout: Math.min(deadlines.statementTimeoutMs, 5000) }),
+  );
+  watchdog.start();
   return {
     description,
     schema,
@@ -88,7 +97,8 @@ export function openContext(url: string, schema: string, poolSize: number, deadl
     deadlines,
     clients,
     hot: new HotConnection(pool, poolSize, isUnusableConnection),
-    listeners: new Set(),
+    watchdog,
+    listeners,
     statementNames: new Map(),
     plainStepSql: undefined,
     t: tablesOf(schema),
@@ -197,6 +207,7 @@ export async function close(c: PgContext): Promise<void> {
   const pool = c.pool;
   if (!pool) return;
   c.pool = null;
+  c.watchdog.stop();
   c.hot.close();
   const listeners = [...c.listeners];
   c.listeners.clear();

@@ -40,6 +40,11 @@ export class WakeListener {
     this.#pingMs = pingMs;
   }
 
+  /** The LISTEN connection open now, if any. */
+  get connection(): Client | null {
+    return this.#client;
+  }
+
   async start(): Promise<void> {
     await this.#open();
   }

@@ -5,6 +5,10 @@
 //   stay open but nothing goes through either way (not even a FIN), and new connections are
 //   accepted (the SYN is answered) but nothing is ever forwarded on them. `restore()` then lets the
 //   held bytes through, as TCP retransmission would once the network is back.
+// - `sever()`: the database side of every open connection is closed (PostgreSQL ends those
+//   backends, as in a restart or failover) but the client side stays open and silent forever
+//   (half-open: a NAT or load balancer that forgot the connection drops its packets without a
+//   reset); new connections are refused until `restore()`.
 import net from 'node:net';
 
 export interface TcpProxy {
@@ -13,10 +17,19 @@ export interface TcpProxy {
   cut(): void;
   /** Stops forwarding in both directions without closing anything, until `restore()`. */
   blackhole(): void;
+  /** Ends the database side of every open connection, leaving the client side open and silent. */
+  sever(): void;
+  /** The local ports of the connections to the database now (PostgreSQL's `client_port`). */
+  upstreamPorts(): number[];
   restore(): void;
   close(): Promise<void>;
   /** Connections accepted so far. */
   readonly accepted: number;
+  /**
+   * The `application_name` each accepted connection sent in its start-up message, in order (read
+   * even while blackholed, as a kernel would buffer it; nothing is forwarded then).
+   */
+  readonly names: readonly string[];
 }
 
 interface Pair {
@@ -28,8 +41,10 @@ interface Pair {
 
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
+  const severed = new Set<net.Socket>();
   let mode: 'up' | 'cut' | 'blackhole' = 'up';
   let accepted = 0;
+  const names: string[] = [];
 
   const drop = (pair: Pair): void => {
     pair.client.destroy();
@@ -68,12 +83,14 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     const pair: Pair = { client, upstream: null, held: [] };
     pairs.add(pair);
     client.on('error', () => drop(pair)).on('close', () => drop(pair));
+    client.once('data', (chunk: Buffer) => names.push(applicationName(chunk)));
     client.on('data', (chunk: Buffer) => {
       if (!pair.upstream) pair.held.push(chunk);
       else if (!pair.upstream.write(chunk)) client.pause();
     });
     client.on('end', () => (pair.upstream ? pair.upstream.end() : drop(pair)));
     if (mode === 'up') resume(pair);
+    else client.resume(); // blackholed: its bytes are held, not forwarded
   });
   server.on('connection', () => undefined);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -83,6 +100,9 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     get accepted() {
       return accepted;
     },
+    get names() {
+      return names;
+    },
     cut() {
       mode = 'cut';
       for (const pair of [...pairs]) drop(pair);
@@ -91,6 +111,26 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       mode = 'blackhole';
       for (const pair of pairs) pause(pair);
     },
+    sever() {
+      mode = 'cut';
+      for (const pair of [...pairs]) {
+        pairs.delete(pair);
+        const { client, upstream } = pair;
+        client.removeAllListeners('data').removeAllListeners('end').removeAllListeners('close');
+        client.on('data', () => undefined).on('error', () => undefined);
+        client.resume();
+        severed.add(client);
+        upstream
+          ?.removeAllListeners('close')
+          .removeAllListeners('end')
+          .removeAllListeners('data')
+          .on('error', () => undefined);
+        upstream?.destroy();
+      }
+    },
+    upstreamPorts() {
+      return [...pairs].flatMap((p) => (p.upstream?.localPort ? [p.upstream.localPort] : []));
+    },
     restore() {
       mode = 'up';
       for (const pair of pairs) resume(pair);
@@ -98,7 +138,15 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     close: () =>
       new Promise<void>((resolve) => {
         for (const pair of [...pairs]) drop(pair);
+        for (const client of severed) client.destroy();
         server.close(() => resolve());
       }),
   };
+}
+
+/** The `application_name` of a PostgreSQL start-up message (`''` if it is not one). */
+function applicationName(chunk: Buffer): string {
+  const fields = chunk.subarray(8).toString('utf8').split('\0');
+  const i = fields.indexOf('application_name');
+  return i >= 0 && i + 1 < fields.length ? (fields[i + 1] ?? '') : '';
 }
