@@ -23,6 +23,7 @@ import { isWorkflow, type Workflow } from './workflow.ts';
 import { startUsage } from './ai/metering/start-usage.ts';
 import { taskDeadline } from './failure/deadline.ts';
 import type { Budget } from './ai/metering/usage.ts';
+import { checkPriority, concurrencyKeyOf } from './flow/options.ts';
 
 /** One task of `engine.startMany()`. */
 export interface StartManyItem {
@@ -39,6 +40,8 @@ export interface StartManyItem {
   budget?: Budget;
   /** When the task must be finished (a Date or ms since the epoch); see `StartOptions.deadline`. */
   deadline?: Date | number;
+  /** 0..1000, higher first; see `StartOptions.priority`. */
+  priority?: number;
 }
 
 export interface StartContext {
@@ -66,7 +69,7 @@ export async function planStart(
   c: StartContext,
   workflow: string | Workflow<unknown, unknown, unknown>,
   input: unknown,
-  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number },
+  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number; priority?: number },
 ): Promise<PlannedStart> {
   const name = typeof workflow === 'string' ? workflow : workflow?.name;
   if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
@@ -105,6 +108,8 @@ export async function planStart(
   const delayMs = options.delay === undefined ? 0 : toMs(options.delay, 'delay');
   const usage = startUsage(options.budget);
   const deadlineAt = taskDeadline(now, options.deadline, def?.options.timeout);
+  const priority = options.priority !== undefined ? checkPriority('engine.start()', options.priority) : (def?.options.priority ?? 0);
+  const keyed = def ? concurrencyKeyOf(name, def.options.concurrency, value) : undefined;
   const id = newId(now);
   return {
     name,
@@ -118,6 +123,8 @@ export async function planStart(
       createdAt: now,
       usage,
       deadlineAt,
+      priority,
+      ...keyed,
       notify: { reason: 'task', taskId: id, workflow: name },
       ...planCreation(actor),
     },

@@ -76,6 +76,9 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('deadlineAt', 'deadline_at', 'bigint', numOrNull, {}),
   c('hasCleanup', 'has_cleanup', 'boolean', bool, {}),
   c('redo', 'redo', 'text', strOrNull, {}),
+  c('concurrencyKey', 'concurrency_key', 'text', strOrNull),
+  c('concurrencyLimit', 'concurrency_limit', 'integer', numOrNull),
+  c('priority', 'priority', 'integer', (v) => (v === null || v === undefined ? 0 : num(v))),
 ]);
 
 /** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */

@@ -457,6 +457,9 @@ for (const backend of backends) {
           deadlineAt: null,
           hasCleanup: false,
           redo: null,
+          concurrencyKey: null,
+          concurrencyLimit: null,
+          priority: 0,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);

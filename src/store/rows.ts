@@ -54,6 +54,12 @@ export interface TaskRow {
    * (JSON object by step id), or null: their idempotency keys take a `:redo<n>` suffix.
    */
   redo: string | null;
+  /** The key of the workflow's per-key concurrency limit, computed from the input at start, or null. */
+  concurrencyKey: string | null;
+  /** At most this many tasks of `concurrencyKey` hold a lease at once (null without a key). */
+  concurrencyLimit: number | null;
+  /** 0..1000, higher first: claims order due tasks by `runAt - priority * 1000`. */
+  priority: number;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';

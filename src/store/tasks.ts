@@ -21,6 +21,11 @@ export interface NewTask {
   status: TaskStatus;
   /** The initial `usage` column (a per-start budget), or null. */
   usage?: string | null;
+  /** The per-key concurrency limit's key and limit (see `TaskRow.concurrencyKey`), or absent. */
+  concurrencyKey?: string | null;
+  concurrencyLimit?: number | null;
+  /** 0..1000, higher first. @defaultValue 0 */
+  priority?: number;
   /** The log entry of its creation (seq 1), written with the row. */
   log: NewEvent;
   /** Announced to other processes if the task was created. */
