@@ -36,6 +36,7 @@ describe('limits per key', () => {
     await startWorker(engine, { concurrency: 2 });
     await waitForStatus(engine, b.id, 'succeeded');
     for (const id of a.slice(1)) expect((await engine.get(id)).status).toBe('pending');
+    expect((await engine.explain(a[1] as string)).summary).toMatch(/concurrency key "a" is at its limit \(1 of 1 running\)/);
     held.open();
     for (const id of a) await waitForStatus(engine, id, 'succeeded');
     expect(most).toBe(1);
@@ -48,7 +49,7 @@ describe('limits per key', () => {
     let most = 0;
     const wf = workflow(
       'per-tenant',
-      async (ctx, input: { tenant: string }) =>
+      async (ctx, _input: { tenant: string }) =>
         ctx.step('work', async () => {
           most = Math.max(most, ++now);
           await held.promise;
@@ -90,6 +91,7 @@ describe('priorities', () => {
     await engine.start(wf, { name: 'high' }, { priority: 10 });
     await engine.start(urgent, { name: 'workflow-default' });
     const last = await engine.startMany([{ workflow: wf, input: { name: 'mid' }, priority: 3 }]);
+    expect((await engine.explain((last[0] as { id: string }).id)).summary).toMatch(/waiting: 2 due task\(s\) of higher priority go first/);
     await startWorker(engine, { concurrency: 1, claimBatch: 1 });
     await waitForStatus(engine, (last[0] as { id: string }).id, 'succeeded');
     await expect.poll(() => order.length).toBe(4);
@@ -117,7 +119,10 @@ describe('priorities', () => {
     expect(() => workflow('bad-priority', async () => 1, { priority: 1001 })).toThrow(/priority must be an integer from 0 to 1000/);
     const wf = workflow('prio', async () => 1);
     const engine = makeEngine({ workflows: [wf] });
-    await expect(engine.start(wf, {}, { priority: 1.5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/engine\.start\(\): priority must be an integer from 0 to 1000/) as unknown });
+    await expect(engine.start(wf, {}, { priority: 1.5 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/engine\.start\(\): priority must be an integer from 0 to 1000/) as unknown,
+    });
     await expect(engine.start(wf, {}, { priority: -1 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(engine.startMany([{ workflow: wf, priority: '9' as never }])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });

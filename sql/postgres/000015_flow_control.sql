@@ -21,7 +21,9 @@ ALTER TABLE :SCHEMA.tasks
   ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 
 CREATE INDEX tasks_due_priority ON :SCHEMA.tasks ((run_at - priority::bigint * 1000), id) WHERE status IN ('pending', 'waiting');
-CREATE INDEX tasks_concurrency_key ON :SCHEMA.tasks (concurrency_key, status) WHERE concurrency_key IS NOT NULL;
+-- A key's due queue, for a claim's head-of-queue check (a task is a candidate only when fewer than
+-- its key's free slots are due before it).
+CREATE INDEX tasks_key_due ON :SCHEMA.tasks (concurrency_key, (run_at - priority::bigint * 1000), id) WHERE status IN ('pending', 'waiting') AND concurrency_key IS NOT NULL;
 
 CREATE TABLE :SCHEMA.concurrency_slots (
   key     TEXT NOT NULL,

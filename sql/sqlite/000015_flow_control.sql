@@ -13,3 +13,6 @@ ALTER TABLE stepwise_tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 
 CREATE INDEX stepwise_tasks_due_priority ON stepwise_tasks ((run_at - priority * 1000), id) WHERE status IN ('pending', 'waiting');
 CREATE INDEX stepwise_tasks_concurrency_key ON stepwise_tasks (concurrency_key, status) WHERE concurrency_key IS NOT NULL;
+-- A key's due queue, for a claim's head-of-queue check (a task is a candidate only when fewer than
+-- its key's free places are due before it).
+CREATE INDEX stepwise_tasks_key_due ON stepwise_tasks (concurrency_key, (run_at - priority * 1000), id) WHERE status IN ('pending', 'waiting') AND concurrency_key IS NOT NULL;

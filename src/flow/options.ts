@@ -59,7 +59,9 @@ export function concurrencyKeyOf(workflow: string, concurrency: unknown, input: 
     throw new InvalidArgumentError(`workflow("${workflow}"): concurrency.key threw: ${(e as Error)?.message ?? String(e)}`, { cause: e });
   }
   if (typeof k !== 'string' || k.length < 1 || k.length > MAX_KEY_LENGTH) {
-    throw new InvalidArgumentError(`workflow("${workflow}"): concurrency.key must return a string of 1-${MAX_KEY_LENGTH} characters, got ${typeof k === 'string' ? `${k.length} characters` : typeof k}.`);
+    throw new InvalidArgumentError(
+      `workflow("${workflow}"): concurrency.key must return a string of 1-${MAX_KEY_LENGTH} characters, got ${typeof k === 'string' ? `${k.length} characters` : typeof k}.`,
+    );
   }
   // The key is per workflow: two workflows with a key "u1" do not share a limit.
   return { concurrencyKey: `${workflow}:${k}`, concurrencyLimit: limit };

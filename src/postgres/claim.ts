@@ -39,7 +39,7 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
       const q = new Params();
       const text = `SELECT id, status, workflow, lease_owner FROM ${c.t.tasks} t
                WHERE status IN (${sqlStatuses(from)}) AND ${due} <= ${due === 'lease_expires_at' ? DB_NOW_MS : q.add(r.now, 'bigint')} AND ${servedSql(q, window.allowed, r.versions)}
-               ${event === 'claim' ? `AND ${keyRoomSql(c.t, 't')}` : ''}
+               ${event === 'claim' ? `AND ${keyRoomSql(c.t, 't', q.add(r.now, 'bigint'))}` : ''}
                AND NOT (id = ANY(${q.add(
                  picked.map((x) => x.id),
                  'text[]',
@@ -126,7 +126,7 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   if (r.claim.from.length) {
     parts.push(`c AS (
         SELECT id, status, NULL::text AS lease_owner, 1 AS pri, ${DUE_ORDER} AS due, concurrency_key AS ckey, concurrency_limit AS clim FROM ${c.t.tasks} t
-        WHERE status IN (${sqlStatuses(r.claim.from)}) AND ${DUE_ORDER} <= ${now} AND run_at <= ${now} AND ${served} AND ${keyRoomSql(c.t, 't')}
+        WHERE status IN (${sqlStatuses(r.claim.from)}) AND ${DUE_ORDER} <= ${now} AND run_at <= ${now} AND ${served} AND ${keyRoomSql(c.t, 't', now)}
         ORDER BY ${DUE_ORDER}, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
   }
   if (!parts.length) return [];

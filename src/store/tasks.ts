@@ -32,6 +32,11 @@ export interface NewTask {
   notify?: WakeEvent;
 }
 
+export interface QueuePosition {
+  keyLeased: number | null;
+  aheadByPriority: number;
+}
+
 export interface ListQuery {
   statuses?: readonly TaskStatus[];
   workflow?: string;
@@ -58,6 +63,12 @@ export interface TaskStore {
    */
   getTasks?(ids: readonly string[]): Promise<TaskRow[]>;
   findTaskByKey(idempotencyKey: string): Promise<TaskRow | null>;
+  /**
+   * Why a due task waits (for `explain`): the tasks of its concurrency key holding a lease now
+   * (null without a key), and the due tasks ahead of it in claim order with a higher priority.
+   * Optional: without it `explain` does not say.
+   */
+  queuePosition?(task: TaskRow, now: number): Promise<QueuePosition>;
   listTasks(query: ListQuery): Promise<TaskRow[]>;
   getSteps(taskId: string): Promise<StepRow[]>;
 }
