@@ -70,6 +70,37 @@ describe('limits per key', () => {
     expect(most).toBe(2);
   });
 
+  it('lets go of its place while it waits for an event, and a cancel of a running task frees its place', async () => {
+    const held = gate();
+    const wf = workflow(
+      'waits',
+      async (ctx, input: { user: string; wait?: boolean; hold?: boolean }) => {
+        if (input.wait) await ctx.waitForEvent('go');
+        return ctx.step('work', async ({ signal }) => {
+          if (input.hold) await Promise.race([held.promise, new Promise((r) => signal.addEventListener('abort', r))]);
+          return input.user;
+        });
+      },
+      { concurrency: { key: (input) => input.user, limit: 1 } },
+    );
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { concurrency: 4 });
+    const waiting = await engine.start(wf, { user: 'u', wait: true });
+    await waitForStatus(engine, waiting.id, 'waiting');
+    // The waiting task holds no place: the next task of its key runs.
+    const holding = await engine.start(wf, { user: 'u', hold: true });
+    await waitForStatus(engine, holding.id, 'running');
+    const queued = await engine.start(wf, { user: 'u' });
+    await engine.signal(waiting.id, 'go', null);
+    // Both wait behind the running one; its cancel frees the place for them, one after the other.
+    expect((await engine.get(queued.id)).status).toBe('pending');
+    await engine.cancel(holding.id);
+    await waitForStatus(engine, waiting.id, 'succeeded');
+    await waitForStatus(engine, queued.id, 'succeeded');
+    expect((await engine.get(holding.id)).status).toBe('cancelled');
+    held.open();
+  });
+
   it('refuses a bad limit, a key that is not a function and a key function that returns no string', async () => {
     expect(() => workflow('bad-limit', async () => 1, { concurrency: { key: () => 'k', limit: 0 } })).toThrow(/concurrency\.limit must be an integer ≥ 1/);
     expect(() => workflow('bad-key', async () => 1, { concurrency: { key: 'user' as never, limit: 1 } })).toThrow(/concurrency\.key must be a function/);
