@@ -101,6 +101,34 @@ describe('limits per key', () => {
     held.open();
   });
 
+  it('holds a limit per key beside a workflow with a number cap served by the same worker', async () => {
+    const held = gate();
+    let now = 0;
+    let most = 0;
+    const capped = workflow('capped', async (ctx) => ctx.step('work', () => 'capped'), { concurrency: 1 });
+    const keyed = workflow(
+      'keyed-beside-cap',
+      async (ctx, _input: { user: string }) =>
+        ctx.step('work', async () => {
+          most = Math.max(most, ++now);
+          await held.promise;
+          now--;
+        }),
+      { concurrency: { key: (input) => input.user, limit: 1 } },
+    );
+    const engine = makeEngine({ workflows: [capped, keyed] });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await engine.start(keyed, { user: 'u' })).id);
+    const c = await engine.start(capped, {});
+    await startWorker(engine, { concurrency: 4 });
+    await waitForStatus(engine, c.id, 'succeeded');
+    await waitForStatus(engine, ids[0] as string, 'running');
+    expect((await engine.get(ids[1] as string)).status).toBe('pending');
+    held.open();
+    for (const id of ids) await waitForStatus(engine, id, 'succeeded');
+    expect(most).toBe(1);
+  });
+
   it('refuses a bad limit, a key that is not a function and a key function that returns no string', async () => {
     expect(() => workflow('bad-limit', async () => 1, { concurrency: { key: () => 'k', limit: 0 } })).toThrow(/concurrency\.limit must be an integer ≥ 1/);
     expect(() => workflow('bad-key', async () => 1, { concurrency: { key: 'user' as never, limit: 1 } })).toThrow(/concurrency\.key must be a function/);
