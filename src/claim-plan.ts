@@ -71,9 +71,13 @@ export function nextWindow(r: ClaimRequest, picked: readonly PickedTask[], room:
  * workflow is then left out of the next window) and the window was full. So the reading ends
  * after at most one window per capped workflow beyond the first.
  */
-export function takeWindow(rows: readonly CandidateRow[], need: number, event: PickedTask['event'], room: Map<string, number>, picked: PickedTask[]): boolean {
+export function takeWindow(rows: readonly CandidateRow[], need: number, event: PickedTask['event'], room: Map<string, number>, picked: PickedTask[], keys?: KeyRoom): boolean {
   let skipped = false;
   for (const row of rows) {
+    if (keys && !takeKey(keys, row)) {
+      skipped = true;
+      continue;
+    }
     const wf = String(row.workflow);
     const left = room.get(wf);
     if (left !== undefined) {
@@ -87,4 +91,27 @@ export function takeWindow(rows: readonly CandidateRow[], need: number, event: P
     picked.push({ id: String(row.id), status: row.status as TaskStatus, leaseOwner, event });
   }
   return skipped && rows.length >= need;
+}
+
+/**
+ * Per-key room within one claim (SQLite, where the claim is the only writer): the room of each
+ * key seen (its limit minus the leased tasks the row reported as `key_used`, minus those this
+ * claim took), and the ids passed over because their key was full (left out of later windows).
+ */
+export interface KeyRoom {
+  room: Map<string, number>;
+  passed: string[];
+}
+
+/** Counts a candidate against its key's room; false (and the row passed over) when the key is full. */
+function takeKey(keys: KeyRoom, row: CandidateRow): boolean {
+  if (row.concurrency_key === null || row.concurrency_key === undefined) return true;
+  const key = String(row.concurrency_key);
+  const left = keys.room.get(key) ?? Number(row.concurrency_limit) - Number(row.key_used);
+  if (left <= 0) {
+    keys.passed.push(String(row.id));
+    return false;
+  }
+  keys.room.set(key, left - 1);
+  return true;
 }

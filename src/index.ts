@@ -31,6 +31,8 @@ export type {
   UsageReport,
   TransactionOptions,
 } from './workflow.ts';
+// Flow control: a limit per key (`concurrency: { key, limit }`)
+export type { ConcurrencyKeyLimit } from './flow/options.ts';
 export type { Transaction } from './transaction-types.ts';
 export type { RetryOptions } from './retry.ts';
 

@@ -15,7 +15,7 @@ export function checkOptionKeys(options: unknown, known: readonly string[], wher
   }
 }
 
-export const START_OPTIONS = ['by', 'idempotencyKey', 'delay', 'budget', 'deadline', 'title', 'debounce', 'singleton'] as const;
+export const START_OPTIONS = ['by', 'idempotencyKey', 'delay', 'budget', 'deadline', 'title', 'debounce', 'singleton', 'priority'] as const;
 export const START_MANY_ITEM = ['workflow', 'input', ...START_OPTIONS] as const;
 export const LIST_OPTIONS = ['status', 'workflow', 'limit', 'cursor'] as const;
 export const COUNT_OPTIONS = ['status', 'workflow', 'due', 'cap'] as const;

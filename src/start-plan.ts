@@ -24,6 +24,7 @@ import { startUsage } from './ai/metering/start-usage.ts';
 import { taskDeadline } from './failure/deadline.ts';
 import type { Budget } from './ai/metering/usage.ts';
 import { taskTitle } from './api/start-keys.ts';
+import { checkPriority, concurrencyKeyOf } from './flow/options.ts';
 
 /** One task of `engine.startMany()`. */
 export interface StartManyItem {
@@ -42,6 +43,8 @@ export interface StartManyItem {
   deadline?: Date | number;
   /** A short text naming the task for people (1-200 characters); see `StartOptions.title`. */
   title?: string;
+  /** 0..1000, higher first; see `StartOptions.priority`. */
+  priority?: number;
 }
 
 export interface StartContext {
@@ -69,7 +72,7 @@ export async function planStart(
   c: StartContext,
   workflow: string | Workflow<unknown, unknown, unknown>,
   input: unknown,
-  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number; title?: string },
+  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number; title?: string; priority?: number },
 ): Promise<PlannedStart> {
   const name = typeof workflow === 'string' ? workflow : workflow?.name;
   if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
@@ -109,6 +112,8 @@ export async function planStart(
   const usage = startUsage(options.budget);
   const deadlineAt = taskDeadline(now, options.deadline, def?.options.timeout);
   const title = taskTitle(options.title, def?.options.title, value, name);
+  const priority = options.priority !== undefined ? checkPriority('engine.start()', options.priority) : (def?.options.priority ?? 0);
+  const keyed = def ? concurrencyKeyOf(name, def.options.concurrency, value) : undefined;
   const id = newId(now);
   return {
     name,
@@ -123,6 +128,8 @@ export async function planStart(
       usage,
       deadlineAt,
       title,
+      priority,
+      ...keyed,
       notify: { reason: 'task', taskId: id, workflow: name },
       ...planCreation(actor),
     },

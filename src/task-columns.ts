@@ -79,6 +79,9 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('title', 'title', 'text', strOrNull),
   c('debounceKey', 'debounce_key', 'text', strOrNull),
   c('singletonKey', 'singleton_key', 'text', strOrNull),
+  c('concurrencyKey', 'concurrency_key', 'text', strOrNull),
+  c('concurrencyLimit', 'concurrency_limit', 'integer', numOrNull),
+  c('priority', 'priority', 'integer', (v) => (v === null || v === undefined ? 0 : num(v))),
 ]);
 
 /** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */

@@ -58,6 +58,10 @@ interface TaskSummaryBase {
   debounceKey: string | null;
   /** The key of a singleton start (`engine.start(…, { singleton })`), or null. */
   singletonKey: string | null;
+  /** The key of the workflow's per-key concurrency limit (`concurrency: { key, limit }`), computed from the input, or null. */
+  concurrencyKey: string | null;
+  /** 0..1000, higher first (start option or workflow option `priority`). */
+  priority: number;
 }
 
 /** Usage totals of a task and of each of its steps. */
@@ -141,6 +145,8 @@ export function toSummary(row: TaskRow): TaskSummary {
     title: row.title ?? null,
     debounceKey: row.debounceKey ?? null,
     singletonKey: row.singletonKey ?? null,
+    concurrencyKey: row.concurrencyKey === null ? null : row.concurrencyKey.slice(row.workflow.length + 1),
+    priority: row.priority,
   };
   if (row.status === 'succeeded') return { ...base, status: 'succeeded', output: decodeJson(row.output) };
   if (row.status === 'failed') {

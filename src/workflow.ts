@@ -18,6 +18,7 @@ import type { DwellOptions } from './dwell/types.ts';
 import { checkDwell } from './dwell/types.ts';
 import { resolveRetention, type RetentionPolicy } from './retention/policy.ts';
 import { declaredSchedule } from './schedules/definition.ts';
+import { checkConcurrency, checkPriority, type ConcurrencyKeyLimit } from './flow/options.ts';
 import type { WorkflowSchedule } from './api/schedules.ts';
 
 declare module './run/run.ts' {
@@ -177,8 +178,22 @@ export interface WorkflowOptions<I, In = I> {
    * @defaultValue '1m'
    */
   cleanupTimeout?: Duration;
-  /** At most this many tasks of this workflow run at once, across all workers. */
-  concurrency?: number;
+  /**
+   * A number: at most this many tasks of this workflow run at once, across all workers. Or a
+   * limit per key: at most `limit` tasks of one key (computed from the input at start, and
+   * scoped to this workflow) run at once across all workers; the others wait, due, without
+   * holding a worker's slot, and run in order (see docs/flow-control.md).
+   * @example { key: (input) => input.userId, limit: 1 }
+   */
+  concurrency?: number | ConcurrencyKeyLimit<I>;
+  /**
+   * The priority of this workflow's tasks (0..1000, higher first) unless a start gives its own:
+   * among due tasks a worker claims the one with the earliest `runAt - priority × 1 s`, so a
+   * task of priority p goes as if it had waited p seconds longer (lower priorities still age
+   * forward and are never starved).
+   * @defaultValue 0
+   */
+  priority?: number;
   /**
    * Schemas of the signals the workflow waits for, by name (any `{ parse(v) }`, zod works):
    * `engine.signal()` refuses a payload that fails its schema (`INVALID_INPUT`) before it is stored,
@@ -246,6 +261,7 @@ const WORKFLOW_OPTIONS = [
   'input',
   'retry',
   'concurrency',
+  'priority',
   'signals',
   'budget',
   'prices',
@@ -275,9 +291,8 @@ export function workflow<I = unknown, O = unknown, In = I>(name: string, fn: Wor
   if (unknown.length) {
     throw new InvalidArgumentError(`workflow("${name}"): unknown option${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')} (known: ${WORKFLOW_OPTIONS.join(', ')}).`);
   }
-  if (options.concurrency !== undefined && (!Number.isInteger(options.concurrency) || options.concurrency < 1)) {
-    throw new InvalidArgumentError(`workflow("${name}"): concurrency must be an integer ≥ 1.`);
-  }
+  if (options.concurrency !== undefined) checkConcurrency(`workflow("${name}")`, options.concurrency);
+  if (options.priority !== undefined) checkPriority(`workflow("${name}")`, options.priority);
   if (options.signals !== undefined) {
     if (typeof options.signals !== 'object' || options.signals === null) throw new InvalidArgumentError(`workflow("${name}"): signals must be an object of schemas by signal name.`);
     for (const [signal, schema] of Object.entries(options.signals)) {

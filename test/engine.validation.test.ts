@@ -7,7 +7,7 @@ import { TEST_STORE, gate, makeEngine, startWorker, waitForStatus } from './supp
 describe(`validation (${TEST_STORE})`, () => {
   it('refuses an unknown workflow option (a typo such as tiemout) at definition time', () => {
     expect(() => workflow('typo', async () => 1, { tiemout: '1h' } as never)).toThrow(
-      /unknown option "tiemout" \(known: version, compatibleVersions, input, retry, concurrency, signals, budget, prices, timeout, cleanupTimeout, dwell, retention, schedule, title\)/,
+      /unknown option "tiemout" \(known: version, compatibleVersions, input, retry, concurrency, priority, signals, budget, prices, timeout, cleanupTimeout, dwell, retention, schedule, title\)/,
     );
     expect(() => workflow('typo', async () => 1, { retyr: 3, concurency: 2 } as never)).toThrow(/unknown options "retyr", "concurency"/);
     expect(workflow('fine', async () => 1, { version: 2, retry: 3, concurrency: 4 }).version).toBe('2');

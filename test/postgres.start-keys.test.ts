@@ -127,7 +127,7 @@ describe.skipIf(!(await hasPostgres()))('keyed starts racing on PostgreSQL', () 
           await c.query('DEALLOCATE ALL');
         }
       };
-      const update = await plan(debounceUpdateSql(t), ['{}', null, 5, 5, 'w', 'd200', 'task:debounced', 'user', 'a', '{}', null]);
+      const update = await plan(debounceUpdateSql(t), ['{}', null, 5, 5, 'w', 'd200', 'task:debounced', 'user', 'a', '{}', null, null, null, 0]);
       expect(update).toMatch(/Index Scan using tasks_debounce/);
       expect(update).not.toMatch(/Seq Scan/);
       const live = await plan(liveSingletonSql(t), ['w', 's201']);

@@ -474,6 +474,9 @@ for (const backend of backends) {
           title: null,
           debounceKey: null,
           singletonKey: null,
+          concurrencyKey: null,
+          concurrencyLimit: null,
+          priority: 0,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);

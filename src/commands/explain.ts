@@ -5,7 +5,7 @@
  */
 import { decodeError } from '../serialize.ts';
 import { userEvents } from '../lifecycle.ts';
-import type { TaskRow } from '../store.ts';
+import type { QueuePosition, TaskRow } from '../store.ts';
 import { machineInfo, type MachineInfo } from '../machine/read.ts';
 import { taskRow, type CommandContext } from './context.ts';
 import type { Explanation } from './options.ts';
@@ -18,6 +18,8 @@ interface Circumstances {
   wait: Record<string, unknown> | null;
   error: string | null;
   registered: string[];
+  /** Why a due task waits: its key's leased tasks and the higher-priority work ahead (when the store says). */
+  queue: QueuePosition | null;
 }
 
 const at = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString());
@@ -37,7 +39,9 @@ export async function explainTask(ctx: CommandContext, id: string): Promise<Expl
     ...(await store.listWorkflows()).filter((w) => w.name === row.workflow).map((w) => w.version),
   ];
   const machine = machineInfo(row, steps);
-  const summary = explainSummary(row, { now, lease, wait, error, registered });
+  const due = (row.status === 'pending' || row.status === 'waiting') && row.runAt !== null && row.runAt <= now;
+  const queue = due && store.queuePosition ? await store.queuePosition(row, now) : null;
+  const summary = explainSummary(row, { now, lease, wait, error, registered, queue });
   return {
     id,
     status: row.status,
@@ -64,9 +68,7 @@ function explainSummary(row: TaskRow, c: Circumstances): string {
       if (row.debounceKey !== null && row.runs === 0 && row.runAt !== null && row.runAt > c.now) {
         return `Pending until ${at(row.runAt)}: a debounced task (key "${row.debounceKey}") waiting for its period to end; a start of "${row.workflow}" with the same key before then replaces its input and moves that time.`;
       }
-      return row.runAt !== null && row.runAt > c.now
-        ? `Pending until ${at(row.runAt)} (delayed start).`
-        : `Pending and due: the next worker serving "${row.workflow}" with a free slot will claim it.`;
+      return row.runAt !== null && row.runAt > c.now ? `Pending until ${at(row.runAt)} (delayed start).` : dueSummary(row, c);
     }
     case 'running':
       if (c.lease?.expired)
@@ -103,6 +105,19 @@ function unservedVersion(row: TaskRow, c: Circumstances, head: string): string |
   if (!c.registered.length) return `${head}, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;
   if (c.registered.includes(row.workflowVersion)) return null;
   return `${head}, but it was started under version ${row.workflowVersion} of "${row.workflow}" and workers have registered only version(s) ${[...new Set(c.registered)].join(', ')}: run a worker with version ${row.workflowVersion}, or list it in compatibleVersions if the new code can replay it.`;
+}
+
+/** A due pending task: what it waits for (its key at its limit, higher-priority work ahead) or the next free slot. */
+function dueSummary(row: TaskRow, c: Circumstances): string {
+  const q = c.queue;
+  const parts: string[] = [];
+  if (q && row.concurrencyKey !== null && row.concurrencyLimit !== null && q.keyLeased !== null && q.keyLeased >= row.concurrencyLimit) {
+    const key = row.concurrencyKey.slice(row.workflow.length + 1);
+    parts.push(`its concurrency key "${key}" is at its limit (${q.keyLeased} of ${row.concurrencyLimit} running): it runs when one of them ends`);
+  }
+  if (q && q.aheadByPriority > 0) parts.push(`${q.aheadByPriority} due task(s) of higher priority go first (its priority ${row.priority} counts as ${row.priority} s of waiting)`);
+  if (parts.length) return `Pending and due, but waiting: ${parts.join('; ')}.`;
+  return `Pending and due: the next worker serving "${row.workflow}" with a free slot will claim it.`;
 }
 
 /** The summary of a state machine's task: its state first, and what it waits for in the machine's words. */

@@ -72,6 +72,13 @@ export interface StartOptions extends CommandOptions {
    * answered with that task (`mode: 'join'`, `created: false`).
    */
   singleton?: string | SingletonOptions;
+  /**
+   * 0..1000, higher first: among due tasks a worker claims the one with the earliest
+   * `runAt - priority × 1 s` (ageing: a task of priority p goes as if it had waited p seconds
+   * longer, so lower priorities are never starved). Over the workflow's `priority`.
+   * @defaultValue the workflow's `priority`, else 0
+   */
+  priority?: number;
 }
 
 export interface RetryTaskOptions extends CommandOptions {

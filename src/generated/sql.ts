@@ -104,10 +104,10 @@ export const sqliteMigrations: readonly Migration[] = [
   },
   {
     "id": 15,
-    "name": "placeholder",
+    "name": "flow_control",
     "breaking": false,
-    "checksum": "5438a6273dca4387",
-    "sql": "-- Placeholder on branch wt-start only: migration 15 belongs to another branch (assigned elsewhere).\n-- The integrator drops this file when that branch's migration 15 is merged.\n"
+    "checksum": "c209c8f62e07fd41",
+    "sql": "-- Flow control: limits per key and priorities (workflow option `concurrency: { key, limit }`,\n-- start option `priority`).\n--\n-- concurrency_key    the key computed from the input at start (NULL: no per-key limit).\n-- concurrency_limit  at most this many tasks of the key hold a lease at once. SQLite has one\n--                    writer: a claim counts the key's leased tasks in its write transaction.\n-- priority           0..1000, higher first; claims order due tasks by `run_at - priority * 1000`\n--                    (a task of priority p is treated as if it had waited p seconds longer).\n\nALTER TABLE stepwise_tasks ADD COLUMN concurrency_key TEXT;\nALTER TABLE stepwise_tasks ADD COLUMN concurrency_limit INTEGER;\nALTER TABLE stepwise_tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;\n\nCREATE INDEX stepwise_tasks_due_priority ON stepwise_tasks ((run_at - priority * 1000), id) WHERE status IN ('pending', 'waiting');\nCREATE INDEX stepwise_tasks_concurrency_key ON stepwise_tasks (concurrency_key, status) WHERE concurrency_key IS NOT NULL;\n-- A key's due queue, for a claim's head-of-queue check (a task is a candidate only when fewer than\n-- its key's free places are due before it).\nCREATE INDEX stepwise_tasks_key_due ON stepwise_tasks (concurrency_key, (run_at - priority * 1000), id) WHERE status IN ('pending', 'waiting') AND concurrency_key IS NOT NULL;\n"
   },
   {
     "id": 16,
@@ -227,10 +227,10 @@ export const postgresMigrations: readonly Migration[] = [
   },
   {
     "id": 15,
-    "name": "placeholder",
+    "name": "flow_control",
     "breaking": false,
-    "checksum": "5438a6273dca4387",
-    "sql": "-- Placeholder on branch wt-start only: migration 15 belongs to another branch (assigned elsewhere).\n-- The integrator drops this file when that branch's migration 15 is merged.\n"
+    "checksum": "189db8d94f5a4465",
+    "sql": "-- Flow control: limits per key and priorities (workflow option `concurrency: { key, limit }`,\n-- start option `priority`).\n--\n-- tasks.concurrency_key    the key computed from the input at start (NULL: no per-key limit).\n-- tasks.concurrency_limit  at most this many tasks of the key hold a lease at once.\n-- tasks.priority           0..1000, higher first; claims order due tasks by\n--                          `run_at - priority * 1000` (a task of priority p is treated as if it\n--                          had waited p seconds longer, so lower priorities still age forward).\n--\n-- concurrency_slots  one row per leased task of a key: `slot` is 1..limit and (key, slot) is\n--                    unique. A claim takes a slot with INSERT … ON CONFLICT DO NOTHING in its one\n--                    statement; a unique index sees concurrent inserts whatever the snapshot, so\n--                    two claimers can never both take the last slot of a key. The slot goes when\n--                    the task stops holding a lease (the trigger below, whatever write ends it) or\n--                    is deleted (the foreign key); an expired lease keeps its slot until it is\n--                    reclaimed (the reclaim keeps it) or ended.\n\nALTER TABLE :SCHEMA.tasks\n  ADD COLUMN concurrency_key TEXT,\n  ADD COLUMN concurrency_limit INTEGER,\n  ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;\n\nCREATE INDEX tasks_due_priority ON :SCHEMA.tasks ((run_at - priority::bigint * 1000), id) WHERE status IN ('pending', 'waiting');\n-- A key's due queue, for a claim's head-of-queue check (a task is a candidate only when fewer than\n-- its key's free slots are due before it).\nCREATE INDEX tasks_key_due ON :SCHEMA.tasks (concurrency_key, (run_at - priority::bigint * 1000), id) WHERE status IN ('pending', 'waiting') AND concurrency_key IS NOT NULL;\n\nCREATE TABLE :SCHEMA.concurrency_slots (\n  key     TEXT NOT NULL,\n  slot    INTEGER NOT NULL,\n  task_id TEXT NOT NULL UNIQUE REFERENCES :SCHEMA.tasks (id) ON DELETE CASCADE,\n  PRIMARY KEY (key, slot)\n);\n\nCREATE FUNCTION :SCHEMA.release_concurrency_slot() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n  DELETE FROM :SCHEMA.concurrency_slots WHERE task_id = NEW.id;\n  RETURN NULL;\nEND $$;\n\nCREATE TRIGGER tasks_release_slot AFTER UPDATE OF status ON :SCHEMA.tasks FOR EACH ROW\n  WHEN (OLD.concurrency_key IS NOT NULL AND OLD.status IN ('running', 'cancelling') AND NEW.status NOT IN ('running', 'cancelling'))\n  EXECUTE FUNCTION :SCHEMA.release_concurrency_slot();\n"
   },
   {
     "id": 16,

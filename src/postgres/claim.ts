@@ -12,6 +12,7 @@
 import type { ClientBase } from 'pg';
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import { DB_NOW_MS, Params, leasedCountSql, reclaimTargetSql, servedSql, sqlStatuses } from './sql-text.ts';
+import { DUE_ORDER, keyRoomSql, takeSlotsSql } from './key-slots.ts';
 import { capsOf, isCapped, nextWindow, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
@@ -36,8 +37,9 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
       const window = nextWindow(r, picked, room);
       if (!window) return;
       const q = new Params();
-      const text = `SELECT id, status, workflow, lease_owner FROM ${c.t.tasks}
+      const text = `SELECT id, status, workflow, lease_owner FROM ${c.t.tasks} t
                WHERE status IN (${sqlStatuses(from)}) AND ${due} <= ${due === 'lease_expires_at' ? DB_NOW_MS : q.add(r.now, 'bigint')} AND ${servedSql(q, window.allowed, r.versions)}
+               ${event === 'claim' ? `AND ${keyRoomSql(c.t, 't', q.add(r.now, 'bigint'))}` : ''}
                AND NOT (id = ANY(${q.add(
                  picked.map((x) => x.id),
                  'text[]',
@@ -48,7 +50,7 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
   };
   // Expired leases first: their tasks have waited longest.
   await pick('reclaim', r.reclaim.from, 'lease_expires_at', 'lease_expires_at, id');
-  await pick('claim', r.claim.from, 'run_at', 'run_at, id');
+  await pick('claim', r.claim.from, 'run_at', `${DUE_ORDER}, id`);
   if (!picked.length) return [];
 
   const p = new Params();
@@ -70,13 +72,16 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
                  'text[]',
                )})
                WITH ORDINALITY AS p(p_id, p_event, p_status, p_detail, p_ord)
-           ), u AS (
+           ), kc AS (
+             SELECT t.id, t.concurrency_key AS ckey, t.concurrency_limit AS clim, ${DUE_ORDER} AS due
+             FROM ${c.t.tasks} t JOIN p ON t.id = p.p_id WHERE p.p_event = 'claim'
+           ), ${takeSlotsSql(c.t, 'kc')}, u AS (
              UPDATE ${c.t.tasks} AS t
              SET status = CASE WHEN p.p_event = 'reclaim' THEN ${reclaimTargetSql(p, r.reclaim.to, 'p.p_status')} ELSE ${p.add(r.claim.to, 'text')} END,
                lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${DB_NOW_MS} + ${p.add(r.leaseMs, 'bigint')},
                epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL,
                updated_at = ${p.add(r.now, 'bigint')}, event_seq = t.event_seq + 1
-             FROM p WHERE t.id = p.p_id
+             FROM p WHERE t.id = p.p_id AND (p.p_event = 'reclaim' OR t.concurrency_key IS NULL OR p.p_id IN (SELECT task_id FROM ins))
              RETURNING t.*, p.p_event, p.p_status, p.p_detail, p.p_ord
            ), h AS (
              INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
@@ -114,15 +119,15 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   const parts: string[] = [];
   if (r.reclaim.from.length) {
     parts.push(`r AS (
-        SELECT id, status, lease_owner, 0 AS pri, lease_expires_at AS due FROM ${c.t.tasks}
+        SELECT id, status, lease_owner, 0 AS pri, lease_expires_at AS due, NULL::text AS ckey, NULL::integer AS clim FROM ${c.t.tasks}
         WHERE status IN (${sqlStatuses(r.reclaim.from)}) AND lease_expires_at <= ${DB_NOW_MS} AND ${served}
         ORDER BY lease_expires_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
   }
   if (r.claim.from.length) {
     parts.push(`c AS (
-        SELECT id, status, NULL::text AS lease_owner, 1 AS pri, run_at AS due FROM ${c.t.tasks}
-        WHERE status IN (${sqlStatuses(r.claim.from)}) AND run_at <= ${now} AND ${served}
-        ORDER BY run_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
+        SELECT id, status, NULL::text AS lease_owner, 1 AS pri, ${DUE_ORDER} AS due, concurrency_key AS ckey, concurrency_limit AS clim FROM ${c.t.tasks} t
+        WHERE status IN (${sqlStatuses(r.claim.from)}) AND ${DUE_ORDER} <= ${now} AND run_at <= ${now} AND ${served} AND ${keyRoomSql(c.t, 't', now)}
+        ORDER BY ${DUE_ORDER}, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
   }
   if (!parts.length) return [];
   const union = [r.reclaim.from.length ? 'SELECT * FROM r' : '', r.claim.from.length ? 'SELECT * FROM c' : ''].filter(Boolean).join(' UNION ALL ');
@@ -130,7 +135,9 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
     c,
     poolOf(c),
     `WITH ${parts.join(', ')},
-       p AS (SELECT * FROM (${union}) x ORDER BY pri, due, id LIMIT ${limit}),
+       p0 AS (SELECT * FROM (${union}) x ORDER BY pri, due, id LIMIT ${limit}),
+       ${takeSlotsSql(c.t, 'p0')},
+       p AS (SELECT * FROM p0 WHERE ckey IS NULL OR id IN (SELECT task_id FROM ins)),
        u AS (
          UPDATE ${c.t.tasks} AS t
          SET status = CASE WHEN p.pri = 0 THEN ${reclaimTo} ELSE ${claimTo} END,

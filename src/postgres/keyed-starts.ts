@@ -53,14 +53,15 @@ export async function startDebounced(c: PgContext, task: NewTask, write: Debounc
 
 /**
  * The debounced start's UPDATE: the unclaimed task of workflow `$5` and key `$6` gets input `$1`
- * and due time `$3` (at most `$2` ms after its creation) and title `$11` if not null, with its log
+ * and due time `$3` (at most `$2` ms after its creation) and title `$11` if not null, its concurrency key, limit and priority `$12`-`$14` (computed
+ * from the new input), with its log
  * entry (`$4` its time, `$7`-`$10` its type, actor and data). Found through the partial unique index `tasks_debounce`.
  */
 export function debounceUpdateSql(t: Tables): string {
   return `WITH held AS (
       UPDATE ${t.tasks} SET input = $1::text,
         run_at = CASE WHEN $2::bigint IS NULL THEN $3::bigint ELSE LEAST($3::bigint, created_at + $2::bigint) END,
-        title = coalesce($11::text, title), version = version + 1, updated_at = $4::bigint, event_seq = event_seq + 1
+        title = coalesce($11::text, title), concurrency_key = $12::text, concurrency_limit = $13::integer, priority = $14::integer, version = version + 1, updated_at = $4::bigint, event_seq = event_seq + 1
       WHERE workflow = $5::text AND debounce_key = $6::text AND ${UNCLAIMED_DEBOUNCE_SQL}
       RETURNING *
     ), log AS (
@@ -79,7 +80,22 @@ export function liveSingletonSql(t: Tables): string {
 async function updateHeld(c: PgContext, task: NewTask, write: DebounceWrite): Promise<TaskRow | null> {
   const l = write.log;
   return run(c, async () => {
-    const values = [task.input, write.maxWaitMs, task.runAt, task.createdAt, task.workflow, task.debounceKey, l.type, l.actorKind, l.actorId, l.data, task.title ?? null];
+    const values = [
+      task.input,
+      write.maxWaitMs,
+      task.runAt,
+      task.createdAt,
+      task.workflow,
+      task.debounceKey,
+      l.type,
+      l.actorKind,
+      l.actorId,
+      l.data,
+      task.title ?? null,
+      task.concurrencyKey ?? null,
+      task.concurrencyLimit ?? null,
+      task.priority ?? 0,
+    ];
     const [row] = await rows(c, poolOf(c), debounceUpdateSql(c.t), values);
     return row ? toTaskRow(row) : null;
   });

@@ -244,6 +244,7 @@ export interface Tables {
   chunks: string;
   idempotency: string;
   approvals: string;
+  slots: string;
 }
 
 /** The tables of `schema` (a name already checked by the store). */
@@ -258,5 +259,6 @@ export function tablesOf(schema: string): Tables {
     chunks: `${s}.stream_chunks`,
     idempotency: `${s}.idempotency`,
     approvals: `${s}.approvals`,
+    slots: `${s}.concurrency_slots`,
   };
 }

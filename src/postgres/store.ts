@@ -32,6 +32,7 @@ import { close, migrate, openContext, type PgContext } from './connection.ts';
 import { findTaskByKey, getEventRanges, getEvents, getSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
 import * as keyed from './keyed-starts.ts';
+import { queuePosition } from './queue-position.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
@@ -83,6 +84,7 @@ import type {
   StepWrite,
   Store,
   TaskRow,
+  QueuePosition,
   TransitionWrite,
   WakeEvent,
   WakeTopic,
@@ -177,6 +179,10 @@ export class PostgresStore implements Store {
   getTask(id: string): Promise<TaskRow | null> {
     return getTask(this.#c, id);
   }
+  queuePosition(task: TaskRow, now: number): Promise<QueuePosition> {
+    return queuePosition(this.#c, task, now);
+  }
+
   getTasks(ids: readonly string[]): Promise<TaskRow[]> {
     return getTasks(this.#c, ids);
   }

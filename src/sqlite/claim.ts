@@ -5,7 +5,7 @@
  * read a window at a time from the partial indexes; the picked tasks are leased and come back with
  * their journal and their pending signals.
  */
-import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
+import { capsOf, nextWindow, servedSet, subtractLeased, takeWindow, type KeyRoom, type PickedTask } from '../claim-plan.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { toSignalRow, toTaskRow } from '../rows.ts';
 import { transitionEntry } from '../log-entries.ts';
@@ -59,24 +59,40 @@ function pick(
   order: string,
 ): void {
   if (!from.length) return;
+  // Claims (not reclaims: an expired lease keeps its place under its key) count keyed tasks.
+  const keys: KeyRoom | undefined = event === 'claim' ? { room: new Map(), passed: [] } : undefined;
   for (;;) {
     const window = nextWindow(r, picked, left);
     if (!window) return;
     const served = servedClause(window.allowed, r.versions);
-    const taken = picked.map((p) => p.id);
+    const taken = [...picked.map((p) => p.id), ...(keys?.passed ?? [])];
     // `+workflow` keeps the planner off the workflow index, which would walk a workflow's
-    // whole history; the status term lets it use the partial index of due (or expired) tasks.
+    // whole history; the status term lets it use the partial index of due (or expired) tasks
+    // (named for due tasks: the planner would rather sort the status index's rows by priority).
     const rows = c
       .stmt(
-        `SELECT id, status, workflow, lease_owner FROM stepwise_tasks
-       WHERE ${statusTerm(from, index)} AND ${due} <= ? AND ${served.sql}
+        `SELECT id, status, workflow, lease_owner${keys ? `, concurrency_key, concurrency_limit, ${KEY_USED} AS key_used` : ''} FROM stepwise_tasks t${keys && from.every((s) => index.includes(s)) ? ' INDEXED BY stepwise_tasks_due_priority' : ''}
+       WHERE ${statusTerm(from, index)} AND ${due} <= ? ${keys ? `AND run_at <= ? AND (concurrency_key IS NULL OR ${KEY_USED} < concurrency_limit AND ${KEY_USED} + ${KEY_AHEAD} < concurrency_limit)` : ''} AND ${served.sql}
        ${taken.length ? `AND id NOT IN (${inList(taken.length)})` : ''}
        ORDER BY ${order} LIMIT ?`,
       )
-      .all(r.now, ...served.params, ...taken, window.need) as Raw[];
-    if (!takeWindow(rows, window.need, event, left, picked)) return;
+      .all(r.now, ...(keys ? [r.now, r.now] : []), ...served.params, ...taken, window.need) as Raw[];
+    if (!takeWindow(rows, window.need, event, left, picked, keys)) return;
   }
 }
+
+/** The leased tasks of a row's key (an index probe of `stepwise_tasks_concurrency_key`). */
+const KEY_USED = `(SELECT count(*) FROM stepwise_tasks x WHERE x.concurrency_key = t.concurrency_key AND x.status IN (${LEASED_SQL}))`;
+/**
+ * The due tasks of a row's key ahead of it (at most 100: SQLite's LIMIT cannot name the row's
+ * limit), read from `stepwise_tasks_key_due`: a task is a candidate only at the head of its key's
+ * queue, so one window brings no more tasks of a key than it has room for (the room is counted
+ * again as the window is taken, see `takeWindow`, which is what holds the limit).
+ */
+const KEY_AHEAD = `(SELECT count(*) FROM (SELECT 1 FROM stepwise_tasks y WHERE y.concurrency_key = t.concurrency_key AND y.status IN ('pending', 'waiting')
+  AND y.run_at <= ? AND ((y.run_at - y.priority * 1000), y.id) < ((t.run_at - t.priority * 1000), t.id) LIMIT 100))`;
+/** The order of due tasks: `run_at` moved earlier by one second per unit of priority (ageing). */
+const DUE_ORDER = '(run_at - priority * 1000)';
 
 /** Pending signals of all picked tasks in one query (a task may be signalled before its first run). */
 function pendingSignals(c: SqliteContext, picked: readonly PickedTask[]): Map<string, SignalRow[]> {
@@ -97,7 +113,7 @@ export function claim(c: SqliteContext, r: ClaimRequest): ClaimedTask[] {
     const left = room(c, r);
     // Expired leases first: their tasks have waited longest.
     pick(c, r, left, picked, 'reclaim', r.reclaim.from, LEASED_INDEX, 'lease_expires_at', 'lease_expires_at, id');
-    pick(c, r, left, picked, 'claim', r.claim.from, DUE_INDEX, 'run_at', 'run_at, id');
+    pick(c, r, left, picked, 'claim', r.claim.from, DUE_INDEX, DUE_ORDER, `${DUE_ORDER}, id`);
     const expires = r.now + r.leaseMs;
     const signalsBy = pendingSignals(c, picked);
     if (picked.length) c.checkSeqs();

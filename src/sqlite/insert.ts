@@ -13,8 +13,9 @@ import { byKey } from './read.ts';
 export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; created: boolean } {
   const row = c
     .stmt(
-      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at, title, debounce_key, singleton_key)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at, title, debounce_key, singleton_key,
+       concurrency_key, concurrency_limit, priority)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     )
     .get(
@@ -32,6 +33,9 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
       task.title ?? null,
       task.debounceKey ?? null,
       task.singletonKey ?? null,
+      task.concurrencyKey ?? null,
+      task.concurrencyLimit ?? null,
+      task.priority ?? 0,
     ) as Raw | undefined;
   if (row) {
     // A new row's log is empty (a deleted task's key may be handed out again, but its log went with it).

@@ -21,8 +21,11 @@ export function startDebounced(c: SqliteContext, task: NewTask, write: DebounceW
     const no = Number(held.no);
     const runAt = debouncedRunAt(task.runAt, Number(held.created_at), write.maxWaitMs);
     const row = c
-      .stmt('UPDATE stepwise_tasks SET input = ?, run_at = ?, title = coalesce(?, title), version = version + 1, updated_at = ? WHERE no = ? RETURNING *')
-      .get(task.input, runAt, task.title ?? null, task.createdAt, no) as Raw;
+      .stmt(
+        `UPDATE stepwise_tasks SET input = ?, run_at = ?, title = coalesce(?, title),
+         concurrency_key = ?, concurrency_limit = ?, priority = ?, version = version + 1, updated_at = ? WHERE no = ? RETURNING *`,
+      )
+      .get(task.input, runAt, task.title ?? null, task.concurrencyKey ?? null, task.concurrencyLimit ?? null, task.priority ?? 0, task.createdAt, no) as Raw;
     c.append(no, task.createdAt, [write.log]);
     return { task: toTaskRow(row), created: false };
   });

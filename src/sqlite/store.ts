@@ -11,6 +11,7 @@ import { migrateSqlite } from './migrate.ts';
 import { SqliteIdempotency } from './idempotency.ts';
 import { SqliteTransactions } from './transaction.ts';
 import { SqliteContext } from './context.ts';
+import { queuePosition } from './queue-position.ts';
 import * as approvals from './approvals.ts';
 import * as retention from './retention.ts';
 import { claim } from './claim.ts';
@@ -59,6 +60,7 @@ import type {
   StepWrite,
   Store,
   TaskRow,
+  QueuePosition,
   TransitionWrite,
   WorkflowRegistration,
   WriteOp,
@@ -158,6 +160,10 @@ export class SqliteStore implements Store {
 
   async getTask(id: string): Promise<TaskRow | null> {
     return getTask(this.#c, id);
+  }
+
+  async queuePosition(task: TaskRow, now: number): Promise<QueuePosition> {
+    return queuePosition(this.#c, task, now);
   }
 
   async getTasks(ids: readonly string[]): Promise<TaskRow[]> {

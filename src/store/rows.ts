@@ -60,6 +60,12 @@ export interface TaskRow {
   debounceKey: string | null;
   /** A singleton start's key (`engine.start(…, { singleton })`), or null. */
   singletonKey: string | null;
+  /** The key of the workflow's per-key concurrency limit, computed from the input at start, or null. */
+  concurrencyKey: string | null;
+  /** At most this many tasks of `concurrencyKey` hold a lease at once (null without a key). */
+  concurrencyLimit: number | null;
+  /** 0..1000, higher first: claims order due tasks by `runAt - priority * 1000`. */
+  priority: number;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';

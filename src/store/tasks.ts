@@ -27,10 +27,20 @@ export interface NewTask {
   debounceKey?: string | null;
   /** A singleton start's key (written only by `startSingleton`). */
   singletonKey?: string | null;
+  /** The per-key concurrency limit's key and limit (see `TaskRow.concurrencyKey`), or absent. */
+  concurrencyKey?: string | null;
+  concurrencyLimit?: number | null;
+  /** 0..1000, higher first. @defaultValue 0 */
+  priority?: number;
   /** The log entry of its creation (seq 1), written with the row. */
   log: NewEvent;
   /** Announced to other processes if the task was created. */
   notify?: WakeEvent;
+}
+
+export interface QueuePosition {
+  keyLeased: number | null;
+  aheadByPriority: number;
 }
 
 export interface ListQuery {
@@ -59,6 +69,12 @@ export interface TaskStore {
    */
   getTasks?(ids: readonly string[]): Promise<TaskRow[]>;
   findTaskByKey(idempotencyKey: string): Promise<TaskRow | null>;
+  /**
+   * Why a due task waits (for `explain`): the tasks of its concurrency key holding a lease now
+   * (null without a key), and the due tasks ahead of it in claim order with a higher priority.
+   * Optional: without it `explain` does not say.
+   */
+  queuePosition?(task: TaskRow, now: number): Promise<QueuePosition>;
   listTasks(query: ListQuery): Promise<TaskRow[]>;
   getSteps(taskId: string): Promise<StepRow[]>;
 }

@@ -16,7 +16,7 @@ export function claimPlan(workflows: ReadonlyMap<string, Workflow>): Pick<ClaimR
   const concurrency: Record<string, number> = {};
   const versions: Record<string, string[]> = {};
   for (const wf of workflows.values()) {
-    if (wf.options.concurrency) concurrency[wf.name] = wf.options.concurrency;
+    if (typeof wf.options.concurrency === 'number') concurrency[wf.name] = wf.options.concurrency;
     versions[wf.name] = [wf.version, ...(wf.options.compatibleVersions ?? []).map(String)];
   }
   return {
