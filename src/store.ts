@@ -45,6 +45,7 @@ import type { WakeStore } from './store/wake.ts';
 import type { IdempotencyStore } from './store/idempotency.ts';
 import type { TransactionStore } from './store/transactions.ts';
 import type { ScheduleStore } from './store/schedules.ts';
+import type { RateLimitStore } from './store/rate-limits.ts';
 
 export type { TaskRow, StepKind, StepStatus, StepRow, SignalRow, TaskPatch } from './store/rows.ts';
 export type { ActorKind, EventRow, NewEvent, EventRange, LogPage, LogAppend, LogStore } from './store/log.ts';
@@ -61,10 +62,25 @@ export { topicOf } from './store/wake.ts';
 export type { IdempotencyStore } from './store/idempotency.ts';
 export type { ScheduleRow, ScheduleOverlap, ScheduleDefinition, ScheduleAdvance, ScheduleStore } from './store/schedules.ts';
 export type { TransactionStore } from './store/transactions.ts';
+export type { RateDrawRequest, RateDraw, RateLimitStore } from './store/rate-limits.ts';
 
 /** What the engine needs from a database: every capability group, and the store's own life. */
 export interface Store
-  extends TaskStore, JournalStore, LogStore, RunStore, LeaseStore, SignalStore, ApprovalStore, RetentionStore, WorkflowStore, WakeStore, IdempotencyStore, TransactionStore, ScheduleStore {
+  extends
+    TaskStore,
+    JournalStore,
+    LogStore,
+    RunStore,
+    LeaseStore,
+    SignalStore,
+    ApprovalStore,
+    RetentionStore,
+    WorkflowStore,
+    WakeStore,
+    IdempotencyStore,
+    TransactionStore,
+    ScheduleStore,
+    RateLimitStore {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
   readonly description: string;

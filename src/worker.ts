@@ -31,6 +31,7 @@ import type { Workflow } from './workflow.ts';
 import type { NewsBus, RunInfo } from './news.ts';
 import type { Observer } from './observers.ts';
 import type { Idempotency } from './idempotency/run.ts';
+import type { RateLimitTable } from './rate-limits/config.ts';
 import type { RetentionMs } from './retention/policy.ts';
 import { checkText } from './text-rules.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
@@ -65,6 +66,8 @@ export interface WorkerHost {
   onStopped: (worker: Worker) => void;
   /** The Engine this worker belongs to (workflow code reaches it through `engineOf(ctx)`). */
   engine?: object;
+  /** The engine's named rate limits (steps draw on them). */
+  rateLimits?: RateLimitTable;
 }
 
 export class Worker {
@@ -262,6 +265,7 @@ export class Worker {
         hears: (name) => this.#news.hears(name),
         outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
         idempotency: this.#host.idempotency,
+        rateLimits: this.#host.rateLimits,
         runCode: workflowCode(wf, this.#host.engine),
         replayStallMs: this.#o.replayStallMs,
       });

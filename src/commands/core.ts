@@ -23,6 +23,7 @@ import type { Idempotency } from '../idempotency/run.ts';
 import type { Worker, WorkerOptions } from '../worker.ts';
 import { engineSchedules, type FireSchedules, type ScheduleHost } from '../schedules/wiring.ts';
 import type { Schedules } from '../schedules/schedules.ts';
+import { resolveRateLimits, type RateLimitTable } from '../rate-limits/config.ts';
 import type { CommandContext } from './context.ts';
 import type { EngineOptions } from './engine-options.ts';
 import { deliverNews } from './news.ts';
@@ -59,6 +60,7 @@ export class EngineCore {
   readonly limits: Required<Limits>;
   readonly idempotency: Idempotency;
   readonly schedules: Schedules;
+  readonly rateLimits: RateLimitTable;
   readonly #fireSchedules: FireSchedules;
   readonly #retention: RetentionMs;
   /** What the command modules get from this engine (commands/context.ts). */
@@ -76,6 +78,7 @@ export class EngineCore {
     this.#storeOption = options.store ?? DEFAULT_STORE_URL;
     this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
     this.limits = engineLimits(options.limits);
+    this.rateLimits = resolveRateLimits(options.rateLimits);
     this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
     this.observers = engineObservers(options.observers);
     observeNews(this.bus, this.observers);
@@ -180,7 +183,14 @@ export class EngineCore {
   worker(options: WorkerOptions): Worker {
     if (this.#closed) throw new ClosedError('The engine');
     const host = { open: () => this.open(), clock: this.clock, workflows: this.workflows, bus: this.bus, observers: this.observers, idempotency: this.idempotency };
-    const parts = { outputBytes: this.limits.outputBytes, retention: this.#retention, workers: this.#workers, fireSchedules: this.#fireSchedules, engine: this.#engine };
+    const parts = {
+      outputBytes: this.limits.outputBytes,
+      retention: this.#retention,
+      workers: this.#workers,
+      fireSchedules: this.#fireSchedules,
+      engine: this.#engine,
+      rateLimits: this.rateLimits,
+    };
     return newWorker({ ...host, ...parts }, options);
   }
 

@@ -11,6 +11,7 @@ import type { RetentionMs } from '../retention/policy.ts';
 import type { Store } from '../store.ts';
 import { Worker, type WorkerOptions } from '../worker.ts';
 import type { Workflow } from '../workflow.ts';
+import type { RateLimitTable } from '../rate-limits/config.ts';
 
 export interface WorkerHost {
   open(): Promise<Store>;
@@ -27,6 +28,8 @@ export interface WorkerHost {
   workers: Set<Worker>;
   /** The Engine, for `engineOf(ctx)` in workflow code. */
   engine: object;
+  /** The engine's named rate limits. */
+  rateLimits: RateLimitTable;
 }
 
 export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
@@ -42,6 +45,7 @@ export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
       retention: host.retention,
       fireSchedules: host.fireSchedules,
       engine: host.engine,
+      rateLimits: host.rateLimits,
       onStopped: (worker) => host.workers.delete(worker),
     },
     options,

@@ -101,6 +101,20 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "3c936e34ceee5cc5",
     "sql": "-- stepwise_deletions  one row per deleted task, written in the deletion's transaction, until the\n--                     deletion has been reported to observers (`onTasksDeleted`). A deleted task\n--                     leaves no log of its own: this record is how a deletion whose process died\n--                     between its commit and its report still reaches the observers of another\n--                     process. `deliver_after`: until then the process that deleted the task (or\n--                     the one that claimed the record) reports it; after, any process may.\n\nCREATE TABLE stepwise_deletions (\n  id            INTEGER PRIMARY KEY AUTOINCREMENT,\n  task_id       TEXT NOT NULL,\n  workflow      TEXT NOT NULL,\n  status        TEXT NOT NULL,\n  reason        TEXT NOT NULL,\n  actor_kind    TEXT NOT NULL,\n  actor_id      TEXT NOT NULL,\n  at            INTEGER NOT NULL,\n  deliver_after INTEGER NOT NULL\n);\nCREATE INDEX stepwise_deletions_task ON stepwise_deletions (task_id);\nCREATE INDEX stepwise_deletions_due ON stepwise_deletions (deliver_after, id);\n"
+  },
+  {
+    "id": 15,
+    "name": "reserved",
+    "breaking": false,
+    "checksum": "43ca5ab2f4f17606",
+    "sql": "-- Placeholder on branch wt-rate for migration 000015, assigned to another change (per-key\n-- concurrency). The integrator drops this file when that change brings the real 000015.\nSELECT 1;\n"
+  },
+  {
+    "id": 16,
+    "name": "rate_limits",
+    "breaking": false,
+    "checksum": "4c32eed89e394160",
+    "sql": "-- stepwise_rate_draws  the sliding log of the engine's rate limits (`new Engine({ rateLimits })`):\n--                      one row per draw a step made on a limit (`ctx.step(…, { rateLimit })`),\n--                      before its call. `name` is the limit, `key` the key it is shared by ('' when\n--                      the step gives none), `at` when the call may be made (ms, the engine's\n--                      clock; a draw made while the window is full is placed at the moment\n--                      capacity returns, and its task parks until then), `requests` and `tokens`\n--                      what it takes (the model helpers settle `tokens` to the real usage after\n--                      the call). A draw is checked and appended inside one write transaction,\n--                      never before a draw already in the log, so that no interval of the limit's\n--                      length ever holds more than the limit. Rows older than one window are\n--                      pruned by the draws themselves.\n\nCREATE TABLE stepwise_rate_draws (\n  id INTEGER PRIMARY KEY,\n  name TEXT NOT NULL,\n  key TEXT NOT NULL,\n  at INTEGER NOT NULL,\n  requests INTEGER NOT NULL,\n  tokens INTEGER NOT NULL\n);\n\nCREATE INDEX stepwise_rate_draws_window ON stepwise_rate_draws (name, key, at);\n"
   }
 ];
 
@@ -203,5 +217,19 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "22dbd9c03928a43e",
     "sql": "-- deletions  one row per deleted task, written in the deletion's transaction, until the deletion\n--            has been reported to observers (`onTasksDeleted`). A deleted task leaves no log of its\n--            own: this record is how a deletion whose process died between its commit and its\n--            report still reaches the observers of another process. `deliver_after`: until then\n--            the process that deleted the task (or the one that claimed the record) reports it;\n--            after, any process may.\n\nCREATE TABLE :SCHEMA.deletions (\n  id            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n  task_id       TEXT COLLATE \"C\" NOT NULL,\n  workflow      TEXT NOT NULL,\n  status        TEXT NOT NULL,\n  reason        TEXT NOT NULL,\n  actor_kind    TEXT NOT NULL,\n  actor_id      TEXT NOT NULL,\n  at            BIGINT NOT NULL,\n  deliver_after BIGINT NOT NULL\n);\nCREATE INDEX deletions_task ON :SCHEMA.deletions (task_id);\nCREATE INDEX deletions_due ON :SCHEMA.deletions (deliver_after, id);\n"
+  },
+  {
+    "id": 15,
+    "name": "reserved",
+    "breaking": false,
+    "checksum": "43ca5ab2f4f17606",
+    "sql": "-- Placeholder on branch wt-rate for migration 000015, assigned to another change (per-key\n-- concurrency). The integrator drops this file when that change brings the real 000015.\nSELECT 1;\n"
+  },
+  {
+    "id": 16,
+    "name": "rate_limits",
+    "breaking": false,
+    "checksum": "9d4defde1c0a8656",
+    "sql": "-- rate_draws  the sliding log of the engine's rate limits (`new Engine({ rateLimits })`): one row\n--             per draw a step made on a limit (`ctx.step(…, { rateLimit })`), before its call.\n--             `name` is the limit, `key` the key it is shared by ('' when the step gives none),\n--             `at` when the call may be made (ms, the engine's clock; a draw made while the\n--             window is full is placed at the moment capacity returns, and its task parks until\n--             then), `requests` and `tokens` what it takes (the model helpers settle `tokens` to\n--             the real usage after the call). Draws of one (name, key) serialize on\n--             pg_advisory_xact_lock; each is checked and appended in one transaction, never\n--             before a draw already in the log, so that no interval of the limit's length ever\n--             holds more than the limit. Rows older than one window are pruned by the draws.\n\nCREATE TABLE :SCHEMA.rate_draws (\n  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n  name TEXT NOT NULL,\n  key TEXT NOT NULL,\n  at BIGINT NOT NULL,\n  requests INTEGER NOT NULL,\n  tokens BIGINT NOT NULL\n);\n\nCREATE INDEX rate_draws_window ON :SCHEMA.rate_draws (name, key, at);\n"
   }
 ];

@@ -23,6 +23,7 @@ import { appendChunks, appendRunEvents, appendTaskEvents, deleteChunks, getChunk
 import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import * as schedules from './schedules.ts';
+import * as rateLimits from './rate-limits.ts';
 import type { Transaction } from '../store/transactions.ts';
 import type { IdempotencyBackend } from '../store/idempotency.ts';
 import type { TaskStatus } from '../lifecycle.ts';
@@ -65,6 +66,8 @@ import type {
   ScheduleAdvance,
   ScheduleDefinition,
   ScheduleRow,
+  RateDraw,
+  RateDrawRequest,
 } from '../store.ts';
 
 /** How long a migration that finds the file busy is tried again (see `SqliteStore.migrate`). */
@@ -340,5 +343,13 @@ export class SqliteStore implements Store {
 
   async deleteSchedule(id: string): Promise<boolean> {
     return schedules.deleteSchedule(this.#c, id);
+  }
+
+  async drawRate(r: RateDrawRequest): Promise<RateDraw> {
+    return rateLimits.drawRate(this.#c, r);
+  }
+
+  async settleRate(id: number, tokens: number): Promise<void> {
+    return rateLimits.settleRate(this.#c, id, tokens);
   }
 }
