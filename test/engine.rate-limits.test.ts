@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { Engine, isStepwiseError, workflow, type RateLimits, type Workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { eventually, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { busiestWindow } from './support/rate-calls.ts';
 
 const T0 = Date.UTC(2030, 0, 1);
 const SECOND = 1000;
@@ -28,17 +29,6 @@ function limited(calls: Call[], clock: ManualClock, name = 'call-api') {
       { rateLimit: { name: 'api', ...(input.key !== undefined ? { key: input.key } : {}), ...(input.tokens !== undefined ? { tokens: input.tokens } : {}) } },
     );
   });
-}
-
-/** The most draws any interval of length `perMs` holds (intervals start at a draw). */
-function busiestWindow(times: number[], perMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while ((sorted[j] as number) < (sorted[i] as number) - perMs + 1) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
 }
 
 async function statuses(engine: Engine): Promise<string[]> {

@@ -1,0 +1,51 @@
+// Rate limits across real worker processes on PostgreSQL: four `stepwise worker` processes share
+// one limit through the store. No interval of the limit's length holds more draws than the limit,
+// and the windows are filled (throughput ≥ 90% of the limit), judged by where each call's draw
+// was placed (its place in the window, recorded by the store in the draw's transaction) and the
+// time each call ran (never before its draw), so a slow machine cannot fail it.
+import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { Engine } from '../src/index.ts';
+import { PG_URL, hasPostgres } from './support/postgres.ts';
+import { eventually, schemasOfThisFile, tempDir } from './support/engine.ts';
+import { spawnCli, type SpawnedWorker } from './support/processes.ts';
+import { limitedCall } from './fixtures/rate-limit-workflows.ts';
+import { busiestWindow, readCalls } from './support/rate-calls.ts';
+
+const freshSchema = schemasOfThisFile('sw_rate_proc');
+const FIXTURE = 'test/fixtures/rate-limit-workflows.ts';
+const RATE = 10;
+const PER_MS = 2000;
+
+describe.skipIf(!(await hasPostgres()))('rate limits across worker processes (PostgreSQL)', () => {
+  it('four worker processes never put more than the limit in any window, and fill the windows', async () => {
+    const url = `${PG_URL}?schema=${freshSchema()}`;
+    const log = join(tempDir(), 'calls.jsonl');
+    const engine = new Engine({ store: url, workflows: [limitedCall] });
+    const env = { STEPWISE_TEST_LOG: log, STEPWISE_TEST_RATE: String(RATE), STEPWISE_TEST_PER: `${PER_MS}ms` };
+    const workers: SpawnedWorker[] = [];
+    try {
+      await engine.ready();
+      const total = 60;
+      await engine.startMany(Array.from({ length: total }, (_, n) => ({ workflow: 'limited-call', input: { n }, idempotencyKey: `call-${n}` })));
+      for (let i = 0; i < 4; i++) workers.push(spawnCli(['worker', FIXTURE, '--db', url, '--poll-ms', '50', '--concurrency', '8', '--quiet'], env));
+      await eventually(async () => (await engine.count()).succeeded === total, 120_000, 'every task succeeded');
+      const calls = readCalls(log);
+      expect(new Set(calls.map((c) => c.task)).size).toBe(total);
+      expect(calls.length).toBe(total);
+      // More than one process took part.
+      expect(new Set(calls.map((c) => c.pid)).size).toBeGreaterThan(1);
+      for (const c of calls) expect(c.calledAt).toBeGreaterThanOrEqual(c.drawnAt);
+      const drawn = calls.map((c) => c.drawnAt);
+      expect(busiestWindow(drawn, PER_MS)).toBe(RATE);
+      // Throughput: the calls spread over as few windows as the limit allows (≥ 90% of it).
+      const span = Math.max(...drawn) - Math.min(...drawn) + PER_MS;
+      const perWindow = (total * PER_MS) / span;
+      expect(perWindow).toBeGreaterThanOrEqual(0.9 * RATE);
+    } finally {
+      for (const w of workers) w.child.kill('SIGKILL');
+      await Promise.all(workers.map((w) => w.exited));
+      await engine.close();
+    }
+  }, 180_000);
+});
