@@ -35,8 +35,9 @@ export type StepRateLimit = string | { name: string; key?: string; requests?: nu
 
 /** What a step's function learns of the draw its attempt made (`StepContext.rateLimit`). */
 export interface RateLimitTicket {
-  /** The limit and the key drawn on ('' when the step gave none). */
+  /** The limit drawn on. */
   readonly name: string;
+  /** The key drawn on ('' when the step gave none). */
   readonly key: string;
   /** When the draw let the call go (ms, the engine's clock): the call's place in the window. */
   readonly drawnAt: number;
