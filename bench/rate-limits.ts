@@ -3,8 +3,8 @@
 // the log holds a second of draws, pruned by the draws themselves), run in alternating rounds on
 // one engine and one worker in this process. Per step: the task's time from start to result ÷ its
 // steps; the ratio is limited ÷ plain (median over the rounds). A draw is one write transaction of
-// its own before the step's attempt (SQLite: BEGIN IMMEDIATE; PostgreSQL: an advisory lock, a
-// prune-and-sum statement and an insert).
+// its own before the step's attempt (SQLite: BEGIN IMMEDIATE; PostgreSQL: one call of the function
+// rate_draw_now, which takes the advisory lock, prunes, sums and inserts).
 import { join } from 'node:path';
 import { Engine, workflow } from '../dist/index.js';
 import { fmt, median, tempDir } from './lib.ts';

@@ -19,3 +19,31 @@ CREATE TABLE :SCHEMA.rate_draws (
 );
 
 CREATE INDEX rate_draws_window ON :SCHEMA.rate_draws (name, key, at);
+
+-- rate_draw_now  the common case of a draw in one round trip: under the limit's and key's advisory
+--                lock, prunes, sums the window and appends the draw at `now` if it has room (and
+--                no draw was placed after `now`), returning its id; NULL otherwise (the caller then
+--                places it in a transaction of its own: store-sql/rate-window.ts). Each statement of
+--                this VOLATILE function takes a fresh snapshot under READ COMMITTED, so the sums see
+--                every draw committed before the lock was granted.
+CREATE FUNCTION :SCHEMA.rate_draw_now(p_lock TEXT, p_name TEXT, p_key TEXT, p_since BIGINT, p_now BIGINT, p_requests BIGINT, p_tokens BIGINT, p_take_requests INTEGER, p_take_tokens BIGINT)
+RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  used_requests BIGINT;
+  used_tokens BIGINT;
+  last_at BIGINT;
+  new_id BIGINT;
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));
+  DELETE FROM :SCHEMA.rate_draws WHERE name = p_name AND key = p_key AND at <= p_since;
+  SELECT COALESCE(SUM(requests), 0), COALESCE(SUM(tokens), 0), MAX(at) INTO used_requests, used_tokens, last_at
+    FROM :SCHEMA.rate_draws WHERE name = p_name AND key = p_key AND at > p_since;
+  IF (last_at IS NULL OR last_at <= p_now)
+     AND (p_requests IS NULL OR used_requests + p_take_requests <= p_requests)
+     AND (p_tokens IS NULL OR used_tokens + p_take_tokens <= p_tokens) THEN
+    INSERT INTO :SCHEMA.rate_draws (name, key, at, requests, tokens) VALUES (p_name, p_key, p_now, p_take_requests, p_take_tokens) RETURNING id INTO new_id;
+    RETURN new_id;
+  END IF;
+  RETURN NULL;
+END
+$$;
