@@ -9,6 +9,8 @@ import { busiestWindow } from './support/rate-calls.ts';
 
 const T0 = Date.UTC(2030, 0, 1);
 const SECOND = 1000;
+/** Draws are placed in a window 5% longer than the limit's, the most a call may start late. */
+const placed = (perMs: number): number => perMs * 1.05;
 
 interface Call {
   task: string;
@@ -57,14 +59,20 @@ describe('rate limits', () => {
       await eventually(async () => (await statuses(a)).filter((s) => s === 'succeeded' || s === 'waiting').length === 20, 20_000, 'every task drew');
       expect(calls).toHaveLength(5);
       for (let w = 1; w <= 3; w++) {
-        await clock.advance('10s');
+        await clock.advance(placed(10 * SECOND));
         await eventually(() => calls.length === 5 * (w + 1), 20_000, `window ${w}`);
       }
       await eventually(async () => (await statuses(b)).every((s) => s === 'succeeded'), 20_000, 'all succeeded');
       // Each window holds exactly the limit: no interval of 10 s holds more, and none was left unused.
       const drawn = calls.map((c) => c.drawnAt).sort((x, y) => x - y);
-      expect(drawn).toEqual([0, 1, 2, 3].flatMap((w) => Array<number>(5).fill(T0 + w * 10 * SECOND)));
+      expect(drawn).toEqual([0, 1, 2, 3].flatMap((w) => Array<number>(5).fill(T0 + w * placed(10 * SECOND))));
       expect(busiestWindow(drawn, 10 * SECOND)).toBe(5);
+      expect(
+        busiestWindow(
+          calls.map((c) => c.calledAt),
+          10 * SECOND,
+        ),
+      ).toBe(5);
       for (const c of calls) expect(c.calledAt).toBeGreaterThanOrEqual(c.drawnAt);
       expect(new Set(calls.map((c) => c.task)).size).toBe(20);
     } finally {
@@ -86,18 +94,18 @@ describe('rate limits', () => {
     const other = await engine.start('free', {});
     await waitForStatus(engine, other.id, 'succeeded');
     const why = await engine.explain(second.id);
-    expect(why.wait).toMatchObject({ kind: 'rate-limit', limit: 'api', key: 'acme', step: 'call', until: T0 + 60 * SECOND });
+    expect(why.wait).toMatchObject({ kind: 'rate-limit', limit: 'api', key: 'acme', step: 'call', until: T0 + placed(60 * SECOND) });
     expect(why.summary).toContain('rate limit "api" for key "acme"');
-    expect(why.summary).toContain(new Date(T0 + 60 * SECOND).toISOString());
+    expect(why.summary).toContain(new Date(T0 + placed(60 * SECOND)).toISOString());
     // Another key has a window of its own.
     const beta = await engine.start('call-api', { key: 'beta' });
     await waitForStatus(engine, beta.id, 'succeeded');
-    await clock.advance('1m');
+    await clock.advance(placed(60 * SECOND));
     await waitForStatus(engine, second.id, 'succeeded');
     expect(calls.map((c) => [c.key, c.drawnAt])).toEqual([
       ['acme', T0],
       ['beta', T0],
-      ['acme', T0 + 60 * SECOND],
+      ['acme', T0 + placed(60 * SECOND)],
     ]);
   });
 
@@ -114,12 +122,34 @@ describe('rate limits', () => {
     const second = new Engine({ store: url, workflows: [limited(calls, clock)], clock, rateLimits });
     try {
       await startWorker(second as never);
-      await clock.advance('10s');
+      await clock.advance(placed(10 * SECOND));
       await eventually(() => calls.length === 2, 20_000, 'the second call');
-      await clock.advance('10s');
+      await clock.advance(placed(10 * SECOND));
       await eventually(() => calls.length === 3, 20_000, 'the third call');
       // A draw made again would have gone after the third window: each kept its place.
-      expect(calls.map((c) => c.drawnAt)).toEqual([T0, T0 + 10 * SECOND, T0 + 20 * SECOND]);
+      expect(calls.map((c) => c.drawnAt)).toEqual([T0, T0 + placed(10 * SECOND), T0 + 2 * placed(10 * SECOND)]);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('a task woken later than its place allows draws again, so its call cannot crowd a later window', async () => {
+    const clock = new ManualClock(T0);
+    const calls: Call[] = [];
+    const url = tempDbUrl();
+    const rateLimits: RateLimits = { api: { requests: 1, per: '10s' } };
+    const first = new Engine({ store: url, workflows: [limited(calls, clock)], clock, rateLimits });
+    await first.startMany([0, 1].map((i) => ({ workflow: 'call-api', input: {}, idempotencyKey: `k${i}` })));
+    await startWorker(first as never);
+    await eventually(async () => (await statuses(first)).filter((s) => s === 'waiting').length === 1, 20_000, 'one parked');
+    await first.close();
+    // No worker ran when its place came: it is resumed 30 s later, past its place and the 5% margin.
+    await clock.advance('30s');
+    const second = new Engine({ store: url, workflows: [limited(calls, clock)], clock, rateLimits });
+    try {
+      await startWorker(second as never);
+      await eventually(() => calls.length === 2, 20_000, 'the late call');
+      expect(calls.map((c) => c.drawnAt)).toEqual([T0, T0 + 30 * SECOND]);
     } finally {
       await second.close();
     }
@@ -137,10 +167,10 @@ describe('rate limits', () => {
     // Unsettled, this one's 600 tokens fill the window: the next waits for them to leave it.
     const c = await engine.start('call-api', { tokens: 600 });
     await waitForStatus(engine, c.id, 'waiting');
-    expect((await engine.explain(c.id)).wait).toMatchObject({ kind: 'rate-limit', limit: 'api', until: T0 + 60 * SECOND });
-    await clock.advance('1m');
+    expect((await engine.explain(c.id)).wait).toMatchObject({ kind: 'rate-limit', limit: 'api', until: T0 + placed(60 * SECOND) });
+    await clock.advance(placed(60 * SECOND));
     await waitForStatus(engine, c.id, 'succeeded');
-    expect(calls.map((x) => x.drawnAt)).toEqual([T0, T0, T0 + 60 * SECOND]);
+    expect(calls.map((x) => x.drawnAt)).toEqual([T0, T0, T0 + placed(60 * SECOND)]);
   });
 
   it('fails a task whose step names a limit the engine does not have, naming the known ones', async () => {

@@ -15,7 +15,17 @@ export interface ResolvedRateLimit {
   readonly requests: number | null;
   readonly tokens: number | null;
   readonly perMs: number;
+  /**
+   * How late a call may start after its draw's place (5% of the window, at least 1 ms). Draws are
+   * placed in a window of `perMs + lateMs`, and a call that would start later than this draws
+   * again, so that the calls themselves (not only their draws) never put more than the limit in
+   * any interval of `perMs`.
+   */
+  readonly lateMs: number;
 }
+
+/** The share of a window a call may start late by (and the share of throughput it costs). */
+export const LATE_SHARE = 0.05;
 
 export type RateLimitTable = ReadonlyMap<string, ResolvedRateLimit>;
 
@@ -53,7 +63,7 @@ function resolveLimit(name: string, o: unknown): ResolvedRateLimit {
   const requests = o.requests === undefined ? null : count(o.requests, `${at}.requests`, 1);
   const tokens = o.tokens === undefined ? null : count(o.tokens, `${at}.tokens`, 1);
   if (requests === null && tokens === null) throw new InvalidArgumentError(`${at} counts nothing: give requests, tokens or both.`);
-  return { name, requests, tokens, perMs };
+  return { name, requests, tokens, perMs, lateMs: Math.max(1, Math.floor(perMs * LATE_SHARE)) };
 }
 
 /** The engine's limits by name; throws INVALID_ARGUMENT naming the bad option. */

@@ -79,28 +79,39 @@ function ticketOf(run: Run, rate: StepRate, draw: RateDraw): RateLimitTicket {
   });
 }
 
+/** How many times a draw that came back too late to use is made again before the call goes anyway. */
+const REDRAWS = 3;
+
 /**
  * Before an attempt of a step with a rate limit: sets the attempt's ticket and answers false when
  * it may go now; otherwise waits for its reservation (parking the task if nothing else runs) and
  * answers true: the caller checks again whether the run may go on, then calls this again.
+ *
+ * A call may start at most `lateMs` after its draw's place, the margin its draw was placed with: a
+ * reservation woken later than that (a busy worker, a task resumed late) or a draw whose store call
+ * took longer is not used (it still counts) and the step draws again.
  */
 export async function drawOrWait(run: Run, c: StepCall<unknown>): Promise<boolean> {
   const rate = c.rate as StepRate;
-  const now = run.deps.clock.now();
-  const draw =
-    c.reserved ??
-    (await run.deps.store.drawRate({
+  const { clock } = run.deps;
+  const late = rate.limit.lateMs;
+  let draw = c.reserved;
+  c.reserved = undefined;
+  for (let tries = 0; ; tries++) {
+    if (draw && clock.now() > draw.at + late && tries < REDRAWS) draw = undefined;
+    if (draw) break;
+    draw = await run.deps.store.drawRate({
       name: rate.limit.name,
       key: rate.key,
       requests: rate.limit.requests,
       tokens: rate.limit.tokens,
-      perMs: rate.limit.perMs,
+      perMs: rate.limit.perMs + late,
       takeRequests: rate.requests,
       takeTokens: rate.tokens,
-      now,
-    }));
-  if (draw.at <= now) {
-    c.reserved = undefined;
+      now: clock.now(),
+    });
+  }
+  if (draw.at <= clock.now()) {
     c.ticket = ticketOf(run, rate, draw);
     return false;
   }

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 export interface CallLine {
   task: string;
   n: number;
+  key: string;
   drawnAt: number;
   calledAt: number;
   attempt: number;
