@@ -1,5 +1,5 @@
-// Rate limits across real worker processes on PostgreSQL: four `stepwise worker` processes share
-// one limit through the store. No interval of the limit's length holds more calls than the limit,
+// Rate limits across real worker processes: four `stepwise worker` processes on PostgreSQL, three
+// on one SQLite file, share one limit through the store. No interval of the limit's length holds more calls than the limit,
 // judged both by where each call's draw was placed (its place in the window, recorded by the store
 // in the draw's transaction) and by the time each call started (a call starts only within the
 // margin its draw was placed with, else it draws again); and the windows are filled (throughput ≥
@@ -18,16 +18,15 @@ const FIXTURE = 'test/fixtures/rate-limit-workflows.ts';
 const RATE = 10;
 const PER_MS = 5000;
 
-describe.skipIf(!(await hasPostgres()))('rate limits across worker processes (PostgreSQL)', () => {
-  it('four worker processes never put more than the limit in any window, and fill the windows', async () => {
-    const url = `${PG_URL}?schema=${freshSchema()}`;
+async function acrossProcesses(url: string, processes: number): Promise<void> {
+  {
     const log = join(tempDir(), 'calls.jsonl');
     const engine = new Engine({ store: url, workflows: [limitedCall] });
     const env = { STEPWISE_TEST_LOG: log, STEPWISE_TEST_RATE: String(RATE), STEPWISE_TEST_PER: `${PER_MS}ms` };
     const workers: SpawnedWorker[] = [];
     try {
       await engine.ready();
-      for (let i = 0; i < 4; i++) workers.push(spawnCli(['worker', FIXTURE, '--db', url, '--poll-ms', '50', '--concurrency', '8', '--quiet'], env));
+      for (let i = 0; i < processes; i++) workers.push(spawnCli(['worker', FIXTURE, '--db', url, '--poll-ms', '50', '--concurrency', '8', '--quiet'], env));
       // Warm-up on a key of its own (processes loaded, connections open): the figures are the steady state's.
       const warm = 16;
       await engine.startMany(Array.from({ length: warm }, (_, n) => ({ workflow: 'limited-call', input: { n, key: 'warm-up' }, idempotencyKey: `warm-${n}` })));
@@ -60,5 +59,21 @@ describe.skipIf(!(await hasPostgres()))('rate limits across worker processes (Po
       await Promise.all(workers.map((w) => w.exited));
       await engine.close();
     }
+  }
+}
+
+const pg = await hasPostgres();
+
+describe('rate limits across worker processes', () => {
+  it.skipIf(!pg)(
+    'four worker processes on PostgreSQL never put more than the limit in any window, and fill the windows',
+    async () => {
+      await acrossProcesses(`${PG_URL}?schema=${freshSchema()}`, 4);
+    },
+    180_000,
+  );
+
+  it('three worker processes on one SQLite file never put more than the limit in any window, and fill the windows', async () => {
+    await acrossProcesses(`sqlite:${join(tempDir(), 'rate.db')}`, 3);
   }, 180_000);
 });
