@@ -125,6 +125,9 @@ export type { IdempotencyBackend, IdempotencyRecord, AcquireRequest, AcquireResu
 export { Schedules } from './schedules/schedules.ts';
 export type { ScheduleOptions, ScheduleInfo, ScheduleOverlap } from './api/schedules.ts';
 
+// Rate limits: named limits in requests and tokens, shared by every worker (new Engine({ rateLimits }))
+export type { RateLimitOptions, RateLimits, StepRateLimit, RateLimitTicket } from './api/rate-limits.ts';
+
 // The task lifecycle as data and pure functions (statuses, events, the transition table)
 export {
   TASK_STATUSES,

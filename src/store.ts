@@ -46,6 +46,7 @@ import type { IdempotencyStore } from './store/idempotency.ts';
 import type { TransactionStore } from './store/transactions.ts';
 import type { ScheduleStore } from './store/schedules.ts';
 import type { KeyedStartStore } from './store/keyed-starts.ts';
+import type { RateLimitStore } from './store/rate-limits.ts';
 
 export type { TaskRow, StepKind, StepStatus, StepRow, SignalRow, TaskPatch } from './store/rows.ts';
 export type { ActorKind, EventRow, NewEvent, EventRange, LogPage, LogAppend, LogStore } from './store/log.ts';
@@ -63,6 +64,7 @@ export type { IdempotencyStore } from './store/idempotency.ts';
 export type { ScheduleRow, ScheduleOverlap, ScheduleDefinition, ScheduleAdvance, ScheduleStore } from './store/schedules.ts';
 export type { TransactionStore } from './store/transactions.ts';
 export type { DebounceWrite, SingletonAnswer, KeyedStartStore } from './store/keyed-starts.ts';
+export type { RateDrawRequest, RateDraw, RateLimitStore } from './store/rate-limits.ts';
 
 /** What the engine needs from a database: every capability group, and the store's own life. */
 export interface Store
@@ -80,7 +82,8 @@ export interface Store
     IdempotencyStore,
     TransactionStore,
     ScheduleStore,
-    KeyedStartStore {
+    KeyedStartStore,
+    RateLimitStore {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
   readonly description: string;

@@ -31,6 +31,7 @@ import type { Workflow } from './workflow.ts';
 import type { NewsBus, RunInfo } from './news.ts';
 import type { Observer } from './observers.ts';
 import type { Idempotency } from './idempotency/run.ts';
+import type { RateLimitTable } from './rate-limits/config.ts';
 import type { RetentionMs } from './retention/policy.ts';
 import { DEFAULT_FRAMES_AFTER_END_MS, type ResolvedStreamFrames } from './stream-frames.ts';
 import { checkText } from './text-rules.ts';
@@ -68,6 +69,8 @@ export interface WorkerHost {
   onStopped: (worker: Worker) => void;
   /** The Engine this worker belongs to (workflow code reaches it through `engineOf(ctx)`). */
   engine?: object;
+  /** The engine's named rate limits (steps draw on them). */
+  rateLimits?: RateLimitTable;
 }
 
 export class Worker {
@@ -268,6 +271,7 @@ export class Worker {
         idempotency: this.#host.idempotency,
         streamFrames: this.#host.streamFrames?.keep ?? 'task',
         framesAppended: (taskId) => this.#news.framesAppended(taskId),
+        rateLimits: this.#host.rateLimits,
         runCode: workflowCode(wf, this.#host.engine),
         replayStallMs: this.#o.replayStallMs,
       });

@@ -20,6 +20,7 @@ export type { StreamEvent, StreamEventsOptions } from './metering/stream-chunks.
 
 // Options shared by every model step
 export type { ModelStepOptions } from './adapters/model-step.ts';
+export type { ModelRateLimit } from './adapters/rate-estimate.ts';
 export { IDEMPOTENCY_HEADER } from './adapters/model-step.ts';
 
 // Usage, prices, budgets

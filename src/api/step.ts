@@ -9,6 +9,7 @@ import type { Duration } from '../duration.ts';
 import type { RetryOptions } from '../retry.ts';
 import type { FailureKind } from '../serialize.ts';
 import type { ApprovalOptions } from './approvals.ts';
+import type { RateLimitTicket, StepRateLimit } from './rate-limits.ts';
 
 /** What a long step reports of its progress (all optional): `done` of `total` units, a `note`. */
 export interface Progress {
@@ -48,6 +49,11 @@ export interface StepContext {
    * `engine.get()`, at most about once a second, without a journal row.
    */
   readonly progress: (progress: Progress) => void;
+  /**
+   * The draw this attempt made on the step's rate limit (`rateLimit` option), or undefined for a
+   * step without one. A model call settles it with its real token usage.
+   */
+  readonly rateLimit: RateLimitTicket | undefined;
 }
 
 export interface StepOptions {
@@ -131,6 +137,14 @@ export interface StepOptions {
    * recorded as the step's failure, whatever path the code took to reach it.
    */
   requires?: string;
+  /**
+   * A rate limit of the engine (`new Engine({ rateLimits })`) each attempt draws on before it
+   * runs: the limit's name, or `{ name, key, tokens, requests }`. When the limit's window is
+   * full, the draw is placed when capacity returns and the task parks until then (no worker slot
+   * held). A name the engine does not know fails the task (INVALID_ARGUMENT naming the known ones).
+   * @example { rateLimit: { name: 'openai', key: input.tenant, tokens: 1200 } }
+   */
+  rateLimit?: StepRateLimit;
 }
 
 export interface TransactionOptions {

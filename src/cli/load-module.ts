@@ -1,7 +1,8 @@
 /**
  * @module cli/load-module
  * Loads the user's workflow module for `stepwise worker <module>`: every exported workflow (also
- * inside exported arrays or objects) is registered. TypeScript modules are loaded through tsx
+ * inside exported arrays or objects) is registered, and an export named `rateLimits` gives the
+ * engine its rate limits (`new Engine({ rateLimits })`). TypeScript modules are loaded through tsx
  * when it is installed.
  *
  * The module must bind to the engine this process runs, not a second copy of it: with two, an
@@ -11,9 +12,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { InvalidArgumentError, isWorkflow, type Workflow } from '../index.ts';
+import { InvalidArgumentError, isWorkflow, type RateLimits, type Workflow } from '../index.ts';
 
 export async function loadWorkflows(modulePath: string): Promise<Workflow[]> {
+  return (await loadModule(modulePath)).workflows;
+}
+
+/** The module's workflows, and the engine's rate limits if it exports them (`export const rateLimits = { … }`). */
+export async function loadModule(modulePath: string): Promise<{ workflows: Workflow[]; rateLimits?: RateLimits }> {
   const file = resolve(modulePath);
   if (!existsSync(file)) throw new InvalidArgumentError(`Module not found: ${modulePath}`);
   const mod = (await (isTypeScript(file) && !process.execArgv.some((a) => a.includes('tsx')) ? importTypeScript(file, modulePath) : import(pathToFileURL(file).href))) as Record<
@@ -28,7 +34,10 @@ export async function loadWorkflows(modulePath: string): Promise<Workflow[]> {
   };
   for (const value of Object.values(mod)) visit(value, 0);
   if (!found.size) throw new InvalidArgumentError(`${modulePath} exports no workflows: export the values returned by workflow(name, fn).`);
-  return [...found.values()];
+  const rateLimits = mod.rateLimits;
+  if (rateLimits !== undefined && (typeof rateLimits !== 'object' || rateLimits === null))
+    throw new InvalidArgumentError(`${modulePath}: its rateLimits export must be an object of named limits.`);
+  return { workflows: [...found.values()], ...(rateLimits !== undefined ? { rateLimits: rateLimits as RateLimits } : {}) };
 }
 
 const isTypeScript = (file: string): boolean => /\.(c|m)?tsx?$/.test(file);

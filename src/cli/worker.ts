@@ -7,7 +7,7 @@
  */
 import { Engine, formatMs, type Observer, type Worker, type WorkerEvents, type WorkerOptions } from '../index.ts';
 import { int, logFormat, need, str, type CommandContext } from './context.ts';
-import { loadWorkflows } from './load-module.ts';
+import { loadModule } from './load-module.ts';
 import { LiveBlock } from './live.ts';
 import { bold, colorStatus, dim } from './style.ts';
 
@@ -122,7 +122,7 @@ function stopOnSignals(ctx: CommandContext, shutdown: () => Promise<void>): Prom
 }
 
 export async function worker(ctx: CommandContext): Promise<void> {
-  const workflows = await loadWorkflows(need(ctx, 0, 'module path (stepwise worker <module>)'));
+  const { workflows, rateLimits } = await loadModule(need(ctx, 0, 'module path (stepwise worker <module>)'));
   const quiet = ctx.options.quiet === true;
   // The JSON log is the default where a log collector reads stdout; --quiet (and a terminal, which
   // has the live block) leave it off unless --log asks for it.
@@ -133,7 +133,7 @@ export async function worker(ctx: CommandContext): Promise<void> {
   // The logger (pino and the server package) is loaded only when a log is written.
   const logObserver = format === 'none' ? null : (await import('./logging.ts')).cliLogObserver(format, (line) => block.log(line));
   const observers = [...(live ? [usage.observer] : []), ...(logObserver ? [logObserver] : [])];
-  const engine = new Engine({ store: ctx.db, workflows, ...(observers.length ? { observers } : {}) });
+  const engine = new Engine({ store: ctx.db, workflows, ...(observers.length ? { observers } : {}), ...(rateLimits ? { rateLimits } : {}) });
   const w = engine.worker(workerOptions(ctx));
   printEvents(ctx, w, block, usage, quiet);
   let started: Promise<void> = Promise.resolve();

@@ -24,6 +24,7 @@ import type { Idempotency } from '../idempotency/run.ts';
 import type { Worker, WorkerOptions } from '../worker.ts';
 import { engineSchedules, type FireSchedules, type ScheduleHost } from '../schedules/wiring.ts';
 import type { Schedules } from '../schedules/schedules.ts';
+import { resolveRateLimits, type RateLimitTable } from '../rate-limits/config.ts';
 import type { CommandContext } from './context.ts';
 import type { EngineOptions } from './engine-options.ts';
 import { deliverNews } from './news.ts';
@@ -60,6 +61,7 @@ export class EngineCore {
   readonly limits: Required<Limits>;
   readonly idempotency: Idempotency;
   readonly schedules: Schedules;
+  readonly rateLimits: RateLimitTable;
   readonly #fireSchedules: FireSchedules;
   readonly #retention: RetentionMs;
   readonly #streamFrames: ResolvedStreamFrames;
@@ -78,6 +80,7 @@ export class EngineCore {
     this.#storeOption = options.store ?? DEFAULT_STORE_URL;
     this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
     this.limits = engineLimits(options.limits);
+    this.rateLimits = resolveRateLimits(options.rateLimits);
     this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
     this.#streamFrames = resolveStreamFrames(options.streamFrames);
     this.observers = engineObservers(options.observers);
@@ -190,6 +193,7 @@ export class EngineCore {
       workers: this.#workers,
       fireSchedules: this.#fireSchedules,
       engine: this.#engine,
+      rateLimits: this.rateLimits,
     };
     return newWorker({ ...host, ...parts }, options);
   }

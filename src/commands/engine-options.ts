@@ -11,6 +11,7 @@ import type { Workflow } from '../workflow.ts';
 import type { RetentionPolicy } from '../retention/policy.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
 import type { StreamFramesOptions } from '../stream-frames.ts';
+import type { RateLimits } from '../api/rate-limits.ts';
 
 export interface EngineOptions extends StoreOptions {
   /**
@@ -52,4 +53,15 @@ export interface EngineOptions extends StoreOptions {
    * step finished still replays its tokens. See {@link StreamFramesOptions}.
    */
   streamFrames?: StreamFramesOptions;
+  /**
+   * Named rate limits shared by every worker on this store, in requests and tokens per window:
+   * a step draws on one with `ctx.step(name, fn, { rateLimit: 'openai' })` (or `{ name, key,
+   * tokens }`: its own window per key), and the model helpers of `stepwise-engine/ai` draw the
+   * call's expected tokens and settle its real usage. A step whose window is full parks until
+   * capacity returns. Every process that runs such steps must declare the same limits.
+   * See docs/rate-limits.md.
+   * @example { openai: { requests: 500, tokens: 200_000, per: '1m' } }
+   * @defaultValue no limits
+   */
+  rateLimits?: RateLimits;
 }

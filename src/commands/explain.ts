@@ -145,6 +145,10 @@ function waitingSummary(row: TaskRow, c: Circumstances): string {
     }
     if (x.kind === 'retry') return `the retry of step "${String(x.step)}" (attempt ${String(x.attempt)})${until(x.until)}`;
     if (x.kind === 'sleep') return `the end of sleep "${String(x.step)}"${until(x.until)}`;
+    if (x.kind === 'rate-limit') {
+      const key = typeof x.key === 'string' && x.key ? ` for key "${x.key}"` : '';
+      return `capacity in rate limit "${String(x.limit)}"${key}: the window is full; step "${String(x.step)}" holds a draw placed when capacity returns, at ${at(typeof x.until === 'number' ? x.until : null)}, and the task parks until then (no worker slot held)`;
+    }
     return `its wake-up time${until(row.runAt)}`;
   };
   const hint = (list: Array<Record<string, unknown>>): string => (list.some((x) => x.kind === 'event') ? '; send events with engine.signal / `stepwise signal`' : '');

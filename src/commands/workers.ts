@@ -12,6 +12,7 @@ import type { Store } from '../store.ts';
 import type { ResolvedStreamFrames } from '../stream-frames.ts';
 import { Worker, type WorkerOptions } from '../worker.ts';
 import type { Workflow } from '../workflow.ts';
+import type { RateLimitTable } from '../rate-limits/config.ts';
 
 export interface WorkerHost {
   open(): Promise<Store>;
@@ -29,6 +30,8 @@ export interface WorkerHost {
   workers: Set<Worker>;
   /** The Engine, for `engineOf(ctx)` in workflow code. */
   engine: object;
+  /** The engine's named rate limits. */
+  rateLimits: RateLimitTable;
 }
 
 export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
@@ -45,6 +48,7 @@ export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
       streamFrames: host.streamFrames,
       fireSchedules: host.fireSchedules,
       engine: host.engine,
+      rateLimits: host.rateLimits,
       onStopped: (worker) => host.workers.delete(worker),
     },
     options,

@@ -111,10 +111,10 @@ export const sqliteMigrations: readonly Migration[] = [
   },
   {
     "id": 16,
-    "name": "placeholder",
+    "name": "rate_limits",
     "breaking": false,
-    "checksum": "372fd2dd20f2daf5",
-    "sql": "-- Placeholder on branch wt-start only: migration 16 belongs to another branch (assigned elsewhere).\n-- The integrator drops this file when that branch's migration 16 is merged.\n"
+    "checksum": "4c32eed89e394160",
+    "sql": "-- stepwise_rate_draws  the sliding log of the engine's rate limits (`new Engine({ rateLimits })`):\n--                      one row per draw a step made on a limit (`ctx.step(…, { rateLimit })`),\n--                      before its call. `name` is the limit, `key` the key it is shared by ('' when\n--                      the step gives none), `at` when the call may be made (ms, the engine's\n--                      clock; a draw made while the window is full is placed at the moment\n--                      capacity returns, and its task parks until then), `requests` and `tokens`\n--                      what it takes (the model helpers settle `tokens` to the real usage after\n--                      the call). A draw is checked and appended inside one write transaction,\n--                      never before a draw already in the log, so that no interval of the limit's\n--                      length ever holds more than the limit. Rows older than one window are\n--                      pruned by the draws themselves.\n\nCREATE TABLE stepwise_rate_draws (\n  id INTEGER PRIMARY KEY,\n  name TEXT NOT NULL,\n  key TEXT NOT NULL,\n  at INTEGER NOT NULL,\n  requests INTEGER NOT NULL,\n  tokens INTEGER NOT NULL\n);\n\nCREATE INDEX stepwise_rate_draws_window ON stepwise_rate_draws (name, key, at);\n"
   },
   {
     "id": 17,
@@ -234,10 +234,10 @@ export const postgresMigrations: readonly Migration[] = [
   },
   {
     "id": 16,
-    "name": "placeholder",
+    "name": "rate_limits",
     "breaking": false,
-    "checksum": "372fd2dd20f2daf5",
-    "sql": "-- Placeholder on branch wt-start only: migration 16 belongs to another branch (assigned elsewhere).\n-- The integrator drops this file when that branch's migration 16 is merged.\n"
+    "checksum": "a52f5a47564115bc",
+    "sql": "-- rate_draws  the sliding log of the engine's rate limits (`new Engine({ rateLimits })`): one row\n--             per draw a step made on a limit (`ctx.step(…, { rateLimit })`), before its call.\n--             `name` is the limit, `key` the key it is shared by ('' when the step gives none),\n--             `at` when the call may be made (ms, the engine's clock; a draw made while the\n--             window is full is placed at the moment capacity returns, and its task parks until\n--             then), `requests` and `tokens` what it takes (the model helpers settle `tokens` to\n--             the real usage after the call). Draws of one (name, key) serialize on\n--             pg_advisory_xact_lock; each is checked and appended in one transaction, never\n--             before a draw already in the log, so that no interval of the limit's length ever\n--             holds more than the limit. Rows older than one window are pruned by the draws.\n\nCREATE TABLE :SCHEMA.rate_draws (\n  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n  name TEXT NOT NULL,\n  key TEXT NOT NULL,\n  at BIGINT NOT NULL,\n  requests INTEGER NOT NULL,\n  tokens BIGINT NOT NULL\n);\n\nCREATE INDEX rate_draws_window ON :SCHEMA.rate_draws (name, key, at);\n\n-- rate_draw_now  the common case of a draw in one round trip: under the limit's and key's advisory\n--                lock, prunes, sums the window and appends the draw at `now` if it has room (and\n--                no draw was placed after `now`), returning its id; NULL otherwise (the caller then\n--                places it in a transaction of its own: store-sql/rate-window.ts). Each statement of\n--                this VOLATILE function takes a fresh snapshot under READ COMMITTED, so the sums see\n--                every draw committed before the lock was granted.\nCREATE FUNCTION :SCHEMA.rate_draw_now(p_lock TEXT, p_name TEXT, p_key TEXT, p_since BIGINT, p_now BIGINT, p_requests BIGINT, p_tokens BIGINT, p_take_requests INTEGER, p_take_tokens BIGINT)\nRETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$\nDECLARE\n  used_requests BIGINT;\n  used_tokens BIGINT;\n  last_at BIGINT;\n  new_id BIGINT;\nBEGIN\n  PERFORM pg_advisory_xact_lock(hashtextextended(p_lock, 0));\n  DELETE FROM :SCHEMA.rate_draws WHERE name = p_name AND key = p_key AND at <= p_since;\n  SELECT COALESCE(SUM(requests), 0), COALESCE(SUM(tokens), 0), MAX(at) INTO used_requests, used_tokens, last_at\n    FROM :SCHEMA.rate_draws WHERE name = p_name AND key = p_key AND at > p_since;\n  IF (last_at IS NULL OR last_at <= p_now)\n     AND (p_requests IS NULL OR used_requests + p_take_requests <= p_requests)\n     AND (p_tokens IS NULL OR used_tokens + p_take_tokens <= p_tokens) THEN\n    INSERT INTO :SCHEMA.rate_draws (name, key, at, requests, tokens) VALUES (p_name, p_key, p_now, p_take_requests, p_take_tokens) RETURNING id INTO new_id;\n    RETURN new_id;\n  END IF;\n  RETURN NULL;\nEND\n$$;\n"
   },
   {
     "id": 17,

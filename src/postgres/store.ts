@@ -42,6 +42,7 @@ import { insertSignal } from './signals.ts';
 import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import * as schedules from './schedules.ts';
+import * as rateLimits from './rate-limits.ts';
 import { ackDeletions, claimDeletions, countTasks, deleteTasks } from './retention.ts';
 import { notify, subscribe } from './listen.ts';
 import { PostgresIdempotency } from './idempotency.ts';
@@ -96,6 +97,8 @@ import type {
   ScheduleRow,
   DebounceWrite,
   SingletonAnswer,
+  RateDraw,
+  RateDrawRequest,
 } from '../store.ts';
 
 export interface PostgresStoreOptions {
@@ -360,5 +363,13 @@ export class PostgresStore implements Store {
 
   deleteSchedule(id: string): Promise<boolean> {
     return schedules.deleteSchedule(this.#c, id);
+  }
+
+  drawRate(r: RateDrawRequest): Promise<RateDraw> {
+    return rateLimits.drawRate(this.#c, r);
+  }
+
+  settleRate(id: number, tokens: number): Promise<void> {
+    return rateLimits.settleRate(this.#c, id, tokens);
   }
 }

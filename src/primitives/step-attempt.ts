@@ -25,6 +25,7 @@ import { holdFor, pauseUntil, type Wait } from '../run/waits.ts';
 import { requiredApproval } from '../approvals/guard.ts';
 import { askOnExhausted } from './exhausted-ask.ts';
 import { parkRequest, recordedAsk } from './step-ask.ts';
+import { drawOrWait, reservationWait } from '../rate-limits/step-draw.ts';
 
 /** A wait until the next attempt of a step, with the row that records its attempts so far. */
 function retryWait(run: Run, c: StepCall<unknown>, wakeAt: number): Wait {
@@ -70,7 +71,10 @@ export async function executeStep<T>(run: Run, c: StepCall<T>): Promise<T> {
   const { clock, emit, hears } = run.deps;
   const { options, recorded } = c;
   const asked = resumeRecorded(run, c as StepCall<unknown>);
-  if (recorded?.status === 'retrying' && recorded.wakeAt !== null) await pauseUntil(run, recorded.wakeAt, retryWait(run, c, recorded.wakeAt), c.activity);
+  if (recorded?.status === 'retrying' && recorded.wakeAt !== null) {
+    const wait = c.reserved ? reservationWait(run, c as StepCall<unknown>, c.reserved) : retryWait(run, c, recorded.wakeAt);
+    await pauseUntil(run, recorded.wakeAt, wait, c.activity);
+  }
   if (asked && c.lastError) {
     const next = await askOnExhausted(run, c, c.lastError, true);
     if (!next.retry) return next.done;
@@ -94,6 +98,19 @@ export async function executeStep<T>(run: Run, c: StepCall<T>): Promise<T> {
       run.refuse();
       c.activity.idle();
       return parked<T>(run);
+    }
+    if (c.rate) {
+      // Drawn on the step's rate limit before each attempt; a full window means a wait first.
+      let waited: boolean;
+      try {
+        waited = await drawOrWait(run, c as StepCall<unknown>);
+      } catch (raw) {
+        c.attempt++;
+        const next = await attemptFailed(run, c, raw);
+        if (next === AGAIN) continue;
+        return next.done;
+      }
+      if (waited) continue;
     }
     c.attempt++;
     c.started = clock.now();

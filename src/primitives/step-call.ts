@@ -7,7 +7,8 @@
 import { StepFailedError, type NotSerializableError } from '../errors.ts';
 import { encodeError } from '../serialize.ts';
 import { encodeWithin } from '../limits.ts';
-import type { StepRow } from '../store.ts';
+import type { RateDraw, StepRow } from '../store.ts';
+import type { StepRate } from '../rate-limits/config.ts';
 import type { StepOptions } from '../api/step.ts';
 import type { RetryPolicy } from '../retry.ts';
 import type { Activity } from '../run/activity.ts';
@@ -44,6 +45,10 @@ export interface StepCall<T> extends AttemptCall<T> {
   policy: RetryPolicy;
   /** Attempts made before a person's `retry` decision (see `exhausted-ask.ts`): not counted by `policy`. */
   base: number;
+  /** What each attempt draws on the engine's rate limit (`rateLimit` option), or null. */
+  rate: StepRate | null;
+  /** A draw placed ahead of time that the next attempt uses (see `rate-limits/step-draw.ts`). */
+  reserved: RateDraw | undefined;
 }
 
 /** What every step event says of the attempt: task, step, the key it received, its number. */

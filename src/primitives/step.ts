@@ -18,6 +18,7 @@ import { atMostOnceStep } from '../idempotency/at-most-once.ts';
 import { COMPENSATE, inScope, lateHalt } from '../run/cleanup-scope.ts';
 import { redoSuffix } from '../failure/redo.ts';
 import { engineKey } from '../idempotency/keys.ts';
+import { recordedReservation, stepRateOf } from '../rate-limits/step-draw.ts';
 
 type StepFn = (s: StepContext) => PromiseLike<unknown> | unknown;
 
@@ -59,6 +60,8 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
       timeoutMs: undefined,
       policy: run.defaultRetry,
       base: 0,
+      rate: options.rateLimit === undefined ? null : stepRateOf(run, pos.stepId, options.rateLimit),
+      reserved: options.rateLimit === undefined ? undefined : recordedReservation(pos.recorded),
     };
   },
   start(run, c, activity) {

@@ -15,6 +15,7 @@
  */
 import { StepTimeoutError } from '../errors.ts';
 import type { Progress, StepContext } from '../api/step.ts';
+import type { RateLimitTicket } from '../api/rate-limits.ts';
 import { lateHalt } from './cleanup-scope.ts';
 import { runAsStep } from './step-scope.ts';
 import { coreOf, type RunCore } from './core.ts';
@@ -38,6 +39,8 @@ export interface AttemptCall<T> {
   inCleanup: boolean;
   /** A step of the code with a compensation (see {@link undoneLater}). */
   undoable: boolean;
+  /** The draw of this attempt on the step's rate limit (see `rate-limits/`), if it has one. */
+  ticket?: RateLimitTicket | undefined;
 }
 
 /** A promise or any other thenable (a query builder, a promise from another realm). */
@@ -141,6 +144,7 @@ function stepContext(run: RunCore, c: AttemptCall<unknown>, signal: AbortSignal)
     stepName: c.stepId,
     epoch: run.epoch,
     progress: (p: Progress) => run.progress.report(c.stepId, p),
+    rateLimit: c.ticket,
   });
 }
 

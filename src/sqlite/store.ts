@@ -25,6 +25,7 @@ import { insertSignal } from './signals.ts';
 import { listWorkflows, registerWorkflows } from './workflows.ts';
 import * as schedules from './schedules.ts';
 import * as keyed from './keyed-starts.ts';
+import * as rateLimits from './rate-limits.ts';
 import type { Transaction } from '../store/transactions.ts';
 import type { IdempotencyBackend } from '../store/idempotency.ts';
 import type { TaskStatus } from '../lifecycle.ts';
@@ -70,6 +71,8 @@ import type {
   ScheduleRow,
   DebounceWrite,
   SingletonAnswer,
+  RateDraw,
+  RateDrawRequest,
 } from '../store.ts';
 
 /** How long a migration that finds the file busy is tried again (see `SqliteStore.migrate`). */
@@ -368,5 +371,13 @@ export class SqliteStore implements Store {
 
   async deleteSchedule(id: string): Promise<boolean> {
     return schedules.deleteSchedule(this.#c, id);
+  }
+
+  async drawRate(r: RateDrawRequest): Promise<RateDraw> {
+    return rateLimits.drawRate(this.#c, r);
+  }
+
+  async settleRate(id: number, tokens: number): Promise<void> {
+    return rateLimits.settleRate(this.#c, id, tokens);
   }
 }

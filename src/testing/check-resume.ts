@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { toMs, type Duration } from '../duration.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type { Limits } from '../limits.ts';
+import type { RateLimits } from '../api/rate-limits.ts';
 import type { Observer } from '../observers.ts';
 import { openStore } from '../store-url.ts';
 import { isWorkflow, type Workflow } from '../workflow.ts';
@@ -80,6 +81,8 @@ export interface CheckResumeOptions<I = unknown> {
   observers?: readonly Observer[];
   /** Size limits, as for `new Engine({ limits })`. */
   limits?: Limits;
+  /** Rate limits the workflow's steps draw on, as for `new Engine({ rateLimits })`. */
+  rateLimits?: RateLimits;
   /**
    * Where each run's fresh, empty database is: a function returning a new store URL per call (a
    * new PostgreSQL schema: `postgres://…?schema=…`). Removing them afterwards is yours.
@@ -100,6 +103,7 @@ const OPTIONS = [
   'clock',
   'observers',
   'limits',
+  'rateLimits',
   'database',
   'timeout',
 ] as const satisfies readonly (keyof CheckResumeOptions)[];
@@ -365,7 +369,7 @@ function checkOptions<I>(workflow: unknown, options: CheckResumeOptions<I>): Che
     return made;
   };
   return {
-    settings: { workflow, input: options.input, answers: { signals, approvals, onWait: options.onWait }, observers, limits: options.limits, timeoutMs },
+    settings: { workflow, input: options.input, answers: { signals, approvals, onWait: options.onWait }, observers, limits: options.limits, rateLimits: options.rateLimits, timeoutMs },
     clock,
   };
 }

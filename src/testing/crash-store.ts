@@ -63,7 +63,7 @@ function rowWhat(r: StepRow): string {
     case 'failed':
       return `the failure of ${call}`;
     case 'retrying':
-      return `failed attempt ${r.attempts} of ${call}`;
+      return r.output?.startsWith('{"rateLimit"') ? `the rate-limit reservation of ${call}` : `failed attempt ${r.attempts} of ${call}`;
     case 'waiting':
       return `the start of ${call}`;
   }

@@ -15,6 +15,7 @@ import type { Clock } from '../clock.ts';
 import { Engine } from '../engine.ts';
 import { isFinished } from '../lifecycle.ts';
 import type { Limits } from '../limits.ts';
+import type { RateLimits } from '../api/rate-limits.ts';
 import type { Observer } from '../observers.ts';
 import type { Store } from '../store.ts';
 import { openStore } from '../store-url.ts';
@@ -52,6 +53,7 @@ export interface TrialSettings {
   answers: WorldAnswers;
   observers: readonly Observer[];
   limits: Limits | undefined;
+  rateLimits?: RateLimits | undefined;
   /** Real time the run may take before it counts as not finished. */
   timeoutMs: number;
 }
@@ -184,6 +186,7 @@ async function startProcess(s: TrialSettings, url: string, plan: CrashPlan | nul
     clock: processClock(s.clock, alive),
     observers: processObservers(s.observers, alive),
     ...(s.limits ? { limits: s.limits } : {}),
+    ...(s.rateLimits ? { rateLimits: s.rateLimits } : {}),
   });
   const w = engine.worker({ ...WORKER_OPTIONS, workerId });
   worker = w;

@@ -72,9 +72,10 @@ function durableTextResult<TOOLS extends ai.ToolSet>(r: SdkTextResult<TOOLS>): D
   };
 }
 
-function split<O extends ModelStepOptions>(options: O): [Omit<O, keyof ModelStepOptions>, ModelStepOptions] {
-  const { step, prices, ...rest } = options;
-  return [rest, { ...(step ? { step } : {}), ...(prices ? { prices } : {}) }];
+function split<O extends ModelStepOptions>(options: O): [Omit<O, keyof ModelStepOptions>, ModelStepOptions & { input?: unknown }] {
+  const { step, prices, rateLimit, ...rest } = options;
+  const input = { system: (rest as { system?: unknown }).system, prompt: (rest as { prompt?: unknown }).prompt, messages: (rest as { messages?: unknown }).messages };
+  return [rest, { ...(step ? { step } : {}), ...(prices ? { prices } : {}), ...(rateLimit !== undefined ? { rateLimit, input } : {}) }];
 }
 
 /**
@@ -202,9 +203,10 @@ const addTokens = (a: TokenCounts, b: TokenCounts): TokenCounts => ({
  * const { object } = await generateObject(ctx, 'extract', { model, schema: z.object({ title: z.string() }), prompt });
  */
 export function generateObject<T>(ctx: WorkflowContext, name: string, options: GenerateObjectOptions<T>): Promise<DurableObjectResult<T>> {
-  const { step, prices, repair, model, schema, system, prompt, messages, maxOutputTokens, temperature, headers } = options;
+  const { step, prices, repair, model, schema, system, prompt, messages, maxOutputTokens, temperature, headers, rateLimit } = options;
   const maxRepairs = repair?.maxAttempts ?? 2;
-  const engine: ModelStepOptions = { ...(step ? { step } : {}), ...(prices ? { prices } : {}) };
+  const limited = rateLimit !== undefined ? { rateLimit, input: { system, prompt, messages } } : {};
+  const engine: ModelStepOptions & { input?: unknown } = { ...(step ? { step } : {}), ...(prices ? { prices } : {}), ...limited };
   // A fallback or a supplied output is the object itself: no call was made, so nothing was spent.
   const given = (object: unknown): DurableObjectResult<T> => ({
     object: object as T,

@@ -58,7 +58,7 @@ export function durableModel(ctx: WorkflowContext, model: LanguageModelV3, optio
           ctx,
           name,
           inner.modelId,
-          { ...engine, ...(params.maxOutputTokens !== undefined ? { maxOutputTokens: params.maxOutputTokens } : {}), what: `durableModel("${name}")` },
+          { ...engine, ...(params.maxOutputTokens !== undefined ? { maxOutputTokens: params.maxOutputTokens } : {}), what: `durableModel("${name}")`, input: params.prompt },
           async (io) => {
             const r = await inner.doGenerate({ ...params, abortSignal: io.step.signal, headers: { ...params.headers, ...io.headers } });
             return { value: r, usage: tokensOfV3(r.usage), ...(r.response?.modelId ? { model: r.response.modelId } : {}) };
@@ -69,7 +69,7 @@ export function durableModel(ctx: WorkflowContext, model: LanguageModelV3, optio
           ctx,
           name,
           inner.modelId,
-          { ...engine, ...(params.maxOutputTokens !== undefined ? { maxOutputTokens: params.maxOutputTokens } : {}), streaming: true, what: `durableModel("${name}")` },
+          { ...engine, ...(params.maxOutputTokens !== undefined ? { maxOutputTokens: params.maxOutputTokens } : {}), streaming: true, what: `durableModel("${name}")`, input: params.prompt },
           async (io) => {
             const r = await inner.doStream({ ...params, abortSignal: io.step.signal, headers: { ...params.headers, ...io.headers } });
             const parts: StreamPart[] = [];

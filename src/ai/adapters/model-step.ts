@@ -16,6 +16,7 @@ import { meterOf } from '../metering/meter.ts';
 import { classifyProviderError } from './provider-errors.ts';
 import { estimateTokens, type PriceTable, type TokenCounts } from '../metering/usage.ts';
 import { openStream, type StreamWriter } from '../metering/stream-chunks.ts';
+import { usedTokens, withRateLimit, type ModelRateLimit } from './rate-estimate.ts';
 
 /** Options every model step takes beside the SDK's own. */
 export interface ModelStepOptions {
@@ -23,6 +24,14 @@ export interface ModelStepOptions {
   step?: StepOptions;
   /** Prices for this call's model, over the workflow's and {@link DEFAULT_PRICES}. */
   prices?: PriceTable;
+  /**
+   * A rate limit of the engine (`new Engine({ rateLimits })`) each attempt draws on: the limit's
+   * name, or `{ name, key }`. The draw takes one request and the call's expected tokens (the
+   * prompt's, estimated at 4 characters a token, plus `maxOutputTokens`, or 1024 when unset,
+   * capped at the limit), and is settled to the real usage after the call. See docs/rate-limits.md.
+   * @example { rateLimit: { name: 'openai', key: input.tenant } }
+   */
+  rateLimit?: ModelRateLimit;
 }
 
 /** What one attempt hands its call. */
@@ -70,6 +79,8 @@ export async function modelStep<T>(
     maxOutputTokens?: number;
     streaming?: boolean;
     what: string;
+    /** What the call sends (its prompt and messages): the rate limit's token estimate is made from it. */
+    input?: unknown;
     /**
      * The result made of a value given in place of a call: a skipped step's `fallback`, or an
      * output a person supplied when the step asked (`onExhausted`). Without it the value is
@@ -107,6 +118,8 @@ export async function modelStep<T>(
         // A stream the abort cut short ends quietly in some SDKs: not a result (see step-attempt.ts).
         if (s.signal.aborted) throw s.signal.reason;
       } catch (raw) {
+        const spentNow = typeof raw === 'object' && raw !== null ? (raw as { [SPENT]?: TokenCounts })[SPENT] : undefined;
+        if (spentNow) await s.rateLimit?.settle(usedTokens(spentNow));
         // Told to stop (a cancel, a worker stopping), not timed out: the attempt was cancelled.
         const cancelled = s.signal.aborted && !(isStepwiseError(s.signal.reason) && s.signal.reason.code === 'STEP_TIMEOUT');
         const error = classifyProviderError(raw, s.signal);
@@ -119,11 +132,12 @@ export async function modelStep<T>(
         });
         throw error;
       }
+      await s.rateLimit?.settle(usedTokens(result.usage));
       await stream?.finish();
       await meter.end(s.stepName, attempt, result.model ?? model, 'succeeded', result.usage, prices);
       return toFaithful(result.value);
     },
-    options.step,
+    withRateLimit(run, options.step, options.rateLimit, options.input, options.maxOutputTokens),
   );
   if (isFaithful(stored)) return fromFaithful<T>(stored);
   return options.given ? options.given(stored) : (stored as T);

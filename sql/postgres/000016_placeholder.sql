@@ -1,2 +1,0 @@
--- Placeholder on branch wt-start only: migration 16 belongs to another branch (assigned elsewhere).
--- The integrator drops this file when that branch's migration 16 is merged.
