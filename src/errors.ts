@@ -51,6 +51,9 @@ export {
 } from './errors/step.ts';
 export type { OutputIssue } from './errors/step.ts';
 
+// Child tasks
+export { ChildFailedError, ChildDepthExceededError } from './errors/child.ts';
+
 // How a task ended
 export { DeadlineExceededError, CompensationFailedError, TaskFailedError, TaskCancelledError, DwellTimeoutError } from './errors/task.ts';
 

@@ -81,7 +81,8 @@ export type { ApprovalEvent } from './approvals/events.ts';
 export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
 
 // Reading tasks: engine.get / list, the event log, model usage, live events
-export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage } from './task-info.ts';
+export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage, RelatedTaskInfo } from './task-info.ts';
+export type { ChildHandle, ChildOptions } from './api/child.ts';
 export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/metering/usage.ts';
 export type {
   TaskEvent,
@@ -174,6 +175,8 @@ export {
   DeadlineExceededError,
   CompensationFailedError,
   DwellTimeoutError,
+  ChildFailedError,
+  ChildDepthExceededError,
   LeaseLostError,
   WorkerStoppingError,
   SchemaMismatchError,

@@ -76,6 +76,9 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('deadlineAt', 'deadline_at', 'bigint', numOrNull, {}),
   c('hasCleanup', 'has_cleanup', 'boolean', bool, {}),
   c('redo', 'redo', 'text', strOrNull, {}),
+  c('parentId', 'parent_id', 'text', strOrNull),
+  c('rootId', 'root_id', 'text', strOrNull),
+  c('depth', 'depth', 'integer', num),
 ]);
 
 /** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */

@@ -97,7 +97,18 @@ export interface StepInfo {
 
 /** A task with its journal (`steps`) and its event log (`history`, oldest first). */
 /** A task with its journal, its event log and the approvals it asked for (oldest first). */
+/** A task's parent, or one of its children, as `engine.get()` names it. */
+export interface RelatedTaskInfo {
+  id: string;
+  workflow: string;
+  status: TaskStatus;
+}
+
 export type TaskInfo = TaskSummary & {
+  /** The task that started this one with `ctx.startChild` / `ctx.child`, or null. */
+  parent: RelatedTaskInfo | null;
+  /** The tasks this one started with `ctx.startChild` / `ctx.child`, oldest first (the first 1,000). */
+  children: RelatedTaskInfo[];
   steps: StepInfo[];
   history: TaskEvent[];
   approvals: ApprovalInfo[];

@@ -73,6 +73,8 @@ export interface StartResult {
 export interface ListOptions {
   status?: TaskStatus | readonly TaskStatus[];
   workflow?: string;
+  /** Only the children of this task (`ctx.startChild`). */
+  parent?: string;
   /** Page size, 1–1000. @defaultValue 50 */
   limit?: number;
   /** `nextCursor` of the previous page. */

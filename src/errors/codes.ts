@@ -60,6 +60,10 @@ export const ERROR_CODES = Object.freeze({
   RESUME_CHECK_FAILED: 'RESUME_CHECK_FAILED',
   /** `checkReplay` (stepwise-engine/testing): the current code does not replay a recorded task as it ran. */
   REPLAY_CHECK_FAILED: 'REPLAY_CHECK_FAILED',
+  /** A child task (`ctx.child`, `handle.result()`) failed or was cancelled: its id, code and message are on the error. */
+  CHILD_FAILED: 'CHILD_FAILED',
+  /** A child task would be deeper in its tree than `limits.childDepth` allows (runaway recursion). */
+  CHILD_DEPTH_EXCEEDED: 'CHILD_DEPTH_EXCEEDED',
 } as const);
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
@@ -109,4 +113,6 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   EVENT_REFUSED: 409,
   RESUME_CHECK_FAILED: 500,
   REPLAY_CHECK_FAILED: 500,
+  CHILD_FAILED: 409,
+  CHILD_DEPTH_EXCEEDED: 422,
 });

@@ -101,6 +101,41 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "3c936e34ceee5cc5",
     "sql": "-- stepwise_deletions  one row per deleted task, written in the deletion's transaction, until the\n--                     deletion has been reported to observers (`onTasksDeleted`). A deleted task\n--                     leaves no log of its own: this record is how a deletion whose process died\n--                     between its commit and its report still reaches the observers of another\n--                     process. `deliver_after`: until then the process that deleted the task (or\n--                     the one that claimed the record) reports it; after, any process may.\n\nCREATE TABLE stepwise_deletions (\n  id            INTEGER PRIMARY KEY AUTOINCREMENT,\n  task_id       TEXT NOT NULL,\n  workflow      TEXT NOT NULL,\n  status        TEXT NOT NULL,\n  reason        TEXT NOT NULL,\n  actor_kind    TEXT NOT NULL,\n  actor_id      TEXT NOT NULL,\n  at            INTEGER NOT NULL,\n  deliver_after INTEGER NOT NULL\n);\nCREATE INDEX stepwise_deletions_task ON stepwise_deletions (task_id);\nCREATE INDEX stepwise_deletions_due ON stepwise_deletions (deliver_after, id);\n"
+  },
+  {
+    "id": 15,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "de95e39c7c7127cb",
+    "sql": "-- Placeholder on branch wt-child only: migration 000015 belongs to another helper's branch. Delete this file when merging.\n"
+  },
+  {
+    "id": 16,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "629a360275b073c1",
+    "sql": "-- Placeholder on branch wt-child only: migration 000016 belongs to another helper's branch. Delete this file when merging.\n"
+  },
+  {
+    "id": 17,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "ef7e9709b16d001c",
+    "sql": "-- Placeholder on branch wt-child only: migration 000017 belongs to another helper's branch. Delete this file when merging.\n"
+  },
+  {
+    "id": 18,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "039fd80802e613bb",
+    "sql": "-- Placeholder on branch wt-child only: migration 000018 belongs to another helper's branch. Delete this file when merging.\n"
+  },
+  {
+    "id": 19,
+    "name": "child_tasks",
+    "breaking": false,
+    "checksum": "646d7a96185203e1",
+    "sql": "-- stepwise_tasks.parent_id  The task that started this one with `ctx.startChild` / `ctx.child`, or\n--                           NULL. When a task with a parent ends (succeeded, failed, cancelled),\n--                           the same transaction records a signal `child:<id>` to the parent (its\n--                           payload the child's status, output and error) and makes the parent due\n--                           if it waits for it.\n-- stepwise_tasks.root_id    The first task of the tree (the parent's root, or the parent), or NULL.\n-- stepwise_tasks.depth      0 for a task started from outside, the parent's depth + 1 for a child.\n\nALTER TABLE stepwise_tasks ADD COLUMN parent_id TEXT;\nALTER TABLE stepwise_tasks ADD COLUMN root_id TEXT;\nALTER TABLE stepwise_tasks ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;\nCREATE INDEX stepwise_tasks_parent ON stepwise_tasks (parent_id, id) WHERE parent_id IS NOT NULL;\n"
   }
 ];
 
@@ -203,5 +238,40 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "22dbd9c03928a43e",
     "sql": "-- deletions  one row per deleted task, written in the deletion's transaction, until the deletion\n--            has been reported to observers (`onTasksDeleted`). A deleted task leaves no log of its\n--            own: this record is how a deletion whose process died between its commit and its\n--            report still reaches the observers of another process. `deliver_after`: until then\n--            the process that deleted the task (or the one that claimed the record) reports it;\n--            after, any process may.\n\nCREATE TABLE :SCHEMA.deletions (\n  id            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n  task_id       TEXT COLLATE \"C\" NOT NULL,\n  workflow      TEXT NOT NULL,\n  status        TEXT NOT NULL,\n  reason        TEXT NOT NULL,\n  actor_kind    TEXT NOT NULL,\n  actor_id      TEXT NOT NULL,\n  at            BIGINT NOT NULL,\n  deliver_after BIGINT NOT NULL\n);\nCREATE INDEX deletions_task ON :SCHEMA.deletions (task_id);\nCREATE INDEX deletions_due ON :SCHEMA.deletions (deliver_after, id);\n"
+  },
+  {
+    "id": 15,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "de95e39c7c7127cb",
+    "sql": "-- Placeholder on branch wt-child only: migration 000015 belongs to another helper's branch. Delete this file when merging.\n"
+  },
+  {
+    "id": 16,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "629a360275b073c1",
+    "sql": "-- Placeholder on branch wt-child only: migration 000016 belongs to another helper's branch. Delete this file when merging.\n"
+  },
+  {
+    "id": 17,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "ef7e9709b16d001c",
+    "sql": "-- Placeholder on branch wt-child only: migration 000017 belongs to another helper's branch. Delete this file when merging.\n"
+  },
+  {
+    "id": 18,
+    "name": "placeholder",
+    "breaking": false,
+    "checksum": "039fd80802e613bb",
+    "sql": "-- Placeholder on branch wt-child only: migration 000018 belongs to another helper's branch. Delete this file when merging.\n"
+  },
+  {
+    "id": 19,
+    "name": "child_tasks",
+    "breaking": false,
+    "checksum": "4cafbef4643d5139",
+    "sql": "-- tasks.parent_id  The task that started this one with `ctx.startChild` / `ctx.child`, or NULL.\n--                  When a task with a parent ends (succeeded, failed, cancelled), the same\n--                  transaction records a signal `child:<id>` to the parent (its payload the\n--                  child's status, output and error), makes the parent due if it waits for it,\n--                  and wakes the workers.\n-- tasks.root_id    The first task of the tree (the parent's root, or the parent), or NULL.\n-- tasks.depth      0 for a task started from outside, the parent's depth + 1 for a child.\n-- Nullable columns and a constant default rewrite nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN parent_id TEXT;\nALTER TABLE :SCHEMA.tasks ADD COLUMN root_id TEXT;\nALTER TABLE :SCHEMA.tasks ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;\nCREATE INDEX tasks_parent ON :SCHEMA.tasks (parent_id, id) WHERE parent_id IS NOT NULL;\n"
   }
 ];

@@ -12,8 +12,8 @@ import { byKey } from './read.ts';
 function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; created: boolean } {
   const row = c
     .stmt(
-      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at, parent_id, root_id, depth)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     )
     .get(
@@ -28,6 +28,9 @@ function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; created: b
       task.createdAt,
       task.usage ?? null,
       task.deadlineAt ?? null,
+      task.parentId ?? null,
+      task.rootId ?? null,
+      task.depth ?? 0,
     ) as Raw | undefined;
   if (row) {
     // A new row's log is empty (a deleted task's key may be handed out again, but its log went with it).

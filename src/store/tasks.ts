@@ -21,6 +21,10 @@ export interface NewTask {
   status: TaskStatus;
   /** The initial `usage` column (a per-start budget), or null. */
   usage?: string | null;
+  /** A child task's parent, root and depth (see `TaskRow.parentId`); absent for a task started from outside. */
+  parentId?: string | null;
+  rootId?: string | null;
+  depth?: number;
   /** The log entry of its creation (seq 1), written with the row. */
   log: NewEvent;
   /** Announced to other processes if the task was created. */
@@ -31,6 +35,8 @@ export interface ListQuery {
   statuses?: readonly TaskStatus[];
   workflow?: string;
   limit: number;
+  /** Only the children of this task. */
+  parent?: string;
   /** Return tasks with ids below this one (ids are time-ordered; newest first). */
   before?: string;
 }

@@ -1,0 +1,1 @@
+-- Placeholder on branch wt-child only: migration 000015 belongs to another helper's branch. Delete this file when merging.

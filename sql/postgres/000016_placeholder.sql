@@ -1,0 +1,1 @@
+-- Placeholder on branch wt-child only: migration 000016 belongs to another helper's branch. Delete this file when merging.
