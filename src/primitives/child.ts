@@ -28,6 +28,7 @@ import { track } from '../run/activity.ts';
 import { haltOf } from '../run/state.ts';
 import { childEndSignal } from '../transitions.ts';
 import { step } from './step.ts';
+import { faultPoint } from '../fault-points.ts';
 import { waitForEvent } from './wait-for-event.ts';
 
 /** What the primitive needs of the Engine the run works for (the Engine, seen from below). */
@@ -92,7 +93,11 @@ export async function startChild(
   const children = childrenOf(run, host);
   let started: { id: string; workflow: string };
   try {
-    started = await step(run, options.name ?? `child:${workflowName}`, ({ idempotencyKey }) => host.startChildTask(run.task, workflow, input, `child:${idempotencyKey}`));
+    started = await step(run, options.name ?? `child:${workflowName}`, async ({ idempotencyKey }) => {
+      const answer = await host.startChildTask(run.task, workflow, input, `child:${idempotencyKey}`);
+      faultPoint('child:created'); // the child exists; the parent's checkpoint of its start does not
+      return { id: answer.id, workflow: answer.workflow };
+    });
   } catch (e) {
     // A start the engine refused (an unknown workflow, a bad input, too deep): its own coded error.
     if (e instanceof StepFailedError && isStepwiseError(e.cause) && REFUSALS.has(e.cause.code)) throw e.cause;
