@@ -457,6 +457,9 @@ for (const backend of backends) {
           deadlineAt: null,
           hasCleanup: false,
           redo: null,
+          parentId: null,
+          rootId: null,
+          depth: 0,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);
@@ -691,6 +694,48 @@ for (const backend of backends) {
         await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: other.id, name: 'something-else', payload: null, idempotencyKey: null, at: T0 + 50 });
         await store.transition(write(other, { event: 'park', to: 'waiting', guard: { epoch: other.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }));
         expect(await mustGet(store, other.id)).toMatchObject({ status: 'waiting', waitEvents: ['approved'], runAt: null });
+      });
+
+      it("insertTask keeps a child task's parent, root and depth; listTasks({ parent }) lists only that parent's children", async () => {
+        const parent = (await store.insertTask(newTask(ns))).task;
+        const a = (await store.insertTask(newTask(ns, { parentId: parent.id, rootId: parent.id, depth: 1 }))).task;
+        const b = (await store.insertTask(newTask(ns, { parentId: a.id, rootId: parent.id, depth: 2 }))).task;
+        expect(a).toMatchObject({ parentId: parent.id, rootId: parent.id, depth: 1 });
+        expect(await mustGet(store, b.id)).toMatchObject({ parentId: a.id, rootId: parent.id, depth: 2 });
+        expect((await store.listTasks({ parent: parent.id, limit: 10 })).map((t) => t.id)).toEqual([a.id]);
+        expect((await store.listTasks({ parent: a.id, limit: 10 })).map((t) => t.id)).toEqual([b.id]);
+        expect(await store.listTasks({ parent: b.id, limit: 10 })).toEqual([]);
+      });
+
+      it('a transition that finishes a child records its end as a signal to the parent in the same write and makes the waiting parent due, once', async () => {
+        const parent = await claimedTask(store, ns);
+        const name = `child:${ns.id()}`;
+        await store.transition(write(parent, { event: 'park', to: 'waiting', guard: { epoch: parent.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: [name] } }));
+        const child = await claimedTask(store, ns, { parentId: parent.id, rootId: parent.id, depth: 1 });
+        const end = (at: number) =>
+          write(child, {
+            event: 'complete',
+            to: 'succeeded',
+            guard: { epoch: child.epoch },
+            at,
+            set: { clearLease: true, output: '{"n":2}', finishedAt: at },
+            parentSignal: { taskId: parent.id, name },
+          });
+        // Through a batch with another end (PostgreSQL groups end-of-run transitions): the signal goes with it.
+        const other = await claimedTask(store, ns);
+        const otherEnd = write(other, { event: 'complete', to: 'succeeded', guard: { epoch: other.epoch }, at: T0 + 200, set: { clearLease: true, output: 'null', finishedAt: T0 + 200 } });
+        const [done, otherDone] = await store.writeBatch([end(T0 + 200), otherEnd]);
+        expect(done).toMatchObject({ status: 'succeeded' });
+        expect(otherDone).toMatchObject({ status: 'succeeded' });
+        expect(await store.getSignals(other.id)).toEqual([]);
+        const signals = await store.getSignals(parent.id);
+        expect(signals.map((s) => [s.name, JSON.parse(s.payload as string), s.idempotencyKey])).toEqual([[name, { status: 'succeeded', output: { n: 2 }, error: null }, name]]);
+        expect(await mustGet(store, parent.id)).toMatchObject({ status: 'waiting', runAt: T0 + 200 });
+        const received = (await store.getEvents(parent.id)).filter((e) => e.type === 'signal:received');
+        expect(received.map((e) => [e.actorKind, e.actorId])).toEqual([['system', `task:${child.id}`]]);
+        // A write the guard refuses sends nothing.
+        expect(await store.transition(end(T0 + 300))).toBeNull();
+        expect(await store.getSignals(parent.id)).toHaveLength(1);
       });
     });
 

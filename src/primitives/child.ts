@@ -23,8 +23,6 @@ import type { SerializedError } from '../serialize.ts';
 import type { ChildHandle, ChildOptions } from '../api/child.ts';
 import type { Workflow } from '../workflow.ts';
 import type { Run } from '../run/run.ts';
-import { coreOf } from '../run/core.ts';
-import { track } from '../run/activity.ts';
 import { haltOf } from '../run/state.ts';
 import { childEndSignal } from '../transitions.ts';
 import { step } from './step.ts';
@@ -149,8 +147,9 @@ async function settleChildren(run: Run, engine: object | undefined): Promise<voi
   const children = CHILDREN.get(run);
   if (!children || haltOf(run.state) !== null || !engine) return;
   const cancel = (id: string): boolean => children.onParentEnd.get(id) !== 'abandon';
-  // Counted as live work: the run must not take itself to be idle while the children end.
-  await track(coreOf(run), () => endChildren(engine as ChildHost, run.taskId, cancel, `its parent task ${run.taskId} ended`), undefined);
+  // (Should the run take itself to be idle meanwhile, because the code left a wait registered, it
+  // parks on that wait; its next run returns here again and finds the children ended.)
+  await endChildren(engine as ChildHost, run.taskId, cancel, `its parent task ${run.taskId} ended`);
 }
 
 /**
