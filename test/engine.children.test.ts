@@ -49,21 +49,26 @@ describe('child tasks', () => {
     expect((await engine.get(id)).children.map((c) => c.id)).toEqual(out.ids);
   });
 
-  it('Promise.all over 200 ctx.child calls fans out and back in, each child started once', async () => {
-    const parent = workflow('fan-out', async (ctx, input: { count: number }) => {
-      const items = Array.from({ length: input.count }, (_, i) => i);
-      const outs = await Promise.all(items.map((n) => ctx.child(double, { n })));
-      return outs.reduce((a, b) => a + b, 0);
-    });
-    const engine = makeEngine({ workflows: [parent, double] });
-    await startWorker(engine, { concurrency: 16 });
-    const { id } = await engine.start(parent, { count: 200 });
-    expect(await engine.result(id, { timeout: 120_000 })).toBe(2 * ((199 * 200) / 2));
-    const info = await engine.get(id);
-    expect(info.children).toHaveLength(200);
-    expect(new Set(info.children.map((c) => c.id)).size).toBe(200);
-    expect(info.children.every((c) => c.status === 'succeeded')).toBe(true);
-  }, 120_000);
+  it.each([200, 1000])(
+    'Promise.all over %i ctx.child calls fans out and back in, each child started once',
+    async (n) => {
+      const parent = workflow('fan-out', async (ctx, input: { count: number }) => {
+        const items = Array.from({ length: input.count }, (_, i) => i);
+        const outs = await Promise.all(items.map((i) => ctx.child(double, { n: i })));
+        return outs.reduce((a, b) => a + b, 0);
+      });
+      const engine = makeEngine({ workflows: [parent, double] });
+      await startWorker(engine, { concurrency: 16 });
+      const { id } = await engine.start(parent, { count: n });
+      expect(await engine.result(id, { timeout: 120_000 })).toBe(n * (n - 1));
+      const info = await engine.get(id);
+      expect(info.children).toHaveLength(n);
+      expect(new Set(info.children.map((c) => c.id)).size).toBe(n);
+      expect(info.children.every((c) => c.status === 'succeeded')).toBe(true);
+      expect((await engine.count({ workflow: 'double' })).succeeded).toBe(n);
+    },
+    120_000,
+  );
 
   it('a failed child is a ChildFailedError in the parent, with the child id, code and message', async () => {
     const failing = workflow('failing', async (ctx) => {
