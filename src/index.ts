@@ -82,7 +82,7 @@ export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
 
 // Reading tasks: engine.get / list, the event log, model usage, live events
 export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage, RelatedTaskInfo } from './task-info.ts';
-export type { ChildHandle, ChildOptions } from './api/child.ts';
+export type { ChildHandle, ChildOptions, ChildrenOptions } from './api/child.ts';
 export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/metering/usage.ts';
 export type {
   TaskEvent,

@@ -19,7 +19,7 @@ import { checkDwell } from './dwell/types.ts';
 import { resolveRetention, type RetentionPolicy } from './retention/policy.ts';
 import { declaredSchedule } from './schedules/definition.ts';
 import type { WorkflowSchedule } from './api/schedules.ts';
-import type { ChildHandle, ChildOptions } from './api/child.ts';
+import type { ChildHandle, ChildOptions, ChildrenOptions } from './api/child.ts';
 
 declare module './run/run.ts' {
   /** The workflow options that features read on a run (model calls: `ai/meter.ts`). */
@@ -137,6 +137,14 @@ export interface WorkflowContext {
    * const answers = await Promise.all(questions.map((q) => ctx.child(researcher, { q })));
    */
   child<I, O, In>(workflow: Workflow<I, O, In> | string, input: In, options?: ChildOptions): Promise<O>;
+  /**
+   * One child task of `workflow` per input, at most `concurrency` running at once (the next starts
+   * when one ends; starts made together are written together): their outputs in input order.
+   * Throws the first ChildFailedError; children not started by then are not started.
+   * @example
+   * const answers = await ctx.children(researcher, questions.map((q) => ({ q })), { concurrency: 10 });
+   */
+  children<I, O, In>(workflow: Workflow<I, O, In> | string, inputs: readonly In[], options?: ChildrenOptions): Promise<O[]>;
 }
 
 /** Usage a step reports itself (see {@link WorkflowContext.usage}). */

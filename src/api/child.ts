@@ -30,3 +30,12 @@ export interface ChildHandle<O = unknown> {
    */
   result(): Promise<O>;
 }
+
+/** Options of `ctx.children`: those of each child, and how many run at once. */
+export interface ChildrenOptions extends ChildOptions {
+  /**
+   * How many of the children are started and not yet ended at once (across all workers): the next
+   * starts when one ends. @defaultValue all of them
+   */
+  concurrency?: number;
+}
