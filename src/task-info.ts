@@ -95,15 +95,18 @@ export interface StepInfo {
   epoch: number;
 }
 
-/** A task with its journal (`steps`) and its event log (`history`, oldest first). */
-/** A task with its journal, its event log and the approvals it asked for (oldest first). */
 /** A task's parent, or one of its children, as `engine.get()` names it. */
 export interface RelatedTaskInfo {
+  /** Its id. */
   id: string;
+  /** Its workflow. */
   workflow: string;
+  /** Its status when read. */
   status: TaskStatus;
 }
 
+/** A task with its journal (`steps`) and its event log (`history`, oldest first). */
+/** A task with its journal, its event log and the approvals it asked for (oldest first). */
 export type TaskInfo = TaskSummary & {
   /** The task that started this one with `ctx.startChild` / `ctx.child`, or null. */
   parent: RelatedTaskInfo | null;

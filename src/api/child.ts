@@ -21,7 +21,9 @@ export interface ChildOptions {
 
 /** A started child task: its id, and its output once it ends. */
 export interface ChildHandle<O = unknown> {
+  /** The child task's id (`engine.get(id)`). */
   readonly id: string;
+  /** The child's workflow. */
   readonly workflow: string;
   /**
    * Waits (parked: no worker slot held) for the child to end: its output once it succeeds;

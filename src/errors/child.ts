@@ -12,11 +12,15 @@ import { StepwiseError } from './base.ts';
  * child's error as stored). Not retried by itself: catch it to go on without that child.
  */
 export class ChildFailedError extends StepwiseError {
+  /** The child task's id. */
   readonly childId: string;
+  /** The child's workflow. */
   readonly childWorkflow: string;
+  /** How the child ended. */
   readonly childStatus: 'failed' | 'cancelled';
   /** The code of the child's error (`TASK_CANCELLED` for a cancelled child), or null. */
   readonly childCode: string | null;
+  /** The message of the child's error. */
   readonly childMessage: string;
   constructor(child: { id: string; workflow: string; status: 'failed' | 'cancelled'; code: string | null; message: string }, cause?: unknown) {
     super(
@@ -35,8 +39,11 @@ export class ChildFailedError extends StepwiseError {
 
 /** A child would be deeper than `limits.childDepth` (default 16): its start fails the parent's call. */
 export class ChildDepthExceededError extends StepwiseError {
+  /** The task whose call would have started the child. */
   readonly parentId: string;
+  /** The depth the child would have had. */
   readonly depth: number;
+  /** `limits.childDepth`. */
   readonly limit: number;
   constructor(parentId: string, workflow: string, depth: number, limit: number) {
     super(
