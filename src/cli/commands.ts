@@ -8,6 +8,7 @@ import { by, int, keyOption, need, parseJson, str, withEngine, type CommandConte
 import { bold, colorStatus, dim, time } from './style.ts';
 import { taskDetail, taskTable } from './format.ts';
 import { LiveBlock, taskItem, usageSoFar } from './live.ts';
+import { readTree, treeLines } from './tree.ts';
 
 export async function start(ctx: CommandContext): Promise<void> {
   const name = need(ctx, 0, 'workflow name (stepwise start <workflow> --input JSON)');
@@ -113,6 +114,7 @@ export async function ls(ctx: CommandContext): Promise<void> {
     const page = await engine.list({
       ...(statuses ? { status: statuses as TaskStatus[] } : {}),
       ...(str(ctx.options, 'workflow') ? { workflow: str(ctx.options, 'workflow') } : {}),
+      ...(str(ctx.options, 'parent') ? { parent: str(ctx.options, 'parent') } : {}),
       ...(int(ctx, 'limit') ? { limit: int(ctx, 'limit') } : {}),
       ...(str(ctx.options, 'cursor') ? { cursor: str(ctx.options, 'cursor') } : {}),
     });
@@ -126,7 +128,8 @@ export async function show(ctx: CommandContext): Promise<void> {
   const id = need(ctx, 0, 'task id (stepwise show <id>)');
   await withEngine(ctx, async (engine) => {
     const t = await engine.get(id);
-    ctx.out(ctx.json ? JSON.stringify(t) : taskDetail(t));
+    if (ctx.json) return ctx.out(JSON.stringify(t));
+    ctx.out([taskDetail(t), ...treeLines(t, await readTree(engine, t))].join('\n'));
   });
 }
 

@@ -26,9 +26,9 @@ Commands:
   start <workflow> --inputs FILE.jsonl|- [--key-field F]
                              create one task per line (each line a task's input), in one batch;
                              --key-field takes each task's idempotency key from that field of its input
-  ls [--status S[,S]] [--workflow W] [--limit N] [--cursor C]
+  ls [--status S[,S]] [--workflow W] [--parent ID] [--limit N] [--cursor C]
                              list tasks, newest first
-  show <id>                  a task: steps (status, attempts, durations) and its timeline
+  show <id>                  a task: steps (status, attempts, durations), its timeline, its tree of child tasks
   explain <id>               why a task is (not) moving
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
   retry <id> [--from-step S] run a failed task again from the failed step (or from step S)
@@ -95,7 +95,7 @@ const COMMANDS: Record<string, Command> = {
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   worker: ['concurrency', 'claim-batch', 'lease-ms', 'heartbeat-ms', 'poll-ms', 'grace-ms', 'workflows', 'worker-id', 'quiet', 'log'],
   start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as'],
-  ls: ['status', 'workflow', 'limit', 'cursor'],
+  ls: ['status', 'workflow', 'parent', 'limit', 'cursor'],
   show: [],
   explain: [],
   cancel: ['reason', 'as'],
@@ -139,6 +139,7 @@ const OPTIONS = {
   workflows: { type: 'string' },
   limit: { type: 'string' },
   cursor: { type: 'string' },
+  parent: { type: 'string' },
   reason: { type: 'string' },
   data: { type: 'string' },
   concurrency: { type: 'string' },
