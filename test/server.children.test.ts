@@ -27,4 +27,21 @@ describe('HTTP API: child tasks', () => {
     const bad = await call(server, 'GET', '/api/tasks?parent=', { as: 'oscar' });
     expect(bad.status).toBe(400);
   });
+
+  it("the dashboard's task page links a task's parent and its children, with their statuses", async () => {
+    const engine = makeEngine({ workflows: [root, leaf] });
+    const server = createServer(engine, { tokens: TOKENS });
+    await startWorker(engine);
+    const { id } = await engine.start(root);
+    await engine.result(id);
+    const children = (await engine.get(id)).children;
+    const page = (await call(server, 'GET', `/tasks/${id}`, { as: 'oscar' })).body as string;
+    expect(page).toContain('<h2>Child tasks</h2>');
+    for (const c of children) expect(page).toMatch(new RegExp(`<li data-child="${c.id}"><a href="/tasks/${c.id}">.*http-leaf.*s-succeeded`));
+    const childPage = (await call(server, 'GET', `/tasks/${children[0]?.id}`, { as: 'oscar' })).body as string;
+    expect(childPage).toMatch(new RegExp(`Parent: <a href="/tasks/${id}">.*http-root`));
+    const plain = await engine.start(leaf, { n: 0 });
+    await engine.result(plain.id);
+    expect((await call(server, 'GET', `/tasks/${plain.id}`, { as: 'oscar' })).body).not.toContain('Child tasks');
+  });
 });

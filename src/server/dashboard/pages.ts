@@ -100,6 +100,7 @@ ${usageFacts(t)}${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${tim
 <p class="flash" id="flash" role="status"></p>
 ${t.machine ? machineSection(t.id, t.machine, d) : ''}
 ${approvalsSection(d)}
+${treeSection(t)}
 <h2>Steps</h2>
 ${timeline(t, d.now)}
 <div class="io"><div><h3>Input</h3><pre>${json(t.input)}</pre></div>
@@ -110,6 +111,16 @@ ${lifecycleSvg(t.status)}
 <h2>Event log</h2>
 ${eventLog(t.history)}
 </section>`;
+}
+
+/** A task's parent and its child tasks, each linked to its page, with its status. */
+function treeSection(t: TaskInfo): string {
+  if (!t.parent && !t.children.length) return '';
+  const link = (r: { id: string; workflow: string; status: string }): string =>
+    `<a href="/tasks/${encodeURIComponent(r.id)}"><span class="id">${esc(r.id)}</span></a> ${esc(r.workflow)} ${badge(r.status)}`;
+  const parent = t.parent ? `<p class="parent">Parent: ${link(t.parent)}</p>` : '';
+  const children = t.children.length ? `<ul class="children">${t.children.map((c) => `<li data-child="${esc(c.id)}">${link(c)}</li>`).join('\n')}</ul>` : '';
+  return `<h2>Child tasks</h2><section class="tree">${parent}${children}</section>`;
 }
 
 /** A state machine's task: its state, the events it takes (buttons), its diagram, its states so far. */
