@@ -155,3 +155,37 @@ describe('child tasks', () => {
     await expect(engine.list({ parent: '' })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
   });
 });
+
+describe('child tasks: retrying the parent', () => {
+  it('a retry reuses finished children; a retry fromStep of the start starts a new child', async () => {
+    const attempts = { n: 0 };
+    const flaky = workflow('flaky-child', async (ctx) =>
+      ctx.step('try', () => {
+        attempts.n++;
+        if (attempts.n < 3) throw Object.assign(new Error(`attempt ${attempts.n} failed`), { retryable: false });
+        return 'ok';
+      }),
+    );
+    const parent = workflow('retried-parent', async (ctx) => {
+      const first = await ctx.child(double, { n: 4 }, { name: 'stable' });
+      const second = await ctx.child(flaky, undefined, { name: 'flaky' });
+      return { first, second };
+    });
+    const engine = makeEngine({ workflows: [parent, double, flaky] });
+    await startWorker(engine);
+    const { id } = await engine.start(parent);
+    await waitForStatus(engine, id, 'failed');
+    // A plain retry replays the recorded ends: the failed child's failure again, no new child.
+    await engine.retry(id);
+    await waitForStatus(engine, id, 'failed');
+    expect((await engine.get(id)).children).toHaveLength(2);
+    expect(attempts.n).toBe(1);
+    // From the failed child's start: a new child of that call (the first child is reused).
+    await engine.retry(id, { fromStep: 'flaky' });
+    await waitForStatus(engine, id, 'failed');
+    await engine.retry(id, { fromStep: 'flaky' });
+    expect(await engine.result(id)).toEqual({ first: 8, second: 'ok' });
+    const children = (await engine.get(id)).children;
+    expect(children.map((c) => `${c.workflow}:${c.status}`)).toEqual(['double:succeeded', 'flaky-child:failed', 'flaky-child:failed', 'flaky-child:succeeded']);
+  });
+});

@@ -5,8 +5,9 @@
  * calls of the parent and nothing new in the kernel.
  *
  * - The start is a step (`child:<workflow>` unless named) whose function starts the child with an
- *   idempotency key derived from the step's own (`child:v1:<parent>:<step>#<n>`): a crash between
- *   the child's creation and the step's checkpoint finds the same child on the next run.
+ *   idempotency key derived from the step's own (`child:v1:<parent>:<step>#<n>`, `:retry<n>` after
+ *   the parent's n-th retry): a crash between the child's creation and the step's checkpoint finds
+ *   the same child on the next run.
  * - The wait for its end is an event wait on `child:<id>`: the child's last transition records that
  *   signal to the parent in the same transaction (see `TransitionWrite.parentSignal`), with the
  *   child's status, output and error as its payload, and makes the parent due. Until then the
@@ -92,7 +93,10 @@ export async function startChild(
   let started: { id: string; workflow: string };
   try {
     started = await step(run, options.name ?? `child:${workflowName}`, async ({ idempotencyKey }) => {
-      const answer = await host.startChildTask(run.task, workflow, input, `child:${idempotencyKey}`);
+      // A retry of the parent that runs this call again (`fromStep`) starts a new child: the old one
+      // ended, and its end was received. Within one retry, every run finds the same child.
+      const generation = run.task.retries ? `:retry${run.task.retries}` : '';
+      const answer = await host.startChildTask(run.task, workflow, input, `child:${idempotencyKey}${generation}`);
       faultPoint('child:created'); // the child exists; the parent's checkpoint of its start does not
       return { id: answer.id, workflow: answer.workflow };
     });
