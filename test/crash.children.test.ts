@@ -63,4 +63,41 @@ describe.each(stores)('child tasks on $name (real processes, SIGKILL)', ({ url: 
     },
     90_000,
   );
+
+  it('the worker running a child is killed mid-step: the child resumes on another worker and the parent gets every output', async () => {
+    const url = makeUrl();
+    const log = join(tempDir(), 'steps.log');
+    process.env.STEPWISE_TEST_LOG = log;
+    const parents = new Engine({ store: url, workflows: [crashParent] });
+    const children = new Engine({ store: url, workflows: [crashLeaf] });
+    try {
+      await parents.ready();
+      const parentWorker = parents.worker({ ...FAST, concurrency: 2 });
+      await parentWorker.start();
+      const { id } = await parents.start(crashParent, { n: N });
+      // The children run in a worker process that dies in the middle of a child's step `b`.
+      const a = spawnCli(['worker', 'test/fixtures/child-leaf-workflows.ts', '--db', url, '--lease-ms', '1500', '--heartbeat-ms', '250', '--poll-ms', '50'], {
+        STEPWISE_TEST_LOG: log,
+        STEPWISE_TEST_KILL_AT: 'leaf:b',
+      });
+      const exit = await a.exited;
+      expect(exit.signal, `the children's worker should die in step b; its output:\n${a.output()}`).toBe('SIGKILL');
+      const leafWorker = children.worker({ ...FAST, leaseMs: 1500, concurrency: 8 });
+      await leafWorker.start();
+      expect(await parents.result(id, { timeout: '60s' })).toBe(((N * (N - 1)) / 2) * 10);
+      await leafWorker.stop();
+      await parentWorker.stop();
+      const info = await parents.get(id);
+      expect(info.children).toHaveLength(N);
+      // No child was started twice; the dead worker recorded only steps `a` (it died in a `b`).
+      expect((await parents.list({ workflow: 'crash-leaf', limit: 100 })).tasks).toHaveLength(N);
+      const leafSteps = readLog(log).filter((l) => l.event === 'leaf-step');
+      expect(leafSteps).toHaveLength(2 * N);
+      expect(new Set(leafSteps.map((l) => l.key)).size).toBe(2 * N);
+      expect(leafSteps.filter((l) => l.pid === a.pid).every((l) => l.key.endsWith(':a#1'))).toBe(true);
+    } finally {
+      await children.close();
+      await parents.close();
+    }
+  }, 90_000);
 });
