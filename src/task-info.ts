@@ -58,6 +58,11 @@ interface TaskSummaryBase {
 export interface TaskUsage {
   total: UsageTotals;
   steps: Record<string, UsageTotals>;
+  /**
+   * `engine.get()` of a task with child tasks: the usage of every task below it (its children,
+   * theirs, …), added up; the task's own is `total`.
+   */
+  children?: UsageTotals;
   budget?: Budget;
 }
 

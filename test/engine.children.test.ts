@@ -189,3 +189,42 @@ describe('child tasks: retrying the parent', () => {
     expect(children.map((c) => `${c.workflow}:${c.status}`)).toEqual(['double:succeeded', 'flaky-child:failed', 'flaky-child:failed', 'flaky-child:succeeded']);
   });
 });
+
+describe('child tasks: usage', () => {
+  it("engine.get adds up the model usage of every task below a task as usage.children (the task's own stays total)", async () => {
+    const prices = { m: { input: 1, output: 2 } };
+    const leaf = workflow(
+      'usage-leaf',
+      async (ctx) =>
+        ctx.step('call', async (s) => {
+          await ctx.usage(s, { model: 'm', inputTokens: 1_000_000, outputTokens: 500_000 });
+          return 1;
+        }),
+      { prices },
+    );
+    const middle = workflow(
+      'usage-middle',
+      async (ctx) => {
+        await ctx.step('call', async (s) => {
+          await ctx.usage(s, { model: 'm', inputTokens: 100_000, outputTokens: 50_000 });
+        });
+        return ctx.child(leaf, undefined);
+      },
+      { prices },
+    );
+    const root = workflow('usage-root', async (ctx) => ctx.children(middle, [undefined, undefined]));
+    const engine = makeEngine({ workflows: [root, middle, leaf] });
+    await startWorker(engine, { concurrency: 4 });
+    const { id } = await engine.start(root);
+    await engine.result(id);
+    const info = await engine.get(id);
+    expect(info.usage?.total.totalTokens).toBe(0);
+    expect(info.usage?.children).toMatchObject({ totalTokens: 2 * 150_000 + 2 * 1_500_000, attempts: 4 });
+    expect(info.usage?.children?.costUsd).toBeCloseTo(2 * 0.2 + 2 * 2, 9);
+    const m = await engine.get(info.children[0]?.id as string);
+    expect(m.usage?.total.totalTokens).toBe(150_000);
+    expect(m.usage?.children).toMatchObject({ totalTokens: 1_500_000, attempts: 1 });
+    const l = await engine.get(m.children[0]?.id as string);
+    expect(l.usage?.children).toBeUndefined();
+  });
+});

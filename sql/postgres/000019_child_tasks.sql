@@ -11,3 +11,4 @@ ALTER TABLE :SCHEMA.tasks ADD COLUMN parent_id TEXT;
 ALTER TABLE :SCHEMA.tasks ADD COLUMN root_id TEXT;
 ALTER TABLE :SCHEMA.tasks ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX tasks_parent ON :SCHEMA.tasks (parent_id, id) WHERE parent_id IS NOT NULL;
+CREATE INDEX tasks_root ON :SCHEMA.tasks (root_id, id) WHERE root_id IS NOT NULL;

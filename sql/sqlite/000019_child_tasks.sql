@@ -10,3 +10,4 @@ ALTER TABLE stepwise_tasks ADD COLUMN parent_id TEXT;
 ALTER TABLE stepwise_tasks ADD COLUMN root_id TEXT;
 ALTER TABLE stepwise_tasks ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX stepwise_tasks_parent ON stepwise_tasks (parent_id, id) WHERE parent_id IS NOT NULL;
+CREATE INDEX stepwise_tasks_root ON stepwise_tasks (root_id, id) WHERE root_id IS NOT NULL;

@@ -10,6 +10,7 @@ import type { Store, TaskRow } from '../store.ts';
 import type { Workflow } from '../workflow.ts';
 import { planStart, startResult, type StartAnswer } from '../start-plan.ts';
 import { startContext, type StartDeps } from './start.ts';
+import { emptyTotals, parseSummary, type UsageTotals } from '../ai/metering/usage.ts';
 
 /** What `engine.get()` shows of a task's parent or of one of its children. */
 export interface RelatedTask {
@@ -52,6 +53,32 @@ export async function parentOf(store: Store, row: TaskRow): Promise<RelatedTask 
   if (!row.parentId) return null;
   const parent = await store.getTask(row.parentId);
   return parent ? related(parent) : null;
+}
+
+/** The most tasks of a tree read to add up the usage below a task. */
+const TREE_READ = 10_000;
+
+/**
+ * The model usage of every task below `row` in its tree (its children, theirs, …), added up; null
+ * when it has no children. Read in one query of the tree (by `root_id`), at most {@link TREE_READ} tasks.
+ */
+export async function usageBelow(store: Store, row: TaskRow, hasChildren: boolean): Promise<UsageTotals | null> {
+  if (!hasChildren) return null;
+  const tree = await store.listTasks({ root: row.rootId ?? row.id, limit: TREE_READ });
+  const byParent = new Map<string, TaskRow[]>();
+  for (const t of tree) if (t.parentId) byParent.set(t.parentId, [...(byParent.get(t.parentId) ?? []), t]);
+  const sum = emptyTotals();
+  const queue = [...(byParent.get(row.id) ?? [])];
+  while (queue.length) {
+    const t = queue.pop() as TaskRow;
+    if (t.usage) addTotals(sum, parseSummary(t.usage).total);
+    queue.push(...(byParent.get(t.id) ?? []));
+  }
+  return sum;
+}
+
+function addTotals(into: UsageTotals, t: UsageTotals): void {
+  for (const k of Object.keys(into) as Array<keyof UsageTotals>) into[k] += t[k];
 }
 
 function related(t: TaskRow): RelatedTask {

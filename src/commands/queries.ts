@@ -13,7 +13,8 @@ import { machineInfo } from '../machine/read.ts';
 import { toApprovalInfo } from '../approvals/info.ts';
 import { taskRow, type CommandContext } from './context.ts';
 import type { CountOptions, ListOptions, ListResult } from './options.ts';
-import { childrenOf, parentOf } from './children.ts';
+import { childrenOf, parentOf, usageBelow } from './children.ts';
+import { emptyTotals } from '../ai/metering/usage.ts';
 
 /** Refuses a status that is not one of the lifecycle's. */
 function checkStatuses(statuses: readonly unknown[]): void {
@@ -34,8 +35,11 @@ export async function getTask(ctx: CommandContext, id: string, options: { steps?
   ]);
   const machine = machineInfo(row, steps);
   const [parent, children] = await Promise.all([parentOf(store, row), childrenOf(store, id)]);
+  const below = await usageBelow(store, row, children.length > 0);
+  const summary = toSummary(row);
   return {
-    ...toSummary(row),
+    ...summary,
+    ...(below ? { usage: { ...(summary.usage ?? { total: emptyTotals(), steps: {} }), children: below } } : {}),
     parent,
     children,
     steps: steps.map((s) => toStepInfo(s, row.redo)),

@@ -31,6 +31,7 @@ export function taskListTerms(q: ListQuery, p: SqlParams): string[] {
   if (q.statuses?.length) where.push(`status IN (${statusLiterals(q.statuses)})`);
   if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
   if (q.parent !== undefined) where.push(`parent_id = ${p.add(q.parent, 'text')}`);
+  if (q.root !== undefined) where.push(`root_id = ${p.add(q.root, 'text')}`);
   if (q.before !== undefined) where.push(`id < ${p.add(q.before, 'text')}`);
   return where;
 }

@@ -37,6 +37,8 @@ export interface ListQuery {
   limit: number;
   /** Only the children of this task. */
   parent?: string;
+  /** Only the tasks of this tree below its first task (`root_id`). */
+  root?: string;
   /** Return tasks with ids below this one (ids are time-ordered; newest first). */
   before?: string;
 }

@@ -152,7 +152,10 @@ function usageFacts(t: TaskSummary): string {
   const u = t.usage;
   if (!u) return '';
   const budget = u.budget ? [u.budget.tokens !== undefined ? `${tokens(u.budget.tokens)} tokens` : '', u.budget.usd !== undefined ? usd(u.budget.usd) : ''].filter(Boolean).join(', ') : '';
-  return `<dt>Tokens</dt><dd class="usage-total" data-tokens="${u.total.totalTokens}">${usageText(u.total)}</dd><dt>Cost</dt><dd class="cost-total" data-usd="${u.total.costUsd}">${usd(u.total.costUsd)}</dd>${budget ? `<dt>Budget</dt><dd>${esc(budget)}</dd>` : ''}`;
+  return (
+    `<dt>Tokens</dt><dd class="usage-total" data-tokens="${u.total.totalTokens}">${usageText(u.total)}</dd><dt>Cost</dt><dd class="cost-total" data-usd="${u.total.costUsd}">${usd(u.total.costUsd)}</dd>${budget ? `<dt>Budget</dt><dd>${esc(budget)}</dd>` : ''}` +
+    (u.children ? `<dt>Child tasks</dt><dd class="usage-children" data-tokens="${u.children.totalTokens}">${usageText(u.children)}, ${usd(u.children.costUsd)}</dd>` : '')
+  );
 }
 
 function usageText(u: UsageTotals): string {
