@@ -28,6 +28,7 @@ import type {
   Explanation,
   ListOptions,
   ListResult,
+  MoveOptions,
   ResultOptions,
   RetryTaskOptions,
   SignalOptions,
@@ -45,6 +46,7 @@ export type { EngineOptions } from './commands/engine-options.ts';
 export type {
   By,
   CommandOptions,
+  MoveOptions,
   CountOptions,
   Explanation,
   ListOptions,
@@ -221,14 +223,24 @@ export class Engine {
     return toSummary(await cmd.retryTask(this.#ctx, id, options));
   }
 
-  /** Pauses a task: a running one at its next step boundary; a pending or waiting one at once. */
-  async pause(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await cmd.moveTask(this.#ctx, id, 'pause', options));
+  /**
+   * Pauses a task: a running one at its next step boundary; a pending or waiting one at once. With
+   * `subtree: true`, every live task below it too (its child tasks, theirs, …).
+   */
+  async pause(id: string, options: MoveOptions = {}): Promise<TaskSummary> {
+    return this.#move(id, 'pause', options);
   }
 
-  /** Resumes a paused task (or withdraws a pause request that a running task has not reached). */
-  async resume(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await cmd.moveTask(this.#ctx, id, 'resume', options));
+  /** Resumes a paused task (or withdraws a pause request that a running task has not reached); `subtree: true`: its child tasks too. */
+  async resume(id: string, options: MoveOptions = {}): Promise<TaskSummary> {
+    return this.#move(id, 'resume', options);
+  }
+
+  async #move(id: string, event: 'pause' | 'resume', options: MoveOptions): Promise<TaskSummary> {
+    const subtree = cmd.wantsSubtree(options);
+    const row = await cmd.moveTask(this.#ctx, id, event, options);
+    if (subtree) await cmd.moveSubtree(this.#ctx, id, event, options);
+    return toSummary(row);
   }
 
   /**

@@ -49,6 +49,7 @@ export type { StartManyItem } from './start-plan.ts';
 export type {
   EngineOptions,
   CommandOptions,
+  MoveOptions,
   SignalOptions,
   SignalResult,
   By,

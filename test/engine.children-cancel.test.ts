@@ -130,3 +130,39 @@ describe('child tasks: cancel cascade', () => {
     expect(seen.get('x:aborted')).toBe('TaskCancelledError');
   });
 });
+
+describe('child tasks: pause and resume of a subtree', () => {
+  it('pause({ subtree: true }) pauses the task and every live task below it; resume({ subtree: true }) lets them all go on', async () => {
+    const release = { go: false };
+    const leaf = workflow('pausable-leaf', async (ctx) => {
+      await ctx.step('wait', async () => {
+        while (!release.go) await new Promise((r) => setTimeout(r, 5));
+      });
+      return ctx.step('after', () => 'leaf done');
+    });
+    const middle = workflow('pausable-middle', async (ctx) => ctx.child(leaf, undefined));
+    const root = workflow('pausable-root', async (ctx) => ctx.children(middle, [undefined, undefined]));
+    const engine = makeEngine({ workflows: [root, middle, leaf] });
+    await startWorker(engine, { concurrency: 8 });
+    const { id } = await engine.start(root);
+    await eventually(async () => (await engine.count({ workflow: 'pausable-leaf', status: 'running' })).running === 2, 10_000, 'both leaves running');
+    await expect(engine.pause(id, { subtree: 'yes' } as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await engine.pause(id, { subtree: true });
+    release.go = true;
+    // Every task of the tree ends paused: the waiting ones at once, the leaves at their next step.
+    const tree = async (): Promise<string[]> => {
+      const out: string[] = [];
+      const walk = async (task: string): Promise<void> => {
+        const t = await engine.get(task, { history: false });
+        out.push(`${t.workflow}:${t.status}`);
+        for (const c of t.children) await walk(c.id);
+      };
+      await walk(id);
+      return out;
+    };
+    await eventually(async () => (await tree()).every((s) => s.endsWith(':paused')), 10_000, 'the whole tree paused');
+    expect(await tree()).toHaveLength(5);
+    await engine.resume(id, { subtree: true });
+    expect(await engine.result(id)).toEqual(['leaf done', 'leaf done']);
+  });
+});

@@ -158,8 +158,8 @@ function command(run: (engine: Engine, id: string, ctx: CommandContext) => Promi
 
 export const cancel = command((e, id, ctx) => e.cancel(id, { ...by(ctx), ...(str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}) }), 'cancel');
 export const retry = command((e, id, ctx) => e.retry(id, { ...by(ctx), ...(str(ctx.options, 'from-step') !== undefined ? { fromStep: str(ctx.options, 'from-step') } : {}) }), 'retry');
-export const pause = command((e, id, ctx) => e.pause(id, by(ctx)), 'pause');
-export const resume = command((e, id, ctx) => e.resume(id, by(ctx)), 'resume');
+export const pause = command((e, id, ctx) => e.pause(id, { ...by(ctx), ...(ctx.options.subtree === true ? { subtree: true } : {}) }), 'pause');
+export const resume = command((e, id, ctx) => e.resume(id, { ...by(ctx), ...(ctx.options.subtree === true ? { subtree: true } : {}) }), 'resume');
 
 export async function deleteTask(ctx: CommandContext): Promise<void> {
   const id = need(ctx, 0, 'task id (stepwise delete <id>)');

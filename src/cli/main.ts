@@ -32,7 +32,7 @@ Commands:
   explain <id>               why a task is (not) moving
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
   retry <id> [--from-step S] run a failed task again from the failed step (or from step S)
-  pause <id> | resume <id>   pause at the next step boundary / continue
+  pause <id> | resume <id> [--subtree]   pause at the next step boundary / continue (--subtree: its child tasks too)
   delete <id>                delete a finished task with its steps and log (its key is free again)
   purge --older-than D [--status S[,S]] [--workflow W[,W]] [--limit N] [--dry-run]
                              delete finished tasks that ended at least D ago ('30d'); --dry-run counts
@@ -100,8 +100,8 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   explain: [],
   cancel: ['reason', 'as'],
   retry: ['from-step', 'as'],
-  pause: ['as'],
-  resume: ['as'],
+  pause: ['as', 'subtree'],
+  resume: ['as', 'subtree'],
   delete: ['as'],
   purge: ['older-than', 'status', 'workflow', 'limit', 'dry-run', 'as'],
   signal: ['data', 'key', 'require-waiting', 'as'],
@@ -140,6 +140,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   cursor: { type: 'string' },
   parent: { type: 'string' },
+  subtree: { type: 'boolean' },
   reason: { type: 'string' },
   data: { type: 'string' },
   concurrency: { type: 'string' },

@@ -5,7 +5,11 @@
  * for `engine.get()`. The child's identity is its idempotency key, derived by the caller from the
  * parent's call: a start repeated after a crash finds the child the first one created.
  */
-import { ChildDepthExceededError } from '../errors.ts';
+import { ChildDepthExceededError, ERROR_CODES, InvalidArgumentError, isStepwiseError } from '../errors.ts';
+import { isFinished } from '../lifecycle.ts';
+import { moveTask } from './lifecycle.ts';
+import type { CommandContext } from './context.ts';
+import type { MoveOptions } from './options.ts';
 import type { Store, TaskRow } from '../store.ts';
 import type { Workflow } from '../workflow.ts';
 import { planStart, startResult, type StartAnswer } from '../start-plan.ts';
@@ -53,6 +57,32 @@ export async function parentOf(store: Store, row: TaskRow): Promise<RelatedTask 
   if (!row.parentId) return null;
   const parent = await store.getTask(row.parentId);
   return parent ? related(parent) : null;
+}
+
+/**
+ * `engine.pause(id, { subtree: true })` / `resume`: the same move for every live task below `id`,
+ * parents before their children. A task the move does not apply to (finished, already paused, not
+ * paused) is passed over.
+ */
+export async function moveSubtree(ctx: CommandContext, id: string, event: 'pause' | 'resume', options: MoveOptions): Promise<void> {
+  const store = await ctx.open();
+  const queue = [id];
+  while (queue.length) {
+    const children = await store.listTasks({ parent: queue.shift() as string, limit: 1000 });
+    for (const c of children.reverse()) {
+      queue.push(c.id);
+      if (isFinished(c.status)) continue;
+      await moveTask(ctx, c.id, event, { ...(options.by !== undefined ? { by: options.by } : {}) }).catch((e: unknown) => {
+        if (!isStepwiseError(e, ERROR_CODES.ILLEGAL_TRANSITION)) throw e;
+      });
+    }
+  }
+}
+
+/** Checks `subtree` of a pause or resume. */
+export function wantsSubtree(options: MoveOptions): boolean {
+  if (options.subtree !== undefined && typeof options.subtree !== 'boolean') throw new InvalidArgumentError('pause/resume({ subtree }) must be true or false.');
+  return options.subtree === true;
 }
 
 /** The most tasks of a tree read to add up the usage below a task. */

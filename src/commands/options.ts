@@ -40,6 +40,12 @@ export interface CommandOptions {
   by?: By;
 }
 
+/** Options of `engine.pause()` and `engine.resume()`. */
+export interface MoveOptions extends CommandOptions {
+  /** Also pause (or resume) every live task below this one: its child tasks, theirs, … @defaultValue false */
+  subtree?: boolean;
+}
+
 export interface StartOptions extends CommandOptions {
   /** Starting twice with the same key returns the first task instead of creating a second. */
   idempotencyKey?: string;
