@@ -1583,6 +1583,23 @@ for (const backend of backends) {
         return (await store.transition(write(task, { event, to: status, guard: { epoch: task.epoch }, workerId: 'w1', at, set: { clearLease: true, finishedAt: at } }))) as TaskRow;
       }
 
+      it('a bulk deletion keeps a finished child task while its parent has not ended; by id it deletes it', async () => {
+        const parent = await claimedTask(store, ns);
+        const child = await finished('succeeded', T0 + 10, { parentId: parent.id, rootId: parent.id, depth: 1 });
+        const orphan = await finished('succeeded', T0 + 10, { parentId: ns.id(), rootId: ns.id(), depth: 1 }); // its parent was deleted
+        const aged = { statuses: ['succeeded' as const], finishedBefore: T0 + 1000, workflows: [ns.wf()] };
+        expect(await store.deleteTasks(aged, 10)).toEqual([{ id: orphan.id, workflow: orphan.workflow, status: 'succeeded' }]);
+        expect((await store.getTask(child.id))?.id).toBe(child.id);
+        // Once the parent has ended, the child goes with the next deletion.
+        await store.transition(
+          write(parent, { event: 'complete', to: 'succeeded', guard: { epoch: parent.epoch }, workerId: 'w1', at: T0 + 20, set: { clearLease: true, finishedAt: T0 + 20 } }),
+        );
+        expect((await store.deleteTasks(aged, 10)).map((t) => t.id).sort()).toEqual([parent.id, child.id].sort());
+        const another = await claimedTask(store, ns);
+        const byId = await finished('succeeded', T0 + 10, { parentId: another.id, rootId: another.id, depth: 1 });
+        expect(await store.deleteTasks({ statuses: ['succeeded'], ids: [byId.id] }, 10)).toEqual([{ id: byId.id, workflow: byId.workflow, status: 'succeeded' }]);
+      });
+
       it('deletes the finished tasks a deletion selects, oldest id first, up to the limit; counts them first', async () => {
         const old = await finished('succeeded', T0 + 10);
         const oldFailed = await finished('failed', T0 + 20);
