@@ -228,3 +228,20 @@ describe('child tasks: usage', () => {
     expect(l.usage?.children).toBeUndefined();
   });
 });
+
+describe('child tasks: identity', () => {
+  it("a child's idempotency key derives from the parent's call: child:v1:<parent>:<name>#<occurrence>", async () => {
+    const parent = workflow('keyed', async (ctx) => {
+      const a = await ctx.startChild(double, { n: 1 }, { name: 'research' });
+      const b = await ctx.startChild(double, { n: 2 }, { name: 'research' });
+      const c = await ctx.startChild(double, { n: 3 });
+      return [await a.result(), await b.result(), await c.result()];
+    });
+    const engine = makeEngine({ workflows: [parent, double] });
+    await startWorker(engine);
+    const { id } = await engine.start(parent);
+    expect(await engine.result(id)).toEqual([2, 4, 6]);
+    const keys = await Promise.all((await engine.get(id)).children.map(async (c) => (await engine.get(c.id)).idempotencyKey));
+    expect(keys).toEqual([`child:v1:${id}:research#1`, `child:v1:${id}:research#2`, `child:v1:${id}:child:double#1`]);
+  });
+});

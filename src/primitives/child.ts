@@ -28,6 +28,8 @@ import { haltOf } from '../run/state.ts';
 import { childEndSignal } from '../transitions.ts';
 import { step } from './step.ts';
 import { faultPoint } from '../fault-points.ts';
+import { KEY_MAX } from '../text-rules.ts';
+import { hashKey } from '../idempotency/keys.ts';
 import { waitForEvent } from './wait-for-event.ts';
 
 /** What the primitive needs of the Engine the run works for (the Engine, seen from below). */
@@ -96,7 +98,9 @@ export async function startChild(
       // A retry of the parent that runs this call again (`fromStep`) starts a new child: the old one
       // ended, and its end was received. Within one retry, every run finds the same child.
       const generation = run.task.retries ? `:retry${run.task.retries}` : '';
-      const answer = await host.startChildTask(run.task, workflow, input, `child:${idempotencyKey}${generation}`);
+      const key = `child:${idempotencyKey}${generation}`;
+      // A long step name makes a key past the limit: digested then (the same on every run).
+      const answer = await host.startChildTask(run.task, workflow, input, key.length > KEY_MAX ? `child:${hashKey(key)}` : key);
       faultPoint('child:created'); // the child exists; the parent's checkpoint of its start does not
       return { id: answer.id, workflow: answer.workflow };
     });
