@@ -115,7 +115,7 @@ export interface RelatedTaskInfo {
 export type TaskInfo = TaskSummary & {
   /** The task that started this one with `ctx.startChild` / `ctx.child`, or null. */
   parent: RelatedTaskInfo | null;
-  /** The tasks this one started with `ctx.startChild` / `ctx.child`, oldest first (the first 1,000). */
+  /** The tasks this one started with `ctx.startChild` / `ctx.child`, oldest first; of more than 1,000, the newest 1,000 (page through all with `engine.list({ parent })`). */
   children: RelatedTaskInfo[];
   steps: StepInfo[];
   history: TaskEvent[];
