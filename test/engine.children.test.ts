@@ -245,3 +245,25 @@ describe('child tasks: identity', () => {
     expect(keys).toEqual([`child:v1:${id}:research#1`, `child:v1:${id}:research#2`, `child:v1:${id}:child:double#1`]);
   });
 });
+
+describe('child tasks: explain', () => {
+  it('explains a parent waiting for its children by naming them', async () => {
+    const release = { go: false };
+    const slow = workflow('slow-2', async (ctx) =>
+      ctx.step('poll', async () => {
+        while (!release.go) await new Promise((r) => setTimeout(r, 5));
+        return 1;
+      }),
+    );
+    const parent = workflow('explained', async (ctx) => Promise.all([ctx.child(slow, undefined), ctx.child(slow, undefined)]));
+    const engine = makeEngine({ workflows: [parent, slow] });
+    await startWorker(engine, { concurrency: 4 });
+    const { id } = await engine.start(parent);
+    await waitForStatus(engine, id, 'waiting');
+    const [a, b] = (await engine.get(id)).children.map((c) => c.id);
+    const { summary } = await engine.explain(id);
+    expect(summary).toBe(`Waiting for the first of: the end of child task ${a}; the end of child task ${b}.`);
+    release.go = true;
+    expect(await engine.result(id)).toEqual([1, 1]);
+  });
+});
