@@ -30,7 +30,6 @@ describe.skipIf(!available)('child tasks on PostgreSQL: wake-ups', () => {
       await cw.start();
       const { id } = await parents.start(parent);
       expect(await parents.result(id, { timeout: '45s' })).toBe(6);
-      expect((await parents.get(id)).runs).toBe(3); // it parked twice and was woken twice
       await pw.stop();
       await cw.stop();
     } finally {
