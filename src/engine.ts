@@ -8,7 +8,7 @@ import { InvalidArgumentError } from './errors.ts';
 import type { WorkflowContext } from './workflow.ts';
 import type { Clock } from './clock.ts';
 import type { TaskStatus } from './lifecycle.ts';
-import type { Store } from './store.ts';
+import type { Store, TaskRow } from './store.ts';
 import { toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { EventsOptions } from './event-stream.ts';
@@ -22,7 +22,20 @@ import type { EffectDecision } from './idempotency/at-most-once.ts';
 import { deleteTask, purgeTasks, type PurgeOptions, type PurgeResult } from './retention/purge.ts';
 import type { Idempotency } from './idempotency/run.ts';
 import type { ApprovalInfo, ApprovalsQuery, DecideOptions } from './approvals/types.ts';
-import type { CommandOptions, CountOptions, Explanation, ListOptions, ListResult, ResultOptions, RetryTaskOptions, SignalOptions, SignalResult, StartOptions } from './commands/options.ts';
+import type {
+  CommandOptions,
+  CountOptions,
+  Explanation,
+  ListOptions,
+  ListResult,
+  MoveOptions,
+  ResultOptions,
+  RetryTaskOptions,
+  SignalOptions,
+  SignalResult,
+  StartOptions,
+  StartResult,
+} from './commands/options.ts';
 import { TaskHandle } from './commands/task-handle.ts';
 import * as cmd from './commands/index.ts';
 import type { EngineOptions } from './commands/engine-options.ts';
@@ -33,6 +46,7 @@ export type { EngineOptions } from './commands/engine-options.ts';
 export type {
   By,
   CommandOptions,
+  MoveOptions,
   CountOptions,
   Explanation,
   ListOptions,
@@ -154,7 +168,15 @@ export class Engine {
     return cmd.decisions.decideEffect(this.#ctx, taskId, step, decision, options);
   }
 
-  /** Tasks, newest first, optionally by status and workflow, a page at a time. */
+  /**
+   * @internal Starts (or finds, by `key`) a child task of `parent`: `ctx.startChild` (see
+   * `primitives/child.ts`) calls it from inside the parent's start step.
+   */
+  async startChildTask(parent: Pick<TaskRow, 'id' | 'rootId' | 'depth'>, workflow: string | Workflow<unknown, unknown, unknown>, input: unknown, key: string): Promise<StartResult> {
+    return cmd.startChildTask(this.#core.starts, parent, workflow, input, key);
+  }
+
+  /** Tasks, newest first, optionally by status, workflow or parent (`{ parent: id }`: its children), a page at a time. */
   async list(options: ListOptions = {}): Promise<ListResult> {
     return cmd.listTasks(this.#ctx, options);
   }
@@ -201,14 +223,24 @@ export class Engine {
     return toSummary(await cmd.retryTask(this.#ctx, id, options));
   }
 
-  /** Pauses a task: a running one at its next step boundary; a pending or waiting one at once. */
-  async pause(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await cmd.moveTask(this.#ctx, id, 'pause', options));
+  /**
+   * Pauses a task: a running one at its next step boundary; a pending or waiting one at once. With
+   * `subtree: true`, every live task below it too (its child tasks, theirs, …).
+   */
+  async pause(id: string, options: MoveOptions = {}): Promise<TaskSummary> {
+    return this.#move(id, 'pause', options);
   }
 
-  /** Resumes a paused task (or withdraws a pause request that a running task has not reached). */
-  async resume(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
-    return toSummary(await cmd.moveTask(this.#ctx, id, 'resume', options));
+  /** Resumes a paused task (or withdraws a pause request that a running task has not reached); `subtree: true`: its child tasks too. */
+  async resume(id: string, options: MoveOptions = {}): Promise<TaskSummary> {
+    return this.#move(id, 'resume', options);
+  }
+
+  async #move(id: string, event: 'pause' | 'resume', options: MoveOptions): Promise<TaskSummary> {
+    const subtree = cmd.wantsSubtree(options);
+    const row = await cmd.moveTask(this.#ctx, id, event, options);
+    if (subtree) await cmd.moveSubtree(this.#ctx, id, event, options);
+    return toSummary(row);
   }
 
   /**

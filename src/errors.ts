@@ -53,6 +53,8 @@ export type { OutputIssue } from './errors/step.ts';
 
 // Starts refused for the tasks holding their key
 export { SingletonRunningError } from './errors/start.ts';
+// Child tasks
+export { ChildFailedError, ChildDepthExceededError } from './errors/child.ts';
 
 // How a task ended
 export { DeadlineExceededError, CompensationFailedError, TaskFailedError, TaskCancelledError, DwellTimeoutError } from './errors/task.ts';

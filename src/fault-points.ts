@@ -11,7 +11,8 @@
  * open transaction, the checkpoint is not), `transaction:checkpointed` (the checkpoint is written in
  * the same transaction, not committed), `transaction:committed` (committed, not handed to the code),
  * `cleanup:done` (the cleanup after a cancel or a failure has run and its rows are durable; the
- * run's last transition is not written), `retention:deleted` (a deletion of tasks committed, with
+ * run's last transition is not written), `child:created` (`ctx.startChild` created the child task;
+the parent's checkpoint of that call is not written), `retention:deleted` (a deletion of tasks committed, with
  * its deletion records; observers not yet told).
  */
 const KILL_AT = process.env.STEPWISE_TEST_KILL_AT;

@@ -51,6 +51,7 @@ export type { StartManyItem } from './start-plan.ts';
 export type {
   EngineOptions,
   CommandOptions,
+  MoveOptions,
   SignalOptions,
   SignalResult,
   By,
@@ -87,7 +88,8 @@ export type { DebounceOptions, SingletonOptions } from './api/start-keys.ts';
 export type { DebouncedEvent } from './task-events/debounce.ts';
 
 // Reading tasks: engine.get / list, the event log, model usage, live events
-export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage } from './task-info.ts';
+export type { TaskInfo, TaskSummary, StepInfo, TaskLease, TaskUsage, RelatedTaskInfo } from './task-info.ts';
+export type { ChildHandle, ChildOptions, ChildrenOptions } from './api/child.ts';
 export type { AttemptUsage, AttemptOutcome, UsageTotals, Budget, PriceTable, ModelPrice, TokenCounts } from './ai/metering/usage.ts';
 export type {
   TaskEvent,
@@ -184,6 +186,8 @@ export {
   DeadlineExceededError,
   CompensationFailedError,
   DwellTimeoutError,
+  ChildFailedError,
+  ChildDepthExceededError,
   LeaseLostError,
   WorkerStoppingError,
   SchemaMismatchError,

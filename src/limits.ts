@@ -16,12 +16,15 @@ export interface Limits {
   outputBytes?: number;
   /** Largest signal payload, as JSON. @defaultValue 1 MiB */
   payloadBytes?: number;
+  /** Deepest a child task may be in its tree (a task started from outside is at 0). @defaultValue 16 */
+  childDepth?: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<Required<Limits>> = Object.freeze({
   inputBytes: 16 * 1024 * 1024,
   outputBytes: 16 * 1024 * 1024,
   payloadBytes: 1024 * 1024,
+  childDepth: 16,
 });
 
 /** The limits with defaults filled in; throws on a limit that is not a positive whole number. */

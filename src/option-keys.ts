@@ -17,12 +17,12 @@ export function checkOptionKeys(options: unknown, known: readonly string[], wher
 
 export const START_OPTIONS = ['by', 'idempotencyKey', 'delay', 'budget', 'deadline', 'title', 'debounce', 'singleton', 'priority'] as const;
 export const START_MANY_ITEM = ['workflow', 'input', ...START_OPTIONS] as const;
-export const LIST_OPTIONS = ['status', 'workflow', 'limit', 'cursor'] as const;
+export const LIST_OPTIONS = ['status', 'workflow', 'parent', 'limit', 'cursor'] as const;
 export const COUNT_OPTIONS = ['status', 'workflow', 'due', 'cap'] as const;
 export const GET_OPTIONS = ['steps', 'history'] as const;
 export const RESULT_OPTIONS = ['timeout', 'signal'] as const;
 export const CANCEL_OPTIONS = ['by', 'reason'] as const;
-export const MOVE_OPTIONS = ['by'] as const;
+export const MOVE_OPTIONS = ['by', 'subtree'] as const;
 export const RETRY_OPTIONS = ['by', 'fromStep', 'deadline'] as const;
 export const SIGNAL_OPTIONS = ['by', 'idempotencyKey', 'requireWaiting'] as const;
 export const APPROVALS_QUERY = ['status', 'approver', 'roles', 'workflow', 'taskId', 'limit'] as const;

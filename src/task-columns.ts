@@ -82,6 +82,9 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('concurrencyKey', 'concurrency_key', 'text', strOrNull),
   c('concurrencyLimit', 'concurrency_limit', 'integer', numOrNull),
   c('priority', 'priority', 'integer', (v) => (v === null || v === undefined ? 0 : num(v))),
+  c('parentId', 'parent_id', 'text', strOrNull),
+  c('rootId', 'root_id', 'text', strOrNull),
+  c('depth', 'depth', 'integer', num),
 ]);
 
 /** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */

@@ -68,6 +68,11 @@ interface TaskSummaryBase {
 export interface TaskUsage {
   total: UsageTotals;
   steps: Record<string, UsageTotals>;
+  /**
+   * `engine.get()` of a task with child tasks: the usage of every task below it (its children,
+   * theirs, …), added up; the task's own is `total`.
+   */
+  children?: UsageTotals;
   budget?: Budget;
 }
 
@@ -105,9 +110,23 @@ export interface StepInfo {
   epoch: number;
 }
 
+/** A task's parent, or one of its children, as `engine.get()` names it. */
+export interface RelatedTaskInfo {
+  /** Its id. */
+  id: string;
+  /** Its workflow. */
+  workflow: string;
+  /** Its status when read. */
+  status: TaskStatus;
+}
+
 /** A task with its journal (`steps`) and its event log (`history`, oldest first). */
 /** A task with its journal, its event log and the approvals it asked for (oldest first). */
 export type TaskInfo = TaskSummary & {
+  /** The task that started this one with `ctx.startChild` / `ctx.child`, or null. */
+  parent: RelatedTaskInfo | null;
+  /** The tasks this one started with `ctx.startChild` / `ctx.child`, oldest first; of more than 1,000, the newest 1,000 (page through all with `engine.list({ parent })`). */
+  children: RelatedTaskInfo[];
   steps: StepInfo[];
   history: TaskEvent[];
   approvals: ApprovalInfo[];

@@ -26,6 +26,13 @@ export interface TransitionInput {
   consume?: readonly { signalId: number; seq: number }[];
   /** Computes the cross-process announcement of this transition from its edge. */
   notify?: (edge: Transition) => WakeEvent | undefined;
+  /** The task's parent (`TaskRow.parentId`): a transition that finishes the task signals it (see {@link childEndSignal}). */
+  parentId?: string | null;
+}
+
+/** The name of the signal a finished child task sends its parent: `child:<child id>`. */
+export function childEndSignal(childId: string): string {
+  return `child:${childId}`;
 }
 
 /** The status a new task gets and the log entry of its creation, by `actor`. */
@@ -67,6 +74,7 @@ export function planTransition(input: TransitionInput): { edge: Transition; writ
   if (input.consume?.length) write.consume = input.consume;
   const notify = input.notify?.(edge);
   if (notify) write.notify = notify;
+  if (input.parentId && isFinished(edge.to)) write.parentSignal = { taskId: input.parentId, name: childEndSignal(input.taskId) };
   return { edge, write };
 }
 

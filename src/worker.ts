@@ -315,6 +315,7 @@ export class Worker {
         detail: { error: error.message },
         workerId: this.id,
         notify: (edge) => wakeFor(edge, claimed.task.id, claimed.task.workflow),
+        parentId: claimed.task.parentId,
       });
       await (this.#writer as WriteBatcher).write(write);
     } catch (e) {

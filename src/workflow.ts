@@ -20,6 +20,7 @@ import { resolveRetention, type RetentionPolicy } from './retention/policy.ts';
 import { declaredSchedule } from './schedules/definition.ts';
 import { checkConcurrency, checkPriority, type ConcurrencyKeyLimit } from './flow/options.ts';
 import type { WorkflowSchedule } from './api/schedules.ts';
+import type { ChildHandle, ChildOptions, ChildrenOptions } from './api/child.ts';
 
 declare module './run/run.ts' {
   /** The workflow options that features read on a run (model calls: `ai/meter.ts`). */
@@ -121,6 +122,30 @@ export interface WorkflowContext {
    * });
    */
   usage(step: StepContext, report: UsageReport): Promise<void>;
+  /**
+   * Starts a child task of `workflow` whose parent is this task, on any worker that serves the
+   * workflow, and returns its handle. The start is a durable call: a replay finds the same child,
+   * and a crash after the child's creation does not start a second one. A cancel of this task
+   * cancels its children (see docs/child-tasks.md).
+   * @example
+   * const h = await ctx.startChild(researcher, { q: 'tides' });  const answer = await h.result();
+   */
+  startChild<I, O, In>(workflow: Workflow<I, O, In> | string, input: In, options?: ChildOptions): Promise<ChildHandle<O>>;
+  /**
+   * Starts a child task and waits for its output (parked: no worker slot held while it runs);
+   * throws ChildFailedError if the child failed or was cancelled.
+   * @example
+   * const answers = await Promise.all(questions.map((q) => ctx.child(researcher, { q })));
+   */
+  child<I, O, In>(workflow: Workflow<I, O, In> | string, input: In, options?: ChildOptions): Promise<O>;
+  /**
+   * One child task of `workflow` per input, at most `concurrency` running at once (the next starts
+   * when one ends; starts made together are written together): their outputs in input order.
+   * Throws the first ChildFailedError; children not started by then are not started.
+   * @example
+   * const answers = await ctx.children(researcher, questions.map((q) => ({ q })), { concurrency: 10 });
+   */
+  children<I, O, In>(workflow: Workflow<I, O, In> | string, inputs: readonly In[], options?: ChildrenOptions): Promise<O[]>;
 }
 
 /** Usage a step reports itself (see {@link WorkflowContext.usage}). */

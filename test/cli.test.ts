@@ -256,7 +256,7 @@ describe('stepwise CLI', () => {
   it("refuses a flag the command does not take (another command's flag), naming the command's own, instead of ignoring it", () => {
     const ls = runCli(['ls', '--pending', '--db', 'sqlite:/nonexistent/x.db']);
     expect(ls.code).toBe(2);
-    expect(ls.err).toContain('stepwise ls: --pending is not an option of ls (its options: --status, --workflow, --limit, --cursor, and --db, --json).');
+    expect(ls.err).toContain('stepwise ls: --pending is not an option of ls (its options: --status, --workflow, --parent, --limit, --cursor, and --db, --json).');
     const show = runCli(['show', 'abc', '--reason', 'x']);
     expect(show.code).toBe(2);
     expect(show.err).toContain('--reason is not an option of show (it takes none');

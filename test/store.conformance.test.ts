@@ -477,6 +477,9 @@ for (const backend of backends) {
           concurrencyKey: null,
           concurrencyLimit: null,
           priority: 0,
+          parentId: null,
+          rootId: null,
+          depth: 0,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);
@@ -711,6 +714,48 @@ for (const backend of backends) {
         await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: other.id, name: 'something-else', payload: null, idempotencyKey: null, at: T0 + 50 });
         await store.transition(write(other, { event: 'park', to: 'waiting', guard: { epoch: other.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: ['approved'] } }));
         expect(await mustGet(store, other.id)).toMatchObject({ status: 'waiting', waitEvents: ['approved'], runAt: null });
+      });
+
+      it("insertTask keeps a child task's parent, root and depth; listTasks({ parent }) lists only that parent's children", async () => {
+        const parent = (await store.insertTask(newTask(ns))).task;
+        const a = (await store.insertTask(newTask(ns, { parentId: parent.id, rootId: parent.id, depth: 1 }))).task;
+        const b = (await store.insertTask(newTask(ns, { parentId: a.id, rootId: parent.id, depth: 2 }))).task;
+        expect(a).toMatchObject({ parentId: parent.id, rootId: parent.id, depth: 1 });
+        expect(await mustGet(store, b.id)).toMatchObject({ parentId: a.id, rootId: parent.id, depth: 2 });
+        expect((await store.listTasks({ parent: parent.id, limit: 10 })).map((t) => t.id)).toEqual([a.id]);
+        expect((await store.listTasks({ parent: a.id, limit: 10 })).map((t) => t.id)).toEqual([b.id]);
+        expect(await store.listTasks({ parent: b.id, limit: 10 })).toEqual([]);
+      });
+
+      it('a transition that finishes a child records its end as a signal to the parent in the same write and makes the waiting parent due, once', async () => {
+        const parent = await claimedTask(store, ns);
+        const name = `child:${ns.id()}`;
+        await store.transition(write(parent, { event: 'park', to: 'waiting', guard: { epoch: parent.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: [name] } }));
+        const child = await claimedTask(store, ns, { parentId: parent.id, rootId: parent.id, depth: 1 });
+        const end = (at: number) =>
+          write(child, {
+            event: 'complete',
+            to: 'succeeded',
+            guard: { epoch: child.epoch },
+            at,
+            set: { clearLease: true, output: '{"n":2}', finishedAt: at },
+            parentSignal: { taskId: parent.id, name },
+          });
+        // Through a batch with another end (PostgreSQL groups end-of-run transitions): the signal goes with it.
+        const other = await claimedTask(store, ns);
+        const otherEnd = write(other, { event: 'complete', to: 'succeeded', guard: { epoch: other.epoch }, at: T0 + 200, set: { clearLease: true, output: 'null', finishedAt: T0 + 200 } });
+        const [done, otherDone] = await store.writeBatch([end(T0 + 200), otherEnd]);
+        expect(done).toMatchObject({ status: 'succeeded' });
+        expect(otherDone).toMatchObject({ status: 'succeeded' });
+        expect(await store.getSignals(other.id)).toEqual([]);
+        const signals = await store.getSignals(parent.id);
+        expect(signals.map((s) => [s.name, JSON.parse(s.payload as string), s.idempotencyKey])).toEqual([[name, { status: 'succeeded', output: { n: 2 }, error: null }, name]]);
+        expect(await mustGet(store, parent.id)).toMatchObject({ status: 'waiting', runAt: T0 + 200 });
+        const received = (await store.getEvents(parent.id)).filter((e) => e.type === 'signal:received');
+        expect(received.map((e) => [e.actorKind, e.actorId])).toEqual([['system', `task:${child.id}`]]);
+        // A write the guard refuses sends nothing.
+        expect(await store.transition(end(T0 + 300))).toBeNull();
+        expect(await store.getSignals(parent.id)).toHaveLength(1);
       });
     });
 
@@ -1557,6 +1602,23 @@ for (const backend of backends) {
         const event = status === 'succeeded' ? 'complete' : 'fail';
         return (await store.transition(write(task, { event, to: status, guard: { epoch: task.epoch }, workerId: 'w1', at, set: { clearLease: true, finishedAt: at } }))) as TaskRow;
       }
+
+      it('a bulk deletion keeps a finished child task while its parent has not ended; by id it deletes it', async () => {
+        const parent = await claimedTask(store, ns);
+        const child = await finished('succeeded', T0 + 10, { parentId: parent.id, rootId: parent.id, depth: 1 });
+        const orphan = await finished('succeeded', T0 + 10, { parentId: ns.id(), rootId: ns.id(), depth: 1 }); // its parent was deleted
+        const aged = { statuses: ['succeeded' as const], finishedBefore: T0 + 1000, workflows: [ns.wf()] };
+        expect(await store.deleteTasks(aged, 10)).toEqual([{ id: orphan.id, workflow: orphan.workflow, status: 'succeeded' }]);
+        expect((await store.getTask(child.id))?.id).toBe(child.id);
+        // Once the parent has ended, the child goes with the next deletion.
+        await store.transition(
+          write(parent, { event: 'complete', to: 'succeeded', guard: { epoch: parent.epoch }, workerId: 'w1', at: T0 + 20, set: { clearLease: true, finishedAt: T0 + 20 } }),
+        );
+        expect((await store.deleteTasks(aged, 10)).map((t) => t.id).sort()).toEqual([parent.id, child.id].sort());
+        const another = await claimedTask(store, ns);
+        const byId = await finished('succeeded', T0 + 10, { parentId: another.id, rootId: another.id, depth: 1 });
+        expect(await store.deleteTasks({ statuses: ['succeeded'], ids: [byId.id] }, 10)).toEqual([{ id: byId.id, workflow: byId.workflow, status: 'succeeded' }]);
+      });
 
       it('deletes the finished tasks a deletion selects, oldest id first, up to the limit; counts them first', async () => {
         const old = await finished('succeeded', T0 + 10);

@@ -9,6 +9,7 @@ import { bold, colorStatus, dim, time } from './style.ts';
 import { taskDetail, taskTable } from './format.ts';
 import { LiveBlock, taskItem, usageSoFar } from './live.ts';
 import { keyedStartOptions } from './start-options.ts';
+import { readTree, treeLines } from './tree.ts';
 
 export async function start(ctx: CommandContext): Promise<void> {
   const name = need(ctx, 0, 'workflow name (stepwise start <workflow> --input JSON)');
@@ -126,6 +127,7 @@ export async function ls(ctx: CommandContext): Promise<void> {
     const page = await engine.list({
       ...(statuses ? { status: statuses as TaskStatus[] } : {}),
       ...(str(ctx.options, 'workflow') ? { workflow: str(ctx.options, 'workflow') } : {}),
+      ...(str(ctx.options, 'parent') ? { parent: str(ctx.options, 'parent') } : {}),
       ...(int(ctx, 'limit') ? { limit: int(ctx, 'limit') } : {}),
       ...(str(ctx.options, 'cursor') ? { cursor: str(ctx.options, 'cursor') } : {}),
     });
@@ -139,7 +141,8 @@ export async function show(ctx: CommandContext): Promise<void> {
   const id = need(ctx, 0, 'task id (stepwise show <id>)');
   await withEngine(ctx, async (engine) => {
     const t = await engine.get(id);
-    ctx.out(ctx.json ? JSON.stringify(t) : taskDetail(t));
+    if (ctx.json) return ctx.out(JSON.stringify(t));
+    ctx.out([taskDetail(t), ...treeLines(t, await readTree(engine, t))].join('\n'));
   });
 }
 
@@ -168,8 +171,8 @@ function command(run: (engine: Engine, id: string, ctx: CommandContext) => Promi
 
 export const cancel = command((e, id, ctx) => e.cancel(id, { ...by(ctx), ...(str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}) }), 'cancel');
 export const retry = command((e, id, ctx) => e.retry(id, { ...by(ctx), ...(str(ctx.options, 'from-step') !== undefined ? { fromStep: str(ctx.options, 'from-step') } : {}) }), 'retry');
-export const pause = command((e, id, ctx) => e.pause(id, by(ctx)), 'pause');
-export const resume = command((e, id, ctx) => e.resume(id, by(ctx)), 'resume');
+export const pause = command((e, id, ctx) => e.pause(id, { ...by(ctx), ...(ctx.options.subtree === true ? { subtree: true } : {}) }), 'pause');
+export const resume = command((e, id, ctx) => e.resume(id, { ...by(ctx), ...(ctx.options.subtree === true ? { subtree: true } : {}) }), 'resume');
 
 export async function deleteTask(ctx: CommandContext): Promise<void> {
   const id = need(ctx, 0, 'task id (stepwise delete <id>)');

@@ -182,6 +182,10 @@ function usageLines(t: TaskInfo): string[] {
     : '';
   const out = [`  usage      ${tokens(u.total)}   ${usd(u.total.costUsd)}   ${u.total.attempts} model attempt${u.total.attempts === 1 ? '' : 's'}${budget}`];
   for (const [step, s] of Object.entries(u.steps)) out.push(`             ${step}: ${tokens(s)}   ${usd(s.costUsd)}   ${s.attempts} attempt${s.attempts === 1 ? '' : 's'}`);
+  if (u.children)
+    out.push(
+      `  children   ${tokens(u.children)}   ${usd(u.children.costUsd)}   ${u.children.attempts} model attempt${u.children.attempts === 1 ? '' : 's'} ${dim('(every task below this one)')}`,
+    );
   return out;
 }
 

@@ -29,13 +29,13 @@ Commands:
   start <workflow> --inputs FILE.jsonl|- [--key-field F]
                              create one task per line (each line a task's input), in one batch;
                              --key-field takes each task's idempotency key from that field of its input
-  ls [--status S[,S]] [--workflow W] [--limit N] [--cursor C]
+  ls [--status S[,S]] [--workflow W] [--parent ID] [--limit N] [--cursor C]
                              list tasks, newest first
-  show <id>                  a task: steps (status, attempts, durations) and its timeline
+  show <id>                  a task: steps (status, attempts, durations), its timeline, its tree of child tasks
   explain <id>               why a task is (not) moving
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
   retry <id> [--from-step S] run a failed task again from the failed step (or from step S)
-  pause <id> | resume <id>   pause at the next step boundary / continue
+  pause <id> | resume <id> [--subtree]   pause at the next step boundary / continue (--subtree: its child tasks too)
   delete <id>                delete a finished task with its steps and log (its key is free again)
   purge --older-than D [--status S[,S]] [--workflow W[,W]] [--limit N] [--dry-run]
                              delete finished tasks that ended at least D ago ('30d'); --dry-run counts
@@ -98,13 +98,13 @@ const COMMANDS: Record<string, Command> = {
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   worker: ['concurrency', 'claim-batch', 'lease-ms', 'heartbeat-ms', 'poll-ms', 'grace-ms', 'workflows', 'worker-id', 'quiet', 'log'],
   start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join'],
-  ls: ['status', 'workflow', 'limit', 'cursor'],
+  ls: ['status', 'workflow', 'parent', 'limit', 'cursor'],
   show: [],
   explain: [],
   cancel: ['reason', 'as'],
   retry: ['from-step', 'as'],
-  pause: ['as'],
-  resume: ['as'],
+  pause: ['as', 'subtree'],
+  resume: ['as', 'subtree'],
   delete: ['as'],
   purge: ['older-than', 'status', 'workflow', 'limit', 'dry-run', 'as'],
   signal: ['data', 'key', 'require-waiting', 'as'],
@@ -148,6 +148,8 @@ const OPTIONS = {
   workflows: { type: 'string' },
   limit: { type: 'string' },
   cursor: { type: 'string' },
+  parent: { type: 'string' },
+  subtree: { type: 'boolean' },
   reason: { type: 'string' },
   data: { type: 'string' },
   concurrency: { type: 'string' },

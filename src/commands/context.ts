@@ -86,6 +86,7 @@ export async function runCommand(
       ...(extra.steps ? { steps: extra.steps } : {}),
       ...(extra.deleteSteps ? { deleteSteps: extra.deleteSteps } : {}),
       notify: (edge) => wakeFor(edge, id, task.workflow, cancelReason),
+      parentId: task.parentId,
     });
     const row = await store.transition(write);
     if (row) {

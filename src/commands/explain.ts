@@ -3,6 +3,7 @@
  * `engine.explain`: why a task is (not) moving, in one sentence, with what it waits for, who holds
  * it and what a person may do now.
  */
+import { childEndSignal } from '../transitions.ts';
 import { decodeError } from '../serialize.ts';
 import { userEvents } from '../lifecycle.ts';
 import type { QueuePosition, TaskRow } from '../store.ts';
@@ -130,14 +131,19 @@ function machineSummary(row: TaskRow, m: MachineInfo, wait: Record<string, unkno
   return `In state "${m.state}". ${summary}`;
 }
 
+/** The prefix of the signal a child task's end sends its parent. */
+const CHILD_END = childEndSignal('');
+
 /** What a waiting task waits for. */
 function waitingSummary(row: TaskRow, c: Circumstances): string {
   const w = c.wait ?? {};
   const until = (t: unknown): string => (typeof t === 'number' ? ` until ${at(t)}` : '');
   const one = (x: Record<string, unknown>): string => {
     if (x.kind === 'event') {
-      const names = Array.isArray(x.events) ? (x.events as string[]).map((e) => `"${e}"`).join(' or ') : `"${String(x.event)}"`;
-      return `event ${names}${until(x.until) || ' (no timeout)'}`;
+      const list = Array.isArray(x.events) ? (x.events as string[]) : [String(x.event)];
+      // The end of a child task is a signal `child:<id>` (see primitives/child.ts).
+      if (list.every((e) => e.startsWith(CHILD_END))) return `the end of child task ${list.map((e) => e.slice(CHILD_END.length)).join(' or ')}`;
+      return `event ${list.map((e) => `"${e}"`).join(' or ')}${until(x.until) || ' (no timeout)'}`;
     }
     if (x.kind === 'approval') {
       const who = Array.isArray(x.approvers) && x.approvers.length ? (x.approvers as string[]).join(', ') : 'anyone';
@@ -151,7 +157,8 @@ function waitingSummary(row: TaskRow, c: Circumstances): string {
     }
     return `its wake-up time${until(row.runAt)}`;
   };
-  const hint = (list: Array<Record<string, unknown>>): string => (list.some((x) => x.kind === 'event') ? '; send events with engine.signal / `stepwise signal`' : '');
+  const signalled = (x: Record<string, unknown>): boolean => x.kind === 'event' && !String(x.event ?? (x.events as string[] | undefined)?.[0] ?? '').startsWith(CHILD_END);
+  const hint = (list: Array<Record<string, unknown>>): string => (list.some(signalled) ? '; send events with engine.signal / `stepwise signal`' : '');
   if (w.kind === 'several' && Array.isArray(w.waits)) {
     const list = w.waits as Array<Record<string, unknown>>;
     return `Waiting for the first of: ${list.map(one).join('; ')}${hint(list)}.`;

@@ -13,3 +13,4 @@ export { awaitResult } from './result.ts';
 export { retryTask } from './retry.ts';
 export { sendSignal } from './signal.ts';
 export { startAll, startOne } from './start.ts';
+export { startChildTask, childrenOf, parentOf, moveSubtree, wantsSubtree } from './children.ts';

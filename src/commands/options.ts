@@ -41,6 +41,12 @@ export interface CommandOptions {
   by?: By;
 }
 
+/** Options of `engine.pause()` and `engine.resume()`. */
+export interface MoveOptions extends CommandOptions {
+  /** Also pause (or resume) every live task below this one: its child tasks, theirs, … @defaultValue false */
+  subtree?: boolean;
+}
+
 export interface StartOptions extends CommandOptions {
   /** Starting twice with the same key returns the first task instead of creating a second. */
   idempotencyKey?: string;
@@ -99,6 +105,8 @@ export interface StartResult {
 export interface ListOptions {
   status?: TaskStatus | readonly TaskStatus[];
   workflow?: string;
+  /** Only the children of this task (`ctx.startChild`). */
+  parent?: string;
   /** Page size, 1–1000. @defaultValue 50 */
   limit?: number;
   /** `nextCursor` of the previous page. */

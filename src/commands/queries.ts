@@ -13,6 +13,8 @@ import { machineInfo } from '../machine/read.ts';
 import { toApprovalInfo } from '../approvals/info.ts';
 import { taskRow, type CommandContext } from './context.ts';
 import type { CountOptions, ListOptions, ListResult } from './options.ts';
+import { childrenOf, parentOf, usageBelow } from './children.ts';
+import { emptyTotals } from '../ai/metering/usage.ts';
 
 /** Refuses a status that is not one of the lifecycle's. */
 function checkStatuses(statuses: readonly unknown[]): void {
@@ -32,13 +34,24 @@ export async function getTask(ctx: CommandContext, id: string, options: { steps?
     options.steps === false ? [] : store.listApprovals({ taskId: id, limit: 1000 }),
   ]);
   const machine = machineInfo(row, steps);
+  const [parent, children] = await Promise.all([parentOf(store, row), childrenOf(store, id)]);
+  const below = await usageBelow(store, row, children.length > 0);
+  const summary = toSummary(row);
   return {
-    ...toSummary(row),
+    ...summary,
+    ...(below ? { usage: { ...(summary.usage ?? { total: emptyTotals(), steps: {} }), children: below } } : {}),
+    parent,
+    children,
     steps: steps.map((s) => toStepInfo(s, row.redo)),
     history: history.map(toTaskEvent),
     approvals: approvals.map(toApprovalInfo),
     ...(machine ? { machine } : {}),
   };
+}
+
+function checkParent(parent: unknown): string {
+  if (typeof parent !== 'string' || !parent) throw new InvalidArgumentError('list({ parent }): the id of the parent task, a non-empty string.');
+  return parent;
 }
 
 export async function listTasks(ctx: CommandContext, options: ListOptions): Promise<ListResult> {
@@ -52,6 +65,7 @@ export async function listTasks(ctx: CommandContext, options: ListOptions): Prom
     limit,
     ...(statuses ? { statuses } : {}),
     ...(options.workflow !== undefined ? { workflow: options.workflow } : {}),
+    ...(options.parent !== undefined ? { parent: checkParent(options.parent) } : {}),
     ...(options.cursor !== undefined ? { before: options.cursor } : {}),
   });
   return { tasks: rows.map(toSummary), nextCursor: rows.length === limit ? (rows[rows.length - 1] as TaskRow).id : null };

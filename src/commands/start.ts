@@ -21,7 +21,7 @@ export interface StartDeps {
   batcher(store: Store): StartBatcher;
 }
 
-function startContext(ctx: CommandContext, store: Store): StartContext {
+export function startContext(ctx: CommandContext, store: Store): StartContext {
   return { store, clock: ctx.clock, limits: ctx.limits, workflows: ctx.workflows, actorOf };
 }
 

@@ -121,6 +121,7 @@ export class DwellScanner {
       set: outcome === 'fail' ? { error: encodeError(new DwellTimeoutError(task.id, status === 'running' ? 'running without progress' : status, afterMs)) } : { cancelReason: reason },
       detail: { reason, dwell: { status, afterMs, since } },
       notify: (edge) => wakeFor(edge, task.id, task.workflow, reason),
+      parentId: task.parentId,
     });
     write.log = [...write.log, exceeded];
     // A task that moved meanwhile (decided, resumed, finished) is left alone: the guard refuses the write.

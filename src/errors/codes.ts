@@ -62,6 +62,10 @@ export const ERROR_CODES = Object.freeze({
   REPLAY_CHECK_FAILED: 'REPLAY_CHECK_FAILED',
   /** A singleton start (`engine.start(…, { singleton })`) while a live task of its workflow holds the key. */
   SINGLETON_RUNNING: 'SINGLETON_RUNNING',
+  /** A child task (`ctx.child`, `handle.result()`) failed or was cancelled: its id, code and message are on the error. */
+  CHILD_FAILED: 'CHILD_FAILED',
+  /** A child task would be deeper in its tree than `limits.childDepth` allows (runaway recursion). */
+  CHILD_DEPTH_EXCEEDED: 'CHILD_DEPTH_EXCEEDED',
 } as const);
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
@@ -112,4 +116,6 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   RESUME_CHECK_FAILED: 500,
   REPLAY_CHECK_FAILED: 500,
   SINGLETON_RUNNING: 409,
+  CHILD_FAILED: 409,
+  CHILD_DEPTH_EXCEEDED: 422,
 });

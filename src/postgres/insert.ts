@@ -82,14 +82,14 @@ function insertText(c: PgContext): string {
   return `WITH i AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
         $9::text[], $10::text[], $11::text[], $12::text[], $16::text[], $17::bigint[],
-        $18::text[], $19::text[], $20::text[], $21::text[], $22::integer[], $23::integer[]) WITH ORDINALITY
+        $18::text[], $19::text[], $20::text[], $21::text[], $22::integer[], $23::integer[], $24::text[], $25::text[], $26::integer[]) WITH ORDINALITY
         AS i(id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, ev_type, ev_kind, ev_actor, ev_data, usage, deadline_at,
-          title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, ord)
+          title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, ord)
     ), ins AS (
       INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq, usage, deadline_at,
-        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority)
+        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth)
       SELECT id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, created_at, 1, usage, deadline_at,
-        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority FROM i ORDER BY ord
+        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth FROM i ORDER BY ord
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
     ), h AS (
       INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
@@ -127,5 +127,8 @@ function insertValues(c: PgContext, batch: readonly NewTask[], notify: WakeEvent
     col((t) => t.concurrencyKey ?? null),
     col((t) => t.concurrencyLimit ?? null),
     col((t) => t.priority ?? 0),
+    col((t) => t.parentId ?? null),
+    col((t) => t.rootId ?? null),
+    col((t) => t.depth ?? 0),
   ];
 }

@@ -15,7 +15,7 @@
  */
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import { Params, type Tables } from './sql-text.ts';
-import { selectionCondition, selectsNothing } from '../store-sql/filters.ts';
+import { keptWhileParentLive, selectionCondition, selectsNothing } from '../store-sql/filters.ts';
 import { toDeletionRecord } from '../store-sql/decoders.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { DeletedTask, DeletionNote, DeletionRecord, TaskSelection } from '../store.ts';
@@ -35,7 +35,7 @@ const selection = selectionCondition;
 export function deleteTasksSql(t: Tables, d: TaskSelection, limit: number): { pick: { text: string; values: unknown[] }; delete: string } {
   const p = new Params();
   const where = selection(d, p);
-  const pick = `SELECT id FROM ${t.tasks} WHERE ${where} ORDER BY id LIMIT ${p.add(limit, 'integer')} FOR UPDATE SKIP LOCKED`;
+  const pick = `SELECT id FROM ${t.tasks} WHERE ${where}${keptWhileParentLive(d, t.tasks)} ORDER BY id LIMIT ${p.add(limit, 'integer')} FOR UPDATE SKIP LOCKED`;
   const ids = '$1::text[]';
   const text = `WITH gone AS (
       DELETE FROM ${t.tasks} WHERE id = ANY(${ids}) RETURNING id, workflow, status

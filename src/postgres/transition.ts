@@ -8,6 +8,8 @@
 import { poolOf, rows, run, tx, type Db, type PgContext } from './connection.ts';
 import { channelOf, listenerName, notifySql } from './listen.ts';
 import { payload } from './wake.ts';
+import { insertSignalOn } from './signals.ts';
+import { parentSignalWrite } from '../store-sql/parent-signal.ts';
 import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, assignments, claimEntriesSql, lockById, sqlStatuses, type Tables } from './sql-text.ts';
 import { STEP_COLUMNS, encodeEvents, stepValues, toTaskRow } from '../rows.ts';
 import { transitionWriteEntries, uniqueConsumes, uniqueSteps } from '../log-entries.ts';
@@ -22,7 +24,8 @@ import type { NewEvent, TaskRow, TransitionWrite } from '../store.ts';
  * any signal committed after sees this task's `wait_events`.
  */
 export async function transition(c: PgContext, write: TransitionWrite): Promise<TaskRow | null> {
-  return run(c, () => (write.set.waitEvents?.length ? tx(c, (client) => transitionOn(c, client, write)) : transitionOn(c, poolOf(c), write)));
+  const inTx = write.set.waitEvents?.length || write.parentSignal;
+  return run(c, () => (inTx ? tx(c, (client) => transitionOn(c, client, write)) : transitionOn(c, poolOf(c), write)));
 }
 
 /** {@link transition} on `db` (the pool, or a client in the caller's transaction). */
@@ -31,6 +34,8 @@ export async function transitionOn(c: PgContext, db: Db, w: TransitionWrite): Pr
   const { text, values } = transitionSql(c, w);
   const [row] = await rows(c, db, text, values);
   if (!row) return null;
+  // A child's end reaches its parent in the same transaction (`db` is then a client in one).
+  if (w.parentSignal) await insertSignalOn(c, db, parentSignalWrite(w.parentSignal, toTaskRow(row), w.at));
   const events = encodeEvents(w.set.waitEvents ?? null);
   if (events !== null) {
     const [due] = await rows(

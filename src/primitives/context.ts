@@ -23,6 +23,9 @@ import { transaction } from './transaction.ts';
 import type { Transaction } from '../transaction-types.ts';
 import { requestApproval } from '../approvals/request.ts';
 import type { ApprovalOptions } from '../approvals/types.ts';
+import type { ChildOptions, ChildrenOptions } from '../api/child.ts';
+import { child, startChild, withChildren } from './child.ts';
+import { children } from './children.ts';
 
 /** Where a workflow context keeps the Engine it runs under (read by `engineOf(ctx)`; not in the public type). */
 export const ENGINE_OF: unique symbol = Symbol.for('stepwise.engine-of') as never;
@@ -52,6 +55,9 @@ export function createContext(run: Run, engine?: object): WorkflowContext {
     [RUN_OF]: run,
     forEach: ((name: string, items: readonly unknown[], fn: (item: unknown, index: number, s: StepContext) => unknown, options?: ForEachOptions) =>
       forEach(run, name, items, fn, options)) as WorkflowContext['forEach'],
+    startChild: ((wf: string | Workflow, input: unknown, options?: ChildOptions) => startChild(run, engine, wf, input, options)) as WorkflowContext['startChild'],
+    child: ((wf: string | Workflow, input: unknown, options?: ChildOptions) => child(run, engine, wf, input, options)) as WorkflowContext['child'],
+    children: ((wf: string | Workflow, inputs: readonly unknown[], options?: ChildrenOptions) => children(run, engine, wf, inputs, options)) as WorkflowContext['children'],
     onCancel: (fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown) => {
       if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError('ctx.onCancel(fn): fn must be a function'));
       run.registerCancelHandler({ fn });
@@ -61,5 +67,5 @@ export function createContext(run: Run, engine?: object): WorkflowContext {
 
 /** How the kernel runs `wf`'s code on a run (`RunDeps.runCode`): its `ctx`, and the task's input. */
 export function workflowCode(wf: Workflow, engine?: object): (run: Run) => Promise<unknown> {
-  return (run) => wf.fn(createContext(run, engine), decodeJson(run.task.input));
+  return (run) => withChildren(run, engine, () => wf.fn(createContext(run, engine), decodeJson(run.task.input)));
 }

@@ -233,6 +233,7 @@ export class JournalWriter {
       steps: mode === 'abort' ? rows.results : [...(plan.steps ?? []), ...rows.results],
       consume: rows.consume,
       notify: (edge) => wakeFor(edge, run.taskId, run.workflow.name),
+      parentId: run.task.parentId,
     });
     // Parking or handing back must not swallow a pause this run has not heard of yet.
     if (mode === 'as-planned' && (ev === 'park' || ev === 'release')) write.pauseRequested = false;

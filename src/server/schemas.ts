@@ -108,6 +108,7 @@ export const ListQuery = z
   .object({
     status: StatusList.optional().describe('comma-separated statuses'),
     workflow: WorkflowName.optional(),
+    parent: TaskId.optional().describe('only the children of this task'),
     limit: z.coerce.number().int().min(1).max(1000).optional(),
     cursor: TaskId.optional().describe('nextCursor of the previous page'),
   })

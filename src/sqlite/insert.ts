@@ -14,8 +14,8 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
   const row = c
     .stmt(
       `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at, title, debounce_key, singleton_key,
-       concurrency_key, concurrency_limit, priority)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       concurrency_key, concurrency_limit, priority, parent_id, root_id, depth)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     )
     .get(
@@ -36,6 +36,9 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
       task.concurrencyKey ?? null,
       task.concurrencyLimit ?? null,
       task.priority ?? 0,
+      task.parentId ?? null,
+      task.rootId ?? null,
+      task.depth ?? 0,
     ) as Raw | undefined;
   if (row) {
     // A new row's log is empty (a deleted task's key may be handed out again, but its log went with it).

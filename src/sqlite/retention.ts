@@ -12,7 +12,7 @@
  * deletions remove such rows once they are no longer the newest.
  */
 import { SqliteParams } from './sql.ts';
-import { selectionCondition, selectsNothing } from '../store-sql/filters.ts';
+import { keptWhileParentLive, selectionCondition, selectsNothing } from '../store-sql/filters.ts';
 import { toDeletionRecord } from '../store-sql/decoders.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { DeletedTask, DeletionNote, DeletionRecord, TaskSelection } from '../store.ts';
@@ -33,7 +33,11 @@ function selection(d: TaskSelection): { where: string; params: unknown[] } {
 export function deleteTasks(h: RetentionHandle, d: TaskSelection, limit: number, note?: DeletionNote): Array<DeletedTask & { no: number }> {
   if (selectsNothing(d)) return [];
   const { where, params } = selection(d);
-  const picked = (h.stmt(`SELECT no, id, workflow, status FROM stepwise_tasks WHERE ${where} ORDER BY id LIMIT ?`).all(...params, limit) as Array<Record<string, unknown>>).map((r) => ({
+  const picked = (
+    h.stmt(`SELECT no, id, workflow, status FROM stepwise_tasks WHERE ${where}${keptWhileParentLive(d, 'stepwise_tasks')} ORDER BY id LIMIT ?`).all(...params, limit) as Array<
+      Record<string, unknown>
+    >
+  ).map((r) => ({
     no: Number(r.no),
     id: String(r.id),
     workflow: String(r.workflow),

@@ -10,6 +10,8 @@ import { transitionWriteEntries, uniqueSteps } from '../log-entries.ts';
 import type { TaskRow, TransitionWrite } from '../store.ts';
 import type { Raw, SqliteContext } from './context.ts';
 import { INSERT_NEW_STEP_SQL, fromList, inList } from './sql.ts';
+import { insertSignalNow } from './signals.ts';
+import { parentSignalWrite } from '../store-sql/parent-signal.ts';
 
 /** The guarded UPDATE of the task row; the row, or undefined if the guard refused. */
 function updateTask(c: SqliteContext, w: TransitionWrite): Raw | undefined {
@@ -53,6 +55,8 @@ export function transitionNow(c: SqliteContext, w: TransitionWrite): TaskRow | n
   if (!row) return null;
   writeJournal(c, Number(row.no), w);
   for (const s of w.consume ?? []) c.consume(s.signalId, s.seq);
+  // A child's end reaches its parent in the same transaction.
+  if (w.parentSignal) insertSignalNow(c, parentSignalWrite(w.parentSignal, toTaskRow(row), w.at));
   const events = encodeEvents(w.set.waitEvents ?? null);
   if (events !== null) {
     const due = c

@@ -30,6 +30,8 @@ export function taskListTerms(q: ListQuery, p: SqlParams): string[] {
   const where: string[] = [];
   if (q.statuses?.length) where.push(`status IN (${statusLiterals(q.statuses)})`);
   if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
+  if (q.parent !== undefined) where.push(`parent_id = ${p.add(q.parent, 'text')}`);
+  if (q.root !== undefined) where.push(`root_id = ${p.add(q.root, 'text')}`);
   if (q.before !== undefined) where.push(`id < ${p.add(q.before, 'text')}`);
   return where;
 }
@@ -47,6 +49,20 @@ export function selectionCondition(d: TaskSelection, p: SqlParams): string {
   if (d.dueBy !== undefined) where.push(`run_at <= ${p.add(d.dueBy, 'bigint')}`);
   return where.join(' AND ');
 }
+
+/**
+ * The term a bulk deletion (retention, purge: no `ids`) adds: a child task whose parent has not
+ * ended is kept, so that a tree is deleted from its end, never a child before its parent's end.
+ * `tasks` is the tasks table's name.
+ */
+export function keptWhileParentLive(d: TaskSelection, tasks: string): string {
+  if (d.ids) return '';
+  // A lookup of the parent by its primary key (the subquery's alias hides the table's own name, so
+  // `${tasks}.parent_id` is the outer row's).
+  return ` AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM ${tasks} p WHERE p.id = ${tasks}.parent_id AND p.status IN (${statusLiterals(LIVE)})))`;
+}
+
+const LIVE: readonly TaskStatus[] = ['pending', 'running', 'waiting', 'paused', 'cancelling'];
 
 /** The terms of an approval query ({@link ApprovalQuery}); `tasks` is the tasks table's name. */
 export function approvalTerms(q: ApprovalQuery, p: SqlParams, tasks: string): string[] {

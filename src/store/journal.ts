@@ -37,6 +37,14 @@ export interface TransitionWrite {
   consume?: readonly { signalId: number; seq: number }[];
   /** Announced to other processes when (and only if) the write commits. */
   notify?: WakeEvent;
+  /**
+   * Set when the write finishes a task that has a parent (a child task): in the same transaction,
+   * the parent `taskId` receives the signal `name` (its idempotency key too, so a child that ends
+   * again after a retry is recorded once), whose payload is `{"status","output","error"}` of the
+   * updated row, as `SignalStore.insertSignal` records one: the parent is made due if it waits
+   * for it, and workers are woken.
+   */
+  parentSignal?: { taskId: string; name: string };
 }
 // When `set.waitEvents` names events, the store also makes the task due at `at` if an unconsumed
 // signal of one of those names already exists, so that a signal sent while the task was still

@@ -66,6 +66,12 @@ export interface TaskRow {
   concurrencyLimit: number | null;
   /** 0..1000, higher first: claims order due tasks by `runAt - priority * 1000`. */
   priority: number;
+  /** The task that started this one (`ctx.startChild`), or null. Its end signals the parent (`child:<id>`). */
+  parentId: string | null;
+  /** The first task of this one's tree, or null for a task started from outside. */
+  rootId: string | null;
+  /** 0 for a task started from outside; a child's is its parent's + 1. */
+  depth: number;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';

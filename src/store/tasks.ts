@@ -32,6 +32,10 @@ export interface NewTask {
   concurrencyLimit?: number | null;
   /** 0..1000, higher first. @defaultValue 0 */
   priority?: number;
+  /** A child task's parent, root and depth (see `TaskRow.parentId`); absent for a task started from outside. */
+  parentId?: string | null;
+  rootId?: string | null;
+  depth?: number;
   /** The log entry of its creation (seq 1), written with the row. */
   log: NewEvent;
   /** Announced to other processes if the task was created. */
@@ -47,6 +51,10 @@ export interface ListQuery {
   statuses?: readonly TaskStatus[];
   workflow?: string;
   limit: number;
+  /** Only the children of this task. */
+  parent?: string;
+  /** Only the tasks of this tree below its first task (`root_id`). */
+  root?: string;
   /** Return tasks with ids below this one (ids are time-ordered; newest first). */
   before?: string;
 }

@@ -102,6 +102,7 @@ ${usageFacts(t)}${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${tim
 ${t.machine ? machineSection(t.id, t.machine, d) : ''}
 ${approvalsSection(d)}
 <section class="streams" data-streams hidden><h2>Model output</h2></section>
+${treeSection(t)}
 <h2>Steps</h2>
 ${timeline(t, d.now)}
 <div class="io"><div><h3>Input</h3><pre>${json(t.input)}</pre></div>
@@ -112,6 +113,16 @@ ${lifecycleSvg(t.status)}
 <h2>Event log</h2>
 ${eventLog(t.history)}
 </section>`;
+}
+
+/** A task's parent and its child tasks, each linked to its page, with its status. */
+function treeSection(t: TaskInfo): string {
+  if (!t.parent && !t.children.length) return '';
+  const link = (r: { id: string; workflow: string; status: string }): string =>
+    `<a href="/tasks/${encodeURIComponent(r.id)}"><span class="id">${esc(r.id)}</span></a> ${esc(r.workflow)} ${badge(r.status)}`;
+  const parent = t.parent ? `<p class="parent">Parent: ${link(t.parent)}</p>` : '';
+  const children = t.children.length ? `<ul class="children">${t.children.map((c) => `<li data-child="${esc(c.id)}">${link(c)}</li>`).join('\n')}</ul>` : '';
+  return `<h2>Child tasks</h2><section class="tree">${parent}${children}</section>`;
 }
 
 /** A state machine's task: its state, the events it takes (buttons), its diagram, its states so far. */
@@ -143,7 +154,10 @@ function usageFacts(t: TaskSummary): string {
   const u = t.usage;
   if (!u) return '';
   const budget = u.budget ? [u.budget.tokens !== undefined ? `${tokens(u.budget.tokens)} tokens` : '', u.budget.usd !== undefined ? usd(u.budget.usd) : ''].filter(Boolean).join(', ') : '';
-  return `<dt>Tokens</dt><dd class="usage-total" data-tokens="${u.total.totalTokens}">${usageText(u.total)}</dd><dt>Cost</dt><dd class="cost-total" data-usd="${u.total.costUsd}">${usd(u.total.costUsd)}</dd>${budget ? `<dt>Budget</dt><dd>${esc(budget)}</dd>` : ''}`;
+  return (
+    `<dt>Tokens</dt><dd class="usage-total" data-tokens="${u.total.totalTokens}">${usageText(u.total)}</dd><dt>Cost</dt><dd class="cost-total" data-usd="${u.total.costUsd}">${usd(u.total.costUsd)}</dd>${budget ? `<dt>Budget</dt><dd>${esc(budget)}</dd>` : ''}` +
+    (u.children ? `<dt>Child tasks</dt><dd class="usage-children" data-tokens="${u.children.totalTokens}">${usageText(u.children)}, ${usd(u.children.costUsd)}</dd>` : '')
+  );
 }
 
 function usageText(u: UsageTotals): string {

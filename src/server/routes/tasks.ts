@@ -122,6 +122,7 @@ function listRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
       const filter = {
         ...(query.status?.length ? { status: query.status as TaskStatus[] } : {}),
         ...(query.workflow !== undefined ? { workflow: query.workflow } : {}),
+        ...(query.parent !== undefined ? { parent: query.parent } : {}),
         ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
       };
       return { status: 200, body: await listPage(engine, filter, query.limit ?? 50, limits) };

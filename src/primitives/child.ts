@@ -1,0 +1,186 @@
+/**
+ * @module primitives/child
+ * Internal: not part of the public API (the package exports only its index modules).
+ * `ctx.startChild(workflow, input, options)` and `ctx.child(…)`: child tasks, built on two durable
+ * calls of the parent and nothing new in the kernel.
+ *
+ * - The start is a step (`child:<workflow>` unless named) whose function starts the child with an
+ *   idempotency key derived from the step's own (`child:v1:<parent>:<step>#<n>`, `:retry<n>` after
+ *   the parent's n-th retry): a crash between the child's creation and the step's checkpoint finds
+ *   the same child on the next run.
+ * - The wait for its end is an event wait on `child:<id>`: the child's last transition records that
+ *   signal to the parent in the same transaction (see `TransitionWrite.parentSignal`), with the
+ *   child's status, output and error as its payload, and makes the parent due. Until then the
+ *   parent parks (no worker slot held).
+ * - A cancel of the parent cancels its live children (found in the store by `parent_id`, so
+ *   children started by earlier runs too) from an `onCancel` handler registered with the first
+ *   child, and waits for their ends: the parent ends after its children's cleanup.
+ * - When the parent's code returns or throws with children still running, those started with
+ *   `onParentEnd: 'cancel'` (the default) are cancelled and waited for before the parent ends.
+ */
+import { ChildFailedError, InvalidArgumentError, StepFailedError, coerceError, isStepwiseError } from '../errors.ts';
+import { isFinished, type TaskStatus } from '../lifecycle.ts';
+import type { SerializedError } from '../serialize.ts';
+import type { ChildHandle, ChildOptions } from '../api/child.ts';
+import type { Workflow } from '../workflow.ts';
+import type { Run } from '../run/run.ts';
+import { haltOf } from '../run/state.ts';
+import { childEndSignal } from '../transitions.ts';
+import { step } from './step.ts';
+import { faultPoint } from '../fault-points.ts';
+import { KEY_MAX } from '../text-rules.ts';
+import { hashKey } from '../idempotency/keys.ts';
+import { waitForEvent } from './wait-for-event.ts';
+
+/** What the primitive needs of the Engine the run works for (the Engine, seen from below). */
+export interface ChildHost {
+  startChildTask(parent: Run['task'], workflow: string | Workflow<unknown, unknown, unknown>, input: unknown, key: string): Promise<{ id: string; workflow: string }>;
+  list(options: { parent: string; status: TaskStatus[]; limit: number }): Promise<{ tasks: Array<{ id: string; status: TaskStatus }> }>;
+  cancel(id: string, options: { reason: string; by: { kind: 'system'; id: string } }): Promise<unknown>;
+  result(id: string): Promise<unknown>;
+}
+
+/** The children one run of a parent started (or found again on replay), by id. */
+interface RunChildren {
+  readonly onParentEnd: Map<string, 'cancel' | 'abandon'>;
+}
+
+const CHILDREN = new WeakMap<Run, RunChildren>();
+const LIVE: TaskStatus[] = ['pending', 'running', 'waiting', 'paused', 'cancelling'];
+const ON_PARENT_END = ['cancel', 'abandon'];
+const OPTION_KEYS = new Set(['name', 'onParentEnd']);
+/** Errors of a start that another attempt cannot fix: the parent's call fails with them at once. */
+const REFUSALS = new Set(['WORKFLOW_NOT_FOUND', 'INVALID_INPUT', 'INVALID_ARGUMENT', 'NOT_SERIALIZABLE', 'PAYLOAD_TOO_LARGE', 'IDEMPOTENCY_CONFLICT', 'CHILD_DEPTH_EXCEEDED']);
+
+function hostOf(run: Run, engine: object | undefined): ChildHost {
+  if (!engine || typeof (engine as Partial<ChildHost>).startChildTask !== 'function') {
+    throw run.fail(new InvalidArgumentError('ctx.startChild(): child tasks need the Engine the task runs under (a worker of an Engine).'));
+  }
+  return engine as ChildHost;
+}
+
+function checkOptions(run: Run, workflowName: string, options: ChildOptions): void {
+  const where = `ctx.startChild(${JSON.stringify(workflowName)})`;
+  if (typeof options !== 'object' || options === null) throw run.fail(new InvalidArgumentError(`${where}: options must be an object { name, onParentEnd }.`));
+  const unknown = Object.keys(options).find((k) => !OPTION_KEYS.has(k));
+  if (unknown) throw run.fail(new InvalidArgumentError(`${where}: unknown option "${unknown}" (known: name, onParentEnd).`));
+  if (options.onParentEnd !== undefined && !ON_PARENT_END.includes(options.onParentEnd)) {
+    throw run.fail(new InvalidArgumentError(`${where}: onParentEnd must be 'cancel' or 'abandon', got ${JSON.stringify(options.onParentEnd)}.`));
+  }
+}
+
+/** The run's children, made (with the cancel handler that cascades) at its first child. */
+function childrenOf(run: Run, host: ChildHost): RunChildren {
+  let children = CHILDREN.get(run);
+  if (!children) {
+    children = { onParentEnd: new Map() };
+    CHILDREN.set(run, children);
+    run.registerCancelHandler({ fn: ({ reason }) => endChildren(host, run.taskId, () => true, `its parent task ${run.taskId} was cancelled${reason ? `: ${reason}` : ''}`) });
+  }
+  return children;
+}
+
+export async function startChild(
+  run: Run,
+  engine: object | undefined,
+  workflow: string | Workflow<unknown, unknown, unknown>,
+  input: unknown,
+  options: ChildOptions = {},
+): Promise<ChildHandle> {
+  const host = hostOf(run, engine);
+  const workflowName = typeof workflow === 'string' ? workflow : workflow?.name;
+  if (typeof workflowName !== 'string') throw run.fail(new InvalidArgumentError('ctx.startChild(): the first argument must be a workflow definition or name.'));
+  checkOptions(run, workflowName, options);
+  const children = childrenOf(run, host);
+  let started: { id: string; workflow: string };
+  try {
+    started = await step(run, options.name ?? `child:${workflowName}`, async ({ idempotencyKey }) => {
+      // A retry of the parent that runs this call again (`fromStep`) starts a new child: the old one
+      // ended, and its end was received. Within one retry, every run finds the same child.
+      const generation = run.task.retries ? `:retry${run.task.retries}` : '';
+      const key = `child:${idempotencyKey}${generation}`;
+      // A long step name makes a key past the limit: digested then (the same on every run).
+      const answer = await host.startChildTask(run.task, workflow, input, key.length > KEY_MAX ? `child:${hashKey(key)}` : key);
+      faultPoint('child:created'); // the child exists; the parent's checkpoint of its start does not
+      return { id: answer.id, workflow: answer.workflow };
+    });
+  } catch (e) {
+    // A start the engine refused (an unknown workflow, a bad input, too deep): its own coded error.
+    if (e instanceof StepFailedError && isStepwiseError(e.cause) && REFUSALS.has(e.cause.code)) throw e.cause;
+    throw e;
+  }
+  children.onParentEnd.set(started.id, options.onParentEnd ?? 'cancel');
+  let result: Promise<unknown> | undefined;
+  return Object.freeze({
+    id: started.id,
+    workflow: started.workflow,
+    result: () => (result ??= awaitChild(run, started)),
+  });
+}
+
+/** The child's output, or ChildFailedError: the end it signalled, as the parent's journal recorded it. */
+async function awaitChild(run: Run, child: { id: string; workflow: string }): Promise<unknown> {
+  const got = await waitForEvent<{ status: TaskStatus; output: unknown; error: SerializedError | null }>(run, childEndSignal(child.id));
+  const end = (got.timedOut ? null : got.payload) ?? { status: 'failed' as const, output: null, error: null };
+  if (end.status === 'succeeded') return end.output;
+  const status = end.status === 'cancelled' ? 'cancelled' : 'failed';
+  const error = end.error;
+  const code = error?.code ?? (status === 'cancelled' ? 'TASK_CANCELLED' : null);
+  const message = error?.message ?? (status === 'cancelled' ? 'cancelled' : 'failed');
+  throw new ChildFailedError({ id: child.id, workflow: child.workflow, status, code, message }, error ?? undefined);
+}
+
+export async function child(run: Run, engine: object | undefined, workflow: string | Workflow<unknown, unknown, unknown>, input: unknown, options?: ChildOptions): Promise<unknown> {
+  return (await startChild(run, engine, workflow, input, options)).result();
+}
+
+/**
+ * Runs the workflow's code; when it has returned or thrown (not halted), children still running
+ * that were started with `onParentEnd: 'cancel'` are cancelled, and their ends waited for, before
+ * the run goes on to end the task.
+ */
+export async function withChildren(run: Run, engine: object | undefined, code: () => Promise<unknown>): Promise<unknown> {
+  let value: unknown;
+  try {
+    value = await code();
+  } catch (e) {
+    await settleChildren(run, engine).catch(() => undefined);
+    throw e;
+  }
+  await settleChildren(run, engine);
+  return value;
+}
+
+async function settleChildren(run: Run, engine: object | undefined): Promise<void> {
+  const children = CHILDREN.get(run);
+  if (!children || haltOf(run.state) !== null || !engine) return;
+  const cancel = (id: string): boolean => children.onParentEnd.get(id) !== 'abandon';
+  // (Should the run take itself to be idle meanwhile, because the code left a wait registered, it
+  // parks on that wait; its next run returns here again and finds the children ended.)
+  await endChildren(engine as ChildHost, run.taskId, cancel, `its parent task ${run.taskId} ended`);
+}
+
+/**
+ * Cancels the live children of `parentId` that `select` picks, and waits until none is left: each
+ * cancel reaches the child's own children the same way (its cleanup cancels them).
+ */
+async function endChildren(host: ChildHost, parentId: string, select: (id: string) => boolean, reason: string): Promise<void> {
+  const by = { kind: 'system' as const, id: `task:${parentId}` };
+  for (;;) {
+    const { tasks } = await host.list({ parent: parentId, status: LIVE, limit: 1000 });
+    const live = tasks.filter((t) => select(t.id) && !isFinished(t.status));
+    if (!live.length) return;
+    await Promise.all(
+      live.map(async (t) => {
+        if (t.status !== 'cancelling') await host.cancel(t.id, { reason, by }).catch((e: unknown) => ignoreEnded(e));
+        await host.result(t.id).catch(() => undefined);
+      }),
+    );
+  }
+}
+
+/** A child that ended between the listing and its cancel is no error. */
+function ignoreEnded(e: unknown): void {
+  if (isStepwiseError(e, 'ILLEGAL_TRANSITION') || isStepwiseError(e, 'TASK_NOT_FOUND')) return;
+  throw coerceError(e);
+}
