@@ -27,3 +27,12 @@ export const RETRY_OPTIONS = ['by', 'fromStep', 'deadline'] as const;
 export const SIGNAL_OPTIONS = ['by', 'idempotencyKey', 'requireWaiting'] as const;
 export const APPROVALS_QUERY = ['status', 'approver', 'roles', 'workflow', 'taskId', 'limit'] as const;
 export const SCHEDULE_LIST_OPTIONS = ['workflow', 'after', 'limit'] as const;
+
+/**
+ * The option names of `T`, all of them: `optionNames<WorkerOptions>()('concurrency', …)` does not
+ * compile while a key of `T` is missing from the list, so a new option cannot be forgotten by the
+ * check that refuses unknown ones.
+ */
+export function optionNames<T>() {
+  return <const K extends readonly (keyof T & string)[]>(...keys: K & (Exclude<keyof T, K[number]> extends never ? unknown : { missing: Exclude<keyof T, K[number]> })): K => keys;
+}

@@ -7,6 +7,7 @@
  */
 import { resolve } from 'node:path';
 import { InvalidArgumentError } from './errors.ts';
+import { optionNames } from './option-keys.ts';
 import type { Store } from './store.ts';
 import type { SqliteOptions, SqliteSynchronous } from './sqlite/connection.ts';
 
@@ -17,6 +18,10 @@ export interface StoreOptions {
   sqlite?: SqliteOptions;
   postgres?: { schema?: string; poolSize?: number; connectTimeoutMs?: number; statementTimeoutMs?: number };
 }
+
+/** Every option of `StoreOptions.postgres` and `StoreOptions.sqlite`; a key not listed is refused. */
+export const POSTGRES_OPTIONS = optionNames<NonNullable<StoreOptions['postgres']>>()('schema', 'poolSize', 'connectTimeoutMs', 'statementTimeoutMs');
+export const SQLITE_OPTIONS = optionNames<SqliteOptions>()('synchronous', 'busyTimeoutMs', 'mustExist');
 
 export function describeStoreUrl(
   url: string,

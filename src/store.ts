@@ -57,7 +57,7 @@ export type { ClaimRequest, ClaimedTask, HeartbeatRequest, HeldTask, ExpireReque
 export type { SignalWrite, SignalInsert, SignalStore } from './store/signals.ts';
 export type { ApprovalStatus, ApprovalRow, ApprovalInsert, ApprovalPatch, ApprovalUpdate, ApprovalChange, ApprovalQuery, ApprovalStore } from './store/approvals.ts';
 export type { TaskSelection, DeletedTask, DeletionNote, DeletionRecord, RetentionStore } from './store/retention.ts';
-export type { WorkflowRegistration, WorkflowStore } from './store/workflows.ts';
+export type { WorkerPresence, WorkflowRegistration, WorkflowStore } from './store/workflows.ts';
 export type { WakeReason, WakeEvent, WakeTopic, WakeStore } from './store/wake.ts';
 export { topicOf } from './store/wake.ts';
 export type { IdempotencyStore } from './store/idempotency.ts';

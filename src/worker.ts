@@ -37,6 +37,7 @@ import { DEFAULT_FRAMES_AFTER_END_MS, type ResolvedStreamFrames } from './stream
 import { checkText } from './text-rules.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
 import { Background } from './worker/background.ts';
+import { recordPresence } from './worker/presence.ts';
 import { claimPlan, idle } from './worker/claiming.ts';
 import { Heartbeat } from './worker/heartbeat.ts';
 import { endDeadLocalLeases, localWorkerId } from './worker/local-leases.ts';
@@ -139,6 +140,7 @@ export class Worker {
     }
     if (!this.#workflows.size) throw new InvalidArgumentError('This worker has no workflows to run: pass them to new Engine({ workflows }).');
     await store.registerWorkflows([...this.#workflows.values()].map((w) => ({ name: w.name, version: w.version, at: this.#host.clock.now() })));
+    await recordPresence(store, this.id, this.#workflows.values());
     this.#writer = new WriteBatcher(store, {
       maxInFlight: store.parallelWrites,
       alone: () => this.#runs.size <= 1,
@@ -358,6 +360,8 @@ export class Worker {
     await this.#background?.stop();
     await this.#heartbeat?.stop();
     await this.#writer?.drain();
+    // Gone from the store's list of live workers at once, not after PRESENCE_LIVE_MS.
+    await this.#store?.removePresence(this.id).catch((e: unknown) => this.#news.emit('worker:error', { error: coerceError(e), during: 'removing this worker’s presence' }));
     for (const off of this.#unsubscribe) await off();
     this.#state = 'stopped';
     this.#news.emit('worker:stopped', { workerId: this.id });

@@ -262,7 +262,7 @@ describe('workflow versions', () => {
       const c = await current.start(v2);
       expect(await current.result(c.id)).toBe('v2');
       expect((await current.get(a.id)).status).toBe('pending');
-      expect((await current.explain(a.id)).summary).toMatch(/started under version 1 of "versioned" and workers have registered only version\(s\) 2/);
+      expect((await current.explain(a.id)).summary).toMatch(/started under version 1 of "versioned" and live workers serve only version\(s\) 2/);
       const v3 = workflow('versioned', async (ctx) => ctx.step('which', () => 'v3'), { version: 3, compatibleVersions: [1] });
       const next = new Engine({ store: url, workflows: [v3] });
       try {

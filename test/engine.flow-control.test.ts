@@ -3,9 +3,9 @@
 // priorities with ageing (higher first among due tasks, a lower one never starved), on the
 // injectable clock.
 import { describe, expect, it } from 'vitest';
-import { workflow } from '../src/index.ts';
+import { openStore, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { gate, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
 describe('limits per key', () => {
   it('runs one task of a key at a time, in start order, while another key runs beside it', async () => {
@@ -155,11 +155,17 @@ describe('priorities', () => {
     const order: string[] = [];
     const wf = workflow('jobs', async (ctx, input: { name: string }) => ctx.step('run', () => void order.push(input.name)));
     const urgent = workflow('urgent-jobs', async (ctx, input: { name: string }) => ctx.step('run', () => void order.push(input.name)), { priority: 5 });
-    const engine = makeEngine({ workflows: [wf, urgent], clock });
+    const url = tempDbUrl();
+    const engine = makeEngine({ store: url, workflows: [wf, urgent], clock });
     await engine.start(wf, { name: 'low' });
     await engine.start(wf, { name: 'high' }, { priority: 10 });
     await engine.start(urgent, { name: 'workflow-default' });
     const last = await engine.startMany([{ workflow: wf, input: { name: 'mid' }, priority: 3 }]);
+    // A live worker of "jobs" elsewhere (recorded as a running worker records itself), so that
+    // explain speaks of the queue rather than of the missing worker.
+    const store = await openStore(url);
+    await store.recordPresence({ workerId: 'elsewhere', served: [{ name: 'jobs', version: '1' }], at: Date.now() }, 0);
+    await store.close();
     expect((await engine.explain((last[0] as { id: string }).id)).summary).toMatch(/waiting: 2 due task\(s\) of higher priority go first/);
     await startWorker(engine, { concurrency: 1, claimBatch: 1 });
     await waitForStatus(engine, (last[0] as { id: string }).id, 'succeeded');

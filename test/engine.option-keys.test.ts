@@ -1,7 +1,9 @@
 // Unknown option keys are refused with INVALID_ARGUMENT naming them and the known ones, so a typo
 // (idempotencykey) never starts a duplicate or changes nothing silently.
 import { describe, expect, it } from 'vitest';
-import { isStepwiseError, workflow } from '../src/index.ts';
+import { Engine, isStepwiseError, workflow } from '../src/index.ts';
+import { createServer } from '../src/server/index.ts';
+import { StepwiseChatTransport, StepwiseClient } from '../src/client/index.ts';
 import { makeEngine } from './support/engine.ts';
 
 const wf = workflow('w', async () => 1);
@@ -45,5 +47,41 @@ describe('unknown option keys', () => {
     const v2 = workflow('article', async () => 2, { version: 2 });
     expect(() => makeEngine({ workflows: [v1, v2] })).toThrow(/workflow "article" is listed twice \(versions 1 and 2\).*compatibleVersions: \['1'\]/);
     expect(makeEngine({ workflows: [v1, v1] }).workflows.get('article')).toBe(v1); // the same definition twice is one
+  });
+});
+
+describe('unknown option keys of the engine, its workers, streams, server and client', () => {
+  const sync = (fn: () => unknown): Promise<unknown> => Promise.resolve().then(fn);
+
+  it('new Engine() refuses a mistyped option, store option or limit, naming the known ones', async () => {
+    expect(await refused(sync(() => new Engine({ stroe: 'sqlite::memory:' } as never)))).toContain('new Engine(): unknown option "stroe" (known: store, workflows,');
+    expect(await refused(sync(() => new Engine({ store: 'sqlite::memory:', postgres: { shema: 'x' } } as never)))).toContain(
+      'new Engine({ postgres }): unknown option "shema" (known: schema, poolSize, connectTimeoutMs, statementTimeoutMs)',
+    );
+    expect(await refused(sync(() => new Engine({ store: 'sqlite::memory:', sqlite: { synchronus: 'normal' } } as never)))).toContain('new Engine({ sqlite }): unknown option "synchronus"');
+    expect(await refused(sync(() => new Engine({ store: 'sqlite::memory:', limits: { inputByte: 10 } } as never)))).toContain(
+      'new Engine({ limits }): unknown option "inputByte" (known: inputBytes, outputBytes, payloadBytes, childDepth)',
+    );
+  });
+
+  it('engine.worker() and engine.events() refuse a mistyped option', async () => {
+    const engine = makeEngine({ workflows: [wf] });
+    expect(await refused(sync(() => engine.worker({ pollIntervalMS: 10 } as never)))).toContain('engine.worker(): unknown option "pollIntervalMS" (known: concurrency,');
+    expect(await refused(sync(() => engine.events({ taskID: 'x' } as never)))).toContain('engine.events(): unknown option "taskID"');
+  });
+
+  it('createServer() refuses a mistyped option', async () => {
+    const engine = makeEngine({ workflows: [wf] });
+    const tokens = [{ name: 'ops', role: 'admin' as const, token: 'secret-token-123' }];
+    expect(await refused(sync(() => createServer(engine, { tokens, dashbaord: false } as never)))).toContain('createServer(): unknown option "dashbaord"');
+  });
+
+  it('the HTTP client and the chat transport refuse a mistyped option with a TypeError naming it', async () => {
+    expect(() => new StepwiseClient({ baseUrl: 'http://localhost', reconectMs: 5 } as never)).toThrow(
+      'new StepwiseClient(): unknown option "reconectMs" (known: baseUrl, token, fetch, reconnectMs)',
+    );
+    const client = new StepwiseClient({ baseUrl: 'http://localhost' });
+    await expect(client.stream('t', { logs: true } as never).next()).rejects.toThrow('client.stream(): unknown option "logs"');
+    expect(() => new StepwiseChatTransport({ client, workflow: 'chat', session: {} } as never)).toThrow('new StepwiseChatTransport(): unknown option "session"');
   });
 });

@@ -1794,6 +1794,32 @@ for (const backend of backends) {
           { name: b, version: '1', lastSeenAt: T0 },
         ]);
       });
+
+      it('recordPresence refreshes the served versions of a worker and forgets workers seen before the cut; servedVersions counts those seen since', async () => {
+        const a = ns.wf('a');
+        const w1 = ns.wf('worker-1');
+        const w2 = ns.wf('worker-2');
+        await store.recordPresence(
+          {
+            workerId: w1,
+            served: [
+              { name: a, version: '1' },
+              { name: a, version: '2' },
+            ],
+            at: T0,
+          },
+          0,
+        );
+        await store.recordPresence({ workerId: w2, served: [{ name: a, version: '2' }], at: T0 + 10 }, 0);
+        expect(await store.servedVersions(a, T0)).toEqual(['1', '2']);
+        expect(await store.servedVersions(a, T0 + 5)).toEqual(['2']);
+        // A refresh moves the last-seen time; a cut at T0 + 5 forgets worker 1's rows of T0.
+        await store.recordPresence({ workerId: w2, served: [{ name: a, version: '2' }], at: T0 + 20 }, T0 + 5);
+        expect(await store.servedVersions(a, 0)).toEqual(['2']);
+        expect(await store.servedVersions(a, T0 + 15)).toEqual(['2']);
+        await store.removePresence(w2);
+        expect(await store.servedVersions(a, 0)).toEqual([]);
+      });
     });
   });
 }

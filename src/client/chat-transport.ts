@@ -15,6 +15,7 @@
  * session with the conversation. A retried attempt's reset frame ends the text part of the attempt
  * that broke off, and the retry streams into a new text part: show a message's last text part.
  */
+import { refuseUnknownOptions } from './options.ts';
 import type { ChatRequestOptions, ChatTransport, UIMessage, UIMessageChunk } from 'ai';
 import { CHAT_MESSAGE_SIGNAL, messageKey, replyStep, type ChatMessage } from '../chat-protocol.ts';
 import { StepwiseHttpError, type StepwiseClient, type StreamItem } from './client.ts';
@@ -51,6 +52,7 @@ export class StepwiseChatTransport<UI extends UIMessage = UIMessage> implements 
   readonly #sessions: ChatSessionStore;
 
   constructor(options: StepwiseChatTransportOptions) {
+    refuseUnknownOptions(options, ['client', 'workflow', 'input', 'sessions'], 'new StepwiseChatTransport()');
     this.#o = options;
     this.#sessions = options.sessions ?? (globalThis as { sessionStorage?: ChatSessionStore }).sessionStorage ?? memoryStore();
   }

@@ -16,6 +16,7 @@
  * const { id } = await client.start('research', { question });
  * for await (const e of client.stream(id)) if (e.type === 'stream:delta') output.textContent += e.delta;
  */
+import { refuseUnknownOptions } from './options.ts';
 import { readSse } from './sse.ts';
 
 export type { SseMessage } from './sse.ts';
@@ -87,6 +88,7 @@ export class StepwiseClient {
   readonly #reconnectMs: number;
 
   constructor(options: ClientOptions = {}) {
+    refuseUnknownOptions(options, ['baseUrl', 'token', 'fetch', 'reconnectMs'], 'new StepwiseClient()');
     const base = options.baseUrl ?? (globalThis as { location?: { origin?: string } }).location?.origin;
     if (!base) throw new TypeError('StepwiseClient: baseUrl is required outside a browser page.');
     this.#base = base.replace(/\/+$/, '');
@@ -127,6 +129,7 @@ export class StepwiseClient {
    * Reconnects after a dropped connection where it left off; ends when the task has ended.
    */
   async *stream(id: string, options: StreamOptions = {}): AsyncGenerator<StreamItem> {
+    refuseUnknownOptions(options, ['log', 'after', 'signal'], 'client.stream()');
     let last = options.after;
     let delay = this.#reconnectMs;
     const path = `/api/tasks/${encodeURIComponent(id)}/stream${options.log ? '?log=true' : ''}`;

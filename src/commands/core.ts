@@ -12,7 +12,8 @@ import type { Limits } from '../limits.ts';
 import { NewsBus } from '../news.ts';
 import { observeNews, type Observer } from '../observers.ts';
 import type { Store, TaskRow, WakeEvent } from '../store.ts';
-import { DEFAULT_STORE_URL, type StoreOptions } from '../store-url.ts';
+import { DEFAULT_STORE_URL, POSTGRES_OPTIONS, SQLITE_OPTIONS, type StoreOptions } from '../store-url.ts';
+import { checkOptionKeys } from '../option-keys.ts';
 import { shortId } from '../ids.ts';
 import { ResultWaiters } from '../result-waiters.ts';
 import { StartBatcher } from '../start-batcher.ts';
@@ -26,7 +27,7 @@ import { engineSchedules, type FireSchedules, type ScheduleHost } from '../sched
 import type { Schedules } from '../schedules/schedules.ts';
 import { resolveRateLimits, type RateLimitTable } from '../rate-limits/config.ts';
 import type { CommandContext } from './context.ts';
-import type { EngineOptions } from './engine-options.ts';
+import { ENGINE_OPTIONS, type EngineOptions } from './engine-options.ts';
 import { deliverNews } from './news.ts';
 import { closeEngineStore, openEngineStore, type OpenStore } from './open.ts';
 import { probeStore } from './probe.ts';
@@ -74,6 +75,9 @@ export class EngineCore {
   readonly #engine: object;
 
   constructor(options: EngineOptions, commands: EngineCommands) {
+    checkOptionKeys(options, ENGINE_OPTIONS, 'new Engine()');
+    checkOptionKeys(options.postgres, POSTGRES_OPTIONS, 'new Engine({ postgres })');
+    checkOptionKeys(options.sqlite, SQLITE_OPTIONS, 'new Engine({ sqlite })');
     this.#engine = commands.engine;
     this.clock = options.clock ?? systemClock;
     this.#waiters = new ResultWaiters(this.bus, this.clock);

@@ -2,6 +2,7 @@
  * @module commands/engine-options
  * The options of `new Engine()`.
  */
+import { optionNames } from '../option-keys.ts';
 import type { Clock } from '../clock.ts';
 import type { Limits } from '../limits.ts';
 import type { Observer } from '../observers.ts';
@@ -12,6 +13,21 @@ import type { RetentionPolicy } from '../retention/policy.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
 import type { StreamFramesOptions } from '../stream-frames.ts';
 import type { RateLimits } from '../api/rate-limits.ts';
+
+/** Every option of `new Engine()`; a key not listed is refused. */
+export const ENGINE_OPTIONS = optionNames<EngineOptions>()(
+  'store',
+  'workflows',
+  'clock',
+  'observers',
+  'limits',
+  'idempotency',
+  'retention',
+  'streamFrames',
+  'rateLimits',
+  'sqlite',
+  'postgres',
+);
 
 export interface EngineOptions extends StoreOptions {
   /**

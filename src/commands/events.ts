@@ -4,6 +4,7 @@
  * in event-stream.ts). This module checks the options and opens the store lazily, when the loop
  * starts.
  */
+import { checkOptionKeys, optionNames } from '../option-keys.ts';
 import { toMs } from '../duration.ts';
 import { InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
 import type { NewsBus } from '../news.ts';
@@ -13,7 +14,10 @@ import type { TaskEvent } from '../task-events.ts';
 import { allEvents, checkStreamOptions, taskEvents, type EventsOptions } from '../event-stream.ts';
 
 /** Refuses options `engine.events` cannot follow. */
+const EVENTS_OPTIONS = optionNames<EventsOptions>()('taskId', 'after', 'follow', 'signal', 'pollMs', 'streams', 'streamAfter');
+
 function checkEventsOptions(options: EventsOptions): void {
+  checkOptionKeys(options, EVENTS_OPTIONS, 'engine.events()');
   checkStreamOptions(options);
   if (options.taskId !== undefined && (typeof options.taskId !== 'string' || !options.taskId)) throw new InvalidArgumentError('events(): taskId must be a task id.');
   if (options.taskId !== undefined && options.after !== undefined && (typeof options.after !== 'number' || !Number.isInteger(options.after) || options.after < 0)) {

@@ -11,6 +11,7 @@ import { machineInfo, type MachineInfo } from '../machine/read.ts';
 import { taskRow, type CommandContext } from './context.ts';
 import type { Explanation } from './options.ts';
 import { failedCleanup, retryRefusal } from './retry.ts';
+import { liveVersions } from '../worker/presence.ts';
 
 /** What the summary is made of besides the row. */
 interface Circumstances {
@@ -18,7 +19,10 @@ interface Circumstances {
   lease: Explanation['lease'];
   wait: Record<string, unknown> | null;
   error: string | null;
+  /** The versions of the task's workflow any worker ever registered. */
   registered: string[];
+  /** The versions of the task's workflow that live workers serve now (see worker/presence.ts). */
+  live: string[];
   /** Why a due task waits: its key's leased tasks and the higher-priority work ahead (when the store says). */
   queue: QueuePosition | null;
 }
@@ -34,15 +38,12 @@ export async function explainTask(ctx: CommandContext, id: string): Promise<Expl
   const lease = row.leaseOwner && row.leaseExpiresAt !== null ? { owner: row.leaseOwner, expiresAt: row.leaseExpiresAt, expired: row.leaseExpiresAt <= now } : null;
   const wait = row.wait ? (JSON.parse(row.wait) as Record<string, unknown>) : null;
   const error = row.error ? decodeError(row.error).message : null;
-  const local = ctx.workflows.get(row.workflow);
-  const registered = [
-    ...(local ? [local.version, ...(local.options.compatibleVersions ?? []).map(String)] : []),
-    ...(await store.listWorkflows()).filter((w) => w.name === row.workflow).map((w) => w.version),
-  ];
+  const registered = (await store.listWorkflows()).filter((w) => w.name === row.workflow).map((w) => w.version);
+  const live = await liveVersions(store, row.workflow);
   const machine = machineInfo(row, steps);
   const due = (row.status === 'pending' || row.status === 'waiting') && row.runAt !== null && row.runAt <= now;
   const queue = due && store.queuePosition ? await store.queuePosition(row, now) : null;
-  const summary = explainSummary(row, { now, lease, wait, error, registered, queue });
+  const summary = explainSummary(row, { now, lease, wait, error, registered, live, queue });
   return {
     id,
     status: row.status,
@@ -64,12 +65,11 @@ function explainSummary(row: TaskRow, c: Circumstances): string {
   }
   switch (row.status) {
     case 'pending': {
-      const unserved = unservedVersion(row, c, 'Pending');
-      if (unserved) return unserved;
       if (row.debounceKey !== null && row.runs === 0 && row.runAt !== null && row.runAt > c.now) {
         return `Pending until ${at(row.runAt)}: a debounced task (key "${row.debounceKey}") waiting for its period to end; a start of "${row.workflow}" with the same key before then replaces its input and moves that time.`;
       }
-      return row.runAt !== null && row.runAt > c.now ? `Pending until ${at(row.runAt)} (delayed start).` : dueSummary(row, c);
+      if (row.runAt !== null && row.runAt > c.now) return `Pending until ${at(row.runAt)} (delayed start).`;
+      return unservedVersion(row, c, 'Pending') ?? dueSummary(row, c);
     }
     case 'running':
       if (c.lease?.expired)
@@ -101,12 +101,18 @@ function explainSummary(row: TaskRow, c: Circumstances): string {
   }
 }
 
-/** Why a due task cannot run (no worker serves its workflow or its version), or null. */
+/** Why a due task cannot run (no live worker serves its workflow or its version), or null. */
 function unservedVersion(row: TaskRow, c: Circumstances, head: string): string | null {
-  if (!c.registered.length) return `${head}, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;
-  if (c.registered.includes(row.workflowVersion)) return null;
-  return `${head}, but it was started under version ${row.workflowVersion} of "${row.workflow}" and workers have registered only version(s) ${[...new Set(c.registered)].join(', ')}: run a worker with version ${row.workflowVersion}, or list it in compatibleVersions if the new code can replay it.`;
+  if (c.live.includes(row.workflowVersion)) return null;
+  const v = row.workflowVersion;
+  if (!c.registered.length && !c.live.length) return `${head}, but no worker has ever registered workflow "${row.workflow}": start a worker that exports it.`;
+  if (!c.live.length) {
+    return `${head}, but no live worker serves "${row.workflow}" (workers registered version(s) ${list(c.registered)} before, and none of them is running now): start a worker with version ${v}.`;
+  }
+  return `${head}, but it was started under version ${v} of "${row.workflow}" and live workers serve only version(s) ${list(c.live)}: run a worker with version ${v}, or list it in compatibleVersions if the new code can replay it.`;
 }
+
+const list = (versions: string[]): string => [...new Set(versions)].join(', ');
 
 /** A due pending task: what it waits for (its key at its limit, higher-priority work ahead) or the next free slot. */
 function dueSummary(row: TaskRow, c: Circumstances): string {

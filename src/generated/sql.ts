@@ -129,6 +129,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "7802be9ea3b9a048",
     "sql": "-- stepwise_tasks.parent_id  The task that started this one with `ctx.startChild` / `ctx.child`, or\n--                           NULL. When a task with a parent ends (succeeded, failed, cancelled),\n--                           the same transaction records a signal `child:<id>` to the parent (its\n--                           payload the child's status, output and error) and makes the parent due\n--                           if it waits for it.\n-- stepwise_tasks.root_id    The first task of the tree (the parent's root, or the parent), or NULL.\n-- stepwise_tasks.depth      0 for a task started from outside, the parent's depth + 1 for a child.\n\nALTER TABLE stepwise_tasks ADD COLUMN parent_id TEXT;\nALTER TABLE stepwise_tasks ADD COLUMN root_id TEXT;\nALTER TABLE stepwise_tasks ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;\nCREATE INDEX stepwise_tasks_parent ON stepwise_tasks (parent_id, id) WHERE parent_id IS NOT NULL;\nCREATE INDEX stepwise_tasks_root ON stepwise_tasks (root_id, id) WHERE root_id IS NOT NULL;\n"
+  },
+  {
+    "id": 19,
+    "name": "worker_presence",
+    "breaking": false,
+    "checksum": "f243640cbd2d4014",
+    "sql": "-- Which running workers serve which workflow versions, for `explain` and `stepwise workers`.\n--\n-- stepwise_workers_served  one row per (worker, workflow, version) a running worker claims tasks\n--                          of: its own version and the versions it lists in `compatibleVersions`.\n--                          A worker writes its rows when it starts, refreshes `last_seen_at` every\n--                          30 s while it runs and deletes them when it stops; a worker that died\n--                          keeps its rows until they are older than a day (any worker's refresh\n--                          deletes them). A version is served while some row of it was seen within\n--                          three refresh periods.\n\nCREATE TABLE stepwise_workers_served (\n  worker_id    TEXT NOT NULL,\n  name         TEXT NOT NULL,\n  version      TEXT NOT NULL,\n  started_at   INTEGER NOT NULL,\n  last_seen_at INTEGER NOT NULL,\n  PRIMARY KEY (worker_id, name, version)\n);\nCREATE INDEX stepwise_workers_served_name ON stepwise_workers_served (name, last_seen_at);\n"
   }
 ];
 
@@ -259,5 +266,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "86ae41c007347235",
     "sql": "-- tasks.parent_id  The task that started this one with `ctx.startChild` / `ctx.child`, or NULL.\n--                  When a task with a parent ends (succeeded, failed, cancelled), the same\n--                  transaction records a signal `child:<id>` to the parent (its payload the\n--                  child's status, output and error), makes the parent due if it waits for it,\n--                  and wakes the workers.\n-- tasks.root_id    The first task of the tree (the parent's root, or the parent), or NULL.\n-- tasks.depth      0 for a task started from outside, the parent's depth + 1 for a child.\n-- Nullable columns and a constant default rewrite nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN parent_id TEXT;\nALTER TABLE :SCHEMA.tasks ADD COLUMN root_id TEXT;\nALTER TABLE :SCHEMA.tasks ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;\nCREATE INDEX tasks_parent ON :SCHEMA.tasks (parent_id, id) WHERE parent_id IS NOT NULL;\nCREATE INDEX tasks_root ON :SCHEMA.tasks (root_id, id) WHERE root_id IS NOT NULL;\n"
+  },
+  {
+    "id": 19,
+    "name": "worker_presence",
+    "breaking": false,
+    "checksum": "6a814c6bcebc655a",
+    "sql": "-- Which running workers serve which workflow versions, for `explain` and `stepwise workers`.\n--\n-- workers_served  one row per (worker, workflow, version) a running worker claims tasks of: its\n--                 own version and the versions it lists in `compatibleVersions`. A worker writes\n--                 its rows when it starts, refreshes `last_seen_at` every 30 s while it runs and\n--                 deletes them when it stops; a worker that died keeps its rows until they are\n--                 older than a day (any worker's refresh deletes them). A version is served while\n--                 some row of it was seen within three refresh periods.\n--\n-- `workflows` (migration 1) stays the registry of every version ever registered.\n\nCREATE TABLE :SCHEMA.workers_served (\n  worker_id    TEXT NOT NULL,\n  name         TEXT NOT NULL,\n  version      TEXT NOT NULL,\n  started_at   BIGINT NOT NULL,\n  last_seen_at BIGINT NOT NULL,\n  PRIMARY KEY (worker_id, name, version)\n);\nCREATE INDEX workers_served_name ON :SCHEMA.workers_served (name, last_seen_at);\n"
   }
 ];

@@ -245,6 +245,7 @@ export interface Tables {
   idempotency: string;
   approvals: string;
   slots: string;
+  workersServed: string;
 }
 
 /** The tables of `schema` (a name already checked by the store). */
@@ -260,5 +261,6 @@ export function tablesOf(schema: string): Tables {
     idempotency: `${s}.idempotency`,
     approvals: `${s}.approvals`,
     slots: `${s}.concurrency_slots`,
+    workersServed: `${s}.workers_served`,
   };
 }

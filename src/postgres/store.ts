@@ -40,7 +40,7 @@ import { appendChunks, appendRunEvents, deleteChunks, getChunks, purgeChunks } f
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
 import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
-import { listWorkflows, registerWorkflows } from './workflows.ts';
+import { listWorkflows, recordPresence, registerWorkflows, removePresence, servedVersions } from './workflows.ts';
 import * as schedules from './schedules.ts';
 import * as rateLimits from './rate-limits.ts';
 import { ackDeletions, claimDeletions, countTasks, deleteTasks } from './retention.ts';
@@ -89,6 +89,7 @@ import type {
   TransitionWrite,
   WakeEvent,
   WakeTopic,
+  WorkerPresence,
   WorkflowRegistration,
   WriteOp,
   WriteResult,
@@ -307,6 +308,18 @@ export class PostgresStore implements Store {
   countTasks(selection: TaskSelection, cap?: number): Promise<Partial<Record<TaskStatus, number>>> {
     return countTasks(this.#c, selection, cap);
   }
+  recordPresence(presence: WorkerPresence, forgetBefore: number): Promise<void> {
+    return recordPresence(this.#c, presence, forgetBefore);
+  }
+
+  removePresence(workerId: string): Promise<void> {
+    return removePresence(this.#c, workerId);
+  }
+
+  servedVersions(workflow: string, seenSince: number): Promise<string[]> {
+    return servedVersions(this.#c, workflow, seenSince);
+  }
+
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {
     return registerWorkflows(this.#c, workflows);
   }

@@ -9,6 +9,7 @@
  * within the size limit and parsed, body, query and path validated by the route's zod schemas,
  * and any error mapped to its status by one handler (`http-errors.ts`).
  */
+import { checkOptionKeys, optionNames } from '../option-keys.ts';
 import { Hono } from 'hono';
 import pino, { type Logger } from 'pino';
 import { InvalidArgumentError, systemClock, type Clock, type Engine } from '../index.ts';
@@ -89,7 +90,24 @@ function whole(value: number | undefined, fallback: number, name: string, min = 
  * const server = createServer(engine, { tokens: parseTokenList(process.env.STEPWISE_TOKENS ?? '') });
  * const { url } = await server.listen({ port: 8080 });
  */
+/** Every option of `createServer()`; a key not listed is refused. */
+const SERVER_OPTIONS = optionNames<ServerOptions>()(
+  'tokens',
+  'bodyLimitBytes',
+  'logger',
+  'metrics',
+  'publicMetrics',
+  'dashboard',
+  'clock',
+  'idempotencyTtlMs',
+  'idempotencyCacheBytes',
+  'summaryValueBytes',
+  'maxResponseBytes',
+  'keepAliveMs',
+);
+
 export function createServer(engine: Engine, options: ServerOptions): StepwiseServer {
+  checkOptionKeys(options, SERVER_OPTIONS, 'createServer()');
   if (!Array.isArray(options?.tokens) || options.tokens.length === 0) {
     throw new InvalidArgumentError('createServer() needs at least one token ({ name, role, token }); the API never runs without authentication.');
   }

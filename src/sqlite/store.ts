@@ -22,7 +22,7 @@ import { writeBatchNow } from './write-batch.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { appendChunks, appendRunEvents, appendTaskEvents, deleteChunks, getChunks, purgeChunks } from './run-events.ts';
 import { insertSignal } from './signals.ts';
-import { listWorkflows, registerWorkflows } from './workflows.ts';
+import { listWorkflows, recordPresence, registerWorkflows, removePresence, servedVersions } from './workflows.ts';
 import * as schedules from './schedules.ts';
 import * as keyed from './keyed-starts.ts';
 import * as rateLimits from './rate-limits.ts';
@@ -63,6 +63,7 @@ import type {
   TaskRow,
   QueuePosition,
   TransitionWrite,
+  WorkerPresence,
   WorkflowRegistration,
   WriteOp,
   WriteResult,
@@ -331,6 +332,18 @@ export class SqliteStore implements Store {
 
   async ackDeletions(taskIds: readonly string[]): Promise<void> {
     this.#c.tx(() => retention.ackDeletions(this.#c, taskIds));
+  }
+
+  async recordPresence(presence: WorkerPresence, forgetBefore: number): Promise<void> {
+    recordPresence(this.#c, presence, forgetBefore);
+  }
+
+  async removePresence(workerId: string): Promise<void> {
+    removePresence(this.#c, workerId);
+  }
+
+  async servedVersions(workflow: string, seenSince: number): Promise<string[]> {
+    return servedVersions(this.#c, workflow, seenSince);
   }
 
   async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {

@@ -4,7 +4,8 @@
  * The work a worker does besides running tasks, every part a job of one {@link PeriodicScheduler}:
  * the dwell scanner (tasks past their workflow's `dwell` bounds; it also wakes when the earliest
  * bound it saw passes), closing the open approvals of ended tasks (approvals/closer.ts), deleting
- * expired idempotency records and finished tasks past their retention (sweeper.ts, retention/).
+ * expired idempotency records and finished tasks past their retention (sweeper.ts, retention/),
+ * refreshing the worker's presence (presence.ts).
  * Their errors are the worker's `worker:error` news, named by what was being done.
  */
 import { closeEndedApprovals } from '../approvals/closer.ts';
@@ -21,6 +22,7 @@ import type { Store } from '../store.ts';
 import { Sweeper } from '../sweeper.ts';
 import type { Workflow } from '../workflow.ts';
 import { PeriodicScheduler } from './periodic.ts';
+import { PRESENCE_REFRESH_MS, presenceJob } from './presence.ts';
 
 export interface BackgroundHost {
   workerId: string;
@@ -61,6 +63,7 @@ export class Background {
     if (retention) this.#scheduler.add(retention.job('deleting finished tasks past their retention'));
     const frames = framesJob(host);
     if (frames) this.#scheduler.add(frames.job('deleting stream frames of ended tasks'));
+    this.#scheduler.add({ ...presenceJob(host.store, host.workerId, host.workflows), firstDelayMs: PRESENCE_REFRESH_MS });
     const fire = host.fireSchedules;
     if (fire && host.scheduleScanMs > 0) {
       // A scan every scheduleScanMs (for schedules created or changed elsewhere), and one at the

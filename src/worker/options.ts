@@ -5,6 +5,7 @@
  * into the numbers the worker runs on, or throws an InvalidArgumentError that names the option.
  */
 import { InvalidArgumentError } from '../errors.ts';
+import { checkOptionKeys, optionNames } from '../option-keys.ts';
 import { DEFAULT_SWEEP_MS, MAX_SWEEP_MS } from '../sweeper.ts';
 
 export interface WorkerOptions {
@@ -105,7 +106,27 @@ export interface ResolvedOptions {
   scheduleScanMs: number;
 }
 
+/** Every option of `engine.worker()`; a key not listed is refused. */
+export const WORKER_OPTIONS = optionNames<WorkerOptions>()(
+  'concurrency',
+  'claimBatch',
+  'workflows',
+  'workerId',
+  'leaseMs',
+  'heartbeatMs',
+  'pollIntervalMs',
+  'shutdownGraceMs',
+  'cancelGraceMs',
+  'parkAfterMs',
+  'dwellScanMs',
+  'idempotencyPurgeMs',
+  'retentionSweepMs',
+  'scheduleScanMs',
+  'replayStallMs',
+);
+
 export function resolveOptions(options: WorkerOptions): ResolvedOptions {
+  checkOptionKeys(options, WORKER_OPTIONS, 'engine.worker()');
   const leaseMs = positive('leaseMs', options.leaseMs ?? 30_000);
   const heartbeatMs = positive('heartbeatMs', options.heartbeatMs ?? Math.min(2000, leaseMs / 3));
   if (heartbeatMs * 3 > leaseMs) {
