@@ -25,8 +25,14 @@ describe('stepwise start with titles, debounce and singleton', () => {
     const db = await registered();
     const run = (...args: string[]): { code: number; out: string; err: string } => runCli([...args, '--db', db]);
 
-    const titled = run('start', 'triple', '--input', '{"n":1}', '--title', 'Quarterly report', '--json');
+    const titled = run('start', 'triple', '--input', '{"n":1}', '--title', 'Quarterly report', '--priority', '7', '--json');
     expect(titled.code, titled.err).toBe(0);
+    const reader = new Engine({ store: db });
+    expect(await reader.get((JSON.parse(titled.out) as { id: string }).id)).toMatchObject({ title: 'Quarterly report', priority: 7 });
+    await reader.close();
+    const badPriority = run('start', 'triple', '--input', '{"n":1}', '--priority', 'high');
+    expect(badPriority.code).not.toBe(0);
+    expect(badPriority.err).toContain('--priority takes a whole number 0..1000, got "high"');
     const titledId = (JSON.parse(titled.out) as { id: string }).id;
 
     const first = run('start', 'triple', '--input', '{"n":2}', '--debounce', 'user-7', '--period', '1h');

@@ -31,6 +31,10 @@ describe('HTTP API and dashboard: titles, debounce and singleton', () => {
     expect(page).toContain('Moons &lt;draft 2&gt;');
     const taskPage = (await call(server, 'GET', `/tasks/${b.body.id}`, { as: 'vera' })).body as string;
     expect(taskPage).toContain('<dt>Title</dt><dd class="title">Moons &lt;draft 2&gt;</dd>');
+    // A priority in the body reaches the task; one outside 0..1000 is refused.
+    const urgent = await call(server, 'POST', '/api/tasks', { body: { workflow: 'article', input: { topic: 'Now' }, priority: 9 } });
+    expect((await call(server, 'GET', `/api/tasks/${urgent.body.id}`, { as: 'vera' })).body.priority).toBe(9);
+    expect((await call(server, 'POST', '/api/tasks', { body: { workflow: 'article', input: { topic: 'x' }, priority: 1001 } })).status).toBe(400);
     const bad = await call(server, 'POST', '/api/tasks', { body: { workflow: 'article', input: { topic: 'x' }, title: 'x'.repeat(201) } });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('title option must be 1-200 characters') });

@@ -39,7 +39,7 @@ function startedLine(res: { id: string; created: boolean; status: string }, name
  */
 async function startMany(ctx: CommandContext, name: string): Promise<void> {
   const file = str(ctx.options, 'inputs') as string;
-  const single = ['input', 'key', 'wait', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join'].filter((f) => ctx.options[f] !== undefined);
+  const single = ['input', 'key', 'wait', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join', 'priority'].filter((f) => ctx.options[f] !== undefined);
   if (single.length) {
     throw new InvalidArgumentError(
       `--inputs starts one task per line: it does not combine with ${single.map((f) => `--${f}`).join(', ')} (use --key-field for keys; start debounced or singleton tasks one by one).`,

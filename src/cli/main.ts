@@ -21,7 +21,7 @@ Commands:
   worker <module>            run the workflows exported by <module> (.js, or .ts with tsx)
         [--concurrency N] [--claim-batch N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
         [--workflows a,b] [--worker-id ID] [--quiet] [--log json|pretty|none]
-  start <workflow> --input JSON|@file|- [--key K] [--wait] [--title T]
+  start <workflow> --input JSON|@file|- [--key K] [--wait] [--title T] [--priority N]
         [--debounce KEY --period D [--max-wait D]] [--singleton KEY [--join]]
                              create a task (same --key → the existing task); --wait follows it live;
                              --debounce: starts of KEY within D are one task with the last input;
@@ -97,7 +97,7 @@ const COMMANDS: Record<string, Command> = {
 /** The options each command reads, besides --db, --json and --help: a flag of another command is refused, not ignored. */
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   worker: ['concurrency', 'claim-batch', 'lease-ms', 'heartbeat-ms', 'poll-ms', 'grace-ms', 'workflows', 'worker-id', 'quiet', 'log'],
-  start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join'],
+  start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join', 'priority'],
   ls: ['status', 'workflow', 'parent', 'limit', 'cursor'],
   show: [],
   explain: [],
@@ -141,6 +141,7 @@ const OPTIONS = {
   debounce: { type: 'string' },
   period: { type: 'string' },
   'max-wait': { type: 'string' },
+  priority: { type: 'string' },
   singleton: { type: 'string' },
   join: { type: 'boolean' },
   status: { type: 'string' },

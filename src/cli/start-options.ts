@@ -1,16 +1,21 @@
 /**
  * @module cli/start-options
  * The flags of `stepwise start` that become start options besides the input and the key: `--title`,
- * `--debounce KEY --period D [--max-wait D]` and `--singleton KEY [--join]`. The engine checks the
+ * `--priority N`, `--debounce KEY --period D [--max-wait D]` and `--singleton KEY [--join]`. The engine checks the
  * values; here only flags that make no sense alone are refused.
  */
 import { InvalidArgumentError, type StartOptions } from '../index.ts';
 import { str, type CommandContext } from './context.ts';
 
-export function keyedStartOptions(ctx: CommandContext): Pick<StartOptions, 'title' | 'debounce' | 'singleton'> {
-  const out: Pick<StartOptions, 'title' | 'debounce' | 'singleton'> = {};
+export function keyedStartOptions(ctx: CommandContext): Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority'> {
+  const out: Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority'> = {};
   const title = str(ctx.options, 'title');
   if (title !== undefined) out.title = title;
+  const priority = str(ctx.options, 'priority');
+  if (priority !== undefined) {
+    if (!/^\d+$/.test(priority)) throw new InvalidArgumentError(`stepwise start: --priority takes a whole number 0..1000, got "${priority}".`);
+    out.priority = Number(priority);
+  }
   const debounce = str(ctx.options, 'debounce');
   const period = str(ctx.options, 'period');
   const maxWait = str(ctx.options, 'max-wait');

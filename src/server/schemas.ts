@@ -46,6 +46,7 @@ export const StartBody = z
       .union([Key, z.object({ key: Key, mode: z.enum(['refuse', 'join']).optional() }).strict()])
       .optional()
       .describe("at most one live task of the workflow per key: a second start is refused (409 SINGLETON_RUNNING) or, with mode 'join', answered with it (200)"),
+    priority: z.number().int().min(0).max(1000).optional().describe("0..1000, higher first among due tasks (a priority p counts as p seconds of waiting); default: the workflow's"),
   })
   .strict();
 

@@ -35,6 +35,7 @@ function startOptions(identity: Identity, body: z.output<typeof StartBody>, key:
       ? { debounce: { key: body.debounce.key, period: body.debounce.period, ...(body.debounce.maxWait !== undefined ? { maxWait: body.debounce.maxWait } : {}) } }
       : {}),
     ...(body.singleton !== undefined ? { singleton: body.singleton } : {}),
+    ...(body.priority !== undefined ? { priority: body.priority } : {}),
   };
 }
 
