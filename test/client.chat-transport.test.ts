@@ -43,8 +43,15 @@ async function setup() {
   await startWorker(engine);
   const listening = await createServer(engine, { tokens: TOKENS }).listen({ port: 0, hostname: '127.0.0.1' });
   closers.push(() => listening.close());
-  const transport = new StepwiseChatTransport<UIMessage>({ client: new StepwiseClient({ baseUrl: listening.url, token: tokenOf('oscar') }), workflow: 'transport-chat' });
-  return { engine, transport };
+  // The requests the transport makes, as "METHOD path".
+  const requests: string[] = [];
+  const counting: typeof fetch = (input, init) => {
+    requests.push(`${init?.method ?? 'GET'} ${decodeURIComponent(new URL(String(input)).pathname)}`);
+    return fetch(input, init);
+  };
+  const client = new StepwiseClient({ baseUrl: listening.url, token: tokenOf('oscar'), fetch: counting });
+  const transport = new StepwiseChatTransport<UIMessage>({ client, workflow: 'transport-chat' });
+  return { engine, transport, requests };
 }
 
 const user = (id: string, text: string): UIMessage => ({ id, role: 'user', parts: [{ type: 'text', text }] });
@@ -67,7 +74,7 @@ describe('StepwiseChatTransport', () => {
       { kind: 'text', chunks: ['Hello ', 'there.'], usage: { prompt_tokens: 7, completion_tokens: 2 } },
       { kind: 'text', chunks: ['Again.'], usage: { prompt_tokens: 12, completion_tokens: 1 } },
     ]);
-    const { engine, transport } = await setup();
+    const { engine, transport, requests } = await setup();
     const first = await all(await send(transport, 'c1', [user('m1', 'hi')]));
     expect(first.map((c) => c.type)).toEqual(['start', 'text-start', 'text-delta', 'text-delta', 'message-metadata', 'text-end', 'finish']);
     expect(
@@ -88,6 +95,11 @@ describe('StepwiseChatTransport', () => {
       { role: 'user', content: 'and?' },
     ]);
     expect((await engine.list({ workflow: 'transport-chat' })).tasks).toHaveLength(1);
+    // A message to a live session is one signal and one stream read: the session's task (which
+    // grows with the conversation) is never read whole.
+    const [task] = (await engine.list({ workflow: 'transport-chat' })).tasks;
+    expect(requests.filter((r) => r === `GET /api/tasks/${task?.id}`)).toEqual([]);
+    expect(requests.filter((r) => r.startsWith('POST ') && r.endsWith('/signals/chat:message'))).toHaveLength(2);
   });
 
   it('goes on in a new session, started with the history, once the session has ended', async () => {

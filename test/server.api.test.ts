@@ -108,7 +108,7 @@ describe('HTTP API: tasks', () => {
     expect(typo.status).toBe(409);
     const sent = await call(server, 'POST', `/api/tasks/${t.id}/signals/approved`, { as: 'oscar', body: { payload: { ok: true } }, headers: { 'idempotency-key': 's-1' } });
     expect(sent.status).toBe(202);
-    expect(sent.body).toEqual({ created: true, delivered: 'waiting' });
+    expect(sent.body).toEqual({ created: true, delivered: 'waiting', status: 'waiting' });
     const again = await call(server, 'POST', `/api/tasks/${t.id}/signals/approved`, { as: 'oscar', body: { payload: { ok: true } }, headers: { 'idempotency-key': 's-1' } });
     expect(again.body.created).toBe(false);
     await waitForStatus(engine, t.id, 'succeeded');

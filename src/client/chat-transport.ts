@@ -44,7 +44,8 @@ interface Session {
   after: string;
 }
 
-const ENDED = new Set(['succeeded', 'failed', 'cancelled']);
+/** A session in these statuses takes no more messages (a cancelling one is on its way to cancelled). */
+const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'cancelling']);
 
 export class StepwiseChatTransport<UI extends UIMessage = UIMessage> implements ChatTransport<UI> {
   readonly resumeStreamIsReplay = true;
@@ -103,9 +104,10 @@ export class StepwiseChatTransport<UI extends UIMessage = UIMessage> implements 
   /** Sends the message into a live session; false when the session can take no more (it ended). */
   async #deliver(taskId: string, message: ChatMessage): Promise<boolean> {
     try {
-      await this.#o.client.signal(taskId, CHAT_MESSAGE_SIGNAL, message, { idempotencyKey: messageKey(message.id) });
-      // A failed task keeps signals for a retry; the conversation goes on in a new session.
-      return !ENDED.has((await this.#o.client.get(taskId)).status);
+      // The answer carries the task's status (no read of the whole session per message): a failed
+      // task keeps signals for a retry, and the conversation goes on in a new session.
+      const sent = await this.#o.client.signal(taskId, CHAT_MESSAGE_SIGNAL, message, { idempotencyKey: messageKey(message.id) });
+      return !ENDED.has(sent.status);
     } catch (e) {
       if (e instanceof StepwiseHttpError && (e.status === 404 || e.status === 409)) return false;
       throw e;

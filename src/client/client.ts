@@ -110,7 +110,7 @@ export class StepwiseClient {
   }
 
   /** Sends a signal (`POST /api/tasks/:id/signals/:name`). */
-  signal(id: string, name: string, payload?: unknown, options: { idempotencyKey?: string } = {}): Promise<{ created: boolean; delivered: boolean }> {
+  signal(id: string, name: string, payload?: unknown, options: { idempotencyKey?: string } = {}): Promise<{ created: boolean; delivered: string; status: string }> {
     return this.#json('POST', `/api/tasks/${encodeURIComponent(id)}/signals/${encodeURIComponent(name)}`, { ...(payload === undefined ? {} : { payload }), ...options });
   }
 

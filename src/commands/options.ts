@@ -30,6 +30,12 @@ export interface SignalResult {
    * the first send was already received.
    */
   delivered: 'waiting' | 'queued' | 'consumed';
+  /**
+   * The task's status when the signal was sent (read in the same call): a sender that keeps
+   * talking to a task (a chat session) learns without another read that it ended (`failed`: the
+   * signal is kept for a retry).
+   */
+  status: TaskStatus;
 }
 
 /** Who asks: a name (taken as a user) or an {@link Actor}. Recorded in the task's event log. */

@@ -61,7 +61,7 @@ export async function sendSignal(ctx: CommandContext, id: string, name: string, 
   // A signal sent again with its key gets the first answer, also after the task finished; the
   // same key with another payload is a conflict the sender must hear of.
   const repeat = key === undefined ? undefined : await signalByKey(store, id, key);
-  if (repeat) return repeated(id, name, encoded, key as string, repeat);
+  if (repeat) return { ...repeated(id, name, encoded, key as string, repeat), status: task.status };
   const awaited = checkTakes(task, name, options.requireWaiting);
   const wake: WakeEvent = { reason: 'task', taskId: id, workflow: task.workflow };
   const res = await store.insertSignal({ taskId: id, name, payload: encoded, idempotencyKey: key ?? null, at: ctx.clock.now(), actorKind: actor.kind, actorId: actor.id, notify: wake });
@@ -69,11 +69,11 @@ export async function sendSignal(ctx: CommandContext, id: string, name: string, 
   if (!res.created) {
     // Another call with the same key won the race: its signal is the answer.
     const first = await signalByKey(store, id, key as string);
-    if (first) return repeated(id, name, encoded, key as string, first);
+    if (first) return { ...repeated(id, name, encoded, key as string, first), status: task.status };
   }
   ctx.deliver(wake);
   ctx.appended(id);
-  return { created: true, delivered: awaited?.includes(name) ? 'waiting' : 'queued' };
+  return { created: true, delivered: awaited?.includes(name) ? 'waiting' : 'queued', status: task.status };
 }
 
 async function signalByKey(store: Store, id: string, key: string): Promise<SignalRow | undefined> {
@@ -81,7 +81,7 @@ async function signalByKey(store: Store, id: string, key: string): Promise<Signa
 }
 
 /** The answer to a signal sent again with the key of `first`. */
-function repeated(id: string, name: string, payload: string | null, key: string, first: SignalRow): SignalResult {
+function repeated(id: string, name: string, payload: string | null, key: string, first: SignalRow): Omit<SignalResult, 'status'> {
   if (first.name !== name || !jsonEqual(decodeJson(first.payload), decodeJson(payload))) {
     throw new ConflictError(
       `Signal key "${key}" of task ${id} was used for signal "${first.name}" with another payload: a repeated send must be the same signal. Use a new key for a new signal.`,
