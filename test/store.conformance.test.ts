@@ -703,6 +703,19 @@ for (const backend of backends) {
         expect((await mustGet(store, task.id)).runAt).toBe(T0 + 300);
       });
 
+      it('getSignalByKey finds the signal of a task recorded with a key, and nothing for another key or task', async () => {
+        const task = await claimedTask(store, ns);
+        const other = await claimedTask(store, ns);
+        const sig = (taskId: string, name: string, idempotencyKey: string | null) =>
+          store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId, name, payload: '{"n":1}', idempotencyKey, at: T0 + 10 });
+        await sig(task.id, 'a', null);
+        await sig(task.id, 'b', 'k-1');
+        await sig(other.id, 'c', 'k-2');
+        expect(await store.getSignalByKey(task.id, 'k-1')).toMatchObject({ taskId: task.id, name: 'b', idempotencyKey: 'k-1', payload: '{"n":1}' });
+        expect(await store.getSignalByKey(task.id, 'k-2')).toBeUndefined();
+        expect(await store.getSignalByKey(other.id, 'k-2')).toMatchObject({ name: 'c' });
+      });
+
       it('setting waitEvents makes the task due at once when a matching signal already waits, and not otherwise', async () => {
         const early = await claimedTask(store, ns);
         await store.insertSignal({ actorKind: 'user', actorId: 'anonymous', taskId: early.id, name: 'approved', payload: null, idempotencyKey: null, at: T0 + 50 });

@@ -77,7 +77,7 @@ export async function sendSignal(ctx: CommandContext, id: string, name: string, 
 }
 
 async function signalByKey(store: Store, id: string, key: string): Promise<SignalRow | undefined> {
-  return (await store.getSignals(id)).find((s) => s.idempotencyKey === key);
+  return store.getSignalByKey(id, key);
 }
 
 /** The answer to a signal sent again with the key of `first`. */

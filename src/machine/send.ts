@@ -108,7 +108,7 @@ export async function sendEvent(deps: SendDeps, id: string, event: string, paylo
   const envelope = checkedEnvelope(deps, event, payload, actor, key);
   const { store } = deps;
   const task = await deps.task(id);
-  const sentWith = async (k: string): Promise<SignalRow | undefined> => (await store.getSignals(id)).find((s) => s.idempotencyKey === k);
+  const sentWith = (k: string): Promise<SignalRow | undefined> => store.getSignalByKey(id, k);
   if (key !== undefined) {
     const first = await sentWith(key);
     if (first) return repeated(id, event, payload, key, first);

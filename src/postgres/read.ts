@@ -168,6 +168,13 @@ export async function logMark(c: PgContext): Promise<string> {
   });
 }
 
+export async function getSignalByKey(c: PgContext, taskId: string, key: string): Promise<SignalRow | undefined> {
+  return run(c, async () => {
+    const [row] = await rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = $1 AND idempotency_key = $2`, [taskId, key]);
+    return row ? toSignalRow(row) : undefined;
+  });
+}
+
 export async function getSignals(c: PgContext, taskId: string): Promise<SignalRow[]> {
   return run(c, async () => (await rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = $1 ORDER BY id`, [taskId])).map(toSignalRow));
 }

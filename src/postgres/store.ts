@@ -29,7 +29,7 @@
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
 import { close, migrate, openContext, type PgContext } from './connection.ts';
-import { findTaskByKey, getEventRanges, getEvents, getSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
+import { findTaskByKey, getEventRanges, getEvents, getSignalByKey, getSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
 import * as keyed from './keyed-starts.ts';
 import { queuePosition } from './queue-position.ts';
@@ -211,6 +211,10 @@ export class PostgresStore implements Store {
   logMark(): Promise<string | null> {
     return logMark(this.#c);
   }
+  getSignalByKey(taskId: string, idempotencyKey: string): Promise<SignalRow | undefined> {
+    return getSignalByKey(this.#c, taskId, idempotencyKey);
+  }
+
   getSignals(taskId: string): Promise<SignalRow[]> {
     return getSignals(this.#c, taskId);
   }

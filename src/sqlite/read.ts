@@ -101,6 +101,11 @@ export function readLog(c: SqliteContext, after: string | null, limit: number): 
   return { events: rows.map((r) => ({ ...toEventRow(r), cursor: String(r.id), prevSeq: Number(r.prev_seq) })), cursor: last ? String(last.id) : after, behind: false };
 }
 
+export function getSignalByKey(c: SqliteContext, taskId: string, key: string): SignalRow | undefined {
+  const row = c.stmt('SELECT * FROM stepwise_signals WHERE task_id = ? AND idempotency_key = ?').get(taskId, key) as Raw | undefined;
+  return row ? toSignalRow(row) : undefined;
+}
+
 export function getSignals(c: SqliteContext, taskId: string): SignalRow[] {
   return (c.stmt('SELECT * FROM stepwise_signals WHERE task_id = ? ORDER BY id').all(taskId) as Raw[]).map(toSignalRow);
 }

@@ -16,7 +16,7 @@ import * as approvals from './approvals.ts';
 import * as retention from './retention.ts';
 import { claim } from './claim.ts';
 import { insertTask, insertTasks } from './insert.ts';
-import { byKey, getEventRanges, getEvents, getSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
+import { byKey, getEventRanges, getEvents, getSignalByKey, getSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
 import { transition } from './transition.ts';
 import { writeBatchNow } from './write-batch.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
@@ -201,6 +201,10 @@ export class SqliteStore implements Store {
   /** Every committed entry is readable at once: no mark to wait for. */
   async logMark(): Promise<string | null> {
     return null;
+  }
+
+  async getSignalByKey(taskId: string, idempotencyKey: string): Promise<SignalRow | undefined> {
+    return getSignalByKey(this.#c, taskId, idempotencyKey);
   }
 
   async getSignals(taskId: string): Promise<SignalRow[]> {

@@ -43,4 +43,6 @@ export interface SignalStore {
    */
   insertSignal(signal: SignalWrite): Promise<SignalInsert | null>;
   getSignals(taskId: string): Promise<SignalRow[]>;
+  /** The signal of the task recorded with this idempotency key, if any (one indexed row, however many signals the task has). */
+  getSignalByKey(taskId: string, idempotencyKey: string): Promise<SignalRow | undefined>;
 }
