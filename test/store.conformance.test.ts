@@ -683,6 +683,7 @@ for (const backend of backends) {
           }),
         );
         expect(parked).toMatchObject({ status: 'waiting', runAt: T0 + 5000, wait: '{"sleep":"s2"}', leaseOwner: null });
+        expect(await store.pendingSignals(task.id, 0)).toEqual([]); // consumed: no longer pending
         expect(await store.getSteps(task.id)).toEqual([
           stepRow(task.id, 0, task.epoch),
           stepRow(task.id, 1, task.epoch, { kind: 'event', output: '"a"' }),
@@ -703,7 +704,7 @@ for (const backend of backends) {
         expect((await mustGet(store, task.id)).runAt).toBe(T0 + 300);
       });
 
-      it('getSignalByKey finds the signal of a task recorded with a key, and nothing for another key or task', async () => {
+      it('getSignalByKey finds the signal of a task recorded with a key, and nothing for another key or task; pendingSignals lists the unconsumed ones after an id', async () => {
         const task = await claimedTask(store, ns);
         const other = await claimedTask(store, ns);
         const sig = (taskId: string, name: string, idempotencyKey: string | null) =>
@@ -714,6 +715,10 @@ for (const backend of backends) {
         expect(await store.getSignalByKey(task.id, 'k-1')).toMatchObject({ taskId: task.id, name: 'b', idempotencyKey: 'k-1', payload: '{"n":1}' });
         expect(await store.getSignalByKey(task.id, 'k-2')).toBeUndefined();
         expect(await store.getSignalByKey(other.id, 'k-2')).toMatchObject({ name: 'c' });
+        // pendingSignals: the unconsumed ones after an id, in order.
+        const pending = await store.pendingSignals(task.id, 0);
+        expect(pending.map((x) => x.name)).toEqual(['a', 'b']);
+        expect((await store.pendingSignals(task.id, pending[0]?.id ?? 0)).map((x) => x.name)).toEqual(['b']);
       });
 
       it('setting waitEvents makes the task due at once when a matching signal already waits, and not otherwise', async () => {

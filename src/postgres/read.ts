@@ -175,6 +175,12 @@ export async function getSignalByKey(c: PgContext, taskId: string, key: string):
   });
 }
 
+export async function pendingSignals(c: PgContext, taskId: string, afterId: number): Promise<SignalRow[]> {
+  return run(c, async () =>
+    (await rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = $1 AND consumed_seq IS NULL AND id > $2 ORDER BY id`, [taskId, afterId])).map(toSignalRow),
+  );
+}
+
 export async function getSignals(c: PgContext, taskId: string): Promise<SignalRow[]> {
   return run(c, async () => (await rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = $1 ORDER BY id`, [taskId])).map(toSignalRow));
 }

@@ -29,7 +29,7 @@
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
 import { close, migrate, openContext, type PgContext } from './connection.ts';
-import { findTaskByKey, getEventRanges, getEvents, getSignalByKey, getSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
+import { findTaskByKey, getEventRanges, getEvents, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
 import * as keyed from './keyed-starts.ts';
 import { queuePosition } from './queue-position.ts';
@@ -213,6 +213,10 @@ export class PostgresStore implements Store {
   }
   getSignalByKey(taskId: string, idempotencyKey: string): Promise<SignalRow | undefined> {
     return getSignalByKey(this.#c, taskId, idempotencyKey);
+  }
+
+  pendingSignals(taskId: string, afterId: number): Promise<SignalRow[]> {
+    return pendingSignals(this.#c, taskId, afterId);
   }
 
   getSignals(taskId: string): Promise<SignalRow[]> {

@@ -277,10 +277,9 @@ export class RunCore implements Run {
   }
 
   #fetch(): Promise<boolean> {
-    const fetching: Promise<boolean> = this.deps.store.getSignals(this.taskId).then(
-      (rows) => {
+    const fetching: Promise<boolean> = this.deps.store.pendingSignals(this.taskId, this.lastSignalId).then(
+      (fresh) => {
         if (this.#fetching === fetching) this.#fetching = null;
-        const fresh = rows.filter((s) => s.id > this.lastSignalId && s.consumedSeq === null);
         for (const s of fresh) this.signals.push(s);
         if (fresh.length) this.lastSignalId = Math.max(...fresh.map((s) => s.id));
         return fresh.length > 0;

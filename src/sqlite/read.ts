@@ -106,6 +106,10 @@ export function getSignalByKey(c: SqliteContext, taskId: string, key: string): S
   return row ? toSignalRow(row) : undefined;
 }
 
+export function pendingSignals(c: SqliteContext, taskId: string, afterId: number): SignalRow[] {
+  return (c.stmt('SELECT * FROM stepwise_signals WHERE task_id = ? AND consumed_seq IS NULL AND id > ? ORDER BY id').all(taskId, afterId) as Raw[]).map(toSignalRow);
+}
+
 export function getSignals(c: SqliteContext, taskId: string): SignalRow[] {
   return (c.stmt('SELECT * FROM stepwise_signals WHERE task_id = ? ORDER BY id').all(taskId) as Raw[]).map(toSignalRow);
 }

@@ -16,7 +16,7 @@ import * as approvals from './approvals.ts';
 import * as retention from './retention.ts';
 import { claim } from './claim.ts';
 import { insertTask, insertTasks } from './insert.ts';
-import { byKey, getEventRanges, getEvents, getSignalByKey, getSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
+import { byKey, getEventRanges, getEvents, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
 import { transition } from './transition.ts';
 import { writeBatchNow } from './write-batch.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
@@ -205,6 +205,10 @@ export class SqliteStore implements Store {
 
   async getSignalByKey(taskId: string, idempotencyKey: string): Promise<SignalRow | undefined> {
     return getSignalByKey(this.#c, taskId, idempotencyKey);
+  }
+
+  async pendingSignals(taskId: string, afterId: number): Promise<SignalRow[]> {
+    return pendingSignals(this.#c, taskId, afterId);
   }
 
   async getSignals(taskId: string): Promise<SignalRow[]> {

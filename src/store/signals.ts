@@ -45,4 +45,6 @@ export interface SignalStore {
   getSignals(taskId: string): Promise<SignalRow[]>;
   /** The signal of the task recorded with this idempotency key, if any (one indexed row, however many signals the task has). */
   getSignalByKey(taskId: string, idempotencyKey: string): Promise<SignalRow | undefined>;
+  /** The task's signals not consumed yet with an id above `afterId`, in id order (a running task's new signals, without its consumed history). */
+  pendingSignals(taskId: string, afterId: number): Promise<SignalRow[]>;
 }
