@@ -105,7 +105,7 @@ describe('cancelling a task no worker holds, whose last run left cleanup to do',
     // No worker runs: the task waits, visibly, for one that serves its workflow.
     const why = await engine.explain(id);
     expect(why.summary).toBe(
-      'Cancelling (reason: not needed): waiting for a worker serving "book-then-drain" version 1 to run its cleanup (onCancel handlers, compensations); if none takes it within a lease period, any worker\'s heartbeat ends it cancelled without running that cleanup.',
+      'Cancelling (reason: not needed): waiting for a worker serving "book-then-drain" version 1 to run its cleanup (onCancel handlers, compensations); no live worker serves that version now; if none takes it within a lease period, any worker\'s heartbeat ends it cancelled without running that cleanup.',
     );
     expect(effects).toEqual([]);
     await startWorker(engine);

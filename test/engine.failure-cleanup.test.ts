@@ -460,7 +460,7 @@ describe('a cancelling task whose worker died', () => {
     await claimByDeadWorker(engine, id, 'gone');
     await eventually(async () => (await engine.explain(id)).summary.includes('expired'), 10_000, 'the lease expired');
     expect((await engine.explain(id)).summary).toMatch(
-      /a worker serving "gone" version 1 with a free slot takes it over and finishes its cleanup; if none does, once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup/,
+      /no live worker serves version 1 of "gone", so none can take it over and finish its cleanup: once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup/,
     );
     await startWorker(engine, { workflows: ['other'], leaseMs: 600, heartbeatMs: 50 });
     await waitForStatus(engine, id, 'cancelled');

@@ -301,13 +301,19 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.goto(`${url}/tasks/${t.id}`);
     // The model is stalled after two tokens: what the page shows came while the step runs.
     const pre = '[data-streams] [data-stream-step=write] pre';
-    const shows = (text: string) => `document.querySelector(${JSON.stringify(pre)})?.textContent === ${JSON.stringify(text)}`;
-    await page.waitForFunction(shows('Durable agents '), undefined, { timeout: 15_000 });
+    // Polled through a locator (Playwright's own script), not waitForFunction: the dashboard's
+    // Content-Security-Policy forbids the eval a polled page function needs.
+    const shown = (): Promise<string | null> =>
+      page
+        .locator(pre)
+        .textContent({ timeout: 1_000 })
+        .catch(() => null);
+    await expect.poll(shown, { timeout: 15_000 }).toBe('Durable agents ');
     expect((await engine.get(t.id)).status).toBe('running');
     await page.screenshot({ path: artifactPath('dashboard-live-tokens.png'), fullPage: true });
     release.open();
     await waitForStatus(engine, t.id, 'succeeded');
-    await page.waitForFunction(shows('Durable agents stream live.'), undefined, { timeout: 15_000 });
+    await expect.poll(shown, { timeout: 15_000 }).toBe('Durable agents stream live.');
     // The page's re-render on the task's end kept the text.
     await page.waitForSelector(`section.task[data-task="${t.id}"] .badge[data-status=succeeded]`);
     expect(await page.textContent(pre)).toBe('Durable agents stream live.');

@@ -178,14 +178,14 @@ function cancellingSummary(row: TaskRow, c: Circumstances): string {
     // Cancelled while no worker held it (waiting, paused, pending), with cleanup to run.
     const fallback = `if none takes it within a lease period, any worker's heartbeat ends it cancelled without running that cleanup`;
     const head = `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}: waiting for a worker serving "${row.workflow}" version ${row.workflowVersion} to run its cleanup (onCancel handlers, compensations)`;
-    if (!c.registered.includes(row.workflowVersion)) return `${head}; no worker has registered that version yet; ${fallback}.`;
+    if (!c.live.includes(row.workflowVersion)) return `${head}; no live worker serves that version now; ${fallback}.`;
     return `${head}; ${fallback}.`;
   }
   if (c.lease.expired) {
     const dead = `Cancelling${row.cancelReason ? ` (reason: ${row.cancelReason})` : ''}, but the lease of worker ${c.lease.owner} expired at ${at(c.lease.expiresAt)}: that worker is probably dead`;
     const fallback = `once the lease has been expired for a further lease period, any worker's heartbeat ends the task cancelled without running its cleanup (onCancel handlers, compensations)`;
-    if (!c.registered.includes(row.workflowVersion)) {
-      return `${dead}; no worker has registered version ${row.workflowVersion} of "${row.workflow}", so none can take it over and finish its cleanup: ${fallback}, unless a worker with that version starts first.`;
+    if (!c.live.includes(row.workflowVersion)) {
+      return `${dead}; no live worker serves version ${row.workflowVersion} of "${row.workflow}", so none can take it over and finish its cleanup: ${fallback}, unless a worker with that version starts first.`;
     }
     return `${dead}; a worker serving "${row.workflow}" version ${row.workflowVersion} with a free slot takes it over and finishes its cleanup; if none does, ${fallback}.`;
   }
