@@ -1,10 +1,10 @@
 // Unknown option keys are refused with INVALID_ARGUMENT naming them and the known ones, so a typo
 // (idempotencykey) never starts a duplicate or changes nothing silently.
 import { describe, expect, it } from 'vitest';
-import { Engine, isStepwiseError, workflow } from '../src/index.ts';
+import { Engine, isStepwiseError, workflow, type WorkflowContext } from '../src/index.ts';
 import { createServer } from '../src/server/index.ts';
 import { StepwiseChatTransport, StepwiseClient } from '../src/client/index.ts';
-import { makeEngine } from './support/engine.ts';
+import { makeEngine, startWorker } from './support/engine.ts';
 
 const wf = workflow('w', async () => 1);
 
@@ -83,5 +83,37 @@ describe('unknown option keys of the engine, its workers, streams, server and cl
     const client = new StepwiseClient({ baseUrl: 'http://localhost' });
     await expect(client.stream('t', { logs: true } as never).next()).rejects.toThrow('client.stream(): unknown option "logs"');
     expect(() => new StepwiseChatTransport({ client, workflow: 'chat', session: {} } as never)).toThrow('new StepwiseChatTransport(): unknown option "session"');
+  });
+});
+
+describe('unknown options of durable calls', () => {
+  it('ctx.step, ctx.forEach, ctx.transaction and ctx.waitForEvent fail the task at the call, naming the key, before anything runs', async () => {
+    const ran: string[] = [];
+    const calls: Record<string, (ctx: WorkflowContext) => Promise<unknown>> = {
+      step: (ctx) => ctx.step('charge', () => void ran.push('charge'), { retries: 3 } as never),
+      forEach: (ctx) => ctx.forEach('each', [1, 2], () => void ran.push('item'), { chunksize: 1 } as never),
+      transaction: (ctx) => ctx.transaction('tx', async () => void ran.push('tx'), { retires: 2 } as never),
+      waitForEvent: (ctx) => ctx.waitForEvent('go', { timeuot: '1s' } as never),
+    };
+    const flows = Object.entries(calls).map(([name, fn]) => workflow(`typo-${name}`, fn));
+    const engine = makeEngine({ workflows: flows });
+    await startWorker(engine);
+    const expected: Record<string, string> = {
+      step: 'ctx.step("charge"): unknown option "retries" (known: retry, timeout,',
+      forEach: 'ctx.forEach("each"): unknown option "chunksize" (known: retry,',
+      transaction: 'ctx.transaction("tx"): unknown option "retires" (known: retry)',
+      waitForEvent: 'ctx.waitForEvent("go"): unknown option "timeuot" (known: timeout)',
+    };
+    for (const [name] of Object.entries(calls)) {
+      const { id } = await engine.start(`typo-${name}`);
+      const err = await engine.result(id, { timeout: '30s' }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect((err as Error).message).toContain(expected[name]);
+      const info = await engine.get(id);
+      expect(info).toMatchObject({ status: 'failed', error: { code: 'INVALID_ARGUMENT' } });
+    }
+    expect(ran).toEqual([]);
   });
 });

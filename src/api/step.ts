@@ -6,6 +6,7 @@
  * depending on one another; re-exported by `workflow.ts` under their public names.
  */
 import type { Duration } from '../duration.ts';
+import { optionNames } from '../option-keys.ts';
 import type { RetryOptions } from '../retry.ts';
 import type { FailureKind } from '../serialize.ts';
 import type { ApprovalOptions } from './approvals.ts';
@@ -218,3 +219,41 @@ export interface VerifyContext {
 export type ClassifyResult = FailureKind | { kind: FailureKind; retryAfterMs?: number; reason?: string } | undefined | null;
 
 export type Classifier = (error: unknown) => ClassifyResult;
+
+/** Every option of `ctx.step`, `ctx.forEach`, `ctx.transaction` and `ctx.waitForEvent`; a key not listed fails the task at the call. */
+export const STEP_OPTION_NAMES = optionNames<StepOptions>()(
+  'retry',
+  'timeout',
+  'classify',
+  'repair',
+  'output',
+  'onExhausted',
+  'ask',
+  'fallback',
+  'compensate',
+  'key',
+  'keyVersion',
+  'keyTtl',
+  'effect',
+  'verify',
+  'requires',
+  'rateLimit',
+);
+export const FOR_EACH_OPTION_NAMES = optionNames<ForEachOptions>()(
+  'retry',
+  'timeout',
+  'classify',
+  'repair',
+  'ask',
+  'key',
+  'keyVersion',
+  'keyTtl',
+  'effect',
+  'verify',
+  'requires',
+  'rateLimit',
+  'chunkSize',
+  'concurrency',
+);
+export const TRANSACTION_OPTION_NAMES = optionNames<TransactionOptions>()('retry');
+export const WAIT_FOR_EVENT_OPTION_NAMES = optionNames<WaitForEventOptions>()('timeout');

@@ -9,6 +9,8 @@
  * last of them. The journal holds one row per chunk (a 10,000-item loop in chunks of 100 is 100
  * rows), and each item's result is kept in its chunk's output.
  */
+import { FOR_EACH_OPTION_NAMES } from '../api/step.ts';
+import { checkCallOptions } from './call-options.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type { ForEachOptions, StepContext } from '../api/step.ts';
 import type { Run } from '../run/run.ts';
@@ -41,6 +43,7 @@ export async function forEach<T, R>(
   const bad = (m: string): Error => run.fail(new InvalidArgumentError(`ctx.forEach("${name}"): ${m}`));
   if (!Array.isArray(items)) throw bad('items must be an array (the same on every run: compute it in an earlier step).');
   if (typeof fn !== 'function') throw bad('the third argument must be a function of (item, index, step).');
+  checkCallOptions(run, options, FOR_EACH_OPTION_NAMES, `ctx.forEach("${name}")`);
   const { chunkSize = DEFAULT_CHUNK, concurrency = 1, ...stepOptions } = options;
   if (!Number.isInteger(chunkSize) || chunkSize < 1) throw bad(`chunkSize must be an integer ≥ 1, got ${String(chunkSize)}.`);
   if (!Number.isInteger(concurrency) || concurrency < 1) throw bad(`concurrency must be an integer ≥ 1, got ${String(concurrency)}.`);

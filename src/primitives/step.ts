@@ -6,7 +6,8 @@
  */
 import { InvalidArgumentError, StepFailedError } from '../errors.ts';
 import { decodeError, decodeJson, deserializeError } from '../serialize.ts';
-import type { StepContext, StepOptions } from '../api/step.ts';
+import { STEP_OPTION_NAMES, type StepContext, type StepOptions } from '../api/step.ts';
+import { checkCallOptions } from './call-options.ts';
 import type { Activity } from '../run/activity.ts';
 import { call, type Primitive } from '../run/call.ts';
 import type { Run } from '../run/run.ts';
@@ -30,6 +31,7 @@ const STEP: Primitive<StepFn, StepOptions | undefined, StepCall<unknown>, unknow
   },
   prepare(run, pos, fn, options = {}) {
     if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError(`ctx.step("${pos.name}"): the second argument must be a function`));
+    checkCallOptions(run, options, STEP_OPTION_NAMES, `ctx.step("${pos.name}")`);
     if (options.effect !== undefined && options.effect !== 'at-least-once' && options.effect !== 'at-most-once') {
       throw run.fail(new InvalidArgumentError(`ctx.step("${pos.name}"): effect must be 'at-least-once' or 'at-most-once', got ${JSON.stringify(options.effect)}.`));
     }

@@ -14,6 +14,8 @@
  * backs off only in the sense that nothing else is open); a failure for good is recorded like a
  * step's.
  */
+import { TRANSACTION_OPTION_NAMES } from '../api/step.ts';
+import { checkCallOptions } from './call-options.ts';
 import { LeaseLostError, StepFailedError, coerceError, InvalidArgumentError } from '../errors.ts';
 import { redoSuffix } from '../failure/redo.ts';
 import { faultPoint } from '../fault-points.ts';
@@ -54,6 +56,7 @@ const TRANSACTION: Primitive<TxFn, TransactionOptions | undefined, TxCall, unkno
   },
   prepare(run, pos, fn, options = {}) {
     if (typeof fn !== 'function') throw run.fail(new InvalidArgumentError(`ctx.transaction("${pos.name}"): the second argument must be an async function of the transaction.`));
+    checkCallOptions(run, options, TRANSACTION_OPTION_NAMES, `ctx.transaction("${pos.name}")`);
     const store = run.deps.store;
     if (!store.runInTransaction) throw run.fail(new InvalidArgumentError(`ctx.transaction("${pos.name}"): the store ${store.description} does not run transactional steps.`));
     let policy: RetryPolicy;

@@ -5,6 +5,8 @@
  * one of the names (consumed with the row that records it), or `{ timedOut: true }` once the
  * deadline passed. Until then it is a wait the task may park on, woken by any of the names.
  */
+import { WAIT_FOR_EVENT_OPTION_NAMES } from '../api/step.ts';
+import { checkCallOptions } from './call-options.ts';
 import { optionalMs } from '../duration.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { decodeJson } from '../serialize.ts';
@@ -24,7 +26,10 @@ interface EventCall {
 const EVENT: Primitive<readonly string[], WaitForEventOptions, EventCall, EventResult<unknown>> = {
   kind: 'event',
   replayed: (rec) => decodeJson(rec.output) as EventResult<unknown>,
-  prepare: (_run, pos, names, options) => ({ pos, names, timeoutMs: optionalMs(options.timeout, `timeout of waitForEvent "${pos.stepId}"`) }),
+  prepare: (run, pos, names, options) => {
+    checkCallOptions(run, options, WAIT_FOR_EVENT_OPTION_NAMES, `ctx.waitForEvent("${pos.stepId}")`);
+    return { pos, names, timeoutMs: optionalMs(options.timeout, `timeout of waitForEvent "${pos.stepId}"`) };
+  },
   async start(run, { pos, names, timeoutMs }, activity) {
     const { seq, stepId, recorded } = pos;
     const { clock } = run.deps;

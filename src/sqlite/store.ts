@@ -203,13 +203,8 @@ export class SqliteStore implements Store {
     return null;
   }
 
-  async getSignalByKey(taskId: string, idempotencyKey: string): Promise<SignalRow | undefined> {
-    return getSignalByKey(this.#c, taskId, idempotencyKey);
-  }
-
-  async pendingSignals(taskId: string, afterId: number): Promise<SignalRow[]> {
-    return pendingSignals(this.#c, taskId, afterId);
-  }
+  readonly getSignalByKey = async (taskId: string, idempotencyKey: string): Promise<SignalRow | undefined> => getSignalByKey(this.#c, taskId, idempotencyKey);
+  readonly pendingSignals = async (taskId: string, afterId: number): Promise<SignalRow[]> => pendingSignals(this.#c, taskId, afterId);
 
   async getSignals(taskId: string): Promise<SignalRow[]> {
     return getSignals(this.#c, taskId);
@@ -342,17 +337,9 @@ export class SqliteStore implements Store {
     this.#c.tx(() => retention.ackDeletions(this.#c, taskIds));
   }
 
-  async recordPresence(presence: WorkerPresence, forgetBefore: number): Promise<void> {
-    recordPresence(this.#c, presence, forgetBefore);
-  }
-
-  async removePresence(workerId: string): Promise<void> {
-    removePresence(this.#c, workerId);
-  }
-
-  async servedVersions(workflow: string, seenSince: number): Promise<string[]> {
-    return servedVersions(this.#c, workflow, seenSince);
-  }
+  readonly recordPresence = async (presence: WorkerPresence, forgetBefore: number): Promise<void> => recordPresence(this.#c, presence, forgetBefore);
+  readonly removePresence = async (workerId: string): Promise<void> => removePresence(this.#c, workerId);
+  readonly servedVersions = async (workflow: string, seenSince: number): Promise<string[]> => servedVersions(this.#c, workflow, seenSince);
 
   async registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {
     registerWorkflows(this.#c, workflows);
