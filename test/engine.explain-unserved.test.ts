@@ -18,7 +18,7 @@ describe('explain on a task whose wait is over', () => {
       const w1 = old.worker({ pollIntervalMs: 20 });
       await w1.start();
       const { id } = await old.start(v1);
-      await eventually(async () => (await old.get(id)).status === 'waiting', 10_000, 'the task to wait for its approval');
+      await eventually(async () => (await old.get(id)).status === 'waiting', 20_000, 'the task to wait for its approval');
       await w1.stop();
       const w2 = current.worker({ pollIntervalMs: 20 });
       await w2.start();
@@ -42,16 +42,17 @@ describe('explain on a task whose wait is over', () => {
 describe('explain on a parked task whose sleep has ended', () => {
   it('asked from an engine that does not know the workflow: says the wait is over and who resumes it', async () => {
     const url = tempDbUrl();
-    const wf = workflow('nap', async (ctx) => ctx.sleep('nap', '50ms'));
+    // Long enough that the run parks before the sleep ends, however busy the machine.
+    const wf = workflow('nap', async (ctx) => ctx.sleep('nap', '3s'));
     const engine = new Engine({ store: url, workflows: [wf] });
     const elsewhere = new Engine({ store: url, workflows: [] });
     try {
       const w = engine.worker({ pollIntervalMs: 60_000, parkAfterMs: 1 });
       await w.start();
       const { id } = await engine.start(wf);
-      await eventually(async () => (await engine.get(id)).status === 'waiting', 10_000, 'the task to park on its sleep');
+      await eventually(async () => (await engine.get(id)).status === 'waiting', 20_000, 'the task to park on its sleep');
       await w.stop();
-      await eventually(async () => ((await engine.explain(id)).runAt ?? Infinity) <= Date.now(), 10_000, 'the sleep to end');
+      await eventually(async () => ((await engine.explain(id)).runAt ?? Infinity) <= Date.now(), 20_000, 'the sleep to end');
       // An engine that knows nothing of "nap": the store says a worker served it once, and none runs now.
       expect((await elsewhere.explain(id)).summary).toMatch(
         // (Pending when the stopping worker had claimed it again and released it.)
