@@ -282,6 +282,10 @@ export class Worker {
       void this.#failUnstartable(claimed, coerceError(e));
       return;
     }
+    // This worker reclaimed a task whose lease its own earlier run let expire (the clock jumped, or
+    // the process stalled past the lease): that run is fenced off now, as the heartbeat would have
+    // done, so that its in-flight step is aborted and its promise settles (stop() waits for it).
+    this.#runs.get(run.taskId)?.loseLease();
     this.#runs.set(run.taskId, run);
     this.#heartbeat?.renewed(run.taskId, started);
     if (this.#state === 'stopping') run.drain();
@@ -290,8 +294,11 @@ export class Worker {
       .execute()
       .catch(() => 'lease-lost' as const)
       .then((status) => {
-        this.#runs.delete(run.taskId);
-        this.#heartbeat?.forget(run.taskId);
+        // (A run fenced off by a reclaim of its task here leaves the new run's entries alone.)
+        if (this.#runs.get(run.taskId) === run) {
+          this.#runs.delete(run.taskId);
+          this.#heartbeat?.forget(run.taskId);
+        }
         this.#news.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started }, info);
         this.#news.settled(run.taskId, status);
         // The freed slot is worth a claim only if there may be work for it: due tasks were left
