@@ -282,9 +282,7 @@ export class Worker {
       void this.#failUnstartable(claimed, coerceError(e));
       return;
     }
-    // This worker reclaimed a task whose lease its own earlier run let expire (the clock jumped, or
-    // the process stalled past the lease): that run is fenced off now, as the heartbeat would have
-    // done, so that its in-flight step is aborted and its promise settles (stop() waits for it).
+    // Reclaimed from its own earlier run (lease expired under it): fence that run off, as the heartbeat would.
     this.#runs.get(run.taskId)?.loseLease();
     this.#runs.set(run.taskId, run);
     this.#heartbeat?.renewed(run.taskId, started);
@@ -294,7 +292,6 @@ export class Worker {
       .execute()
       .catch(() => 'lease-lost' as const)
       .then((status) => {
-        // (A run fenced off by a reclaim of its task here leaves the new run's entries alone.)
         if (this.#runs.get(run.taskId) === run) {
           this.#runs.delete(run.taskId);
           this.#heartbeat?.forget(run.taskId);

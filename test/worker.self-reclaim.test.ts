@@ -34,7 +34,7 @@ describe('a worker reclaiming its own task', () => {
     await clock.advance('2m');
     await waitForStatus(engine, id, 'failed');
     const info = await engine.get(id);
-    expect(info.error?.code).toBe('DEADLINE_EXCEEDED');
+    expect(info).toMatchObject({ error: { code: 'DEADLINE_EXCEEDED' } });
     await waitForStatus(engine, info.children[0]?.id as string, 'cancelled');
     // Every run of the child ended: the first one was aborted, none is left hanging.
     await eventually(async () => seen.filter((s) => s === 'aborted').length === seen.filter((s) => s === 'started').length, 20_000, 'every run of the child to end');
