@@ -3,6 +3,7 @@
  * The Engine: a façade over the command modules (src/commands/) and the factory of workers. Every
  * status change goes through the lifecycle table and one guarded store write.
  */
+import { DELETE_OPTIONS, PURGE_OPTIONS, checkOptionKeys } from './option-keys.ts';
 import { ENGINE_OF } from './primitives/context.ts';
 import { InvalidArgumentError } from './errors.ts';
 import type { WorkflowContext } from './workflow.ts';
@@ -322,6 +323,7 @@ export class Engine {
    * await engine.delete(id, { by: 'ops' });
    */
   async delete(id: string, options: CommandOptions = {}): Promise<TaskSummary> {
+    checkOptionKeys(options, DELETE_OPTIONS, 'engine.delete()');
     return toSummary(await deleteTask(await this.#core.purgeDeps(), id, cmd.actorOf(options.by)));
   }
 
@@ -333,6 +335,7 @@ export class Engine {
    * await engine.purge({ olderThan: '30d', status: ['succeeded', 'cancelled'] });   // { count, byStatus, dryRun }
    */
   async purge(options: PurgeOptions & CommandOptions): Promise<PurgeResult> {
+    checkOptionKeys(options, PURGE_OPTIONS, 'engine.purge()');
     return purgeTasks(await this.#core.purgeDeps(), options, cmd.actorOf(options?.by));
   }
 

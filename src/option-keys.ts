@@ -26,6 +26,9 @@ export const MOVE_OPTIONS = ['by', 'subtree'] as const;
 export const RETRY_OPTIONS = ['by', 'fromStep', 'deadline'] as const;
 export const SIGNAL_OPTIONS = ['by', 'idempotencyKey', 'requireWaiting'] as const;
 export const APPROVALS_QUERY = ['status', 'approver', 'roles', 'workflow', 'taskId', 'limit'] as const;
+export const PURGE_OPTIONS = ['by', 'olderThan', 'status', 'workflow', 'dryRun', 'limit'] as const;
+export const DELETE_OPTIONS = ['by'] as const;
+export const SEND_OPTIONS = ['by', 'idempotencyKey'] as const;
 export const SCHEDULE_LIST_OPTIONS = ['workflow', 'after', 'limit'] as const;
 
 /**

@@ -5,6 +5,7 @@
  * themselves live in approvals/ and machine/; this module hands them the engine's store, clock,
  * limits and news.
  */
+import { SEND_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { notify } from '../observers.ts';
 import { decide as decideApproval, listApprovals } from '../approvals/decide.ts';
@@ -59,6 +60,7 @@ export async function decideEffect(ctx: CommandContext, taskId: string, step: st
 }
 
 export async function send(ctx: CommandContext, id: string, event: string, payload: unknown, options: SignalOptions): Promise<SendResult> {
+  checkOptionKeys(options, SEND_OPTIONS, 'engine.send()');
   const store = await ctx.open();
   return sendEvent(
     {
