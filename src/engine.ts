@@ -173,11 +173,29 @@ export class Engine {
    * @internal Starts (or finds, by `key`) a child task of `parent`: `ctx.startChild` (see
    * `primitives/child.ts`) calls it from inside the parent's start step.
    */
-  async startChildTask(parent: Pick<TaskRow, 'id' | 'rootId' | 'depth'>, workflow: string | Workflow<unknown, unknown, unknown>, input: unknown, key: string): Promise<StartResult> {
+  async startChildTask(
+    parent: Pick<TaskRow, 'id' | 'rootId' | 'depth'> & { tags?: string | null },
+    workflow: string | Workflow<unknown, unknown, unknown>,
+    input: unknown,
+    key: string,
+  ): Promise<StartResult> {
     return cmd.startChildTask(this.#core.starts, parent, workflow, input, key);
   }
 
-  /** Tasks, newest first, optionally by status, workflow or parent (`{ parent: id }`: its children), a page at a time. */
+  /**
+   * Merges tags into a task's, whatever its status (a null value removes a tag); resolves to its
+   * tags after the change. See `StartOptions.tags` for the rules of keys and values.
+   */
+  async setTags(id: string, tags: Readonly<Record<string, string | null>>): Promise<Record<string, string>> {
+    return cmd.setTaskTags(this.#ctx, id, tags);
+  }
+
+  /**
+   * Tasks, newest first, a page at a time: by status, workflow, parent (`{ parent: id }`: its
+   * children), tags, creation time, error code (`failedWith`) or text.
+   * @example
+   * const { tasks, nextCursor } = await engine.list({ tags: { tenant: 'acme' }, status: 'failed', failedWith: 'RATE_LIMITED' });
+   */
   async list(options: ListOptions = {}): Promise<ListResult> {
     return cmd.listTasks(this.#ctx, options);
   }

@@ -25,6 +25,7 @@ import { taskDeadline } from './failure/deadline.ts';
 import type { Budget } from './ai/metering/usage.ts';
 import { taskTitle } from './api/start-keys.ts';
 import { checkPriority, concurrencyKeyOf } from './flow/options.ts';
+import { startTags, type Tags } from './api/tags.ts';
 
 /** One task of `engine.startMany()`. */
 export interface StartManyItem {
@@ -45,6 +46,8 @@ export interface StartManyItem {
   title?: string;
   /** 0..1000, higher first; see `StartOptions.priority`. */
   priority?: number;
+  /** Tags to search the task by; see `StartOptions.tags`. */
+  tags?: Tags;
 }
 
 export interface StartContext {
@@ -72,7 +75,7 @@ export async function planStart(
   c: StartContext,
   workflow: string | Workflow<unknown, unknown, unknown>,
   input: unknown,
-  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number; title?: string; priority?: number },
+  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number; title?: string; priority?: number; tags?: Tags },
 ): Promise<PlannedStart> {
   const name = typeof workflow === 'string' ? workflow : workflow?.name;
   if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
@@ -113,6 +116,7 @@ export async function planStart(
   const deadlineAt = taskDeadline(now, options.deadline, def?.options.timeout);
   const title = taskTitle(options.title, def?.options.title, value, name);
   const priority = options.priority !== undefined ? checkPriority('engine.start()', options.priority) : (def?.options.priority ?? 0);
+  const tags = startTags(options.tags, 'engine.start()');
   const keyed = def ? concurrencyKeyOf(name, def.options.concurrency, value) : undefined;
   const id = newId(now);
   return {
@@ -129,6 +133,7 @@ export async function planStart(
       deadlineAt,
       title,
       priority,
+      ...(tags ? { tags } : {}),
       ...keyed,
       notify: { reason: 'task', taskId: id, workflow: name },
       ...planCreation(actor),

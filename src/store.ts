@@ -51,7 +51,7 @@ import type { RateLimitStore } from './store/rate-limits.ts';
 export type { TaskRow, StepKind, StepStatus, StepRow, SignalRow, TaskPatch } from './store/rows.ts';
 export type { ActorKind, EventRow, NewEvent, EventRange, LogPage, LogAppend, LogStore } from './store/log.ts';
 export type { WriteGuard, TransitionWrite, StepWrite, WriteOp, WriteResult, JournalStore } from './store/journal.ts';
-export type { NewTask, ListQuery, QueuePosition, TaskStore } from './store/tasks.ts';
+export type { NewTask, ListQuery, QueuePosition, TagChange, TaskStore } from './store/tasks.ts';
 export type { RunEventsWrite, StreamChunkRow, ChunksWrite, RunStore } from './store/runs.ts';
 export type { ClaimRequest, ClaimedTask, HeartbeatRequest, HeldTask, ExpireRequest, NextRunRequest, LeaseStore } from './store/leases.ts';
 export type { SignalWrite, SignalInsert, SignalStore } from './store/signals.ts';

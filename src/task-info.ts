@@ -62,6 +62,8 @@ interface TaskSummaryBase {
   concurrencyKey: string | null;
   /** 0..1000, higher first (start option or workflow option `priority`). */
   priority: number;
+  /** The task's tags (start option `tags`, `ctx.setTags`, `engine.setTags`); `{}` for none. */
+  tags: Record<string, string>;
 }
 
 /** Usage totals of a task and of each of its steps. */
@@ -166,6 +168,7 @@ export function toSummary(row: TaskRow): TaskSummary {
     singletonKey: row.singletonKey ?? null,
     concurrencyKey: row.concurrencyKey === null ? null : row.concurrencyKey.slice(row.workflow.length + 1),
     priority: row.priority,
+    tags: row.tags ? (JSON.parse(row.tags) as Record<string, string>) : {},
   };
   if (row.status === 'succeeded') return { ...base, status: 'succeeded', output: decodeJson(row.output) };
   if (row.status === 'failed') {

@@ -92,6 +92,13 @@ export interface WorkflowContext {
   /** Reports progress between steps (see {@link StepContext.progress}). */
   progress(progress: Progress): void;
   /**
+   * Merges tags into the task's (a null value removes one), so that `list({ tags })` finds it by
+   * what the run learnt: written at once, no journal row; a replay writes the same again.
+   * Resolves to the task's tags after the change.
+   * @example await ctx.setTags({ tenant: request.tenant, model: chosen.id });
+   */
+  setTags(tags: Readonly<Record<string, string | null>>): Promise<Record<string, string>>;
+  /**
    * Registers cleanup for a cancel: after the task is cancelled and its steps have stopped, `fn`
    * runs in a scope that the cancel does not interrupt, with its own deadline (the workflow's
    * `cleanupTimeout`); it may call `ctx.step` (recorded in the log as usual). Registered again on

@@ -26,11 +26,11 @@ export interface RelatedTask {
 /**
  * Starts (or finds, by `key`) a child of `parent`: one depth below it, in its tree. Refused with
  * CHILD_DEPTH_EXCEEDED past `limits.childDepth`; an unknown workflow or a bad input is refused as
- * by `engine.start()`.
+ * by `engine.start()`. The child inherits the parent's tags.
  */
 export async function startChildTask(
   deps: StartDeps,
-  parent: Pick<TaskRow, 'id' | 'rootId' | 'depth'>,
+  parent: Pick<TaskRow, 'id' | 'rootId' | 'depth'> & { tags?: string | null },
   workflow: string | Workflow<unknown, unknown, unknown>,
   input: unknown,
   key: string,
@@ -43,6 +43,8 @@ export async function startChildTask(
   planned.task.parentId = parent.id;
   planned.task.rootId = parent.rootId ?? parent.id;
   planned.task.depth = depth;
+  // A child inherits its parent's tags (a tenant's tree is found by the tenant's tag).
+  if (parent.tags) planned.task.tags = JSON.parse(parent.tags) as Record<string, string>;
   return startResult(planned, await deps.batcher(store).insert(planned.task));
 }
 

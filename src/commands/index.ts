@@ -8,7 +8,7 @@ export * as decisions from './decisions.ts';
 export { eventLog } from './events.ts';
 export { explainTask } from './explain.ts';
 export { cancelTask, moveTask } from './lifecycle.ts';
-export { countTasks, getTask, listTasks } from './queries.ts';
+export { countTasks, getTask, listTasks, setTaskTags } from './queries.ts';
 export { awaitResult } from './result.ts';
 export { retryTask } from './retry.ts';
 export { sendSignal } from './signal.ts';

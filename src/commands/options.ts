@@ -9,6 +9,7 @@ import type { Actor } from '../task-events.ts';
 import type { TaskSummary } from '../task-info.ts';
 import type { Budget } from '../ai/metering/usage.ts';
 import type { DebounceOptions, SingletonOptions } from '../api/start-keys.ts';
+import type { Tags } from '../api/tags.ts';
 
 export interface SignalOptions extends CommandOptions {
   /** Sending the same signal again with the same key records it once and returns the first answer. */
@@ -91,6 +92,11 @@ export interface StartOptions extends CommandOptions {
    * @defaultValue the workflow's `priority`, else 0
    */
   priority?: number;
+  /**
+   * Tags to find the task by (`list({ tags })`): at most 32 pairs, keys a letter then letters,
+   * digits, `_ . : -` (≤ 64), values 1-256 characters. Children started by the task inherit them.
+   */
+  tags?: Tags;
 }
 
 export interface RetryTaskOptions extends CommandOptions {
@@ -111,6 +117,22 @@ export interface StartResult {
 export interface ListOptions {
   status?: TaskStatus | readonly TaskStatus[];
   workflow?: string;
+  /** Only tasks with all of these tags. */
+  tags?: Tags;
+  /** Only tasks created at or after this time (a Date or ms since the epoch). */
+  createdAfter?: Date | number;
+  /** Only tasks created before this time (a Date or ms since the epoch). */
+  createdBefore?: Date | number;
+  /**
+   * Only failed tasks whose error has this code, or whose failed step's error had it (the cause of
+   * STEP_FAILED): `'DEADLINE_EXCEEDED'`, `'RATE_LIMITED'`, a `code` of your own errors.
+   */
+  failedWith?: string;
+  /**
+   * Only tasks whose id, workflow, title, tags, input or error contain this text (case-insensitive
+   * for ASCII letters). A scan: narrow it with the other filters on large stores.
+   */
+  text?: string;
   /** Only the children of this task (`ctx.startChild`). */
   parent?: string;
   /** Page size, 1–1000. @defaultValue 50 */

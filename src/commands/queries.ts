@@ -4,9 +4,11 @@
  * (a page of tasks, newest first) and `engine.count` (tasks by status).
  */
 import { COUNT_OPTIONS, GET_OPTIONS, LIST_OPTIONS, checkOptionKeys } from '../option-keys.ts';
-import { InvalidArgumentError } from '../errors.ts';
+import { InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
 import { ALL_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
-import type { TaskRow } from '../store.ts';
+import type { ListQuery, TaskRow } from '../store.ts';
+import { TAGS_MAX, checkTags } from '../api/tags.ts';
+import { checkText } from '../text-rules.ts';
 import { toStepInfo, toSummary, type TaskInfo } from '../task-info.ts';
 import { toTaskEvent } from '../task-events.ts';
 import { machineInfo } from '../machine/read.ts';
@@ -54,6 +56,34 @@ function checkParent(parent: unknown): string {
   return parent;
 }
 
+/** The search filters of a listing (tags, creation time, error code, text), checked. */
+function searchTerms(options: ListOptions): Partial<ListQuery> {
+  const q: { -readonly [K in keyof ListQuery]?: ListQuery[K] } = {};
+  if (options.tags !== undefined) {
+    const tags = Object.entries(checkTags(options.tags, 'list({ tags })'));
+    // A null value has no index rows; it would silently match every task.
+    if (tags.some(([, v]) => v === null)) throw new InvalidArgumentError('list({ tags }): each tag needs a value to match.');
+    if (tags.length) q.tags = tags as Array<[string, string]>;
+  }
+  if (options.createdAfter !== undefined) q.createdAfter = timeOption(options.createdAfter, 'createdAfter');
+  if (options.createdBefore !== undefined) q.createdBefore = timeOption(options.createdBefore, 'createdBefore');
+  if (options.failedWith !== undefined) {
+    if (typeof options.failedWith !== 'string' || !options.failedWith) throw new InvalidArgumentError('list({ failedWith }): an error code, a non-empty string such as "RATE_LIMITED".');
+    q.failedWith = options.failedWith;
+  }
+  if (options.text !== undefined) {
+    if (typeof options.text !== 'string' || !options.text || options.text.length > 200) throw new InvalidArgumentError('list({ text }): a non-empty string of at most 200 characters.');
+    q.text = checkText(options.text, 'list({ text })');
+  }
+  return q;
+}
+
+function timeOption(value: unknown, name: string): number {
+  const ms = value instanceof Date ? value.getTime() : value;
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) throw new InvalidArgumentError(`list({ ${name} }): a Date or ms since the epoch, got ${String(value)}.`);
+  return ms;
+}
+
 export async function listTasks(ctx: CommandContext, options: ListOptions): Promise<ListResult> {
   checkOptionKeys(options, LIST_OPTIONS, 'engine.list()');
   const store = await ctx.open();
@@ -67,8 +97,25 @@ export async function listTasks(ctx: CommandContext, options: ListOptions): Prom
     ...(options.workflow !== undefined ? { workflow: options.workflow } : {}),
     ...(options.parent !== undefined ? { parent: checkParent(options.parent) } : {}),
     ...(options.cursor !== undefined ? { before: options.cursor } : {}),
+    ...searchTerms(options),
   });
   return { tasks: rows.map(toSummary), nextCursor: rows.length === limit ? (rows[rows.length - 1] as TaskRow).id : null };
+}
+
+/**
+ * `engine.setTags(id, tags)`: merges `tags` into the task's (a null value removes one), whatever
+ * its status; the task's tags after the change.
+ */
+export async function setTaskTags(ctx: CommandContext, id: string, tags: Readonly<Record<string, string | null>>): Promise<Record<string, string>> {
+  const checked = Object.entries(checkTags(tags, 'engine.setTags()', true));
+  const store = await ctx.open();
+  await taskRow(store, id);
+  const set = Object.fromEntries(checked.filter(([, v]) => v !== null)) as Record<string, string>;
+  const remove = checked.filter(([, v]) => v === null).map(([k]) => k);
+  const after = await store.setTags(id, { set, remove, max: TAGS_MAX });
+  if (after === null) throw new TaskNotFoundError(id);
+  if (after === 'too-many') throw new InvalidArgumentError(`engine.setTags(): a task has at most ${TAGS_MAX} tags; remove some (a null value removes a tag) before adding others.`);
+  return after;
 }
 
 export async function countTasks(ctx: CommandContext, options: CountOptions): Promise<Record<TaskStatus, number>> {

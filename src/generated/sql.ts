@@ -136,6 +136,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "f243640cbd2d4014",
     "sql": "-- Which running workers serve which workflow versions, for `explain` and `stepwise workers`.\n--\n-- stepwise_workers_served  one row per (worker, workflow, version) a running worker claims tasks\n--                          of: its own version and the versions it lists in `compatibleVersions`.\n--                          A worker writes its rows when it starts, refreshes `last_seen_at` every\n--                          30 s while it runs and deletes them when it stops; a worker that died\n--                          keeps its rows until they are older than a day (any worker's refresh\n--                          deletes them). A version is served while some row of it was seen within\n--                          three refresh periods.\n\nCREATE TABLE stepwise_workers_served (\n  worker_id    TEXT NOT NULL,\n  name         TEXT NOT NULL,\n  version      TEXT NOT NULL,\n  started_at   INTEGER NOT NULL,\n  last_seen_at INTEGER NOT NULL,\n  PRIMARY KEY (worker_id, name, version)\n);\nCREATE INDEX stepwise_workers_served_name ON stepwise_workers_served (name, last_seen_at);\n"
+  },
+  {
+    "id": 20,
+    "name": "task_tags",
+    "breaking": false,
+    "checksum": "161700584c63cec4",
+    "sql": "-- stepwise_tasks.tags  The task's tags as a JSON object of strings (`{\"tenant\":\"acme\"}`), or NULL:\n--                      set at start (`start(..., { tags })`) and merged by `ctx.setTags` /\n--                      `engine.setTags`. Read with the row, for `get`, `ls` and the dashboard.\n-- stepwise_task_tags   One row per tag of a task, the index `list({ tags })` searches: a tag's\n--                      tasks, newest first, come from one backward range scan of the primary key\n--                      (key, value, task_id). Written in the same transaction as the column;\n--                      deleted with the task.\n\nALTER TABLE stepwise_tasks ADD COLUMN tags TEXT;\nCREATE TABLE stepwise_task_tags (\n  key     TEXT NOT NULL,\n  value   TEXT NOT NULL,\n  task_id TEXT NOT NULL,\n  PRIMARY KEY (key, value, task_id)\n) WITHOUT ROWID;\nCREATE INDEX stepwise_task_tags_task ON stepwise_task_tags (task_id);\n"
   }
 ];
 
@@ -273,5 +280,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "6a814c6bcebc655a",
     "sql": "-- Which running workers serve which workflow versions, for `explain` and `stepwise workers`.\n--\n-- workers_served  one row per (worker, workflow, version) a running worker claims tasks of: its\n--                 own version and the versions it lists in `compatibleVersions`. A worker writes\n--                 its rows when it starts, refreshes `last_seen_at` every 30 s while it runs and\n--                 deletes them when it stops; a worker that died keeps its rows until they are\n--                 older than a day (any worker's refresh deletes them). A version is served while\n--                 some row of it was seen within three refresh periods.\n--\n-- `workflows` (migration 1) stays the registry of every version ever registered.\n\nCREATE TABLE :SCHEMA.workers_served (\n  worker_id    TEXT NOT NULL,\n  name         TEXT NOT NULL,\n  version      TEXT NOT NULL,\n  started_at   BIGINT NOT NULL,\n  last_seen_at BIGINT NOT NULL,\n  PRIMARY KEY (worker_id, name, version)\n);\nCREATE INDEX workers_served_name ON :SCHEMA.workers_served (name, last_seen_at);\n"
+  },
+  {
+    "id": 20,
+    "name": "task_tags",
+    "breaking": false,
+    "checksum": "9df34c3159ac7e5f",
+    "sql": "-- tasks.tags  The task's tags as a JSON object of strings (`{\"tenant\":\"acme\"}`), or NULL: set at\n--             start (`start(..., { tags })`) and merged by `ctx.setTags` / `engine.setTags`.\n--             Read with the row, for `get`, `ls` and the dashboard.\n-- task_tags   One row per tag of a task, the index `list({ tags })` searches: a tag's tasks, newest\n--             first, come from one backward range scan of the primary key (key, value, task_id).\n--             Written in the same transaction as `tasks.tags`; deleted with the task.\n-- A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN tags TEXT;\nCREATE TABLE :SCHEMA.task_tags (\n  key     TEXT COLLATE \"C\" NOT NULL,\n  value   TEXT COLLATE \"C\" NOT NULL,\n  task_id TEXT COLLATE \"C\" NOT NULL,\n  PRIMARY KEY (key, value, task_id)\n);\nCREATE INDEX task_tags_task ON :SCHEMA.task_tags (task_id);\n"
   }
 ];

@@ -42,7 +42,8 @@ export async function insertTasks(c: PgContext, tasks: readonly NewTask[], notif
     for (let attempt = 1; todo.length; attempt++) {
       const batch = todo.map((at) => tasks[at] as NewTask);
       const created = new Map<string, TaskRow>();
-      for (const row of await rows(c, poolOf(c), insertSql(c), insertValues(c, batch, notify))) {
+      const tagged = batch.some((t) => t.tags && Object.keys(t.tags).length);
+      for (const row of await rows(c, poolOf(c), insertSql(c, tagged), insertValues(c, batch, notify))) {
         const task = toTaskRow(row);
         created.set(task.id, task);
       }
@@ -69,32 +70,41 @@ export async function insertTasks(c: PgContext, tasks: readonly NewTask[], notif
   return results as Inserted[];
 }
 
-/** The statement's text per store (it never changes, so it is prepared once per connection). */
-const texts = new WeakMap<PgContext, string>();
+/**
+ * The statement's text per store, without and with the tag index's rows (it never changes, so it
+ * is prepared once per connection; tasks without tags do not pay for the tag rows' CTE).
+ */
+const texts = new WeakMap<PgContext, [string, string]>();
 
-function insertSql(c: PgContext): string {
+function insertSql(c: PgContext, tagged: boolean): string {
   let text = texts.get(c);
-  if (text === undefined) texts.set(c, (text = insertText(c)));
-  return text;
+  if (text === undefined) texts.set(c, (text = [insertText(c, false), insertText(c, true)]));
+  return text[tagged ? 1 : 0];
 }
 
-function insertText(c: PgContext): string {
+function insertText(c: PgContext, tagged: boolean): string {
   return `WITH i AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
         $9::text[], $10::text[], $11::text[], $12::text[], $16::text[], $17::bigint[],
-        $18::text[], $19::text[], $20::text[], $21::text[], $22::integer[], $23::integer[], $24::text[], $25::text[], $26::integer[]) WITH ORDINALITY
+        $18::text[], $19::text[], $20::text[], $21::text[], $22::integer[], $23::integer[], $24::text[], $25::text[], $26::integer[], $27::text[]) WITH ORDINALITY
         AS i(id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, ev_type, ev_kind, ev_actor, ev_data, usage, deadline_at,
-          title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, ord)
+          title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, ord)
     ), ins AS (
       INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq, usage, deadline_at,
-        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth)
+        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags)
       SELECT id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, created_at, 1, usage, deadline_at,
-        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth FROM i ORDER BY ord
+        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags FROM i ORDER BY ord
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
     ), h AS (
       INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
       SELECT i.id, 1, i.created_at, i.ev_type, i.ev_kind, i.ev_actor, i.ev_data FROM i JOIN ins ON ins.id = i.id
-    ), n AS (
+    ),${
+      tagged
+        ? ` g AS (
+      INSERT INTO ${c.t.tags} (key, value, task_id) SELECT kv.key, kv.value, ins.id FROM ins, json_each_text(ins.tags::json) kv
+    ),`
+        : ''
+    } n AS (
       SELECT ${notifySql('$13::text', '$14::text', '$15::text')} AS sent WHERE EXISTS (SELECT 1 FROM ins)
     )
     SELECT ins.*, (SELECT count(*) FROM n) AS notified FROM ins`;
@@ -130,5 +140,6 @@ function insertValues(c: PgContext, batch: readonly NewTask[], notify: WakeEvent
     col((t) => t.parentId ?? null),
     col((t) => t.rootId ?? null),
     col((t) => t.depth ?? 0),
+    col((t) => (t.tags && Object.keys(t.tags).length ? JSON.stringify(t.tags) : null)),
   ];
 }

@@ -7,7 +7,7 @@
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
 import { Params, claimEntriesSql } from './sql-text.ts';
-import { taskListTerms, whereOf } from '../store-sql/filters.ts';
+import { taskListSql } from '../store-sql/filters.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { toEventRow, toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
 import type { EventRange, EventRow, ListQuery, LogPage, SignalRow, StepRow, TaskRow } from '../store.ts';
@@ -36,7 +36,7 @@ export async function findTaskByKey(c: PgContext, key: string): Promise<TaskRow 
 export async function listTasks(c: PgContext, q: ListQuery): Promise<TaskRow[]> {
   return run(c, async () => {
     const p = new Params();
-    const text = `SELECT * FROM ${c.t.tasks} ${whereOf(taskListTerms(q, p))} ORDER BY id DESC LIMIT ${p.add(q.limit, 'integer')}`;
+    const text = taskListSql(q, p, c.t);
     return (await rows(c, poolOf(c), text, p.values)).map(toTaskRow);
   });
 }

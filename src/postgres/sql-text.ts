@@ -191,6 +191,9 @@ export class Params implements SqlParams {
   jsonHas(column: string, value: string): string {
     return `jsonb_exists(${column}::jsonb, ${this.add(value, 'text')})`;
   }
+  jsonText(column: string, path: readonly string[]): string {
+    return `(${column}::jsonb #>> ${this.add(path, 'text[]')})`;
+  }
 }
 
 const NEEDS_ESCAPE = /["\\]/;
@@ -246,6 +249,7 @@ export interface Tables {
   approvals: string;
   slots: string;
   workersServed: string;
+  tags: string;
 }
 
 /** The tables of `schema` (a name already checked by the store). */
@@ -262,5 +266,6 @@ export function tablesOf(schema: string): Tables {
     approvals: `${s}.approvals`,
     slots: `${s}.concurrency_slots`,
     workersServed: `${s}.workers_served`,
+    tags: `${s}.task_tags`,
   };
 }

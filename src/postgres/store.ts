@@ -28,6 +28,7 @@
  *
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
+import { setTags } from './tags.ts';
 import { close, migrate, openContext, type PgContext } from './connection.ts';
 import { findTaskByKey, getEventRanges, getEvents, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
@@ -71,6 +72,7 @@ import type {
   HeartbeatRequest,
   HeldTask,
   ListQuery,
+  TagChange,
   LogPage,
   NewEvent,
   NewTask,
@@ -193,6 +195,10 @@ export class PostgresStore implements Store {
   findTaskByKey(key: string): Promise<TaskRow | null> {
     return findTaskByKey(this.#c, key);
   }
+  setTags(taskId: string, change: TagChange): Promise<Record<string, string> | 'too-many' | null> {
+    return setTags(this.#c, taskId, change);
+  }
+
   listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);
   }

@@ -18,6 +18,7 @@
  * - When the parent's code returns or throws with children still running, those started with
  *   `onParentEnd: 'cancel'` (the default) are cancelled and waited for before the parent ends.
  */
+import { tagsOf } from './tags.ts';
 import { ChildFailedError, InvalidArgumentError, StepFailedError, coerceError, isStepwiseError } from '../errors.ts';
 import { isFinished, type TaskStatus } from '../lifecycle.ts';
 import type { SerializedError } from '../serialize.ts';
@@ -100,7 +101,7 @@ export async function startChild(
       const generation = run.task.retries ? `:retry${run.task.retries}` : '';
       const key = `child:${idempotencyKey}${generation}`;
       // A long step name makes a key past the limit: digested then (the same on every run).
-      const answer = await host.startChildTask(run.task, workflow, input, key.length > KEY_MAX ? `child:${hashKey(key)}` : key);
+      const answer = await host.startChildTask({ ...run.task, tags: tagsOf(run) }, workflow, input, key.length > KEY_MAX ? `child:${hashKey(key)}` : key);
       faultPoint('child:created'); // the child exists; the parent's checkpoint of its start does not
       return { id: answer.id, workflow: answer.workflow };
     });

@@ -26,6 +26,7 @@ import type { ApprovalOptions } from '../approvals/types.ts';
 import type { ChildOptions, ChildrenOptions } from '../api/child.ts';
 import { child, startChild, withChildren } from './child.ts';
 import { children } from './children.ts';
+import { setTags } from './tags.ts';
 
 /** Where a workflow context keeps the Engine it runs under (read by `engineOf(ctx)`; not in the public type). */
 export const ENGINE_OF: unique symbol = Symbol.for('stepwise.engine-of') as never;
@@ -51,6 +52,7 @@ export function createContext(run: Run, engine?: object): WorkflowContext {
     approval: (name: string, options?: ApprovalOptions) => requestApproval(run, name, options),
     patched: (id: string) => patched(run, id),
     progress: (p: Progress) => run.progress.report(null, p),
+    setTags: (tags: Readonly<Record<string, string | null>>) => setTags(run, tags),
     usage: (step: StepContext, report: UsageReport) => reportUsage(coreOf(run), step, report),
     [RUN_OF]: run,
     forEach: ((name: string, items: readonly unknown[], fn: (item: unknown, index: number, s: StepContext) => unknown, options?: ForEachOptions) =>

@@ -14,8 +14,8 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
   const row = c
     .stmt(
       `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at, title, debounce_key, singleton_key,
-       concurrency_key, concurrency_limit, priority, parent_id, root_id, depth)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     )
     .get(
@@ -39,8 +39,10 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
       task.parentId ?? null,
       task.rootId ?? null,
       task.depth ?? 0,
+      tagsText(task.tags),
     ) as Raw | undefined;
   if (row) {
+    if (task.tags) writeTagRows(c, task.id, task.tags);
     // A new row's log is empty (a deleted task's key may be handed out again, but its log went with it).
     c.checkSeqs();
     c.knowSeq(Number(row.no), 0);
@@ -48,6 +50,14 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
     return { task: toTaskRow(row), created: true };
   }
   return { task: byKey(c, task.idempotencyKey as string) as TaskRow, created: false };
+}
+
+const tagsText = (tags: NewTask['tags']): string | null => (tags && Object.keys(tags).length ? JSON.stringify(tags) : null);
+
+/** A task's rows in the tag index (in the caller's write transaction). */
+export function writeTagRows(c: SqliteContext, taskId: string, tags: Readonly<Record<string, string>>): void {
+  const stmt = c.stmt('INSERT OR IGNORE INTO stepwise_task_tags (key, value, task_id) VALUES (?, ?, ?)');
+  for (const [key, value] of Object.entries(tags)) stmt.run(key, value, taskId);
 }
 
 export function insertTask(c: SqliteContext, task: NewTask): { task: TaskRow; created: boolean } {

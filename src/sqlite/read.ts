@@ -10,7 +10,7 @@ import { toEventRow, toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
 import type { EventRange, EventRow, ListQuery, LogPage, SignalRow, StepRow, TaskRow } from '../store.ts';
 import type { Raw, SqliteContext } from './context.ts';
 import { SqliteParams } from './sql.ts';
-import { taskListTerms, whereOf } from '../store-sql/filters.ts';
+import { taskListSql } from '../store-sql/filters.ts';
 
 export function getTask(c: SqliteContext, id: string): TaskRow | null {
   const row = c.stmt('SELECT * FROM stepwise_tasks WHERE id = ?').get(id) as Raw | undefined;
@@ -34,7 +34,7 @@ export function byKey(c: SqliteContext, key: string): TaskRow | null {
 
 export function listTasks(c: SqliteContext, q: ListQuery): TaskRow[] {
   const p = new SqliteParams();
-  const sql = `SELECT * FROM stepwise_tasks ${whereOf(taskListTerms(q, p))} ORDER BY id DESC LIMIT ${p.add(q.limit, 'integer')}`;
+  const sql = taskListSql(q, p, { tasks: 'stepwise_tasks', tags: 'stepwise_task_tags' });
   return (c.stmt(sql).all(...p.values) as Raw[]).map(toTaskRow);
 }
 

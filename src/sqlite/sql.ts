@@ -30,6 +30,9 @@ export class SqliteParams implements SqlParams {
   jsonHas(column: string, value: string): string {
     return `EXISTS (SELECT 1 FROM json_each(${column}) WHERE value = ${this.add(value)})`;
   }
+  jsonText(column: string, path: readonly string[]): string {
+    return `json_extract(${column}, ${this.add(`$${path.map((k) => `.${JSON.stringify(k)}`).join('')}`)})`;
+  }
 }
 export const LEASED_SQL = statusList(LEASED_STATUSES);
 /** {@link statusList} of a transition's source statuses (one, mostly), remembered. */

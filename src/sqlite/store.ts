@@ -5,6 +5,7 @@
  * every write runs in a `BEGIN IMMEDIATE` transaction, which takes the file's write lock up front
  * (a deferred transaction that upgrades to a writer could fail with SQLITE_BUSY instead of waiting).
  */
+import { setTags } from './tags.ts';
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
@@ -48,6 +49,7 @@ import type {
   HeartbeatRequest,
   HeldTask,
   ListQuery,
+  TagChange,
   LogPage,
   NewEvent,
   NewTask,
@@ -176,6 +178,10 @@ export class SqliteStore implements Store {
 
   async findTaskByKey(key: string): Promise<TaskRow | null> {
     return byKey(this.#c, key);
+  }
+
+  async setTags(taskId: string, change: TagChange): Promise<Record<string, string> | 'too-many' | null> {
+    return setTags(this.#c, taskId, change);
   }
 
   async listTasks(q: ListQuery): Promise<TaskRow[]> {

@@ -11,6 +11,7 @@ import { InvalidArgumentError } from '../errors.ts';
 import { isTaskStatus, type TaskStatus } from '../lifecycle.ts';
 import type { ApprovalQuery, ListQuery, TaskSelection } from '../store.ts';
 import type { SqlParams } from './params.ts';
+import { firstIdAt } from '../ids.ts';
 
 /** Statuses as a list of SQL literals (`'pending', 'running'`); an unknown status is refused. */
 export function statusLiterals(statuses: readonly TaskStatus[]): string {
@@ -25,15 +26,51 @@ export function statusLiterals(statuses: readonly TaskStatus[]): string {
 /** `WHERE a AND b …`, or nothing for no terms. */
 export const whereOf = (terms: readonly string[]): string => (terms.length ? `WHERE ${terms.join(' AND ')}` : '');
 
-/** The terms of a task listing ({@link ListQuery}: statuses, workflow, ids before a cursor). */
-export function taskListTerms(q: ListQuery, p: SqlParams): string[] {
+/**
+ * The terms of a task listing ({@link ListQuery}: statuses, workflow, family, ids before a cursor,
+ * creation time, error code, text). `id` names the column ids are bounded on: the tag index's
+ * `task_id` when a tag drives the scan, so that the bounds narrow that index's range.
+ */
+export function taskListTerms(q: ListQuery, p: SqlParams, id = 'id'): string[] {
   const where: string[] = [];
   if (q.statuses?.length) where.push(`status IN (${statusLiterals(q.statuses)})`);
   if (q.workflow !== undefined) where.push(`workflow = ${p.add(q.workflow, 'text')}`);
   if (q.parent !== undefined) where.push(`parent_id = ${p.add(q.parent, 'text')}`);
   if (q.root !== undefined) where.push(`root_id = ${p.add(q.root, 'text')}`);
-  if (q.before !== undefined) where.push(`id < ${p.add(q.before, 'text')}`);
+  if (q.before !== undefined) where.push(`${id} < ${p.add(q.before, 'text')}`);
+  // An id's time is its task's creation time or up to a second after it (ids.ts): the id bounds
+  // let the scan of the primary key start and stop near the range; created_at decides exactly.
+  if (q.createdAfter !== undefined) where.push(`${id} >= ${p.add(firstIdAt(q.createdAfter), 'text')}`, `created_at >= ${p.add(q.createdAfter, 'bigint')}`);
+  if (q.createdBefore !== undefined) where.push(`${id} < ${p.add(firstIdAt(q.createdBefore + 1000), 'text')}`, `created_at < ${p.add(q.createdBefore, 'bigint')}`);
+  if (q.failedWith !== undefined) {
+    // The task's error, or the error a failed step's error wraps (STEP_FAILED's cause).
+    // (Each placeholder binds one value: SQLite's `?` cannot be used twice.)
+    const code = `${p.jsonText('error', ['code'])} = ${p.add(q.failedWith, 'text')}`;
+    const causeCode = `${p.jsonText('error', ['cause', 'code'])} = ${p.add(q.failedWith, 'text')}`;
+    where.push(`status = 'failed'`, `(${code} OR ${causeCode})`);
+  }
+  if (q.text !== undefined) {
+    const pattern = `%${q.text.toLowerCase().replace(/[\\%_]/g, '\\$&')}%`;
+    const columns = ['id', 'workflow', 'title', 'tags', 'input', 'error'].map((col) => `lower(${col}) LIKE ${p.add(pattern, 'text')} ESCAPE '\\'`);
+    where.push(`(${columns.join(' OR ')})`);
+  }
   return where;
+}
+
+/**
+ * A task listing's statement, newest first. With tags, the first tag's index rows drive the scan
+ * (a backward range of (key, value, task_id), so the page is read in id order and stops at
+ * `limit`); the other tags are tests on the index. `tasks` and `tags` are the tables' names.
+ */
+export function taskListSql(q: ListQuery, p: SqlParams, tables: { tasks: string; tags: string }): string {
+  const [first, ...rest] = q.tags ?? [];
+  if (!first) return `SELECT * FROM ${tables.tasks} ${whereOf(taskListTerms(q, p))} ORDER BY id DESC LIMIT ${p.add(q.limit, 'integer')}`;
+  const join = `JOIN ${tables.tasks} t ON t.id = g.task_id`;
+  const terms = [`g.key = ${p.add(first[0], 'text')}`, `g.value = ${p.add(first[1], 'text')}`, ...taskListTerms(q, p, 'g.task_id')];
+  for (const [key, value] of rest) {
+    terms.push(`EXISTS (SELECT 1 FROM ${tables.tags} h WHERE h.task_id = g.task_id AND h.key = ${p.add(key, 'text')} AND h.value = ${p.add(value, 'text')})`);
+  }
+  return `SELECT t.* FROM ${tables.tags} g ${join} ${whereOf(terms)} ORDER BY g.key DESC, g.value DESC, g.task_id DESC LIMIT ${p.add(q.limit, 'integer')}`;
 }
 
 /** Whether a selection can match no task (no status, or an empty list of ids or workflows): then nothing is read. */

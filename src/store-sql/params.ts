@@ -19,4 +19,6 @@ export interface SqlParams {
   anyOf(column: string, values: readonly unknown[], type: SqlType): string;
   /** The test that the JSON array of strings held as text in `column` contains `value`. */
   jsonHas(column: string, value: string): string;
+  /** The text at `path` (keys, outermost first) of the JSON object held as text in `column` (NULL if absent). */
+  jsonText(column: string, path: readonly string[]): string;
 }

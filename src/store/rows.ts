@@ -72,6 +72,8 @@ export interface TaskRow {
   rootId: string | null;
   /** 0 for a task started from outside; a child's is its parent's + 1. */
   depth: number;
+  /** The task's tags as a JSON object of strings (`start(…, { tags })`, `ctx.setTags`), or null. */
+  tags: string | null;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';

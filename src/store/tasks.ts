@@ -36,6 +36,8 @@ export interface NewTask {
   parentId?: string | null;
   rootId?: string | null;
   depth?: number;
+  /** Its tags, each a row of the tag index too. */
+  tags?: Readonly<Record<string, string>> | null;
   /** The log entry of its creation (seq 1), written with the row. */
   log: NewEvent;
   /** Announced to other processes if the task was created. */
@@ -45,6 +47,18 @@ export interface NewTask {
 export interface QueuePosition {
   keyLeased: number | null;
   aheadByPriority: number;
+}
+
+/** A change of a task's tags (`ctx.setTags`, `engine.setTags`). */
+export interface TagChange {
+  /** Tags to add or overwrite. */
+  set: Readonly<Record<string, string>>;
+  /** Keys to remove. */
+  remove: readonly string[];
+  /** Only while the task is leased at this epoch (a run's own change); absent: any status. */
+  epoch?: number;
+  /** Refuse the change (nothing written) if the task would have more tags than this. */
+  max: number;
 }
 
 export interface ListQuery {
@@ -57,6 +71,19 @@ export interface ListQuery {
   root?: string;
   /** Return tasks with ids below this one (ids are time-ordered; newest first). */
   before?: string;
+  /** Only tasks with all of these tags (key, value). */
+  tags?: ReadonlyArray<readonly [string, string]>;
+  /** Only tasks created at or after this time (ms). */
+  createdAfter?: number;
+  /** Only tasks created before this time (ms). */
+  createdBefore?: number;
+  /** Only failed tasks whose error, or its cause, has this `code`. */
+  failedWith?: string;
+  /**
+   * Only tasks whose id, workflow, title, tags, input or error contain this text (case-insensitive
+   * for ASCII): a scan, bounded by the other terms and the page.
+   */
+  text?: string;
 }
 
 /** Creating and reading tasks and journals. */
@@ -84,5 +111,11 @@ export interface TaskStore {
    */
   queuePosition?(task: TaskRow, now: number): Promise<QueuePosition>;
   listTasks(query: ListQuery): Promise<TaskRow[]>;
+  /**
+   * Applies `change` to the task's tags (the row's `tags` and the tag index's rows, in one
+   * transaction). Returns the tags after it; 'too-many' (nothing written) if they would be more than
+   * `change.max`; null if there is no such task or it is not leased at `change.epoch`.
+   */
+  setTags(taskId: string, change: TagChange): Promise<Record<string, string> | 'too-many' | null>;
   getSteps(taskId: string): Promise<StepRow[]>;
 }

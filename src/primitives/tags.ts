@@ -1,0 +1,37 @@
+/**
+ * @module primitives/tags
+ * `ctx.setTags(tags)`: tags the run learns (the tenant of a request it parsed, the model it chose),
+ * merged into the task's tags so that `list({ tags })` finds it; a null value removes a tag.
+ * Written at once while the run holds its lease, without a journal row: a replay writes the same
+ * tags again, which changes nothing. A run that lost its lease writes nothing (its successor will).
+ */
+import { InvalidArgumentError } from '../errors.ts';
+import { TAGS_MAX, checkTags } from '../api/tags.ts';
+import type { Run } from '../run/run.ts';
+
+/** The tags a run's task has as far as the run knows (its row's at claim, then its own changes), as the row's text. */
+const known = new WeakMap<Run, string | null>();
+
+export function tagsOf(run: Run): string | null {
+  return known.has(run) ? (known.get(run) as string | null) : run.task.tags;
+}
+
+export async function setTags(run: Run, tags: Readonly<Record<string, string | null>>): Promise<Record<string, string>> {
+  let checked: Record<string, string | null>;
+  try {
+    checked = checkTags(tags, 'ctx.setTags()', true);
+  } catch (e) {
+    throw run.fail(e as Error);
+  }
+  const set: Record<string, string> = {};
+  const remove: string[] = [];
+  for (const [key, value] of Object.entries(checked)) {
+    if (value === null) remove.push(key);
+    else set[key] = value;
+  }
+  const after = await run.deps.store.setTags(run.taskId, { set, remove, epoch: run.epoch, max: TAGS_MAX });
+  if (after === 'too-many') throw run.fail(new InvalidArgumentError(`ctx.setTags(): a task has at most ${TAGS_MAX} tags; remove some (a null value removes a tag) before adding others.`));
+  if (after === null) return { ...set };
+  known.set(run, Object.keys(after).length ? JSON.stringify(after) : null);
+  return after;
+}
