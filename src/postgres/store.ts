@@ -188,7 +188,6 @@ export class PostgresStore implements Store {
   queuePosition(task: TaskRow, now: number): Promise<QueuePosition> {
     return queuePosition(this.#c, task, now);
   }
-
   getTasks(ids: readonly string[]): Promise<TaskRow[]> {
     return getTasks(this.#c, ids);
   }
@@ -198,7 +197,6 @@ export class PostgresStore implements Store {
   setTags(taskId: string, change: TagChange): Promise<Record<string, string> | 'too-many' | null> {
     return setTags(this.#c, taskId, change);
   }
-
   listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);
   }
