@@ -9,6 +9,7 @@ import { bold, colorStatus, dim, time } from './style.ts';
 import { taskDetail, taskTable } from './format.ts';
 import { LiveBlock, taskItem, usageSoFar } from './live.ts';
 import { keyedStartOptions } from './start-options.ts';
+import { searchFlags } from './search-options.ts';
 import { readTree, treeLines } from './tree.ts';
 
 export async function start(ctx: CommandContext): Promise<void> {
@@ -130,6 +131,7 @@ export async function ls(ctx: CommandContext): Promise<void> {
       ...(str(ctx.options, 'parent') ? { parent: str(ctx.options, 'parent') } : {}),
       ...(int(ctx, 'limit') ? { limit: int(ctx, 'limit') } : {}),
       ...(str(ctx.options, 'cursor') ? { cursor: str(ctx.options, 'cursor') } : {}),
+      ...searchFlags(ctx, Date.now()),
     });
     if (ctx.json) return ctx.out(JSON.stringify(page));
     ctx.out(taskTable(page.tasks));

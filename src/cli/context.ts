@@ -11,7 +11,8 @@ export interface CommandContext {
   db: string;
   json: boolean;
   args: string[];
-  options: Record<string, string | boolean | undefined>;
+  /** Parsed flags: a repeatable flag (`--tag`) is a list. */
+  options: Record<string, string | boolean | string[] | undefined>;
   out: (line: string) => void;
   /** The terminal, for live progress (absent or not a TTY: plain lines through `out`). */
   stdout?: { write(text: string): unknown; isTTY?: boolean; columns?: number };

@@ -11,10 +11,22 @@ export function taskTable(tasks: TaskSummary[]): string {
   // A title column only when some task has a title (cut to 40 characters: `show` prints it whole).
   const titled = tasks.some((t) => t.title);
   const title = (t: TaskSummary): string[] => (titled ? [t.title ? (t.title.length > 40 ? `${t.title.slice(0, 39)}…` : t.title) : ''] : []);
+  // A tags column only when some task has tags (cut to 40 characters as well).
+  const tagged = tasks.some((t) => Object.keys(t.tags).length);
+  const tags = (t: TaskSummary): string[] => (tagged ? [cut(tagText(t.tags), 40)] : []);
   return table(
-    ['ID', ...(titled ? ['TITLE'] : []), 'WORKFLOW', 'STATUS', 'RUNS', 'CREATED', 'UPDATED', 'PROGRESS'],
-    tasks.map((t) => [t.id, ...title(t), `${t.workflow}@${t.workflowVersion}`, colorStatus(t.status), String(t.runs), time(t.createdAt), time(t.updatedAt), progressText(t)]),
+    ['ID', ...(titled ? ['TITLE'] : []), 'WORKFLOW', 'STATUS', ...(tagged ? ['TAGS'] : []), 'RUNS', 'CREATED', 'UPDATED', 'PROGRESS'],
+    tasks.map((t) => [t.id, ...title(t), `${t.workflow}@${t.workflowVersion}`, colorStatus(t.status), ...tags(t), String(t.runs), time(t.createdAt), time(t.updatedAt), progressText(t)]),
   );
+}
+
+const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/** `tenant=acme user=u1`. */
+export function tagText(tags: Readonly<Record<string, string>>): string {
+  return Object.entries(tags)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ');
 }
 
 /** `12/40 fetching pages (crawl)`, or empty: what a running step last reported. */
@@ -123,6 +135,7 @@ export function taskDetail(t: TaskInfo): string {
   if (t.idempotencyKey) out.push(`  key        ${t.idempotencyKey}`);
   if (t.debounceKey) out.push(`  debounce   ${t.debounceKey}${t.runs === 0 && t.status === 'pending' && t.runAt !== null ? ` (collecting starts until ${time(t.runAt)})` : ''}`);
   if (t.singletonKey) out.push(`  singleton  ${t.singletonKey}`);
+  if (Object.keys(t.tags).length) out.push(`  tags       ${tagText(t.tags)}`);
   out.push(`  created    ${time(t.createdAt)}${t.finishedAt ? `   finished ${time(t.finishedAt)} (${formatMs(t.finishedAt - t.createdAt)})` : ''}`);
   out.push(`  runs       ${t.runs}${t.retries ? `   retries ${t.retries}` : ''}   epoch ${t.epoch}`);
   if (t.lease) out.push(`  lease      ${t.lease.owner} until ${time(t.lease.expiresAt)}`);

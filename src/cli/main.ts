@@ -21,7 +21,7 @@ Commands:
   worker <module>            run the workflows exported by <module> (.js, or .ts with tsx)
         [--concurrency N] [--claim-batch N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
         [--workflows a,b] [--worker-id ID] [--quiet] [--log json|pretty|none]
-  start <workflow> --input JSON|@file|- [--key K] [--wait] [--title T] [--priority N]
+  start <workflow> --input JSON|@file|- [--key K] [--wait] [--title T] [--priority N] [--tag K=V]...
         [--debounce KEY --period D [--max-wait D]] [--singleton KEY [--join]]
                              create a task (same --key → the existing task); --wait follows it live;
                              --debounce: starts of KEY within D are one task with the last input;
@@ -29,8 +29,10 @@ Commands:
   start <workflow> --inputs FILE.jsonl|- [--key-field F]
                              create one task per line (each line a task's input), in one batch;
                              --key-field takes each task's idempotency key from that field of its input
-  ls [--status S[,S]] [--workflow W] [--parent ID] [--limit N] [--cursor C]
-                             list tasks, newest first
+  ls [--status S[,S]] [--workflow W] [--parent ID] [--tag K=V]... [--since D|DATE] [--until D|DATE]
+     [--failed-with CODE] [--text T] [--limit N] [--cursor C]
+                             list tasks, newest first: by tags (all must match), creation time
+                             (--since 2h, --until 2026-12-01), the error code of failed tasks, text
   show <id>                  a task: steps (status, attempts, durations), its timeline, its tree of child tasks
   explain <id>               why a task is (not) moving
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
@@ -97,8 +99,8 @@ const COMMANDS: Record<string, Command> = {
 /** The options each command reads, besides --db, --json and --help: a flag of another command is refused, not ignored. */
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   worker: ['concurrency', 'claim-batch', 'lease-ms', 'heartbeat-ms', 'poll-ms', 'grace-ms', 'workflows', 'worker-id', 'quiet', 'log'],
-  start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join', 'priority'],
-  ls: ['status', 'workflow', 'parent', 'limit', 'cursor'],
+  start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join', 'priority', 'tag'],
+  ls: ['status', 'workflow', 'parent', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'cursor'],
   show: [],
   explain: [],
   cancel: ['reason', 'as'],
@@ -142,6 +144,11 @@ const OPTIONS = {
   period: { type: 'string' },
   'max-wait': { type: 'string' },
   priority: { type: 'string' },
+  tag: { type: 'string', multiple: true },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  'failed-with': { type: 'string' },
+  text: { type: 'string' },
   singleton: { type: 'string' },
   join: { type: 'boolean' },
   status: { type: 'string' },

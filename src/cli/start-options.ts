@@ -1,14 +1,17 @@
 /**
  * @module cli/start-options
  * The flags of `stepwise start` that become start options besides the input and the key: `--title`,
- * `--priority N`, `--debounce KEY --period D [--max-wait D]` and `--singleton KEY [--join]`. The engine checks the
+ * `--priority N`, `--tag k=v`, `--debounce KEY --period D [--max-wait D]` and `--singleton KEY [--join]`. The engine checks the
  * values; here only flags that make no sense alone are refused.
  */
 import { InvalidArgumentError, type StartOptions } from '../index.ts';
 import { str, type CommandContext } from './context.ts';
+import { tagFlags } from './search-options.ts';
 
-export function keyedStartOptions(ctx: CommandContext): Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority'> {
-  const out: Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority'> = {};
+export function keyedStartOptions(ctx: CommandContext): Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority' | 'tags'> {
+  const out: Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority' | 'tags'> = {};
+  const tags = tagFlags(ctx, 'start');
+  if (tags) out.tags = tags;
   const title = str(ctx.options, 'title');
   if (title !== undefined) out.title = title;
   const priority = str(ctx.options, 'priority');

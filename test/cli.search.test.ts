@@ -1,0 +1,53 @@
+// `stepwise start --tag` and `stepwise ls` with search flags, run as real processes against a
+// SQLite file: tags, creation time, text, and flags of the wrong shape refused.
+import { describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { Engine } from '../src/index.ts';
+import { tempDir } from './support/engine.ts';
+import { runCli } from './support/processes.ts';
+import { triple } from './fixtures/crash-workflows.ts';
+
+describe('stepwise ls: search', () => {
+  it('starts tagged tasks and finds them by tag, creation time and text; a bad flag is refused', async () => {
+    const db = `sqlite:${join(tempDir(), 'search.db')}`;
+    // The worker registers the workflow (a start of an unknown workflow is refused); then it stops.
+    const engine = new Engine({ store: db, workflows: [triple] });
+    const worker = engine.worker({ concurrency: 1 });
+    await worker.start();
+    await worker.stop();
+    await engine.close();
+    const start = (n: number, ...flags: string[]): string => {
+      const r = runCli(['start', 'triple', '--input', JSON.stringify({ n }), '--db', db, '--json', ...flags]);
+      expect(r.code, r.err).toBe(0);
+      return (JSON.parse(r.out) as { id: string }).id;
+    };
+    const acme = start(1, '--tag', 'tenant=acme', '--tag', 'user=u1');
+    const globex = start(2, '--tag', 'tenant=globex');
+    const plain = start(3, '--title', 'Nightly digest');
+
+    const ls = (...flags: string[]): string[] => {
+      const r = runCli(['ls', '--db', db, '--json', ...flags]);
+      expect(r.code, r.err).toBe(0);
+      return (JSON.parse(r.out) as { tasks: Array<{ id: string }> }).tasks.map((t) => t.id);
+    };
+    expect(ls('--tag', 'tenant=acme')).toEqual([acme]);
+    expect(ls('--tag', 'tenant=acme', '--tag', 'user=u2')).toEqual([]);
+    expect(ls('--since', '1h')).toEqual([plain, globex, acme]);
+    expect(ls('--until', '2020-01-01')).toEqual([]);
+    expect(ls('--text', 'nightly')).toEqual([plain]);
+
+    const table = runCli(['ls', '--db', db, '--tag', 'tenant=globex']);
+    expect(table.out).toMatch(new RegExp(`${globex}\\s+triple@1\\s+pending\\s+tenant=globex`));
+    expect(runCli(['show', globex, '--db', db]).out).toMatch(/tags\s+tenant=globex/);
+
+    const bad = runCli(['ls', '--db', db, '--tag', 'tenant']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toContain('--tag takes key=value');
+    const badTime = runCli(['ls', '--db', db, '--since', 'yesterday']);
+    expect(badTime.code).not.toBe(0);
+    expect(badTime.err).toContain('--since takes a duration back from now');
+    const badKey = runCli(['start', 'triple', '--input', '{}', '--db', db, '--tag', '9x=1']);
+    expect(badKey.code).not.toBe(0);
+    expect(badKey.err).toContain('is not a tag key');
+  });
+});
