@@ -47,6 +47,7 @@ export const StartBody = z
       .optional()
       .describe("at most one live task of the workflow per key: a second start is refused (409 SINGLETON_RUNNING) or, with mode 'join', answered with it (200)"),
     priority: z.number().int().min(0).max(1000).optional().describe("0..1000, higher first among due tasks (a priority p counts as p seconds of waiting); default: the workflow's"),
+    tags: z.record(z.string(), z.string()).optional().describe('tags to find the task by: { tenant: "acme" } (at most 32; keys a letter then letters, digits, _ . : -)'),
   })
   .strict();
 
@@ -105,11 +106,49 @@ const StatusList = z
   )
   .pipe(z.array(z.enum(ALL_STATUSES as unknown as [string, ...string[]])));
 
+/** `tenant=acme,user=u1` as a tag map (a value cannot hold a comma here; the engine checks keys and values). */
+export const TagList = z
+  .string()
+  .max(10_000)
+  .transform((s, ctx) => {
+    const tags: Record<string, string> = {};
+    for (const pair of s.split(',').filter((p) => p.trim())) {
+      const at = pair.indexOf('=');
+      if (at <= 0) {
+        ctx.addIssue({ code: 'custom', message: `a tag is key=value (tags=tenant=acme,user=u1), got "${pair}"` });
+        return z.NEVER;
+      }
+      tags[pair.slice(0, at).trim()] = pair.slice(at + 1);
+    }
+    return tags;
+  });
+
+/** A time in a query: ms since the epoch, or an ISO date. */
+const QueryTime = z.union([
+  z
+    .string()
+    .regex(/^\d{1,15}$/)
+    .transform(Number),
+  z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}/, 'ms since the epoch or an ISO date (2026-12-01T09:00:00Z)')
+    .transform((s, ctx) => {
+      const ms = Date.parse(s);
+      if (Number.isNaN(ms)) ctx.addIssue({ code: 'custom', message: `not a date: "${s}"` });
+      return ms;
+    }),
+]);
+
 export const ListQuery = z
   .object({
     status: StatusList.optional().describe('comma-separated statuses'),
     workflow: WorkflowName.optional(),
     parent: TaskId.optional().describe('only the children of this task'),
+    tags: TagList.optional().describe('comma-separated key=value tags, all of which a task has (tags=tenant=acme,user=u1)'),
+    createdAfter: QueryTime.optional().describe('created at or after: ms since the epoch or an ISO date'),
+    createdBefore: QueryTime.optional().describe('created before: ms since the epoch or an ISO date'),
+    failedWith: z.string().min(1).max(200).optional().describe("failed tasks whose error (or its failed step's error) has this code"),
+    text: z.string().min(1).max(200).optional().describe('text in the id, workflow, title, tags, input or error (case-insensitive)'),
     limit: z.coerce.number().int().min(1).max(1000).optional(),
     cursor: TaskId.optional().describe('nextCursor of the previous page'),
   })

@@ -205,7 +205,8 @@ th { color:var(--muted); font-weight:600; font-size:12px; text-transform:upperca
 .badge.s-failed { background:#fee2e2; color:var(--bad); } .badge.s-cancelling { background:#fef3c7; } .badge.s-cancelled { background:#f3f4f6; color:var(--muted); }
 .badge.s-waiting { background:#ede9fe; } .badge.s-paused { background:#fde68a; } .badge.s-retrying { background:#ffedd5; }
 .views a { margin-right:12px; } .views a.active { font-weight:700; text-decoration:none; color:var(--fg); }
-.filters { margin:12px 0; display:flex; gap:12px; align-items:end; }
+.filters { margin:12px 0; display:flex; flex-wrap:wrap; gap:12px; align-items:end; }
+.tag { display:inline-block; padding:0 6px; margin:1px 2px; border-radius:8px; background:#eef; font-size:12px; text-decoration:none; }
 button { font:inherit; padding:5px 12px; border-radius:6px; border:1px solid #9ca3af; background:#fff; cursor:pointer; }
 button.danger { border-color:var(--bad); color:var(--bad); } button.link { border:none; background:none; color:#93c5fd; padding:0; }
 form.inline { display:inline; }

@@ -15,19 +15,44 @@ export type ListView = 'all' | 'mine' | 'stuck' | 'failed';
 export interface ListPageData {
   tasks: TaskSummary[];
   nextCursor: string | null;
-  filters: { status: string[]; workflow: string; view: ListView; cursor: string };
+  filters: { status: string[]; workflow: string; view: ListView; cursor: string } & SearchFields;
   /** Why the list is partial (stuck computed per page, the oldest open approvals only). */
   note: string | null;
 }
+
+/** The search fields of the list's filter form, as typed. */
+export interface SearchFields {
+  tags: string;
+  text: string;
+  failedWith: string;
+  createdAfter: string;
+  createdBefore: string;
+}
+
+const SEARCH_FIELDS: Array<[keyof SearchFields, string, string]> = [
+  ['tags', 'Tags', 'tenant=acme,user=u1'],
+  ['text', 'Text', 'in id, title, input, error'],
+  ['failedWith', 'Error code', 'e.g. RATE_LIMITED'],
+  ['createdAfter', 'Created after', '2026-12-01T09:00Z'],
+  ['createdBefore', 'Created before', '2026-12-02'],
+];
 
 function query(f: ListPageData['filters'], cursor?: string): string {
   const q = new URLSearchParams();
   if (f.status.length) q.set('status', f.status.join(','));
   if (f.workflow) q.set('workflow', f.workflow);
+  for (const [name] of SEARCH_FIELDS) if (f[name]) q.set(name, f[name]);
   if (f.view !== 'all') q.set('view', f.view);
   if (cursor) q.set('cursor', cursor);
   const s = q.toString();
   return s ? `?${s}` : '';
+}
+
+/** A task's tags as small chips, each a link to the tasks with that tag. */
+function tagChips(tags: Readonly<Record<string, string>> | undefined): string {
+  return Object.entries(tags ?? {})
+    .map(([k, v]) => `<a class="tag" href="/?tags=${encodeURIComponent(`${k}=${v}`)}">${esc(k)}=${esc(v)}</a>`)
+    .join(' ');
 }
 
 function progressOf(t: TaskSummary): string {
@@ -47,7 +72,7 @@ export function listPage(d: ListPageData): string {
   ];
   const rows = d.tasks.map(
     (t) => `<tr data-task="${esc(t.id)}">
-<td><a href="/tasks/${esc(t.id)}">${esc(t.id)}</a></td><td class="title">${t.title ? esc(t.title) : ''}</td><td>${esc(t.workflow)}</td><td>${badge(t.status)}${t.pauseRequested ? ' <small>pause requested</small>' : ''}</td>
+<td><a href="/tasks/${esc(t.id)}">${esc(t.id)}</a></td><td class="title">${t.title ? esc(t.title) : ''}</td><td>${esc(t.workflow)}</td><td>${badge(t.status)}${t.pauseRequested ? ' <small>pause requested</small>' : ''}</td><td class="tags">${tagChips(t.tags)}</td>
 <td class="progress">${progressOf(t)}</td><td>${time(t.createdAt)}</td><td>${time(t.updatedAt)}</td></tr>`,
   );
   return `<section class="list" data-live="list">
@@ -57,11 +82,12 @@ export function listPage(d: ListPageData): string {
 <input type="hidden" name="view" value="${esc(f.view)}">
 <label>Status <select name="status"><option value="">any</option>${ALL_STATUSES.map((s) => `<option value="${s}"${f.status.length === 1 && f.status[0] === s ? ' selected' : ''}>${s}</option>`).join('')}</select></label>
 <label>Workflow <input name="workflow" value="${esc(f.workflow)}" placeholder="any"></label>
+${SEARCH_FIELDS.map(([name, label, hint]) => `<label>${label} <input name="${name}" value="${esc(f[name])}" placeholder="${esc(hint)}"></label>`).join('\n')}
 <button type="submit">Filter</button>
 </form>
 ${d.note ? `<p class="note">${esc(d.note)}</p>` : ''}
-<table class="tasks"><thead><tr><th>Task</th><th>Title</th><th>Workflow</th><th>Status</th><th>Progress</th><th>Created</th><th>Updated</th></tr></thead>
-<tbody>${rows.join('\n') || '<tr><td colspan="7" class="empty">No tasks match.</td></tr>'}</tbody></table>
+<table class="tasks"><thead><tr><th>Task</th><th>Title</th><th>Workflow</th><th>Status</th><th>Tags</th><th>Progress</th><th>Created</th><th>Updated</th></tr></thead>
+<tbody>${rows.join('\n') || '<tr><td colspan="8" class="empty">No tasks match.</td></tr>'}</tbody></table>
 <nav class="paging">${f.cursor ? `<a href="/${query(f)}" data-page="first">← First page</a>` : ''}${d.nextCursor ? ` <a href="/${query(f, d.nextCursor)}" data-page="next">Next page →</a>` : ''}</nav>
 </section>`;
 }
@@ -93,7 +119,7 @@ export function taskPage(d: TaskPageData): string {
 <p><a href="/">← Tasks</a></p>
 <h1><span class="id">${esc(t.id)}</span> ${badge(t.status)}</h1>
 <p class="summary">${esc(d.summary)}</p>
-<dl class="facts">${t.title ? `<dt>Title</dt><dd class="title">${esc(t.title)}</dd>` : ''}<dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
+<dl class="facts">${t.title ? `<dt>Title</dt><dd class="title">${esc(t.title)}</dd>` : ''}${Object.keys(t.tags).length ? `<dt>Tags</dt><dd class="tags">${tagChips(t.tags)}</dd>` : ''}<dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
 ${t.debounceKey ? `<dt>Debounce key</dt><dd>${esc(t.debounceKey)}</dd>` : ''}${t.singletonKey ? `<dt>Singleton key</dt><dd>${esc(t.singletonKey)}</dd>` : ''}
 <dt>Created</dt><dd>${time(t.createdAt)}</dd><dt>Finished</dt><dd>${time(t.finishedAt)}</dd><dt>Runs</dt><dd>${t.runs}</dd><dt>Retries</dt><dd>${t.retries}</dd>
 ${usageFacts(t)}${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${time(t.lease.expiresAt)}</dd>` : ''}${t.cancelReason ? `<dt>Cancel reason</dt><dd>${esc(t.cancelReason)}</dd>` : ''}</dl>

@@ -20,6 +20,7 @@ import { esc, layout } from './html.ts';
 import { schedulesPage } from './schedules-page.ts';
 import { loginRoutes } from './login.ts';
 import { listPage, taskPage, type ListView } from './pages.ts';
+import { searchFilter } from '../routes/tasks.ts';
 
 /** A pending task whose run time passed this long ago without a claim is shown as stuck. */
 const STUCK_PENDING_MS = 60_000;
@@ -29,6 +30,11 @@ const PageQuery = ListQuery.extend({
   fragment: z.literal('1').optional(),
   status: z.union([ListQuery.shape.status, z.literal('')]).optional(),
   workflow: z.union([WorkflowName, z.literal('')]).optional(),
+  // An empty field of the filter form means no filter.
+  text: z.union([ListQuery.shape.text, z.literal('')]).optional(),
+  failedWith: z.union([ListQuery.shape.failedWith, z.literal('')]).optional(),
+  createdAfter: z.union([ListQuery.shape.createdAfter, z.literal('')]).optional(),
+  createdBefore: z.union([ListQuery.shape.createdBefore, z.literal('')]).optional(),
   /** The task the dashboard just deleted (its page sends the browser here). */
   deleted: TaskId.optional(),
 }).strict();
@@ -101,7 +107,10 @@ async function listView(engine: Engine, limits: SummaryLimits, c: Context<Env>):
   const view = (q.view ?? 'all') as ListView;
   const status = (Array.isArray(q.status) ? q.status : []) as TaskStatus[];
   const workflow = q.workflow || '';
-  const filters = { status, workflow, view, cursor: q.cursor ?? '' };
+  // The search fields as typed (kept in the URL, so that a filtered view can be shared).
+  const raw = (name: string): string => c.req.query(name) ?? '';
+  const search = { tags: raw('tags'), text: raw('text'), failedWith: raw('failedWith'), createdAfter: raw('createdAfter'), createdBefore: raw('createdBefore') };
+  const filters = { status, workflow, view, cursor: q.cursor ?? '', ...search };
   let tasks: TaskSummary[] = [];
   let nextCursor: string | null = null;
   let note: string | null = null;
@@ -117,7 +126,18 @@ async function listView(engine: Engine, limits: SummaryLimits, c: Context<Env>):
     if (mine.length >= 1000) note = 'Showing the tasks of the oldest 1000 open approvals you may decide.';
   } else {
     const statuses: TaskStatus[] = view === 'failed' ? ['failed'] : view === 'stuck' ? ['pending', 'running', 'cancelling'] : status;
-    const filter = { ...(statuses.length ? { status: statuses } : {}), ...(workflow ? { workflow } : {}), ...(q.cursor ? { cursor: q.cursor } : {}) };
+    const filter = {
+      ...(statuses.length ? { status: statuses } : {}),
+      ...(workflow ? { workflow } : {}),
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+      ...searchFilter({
+        tags: q.tags,
+        text: q.text || undefined,
+        failedWith: q.failedWith || undefined,
+        createdAfter: q.createdAfter || undefined,
+        createdBefore: q.createdBefore || undefined,
+      }),
+    };
     const res = await readListPage(engine, filter, q.limit ?? 50, limits);
     nextCursor = res.nextCursor;
     tasks = res.tasks as unknown as TaskSummary[];

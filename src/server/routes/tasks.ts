@@ -5,7 +5,7 @@
  * The actor of every command is the authenticated identity; nothing in a body can name another.
  */
 import { createHash } from 'node:crypto';
-import type { Engine, StartOptions, TaskStatus } from '../../index.ts';
+import type { Engine, ListOptions, StartOptions, TaskStatus } from '../../index.ts';
 import type { Identity } from '../auth.ts';
 import { BatchBody, CancelBody, EmptyBody, EventName, ListQuery, PurgeBody, SendBody, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
 import { InvalidArgumentError } from '../../index.ts';
@@ -36,6 +36,7 @@ function startOptions(identity: Identity, body: z.output<typeof StartBody>, key:
       : {}),
     ...(body.singleton !== undefined ? { singleton: body.singleton } : {}),
     ...(body.priority !== undefined ? { priority: body.priority } : {}),
+    ...(body.tags !== undefined ? { tags: body.tags } : {}),
   };
 }
 
@@ -107,6 +108,19 @@ function batchRoute(engine: Engine): RouteSpec {
   });
 }
 
+/** The search filters of a list query, as `engine.list` takes them. */
+export function searchFilter(
+  query: Pick<z.infer<typeof ListQuery>, 'tags' | 'createdAfter' | 'createdBefore' | 'failedWith' | 'text'>,
+): Pick<ListOptions, 'tags' | 'createdAfter' | 'createdBefore' | 'failedWith' | 'text'> {
+  return {
+    ...(query.tags !== undefined && Object.keys(query.tags).length ? { tags: query.tags } : {}),
+    ...(query.createdAfter !== undefined ? { createdAfter: query.createdAfter } : {}),
+    ...(query.createdBefore !== undefined ? { createdBefore: query.createdBefore } : {}),
+    ...(query.failedWith !== undefined ? { failedWith: query.failedWith } : {}),
+    ...(query.text !== undefined ? { text: query.text } : {}),
+  };
+}
+
 /** List tasks. */
 function listRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
   return route({
@@ -125,6 +139,7 @@ function listRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
         ...(query.workflow !== undefined ? { workflow: query.workflow } : {}),
         ...(query.parent !== undefined ? { parent: query.parent } : {}),
         ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+        ...searchFilter(query),
       };
       return { status: 200, body: await listPage(engine, filter, query.limit ?? 50, limits) };
     },
