@@ -301,7 +301,7 @@ describe('HTTP API: documentation, health and metrics', () => {
     expect(start.required).toEqual(['workflow']);
     expect(start.additionalProperties).toBe(false);
     expect(Object.keys(start.properties).sort()).toEqual(['debounce', 'delayMs', 'idempotencyKey', 'input', 'priority', 'singleton', 'tags', 'title', 'workflow']);
-    expect(doc.paths['/api/tasks'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['status', 'workflow', 'parent', 'limit', 'cursor']);
+    expect(doc.paths['/api/tasks'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['status', 'workflow', 'parent', 'tags', 'createdAfter', 'createdBefore', 'failedWith', 'text', 'limit', 'cursor']);
   });
 
   it('answers /healthz without a token and /metrics with tasks by status and step durations', async () => {
