@@ -32,6 +32,7 @@ import type {
   MoveOptions,
   ResultOptions,
   RetryTaskOptions,
+  ForkOptions,
   SignalOptions,
   SignalResult,
   StartOptions,
@@ -54,6 +55,7 @@ export type {
   ListResult,
   ResultOptions,
   RetryTaskOptions,
+  ForkOptions,
   SignalOptions,
   SignalResult,
   StartOptions,
@@ -180,6 +182,17 @@ export class Engine {
     key: string,
   ): Promise<StartResult> {
     return cmd.startChildTask(this.#core.starts, parent, workflow, input, key);
+  }
+
+  /**
+   * A new task of the same workflow and version that starts with this task's journal up to
+   * `fromStep` (the calls before it, as they were recorded) and runs on its own from there, with
+   * this task's input or `input`. The source is not touched; the fork's `forkedFrom` names it.
+   * @example
+   * const { id } = await engine.fork(taskId, { fromStep: 'draft', input: { topic: 'tides', tone: 'formal' } });
+   */
+  async fork(id: string, options: ForkOptions = {}): Promise<StartResult> {
+    return cmd.forkTask(this.#ctx, id, options);
   }
 
   /**

@@ -58,6 +58,7 @@ export type {
   StartOptions,
   StartResult,
   RetryTaskOptions,
+  ForkOptions,
   ListOptions,
   ListResult,
   CountOptions,

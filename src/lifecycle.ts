@@ -24,7 +24,7 @@ export const TASK_STATUSES = Object.freeze({
 export type TaskStatus = (typeof TASK_STATUSES)[keyof typeof TASK_STATUSES];
 export const ALL_STATUSES: readonly TaskStatus[] = Object.freeze(Object.values(TASK_STATUSES));
 
-/** Statuses a task never leaves (except `failed`, which a user may `retry`). */
+/** Statuses a task leaves only when a user retries it (`retry`; from a named step unless it failed). */
 export const FINISHED_STATUSES: readonly TaskStatus[] = Object.freeze(['succeeded', 'failed', 'cancelled']);
 /** Statuses in which a worker holds a lease on the task. */
 export const LEASED_STATUSES: readonly TaskStatus[] = Object.freeze(['running', 'cancelling']);
@@ -166,11 +166,17 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge | r
     fail: e('failed', ['release-lease', 'clear-pause-request', 'finish']),
     abort: e('cancelled', ['release-lease', 'clear-pause-request', 'finish']),
   },
-  succeeded: {},
+  // A finished task runs again on `retry`: a failed one from its failed step, a succeeded or
+  // cancelled one from a step the user names (`retry(id, { fromStep })`, checked by the command).
+  succeeded: {
+    retry: e('pending', ['schedule-now']),
+  },
   failed: {
     retry: e('pending', ['schedule-now']),
   },
-  cancelled: {},
+  cancelled: {
+    retry: e('pending', ['schedule-now']),
+  },
 };
 
 /** The part of a task the lifecycle looks at. */

@@ -24,6 +24,7 @@ export const RESULT_OPTIONS = ['timeout', 'signal'] as const;
 export const CANCEL_OPTIONS = ['by', 'reason'] as const;
 export const MOVE_OPTIONS = ['by', 'subtree'] as const;
 export const RETRY_OPTIONS = ['by', 'fromStep', 'deadline'] as const;
+export const FORK_OPTIONS = ['by', 'fromStep', 'input', 'tags', 'title'] as const;
 export const SIGNAL_OPTIONS = ['by', 'idempotencyKey', 'requireWaiting'] as const;
 export const APPROVALS_QUERY = ['status', 'approver', 'roles', 'workflow', 'taskId', 'limit'] as const;
 export const PURGE_OPTIONS = ['by', 'olderThan', 'status', 'workflow', 'dryRun', 'limit'] as const;

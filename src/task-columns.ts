@@ -86,6 +86,7 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('rootId', 'root_id', 'text', strOrNull),
   c('depth', 'depth', 'integer', num),
   c('tags', 'tags', 'text', strOrNull),
+  c('forkedFrom', 'forked_from', 'text', strOrNull),
 ]);
 
 /** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */

@@ -64,6 +64,8 @@ interface TaskSummaryBase {
   priority: number;
   /** The task's tags (start option `tags`, `ctx.setTags`, `engine.setTags`); `{}` for none. */
   tags: Record<string, string>;
+  /** The task this one was forked from (`engine.fork`), or null. */
+  forkedFrom: string | null;
 }
 
 /** Usage totals of a task and of each of its steps. */
@@ -169,6 +171,7 @@ export function toSummary(row: TaskRow): TaskSummary {
     concurrencyKey: row.concurrencyKey === null ? null : row.concurrencyKey.slice(row.workflow.length + 1),
     priority: row.priority,
     tags: row.tags ? (JSON.parse(row.tags) as Record<string, string>) : {},
+    forkedFrom: row.forkedFrom,
   };
   if (row.status === 'succeeded') return { ...base, status: 'succeeded', output: decodeJson(row.output) };
   if (row.status === 'failed') {

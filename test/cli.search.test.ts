@@ -7,6 +7,40 @@ import { tempDir } from './support/engine.ts';
 import { runCli } from './support/processes.ts';
 import { triple } from './fixtures/crash-workflows.ts';
 
+describe('stepwise fork and retry --from-step', () => {
+  it('forks a finished task from a step with another input, and re-runs it from a step', async () => {
+    const db = `sqlite:${join(tempDir(), 'fork.db')}`;
+    const engine = new Engine({ store: db, workflows: [triple] });
+    const worker = engine.worker({ concurrency: 1, pollIntervalMs: 20 });
+    await worker.start();
+    try {
+      const { id } = await engine.start(triple, { n: 2 });
+      await engine.result(id, { timeout: '20s' });
+      const steps = (await engine.get(id)).steps.map((s) => s.name);
+      const from = steps[1] as string;
+      const forked = runCli(['fork', id, '--from-step', from, '--input', '{"n":3}', '--tag', 'experiment=cli', '--db', db, '--json']);
+      expect(forked.code, forked.err).toBe(0);
+      const forkId = (JSON.parse(forked.out) as { id: string }).id;
+      await engine.result(forkId, { timeout: '20s' });
+      expect(await engine.get(forkId)).toMatchObject({ forkedFrom: id, tags: { experiment: 'cli' }, input: { n: 3 } });
+      expect(runCli(['show', forkId, '--db', db]).out).toContain(`forked     from ${id}`);
+      const refused = runCli(['retry', id, '--db', db]);
+      expect(refused.code).not.toBe(0);
+      expect(refused.err).toContain('--from-step');
+      const rerun = runCli(['retry', id, '--from-step', from, '--db', db]);
+      expect(rerun.code, rerun.err).toBe(0);
+      await engine.result(id, { timeout: '20s' });
+      expect((await engine.get(id)).retries).toBe(1);
+      const badStep = runCli(['fork', id, '--from-step', 'nope', '--db', db]);
+      expect(badStep.code).not.toBe(0);
+      expect(badStep.err).toContain('no step "nope"');
+    } finally {
+      await worker.stop();
+      await engine.close();
+    }
+  });
+});
+
 describe('stepwise ls: search', () => {
   it('starts tagged tasks and finds them by tag, creation time and text; a bad flag is refused', async () => {
     const db = `sqlite:${join(tempDir(), 'search.db')}`;

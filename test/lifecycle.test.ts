@@ -46,9 +46,10 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
   // A cancelling task whose worker died is reclaimed to finish its cleanup; a cleanup that fails for good fails it;
   // a run that ended without the cleanup of a cancel that came as it ended hands it over (release).
   cancelling: { reclaim: 'cancelling', release: 'cancelling', fail: 'failed', abort: 'cancelled' },
-  succeeded: {},
+  // A succeeded or cancelled task is retried only from a step the user names (the command checks).
+  succeeded: { retry: 'pending' },
   failed: { retry: 'pending' },
-  cancelled: {},
+  cancelled: { retry: 'pending' },
 };
 
 const states = [
@@ -97,13 +98,13 @@ describe('lifecycle transition table', () => {
 
   it('lists the legal events of a state in table order', () => {
     expect(legalEvents({ status: 'failed' })).toEqual(['retry']);
-    expect(legalEvents({ status: 'succeeded' })).toEqual([]);
+    expect(legalEvents({ status: 'succeeded' })).toEqual(['retry']);
     expect(legalEvents({ status: 'running', pauseRequested: true })).toContain('resume');
     expect(legalEvents({ status: 'running' })).not.toContain('resume');
   });
 
   it('names the legal events in the error message of a finished task', () => {
-    expect(() => transition({ status: 'cancelled' }, 'resume')).toThrow(/A cancelled task accepts no events/);
+    expect(() => transition({ status: 'cancelled' }, 'resume')).toThrow(/Legal events: retry/);
     expect(() => transition({ status: 'failed' }, 'cancel')).toThrow(/Legal events: retry/);
   });
 

@@ -91,8 +91,9 @@ describe('HTTP API: tasks', () => {
     const cancelled = await call(server, 'POST', `/api/tasks/${t.id}/cancel`, { as: 'oscar', body: { reason: 'not needed' } });
     expect(cancelled.body).toMatchObject({ status: 'cancelled', cancelReason: 'not needed' });
     const retry = await call(server, 'POST', `/api/tasks/${t.id}/retry`, { as: 'oscar' });
+    // A cancelled task runs again only from a named step (a re-run).
     expect(retry.status).toBe(409);
-    expect(retry.body.error.legalEvents).toEqual([]);
+    expect(retry.body.error).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('fromStep') });
   });
 
   it('sends signals with the identity as actor, once per key, and refuses a typo with requireWaiting', async () => {
@@ -301,7 +302,18 @@ describe('HTTP API: documentation, health and metrics', () => {
     expect(start.required).toEqual(['workflow']);
     expect(start.additionalProperties).toBe(false);
     expect(Object.keys(start.properties).sort()).toEqual(['debounce', 'delayMs', 'idempotencyKey', 'input', 'priority', 'singleton', 'tags', 'title', 'workflow']);
-    expect(doc.paths['/api/tasks'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['status', 'workflow', 'parent', 'tags', 'createdAfter', 'createdBefore', 'failedWith', 'text', 'limit', 'cursor']);
+    expect(doc.paths['/api/tasks'].get.parameters.map((p: { name: string }) => p.name)).toEqual([
+      'status',
+      'workflow',
+      'parent',
+      'tags',
+      'createdAfter',
+      'createdBefore',
+      'failedWith',
+      'text',
+      'limit',
+      'cursor',
+    ]);
   });
 
   it('answers /healthz without a token and /metrics with tasks by status and step durations', async () => {

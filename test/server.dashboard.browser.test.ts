@@ -32,6 +32,13 @@ const stubborn = workflow('stubborn', async (ctx) => {
   await ctx.step('generate', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => void letGo.promise.then(() => reject(signal.reason as Error)))));
 });
 
+/** Two steps whose runs are counted: what "Re-run from here" and "Fork from here" run again. */
+const ran: string[] = [];
+const twoSteps = workflow('two-steps', async (ctx, input: { n: number }) => {
+  const a = await ctx.step('a', () => (ran.push('a'), input.n));
+  return ctx.step('b', () => (ran.push('b'), a * 10));
+});
+
 describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   let browser: Browser;
   let engine: Engine;
@@ -45,7 +52,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   beforeAll(async () => {
     fake = await startFakeOpenAI();
     openai = new OpenAI({ apiKey: 'test-key', baseURL: fake.baseURL, maxRetries: 0 });
-    engine = new Engine({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn, summarize, ticket, liveWriter] });
+    engine = new Engine({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn, summarize, ticket, liveWriter, twoSteps] });
     await engine.worker({ ...FAST, leaseMs: 10_000 }).start();
     const server = createServer(engine, { tokens: TOKENS });
     ({ url, close } = await server.listen({ port: 0, hostname: '127.0.0.1' }));
@@ -102,6 +109,33 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const info = await engine.get(t.id);
     expect(info.history.find((e) => e.type === 'approval:decision')?.actor).toEqual({ kind: 'user', id: 'alice' });
     expect(info.approvals[0]?.decisions).toMatchObject([{ by: 'alice', approve: true, comment: 'Looks good with a better title', data: { text: 'Solar sails, edited by alice' } }]);
+    await page.context().close();
+  });
+
+  it('re-runs a finished task from a step and forks one from a step into a new task (operator); a viewer sees neither button', async () => {
+    const t = await engine.start(twoSteps, { n: 4 });
+    expect(await engine.result(t.id, { timeout: '20s' })).toBe(40);
+    ran.length = 0;
+    const viewer = await signIn('vera');
+    await viewer.goto(`${url}/tasks/${t.id}`);
+    await viewer.waitForSelector('tr[data-step=b]');
+    expect(await viewer.locator('button[data-rerun]').count()).toBe(0);
+    await viewer.context().close();
+
+    const page = await signIn('oscar');
+    await page.goto(`${url}/tasks/${t.id}`);
+    await page.waitForSelector('body[data-live-ready=true]');
+    await page.click('tr[data-step=b] button[data-rerun=retry]');
+    await eventually(async () => (await engine.get(t.id)).retries === 1 && (await engine.get(t.id)).status === 'succeeded', 20_000, 're-run from b');
+    expect(ran).toEqual(['b']);
+
+    await page.click('tr[data-step=b] button[data-rerun=fork]');
+    await page.waitForURL((u) => u.pathname.startsWith('/tasks/') && !u.pathname.endsWith(t.id), { timeout: 20_000 });
+    const forkId = page.url().split('/').at(-1) as string;
+    expect(await engine.result(forkId, { timeout: '20s' })).toBe(40);
+    expect(ran).toEqual(['b', 'b']);
+    await page.waitForSelector(`dd.forked a[href="/tasks/${t.id}"]`);
+    expect((await engine.get(forkId)).forkedFrom).toBe(t.id);
     await page.context().close();
   });
 

@@ -9,7 +9,7 @@ import { bold, colorStatus, dim, time } from './style.ts';
 import { taskDetail, taskTable } from './format.ts';
 import { LiveBlock, taskItem, usageSoFar } from './live.ts';
 import { keyedStartOptions } from './start-options.ts';
-import { searchFlags } from './search-options.ts';
+import { searchFlags, tagFlags } from './search-options.ts';
 import { readTree, treeLines } from './tree.ts';
 
 export async function start(ctx: CommandContext): Promise<void> {
@@ -173,6 +173,24 @@ function command(run: (engine: Engine, id: string, ctx: CommandContext) => Promi
 
 export const cancel = command((e, id, ctx) => e.cancel(id, { ...by(ctx), ...(str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}) }), 'cancel');
 export const retry = command((e, id, ctx) => e.retry(id, { ...by(ctx), ...(str(ctx.options, 'from-step') !== undefined ? { fromStep: str(ctx.options, 'from-step') } : {}) }), 'retry');
+export async function fork(ctx: CommandContext): Promise<void> {
+  const id = need(ctx, 0, 'task id (stepwise fork <id> [--from-step S] [--input JSON])');
+  const fromStep = str(ctx.options, 'from-step');
+  const input = str(ctx.options, 'input');
+  const tags = tagFlags(ctx, 'fork');
+  const title = str(ctx.options, 'title');
+  await withEngine(ctx, async (engine) => {
+    const f = await engine.fork(id, {
+      ...by(ctx),
+      ...(fromStep !== undefined ? { fromStep } : {}),
+      ...(input !== undefined ? { input: parseJson(input, '--input') } : {}),
+      ...(tags ? { tags } : {}),
+      ...(title !== undefined ? { title } : {}),
+    });
+    ctx.out(ctx.json ? JSON.stringify(f) : `Forked ${id}${fromStep ? ` from step ${fromStep}` : ''} → ${f.id} (${colorStatus(f.status)})`);
+  });
+}
+
 export const pause = command((e, id, ctx) => e.pause(id, { ...by(ctx), ...(ctx.options.subtree === true ? { subtree: true } : {}) }), 'pause');
 export const resume = command((e, id, ctx) => e.resume(id, { ...by(ctx), ...(ctx.options.subtree === true ? { subtree: true } : {}) }), 'resume');
 

@@ -136,6 +136,7 @@ export function taskDetail(t: TaskInfo): string {
   if (t.debounceKey) out.push(`  debounce   ${t.debounceKey}${t.runs === 0 && t.status === 'pending' && t.runAt !== null ? ` (collecting starts until ${time(t.runAt)})` : ''}`);
   if (t.singletonKey) out.push(`  singleton  ${t.singletonKey}`);
   if (Object.keys(t.tags).length) out.push(`  tags       ${tagText(t.tags)}`);
+  if (t.forkedFrom) out.push(`  forked     from ${t.forkedFrom}`);
   out.push(`  created    ${time(t.createdAt)}${t.finishedAt ? `   finished ${time(t.finishedAt)} (${formatMs(t.finishedAt - t.createdAt)})` : ''}`);
   out.push(`  runs       ${t.runs}${t.retries ? `   retries ${t.retries}` : ''}   epoch ${t.epoch}`);
   if (t.lease) out.push(`  lease      ${t.lease.owner} until ${time(t.lease.expiresAt)}`);

@@ -36,7 +36,9 @@ Commands:
   show <id>                  a task: steps (status, attempts, durations), its timeline, its tree of child tasks
   explain <id>               why a task is (not) moving
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
-  retry <id> [--from-step S] run a failed task again from the failed step (or from step S)
+  retry <id> [--from-step S] run a failed task again from the failed step, or any finished task from step S
+  fork <id> [--from-step S] [--input JSON|@file|-] [--tag K=V]... [--title T]
+                             a new task that reuses <id>'s journal before step S (with another input)
   pause <id> | resume <id> [--subtree]   pause at the next step boundary / continue (--subtree: its child tasks too)
   delete <id>                delete a finished task with its steps and log (its key is free again)
   purge --older-than D [--status S[,S]] [--workflow W[,W]] [--limit N] [--dry-run]
@@ -81,6 +83,7 @@ const COMMANDS: Record<string, Command> = {
   explain: commands.explain,
   cancel: commands.cancel,
   retry: commands.retry,
+  fork: commands.fork,
   pause: commands.pause,
   resume: commands.resume,
   delete: commands.deleteTask,
@@ -105,6 +108,7 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   explain: [],
   cancel: ['reason', 'as'],
   retry: ['from-step', 'as'],
+  fork: ['from-step', 'input', 'tag', 'title', 'as'],
   pause: ['as', 'subtree'],
   resume: ['as', 'subtree'],
   delete: ['as'],

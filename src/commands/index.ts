@@ -14,3 +14,4 @@ export { retryTask } from './retry.ts';
 export { sendSignal } from './signal.ts';
 export { startAll, startOne } from './start.ts';
 export { startChildTask, childrenOf, parentOf, moveSubtree, wantsSubtree } from './children.ts';
+export { forkTask } from './fork.ts';

@@ -106,6 +106,21 @@ export interface RetryTaskOptions extends CommandOptions {
   deadline?: Date | number;
 }
 
+export interface ForkOptions extends CommandOptions {
+  /**
+   * The step the fork runs from (a step id: `name`, or `name#2` for its second call): the calls
+   * before it are copied with their recorded results; it and everything after run anew. Absent:
+   * nothing is copied (the fork runs from the start).
+   */
+  fromStep?: string;
+  /** The fork's input. @defaultValue the source task's input */
+  input?: unknown;
+  /** Tags of the fork, over the source's (which it inherits). */
+  tags?: Tags;
+  /** The fork's title. @defaultValue the source task's title */
+  title?: string;
+}
+
 export interface StartResult {
   id: string;
   workflow: string;

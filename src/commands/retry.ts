@@ -1,6 +1,8 @@
 /**
  * @module commands/retry
- * `engine.retry`: a failed task runs again from the step that failed (or from `fromStep`). This
+ * `engine.retry`: a failed task runs again from the step that failed (or from `fromStep`); a
+ * succeeded or cancelled task runs again from `fromStep` (a re-run: the steps from there on are
+ * forgotten, their compensations are not run, and so is its output or cancel reason). This
  * module plans the journal surgery: which calls are forgotten, which failed step is reset, what
  * the retry's log entry says. Also the refusal of a retry (a cancelled task whose cleanup failed).
  */
@@ -36,8 +38,16 @@ export async function retryTask(ctx: CommandContext, id: string, options: RetryT
   return runCommand(ctx, id, 'retry', options.by, async (task) => {
     const refusal = retryRefusal(task);
     if (refusal) throw new ConflictError(refusal);
-    if (task.status === 'failed') await checkKeysFree(store, task);
-    return planRetry(store, task, await store.getSteps(id), options.fromStep, retryDeadline(task, newDeadline, ctx.clock.now()));
+    if (task.status !== 'failed' && options.fromStep === undefined) {
+      throw new ConflictError(
+        `Task ${id} ${task.status === 'succeeded' ? 'succeeded' : 'was cancelled'}: only a failed task runs again from where it failed. Re-run it from a step with retry(id, { fromStep: '<step>' }) (stepwise retry ${id} --from-step <step>), or fork it (engine.fork).`,
+      );
+    }
+    await checkKeysFree(store, task);
+    const plan = await planRetry(store, task, await store.getSteps(id), options.fromStep, retryDeadline(task, newDeadline, ctx.clock.now()));
+    if (task.status === 'failed') return plan;
+    // A re-run of a finished task: its outcome is forgotten with the steps that made it.
+    return { ...plan, set: { ...plan.set, output: null, cancelReason: null, finishedAt: null }, detail: { ...(plan.detail as Record<string, unknown>), rerun: task.status } };
   });
 }
 

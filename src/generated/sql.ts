@@ -143,6 +143,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "161700584c63cec4",
     "sql": "-- stepwise_tasks.tags  The task's tags as a JSON object of strings (`{\"tenant\":\"acme\"}`), or NULL:\n--                      set at start (`start(..., { tags })`) and merged by `ctx.setTags` /\n--                      `engine.setTags`. Read with the row, for `get`, `ls` and the dashboard.\n-- stepwise_task_tags   One row per tag of a task, the index `list({ tags })` searches: a tag's\n--                      tasks, newest first, come from one backward range scan of the primary key\n--                      (key, value, task_id). Written in the same transaction as the column;\n--                      deleted with the task.\n\nALTER TABLE stepwise_tasks ADD COLUMN tags TEXT;\nCREATE TABLE stepwise_task_tags (\n  key     TEXT NOT NULL,\n  value   TEXT NOT NULL,\n  task_id TEXT NOT NULL,\n  PRIMARY KEY (key, value, task_id)\n) WITHOUT ROWID;\nCREATE INDEX stepwise_task_tags_task ON stepwise_task_tags (task_id);\n"
+  },
+  {
+    "id": 21,
+    "name": "forks",
+    "breaking": false,
+    "checksum": "66281e260ccf2125",
+    "sql": "-- stepwise_tasks.forked_from  The task this one was forked from (`engine.fork`), or NULL. A fork\n--                             starts with a copy of the completed journal rows of that task before\n--                             the fork's step; the fork's first log entry names the task and the step.\n\nALTER TABLE stepwise_tasks ADD COLUMN forked_from TEXT;\nCREATE INDEX stepwise_tasks_forked_from ON stepwise_tasks (forked_from, id) WHERE forked_from IS NOT NULL;\n"
   }
 ];
 
@@ -287,5 +294,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "9df34c3159ac7e5f",
     "sql": "-- tasks.tags  The task's tags as a JSON object of strings (`{\"tenant\":\"acme\"}`), or NULL: set at\n--             start (`start(..., { tags })`) and merged by `ctx.setTags` / `engine.setTags`.\n--             Read with the row, for `get`, `ls` and the dashboard.\n-- task_tags   One row per tag of a task, the index `list({ tags })` searches: a tag's tasks, newest\n--             first, come from one backward range scan of the primary key (key, value, task_id).\n--             Written in the same transaction as `tasks.tags`; deleted with the task.\n-- A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN tags TEXT;\nCREATE TABLE :SCHEMA.task_tags (\n  key     TEXT COLLATE \"C\" NOT NULL,\n  value   TEXT COLLATE \"C\" NOT NULL,\n  task_id TEXT COLLATE \"C\" NOT NULL,\n  PRIMARY KEY (key, value, task_id)\n);\nCREATE INDEX task_tags_task ON :SCHEMA.task_tags (task_id);\n"
+  },
+  {
+    "id": 21,
+    "name": "forks",
+    "breaking": false,
+    "checksum": "0399170b33cad0d8",
+    "sql": "-- tasks.forked_from  The task this one was forked from (`engine.fork`), or NULL. A fork starts\n--                    with a copy of the completed journal rows of that task before the fork's\n--                    step; the fork's first log entry names the task and the step.\n-- A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN forked_from TEXT;\nCREATE INDEX tasks_forked_from ON :SCHEMA.tasks (forked_from, id) WHERE forked_from IS NOT NULL;\n"
   }
 ];

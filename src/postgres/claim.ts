@@ -160,8 +160,9 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   );
   // The journal is read after the claim committed, with a fresh snapshot: a step write that
   // committed while this statement waited is included (later ones are fenced off). A first run
-  // has no journal. Signals sent meanwhile are picked up when the run waits for them.
-  const withSteps = taken.filter((row) => Number(row.runs) > 1).map((row) => String(row.id));
+  // has no journal, but a fork's (the rows it copied). Signals sent meanwhile are picked up when the
+  // run waits for them.
+  const withSteps = taken.filter((row) => Number(row.runs) > 1 || row.forked_from !== null).map((row) => String(row.id));
   const withSignals = taken.filter((row) => row.has_signals === true).map((row) => String(row.id));
   const [steps, signals] = await Promise.all([
     withSteps.length ? rows(c, poolOf(c), `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [withSteps]) : Promise.resolve([]),

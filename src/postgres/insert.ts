@@ -76,7 +76,7 @@ export async function insertTasks(c: PgContext, tasks: readonly NewTask[], notif
  */
 const texts = new WeakMap<PgContext, [string, string]>();
 
-function insertSql(c: PgContext, tagged: boolean): string {
+export function insertSql(c: PgContext, tagged: boolean): string {
   let text = texts.get(c);
   if (text === undefined) texts.set(c, (text = [insertText(c, false), insertText(c, true)]));
   return text[tagged ? 1 : 0];
@@ -86,14 +86,14 @@ function insertText(c: PgContext, tagged: boolean): string {
   return `WITH i AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
         $9::text[], $10::text[], $11::text[], $12::text[], $16::text[], $17::bigint[],
-        $18::text[], $19::text[], $20::text[], $21::text[], $22::integer[], $23::integer[], $24::text[], $25::text[], $26::integer[], $27::text[]) WITH ORDINALITY
+        $18::text[], $19::text[], $20::text[], $21::text[], $22::integer[], $23::integer[], $24::text[], $25::text[], $26::integer[], $27::text[], $28::text[]) WITH ORDINALITY
         AS i(id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, ev_type, ev_kind, ev_actor, ev_data, usage, deadline_at,
-          title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, ord)
+          title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from, ord)
     ), ins AS (
       INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq, usage, deadline_at,
-        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags)
+        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from)
       SELECT id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, created_at, 1, usage, deadline_at,
-        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags FROM i ORDER BY ord
+        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from FROM i ORDER BY ord
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
     ), h AS (
       INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
@@ -110,7 +110,7 @@ function insertText(c: PgContext, tagged: boolean): string {
     SELECT ins.*, (SELECT count(*) FROM n) AS notified FROM ins`;
 }
 
-function insertValues(c: PgContext, batch: readonly NewTask[], notify: WakeEvent | undefined): unknown[] {
+export function insertValues(c: PgContext, batch: readonly NewTask[], notify: WakeEvent | undefined): unknown[] {
   const col = <T>(f: (t: NewTask) => T): T[] => batch.map(f);
   const channel = channelOf(c, notify);
   return [
@@ -141,5 +141,6 @@ function insertValues(c: PgContext, batch: readonly NewTask[], notify: WakeEvent
     col((t) => t.rootId ?? null),
     col((t) => t.depth ?? 0),
     col((t) => (t.tags && Object.keys(t.tags).length ? JSON.stringify(t.tags) : null)),
+    col((t) => t.forkedFrom ?? null),
   ];
 }

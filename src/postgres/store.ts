@@ -29,6 +29,7 @@
  * `pg` is an optional peer dependency: it is loaded when the first PostgresStore is built.
  */
 import { setTags } from './tags.ts';
+import { forkTask } from './fork.ts';
 import { close, migrate, openContext, type PgContext } from './connection.ts';
 import { findTaskByKey, getEventRanges, getEvents, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
@@ -197,6 +198,9 @@ export class PostgresStore implements Store {
   setTags(taskId: string, change: TagChange): Promise<Record<string, string> | 'too-many' | null> {
     return setTags(this.#c, taskId, change);
   }
+  forkTask(task: NewTask & { forkedFrom: string }, seqs: readonly number[]): Promise<TaskRow> {
+    return forkTask(this.#c, task, seqs);
+  }
   listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);
   }
@@ -289,7 +293,6 @@ export class PostgresStore implements Store {
   expireLeases(r: ExpireRequest): Promise<number> {
     return expireLeases(this.#c, r);
   }
-
   insertSignal(s: SignalWrite): Promise<SignalInsert | null> {
     return insertSignal(this.#c, s);
   }
@@ -323,15 +326,12 @@ export class PostgresStore implements Store {
   recordPresence(presence: WorkerPresence, forgetBefore: number): Promise<void> {
     return recordPresence(this.#c, presence, forgetBefore);
   }
-
   removePresence(workerId: string): Promise<void> {
     return removePresence(this.#c, workerId);
   }
-
   servedVersions(workflow: string, seenSince: number): Promise<string[]> {
     return servedVersions(this.#c, workflow, seenSince);
   }
-
   registerWorkflows(workflows: readonly WorkflowRegistration[]): Promise<void> {
     return registerWorkflows(this.#c, workflows);
   }

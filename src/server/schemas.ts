@@ -24,7 +24,7 @@ export const WorkflowName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199
 const StartDuration = z.union([z.number().int().min(0), z.string().max(50)]);
 
 /** Any JSON value: input, signal payloads and decision data are the workflow's business. */
-const Json = z.unknown().describe('any JSON value');
+export const Json = z.unknown().describe('any JSON value');
 
 export const StartBody = z
   .object({

@@ -127,8 +127,8 @@ export function claim(c: SqliteContext, r: ClaimRequest): ClaimedTask[] {
       const row = toTaskRow(raw);
       const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
       c.append(Number(raw.no), r.now, [transitionEntry('worker', r.workerId, { event: p.event, from: p.status, to, epoch: row.epoch, detail })]);
-      // A first run has no journal yet.
-      return { task: row, event: p.event, steps: row.runs > 1 ? c.steps(p.id, Number(raw.no)) : [], signals: signalsBy.get(p.id) ?? [] };
+      // A first run has no journal yet, but a fork's (the rows it copied).
+      return { task: row, event: p.event, steps: row.runs > 1 || row.forkedFrom !== null ? c.steps(p.id, Number(raw.no)) : [], signals: signalsBy.get(p.id) ?? [] };
     });
   });
 }

@@ -14,8 +14,8 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
   const row = c
     .stmt(
       `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at, title, debounce_key, singleton_key,
-       concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     )
     .get(
@@ -40,6 +40,7 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
       task.rootId ?? null,
       task.depth ?? 0,
       tagsText(task.tags),
+      task.forkedFrom ?? null,
     ) as Raw | undefined;
   if (row) {
     if (task.tags) writeTagRows(c, task.id, task.tags);

@@ -6,6 +6,7 @@
  * (a deferred transaction that upgrades to a writer could fail with SQLITE_BUSY instead of waiting).
  */
 import { setTags } from './tags.ts';
+import { forkTask } from './fork.ts';
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
@@ -151,7 +152,6 @@ export class SqliteStore implements Store {
   async startDebounced(task: NewTask, write: DebounceWrite): Promise<{ task: TaskRow; created: boolean }> {
     return keyed.startDebounced(this.#c, task, write);
   }
-
   async startSingleton(task: NewTask): Promise<SingletonAnswer> {
     return keyed.startSingleton(this.#c, task);
   }
@@ -184,6 +184,9 @@ export class SqliteStore implements Store {
     return setTags(this.#c, taskId, change);
   }
 
+  async forkTask(task: NewTask & { forkedFrom: string }, seqs: readonly number[]): Promise<TaskRow> {
+    return forkTask(this.#c, task, seqs);
+  }
   async listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);
   }

@@ -74,6 +74,8 @@ export interface TaskRow {
   depth: number;
   /** The task's tags as a JSON object of strings (`start(…, { tags })`, `ctx.setTags`), or null. */
   tags: string | null;
+  /** The task this one was forked from (`engine.fork`), or null. */
+  forkedFrom: string | null;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';

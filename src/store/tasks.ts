@@ -38,6 +38,8 @@ export interface NewTask {
   depth?: number;
   /** Its tags, each a row of the tag index too. */
   tags?: Readonly<Record<string, string>> | null;
+  /** The task it is a fork of (`engine.fork`). */
+  forkedFrom?: string | null;
   /** The log entry of its creation (seq 1), written with the row. */
   log: NewEvent;
   /** Announced to other processes if the task was created. */
@@ -117,5 +119,11 @@ export interface TaskStore {
    * `change.max`; null if there is no such task or it is not leased at `change.epoch`.
    */
   setTags(taskId: string, change: TagChange): Promise<Record<string, string> | 'too-many' | null>;
+  /**
+   * Creates `task` (as {@link insertTask}; its `forkedFrom` names the source) with copies of the
+   * source's journal rows at `seqs`, in one transaction. The copies carry no log entry (the
+   * fork's log starts with its own creation) and belong to epoch 0 (before the fork's first claim).
+   */
+  forkTask(task: NewTask & { forkedFrom: string }, seqs: readonly number[]): Promise<TaskRow>;
   getSteps(taskId: string): Promise<StepRow[]>;
 }

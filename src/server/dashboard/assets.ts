@@ -73,6 +73,19 @@ export const SCRIPT = String.raw`(() => {
       }
       return refresh();
     }
+    const rerun = target && target.closest('button[data-rerun]');
+    if (rerun) {
+      rerun.disabled = true;
+      try {
+        const path = '/api/tasks/' + encodeURIComponent(rerun.dataset.task) + '/' + rerun.dataset.rerun;
+        const r = await post(path, { fromStep: rerun.dataset.step });
+        if (rerun.dataset.rerun === 'fork') { location.href = '/tasks/' + encodeURIComponent(r.id); return; }
+        say('Re-run from ' + rerun.dataset.step + ': the task is ' + r.status);
+      } catch (e) {
+        say(e.message, true);
+      }
+      return refresh();
+    }
     const sched = target && target.closest('button[data-schedule-action]');
     if (sched) {
       sched.disabled = true;
@@ -209,6 +222,7 @@ th { color:var(--muted); font-weight:600; font-size:12px; text-transform:upperca
 .tag { display:inline-block; padding:0 6px; margin:1px 2px; border-radius:8px; background:#eef; font-size:12px; text-decoration:none; }
 button { font:inherit; padding:5px 12px; border-radius:6px; border:1px solid #9ca3af; background:#fff; cursor:pointer; }
 button.danger { border-color:var(--bad); color:var(--bad); } button.link { border:none; background:none; color:#93c5fd; padding:0; }
+button.small { padding:1px 6px; font-size:12px; margin-left:4px; }
 form.inline { display:inline; }
 .actions { margin:12px 0; display:flex; gap:8px; }
 .flash { min-height: 1.4em; } .flash.error, .err, pre.error { color:var(--bad); }

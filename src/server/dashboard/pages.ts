@@ -109,7 +109,8 @@ export function taskPage(d: TaskPageData): string {
   const operate = can(d.identity, 'operate');
   const commands = operate
     ? d.legalEvents
-        .filter((e) => ACTIONS[e])
+        // A finished task other than a failed one runs again only from a step (the step list's buttons).
+        .filter((e) => ACTIONS[e] && (e !== 'retry' || t.status === 'failed'))
         .map((e) => `<button type="button" data-action="${esc(e)}" data-task="${esc(t.id)}"${e === 'cancel' ? ' class="danger"' : ''}>${ACTIONS[e]}</button>`)
     : [];
   // A finished task can be deleted, by an admin, after a confirmation.
@@ -119,7 +120,7 @@ export function taskPage(d: TaskPageData): string {
 <p><a href="/">← Tasks</a></p>
 <h1><span class="id">${esc(t.id)}</span> ${badge(t.status)}</h1>
 <p class="summary">${esc(d.summary)}</p>
-<dl class="facts">${t.title ? `<dt>Title</dt><dd class="title">${esc(t.title)}</dd>` : ''}${Object.keys(t.tags).length ? `<dt>Tags</dt><dd class="tags">${tagChips(t.tags)}</dd>` : ''}<dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
+<dl class="facts">${t.title ? `<dt>Title</dt><dd class="title">${esc(t.title)}</dd>` : ''}${Object.keys(t.tags).length ? `<dt>Tags</dt><dd class="tags">${tagChips(t.tags)}</dd>` : ''}${t.forkedFrom ? `<dt>Forked from</dt><dd class="forked"><a href="/tasks/${esc(t.forkedFrom)}">${esc(t.forkedFrom)}</a></dd>` : ''}<dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
 ${t.debounceKey ? `<dt>Debounce key</dt><dd>${esc(t.debounceKey)}</dd>` : ''}${t.singletonKey ? `<dt>Singleton key</dt><dd>${esc(t.singletonKey)}</dd>` : ''}
 <dt>Created</dt><dd>${time(t.createdAt)}</dd><dt>Finished</dt><dd>${time(t.finishedAt)}</dd><dt>Runs</dt><dd>${t.runs}</dd><dt>Retries</dt><dd>${t.retries}</dd>
 ${usageFacts(t)}${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${time(t.lease.expiresAt)}</dd>` : ''}${t.cancelReason ? `<dt>Cancel reason</dt><dd>${esc(t.cancelReason)}</dd>` : ''}</dl>
@@ -130,7 +131,7 @@ ${approvalsSection(d)}
 <section class="streams" data-streams hidden><h2>Model output</h2></section>
 ${treeSection(t)}
 <h2>Steps</h2>
-${timeline(t, d.now)}
+${timeline(t, d.now, can(d.identity, 'operate'))}
 <div class="io"><div><h3>Input</h3><pre>${json(t.input)}</pre></div>
 ${t.status === 'succeeded' ? `<div><h3>Output</h3><pre class="output">${json(t.output)}</pre></div>` : ''}
 ${t.status === 'failed' ? `<div><h3>Error</h3><pre class="error">${esc(t.error.message)}</pre></div>` : ''}</div>
@@ -227,7 +228,15 @@ function approvalsSection(d: TaskPageData): string {
   return `<h2>Approvals</h2><ul class="approvals">${items.join('\n')}</ul>`;
 }
 
-function timeline(t: TaskInfo, now: number): string {
+/** The step's "re-run from here" (a finished task) and "fork from here" buttons, for an operator. */
+function rerunButtons(t: TaskInfo, s: TaskInfo['steps'][number], operate: boolean): string {
+  if (!operate || s.cleanup || (s.status !== 'completed' && s.status !== 'failed')) return '';
+  const attrs = `data-task="${esc(t.id)}" data-step="${esc(s.name)}"`;
+  const rerun = isFinished(t.status) ? `<button type="button" class="small" data-rerun="retry" ${attrs}>Re-run from here</button>` : '';
+  return `${rerun}<button type="button" class="small" data-rerun="fork" ${attrs}>Fork from here</button>`;
+}
+
+function timeline(t: TaskInfo, now: number, operate: boolean): string {
   if (!t.steps.length) return '<p class="empty">No steps yet.</p>';
   const t0 = Math.min(t.createdAt, ...t.steps.map((s) => s.startedAt ?? t.createdAt));
   const t1 = Math.max(t.finishedAt ?? now, ...t.steps.map((s) => s.finishedAt ?? now));
@@ -253,15 +262,15 @@ function timeline(t: TaskInfo, now: number): string {
       : '<td class="tokens"></td><td class="cost"></td>';
     return `<tr class="step s-${esc(s.status)}" data-step="${esc(s.name)}"><td>${esc(s.name)} <small>${esc(s.kind)}</small></td><td>${badge(s.status)}</td><td>${s.attempts}</td><td>${duration(s.durationMs)}</td>${usage}
 <td class="bar-cell"><div class="track"><span class="bar s-${esc(s.status)}" style="left:${pct(start)};width:${width}" title="${esc(`${s.name}: ${s.status}, ${s.attempts} attempt(s)`)}"></span>${marks}</div></td>
-<td class="err">${s.error ? esc(s.error.message) : ''}</td></tr>`;
+<td class="err">${s.error ? esc(s.error.message) : ''}</td><td class="rerun">${rerunButtons(t, s, operate)}</td></tr>`;
   });
-  return `<table class="timeline"><thead><tr><th>Step</th><th>Status</th><th>Attempts</th><th>Duration</th><th>Tokens</th><th>Cost</th><th>Timeline</th><th>Error</th></tr></thead><tbody>${rows.join('\n')}</tbody>${totalRow(t)}</table>`;
+  return `<table class="timeline"><thead><tr><th>Step</th><th>Status</th><th>Attempts</th><th>Duration</th><th>Tokens</th><th>Cost</th><th>Timeline</th><th>Error</th><th></th></tr></thead><tbody>${rows.join('\n')}</tbody>${totalRow(t)}</table>`;
 }
 
 /** The task's total under the timeline's tokens and cost columns. */
 function totalRow(t: TaskInfo): string {
   if (!t.usage) return '';
-  return `<tfoot><tr class="total"><td colspan="4">Task total</td><td class="tokens" data-tokens="${t.usage.total.totalTokens}">${usageText(t.usage.total)}</td><td class="cost" data-usd="${t.usage.total.costUsd}">${usd(t.usage.total.costUsd)}</td><td colspan="2"></td></tr></tfoot>`;
+  return `<tfoot><tr class="total"><td colspan="4">Task total</td><td class="tokens" data-tokens="${t.usage.total.totalTokens}">${usageText(t.usage.total)}</td><td class="cost" data-usd="${t.usage.total.costUsd}">${usd(t.usage.total.costUsd)}</td><td colspan="3"></td></tr></tfoot>`;
 }
 
 function describeEvent(e: TaskEvent): string {

@@ -210,9 +210,9 @@ function cancelRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
   });
 }
 
-/** Retry, pause and resume. */
+/** Pause and resume (retry: `rerun.ts`). */
 function commandRoutes(engine: Engine, limits: SummaryLimits): RouteSpec[] {
-  return (['retry', 'pause', 'resume'] as const).map((verb) =>
+  return (['pause', 'resume'] as const).map((verb) =>
     route({
       method: 'post',
       path: `/api/tasks/:id/${verb}`,
