@@ -51,6 +51,7 @@ if (process.argv.includes('--rate-limits-only')) {
 if (process.argv.includes('--search-only')) {
   const pgUp = await postgres.pgAvailable();
   await (await import('./search.ts')).report({ quick, pgUp, line, results });
+  await (await import('./fork.ts')).report({ quick, pgUp, line, results });
   if (pgUp) await postgres.cleanup();
   process.exit(0);
 }
@@ -240,6 +241,7 @@ await (await import('./schedules.ts')).report({ quick, pgUp, line, results });
 await (await import('./flow-control.ts')).report({ quick, pgUp, line, results });
 await (await import('./rate-limits.ts')).report({ quick, pgUp, line, results });
 await (await import('./search.ts')).report({ quick, pgUp, line, results });
+await (await import('./fork.ts')).report({ quick, pgUp, line, results });
 if (pgUp) await postgres.cleanup();
 mkdirSync(join(root, '.bench'), { recursive: true });
 writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);

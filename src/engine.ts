@@ -192,7 +192,7 @@ export class Engine {
    * const { id } = await engine.fork(taskId, { fromStep: 'draft', input: { topic: 'tides', tone: 'formal' } });
    */
   async fork(id: string, options: ForkOptions = {}): Promise<StartResult> {
-    return cmd.forkTask(this.#ctx, id, options);
+    return cmd.forkTask(this.#core.starts, id, options);
   }
 
   /**

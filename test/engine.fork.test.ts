@@ -112,6 +112,21 @@ describe(`re-run and fork from a step (${TEST_STORE})`, () => {
     }
   });
 
+  it("wakes this process's workers: a fork runs without waiting for a poll", async () => {
+    const { wf } = pipeline();
+    const engine = makeEngine({ workflows: [wf] });
+    // A poll a minute apart: only the fork's wake-up can make it run within the test.
+    const worker = await startWorker(engine, { pollIntervalMs: 60_000 });
+    try {
+      const { id } = await engine.start(wf, { topic: 'tides' });
+      await waitForStatus(engine, id, 'waiting');
+      const fork = await engine.fork(id, { fromStep: 'draft' });
+      await waitForStatus(engine, fork.id, 'waiting', 20_000);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('refuses a fork of an unknown task, from an unknown step, or with an unknown option', async () => {
     const { wf } = pipeline();
     const engine = makeEngine({ workflows: [wf] });

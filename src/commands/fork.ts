@@ -13,9 +13,9 @@ import { planRetryFrom, forgetUndone, undoneSteps } from '../failure/retry-from.
 import { isCleanupSeq } from '../run/cleanup-scope.ts';
 import { decodeJson } from '../serialize.ts';
 import { planStart } from '../start-plan.ts';
-import { taskRow, type CommandContext } from './context.ts';
+import { taskRow } from './context.ts';
 import type { ForkOptions, StartResult } from './options.ts';
-import { startContext } from './start.ts';
+import { startContext, type StartDeps } from './start.ts';
 
 /** The source's journal rows a fork copies: the code's calls before `fromStep` with a recorded result, but those its cleanup undid. */
 export function forkedRows(steps: readonly StepRow[], fromStep: string | undefined, taskId: string): StepRow[] {
@@ -27,7 +27,8 @@ export function forkedRows(steps: readonly StepRow[], fromStep: string | undefin
   return journal.filter((s) => !later.has(s.seq) && !undone.has(s.seq) && (s.status === 'completed' || s.status === 'failed'));
 }
 
-export async function forkTask(ctx: CommandContext, id: string, options: ForkOptions): Promise<StartResult> {
+export async function forkTask(deps: StartDeps, id: string, options: ForkOptions): Promise<StartResult> {
+  const { ctx } = deps;
   checkOptionKeys(options, FORK_OPTIONS, 'engine.fork()');
   if (options.fromStep !== undefined && (typeof options.fromStep !== 'string' || !options.fromStep)) {
     throw new InvalidArgumentError('engine.fork(): fromStep must be the name of a step of the task (its id: `name`, or `name#2` for its second call).');
@@ -51,9 +52,13 @@ export async function forkTask(ctx: CommandContext, id: string, options: ForkOpt
     forkedFrom: source.id,
     log: { ...planned.task.log, data: JSON.stringify({ ...log, detail: { forkedFrom: source.id, fromStep: options.fromStep ?? null, copied: copies.map((s) => s.name) } }) },
   };
-  const row = await store.forkTask(
-    task,
-    copies.map((s) => s.seq),
-  );
+  // Told to this process's workers and announced to others as a start is.
+  const { task: row } = await deps.batcher(store).insertAlone(task, async (notify) => ({
+    task: await store.forkTask(
+      { ...task, ...(notify ? { notify } : {}) },
+      copies.map((s) => s.seq),
+    ),
+    created: true,
+  }));
   return { id: row.id, workflow: row.workflow, status: row.status, created: true };
 }
