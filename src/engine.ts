@@ -196,6 +196,18 @@ export class Engine {
   }
 
   /**
+   * One command on every task a filter matches: cancel, retry, pause, resume or delete, a page at
+   * a time, each checked and logged (with `by`) as the single command is; `dryRun` only counts.
+   * Tasks the action does not apply to are skipped, failures reported; neither stops the rest.
+   * @example
+   * const plan = await engine.bulk({ action: 'cancel', filter: { tags: { tenant: 'acme' }, status: 'waiting' }, dryRun: true });
+   * if (plan.acted < 500) await engine.bulk({ action: 'cancel', filter: { tags: { tenant: 'acme' }, status: 'waiting' }, reason: 'tenant offboarded', by: 'ops' });
+   */
+  async bulk(options: cmd.BulkOptions): Promise<cmd.BulkResult> {
+    return cmd.bulk(this, options);
+  }
+
+  /**
    * Merges tags into a task's, whatever its status (a null value removes a tag); resolves to its
    * tags after the change. See `StartOptions.tags` for the rules of keys and values.
    */

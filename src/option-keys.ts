@@ -25,6 +25,7 @@ export const CANCEL_OPTIONS = ['by', 'reason'] as const;
 export const MOVE_OPTIONS = ['by', 'subtree'] as const;
 export const RETRY_OPTIONS = ['by', 'fromStep', 'deadline'] as const;
 export const FORK_OPTIONS = ['by', 'fromStep', 'input', 'tags', 'title'] as const;
+export const BULK_OPTIONS = ['by', 'action', 'filter', 'dryRun', 'limit', 'reason', 'fromStep'] as const;
 export const SIGNAL_OPTIONS = ['by', 'idempotencyKey', 'requireWaiting'] as const;
 export const APPROVALS_QUERY = ['status', 'approver', 'roles', 'workflow', 'taskId', 'limit'] as const;
 export const PURGE_OPTIONS = ['by', 'olderThan', 'status', 'workflow', 'dryRun', 'limit'] as const;

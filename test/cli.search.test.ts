@@ -41,6 +41,35 @@ describe('stepwise fork and retry --from-step', () => {
   });
 });
 
+describe('stepwise bulk', () => {
+  it('only counts without --yes, then acts on the matching tasks as --as', async () => {
+    const db = `sqlite:${join(tempDir(), 'bulk.db')}`;
+    const engine = new Engine({ store: db, workflows: [triple] });
+    const worker = engine.worker({ concurrency: 1 });
+    await worker.start();
+    await worker.stop();
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await engine.start(triple, { n: i }, { tags: { batch: i < 2 ? 'b1' : 'b2' } })).id);
+      const dry = runCli(['bulk', 'cancel', '--tag', 'batch=b1', '--db', db]);
+      expect(dry.code, dry.err).toBe(0);
+      expect(dry.out).toContain('2 task(s) match; cancel would apply to 2.');
+      expect(dry.out).toContain('Run again with --yes');
+      expect((await engine.count({ status: 'pending' })).pending).toBe(3);
+      const done = runCli(['bulk', 'cancel', '--tag', 'batch=b1', '--reason', 'superseded', '--as', 'ops', '--yes', '--db', db, '--json']);
+      expect(done.code, done.err).toBe(0);
+      expect(JSON.parse(done.out)).toMatchObject({ action: 'cancel', dryRun: false, acted: 2 });
+      expect(await engine.get(ids[0] as string)).toMatchObject({ status: 'cancelled', cancelReason: 'superseded' });
+      expect((await engine.get(ids[2] as string)).status).toBe('pending');
+      const bad = runCli(['bulk', 'explode', '--db', db]);
+      expect(bad.code).not.toBe(0);
+      expect(bad.err).toContain('unknown action "explode"');
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
 describe('stepwise ls: search', () => {
   it('starts tagged tasks and finds them by tag, creation time and text; a bad flag is refused', async () => {
     const db = `sqlite:${join(tempDir(), 'search.db')}`;

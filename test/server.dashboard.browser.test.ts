@@ -128,6 +128,8 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.click('tr[data-step=b] button[data-rerun=retry]');
     await eventually(async () => (await engine.get(t.id)).retries === 1 && (await engine.get(t.id)).status === 'succeeded', 20_000, 're-run from b');
     expect(ran).toEqual(['b']);
+    // The page reloaded to follow the re-run, and shows it finished with step b again (and its buttons).
+    await page.waitForSelector('section.task h1 .badge[data-status=succeeded]', { timeout: 20_000 });
 
     await page.click('tr[data-step=b] button[data-rerun=fork]');
     await page.waitForURL((u) => u.pathname.startsWith('/tasks/') && !u.pathname.endsWith(t.id), { timeout: 20_000 });
@@ -136,6 +138,27 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(ran).toEqual(['b', 'b']);
     await page.waitForSelector(`dd.forked a[href="/tasks/${t.id}"]`);
     expect((await engine.get(forkId)).forkedFrom).toBe(t.id);
+    await page.context().close();
+  });
+
+  it('cancels every task of a filtered view from the bulk bar after counting and asking', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await engine.start(review, { title: `bulk ${i}` }, { tags: { batch: 'bulk-x' } })).id);
+    const spare = (await engine.start(review, { title: 'spare' }, { tags: { batch: 'bulk-y' } })).id;
+    for (const id of [...ids, spare]) await waitForStatus(engine, id, 'waiting');
+    const page = await signIn('oscar');
+    await page.goto(`${url}/?tags=batch%3Dbulk-x`);
+    await page.waitForSelector(`tr[data-task="${ids[0]}"]`);
+    let asked = '';
+    page.on('dialog', (d) => {
+      asked = d.message();
+      void d.accept();
+    });
+    await page.click('button[data-bulk=cancel]');
+    await eventually(async () => (await Promise.all(ids.map(async (id) => (await engine.get(id)).status))).every((s) => s === 'cancelled'), 20_000, 'bulk cancel');
+    expect(asked).toBe('cancel 3 task(s)?');
+    expect((await engine.get(spare)).status).toBe('waiting');
+    expect((await engine.get(ids[0] as string)).history.find((e) => e.type === 'transition' && e.event === 'cancel')?.actor).toEqual({ kind: 'user', id: 'oscar' });
     await page.context().close();
   });
 

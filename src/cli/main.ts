@@ -11,6 +11,7 @@ import * as commands from './commands.ts';
 import type { CommandContext } from './context.ts';
 import { worker } from './worker.ts';
 import * as approvalCommands from './approvals.ts';
+import { bulk as bulkCommand } from './bulk.ts';
 import { schedules } from './schedules.ts';
 
 const HELP = `stepwise — durable execution for long-running agent tasks
@@ -39,6 +40,9 @@ Commands:
   retry <id> [--from-step S] run a failed task again from the failed step, or any finished task from step S
   fork <id> [--from-step S] [--input JSON|@file|-] [--tag K=V]... [--title T]
                              a new task that reuses <id>'s journal before step S (with another input)
+  bulk <cancel|retry|pause|resume|delete> [--status S[,S]] [--workflow W] [--tag K=V]... [--since D] [--until D]
+       [--failed-with CODE] [--text T] [--limit N] [--reason R] [--from-step S] [--yes]
+                             one command on every task the filters match; without --yes it only counts
   pause <id> | resume <id> [--subtree]   pause at the next step boundary / continue (--subtree: its child tasks too)
   delete <id>                delete a finished task with its steps and log (its key is free again)
   purge --older-than D [--status S[,S]] [--workflow W[,W]] [--limit N] [--dry-run]
@@ -84,6 +88,7 @@ const COMMANDS: Record<string, Command> = {
   cancel: commands.cancel,
   retry: commands.retry,
   fork: commands.fork,
+  bulk: bulkCommand,
   pause: commands.pause,
   resume: commands.resume,
   delete: commands.deleteTask,
@@ -109,6 +114,7 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   cancel: ['reason', 'as'],
   retry: ['from-step', 'as'],
   fork: ['from-step', 'input', 'tag', 'title', 'as'],
+  bulk: ['status', 'workflow', 'parent', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'reason', 'from-step', 'yes', 'as'],
   pause: ['as', 'subtree'],
   resume: ['as', 'subtree'],
   delete: ['as'],
@@ -184,6 +190,7 @@ const OPTIONS = {
   approver: { type: 'string' },
   comment: { type: 'string' },
   'older-than': { type: 'string' },
+  yes: { type: 'boolean' },
   'dry-run': { type: 'boolean' },
   cron: { type: 'string' },
   timezone: { type: 'string' },

@@ -15,3 +15,4 @@ export { sendSignal } from './signal.ts';
 export { startAll, startOne } from './start.ts';
 export { startChildTask, childrenOf, parentOf, moveSubtree, wantsSubtree } from './children.ts';
 export { forkTask } from './fork.ts';
+export { bulk, BULK_ACTIONS, type BulkAction, type BulkOptions, type BulkResult } from './bulk.ts';

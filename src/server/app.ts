@@ -26,6 +26,7 @@ import { scheduleRoutes } from './routes/schedules.ts';
 import { eventRoutes } from './routes/events.ts';
 import type { RouteSpec } from './routes/route.ts';
 import { rerunRoutes } from './routes/rerun.ts';
+import { bulkRoute } from './routes/bulk.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { dashboardRoutes } from './dashboard/routes.ts';
 import { ServerMetrics } from './observers/metrics.ts';
@@ -125,7 +126,7 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   // A payload of exactly the engine's limit must fit, with the JSON around it (`{"payload": …, "idempotencyKey": …}`).
   const limit = whole(options.bodyLimitBytes, (engine.limits?.payloadBytes ?? 1024 * 1024) + ENVELOPE_BYTES, 'bodyLimitBytes');
 
-  const routes: RouteSpec[] = [...taskRoutes(engine, summaries), ...rerunRoutes(engine, summaries), ...approvalRoutes(engine, summaries), ...scheduleRoutes(engine)];
+  const routes: RouteSpec[] = [...taskRoutes(engine, summaries), ...rerunRoutes(engine, summaries), bulkRoute(engine), ...approvalRoutes(engine, summaries), ...scheduleRoutes(engine)];
   const streams = eventRoutes(engine, options.keepAliveMs ?? 15_000);
   const openapi = buildOpenApi([...routes, ...streams.specs]);
 

@@ -67,7 +67,24 @@ export const SCRIPT = String.raw`(() => {
       action.disabled = true;
       try {
         const t = await post('/api/tasks/' + encodeURIComponent(action.dataset.task) + '/' + action.dataset.action);
+        // A retried task had ended, and so had the page's log stream: a reload follows the new run live.
+        if (action.dataset.action === 'retry') { location.reload(); return; }
         say(action.textContent + ': the task is ' + (t.status === 'cancelling' ? 'cancelling…' : t.status));
+      } catch (e) {
+        say(e.message, true);
+      }
+      return refresh();
+    }
+    const bulk = target && target.closest('button[data-bulk]');
+    if (bulk) {
+      const filter = JSON.parse(bulk.closest('[data-filter]').dataset.filter);
+      const action = bulk.dataset.bulk;
+      try {
+        const plan = await post('/api/tasks/bulk', { action, filter, dryRun: true });
+        if (!plan.acted) { say('No task of this filter to ' + action + ' (' + plan.matched + ' match).'); return; }
+        if (!confirm(action + ' ' + plan.acted + ' task(s)' + (plan.truncated ? ' (the first of more)' : '') + '?')) return;
+        const r = await post('/api/tasks/bulk', { action, filter });
+        say(action + ': ' + r.acted + ' task(s)' + (r.failedCount ? ', ' + r.failedCount + ' failed: ' + r.failed[0].message : ''), r.failedCount > 0);
       } catch (e) {
         say(e.message, true);
       }
@@ -80,7 +97,9 @@ export const SCRIPT = String.raw`(() => {
         const path = '/api/tasks/' + encodeURIComponent(rerun.dataset.task) + '/' + rerun.dataset.rerun;
         const r = await post(path, { fromStep: rerun.dataset.step });
         if (rerun.dataset.rerun === 'fork') { location.href = '/tasks/' + encodeURIComponent(r.id); return; }
-        say('Re-run from ' + rerun.dataset.step + ': the task is ' + r.status);
+        // The finished task's log stream has ended: a reload follows the new run live.
+        location.reload();
+        return;
       } catch (e) {
         say(e.message, true);
       }

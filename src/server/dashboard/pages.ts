@@ -18,6 +18,22 @@ export interface ListPageData {
   filters: { status: string[]; workflow: string; view: ListView; cursor: string } & SearchFields;
   /** Why the list is partial (stuck computed per page, the oldest open approvals only). */
   note: string | null;
+  /** The filter of `POST /api/tasks/bulk` for the bulk bar (an operator's filtered views), or null: no bar. */
+  bulkFilter?: Record<string, unknown> | null;
+}
+
+const BULK: Array<[string, string]> = [
+  ['cancel', 'Cancel'],
+  ['retry', 'Retry'],
+  ['pause', 'Pause'],
+  ['resume', 'Resume'],
+];
+
+/** The bulk bar: each action on every task of the filter (the script counts first and asks). */
+function bulkBar(filter: Record<string, unknown> | null | undefined): string {
+  if (!filter) return '';
+  const buttons = BULK.map(([action, label]) => `<button type="button" class="small" data-bulk="${action}">${label} all</button>`).join(' ');
+  return `<div class="bulk" data-filter="${esc(JSON.stringify(filter))}">Every task of this filter: ${buttons}</div>`;
 }
 
 /** The search fields of the list's filter form, as typed. */
@@ -85,6 +101,7 @@ export function listPage(d: ListPageData): string {
 ${SEARCH_FIELDS.map(([name, label, hint]) => `<label>${label} <input name="${name}" value="${esc(f[name])}" placeholder="${esc(hint)}"></label>`).join('\n')}
 <button type="submit">Filter</button>
 </form>
+${bulkBar(d.bulkFilter)}
 ${d.note ? `<p class="note">${esc(d.note)}</p>` : ''}
 <table class="tasks"><thead><tr><th>Task</th><th>Title</th><th>Workflow</th><th>Status</th><th>Tags</th><th>Progress</th><th>Created</th><th>Updated</th></tr></thead>
 <tbody>${rows.join('\n') || '<tr><td colspan="8" class="empty">No tasks match.</td></tr>'}</tbody></table>

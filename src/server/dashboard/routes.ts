@@ -12,7 +12,7 @@ import { isMachine, machineGraph, type Engine, type TaskStatus, type TaskSummary
 import type { Authenticate, Env } from '../middleware.ts';
 import type { SessionTable } from '../sessions.ts';
 import { listPage as readListPage, summarizeTask, type SummaryLimits } from '../summaries.ts';
-import type { TokenTable } from '../auth.ts';
+import { can, type TokenTable } from '../auth.ts';
 import { errorResponse } from '../http-errors.ts';
 import { ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
 import { SCRIPT, STYLE } from './assets.ts';
@@ -114,6 +114,7 @@ async function listView(engine: Engine, limits: SummaryLimits, c: Context<Env>):
   let tasks: TaskSummary[] = [];
   let nextCursor: string | null = null;
   let note: string | null = null;
+  let bulkFilter: Record<string, unknown> | null = null;
   if (view === 'mine') {
     // Open approvals (pending or escalated) this identity may decide, one row per task.
     const mine = await engine.approvals({ status: ['pending', 'escalated'], approver: identity.name, roles: [identity.role], ...(workflow ? { workflow } : {}), limit: 1000 });
@@ -138,6 +139,11 @@ async function listView(engine: Engine, limits: SummaryLimits, c: Context<Env>):
         createdBefore: q.createdBefore || undefined,
       }),
     };
+    // The bulk bar acts on the whole filter (every page), for an operator, in the views that are filters.
+    if ((view === 'all' || view === 'failed') && can(identity, 'operate')) {
+      const { cursor: _cursor, ...whole } = filter;
+      bulkFilter = whole;
+    }
     const res = await readListPage(engine, filter, q.limit ?? 50, limits);
     nextCursor = res.nextCursor;
     tasks = res.tasks as unknown as TaskSummary[];
@@ -152,7 +158,7 @@ async function listView(engine: Engine, limits: SummaryLimits, c: Context<Env>):
     }
   }
   if (q.deleted) note = `Task ${q.deleted} was deleted.${note ? ` ${note}` : ''}`;
-  return { title: 'Tasks', body: listPage({ tasks, nextCursor, filters, note }) };
+  return { title: 'Tasks', body: listPage({ tasks, nextCursor, filters, note, bulkFilter }) };
 }
 
 /** One task: its steps, log, approvals, and its state machine's diagram when it is one. */

@@ -1,0 +1,49 @@
+/**
+ * @module cli/bulk
+ * `stepwise bulk <action> [filters]`: one command on every task the filters match (the filters of
+ * `stepwise ls`). Without `--yes` it only counts (a dry run) and says how to go on, so that a
+ * mistyped filter never cancels or deletes anything.
+ */
+import { BULK_ACTIONS, InvalidArgumentError, isTaskStatus, type BulkAction, type TaskStatus } from '../index.ts';
+import { by, int, need, str, withEngine, type CommandContext } from './context.ts';
+import { searchFlags } from './search-options.ts';
+
+export async function bulk(ctx: CommandContext): Promise<void> {
+  const action = need(ctx, 0, `action (stepwise bulk <${BULK_ACTIONS.join('|')}> [filters] [--yes])`) as BulkAction;
+  if (!BULK_ACTIONS.includes(action)) throw new InvalidArgumentError(`stepwise bulk: unknown action "${action}" (one of ${BULK_ACTIONS.join(', ')}).`);
+  const statuses = str(ctx.options, 'status')
+    ?.split(',')
+    .map((s) => s.trim());
+  for (const s of statuses ?? []) if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${s}".`);
+  const filter = {
+    ...(statuses ? { status: statuses as TaskStatus[] } : {}),
+    ...(str(ctx.options, 'workflow') ? { workflow: str(ctx.options, 'workflow') as string } : {}),
+    ...(str(ctx.options, 'parent') ? { parent: str(ctx.options, 'parent') as string } : {}),
+    ...searchFlags(ctx, Date.now()),
+  };
+  const yes = ctx.options.yes === true;
+  const limit = int(ctx, 'limit');
+  const reason = str(ctx.options, 'reason');
+  const fromStep = str(ctx.options, 'from-step');
+  await withEngine(ctx, async (engine) => {
+    const r = await engine.bulk({
+      action,
+      filter,
+      dryRun: !yes,
+      ...by(ctx),
+      ...(limit !== undefined ? { limit } : {}),
+      ...(reason !== undefined ? { reason } : {}),
+      ...(fromStep !== undefined ? { fromStep } : {}),
+    });
+    if (ctx.json) return ctx.out(JSON.stringify(r));
+    const more = r.truncated ? ` (more matched: the first ${r.matched} only; --limit N for more)` : '';
+    if (r.dryRun) {
+      ctx.out(`${r.matched} task(s) match; ${action} would apply to ${r.acted}${r.skippedCount ? `, not to ${r.skippedCount} (their status)` : ''}${more}.`);
+      if (r.acted) ctx.out(`Nothing was changed. Run again with --yes to ${action} them.`);
+      return;
+    }
+    ctx.out(`${action}: ${r.acted} of ${r.matched} task(s)${r.skippedCount ? `, ${r.skippedCount} skipped (their status)` : ''}${r.failedCount ? `, ${r.failedCount} failed` : ''}${more}.`);
+    for (const f of r.failed) ctx.out(`  ${f.id}: [${f.code}] ${f.message}`);
+    if (r.failedCount) process.exitCode = 1;
+  });
+}

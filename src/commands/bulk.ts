@@ -1,0 +1,132 @@
+/**
+ * @module commands/bulk
+ * `engine.bulk({ action, filter })`: one command applied to every task a filter of `engine.list`
+ * matches: cancel, retry, pause, resume or delete. The tasks are read a page at a time (newest
+ * first; the cursor is an id, so tasks the action moves out of the filter are neither skipped nor
+ * met twice) and acted on a few at a time through the engine's own commands, so each action is
+ * checked against the task's status and recorded in its log with the actor, as a single command
+ * is. A dry run only counts what the action would take. A task the action does not apply to (a
+ * cancel of a finished task) is skipped, and one whose command fails is reported with its error;
+ * neither stops the rest.
+ */
+import { BULK_OPTIONS, checkOptionKeys } from '../option-keys.ts';
+import { InvalidArgumentError, coerceError } from '../errors.ts';
+import { legalEvents, type LifecycleEvent } from '../lifecycle.ts';
+import type { TaskSummary } from '../task-info.ts';
+import type { CommandOptions, ListOptions, ListResult } from './options.ts';
+
+export const BULK_ACTIONS = ['cancel', 'retry', 'pause', 'resume', 'delete'] as const;
+export type BulkAction = (typeof BULK_ACTIONS)[number];
+
+export interface BulkOptions extends CommandOptions {
+  action: BulkAction;
+  /** The tasks: a filter of `engine.list` (no `limit` or `cursor`). */
+  filter: Omit<ListOptions, 'limit' | 'cursor'>;
+  /** Count what the action would take, change nothing. @defaultValue false */
+  dryRun?: boolean;
+  /** At most this many tasks are acted on (or counted); the answer says if more matched. @defaultValue 10,000 */
+  limit?: number;
+  /** `cancel`: the reason recorded on each task. */
+  reason?: string;
+  /** `retry`: the step each task runs again from (required for succeeded and cancelled tasks). */
+  fromStep?: string;
+}
+
+export interface BulkResult {
+  action: BulkAction;
+  dryRun: boolean;
+  /** Tasks the filter matched (up to `limit`). */
+  matched: number;
+  /** Tasks acted on (a dry run: that the action would take). */
+  acted: number;
+  /** Tasks the action does not apply to in their status, the first 100. */
+  skipped: Array<{ id: string; status: string }>;
+  skippedCount: number;
+  /** Tasks whose command failed, with its error, the first 100. */
+  failed: Array<{ id: string; code: string; message: string }>;
+  failedCount: number;
+  /** More tasks matched than `limit`: run it again for the rest. */
+  truncated: boolean;
+}
+
+/** What bulk uses of the engine: its listing and its commands. */
+export interface BulkHost {
+  list(options: ListOptions): Promise<ListResult>;
+  cancel(id: string, options: CommandOptions & { reason?: string }): Promise<unknown>;
+  retry(id: string, options: CommandOptions & { fromStep?: string }): Promise<unknown>;
+  pause(id: string, options: CommandOptions): Promise<unknown>;
+  resume(id: string, options: CommandOptions): Promise<unknown>;
+  delete(id: string, options: CommandOptions): Promise<unknown>;
+}
+
+const PAGE = 200;
+/** Commands in flight at once: enough to hide round trips, few enough to leave the store to others. */
+const CONCURRENCY = 8;
+const KEPT = 100;
+
+/** Whether `action` applies to a task as listed (the command checks again when it runs). */
+function applies(action: BulkAction, t: TaskSummary, fromStep: string | undefined): boolean {
+  if (action === 'delete') return t.status === 'succeeded' || t.status === 'failed' || t.status === 'cancelled';
+  if (action === 'retry' && t.status !== 'failed' && fromStep === undefined) return false;
+  return legalEvents({ status: t.status, pauseRequested: t.pauseRequested }).includes(action as LifecycleEvent);
+}
+
+function checkBulk(options: BulkOptions): void {
+  checkOptionKeys(options, BULK_OPTIONS, 'engine.bulk()');
+  if (!BULK_ACTIONS.includes(options.action)) throw new InvalidArgumentError(`engine.bulk(): action must be one of ${BULK_ACTIONS.join(', ')}, got ${JSON.stringify(options.action)}.`);
+  if (typeof options.filter !== 'object' || options.filter === null) throw new InvalidArgumentError('engine.bulk(): filter is required (a filter of engine.list; {} for every task).');
+  if ('limit' in options.filter || 'cursor' in options.filter) throw new InvalidArgumentError('engine.bulk(): the filter takes no limit or cursor (give bulk its own limit).');
+  const limit = options.limit ?? 10_000;
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`engine.bulk(): limit must be a whole number ≥ 1, got ${String(options.limit)}.`);
+  if (options.reason !== undefined && options.action !== 'cancel') throw new InvalidArgumentError('engine.bulk(): reason goes with action "cancel".');
+  if (options.fromStep !== undefined && options.action !== 'retry') throw new InvalidArgumentError('engine.bulk(): fromStep goes with action "retry".');
+}
+
+export async function bulk(host: BulkHost, options: BulkOptions): Promise<BulkResult> {
+  checkBulk(options);
+  const { action, dryRun = false, fromStep } = options;
+  const limit = options.limit ?? 10_000;
+  const by = options.by !== undefined ? { by: options.by } : {};
+  const result: BulkResult = { action, dryRun, matched: 0, acted: 0, skipped: [], skippedCount: 0, failed: [], failedCount: 0, truncated: false };
+  const act = (id: string): Promise<unknown> => {
+    if (action === 'cancel') return host.cancel(id, { ...by, ...(options.reason !== undefined ? { reason: options.reason } : {}) });
+    if (action === 'retry') return host.retry(id, { ...by, ...(fromStep !== undefined ? { fromStep } : {}) });
+    return host[action](id, by);
+  };
+  let cursor: string | undefined;
+  do {
+    const page = await host.list({ ...options.filter, limit: Math.min(PAGE, limit - result.matched + 1), ...(cursor ? { cursor } : {}) });
+    let tasks = page.tasks;
+    if (result.matched + tasks.length > limit) {
+      tasks = tasks.slice(0, limit - result.matched);
+      result.truncated = true;
+    }
+    result.matched += tasks.length;
+    const todo: TaskSummary[] = [];
+    for (const t of tasks) {
+      if (applies(action, t, fromStep)) todo.push(t);
+      else if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status });
+    }
+    if (dryRun) result.acted += todo.length;
+    else await inBatches(todo, (t) => act(t.id), result);
+    cursor = result.truncated ? undefined : (page.nextCursor ?? undefined);
+  } while (cursor);
+  return result;
+}
+
+/** Runs `fn` on each task, {@link CONCURRENCY} at a time, counting the acted and the failed. */
+async function inBatches(tasks: readonly TaskSummary[], fn: (t: TaskSummary) => Promise<unknown>, result: BulkResult): Promise<void> {
+  for (let i = 0; i < tasks.length; i += CONCURRENCY) {
+    await Promise.all(
+      tasks.slice(i, i + CONCURRENCY).map(async (t) => {
+        try {
+          await fn(t);
+          result.acted++;
+        } catch (e) {
+          const error = coerceError(e) as Error & { code?: unknown };
+          if (result.failedCount++ < KEPT) result.failed.push({ id: t.id, code: typeof error.code === 'string' ? error.code : 'INTERNAL', message: error.message });
+        }
+      }),
+    );
+  }
+}
