@@ -38,11 +38,13 @@ export async function retryTask(ctx: CommandContext, id: string, options: RetryT
   return runCommand(ctx, id, 'retry', options.by, async (task) => {
     const refusal = retryRefusal(task);
     if (refusal) throw new ConflictError(refusal);
-    if (task.status !== 'failed' && options.fromStep === undefined) {
+    if ((task.status === 'succeeded' || task.status === 'cancelled') && options.fromStep === undefined) {
       throw new ConflictError(
         `Task ${id} ${task.status === 'succeeded' ? 'succeeded' : 'was cancelled'}: only a failed task runs again from where it failed. Re-run it from a step with retry(id, { fromStep: '<step>' }) (stepwise retry ${id} --from-step <step>), or fork it (engine.fork).`,
       );
     }
+    // A task that has not ended is refused by the lifecycle (its legal events) before any read.
+    if (task.status !== 'failed' && task.status !== 'succeeded' && task.status !== 'cancelled') return {};
     await checkKeysFree(store, task);
     const plan = await planRetry(store, task, await store.getSteps(id), options.fromStep, retryDeadline(task, newDeadline, ctx.clock.now()));
     if (task.status === 'failed') return plan;
