@@ -169,11 +169,13 @@ describe('cancellation', () => {
     const engine = makeEngine({ workflows: [wf] });
     const { id } = await engine.start('noop');
     await engine.cancel(id);
-    for (const cmd of [() => engine.resume(id), () => engine.retry(id), () => engine.cancel(id), () => engine.pause(id)]) {
+    for (const cmd of [() => engine.resume(id), () => engine.cancel(id), () => engine.pause(id)]) {
       const e = await cmd().catch((x: unknown) => x);
       expect(e).toBeInstanceOf(IllegalTransitionError);
       expect((e as IllegalTransitionError).message).toContain('it is cancelled');
     }
+    // A retry needs the step to re-run it from (docs/rerun-and-fork.md); without one it is refused.
+    await expect(engine.retry(id)).rejects.toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('fromStep') });
     // A worker started later does not pick it up: it runs a task started after it, and not this one.
     await startWorker(engine);
     const later = await engine.start('noop');

@@ -220,7 +220,8 @@ describe.skipIf(!(await hasPostgres()))('worker processes on PostgreSQL', () => 
       await engine.cancel(failing.id);
       const retry = spawnCli(['retry', failing.id, '--db', db]);
       expect((await retry.exited).code).toBe(1);
-      expect(retry.output()).toContain('[ILLEGAL_TRANSITION]');
+      // A cancelled task runs again only from a named step (a re-run).
+      expect(retry.output()).toContain('[CONFLICT]');
       expect(await cli('purge', '--older-than', '30d', '--dry-run')).toMatch(/\b0\b/);
       await cli('delete', failing.id);
       await expect(engine.get(failing.id)).rejects.toMatchObject({ code: 'TASK_NOT_FOUND' });

@@ -480,6 +480,8 @@ for (const backend of backends) {
           parentId: null,
           rootId: null,
           depth: 0,
+          tags: null,
+          forkedFrom: null,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);
@@ -557,6 +559,43 @@ for (const backend of backends) {
           before = page[page.length - 1]?.id;
         }
         expect(pages).toEqual([newestFirst.slice(0, 2), newestFirst.slice(2, 4), newestFirst.slice(4)]);
+      });
+
+      it('setTags merges and removes tags in the row and the index; refuses more than max; with an epoch only for the lease holder', async () => {
+        const { task } = await store.insertTask(newTask(ns, { tags: { tenant: 'acme' } }));
+        const byTag = async (key: string, value: string): Promise<string[]> => (await store.listTasks({ tags: [[key, value]], limit: 10 })).map((t) => t.id);
+        expect(await byTag('tenant', 'acme')).toEqual([task.id]);
+        expect(await store.setTags(task.id, { set: { tenant: 'globex', user: 'u1' }, remove: [], max: 32 })).toEqual({ tenant: 'globex', user: 'u1' });
+        expect(await byTag('tenant', 'acme')).toEqual([]);
+        expect(await byTag('tenant', 'globex')).toEqual([task.id]);
+        expect(await store.setTags(task.id, { set: {}, remove: ['user'], max: 32 })).toEqual({ tenant: 'globex' });
+        expect(await byTag('user', 'u1')).toEqual([]);
+        expect(await store.setTags(task.id, { set: { a: '1', b: '2' }, remove: [], max: 2 })).toBe('too-many');
+        expect((await store.getTask(task.id))?.tags).toBe('{"tenant":"globex"}');
+        // A run's change: only at the lease's epoch.
+        expect(await store.setTags(task.id, { set: { x: '1' }, remove: [], epoch: 0, max: 32 })).toBeNull();
+        expect(await store.setTags(ns.id(), { set: { x: '1' }, remove: [], max: 32 })).toBeNull();
+        const claimed = await claimedTask(store, ns, { workflow: ns.wf('tagged'), tags: { k: 'v' } });
+        expect(await store.setTags(claimed.id, { set: { x: '1' }, remove: [], epoch: claimed.epoch, max: 32 })).toEqual({ k: 'v', x: '1' });
+        expect(await store.setTags(claimed.id, { set: { y: '1' }, remove: [], epoch: claimed.epoch + 1, max: 32 })).toBeNull();
+      });
+
+      it('forkTask creates the task with copies of the chosen journal rows (epoch 0, no log entry) in one write', async () => {
+        const source = await claimedTask(store, ns);
+        const rows = [0, 1, 2].map((seq) => stepRow(source.id, seq, source.epoch));
+        expect(await store.writeBatch(rows.map((step) => ({ kind: 'step' as const, taskId: source.id, epoch: source.epoch, step })))).toEqual([true, true, true]);
+        const fork = newTask(ns, { forkedFrom: source.id, tags: { experiment: 'x' } });
+        const row = await store.forkTask({ ...fork, forkedFrom: source.id }, [0, 1]);
+        expect(row).toMatchObject({ id: fork.id, status: 'pending', forkedFrom: source.id, tags: '{"experiment":"x"}' });
+        const copied = await store.getSteps(fork.id);
+        expect(copied.map((s) => [s.seq, s.name, s.epoch, s.output])).toEqual([
+          [0, 's0', 0, rows[0]?.output],
+          [1, 's1', 0, rows[1]?.output],
+        ]);
+        // The fork's log is its own creation entry only; the source keeps its rows.
+        expect((await store.getEvents(fork.id)).map((e) => e.seq)).toEqual([1]);
+        expect((await store.getSteps(source.id)).length).toBe(3);
+        expect((await store.listTasks({ tags: [['experiment', 'x']], limit: 10 })).map((t) => t.id)).toEqual([fork.id]);
       });
     });
 
