@@ -70,7 +70,8 @@ describe('stepwise CLI', () => {
       const retry = cli(['retry', a.id, '--db', db]);
       expect(retry.code).toBe(1);
       expect(retry.err.trim()).toBe(
-        `stepwise: [CONFLICT] Task ${a.id} was cancelled: only a failed task runs again from where it failed. Re-run it from a step with retry(id, { fromStep: '<step>' }) (stepwise retry ${a.id} --from-step <step>), or fork it (engine.fork).`,);
+        `stepwise: [CONFLICT] Task ${a.id} was cancelled: only a failed task runs again from where it failed. Re-run it from a step with retry(id, { fromStep: '<step>' }) (stepwise retry ${a.id} --from-step <step>), or fork it (engine.fork).`,
+      );
     } finally {
       await engine.close();
     }
@@ -255,7 +256,9 @@ describe('stepwise CLI', () => {
   it("refuses a flag the command does not take (another command's flag), naming the command's own, instead of ignoring it", () => {
     const ls = runCli(['ls', '--pending', '--db', 'sqlite:/nonexistent/x.db']);
     expect(ls.code).toBe(2);
-    expect(ls.err).toContain('stepwise ls: --pending is not an option of ls (its options: --status, --workflow, --parent, --tag, --since, --until, --failed-with, --text, --limit, --cursor, and --db, --json).');
+    expect(ls.err).toContain(
+      'stepwise ls: --pending is not an option of ls (its options: --status, --workflow, --parent, --tag, --since, --until, --failed-with, --text, --limit, --cursor, and --db, --json).',
+    );
     const show = runCli(['show', 'abc', '--reason', 'x']);
     expect(show.code).toBe(2);
     expect(show.err).toContain('--reason is not an option of show (it takes none');

@@ -12,7 +12,8 @@ export function taskTable(tasks: TaskSummary[]): string {
   const titled = tasks.some((t) => t.title);
   const title = (t: TaskSummary): string[] => (titled ? [t.title ? (t.title.length > 40 ? `${t.title.slice(0, 39)}…` : t.title) : ''] : []);
   // A tags column only when some task has tags (cut to 40 characters as well).
-  const tagged = tasks.some((t) => Object.keys(t.tags).length);
+  // (A summary from an older server has no tags.)
+  const tagged = tasks.some((t) => t.tags && Object.keys(t.tags).length);
   const tags = (t: TaskSummary): string[] => (tagged ? [cut(tagText(t.tags), 40)] : []);
   return table(
     ['ID', ...(titled ? ['TITLE'] : []), 'WORKFLOW', 'STATUS', ...(tagged ? ['TAGS'] : []), 'RUNS', 'CREATED', 'UPDATED', 'PROGRESS'],
@@ -135,7 +136,7 @@ export function taskDetail(t: TaskInfo): string {
   if (t.idempotencyKey) out.push(`  key        ${t.idempotencyKey}`);
   if (t.debounceKey) out.push(`  debounce   ${t.debounceKey}${t.runs === 0 && t.status === 'pending' && t.runAt !== null ? ` (collecting starts until ${time(t.runAt)})` : ''}`);
   if (t.singletonKey) out.push(`  singleton  ${t.singletonKey}`);
-  if (Object.keys(t.tags).length) out.push(`  tags       ${tagText(t.tags)}`);
+  if (t.tags && Object.keys(t.tags).length) out.push(`  tags       ${tagText(t.tags)}`);
   if (t.forkedFrom) out.push(`  forked     from ${t.forkedFrom}`);
   out.push(`  created    ${time(t.createdAt)}${t.finishedAt ? `   finished ${time(t.finishedAt)} (${formatMs(t.finishedAt - t.createdAt)})` : ''}`);
   out.push(`  runs       ${t.runs}${t.retries ? `   retries ${t.retries}` : ''}   epoch ${t.epoch}`);

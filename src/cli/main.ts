@@ -52,6 +52,9 @@ Commands:
   signal <id> <name> [--data JSON|@file|-] [--key K] [--require-waiting]
                              send an event to ctx.waitForEvent(name); --require-waiting refuses
                              it unless the task waits for that name (catches typos)
+  mcp [--as NAME] [--role viewer|operator|approver|admin]
+                             the MCP server on stdin/stdout for coding agents (tools to search, show,
+                             explain, cancel, retry, fork tasks and decide approvals); see docs/mcp.md
   serve [module] [--port N] [--host H] [--auth FILE] [--with-worker] [--log json|pretty|none]
                              HTTP API and dashboard (tokens from --auth FILE or STEPWISE_TOKENS
                              "name:role:token,..."; roles viewer, operator, approver, admin)
@@ -98,6 +101,7 @@ const COMMANDS: Record<string, Command> = {
   migrate: commands.migrate,
   // Loaded on use: the other commands never load the server's dependencies (Hono, pino, prom-client, zod).
   serve: async (ctx) => (await import('./serve.ts')).serve(ctx),
+  mcp: async (ctx) => (await import('./mcp.ts')).mcp(ctx),
   approvals: approvalCommands.approvals,
   approve: approvalCommands.approve,
   reject: approvalCommands.reject,
@@ -123,6 +127,7 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   send: ['data', 'key', 'as'],
   migrate: [],
   serve: ['port', 'host', 'auth', 'with-worker', 'log'],
+  mcp: ['as', 'role'],
   approvals: ['pending', 'status', 'approver', 'workflow'],
   approve: ['as', 'comment', 'data', 'key'],
   reject: ['as', 'comment', 'data', 'key'],
@@ -179,6 +184,7 @@ const OPTIONS = {
   'worker-id': { type: 'string' },
   quiet: { type: 'boolean' },
   as: { type: 'string' },
+  role: { type: 'string' },
   'require-waiting': { type: 'boolean' },
   port: { type: 'string' },
   host: { type: 'string' },

@@ -50,6 +50,8 @@ export interface ServerOptions {
   publicMetrics?: boolean;
   /** Serve the dashboard at `/`. @defaultValue true */
   dashboard?: boolean;
+  /** Serve the MCP server (streamable HTTP) at `/mcp`, as each request's token. @defaultValue true */
+  mcp?: boolean;
   /** Source of now (for idempotency expiry). @defaultValue the engine's clock */
   clock?: Clock;
   /** How long a replayed answer (cancel, retry, pause, resume) is kept. @defaultValue 24 hours */
@@ -100,6 +102,7 @@ const SERVER_OPTIONS = optionNames<ServerOptions>()(
   'metrics',
   'publicMetrics',
   'dashboard',
+  'mcp',
   'clock',
   'idempotencyTtlMs',
   'idempotencyCacheBytes',
@@ -161,6 +164,10 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   app.get('/api/openapi.json', (c) => c.json(openapi));
 
   mountRoutes(app, routes, { authenticate, tooLarge: tooLarge(limit), cache, logger, metrics });
+  // MCP over streamable HTTP, as the token's identity (server/mcp/); the SDK loads on first use.
+  if (options.mcp !== false) {
+    app.all('/mcp', tooLarge(limit), authenticate, async (c) => (await import('./mcp/http.ts')).handleMcp(engine, c.get('identity'), summaries, c.req.raw));
+  }
   mountStreams(app, streams.mount, authenticate);
   // Any other method on an API path: 405 rather than a confusing 404.
   app.all('/api/*', (c) => c.json({ error: { code: 'METHOD_NOT_ALLOWED', message: `${c.req.method} is not allowed on ${c.req.path}.` } }, c.req.method === 'GET' ? 404 : 405));

@@ -137,7 +137,7 @@ export function taskPage(d: TaskPageData): string {
 <p><a href="/">← Tasks</a></p>
 <h1><span class="id">${esc(t.id)}</span> ${badge(t.status)}</h1>
 <p class="summary">${esc(d.summary)}</p>
-<dl class="facts">${t.title ? `<dt>Title</dt><dd class="title">${esc(t.title)}</dd>` : ''}${Object.keys(t.tags).length ? `<dt>Tags</dt><dd class="tags">${tagChips(t.tags)}</dd>` : ''}${t.forkedFrom ? `<dt>Forked from</dt><dd class="forked"><a href="/tasks/${esc(t.forkedFrom)}">${esc(t.forkedFrom)}</a></dd>` : ''}<dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
+<dl class="facts">${t.title ? `<dt>Title</dt><dd class="title">${esc(t.title)}</dd>` : ''}${Object.keys(t.tags ?? {}).length ? `<dt>Tags</dt><dd class="tags">${tagChips(t.tags)}</dd>` : ''}${t.forkedFrom ? `<dt>Forked from</dt><dd class="forked"><a href="/tasks/${esc(t.forkedFrom)}">${esc(t.forkedFrom)}</a></dd>` : ''}<dt>Workflow</dt><dd>${esc(t.workflow)} <small>v${esc(t.workflowVersion)}</small></dd>
 ${t.debounceKey ? `<dt>Debounce key</dt><dd>${esc(t.debounceKey)}</dd>` : ''}${t.singletonKey ? `<dt>Singleton key</dt><dd>${esc(t.singletonKey)}</dd>` : ''}
 <dt>Created</dt><dd>${time(t.createdAt)}</dd><dt>Finished</dt><dd>${time(t.finishedAt)}</dd><dt>Runs</dt><dd>${t.runs}</dd><dt>Retries</dt><dd>${t.retries}</dd>
 ${usageFacts(t)}${t.lease ? `<dt>Lease</dt><dd>${esc(t.lease.owner)} until ${time(t.lease.expiresAt)}</dd>` : ''}${t.cancelReason ? `<dt>Cancel reason</dt><dd>${esc(t.cancelReason)}</dd>` : ''}</dl>
