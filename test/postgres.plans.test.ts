@@ -154,7 +154,8 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
         // index, whether or not it names the workflows: not the table. Tasks 1…1000 are old, 90% of
         // them succeeded (finished at their number); the sweep deletes those that finished before 500.
         const sweeps: Array<{ name: string; statuses: Array<'succeeded' | 'failed'>; workflows?: string[]; rows: number; most: number }> = [
-          { name: 'sweep of succeeded tasks', statuses: ['succeeded'], rows: 450, most: 2 * 1000 },
+          // (+ 40: the probes above updated 40 tasks, some in this range, each leaving the index entry of its old version.)
+          { name: 'sweep of succeeded tasks', statuses: ['succeeded'], rows: 450, most: 2 * 1000 + 40 },
           // A bitmap scan may combine the workflow and id indexes: each entry read, then each row.
           { name: "sweep of one workflow's succeeded tasks", statuses: ['succeeded'], workflows: ['w'], rows: 450, most: 3 * 1000 },
           { name: 'sweep of failed tasks (none)', statuses: ['failed'], rows: 0, most: 10 },
