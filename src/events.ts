@@ -23,6 +23,11 @@ export interface WorkerEvents {
   'worker:error': { error: Error; during: string };
   /** An approval a run asked for was requested, reminded, escalated or decided by its timeout policy. */
   'approval:notice': ApprovalNotice;
+  /**
+   * A replayed model call (`stepwise-engine/ai`) whose request the code now makes differently from
+   * the recorded one (prompt, model, tools or settings changed): the recorded answer is kept.
+   */
+  'model:drift': { taskId: string; step: string; model: string; recordedFingerprint: string; fingerprint: string };
 }
 
 export type WorkerEventName = keyof WorkerEvents;

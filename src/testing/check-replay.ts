@@ -57,6 +57,21 @@ export interface ReplayReport {
   ended: 'same-end' | 'goes-on';
   /** What the code did past its journal: `step "notify" (attempt 1)`, `the park transition with …`; null for `same-end`. */
   next: string | null;
+  /**
+   * Recorded model calls (`stepwise-engine/ai`) the current code would make with another request
+   * (prompt, model, tools or settings changed): their answers came from code that has changed.
+   * In journal order; re-run from the first with `engine.retry(id, { fromStep: report.drift[0].step })`.
+   */
+  drift: DriftedCall[];
+}
+
+/** A recorded model call whose request the current code makes differently. */
+export interface DriftedCall {
+  /** The step id (`name`, or `name#2`). */
+  step: string;
+  model: string;
+  recordedFingerprint: string;
+  fingerprint: string;
 }
 
 /** The current code of a workflow does not replay a task's journal. */
@@ -120,6 +135,7 @@ export async function checkReplay(engine: Engine, taskId: string, options: Check
     await scratch.migrate();
     await importTask(scratch, row, steps, approvals, clock.now());
     let newCall: string | null = null;
+    const drift: DriftedCall[] = [];
     let died!: () => void;
     const stopped = new Promise<void>((resolve) => (died = resolve));
     let worker: ReturnType<Engine['worker']> | null = null;
@@ -130,6 +146,7 @@ export async function checkReplay(engine: Engine, taskId: string, options: Check
     view = v;
     const replayer = new Engine({ store: v.store, workflows: [code], clock: processClock(clock, () => !v.dead) });
     worker = replayer.worker({ ...WORKER_OPTIONS, workerId: 'check-replay' });
+    worker.on('model:drift', (e) => void drift.push({ step: e.step, model: e.model, recordedFingerprint: e.recordedFingerprint, fingerprint: e.fingerprint }));
     worker.on('step:started', (e) => {
       if (v.dead) return;
       newCall = `step "${e.step}" (attempt ${e.attempt})`;
@@ -158,9 +175,9 @@ export async function checkReplay(engine: Engine, taskId: string, options: Check
       }
       const other = otherEnd(row, end);
       if (other) throw fail('other-end', other);
-      return { ...report, ended: 'same-end', next: null };
+      return { ...report, ended: 'same-end', next: null, drift };
     }
-    return { ...report, ended: 'goes-on', next: next ?? v.writes[0]?.what ?? null };
+    return { ...report, ended: 'goes-on', next: next ?? v.writes[0]?.what ?? null, drift };
   } finally {
     await view?.settled();
     await scratch.close();

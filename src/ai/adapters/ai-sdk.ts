@@ -72,10 +72,12 @@ function durableTextResult<TOOLS extends ai.ToolSet>(r: SdkTextResult<TOOLS>): D
   };
 }
 
-function split<O extends ModelStepOptions>(options: O): [Omit<O, keyof ModelStepOptions>, ModelStepOptions & { input?: unknown }] {
+function split<O extends ModelStepOptions>(options: O): [Omit<O, keyof ModelStepOptions>, ModelStepOptions & { input?: unknown; request: unknown }] {
   const { step, prices, rateLimit, ...rest } = options;
   const input = { system: (rest as { system?: unknown }).system, prompt: (rest as { prompt?: unknown }).prompt, messages: (rest as { messages?: unknown }).messages };
-  return [rest, { ...(step ? { step } : {}), ...(prices ? { prices } : {}), ...(rateLimit !== undefined ? { rateLimit, input } : {}) }];
+  // What decides the answer: every SDK option but the model object (its id is fingerprinted).
+  const { model: _model, ...request } = rest as Record<string, unknown>;
+  return [rest, { ...(step ? { step } : {}), ...(prices ? { prices } : {}), ...(rateLimit !== undefined ? { rateLimit, input } : {}), request }];
 }
 
 /**
@@ -206,7 +208,12 @@ export function generateObject<T>(ctx: WorkflowContext, name: string, options: G
   const { step, prices, repair, model, schema, system, prompt, messages, maxOutputTokens, temperature, headers, rateLimit } = options;
   const maxRepairs = repair?.maxAttempts ?? 2;
   const limited = rateLimit !== undefined ? { rateLimit, input: { system, prompt, messages } } : {};
-  const engine: ModelStepOptions & { input?: unknown } = { ...(step ? { step } : {}), ...(prices ? { prices } : {}), ...limited };
+  const engine: ModelStepOptions & { input?: unknown; request: unknown } = {
+    ...(step ? { step } : {}),
+    ...(prices ? { prices } : {}),
+    ...limited,
+    request: { schema, system, prompt, messages, maxOutputTokens, temperature },
+  };
   // A fallback or a supplied output is the object itself: no call was made, so nothing was spent.
   const given = (object: unknown): DurableObjectResult<T> => ({
     object: object as T,

@@ -17,6 +17,7 @@ import { classifyProviderError } from './provider-errors.ts';
 import { estimateTokens, type PriceTable, type TokenCounts } from '../metering/usage.ts';
 import { openStream, type StreamWriter } from '../metering/stream-chunks.ts';
 import { usedTokens, withRateLimit, type ModelRateLimit } from './rate-estimate.ts';
+import { fingerprintOf } from './fingerprint.ts';
 
 /** Options every model step takes beside the SDK's own. */
 export interface ModelStepOptions {
@@ -67,34 +68,37 @@ export function contextRun(ctx: WorkflowContext, what: string): NonNullable<Retu
   return run;
 }
 
+/** What a model step is told besides its call. */
+export type ModelStepCall<T> = ModelStepOptions & {
+  maxOutputTokens?: number;
+  streaming?: boolean;
+  what: string;
+  /** What the call sends (its prompt and messages): the rate limit's token estimate is made from it. */
+  input?: unknown;
+  /**
+   * Everything that decides the call's answer (prompt or messages, tools, schema, settings; the
+   * model object left out): its fingerprint is recorded with the result. @defaultValue `input`
+   */
+  request?: unknown;
+  /**
+   * The result made of a value given in place of a call: a skipped step's `fallback`, or an
+   * output a person supplied when the step asked (`onExhausted`). Without it the value is
+   * handed back as it is.
+   */
+  given?: (value: unknown) => T;
+};
+
 /**
  * Runs `call` as step `name` of `ctx` for model `model` (the id the price table knows). With
  * `streaming`, the attempt's deltas are published as the step's stream (see `stream-chunks.ts`).
  */
-export async function modelStep<T>(
-  ctx: WorkflowContext,
-  name: string,
-  model: string,
-  options: ModelStepOptions & {
-    maxOutputTokens?: number;
-    streaming?: boolean;
-    what: string;
-    /** What the call sends (its prompt and messages): the rate limit's token estimate is made from it. */
-    input?: unknown;
-    /**
-     * The result made of a value given in place of a call: a skipped step's `fallback`, or an
-     * output a person supplied when the step asked (`onExhausted`). Without it the value is
-     * handed back as it is.
-     */
-    given?: (value: unknown) => T;
-  },
-  call: (io: AttemptIO) => Promise<CallResult<T>>,
-): Promise<T> {
+export async function modelStep<T>(ctx: WorkflowContext, name: string, model: string, options: ModelStepCall<T>, call: (io: AttemptIO) => Promise<CallResult<T>>): Promise<T> {
   const run = contextRun(ctx, options.what);
   if (typeof name !== 'string' || !name) throw new InvalidArgumentError(`${options.what}: the step name must be a non-empty string.`);
-  const stored = await ctx.step(
+  const fingerprint = fingerprintOf(model, options.request ?? options.input);
+  const call$ = ctx.step(
     name,
-    async (s): Promise<Faithful> => {
+    async (s): Promise<Faithful & { fingerprint: string }> => {
       const meter = meterOf(run);
       const attempt = await meter.begin(s.stepName, model, {
         ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
@@ -135,17 +139,31 @@ export async function modelStep<T>(
       await s.rateLimit?.settle(usedTokens(result.usage));
       await stream?.finish();
       await meter.end(s.stepName, attempt, result.model ?? model, 'succeeded', result.usage, prices);
-      return toFaithful(result.value);
+      return { ...toFaithful(result.value), fingerprint };
     },
     withRateLimit(run, options.step, options.rateLimit, options.input, options.maxOutputTokens),
   );
-  if (isFaithful(stored)) return fromFaithful<T>(stored);
-  return options.given ? options.given(stored) : (stored as T);
+  // The call's step id (its position is taken as the call is made): `name`, or `name#2` for the second.
+  const occurrence = run.occurrence(name);
+  const stored = await call$;
+  if (!isFaithful(stored)) return options.given ? options.given(stored) : (stored as T);
+  if (typeof stored.fingerprint === 'string' && stored.fingerprint !== fingerprint)
+    reportDrift(run, occurrence === 1 ? name : `${name}#${occurrence}`, model, stored.fingerprint, fingerprint);
+  return fromFaithful<T>(stored);
 }
 
-/** Whether a step's output is a stored call result (`toFaithful`), not a value given in its place. */
-function isFaithful(v: unknown): v is Faithful {
+/**
+ * A recorded answer of a call the code now makes differently (another fingerprint): the answer is
+ * kept, and the worker's listeners are told (`model:drift`).
+ */
+function reportDrift(run: NonNullable<ReturnType<typeof runOf>>, step: string, model: string, recorded: string, current: string): void {
+  run.deps.emit('model:drift', { taskId: run.taskId, step, model, recordedFingerprint: recorded, fingerprint: current });
+}
+
+/** Whether a step's output is a stored call result (`toFaithful`, with its fingerprint since it is recorded), not a value given in its place. */
+function isFaithful(v: unknown): v is Faithful & { fingerprint?: string } {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const keys = Object.keys(v);
-  return keys.length === 2 && 'value' in v && Array.isArray((v as { dates?: unknown }).dates);
+  const fingerprinted = keys.length === 3 && typeof (v as { fingerprint?: unknown }).fingerprint === 'string';
+  return (keys.length === 2 || fingerprinted) && 'value' in v && Array.isArray((v as { dates?: unknown }).dates);
 }

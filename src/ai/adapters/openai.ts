@@ -75,7 +75,14 @@ export function chatCompletion(ctx: WorkflowContext, name: string, client: OpenA
     ctx,
     name,
     body.model,
-    { ...options, ...(typeof maxOut === 'number' ? { maxOutputTokens: maxOut } : {}), streaming: body.stream === true, what: `chatCompletion("${name}")`, input: body.messages },
+    {
+      ...options,
+      ...(typeof maxOut === 'number' ? { maxOutputTokens: maxOut } : {}),
+      streaming: body.stream === true,
+      what: `chatCompletion("${name}")`,
+      input: body.messages,
+      request: { ...body, stream: undefined, stream_options: undefined },
+    },
     async (io) => {
       const request = { signal: io.step.signal, maxRetries: 0, headers: io.headers };
       if (!body.stream) {
