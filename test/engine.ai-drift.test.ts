@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { MockLanguageModelV3 } from 'ai/test';
 import { workflow, type Workflow } from '../src/index.ts';
 import { generateText } from '../src/ai/index.ts';
-import { checkReplay } from '../src/testing/index.ts';
+import { checkDrift, checkReplay } from '../src/testing/index.ts';
 import { TEST_STORE, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
 function fakeModel(id: string): { model: MockLanguageModelV3; prompts: string[] } {
@@ -78,6 +78,34 @@ describe(`model call fingerprints and drift (${TEST_STORE})`, () => {
       await worker2.stop();
     }
     expect((await checkReplay(next, id)).drift).toEqual([]);
+  });
+
+  it('checkDrift finds the drifted tasks of a filter, each with the step to re-run from', async () => {
+    const fake = fakeModel('mock-1');
+    const url = tempDbUrl();
+    const old = makeEngine({ store: url, workflows: [summary(fake.model, 'Summarise')] });
+    const worker = await startWorker(old);
+    const ids: string[] = [];
+    try {
+      for (const doc of ['a', 'b']) {
+        const { id } = await old.start('summary', { doc }, { tags: { batch: 'x' } });
+        await waitForStatus(old, id, 'waiting');
+        await old.signal(id, 'publish', null);
+        await old.result(id, { timeout: '10s' });
+        ids.push(id);
+      }
+    } finally {
+      await worker.stop();
+    }
+    expect((await checkDrift(old, { tags: { batch: 'x' } })).drifted).toEqual([]);
+    const edited = makeEngine({ store: url, workflows: [summary(fake.model, 'Summarise in two lines')] });
+    const report = await checkDrift(edited, { tags: { batch: 'x' } });
+    expect(report.checked).toBe(2);
+    expect(report.drifted.map((d) => [d.taskId, d.firstDrift])).toEqual([
+      [ids[1], 'summarise'],
+      [ids[0], 'summarise'],
+    ]);
+    expect(fake.prompts).toHaveLength(2);
   });
 
   it("tells the worker's listeners when a task resumed by changed code replays a drifted call", async () => {

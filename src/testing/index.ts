@@ -24,6 +24,7 @@ export type { ApprovalAnswer, TaskWait } from './world.ts';
 
 // Replay a recorded task against the current code
 export { checkReplay, ReplayCheckError, isReplayCheckError, type CheckReplayOptions, type ReplayReport, type DriftedCall } from './check-replay.ts';
+export { checkDrift, type DriftReport, type TaskDrift } from './check-drift.ts';
 
 // Declarative fault injection: failing and hanging steps, model errors, a store that goes away
 export { faultPlan, FaultPlan, type Fault, type StepFault, type ModelFault, type StoreFault } from './faults.ts';
