@@ -15,7 +15,7 @@ export function checkOptionKeys(options: unknown, known: readonly string[], wher
   }
 }
 
-export const START_OPTIONS = ['by', 'idempotencyKey', 'delay', 'budget', 'deadline', 'title', 'debounce', 'singleton', 'priority', 'tags'] as const;
+export const START_OPTIONS = ['by', 'idempotencyKey', 'delay', 'budget', 'deadline', 'title', 'debounce', 'singleton', 'priority', 'tags', 'version'] as const;
 export const START_MANY_ITEM = ['workflow', 'input', ...START_OPTIONS] as const;
 export const LIST_OPTIONS = ['status', 'workflow', 'tags', 'createdAfter', 'createdBefore', 'failedWith', 'text', 'parent', 'limit', 'cursor'] as const;
 export const COUNT_OPTIONS = ['status', 'workflow', 'due', 'cap'] as const;

@@ -48,6 +48,8 @@ export interface StartManyItem {
   priority?: number;
   /** Tags to search the task by; see `StartOptions.tags`. */
   tags?: Tags;
+  /** The workflow version the task is pinned to; see `StartOptions.version`. */
+  version?: string;
 }
 
 export interface StartContext {
@@ -75,7 +77,7 @@ export async function planStart(
   c: StartContext,
   workflow: string | Workflow<unknown, unknown, unknown>,
   input: unknown,
-  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number; title?: string; priority?: number; tags?: Tags },
+  options: { idempotencyKey?: string; delay?: Duration; by?: string | Actor; budget?: Budget; deadline?: Date | number; title?: string; priority?: number; tags?: Tags; version?: string },
 ): Promise<PlannedStart> {
   const name = typeof workflow === 'string' ? workflow : workflow?.name;
   if (typeof name !== 'string') throw new InvalidArgumentError('engine.start() needs a workflow name or definition.');
@@ -100,6 +102,7 @@ export async function planStart(
     }
     version = (versions[0] as { version: string }).version;
   }
+  if (options.version !== undefined) version = await pinnedVersion(c, name, def, options.version);
   let encoded: string | null;
   try {
     encoded = encodeJson(value, 'The input');
@@ -139,6 +142,25 @@ export async function planStart(
       ...planCreation(actor),
     },
   };
+}
+
+/**
+ * The version a start pins its task to: one this engine's definition runs (its `version` or a
+ * `compatibleVersions` entry) or one a worker has registered; any other is refused, naming them.
+ */
+async function pinnedVersion(c: StartContext, name: string, def: Workflow | undefined, asked: unknown): Promise<string> {
+  if ((typeof asked !== 'string' && typeof asked !== 'number') || String(asked) === '') {
+    throw new InvalidArgumentError(`engine.start(): version must be a workflow version (a string), got ${JSON.stringify(asked)}.`);
+  }
+  const version = String(asked);
+  const known = new Set([
+    ...(def ? [def.version, ...(def.options.compatibleVersions ?? []).map(String)] : []),
+    ...(await c.store.listWorkflows()).filter((w) => w.name === name).map((w) => w.version),
+  ]);
+  if (!known.has(version)) {
+    throw new InvalidArgumentError(`engine.start(): workflow "${name}" has no version "${version}" that a worker runs or has run (known: ${[...known].join(', ') || 'none'}).`);
+  }
+  return version;
 }
 
 /** The answer to a planned start once inserted; a key that names another workflow's task or another input is a conflict. */

@@ -21,7 +21,7 @@ describe('unknown option keys', () => {
   it('engine.start refuses a mistyped idempotencyKey instead of starting a duplicate', async () => {
     const engine = makeEngine({ workflows: [wf] });
     const msg = await refused(engine.start('w', {}, { idempotencykey: 'order-1' } as never));
-    expect(msg).toContain('engine.start(): unknown option "idempotencykey" (known: by, idempotencyKey, delay, budget, deadline, title, debounce, singleton, priority, tags)');
+    expect(msg).toContain('engine.start(): unknown option "idempotencykey" (known: by, idempotencyKey, delay, budget, deadline, title, debounce, singleton, priority, tags, version)');
     expect((await engine.list()).tasks).toHaveLength(0);
     expect(await refused(engine.startMany([{ workflow: 'w', input: 1, idempotencykey: 'x' } as never]))).toContain('startMany(): item 0: unknown option "idempotencykey"');
   });

@@ -301,7 +301,7 @@ describe('HTTP API: documentation, health and metrics', () => {
     const start = doc.paths['/api/tasks'].post.requestBody.content['application/json'].schema;
     expect(start.required).toEqual(['workflow']);
     expect(start.additionalProperties).toBe(false);
-    expect(Object.keys(start.properties).sort()).toEqual(['debounce', 'delayMs', 'idempotencyKey', 'input', 'priority', 'singleton', 'tags', 'title', 'workflow']);
+    expect(Object.keys(start.properties).sort()).toEqual(['debounce', 'delayMs', 'idempotencyKey', 'input', 'priority', 'singleton', 'tags', 'title', 'version', 'workflow']);
     expect(doc.paths['/api/tasks'].get.parameters.map((p: { name: string }) => p.name)).toEqual([
       'status',
       'workflow',

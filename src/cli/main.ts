@@ -22,7 +22,7 @@ Commands:
   worker <module>            run the workflows exported by <module> (.js, or .ts with tsx)
         [--concurrency N] [--claim-batch N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
         [--workflows a,b] [--worker-id ID] [--quiet] [--log json|pretty|none]
-  start <workflow> --input JSON|@file|- [--key K] [--wait] [--title T] [--priority N] [--tag K=V]...
+  start <workflow> --input JSON|@file|- [--key K] [--wait] [--title T] [--priority N] [--tag K=V]... [--workflow-version V]
         [--debounce KEY --period D [--max-wait D]] [--singleton KEY [--join]]
                              create a task (same --key → the existing task); --wait follows it live;
                              --debounce: starts of KEY within D are one task with the last input;
@@ -111,7 +111,7 @@ const COMMANDS: Record<string, Command> = {
 /** The options each command reads, besides --db, --json and --help: a flag of another command is refused, not ignored. */
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   worker: ['concurrency', 'claim-batch', 'lease-ms', 'heartbeat-ms', 'poll-ms', 'grace-ms', 'workflows', 'worker-id', 'quiet', 'log'],
-  start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join', 'priority', 'tag'],
+  start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join', 'priority', 'tag', 'workflow-version'],
   ls: ['status', 'workflow', 'parent', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'cursor'],
   show: [],
   explain: [],
@@ -160,6 +160,7 @@ const OPTIONS = {
   'max-wait': { type: 'string' },
   priority: { type: 'string' },
   tag: { type: 'string', multiple: true },
+  'workflow-version': { type: 'string' },
   since: { type: 'string' },
   until: { type: 'string' },
   'failed-with': { type: 'string' },

@@ -8,10 +8,12 @@ import { InvalidArgumentError, type StartOptions } from '../index.ts';
 import { str, type CommandContext } from './context.ts';
 import { tagFlags } from './search-options.ts';
 
-export function keyedStartOptions(ctx: CommandContext): Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority' | 'tags'> {
-  const out: Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority' | 'tags'> = {};
+export function keyedStartOptions(ctx: CommandContext): Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority' | 'tags' | 'version'> {
+  const out: Pick<StartOptions, 'title' | 'debounce' | 'singleton' | 'priority' | 'tags' | 'version'> = {};
   const tags = tagFlags(ctx, 'start');
   if (tags) out.tags = tags;
+  const version = str(ctx.options, 'workflow-version');
+  if (version !== undefined) out.version = version;
   const title = str(ctx.options, 'title');
   if (title !== undefined) out.title = title;
   const priority = str(ctx.options, 'priority');

@@ -97,6 +97,14 @@ export interface StartOptions extends CommandOptions {
    * digits, `_ . : -` (≤ 64), values 1-256 characters. Children started by the task inherit them.
    */
   tags?: Tags;
+  /**
+   * Pin the task to this version of the workflow instead of the current one: only workers running
+   * that version (or listing it in `compatibleVersions`) take it — a canary of a new version, or
+   * more work for an old one during a migration. Refused unless this engine's definition runs it
+   * or a worker has registered it. @defaultValue the version of the engine's definition, else the
+   * last one a worker registered
+   */
+  version?: string;
 }
 
 export interface RetryTaskOptions extends CommandOptions {

@@ -48,6 +48,7 @@ export const StartBody = z
       .describe("at most one live task of the workflow per key: a second start is refused (409 SINGLETON_RUNNING) or, with mode 'join', answered with it (200)"),
     priority: z.number().int().min(0).max(1000).optional().describe("0..1000, higher first among due tasks (a priority p counts as p seconds of waiting); default: the workflow's"),
     tags: z.record(z.string(), z.string()).optional().describe('tags to find the task by: { tenant: "acme" } (at most 32; keys a letter then letters, digits, _ . : -)'),
+    version: z.string().min(1).max(100).optional().describe('pin the task to this workflow version (one a worker runs or has run)'),
   })
   .strict();
 

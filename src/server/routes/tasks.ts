@@ -37,6 +37,7 @@ function startOptions(identity: Identity, body: z.output<typeof StartBody>, key:
     ...(body.singleton !== undefined ? { singleton: body.singleton } : {}),
     ...(body.priority !== undefined ? { priority: body.priority } : {}),
     ...(body.tags !== undefined ? { tags: body.tags } : {}),
+    ...(body.version !== undefined ? { version: body.version } : {}),
   };
 }
 
