@@ -4,6 +4,7 @@
  * They travel as `WorkerNews` (news.ts) on the engine's one news bus, with the worker and
  * the run they came from; observers are fed from the same news.
  */
+import type { Alert } from './alerts/types.ts';
 import type { ApprovalNotice } from './approvals/types.ts';
 import type { TaskStatus } from './lifecycle.ts';
 
@@ -28,6 +29,8 @@ export interface WorkerEvents {
    * the recorded one (prompt, model, tools or settings changed): the recorded answer is kept.
    */
   'model:drift': { taskId: string; step: string; model: string; recordedFingerprint: string; fingerprint: string };
+  /** An alert the worker raised (`new Engine({ alerts })`): once per subject and quiet period across the workers. */
+  'alert:raised': Alert;
 }
 
 export type WorkerEventName = keyof WorkerEvents;

@@ -9,6 +9,7 @@
  * returns a promise that rejects) never fails the engine's work: it is reported as a process
  * warning with code `STEPWISE_OBSERVER`. Nothing else may patch into a run.
  */
+import type { Alert } from './alerts/types.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import type { TaskEvent } from './task-events.ts';
 import type { AttemptInfo, NewsBus, NewsOf, NewsType, RunInfo } from './news.ts';
@@ -63,6 +64,12 @@ export interface Observer {
    * once per stay; the task's log has the same `dwell:exceeded` entry.
    */
   onDwellAlert?(alert: DwellAlert): unknown;
+  /**
+   * An alert a worker of this process raised (`new Engine({ alerts })`): a workflow failing again
+   * and again, a task in a crash loop, a workflow no live worker serves, a task stuck past its dwell
+   * bound; once per subject and quiet period across every worker of the store.
+   */
+  onAlert?(alert: Alert): unknown;
   /** The worker itself met a problem (a claim or heartbeat failed); it keeps going. */
   onWorkerError?(e: { workerId: string; error: Error; during: string }): unknown;
 }
@@ -107,6 +114,7 @@ const FEEDS: readonly Feed[] = [
   { type: 'worker:error', hook: 'onWorkerError', feed: (os, n) => notify(os, 'onWorkerError', { workerId: n.workerId, error: n.payload.error, during: n.payload.during }) },
   { type: 'approval:notice', hook: 'onApproval', feed: (os, n) => notify(os, 'onApproval', n.payload) },
   { type: 'dwell:alert', hook: 'onDwellAlert', feed: (os, n) => notify(os, 'onDwellAlert', n.alert) },
+  { type: 'alert:raised', hook: 'onAlert', feed: (os, n) => notify(os, 'onAlert', n.payload) },
 ];
 
 /**

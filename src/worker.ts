@@ -31,6 +31,7 @@ import type { Workflow } from './workflow.ts';
 import type { NewsBus, RunInfo } from './news.ts';
 import type { Observer } from './observers.ts';
 import type { Idempotency } from './idempotency/run.ts';
+import type { ResolvedAlerts } from './alerts/options.ts';
 import type { RateLimitTable } from './rate-limits/config.ts';
 import type { RetentionMs } from './retention/policy.ts';
 import { DEFAULT_FRAMES_AFTER_END_MS, type ResolvedStreamFrames } from './stream-frames.ts';
@@ -72,6 +73,8 @@ export interface WorkerHost {
   engine?: object;
   /** The engine's named rate limits (steps draw on them). */
   rateLimits?: RateLimitTable;
+  /** The engine's alerts (`new Engine({ alerts })`), resolved; null or absent: none. */
+  alerts?: ResolvedAlerts | null;
 }
 
 export class Worker {
@@ -107,16 +110,13 @@ export class Worker {
     this.#o = resolveOptions(options);
     this.#news = new WorkerNewsDesk(host.bus, this.id);
   }
-
   get state(): WorkerState {
     return this.#state;
   }
-
   /** Tasks this worker is running now. */
   get inFlight(): number {
     return this.#runs.size;
   }
-
   /** @internal Whether this worker is running `taskId` now (its run will announce its end here). */
   holds(taskId: string): boolean {
     return this.#runs.has(taskId);
@@ -181,6 +181,7 @@ export class Worker {
       retentionSweepMs: this.#o.retentionSweepMs,
       scheduleScanMs: this.#o.scheduleScanMs,
       ...(this.#host.fireSchedules ? { fireSchedules: this.#host.fireSchedules } : {}),
+      alerts: this.#host.alerts ?? null,
       onError: (error, during) => this.#news.emit('worker:error', { error, during }),
     });
     this.#news.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
@@ -205,7 +206,6 @@ export class Worker {
     this.#woken = true;
     this.#wake?.();
   }
-
   async #claimLoop(): Promise<void> {
     const store = this.#store as Store;
     const plan = claimPlan(this.#workflows);

@@ -19,6 +19,7 @@ import { ResultWaiters } from '../result-waiters.ts';
 import { StartBatcher } from '../start-batcher.ts';
 import { isWorkflow, type Workflow } from '../workflow.ts';
 import { resolveRetention, type RetentionMs } from '../retention/policy.ts';
+import { resolveAlerts, type ResolvedAlerts } from '../alerts/options.ts';
 import type { PurgeDeps } from '../retention/purge.ts';
 import { resolveStreamFrames, type ResolvedStreamFrames } from '../stream-frames.ts';
 import type { Idempotency } from '../idempotency/run.ts';
@@ -65,6 +66,7 @@ export class EngineCore {
   readonly rateLimits: RateLimitTable;
   readonly #fireSchedules: FireSchedules;
   readonly #retention: RetentionMs;
+  readonly #alerts: ResolvedAlerts | null;
   readonly #streamFrames: ResolvedStreamFrames;
   /** What the command modules get from this engine (commands/context.ts). */
   readonly ctx: CommandContext;
@@ -86,6 +88,7 @@ export class EngineCore {
     this.limits = engineLimits(options.limits);
     this.rateLimits = resolveRateLimits(options.rateLimits);
     this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
+    this.#alerts = resolveAlerts(options.alerts);
     this.#streamFrames = resolveStreamFrames(options.streamFrames);
     this.observers = engineObservers(options.observers);
     observeNews(this.bus, this.observers);
@@ -198,6 +201,7 @@ export class EngineCore {
       fireSchedules: this.#fireSchedules,
       engine: this.#engine,
       rateLimits: this.rateLimits,
+      alerts: this.#alerts,
     };
     return newWorker({ ...host, ...parts }, options);
   }

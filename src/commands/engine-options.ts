@@ -3,6 +3,7 @@
  * The options of `new Engine()`.
  */
 import { optionNames } from '../option-keys.ts';
+import type { AlertOptions } from '../alerts/types.ts';
 import type { Clock } from '../clock.ts';
 import type { Limits } from '../limits.ts';
 import type { Observer } from '../observers.ts';
@@ -25,6 +26,7 @@ export const ENGINE_OPTIONS = optionNames<EngineOptions>()(
   'retention',
   'streamFrames',
   'rateLimits',
+  'alerts',
   'sqlite',
   'postgres',
 );
@@ -80,4 +82,12 @@ export interface EngineOptions extends StoreOptions {
    * @defaultValue no limits
    */
   rateLimits?: RateLimits;
+  /**
+   * What this engine's workers alert operators about — a workflow failing again and again, a task
+   * in a crash loop, a workflow with due tasks and no live worker, a task stuck past its dwell
+   * bound — through observers' `onAlert` and an optional webhook, once per subject and quiet
+   * period across every worker of the store. See docs/operations.md. `{}`: the defaults.
+   * @defaultValue no alerts
+   */
+  alerts?: AlertOptions;
 }

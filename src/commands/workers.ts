@@ -3,6 +3,7 @@
  * The workers an engine makes: each gets the engine's store, clock, workflows, news bus,
  * observers, idempotency records and retention, and leaves the engine's set when it stops.
  */
+import type { ResolvedAlerts } from '../alerts/options.ts';
 import type { Clock } from '../clock.ts';
 import type { Idempotency } from '../idempotency/run.ts';
 import type { NewsBus } from '../news.ts';
@@ -30,6 +31,8 @@ export interface WorkerHost {
   workers: Set<Worker>;
   /** The Engine, for `engineOf(ctx)` in workflow code. */
   engine: object;
+  /** The engine's alerts, resolved (null: none). */
+  alerts: ResolvedAlerts | null;
   /** The engine's named rate limits. */
   rateLimits: RateLimitTable;
 }
@@ -49,6 +52,7 @@ export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
       fireSchedules: host.fireSchedules,
       engine: host.engine,
       rateLimits: host.rateLimits,
+      alerts: host.alerts,
       onStopped: (worker) => host.workers.delete(worker),
     },
     options,

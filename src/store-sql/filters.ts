@@ -81,6 +81,7 @@ export function selectionCondition(d: TaskSelection, p: SqlParams): string {
   const where = [`status IN (${statusLiterals(d.statuses)})`];
   if (d.ids) where.push(p.anyOf('id', d.ids, 'text'));
   if (d.idBefore !== undefined) where.push(`id < ${p.add(d.idBefore, 'text')}`);
+  if (d.idAfter !== undefined) where.push(`id >= ${p.add(d.idAfter, 'text')}`);
   if (d.finishedBefore !== undefined) where.push(`finished_at < ${p.add(d.finishedBefore, 'bigint')}`);
   if (d.workflows) where.push(p.anyOf('workflow', d.workflows, 'text'));
   if (d.dueBy !== undefined) where.push(`run_at <= ${p.add(d.dueBy, 'bigint')}`);

@@ -20,6 +20,8 @@ export interface TaskSelection {
    * the scan to tasks created before a time (a task finishes after it was created).
    */
   idBefore?: string;
+  /** Only tasks whose id sorts at or above this one (created at or after a time: see `idBefore`). */
+  idAfter?: string;
   /** Only tasks of these workflows. */
   workflows?: readonly string[];
   /** Only tasks due by this time (`run_at` at or before it). */

@@ -23,6 +23,9 @@ import { Sweeper } from '../sweeper.ts';
 import type { Workflow } from '../workflow.ts';
 import { PeriodicScheduler } from './periodic.ts';
 import { PRESENCE_REFRESH_MS, presenceJob } from './presence.ts';
+import { alertsJob } from './alerts-job.ts';
+import type { ResolvedAlerts } from '../alerts/options.ts';
+import type { Alert } from '../alerts/types.ts';
 
 export interface BackgroundHost {
   workerId: string;
@@ -41,12 +44,15 @@ export interface BackgroundHost {
   retentionSweepMs: number;
   scheduleScanMs: number;
   fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
+  /** The engine's alerts (null: none). */
+  alerts: ResolvedAlerts | null;
   onError: (error: Error, during: string) => void;
 }
 
 /** A worker's background parts, started; `stop()` awaits what runs, `abandon()` does not. */
 export class Background {
   readonly #scheduler: PeriodicScheduler;
+  readonly #unlisten: () => void = () => undefined;
 
   constructor(host: BackgroundHost) {
     // Periods are real time; the dwell scanner's deadlines are on the engine's clock.
@@ -78,6 +84,9 @@ export class Background {
         },
       });
     }
+    // A raised alert is the worker's news (its log, and the observers' onAlert).
+    const raised = (alert: Alert): void => host.bus.publish({ type: 'alert:raised', workerId: host.workerId, run: null, payload: alert });
+    if (host.alerts) this.#unlisten = alertsJob(this.#scheduler, { ...host, raised }, host.alerts);
     // Deletions whose process died before reporting them reach this worker's observers.
     const deps = { store: host.store, clock: host.clock, observers: host.observers };
     if (host.retentionSweepMs > 0 && host.observers.some((o) => o.onTasksDeleted)) {
@@ -91,11 +100,13 @@ export class Background {
   }
 
   async stop(): Promise<void> {
+    this.#unlisten();
     await this.#scheduler.stop();
   }
 
   /** Clears every timer at once; what waits on the store is not waited for. */
   abandon(): void {
+    this.#unlisten();
     this.#scheduler.stop().catch(() => undefined);
   }
 }

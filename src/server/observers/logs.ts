@@ -39,7 +39,7 @@ function runHooks(logger: Logger): Pick<Observer, 'onRunStart' | 'onRunEnd' | 'o
 }
 
 /** Approval notices, deletions, idempotency records and dwell alerts. */
-function featureHooks(logger: Logger): Pick<Observer, 'onApproval' | 'onTasksDeleted' | 'onIdempotency' | 'onDwellAlert'> {
+function featureHooks(logger: Logger): Pick<Observer, 'onApproval' | 'onTasksDeleted' | 'onIdempotency' | 'onDwellAlert' | 'onAlert'> {
   return {
     onApproval: (n) => {
       const a = n.approval;
@@ -85,6 +85,7 @@ function featureHooks(logger: Logger): Pick<Observer, 'onApproval' | 'onTasksDel
         since: new Date(a.since).toISOString(),
         at: new Date(a.at).toISOString(),
       }),
+    onAlert: (a) => logger.warn({ msg: `alert: ${a.message}`, kind: a.kind, subject: a.subject, workflow: a.workflow, taskId: a.taskId, data: a.data }),
   };
 }
 

@@ -99,6 +99,7 @@ function engineCounters(r: Registry[]) {
       labelNames: ['workflow', 'status'],
       registers: r,
     }),
+    alerts: new Counter({ name: 'stepwise_alerts_total', help: "Alerts raised by this process's workers (new Engine({ alerts })), by kind", labelNames: ['kind'], registers: r }),
   };
 }
 
@@ -148,6 +149,7 @@ function engineObserver(c: Counters): Observer {
       for (const t of e.tasks) c.deleted.inc({ workflow: t.workflow, status: t.status, reason: e.reason });
     },
     onDwellAlert: (a) => c.dwellAlerts.inc({ workflow: a.workflow, status: a.status }),
+    onAlert: (a) => c.alerts.inc({ kind: a.kind }),
     onEvent,
   };
 }

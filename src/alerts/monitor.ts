@@ -1,0 +1,141 @@
+/**
+ * @module alerts/monitor
+ * A worker's watch for what operators must hear of (`new Engine({ alerts })`): a workflow failing
+ * again and again, a task in a crash loop, a workflow no live worker serves, a task stuck past its
+ * dwell bound. Each alert goes to the worker's `alert:raised` news (its log, and the observers'
+ * `onAlert`) and to the webhook if one is set — at most once per subject and quiet period across every
+ * worker of the store: the delivery runs under an idempotency record keyed by the subject and
+ * the period (`engine.idempotency`), so a second worker that finds the same thing stays silent.
+ */
+import type { Clock } from '../clock.ts';
+import { coerceError } from '../errors.ts';
+import { firstIdAt } from '../ids.ts';
+import type { Idempotency } from '../idempotency/run.ts';
+import type { Store } from '../store.ts';
+import type { DwellAlert } from '../dwell/types.ts';
+import { liveVersions } from '../worker/presence.ts';
+import type { ResolvedAlerts } from './options.ts';
+import type { Alert } from './types.ts';
+
+export interface AlertHost {
+  store: Store;
+  clock: Clock;
+  idempotency: Idempotency | undefined;
+  /** The worker's news of a raised alert (its log line). */
+  raised: (alert: Alert) => void;
+  onError: (error: Error, during: string) => void;
+}
+
+export class AlertMonitor {
+  readonly #host: AlertHost;
+  readonly #o: ResolvedAlerts;
+  /** Subjects this process raised, by quiet period: the fallback without idempotency records. */
+  readonly #sent = new Map<string, number>();
+
+  constructor(host: AlertHost, options: ResolvedAlerts) {
+    this.#host = host;
+    this.#o = options;
+  }
+
+  get everyMs(): number {
+    return this.#o.everyMs;
+  }
+
+  /** One look at the store: failure rates and workflows without workers. Returns the alerts raised. */
+  async scan(): Promise<Alert[]> {
+    const { store, clock } = this.#host;
+    const now = clock.now();
+    const names = [...new Set((await store.listWorkflows()).map((w) => w.name))];
+    const found: Alert[] = [];
+    for (const workflow of names) {
+      const rate = this.#o.failureRate;
+      if (rate) {
+        // The tasks created in the window that have ended (read by the workflow index's id range).
+        const counts = await store.countTasks({ statuses: ['succeeded', 'failed'], workflows: [workflow], idAfter: firstIdAt(now - rate.windowMs) });
+        const failed = counts.failed ?? 0;
+        const ended = failed + (counts.succeeded ?? 0);
+        if (ended >= rate.minFinished && failed / ended >= rate.threshold) {
+          const share = Math.round((100 * failed) / ended);
+          found.push(
+            alertOf(
+              'failure-rate',
+              workflow,
+              null,
+              now,
+              `Workflow "${workflow}": ${failed} of the ${ended} tasks started in the last ${minutes(rate.windowMs)} that ended failed (${share}%).`,
+              { failed, ended, windowMs: rate.windowMs },
+            ),
+          );
+        }
+      }
+      if (this.#o.workersGone) {
+        const due = await store.countTasks({ statuses: ['pending', 'waiting'], workflows: [workflow], dueBy: now }, 1);
+        if ((due.pending ?? 0) + (due.waiting ?? 0) > 0 && !(await liveVersions(store, workflow)).length) {
+          found.push(alertOf('workers-gone', workflow, null, now, `Workflow "${workflow}" has tasks due and no live worker serves it: start a worker with its code.`, {}));
+        }
+      }
+    }
+    const raised: Alert[] = [];
+    for (const a of found) if (await this.raise(a)) raised.push(a);
+    return raised;
+  }
+
+  /** A claim by this worker: a reclaim whose epoch shows the task's workers died `reclaims` times raises a crash loop. */
+  async claimed(run: { taskId: string; workflow: string; epoch: number; reclaimed: boolean }): Promise<void> {
+    const loop = this.#o.crashLoop;
+    if (!loop || !run.reclaimed || run.epoch - 1 < loop.reclaims) return;
+    const now = this.#host.clock.now();
+    const message = `Task ${run.taskId} (${run.workflow}) was taken over after its worker stopped renewing its lease ${run.epoch - 1} times: a step may crash or hang its worker.`;
+    await this.raise({ ...alertOf('crash-loop', run.workflow, run.taskId, now, message, { epoch: run.epoch }), subject: `task:${run.taskId}` });
+  }
+
+  /** A dwell bound passed with the `alert` outcome (the dwell scanner). */
+  async dwell(d: DwellAlert): Promise<void> {
+    if (!this.#o.stuck) return;
+    const message = `Task ${d.taskId} (${d.workflow}) stayed ${d.status} past its dwell bound.`;
+    await this.raise({ ...alertOf('stuck', d.workflow, d.taskId, this.#host.clock.now(), message, { ...d }), subject: `task:${d.taskId}` });
+  }
+
+  /** Delivers `alert` unless its subject was alerted in this quiet period (by any worker). Whether it was delivered. */
+  async raise(alert: Alert): Promise<boolean> {
+    const period = Math.floor(alert.at / this.#o.quietMs);
+    const key = `stepwise:alert:${alert.kind}:${alert.subject}:${period}`;
+    const idem = this.#host.idempotency;
+    let delivered = false;
+    const deliver = async (): Promise<boolean> => {
+      delivered = true;
+      // The worker's news: its log line, and the observers' `onAlert`.
+      this.#host.raised(alert);
+      await this.#webhook(alert);
+      return true;
+    };
+    if (idem) await idem.run(key, deliver, { ttl: this.#o.quietMs * 2 });
+    else if (this.#sent.get(`${alert.kind}:${alert.subject}`) !== period) {
+      this.#sent.set(`${alert.kind}:${alert.subject}`, period);
+      await deliver();
+    }
+    return delivered;
+  }
+
+  async #webhook(alert: Alert): Promise<void> {
+    const hook = this.#o.webhook;
+    if (!hook) return;
+    try {
+      const res = await fetch(hook.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...hook.headers },
+        body: JSON.stringify({ alert }),
+        signal: AbortSignal.timeout(hook.timeoutMs),
+      });
+      if (!res.ok) throw new Error(`the webhook answered ${res.status}`);
+    } catch (e) {
+      this.#host.onError(coerceError(e), `posting alert ${alert.kind} on ${alert.subject} to ${hook.url}`);
+    }
+  }
+}
+
+function alertOf(kind: Alert['kind'], workflow: string, taskId: string | null, at: number, message: string, data: Record<string, unknown>): Alert {
+  return { kind, subject: `workflow:${workflow}`, workflow, taskId, message, at, data };
+}
+
+const minutes = (ms: number): string => (ms % 60_000 === 0 ? `${ms / 60_000} min` : `${Math.round(ms / 1000)} s`);

@@ -1,0 +1,43 @@
+/**
+ * @module alerts/types
+ * What the engine alerts operators about (`new Engine({ alerts })`), and the options that tune it.
+ */
+import type { Duration } from '../duration.ts';
+
+export type AlertKind = 'failure-rate' | 'crash-loop' | 'workers-gone' | 'stuck';
+
+/** One alert: raised at most once per subject and quiet period, across every worker of the store. */
+export interface Alert {
+  kind: AlertKind;
+  /** What it is about: `workflow:<name>` or `task:<id>`; the unit of the quiet period. */
+  subject: string;
+  workflow: string | null;
+  taskId: string | null;
+  /** One sentence a person can act on. */
+  message: string;
+  /** When it was raised (ms, the engine's clock). */
+  at: number;
+  /** The figures behind it (rates, counts, epochs). */
+  data: Record<string, unknown>;
+}
+
+export interface AlertOptions {
+  /**
+   * A workflow whose share of failed tasks among those that finished in the last `window` reaches
+   * `threshold` (with at least `minFinished` finished), or `false`.
+   * @defaultValue `{ window: '15m', threshold: 0.5, minFinished: 10 }`
+   */
+  failureRate?: { window?: Duration; threshold?: number; minFinished?: number } | false;
+  /** A task reclaimed after its worker died this many times (its epoch past it), or `false`. @defaultValue `{ reclaims: 3 }` */
+  crashLoop?: { reclaims?: number } | false;
+  /** A workflow with due tasks that no live worker serves. @defaultValue true */
+  workersGone?: boolean;
+  /** A task past a `dwell` bound whose outcome is `alert` (the workflow's option). @defaultValue true */
+  stuck?: boolean;
+  /** How often a worker looks (failure rates, workers gone). @defaultValue '1m' */
+  every?: Duration;
+  /** The same subject alerts at most once per this period. @defaultValue '15m' */
+  quiet?: Duration;
+  /** Each alert is also POSTed here as JSON (`{ alert }`), with these headers, within `timeout` (default 5 s). */
+  webhook?: { url: string; headers?: Record<string, string>; timeout?: Duration };
+}

@@ -1,0 +1,107 @@
+// Alerts: a workflow failing again and again, a workflow with due tasks and no live worker, a task
+// in a crash loop — each raised once per subject and quiet period across every worker of the
+// store (two engines watch the same store), to observers' onAlert and to a webhook.
+import { describe, expect, it } from 'vitest';
+import { createServer } from 'node:http';
+import { ERROR_CODES, Engine, workflow, type Alert } from '../src/index.ts';
+import { ServerMetrics } from '../src/server/index.ts';
+import { FAST, TEST_STORE, eventually, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+
+const failing = workflow('failing', async (ctx) => ctx.step('call', () => Promise.reject(new Error('upstream broke'))), { retry: 1 });
+
+async function webhook(): Promise<{ url: string; received: Alert[]; close: () => void }> {
+  const received: Alert[] = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      received.push((JSON.parse(body) as { alert: Alert }).alert);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, received, close: () => server.close() };
+}
+
+describe(`alerts (${TEST_STORE})`, () => {
+  it('raises a failure-rate alert once across two workers, to observers and the webhook', async () => {
+    const hook = await webhook();
+    const url = tempDbUrl();
+    const seen: Alert[] = [];
+    const alerts = { every: '200ms', failureRate: { window: '1h', threshold: 0.5, minFinished: 3 }, webhook: { url: hook.url } } as const;
+    // One metrics observer on both engines: it counts whichever raised the alert.
+    const metrics = new ServerMetrics();
+    const a = makeEngine({ store: url, workflows: [failing], alerts, observers: [{ onAlert: (x) => void seen.push(x) }, metrics.observer] });
+    const b = makeEngine({ store: url, workflows: [failing], alerts, observers: [{ onAlert: (x) => void seen.push(x) }, metrics.observer] });
+    const wa = await startWorker(a);
+    const wb = await startWorker(b);
+    try {
+      for (let i = 0; i < 4; i++) await waitForStatus(a, (await a.start(failing, {})).id, 'failed');
+      await eventually(() => seen.length >= 1 && hook.received.length >= 1, 15_000, 'the alert');
+      // Both workers keep looking: still one alert in this quiet period.
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(seen).toHaveLength(1);
+      expect(hook.received).toHaveLength(1);
+      expect(seen[0]).toMatchObject({ kind: 'failure-rate', subject: 'workflow:failing', workflow: 'failing', data: { failed: 4, ended: 4 } });
+      expect(seen[0]?.message).toContain('4 of the 4 tasks');
+      expect(hook.received[0]).toMatchObject({ kind: 'failure-rate', subject: 'workflow:failing' });
+      expect(await metrics.registry.metrics()).toContain('stepwise_alerts_total{kind="failure-rate"} 1');
+    } finally {
+      await wa.stop();
+      await wb.stop();
+      hook.close();
+    }
+  });
+
+  it('raises workers-gone for a workflow with due tasks and no live worker', async () => {
+    const url = tempDbUrl();
+    const orphan = workflow('orphan', async () => 1);
+    const other = workflow('other', async () => 1);
+    const old = makeEngine({ store: url, workflows: [orphan] });
+    const w = await startWorker(old);
+    await w.stop(); // registered once, now gone
+    await old.start(orphan, {});
+    const seen: Alert[] = [];
+    const watcher = makeEngine({ store: url, workflows: [other], alerts: { every: '200ms', failureRate: false }, observers: [{ onAlert: (x) => void seen.push(x) }] });
+    const ww = await startWorker(watcher);
+    try {
+      await eventually(() => seen.some((x) => x.kind === 'workers-gone'), 15_000, 'the workers-gone alert');
+      expect(seen.find((x) => x.kind === 'workers-gone')).toMatchObject({ subject: 'workflow:orphan', message: expect.stringContaining('no live worker serves it') });
+      expect(seen.some((x) => x.workflow === 'other')).toBe(false);
+    } finally {
+      await ww.stop();
+    }
+  });
+
+  it('raises a crash loop when a task is taken over after its worker died', async () => {
+    const url = tempDbUrl();
+    let hang = true;
+    const stuck = workflow('stuck', async (ctx) => ctx.step('work', () => (hang ? new Promise(() => undefined) : 'done')));
+    const seen: Alert[] = [];
+    const alerts = { every: '1h', crashLoop: { reclaims: 1 } } as const;
+    const first = new Engine({ store: url, workflows: [stuck] });
+    const dying = first.worker({ ...FAST, leaseMs: 1000 });
+    await dying.start();
+    const { id } = await first.start(stuck, {});
+    await waitForStatus(first, id, 'running');
+    dying.abandon(); // its heartbeats stop: the lease runs out
+    hang = false;
+    const second = makeEngine({ store: url, workflows: [stuck], alerts, observers: [{ onAlert: (x) => void seen.push(x) }] });
+    const w2 = await startWorker(second);
+    try {
+      expect(await second.result(id, { timeout: '20s' })).toBe('done');
+      await eventually(() => seen.length === 1, 10_000, 'the crash-loop alert');
+      expect(seen[0]).toMatchObject({ kind: 'crash-loop', subject: `task:${id}`, taskId: id, data: { epoch: 2 } });
+    } finally {
+      await w2.stop();
+      await first.close().catch(() => undefined);
+    }
+  });
+
+  it('refuses a mistyped or impossible alert option', () => {
+    const invalid = { code: ERROR_CODES.INVALID_ARGUMENT };
+    expect(() => new Engine({ store: tempDbUrl(), alerts: { failurerate: {} } as never })).toThrow(expect.objectContaining(invalid));
+    expect(() => new Engine({ store: tempDbUrl(), alerts: { failureRate: { threshold: 2 } } })).toThrow(/threshold/);
+    expect(() => new Engine({ store: tempDbUrl(), alerts: { webhook: { url: 'ftp://x' } } })).toThrow(/http\(s\) URL/);
+  });
+});
