@@ -4,19 +4,16 @@
  * `stepwise ls`). Without `--yes` it only counts (a dry run) and says how to go on, so that a
  * mistyped filter never cancels or deletes anything.
  */
-import { BULK_ACTIONS, InvalidArgumentError, isTaskStatus, type BulkAction, type TaskStatus } from '../index.ts';
+import { BULK_ACTIONS, InvalidArgumentError, type BulkAction } from '../index.ts';
 import { by, int, need, str, withEngine, type CommandContext } from './context.ts';
-import { searchFlags } from './search-options.ts';
+import { searchFlags, statusFlag } from './search-options.ts';
 
 export async function bulk(ctx: CommandContext): Promise<void> {
   const action = need(ctx, 0, `action (stepwise bulk <${BULK_ACTIONS.join('|')}> [filters] [--yes])`) as BulkAction;
   if (!BULK_ACTIONS.includes(action)) throw new InvalidArgumentError(`stepwise bulk: unknown action "${action}" (one of ${BULK_ACTIONS.join(', ')}).`);
-  const statuses = str(ctx.options, 'status')
-    ?.split(',')
-    .map((s) => s.trim());
-  for (const s of statuses ?? []) if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${s}".`);
+  const statuses = statusFlag(ctx);
   const filter = {
-    ...(statuses ? { status: statuses as TaskStatus[] } : {}),
+    ...(statuses ? { status: statuses } : {}),
     ...(str(ctx.options, 'workflow') ? { workflow: str(ctx.options, 'workflow') as string } : {}),
     ...(str(ctx.options, 'parent') ? { parent: str(ctx.options, 'parent') as string } : {}),
     ...searchFlags(ctx, Date.now()),

@@ -3,13 +3,13 @@
  * One function per CLI command. Each uses only the public library API.
  */
 import { readFileSync } from 'node:fs';
-import { InvalidArgumentError, formatMs, isTaskStatus, toMs, type DeletableStatus, type Engine, type TaskStatus } from '../index.ts';
+import { InvalidArgumentError, formatMs, toMs, type DeletableStatus, type Engine } from '../index.ts';
 import { by, int, keyOption, need, parseJson, str, withEngine, type CommandContext } from './context.ts';
 import { bold, colorStatus, dim, time } from './style.ts';
 import { taskDetail, taskTable } from './format.ts';
 import { LiveBlock, taskItem, usageSoFar } from './live.ts';
 import { keyedStartOptions } from './start-options.ts';
-import { searchFlags, tagFlags } from './search-options.ts';
+import { searchFlags, statusFlag, tagFlags } from './search-options.ts';
 import { readTree, treeLines } from './tree.ts';
 
 export async function start(ctx: CommandContext): Promise<void> {
@@ -120,13 +120,10 @@ async function follow(ctx: CommandContext, engine: Engine, id: string): Promise<
 }
 
 export async function ls(ctx: CommandContext): Promise<void> {
-  const statusOpt = str(ctx.options, 'status');
-  const statuses = statusOpt?.split(',').map((s) => s.trim());
-  for (const s of statuses ?? [])
-    if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${s}" (pending, running, waiting, paused, cancelling, succeeded, failed, cancelled).`);
+  const statuses = statusFlag(ctx);
   await withEngine(ctx, async (engine) => {
     const page = await engine.list({
-      ...(statuses ? { status: statuses as TaskStatus[] } : {}),
+      ...(statuses ? { status: statuses } : {}),
       ...(str(ctx.options, 'workflow') ? { workflow: str(ctx.options, 'workflow') } : {}),
       ...(str(ctx.options, 'parent') ? { parent: str(ctx.options, 'parent') } : {}),
       ...(int(ctx, 'limit') ? { limit: int(ctx, 'limit') } : {}),

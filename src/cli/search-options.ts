@@ -4,7 +4,7 @@
  * `ls` `--since` / `--until` (a duration back from now such as `2h`, or an ISO date),
  * `--failed-with CODE` and `--text T`. The engine checks the values; here only their shape.
  */
-import { InvalidArgumentError, type ListOptions } from '../index.ts';
+import { InvalidArgumentError, isTaskStatus, type ListOptions, type TaskStatus } from '../index.ts';
 import { str, type CommandContext } from './context.ts';
 
 /** `--tag k=v --tag k2=v2` as a tag map, or undefined without the flag. */
@@ -49,4 +49,14 @@ export function searchFlags(ctx: CommandContext, now: number): Pick<ListOptions,
   const text = str(ctx.options, 'text');
   if (text !== undefined) out.text = text;
   return out;
+}
+
+/** `--status a,b` as statuses (each checked), or undefined without the flag. */
+export function statusFlag(ctx: CommandContext): TaskStatus[] | undefined {
+  const statuses = str(ctx.options, 'status')
+    ?.split(',')
+    .map((s) => s.trim());
+  for (const s of statuses ?? [])
+    if (!isTaskStatus(s)) throw new InvalidArgumentError(`Unknown status "${s}" (pending, running, waiting, paused, cancelling, succeeded, failed, cancelled).`);
+  return statuses as TaskStatus[] | undefined;
 }

@@ -2,8 +2,8 @@
  * @module primitives/tags
  * `ctx.setTags(tags)`: tags the run learns (the tenant of a request it parsed, the model it chose),
  * merged into the task's tags so that `list({ tags })` finds it; a null value removes a tag.
- * Written at once while the run holds its lease, without a journal row: a replay writes the same
- * tags again, which changes nothing. A run that lost its lease writes nothing (its successor will).
+ * Written at once while the run holds its lease, without a journal row: a replay that asks for
+ * tags the task already has writes nothing. A run that lost its lease writes nothing (its successor will).
  */
 import { InvalidArgumentError } from '../errors.ts';
 import { TAGS_MAX, checkTags } from '../api/tags.ts';
@@ -29,6 +29,10 @@ export async function setTags(run: Run, tags: Readonly<Record<string, string | n
     if (value === null) remove.push(key);
     else set[key] = value;
   }
+  // A replay asks for what its run already wrote: no write.
+  const had = tagsOf(run);
+  const current = had ? (JSON.parse(had) as Record<string, string>) : {};
+  if (Object.entries(set).every(([k, v]) => current[k] === v) && remove.every((k) => !(k in current))) return current;
   const after = await run.deps.store.setTags(run.taskId, { set, remove, epoch: run.epoch, max: TAGS_MAX });
   if (after === 'too-many') throw run.fail(new InvalidArgumentError(`ctx.setTags(): a task has at most ${TAGS_MAX} tags; remove some (a null value removes a tag) before adding others.`));
   if (after === null) return { ...set };

@@ -20,6 +20,7 @@
  */
 import { toMs, type Duration } from '../duration.ts';
 import { InvalidArgumentError, StoreUnavailableError } from '../errors.ts';
+import { checkOptionKeys } from '../option-keys.ts';
 import type { Clock } from '../clock.ts';
 import type { Store } from '../store.ts';
 import type { StepContext, StepOptions, Workflow, WorkflowContext } from '../workflow.ts';
@@ -56,6 +57,7 @@ function kindOf(f: Record<string, unknown>, at: number): Entry['kind'] {
 /** A checked plan: see the module's description. `clock`: the time store spans are measured on. */
 export function faultPlan(faults: readonly Fault[], options: { clock?: Clock } = {}): FaultPlan {
   if (!Array.isArray(faults)) throw new InvalidArgumentError('faultPlan() takes a list of faults.');
+  checkOptionKeys(options, ['clock'], 'faultPlan()');
   return new FaultPlan(faults, options.clock ?? { now: () => Date.now() });
 }
 

@@ -20,7 +20,7 @@ import { esc, layout } from './html.ts';
 import { schedulesPage } from './schedules-page.ts';
 import { loginRoutes } from './login.ts';
 import { listPage, taskPage, type ListView } from './pages.ts';
-import { searchFilter } from '../routes/tasks.ts';
+import { listFilter } from '../list-filter.ts';
 
 /** A pending task whose run time passed this long ago without a claim is shown as stuck. */
 const STUCK_PENDING_MS = 60_000;
@@ -131,7 +131,7 @@ async function listView(engine: Engine, limits: SummaryLimits, c: Context<Env>):
       ...(statuses.length ? { status: statuses } : {}),
       ...(workflow ? { workflow } : {}),
       ...(q.cursor ? { cursor: q.cursor } : {}),
-      ...searchFilter({
+      ...listFilter({
         tags: q.tags,
         text: q.text || undefined,
         failedWith: q.failedWith || undefined,

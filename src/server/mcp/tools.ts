@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { ALL_STATUSES, isStepwiseError, type Engine, type TaskStatus } from '../../index.ts';
 import { can, rolesWith, type Identity, type Permission } from '../auth.ts';
 import { summarizeApproval, summarizeTask, type SummaryLimits } from '../summaries.ts';
+import { listFilter } from '../list-filter.ts';
 
 const Status = z.enum(ALL_STATUSES as unknown as [TaskStatus, ...TaskStatus[]]);
 const Id = z.string().min(1).max(64).describe('a task id');
@@ -28,8 +29,6 @@ function answer(value: unknown): CallToolResult {
 function failure(code: string, message: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: { code, message } }) }] };
 }
-
-const time = (t: number | string | undefined): number | undefined => (t === undefined ? undefined : typeof t === 'number' ? t : Date.parse(t));
 
 export interface McpServerOptions {
   /** Who the agent acts as; its role decides which tools act. */
@@ -87,18 +86,8 @@ function taskTools(tool: Register, engine: Engine, limits: SummaryLimits): void 
       cursor: z.string().optional(),
     },
     async (a) => {
-      const page = await engine.list({
-        ...(a.status !== undefined ? { status: a.status } : {}),
-        ...(a.workflow !== undefined ? { workflow: a.workflow } : {}),
-        ...(a.parent !== undefined ? { parent: a.parent } : {}),
-        ...(a.tags !== undefined ? { tags: a.tags } : {}),
-        ...(a.createdAfter !== undefined ? { createdAfter: time(a.createdAfter) as number } : {}),
-        ...(a.createdBefore !== undefined ? { createdBefore: time(a.createdBefore) as number } : {}),
-        ...(a.failedWith !== undefined ? { failedWith: a.failedWith } : {}),
-        ...(a.text !== undefined ? { text: a.text } : {}),
-        limit: a.limit ?? 20,
-        ...(a.cursor !== undefined ? { cursor: a.cursor } : {}),
-      });
+      const { limit, cursor, ...filter } = a;
+      const page = await engine.list({ ...listFilter(filter), limit: limit ?? 20, ...(cursor !== undefined ? { cursor } : {}) });
       return { tasks: page.tasks.map((t) => summarizeTask(t, limits.valueBytes).item), nextCursor: page.nextCursor };
     },
   );

@@ -5,11 +5,12 @@
  * too; each task's log names the caller as for a single command.
  */
 import { z } from 'zod';
-import { ALL_STATUSES, BULK_ACTIONS, type Engine, type ListOptions, type TaskStatus } from '../../index.ts';
+import { ALL_STATUSES, BULK_ACTIONS, type Engine, type TaskStatus } from '../../index.ts';
 import { requirePermission } from '../middleware.ts';
 import { WorkflowName, TaskId } from '../schemas.ts';
 import { actorOf } from './tasks.ts';
 import { route, type RouteSpec } from './route.ts';
+import { listFilter } from '../list-filter.ts';
 
 const Time = z.union([z.number().int(), z.string().regex(/^\d{4}-\d{2}-\d{2}/, 'ms since the epoch or an ISO date')]);
 
@@ -37,21 +38,6 @@ export const BulkBody = z
   })
   .strict();
 
-const at = (t: number | string): number => (typeof t === 'number' ? t : Date.parse(t));
-
-function filterOf(f: z.output<typeof BulkFilter>): Omit<ListOptions, 'limit' | 'cursor'> {
-  return {
-    ...(f.status !== undefined ? { status: f.status } : {}),
-    ...(f.workflow !== undefined ? { workflow: f.workflow } : {}),
-    ...(f.parent !== undefined ? { parent: f.parent } : {}),
-    ...(f.tags !== undefined ? { tags: f.tags } : {}),
-    ...(f.createdAfter !== undefined ? { createdAfter: at(f.createdAfter) } : {}),
-    ...(f.createdBefore !== undefined ? { createdBefore: at(f.createdBefore) } : {}),
-    ...(f.failedWith !== undefined ? { failedWith: f.failedWith } : {}),
-    ...(f.text !== undefined ? { text: f.text } : {}),
-  };
-}
-
 export function bulkRoute(engine: Engine): RouteSpec {
   return route({
     method: 'post',
@@ -68,7 +54,7 @@ export function bulkRoute(engine: Engine): RouteSpec {
       if (body.action === 'delete') requirePermission(identity, 'delete');
       const result = await engine.bulk({
         action: body.action,
-        filter: filterOf(body.filter),
+        filter: listFilter(body.filter),
         by: actorOf(identity),
         ...(body.dryRun !== undefined ? { dryRun: body.dryRun } : {}),
         ...(body.limit !== undefined ? { limit: body.limit } : {}),

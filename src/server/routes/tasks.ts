@@ -5,13 +5,14 @@
  * The actor of every command is the authenticated identity; nothing in a body can name another.
  */
 import { createHash } from 'node:crypto';
-import type { Engine, ListOptions, StartOptions, TaskStatus } from '../../index.ts';
+import type { Engine, StartOptions, TaskStatus } from '../../index.ts';
 import type { Identity } from '../auth.ts';
 import { BatchBody, CancelBody, EmptyBody, EventName, ListQuery, PurgeBody, SendBody, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
 import { InvalidArgumentError } from '../../index.ts';
 import { errorResponse } from '../http-errors.ts';
 import { listPage, summarizeTask, type SummaryLimits } from '../summaries.ts';
 import { route, type RouteSpec } from './route.ts';
+import { listFilter } from '../list-filter.ts';
 import type { z } from 'zod';
 
 /** The actor recorded in the task's log for a request of `identity`. */
@@ -109,19 +110,6 @@ function batchRoute(engine: Engine): RouteSpec {
   });
 }
 
-/** The search filters of a list query, as `engine.list` takes them. */
-export function searchFilter(
-  query: Pick<z.infer<typeof ListQuery>, 'tags' | 'createdAfter' | 'createdBefore' | 'failedWith' | 'text'>,
-): Pick<ListOptions, 'tags' | 'createdAfter' | 'createdBefore' | 'failedWith' | 'text'> {
-  return {
-    ...(query.tags !== undefined && Object.keys(query.tags).length ? { tags: query.tags } : {}),
-    ...(query.createdAfter !== undefined ? { createdAfter: query.createdAfter } : {}),
-    ...(query.createdBefore !== undefined ? { createdBefore: query.createdBefore } : {}),
-    ...(query.failedWith !== undefined ? { failedWith: query.failedWith } : {}),
-    ...(query.text !== undefined ? { text: query.text } : {}),
-  };
-}
-
 /** List tasks. */
 function listRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
   return route({
@@ -136,11 +124,8 @@ function listRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
     },
     async handle({ query }) {
       const filter = {
-        ...(query.status?.length ? { status: query.status as TaskStatus[] } : {}),
-        ...(query.workflow !== undefined ? { workflow: query.workflow } : {}),
-        ...(query.parent !== undefined ? { parent: query.parent } : {}),
+        ...listFilter({ ...query, status: query.status?.length ? (query.status as TaskStatus[]) : undefined }),
         ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
-        ...searchFilter(query),
       };
       return { status: 200, body: await listPage(engine, filter, query.limit ?? 50, limits) };
     },
