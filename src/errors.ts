@@ -65,3 +65,6 @@ export { LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavaila
 // Approvals
 export { ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, ApprovalExpiredError } from './errors/approval.ts';
 export { ScheduleNotFoundError } from './errors/schedule.ts';
+
+// The payload store
+export { PayloadUnreadableError } from './errors/payload.ts';

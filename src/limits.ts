@@ -10,11 +10,11 @@ import { InvalidArgumentError, InvalidInputError, PayloadTooLargeError, coerceEr
 import { encodeJson } from './serialize.ts';
 
 export interface Limits {
-  /** Largest task input, as JSON. @defaultValue 16 MiB */
+  /** Largest task input, as JSON. @defaultValue 256 MiB with the payload store (the default), 16 MiB with `payloads: false` */
   inputBytes?: number;
-  /** Largest step output or task output, as JSON. @defaultValue 16 MiB */
+  /** Largest step output or task output, as JSON. @defaultValue 256 MiB with the payload store (the default), 16 MiB with `payloads: false` */
   outputBytes?: number;
-  /** Largest signal payload, as JSON. @defaultValue 1 MiB */
+  /** Largest signal payload, as JSON. @defaultValue 64 MiB with the payload store (the default), 1 MiB with `payloads: false` */
   payloadBytes?: number;
   /** Deepest a child task may be in its tree (a task started from outside is at 0). @defaultValue 16 */
   childDepth?: number;
@@ -27,9 +27,20 @@ export const DEFAULT_LIMITS: Readonly<Required<Limits>> = Object.freeze({
   childDepth: 16,
 });
 
+/**
+ * The defaults when the payload store keeps large values (`new Engine({ payloads })`, on by
+ * default): a value there is stored once, compressed and in parts, so a row never holds it whole.
+ */
+export const PAYLOAD_STORE_LIMITS: Readonly<Required<Limits>> = Object.freeze({
+  inputBytes: 256 * 1024 * 1024,
+  outputBytes: 256 * 1024 * 1024,
+  payloadBytes: 64 * 1024 * 1024,
+  childDepth: 16,
+});
+
 /** The limits with defaults filled in; throws on a limit that is not a positive whole number. */
-export function resolveLimits(limits: Limits | undefined, check: (name: string, v: unknown) => void): Required<Limits> {
-  const out = { ...DEFAULT_LIMITS, ...(limits ?? {}) };
+export function resolveLimits(limits: Limits | undefined, check: (name: string, v: unknown) => void, defaults: Readonly<Required<Limits>> = DEFAULT_LIMITS): Required<Limits> {
+  const out = { ...defaults, ...(limits ?? {}) };
   for (const [k, v] of Object.entries(out)) check(`limits.${k}`, v);
   return out;
 }

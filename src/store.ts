@@ -47,6 +47,7 @@ import type { TransactionStore } from './store/transactions.ts';
 import type { ScheduleStore } from './store/schedules.ts';
 import type { KeyedStartStore } from './store/keyed-starts.ts';
 import type { RateLimitStore } from './store/rate-limits.ts';
+import type { BlobStore } from './store/blobs.ts';
 
 export type { TaskRow, StepKind, StepStatus, StepRow, SignalRow, TaskPatch } from './store/rows.ts';
 export type { ActorKind, EventRow, NewEvent, EventRange, LogPage, LogAppend, LogStore } from './store/log.ts';
@@ -65,6 +66,7 @@ export type { ScheduleRow, ScheduleOverlap, ScheduleDefinition, ScheduleAdvance,
 export type { TransactionStore } from './store/transactions.ts';
 export type { DebounceWrite, SingletonAnswer, KeyedStartStore } from './store/keyed-starts.ts';
 export type { RateDrawRequest, RateDraw, RateLimitStore } from './store/rate-limits.ts';
+export type { BlobRow, BlobWrite, BlobUsage, StoredBlob, BlobStore } from './store/blobs.ts';
 
 /** What the engine needs from a database: every capability group, and the store's own life. */
 export interface Store
@@ -83,7 +85,8 @@ export interface Store
     TransactionStore,
     ScheduleStore,
     KeyedStartStore,
-    RateLimitStore {
+    RateLimitStore,
+    BlobStore {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
   readonly description: string;

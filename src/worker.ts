@@ -73,6 +73,8 @@ export interface WorkerHost {
   engine?: object;
   /** The engine's named rate limits (steps draw on them). */
   rateLimits?: RateLimitTable;
+  /** How long a blob no task holds is kept before this worker deletes it (payloads/). @defaultValue 1 hour */
+  collectBlobsAfterMs?: number;
   /** The engine's alerts (`new Engine({ alerts })`), resolved; null or absent: none. */
   alerts?: ResolvedAlerts | null;
 }
@@ -182,6 +184,7 @@ export class Worker {
       scheduleScanMs: this.#o.scheduleScanMs,
       ...(this.#host.fireSchedules ? { fireSchedules: this.#host.fireSchedules } : {}),
       alerts: this.#host.alerts ?? null,
+      collectBlobsAfterMs: this.#host.collectBlobsAfterMs ?? 3_600_000,
       onError: (error, during) => this.#news.emit('worker:error', { error, during }),
     });
     this.#news.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });

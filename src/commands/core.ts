@@ -20,6 +20,7 @@ import { StartBatcher } from '../start-batcher.ts';
 import { isWorkflow, type Workflow } from '../workflow.ts';
 import { resolveRetention, type RetentionMs } from '../retention/policy.ts';
 import { resolveAlerts, type ResolvedAlerts } from '../alerts/options.ts';
+import { resolvePayloads, type ResolvedPayloads } from '../payloads/options.ts';
 import type { PurgeDeps } from '../retention/purge.ts';
 import { resolveStreamFrames, type ResolvedStreamFrames } from '../stream-frames.ts';
 import type { Idempotency } from '../idempotency/run.ts';
@@ -68,6 +69,8 @@ export class EngineCore {
   readonly #retention: RetentionMs;
   readonly #alerts: ResolvedAlerts | null;
   readonly #streamFrames: ResolvedStreamFrames;
+  /** Where large values go and how payloads are encoded (payloads/). */
+  readonly payloads: ResolvedPayloads;
   /** What the command modules get from this engine (commands/context.ts). */
   readonly ctx: CommandContext;
   readonly starts: StartDeps;
@@ -85,7 +88,8 @@ export class EngineCore {
     this.#waiters = new ResultWaiters(this.bus, this.clock);
     this.#storeOption = options.store ?? DEFAULT_STORE_URL;
     this.#storeOptions = { ...(options.sqlite ? { sqlite: options.sqlite } : {}), ...(options.postgres ? { postgres: options.postgres } : {}) };
-    this.limits = engineLimits(options.limits);
+    this.payloads = resolvePayloads(options.payloads, options.codec);
+    this.limits = engineLimits(options.limits, this.payloads.threshold !== false);
     this.rateLimits = resolveRateLimits(options.rateLimits);
     this.#retention = options.retention === undefined ? {} : resolveRetention(options.retention, 'new Engine()');
     this.#alerts = resolveAlerts(options.alerts);
@@ -138,6 +142,8 @@ export class EngineCore {
     this.#ready ??= openEngineStore({
       store: this.#storeOption,
       storeOptions: this.#storeOptions,
+      payloads: this.payloads,
+      clock: this.clock,
       origin: this.#origin,
       observers: this.observers,
       bus: this.bus,
@@ -202,6 +208,7 @@ export class EngineCore {
       engine: this.#engine,
       rateLimits: this.rateLimits,
       alerts: this.#alerts,
+      collectBlobsAfterMs: this.payloads.collectAfterMs,
     };
     return newWorker({ ...host, ...parts }, options);
   }

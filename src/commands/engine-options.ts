@@ -14,6 +14,8 @@ import type { RetentionPolicy } from '../retention/policy.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
 import type { StreamFramesOptions } from '../stream-frames.ts';
 import type { RateLimits } from '../api/rate-limits.ts';
+import type { PayloadOptions } from '../payloads/options.ts';
+import type { PayloadCodec } from '../payloads/codec.ts';
 
 /** Every option of `new Engine()`; a key not listed is refused. */
 export const ENGINE_OPTIONS = optionNames<EngineOptions>()(
@@ -27,6 +29,8 @@ export const ENGINE_OPTIONS = optionNames<EngineOptions>()(
   'streamFrames',
   'rateLimits',
   'alerts',
+  'payloads',
+  'codec',
   'sqlite',
   'postgres',
 );
@@ -90,4 +94,19 @@ export interface EngineOptions extends StoreOptions {
    * @defaultValue no alerts
    */
   alerts?: AlertOptions;
+  /**
+   * The payload store: values whose JSON is at least `threshold` characters (4096 by default) are
+   * stored once per distinct content, compressed, and a list that grows (an agent's transcript)
+   * by what is new, in the database or a blob backend. `false`: every value in its row, as
+   * before. See docs/payloads.md.
+   * @defaultValue on, in the database
+   */
+  payloads?: PayloadOptions | false;
+  /**
+   * Encrypts every payload the engine stores (inputs, outputs, errors, signal and approval
+   * payloads, schedule inputs, stream frames), for example `aesGcmCodec({ keys, current })`.
+   * Every process of the store needs the same keys. See docs/payloads.md.
+   * @defaultValue none
+   */
+  codec?: PayloadCodec;
 }

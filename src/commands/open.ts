@@ -9,10 +9,16 @@ import { LogTail } from '../event-stream.ts';
 import type { NewsBus } from '../news.ts';
 import type { Store, WakeEvent } from '../store.ts';
 import { openStore, type StoreOptions } from '../store-url.ts';
+import type { Clock } from '../clock.ts';
+import type { ResolvedPayloads } from '../payloads/options.ts';
+import { withPayloads } from '../payloads/layered-store.ts';
 
 export interface OpenRequest {
   store: string | Store;
   storeOptions: StoreOptions;
+  /** The payload store's options: the store is layered unless it is off and there is no codec. */
+  payloads: ResolvedPayloads;
+  clock: Clock;
   /** This engine in the announcements of its own starts (delivered to its workers when written). */
   origin: string;
   observers: readonly Observer[];
@@ -32,7 +38,9 @@ export interface OpenStore {
 
 export async function openEngineStore(r: OpenRequest): Promise<OpenStore> {
   const owned = typeof r.store === 'string';
-  const store = typeof r.store === 'string' ? await openStore(r.store, r.storeOptions) : r.store;
+  const raw = typeof r.store === 'string' ? await openStore(r.store, r.storeOptions) : r.store;
+  const p = r.payloads;
+  const store = p.threshold === false && p.codec === null ? raw : withPayloads(raw, { threshold: p.threshold, codec: p.codec, backend: p.backend, now: () => r.clock.now() });
   const opened: OpenStore = { store, owned, unsubscribe: null, tail: null, offTail: null };
   try {
     await store.migrate();

@@ -5,7 +5,7 @@
  */
 import { InvalidArgumentError } from '../errors.ts';
 import { notify, type Observer } from '../observers.ts';
-import { resolveLimits, type Limits } from '../limits.ts';
+import { DEFAULT_LIMITS, PAYLOAD_STORE_LIMITS, resolveLimits, type Limits } from '../limits.ts';
 import { checkOptionKeys, optionNames } from '../option-keys.ts';
 import { Idempotency } from '../idempotency/run.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
@@ -13,11 +13,15 @@ import type { CommandContext } from './context.ts';
 
 const LIMIT_OPTIONS = optionNames<Limits>()('inputBytes', 'outputBytes', 'payloadBytes', 'childDepth');
 
-export function engineLimits(limits: Limits | undefined): Required<Limits> {
+export function engineLimits(limits: Limits | undefined, payloadStore = false): Required<Limits> {
   checkOptionKeys(limits, LIMIT_OPTIONS, 'new Engine({ limits })');
-  return resolveLimits(limits, (name, v) => {
-    if (!Number.isSafeInteger(v) || (v as number) < 1) throw new InvalidArgumentError(`Engine option ${name} must be a whole number of bytes ≥ 1, got ${String(v)}.`);
-  });
+  return resolveLimits(
+    limits,
+    (name, v) => {
+      if (!Number.isSafeInteger(v) || (v as number) < 1) throw new InvalidArgumentError(`Engine option ${name} must be a whole number of bytes ≥ 1, got ${String(v)}.`);
+    },
+    payloadStore ? PAYLOAD_STORE_LIMITS : DEFAULT_LIMITS,
+  );
 }
 
 export function engineObservers(observers: readonly Observer[] | undefined): readonly Observer[] {

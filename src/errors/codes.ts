@@ -66,6 +66,8 @@ export const ERROR_CODES = Object.freeze({
   CHILD_FAILED: 'CHILD_FAILED',
   /** A child task would be deeper in its tree than `limits.childDepth` allows (runaway recursion). */
   CHILD_DEPTH_EXCEEDED: 'CHILD_DEPTH_EXCEEDED',
+  /** A stored payload cannot be read back: its blob is missing, its codec key is not configured, or its bytes do not authenticate. */
+  PAYLOAD_UNREADABLE: 'PAYLOAD_UNREADABLE',
 } as const);
 
 export type ErrorCode = (typeof ERROR_CODES)[keyof typeof ERROR_CODES];
@@ -81,6 +83,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   INVALID_INPUT: 400,
   NOT_SERIALIZABLE: 400,
   PAYLOAD_TOO_LARGE: 413,
+  PAYLOAD_UNREADABLE: 500,
   STORE_REFUSED: 422,
   STORE_DAMAGED: 500,
   FORBIDDEN: 403,

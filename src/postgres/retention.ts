@@ -44,7 +44,8 @@ export function deleteTasksSql(t: Tables, d: TaskSelection, limit: number): { pi
     ), signals AS (DELETE FROM ${t.signals} WHERE task_id = ANY(${ids})
     ), approvals AS (DELETE FROM ${t.approvals} WHERE task_id = ANY(${ids})
     ), chunks AS (DELETE FROM ${t.chunks} WHERE task_id = ANY(${ids})
-    ), tags AS (DELETE FROM ${t.tags} WHERE task_id = ANY(${ids}))
+    ), tags AS (DELETE FROM ${t.tags} WHERE task_id = ANY(${ids})
+    ), blobs AS (DELETE FROM ${t.taskBlobs} WHERE task_id = ANY(${ids}))
     SELECT id, workflow, status FROM gone ORDER BY id`;
   return { pick: { text: pick, values: p.values }, delete: text };
 }

@@ -250,6 +250,8 @@ export interface Tables {
   slots: string;
   workersServed: string;
   tags: string;
+  blobs: string;
+  taskBlobs: string;
 }
 
 /** The tables of `schema` (a name already checked by the store). */
@@ -267,5 +269,7 @@ export function tablesOf(schema: string): Tables {
     slots: `${s}.concurrency_slots`,
     workersServed: `${s}.workers_served`,
     tags: `${s}.task_tags`,
+    blobs: `${s}.blobs`,
+    taskBlobs: `${s}.task_blobs`,
   };
 }

@@ -30,6 +30,8 @@
  */
 import { setTags } from './tags.ts';
 import { forkTask } from './fork.ts';
+import * as blobs from './blobs.ts';
+import type { BlobUsage, BlobWrite, StoredBlob } from '../store/blobs.ts';
 import { close, migrate, openContext, type PgContext } from './connection.ts';
 import { findTaskByKey, getEventRanges, getEvents, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
@@ -200,6 +202,24 @@ export class PostgresStore implements Store {
   }
   forkTask(task: NewTask & { forkedFrom: string }, seqs: readonly number[]): Promise<TaskRow> {
     return forkTask(this.#c, task, seqs);
+  }
+  putBlobs(w: BlobWrite): Promise<void> {
+    return blobs.putBlobs(this.#c, w);
+  }
+  getBlobs(hashes: readonly string[]): Promise<Map<string, StoredBlob>> {
+    return blobs.getBlobs(this.#c, hashes);
+  }
+  touchBlobs(w: { owners: readonly string[]; hashes: readonly string[]; at: number }): Promise<Set<string>> {
+    return blobs.touchBlobs(this.#c, w);
+  }
+  shareBlobs(from: string, to: string): Promise<void> {
+    return blobs.shareBlobs(this.#c, from, to);
+  }
+  collectBlobs(before: number, limit: number): Promise<Array<{ hash: string; location: string | null }>> {
+    return blobs.collectBlobs(this.#c, before, limit);
+  }
+  blobUsage(): Promise<BlobUsage> {
+    return blobs.blobUsage(this.#c);
   }
   listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);

@@ -57,6 +57,7 @@ export function deleteTasks(h: RetentionHandle, d: TaskSelection, limit: number,
   h.stmt('DELETE FROM stepwise_approvals WHERE task_id IN (SELECT value FROM json_each(?))').run(ids);
   h.stmt('DELETE FROM stepwise_stream_chunks WHERE task_id IN (SELECT value FROM json_each(?))').run(ids);
   h.stmt('DELETE FROM stepwise_task_tags WHERE task_id IN (SELECT value FROM json_each(?))').run(ids);
+  h.stmt('DELETE FROM stepwise_task_blobs WHERE task_id IN (SELECT value FROM json_each(?))').run(ids);
   h.stmt('DELETE FROM stepwise_tasks WHERE no IN (SELECT value FROM json_each(?))').run(nos);
   if (note) recordDeletions(h, picked, note);
   return picked;

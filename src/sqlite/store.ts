@@ -7,6 +7,8 @@
  */
 import { setTags } from './tags.ts';
 import { forkTask } from './fork.ts';
+import * as blobs from './blobs.ts';
+import type { BlobUsage, BlobWrite, StoredBlob } from '../store/blobs.ts';
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
@@ -186,6 +188,31 @@ export class SqliteStore implements Store {
 
   async forkTask(task: NewTask & { forkedFrom: string }, seqs: readonly number[]): Promise<TaskRow> {
     return forkTask(this.#c, task, seqs);
+  }
+
+  async putBlobs(w: BlobWrite): Promise<void> {
+    blobs.putBlobs(this.#c, w);
+  }
+  putBlobsNow(w: BlobWrite): void {
+    blobs.putBlobs(this.#c, w);
+  }
+  async getBlobs(hashes: readonly string[]): Promise<Map<string, StoredBlob>> {
+    return blobs.getBlobs(this.#c, hashes);
+  }
+  getBlobsNow(hashes: readonly string[]): Map<string, StoredBlob> {
+    return blobs.getBlobs(this.#c, hashes);
+  }
+  async touchBlobs(w: { owners: readonly string[]; hashes: readonly string[]; at: number }): Promise<Set<string>> {
+    return blobs.touchBlobs(this.#c, w);
+  }
+  async shareBlobs(from: string, to: string): Promise<void> {
+    blobs.shareBlobs(this.#c, from, to);
+  }
+  async collectBlobs(before: number, limit: number): Promise<Array<{ hash: string; location: string | null }>> {
+    return blobs.collectBlobs(this.#c, before, limit);
+  }
+  async blobUsage(): Promise<BlobUsage> {
+    return blobs.blobUsage(this.#c);
   }
   async listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);

@@ -20,6 +20,7 @@ import { reportPendingDeletions, sweepOnce } from '../retention/purge.ts';
 import type { Clock } from '../clock.ts';
 import type { Store } from '../store.ts';
 import { Sweeper } from '../sweeper.ts';
+import { LAYERS } from '../payloads/layered-store.ts';
 import type { Workflow } from '../workflow.ts';
 import { PeriodicScheduler } from './periodic.ts';
 import { PRESENCE_REFRESH_MS, presenceJob } from './presence.ts';
@@ -46,6 +47,8 @@ export interface BackgroundHost {
   fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
   /** The engine's alerts (null: none). */
   alerts: ResolvedAlerts | null;
+  /** How long a blob no task holds is kept (payloads/). */
+  collectBlobsAfterMs: number;
   onError: (error: Error, during: string) => void;
 }
 
@@ -69,6 +72,8 @@ export class Background {
     if (retention) this.#scheduler.add(retention.job('deleting finished tasks past their retention'));
     const frames = framesJob(host);
     if (frames) this.#scheduler.add(frames.job('deleting stream frames of ended tasks'));
+    const blobs = blobsJob(host);
+    if (blobs) this.#scheduler.add(blobs.job('deleting blobs no task holds'));
     this.#scheduler.add({ ...presenceJob(host.store, host.workerId, host.workflows), firstDelayMs: PRESENCE_REFRESH_MS });
     const fire = host.fireSchedules;
     if (fire && host.scheduleScanMs > 0) {
@@ -173,5 +178,16 @@ function framesJob(host: BackgroundHost): Sweeper | null {
     purge: (limit) => host.store.purgeChunks(host.clock.now() - afterEndMs, limit),
     intervalMs: host.retentionSweepMs,
     onError: (e) => host.onError(coerceError(e), 'deleting stream frames of ended tasks'),
+  });
+}
+
+/** Blobs of the payload store that no task holds any more (payloads/). */
+function blobsJob(host: BackgroundHost): Sweeper | null {
+  const layer = LAYERS.get(host.store);
+  if (!layer || host.retentionSweepMs <= 0) return null;
+  return new Sweeper({
+    purge: (limit) => layer.collect(host.clock.now() - host.collectBlobsAfterMs, limit),
+    intervalMs: host.retentionSweepMs,
+    onError: (e) => host.onError(coerceError(e), 'deleting blobs no task holds'),
   });
 }

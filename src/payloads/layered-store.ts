@@ -1,0 +1,106 @@
+/**
+ * @module payloads/layered-store
+ * Internal: not part of the public API.
+ * A Store whose payloads go through a {@link PayloadLayer}: the writes that carry payloads encode
+ * them (and write their blobs first); every other call is the inner store's, with the tokens of
+ * its result resolved. Synchronous writes stay synchronous where the database keeps the bytes.
+ */
+import type { ApprovalInsert, ChunksWrite, NewTask, ScheduleDefinition, SignalWrite, Store, TransitionWrite, WriteOp } from '../store.ts';
+import type { WakeEvent } from '../store/wake.ts';
+import type { DebounceWrite } from '../store/keyed-starts.ts';
+import { PayloadLayer, type PayloadLayerOptions } from './payload-store.ts';
+
+/** The payload layer behind a layered store, for the engine's collection job and the bench. */
+export const LAYERS = new WeakMap<Store, PayloadLayer>();
+
+export function withPayloads(inner: Store, options: PayloadLayerOptions): Store {
+  const layer = new PayloadLayer(inner, options);
+  const s = inner;
+  const overrides: Partial<Record<keyof Store, unknown>> = {
+    async insertTask(task: NewTask) {
+      const p = layer.newPending();
+      const t = layer.newTask(p, task);
+      await layer.flush(p);
+      return layer.resolve(await s.insertTask(t), p);
+    },
+    async insertTasks(tasks: readonly NewTask[], notify?: WakeEvent) {
+      const p = layer.newPending();
+      const ts = tasks.map((t) => layer.newTask(p, t));
+      await layer.flush(p);
+      return layer.resolve(await s.insertTasks(ts, notify), p);
+    },
+    async startSingleton(task: NewTask, notify?: WakeEvent) {
+      const p = layer.newPending();
+      const t = layer.newTask(p, task);
+      await layer.flush(p);
+      return layer.resolve(await s.startSingleton(t, notify), p);
+    },
+    async startDebounced(task: NewTask, write: DebounceWrite, notify?: WakeEvent) {
+      // The input may land on an existing task of another id: sealed in place, never a blob.
+      const p = layer.newPending();
+      const t = { ...task, input: layer.seal(p, task.input) as string | null };
+      return layer.resolve(await s.startDebounced(t, write, notify), p);
+    },
+    async forkTask(task: NewTask & { forkedFrom: string }, seqs: readonly number[]) {
+      await s.shareBlobs(task.forkedFrom, task.id);
+      const p = layer.newPending();
+      const t = layer.newTask(p, task);
+      await layer.flush(p);
+      return layer.resolve(await s.forkTask(t, seqs), p);
+    },
+    async transition(w: TransitionWrite) {
+      const p = layer.newPending();
+      const t = layer.transition(p, w);
+      await layer.flush(p);
+      return layer.resolve(await s.transition(t), p);
+    },
+    async writeBatch(ops: readonly WriteOp[]) {
+      const p = layer.newPending();
+      const o = ops.map((op) => layer.op(p, op));
+      await layer.flush(p);
+      return layer.resolve(await s.writeBatch(o), p);
+    },
+    writeBatchNow: layer.syncWrites
+      ? (ops: readonly WriteOp[]) => {
+          const p = layer.newPending();
+          const o = ops.map((op) => layer.op(p, op));
+          layer.flushNow(p);
+          return layer.resolveNow(s.writeBatchNow!(o), p);
+        }
+      : undefined,
+    async insertSignal(signal: SignalWrite) {
+      const p = layer.newPending();
+      const w = { ...signal, payload: layer.encode(p, signal.payload, [signal.taskId]) as string | null };
+      await layer.flush(p);
+      return layer.resolve(await s.insertSignal(w), p);
+    },
+    async insertApproval(write: ApprovalInsert) {
+      const p = layer.newPending();
+      const approval = { ...write.approval, payload: layer.encode(p, write.approval.payload, [write.approval.taskId]) as string | null };
+      const w = { ...write, approval, log: layer.fixLog(p, write.log) };
+      await layer.flush(p);
+      return layer.resolve(await s.insertApproval(w), p);
+    },
+    async appendChunks(write: ChunksWrite) {
+      const p = layer.newPending();
+      return s.appendChunks({ ...write, chunks: write.chunks.map((c) => ({ ...c, delta: layer.seal(p, c.delta) as string })) });
+    },
+    async putSchedule(def: ScheduleDefinition, nextAt: number | null, at: number) {
+      const p = layer.newPending();
+      return layer.resolve(await s.putSchedule({ ...def, input: layer.seal(p, def.input) as string | null }, nextAt, at), p);
+    },
+  };
+  const proxy = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof Store];
+      const v: unknown = Reflect.get(target, prop, receiver === proxy ? target : receiver);
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        const r: unknown = (v as (...a: unknown[]) => unknown).apply(target, args);
+        return r instanceof Promise ? r.then((x) => layer.resolve(x)) : r;
+      };
+    },
+  });
+  LAYERS.set(proxy, layer);
+  return proxy;
+}

@@ -1,0 +1,366 @@
+/**
+ * @module payloads/payload-store
+ * Internal: not part of the public API.
+ * The payload store, as a layer around any Store: the kernel and the SQL stores keep passing JSON
+ * text; this layer decides what a payload column holds.
+ *
+ * On the way in, a payload whose JSON is at least `threshold` long (or that holds the token
+ * escape itself) becomes a tree of blobs (payloads/tree.ts) and its column holds a reference
+ * token; with a codec, every other payload is sealed in place. The blobs are written, with the
+ * tasks that hold them, before the write that refers to them (and to an external backend before
+ * their rows): a crash in between leaves blobs a task holds or no row names, never a reference
+ * without its bytes. A write's own entries in the log embed the token instead of the value.
+ *
+ * On the way out, every string a store call returns that holds a token gets the value back:
+ * the trees are read a level at a time, one batch read per level for all tokens of the result,
+ * through a cache of decoded blobs (a resumed agent loop reads each message once).
+ *
+ * Owners: the task a value belongs to holds its blobs; a child's output is also held by its parent
+ * (the parent's signal embeds it); a fork holds every blob of its source.
+ */
+import type { Store, TaskRow, TransitionWrite, WriteOp, WriteResult, NewEvent, NewTask, SignalWrite, ApprovalInsert, ChunksWrite, ScheduleDefinition, StepRow, BlobRow } from '../store.ts';
+import type { WakeEvent } from '../store/wake.ts';
+import type { DebounceWrite } from '../store/keyed-starts.ts';
+import { PayloadUnreadableError } from '../errors.ts';
+import type { PayloadCodec } from './codec.ts';
+import type { BlobBackend } from './backends.ts';
+import { Packer } from './pack.ts';
+import { MARK, TOKEN_PATTERN, hasMark, refToken, sealedToken } from './token.ts';
+import { DEFAULT_SHAPE, TreeBuilder, build, childrenOf, type TreeShape } from './tree.ts';
+import { ContentCache } from './cache.ts';
+
+export interface PayloadLayerOptions {
+  /** Payloads whose JSON is at least this many characters go to blobs; false: none do. */
+  threshold: number | false;
+  codec: PayloadCodec | null;
+  /** Null: blob bytes in the database. */
+  backend: BlobBackend | null;
+  /** The time a write touches its blobs at (ms). */
+  now: () => number;
+  shape?: TreeShape;
+  /** Characters of decoded blob content kept in memory for reads. @defaultValue 32 Mi */
+  cacheChars?: number;
+}
+
+/** What one write stored in blobs or sealed: its blobs by owner set, and each token's original text. */
+class Pending {
+  readonly groups = new Map<string, { owners: string[]; blobs: Map<string, Uint8Array> }>();
+  readonly tokens = new Map<string, string>();
+  add(owners: readonly string[], blobs: ReadonlyMap<string, Uint8Array>): void {
+    const key = owners.join('\u0000');
+    let g = this.groups.get(key);
+    if (!g) this.groups.set(key, (g = { owners: [...owners], blobs: new Map() }));
+    for (const [h, b] of blobs) g.blobs.set(h, b);
+  }
+}
+
+const decoder = new TextDecoder();
+/** Log entry keys under which a write's entries embed its payloads. */
+const EMBED_KEYS = ['output', 'error', 'payload', 'input'] as const;
+/** Tasks whose held blobs this process remembers (a task's later writes skip blobs it already holds). */
+const HELD_TASKS = 2_000;
+
+export class PayloadLayer {
+  readonly inner: Store;
+  readonly #o: PayloadLayerOptions;
+  readonly #packer: Packer;
+  readonly #shape: TreeShape;
+  readonly #cache: ContentCache;
+  /** Task → blobs it is known to hold (recorded by a committed putBlobs). */
+  readonly #held = new Map<string, Set<string>>();
+
+  constructor(inner: Store, options: PayloadLayerOptions) {
+    this.inner = inner;
+    this.#o = options;
+    this.#packer = new Packer(options.codec);
+    this.#shape = options.shape ?? DEFAULT_SHAPE;
+    this.#cache = new ContentCache(options.cacheChars ?? 32 * 1024 * 1024);
+  }
+
+  /** Whether writes can be done synchronously (the database keeps the bytes and the store has sync writes). */
+  get syncWrites(): boolean {
+    return this.#o.backend === null && typeof this.inner.putBlobsNow === 'function' && typeof this.inner.writeBatchNow === 'function';
+  }
+
+  // ---- the way in ----
+
+  /** The column text for a payload: a reference to its blobs, the payload sealed, or itself. */
+  encode(p: Pending, text: string | null | undefined, owners: readonly string[] | null): string | null | undefined {
+    if (text === null || text === undefined) return text;
+    const t = this.#o.threshold;
+    if (owners && owners.length && t !== false && (text.length >= t || hasMark(text))) {
+      const tree = new TreeBuilder((c) => this.#packer.address(c), this.#shape);
+      const token = refToken(tree.root(JSON.parse(text), text));
+      p.add(owners, tree.blobs);
+      p.tokens.set(token, text);
+      return token;
+    }
+    if (this.#o.codec) {
+      const token = sealedToken(this.#packer.seal(text));
+      p.tokens.set(token, text);
+      return token;
+    }
+    return text;
+  }
+
+  /** A payload that only a codec changes (no owner task: idempotency results, schedule inputs, stream frames). */
+  seal(p: Pending, text: string | null | undefined): string | null | undefined {
+    return this.encode(p, text, null);
+  }
+
+  /** Entries that embed a payload of this write embed its token instead. */
+  fixLog(p: Pending, entries: readonly NewEvent[]): NewEvent[] {
+    if (!p.tokens.size) return entries as NewEvent[];
+    return entries.map((e) => {
+      if (!e.data) return e;
+      let data = e.data;
+      for (const [token, text] of p.tokens) {
+        for (const key of EMBED_KEYS) {
+          const embedded = `"${key}":${text}`;
+          if (data.includes(embedded)) data = data.split(embedded).join(`"${key}":${token}`);
+        }
+      }
+      return data === e.data ? e : { ...e, data };
+    });
+  }
+
+  #blobsToWrite(p: Pending): Array<{ owners: string[]; blobs: Array<[string, Uint8Array]> }> {
+    const out: Array<{ owners: string[]; blobs: Array<[string, Uint8Array]> }> = [];
+    for (const g of p.groups.values()) {
+      const blobs = [...g.blobs].filter(([h]) => !g.owners.every((o) => this.#held.get(o)?.has(h)));
+      if (blobs.length) out.push({ owners: g.owners, blobs });
+    }
+    return out;
+  }
+
+  #row(hash: string, content: Uint8Array, location: string | null, packed: Uint8Array): BlobRow {
+    return { hash, size: content.length, stored: packed.length, data: location === null ? packed : null, location };
+  }
+
+  #remember(owners: readonly string[], hashes: Iterable<string>): void {
+    const list = [...hashes];
+    for (const o of owners) {
+      let set = this.#held.get(o);
+      if (set) this.#held.delete(o);
+      else set = new Set();
+      for (const h of list) set.add(h);
+      this.#held.set(o, set);
+      if (this.#held.size > HELD_TASKS) this.#held.delete(this.#held.keys().next().value!);
+    }
+  }
+
+  /** Writes the blobs of `p` (and their owners) before the write that refers to them. */
+  async flush(p: Pending): Promise<void> {
+    const at = this.#o.now();
+    for (const g of this.#blobsToWrite(p)) {
+      const backend = this.#o.backend;
+      if (!backend) {
+        await this.inner.putBlobs({ owners: g.owners, at, blobs: g.blobs.map(([h, c]) => this.#row(h, c, null, this.#packer.pack(c))) });
+      } else {
+        const present = await this.inner.touchBlobs({ owners: g.owners, hashes: g.blobs.map(([h]) => h), at });
+        const rows: BlobRow[] = [];
+        for (const [h, c] of g.blobs) {
+          if (present.has(h)) continue;
+          const packed = this.#packer.pack(c);
+          rows.push(this.#row(h, c, await backend.put(h, packed), packed));
+        }
+        await this.inner.putBlobs({ owners: g.owners, at, blobs: rows });
+      }
+      this.#remember(g.owners, g.blobs.map(([h]) => h));
+    }
+  }
+
+  /** {@link flush}, synchronously (see {@link syncWrites}). */
+  flushNow(p: Pending): void {
+    const at = this.#o.now();
+    for (const g of this.#blobsToWrite(p)) {
+      this.inner.putBlobsNow!({ owners: g.owners, at, blobs: g.blobs.map(([h, c]) => this.#row(h, c, null, this.#packer.pack(c))) });
+      this.#remember(g.owners, g.blobs.map(([h]) => h));
+    }
+  }
+
+  /** The ops of a write with their payloads encoded. */
+  op(p: Pending, op: WriteOp): WriteOp {
+    if (op.kind === 'step') return { ...op, step: this.#step(p, op.step, [op.taskId]) };
+    return this.transition(p, op);
+  }
+
+  transition(p: Pending, w: TransitionWrite): TransitionWrite {
+    const owners = w.parentSignal ? [w.taskId, w.parentSignal.taskId] : [w.taskId];
+    const set = { ...w.set };
+    if (set.output !== undefined) set.output = this.encode(p, set.output, owners) as string | null;
+    if (set.error !== undefined) set.error = this.seal(p, set.error) as string | null;
+    const steps = w.steps?.map((s) => this.#step(p, s, [w.taskId]));
+    return { ...w, set, ...(steps ? { steps } : {}), log: this.fixLog(p, w.log) };
+  }
+
+  #step(p: Pending, s: StepRow, owners: readonly string[]): StepRow {
+    if (s.output === null && s.error === null) return s;
+    return { ...s, output: this.encode(p, s.output, owners) as string | null, error: this.seal(p, s.error) as string | null };
+  }
+
+  newTask<T extends NewTask>(p: Pending, task: T): T {
+    return { ...task, input: this.encode(p, task.input, [task.id]) as string | null };
+  }
+
+  // ---- the way out ----
+
+  /** `value` with the tokens of its strings replaced by their payloads (in place, for plain objects and arrays). */
+  async resolve<T>(value: T, p?: Pending): Promise<T> {
+    const found = collect(value);
+    if (!found.size) return value;
+    const texts = await this.#texts(unknownTo(found, p));
+    return replaceAll(value, (s) => this.#substitute(s, texts, p)) as T;
+  }
+
+  /** {@link resolve} on a synchronous driver, for the results of synchronous writes. */
+  resolveNow<T>(value: T, p?: Pending): T {
+    const found = collect(value);
+    if (!found.size) return value;
+    const roots = refRoots(unknownTo(found, p));
+    const contents = new Map<string, string>();
+    let frontier = roots;
+    while (frontier.length) {
+      const missing = this.#fromCache(frontier, contents);
+      if (missing.length) this.#decode(missing, this.inner.getBlobsNow!(missing), contents, new Map());
+      frontier = nextFrontier(frontier, contents);
+    }
+    const texts = new Map(roots.map((r) => [r, build(r, contents)]));
+    return replaceAll(value, (s) => this.#substitute(s, texts, p)) as T;
+  }
+
+  async #texts(strings: ReadonlySet<string>): Promise<Map<string, string>> {
+    const roots = refRoots(strings);
+    const contents = new Map<string, string>();
+    let frontier = roots;
+    while (frontier.length) {
+      const missing = this.#fromCache(frontier, contents);
+      if (missing.length) {
+        const stored = await this.inner.getBlobs(missing);
+        const external = new Map<string, Uint8Array | null>();
+        if (this.#o.backend) {
+          const backend = this.#o.backend;
+          await Promise.all(
+            [...stored].filter(([, b]) => b.data === null && b.location !== null).map(async ([h, b]) => external.set(h, await backend.get(b.location!))),
+          );
+        }
+        this.#decode(missing, stored, contents, external);
+      }
+      frontier = nextFrontier(frontier, contents);
+    }
+    return new Map(roots.map((r) => [r, build(r, contents)]));
+  }
+
+  #fromCache(hashes: readonly string[], into: Map<string, string>): string[] {
+    const missing: string[] = [];
+    for (const h of hashes) {
+      if (into.has(h)) continue;
+      const c = this.#cache.get(h);
+      if (c === undefined) missing.push(h);
+      else into.set(h, c);
+    }
+    return missing;
+  }
+
+  #decode(hashes: readonly string[], stored: ReadonlyMap<string, { data: Uint8Array | null; location: string | null }>, into: Map<string, string>, external: ReadonlyMap<string, Uint8Array | null>): void {
+    for (const h of hashes) {
+      const b = stored.get(h);
+      const bytes = b?.data ?? (b?.location ? external.get(h) : null);
+      if (!b || !bytes) {
+        throw new PayloadUnreadableError(
+          b?.location
+            ? `Blob ${h} is recorded at ${b.location} but ${this.#o.backend ? this.#o.backend.description : 'no blob backend is configured'} has no bytes there.`
+            : `Blob ${h} is referenced but not stored: the payload store lost it (restored from an older backup?).`,
+        );
+      }
+      const content = decoder.decode(this.#packer.unpack(bytes, h));
+      this.#cache.set(h, content);
+      into.set(h, content);
+    }
+  }
+
+  #substitute(s: string, texts: ReadonlyMap<string, string>, p?: Pending): string {
+    const own = p?.tokens.get(s);
+    if (own !== undefined) return own;
+    return s.replace(TOKEN_PATTERN, (whole, kind: string, body: string) => {
+      const mine = p?.tokens.get(whole);
+      if (mine !== undefined) return mine;
+      if (kind === 'e') return this.#packer.unseal(body);
+      return texts.get(body)!;
+    });
+  }
+
+  /** Deletes at most `limit` blobs no task holds, untouched since `before`, with their bytes in a backend; returns how many. */
+  async collect(before: number, limit: number): Promise<number> {
+    const dead = await this.inner.collectBlobs(before, limit);
+    const locations = dead.flatMap((d) => (d.location === null ? [] : [d.location]));
+    if (locations.length && this.#o.backend) await this.#o.backend.delete(locations);
+    return dead.length;
+  }
+
+  newPending(): Pending {
+    return new Pending();
+  }
+}
+
+/** Strings of `value` that are not a token `p` made (those need no read). */
+function unknownTo(strings: ReadonlySet<string>, p?: Pending): Set<string> {
+  const out = new Set(strings);
+  if (p) for (const t of p.tokens.keys()) out.delete(t);
+  return out;
+}
+
+/** Strings of `value` that hold a token. */
+function collect(value: unknown): Set<string> {
+  const out = new Set<string>();
+  const walk = (v: unknown, depth: number): void => {
+    if (typeof v === 'string') {
+      if (v.includes(MARK)) out.add(v);
+      return;
+    }
+    if (typeof v !== 'object' || v === null || depth > 8) return;
+    if (Array.isArray(v)) {
+      for (const x of v) walk(x, depth + 1);
+      return;
+    }
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return;
+    for (const k in v) walk((v as Record<string, unknown>)[k], depth + 1);
+  };
+  walk(value, 0);
+  return out;
+}
+
+function replaceAll(value: unknown, fn: (s: string) => string): unknown {
+  const walk = (v: unknown, depth: number): unknown => {
+    if (typeof v === 'string') return v.includes(MARK) ? fn(v) : v;
+    if (typeof v !== 'object' || v === null || depth > 8) return v;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) v[i] = walk(v[i], depth + 1);
+      return v;
+    }
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return v;
+    const o = v as Record<string, unknown>;
+    for (const k in o) {
+      const next = walk(o[k], depth + 1);
+      if (next !== o[k]) o[k] = next;
+    }
+    return v;
+  };
+  return walk(value, 0);
+}
+
+function refRoots(strings: Iterable<string>): string[] {
+  const roots = new Set<string>();
+  for (const s of strings) for (const m of s.matchAll(TOKEN_PATTERN)) if (m[1] === 'r') roots.add(m[2]!);
+  return [...roots];
+}
+
+function nextFrontier(frontier: readonly string[], contents: ReadonlyMap<string, string>): string[] {
+  const next = new Set<string>();
+  for (const h of frontier) for (const c of childrenOf(contents.get(h)!)) if (!contents.has(c)) next.add(c);
+  return [...next];
+}
+
+export type { Pending, TaskRow, WriteResult, WakeEvent, DebounceWrite, SignalWrite, ApprovalInsert, ChunksWrite, ScheduleDefinition };
