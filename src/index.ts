@@ -224,10 +224,17 @@ export { toMs, formatMs } from './duration.ts';
 export type { Duration } from './duration.ts';
 export { systemClock } from './clock.ts';
 export type { Clock } from './clock.ts';
-export { DEFAULT_LIMITS } from './limits.ts';
+export { DEFAULT_LIMITS, PAYLOAD_STORE_LIMITS } from './limits.ts';
 export type { Limits } from './limits.ts';
 
 // Stores: a URL (`sqlite:<path>`, `postgres://…`) opened by the engine, or opened here
 export { openStore, DEFAULT_STORE_URL } from './store-url.ts';
 export type { StoreOptions } from './store-url.ts';
 export type { Store } from './store.ts';
+
+// The payload store: large values stored once, compressed, by what is new; codecs and blob backends
+export { aesGcmCodec } from './payloads/codec.ts';
+export type { PayloadCodec, AesGcmCodecOptions } from './payloads/codec.ts';
+export { directoryBackend } from './payloads/backends.ts';
+export type { BlobBackend } from './payloads/backends.ts';
+export type { PayloadOptions } from './payloads/options.ts';

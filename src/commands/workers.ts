@@ -35,6 +35,8 @@ export interface WorkerHost {
   alerts: ResolvedAlerts | null;
   /** The engine's named rate limits. */
   rateLimits: RateLimitTable;
+  /** How long a blob no task holds is kept (payloads/). */
+  collectBlobsAfterMs: number;
 }
 
 export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
@@ -53,6 +55,7 @@ export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
       engine: host.engine,
       rateLimits: host.rateLimits,
       alerts: host.alerts,
+      collectBlobsAfterMs: host.collectBlobsAfterMs,
       onStopped: (worker) => host.workers.delete(worker),
     },
     options,

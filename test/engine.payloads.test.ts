@@ -1,0 +1,244 @@
+// The payload store: large values are stored once under their content's hash, compressed; a list
+// that grows (an agent's transcript) stores only what is new; values read back exactly through
+// every read (get, events, results, signals, approvals); blobs go with the last task that holds
+// them; a value over its limit fails the step with a coded, non-retryable error; an encrypted store
+// holds no plaintext; a database written without the payload store still opens and resumes.
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { workflow, aesGcmCodec, directoryBackend, type Engine } from '../src/index.ts';
+import { openStore } from '../src/store-url.ts';
+import type { BlobUsage } from '../src/store.ts';
+import { TEST_STORE, eventually, makeEngine, startWorker, tempDbUrl, tempDir, waitForStatus } from './support/engine.ts';
+import { PG_URL } from './support/postgres.ts';
+import pg from 'pg';
+
+/** Text that does not compress to nothing: words picked by a small LCG. */
+function prose(seed: number, chars: number): string {
+  const words = ['agent', 'tool', 'result', 'latency', 'invoice', 'customer', 'refund', 'policy', 'search', 'answer', 'draft', 'review', 'model', 'token', 'budget', 'report', 'quarter', 'region', 'growth', 'churn'];
+  let x = seed * 2654435761 + 1;
+  let s = '';
+  while (s.length < chars) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    s += `${words[x % words.length]}${x % 7 === 0 ? `-${x % 1000}` : ''} `;
+  }
+  return s;
+}
+const message = (i: number) => ({ role: i % 2 ? 'assistant' : 'user', content: prose(i, 1000) });
+
+/** A chat loop that checkpoints its whole transcript every turn (two ~1 KB messages a turn). */
+const chat = workflow('chat', async (ctx, input: { turns: number }) => {
+  let transcript: Array<{ role: string; content: string }> = [];
+  for (let t = 0; t < input.turns; t++) transcript = await ctx.step('turn', () => [...transcript, message(2 * t), message(2 * t + 1)]);
+  return transcript.length;
+});
+
+async function usage(url: string): Promise<BlobUsage> {
+  const s = await openStore(url, {});
+  try {
+    return await s.blobUsage();
+  } finally {
+    await s.close();
+  }
+}
+
+async function run(engine: Engine, wf: { name: string }, input: unknown): Promise<string> {
+  const { id } = await engine.start(wf.name, input);
+  await engine.result(id, { timeout: 60_000 });
+  return id;
+}
+
+describe(`payload store (${TEST_STORE})`, () => {
+  it('stores a growing transcript by what is new: bytes per turn stay flat, within 2x the distinct content', async () => {
+    const sizes: Record<number, BlobUsage> = {};
+    for (const turns of [30, 60]) {
+      const url = tempDbUrl();
+      const engine = makeEngine({ store: url, workflows: [chat] });
+      await startWorker(engine);
+      await run(engine, chat, { turns });
+      sizes[turns] = await usage(url);
+    }
+    const distinct = (turns: number) => Array.from({ length: 2 * turns }, (_, i) => JSON.stringify(message(i)).length).reduce((a, b) => a + b, 0);
+    // Quadratic storage would grow 4x from 30 to 60 turns; what is stored grows with the turns.
+    expect(sizes[60]!.size / sizes[30]!.size).toBeLessThan(2.3);
+    expect(sizes[60]!.size).toBeLessThanOrEqual(2 * distinct(60));
+    // Compressed, it is well under the distinct content.
+    expect(sizes[60]!.stored).toBeLessThan(distinct(60));
+  });
+
+  it('reads every value back exactly: get, the result, the journal, the log, signals and approvals', async () => {
+    const big = { doc: prose(7, 20_000), list: Array.from({ length: 40 }, (_, i) => message(i)) };
+    const wf = workflow('roundtrip', async (ctx, input: typeof big) => {
+      const copy = await ctx.step('copy', () => ({ ...input, note: 'copied' }));
+      const ev = await ctx.waitForEvent<typeof big>('more');
+      const decision = await ctx.approval('ok', { payload: input, approvers: ['ann'] });
+      return { copy, more: ev.timedOut ? null : ev.payload, approved: decision.approved };
+    });
+    const url = tempDbUrl();
+    const engine = makeEngine({ store: url, workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, big);
+    await waitForStatus(engine, id, 'waiting');
+    await engine.signal(id, 'more', big);
+    await eventually(async () => (await engine.approvals({ taskId: id })).length > 0);
+    const [approval] = await engine.approvals({ taskId: id });
+    expect(approval!.payload).toEqual(big);
+    await engine.decide(approval!.id, { by: 'ann', approve: true } as never);
+    const out = (await engine.result(id, { timeout: 30_000 })) as { copy: unknown; more: unknown; approved: boolean };
+    expect(out).toEqual({ copy: { ...big, note: 'copied' }, more: big, approved: true });
+    const info = await engine.get(id, { steps: true });
+    expect(info.input).toEqual(big);
+    expect(info.status === 'succeeded' && info.output).toEqual(out);
+    expect(info.steps?.find((s) => s.name === 'copy')?.output).toEqual({ ...big, note: 'copied' });
+    const log = [];
+    for await (const e of engine.events({ taskId: id, follow: false })) log.push(e);
+    const text = JSON.stringify(log);
+    expect(text).not.toContain('\\u0000sw:');
+    expect(text).toContain(big.doc.slice(0, 200));
+    // The same big value in input, step output, signal and approval is one set of blobs.
+    const u = await usage(url);
+    expect(u.size).toBeLessThan(3 * JSON.stringify(big).length);
+  });
+
+  it('stores a value once across tasks, keeps it while any task holds it, and collects it after the last one is deleted', async () => {
+    const doc = prose(3, 50_000);
+    const wf = workflow('holder', async (ctx, input: { doc: string }) => ctx.step('echo', () => input.doc));
+    const url = tempDbUrl();
+    const engine = makeEngine({ store: url, workflows: [wf], payloads: { collectAfter: 0 } });
+    await startWorker(engine, { retentionSweepMs: 30 });
+    const a = await run(engine, wf, { doc });
+    const once = await usage(url);
+    const b = await run(engine, wf, { doc });
+    const twice = await usage(url);
+    expect(twice.blobs).toBe(once.blobs);
+    expect(twice.stored).toBe(once.stored);
+    await engine.delete(a);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await usage(url)).blobs).toBe(once.blobs);
+    expect((await engine.get(b, { steps: true })).steps?.[0]?.output).toBe(doc);
+    await engine.delete(b);
+    await eventually(async () => (await usage(url)).blobs === 0, 10_000, 'blobs collected');
+    expect((await usage(url)).holdings).toBe(0);
+  });
+
+  it('fails a step whose output is over the limit with PAYLOAD_TOO_LARGE naming the option, without retrying', async () => {
+    const wf = workflow('huge', async (ctx) => ctx.step('make', () => prose(1, 40_000)), { retry: 3 });
+    const engine = makeEngine({ workflows: [wf], limits: { outputBytes: 20_000 } });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'failed');
+    const info = await engine.get(id, { steps: true });
+    const error = (info.status === 'failed' ? info.error : null) as unknown as { code: string; message: string; cause?: { code: string; message: string } };
+    const cause = error.cause ?? error;
+    expect(cause.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(cause.message).toContain('limits.outputBytes');
+    expect(info.steps?.[0]?.attempts).toBe(1);
+  });
+
+  it('refuses a threshold below 256, an unknown option and a codec that is not one', () => {
+    expect(() => makeEngine({ payloads: { threshold: 10 } })).toThrow(/threshold/);
+    expect(() => makeEngine({ payloads: { treshold: 5000 } as never })).toThrow(/unknown option "treshold"/);
+    expect(() => makeEngine({ codec: {} as never })).toThrow(/encode/);
+    expect(() => aesGcmCodec({ keys: { k1: Buffer.alloc(16) }, current: 'k1' })).toThrow(/32/);
+    expect(() => aesGcmCodec({ keys: { k1: Buffer.alloc(32) }, current: 'k2' })).toThrow(/not among keys/);
+  });
+
+  it('opens a database written without the payload store, resumes its tasks and reads the old values', async () => {
+    const doc = prose(11, 30_000);
+    const wf = workflow('resumes', async (ctx, input: { doc: string }) => {
+      const first = await ctx.step('first', () => input.doc.toUpperCase());
+      const ev = await ctx.waitForEvent<string>('go');
+      return { first: first.length, second: await ctx.step('second', () => `${ev.timedOut ? '' : ev.payload}${input.doc}`) };
+    });
+    const url = tempDbUrl();
+    const before = makeEngine({ store: url, workflows: [wf], payloads: false });
+    await startWorker(before);
+    const { id } = await before.start(wf, { doc });
+    await waitForStatus(before, id, 'waiting');
+    await before.close();
+    expect((await usage(url)).blobs).toBe(0);
+    const after = makeEngine({ store: url, workflows: [wf] });
+    await startWorker(after);
+    await after.signal(id, 'go', 'x');
+    expect(await after.result(id, { timeout: 30_000 })).toEqual({ first: doc.length, second: `x${doc}` });
+    expect((await after.get(id, { steps: true })).steps?.find((s) => s.name === 'first')?.output).toBe(doc.toUpperCase());
+    expect((await usage(url)).blobs).toBeGreaterThan(0);
+  });
+});
+
+describe(`payload codec and backends (${TEST_STORE})`, () => {
+  const secret = 'PLAINTEXT-MARKER-7f3a';
+  const sealedWf = workflow('sealed', async (ctx, input: { note: string; doc: string }) => {
+    const small = await ctx.step('small', () => `${input.note}/step`);
+    const big = await ctx.step('big', () => `${input.doc}/step`);
+    const ev = await ctx.waitForEvent<{ note: string }>('more');
+    return { small, big: big.length, more: ev.timedOut ? null : ev.payload };
+  });
+
+  async function everythingStored(url: string): Promise<string> {
+    if (TEST_STORE === 'sqlite') {
+      const path = url.slice('sqlite:'.length);
+      const dir = path.slice(0, path.lastIndexOf('/'));
+      return readdirSync(dir)
+        .filter((f) => f.startsWith('stepwise.db'))
+        .map((f) => readFileSync(`${dir}/${f}`).toString('latin1'))
+        .join('');
+    }
+    const schema = new URL(url).searchParams.get('schema')!;
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      const { rows: tables } = await client.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [schema]);
+      let all = '';
+      for (const t of tables) {
+        const { rows } = await client.query<{ t: string | null }>(`SELECT string_agg(x::text, '') AS t FROM "${schema}"."${t.table_name}" x`);
+        all += rows[0]?.t ?? '';
+      }
+      return all;
+    } finally {
+      await client.end();
+    }
+  }
+
+  it('encrypts every payload: the database holds no plaintext, and rotated keys still read old values', async () => {
+    const k1 = Buffer.alloc(32, 1);
+    const k2 = Buffer.alloc(32, 2);
+    const url = tempDbUrl();
+    const engine = makeEngine({ store: url, workflows: [sealedWf], codec: aesGcmCodec({ keys: { k1 }, current: 'k1' }) });
+    await startWorker(engine);
+    const { id } = await engine.start(sealedWf, { note: secret, doc: `${secret} ${prose(5, 10_000)}` });
+    await waitForStatus(engine, id, 'waiting');
+    await engine.signal(id, 'more', { note: secret });
+    const out = await engine.result(id, { timeout: 30_000 });
+    expect(out).toEqual({ small: `${secret}/step`, big: secret.length + 1 + prose(5, 10_000).length + 5, more: { note: secret } });
+    await engine.close();
+    expect(await everythingStored(url)).not.toContain(secret);
+
+    // Rotated: new values under k2, old ones still read with k1 kept.
+    const rotated = makeEngine({ store: url, workflows: [sealedWf], codec: aesGcmCodec({ keys: { k1, k2 }, current: 'k2' }) });
+    expect((await rotated.get(id)).input).toEqual({ note: secret, doc: `${secret} ${prose(5, 10_000)}` });
+    await rotated.close();
+    // Without the old key, reading fails with a coded error naming the key.
+    const lost = makeEngine({ store: url, workflows: [sealedWf], codec: aesGcmCodec({ keys: { k2 }, current: 'k2' }) });
+    await expect(lost.get(id)).rejects.toMatchObject({ code: 'PAYLOAD_UNREADABLE', message: expect.stringContaining('"k1"') });
+    await lost.close();
+  });
+
+  it('keeps blob bytes in a directory: rows hold no bytes, reads are exact, and collection deletes the files', async () => {
+    const dir = tempDir();
+    const doc = prose(9, 40_000);
+    const wf = workflow('ondisk', async (ctx, input: { doc: string }) => ctx.step('echo', () => `${input.doc}!`));
+    const url = tempDbUrl();
+    const engine = makeEngine({ store: url, workflows: [wf], payloads: { backend: directoryBackend(dir), collectAfter: 0 } });
+    await startWorker(engine, { retentionSweepMs: 30 });
+    const id = await run(engine, wf, { doc });
+    expect(await engine.result(id)).toBe(`${doc}!`);
+    expect((await engine.get(id)).input).toEqual({ doc });
+    const files = () => readdirSync(dir).flatMap((d) => (existsSync(`${dir}/${d}`) ? readdirSync(`${dir}/${d}`) : []));
+    expect(files().length).toBeGreaterThan(0);
+    const u = await usage(url);
+    expect(u.blobs).toBe(files().length);
+    expect(await everythingStored(url)).not.toContain(doc.slice(0, 100));
+    await engine.delete(id);
+    await eventually(() => files().length === 0, 10_000, 'files deleted');
+  });
+});
