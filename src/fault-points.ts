@@ -13,7 +13,9 @@
  * `cleanup:done` (the cleanup after a cancel or a failure has run and its rows are durable; the
  * run's last transition is not written), `child:created` (`ctx.startChild` created the child task;
 the parent's checkpoint of that call is not written), `retention:deleted` (a deletion of tasks committed, with
- * its deletion records; observers not yet told).
+ * its deletion records; observers not yet told), `payloads:bytes-stored` (a blob's bytes are in an
+ * external backend, its row is not written), `payloads:blobs-written` (a write's blob rows and holdings
+ * are committed, the write that refers to them is not).
  */
 const KILL_AT = process.env.STEPWISE_TEST_KILL_AT;
 

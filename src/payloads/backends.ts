@@ -20,8 +20,11 @@ export interface BlobBackend {
   /** The bytes at `location`, or null if there are none. */
   get(location: string): Promise<Uint8Array | null>;
   delete(locations: readonly string[]): Promise<void>;
-  /** Locations written before `before` (ms), for collecting bytes no row names. */
-  list?(before: number): AsyncIterable<string>;
+  /**
+   * Bytes written before `before` (ms), with the hash they were stored for: collection deletes
+   * those no row names (bytes stored by a writer that died before writing their row).
+   */
+  list?(before: number): AsyncIterable<{ location: string; hash: string }>;
   close?(): Promise<void>;
 }
 
@@ -71,7 +74,13 @@ export function directoryBackend(root: string): BlobBackend {
         }
         for (const n of names) {
           const s = await stat(join(root, d, n)).catch(() => null);
-          if (s && s.mtimeMs < before) yield `${d}/${n}`;
+          // Temp files of a write in progress start with '.'; an old one is a write that died.
+          if (n.startsWith('.') && s && s.mtimeMs < before) {
+            await rm(join(root, d, n), { force: true });
+            continue;
+          }
+          if (n.startsWith('.') || !s || s.mtimeMs >= before) continue;
+          yield { location: `${d}/${n}`, hash: n.slice(0, n.lastIndexOf('.')) };
         }
       }
     },

@@ -5,10 +5,11 @@
  * them (and write their blobs first); every other call is the inner store's, with the tokens of
  * its result resolved. Synchronous writes stay synchronous where the database keeps the bytes.
  */
-import type { ApprovalInsert, ChunksWrite, NewTask, ScheduleDefinition, SignalWrite, Store, TransitionWrite, WriteOp } from '../store.ts';
+import type { ApprovalInsert, ChunksWrite, ListQuery, NewTask, ScheduleDefinition, SignalWrite, Store, TransitionWrite, WriteOp } from '../store.ts';
 import type { WakeEvent } from '../store/wake.ts';
 import type { DebounceWrite } from '../store/keyed-starts.ts';
 import { PayloadLayer, type PayloadLayerOptions } from './payload-store.ts';
+import { InvalidArgumentError } from '../errors.ts';
 
 /** The payload layer behind a layered store, for the engine's collection job and the bench. */
 export const LAYERS = new WeakMap<Store, PayloadLayer>();
@@ -84,6 +85,15 @@ export function withPayloads(inner: Store, options: PayloadLayerOptions): Store 
     async appendChunks(write: ChunksWrite) {
       const p = layer.newPending();
       return s.appendChunks({ ...write, chunks: write.chunks.map((c) => ({ ...c, delta: layer.seal(p, c.delta) as string })) });
+    },
+    async listTasks(q: ListQuery) {
+      // The database cannot look inside sealed errors and inputs: say so rather than find nothing.
+      if (options.codec && (q.failedWith !== undefined || q.text !== undefined)) {
+        throw new InvalidArgumentError(
+          `list(): ${q.failedWith !== undefined ? 'failedWith' : 'text'} searches errors and inputs, which this engine encrypts (new Engine({ codec })); search by tags, status, workflow or time instead.`,
+        );
+      }
+      return layer.resolve(await s.listTasks(q));
     },
     async putSchedule(def: ScheduleDefinition, nextAt: number | null, at: number) {
       const p = layer.newPending();

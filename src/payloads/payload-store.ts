@@ -28,6 +28,7 @@ import { Packer } from './pack.ts';
 import { MARK, TOKEN_PATTERN, hasMark, refToken, sealedToken } from './token.ts';
 import { DEFAULT_SHAPE, TreeBuilder, build, childrenOf, type TreeShape } from './tree.ts';
 import { ContentCache } from './cache.ts';
+import { faultPoint } from '../fault-points.ts';
 
 export interface PayloadLayerOptions {
   /** Payloads whose JSON is at least this many characters go to blobs; false: none do. */
@@ -163,9 +164,11 @@ export class PayloadLayer {
           if (present.has(h)) continue;
           const packed = this.#packer.pack(c);
           rows.push(this.#row(h, c, await backend.put(h, packed), packed));
+          faultPoint('payloads:bytes-stored');
         }
         await this.inner.putBlobs({ owners: g.owners, at, blobs: rows });
       }
+      faultPoint('payloads:blobs-written');
       this.#remember(g.owners, g.blobs.map(([h]) => h));
     }
   }
@@ -175,6 +178,7 @@ export class PayloadLayer {
     const at = this.#o.now();
     for (const g of this.#blobsToWrite(p)) {
       this.inner.putBlobsNow!({ owners: g.owners, at, blobs: g.blobs.map(([h, c]) => this.#row(h, c, null, this.#packer.pack(c))) });
+      faultPoint('payloads:blobs-written');
       this.#remember(g.owners, g.blobs.map(([h]) => h));
     }
   }
@@ -294,8 +298,26 @@ export class PayloadLayer {
   async collect(before: number, limit: number): Promise<number> {
     const dead = await this.inner.collectBlobs(before, limit);
     const locations = dead.flatMap((d) => (d.location === null ? [] : [d.location]));
-    if (locations.length && this.#o.backend) await this.#o.backend.delete(locations);
+    const backend = this.#o.backend;
+    if (locations.length && backend) await backend.delete(locations);
+    if (backend?.list && dead.length < limit) await this.#sweepBackend(backend, before, limit);
     return dead.length;
+  }
+
+  /** Deletes bytes in the backend that no row names (their writer died before writing the row), older than `before`. */
+  async #sweepBackend(backend: BlobBackend, before: number, limit: number): Promise<void> {
+    let batch: Array<{ location: string; hash: string }> = [];
+    const check = async (): Promise<void> => {
+      const rows = await this.inner.getBlobs(batch.map((b) => b.hash));
+      const orphans = batch.filter((b) => rows.get(b.hash)?.location !== b.location).map((b) => b.location);
+      if (orphans.length) await backend.delete(orphans);
+      batch = [];
+    };
+    for await (const entry of backend.list!(before)) {
+      batch.push(entry);
+      if (batch.length >= limit) await check();
+    }
+    if (batch.length) await check();
   }
 
   newPending(): Pending {
