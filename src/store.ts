@@ -66,7 +66,7 @@ export type { ScheduleRow, ScheduleOverlap, ScheduleDefinition, ScheduleAdvance,
 export type { TransactionStore } from './store/transactions.ts';
 export type { DebounceWrite, SingletonAnswer, KeyedStartStore } from './store/keyed-starts.ts';
 export type { RateDrawRequest, RateDraw, RateLimitStore } from './store/rate-limits.ts';
-export type { BlobRow, BlobWrite, BlobUsage, StoredBlob, BlobStore } from './store/blobs.ts';
+export type { BlobRow, BlobWrite, BlobTouch, BlobUsage, CollectedBlob, StoredBlob, BlobStore } from './store/blobs.ts';
 
 /** What the engine needs from a database: every capability group, and the store's own life. */
 export interface Store

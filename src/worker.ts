@@ -16,7 +16,6 @@
  * that their signals fire, and every unfinished task is released (back to pending) so that
  * another worker resumes it at once instead of waiting for the lease to expire.
  */
-import type { Clock } from './clock.ts';
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
 import type { WorkerEvents } from './events.ts';
 import { shortId } from './ids.ts';
@@ -28,13 +27,8 @@ import { planTransition, wakeFor } from './transitions.ts';
 import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
-import type { NewsBus, RunInfo } from './news.ts';
-import type { Observer } from './observers.ts';
-import type { Idempotency } from './idempotency/run.ts';
-import type { ResolvedAlerts } from './alerts/options.ts';
-import type { RateLimitTable } from './rate-limits/config.ts';
-import type { RetentionMs } from './retention/policy.ts';
-import { DEFAULT_FRAMES_AFTER_END_MS, type ResolvedStreamFrames } from './stream-frames.ts';
+import type { RunInfo } from './news.ts';
+import { DEFAULT_FRAMES_AFTER_END_MS } from './stream-frames.ts';
 import { checkText } from './text-rules.ts';
 import { DEFAULT_LIMITS } from './limits.ts';
 import { Background } from './worker/background.ts';
@@ -44,40 +38,14 @@ import { Heartbeat } from './worker/heartbeat.ts';
 import { endDeadLocalLeases, localWorkerId } from './worker/local-leases.ts';
 import { WorkerNewsDesk } from './worker/news.ts';
 import { resolveOptions, type ResolvedOptions, type WorkerOptions } from './worker/options.ts';
+import type { WorkerHost } from './worker/host.ts';
 
 export type { WorkerOptions } from './worker/options.ts';
 export { localWorkerId } from './worker/local-leases.ts';
 
 export type WorkerState = 'created' | 'running' | 'stopping' | 'stopped';
 
-/** @internal What a worker needs from its engine. */
-export interface WorkerHost {
-  store: () => Promise<Store>;
-  clock: Clock;
-  workflows: () => ReadonlyMap<string, Workflow>;
-  bus: NewsBus;
-  /** For the retention sweep's `onTasksDeleted` (the other hooks are fed from the bus). */
-  observers?: readonly Observer[];
-  /** Idempotency records for steps with a business key (kept in the store). */
-  idempotency?: Idempotency;
-  /** The largest step or task output, in bytes of JSON. @defaultValue DEFAULT_LIMITS.outputBytes */
-  outputBytes?: number;
-  /** The engine's retention of finished tasks (workflows may override it). @defaultValue keep all */
-  retention?: RetentionMs;
-  /** How long stream frames are kept. @defaultValue until the task ends, and 10 minutes after */
-  streamFrames?: ResolvedStreamFrames;
-  /** Fires the due ticks of the schedules of the workflows `serves` accepts (engine.schedules). */
-  fireSchedules?: (workflows: ReadonlyMap<string, Workflow>) => Promise<number | null>;
-  onStopped: (worker: Worker) => void;
-  /** The Engine this worker belongs to (workflow code reaches it through `engineOf(ctx)`). */
-  engine?: object;
-  /** The engine's named rate limits (steps draw on them). */
-  rateLimits?: RateLimitTable;
-  /** How long a blob no task holds is kept before this worker deletes it (payloads/). @defaultValue 1 hour */
-  collectBlobsAfterMs?: number;
-  /** The engine's alerts (`new Engine({ alerts })`), resolved; null or absent: none. */
-  alerts?: ResolvedAlerts | null;
-}
+export type { WorkerHost } from './worker/host.ts';
 
 export class Worker {
   readonly id: string;

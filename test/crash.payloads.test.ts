@@ -41,45 +41,49 @@ const cases = [
 ] as const;
 
 describe.each(stores)('payload store on $name (real processes, SIGKILL)', ({ url: makeUrl }) => {
-  it.each(cases)('a worker killed at $point ($backend) loses nothing and leaves no dangling reference', async ({ point, backend }) => {
-    const url = makeUrl();
-    const dir = backend === 'directory' ? tempDir() : null;
-    // Collection spares what was written in the last second (a write in flight of the resumed worker).
-    const payloads = { collectAfter: '1s', ...(dir ? { backend: directoryBackend(dir) } : {}) };
-    const engine = new Engine({ store: url, workflows: [payloadChat], payloads });
-    try {
-      const { id } = await engine.start(payloadChat, { turns: TURNS });
-      const dying = spawnWorker({ STEPWISE_DB: url, STEPWISE_TEST_KILL_AT: point, ...(dir ? { PAYLOAD_DIR: dir } : {}) });
-      const signal = await dying.exited;
-      expect(signal, `the worker should die at ${point}; its output:\n${dying.output()}`).toBe('SIGKILL');
-
-      const worker = engine.worker({ ...FAST, leaseMs: 1500, retentionSweepMs: 50 });
-      await worker.start();
-      const expected = Array.from({ length: 2 * TURNS }, (_, i) => turnMessage(i));
-      expect(await engine.result(id, { timeout: '60s' })).toEqual(expected);
-      const info = await engine.get(id, { steps: true });
-      expect(info.runs).toBeGreaterThanOrEqual(2);
-      // Every checkpoint reads back whole (a reference without its bytes would throw PAYLOAD_UNREADABLE).
-      const turns = (info.steps ?? []).filter((s) => s.name.startsWith('turn'));
-      expect(turns).toHaveLength(TURNS);
-      turns.forEach((s, t) => expect(s.output).toEqual(expected.slice(0, 2 * (t + 1))));
-
-      await engine.delete(id);
-      const store = await openStore(url, {});
+  it.each(cases)(
+    'a worker killed at $point ($backend) loses nothing and leaves no dangling reference',
+    async ({ point, backend }) => {
+      const url = makeUrl();
+      const dir = backend === 'directory' ? tempDir() : null;
+      // Collection spares what was written in the last second (a write in flight of the resumed worker).
+      const payloads = { collectAfter: '1s', ...(dir ? { backend: directoryBackend(dir) } : {}) };
+      const engine = new Engine({ store: url, workflows: [payloadChat], payloads });
       try {
-        await eventually(async () => (await store.blobUsage()).blobs === 0, 15_000, 'every blob collected');
-        expect((await store.blobUsage()).holdings).toBe(0);
+        const { id } = await engine.start(payloadChat, { turns: TURNS });
+        const dying = spawnWorker({ STEPWISE_DB: url, STEPWISE_TEST_KILL_AT: point, ...(dir ? { PAYLOAD_DIR: dir } : {}) });
+        const signal = await dying.exited;
+        expect(signal, `the worker should die at ${point}; its output:\n${dying.output()}`).toBe('SIGKILL');
+
+        const worker = engine.worker({ ...FAST, leaseMs: 1500, retentionSweepMs: 50 });
+        await worker.start();
+        const expected = Array.from({ length: 2 * TURNS }, (_, i) => turnMessage(i));
+        expect(await engine.result(id, { timeout: '60s' })).toEqual(expected);
+        const info = await engine.get(id, { steps: true });
+        expect(info.runs).toBeGreaterThanOrEqual(2);
+        // Every checkpoint reads back whole (a reference without its bytes would throw PAYLOAD_UNREADABLE).
+        const turns = (info.steps ?? []).filter((s) => s.name.startsWith('turn'));
+        expect(turns).toHaveLength(TURNS);
+        turns.forEach((s, t) => expect(s.output).toEqual(expected.slice(0, 2 * (t + 1))));
+
+        await engine.delete(id);
+        const store = await openStore(url, {});
+        try {
+          await eventually(async () => (await store.blobUsage()).blobs === 0, 15_000, 'every blob collected');
+          expect((await store.blobUsage()).holdings).toBe(0);
+        } finally {
+          await store.close();
+        }
+        if (dir) {
+          // Including bytes the killed worker stored before any row named them.
+          const left = () => readdirSync(dir).flatMap((d) => (existsSync(join(dir, d)) ? readdirSync(join(dir, d)) : []));
+          await eventually(() => left().length === 0, 15_000, 'every file deleted');
+        }
+        await worker.stop();
       } finally {
-        await store.close();
+        await engine.close();
       }
-      if (dir) {
-        // Including bytes the killed worker stored before any row named them.
-        const left = () => readdirSync(dir).flatMap((d) => (existsSync(join(dir, d)) ? readdirSync(join(dir, d)) : []));
-        await eventually(() => left().length === 0, 15_000, 'every file deleted');
-      }
-      await worker.stop();
-    } finally {
-      await engine.close();
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });

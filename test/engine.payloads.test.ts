@@ -14,7 +14,28 @@ import pg from 'pg';
 
 /** Text that does not compress to nothing: words picked by a small LCG. */
 function prose(seed: number, chars: number): string {
-  const words = ['agent', 'tool', 'result', 'latency', 'invoice', 'customer', 'refund', 'policy', 'search', 'answer', 'draft', 'review', 'model', 'token', 'budget', 'report', 'quarter', 'region', 'growth', 'churn'];
+  const words = [
+    'agent',
+    'tool',
+    'result',
+    'latency',
+    'invoice',
+    'customer',
+    'refund',
+    'policy',
+    'search',
+    'answer',
+    'draft',
+    'review',
+    'model',
+    'token',
+    'budget',
+    'report',
+    'quarter',
+    'region',
+    'growth',
+    'churn',
+  ];
   let x = seed * 2654435761 + 1;
   let s = '';
   while (s.length < chars) {

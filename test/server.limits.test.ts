@@ -79,8 +79,8 @@ describe('HTTP requests: encodings, depth and sizes', () => {
     expect((await call(server, 'POST', '/api/tasks', { raw: text })).status).toBe(201);
   });
 
-  it('takes a signal payload of exactly the documented 1 MiB with its envelope, and refuses one byte more as PAYLOAD_TOO_LARGE', async () => {
-    const engine = makeEngine({ workflows: [waiter] });
+  it('takes a signal payload of exactly the configured limit with its envelope, and refuses one byte more as PAYLOAD_TOO_LARGE', async () => {
+    const engine = makeEngine({ workflows: [waiter], limits: { payloadBytes: 1024 * 1024 } });
     const server = createServer(engine, { tokens: TOKENS });
     const { body: t } = await call(server, 'POST', '/api/tasks', { body: { workflow: 'waiter' } });
     const payload = 'x'.repeat(1024 * 1024 - 2); // its JSON (with the quotes) is 1 MiB

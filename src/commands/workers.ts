@@ -56,7 +56,7 @@ export function newWorker(host: WorkerHost, options: WorkerOptions): Worker {
       rateLimits: host.rateLimits,
       alerts: host.alerts,
       collectBlobsAfterMs: host.collectBlobsAfterMs,
-      onStopped: (worker) => host.workers.delete(worker),
+      onStopped: (worker) => host.workers.delete(worker as Worker),
     },
     options,
   );

@@ -19,12 +19,14 @@ export interface BlobBackend {
   put(hash: string, bytes: Uint8Array): Promise<string>;
   /** The bytes at `location`, or null if there are none. */
   get(location: string): Promise<Uint8Array | null>;
+  /** Deletes the bytes at these locations (a location with none is not an error). */
   delete(locations: readonly string[]): Promise<void>;
   /**
    * Bytes written before `before` (ms), with the hash they were stored for: collection deletes
    * those no row names (bytes stored by a writer that died before writing their row).
    */
   list?(before: number): AsyncIterable<{ location: string; hash: string }>;
+  /** Releases what the backend holds open (called by whoever made it, not by the engine). */
   close?(): Promise<void>;
 }
 

@@ -20,6 +20,7 @@ export interface PayloadCodec {
   readonly addressKey?: Uint8Array;
 }
 
+/** The keys of {@link aesGcmCodec}. */
 export interface AesGcmCodecOptions {
   /** Keys by id: 32 bytes each (a Buffer/Uint8Array, or base64 text). Keep old keys to read old values. */
   keys: Readonly<Record<string, Uint8Array | string>>;
@@ -40,7 +41,8 @@ export function aesGcmCodec(options: AesGcmCodecOptions): PayloadCodec {
   for (const [id, raw] of Object.entries(options.keys)) {
     if (!/^[A-Za-z0-9_.-]{1,64}$/.test(id)) throw new InvalidArgumentError(`aesGcmCodec: key id ${JSON.stringify(id)} must be 1–64 letters, digits, '_', '.' or '-'`);
     const key = typeof raw === 'string' ? Buffer.from(raw, 'base64') : Buffer.from(raw);
-    if (key.length !== 32) throw new InvalidArgumentError(`aesGcmCodec: key ${JSON.stringify(id)} has ${key.length} bytes; AES-256 needs 32 (for example crypto.randomBytes(32), or its base64)`);
+    if (key.length !== 32)
+      throw new InvalidArgumentError(`aesGcmCodec: key ${JSON.stringify(id)} has ${key.length} bytes; AES-256 needs 32 (for example crypto.randomBytes(32), or its base64)`);
     keys.set(id, key);
   }
   const current = keys.get(options.current);

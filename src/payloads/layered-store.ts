@@ -16,8 +16,25 @@ export const LAYERS = new WeakMap<Store, PayloadLayer>();
 
 export function withPayloads(inner: Store, options: PayloadLayerOptions): Store {
   const layer = new PayloadLayer(inner, options);
-  const s = inner;
-  const overrides: Partial<Record<keyof Store, unknown>> = {
+  const overrides: Partial<Record<keyof Store, unknown>> = { ...startOverrides(layer, inner), ...writeOverrides(layer, inner, options) };
+  const proxy = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof Store];
+      const v: unknown = Reflect.get(target, prop, receiver === proxy ? target : receiver);
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        const r: unknown = (v as (...a: unknown[]) => unknown).apply(target, args);
+        return r instanceof Promise ? r.then((x) => layer.resolve(x)) : r;
+      };
+    },
+  });
+  LAYERS.set(proxy, layer);
+  return proxy;
+}
+
+/** The calls that create tasks: their inputs are encoded, held by the new task. */
+function startOverrides(layer: PayloadLayer, s: Store): Partial<Record<keyof Store, unknown>> {
+  return {
     async insertTask(task: NewTask) {
       const p = layer.newPending();
       const t = layer.newTask(p, task);
@@ -49,6 +66,12 @@ export function withPayloads(inner: Store, options: PayloadLayerOptions): Store 
       await layer.flush(p);
       return layer.resolve(await s.forkTask(t, seqs), p);
     },
+  };
+}
+
+/** The other writes that carry payloads, and the listing that cannot search sealed ones. */
+function writeOverrides(layer: PayloadLayer, s: Store, options: PayloadLayerOptions): Partial<Record<keyof Store, unknown>> {
+  return {
     async transition(w: TransitionWrite) {
       const p = layer.newPending();
       const t = layer.transition(p, w);
@@ -100,17 +123,4 @@ export function withPayloads(inner: Store, options: PayloadLayerOptions): Store 
       return layer.resolve(await s.putSchedule({ ...def, input: layer.seal(p, def.input) as string | null }, nextAt, at), p);
     },
   };
-  const proxy = new Proxy(inner, {
-    get(target, prop, receiver) {
-      if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof Store];
-      const v: unknown = Reflect.get(target, prop, receiver === proxy ? target : receiver);
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        const r: unknown = (v as (...a: unknown[]) => unknown).apply(target, args);
-        return r instanceof Promise ? r.then((x) => layer.resolve(x)) : r;
-      };
-    },
-  });
-  LAYERS.set(proxy, layer);
-  return proxy;
 }

@@ -50,7 +50,9 @@ export function resolvePayloads(options: PayloadOptions | false | undefined, cod
   checkOptionKeys(options, PAYLOAD_OPTIONS, 'new Engine({ payloads })');
   const threshold = options?.threshold ?? DEFAULT_THRESHOLD;
   if (!Number.isInteger(threshold) || threshold < MIN_THRESHOLD) {
-    throw new InvalidArgumentError(`new Engine({ payloads }): threshold is a whole number of characters, at least ${MIN_THRESHOLD}; got ${JSON.stringify(threshold)}. Pass payloads: false to keep every value in its row.`);
+    throw new InvalidArgumentError(
+      `new Engine({ payloads }): threshold is a whole number of characters, at least ${MIN_THRESHOLD}; got ${JSON.stringify(threshold)}. Pass payloads: false to keep every value in its row.`,
+    );
   }
   const backend = options?.backend ?? null;
   if (backend !== null && (typeof backend.put !== 'function' || typeof backend.get !== 'function' || typeof backend.delete !== 'function')) {

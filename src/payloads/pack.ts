@@ -35,7 +35,9 @@ export class Packer {
     let flag = RAW;
     if (content.length >= COMPRESS_FROM) {
       const quality = content.length > LARGE ? 4 : 5;
-      const z = brotliCompressSync(content, { params: { [constants.BROTLI_PARAM_QUALITY]: quality, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT, [constants.BROTLI_PARAM_SIZE_HINT]: content.length } });
+      const z = brotliCompressSync(content, {
+        params: { [constants.BROTLI_PARAM_QUALITY]: quality, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT, [constants.BROTLI_PARAM_SIZE_HINT]: content.length },
+      });
       if (z.length < content.length) {
         body = z;
         flag = BROTLI;

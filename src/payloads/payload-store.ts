@@ -169,7 +169,10 @@ export class PayloadLayer {
         await this.inner.putBlobs({ owners: g.owners, at, blobs: rows });
       }
       faultPoint('payloads:blobs-written');
-      this.#remember(g.owners, g.blobs.map(([h]) => h));
+      this.#remember(
+        g.owners,
+        g.blobs.map(([h]) => h),
+      );
     }
   }
 
@@ -179,7 +182,10 @@ export class PayloadLayer {
     for (const g of this.#blobsToWrite(p)) {
       this.inner.putBlobsNow!({ owners: g.owners, at, blobs: g.blobs.map(([h, c]) => this.#row(h, c, null, this.#packer.pack(c))) });
       faultPoint('payloads:blobs-written');
-      this.#remember(g.owners, g.blobs.map(([h]) => h));
+      this.#remember(
+        g.owners,
+        g.blobs.map(([h]) => h),
+      );
     }
   }
 
@@ -244,9 +250,7 @@ export class PayloadLayer {
         const external = new Map<string, Uint8Array | null>();
         if (this.#o.backend) {
           const backend = this.#o.backend;
-          await Promise.all(
-            [...stored].filter(([, b]) => b.data === null && b.location !== null).map(async ([h, b]) => external.set(h, await backend.get(b.location!))),
-          );
+          await Promise.all([...stored].filter(([, b]) => b.data === null && b.location !== null).map(async ([h, b]) => external.set(h, await backend.get(b.location!))));
         }
         this.#decode(missing, stored, contents, external);
       }
@@ -266,7 +270,12 @@ export class PayloadLayer {
     return missing;
   }
 
-  #decode(hashes: readonly string[], stored: ReadonlyMap<string, { data: Uint8Array | null; location: string | null }>, into: Map<string, string>, external: ReadonlyMap<string, Uint8Array | null>): void {
+  #decode(
+    hashes: readonly string[],
+    stored: ReadonlyMap<string, { data: Uint8Array | null; location: string | null }>,
+    into: Map<string, string>,
+    external: ReadonlyMap<string, Uint8Array | null>,
+  ): void {
     for (const h of hashes) {
       const b = stored.get(h);
       const bytes = b?.data ?? (b?.location ? external.get(h) : null);

@@ -60,7 +60,11 @@ export class TreeBuilder {
       items.map((item) => this.#entry(item)),
       'a',
     );
-    while (level.length > 1) level = this.#nodes(level.map((h) => JSON.stringify(h)), 't');
+    while (level.length > 1)
+      level = this.#nodes(
+        level.map((h) => JSON.stringify(h)),
+        't',
+      );
     return level[0]!;
   }
 
@@ -133,7 +137,10 @@ export function build(root: string, contents: ReadonlyMap<string, string>): stri
         out = `[${(JSON.parse(content.slice(1)) as unknown[]).map(entryText).join(',')}]`;
         break;
       case 't':
-        out = `[${(JSON.parse(content.slice(1)) as string[]).map((h) => text(h).slice(1, -1)).filter((s) => s.length > 0).join(',')}]`;
+        out = `[${(JSON.parse(content.slice(1)) as string[])
+          .map((h) => text(h).slice(1, -1))
+          .filter((s) => s.length > 0)
+          .join(',')}]`;
         break;
       case 'o':
         out = `{${(JSON.parse(content.slice(1)) as Array<[string, unknown]>).map(([k, e]) => `${JSON.stringify(k)}:${entryText(e)}`).join(',')}}`;

@@ -25,7 +25,12 @@ export async function putBlobs(c: PgContext, w: BlobWrite): Promise<void> {
          ON CONFLICT (hash) DO UPDATE SET touched_at = greatest(${t.blobs}.touched_at, excluded.touched_at)`,
         [sorted.map((b) => b.hash), sorted.map((b) => b.size), sorted.map((b) => b.stored), sorted.map((b) => bytes(b.data)), sorted.map((b) => b.location), w.at],
       );
-      await hold(c, client, w.owners, sorted.map((b) => b.hash));
+      await hold(
+        c,
+        client,
+        w.owners,
+        sorted.map((b) => b.hash),
+      );
     }),
   );
 }
@@ -49,10 +54,7 @@ export async function touchBlobs(c: PgContext, w: { owners: readonly string[]; h
 
 async function hold(c: PgContext, client: ClientBase, owners: readonly string[], hashes: readonly string[]): Promise<void> {
   if (!owners.length || !hashes.length) return;
-  await client.query(
-    `INSERT INTO ${c.t.taskBlobs} (task_id, hash) SELECT o, h FROM unnest($1::text[]) AS o, unnest($2::text[]) AS h ORDER BY 1, 2 ON CONFLICT DO NOTHING`,
-    [owners, hashes],
-  );
+  await client.query(`INSERT INTO ${c.t.taskBlobs} (task_id, hash) SELECT o, h FROM unnest($1::text[]) AS o, unnest($2::text[]) AS h ORDER BY 1, 2 ON CONFLICT DO NOTHING`, [owners, hashes]);
 }
 
 export async function getBlobs(c: PgContext, hashes: readonly string[]): Promise<Map<string, StoredBlob>> {

@@ -31,7 +31,7 @@
 import { setTags } from './tags.ts';
 import { forkTask } from './fork.ts';
 import * as blobs from './blobs.ts';
-import type { BlobUsage, BlobWrite, StoredBlob } from '../store/blobs.ts';
+import type { BlobTouch, BlobUsage, BlobWrite, CollectedBlob, StoredBlob } from '../store/blobs.ts';
 import { close, migrate, openContext, type PgContext } from './connection.ts';
 import { findTaskByKey, getEventRanges, getEvents, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
@@ -57,55 +57,12 @@ import type { TaskStatus } from '../lifecycle.ts';
 import type { IdempotencyBackend } from '../store/idempotency.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
-import type {
-  ApprovalInsert,
-  ApprovalQuery,
-  ApprovalRow,
-  ApprovalUpdate,
-  LogAppend,
-  DeletedTask,
-  DeletionNote,
-  DeletionRecord,
-  TaskSelection,
-  ClaimRequest,
-  ClaimedTask,
-  EventRange,
-  EventRow,
-  ExpireRequest,
-  HeartbeatRequest,
-  HeldTask,
-  ListQuery,
-  TagChange,
-  LogPage,
-  NewEvent,
-  NewTask,
-  NextRunRequest,
-  RunEventsWrite,
-  ChunksWrite,
-  StreamChunkRow,
-  SignalInsert,
-  SignalRow,
-  SignalWrite,
-  StepRow,
-  StepWrite,
-  Store,
-  TaskRow,
-  QueuePosition,
-  TransitionWrite,
-  WakeEvent,
-  WakeTopic,
-  WorkerPresence,
-  WorkflowRegistration,
-  WriteOp,
-  WriteResult,
-  ScheduleAdvance,
-  ScheduleDefinition,
-  ScheduleRow,
-  DebounceWrite,
-  SingletonAnswer,
-  RateDraw,
-  RateDrawRequest,
-} from '../store.ts';
+import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, DeletionNote, DeletionRecord } from '../store.ts';
+import type { TaskSelection, ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery } from '../store.ts';
+import type { TagChange, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow, SignalInsert, SignalRow } from '../store.ts';
+import type { SignalWrite, StepRow, StepWrite, Store, TaskRow, QueuePosition, TransitionWrite, WakeEvent, WakeTopic, WorkerPresence } from '../store.ts';
+import type { WorkflowRegistration, WriteOp, WriteResult, ScheduleAdvance, ScheduleDefinition, ScheduleRow, DebounceWrite, SingletonAnswer } from '../store.ts';
+import type { RateDraw, RateDrawRequest } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /**
@@ -203,24 +160,12 @@ export class PostgresStore implements Store {
   forkTask(task: NewTask & { forkedFrom: string }, seqs: readonly number[]): Promise<TaskRow> {
     return forkTask(this.#c, task, seqs);
   }
-  putBlobs(w: BlobWrite): Promise<void> {
-    return blobs.putBlobs(this.#c, w);
-  }
-  getBlobs(hashes: readonly string[]): Promise<Map<string, StoredBlob>> {
-    return blobs.getBlobs(this.#c, hashes);
-  }
-  touchBlobs(w: { owners: readonly string[]; hashes: readonly string[]; at: number }): Promise<Set<string>> {
-    return blobs.touchBlobs(this.#c, w);
-  }
-  shareBlobs(from: string, to: string): Promise<void> {
-    return blobs.shareBlobs(this.#c, from, to);
-  }
-  collectBlobs(before: number, limit: number): Promise<Array<{ hash: string; location: string | null }>> {
-    return blobs.collectBlobs(this.#c, before, limit);
-  }
-  blobUsage(): Promise<BlobUsage> {
-    return blobs.blobUsage(this.#c);
-  }
+  readonly putBlobs = (w: BlobWrite): Promise<void> => blobs.putBlobs(this.#c, w);
+  readonly touchBlobs = (w: BlobTouch): Promise<Set<string>> => blobs.touchBlobs(this.#c, w);
+  readonly getBlobs = (hashes: readonly string[]): Promise<Map<string, StoredBlob>> => blobs.getBlobs(this.#c, hashes);
+  readonly shareBlobs = (from: string, to: string): Promise<void> => blobs.shareBlobs(this.#c, from, to);
+  readonly collectBlobs = (before: number, limit: number): Promise<CollectedBlob[]> => blobs.collectBlobs(this.#c, before, limit);
+  readonly blobUsage = (): Promise<BlobUsage> => blobs.blobUsage(this.#c);
   listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);
   }

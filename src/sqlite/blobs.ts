@@ -17,7 +17,11 @@ export function putBlobs(c: SqliteContext, w: BlobWrite): void {
        ON CONFLICT (hash) DO UPDATE SET touched_at = max(touched_at, excluded.touched_at)`,
     );
     for (const b of w.blobs) put.run(b.hash, b.size, b.stored, bytes(b.data), b.location, w.at);
-    hold(c, w.owners, w.blobs.map((b) => b.hash));
+    hold(
+      c,
+      w.owners,
+      w.blobs.map((b) => b.hash),
+    );
   });
 }
 

@@ -8,7 +8,7 @@
 import { setTags } from './tags.ts';
 import { forkTask } from './fork.ts';
 import * as blobs from './blobs.ts';
-import type { BlobUsage, BlobWrite, StoredBlob } from '../store/blobs.ts';
+import type { BlobTouch, BlobUsage, BlobWrite, CollectedBlob, StoredBlob } from '../store/blobs.ts';
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
@@ -33,53 +33,12 @@ import * as rateLimits from './rate-limits.ts';
 import type { Transaction } from '../store/transactions.ts';
 import type { IdempotencyBackend } from '../store/idempotency.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import type {
-  ApprovalInsert,
-  ApprovalQuery,
-  ApprovalRow,
-  ApprovalUpdate,
-  LogAppend,
-  DeletedTask,
-  DeletionNote,
-  DeletionRecord,
-  TaskSelection,
-  SignalInsert,
-  ClaimRequest,
-  ClaimedTask,
-  EventRange,
-  EventRow,
-  ExpireRequest,
-  HeartbeatRequest,
-  HeldTask,
-  ListQuery,
-  TagChange,
-  LogPage,
-  NewEvent,
-  NewTask,
-  NextRunRequest,
-  RunEventsWrite,
-  ChunksWrite,
-  StreamChunkRow,
-  SignalRow,
-  SignalWrite,
-  StepRow,
-  StepWrite,
-  Store,
-  TaskRow,
-  QueuePosition,
-  TransitionWrite,
-  WorkerPresence,
-  WorkflowRegistration,
-  WriteOp,
-  WriteResult,
-  ScheduleAdvance,
-  ScheduleDefinition,
-  ScheduleRow,
-  DebounceWrite,
-  SingletonAnswer,
-  RateDraw,
-  RateDrawRequest,
-} from '../store.ts';
+import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, DeletionNote, DeletionRecord } from '../store.ts';
+import type { TaskSelection, SignalInsert, ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask } from '../store.ts';
+import type { ListQuery, TagChange, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow, SignalRow } from '../store.ts';
+import type { SignalWrite, StepRow, StepWrite, Store, TaskRow, QueuePosition, TransitionWrite, WorkerPresence, WorkflowRegistration } from '../store.ts';
+import type { WriteOp, WriteResult, ScheduleAdvance, ScheduleDefinition, ScheduleRow, DebounceWrite, SingletonAnswer, RateDraw } from '../store.ts';
+import type { RateDrawRequest } from '../store.ts';
 
 /** How long a migration that finds the file busy is tried again (see `SqliteStore.migrate`). */
 const MIGRATE_BUSY_MS = 30_000;
@@ -190,30 +149,14 @@ export class SqliteStore implements Store {
     return forkTask(this.#c, task, seqs);
   }
 
-  async putBlobs(w: BlobWrite): Promise<void> {
-    blobs.putBlobs(this.#c, w);
-  }
-  putBlobsNow(w: BlobWrite): void {
-    blobs.putBlobs(this.#c, w);
-  }
-  async getBlobs(hashes: readonly string[]): Promise<Map<string, StoredBlob>> {
-    return blobs.getBlobs(this.#c, hashes);
-  }
-  getBlobsNow(hashes: readonly string[]): Map<string, StoredBlob> {
-    return blobs.getBlobs(this.#c, hashes);
-  }
-  async touchBlobs(w: { owners: readonly string[]; hashes: readonly string[]; at: number }): Promise<Set<string>> {
-    return blobs.touchBlobs(this.#c, w);
-  }
-  async shareBlobs(from: string, to: string): Promise<void> {
-    blobs.shareBlobs(this.#c, from, to);
-  }
-  async collectBlobs(before: number, limit: number): Promise<Array<{ hash: string; location: string | null }>> {
-    return blobs.collectBlobs(this.#c, before, limit);
-  }
-  async blobUsage(): Promise<BlobUsage> {
-    return blobs.blobUsage(this.#c);
-  }
+  readonly putBlobs = async (w: BlobWrite): Promise<void> => blobs.putBlobs(this.#c, w);
+  readonly putBlobsNow = (w: BlobWrite): void => blobs.putBlobs(this.#c, w);
+  readonly touchBlobs = async (w: BlobTouch): Promise<Set<string>> => blobs.touchBlobs(this.#c, w);
+  readonly getBlobs = async (hashes: readonly string[]): Promise<Map<string, StoredBlob>> => blobs.getBlobs(this.#c, hashes);
+  readonly getBlobsNow = (hashes: readonly string[]): Map<string, StoredBlob> => blobs.getBlobs(this.#c, hashes);
+  readonly shareBlobs = async (from: string, to: string): Promise<void> => blobs.shareBlobs(this.#c, from, to);
+  readonly collectBlobs = async (before: number, limit: number): Promise<CollectedBlob[]> => blobs.collectBlobs(this.#c, before, limit);
+  readonly blobUsage = async (): Promise<BlobUsage> => blobs.blobUsage(this.#c);
   async listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);
   }

@@ -37,6 +37,19 @@ export interface BlobUsage {
   holdings: number;
 }
 
+/** Blobs a write reuses: touched if they exist, and held by every owner. */
+export interface BlobTouch {
+  owners: readonly string[];
+  hashes: readonly string[];
+  at: number;
+}
+
+/** A blob collection deleted: its hash, and where a backend kept its bytes (null: the database). */
+export interface CollectedBlob {
+  hash: string;
+  location: string | null;
+}
+
 /** A blob as read: its bytes in the database, or where a backend keeps them. */
 export interface StoredBlob {
   data: Uint8Array | null;
@@ -56,7 +69,7 @@ export interface BlobStore {
    * holding them, in one transaction; returns the hashes that exist. An external backend's writer
    * asks first, then stores the bytes of the others under new locations.
    */
-  touchBlobs(write: { owners: readonly string[]; hashes: readonly string[]; at: number }): Promise<Set<string>>;
+  touchBlobs(write: BlobTouch): Promise<Set<string>>;
   /** The blobs of `hashes` that exist: their bytes kept in the database, or their location in a backend. */
   getBlobs(hashes: readonly string[]): Promise<Map<string, StoredBlob>>;
   /** {@link getBlobs}, done before returning, on a synchronous driver (SQLite). */
@@ -69,6 +82,6 @@ export interface BlobStore {
    * written, a start that found an existing task) once their blob is past `before`. Returns the
    * deleted blobs with their backend location (null: the database kept the bytes).
    */
-  collectBlobs(before: number, limit: number): Promise<Array<{ hash: string; location: string | null }>>;
+  collectBlobs(before: number, limit: number): Promise<CollectedBlob[]>;
   blobUsage(): Promise<BlobUsage>;
 }
