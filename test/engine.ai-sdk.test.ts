@@ -49,6 +49,27 @@ describe('generateText / streamText / generateObject (AI SDK)', () => {
     expect(usageOf(info.history)).toMatchObject([{ step: 'greet', outcome: 'succeeded', inputTokens: 12, outputTokens: 3 }]);
   });
 
+  it('stores the reply once (not again in the last step and the response message), and hands back the whole result', async () => {
+    const reply = `reply-${'x'.repeat(3000)}-end`;
+    fake.script([{ kind: 'text', chunks: [reply], usage: { prompt_tokens: 5, completion_tokens: 700 } }]);
+    const wf = workflow('once', async (ctx) => {
+      const r = await generateText(ctx, 'write', { model, prompt: 'go' });
+      await ctx.waitForEvent('go');
+      return { text: r.text, last: r.steps.at(-1)?.text, message: r.response.messages[0] };
+    });
+    // Without the payload store, the row holds the JSON as it was recorded.
+    const engine = makeEngine({ workflows: [wf], payloads: false });
+    await startWorker(engine);
+    const { id } = await engine.start('once');
+    await waitForStatus(engine, id, 'waiting');
+    const store = await engine.ready();
+    const [row] = await store.getSteps(id);
+    expect(row!.output!.split(reply).length - 1).toBe(1);
+    await engine.signal(id, 'go', null);
+    // Replayed from the packed record: every copy is back.
+    expect(await engine.result(id)).toEqual({ text: reply, last: reply, message: { role: 'assistant', content: [{ type: 'text', text: reply }] } });
+  });
+
   it('streamText hands each delta to onDelta and checkpoints the final text', async () => {
     fake.script([{ kind: 'text', chunks: ['a', 'b', 'c'], usage: { prompt_tokens: 4, completion_tokens: 3 } }]);
     const deltas: string[] = [];

@@ -72,6 +72,32 @@ function durableTextResult<TOOLS extends ai.ToolSet>(r: SdkTextResult<TOOLS>): D
   };
 }
 
+/**
+ * The result as the journal keeps it: the reply once. The SDK repeats the final text in the last
+ * loop step's `text` and in the assistant message's text part of `response.messages`; those
+ * copies are left out (a text part without `text`, a last step without it) and put back by
+ * {@link unpackTextResult}, which leaves results recorded whole as they are.
+ */
+function packTextResult<TOOLS extends ai.ToolSet>(r: DurableTextResult<TOOLS>): DurableTextResult<TOOLS> {
+  const last = r.steps.length - 1;
+  const steps = r.steps.map((s, i) => (i === last && s.text === r.text ? (({ text: _, ...rest }) => rest)(s) : s));
+  const messages = r.response.messages.map((m) =>
+    m.role === 'assistant' && Array.isArray(m.content)
+      ? { ...m, content: m.content.map((p) => (p.type === 'text' && p.text === r.text ? (({ text: _, ...rest }) => rest)(p) : p)) }
+      : m,
+  );
+  return { ...r, steps: steps as typeof r.steps, response: { ...r.response, messages: messages as ai.ModelMessage[] } };
+}
+
+function unpackTextResult<TOOLS extends ai.ToolSet>(r: DurableTextResult<TOOLS>): DurableTextResult<TOOLS> {
+  if (typeof r !== 'object' || r === null || !Array.isArray(r.steps) || !Array.isArray(r.response?.messages)) return r;
+  const steps = r.steps.map((s) => (typeof s.text === 'string' ? s : { ...s, text: r.text }));
+  const messages = r.response.messages.map((m) =>
+    m.role === 'assistant' && Array.isArray(m.content) ? { ...m, content: m.content.map((p) => (p.type === 'text' && typeof p.text !== 'string' ? { ...p, text: r.text } : p)) } : m,
+  );
+  return { ...r, steps, response: { ...r.response, messages: messages as ai.ModelMessage[] } };
+}
+
 function split<O extends ModelStepOptions>(options: O): [Omit<O, keyof ModelStepOptions>, ModelStepOptions & { input?: unknown; request: unknown }] {
   const { step, prices, rateLimit, ...rest } = options;
   const input = { system: (rest as { system?: unknown }).system, prompt: (rest as { prompt?: unknown }).prompt, messages: (rest as { messages?: unknown }).messages };
@@ -95,8 +121,8 @@ export function generateText<TOOLS extends ai.ToolSet = ai.ToolSet>(ctx: Workflo
       maxRetries: 0,
       headers: { ...sdk.headers, ...io.headers },
     });
-    return { value: durableTextResult(r), usage: tokensOfUsage(r.totalUsage), model: r.response.modelId };
-  });
+    return { value: packTextResult(durableTextResult(r)), usage: tokensOfUsage(r.totalUsage), model: r.response.modelId };
+  }).then(unpackTextResult);
 }
 
 /**
@@ -145,10 +171,10 @@ export function streamText<TOOLS extends ai.ToolSet = ai.ToolSet>(
         r.response,
         r.steps,
       ]);
-      const value = durableTextResult<TOOLS>({ text, reasoningText, toolCalls, toolResults, finishReason, usage, totalUsage, response, steps } as SdkTextResult<TOOLS>);
+      const value = packTextResult(durableTextResult<TOOLS>({ text, reasoningText, toolCalls, toolResults, finishReason, usage, totalUsage, response, steps } as SdkTextResult<TOOLS>));
       return { value, usage: tokensOfUsage(totalUsage), model: response.modelId };
     },
-  );
+  ).then(unpackTextResult);
 }
 
 /** Options of {@link generateObject}. */
