@@ -141,7 +141,8 @@ export type TaskInfo = TaskSummary & {
 function taskUsage(text: string | null): TaskUsage | null {
   if (!text) return null;
   const s = parseSummary(text);
-  return { total: s.total, steps: s.steps, ...(s.budget ? { budget: s.budget } : {}) };
+  // Per-step totals are added up from the log where a task is read with it (`engine.get`).
+  return { total: s.total, steps: {}, ...(s.budget ? { budget: s.budget } : {}) };
 }
 
 export function toSummary(row: TaskRow): TaskSummary {

@@ -1,7 +1,7 @@
 // The pure parts of `stepwise-engine/ai`: prices and cost, budgets, Retry-After, JSON with Dates.
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_PRICES, costOf, priceOf, retryAfterMs } from '../src/ai/index.ts';
-import { attemptUsage, checkBudget, emptySummary, overBudget, withAttempt, withOpen } from '../src/ai/metering/usage.ts';
+import { attemptUsage, checkBudget, emptySummary, overBudget, parseSummary, stepTotals, withAttempt, withOpen } from '../src/ai/metering/usage.ts';
 import { fromFaithful, toFaithful } from '../src/ai/adapters/json-dates.ts';
 import { classifyProviderError } from '../src/ai/adapters/provider-errors.ts';
 import { InvalidArgumentError, NonRetryableError, RetryableError, workflow } from '../src/index.ts';
@@ -24,14 +24,33 @@ describe('prices and cost', () => {
     expect(costOf('other', { inputTokens: 10 }, prices)).toEqual({ costUsd: 0, priced: false });
   });
 
-  it('sums attempts per step and for the task, and closes the call in flight', () => {
+  it('sums attempts for the task, keeps only the attempt counts of steps still retrying, and closes the call in flight', () => {
+    const attempts = [
+      attemptUsage({ step: 'a', attempt: 1, model: 'm', outcome: 'failed' }, { inputTokens: 5 }, {}),
+      attemptUsage({ step: 'a', attempt: 2, model: 'm', outcome: 'succeeded' }, { inputTokens: 5, outputTokens: 3 }, {}),
+      attemptUsage({ step: 'b', attempt: 1, model: 'm', outcome: 'failed' }, { outputTokens: 1 }, {}),
+    ];
     let s = withOpen(emptySummary(), 'a', { attempt: 1, model: 'm', startedAt: 0 });
-    s = withAttempt(s, attemptUsage({ step: 'a', attempt: 1, model: 'm', outcome: 'failed' }, { inputTokens: 5 }, {}));
-    s = withAttempt(s, attemptUsage({ step: 'a', attempt: 2, model: 'm', outcome: 'succeeded' }, { inputTokens: 5, outputTokens: 3 }, {}));
-    s = withAttempt(s, attemptUsage({ step: 'b', attempt: 1, model: 'm', outcome: 'succeeded' }, { outputTokens: 1 }, {}));
+    for (const u of attempts) s = withAttempt(s, u);
     expect(s.open).toEqual({});
-    expect(s.steps.a).toMatchObject({ inputTokens: 10, outputTokens: 3, totalTokens: 13, attempts: 2 });
+    expect(s.retrying).toEqual({ b: 1 });
     expect(s.total).toMatchObject({ totalTokens: 14, attempts: 3 });
+    // Per-step totals come from the attempts (the log), not the row.
+    expect(stepTotals(attempts).a).toMatchObject({ inputTokens: 10, outputTokens: 3, totalTokens: 13, attempts: 2 });
+  });
+
+  it('keeps the usage column the same size however many calls a task makes', () => {
+    let s = emptySummary();
+    const size = (): number => JSON.stringify(s).length;
+    for (let i = 0; i < 10; i++) s = withAttempt(s, attemptUsage({ step: `turn#${i}`, attempt: 1, model: 'm', outcome: 'succeeded' }, { inputTokens: 100, outputTokens: 50 }, {}));
+    const after10 = size();
+    for (let i = 10; i < 300; i++) s = withAttempt(s, attemptUsage({ step: `turn#${i}`, attempt: 1, model: 'm', outcome: 'succeeded' }, { inputTokens: 100, outputTokens: 50 }, {}));
+    expect(size()).toBeLessThan(after10 + 20);
+  });
+
+  it('reads a column written with per-step totals, keeping their attempt counts', () => {
+    const old = JSON.stringify({ total: emptySummary().total, steps: { a: { ...emptySummary().total, attempts: 2 } }, open: {} });
+    expect(parseSummary(old).retrying).toEqual({ a: 2 });
   });
 });
 

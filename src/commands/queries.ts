@@ -6,7 +6,8 @@
 import { COUNT_OPTIONS, GET_OPTIONS, LIST_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { InvalidArgumentError, TaskNotFoundError } from '../errors.ts';
 import { ALL_STATUSES, isTaskStatus, type TaskStatus } from '../lifecycle.ts';
-import type { ListQuery, TaskRow } from '../store.ts';
+import type { EventRow, ListQuery, Store, TaskRow } from '../store.ts';
+import { EVENT_TYPES } from '../log-entries.ts';
 import { TAGS_MAX, checkTags } from '../api/tags.ts';
 import { checkText } from '../text-rules.ts';
 import { toStepInfo, toSummary, type TaskInfo } from '../task-info.ts';
@@ -16,7 +17,7 @@ import { toApprovalInfo } from '../approvals/info.ts';
 import { taskRow, type CommandContext } from './context.ts';
 import type { CountOptions, ListOptions, ListResult } from './options.ts';
 import { childrenOf, parentOf, usageBelow } from './children.ts';
-import { emptyTotals } from '../ai/metering/usage.ts';
+import { emptyTotals, stepTotals, type AttemptUsage, type UsageTotals } from '../ai/metering/usage.ts';
 
 /** Refuses a status that is not one of the lifecycle's. */
 function checkStatuses(statuses: readonly unknown[]): void {
@@ -39,9 +40,11 @@ export async function getTask(ctx: CommandContext, id: string, options: { steps?
   const [parent, children] = await Promise.all([parentOf(store, row), childrenOf(store, id)]);
   const below = await usageBelow(store, row, children.length > 0);
   const summary = toSummary(row);
+  const usage = summary.usage ? { ...summary.usage, steps: await stepUsage(store, id, row.usage !== null && options.history !== false ? history : null) } : null;
   return {
     ...summary,
-    ...(below ? { usage: { ...(summary.usage ?? { total: emptyTotals(), steps: {} }), children: below } } : {}),
+    ...(usage ? { usage } : {}),
+    ...(below ? { usage: { ...(usage ?? { total: emptyTotals(), steps: {} }), children: below } } : {}),
     parent,
     children,
     steps: steps.map((s) => toStepInfo(s, row.redo)),
@@ -49,6 +52,12 @@ export async function getTask(ctx: CommandContext, id: string, options: { steps?
     approvals: approvals.map(toApprovalInfo),
     ...(machine ? { machine } : {}),
   };
+}
+
+/** Per-step usage totals, from the task's `usage:attempt` log entries (`history` when already read). */
+async function stepUsage(store: Store, id: string, history: readonly EventRow[] | null): Promise<Record<string, UsageTotals>> {
+  const entries = history ?? (await store.getEvents(id));
+  return stepTotals(entries.filter((e) => e.type === EVENT_TYPES.usageAttempt && e.data).map((e) => JSON.parse(e.data!) as AttemptUsage));
 }
 
 function checkParent(parent: unknown): string {

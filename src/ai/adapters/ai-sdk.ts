@@ -82,9 +82,7 @@ function packTextResult<TOOLS extends ai.ToolSet>(r: DurableTextResult<TOOLS>): 
   const last = r.steps.length - 1;
   const steps = r.steps.map((s, i) => (i === last && s.text === r.text ? (({ text: _, ...rest }) => rest)(s) : s));
   const messages = r.response.messages.map((m) =>
-    m.role === 'assistant' && Array.isArray(m.content)
-      ? { ...m, content: m.content.map((p) => (p.type === 'text' && p.text === r.text ? (({ text: _, ...rest }) => rest)(p) : p)) }
-      : m,
+    m.role === 'assistant' && Array.isArray(m.content) ? { ...m, content: m.content.map((p) => (p.type === 'text' && p.text === r.text ? (({ text: _, ...rest }) => rest)(p) : p)) } : m,
   );
   return { ...r, steps: steps as typeof r.steps, response: { ...r.response, messages: messages as ai.ModelMessage[] } };
 }

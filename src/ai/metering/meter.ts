@@ -87,7 +87,7 @@ export class UsageMeter {
       if (onExceeded !== undefined && onExceeded !== 'fail') throw budgetPark(this, step, over, onExceeded.ask);
       throw run.fail(new BudgetExceededError(run.taskId, step, over.limit, over.budget, over.projected));
     }
-    const attempt = Math.max(this.#summary.steps[step]?.attempts ?? 0, this.#given.get(step) ?? 0) + 1;
+    const attempt = Math.max(this.#summary.retrying[step] ?? 0, this.#given.get(step) ?? 0) + 1;
     this.#given.set(step, attempt);
     this.#summary = withOpen(this.#summary, step, { attempt, model, startedAt: run.deps.clock.now() });
     await this.#write(events);
@@ -165,6 +165,7 @@ export async function reportUsage(run: RunCore, step: StepContext, report: Usage
     if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) throw new InvalidArgumentError(`ctx.usage(): ${k} must be a number ≥ 0, got ${String(v)}.`);
   }
   const meter = meterOf(run);
-  const attempt = (meter.summary.steps[step.stepName]?.attempts ?? 0) + 1;
+  // The step's own attempt number (it counts across resumes).
+  const attempt = typeof step.attempt === 'number' ? step.attempt : (meter.summary.retrying[step.stepName] ?? 0) + 1;
   await meter.end(step.stepName, attempt, report.model, report.outcome ?? 'succeeded', report);
 }

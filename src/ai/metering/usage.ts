@@ -64,10 +64,15 @@ export interface OpenCall {
   startedAt: number;
 }
 
-/** The task row's `usage` column. */
+/**
+ * The task row's `usage` column: totals only, so that the row stays the same size however many
+ * calls the task makes (per-attempt usage is in the log, `usage:attempt`, and per-step totals are
+ * added up from it when a task is read).
+ */
 export interface UsageSummary {
   total: UsageTotals;
-  steps: Record<string, UsageTotals>;
+  /** Attempts made so far of steps whose last attempt did not succeed (numbers the next one). */
+  retrying: Record<string, number>;
   open: Record<string, OpenCall>;
   /** A budget given at `start()` (it wins over the workflow's). */
   budget?: Budget;
@@ -83,12 +88,21 @@ export const emptyTotals = (): UsageTotals => ({
   attempts: 0,
 });
 
-export const emptySummary = (): UsageSummary => ({ total: emptyTotals(), steps: {}, open: {} });
+export const emptySummary = (): UsageSummary => ({ total: emptyTotals(), retrying: {}, open: {} });
 
+/** The column as stored; a summary written before per-step totals left the row (`steps`) keeps its attempt counts. */
 export function parseSummary(text: string | null): UsageSummary {
   if (!text) return emptySummary();
-  const s = JSON.parse(text) as Partial<UsageSummary>;
-  return { total: s.total ?? emptyTotals(), steps: s.steps ?? {}, open: s.open ?? {}, ...(s.budget ? { budget: s.budget } : {}) };
+  const s = JSON.parse(text) as Partial<UsageSummary> & { steps?: Record<string, UsageTotals> };
+  const retrying = s.retrying ?? Object.fromEntries(Object.entries(s.steps ?? {}).map(([step, t]) => [step, t.attempts]));
+  return { total: s.total ?? emptyTotals(), retrying, open: s.open ?? {}, ...(s.budget ? { budget: s.budget } : {}) };
+}
+
+/** Per-step totals of a task's attempts (its `usage:attempt` log entries). */
+export function stepTotals(attempts: Iterable<AttemptUsage>): Record<string, UsageTotals> {
+  const out: Record<string, UsageTotals> = {};
+  for (const u of attempts) out[u.step] = add(out[u.step] ?? emptyTotals(), u);
+  return out;
 }
 
 /** The price of `model` in `prices` (exact id first, then the longest matching `prefix*`). */
@@ -154,7 +168,11 @@ function add(t: UsageTotals, u: AttemptUsage): UsageTotals {
 export function withAttempt(s: UsageSummary, u: AttemptUsage): UsageSummary {
   const open = { ...s.open };
   if (open[u.step]?.attempt === u.attempt) delete open[u.step];
-  return { ...s, total: add(s.total, u), steps: { ...s.steps, [u.step]: add(s.steps[u.step] ?? emptyTotals(), u) }, open };
+  const retrying = { ...s.retrying };
+  // A step that succeeded is not called again; one that did not may be, as its next attempt.
+  if (u.outcome === 'succeeded') delete retrying[u.step];
+  else retrying[u.step] = Math.max(retrying[u.step] ?? 0, u.attempt);
+  return { ...s, total: add(s.total, u), retrying, open };
 }
 
 /** The summary with a call of `step` in flight. */
