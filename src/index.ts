@@ -237,4 +237,6 @@ export { aesGcmCodec } from './payloads/codec.ts';
 export type { PayloadCodec, AesGcmCodecOptions } from './payloads/codec.ts';
 export { directoryBackend } from './payloads/backends.ts';
 export type { BlobBackend } from './payloads/backends.ts';
+export { s3Backend } from './payloads/s3.ts';
+export type { S3BackendOptions, S3ClientLike } from './payloads/s3.ts';
 export type { PayloadOptions } from './payloads/options.ts';

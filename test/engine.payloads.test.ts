@@ -5,7 +5,7 @@
 // holds no plaintext; a database written without the payload store still opens and resumes.
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { workflow, aesGcmCodec, directoryBackend, type Engine } from '../src/index.ts';
+import { workflow, aesGcmCodec, directoryBackend, s3Backend, type Engine } from '../src/index.ts';
 import { openStore } from '../src/store-url.ts';
 import type { BlobUsage } from '../src/store.ts';
 import { TEST_STORE, eventually, makeEngine, startWorker, tempDbUrl, tempDir, waitForStatus } from './support/engine.ts';
@@ -59,6 +59,32 @@ async function usage(url: string): Promise<BlobUsage> {
     return await s.blobUsage();
   } finally {
     await s.close();
+  }
+}
+
+/** Every byte the store holds: the SQLite files, or every row of the PostgreSQL schema as text. */
+async function everythingStored(url: string): Promise<string> {
+  if (TEST_STORE === 'sqlite') {
+    const path = url.slice('sqlite:'.length);
+    const dir = path.slice(0, path.lastIndexOf('/'));
+    return readdirSync(dir)
+      .filter((f) => f.startsWith('stepwise.db'))
+      .map((f) => readFileSync(`${dir}/${f}`).toString('latin1'))
+      .join('');
+  }
+  const schema = new URL(url).searchParams.get('schema')!;
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    const { rows: tables } = await client.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [schema]);
+    let all = '';
+    for (const t of tables) {
+      const { rows } = await client.query<{ t: string | null }>(`SELECT string_agg(x::text, '') AS t FROM "${schema}"."${t.table_name}" x`);
+      all += rows[0]?.t ?? '';
+    }
+    return all;
+  } finally {
+    await client.end();
   }
 }
 
@@ -124,7 +150,7 @@ describe(`payload store (${TEST_STORE})`, () => {
     const doc = prose(3, 50_000);
     const wf = workflow('holder', async (ctx, input: { doc: string }) => ctx.step('echo', () => input.doc));
     const url = tempDbUrl();
-    const engine = makeEngine({ store: url, workflows: [wf], payloads: { collectAfter: 0 } });
+    const engine = makeEngine({ store: url, workflows: [wf], payloads: { collectAfter: '1s' } });
     await startWorker(engine, { retentionSweepMs: 30 });
     const a = await run(engine, wf, { doc });
     const once = await usage(url);
@@ -195,31 +221,6 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     return { small, big: big.length, more: ev.timedOut ? null : ev.payload };
   });
 
-  async function everythingStored(url: string): Promise<string> {
-    if (TEST_STORE === 'sqlite') {
-      const path = url.slice('sqlite:'.length);
-      const dir = path.slice(0, path.lastIndexOf('/'));
-      return readdirSync(dir)
-        .filter((f) => f.startsWith('stepwise.db'))
-        .map((f) => readFileSync(`${dir}/${f}`).toString('latin1'))
-        .join('');
-    }
-    const schema = new URL(url).searchParams.get('schema')!;
-    const client = new pg.Client({ connectionString: PG_URL });
-    await client.connect();
-    try {
-      const { rows: tables } = await client.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [schema]);
-      let all = '';
-      for (const t of tables) {
-        const { rows } = await client.query<{ t: string | null }>(`SELECT string_agg(x::text, '') AS t FROM "${schema}"."${t.table_name}" x`);
-        all += rows[0]?.t ?? '';
-      }
-      return all;
-    } finally {
-      await client.end();
-    }
-  }
-
   it('encrypts every payload: the database holds no plaintext, and rotated keys still read old values', async () => {
     const k1 = Buffer.alloc(32, 1);
     const k2 = Buffer.alloc(32, 2);
@@ -249,7 +250,7 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     const doc = prose(9, 40_000);
     const wf = workflow('ondisk', async (ctx, input: { doc: string }) => ctx.step('echo', () => `${input.doc}!`));
     const url = tempDbUrl();
-    const engine = makeEngine({ store: url, workflows: [wf], payloads: { backend: directoryBackend(dir), collectAfter: 0 } });
+    const engine = makeEngine({ store: url, workflows: [wf], payloads: { backend: directoryBackend(dir), collectAfter: '1s' } });
     await startWorker(engine, { retentionSweepMs: 30 });
     const id = await run(engine, wf, { doc });
     expect(await engine.result(id)).toBe(`${doc}!`);
@@ -261,5 +262,33 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     expect(await everythingStored(url)).not.toContain(doc.slice(0, 100));
     await engine.delete(id);
     await eventually(() => files().length === 0, 10_000, 'files deleted');
+  });
+});
+
+describe(`payload store on S3-compatible storage (${TEST_STORE})`, () => {
+  it('keeps blob bytes as objects of a bucket (a local S3 server): reads are exact, and collection deletes the objects', async () => {
+    const { default: S3rver } = await import('s3rver');
+    const { S3Client, ListObjectsV2Command } = await import('@aws-sdk/client-s3');
+    const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: tempDir(), configureBuckets: [{ name: 'blobs', configs: [] }] });
+    const { port } = (await server.run()) as { port: number };
+    const client = new S3Client({ region: 'us-east-1', endpoint: `http://127.0.0.1:${port}`, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+    try {
+      const doc = prose(13, 40_000);
+      const wf = workflow('ons3', async (ctx, input: { doc: string }) => ctx.step('echo', () => `${input.doc}?`));
+      const url = tempDbUrl();
+      const engine = makeEngine({ store: url, workflows: [wf], payloads: { backend: s3Backend({ client, bucket: 'blobs', prefix: 'sw/' }), collectAfter: '2s' } });
+      await startWorker(engine, { retentionSweepMs: 30 });
+      const id = await run(engine, wf, { doc });
+      expect(await engine.result(id)).toBe(`${doc}?`);
+      expect((await engine.get(id)).input).toEqual({ doc });
+      const objects = async (): Promise<string[]> => ((await client.send(new ListObjectsV2Command({ Bucket: 'blobs', Prefix: 'sw/' }))).Contents ?? []).map((o) => o.Key!);
+      expect((await objects()).length).toBe((await usage(url)).blobs);
+      expect(await everythingStored(url)).not.toContain(doc.slice(0, 100));
+      await engine.delete(id);
+      await eventually(async () => (await objects()).length === 0, 15_000, 'objects deleted');
+    } finally {
+      client.destroy();
+      await server.close();
+    }
   });
 });
