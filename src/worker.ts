@@ -45,7 +45,6 @@ export { localWorkerId } from './worker/local-leases.ts';
 
 export type WorkerState = 'created' | 'running' | 'stopping' | 'stopped';
 
-
 export class Worker {
   readonly id: string;
   readonly #host: WorkerHost;

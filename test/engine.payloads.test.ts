@@ -7,6 +7,7 @@ import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { workflow, aesGcmCodec, directoryBackend, s3Backend, type Engine } from '../src/index.ts';
 import { openStore } from '../src/store-url.ts';
+import { LAYERS } from '../src/payloads/layered-store.ts';
 import type { BlobUsage } from '../src/store.ts';
 import { TEST_STORE, eventually, makeEngine, startWorker, tempDbUrl, tempDir, waitForStatus } from './support/engine.ts';
 import { PG_URL } from './support/postgres.ts';
@@ -110,6 +111,30 @@ describe(`payload store (${TEST_STORE})`, () => {
     expect(sizes[60]!.size).toBeLessThanOrEqual(2 * distinct(60));
     // Compressed, it is well under the distinct content.
     expect(sizes[60]!.stored).toBeLessThan(distinct(60));
+  });
+
+  it('resumes a long transcript loading each recorded value as the replay reaches it, a few at a time', async () => {
+    const TURNS = 30;
+    const parked = workflow('parked-chat', async (ctx) => {
+      let transcript: Array<{ role: string; content: string }> = [];
+      for (let t = 0; t < TURNS; t++) transcript = await ctx.step('turn', () => [...transcript, message(2 * t), message(2 * t + 1)]);
+      const ev = await ctx.waitForEvent<string>('more');
+      return { turns: transcript.length, last: transcript.at(-1), more: ev.timedOut ? null : ev.payload };
+    });
+    const url = tempDbUrl();
+    const first = makeEngine({ store: url, workflows: [parked] });
+    await startWorker(first);
+    const { id } = await first.start(parked);
+    await waitForStatus(first, id, 'waiting');
+    await first.close();
+    // A fresh engine: its worker replays every turn from the store.
+    const second = makeEngine({ store: url, workflows: [parked] });
+    await startWorker(second);
+    await second.signal(id, 'more', 'yes');
+    expect(await second.result(id, { timeout: 30_000 })).toEqual({ turns: 2 * TURNS, last: message(2 * TURNS - 1), more: 'yes' });
+    const loads = LAYERS.get(await second.ready())!.replayLoads;
+    expect(loads.values).toBeGreaterThanOrEqual(TURNS - 1);
+    expect(loads.most).toBeLessThanOrEqual(4);
   });
 
   it('reads every value back exactly: get, the result, the journal, the log, signals and approvals', async () => {

@@ -5,11 +5,12 @@
  * them (and write their blobs first); every other call is the inner store's, with the tokens of
  * its result resolved. Synchronous writes stay synchronous where the database keeps the bytes.
  */
-import type { ApprovalInsert, ChunksWrite, ListQuery, NewTask, ScheduleDefinition, SignalWrite, Store, TransitionWrite, WriteOp } from '../store.ts';
+import type { ApprovalInsert, ChunksWrite, ClaimRequest, ListQuery, NewTask, StepRow, ScheduleDefinition, SignalWrite, Store, TransitionWrite, WriteOp } from '../store.ts';
 import type { WakeEvent } from '../store/wake.ts';
 import type { DebounceWrite } from '../store/keyed-starts.ts';
 import { PayloadLayer, type PayloadLayerOptions } from './payload-store.ts';
 import { InvalidArgumentError } from '../errors.ts';
+import { isRef } from './token.ts';
 
 /** The payload layer behind a layered store, for the engine's collection job and the bench. */
 export const LAYERS = new WeakMap<Store, PayloadLayer>();
@@ -117,6 +118,23 @@ function writeOverrides(layer: PayloadLayer, s: Store, options: PayloadLayerOpti
         );
       }
       return layer.resolve(await s.listTasks(q));
+    },
+    async claim(request: ClaimRequest) {
+      // A completed step's recorded output stays a reference: the run's replay loads it when it gets there.
+      const claimed = await s.claim(request);
+      const later = new Map<StepRow, string>();
+      for (const c of claimed) for (const row of c.steps) if (row.done !== null && isRef(row.output)) later.set(row, row.output);
+      for (const row of later.keys()) row.output = null;
+      await layer.resolve(claimed);
+      for (const [row, token] of later) row.output = token;
+      return claimed;
+    },
+    async resolvePayloads(texts: readonly string[]) {
+      const loads = layer.replayLoads;
+      loads.calls++;
+      loads.values += texts.length;
+      loads.most = Math.max(loads.most, texts.length);
+      return layer.resolve([...texts]);
     },
     async putSchedule(def: ScheduleDefinition, nextAt: number | null, at: number) {
       const p = layer.newPending();

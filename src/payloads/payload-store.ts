@@ -67,6 +67,8 @@ export class PayloadLayer {
   readonly #packer: Packer;
   readonly #shape: TreeShape;
   readonly #cache: ContentCache;
+  /** Recorded values loaded by replays (`resolvePayloads`): calls, values, and the most in one call. */
+  readonly replayLoads = { calls: 0, values: 0, most: 0 };
   /** Task → blobs it is known to hold (recorded by a committed putBlobs). */
   readonly #held = new Map<string, Set<string>>();
 

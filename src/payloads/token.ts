@@ -20,3 +20,8 @@ export const TOKEN_PATTERN = /"\\u0000sw:([re]):([A-Za-z0-9_\-+/=]+)"/g;
 export function hasMark(text: string): boolean {
   return text.includes(MARK);
 }
+
+/** Whether a column text is a reference to a blob tree and nothing else (a payload left to load later). */
+export function isRef(text: string | null): text is string {
+  return text !== null && text.startsWith(`"${MARK}r:`) && text.endsWith('"') && text.length < 80;
+}

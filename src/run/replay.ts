@@ -27,6 +27,10 @@ import { scheduleIdleCheck } from './activity.ts';
 import type { RunCore } from './core.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
 import { diverged } from './identity.ts';
+import { isRef } from '../payloads/token.ts';
+
+/** Recorded outputs left as references by the claim (see `resolvePayloads`) loaded at once, ahead of the replay. */
+const LOAD_AHEAD = 4;
 
 /**
  * A replay that waits this long (real time) for the code to make the call the journal says comes
@@ -96,7 +100,12 @@ export class Replay {
   /** The recorded results, in `done` order. */
   readonly #rows: StepRow[];
   #index = 0;
-  readonly #calls = new Map<number, () => void>();
+  /** Hands a recorded result to the code; with `failure`, rejects the call with it instead. */
+  readonly #calls = new Map<number, (failure?: unknown) => void>();
+  /** Recorded outputs being loaded (see {@link #load}), and the references they replaced. */
+  #loading: Promise<void> | null = null;
+  readonly #refs = new Map<StepRow, string>();
+  #loadFailure: unknown = undefined;
   /** A replay turn is pending. */
   scheduled = false;
   #stall: NodeJS.Timeout | null = null;
@@ -186,6 +195,10 @@ export class Replay {
 
   /** A call of the cleanup scope whose result is recorded: handed back at the next turn, whatever its `done`. */
   recalled<T>(settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T> {
+    const store = this.#run.deps.store;
+    if (isRef(rec.output) && store.resolvePayloads) {
+      return store.resolvePayloads([rec.output]).then(([text]) => this.recalled(settle, { ...rec, output: text as string }, stepId));
+    }
     return new Promise<T>((resolve, reject) => {
       nextTurn(() => {
         this.#run.activity++;
@@ -202,7 +215,8 @@ export class Replay {
   replayed<T>(seq: number, settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T> {
     this.#stuck = false;
     return new Promise<T>((resolve, reject) => {
-      this.#calls.set(seq, () => {
+      this.#calls.set(seq, (failure?: unknown) => {
+        if (failure !== undefined) return reject(failure);
         try {
           resolve(settle(rec, stepId));
         } catch (e) {
@@ -211,6 +225,41 @@ export class Replay {
       });
       this.#schedule();
     });
+  }
+
+  /**
+   * Loads the recorded outputs the claim left as references, from the next row on (a few rows
+   * ahead), so that a long replay holds a few recorded values at a time rather than all of them.
+   */
+  #load(from: number): void {
+    if (this.#loading) return;
+    const rows: StepRow[] = [];
+    for (let i = from; i < this.#rows.length && rows.length < LOAD_AHEAD; i++) {
+      const row = this.#rows[i] as StepRow;
+      if (isRef(row.output)) rows.push(row);
+    }
+    const resolve = this.#run.deps.store.resolvePayloads;
+    if (!resolve) return;
+    this.#loading = resolve
+      .call(
+        this.#run.deps.store,
+        rows.map((r) => r.output as string),
+      )
+      .then(
+        (texts) => {
+          rows.forEach((r, i) => {
+            this.#refs.set(r, r.output as string);
+            r.output = texts[i] as string;
+          });
+        },
+        (e: unknown) => {
+          this.#loadFailure = e;
+        },
+      )
+      .finally(() => {
+        this.#loading = null;
+        this.#schedule();
+      });
   }
 
   #schedule(): void {
@@ -231,6 +280,10 @@ export class Replay {
     if (!next) {
       this.#finish();
       scheduleIdleCheck(run);
+      return;
+    }
+    if (isRef(next.output) && this.#loadFailure === undefined) {
+      this.#load(this.#index);
       return;
     }
     const call = this.#calls.get(next.seq);
@@ -254,7 +307,13 @@ export class Replay {
     this.#index++;
     run.activity++;
     this.handed = next.done as number;
-    call();
+    call(isRef(next.output) ? this.#loadFailure : undefined);
+    // The code has the value now: the row goes back to its reference, and the text can be freed.
+    const ref = this.#refs.get(next);
+    if (ref !== undefined) {
+      next.output = ref;
+      this.#refs.delete(next);
+    }
     this.#schedule();
   }
 

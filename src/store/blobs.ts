@@ -84,4 +84,11 @@ export interface BlobStore {
    */
   collectBlobs(before: number, limit: number): Promise<CollectedBlob[]>;
   blobUsage(): Promise<BlobUsage>;
+  /**
+   * Offered by the payload layer (src/payloads/), not by a database: the payloads behind column
+   * texts that a claim left as references (a completed step's recorded output), in order. A run
+   * loads them as its replay reaches them, a few at a time, instead of holding every recorded
+   * value from the claim on.
+   */
+  resolvePayloads?(texts: readonly string[]): Promise<string[]>;
 }
