@@ -55,6 +55,12 @@ if (process.argv.includes('--search-only')) {
   if (pgUp) await postgres.cleanup();
   process.exit(0);
 }
+if (process.argv.includes('--payloads-only')) {
+  const pgUp = await postgres.pgAvailable();
+  await (await import('./payloads.ts')).report({ quick, pgUp, line, results });
+  if (pgUp) await postgres.cleanup();
+  process.exit(0);
+}
 if (process.argv.includes('--retention-only')) {
   const pgUp = await postgres.pgAvailable();
   await (await import('./retention.ts')).report({ quick, pgUp, line, results });
@@ -242,6 +248,7 @@ await (await import('./flow-control.ts')).report({ quick, pgUp, line, results })
 await (await import('./rate-limits.ts')).report({ quick, pgUp, line, results });
 await (await import('./search.ts')).report({ quick, pgUp, line, results });
 await (await import('./fork.ts')).report({ quick, pgUp, line, results });
+await (await import('./payloads.ts')).report({ quick, pgUp, line, results });
 if (pgUp) await postgres.cleanup();
 mkdirSync(join(root, '.bench'), { recursive: true });
 writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
