@@ -26,7 +26,7 @@ import type { PayloadCodec } from './codec.ts';
 import type { BlobBackend } from './backends.ts';
 import { Packer } from './pack.ts';
 import { MARK, TOKEN_PATTERN, hasMark, refToken, sealedToken } from './token.ts';
-import { DEFAULT_SHAPE, TreeBuilder, build, childrenOf, type TreeShape } from './tree.ts';
+import { DEFAULT_SHAPE, TreeBuilder, build, childrenOf, type BuiltTexts, type TreeShape } from './tree.ts';
 import { ContentCache } from './cache.ts';
 import { faultPoint } from '../fault-points.ts';
 
@@ -67,6 +67,8 @@ export class PayloadLayer {
   readonly #packer: Packer;
   readonly #shape: TreeShape;
   readonly #cache: ContentCache;
+  /** Texts of inner nodes built for earlier reads (see `build`). */
+  readonly #built: ContentCache;
   /** Recorded values loaded by replays (`resolvePayloads`): calls, values, and the most in one call. */
   readonly replayLoads = { calls: 0, values: 0, most: 0 };
   /** Task → blobs it is known to hold (recorded by a committed putBlobs). */
@@ -78,6 +80,7 @@ export class PayloadLayer {
     this.#packer = new Packer(options.codec);
     this.#shape = options.shape ?? DEFAULT_SHAPE;
     this.#cache = new ContentCache(options.cacheChars ?? 32 * 1024 * 1024);
+    this.#built = new ContentCache((options.cacheChars ?? 32 * 1024 * 1024) / 2);
   }
 
   /** Whether writes can be done synchronously (the database keeps the bytes and the store has sync writes). */
@@ -231,19 +234,21 @@ export class PayloadLayer {
     if (!found.size) return value;
     const roots = refRoots(unknownTo(found, p));
     const contents = new Map<string, string>();
+    const built = this.#pinBuilt();
     let frontier = roots;
     while (frontier.length) {
       const missing = this.#fromCache(frontier, contents);
       if (missing.length) this.#decode(missing, this.inner.getBlobsNow!(missing), contents, new Map());
-      frontier = nextFrontier(frontier, contents);
+      frontier = nextFrontier(frontier, contents, built.has);
     }
-    const texts = new Map(roots.map((r) => [r, build(r, contents)]));
+    const texts = new Map(roots.map((r) => [r, build(r, contents, built)]));
     return replaceAll(value, (s) => this.#substitute(s, texts, p)) as T;
   }
 
   async #texts(strings: ReadonlySet<string>): Promise<Map<string, string>> {
     const roots = refRoots(strings);
     const contents = new Map<string, string>();
+    const built = this.#pinBuilt();
     let frontier = roots;
     while (frontier.length) {
       const missing = this.#fromCache(frontier, contents);
@@ -256,9 +261,27 @@ export class PayloadLayer {
         }
         this.#decode(missing, stored, contents, external);
       }
-      frontier = nextFrontier(frontier, contents);
+      frontier = nextFrontier(frontier, contents, built.has);
     }
-    return new Map(roots.map((r) => [r, build(r, contents)]));
+    return new Map(roots.map((r) => [r, build(r, contents, built)]));
+  }
+
+  /**
+   * The texts of inner nodes built before, for one read: a node found there is not read again (nor
+   * its subtree), and stays available to this read even if the cache lets it go meanwhile.
+   */
+  #pinBuilt(): BuiltTexts & { has: (hash: string) => boolean } {
+    const pinned = new Map<string, string>();
+    const cache = this.#built;
+    return {
+      has: (hash) => {
+        const t = cache.get(hash);
+        if (t !== undefined) pinned.set(hash, t);
+        return t !== undefined;
+      },
+      get: (hash) => pinned.get(hash),
+      set: (hash, text) => cache.set(hash, text),
+    };
   }
 
   #fromCache(hashes: readonly string[], into: Map<string, string>): string[] {
@@ -390,9 +413,14 @@ function refRoots(strings: Iterable<string>): string[] {
   return [...roots];
 }
 
-function nextFrontier(frontier: readonly string[], contents: ReadonlyMap<string, string>): string[] {
+/** The children of `frontier`'s nodes still to read: not read yet, and not built before (`built`). */
+function nextFrontier(frontier: readonly string[], contents: ReadonlyMap<string, string>, built: (hash: string) => boolean): string[] {
   const next = new Set<string>();
-  for (const h of frontier) for (const c of childrenOf(contents.get(h)!)) if (!contents.has(c)) next.add(c);
+  for (const h of frontier) {
+    const content = contents.get(h);
+    if (content === undefined) continue;
+    for (const c of childrenOf(content)) if (!contents.has(c) && !built(c)) next.add(c);
+  }
   return [...next];
 }
 

@@ -120,11 +120,21 @@ export function childrenOf(content: string): string[] {
   return out;
 }
 
-/** The JSON text of the value whose tree's root is `root`; `contents` holds every node of it. */
-export function build(root: string, contents: ReadonlyMap<string, string>): string {
+/** Texts of nodes built before (a subtree's text never changes under its hash). */
+export interface BuiltTexts {
+  get(hash: string): string | undefined;
+  set(hash: string, text: string): void;
+}
+
+/**
+ * The JSON text of the value whose tree's root is `root`; `contents` holds every node of it that
+ * `built` does not. A transcript's next turn shares every node but its last ones with the turn
+ * before: with `built`, only those are built again.
+ */
+export function build(root: string, contents: ReadonlyMap<string, string>, built?: BuiltTexts): string {
   const memo = new Map<string, string>();
   const text = (hash: string): string => {
-    const known = memo.get(hash);
+    const known = memo.get(hash) ?? (hash === root ? undefined : built?.get(hash));
     if (known !== undefined) return known;
     const content = contents.get(hash);
     if (content === undefined) throw new Error(`payload tree: node ${hash} was not read`);
@@ -149,6 +159,7 @@ export function build(root: string, contents: ReadonlyMap<string, string>): stri
         throw new Error(`payload tree: node ${hash} has an unknown tag ${JSON.stringify(content[0])}`);
     }
     memo.set(hash, out);
+    if (hash !== root) built?.set(hash, out);
     return out;
   };
   const entryText = (e: unknown): string => (typeof e === 'string' ? text(e) : JSON.stringify((e as unknown[])[0]));
