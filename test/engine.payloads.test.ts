@@ -12,6 +12,9 @@ import type { BlobUsage } from '../src/store.ts';
 import { TEST_STORE, eventually, makeEngine, startWorker, tempDbUrl, tempDir, waitForStatus } from './support/engine.ts';
 import { PG_URL } from './support/postgres.ts';
 import pg from 'pg';
+import OpenAI from 'openai';
+import { chatCompletion } from '../src/ai/index.ts';
+import { startFakeOpenAI } from './support/fake-openai.ts';
 
 /** Text that does not compress to nothing: words picked by a small LCG. */
 function prose(seed: number, chars: number): string {
@@ -268,6 +271,29 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     const lost = makeEngine({ store: url, workflows: [sealedWf], codec: aesGcmCodec({ keys: { k2 }, current: 'k2' }) });
     await expect(lost.get(id)).rejects.toMatchObject({ code: 'PAYLOAD_UNREADABLE', message: expect.stringContaining('"k1"') });
     await lost.close();
+  });
+
+  it('encrypts the frames of a streaming model step too, and readers get them back', async () => {
+    const fake = await startFakeOpenAI();
+    try {
+      const client = new OpenAI({ apiKey: 'test-key', baseURL: fake.baseURL });
+      fake.script([{ kind: 'text', chunks: [`${secret} `, 'streamed'], usage: { prompt_tokens: 3, completion_tokens: 2 } }]);
+      const streams = workflow('sealed-stream', async (ctx) => {
+        const r = await chatCompletion(ctx, 'write', client, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'go' }], stream: true });
+        return r.choices[0]?.message.content;
+      });
+      const url = tempDbUrl();
+      const engine = makeEngine({ store: url, workflows: [streams], codec: aesGcmCodec({ keys: { k1: Buffer.alloc(32, 7) }, current: 'k1' }) });
+      await startWorker(engine);
+      const { id } = await engine.start(streams);
+      expect(await engine.result(id, { timeout: 30_000 })).toBe(`${secret} streamed`);
+      const frames: string[] = [];
+      for await (const e of engine.events({ taskId: id, streams: true, follow: false })) if (e.type === 'stream:delta') frames.push(e.delta);
+      expect(frames.join('')).toBe(`${secret} streamed`);
+      expect(await everythingStored(url)).not.toContain(secret);
+    } finally {
+      await fake.close();
+    }
   });
 
   it('keeps blob bytes in a directory: rows hold no bytes, reads are exact, and collection deletes the files', async () => {
