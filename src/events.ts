@@ -29,6 +29,11 @@ export interface WorkerEvents {
    * the recorded one (prompt, model, tools or settings changed): the recorded answer is kept.
    */
   'model:drift': { taskId: string; step: string; model: string; recordedFingerprint: string; fingerprint: string };
+  /**
+   * A model attempt of a task with a budget was counted (`stepwise-engine/ai`): what the task has
+   * spent and its limits, for the budget alert (`alerts.budget`).
+   */
+  'budget:spent': { taskId: string; step: string; spent: { tokens: number; usd: number }; budget: { tokens?: number; usd?: number } };
   /** An alert the worker raised (`new Engine({ alerts })`): once per subject and quiet period across the workers. */
   'alert:raised': Alert;
 }

@@ -63,7 +63,7 @@ export type TaskNews =
   | { type: 'stream:appended'; taskId: string };
 
 /** The worker news that always come from a run of a task. */
-export type RunNewsType = 'run:claimed' | 'run:finished' | 'step:started' | 'step:completed' | 'step:retrying' | 'step:failed' | 'lease:lost' | 'approval:notice';
+export type RunNewsType = 'run:claimed' | 'run:finished' | 'step:started' | 'step:completed' | 'step:retrying' | 'step:failed' | 'lease:lost' | 'approval:notice' | 'budget:spent';
 
 /**
  * News of a worker: the worker, the run it came from (for news of a run; a worker's error may

@@ -98,10 +98,39 @@ describe(`alerts (${TEST_STORE})`, () => {
     }
   });
 
+  it('raises a budget alert once when a task has spent most of its model budget', async () => {
+    const seen: Alert[] = [];
+    // Each step reports 300 tokens of a 1,000-token budget: the third takes it to 90%.
+    const spender = workflow(
+      'spender',
+      async (ctx) => {
+        for (let i = 0; i < 3; i++) {
+          await ctx.step('call', async (s) => {
+            await ctx.usage(s, { model: 'm', inputTokens: 200, outputTokens: 100 });
+            return i;
+          });
+        }
+        return 'done';
+      },
+      { budget: { tokens: 1000 } },
+    );
+    const engine = makeEngine({ workflows: [spender], alerts: { budget: { share: 0.8 } }, observers: [{ onAlert: (x) => void seen.push(x) }] });
+    await startWorker(engine);
+    const { id } = await engine.start(spender);
+    expect(await engine.result(id)).toBe('done');
+    await eventually(() => seen.length >= 1, 10_000, 'the budget alert');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ kind: 'budget', subject: `task:${id}`, taskId: id, workflow: 'spender', data: { spent: { tokens: 900 }, budget: { tokens: 1000 } } });
+    expect(seen[0]?.message).toContain('900 of its 1000 tokens (90%)');
+  });
+
   it('refuses a mistyped or impossible alert option', () => {
     const invalid = { code: ERROR_CODES.INVALID_ARGUMENT };
     expect(() => new Engine({ store: tempDbUrl(), alerts: { failurerate: {} } as never })).toThrow(expect.objectContaining(invalid));
     expect(() => new Engine({ store: tempDbUrl(), alerts: { failureRate: { threshold: 2 } } })).toThrow(/threshold/);
     expect(() => new Engine({ store: tempDbUrl(), alerts: { webhook: { url: 'ftp://x' } } })).toThrow(/http\(s\) URL/);
+    expect(() => new Engine({ store: tempDbUrl(), alerts: { budget: { share: 1.5 } } })).toThrow(/alerts.budget.share/);
+    expect(() => new Engine({ store: tempDbUrl(), alerts: { budget: { shar: 0.5 } as never } })).toThrow(/unknown option "shar"/);
   });
 });

@@ -96,6 +96,22 @@ export class AlertMonitor {
     await this.raise({ ...alertOf('stuck', d.workflow, d.taskId, this.#host.clock.now(), message, { ...d }), subject: `task:${d.taskId}` });
   }
 
+  /** A model attempt of a task with a budget was counted: a task that has spent `budget.share` of it or more raises a budget alert. */
+  async budget(run: { taskId: string; workflow: string }, b: { step: string; spent: { tokens: number; usd: number }; budget: { tokens?: number; usd?: number } }): Promise<void> {
+    const near = this.#o.budget;
+    if (!near) return;
+    const tokens = b.budget.tokens ? b.spent.tokens / b.budget.tokens : 0;
+    const usd = b.budget.usd ? b.spent.usd / b.budget.usd : 0;
+    const share = Math.max(tokens, usd);
+    if (share < near.share) return;
+    const what = tokens >= usd ? `${b.spent.tokens} of its ${b.budget.tokens} tokens` : `$${b.spent.usd.toFixed(4)} of its $${b.budget.usd} budget`;
+    const message = `Task ${run.taskId} (${run.workflow}) has spent ${what} (${Math.round(100 * share)}%): raise its budget or let it fail when it runs out.`;
+    await this.raise({
+      ...alertOf('budget', run.workflow, run.taskId, this.#host.clock.now(), message, { step: b.step, spent: b.spent, budget: b.budget, share }),
+      subject: `task:${run.taskId}`,
+    });
+  }
+
   /** Delivers `alert` unless its subject was alerted in this quiet period (by any worker). Whether it was delivered. */
   async raise(alert: Alert): Promise<boolean> {
     const period = Math.floor(alert.at / this.#o.quietMs);

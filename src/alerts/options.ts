@@ -12,12 +12,13 @@ export interface ResolvedAlerts {
   crashLoop: { reclaims: number } | null;
   workersGone: boolean;
   stuck: boolean;
+  budget: { share: number } | null;
   everyMs: number;
   quietMs: number;
   webhook: { url: string; headers: Record<string, string>; timeoutMs: number } | null;
 }
 
-const KEYS = ['failureRate', 'crashLoop', 'workersGone', 'stuck', 'every', 'quiet', 'webhook'] as const;
+const KEYS = ['failureRate', 'crashLoop', 'workersGone', 'stuck', 'budget', 'every', 'quiet', 'webhook'] as const;
 
 export function resolveAlerts(o: AlertOptions | undefined): ResolvedAlerts | null {
   if (o === undefined) return null;
@@ -33,6 +34,10 @@ export function resolveAlerts(o: AlertOptions | undefined): ResolvedAlerts | nul
   if (cl) checkOptionKeys(cl, ['reclaims'], 'alerts.crashLoop');
   const reclaims = cl?.reclaims ?? 3;
   if (cl && (!Number.isInteger(reclaims) || reclaims < 1)) throw new InvalidArgumentError(`alerts.crashLoop.reclaims must be a whole number ≥ 1, got ${String(cl.reclaims)}.`);
+  const bu = o.budget === false ? null : (o.budget ?? {});
+  if (bu) checkOptionKeys(bu, ['share'], 'alerts.budget');
+  const share = bu?.share ?? 0.8;
+  if (bu && !(typeof share === 'number' && share > 0 && share <= 1)) throw new InvalidArgumentError(`alerts.budget.share must be a share in (0, 1], got ${String(bu.share)}.`);
   let webhook: ResolvedAlerts['webhook'] = null;
   if (o.webhook !== undefined) {
     checkOptionKeys(o.webhook, ['url', 'headers', 'timeout'], 'alerts.webhook');
@@ -45,6 +50,7 @@ export function resolveAlerts(o: AlertOptions | undefined): ResolvedAlerts | nul
     crashLoop: cl ? { reclaims } : null,
     workersGone: o.workersGone ?? true,
     stuck: o.stuck ?? true,
+    budget: bu ? { share } : null,
     everyMs: o.every === undefined ? 60_000 : toMs(o.every, 'alerts.every'),
     quietMs: o.quiet === undefined ? 15 * 60_000 : toMs(o.quiet, 'alerts.quiet'),
     webhook,

@@ -4,7 +4,7 @@
  */
 import type { Duration } from '../duration.ts';
 
-export type AlertKind = 'failure-rate' | 'crash-loop' | 'workers-gone' | 'stuck';
+export type AlertKind = 'failure-rate' | 'crash-loop' | 'workers-gone' | 'stuck' | 'budget';
 
 /** One alert: raised at most once per subject and quiet period, across every worker of the store. */
 export interface Alert {
@@ -34,6 +34,11 @@ export interface AlertOptions {
   workersGone?: boolean;
   /** A task past a `dwell` bound whose outcome is `alert` (the workflow's option). @defaultValue true */
   stuck?: boolean;
+  /**
+   * A task with a model budget that has spent `share` of it or more (of its tokens or its cost,
+   * whichever is further along), or `false`. @defaultValue `{ share: 0.8 }`
+   */
+  budget?: { share?: number } | false;
   /** How often a worker looks (failure rates, workers gone). @defaultValue '1m' */
   every?: Duration;
   /** The same subject alerts at most once per this period. @defaultValue '15m' */

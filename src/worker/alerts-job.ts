@@ -2,7 +2,7 @@
  * @module worker/alerts-job
  * Internal: not part of the public API (the package exports only its index modules).
  * A worker's part of the engine's alerts (`alerts/monitor.ts`): a look at the store every
- * `alerts.every`, and the crash loops and dwell alerts it hears of on the engine's news.
+ * `alerts.every`, and the crash loops, dwell alerts and budgets it hears of on the engine's news.
  */
 import { AlertMonitor, type AlertHost } from '../alerts/monitor.ts';
 import type { ResolvedAlerts } from '../alerts/options.ts';
@@ -20,6 +20,9 @@ export function alertsJob(scheduler: PeriodicScheduler, host: AlertHost & { bus:
       if (n.workerId === host.workerId) monitor.claimed(n.run).catch(failed(`checking task ${n.run.taskId} for a crash loop`));
     }),
     host.bus.on('dwell:alert', (n) => void monitor.dwell(n.alert).catch(failed(`alerting on task ${n.alert.taskId}`))),
+    host.bus.on('budget:spent', (n) => {
+      if (n.workerId === host.workerId) monitor.budget(n.run, n.payload).catch(failed(`checking the budget of task ${n.run.taskId}`));
+    }),
   ];
   return () => off.forEach((f) => f());
 }

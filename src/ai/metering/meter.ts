@@ -112,6 +112,12 @@ export class UsageMeter {
     const u = attemptUsage({ step, attempt, model, outcome, estimated: more.estimated ?? false, ...(more.error ? { error: more.error } : {}) }, tokens, this.prices(more.prices));
     this.#summary = withAttempt(this.#summary, u);
     await this.#write([u]);
+    const budget = this.budget;
+    if (budget && (budget.tokens !== undefined || budget.usd !== undefined)) {
+      const spent = { tokens: this.#summary.total.totalTokens, usd: this.#summary.total.costUsd };
+      const limits = { ...(budget.tokens !== undefined ? { tokens: budget.tokens } : {}), ...(budget.usd !== undefined ? { usd: budget.usd } : {}) };
+      this.#run.deps.emit('budget:spent', { taskId: this.#run.taskId, step, spent, budget: limits });
+    }
     return u;
   }
 
