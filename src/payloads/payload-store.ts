@@ -25,9 +25,10 @@ import { PayloadUnreadableError } from '../errors.ts';
 import type { PayloadCodec } from './codec.ts';
 import type { BlobBackend } from './backends.ts';
 import { Packer } from './pack.ts';
-import { MARK, TOKEN_PATTERN, hasMark, refToken, sealedToken } from './token.ts';
-import { DEFAULT_SHAPE, TreeBuilder, build, childrenOf, type BuiltTexts, type TreeShape } from './tree.ts';
+import { TOKEN_PATTERN, hasMark, refToken, sealedToken } from './token.ts';
+import { DEFAULT_SHAPE, TreeBuilder, build, type BuiltTexts, type TreeShape } from './tree.ts';
 import { ContentCache } from './cache.ts';
+import { collect, nextFrontier, refRoots, replaceAll, unknownTo } from './walk.ts';
 import { faultPoint } from '../fault-points.ts';
 
 export interface PayloadLayerOptions {
@@ -224,7 +225,7 @@ export class PayloadLayer {
   async resolve<T>(value: T, p?: Pending): Promise<T> {
     const found = collect(value);
     if (!found.size) return value;
-    const texts = await this.#texts(unknownTo(found, p));
+    const texts = await this.#texts(unknownTo(found, p?.tokens));
     return replaceAll(value, (s) => this.#substitute(s, texts, p)) as T;
   }
 
@@ -232,7 +233,7 @@ export class PayloadLayer {
   resolveNow<T>(value: T, p?: Pending): T {
     const found = collect(value);
     if (!found.size) return value;
-    const roots = refRoots(unknownTo(found, p));
+    const roots = refRoots(unknownTo(found, p?.tokens));
     const contents = new Map<string, string>();
     const built = this.#pinBuilt();
     let frontier = roots;
@@ -357,71 +358,6 @@ export class PayloadLayer {
   newPending(): Pending {
     return new Pending();
   }
-}
-
-/** Strings of `value` that are not a token `p` made (those need no read). */
-function unknownTo(strings: ReadonlySet<string>, p?: Pending): Set<string> {
-  const out = new Set(strings);
-  if (p) for (const t of p.tokens.keys()) out.delete(t);
-  return out;
-}
-
-/** Strings of `value` that hold a token. */
-function collect(value: unknown): Set<string> {
-  const out = new Set<string>();
-  const walk = (v: unknown, depth: number): void => {
-    if (typeof v === 'string') {
-      if (v.includes(MARK)) out.add(v);
-      return;
-    }
-    if (typeof v !== 'object' || v === null || depth > 8) return;
-    if (Array.isArray(v)) {
-      for (const x of v) walk(x, depth + 1);
-      return;
-    }
-    const proto: unknown = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) return;
-    for (const k in v) walk((v as Record<string, unknown>)[k], depth + 1);
-  };
-  walk(value, 0);
-  return out;
-}
-
-function replaceAll(value: unknown, fn: (s: string) => string): unknown {
-  const walk = (v: unknown, depth: number): unknown => {
-    if (typeof v === 'string') return v.includes(MARK) ? fn(v) : v;
-    if (typeof v !== 'object' || v === null || depth > 8) return v;
-    if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) v[i] = walk(v[i], depth + 1);
-      return v;
-    }
-    const proto: unknown = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) return v;
-    const o = v as Record<string, unknown>;
-    for (const k in o) {
-      const next = walk(o[k], depth + 1);
-      if (next !== o[k]) o[k] = next;
-    }
-    return v;
-  };
-  return walk(value, 0);
-}
-
-function refRoots(strings: Iterable<string>): string[] {
-  const roots = new Set<string>();
-  for (const s of strings) for (const m of s.matchAll(TOKEN_PATTERN)) if (m[1] === 'r') roots.add(m[2]!);
-  return [...roots];
-}
-
-/** The children of `frontier`'s nodes still to read: not read yet, and not built before (`built`). */
-function nextFrontier(frontier: readonly string[], contents: ReadonlyMap<string, string>, built: (hash: string) => boolean): string[] {
-  const next = new Set<string>();
-  for (const h of frontier) {
-    const content = contents.get(h);
-    if (content === undefined) continue;
-    for (const c of childrenOf(content)) if (!contents.has(c) && !built(c)) next.add(c);
-  }
-  return [...next];
 }
 
 export type { Pending, TaskRow, WriteResult, WakeEvent, DebounceWrite, SignalWrite, ApprovalInsert, ChunksWrite, ScheduleDefinition };

@@ -1,0 +1,73 @@
+/**
+ * @module payloads/walk
+ * Internal: not part of the public API.
+ * Finding and replacing the payload tokens in what a store call returned (plain objects and
+ * arrays, a few levels deep), and the tree walk's next level.
+ */
+import { MARK, TOKEN_PATTERN } from './token.ts';
+import { childrenOf } from './tree.ts';
+
+/** Strings of `value` that are not a token `p` made (those need no read). */
+export function unknownTo(strings: ReadonlySet<string>, own?: ReadonlyMap<string, string>): Set<string> {
+  const out = new Set(strings);
+  if (own) for (const t of own.keys()) out.delete(t);
+  return out;
+}
+
+/** Strings of `value` that hold a token. */
+export function collect(value: unknown): Set<string> {
+  const out = new Set<string>();
+  const walk = (v: unknown, depth: number): void => {
+    if (typeof v === 'string') {
+      if (v.includes(MARK)) out.add(v);
+      return;
+    }
+    if (typeof v !== 'object' || v === null || depth > 8) return;
+    if (Array.isArray(v)) {
+      for (const x of v) walk(x, depth + 1);
+      return;
+    }
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return;
+    for (const k in v) walk((v as Record<string, unknown>)[k], depth + 1);
+  };
+  walk(value, 0);
+  return out;
+}
+
+export function replaceAll(value: unknown, fn: (s: string) => string): unknown {
+  const walk = (v: unknown, depth: number): unknown => {
+    if (typeof v === 'string') return v.includes(MARK) ? fn(v) : v;
+    if (typeof v !== 'object' || v === null || depth > 8) return v;
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) v[i] = walk(v[i], depth + 1);
+      return v;
+    }
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return v;
+    const o = v as Record<string, unknown>;
+    for (const k in o) {
+      const next = walk(o[k], depth + 1);
+      if (next !== o[k]) o[k] = next;
+    }
+    return v;
+  };
+  return walk(value, 0);
+}
+
+export function refRoots(strings: Iterable<string>): string[] {
+  const roots = new Set<string>();
+  for (const s of strings) for (const m of s.matchAll(TOKEN_PATTERN)) if (m[1] === 'r') roots.add(m[2]!);
+  return [...roots];
+}
+
+/** The children of `frontier`'s nodes still to read: not read yet, and not built before (`built`). */
+export function nextFrontier(frontier: readonly string[], contents: ReadonlyMap<string, string>, built: (hash: string) => boolean): string[] {
+  const next = new Set<string>();
+  for (const h of frontier) {
+    const content = contents.get(h);
+    if (content === undefined) continue;
+    for (const c of childrenOf(content)) if (!contents.has(c) && !built(c)) next.add(c);
+  }
+  return [...next];
+}
