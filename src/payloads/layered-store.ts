@@ -18,15 +18,22 @@ export const LAYERS = new WeakMap<Store, PayloadLayer>();
 export function withPayloads(inner: Store, options: PayloadLayerOptions): Store {
   const layer = new PayloadLayer(inner, options);
   const overrides: Partial<Record<keyof Store, unknown>> = { ...startOverrides(layer, inner), ...writeOverrides(layer, inner, options) };
+  // One wrapper per method, made on first use: the hot path reads the same few methods per step.
+  const wrapped = new Map<string | symbol, unknown>();
   const proxy = new Proxy(inner, {
     get(target, prop, receiver) {
       if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof Store];
       const v: unknown = Reflect.get(target, prop, receiver === proxy ? target : receiver);
       if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        const r: unknown = (v as (...a: unknown[]) => unknown).apply(target, args);
-        return r instanceof Promise ? r.then((x) => layer.resolve(x)) : r;
-      };
+      let w = wrapped.get(prop);
+      if (w === undefined) {
+        w = (...args: unknown[]) => {
+          const r: unknown = (v as (...a: unknown[]) => unknown).apply(target, args);
+          return r instanceof Promise ? r.then((x) => layer.resolve(x)) : r;
+        };
+        wrapped.set(prop, w);
+      }
+      return w;
     },
   });
   LAYERS.set(proxy, layer);

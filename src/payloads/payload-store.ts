@@ -195,24 +195,29 @@ export class PayloadLayer {
     }
   }
 
-  /** The ops of a write with their payloads encoded. */
+  /** The ops of a write with their payloads encoded (the op itself when none changes). */
   op(p: Pending, op: WriteOp): WriteOp {
-    if (op.kind === 'step') return { ...op, step: this.#step(p, op.step, [op.taskId]) };
-    return this.transition(p, op);
+    if (op.kind !== 'step') return this.transition(p, op);
+    const step = this.#step(p, op.step, [op.taskId]);
+    return step === op.step ? op : { ...op, step };
   }
 
   transition(p: Pending, w: TransitionWrite): TransitionWrite {
     const owners = w.parentSignal ? [w.taskId, w.parentSignal.taskId] : [w.taskId];
-    const set = { ...w.set };
-    if (set.output !== undefined) set.output = this.encode(p, set.output, owners) as string | null;
-    if (set.error !== undefined) set.error = this.seal(p, set.error) as string | null;
+    const before = p.tokens.size;
+    const output = w.set.output === undefined ? undefined : (this.encode(p, w.set.output, owners) as string | null);
+    const error = w.set.error === undefined ? undefined : (this.seal(p, w.set.error) as string | null);
     const steps = w.steps?.map((s) => this.#step(p, s, [w.taskId]));
+    if (p.tokens.size === before) return w;
+    const set = { ...w.set, ...(output !== undefined ? { output } : {}), ...(error !== undefined ? { error } : {}) };
     return { ...w, set, ...(steps ? { steps } : {}), log: this.fixLog(p, w.log) };
   }
 
   #step(p: Pending, s: StepRow, owners: readonly string[]): StepRow {
     if (s.output === null && s.error === null) return s;
-    return { ...s, output: this.encode(p, s.output, owners) as string | null, error: this.seal(p, s.error) as string | null };
+    const output = this.encode(p, s.output, owners) as string | null;
+    const error = this.seal(p, s.error) as string | null;
+    return output === s.output && error === s.error ? s : { ...s, output, error };
   }
 
   newTask<T extends NewTask>(p: Pending, task: T): T {
@@ -222,9 +227,13 @@ export class PayloadLayer {
   // ---- the way out ----
 
   /** `value` with the tokens of its strings replaced by their payloads (in place, for plain objects and arrays). */
-  async resolve<T>(value: T, p?: Pending): Promise<T> {
+  resolve<T>(value: T, p?: Pending): T | Promise<T> {
     const found = collect(value);
     if (!found.size) return value;
+    return this.#resolveFound(value, found, p);
+  }
+
+  async #resolveFound<T>(value: T, found: Set<string>, p?: Pending): Promise<T> {
     const texts = await this.#texts(unknownTo(found, p?.tokens));
     return replaceAll(value, (s) => this.#substitute(s, texts, p)) as T;
   }
