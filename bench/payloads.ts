@@ -154,13 +154,13 @@ async function bytesSection(ctx: Ctx, turnsList: number[]): Promise<void> {
   ctx.results.payloadBytes = figures;
 }
 
-async function smallValues(ctx: Ctx, steps: number): Promise<void> {
+async function smallValues(ctx: Ctx, steps: number, rounds: number): Promise<void> {
   const stores: Array<{ label: string; url: () => string }> = [{ label: 'SQLite', url: () => `sqlite:${join(tempDir(), 'small.db')}` }];
   if (ctx.pgUp) stores.push({ label: 'PostgreSQL', url: () => postgres.freshPgUrl('small') });
   const out: Array<Record<string, unknown>> = [];
   for (const s of stores) {
     const times: Record<'on' | 'off', number[]> = { on: [], off: [] };
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < rounds; round++) {
       for (const mode of round % 2 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
         const engine = new Engine({ store: s.url(), workflows: [manySteps], ...(mode === 'off' ? { payloads: false as const } : {}) });
         const worker = engine.worker({ concurrency: 1 });
@@ -176,8 +176,9 @@ async function smallValues(ctx: Ctx, steps: number): Promise<void> {
     }
     const on = median(times.on);
     const off = median(times.off);
-    out.push({ store: s.label, onUs: on, offUs: off });
-    ctx.line(`    ${s.label.padEnd(10)} ${fmt(on, 0)} µs a step with the payload store, ${fmt(off, 0)} µs without: ×${fmt(on / off, 2)}`);
+    out.push({ store: s.label, onUs: on, offUs: off, rounds: times });
+    const range = (xs: number[]): string => `${fmt(Math.min(...xs), 0)}–${fmt(Math.max(...xs), 0)}`;
+    ctx.line(`    ${s.label.padEnd(10)} ${fmt(on, 0)} µs a step with the payload store, ${fmt(off, 0)} µs without: ×${fmt(on / off, 2)} (rounds: ${range(times.on)} and ${range(times.off)} µs)`);
   }
   ctx.results.payloadSmallValues = out;
 }
@@ -239,8 +240,9 @@ export async function report(ctx: Ctx): Promise<void> {
   ctx.line(`\n(p) Payload store: a chat loop checkpointing its whole transcript every turn (two ~1 KB messages a turn), ${turnsList.join(' / ')} turns, bytes stored:`);
   await bytesSection(ctx, turnsList);
   const steps = ctx.quick ? 200 : 1000;
-  ctx.line(`    Small values (below the threshold): a ${steps}-step no-op task, start to result, median of 3, on and off alternately:`);
-  await smallValues(ctx, steps);
+  const rounds = ctx.quick ? 3 : 7;
+  ctx.line(`    Small values (below the threshold): a ${steps}-step no-op task, start to result, median of ${rounds}, on and off alternately:`);
+  await smallValues(ctx, steps, rounds);
   const turns = ctx.quick ? 100 : 300;
   const parkAt = turns - 10;
   ctx.line(
