@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Engine, InvalidArgumentError } from '../index.ts';
+import { payloadOptionsFromEnv } from './payload-env.ts';
 
 export interface CommandContext {
   db: string;
@@ -69,7 +70,7 @@ export function keyOption(ctx: CommandContext): string | undefined {
  * other command a mistyped sqlite: path is an error, not a new empty file.
  */
 export async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) => Promise<T>, create = false): Promise<T> {
-  const engine = new Engine({ store: ctx.db, ...(create ? {} : { sqlite: { mustExist: true } }) });
+  const engine = new Engine({ store: ctx.db, ...payloadOptionsFromEnv(), ...(create ? {} : { sqlite: { mustExist: true } }) });
   try {
     return await fn(engine);
   } finally {

@@ -13,6 +13,7 @@ import { createLogObserver, createServer, createTracingObserver, parseTokenList,
 import { logFormat, type CommandContext } from './context.ts';
 import { createCliLogger } from './logging.ts';
 import { loadWorkflows } from './load-module.ts';
+import { payloadOptionsFromEnv } from './payload-env.ts';
 
 function port(v: string | undefined): number {
   if (v === undefined) return 8080;
@@ -38,6 +39,7 @@ export async function serve(ctx: CommandContext): Promise<void> {
   const metrics = new ServerMetrics();
   const engine = new Engine({
     store: ctx.db,
+    ...payloadOptionsFromEnv(),
     workflows,
     observers: [
       createLogObserver(logger),

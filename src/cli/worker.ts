@@ -10,6 +10,7 @@ import { int, logFormat, need, str, type CommandContext } from './context.ts';
 import { loadModule } from './load-module.ts';
 import { LiveBlock } from './live.ts';
 import { bold, colorStatus, dim } from './style.ts';
+import { payloadOptionsFromEnv } from './payload-env.ts';
 
 type Spent = { totalTokens: number; costUsd: number };
 
@@ -133,7 +134,7 @@ export async function worker(ctx: CommandContext): Promise<void> {
   // The logger (pino and the server package) is loaded only when a log is written.
   const logObserver = format === 'none' ? null : (await import('./logging.ts')).cliLogObserver(format, (line) => block.log(line));
   const observers = [...(live ? [usage.observer] : []), ...(logObserver ? [logObserver] : [])];
-  const engine = new Engine({ store: ctx.db, workflows, ...(observers.length ? { observers } : {}), ...(rateLimits ? { rateLimits } : {}) });
+  const engine = new Engine({ store: ctx.db, ...payloadOptionsFromEnv(), workflows, ...(observers.length ? { observers } : {}), ...(rateLimits ? { rateLimits } : {}) });
   const w = engine.worker(workerOptions(ctx));
   printEvents(ctx, w, block, usage, quiet);
   let started: Promise<void> = Promise.resolve();

@@ -28,7 +28,8 @@ export interface AesGcmCodecOptions {
   current: string;
 }
 
-const VERSION = 1;
+/** The first byte of a sealed value (distinct from the first byte of an unsealed blob). */
+const VERSION = 0xa1;
 
 /**
  * AES-256-GCM with a random 96-bit nonce per value. A sealed value names its key id, so a key can
@@ -59,7 +60,7 @@ export function aesGcmCodec(options: AesGcmCodecOptions): PayloadCodec {
     },
     decode(data) {
       const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-      if (buf.length < 2 || buf[0] !== VERSION) throw unreadable('it was not written by this codec');
+      if (buf.length < 2 || buf[0] !== VERSION) throw unreadable('it was not written by this codec (stored before the codec was configured?)');
       const idEnd = 2 + buf[1]!;
       const id = buf.subarray(2, idEnd).toString('utf8');
       const key = keys.get(id);

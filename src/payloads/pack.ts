@@ -11,8 +11,9 @@ import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
 import type { PayloadCodec } from './codec.ts';
 import { PayloadUnreadableError } from '../errors.ts';
 
-const RAW = 0;
-const BROTLI = 1;
+/** The first byte of a packed blob (before a codec): distinct from what a codec writes first. */
+const RAW = 0x72; // 'r'
+const BROTLI = 0x62; // 'b'
 /** Contents smaller than this are not worth compressing. */
 const COMPRESS_FROM = 128;
 /** Above this, a faster brotli level (quality 4 instead of 5 kept ~7% more bytes and took half the time on 400 KB). */
@@ -56,10 +57,14 @@ export class Packer {
       case RAW:
         return body;
       case BROTLI:
-        return brotliDecompressSync(body);
+        try {
+          return brotliDecompressSync(body);
+        } catch (e) {
+          throw new PayloadUnreadableError(`Blob ${hash} does not decompress (${(e as Error).message}): its bytes are damaged.`);
+        }
       default:
         throw new PayloadUnreadableError(
-          `Blob ${hash} is not in a format this version reads (flag ${framed[0]}): ${this.codec ? 'it may have been written without the codec' : 'it may have been written with a codec: configure new Engine({ codec })'}.`,
+          `Blob ${hash} is not in a format this version reads (first byte ${framed[0]}): ${this.codec ? 'it may have been written with another codec' : 'it was probably encrypted: configure new Engine({ codec }) with its keys (the CLI: STEPWISE_CODEC_KEYS)'}.`,
         );
     }
   }
@@ -70,7 +75,8 @@ export class Packer {
   }
 
   unseal(base64: string): string {
-    if (!this.codec) throw new PayloadUnreadableError('A stored payload is encrypted and this engine has no codec: configure new Engine({ codec }) with its keys.');
+    if (!this.codec)
+      throw new PayloadUnreadableError('A stored payload is encrypted and this engine has no codec: configure new Engine({ codec }) with its keys (the CLI: STEPWISE_CODEC_KEYS).');
     return Buffer.from(this.codec.decode(Buffer.from(base64, 'base64'))).toString('utf8');
   }
 }
