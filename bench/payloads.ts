@@ -178,7 +178,9 @@ async function smallValues(ctx: Ctx, steps: number, rounds: number): Promise<voi
     const off = median(times.off);
     out.push({ store: s.label, onUs: on, offUs: off, rounds: times });
     const range = (xs: number[]): string => `${fmt(Math.min(...xs), 0)}–${fmt(Math.max(...xs), 0)}`;
-    ctx.line(`    ${s.label.padEnd(10)} ${fmt(on, 0)} µs a step with the payload store, ${fmt(off, 0)} µs without: ×${fmt(on / off, 2)} (rounds: ${range(times.on)} and ${range(times.off)} µs)`);
+    ctx.line(
+      `    ${s.label.padEnd(10)} ${fmt(on, 0)} µs a step with the payload store, ${fmt(off, 0)} µs without: ×${fmt(on / off, 2)} (rounds: ${range(times.on)} and ${range(times.off)} µs)`,
+    );
   }
   ctx.results.payloadSmallValues = out;
 }
