@@ -28,6 +28,7 @@ import type { RunCore } from './core.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
 import { diverged } from './identity.ts';
 import { isRef } from '../payloads/token.ts';
+import { PayloadUnreadableError } from '../errors.ts';
 
 /** Recorded outputs left as references by the claim (see `resolvePayloads`) loaded at once, ahead of the replay. */
 const LOAD_AHEAD = 4;
@@ -239,7 +240,12 @@ export class Replay {
       if (isRef(row.output)) rows.push(row);
     }
     const resolve = this.#run.deps.store.resolvePayloads;
-    if (!resolve) return;
+    if (!resolve) {
+      // A reference no layer can load: the call fails with it rather than waiting for ever.
+      this.#loadFailure = new PayloadUnreadableError(`Step "${rows[0]?.name ?? '?'}" has a recorded output in the payload store, and this store cannot read it (it is not the engine's).`);
+      this.#schedule();
+      return;
+    }
     this.#loading = resolve
       .call(
         this.#run.deps.store,
