@@ -3,7 +3,8 @@
 // every read (get, events, results, signals, approvals); blobs go with the last task that holds
 // them; a value over its limit fails the step with a coded, non-retryable error; an encrypted store
 // holds no plaintext; a database written without the payload store still opens and resumes.
-import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { readFileSync, readdirSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { workflow, aesGcmCodec, directoryBackend, s3Backend, type Engine } from '../src/index.ts';
 import { openStore } from '../src/store-url.ts';
@@ -237,6 +238,29 @@ describe(`payload store (${TEST_STORE})`, () => {
     expect(await after.result(id, { timeout: 30_000 })).toEqual({ first: doc.length, second: `x${doc}` });
     expect((await after.get(id, { steps: true })).steps?.find((s) => s.name === 'first')?.output).toBe(doc.toUpperCase());
     expect((await usage(url)).blobs).toBeGreaterThan(0);
+    await after.close();
+    // Turned off again, the engine still reads what the payload store kept.
+    const off = makeEngine({ store: url, workflows: [wf], payloads: false });
+    expect((await off.get(id)).status === 'succeeded' && (await off.get(id, { steps: true })).steps?.find((s) => s.name === 'second')?.output).toBe(`x${doc}`);
+  });
+
+  it('hands back a string that looks like a reference as it was, also after a resume', async () => {
+    const lookalike = '\u0000sw:r:zzzz';
+    const wf = workflow('lookalike', async (ctx) => {
+      const v = await ctx.step('make', () => lookalike);
+      const ev = await ctx.waitForEvent<string>('go');
+      return { v, more: ev.timedOut ? null : ev.payload };
+    });
+    const url = tempDbUrl();
+    const first = makeEngine({ store: url, workflows: [wf] });
+    await startWorker(first);
+    const { id } = await first.start(wf);
+    await waitForStatus(first, id, 'waiting');
+    await first.close();
+    const second = makeEngine({ store: url, workflows: [wf] });
+    await startWorker(second);
+    await second.signal(id, 'go', lookalike);
+    expect(await second.result(id, { timeout: 30_000 })).toEqual({ v: lookalike, more: lookalike });
   });
 });
 
@@ -303,16 +327,22 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     const url = tempDbUrl();
     const engine = makeEngine({ store: url, workflows: [wf], payloads: { backend: directoryBackend(dir), collectAfter: '1s' } });
     await startWorker(engine, { retentionSweepMs: 30 });
+    // Files that are not blobs, in the same directory, are left alone by collection.
+    mkdirSync(join(dir, 'ab'), { recursive: true });
+    writeFileSync(join(dir, 'notes.txt'), 'mine');
+    writeFileSync(join(dir, 'ab', 'readme.md'), 'mine');
     const id = await run(engine, wf, { doc });
     expect(await engine.result(id)).toBe(`${doc}!`);
     expect((await engine.get(id)).input).toEqual({ doc });
-    const files = () => readdirSync(dir).flatMap((d) => (existsSync(`${dir}/${d}`) ? readdirSync(`${dir}/${d}`) : []));
+    const files = () => readdirSync(dir).flatMap((d) => (statSync(`${dir}/${d}`).isDirectory() ? readdirSync(`${dir}/${d}`).filter((n) => n !== 'readme.md') : []));
     expect(files().length).toBeGreaterThan(0);
     const u = await usage(url);
     expect(u.blobs).toBe(files().length);
     expect(await everythingStored(url)).not.toContain(doc.slice(0, 100));
     await engine.delete(id);
     await eventually(() => files().length === 0, 10_000, 'files deleted');
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(existsSync(join(dir, 'notes.txt')) && existsSync(join(dir, 'ab', 'readme.md'))).toBe(true);
   });
 });
 

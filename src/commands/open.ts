@@ -16,7 +16,7 @@ import { withPayloads } from '../payloads/layered-store.ts';
 export interface OpenRequest {
   store: string | Store;
   storeOptions: StoreOptions;
-  /** The payload store's options: the store is layered unless it is off and there is no codec. */
+  /** The payload store's options (the store is always layered, for reads at least). */
   payloads: ResolvedPayloads;
   clock: Clock;
   /** This engine in the announcements of its own starts (delivered to its workers when written). */
@@ -40,7 +40,9 @@ export async function openEngineStore(r: OpenRequest): Promise<OpenStore> {
   const owned = typeof r.store === 'string';
   const raw = typeof r.store === 'string' ? await openStore(r.store, r.storeOptions) : r.store;
   const p = r.payloads;
-  const store = p.threshold === false && p.codec === null ? raw : withPayloads(raw, { threshold: p.threshold, codec: p.codec, backend: p.backend, now: () => r.clock.now() });
+  // Always layered: with `payloads: false` values are written in their rows, and those the payload
+  // store kept before are still read.
+  const store = withPayloads(raw, { threshold: p.threshold, codec: p.codec, backend: p.backend, now: () => r.clock.now() });
   const opened: OpenStore = { store, owned, unsubscribe: null, tail: null, offTail: null };
   try {
     await store.migrate();

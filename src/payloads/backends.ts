@@ -11,6 +11,9 @@ import { mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promis
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
+/** The name of a blob's bytes: its address (43 base64url characters), a dot, 12 hex digits. */
+export const BLOB_NAME = /^[A-Za-z0-9_-]{43}\.[0-9a-f]{12}$/;
+
 /** Keeps blob bytes outside the database. Locations are chosen by the backend at `put`. */
 export interface BlobBackend {
   /** Names the backend in messages (`directory /var/lib/app/blobs`, `s3 bucket/prefix`). */
@@ -81,7 +84,8 @@ export function directoryBackend(root: string): BlobBackend {
             await rm(join(root, d, n), { force: true });
             continue;
           }
-          if (n.startsWith('.') || !s || s.mtimeMs >= before) continue;
+          // Only names this backend writes (`<hash>.<nonce>` in a folder of the hash's first two characters).
+          if (!BLOB_NAME.test(n) || n.slice(0, 2) !== d || !s || s.mtimeMs >= before) continue;
           yield { location: `${d}/${n}`, hash: n.slice(0, n.lastIndexOf('.')) };
         }
       }

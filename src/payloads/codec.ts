@@ -67,8 +67,9 @@ export function aesGcmCodec(options: AesGcmCodecOptions): PayloadCodec {
       if (!key) throw unreadable(`its key "${id}" is not among the codec's keys (keep old keys in aesGcmCodec({ keys }) to read old values)`);
       const iv = buf.subarray(idEnd, idEnd + 12);
       const tag = buf.subarray(idEnd + 12, idEnd + 28);
+      if (tag.length !== 16) throw unreadable('it is too short to be a sealed value');
       try {
-        const decipher = createDecipheriv('aes-256-gcm', key, iv);
+        const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: 16 });
         decipher.setAuthTag(tag);
         return Buffer.concat([decipher.update(buf.subarray(idEnd + 28)), decipher.final()]);
       } catch {

@@ -65,14 +65,19 @@ function startOverrides(layer: PayloadLayer, s: Store): Partial<Record<keyof Sto
       // The input may land on an existing task of another id: sealed in place, never a blob.
       const p = layer.newPending();
       const t = { ...task, input: layer.seal(p, task.input) as string | null };
-      return layer.resolve(await s.startDebounced(t, write, notify), p);
+      const w = { ...write, log: layer.fixLog(p, [write.log])[0] as DebounceWrite['log'] };
+      return layer.resolve(await s.startDebounced(t, w, notify), p);
     },
     async forkTask(task: NewTask & { forkedFrom: string }, seqs: readonly number[]) {
+      // Shared before (the copied rows must never be unheld) and again once the fork exists (a
+      // collection between the two may drop holdings of a task it does not find yet).
       await s.shareBlobs(task.forkedFrom, task.id);
       const p = layer.newPending();
       const t = layer.newTask(p, task);
       await layer.flush(p);
-      return layer.resolve(await s.forkTask(t, seqs), p);
+      const row = await s.forkTask(t, seqs);
+      await s.shareBlobs(task.forkedFrom, task.id);
+      return layer.resolve(row, p);
     },
   };
 }

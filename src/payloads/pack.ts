@@ -51,7 +51,8 @@ export class Packer {
   }
 
   unpack(bytes: Uint8Array, hash: string): Uint8Array {
-    const framed = this.codec ? this.codec.decode(bytes) : bytes;
+    // A blob stored before the codec was configured is read as it is (its address still checks it).
+    const framed = this.codec && bytes[0] !== RAW && bytes[0] !== BROTLI ? this.codec.decode(bytes) : bytes;
     const body = framed.subarray(1);
     switch (framed[0]) {
       case RAW:

@@ -122,10 +122,7 @@ export class PayloadLayer {
       if (!e.data) return e;
       let data = e.data;
       for (const [token, text] of p.tokens) {
-        for (const key of EMBED_KEYS) {
-          const embedded = `"${key}":${text}`;
-          if (data.includes(embedded)) data = data.split(embedded).join(`"${key}":${token}`);
-        }
+        for (const key of EMBED_KEYS) data = replaceValue(data, `"${key}":`, text, token);
       }
       return data === e.data ? e : { ...e, data };
     });
@@ -204,13 +201,19 @@ export class PayloadLayer {
 
   transition(p: Pending, w: TransitionWrite): TransitionWrite {
     const owners = w.parentSignal ? [w.taskId, w.parentSignal.taskId] : [w.taskId];
-    const before = p.tokens.size;
     const output = w.set.output === undefined ? undefined : (this.encode(p, w.set.output, owners) as string | null);
     const error = w.set.error === undefined ? undefined : (this.seal(p, w.set.error) as string | null);
     const steps = w.steps?.map((s) => this.#step(p, s, [w.taskId]));
-    if (p.tokens.size === before) return w;
+    if (output === w.set.output && error === w.set.error && (!steps || steps.every((s, i) => s === w.steps![i]))) return w;
     const set = { ...w.set, ...(output !== undefined ? { output } : {}), ...(error !== undefined ? { error } : {}) };
-    return { ...w, set, ...(steps ? { steps } : {}), log: this.fixLog(p, w.log) };
+    // This write's own payloads only: the log embeds them, not another op's.
+    const own = new Map<string, string>();
+    for (const [orig, token] of [
+      [w.set.output, output],
+      [w.set.error, error],
+    ] as const)
+      if (typeof orig === 'string' && typeof token === 'string' && orig !== token) own.set(token, orig);
+    return { ...w, set, ...(steps ? { steps } : {}), log: this.fixLog({ tokens: own } as Pending, w.log) };
   }
 
   #step(p: Pending, s: StepRow, owners: readonly string[]): StepRow {
@@ -321,7 +324,11 @@ export class PayloadLayer {
             : `Blob ${h} is referenced but not stored: the payload store lost it (restored from an older backup?).`,
         );
       }
-      const content = decoder.decode(this.#packer.unpack(bytes, h));
+      const raw = this.#packer.unpack(bytes, h);
+      // A blob is what its address says: bytes altered or swapped in the store do not pass. (With a
+      // codec, the cipher authenticates the bytes; an address made under a key rotated since differs.)
+      if (!this.#o.codec && this.#packer.address(raw) !== h) throw new PayloadUnreadableError(`Blob ${h} does not match its address: its bytes were altered or belong to another blob.`);
+      const content = decoder.decode(raw);
       this.#cache.set(h, content);
       into.set(h, content);
     }
@@ -370,3 +377,20 @@ export class PayloadLayer {
 }
 
 export type { Pending, TaskRow, WriteResult, WakeEvent, DebounceWrite, SignalWrite, ApprovalInsert, ChunksWrite, ScheduleDefinition };
+
+/**
+ * `data` with the JSON value `text` after `prefix` replaced by `token`, where it is the whole value
+ * (followed by `,` or `}`), not the start of a longer one.
+ */
+function replaceValue(data: string, prefix: string, text: string, token: string): string {
+  const embedded = prefix + text;
+  let out = '';
+  let from = 0;
+  for (let at = data.indexOf(embedded); at !== -1; at = data.indexOf(embedded, at + 1)) {
+    const after = data[at + embedded.length];
+    if (after !== ',' && after !== '}') continue;
+    out += data.slice(from, at) + prefix + token;
+    from = at + embedded.length;
+  }
+  return from === 0 ? data : out + data.slice(from);
+}

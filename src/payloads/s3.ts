@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from '../errors.ts';
-import type { BlobBackend } from './backends.ts';
+import { BLOB_NAME, type BlobBackend } from './backends.ts';
 
 /** The part of the SDK's `S3Client` the backend uses. */
 export interface S3ClientLike {
@@ -72,8 +72,8 @@ export function s3Backend(options: S3BackendOptions): BlobBackend {
         for (const o of page.Contents ?? []) {
           if (!o.Key || !o.LastModified || o.LastModified.getTime() >= before) continue;
           const name = o.Key.slice(prefix.length);
-          const dot = name.lastIndexOf('.');
-          if (dot > 0) yield { location: o.Key, hash: name.slice(0, dot) };
+          // Only objects this backend writes: others under the prefix are left alone.
+          if (BLOB_NAME.test(name)) yield { location: o.Key, hash: name.slice(0, name.lastIndexOf('.')) };
         }
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);

@@ -28,7 +28,7 @@ import type { RunCore } from './core.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
 import { diverged } from './identity.ts';
 import { isRef } from '../payloads/token.ts';
-import { PayloadUnreadableError } from '../errors.ts';
+import { ERROR_CODES, PayloadUnreadableError, StoreUnavailableError, coerceError, isStepwiseError } from '../errors.ts';
 
 /** Recorded outputs left as references by the claim (see `resolvePayloads`) loaded at once, ahead of the replay. */
 const LOAD_AHEAD = 4;
@@ -198,8 +198,12 @@ export class Replay {
   recalled<T>(settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T> {
     const store = this.#run.deps.store;
     if (isRef(rec.output) && store.resolvePayloads) {
-      return store.resolvePayloads([rec.output]).then(([text]) => this.recalled(settle, { ...rec, output: text as string }, stepId));
+      return store.resolvePayloads([rec.output]).then(([text]) => this.#recall(settle, { ...rec, output: text as string }, stepId));
     }
+    return this.#recall(settle, rec, stepId);
+  }
+
+  #recall<T>(settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       nextTurn(() => {
         this.#run.activity++;
@@ -237,7 +241,7 @@ export class Replay {
     const rows: StepRow[] = [];
     for (let i = from; i < this.#rows.length && rows.length < LOAD_AHEAD; i++) {
       const row = this.#rows[i] as StepRow;
-      if (isRef(row.output)) rows.push(row);
+      if (!this.#refs.has(row) && isRef(row.output)) rows.push(row);
     }
     const resolve = this.#run.deps.store.resolvePayloads;
     if (!resolve) {
@@ -259,7 +263,10 @@ export class Replay {
           });
         },
         (e: unknown) => {
-          this.#loadFailure = e;
+          // A value that cannot be read fails its call; anything else (the store is away) stops
+          // the run, as a failed write does, and hands the code nothing.
+          if (isStepwiseError(e, ERROR_CODES.PAYLOAD_UNREADABLE)) this.#loadFailure = e;
+          else this.#run.lose('store', () => new StoreUnavailableError(`Could not load the recorded outputs of task ${this.#run.taskId}: ${coerceError(e).message}`, { cause: e }));
         },
       )
       .finally(() => {
@@ -288,7 +295,8 @@ export class Replay {
       scheduleIdleCheck(run);
       return;
     }
-    if (isRef(next.output) && this.#loadFailure === undefined) {
+    const unloaded = !this.#refs.has(next) && isRef(next.output);
+    if (unloaded && this.#loadFailure === undefined) {
       this.#load(this.#index);
       return;
     }
@@ -313,7 +321,7 @@ export class Replay {
     this.#index++;
     run.activity++;
     this.handed = next.done as number;
-    call(isRef(next.output) ? this.#loadFailure : undefined);
+    call(unloaded ? this.#loadFailure : undefined);
     // The code has the value now: the row goes back to its reference, and the text can be freed.
     const ref = this.#refs.get(next);
     if (ref !== undefined) {
