@@ -42,25 +42,22 @@ export function withPayloads(inner: Store, options: PayloadLayerOptions): Store 
 
 /** The calls that create tasks: their inputs are encoded, held by the new task. */
 function startOverrides(layer: PayloadLayer, s: Store): Partial<Record<keyof Store, unknown>> {
+  /** One new task's input encoded and its blobs written, then `write` with it, its result resolved. */
+  const one = async <R>(task: NewTask, write: (t: NewTask) => Promise<R>) => {
+    const p = layer.newPending();
+    const t = layer.newTask(p, task);
+    await layer.flush(p);
+    return layer.resolve(await write(t), p);
+  };
   return {
-    async insertTask(task: NewTask) {
-      const p = layer.newPending();
-      const t = layer.newTask(p, task);
-      await layer.flush(p);
-      return layer.resolve(await s.insertTask(t), p);
-    },
+    insertTask: (task: NewTask) => one(task, (t) => s.insertTask(t)),
     async insertTasks(tasks: readonly NewTask[], notify?: WakeEvent) {
       const p = layer.newPending();
       const ts = tasks.map((t) => layer.newTask(p, t));
       await layer.flush(p);
       return layer.resolve(await s.insertTasks(ts, notify), p);
     },
-    async startSingleton(task: NewTask, notify?: WakeEvent) {
-      const p = layer.newPending();
-      const t = layer.newTask(p, task);
-      await layer.flush(p);
-      return layer.resolve(await s.startSingleton(t, notify), p);
-    },
+    startSingleton: (task: NewTask, notify?: WakeEvent) => one(task, (t) => s.startSingleton(t, notify)),
     async startDebounced(task: NewTask, write: DebounceWrite, notify?: WakeEvent) {
       // The input may land on an existing task of another id: sealed in place, never a blob.
       const p = layer.newPending();
