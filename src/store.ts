@@ -63,7 +63,7 @@ export type { WakeReason, WakeEvent, WakeTopic, WakeStore } from './store/wake.t
 export { topicOf } from './store/wake.ts';
 export type { IdempotencyStore } from './store/idempotency.ts';
 export type { ScheduleRow, ScheduleOverlap, ScheduleDefinition, ScheduleAdvance, ScheduleStore } from './store/schedules.ts';
-export type { TransactionStore } from './store/transactions.ts';
+export type { TransactionStore, TransactionCheckpoint } from './store/transactions.ts';
 export type { DebounceWrite, SingletonAnswer, KeyedStartStore } from './store/keyed-starts.ts';
 export type { RateDrawRequest, RateDraw, RateLimitStore } from './store/rate-limits.ts';
 export type { BlobRow, BlobWrite, BlobTouch, BlobUsage, CollectedBlob, StoredBlob, BlobStore } from './store/blobs.ts';

@@ -320,6 +320,48 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     }
   });
 
+  it("stores a transactional step's output like any step's: sealed, in blobs of the backend the task holds, read back after a resume", async () => {
+    const dir = tempDir();
+    const doc = `${secret} ${prose(11, 30_000)}`;
+    let runs = 0;
+    const txWf = workflow('tx-payload', async (ctx, input: { n: number }) => {
+      const got = await ctx.transaction('read', async (tx) => {
+        runs++;
+        const [row] = await tx.query<{ one: number }>('SELECT 1 AS one');
+        return { one: Number(row?.one), doc, note: `${secret}:${input.n}` };
+      });
+      await ctx.sleep('pause', '1ms');
+      const again = await ctx.waitForEvent<{ go: boolean }>('go');
+      return { one: got.one, size: got.doc.length, note: got.note, go: !again.timedOut };
+    });
+    const url = tempDbUrl();
+    const options = {
+      store: url,
+      workflows: [txWf],
+      codec: aesGcmCodec({ keys: { k1: Buffer.alloc(32, 3) }, current: 'k1' }),
+      payloads: { backend: directoryBackend(dir), collectAfter: '1s' },
+    } as const;
+    const first = makeEngine(options);
+    const w1 = await startWorker(first);
+    const { id } = await first.start(txWf, { n: 1 });
+    await waitForStatus(first, id, 'waiting');
+    await w1.stop();
+    await first.close();
+    // Replayed by another engine: the recorded result is read back from the backend, not run again.
+    const second = makeEngine(options);
+    await startWorker(second, { retentionSweepMs: 30 });
+    await second.signal(id, 'go', { go: true });
+    expect(await second.result(id, { timeout: 30_000 })).toEqual({ one: 1, size: doc.length, note: `${secret}:1`, go: true });
+    expect(runs).toBe(1);
+    const step = (await second.get(id)).steps.find((x) => x.name === 'read');
+    expect(step?.output).toEqual({ one: 1, doc, note: `${secret}:1` });
+    const files = () => readdirSync(dir).flatMap((d) => readdirSync(`${dir}/${d}`));
+    expect(files().length).toBeGreaterThan(0);
+    expect(await everythingStored(url)).not.toContain(secret);
+    await second.delete(id);
+    await eventually(() => files().length === 0, 10_000, 'the blob files collected with the task');
+  });
+
   it('keeps blob bytes in a directory: rows hold no bytes, reads are exact, and collection deletes the files', async () => {
     const dir = tempDir();
     const doc = prose(9, 40_000);

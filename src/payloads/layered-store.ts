@@ -5,7 +5,23 @@
  * them (and write their blobs first); every other call is the inner store's, with the tokens of
  * its result resolved. Synchronous writes stay synchronous where the database keeps the bytes.
  */
-import type { ApprovalInsert, ChunksWrite, ClaimRequest, ListQuery, NewTask, StepRow, ScheduleDefinition, SignalWrite, Store, TransitionWrite, WriteOp } from '../store.ts';
+import type {
+  ApprovalInsert,
+  BlobWrite,
+  ChunksWrite,
+  ClaimRequest,
+  ListQuery,
+  NewTask,
+  StepRow,
+  StepWrite,
+  ScheduleDefinition,
+  SignalWrite,
+  Store,
+  TransactionCheckpoint,
+  TransitionWrite,
+  WriteOp,
+} from '../store.ts';
+import type { Transaction } from '../store/transactions.ts';
 import type { WakeEvent } from '../store/wake.ts';
 import type { DebounceWrite } from '../store/keyed-starts.ts';
 import { PayloadLayer, type PayloadLayerOptions } from './payload-store.ts';
@@ -17,7 +33,7 @@ export const LAYERS = new WeakMap<Store, PayloadLayer>();
 
 export function withPayloads(inner: Store, options: PayloadLayerOptions): Store {
   const layer = new PayloadLayer(inner, options);
-  const overrides: Partial<Record<keyof Store, unknown>> = { ...startOverrides(layer, inner), ...writeOverrides(layer, inner, options) };
+  const overrides: Partial<Record<keyof Store, unknown>> = { ...startOverrides(layer, inner), ...writeOverrides(layer, inner, options), runInTransaction: transactions(layer, inner) };
   // One wrapper per method, made on first use: the hot path reads the same few methods per step.
   const wrapped = new Map<string | symbol, unknown>();
   const proxy = new Proxy(inner, {
@@ -149,5 +165,25 @@ function writeOverrides(layer: PayloadLayer, s: Store, options: PayloadLayerOpti
       const p = layer.newPending();
       return layer.resolve(await s.putSchedule({ ...def, input: layer.seal(p, def.input) as string | null }, nextAt, at), p);
     },
+  };
+}
+
+/**
+ * A transactional step's checkpoint: its output encoded once the function has returned it, and its
+ * blobs written in the step's own transaction (kept if and only if the checkpoint commits).
+ */
+function transactions(layer: PayloadLayer, s: Store): Store['runInTransaction'] {
+  if (!s.runInTransaction) return undefined;
+  return async <T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => TransactionCheckpoint | Promise<TransactionCheckpoint>) => {
+    let blobs: BlobWrite[] = [];
+    const r = await s.runInTransaction!(fn, async (value) => {
+      const cp = await checkpoint(value);
+      const p = layer.newPending();
+      const write = layer.op(p, cp.write) as StepWrite;
+      blobs = await layer.blobWrites(p);
+      return { write, blobs: [...cp.blobs, ...blobs] };
+    });
+    if (r.accepted) layer.held(blobs);
+    return r;
   };
 }

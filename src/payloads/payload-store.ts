@@ -18,9 +18,7 @@
  * Owners: the task a value belongs to holds its blobs; a child's output is also held by its parent
  * (the parent's signal embeds it); a fork holds every blob of its source.
  */
-import type { Store, TaskRow, TransitionWrite, WriteOp, WriteResult, NewEvent, NewTask, SignalWrite, ApprovalInsert, ChunksWrite, ScheduleDefinition, StepRow, BlobRow } from '../store.ts';
-import type { WakeEvent } from '../store/wake.ts';
-import type { DebounceWrite } from '../store/keyed-starts.ts';
+import type { Store, TransitionWrite, WriteOp, NewEvent, NewTask, StepRow, BlobRow, BlobWrite } from '../store.ts';
 import { PayloadUnreadableError } from '../errors.ts';
 import type { PayloadCodec } from './codec.ts';
 import type { BlobBackend } from './backends.ts';
@@ -28,7 +26,8 @@ import { Packer } from './pack.ts';
 import { TOKEN_PATTERN, hasMark, refToken, sealedToken } from './token.ts';
 import { DEFAULT_SHAPE, TreeBuilder, build, type BuiltTexts, type TreeShape } from './tree.ts';
 import { ContentCache } from './cache.ts';
-import { collect, nextFrontier, refRoots, replaceAll, unknownTo } from './walk.ts';
+import { collect, nextFrontier, refRoots, replaceAll, replaceValue, unknownTo } from './walk.ts';
+import { collectBlobs } from './collection.ts';
 import { faultPoint } from '../fault-points.ts';
 
 export interface PayloadLayerOptions {
@@ -192,6 +191,36 @@ export class PayloadLayer {
     }
   }
 
+  /**
+   * The blobs of `p` as rows for a write that keeps them in its own transaction (a transactional
+   * step's): packed, or first stored in the backend (again if another task stored it: the row keeps
+   * its location and collection sweeps the copy). Known as held once that commits ({@link held}).
+   */
+  async blobWrites(p: Pending): Promise<BlobWrite[]> {
+    const at = this.#o.now();
+    const out: BlobWrite[] = [];
+    for (const g of this.#blobsToWrite(p)) {
+      const rows: BlobRow[] = [];
+      for (const [h, c] of g.blobs) {
+        const packed = this.#packer.pack(c);
+        const backend = this.#o.backend;
+        rows.push(this.#row(h, c, backend ? await backend.put(h, packed) : null, packed));
+        if (backend) faultPoint('payloads:bytes-stored');
+      }
+      out.push({ owners: g.owners, blobs: rows, at });
+    }
+    return out;
+  }
+
+  /** Records the blobs of writes that committed as held by their owners (see {@link blobWrites}). */
+  held(writes: readonly BlobWrite[]): void {
+    for (const w of writes)
+      this.#remember(
+        w.owners,
+        w.blobs.map((b) => b.hash),
+      );
+  }
+
   /** The ops of a write with their payloads encoded (the op itself when none changes). */
   op(p: Pending, op: WriteOp): WriteOp {
     if (op.kind !== 'step') return this.transition(p, op);
@@ -346,29 +375,8 @@ export class PayloadLayer {
   }
 
   /** Deletes at most `limit` blobs no task holds, untouched since `before`, with their bytes in a backend; returns how many. */
-  async collect(before: number, limit: number): Promise<number> {
-    const dead = await this.inner.collectBlobs(before, limit);
-    const locations = dead.flatMap((d) => (d.location === null ? [] : [d.location]));
-    const backend = this.#o.backend;
-    if (locations.length && backend) await backend.delete(locations);
-    if (backend?.list && dead.length < limit) await this.#sweepBackend(backend, before, limit);
-    return dead.length;
-  }
-
-  /** Deletes bytes in the backend that no row names (their writer died before writing the row), older than `before`. */
-  async #sweepBackend(backend: BlobBackend, before: number, limit: number): Promise<void> {
-    let batch: Array<{ location: string; hash: string }> = [];
-    const check = async (): Promise<void> => {
-      const rows = await this.inner.getBlobs(batch.map((b) => b.hash));
-      const orphans = batch.filter((b) => rows.get(b.hash)?.location !== b.location).map((b) => b.location);
-      if (orphans.length) await backend.delete(orphans);
-      batch = [];
-    };
-    for await (const entry of backend.list!(before)) {
-      batch.push(entry);
-      if (batch.length >= limit) await check();
-    }
-    if (batch.length) await check();
+  collect(before: number, limit: number): Promise<number> {
+    return collectBlobs(this.inner, this.#o.backend, before, limit);
   }
 
   newPending(): Pending {
@@ -376,21 +384,4 @@ export class PayloadLayer {
   }
 }
 
-export type { Pending, TaskRow, WriteResult, WakeEvent, DebounceWrite, SignalWrite, ApprovalInsert, ChunksWrite, ScheduleDefinition };
-
-/**
- * `data` with the JSON value `text` after `prefix` replaced by `token`, where it is the whole value
- * (followed by `,` or `}`), not the start of a longer one.
- */
-function replaceValue(data: string, prefix: string, text: string, token: string): string {
-  const embedded = prefix + text;
-  let out = '';
-  let from = 0;
-  for (let at = data.indexOf(embedded); at !== -1; at = data.indexOf(embedded, at + 1)) {
-    const after = data[at + embedded.length];
-    if (after !== ',' && after !== '}') continue;
-    out += data.slice(from, at) + prefix + token;
-    from = at + embedded.length;
-  }
-  return from === 0 ? data : out + data.slice(from);
-}
+export type { Pending };

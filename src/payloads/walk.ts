@@ -71,3 +71,20 @@ export function nextFrontier(frontier: readonly string[], contents: ReadonlyMap<
   }
   return [...next];
 }
+
+/**
+ * `data` with the JSON value `text` after `prefix` replaced by `token`, where it is the whole value
+ * (followed by `,` or `}`), not the start of a longer one.
+ */
+export function replaceValue(data: string, prefix: string, text: string, token: string): string {
+  const embedded = prefix + text;
+  let out = '';
+  let from = 0;
+  for (let at = data.indexOf(embedded); at !== -1; at = data.indexOf(embedded, at + 1)) {
+    const after = data[at + embedded.length];
+    if (after !== ',' && after !== '}') continue;
+    out += data.slice(from, at) + prefix + token;
+    from = at + embedded.length;
+  }
+  return from === 0 ? data : out + data.slice(from);
+}

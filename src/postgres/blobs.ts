@@ -15,23 +15,24 @@ const bytes = (d: Uint8Array | null): Buffer | null => (d === null ? null : Buff
 
 export async function putBlobs(c: PgContext, w: BlobWrite): Promise<void> {
   if (!w.blobs.length) return;
+  await run(c, () => tx(c, (client) => writeBlobs(c, client, w)));
+}
+
+/** The statements of {@link putBlobs}, on a connection already in a transaction (a transactional step's). */
+export async function writeBlobs(c: PgContext, client: ClientBase, w: BlobWrite): Promise<void> {
   const t = c.t;
   const sorted = [...w.blobs].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
-  await run(c, () =>
-    tx(c, async (client) => {
-      await client.query(
-        `INSERT INTO ${t.blobs} (hash, size, stored, data, location, touched_at)
-         SELECT h, s, st, d, l, $6 FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[], $5::text[]) AS x(h, s, st, d, l)
-         ON CONFLICT (hash) DO UPDATE SET touched_at = greatest(${t.blobs}.touched_at, excluded.touched_at)`,
-        [sorted.map((b) => b.hash), sorted.map((b) => b.size), sorted.map((b) => b.stored), sorted.map((b) => bytes(b.data)), sorted.map((b) => b.location), w.at],
-      );
-      await hold(
-        c,
-        client,
-        w.owners,
-        sorted.map((b) => b.hash),
-      );
-    }),
+  await client.query(
+    `INSERT INTO ${t.blobs} (hash, size, stored, data, location, touched_at)
+     SELECT h, s, st, d, l, $6 FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bytea[], $5::text[]) AS x(h, s, st, d, l)
+     ON CONFLICT (hash) DO UPDATE SET touched_at = greatest(${t.blobs}.touched_at, excluded.touched_at)`,
+    [sorted.map((b) => b.hash), sorted.map((b) => b.size), sorted.map((b) => b.stored), sorted.map((b) => bytes(b.data)), sorted.map((b) => b.location), w.at],
+  );
+  await hold(
+    c,
+    client,
+    w.owners,
+    sorted.map((b) => b.hash),
   );
 }
 

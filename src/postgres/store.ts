@@ -60,7 +60,7 @@ import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, DeletionNote, DeletionRecord } from '../store.ts';
 import type { TaskSelection, ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery } from '../store.ts';
 import type { TagChange, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow, SignalInsert, SignalRow } from '../store.ts';
-import type { SignalWrite, StepRow, StepWrite, Store, TaskRow, QueuePosition, TransitionWrite, WakeEvent, WakeTopic, WorkerPresence } from '../store.ts';
+import type { SignalWrite, StepRow, Store, TransactionCheckpoint, TaskRow, QueuePosition, TransitionWrite, WakeEvent, WakeTopic, WorkerPresence } from '../store.ts';
 import type { WorkflowRegistration, WriteOp, WriteResult, ScheduleAdvance, ScheduleDefinition, ScheduleRow, DebounceWrite, SingletonAnswer } from '../store.ts';
 import type { RateDraw, RateDrawRequest } from '../store.ts';
 
@@ -308,7 +308,7 @@ export class PostgresStore implements Store {
     return notify(this.#c, event);
   }
 
-  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => TransactionCheckpoint | Promise<TransactionCheckpoint>): Promise<{ value: T; accepted: boolean }> {
     return runInTransaction(this.#c, fn, checkpoint);
   }
 

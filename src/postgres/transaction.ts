@@ -11,13 +11,17 @@ import { run, tx, type PgContext } from './connection.ts';
 import { stepWrite } from './write-batch.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { faultPoint } from '../fault-points.ts';
-import type { StepWrite } from '../store.ts';
-import type { Transaction } from '../store/transactions.ts';
+import type { Transaction, TransactionCheckpoint } from '../store/transactions.ts';
+import { writeBlobs } from './blobs.ts';
 
 /** Thrown inside the transaction to roll it back when the fence refuses the checkpoint. */
 class Refused extends Error {}
 
-export async function runInTransaction<T>(c: PgContext, fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
+export async function runInTransaction<T>(
+  c: PgContext,
+  fn: (tx: Transaction) => Promise<T>,
+  checkpoint: (value: T) => TransactionCheckpoint | Promise<TransactionCheckpoint>,
+): Promise<{ value: T; accepted: boolean }> {
   let refusedValue: { value: T } | null = null;
   try {
     const value = await run(c, () =>
@@ -37,7 +41,9 @@ export async function runInTransaction<T>(c: PgContext, fn: (tx: Transaction) =>
           faultPoint('transaction:begun');
           const v = await fn(t);
           faultPoint('transaction:written');
-          if (!(await stepWrite(c, client, checkpoint(v)))) {
+          const cp = await checkpoint(v);
+          for (const b of cp.blobs) if (b.blobs.length) await writeBlobs(c, client, b);
+          if (!(await stepWrite(c, client, cp.write))) {
             refusedValue = { value: v };
             throw new Refused();
           }

@@ -22,7 +22,7 @@ import { faultPoint } from '../fault-points.ts';
 import { encodeWithin } from '../limits.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';
 import { decodeError, decodeJson, deserializeError } from '../serialize.ts';
-import type { StepRow, StepWrite } from '../store.ts';
+import type { StepRow, TransactionCheckpoint } from '../store.ts';
 import { engineKey } from '../idempotency/keys.ts';
 import type { Transaction } from '../transaction-types.ts';
 import type { TransactionOptions } from '../api/step.ts';
@@ -108,11 +108,11 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
           output = encodeWithin(value, () => `The result of transaction "${c.stepId}"`, run.deps.outputBytes, 'outputBytes');
           return value;
         },
-        (): StepWrite => {
+        (): TransactionCheckpoint => {
           // Its place among the results the code receives is taken as it is written.
           done = run.replay.nextDone();
           const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.firstStart, finishedAt: clock.now(), done });
-          return { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row };
+          return { write: { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row }, blobs: [] };
         },
       ));
     } catch (raw) {

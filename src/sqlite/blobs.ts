@@ -5,24 +5,28 @@
  * reuses a blob and a collection that would delete it cannot interleave.
  */
 import type { BlobUsage, BlobWrite, StoredBlob } from '../store.ts';
+import type Database from 'better-sqlite3';
 import type { Raw, SqliteContext } from './context.ts';
 
 const bytes = (d: Uint8Array | null): Buffer | null => (d === null ? null : Buffer.from(d.buffer, d.byteOffset, d.byteLength));
 
 export function putBlobs(c: SqliteContext, w: BlobWrite): void {
   if (!w.blobs.length) return;
-  c.tx(() => {
-    const put = c.stmt(
-      `INSERT INTO stepwise_blobs (hash, size, stored, data, location, touched_at) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT (hash) DO UPDATE SET touched_at = max(touched_at, excluded.touched_at)`,
-    );
-    for (const b of w.blobs) put.run(b.hash, b.size, b.stored, bytes(b.data), b.location, w.at);
-    hold(
-      c,
-      w.owners,
-      w.blobs.map((b) => b.hash),
-    );
-  });
+  c.tx(() => writeBlobs((sql) => c.stmt(sql), w));
+}
+
+/** The statements of {@link putBlobs}, on a connection already in a transaction (a transactional step's). */
+export function writeBlobs(prepare: (sql: string) => Database.Statement, w: BlobWrite): void {
+  const put = prepare(
+    `INSERT INTO stepwise_blobs (hash, size, stored, data, location, touched_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (hash) DO UPDATE SET touched_at = max(touched_at, excluded.touched_at)`,
+  );
+  for (const b of w.blobs) put.run(b.hash, b.size, b.stored, bytes(b.data), b.location, w.at);
+  hold(
+    prepare,
+    w.owners,
+    w.blobs.map((b) => b.hash),
+  );
 }
 
 export function touchBlobs(c: SqliteContext, w: { owners: readonly string[]; hashes: readonly string[]; at: number }): Set<string> {
@@ -31,13 +35,13 @@ export function touchBlobs(c: SqliteContext, w: { owners: readonly string[]; has
     const list = JSON.stringify(w.hashes);
     c.stmt('UPDATE stepwise_blobs SET touched_at = max(touched_at, ?) WHERE hash IN (SELECT value FROM json_each(?))').run(w.at, list);
     const found = (c.stmt('SELECT hash FROM stepwise_blobs WHERE hash IN (SELECT value FROM json_each(?))').all(list) as Raw[]).map((r) => r.hash as string);
-    hold(c, w.owners, found);
+    hold((sql) => c.stmt(sql), w.owners, found);
     return new Set(found);
   });
 }
 
-function hold(c: SqliteContext, owners: readonly string[], hashes: readonly string[]): void {
-  const stmt = c.stmt('INSERT OR IGNORE INTO stepwise_task_blobs (task_id, hash) VALUES (?, ?)');
+function hold(prepare: (sql: string) => Database.Statement, owners: readonly string[], hashes: readonly string[]): void {
+  const stmt = prepare('INSERT OR IGNORE INTO stepwise_task_blobs (task_id, hash) VALUES (?, ?)');
   for (const owner of owners) for (const h of hashes) stmt.run(owner, h);
 }
 

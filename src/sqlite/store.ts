@@ -36,7 +36,7 @@ import type { TaskStatus } from '../lifecycle.ts';
 import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, DeletionNote, DeletionRecord } from '../store.ts';
 import type { TaskSelection, SignalInsert, ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask } from '../store.ts';
 import type { ListQuery, TagChange, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow, SignalRow } from '../store.ts';
-import type { SignalWrite, StepRow, StepWrite, Store, TaskRow, QueuePosition, TransitionWrite, WorkerPresence, WorkflowRegistration } from '../store.ts';
+import type { SignalWrite, StepRow, Store, TransactionCheckpoint, TaskRow, QueuePosition, TransitionWrite, WorkerPresence, WorkflowRegistration } from '../store.ts';
 import type { WriteOp, WriteResult, ScheduleAdvance, ScheduleDefinition, ScheduleRow, DebounceWrite, SingletonAnswer, RateDraw } from '../store.ts';
 import type { RateDrawRequest } from '../store.ts';
 
@@ -252,7 +252,7 @@ export class SqliteStore implements Store {
     return insertSignal(this.#c, s);
   }
 
-  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => TransactionCheckpoint | Promise<TransactionCheckpoint>): Promise<{ value: T; accepted: boolean }> {
     const c = this.#c;
     try {
       c.checkFiles();

@@ -16,7 +16,8 @@ import { faultPoint } from '../fault-points.ts';
 import { journalCarries, stepEntry, stepEntryAt } from '../log-entries.ts';
 import { stepValues } from '../rows.ts';
 import type { StepWrite } from '../store.ts';
-import type { Transaction, TransactionRunner } from '../store/transactions.ts';
+import type { Transaction, TransactionCheckpoint, TransactionRunner } from '../store/transactions.ts';
+import { writeBlobs } from './blobs.ts';
 import { FENCE_STEP_SQL, INSERT_EVENT_SQL, LAST_SEQ_SQL, UPSERT_STEP_SQL } from './sql.ts';
 
 export class SqliteTransactions implements TransactionRunner {
@@ -32,13 +33,13 @@ export class SqliteTransactions implements TransactionRunner {
     this.#translate = translate;
   }
 
-  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => TransactionCheckpoint | Promise<TransactionCheckpoint>): Promise<{ value: T; accepted: boolean }> {
     const next = this.#queue.then(() => this.#run(fn, checkpoint));
     this.#queue = next.catch(() => undefined);
     return next;
   }
 
-  async #run<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }> {
+  async #run<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => TransactionCheckpoint | Promise<TransactionCheckpoint>): Promise<{ value: T; accepted: boolean }> {
     const db = (this.#db ??= this.#open());
     try {
       db.exec('BEGIN IMMEDIATE');
@@ -64,7 +65,9 @@ export class SqliteTransactions implements TransactionRunner {
       faultPoint('transaction:begun');
       const value = await fn(tx);
       faultPoint('transaction:written');
-      const accepted = stepWriteOn(db, checkpoint(value));
+      const cp = await checkpoint(value);
+      for (const b of cp.blobs) if (b.blobs.length) writeBlobs((sql) => db.prepare(sql), b);
+      const accepted = stepWriteOn(db, cp.write);
       if (!accepted) {
         db.exec('ROLLBACK');
         return { value, accepted: false };

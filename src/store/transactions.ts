@@ -5,6 +5,7 @@
  * steps implements {@link TransactionRunner}.
  */
 import type { StepWrite } from './journal.ts';
+import type { BlobWrite } from './blobs.ts';
 
 /** The open transaction, as the user's function sees it. */
 export interface Transaction {
@@ -16,14 +17,22 @@ export interface Transaction {
   execute(sql: string, params?: readonly unknown[]): Promise<{ rowCount: number }>;
 }
 
+/** The checkpoint of a transactional step, and the blobs its payloads refer to (see store/blobs.ts). */
+export interface TransactionCheckpoint {
+  write: StepWrite;
+  /** Written in the same transaction, before the checkpoint: kept and held if and only if it commits. */
+  blobs: readonly BlobWrite[];
+}
+
 /** A store's transactional step (implemented by both stores): `fn`, then the checkpoint `checkpoint(value)` builds, in one transaction. */
 export interface TransactionRunner {
   /**
-   * Runs `fn` in one database transaction and writes the fenced checkpoint in the same
-   * transaction; commits both, or rolls both back (and `accepted` is false) when the fence refuses
-   * the checkpoint (the lease was lost). An error from `fn` rolls back and is rethrown.
+   * Runs `fn` in one database transaction and writes the blobs and the fenced checkpoint that
+   * `checkpoint(value)` gives in the same transaction; commits all, or rolls all back (and
+   * `accepted` is false) when the fence refuses the checkpoint (the lease was lost). An error from
+   * `fn` or `checkpoint` rolls back and is rethrown.
    */
-  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => StepWrite): Promise<{ value: T; accepted: boolean }>;
+  runInTransaction<T>(fn: (tx: Transaction) => Promise<T>, checkpoint: (value: T) => TransactionCheckpoint | Promise<TransactionCheckpoint>): Promise<{ value: T; accepted: boolean }>;
 }
 
 /** Transactional steps, where the store offers them. */

@@ -22,7 +22,7 @@
  */
 import { RESERVED_SIGNAL_PREFIX } from '../approvals/policy.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
-import type { StepRow, StepWrite, Store, TransitionWrite, WriteOp } from '../store.ts';
+import type { StepRow, Store, TransactionCheckpoint, TransitionWrite, WriteOp } from '../store.ts';
 
 /** Where a process dies: before or after its `write`-th counted write (1-based). */
 export interface CrashPlan {
@@ -133,12 +133,12 @@ export class ProcessStore {
         }
         const describe = COUNTED[prop as keyof Store];
         if (prop === 'runInTransaction') {
-          return (fn: unknown, checkpoint: (value: unknown) => StepWrite) => {
+          return (fn: unknown, checkpoint: (value: unknown) => TransactionCheckpoint | Promise<TransactionCheckpoint>) => {
             let name: string | null = null;
-            const named = (value: unknown): StepWrite => {
-              const w = checkpoint(value);
-              name = w.step.name;
-              return w;
+            const named = async (value: unknown): Promise<TransactionCheckpoint> => {
+              const cp = await checkpoint(value);
+              name = cp.write.step.name;
+              return cp;
             };
             return this.#call(
               () => method.call(target, fn, named),
