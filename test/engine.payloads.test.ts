@@ -262,6 +262,24 @@ describe(`payload store (${TEST_STORE})`, () => {
     await second.signal(id, 'go', lookalike);
     expect(await second.result(id, { timeout: 30_000 })).toEqual({ v: lookalike, more: lookalike });
   });
+
+  it('reads a title, a tag or a name that spells a reference as the text it is', async () => {
+    // What a column holds in place of a value, spelled in plain text where no payload goes.
+    const spelled = '"\\u0000sw:r:zzzz" and "\\u0000sw:e:AAAA"';
+    const wf = workflow('spelled', async (ctx) => {
+      await ctx.setTags({ note: spelled });
+      return ctx.step('make', () => 1);
+    });
+    const engine = makeEngine({ store: tempDbUrl(), workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf, {}, { title: spelled, tags: { from: spelled } });
+    expect(await engine.result(id, { timeout: 30_000 })).toBe(1);
+    const info = await engine.get(id);
+    expect(info.title).toBe(spelled);
+    expect(info.tags).toEqual({ from: spelled, note: spelled });
+    const listed = await engine.list({ tags: { from: spelled } });
+    expect(listed.tasks.map((t) => t.title)).toEqual([spelled]);
+  });
 });
 
 describe(`payload codec and backends (${TEST_STORE})`, () => {

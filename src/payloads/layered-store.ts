@@ -159,7 +159,7 @@ function writeOverrides(layer: PayloadLayer, s: Store, options: PayloadLayerOpti
       loads.calls++;
       loads.values += texts.length;
       loads.most = Math.max(loads.most, texts.length);
-      return layer.resolve([...texts]);
+      return layer.resolve([...texts], undefined, true);
     },
     async putSchedule(def: ScheduleDefinition, nextAt: number | null, at: number) {
       const p = layer.newPending();

@@ -258,16 +258,20 @@ export class PayloadLayer {
 
   // ---- the way out ----
 
-  /** `value` with the tokens of its strings replaced by their payloads (in place, for plain objects and arrays). */
-  resolve<T>(value: T, p?: Pending): T | Promise<T> {
-    const found = collect(value);
+  /**
+   * `value` with the tokens of its payload columns replaced by their payloads (in place, for plain
+   * objects and arrays; see walk.ts for which strings are columns). `texts`: `value` is a list of
+   * column texts.
+   */
+  resolve<T>(value: T, p?: Pending, texts = false): T | Promise<T> {
+    const found = collect(value, texts);
     if (!found.size) return value;
-    return this.#resolveFound(value, found, p);
+    return this.#resolveFound(value, found, p, texts);
   }
 
-  async #resolveFound<T>(value: T, found: Set<string>, p?: Pending): Promise<T> {
+  async #resolveFound<T>(value: T, found: Set<string>, p: Pending | undefined, all: boolean): Promise<T> {
     const texts = await this.#texts(unknownTo(found, p?.tokens));
-    return replaceAll(value, (s) => this.#substitute(s, texts, p)) as T;
+    return replaceAll(value, (s) => this.#substitute(s, texts, p), all) as T;
   }
 
   /** {@link resolve} on a synchronous driver, for the results of synchronous writes. */

@@ -14,45 +14,54 @@ export function unknownTo(strings: ReadonlySet<string>, own?: ReadonlyMap<string
   return out;
 }
 
-/** Strings of `value` that hold a token. */
-export function collect(value: unknown): Set<string> {
-  const out = new Set<string>();
-  const walk = (v: unknown, depth: number): void => {
-    if (typeof v === 'string') {
-      if (v.includes(MARK)) out.add(v);
-      return;
-    }
-    if (typeof v !== 'object' || v === null || depth > 8) return;
-    if (Array.isArray(v)) {
-      for (const x of v) walk(x, depth + 1);
-      return;
-    }
-    const proto: unknown = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) return;
-    for (const k in v) walk((v as Record<string, unknown>)[k], depth + 1);
-  };
-  walk(value, 0);
-  return out;
-}
+/**
+ * The keys under which a store's result holds payload columns (or log data that embeds them): the
+ * only strings looked at for tokens. A title, a tag or a name that happens to spell a token is
+ * text, not a reference.
+ */
+const PAYLOAD_KEYS = new Set(['input', 'output', 'error', 'payload', 'data', 'delta', 'decisions', 'outcome', 'result']);
 
-export function replaceAll(value: unknown, fn: (s: string) => string): unknown {
-  const walk = (v: unknown, depth: number): unknown => {
-    if (typeof v === 'string') return v.includes(MARK) ? fn(v) : v;
+/**
+ * Calls `fn` on each string of `value` in a payload slot: under one of {@link PAYLOAD_KEYS} (in an
+ * array there, too), or anywhere when `all` (a list of column texts). Plain objects and arrays
+ * only, a few levels deep; `fn`'s answer replaces the string in place.
+ */
+function visit(value: unknown, all: boolean, fn: (s: string) => string): unknown {
+  const walk = (v: unknown, depth: number, slot: boolean): unknown => {
+    if (typeof v === 'string') return slot && v.includes(MARK) ? fn(v) : v;
     if (typeof v !== 'object' || v === null || depth > 8) return v;
     if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) v[i] = walk(v[i], depth + 1);
+      for (let i = 0; i < v.length; i++) {
+        const next = walk(v[i], depth + 1, slot);
+        if (next !== v[i]) v[i] = next;
+      }
       return v;
     }
     const proto: unknown = Object.getPrototypeOf(v);
     if (proto !== Object.prototype && proto !== null) return v;
     const o = v as Record<string, unknown>;
     for (const k in o) {
-      const next = walk(o[k], depth + 1);
+      const next = walk(o[k], depth + 1, PAYLOAD_KEYS.has(k));
       if (next !== o[k]) o[k] = next;
     }
     return v;
   };
-  return walk(value, 0);
+  return walk(value, 0, all);
+}
+
+/** Strings of `value` that hold a token, in payload slots (see {@link visit}). */
+export function collect(value: unknown, all = false): Set<string> {
+  const out = new Set<string>();
+  visit(value, all, (s) => {
+    out.add(s);
+    return s;
+  });
+  return out;
+}
+
+/** `value` with `fn` applied to the strings {@link collect} finds, in place. */
+export function replaceAll(value: unknown, fn: (s: string) => string, all = false): unknown {
+  return visit(value, all, fn);
 }
 
 export function refRoots(strings: Iterable<string>): string[] {
