@@ -315,6 +315,39 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     await lost.close();
   });
 
+  it("seals a reviewer's data and comment and an idempotency record's result too, and reads them back", async () => {
+    const reviewed = workflow('reviewed', async (ctx) => {
+      const first = await ctx.approval('check', { approvers: ['alice', 'bob'], quorum: 2, payload: { draft: 'short' } });
+      const once = await ctx.step('charge', () => ({ receipt: `${secret}:receipt` }), { key: 'order-1' });
+      return { first, once };
+    });
+    const url = tempDbUrl();
+    const codec = aesGcmCodec({ keys: { k1: Buffer.alloc(32, 5) }, current: 'k1' });
+    const engine = makeEngine({ store: url, workflows: [reviewed], codec });
+    await startWorker(engine);
+    const { id } = await engine.start(reviewed);
+    await waitForStatus(engine, id, 'waiting');
+    const [approval] = await engine.approvals({ taskId: id });
+    // Two decisions: the first is recorded (decisions column, decision entry), the second settles it (outcome, decided entry).
+    await engine.decide(approval!.id, { approve: true, by: 'alice', comment: `${secret} looks fine`, data: { note: `${secret}:alice` } });
+    await engine.decide(approval!.id, { approve: true, by: 'bob', comment: `${secret} agreed`, data: { note: `${secret}:bob` } });
+    const out = await engine.result(id, { timeout: 30_000 });
+    expect(out).toMatchObject({ first: { approved: true, by: 'bob', comment: `${secret} agreed`, data: { note: `${secret}:bob` } }, once: { receipt: `${secret}:receipt` } });
+    const record = await engine.idempotency.run(`${secret}-key`, () => ({ kept: `${secret}:kept` }));
+    expect(await engine.idempotency.run(`${secret}-key`, () => ({ kept: 'again' }))).toEqual(record);
+    const info = await engine.get(id);
+    expect(info.approvals[0]?.decisions.map((d) => [d.by, d.comment, d.data])).toEqual([
+      ['alice', `${secret} looks fine`, { note: `${secret}:alice` }],
+      ['bob', `${secret} agreed`, { note: `${secret}:bob` }],
+    ]);
+    const decisions = info.history.filter((e) => e.type === 'approval:decision' || e.type === 'approval:decided');
+    expect(decisions).toHaveLength(3);
+    expect(JSON.stringify(decisions)).toContain(`${secret}:alice`);
+    await engine.close();
+    // The key itself is the caller's name for the record, not a payload: only values are sealed.
+    expect((await everythingStored(url)).replaceAll(`${secret}-key`, '')).not.toContain(secret);
+  });
+
   it('encrypts the frames of a streaming model step too, and readers get them back', async () => {
     const fake = await startFakeOpenAI();
     try {
@@ -338,7 +371,7 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     }
   });
 
-  it("stores a transactional step's output like any step's: sealed, in blobs of the backend the task holds, read back after a resume", async () => {
+  it("stores a transactional step's output like any step's: sealed, in blobs the task holds (in the database, beside a backend), read back after a resume", async () => {
     const dir = tempDir();
     const doc = `${secret} ${prose(11, 30_000)}`;
     let runs = 0;
@@ -373,11 +406,12 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     expect(runs).toBe(1);
     const step = (await second.get(id)).steps.find((x) => x.name === 'read');
     expect(step?.output).toEqual({ one: 1, doc, note: `${secret}:1` });
-    const files = () => readdirSync(dir).flatMap((d) => readdirSync(`${dir}/${d}`));
-    expect(files().length).toBeGreaterThan(0);
+    // Written in the step's transaction, the bytes stay in the database: no backend I/O holds its lock.
+    expect(readdirSync(dir)).toEqual([]);
+    expect((await usage(url)).blobs).toBeGreaterThan(0);
     expect(await everythingStored(url)).not.toContain(secret);
     await second.delete(id);
-    await eventually(() => files().length === 0, 10_000, 'the blob files collected with the task');
+    await eventually(async () => (await usage(url)).blobs === 0, 30_000, 'the blobs collected with the task');
   });
 
   it('keeps blob bytes in a directory: rows hold no bytes, reads are exact, and collection deletes the files', async () => {

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Engine, ERROR_CODES, RedisIdempotency, isStepwiseError } from '../src/index.ts';
+import { Engine, ERROR_CODES, RedisIdempotency, aesGcmCodec, isStepwiseError } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { eventually, gate, tempDbUrl } from './support/engine.ts';
 import { collectIdempotency, ownerKilledWhileRunning } from './support/idempotency.ts';
@@ -41,6 +41,19 @@ describe.skipIf(!up)('engine.idempotency.run on Redis', () => {
     const keys = await admin.keys(`${prefix}*`);
     if (keys.length) await admin.del(...keys);
     await admin.quit();
+  });
+
+  it("keeps an engine codec's results sealed in Redis too, and hands them back opened", async () => {
+    const backend = new RedisIdempotency({ url: REDIS_URL, prefix });
+    const engine = new Engine({ store: tempDbUrl(), idempotency: backend, codec: aesGcmCodec({ keys: { k1: Buffer.alloc(32, 9) }, current: 'k1' }) });
+    backends.push(backend);
+    engines.push(engine);
+    const secret = 'SECRET-RESULT-5b1e';
+    expect(await engine.idempotency.run('sealed:1', () => ({ secret }))).toEqual({ secret });
+    expect(await engine.idempotency.run('sealed:1', () => ({ secret: 'again' }))).toEqual({ secret });
+    const raw = (await admin.get(`${prefix}sealed:1`)) as string;
+    expect(JSON.parse(raw)).toMatchObject({ status: 'completed' });
+    expect(raw).not.toContain(secret);
   });
 
   it('runs once and returns the stored result; the Redis key carries the record with its expiry', async () => {

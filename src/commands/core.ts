@@ -118,7 +118,7 @@ export class EngineCore {
     };
     this.starts = { ctx: this.ctx, batcher: (store) => this.#startBatcher(store) };
     this.results = { ctx: this.ctx, waiters: this.#waiters, listenSettled: (store) => this.listenSettled(store), heldHere: (taskId) => this.#heldHere(taskId) };
-    this.idempotency = engineIdempotency(options.idempotency, this.ctx);
+    this.idempotency = engineIdempotency(options.idempotency, this.ctx, this.payloads.codec !== null);
     ({ schedules: this.schedules, fire: this.#fireSchedules } = engineSchedules({ open: () => this.open(), clock: this.clock, ...commands }));
   }
 

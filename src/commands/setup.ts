@@ -10,6 +10,8 @@ import { checkOptionKeys, optionNames } from '../option-keys.ts';
 import { Idempotency } from '../idempotency/run.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';
 import type { CommandContext } from './context.ts';
+import { LAYERS } from '../payloads/layered-store.ts';
+import { sealedRecords } from '../payloads/sealed-writes.ts';
 
 const LIMIT_OPTIONS = optionNames<Limits>()('inputBytes', 'outputBytes', 'payloadBytes', 'childDepth');
 
@@ -32,11 +34,13 @@ export function engineObservers(observers: readonly Observer[] | undefined): rea
 }
 
 /** `engine.idempotency`: records in `backend`, or in the engine's store (which must keep them). */
-export function engineIdempotency(backend: IdempotencyBackend | undefined, ctx: Pick<CommandContext, 'open' | 'clock' | 'observers' | 'appended'>): Idempotency {
+export function engineIdempotency(backend: IdempotencyBackend | undefined, ctx: Pick<CommandContext, 'open' | 'clock' | 'observers' | 'appended'>, sealed: boolean): Idempotency {
   return new Idempotency(
     async () => {
-      if (backend) return backend;
+      if (backend && !sealed) return backend;
       const store = await ctx.open();
+      // A codec seals records kept elsewhere (Redis) as it seals the store's own.
+      if (backend) return sealedRecords(LAYERS.get(store)!, backend);
       if (!store.idempotencyRecords) throw new InvalidArgumentError(`The store ${store.description} keeps no idempotency records: pass EngineOptions.idempotency.`);
       return store.idempotencyRecords();
     },

@@ -27,13 +27,22 @@ import type { DebounceWrite } from '../store/keyed-starts.ts';
 import { PayloadLayer, type PayloadLayerOptions } from './payload-store.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { isRef } from './token.ts';
+import { sealedApprovalUpdate, sealedRecords } from './sealed-writes.ts';
+import type { IdempotencyBackend } from '../store/idempotency.ts';
 
 /** The payload layer behind a layered store, for the engine's collection job and the bench. */
 export const LAYERS = new WeakMap<Store, PayloadLayer>();
 
 export function withPayloads(inner: Store, options: PayloadLayerOptions): Store {
   const layer = new PayloadLayer(inner, options);
-  const overrides: Partial<Record<keyof Store, unknown>> = { ...startOverrides(layer, inner), ...writeOverrides(layer, inner, options), runInTransaction: transactions(layer, inner) };
+  let records: IdempotencyBackend | undefined;
+  const overrides: Partial<Record<keyof Store, unknown>> = {
+    ...startOverrides(layer, inner),
+    ...writeOverrides(layer, inner, options),
+    runInTransaction: transactions(layer, inner),
+    updateApproval: sealedApprovalUpdate(layer, inner),
+    idempotencyRecords: inner.idempotencyRecords ? () => (records ??= sealedRecords(layer, inner.idempotencyRecords!())) : undefined,
+  };
   // One wrapper per method, made on first use: the hot path reads the same few methods per step.
   const wrapped = new Map<string | symbol, unknown>();
   const proxy = new Proxy(inner, {
@@ -180,7 +189,7 @@ function transactions(layer: PayloadLayer, s: Store): Store['runInTransaction'] 
       const cp = await checkpoint(value);
       const p = layer.newPending();
       const write = layer.op(p, cp.write) as StepWrite;
-      blobs = await layer.blobWrites(p);
+      blobs = layer.blobWrites(p);
       return { write, blobs: [...cp.blobs, ...blobs] };
     });
     if (r.accepted) layer.held(blobs);

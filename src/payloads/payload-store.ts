@@ -109,6 +109,16 @@ export class PayloadLayer {
     return text;
   }
 
+  /** Whether a codec seals what stays in rows. */
+  get sealing(): boolean {
+    return this.#o.codec !== null;
+  }
+
+  /** A row read inside a store's transaction with its sealed values opened (no I/O: blob references stay). */
+  openRow<T>(row: T): T {
+    return replaceAll(structuredClone(row), (s) => s.replace(TOKEN_PATTERN, (whole, kind: string, body: string) => (kind === 'e' ? this.#packer.unseal(body) : whole))) as T;
+  }
+
   /** A payload that only a codec changes (no owner task: idempotency results, schedule inputs, stream frames). */
   seal(p: Pending, text: string | null | undefined): string | null | undefined {
     return this.encode(p, text, null);
@@ -193,32 +203,17 @@ export class PayloadLayer {
 
   /**
    * The blobs of `p` as rows for a write that keeps them in its own transaction (a transactional
-   * step's): packed, or first stored in the backend (again if another task stored it: the row keeps
-   * its location and collection sweeps the copy). Known as held once that commits ({@link held}).
+   * step's): packed, their bytes in the database even with a backend, since awaiting a backend
+   * there would hold the database's write lock. Known as held once that commits ({@link held}).
    */
-  async blobWrites(p: Pending): Promise<BlobWrite[]> {
+  blobWrites(p: Pending): BlobWrite[] {
     const at = this.#o.now();
-    const out: BlobWrite[] = [];
-    for (const g of this.#blobsToWrite(p)) {
-      const rows: BlobRow[] = [];
-      for (const [h, c] of g.blobs) {
-        const packed = this.#packer.pack(c);
-        const backend = this.#o.backend;
-        rows.push(this.#row(h, c, backend ? await backend.put(h, packed) : null, packed));
-        if (backend) faultPoint('payloads:bytes-stored');
-      }
-      out.push({ owners: g.owners, blobs: rows, at });
-    }
-    return out;
+    return this.#blobsToWrite(p).map((g) => ({ owners: g.owners, at, blobs: g.blobs.map(([h, c]) => this.#row(h, c, null, this.#packer.pack(c))) }));
   }
 
   /** Records the blobs of writes that committed as held by their owners (see {@link blobWrites}). */
   held(writes: readonly BlobWrite[]): void {
-    for (const w of writes)
-      this.#remember(
-        w.owners,
-        w.blobs.map((b) => b.hash),
-      );
+    for (const w of writes) this.#remember(w.owners, hashesOf(w.blobs));
   }
 
   /** The ops of a write with their payloads encoded (the op itself when none changes). */
@@ -389,3 +384,5 @@ export class PayloadLayer {
 }
 
 export type { Pending };
+
+const hashesOf = (blobs: readonly BlobRow[]): string[] => blobs.map((b) => b.hash);
