@@ -160,6 +160,10 @@ describe('generateText / streamText / generateObject (AI SDK)', () => {
     const info = await engine.get(id);
     expect(usageOf(info.history)).toMatchObject([{ step: 'call', model: 'house-model', costUsd: 5, priced: true }]);
     expect(info.usage?.steps.call).toMatchObject({ totalTokens: 3_000_000, costUsd: 5, attempts: 1 });
+    // Without the history, the per-step totals come from the usage entries alone.
+    const light = await engine.get(id, { history: false });
+    expect(light.history).toEqual([]);
+    expect(light.usage?.steps).toEqual(info.usage?.steps);
   });
 });
 

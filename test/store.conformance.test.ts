@@ -1371,6 +1371,22 @@ for (const backend of backends) {
         expect((await logOf(store, task.id)).slice(-1)).toEqual(['3:dwell:exceeded:system:dwell-timeout']);
       });
 
+      it('getEventsOfType reads the entries of the given types only, oldest first, and nothing for an unknown task', async () => {
+        const task = await claimedTask(store, ns);
+        const usage = (n: number): NewEvent => ({ type: 'usage:attempt', actorKind: 'worker', actorId: 'w', data: `{"n":${n}}` });
+        const note: NewEvent = { type: 'dwell:exceeded', actorKind: 'system', actorId: 'dwell-timeout', data: '{"status":"running"}' };
+        expect(await store.appendEvents({ taskId: task.id, version: task.version, at: T0 + 9, log: [usage(1), note, usage(2)] })).toBe(true);
+        const found = await store.getEventsOfType(task.id, ['usage:attempt']);
+        expect(found.map((e) => [e.taskId, e.type, e.data])).toEqual([
+          [task.id, 'usage:attempt', '{"n":1}'],
+          [task.id, 'usage:attempt', '{"n":2}'],
+        ]);
+        expect(found[0]!.seq).toBeLessThan(found[1]!.seq);
+        expect((await store.getEventsOfType(task.id, ['usage:attempt', 'dwell:exceeded'])).map((e) => e.type)).toEqual(['usage:attempt', 'dwell:exceeded', 'usage:attempt']);
+        expect(await store.getEventsOfType(task.id, [])).toEqual([]);
+        expect(await store.getEventsOfType('no-such-task', ['usage:attempt'])).toEqual([]);
+      });
+
       it('listApprovals filters by task, statuses, listed approver and workflow, oldest first', async () => {
         const t1 = await claimedTask(store, ns);
         const t2 = await claimedTask(store, ns);

@@ -56,7 +56,7 @@ export async function getTask(ctx: CommandContext, id: string, options: { steps?
 
 /** Per-step usage totals, from the task's `usage:attempt` log entries (`history` when already read). */
 async function stepUsage(store: Store, id: string, history: readonly EventRow[] | null): Promise<Record<string, UsageTotals>> {
-  const entries = history ?? (await store.getEvents(id));
+  const entries = history ?? (await store.getEventsOfType(id, [EVENT_TYPES.usageAttempt]));
   return stepTotals(entries.filter((e) => e.type === EVENT_TYPES.usageAttempt && e.data).map((e) => JSON.parse(e.data!) as AttemptUsage));
 }
 

@@ -66,6 +66,15 @@ export async function getEvents(c: PgContext, taskId: string, after = 0, limit?:
   });
 }
 
+export async function getEventsOfType(c: PgContext, taskId: string, types: readonly string[]): Promise<EventRow[]> {
+  if (!types.length) return [];
+  return run(c, async () =>
+    (
+      await rows(c, poolOf(c), `SELECT task_id, seq, at, type, actor_kind, actor_id, data FROM ${c.t.events} WHERE task_id = $1 AND type = ANY($2::text[]) ORDER BY seq`, [taskId, types])
+    ).map(toEventRow),
+  );
+}
+
 /** A task's log from the rows of a read as `getEvents` makes it: `src` 'e' entries, 's' journal rows, 'c' claims. */
 function logOf(taskId: string, found: readonly Record<string, unknown>[], limit?: number): EventRow[] {
   const own = found.filter((r) => r.src === 'e').map(toEventRow);

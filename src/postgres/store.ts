@@ -33,7 +33,7 @@ import { forkTask } from './fork.ts';
 import * as blobs from './blobs.ts';
 import type { BlobTouch, BlobUsage, BlobWrite, CollectedBlob, StoredBlob } from '../store/blobs.ts';
 import { close, migrate, openContext, type PgContext } from './connection.ts';
-import { findTaskByKey, getEventRanges, getEvents, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
+import { findTaskByKey, getEventRanges, getEvents, getEventsOfType, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
 import * as keyed from './keyed-starts.ts';
 import { queuePosition } from './queue-position.ts';
@@ -174,6 +174,10 @@ export class PostgresStore implements Store {
   }
   getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]> {
     return getEvents(this.#c, taskId, after, limit);
+  }
+
+  getEventsOfType(taskId: string, types: readonly string[]): Promise<EventRow[]> {
+    return getEventsOfType(this.#c, taskId, types);
   }
   getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]> {
     return getEventRanges(this.#c, ranges);

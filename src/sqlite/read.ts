@@ -54,6 +54,14 @@ export function getEvents(c: SqliteContext, taskId: string, after: number, limit
   );
 }
 
+export function getEventsOfType(c: SqliteContext, taskId: string, types: readonly string[]): EventRow[] {
+  const no = c.noNow(taskId);
+  if (no === undefined || !types.length) return [];
+  return (
+    c.stmt('SELECT ? AS task_id, * FROM stepwise_events WHERE task_no = ? AND type IN (SELECT value FROM json_each(?)) ORDER BY seq').all(taskId, no, JSON.stringify(types)) as Raw[]
+  ).map(toEventRow);
+}
+
 export function getEventRanges(c: SqliteContext, ranges: readonly EventRange[]): EventRow[][] {
   // One read transaction for all of them, as for one task.
   return c.translate(() =>

@@ -20,7 +20,7 @@ import * as approvals from './approvals.ts';
 import * as retention from './retention.ts';
 import { claim } from './claim.ts';
 import { insertTask, insertTasks } from './insert.ts';
-import { byKey, getEventRanges, getEvents, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
+import { byKey, getEventRanges, getEvents, getEventsOfType, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, readLog } from './read.ts';
 import { transition } from './transition.ts';
 import { writeBatchNow } from './write-batch.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
@@ -167,6 +167,10 @@ export class SqliteStore implements Store {
 
   async getEvents(taskId: string, after = 0, limit?: number): Promise<EventRow[]> {
     return getEvents(this.#c, taskId, after, limit);
+  }
+
+  async getEventsOfType(taskId: string, types: readonly string[]): Promise<EventRow[]> {
+    return getEventsOfType(this.#c, taskId, types);
   }
 
   async getEventRanges(ranges: readonly EventRange[]): Promise<EventRow[][]> {

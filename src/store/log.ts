@@ -82,6 +82,11 @@ export interface LogStore {
    */
   getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]>;
   /**
+   * A task's log entries of these types, oldest first: types that journal rows never carry (model
+   * usage, alerts), read without the rest of the log.
+   */
+  getEventsOfType(taskId: string, types: readonly string[]): Promise<EventRow[]>;
+  /**
    * For each range, its task's log entries with `after < seq < before`, oldest first (as
    * `getEvents` reads them), all in one read: the cross-task reader fills in a page's step results
    * with it.
