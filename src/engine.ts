@@ -12,6 +12,7 @@ import type { TaskStatus } from './lifecycle.ts';
 import type { Store, TaskRow } from './store.ts';
 import { toSummary, type TaskInfo, type TaskSummary } from './task-info.ts';
 import type { TaskEvent } from './task-events.ts';
+import type { AlertInfo, AlertsQuery } from './alerts/types.ts';
 import type { EventsOptions } from './event-stream.ts';
 import type { StreamEvent } from './stream-frames.ts';
 import type { Limits } from './limits.ts';
@@ -319,6 +320,16 @@ export class Engine {
    */
   async decide(approvalId: string, options: DecideOptions): Promise<ApprovalInfo> {
     return cmd.decisions.decide(this.#ctx, approvalId, options);
+  }
+
+  /**
+   * The alerts workers raised (`new Engine({ alerts })`), newest first: by kind, workflow or task,
+   * paged with `before` (the last id of a page). Kept for `alerts.keep` (30 days by default).
+   * @example
+   * const recent = await engine.alerts({ kind: 'failure-rate', limit: 20 });
+   */
+  async alerts(query: AlertsQuery = {}): Promise<AlertInfo[]> {
+    return cmd.listAlerts(this.#ctx, query);
   }
 
   /** Approvals across tasks, oldest first: by status, listed approver (a reviewer's queue), workflow or task. */

@@ -87,7 +87,7 @@ export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
 // Start options that name a task or tie it to a key (engine.start(…, { title, debounce, singleton }))
 export type { DebounceOptions, SingletonOptions } from './api/start-keys.ts';
 export type { Tags } from './api/tags.ts';
-export type { Alert, AlertKind, AlertOptions } from './alerts/types.ts';
+export type { Alert, AlertInfo, AlertKind, AlertOptions, AlertsQuery } from './alerts/types.ts';
 export { BULK_ACTIONS, type BulkAction, type BulkOptions, type BulkResult } from './commands/bulk.ts';
 export type { DebouncedEvent } from './task-events/debounce.ts';
 

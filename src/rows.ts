@@ -6,7 +6,7 @@
  * row's in `task-columns.ts`. Shared by the SQLite and PostgreSQL stores so that both read and
  * write the same shape.
  */
-import type { ActorKind, EventRow, SignalRow, StepRow, StreamChunkRow } from './store.ts';
+import type { ActorKind, AlertRow, EventRow, SignalRow, StepRow, StreamChunkRow } from './store.ts';
 export { decodeEvents, encodeEvents, patchAssignments, toTaskRow } from './task-columns.ts';
 
 type Raw = Record<string, unknown>;
@@ -143,5 +143,19 @@ export function toChunkRow(r: Raw): StreamChunkRow {
     kind: r.kind === 'reset' ? 'reset' : 'delta',
     delta: String(r.delta),
     at: Number(r.at),
+  };
+}
+
+export function toAlertRow(r: Raw): AlertRow {
+  return {
+    id: r.id as string,
+    kind: r.kind as string,
+    subject: r.subject as string,
+    workflow: (r.workflow as string | null) ?? null,
+    taskId: (r.task_id as string | null) ?? null,
+    message: r.message as string,
+    data: r.data as string,
+    raisedAt: Number(r.raised_at),
+    raisedBy: r.raised_by as string,
   };
 }

@@ -48,6 +48,7 @@ import type { ScheduleStore } from './store/schedules.ts';
 import type { KeyedStartStore } from './store/keyed-starts.ts';
 import type { RateLimitStore } from './store/rate-limits.ts';
 import type { BlobStore } from './store/blobs.ts';
+import type { AlertStore } from './store/alerts.ts';
 
 export type { TaskRow, StepKind, StepStatus, StepRow, SignalRow, TaskPatch } from './store/rows.ts';
 export type { ActorKind, EventRow, NewEvent, EventRange, LogPage, LogAppend, LogStore } from './store/log.ts';
@@ -67,6 +68,7 @@ export type { TransactionStore, TransactionCheckpoint } from './store/transactio
 export type { DebounceWrite, SingletonAnswer, KeyedStartStore } from './store/keyed-starts.ts';
 export type { RateDrawRequest, RateDraw, RateLimitStore } from './store/rate-limits.ts';
 export type { BlobRow, BlobWrite, BlobTouch, BlobUsage, CollectedBlob, StoredBlob, BlobStore } from './store/blobs.ts';
+export type { AlertRow, AlertQuery, AlertStore } from './store/alerts.ts';
 
 /** What the engine needs from a database: every capability group, and the store's own life. */
 export interface Store
@@ -86,7 +88,8 @@ export interface Store
     ScheduleStore,
     KeyedStartStore,
     RateLimitStore,
-    BlobStore {
+    BlobStore,
+    AlertStore {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
   readonly description: string;

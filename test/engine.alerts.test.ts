@@ -48,6 +48,17 @@ describe(`alerts (${TEST_STORE})`, () => {
       expect(seen[0]?.message).toContain('4 of the 4 tasks');
       expect(hook.received[0]).toMatchObject({ kind: 'failure-rate', subject: 'workflow:failing' });
       expect(await metrics.registry.metrics()).toContain('stepwise_alerts_total{kind="failure-rate"} 1');
+      // Listed once, from either engine, with the worker that raised it.
+      const listed = await b.alerts();
+      expect(listed).toHaveLength(1);
+      expect(listed[0]).toMatchObject({ kind: 'failure-rate', subject: 'workflow:failing', workflow: 'failing', taskId: null, data: { failed: 4, ended: 4 }, at: seen[0]!.at });
+      expect([wa.id, wb.id]).toContain(listed[0]!.raisedBy);
+      expect(await a.alerts({ kind: ['crash-loop', 'stuck'] })).toEqual([]);
+      expect(await a.alerts({ workflow: 'failing', kind: 'failure-rate' })).toEqual(listed);
+      expect(await a.alerts({ before: listed[0]!.id })).toEqual([]);
+      await expect(a.alerts({ kind: 'failure' as never })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT, message: expect.stringContaining('failure-rate, crash-loop') });
+      await expect(a.alerts({ limit: 0 })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
+      await expect(a.alerts({ worklow: 'failing' } as never)).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
     } finally {
       await wa.stop();
       await wb.stop();

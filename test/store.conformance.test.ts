@@ -15,7 +15,22 @@ import { postgresMigrations, sqliteMigrations, type Migration } from '../src/gen
 import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
 import { isStepwiseError } from '../src/errors.ts';
 import { planCreation } from '../src/transitions.ts';
-import type { ApprovalRow, ClaimRequest, ClaimedTask, EventRow, LogPage, NewEvent, NewTask, StepRow, Store, TaskRow, TransitionWrite, WakeEvent } from '../src/store.ts';
+import type {
+  AlertQuery,
+  AlertRow,
+  ApprovalRow,
+  ClaimRequest,
+  ClaimedTask,
+  EventRow,
+  LogPage,
+  NewEvent,
+  NewTask,
+  StepRow,
+  Store,
+  TaskRow,
+  TransitionWrite,
+  WakeEvent,
+} from '../src/store.ts';
 import { transitionEntry } from '../src/log-entries.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
 
@@ -1369,6 +1384,34 @@ for (const backend of backends) {
         expect(after.version).toBe(task.version + 1);
         expect({ status: after.status, updatedAt: after.updatedAt }).toEqual({ status: task.status, updatedAt: task.updatedAt });
         expect((await logOf(store, task.id)).slice(-1)).toEqual(['3:dwell:exceeded:system:dwell-timeout']);
+      });
+
+      it('alerts are listed newest first, by kind, workflow, task and before an id, and purged by age in batches', async () => {
+        const pre = ns.id();
+        const row = (id: string, kind: string, at: number, taskId: string | null = null): AlertRow => ({
+          id,
+          kind,
+          subject: taskId ? `task:${taskId}` : 'workflow:wf',
+          workflow: 'wf',
+          taskId,
+          message: `${kind} at ${at}`,
+          data: `{"at":${at}}`,
+          raisedAt: at,
+          raisedBy: 'w1',
+        });
+        await store.insertAlert(row(`${pre}-a1`, 'failure-rate', T0 + 1));
+        await store.insertAlert(row(`${pre}-a2`, 'crash-loop', T0 + 2, `${pre}-t`));
+        await store.insertAlert(row(`${pre}-a3`, 'failure-rate', T0 + 3));
+        await store.insertAlert(row(`${pre}-a3`, 'failure-rate', T0 + 3)); // a repeat of an id is ignored
+        const mine = async (q: Partial<AlertQuery> = {}): Promise<string[]> => (await store.listAlerts({ limit: 100, ...q })).filter((a) => a.id.startsWith(pre)).map((a) => a.id);
+        expect(await mine()).toEqual([`${pre}-a3`, `${pre}-a2`, `${pre}-a1`]);
+        expect(await mine({ kinds: ['failure-rate'] })).toEqual([`${pre}-a3`, `${pre}-a1`]);
+        expect(await mine({ taskId: `${pre}-t` })).toEqual([`${pre}-a2`]);
+        expect(await mine({ before: `${pre}-a3` })).toEqual([`${pre}-a2`, `${pre}-a1`]);
+        expect((await store.listAlerts({ limit: 100, taskId: `${pre}-t` }))[0]).toEqual(row(`${pre}-a2`, 'crash-loop', T0 + 2, `${pre}-t`));
+        expect(await store.purgeAlerts(T0 + 3, 1)).toBe(1);
+        expect(await store.purgeAlerts(T0 + 3, 10)).toBe(1);
+        expect(await mine()).toEqual([`${pre}-a3`]);
       });
 
       it('getEventsOfType reads the entries of the given types only, oldest first, and nothing for an unknown task', async () => {

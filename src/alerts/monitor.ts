@@ -6,10 +6,11 @@
  * `onAlert`) and to the webhook if one is set — at most once per subject and quiet period across every
  * worker of the store: the delivery runs under an idempotency record keyed by the subject and
  * the period (`engine.idempotency`), so a second worker that finds the same thing stays silent.
+ * Each delivered alert is also recorded in the store, for `engine.alerts()` and the dashboard.
  */
 import type { Clock } from '../clock.ts';
 import { coerceError } from '../errors.ts';
-import { firstIdAt } from '../ids.ts';
+import { firstIdAt, newId } from '../ids.ts';
 import type { Idempotency } from '../idempotency/run.ts';
 import type { Store } from '../store.ts';
 import type { DwellAlert } from '../dwell/types.ts';
@@ -23,6 +24,8 @@ export interface AlertHost {
   idempotency: Idempotency | undefined;
   /** The worker's news of a raised alert (its log line). */
   raised: (alert: Alert) => void;
+  /** The worker raising alerts, recorded with each. */
+  workerId: string;
   onError: (error: Error, during: string) => void;
 }
 
@@ -120,6 +123,20 @@ export class AlertMonitor {
     let delivered = false;
     const deliver = async (): Promise<boolean> => {
       delivered = true;
+      // Listed for operators (`engine.alerts()`, the dashboard); an alert that cannot be recorded is still sent.
+      await this.#host.store
+        .insertAlert({
+          id: newId(alert.at),
+          kind: alert.kind,
+          subject: alert.subject,
+          workflow: alert.workflow,
+          taskId: alert.taskId,
+          message: alert.message,
+          data: JSON.stringify(alert.data),
+          raisedAt: alert.at,
+          raisedBy: this.#host.workerId,
+        })
+        .catch((e: unknown) => this.#host.onError(coerceError(e), `recording the ${alert.kind} alert on ${alert.subject}`));
       // The worker's news: its log line, and the observers' `onAlert`.
       this.#host.raised(alert);
       await this.#webhook(alert);

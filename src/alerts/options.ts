@@ -15,10 +15,12 @@ export interface ResolvedAlerts {
   budget: { share: number } | null;
   everyMs: number;
   quietMs: number;
+  /** How long raised alerts stay listed. */
+  keepMs: number;
   webhook: { url: string; headers: Record<string, string>; timeoutMs: number } | null;
 }
 
-const KEYS = ['failureRate', 'crashLoop', 'workersGone', 'stuck', 'budget', 'every', 'quiet', 'webhook'] as const;
+const KEYS = ['failureRate', 'crashLoop', 'workersGone', 'stuck', 'budget', 'every', 'quiet', 'keep', 'webhook'] as const;
 
 export function resolveAlerts(o: AlertOptions | undefined): ResolvedAlerts | null {
   if (o === undefined) return null;
@@ -53,6 +55,7 @@ export function resolveAlerts(o: AlertOptions | undefined): ResolvedAlerts | nul
     budget: bu ? { share } : null,
     everyMs: o.every === undefined ? 60_000 : toMs(o.every, 'alerts.every'),
     quietMs: o.quiet === undefined ? 15 * 60_000 : toMs(o.quiet, 'alerts.quiet'),
+    keepMs: o.keep === undefined ? 30 * 24 * 3_600_000 : toMs(o.keep, 'alerts.keep'),
     webhook,
   };
 }

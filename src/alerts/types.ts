@@ -21,6 +21,23 @@ export interface Alert {
   data: Record<string, unknown>;
 }
 
+/** A raised alert as listed (`engine.alerts()`): the alert, with its id and the worker that raised it. */
+export interface AlertInfo extends Alert {
+  id: string;
+  raisedBy: string;
+}
+
+/** Which raised alerts to list, newest first. */
+export interface AlertsQuery {
+  kind?: AlertKind | readonly AlertKind[];
+  workflow?: string;
+  taskId?: string;
+  /** Paging: alerts raised before this one (an id from the previous page). */
+  before?: string;
+  /** @defaultValue 100 (at most 1000) */
+  limit?: number;
+}
+
 export interface AlertOptions {
   /**
    * A workflow whose share of failed tasks among those that finished in the last `window` reaches
@@ -43,6 +60,8 @@ export interface AlertOptions {
   every?: Duration;
   /** The same subject alerts at most once per this period. @defaultValue '15m' */
   quiet?: Duration;
+  /** How long raised alerts stay listed (`engine.alerts()`, the dashboard). @defaultValue '30d' */
+  keep?: Duration;
   /** Each alert is also POSTed here as JSON (`{ alert }`), with these headers, within `timeout` (default 5 s). */
   webhook?: { url: string; headers?: Record<string, string>; timeout?: Duration };
 }

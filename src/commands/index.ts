@@ -15,4 +15,5 @@ export { sendSignal } from './signal.ts';
 export { startAll, startOne } from './start.ts';
 export { startChildTask, childrenOf, parentOf, moveSubtree, wantsSubtree } from './children.ts';
 export { forkTask } from './fork.ts';
+export { listAlerts } from './alerts.ts';
 export { bulk, BULK_ACTIONS, type BulkAction, type BulkOptions, type BulkResult } from './bulk.ts';

@@ -157,6 +157,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "5626d958f3bb6b71",
     "sql": "-- stepwise_blobs       The payload store: values above the engine's threshold, stored once under\n--                      the hash of their content (see src/payloads/). `size` is the content's\n--                      length, `stored` the bytes kept (compressed, and encrypted with a codec);\n--                      `data` is NULL when an external backend (a directory, S3) keeps the bytes,\n--                      under `location` (a key chosen by the write that inserted the row: a blob\n--                      collected and stored again gets a new one, so collection never deletes the\n--                      bytes of a newer row).\n--                      `touched_at` is when a write last stored or reused it: collection spares a\n--                      blob touched within its grace period, so a write that reuses one while a\n--                      task that held it is deleted cannot lose it.\n-- stepwise_task_blobs  Which tasks hold which blobs (every node of a value's tree). A blob no task\n--                      holds, untouched for the grace period, is collected; a task's rows go with it.\n\nCREATE TABLE stepwise_blobs (\n  hash       TEXT PRIMARY KEY,\n  size       INTEGER NOT NULL,\n  stored     INTEGER NOT NULL,\n  data       BLOB,\n  location   TEXT,\n  touched_at INTEGER NOT NULL\n) WITHOUT ROWID;\nCREATE TABLE stepwise_task_blobs (\n  task_id TEXT NOT NULL,\n  hash    TEXT NOT NULL,\n  PRIMARY KEY (task_id, hash)\n) WITHOUT ROWID;\nCREATE INDEX stepwise_task_blobs_hash ON stepwise_task_blobs (hash);\n"
+  },
+  {
+    "id": 23,
+    "name": "alerts",
+    "breaking": false,
+    "checksum": "4452aeb45be4c30a",
+    "sql": "-- stepwise_alerts  The alerts workers raised (see src/alerts/), one row each, for operators to list\n--                  (`engine.alerts()`, the dashboard). A row is written by the worker that delivers\n--                  the alert, at most once per subject and quiet period; rows older than the\n--                  engine's `alerts.keep` are deleted by the workers' retention job.\n\nCREATE TABLE stepwise_alerts (\n  id        TEXT PRIMARY KEY,\n  kind      TEXT NOT NULL,\n  subject   TEXT NOT NULL,\n  workflow  TEXT,\n  task_id   TEXT,\n  message   TEXT NOT NULL,\n  data      TEXT NOT NULL,\n  raised_at INTEGER NOT NULL,\n  raised_by TEXT NOT NULL\n) WITHOUT ROWID;\nCREATE INDEX stepwise_alerts_raised ON stepwise_alerts (raised_at, id);\n"
   }
 ];
 
@@ -315,5 +322,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "fef0b64769a65dcb",
     "sql": "-- blobs       The payload store: values above the engine's threshold, stored once under the hash\n--             of their content (see src/payloads/). `size` is the content's length, `stored` the\n--             bytes kept (compressed, and encrypted with a codec); `data` is NULL when an external\n--             backend (a directory, S3) keeps the bytes, under `location` (a key chosen by the\n--             write that inserted the row: a blob collected and stored again gets a new one, so\n--             collection never deletes the bytes of a newer row). `touched_at` is when a write last stored\n--             or reused it: a write that reuses a blob updates it under the row's lock, and\n--             collection deletes only blobs untouched for its grace period, rechecked under that\n--             lock, so a blob reused while the last task holding it is deleted is never lost.\n-- task_blobs  Which tasks hold which blobs (every node of a value's tree). A blob no task holds,\n--             untouched for the grace period, is collected; a task's rows go with the task.\n\nCREATE TABLE :SCHEMA.blobs (\n  hash       TEXT COLLATE \"C\" PRIMARY KEY,\n  size       BIGINT NOT NULL,\n  stored     BIGINT NOT NULL,\n  data       BYTEA,\n  location   TEXT,\n  touched_at BIGINT NOT NULL\n);\nCREATE TABLE :SCHEMA.task_blobs (\n  task_id TEXT COLLATE \"C\" NOT NULL,\n  hash    TEXT COLLATE \"C\" NOT NULL,\n  PRIMARY KEY (task_id, hash)\n);\nCREATE INDEX task_blobs_hash ON :SCHEMA.task_blobs (hash);\n"
+  },
+  {
+    "id": 23,
+    "name": "alerts",
+    "breaking": false,
+    "checksum": "4f5fa9c85614c1ee",
+    "sql": "-- alerts  The alerts workers raised (see src/alerts/), one row each, for operators to list\n--         (`engine.alerts()`, the dashboard). A row is written by the worker that delivers the\n--         alert, at most once per subject and quiet period; rows older than the engine's\n--         `alerts.keep` are deleted by the workers' retention job.\n\nCREATE TABLE :SCHEMA.alerts (\n  id        TEXT COLLATE \"C\" PRIMARY KEY,\n  kind      TEXT NOT NULL,\n  subject   TEXT NOT NULL,\n  workflow  TEXT,\n  task_id   TEXT,\n  message   TEXT NOT NULL,\n  data      TEXT NOT NULL,\n  raised_at BIGINT NOT NULL,\n  raised_by TEXT NOT NULL\n);\nCREATE INDEX alerts_raised ON :SCHEMA.alerts (raised_at, id);\n"
   }
 ];

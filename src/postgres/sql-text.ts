@@ -252,6 +252,7 @@ export interface Tables {
   tags: string;
   blobs: string;
   taskBlobs: string;
+  alerts: string;
 }
 
 /** The tables of `schema` (a name already checked by the store). */
@@ -271,5 +272,6 @@ export function tablesOf(schema: string): Tables {
     tags: `${s}.task_tags`,
     blobs: `${s}.blobs`,
     taskBlobs: `${s}.task_blobs`,
+    alerts: `${s}.alerts`,
   };
 }

@@ -31,7 +31,9 @@
 import { setTags } from './tags.ts';
 import { forkTask } from './fork.ts';
 import * as blobs from './blobs.ts';
+import * as alerts from './alerts.ts';
 import type { BlobTouch, BlobUsage, BlobWrite, CollectedBlob, StoredBlob } from '../store/blobs.ts';
+import type { AlertQuery, AlertRow } from '../store/alerts.ts';
 import { close, migrate, openContext, type PgContext } from './connection.ts';
 import { findTaskByKey, getEventRanges, getEvents, getEventsOfType, getSignalByKey, getSignals, pendingSignals, getSteps, getTask, getTasks, listTasks, logMark, readLog } from './read.ts';
 import { insertTask, insertTasks } from './insert.ts';
@@ -166,6 +168,9 @@ export class PostgresStore implements Store {
   readonly shareBlobs = (from: string, to: string): Promise<void> => blobs.shareBlobs(this.#c, from, to);
   readonly collectBlobs = (before: number, limit: number): Promise<CollectedBlob[]> => blobs.collectBlobs(this.#c, before, limit);
   readonly blobUsage = (): Promise<BlobUsage> => blobs.blobUsage(this.#c);
+  readonly insertAlert = (row: AlertRow): Promise<void> => alerts.insertAlert(this.#c, row);
+  readonly listAlerts = (q: AlertQuery): Promise<AlertRow[]> => alerts.listAlerts(this.#c, q);
+  readonly purgeAlerts = (before: number, limit: number): Promise<number> => alerts.purgeAlerts(this.#c, before, limit);
   listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);
   }

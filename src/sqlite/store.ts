@@ -8,7 +8,9 @@
 import { setTags } from './tags.ts';
 import { forkTask } from './fork.ts';
 import * as blobs from './blobs.ts';
+import * as alerts from './alerts.ts';
 import type { BlobTouch, BlobUsage, BlobWrite, CollectedBlob, StoredBlob } from '../store/blobs.ts';
+import type { AlertQuery, AlertRow } from '../store/alerts.ts';
 import type Database from 'better-sqlite3';
 import { openSqlite, type SqliteOptions } from './connection.ts';
 import { migrateSqlite } from './migrate.ts';
@@ -157,6 +159,9 @@ export class SqliteStore implements Store {
   readonly shareBlobs = async (from: string, to: string): Promise<void> => blobs.shareBlobs(this.#c, from, to);
   readonly collectBlobs = async (before: number, limit: number): Promise<CollectedBlob[]> => blobs.collectBlobs(this.#c, before, limit);
   readonly blobUsage = async (): Promise<BlobUsage> => blobs.blobUsage(this.#c);
+  readonly insertAlert = async (row: AlertRow): Promise<void> => alerts.insertAlert(this.#c, row);
+  readonly listAlerts = async (q: AlertQuery): Promise<AlertRow[]> => alerts.listAlerts(this.#c, q);
+  readonly purgeAlerts = async (before: number, limit: number): Promise<number> => alerts.purgeAlerts(this.#c, before, limit);
   async listTasks(q: ListQuery): Promise<TaskRow[]> {
     return listTasks(this.#c, q);
   }

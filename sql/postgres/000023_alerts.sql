@@ -1,0 +1,17 @@
+-- alerts  The alerts workers raised (see src/alerts/), one row each, for operators to list
+--         (`engine.alerts()`, the dashboard). A row is written by the worker that delivers the
+--         alert, at most once per subject and quiet period; rows older than the engine's
+--         `alerts.keep` are deleted by the workers' retention job.
+
+CREATE TABLE :SCHEMA.alerts (
+  id        TEXT COLLATE "C" PRIMARY KEY,
+  kind      TEXT NOT NULL,
+  subject   TEXT NOT NULL,
+  workflow  TEXT,
+  task_id   TEXT,
+  message   TEXT NOT NULL,
+  data      TEXT NOT NULL,
+  raised_at BIGINT NOT NULL,
+  raised_by TEXT NOT NULL
+);
+CREATE INDEX alerts_raised ON :SCHEMA.alerts (raised_at, id);
