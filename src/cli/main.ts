@@ -11,6 +11,7 @@ import * as commands from './commands.ts';
 import type { CommandContext } from './context.ts';
 import { worker } from './worker.ts';
 import * as approvalCommands from './approvals.ts';
+import { alerts } from './alerts.ts';
 import { bulk as bulkCommand } from './bulk.ts';
 import { schedules } from './schedules.ts';
 
@@ -60,6 +61,9 @@ Commands:
                              "name:role:token,..."; roles viewer, operator, approver, admin)
   approvals [--pending] [--status S[,S]] [--approver NAME] [--workflow W]
                              approvals across tasks (a reviewer's queue: --pending --approver NAME)
+  alerts [--kind K[,K]] [--workflow W] [--task ID] [--limit N] [--cursor ID]
+                             the alerts workers raised, newest first (failure-rate, crash-loop,
+                             workers-gone, stuck, budget)
   approve <approval-id> --as NAME [--comment C] [--data JSON|@file|-] [--key K]
   reject <approval-id> --as NAME [--comment C] [--data JSON|@file|-] [--key K]
                              decide an approval (--key: a repeat counts once)
@@ -103,6 +107,7 @@ const COMMANDS: Record<string, Command> = {
   serve: async (ctx) => (await import('./serve.ts')).serve(ctx),
   mcp: async (ctx) => (await import('./mcp.ts')).mcp(ctx),
   approvals: approvalCommands.approvals,
+  alerts,
   approve: approvalCommands.approve,
   reject: approvalCommands.reject,
   schedules,
@@ -129,6 +134,7 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   serve: ['port', 'host', 'auth', 'with-worker', 'log'],
   mcp: ['as', 'role'],
   approvals: ['pending', 'status', 'approver', 'workflow'],
+  alerts: ['kind', 'workflow', 'task', 'limit', 'cursor'],
   approve: ['as', 'comment', 'data', 'key'],
   reject: ['as', 'comment', 'data', 'key'],
   schedules: ['workflow', 'cron', 'timezone', 'input', 'overlap', 'catchup', 'paused'],
@@ -195,6 +201,8 @@ const OPTIONS = {
   'from-step': { type: 'string' },
   pending: { type: 'boolean' },
   approver: { type: 'string' },
+  kind: { type: 'string' },
+  task: { type: 'string' },
   comment: { type: 'string' },
   'older-than': { type: 'string' },
   yes: { type: 'boolean' },

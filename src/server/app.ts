@@ -23,6 +23,7 @@ import { buildOpenApi } from './openapi.ts';
 import { SessionTable } from './sessions.ts';
 import { approvalRoutes } from './routes/approvals.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
+import { alertRoutes } from './routes/alerts.ts';
 import { eventRoutes } from './routes/events.ts';
 import type { RouteSpec } from './routes/route.ts';
 import { rerunRoutes } from './routes/rerun.ts';
@@ -129,7 +130,14 @@ export function createServer(engine: Engine, options: ServerOptions): StepwiseSe
   // A payload of exactly the engine's limit must fit, with the JSON around it (`{"payload": …, "idempotencyKey": …}`).
   const limit = whole(options.bodyLimitBytes, (engine.limits?.payloadBytes ?? 1024 * 1024) + ENVELOPE_BYTES, 'bodyLimitBytes');
 
-  const routes: RouteSpec[] = [...taskRoutes(engine, summaries), ...rerunRoutes(engine, summaries), bulkRoute(engine), ...approvalRoutes(engine, summaries), ...scheduleRoutes(engine)];
+  const routes: RouteSpec[] = [
+    ...taskRoutes(engine, summaries),
+    ...rerunRoutes(engine, summaries),
+    bulkRoute(engine),
+    ...approvalRoutes(engine, summaries),
+    ...scheduleRoutes(engine),
+    ...alertRoutes(engine),
+  ];
   const streams = eventRoutes(engine, options.keepAliveMs ?? 15_000);
   const openapi = buildOpenApi([...routes, ...streams.specs]);
 

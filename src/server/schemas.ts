@@ -6,7 +6,7 @@
  * catch wrong shapes and types first, with the path of the offending field.
  */
 import { z } from 'zod';
-import { ALL_STATUSES, InvalidArgumentError, type ApprovalStatus } from '../index.ts';
+import { ALL_STATUSES, InvalidArgumentError, type AlertKind, type ApprovalStatus } from '../index.ts';
 
 /** Task ids are 26 Crockford base32 characters; anything close enough is looked up, anything else refused. */
 export const TaskId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'a task id is 1-64 letters and digits');
@@ -176,6 +176,35 @@ export const SchedulesQuery = z
     workflow: WorkflowName.optional(),
     limit: z.coerce.number().int().min(1).max(1000).optional(),
     cursor: ScheduleId.optional().describe('nextCursor of the previous page'),
+  })
+  .strict();
+
+/** Every kind of alert: a record over the engine's AlertKind, so a new one fails the typecheck until listed. */
+const ALERT_KIND_SET: Record<AlertKind, true> = { 'failure-rate': true, 'crash-loop': true, 'workers-gone': true, stuck: true, budget: true };
+const ALERT_KINDS = Object.keys(ALERT_KIND_SET) as [AlertKind, ...AlertKind[]];
+
+export const AlertsQuery = z
+  .object({
+    kind: z
+      .string()
+      .max(200)
+      .transform((s) =>
+        s
+          .split(',')
+          .map((x) => x.trim())
+          .filter(Boolean),
+      )
+      .pipe(z.array(z.enum(ALERT_KINDS)).min(1, 'give at least one alert kind'))
+      .optional()
+      .describe(`comma-separated alert kinds (${ALERT_KINDS.join(', ')})`),
+    workflow: WorkflowName.optional(),
+    taskId: TaskId.optional(),
+    limit: z.coerce.number().int().min(1).max(1000).optional(),
+    cursor: z
+      .string()
+      .regex(/^[0-9A-Za-z]{1,64}$/)
+      .optional()
+      .describe('nextCursor of the previous page'),
   })
   .strict();
 

@@ -47,7 +47,7 @@ export function layout(title: string, who: { name: string; role: string } | null
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(title)} · Stepwise</title><link rel="stylesheet" href="/assets/app.css"></head>
 <body${attrs}>
-<header><a class="brand" href="/">Stepwise</a>${who ? ' <a href="/schedules" class="nav">Schedules</a>' : ''}${who ? `<span class="who">${esc(who.name)} <small>(${esc(who.role)})</small> <form method="post" action="/logout" class="inline"><button type="submit" class="link">Sign out</button></form></span>` : ''}</header>
+<header><a class="brand" href="/">Stepwise</a>${who ? ' <a href="/schedules" class="nav">Schedules</a> <a href="/alerts" class="nav">Alerts</a>' : ''}${who ? `<span class="who">${esc(who.name)} <small>(${esc(who.role)})</small> <form method="post" action="/logout" class="inline"><button type="submit" class="link">Sign out</button></form></span>` : ''}</header>
 <main id="main">${body}</main>
 <script src="/assets/app.js" defer></script>
 </body></html>`;

@@ -14,10 +14,11 @@ import type { SessionTable } from '../sessions.ts';
 import { listPage as readListPage, summarizeTask, type SummaryLimits } from '../summaries.ts';
 import { can, type TokenTable } from '../auth.ts';
 import { errorResponse } from '../http-errors.ts';
-import { ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
+import { AlertsQuery, ListQuery, TaskId, validate, WorkflowName } from '../schemas.ts';
 import { SCRIPT, STYLE } from './assets.ts';
 import { esc, layout } from './html.ts';
 import { schedulesPage } from './schedules-page.ts';
+import { alertsPage } from './alerts-page.ts';
 import { loginRoutes } from './login.ts';
 import { listPage, taskPage, type ListView } from './pages.ts';
 import { listFilter } from '../list-filter.ts';
@@ -95,6 +96,22 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
   app.get(
     '/schedules',
     page(async (c) => ({ title: 'Schedules', body: schedulesPage(await engine.schedules.list({ limit: 1000 }), c.get('identity')) })),
+  );
+  app.get(
+    '/alerts',
+    page(async (c) => {
+      const q = validate(AlertsQuery, c.req.query(), 'filters');
+      const kind = q.kind?.length === 1 ? q.kind[0]! : null;
+      const limit = 100;
+      const list = await engine.alerts({
+        limit,
+        ...(q.kind ? { kind: q.kind } : {}),
+        ...(q.workflow !== undefined ? { workflow: q.workflow } : {}),
+        ...(q.taskId !== undefined ? { taskId: q.taskId } : {}),
+        ...(q.cursor !== undefined ? { before: q.cursor } : {}),
+      });
+      return { title: 'Alerts', body: alertsPage(list, { kind, next: list.length === limit ? (list.at(-1)?.id ?? null) : null }) };
+    }),
   );
 }
 
