@@ -4,6 +4,7 @@
 // worker's retries — and a fault that never fires is reported, never silently ignored.
 import { describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { MockLanguageModelV3 } from 'ai/test';
 import { Engine, RetryableError, workflow } from '../src/index.ts';
@@ -12,6 +13,8 @@ import { openStore } from '../src/store-url.ts';
 import { ManualClock, checkResume, faultPlan } from '../src/testing/index.ts';
 import { contentPipeline } from '../examples/content-pipeline/workflow.ts';
 import { TEST_STORE, makeEngine, startWorker, tempDir, tempDbUrl, waitForStatus } from './support/engine.ts';
+
+const KILL_FIXTURE = new URL('./fixtures/kill-at-step.ts', import.meta.url).pathname;
 
 const flaky = workflow('flaky', async (ctx) => ctx.step('charge', () => 'charged', { retry: { maxAttempts: 3, initialDelay: '10ms' } }));
 
@@ -115,6 +118,61 @@ describe(`fault injection (${TEST_STORE})`, () => {
     }
   });
 
+  it('kills the process as a named step starts: nothing more is written, and a new engine takes the task over after its lease', async () => {
+    const url = TEST_STORE === 'sqlite' ? `sqlite:${join(tempDir(), 'kill.db')}` : tempDbUrl();
+    const real = await openStore(url);
+    await real.migrate();
+    const runs = { a: 0, b: 0 };
+    const two = workflow('two-steps', async (ctx) => {
+      const a = await ctx.step('a', () => ++runs.a);
+      const b = await ctx.step('b', () => ++runs.b);
+      return { a, b };
+    });
+    const clock = new ManualClock();
+    const plan = faultPlan([{ step: 'b', kill: true }]);
+    const first = new Engine({ store: plan.store(real), workflows: [plan.workflow(two)], clock });
+    const w1 = first.worker({ leaseMs: 5000, pollIntervalMs: 10 });
+    await w1.start();
+    const { id } = await first.start(two, {});
+    expect(await plan.killed).toEqual({ step: 'b' });
+    w1.abandon();
+    // The dead process wrote nothing more: the task is still leased by it, and b never ran.
+    expect(runs.b).toBe(0);
+    const row = await real.getTask(id);
+    expect(row?.status).toBe('running');
+    expect((await real.getSteps(id)).map((x) => x.name)).not.toContain('b');
+    const second = new Engine({ store: url, workflows: [plan.workflow(two)], clock });
+    const w2 = second.worker({ leaseMs: 5000, pollIntervalMs: 10 });
+    await w2.start();
+    try {
+      await clock.advance('6s'); // past the dead worker's lease
+      const out = await second.result(id, { timeout: '20s' });
+      // b ran once, in the new process (the kill fired once); a's recorded result was kept or, if
+      // its checkpoint had not been written when the process died, a ran again: never lost.
+      expect(out).toEqual({ a: runs.a, b: 1 });
+      expect(runs.b).toBe(1);
+      expect(plan.fired()).toEqual([1]);
+      expect((await second.get(id)).steps.map((x) => [x.name, x.status])).toEqual([
+        ['a', 'completed'],
+        ['b', 'completed'],
+      ]);
+    } finally {
+      await w2.stop();
+      await second.close();
+      await real.close();
+    }
+  });
+
+  it("kills a worker process for real at a named step ('process'): SIGKILL, and the next process finishes the task", async () => {
+    const db = `sqlite:${join(tempDir(), 'killed.db')}`;
+    const first = spawnSync(process.execPath, ['--import', 'tsx', KILL_FIXTURE, db, 'kill'], { encoding: 'utf8', timeout: 60_000 });
+    expect(first.signal).toBe('SIGKILL');
+    expect(first.stdout).toContain('started');
+    const second = spawnSync(process.execPath, ['--import', 'tsx', KILL_FIXTURE, db, 'resume'], { encoding: 'utf8', timeout: 60_000 });
+    expect(second.status).toBe(0);
+    expect(JSON.parse(second.stdout.trim().split('\n').at(-1) as string)).toMatchObject({ status: 'succeeded', output: { b: 'sent' } });
+  });
+
   it('reports a fault that never fired (a mistyped step name) and refuses an unknown key', () => {
     const plan = faultPlan([
       { step: 'charge', fail: 'x' },
@@ -125,6 +183,7 @@ describe(`fault injection (${TEST_STORE})`, () => {
     expect(() => faultPlan([{ step: 'charge', fail: 'x', time: 2 } as never])).toThrow(/unknown key "time"/);
     expect(() => faultPlan([{ step: 'charge' } as never])).toThrow(/none of/);
     expect(() => faultPlan([{ model: true, status: 200 }])).toThrow(/HTTP error status/);
+    expect(() => faultPlan([{ step: 'b', kill: 'yes' as never }])).toThrow(/kill is true/);
   });
 
   it('works with checkResume: the content pipeline survives a failing CMS call and a crash at every write', async () => {

@@ -11,7 +11,11 @@
  *   (429 with `Retry-After`, 500, 503…) as the provider's SDK reports it (`APICallError` with
  *   `statusCode` and `responseHeaders`), through `plan.model(languageModel)`;
  * - `{ store: 'unavailable', from, for }`: every store call fails as a lost database does
- *   (STORE_UNAVAILABLE, retryable) for a span of the plan's clock, through `plan.store(store)`.
+ *   (STORE_UNAVAILABLE, retryable) for a span of the plan's clock, through `plan.store(store)`;
+ * - `{ step, kill: true, times }`: the process dies as the step's attempt starts: the attempt never
+ *   returns, the plan's stores answer nothing more (a dead process writes nothing), and
+ *   `plan.killed` resolves (abandon the worker there, and resume in a new engine);
+ *   `kill: 'process'` is a real SIGKILL of the process (for a worker process a test spawns).
  *
  * `plan.workflow(wf)` gives the workflow with the step faults applied (use it with `checkResume`,
  * which kills at every write, or alone). Every entry counts what it injected; `plan.unfired()` lists
@@ -26,7 +30,7 @@ import type { Store } from '../store.ts';
 import type { StepContext, StepOptions, Workflow, WorkflowContext } from '../workflow.ts';
 import { workflow as defineWorkflow } from '../workflow.ts';
 
-export type StepFault = { step: string; fail: Error | string; times?: number } | { step: string; hang: true; times?: number };
+export type StepFault = { step: string; fail: Error | string; times?: number } | { step: string; hang: true; times?: number } | { step: string; kill: true | 'process'; times?: number };
 export type ModelFault = { model: true | { step: string }; status: number; retryAfter?: Duration; message?: string; times?: number };
 export type StoreFault = { store: 'unavailable'; from?: Duration; for: Duration };
 export type Fault = StepFault | ModelFault | StoreFault;
@@ -34,20 +38,23 @@ export type Fault = StepFault | ModelFault | StoreFault;
 const KEYS: Record<string, readonly string[]> = {
   fail: ['step', 'fail', 'times'],
   hang: ['step', 'hang', 'times'],
+  kill: ['step', 'kill', 'times'],
   model: ['model', 'status', 'retryAfter', 'message', 'times'],
   store: ['store', 'from', 'for'],
 };
 
 interface Entry {
   fault: Fault;
-  kind: 'fail' | 'hang' | 'model' | 'store';
+  kind: 'fail' | 'hang' | 'kill' | 'model' | 'store';
   times: number;
   fired: number;
 }
 
 function kindOf(f: Record<string, unknown>, at: number): Entry['kind'] {
-  const kind = 'fail' in f ? 'fail' : 'hang' in f ? 'hang' : 'model' in f ? 'model' : 'store' in f ? 'store' : null;
-  if (!kind) throw new InvalidArgumentError(`faultPlan(): entry ${at} is none of { step, fail }, { step, hang }, { model, status }, { store: 'unavailable', for }.`);
+  const kind = 'fail' in f ? 'fail' : 'hang' in f ? 'hang' : 'kill' in f ? 'kill' : 'model' in f ? 'model' : 'store' in f ? 'store' : null;
+  if (!kind) throw new InvalidArgumentError(`faultPlan(): entry ${at} is none of { step, fail }, { step, hang }, { step, kill }, { model, status }, { store: 'unavailable', for }.`);
+  if (kind === 'kill' && f.kill !== true && f.kill !== 'process')
+    throw new InvalidArgumentError(`faultPlan(): entry ${at}: kill is true (this engine's process, in place) or 'process' (a real SIGKILL).`);
   const unknown = Object.keys(f).filter((k) => !(KEYS[kind] as readonly string[]).includes(k));
   if (unknown.length)
     throw new InvalidArgumentError(`faultPlan(): entry ${at} (${kind}): unknown key ${unknown.map((k) => `"${k}"`).join(', ')} (known: ${(KEYS[kind] as readonly string[]).join(', ')}).`);
@@ -65,6 +72,11 @@ export class FaultPlan {
   readonly #entries: Entry[];
   readonly #clock: Pick<Clock, 'now'>;
   readonly #start: number;
+  /** Set once a kill fired: the plan's stores answer nothing more. */
+  #dead = false;
+  #killedWith: (v: { step: string }) => void = () => undefined;
+  /** Resolves when a `{ step, kill: true }` fault fires, with the step it fired at. */
+  readonly killed: Promise<{ step: string }> = new Promise((resolve) => (this.#killedWith = resolve));
 
   constructor(faults: readonly Fault[], clock: Pick<Clock, 'now'>) {
     this.#clock = clock;
@@ -119,8 +131,9 @@ export class FaultPlan {
       ctx.step(
         name,
         (s) => {
-          const e = this.#take(['fail', 'hang'], (x) => (x.fault as StepFault).step === name);
+          const e = this.#take(['fail', 'hang', 'kill'], (x) => (x.fault as StepFault).step === name);
           if (!e) return stepFn(s);
+          if (e.kind === 'kill') return this.#kill(e, name);
           if (e.kind === 'hang') return new Promise((_, reject) => s.signal.addEventListener('abort', () => reject(s.signal.reason as Error), { once: true }));
           const fail = (e.fault as { fail: Error | string }).fail;
           throw typeof fail === 'string' ? new Error(fail) : fail;
@@ -132,6 +145,14 @@ export class FaultPlan {
     for (const key of Reflect.ownKeys(ctx)) if (key !== 'step') Object.defineProperty(copy, key, Object.getOwnPropertyDescriptor(ctx, key) as PropertyDescriptor);
     Object.defineProperty(copy, 'step', { value: step, enumerable: true });
     return Object.freeze(copy);
+  }
+
+  /** The process dies at step `name`: for real (`'process'`), or in place: nothing more reaches the plan's stores and the attempt never ends. */
+  #kill(e: Entry, name: string): Promise<never> {
+    if ((e.fault as { kill: true | 'process' }).kill === 'process') process.kill(process.pid, 'SIGKILL');
+    this.#dead = true;
+    this.#killedWith({ step: name });
+    return new Promise<never>(() => undefined);
   }
 
   /**
@@ -170,7 +191,10 @@ export class FaultPlan {
     });
   }
 
-  /** `store` failing every call as an unreachable database does while a store fault's span lasts. */
+  /**
+   * `store` failing every call as an unreachable database does while a store fault's span lasts;
+   * once a kill fired, answering nothing (a dead process's calls never complete).
+   */
   store(store: Store): Store {
     const down = (): boolean => {
       const t = this.#clock.now() - this.#start;
@@ -188,6 +212,11 @@ export class FaultPlan {
         const value = Reflect.get(target, key, receiver) as unknown;
         if (typeof value !== 'function' || key === 'close' || key === 'constructor') return value;
         return (...args: unknown[]) => {
+          if (this.#dead) {
+            // A synchronous write (SQLite's `…Now`) cannot wait forever: it fails, and nothing is written.
+            if (String(key).endsWith('Now')) throw new StoreUnavailableError('The process was killed (injected by faultPlan).');
+            return new Promise(() => undefined);
+          }
           if (down()) return Promise.reject(new StoreUnavailableError('The store is unavailable (injected by faultPlan).'));
           return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
