@@ -88,6 +88,7 @@ export type { DwellOptions, DwellBound, DwellEvent } from './dwell/types.ts';
 export type { DebounceOptions, SingletonOptions } from './api/start-keys.ts';
 export type { Tags } from './api/tags.ts';
 export type { Alert, AlertInfo, AlertKind, AlertOptions, AlertsQuery } from './alerts/types.ts';
+export { ALERT_KINDS } from './alerts/types.ts';
 export { BULK_ACTIONS, type BulkAction, type BulkOptions, type BulkResult } from './commands/bulk.ts';
 export type { DebouncedEvent } from './task-events/debounce.ts';
 

@@ -157,5 +157,6 @@ export function toAlertRow(r: Raw): AlertRow {
     data: r.data as string,
     raisedAt: Number(r.raised_at),
     raisedBy: r.raised_by as string,
+    dedupe: r.dedupe as string,
   };
 }

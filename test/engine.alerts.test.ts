@@ -58,6 +58,8 @@ describe(`alerts (${TEST_STORE})`, () => {
       expect(await a.alerts({ before: listed[0]!.id })).toEqual([]);
       await expect(a.alerts({ kind: 'failure' as never })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT, message: expect.stringContaining('failure-rate, crash-loop') });
       await expect(a.alerts({ limit: 0 })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
+      await expect(a.alerts({ kind: [] })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
+      await expect(a.alerts({ kind: 7 as never })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
       await expect(a.alerts({ worklow: 'failing' } as never)).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT });
     } finally {
       await wa.stop();

@@ -6,7 +6,7 @@
 import { readFileSync, readdirSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { workflow, aesGcmCodec, directoryBackend, s3Backend, type Engine } from '../src/index.ts';
+import { workflow, aesGcmCodec, directoryBackend, s3Backend, type ApprovalInfo, type Engine } from '../src/index.ts';
 import { openStore } from '../src/store-url.ts';
 import { LAYERS } from '../src/payloads/layered-store.ts';
 import type { BlobUsage } from '../src/store.ts';
@@ -263,6 +263,44 @@ describe(`payload store (${TEST_STORE})`, () => {
     expect(await second.result(id, { timeout: 30_000 })).toEqual({ v: lookalike, more: lookalike });
   });
 
+  it("judges a decision on the whole payload of an approval kept in the payload store (a long error's ask)", async () => {
+    const long = `upstream said: ${prose(3, 6000)}`;
+    const wf = workflow('long-ask', async (ctx) =>
+      ctx.step(
+        'call',
+        () => {
+          throw new Error(long);
+        },
+        { retry: { maxAttempts: 1 }, onExhausted: 'ask', fallback: 'fallen back' },
+      ),
+    );
+    const url = tempDbUrl();
+    const engine = makeEngine({ store: url, workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    let approval: ApprovalInfo | undefined;
+    await eventually(async () => (approval = (await engine.approvals({ taskId: id, status: 'pending' }))[0]) !== undefined, 15_000, 'the ask');
+    expect(approval!.payload).toMatchObject({ actions: expect.arrayContaining(['skip']), error: { message: long } });
+    expect((await usage(url)).blobs).toBeGreaterThan(0);
+    await engine.decide(approval!.id, { approve: true, by: 'ops', data: { action: 'skip' } });
+    expect(await engine.result(id, { timeout: 30_000 })).toBe('fallen back');
+  });
+
+  it("keeps a reviewer's data that spells a reference as the text it is, without a codec", async () => {
+    const spelled = '\u0000sw:r:AAAA';
+    const wf = workflow('spelled-review', async (ctx) => ctx.approval('check', { approvers: ['ops'] }));
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine);
+    const { id } = await engine.start(wf);
+    await waitForStatus(engine, id, 'waiting');
+    const [a] = await engine.approvals({ taskId: id });
+    await engine.decide(a!.id, { approve: true, by: 'ops', data: { note: spelled } });
+    expect(await engine.result(id, { timeout: 30_000 })).toMatchObject({ approved: true, data: { note: spelled } });
+    const info = await engine.get(id);
+    expect(info.approvals[0]?.decisions[0]).toMatchObject({ data: { note: spelled } });
+    expect(await engine.approvals({})).toHaveLength(1);
+  });
+
   it('reads a title, a tag or a name that spells a reference as the text it is', async () => {
     // What a column holds in place of a value, spelled in plain text where no payload goes.
     const spelled = '"\\u0000sw:r:zzzz" and "\\u0000sw:e:AAAA"';
@@ -315,7 +353,7 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     await lost.close();
   });
 
-  it("seals a reviewer's data and comment and an idempotency record's result too, and reads them back", async () => {
+  it("seals a reviewer's data and comment, an idempotency record's result and a failure's message in the log too, and reads them back", async () => {
     const reviewed = workflow('reviewed', async (ctx) => {
       const first = await ctx.approval('check', { approvers: ['alice', 'bob'], quorum: 2, payload: { draft: 'short' } });
       const once = await ctx.step('charge', () => ({ receipt: `${secret}:receipt` }), { key: 'order-1' });
@@ -323,7 +361,8 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     });
     const url = tempDbUrl();
     const codec = aesGcmCodec({ keys: { k1: Buffer.alloc(32, 5) }, current: 'k1' });
-    const engine = makeEngine({ store: url, workflows: [reviewed], codec });
+    const broken = workflow('broken-secret', async (ctx) => ctx.step('call', () => Promise.reject(new Error(`${secret} rejected the key`)), { retry: { maxAttempts: 1 } }));
+    const engine = makeEngine({ store: url, workflows: [reviewed, broken], codec });
     await startWorker(engine);
     const { id } = await engine.start(reviewed);
     await waitForStatus(engine, id, 'waiting');
@@ -343,6 +382,11 @@ describe(`payload codec and backends (${TEST_STORE})`, () => {
     const decisions = info.history.filter((e) => e.type === 'approval:decision' || e.type === 'approval:decided');
     expect(decisions).toHaveLength(3);
     expect(JSON.stringify(decisions)).toContain(`${secret}:alice`);
+    // A failure's message, in the error and in the log's account of the failure.
+    const failed = await engine.start(broken);
+    await waitForStatus(engine, failed.id, 'failed');
+    const failure = (await engine.get(failed.id)).history.find((e) => e.type === 'transition' && e.event === 'fail');
+    expect(JSON.stringify(failure)).toContain(`${secret} rejected the key`);
     await engine.close();
     // The key itself is the caller's name for the record, not a payload: only values are sealed.
     expect((await everythingStored(url)).replaceAll(`${secret}-key`, '')).not.toContain(secret);

@@ -54,6 +54,11 @@ describe.skipIf(!up)('engine.idempotency.run on Redis', () => {
     const raw = (await admin.get(`${prefix}sealed:1`)) as string;
     expect(JSON.parse(raw)).toMatchObject({ status: 'completed' });
     expect(raw).not.toContain(secret);
+    // The backend handed out is one, and still the Redis one's (its close, its kind).
+    const handed = await engine.idempotency.backend();
+    expect(handed).toBe(await engine.idempotency.backend());
+    expect(handed.kind).toBe('redis');
+    expect(typeof (handed as RedisIdempotency).close).toBe('function');
   });
 
   it('runs once and returns the stored result; the Redis key carries the record with its expiry', async () => {

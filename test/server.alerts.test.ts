@@ -38,6 +38,10 @@ describe('HTTP API and dashboard: alerts', () => {
       expect(html.body).toContain('href="/?workflow=broken"');
       expect(html.body).toContain('of the 2 tasks started');
       expect((await call(server, 'GET', '/alerts?kind=budget', { as: 'vera' })).body).toContain('No alerts.');
+      // The kind links keep the rest of the filter.
+      const filtered = await call(server, 'GET', '/alerts?kind=failure-rate,stuck&workflow=broken', { as: 'vera' });
+      expect(filtered.body).toContain('href="/alerts?kind=crash-loop&amp;workflow=broken"');
+      expect(filtered.body).toContain('href="/alerts?workflow=broken"');
     } finally {
       await worker.stop();
     }

@@ -1386,7 +1386,7 @@ for (const backend of backends) {
         expect((await logOf(store, task.id)).slice(-1)).toEqual(['3:dwell:exceeded:system:dwell-timeout']);
       });
 
-      it('alerts are listed newest first, by kind, workflow, task and before an id, and purged by age in batches', async () => {
+      it('alerts are listed newest first, by kind, workflow, task and before an id, once per dedupe key, and purged by age in batches', async () => {
         const pre = ns.id();
         const row = (id: string, kind: string, at: number, taskId: string | null = null): AlertRow => ({
           id,
@@ -1398,11 +1398,13 @@ for (const backend of backends) {
           data: `{"at":${at}}`,
           raisedAt: at,
           raisedBy: 'w1',
+          dedupe: `${pre}:${kind}:${at}`,
         });
         await store.insertAlert(row(`${pre}-a1`, 'failure-rate', T0 + 1));
         await store.insertAlert(row(`${pre}-a2`, 'crash-loop', T0 + 2, `${pre}-t`));
         await store.insertAlert(row(`${pre}-a3`, 'failure-rate', T0 + 3));
         await store.insertAlert(row(`${pre}-a3`, 'failure-rate', T0 + 3)); // a repeat of an id is ignored
+        await store.insertAlert({ ...row(`${pre}-a4`, 'failure-rate', T0 + 3), message: 'again' }); // and of its dedupe key too
         const mine = async (q: Partial<AlertQuery> = {}): Promise<string[]> => (await store.listAlerts({ limit: 100, ...q })).filter((a) => a.id.startsWith(pre)).map((a) => a.id);
         expect(await mine()).toEqual([`${pre}-a3`, `${pre}-a2`, `${pre}-a1`]);
         expect(await mine({ kinds: ['failure-rate'] })).toEqual([`${pre}-a3`, `${pre}-a1`]);

@@ -1,6 +1,8 @@
 -- alerts  The alerts workers raised (see src/alerts/), one row each, for operators to list
 --         (`engine.alerts()`, the dashboard). A row is written by the worker that delivers the
---         alert, at most once per subject and quiet period; rows older than the engine's
+--         alert, at most once per subject and quiet period (`dedupe`: the kind, the subject and the
+--         period, so a worker that takes over a delivery cut short by a crash does not list it
+--         twice); rows older than the engine's
 --         `alerts.keep` are deleted by the workers' retention job.
 
 CREATE TABLE :SCHEMA.alerts (
@@ -12,6 +14,8 @@ CREATE TABLE :SCHEMA.alerts (
   message   TEXT NOT NULL,
   data      TEXT NOT NULL,
   raised_at BIGINT NOT NULL,
-  raised_by TEXT NOT NULL
+  raised_by TEXT NOT NULL,
+  dedupe    TEXT NOT NULL
 );
 CREATE INDEX alerts_raised ON :SCHEMA.alerts (raised_at, id);
+CREATE UNIQUE INDEX alerts_dedupe ON :SCHEMA.alerts (dedupe);

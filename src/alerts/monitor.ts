@@ -123,20 +123,9 @@ export class AlertMonitor {
     let delivered = false;
     const deliver = async (): Promise<boolean> => {
       delivered = true;
-      // Listed for operators (`engine.alerts()`, the dashboard); an alert that cannot be recorded is still sent.
-      await this.#host.store
-        .insertAlert({
-          id: newId(alert.at),
-          kind: alert.kind,
-          subject: alert.subject,
-          workflow: alert.workflow,
-          taskId: alert.taskId,
-          message: alert.message,
-          data: JSON.stringify(alert.data),
-          raisedAt: alert.at,
-          raisedBy: this.#host.workerId,
-        })
-        .catch((e: unknown) => this.#host.onError(coerceError(e), `recording the ${alert.kind} alert on ${alert.subject}`));
+      // Listed for operators (`engine.alerts()`, the dashboard), once per key (a worker taking over
+      // a delivery cut short by a crash lists it once); an alert that cannot be recorded is still sent.
+      await this.#record(alert, key);
       // The worker's news: its log line, and the observers' `onAlert`.
       this.#host.raised(alert);
       await this.#webhook(alert);
@@ -148,6 +137,17 @@ export class AlertMonitor {
       await deliver();
     }
     return delivered;
+  }
+
+  async #record(alert: Alert, dedupe: string): Promise<void> {
+    const { store } = this.#host;
+    if (typeof store.insertAlert !== 'function') return;
+    try {
+      const { kind, subject, workflow, taskId, message, at } = alert;
+      await store.insertAlert({ id: newId(at), kind, subject, workflow, taskId, message, data: JSON.stringify(alert.data), raisedAt: at, raisedBy: this.#host.workerId, dedupe });
+    } catch (e) {
+      this.#host.onError(coerceError(e), `recording the ${alert.kind} alert on ${alert.subject}`);
+    }
   }
 
   async #webhook(alert: Alert): Promise<void> {

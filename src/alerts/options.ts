@@ -20,6 +20,9 @@ export interface ResolvedAlerts {
   webhook: { url: string; headers: Record<string, string>; timeoutMs: number } | null;
 }
 
+/** How long raised alerts stay listed unless `alerts.keep` says otherwise: 30 days. */
+export const DEFAULT_ALERT_KEEP_MS = 30 * 24 * 3_600_000;
+
 const KEYS = ['failureRate', 'crashLoop', 'workersGone', 'stuck', 'budget', 'every', 'quiet', 'keep', 'webhook'] as const;
 
 export function resolveAlerts(o: AlertOptions | undefined): ResolvedAlerts | null {
@@ -55,7 +58,7 @@ export function resolveAlerts(o: AlertOptions | undefined): ResolvedAlerts | nul
     budget: bu ? { share } : null,
     everyMs: o.every === undefined ? 60_000 : toMs(o.every, 'alerts.every'),
     quietMs: o.quiet === undefined ? 15 * 60_000 : toMs(o.quiet, 'alerts.quiet'),
-    keepMs: o.keep === undefined ? 30 * 24 * 3_600_000 : toMs(o.keep, 'alerts.keep'),
+    keepMs: o.keep === undefined ? DEFAULT_ALERT_KEEP_MS : toMs(o.keep, 'alerts.keep'),
     webhook,
   };
 }

@@ -6,6 +6,9 @@ import type { Duration } from '../duration.ts';
 
 export type AlertKind = 'failure-rate' | 'crash-loop' | 'workers-gone' | 'stuck' | 'budget';
 
+/** Every alert kind, in the order the docs list them. */
+export const ALERT_KINDS: readonly AlertKind[] = Object.freeze(['failure-rate', 'crash-loop', 'workers-gone', 'stuck', 'budget'] as const);
+
 /** One alert: raised at most once per subject and quiet period, across every worker of the store. */
 export interface Alert {
   kind: AlertKind;

@@ -91,7 +91,9 @@ export async function decide(host: DecideHost, id: string, o: DecideOptions): Pr
       log: [],
       at: d.at,
       taskStatuses: LIVE,
-      plan: (cur, now) => (seen.verdict = judge(cur, d, now)).change,
+      // The payload never changes once asked: the one read above is whole, where the row in the
+      // store's transaction may hold a payload store's reference to it.
+      plan: (cur, now) => (seen.verdict = judge({ ...cur, payload: row.payload }, d, now)).change,
     });
     const verdict = seen.verdict;
     if (!updated || !verdict) {

@@ -3,19 +3,20 @@
  * Internal: not part of the public API.
  * `engine.alerts(query)`: the alerts workers raised, newest first, from the store.
  */
-import type { AlertInfo, AlertKind, AlertsQuery } from '../alerts/types.ts';
+import { ALERT_KINDS, type AlertInfo, type AlertKind, type AlertsQuery } from '../alerts/types.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { checkOptionKeys } from '../option-keys.ts';
 import type { AlertRow } from '../store.ts';
 import type { CommandContext } from './context.ts';
 
-export const ALERT_KINDS: readonly AlertKind[] = ['failure-rate', 'crash-loop', 'workers-gone', 'stuck', 'budget'];
 const QUERY_KEYS = ['kind', 'workflow', 'taskId', 'before', 'limit'] as const;
 
 export async function listAlerts(ctx: CommandContext, query: AlertsQuery): Promise<AlertInfo[]> {
   if (typeof query !== 'object' || query === null) throw new InvalidArgumentError('engine.alerts(query): the query must be an object.');
   checkOptionKeys(query, QUERY_KEYS, 'engine.alerts()');
   const kinds = query.kind === undefined ? undefined : typeof query.kind === 'string' ? [query.kind] : query.kind;
+  if (kinds !== undefined && (!Array.isArray(kinds) || !kinds.length))
+    throw new InvalidArgumentError(`engine.alerts(): kind is a kind or a non-empty list of kinds (${ALERT_KINDS.join(', ')}).`);
   for (const k of kinds ?? []) {
     if (!ALERT_KINDS.includes(k)) throw new InvalidArgumentError(`engine.alerts(): unknown alert kind ${JSON.stringify(k)}; the kinds are ${ALERT_KINDS.join(', ')}.`);
   }

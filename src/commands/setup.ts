@@ -35,12 +35,13 @@ export function engineObservers(observers: readonly Observer[] | undefined): rea
 
 /** `engine.idempotency`: records in `backend`, or in the engine's store (which must keep them). */
 export function engineIdempotency(backend: IdempotencyBackend | undefined, ctx: Pick<CommandContext, 'open' | 'clock' | 'observers' | 'appended'>, sealed: boolean): Idempotency {
+  let wrapped: IdempotencyBackend | undefined;
   return new Idempotency(
     async () => {
       if (backend && !sealed) return backend;
       const store = await ctx.open();
       // A codec seals records kept elsewhere (Redis) as it seals the store's own.
-      if (backend) return sealedRecords(LAYERS.get(store)!, backend);
+      if (backend) return (wrapped ??= sealedRecords(LAYERS.get(store)!, backend));
       if (!store.idempotencyRecords) throw new InvalidArgumentError(`The store ${store.description} keeps no idempotency records: pass EngineOptions.idempotency.`);
       return store.idempotencyRecords();
     },

@@ -26,7 +26,7 @@ import { Packer } from './pack.ts';
 import { TOKEN_PATTERN, hasMark, refToken, sealedToken } from './token.ts';
 import { DEFAULT_SHAPE, TreeBuilder, build, type BuiltTexts, type TreeShape } from './tree.ts';
 import { ContentCache } from './cache.ts';
-import { collect, nextFrontier, refRoots, replaceAll, replaceValue, unknownTo } from './walk.ts';
+import { collect, messageOf, nextFrontier, refRoots, replaceAll, replaceValue, unknownTo } from './walk.ts';
 import { collectBlobs } from './collection.ts';
 import { faultPoint } from '../fault-points.ts';
 
@@ -237,6 +237,9 @@ export class PayloadLayer {
       [w.set.error, error],
     ] as const)
       if (typeof orig === 'string' && typeof token === 'string' && orig !== token) own.set(token, orig);
+    // The log's account of a failure repeats the error's message (`detail.error`): sealed with it.
+    const message = this.#o.codec && typeof w.set.error === 'string' ? messageOf(w.set.error) : null;
+    if (message !== null) own.set(this.seal(p, message) as string, message);
     return { ...w, set, ...(steps ? { steps } : {}), log: this.fixLog({ tokens: own } as Pending, w.log) };
   }
 

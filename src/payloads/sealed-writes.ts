@@ -9,13 +9,17 @@ import type { ApprovalChange, ApprovalRow, ApprovalUpdate, NewEvent, Store } fro
 import type { IdempotencyBackend } from '../store/idempotency.ts';
 import { APPROVAL_EVENT_TYPES } from '../task-events/approval.ts';
 import type { PayloadLayer, Pending } from './payload-store.ts';
+import { escapeMarks } from './token.ts';
 
 /** Log entries that carry a reviewer's data or comment: sealed whole. */
 const REVIEW_ENTRIES = new Set<string>([APPROVAL_EVENT_TYPES.decision, APPROVAL_EVENT_TYPES.decided]);
 
 /** `updateApproval` with the decisions, the outcome and the review entries sealed. */
 export function sealedApprovalUpdate(layer: PayloadLayer, s: Store): Store['updateApproval'] {
-  if (!layer.sealing) return async (w: ApprovalUpdate) => layer.resolve(await s.updateApproval(w));
+  // Without a codec, a reviewer's data that spells a token is written spelled otherwise.
+  if (!layer.sealing)
+    return async (w: ApprovalUpdate) =>
+      layer.resolve(await s.updateApproval({ ...escapeChange(w), ...(w.plan ? { plan: (row: ApprovalRow, now: number) => mapChange(w.plan!(row, now), escapeChange) } : {}) }));
   return async (w: ApprovalUpdate) => {
     const p = layer.newPending();
     const seal = (ch: ApprovalChange): ApprovalChange => {
@@ -32,6 +36,13 @@ export function sealedApprovalUpdate(layer: PayloadLayer, s: Store): Store['upda
   };
 }
 
+function escapeChange<C extends ApprovalChange>(ch: C): C {
+  const set = { ...ch.set };
+  if (set.decisions !== undefined) set.decisions = escapeMarks(set.decisions);
+  if (typeof set.outcome === 'string') set.outcome = escapeMarks(set.outcome);
+  return { ...ch, set, log: ch.log.map((e) => (e.data && REVIEW_ENTRIES.has(e.type) ? { ...e, data: escapeMarks(e.data) } : e)) };
+}
+
 const mapChange = (ch: ApprovalChange | null, fn: (c: ApprovalChange) => ApprovalChange): ApprovalChange | null => (ch === null ? null : fn(ch));
 
 /** Entries of `entries` that carry a review, with their data sealed. */
@@ -40,17 +51,24 @@ export function sealEntries(layer: PayloadLayer, p: Pending, entries: readonly N
   return entries.map((e) => (e.data && REVIEW_ENTRIES.has(e.type) ? { ...e, data: layer.seal(p, e.data) as string } : e));
 }
 
-/** An idempotency record store whose results and errors are sealed (a codec's), read back opened. */
+/**
+ * An idempotency record store whose results and errors are sealed (a codec's), read back opened;
+ * its other members (`close` of a Redis backend) are the backend's own.
+ */
 export function sealedRecords(layer: PayloadLayer, backend: IdempotencyBackend): IdempotencyBackend {
   if (!layer.sealing) return backend;
   const seal = (text: string | null): string | null => layer.seal(layer.newPending(), text) as string | null;
-  return {
-    kind: backend.kind,
+  const own: Partial<IdempotencyBackend> = {
     acquire: async (r) => layer.resolve(await backend.acquire(r)),
-    renew: (key, owner, now, leaseMs) => backend.renew(key, owner, now, leaseMs),
     complete: (key, owner, result, now, ttlMs) => backend.complete(key, owner, seal(result), now, ttlMs),
     fail: (key, owner, error, now, ttlMs) => backend.fail(key, owner, seal(error) as string, now, ttlMs),
     get: async (key) => layer.resolve(await backend.get(key)),
-    purge: (now, limit) => backend.purge(now, limit),
   };
+  return new Proxy(backend, {
+    get(target, prop) {
+      if (Object.hasOwn(own, prop)) return own[prop as keyof IdempotencyBackend];
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
 }

@@ -17,6 +17,14 @@ export const sealedToken = (base64: string): string => `"${MARK}e:${base64}"`;
 /** The tokens of a JSON text: kind `r` (a blob tree's root hash) or `e` (a sealed value, base64). */
 export const TOKEN_PATTERN = /"\\u0000sw:([re]):([A-Za-z0-9_\-+/=]+)"/g;
 
+/**
+ * JSON text with the escape of every token spelled otherwise (`\u0000\u0073w:`: the same string
+ * once parsed), for text that is not a payload column yet holds user strings (a reviewer's data).
+ */
+export function escapeMarks(text: string): string {
+  return text.includes(MARK) ? text.replaceAll(MARK, '\\u0000\\u0073w:') : text;
+}
+
 export function hasMark(text: string): boolean {
   return text.includes(MARK);
 }

@@ -97,3 +97,13 @@ export function replaceValue(data: string, prefix: string, text: string, token: 
   }
   return from === 0 ? data : out + data.slice(from);
 }
+
+/** The message of an encoded error, as JSON text (how a log entry embeds it), or null. */
+export function messageOf(errorJson: string): string | null {
+  try {
+    const m = (JSON.parse(errorJson) as { message?: unknown }).message;
+    return typeof m === 'string' ? JSON.stringify(m) : null;
+  } catch {
+    return null;
+  }
+}

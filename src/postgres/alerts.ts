@@ -12,8 +12,8 @@ export async function insertAlert(c: PgContext, a: AlertRow): Promise<void> {
     rows(
       c,
       poolOf(c),
-      `INSERT INTO ${c.t.alerts} (id, kind, subject, workflow, task_id, message, data, raised_at, raised_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING`,
-      [a.id, a.kind, a.subject, a.workflow, a.taskId, a.message, a.data, a.raisedAt, a.raisedBy],
+      `INSERT INTO ${c.t.alerts} (id, kind, subject, workflow, task_id, message, data, raised_at, raised_by, dedupe) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
+      [a.id, a.kind, a.subject, a.workflow, a.taskId, a.message, a.data, a.raisedAt, a.raisedBy, a.dedupe],
     ),
   );
 }

@@ -9,17 +9,9 @@ import { toAlertRow } from '../rows.ts';
 
 export function insertAlert(c: SqliteContext, a: AlertRow): void {
   c.tx(() => {
-    c.stmt('INSERT INTO stepwise_alerts (id, kind, subject, workflow, task_id, message, data, raised_at, raised_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING').run(
-      a.id,
-      a.kind,
-      a.subject,
-      a.workflow,
-      a.taskId,
-      a.message,
-      a.data,
-      a.raisedAt,
-      a.raisedBy,
-    );
+    c.stmt(
+      'INSERT INTO stepwise_alerts (id, kind, subject, workflow, task_id, message, data, raised_at, raised_by, dedupe) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING',
+    ).run(a.id, a.kind, a.subject, a.workflow, a.taskId, a.message, a.data, a.raisedAt, a.raisedBy, a.dedupe);
   });
 }
 

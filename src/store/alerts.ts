@@ -17,6 +17,8 @@ export interface AlertRow {
   raisedAt: number;
   /** The worker that raised it. */
   raisedBy: string;
+  /** What makes it the same alert (kind, subject, quiet period): a second insert of it is ignored. */
+  dedupe: string;
 }
 
 /** Alerts newest first: of these kinds, of a workflow or a task, raised before `before` (an id, for paging). */

@@ -14,16 +14,6 @@ import type { PeriodicScheduler } from './periodic.ts';
 export function alertsJob(scheduler: PeriodicScheduler, host: AlertHost & { bus: NewsBus; workerId: string }, options: ResolvedAlerts): () => void {
   const monitor = new AlertMonitor(host, options);
   scheduler.add({ name: 'watching for alerts', periodMs: monitor.everyMs, firstDelayMs: Math.min(monitor.everyMs, 5000), jitterMs: 1000, run: () => monitor.scan() });
-  scheduler.add({
-    name: 'deleting alerts past alerts.keep',
-    periodMs: 3_600_000,
-    firstDelayMs: 60_000,
-    jitterMs: 60_000,
-    run: async () => {
-      let deleted = 1000;
-      while (deleted === 1000) deleted = await host.store.purgeAlerts(host.clock.now() - options.keepMs, 1000);
-    },
-  });
   const failed = (during: string) => (e: unknown) => host.onError(coerceError(e), during);
   const off = [
     host.bus.on('run:claimed', (n) => {
@@ -35,4 +25,18 @@ export function alertsJob(scheduler: PeriodicScheduler, host: AlertHost & { bus:
     }),
   ];
   return () => off.forEach((f) => f());
+}
+
+/** Deletes listed alerts older than `keepMs`, every hour (also on engines that no longer raise any). */
+export function alertPurgeJob(scheduler: PeriodicScheduler, host: Pick<AlertHost, 'store' | 'clock'>, keepMs: number): void {
+  scheduler.add({
+    name: 'deleting alerts past alerts.keep',
+    periodMs: 3_600_000,
+    firstDelayMs: 60_000,
+    jitterMs: 60_000,
+    run: async () => {
+      let deleted = 1000;
+      while (deleted === 1000) deleted = await host.store.purgeAlerts(host.clock.now() - keepMs, 1000);
+    },
+  });
 }

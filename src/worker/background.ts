@@ -24,7 +24,8 @@ import { LAYERS } from '../payloads/layered-store.ts';
 import type { Workflow } from '../workflow.ts';
 import { PeriodicScheduler } from './periodic.ts';
 import { PRESENCE_REFRESH_MS, presenceJob } from './presence.ts';
-import { alertsJob } from './alerts-job.ts';
+import { alertPurgeJob, alertsJob } from './alerts-job.ts';
+import { DEFAULT_ALERT_KEEP_MS } from '../alerts/options.ts';
 import type { ResolvedAlerts } from '../alerts/options.ts';
 import type { Alert } from '../alerts/types.ts';
 
@@ -92,6 +93,7 @@ export class Background {
     // A raised alert is the worker's news (its log, and the observers' onAlert).
     const raised = (alert: Alert): void => host.bus.publish({ type: 'alert:raised', workerId: host.workerId, run: null, payload: alert });
     if (host.alerts) this.#unlisten = alertsJob(this.#scheduler, { ...host, raised }, host.alerts);
+    alertPurgeJob(this.#scheduler, host, host.alerts?.keepMs ?? DEFAULT_ALERT_KEEP_MS);
     // Deletions whose process died before reporting them reach this worker's observers.
     const deps = { store: host.store, clock: host.clock, observers: host.observers };
     if (host.retentionSweepMs > 0 && host.observers.some((o) => o.onTasksDeleted)) {

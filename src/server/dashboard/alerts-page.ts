@@ -4,22 +4,40 @@
  * it is about (linked to the task, or the workflow's task list), its message and the worker that
  * raised it; filtered by kind (in the URL, so a view can be shared) and paged.
  */
-import type { AlertInfo, AlertKind } from '../../index.ts';
+import { ALERT_KINDS, type AlertInfo, type AlertKind } from '../../index.ts';
 import { esc, time } from './html.ts';
 
-export const ALERT_PAGE_KINDS: readonly AlertKind[] = ['failure-rate', 'crash-loop', 'workers-gone', 'stuck', 'budget'];
+/** The page's filter, as given in its URL. */
+export interface AlertsFilter {
+  kinds: readonly AlertKind[] | null;
+  workflow: string | null;
+  taskId: string | null;
+}
 
-export function alertsPage(list: readonly AlertInfo[], filter: { kind: AlertKind | null; next: string | null }): string {
+/** The page's URL for `filter`, and the page after `cursor`. */
+function urlOf(filter: AlertsFilter, cursor?: string): string {
+  const q = new URLSearchParams();
+  if (filter.kinds) q.set('kind', filter.kinds.join(','));
+  if (filter.workflow) q.set('workflow', filter.workflow);
+  if (filter.taskId) q.set('taskId', filter.taskId);
+  if (cursor) q.set('cursor', cursor);
+  const s = q.toString();
+  return s ? `/alerts?${s}` : '/alerts';
+}
+
+export function alertsPage(list: readonly AlertInfo[], filter: AlertsFilter, next: string | null): string {
   const about = (a: AlertInfo): string =>
     a.taskId ? `<a href="/tasks/${esc(a.taskId)}">task ${esc(a.taskId)}</a>` : a.workflow ? `<a href="/?workflow=${encodeURIComponent(a.workflow)}">${esc(a.workflow)}</a>` : esc(a.subject);
   const rows = list.map(
     (a) =>
       `<tr data-alert="${esc(a.id)}"><td>${time(a.at)}</td><td><span class="badge">${esc(a.kind)}</span></td><td>${about(a)}</td><td>${esc(a.message)}</td><td><small>${esc(a.raisedBy)}</small></td></tr>`,
   );
-  const kinds = [`<a href="/alerts"${filter.kind === null ? ' aria-current="page"' : ''}>all</a>`]
-    .concat(ALERT_PAGE_KINDS.map((k) => `<a href="/alerts?kind=${k}"${filter.kind === k ? ' aria-current="page"' : ''}>${k}</a>`))
+  // One link per kind, keeping the workflow and task of the filter.
+  const current = (kinds: readonly AlertKind[] | null): string => (String(kinds ?? '') === String(filter.kinds ?? '') ? ' aria-current="page"' : '');
+  const kinds = [`<a href="${esc(urlOf({ ...filter, kinds: null }))}"${current(null)}>all</a>`]
+    .concat(ALERT_KINDS.map((k) => `<a href="${esc(urlOf({ ...filter, kinds: [k] }))}"${current([k])}>${k}</a>`))
     .join(' · ');
-  const more = filter.next ? `<p><a href="/alerts?${filter.kind ? `kind=${filter.kind}&amp;` : ''}cursor=${esc(filter.next)}">Older alerts →</a></p>` : '';
+  const more = next ? `<p><a href="${esc(urlOf(filter, next))}">Older alerts →</a></p>` : '';
   return `<section class="alerts">
 <h1>Alerts</h1>
 <p><a href="/">← Tasks</a></p>

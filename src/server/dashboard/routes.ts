@@ -101,7 +101,6 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
     '/alerts',
     page(async (c) => {
       const q = validate(AlertsQuery, c.req.query(), 'filters');
-      const kind = q.kind?.length === 1 ? q.kind[0]! : null;
       const limit = 100;
       const list = await engine.alerts({
         limit,
@@ -110,7 +109,8 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
         ...(q.taskId !== undefined ? { taskId: q.taskId } : {}),
         ...(q.cursor !== undefined ? { before: q.cursor } : {}),
       });
-      return { title: 'Alerts', body: alertsPage(list, { kind, next: list.length === limit ? (list.at(-1)?.id ?? null) : null }) };
+      const filter = { kinds: q.kind ?? null, workflow: q.workflow ?? null, taskId: q.taskId ?? null };
+      return { title: 'Alerts', body: alertsPage(list, filter, list.length === limit ? (list.at(-1)?.id ?? null) : null) };
     }),
   );
 }
