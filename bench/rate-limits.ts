@@ -5,9 +5,11 @@
 // steps; the ratio is limited ÷ plain (median over the rounds). A draw is one write transaction of
 // its own before the step's attempt (SQLite: BEGIN IMMEDIATE; PostgreSQL: one call of the function
 // rate_draw_now, which takes the advisory lock, prunes, sums and inserts).
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Engine, workflow } from '../dist/index.js';
-import { fmt, median, tempDir } from './lib.ts';
+import { fmt, median, root, stopWorkers, tempDir } from './lib.ts';
+import { limitedCall } from './rate-limit-workflows.ts';
 import * as postgres from './postgres.ts';
 
 interface Ctx {
@@ -66,6 +68,61 @@ async function measure(url: string, store: string, steps: number, rounds: number
   }
 }
 
+export interface RateLimitThroughput {
+  store: string;
+  processes: number;
+  rate: number;
+  perMs: number;
+  calls: number;
+  /** The most calls any interval of the limit's length held, by the time each call started. */
+  busiestWindow: number;
+  /** Calls per window over the run, as a share of the limit. */
+  share: number;
+}
+
+/** The most of `times` any interval of length `perMs` holds. */
+function busiest(times: number[], perMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < sorted.length; i++) {
+    while ((sorted[j] as number) <= (sorted[i] as number) - perMs) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+/**
+ * `processes` worker processes (`stepwise worker`) share a limit of `rate` calls per second through
+ * the store; `calls` tasks of one limited step each, started at once after a warm-up on a key of its
+ * own. Share: the calls ÷ (the limit × the windows the run took, from the first call to the last
+ * plus one window).
+ */
+async function acrossProcesses(url: string, store: string, processes: number, rate: number, calls: number): Promise<RateLimitThroughput> {
+  const perMs = 1000;
+  const env = { ...process.env, BENCH_RATE: String(rate), BENCH_PER: `${perMs}ms` };
+  const engine = new Engine({ store: url, workflows: [limitedCall], rateLimits: { 'bench-api': { requests: rate, per: '1s' } } });
+  const children: ChildProcess[] = [];
+  try {
+    await engine.ready();
+    for (let i = 0; i < processes; i++) {
+      const args = [join(root, 'dist/cli/main.js'), 'worker', join(root, 'bench/rate-limit-workflows.ts'), '--db', url, '--quiet', '--poll-ms', '20', '--concurrency', '16'];
+      children.push(spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], env }));
+    }
+    const run = async (key: string, n: number): Promise<Array<{ calledAt: number }>> => {
+      const handles = await engine.startMany(Array.from({ length: n }, () => ({ workflow: limitedCall, input: { key } })));
+      return Promise.all(handles.map((h) => engine.result(h.id, { timeout: '5m' }) as Promise<{ calledAt: number }>));
+    };
+    await run('warm-up', rate);
+    const outs = await run('measured', calls);
+    const started = outs.map((o) => o.calledAt);
+    const span = Math.max(...started) - Math.min(...started);
+    return { store, processes, rate, perMs, calls, busiestWindow: busiest(started, perMs), share: calls / (rate * ((span + perMs) / perMs)) };
+  } finally {
+    await stopWorkers(children);
+    await engine.close();
+  }
+}
+
 export async function report(c: Ctx): Promise<void> {
   const steps = c.quick ? 200 : 1000;
   const rounds = c.quick ? 3 : 5;
@@ -76,4 +133,15 @@ export async function report(c: Ctx): Promise<void> {
     c.line(`    ${f.store.padEnd(9)} plain ${fmt(f.plainUsPerStep, 0).padStart(5)} µs/step | with a draw ${fmt(f.limitedUsPerStep, 0).padStart(5)} µs/step | ratio ${fmt(f.ratio, 2)}×`);
   }
   c.results.rateLimits = figures;
+  const rate = 20;
+  const calls = c.quick ? 100 : 240;
+  c.line(
+    `    A binding limit (${rate} calls a second) shared by 4 worker processes: ${calls} tasks of one limited step, started at once; the most calls any second held (by their start), and the calls per second over the run as a share of the limit:`,
+  );
+  const shared: RateLimitThroughput[] = [await acrossProcesses(`sqlite:${join(tempDir(), 'rate-shared.db')}`, 'sqlite', 4, rate, calls)];
+  if (c.pgUp) shared.push(await acrossProcesses(postgres.freshPgUrl('rateshared'), 'postgres', 4, rate, calls));
+  for (const f of shared) {
+    c.line(`    ${f.store.padEnd(9)} busiest second ${f.busiestWindow} of ${f.rate} | throughput ${fmt(f.share * 100, 1)}% of the limit`);
+  }
+  c.results.rateLimitThroughput = shared;
 }
