@@ -14,8 +14,10 @@ import { busiestWindow, readCalls } from './support/rate-calls.ts';
 const freshSchema = schemasOfThisFile('sw_rate_crash');
 const FIXTURE = 'test/fixtures/rate-limit-workflows.ts';
 const RATE = 5;
-const PER_MS = 1000;
-const TOTAL = 120;
+// A window of 2 s: its margin (5%, 100 ms) is what a draw's round trip must stay within on a
+// loaded machine while processes are being killed.
+const PER_MS = 2000;
+const TOTAL = 80;
 const KILLING_MS = 20_000;
 
 describe.skipIf(!(await hasPostgres()))('rate limits under SIGKILL (PostgreSQL, real processes)', () => {
@@ -57,9 +59,14 @@ describe.skipIf(!(await hasPostgres()))('rate limits under SIGKILL (PostgreSQL, 
           PER_MS,
         ),
       ).toBeLessThanOrEqual(RATE);
+      // A call goes late only after its draws came back later than the margin three times running
+      // (docs/rate-limits.md): such calls are the exception, and the rest keep the limit.
+      const margin = PER_MS * 0.05;
+      const onTime = calls.filter((c) => c.calledAt <= c.drawnAt + margin);
+      expect(calls.length - onTime.length).toBeLessThanOrEqual(Math.ceil(calls.length * 0.05));
       expect(
         busiestWindow(
-          calls.map((c) => c.calledAt),
+          onTime.map((c) => c.calledAt),
           PER_MS,
         ),
       ).toBeLessThanOrEqual(RATE);
