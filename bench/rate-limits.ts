@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Engine, workflow } from '../dist/index.js';
 import { fmt, median, root, stopWorkers, tempDir } from './lib.ts';
 import { limitedCall } from './rate-limit-workflows.ts';
+import { busiestWindow } from '../test/support/rate-calls.ts';
 import * as postgres from './postgres.ts';
 
 interface Ctx {
@@ -80,17 +81,6 @@ export interface RateLimitThroughput {
   share: number;
 }
 
-/** The most of `times` any interval of length `perMs` holds. */
-function busiest(times: number[], perMs: number): number {
-  const sorted = [...times].sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while ((sorted[j] as number) <= (sorted[i] as number) - perMs) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
-}
-
 /**
  * `processes` worker processes (`stepwise worker`) share a limit of `rate` calls per second through
  * the store; `calls` tasks of one limited step each, started at once after a warm-up on a key of its
@@ -116,7 +106,7 @@ async function acrossProcesses(url: string, store: string, processes: number, ra
     const outs = await run('measured', calls);
     const started = outs.map((o) => o.calledAt);
     const span = Math.max(...started) - Math.min(...started);
-    return { store, processes, rate, perMs, calls, busiestWindow: busiest(started, perMs), share: calls / (rate * ((span + perMs) / perMs)) };
+    return { store, processes, rate, perMs, calls, busiestWindow: busiestWindow(started, perMs), share: calls / (rate * ((span + perMs) / perMs)) };
   } finally {
     await stopWorkers(children);
     await engine.close();

@@ -6,8 +6,11 @@ import type { Duration } from '../duration.ts';
 
 export type AlertKind = 'failure-rate' | 'crash-loop' | 'workers-gone' | 'stuck' | 'budget';
 
+/** Every alert kind once: a record over AlertKind, so a new kind fails the typecheck until listed. */
+const KIND_SET: Record<AlertKind, true> = { 'failure-rate': true, 'crash-loop': true, 'workers-gone': true, stuck: true, budget: true };
+
 /** Every alert kind, in the order the docs list them. */
-export const ALERT_KINDS: readonly AlertKind[] = Object.freeze(['failure-rate', 'crash-loop', 'workers-gone', 'stuck', 'budget'] as const);
+export const ALERT_KINDS = Object.freeze(Object.keys(KIND_SET)) as readonly [AlertKind, ...AlertKind[]];
 
 /** One alert: raised at most once per subject and quiet period, across every worker of the store. */
 export interface Alert {

@@ -4,14 +4,11 @@
  * public library API.
  */
 import type { AlertKind } from '../index.ts';
-import { int, str, withEngine, type CommandContext } from './context.ts';
+import { int, listFlag, str, withEngine, type CommandContext } from './context.ts';
 import { bold, dim, table, time } from './style.ts';
 
 export async function alerts(ctx: CommandContext): Promise<void> {
-  const kind = str(ctx.options, 'kind')
-    ?.split(',')
-    .map((s) => s.trim())
-    .filter(Boolean) as AlertKind[] | undefined;
+  const kind = listFlag(ctx, 'kind') as AlertKind[] | undefined;
   const workflow = str(ctx.options, 'workflow');
   const task = str(ctx.options, 'task');
   const limit = int(ctx, 'limit');

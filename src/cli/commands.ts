@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, formatMs, toMs, type DeletableStatus, type Engine } from '../index.ts';
-import { by, int, keyOption, need, parseJson, str, withEngine, type CommandContext } from './context.ts';
+import { by, int, keyOption, listFlag, need, parseJson, str, withEngine, type CommandContext } from './context.ts';
 import { bold, colorStatus, dim, time } from './style.ts';
 import { taskDetail, taskTable } from './format.ts';
 import { LiveBlock, taskItem, usageSoFar } from './live.ts';
@@ -202,13 +202,8 @@ export async function deleteTask(ctx: CommandContext): Promise<void> {
 export async function purge(ctx: CommandContext): Promise<void> {
   const olderThan = str(ctx.options, 'older-than');
   if (olderThan === undefined) throw new InvalidArgumentError("purge needs --older-than: how long ago the tasks must have finished ('30d'; 0 for every finished task).");
-  const list = (name: string): string[] | undefined =>
-    str(ctx.options, name)
-      ?.split(',')
-      .map((s) => s.trim())
-      .filter(Boolean);
-  const statuses = list('status');
-  const workflows = list('workflow');
+  const statuses = listFlag(ctx, 'status');
+  const workflows = listFlag(ctx, 'workflow');
   const dryRun = ctx.options['dry-run'] === true;
   await withEngine(ctx, async (engine) => {
     const r = await engine.purge({

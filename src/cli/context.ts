@@ -58,6 +58,14 @@ export function int(ctx: CommandContext, name: string): number | undefined {
   return n;
 }
 
+/** A `--name a,b` flag as its non-empty items, or undefined without the flag. */
+export function listFlag(ctx: CommandContext, name: string): string[] | undefined {
+  return str(ctx.options, name)
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
 /** A --key value: absent, or a non-empty key (an empty one would silently start a new task each time). */
 export function keyOption(ctx: CommandContext): string | undefined {
   const key = str(ctx.options, 'key');

@@ -6,7 +6,7 @@
  * a terminal), the structured log of transitions, steps, signals and approvals.
  */
 import { Engine, formatMs, type Observer, type Worker, type WorkerEvents, type WorkerOptions } from '../index.ts';
-import { int, logFormat, need, str, type CommandContext } from './context.ts';
+import { int, listFlag, logFormat, need, str, type CommandContext } from './context.ts';
 import { loadModule } from './load-module.ts';
 import { LiveBlock } from './live.ts';
 import { bold, colorStatus, dim } from './style.ts';
@@ -37,10 +37,7 @@ function usageTracker(): { spentOf: (taskId: string) => Spent; forget: (taskId: 
 }
 
 function workerOptions(ctx: CommandContext): WorkerOptions {
-  const only = str(ctx.options, 'workflows')
-    ?.split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const only = listFlag(ctx, 'workflows');
   return {
     ...(int(ctx, 'concurrency') !== undefined ? { concurrency: int(ctx, 'concurrency') } : {}),
     ...(int(ctx, 'claim-batch') !== undefined ? { claimBatch: int(ctx, 'claim-batch') } : {}),

@@ -5,11 +5,11 @@
  */
 import { ALERT_KINDS, type AlertInfo, type AlertKind, type AlertsQuery } from '../alerts/types.ts';
 import { InvalidArgumentError } from '../errors.ts';
-import { checkOptionKeys } from '../option-keys.ts';
+import { checkOptionKeys, optionNames } from '../option-keys.ts';
 import type { AlertRow } from '../store.ts';
 import type { CommandContext } from './context.ts';
 
-const QUERY_KEYS = ['kind', 'workflow', 'taskId', 'before', 'limit'] as const;
+const QUERY_KEYS = optionNames<AlertsQuery>()('kind', 'workflow', 'taskId', 'before', 'limit');
 
 export async function listAlerts(ctx: CommandContext, query: AlertsQuery): Promise<AlertInfo[]> {
   if (typeof query !== 'object' || query === null) throw new InvalidArgumentError('engine.alerts(query): the query must be an object.');

@@ -164,22 +164,25 @@ export class PayloadLayer {
 
   /** Writes the blobs of `p` (and their owners) before the write that refers to them. */
   async flush(p: Pending): Promise<void> {
+    const backend = this.#o.backend;
+    if (!backend) {
+      for (const w of this.blobWrites(p)) {
+        await this.inner.putBlobs(w);
+        this.#written(w);
+      }
+      return;
+    }
     const at = this.#o.now();
     for (const g of this.#blobsToWrite(p)) {
-      const backend = this.#o.backend;
-      if (!backend) {
-        await this.inner.putBlobs({ owners: g.owners, at, blobs: g.blobs.map(([h, c]) => this.#row(h, c, null, this.#packer.pack(c))) });
-      } else {
-        const present = await this.inner.touchBlobs({ owners: g.owners, hashes: g.blobs.map(([h]) => h), at });
-        const rows: BlobRow[] = [];
-        for (const [h, c] of g.blobs) {
-          if (present.has(h)) continue;
-          const packed = this.#packer.pack(c);
-          rows.push(this.#row(h, c, await backend.put(h, packed), packed));
-          faultPoint('payloads:bytes-stored');
-        }
-        await this.inner.putBlobs({ owners: g.owners, at, blobs: rows });
+      const present = await this.inner.touchBlobs({ owners: g.owners, hashes: g.blobs.map(([h]) => h), at });
+      const rows: BlobRow[] = [];
+      for (const [h, c] of g.blobs) {
+        if (present.has(h)) continue;
+        const packed = this.#packer.pack(c);
+        rows.push(this.#row(h, c, await backend.put(h, packed), packed));
+        faultPoint('payloads:bytes-stored');
       }
+      await this.inner.putBlobs({ owners: g.owners, at, blobs: rows });
       faultPoint('payloads:blobs-written');
       this.#remember(
         g.owners,
@@ -190,21 +193,22 @@ export class PayloadLayer {
 
   /** {@link flush}, synchronously (see {@link syncWrites}). */
   flushNow(p: Pending): void {
-    const at = this.#o.now();
-    for (const g of this.#blobsToWrite(p)) {
-      this.inner.putBlobsNow!({ owners: g.owners, at, blobs: g.blobs.map(([h, c]) => this.#row(h, c, null, this.#packer.pack(c))) });
-      faultPoint('payloads:blobs-written');
-      this.#remember(
-        g.owners,
-        g.blobs.map(([h]) => h),
-      );
+    for (const w of this.blobWrites(p)) {
+      this.inner.putBlobsNow!(w);
+      this.#written(w);
     }
   }
 
+  /** After a write of blob rows that committed. */
+  #written(w: BlobWrite): void {
+    faultPoint('payloads:blobs-written');
+    this.held([w]);
+  }
+
   /**
-   * The blobs of `p` as rows for a write that keeps them in its own transaction (a transactional
-   * step's): packed, their bytes in the database even with a backend, since awaiting a backend
-   * there would hold the database's write lock. Known as held once that commits ({@link held}).
+   * The blobs of `p` as rows with their bytes in the database: the writes without a backend, and a
+   * transactional step's, which keeps them in the database even with a backend (awaiting a
+   * backend in its transaction would hold the write lock). Known as held once written ({@link held}).
    */
   blobWrites(p: Pending): BlobWrite[] {
     const at = this.#o.now();

@@ -6,7 +6,7 @@
  * catch wrong shapes and types first, with the path of the offending field.
  */
 import { z } from 'zod';
-import { ALL_STATUSES, InvalidArgumentError, type AlertKind, type ApprovalStatus } from '../index.ts';
+import { ALERT_KINDS, ALL_STATUSES, InvalidArgumentError, type ApprovalStatus } from '../index.ts';
 
 /** Task ids are 26 Crockford base32 characters; anything close enough is looked up, anything else refused. */
 export const TaskId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'a task id is 1-64 letters and digits');
@@ -96,16 +96,25 @@ export const DecideBody = z
   })
   .strict();
 
-const StatusList = z
-  .string()
-  .max(200)
-  .transform((s) =>
-    s
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean),
-  )
-  .pipe(z.array(z.enum(ALL_STATUSES as unknown as [string, ...string[]])));
+/**
+ * A comma-separated list of `values` in a query string (`status=failed,cancelled`), as an array;
+ * `atLeastOne`: the message when the list is empty (else an empty list is allowed).
+ */
+function commaList<V extends string>(values: readonly [V, ...V[]], atLeastOne?: string) {
+  const items = z.array(z.enum(values));
+  return z
+    .string()
+    .max(200)
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .pipe(atLeastOne ? items.min(1, atLeastOne) : items);
+}
+
+const StatusList = commaList(ALL_STATUSES as unknown as [string, ...string[]]);
 
 /** `tenant=acme,user=u1` as a tag map (a value cannot hold a comma here; the engine checks keys and values). */
 export const TagList = z
@@ -179,22 +188,9 @@ export const SchedulesQuery = z
   })
   .strict();
 
-/** Every kind of alert: a record over the engine's AlertKind, so a new one fails the typecheck until listed. */
-const ALERT_KIND_SET: Record<AlertKind, true> = { 'failure-rate': true, 'crash-loop': true, 'workers-gone': true, stuck: true, budget: true };
-const ALERT_KINDS = Object.keys(ALERT_KIND_SET) as [AlertKind, ...AlertKind[]];
-
 export const AlertsQuery = z
   .object({
-    kind: z
-      .string()
-      .max(200)
-      .transform((s) =>
-        s
-          .split(',')
-          .map((x) => x.trim())
-          .filter(Boolean),
-      )
-      .pipe(z.array(z.enum(ALERT_KINDS)).min(1, 'give at least one alert kind'))
+    kind: commaList(ALERT_KINDS, 'give at least one alert kind')
       .optional()
       .describe(`comma-separated alert kinds (${ALERT_KINDS.join(', ')})`),
     workflow: WorkflowName.optional(),
@@ -212,16 +208,7 @@ export const AlertsQuery = z
 const APPROVAL_STATUS_SET: Record<ApprovalStatus, true> = { pending: true, escalated: true, approved: true, rejected: true, expired: true };
 export const APPROVAL_STATUSES = Object.keys(APPROVAL_STATUS_SET) as [ApprovalStatus, ...ApprovalStatus[]];
 
-const ApprovalStatusList = z
-  .string()
-  .max(200)
-  .transform((s) =>
-    s
-      .split(',')
-      .map((x) => x.trim())
-      .filter(Boolean),
-  )
-  .pipe(z.array(z.enum(APPROVAL_STATUSES)).min(1, 'give at least one approval status'));
+const ApprovalStatusList = commaList(APPROVAL_STATUSES, 'give at least one approval status');
 
 export const ApprovalsQuery = z
   .object({

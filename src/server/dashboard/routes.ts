@@ -19,6 +19,7 @@ import { SCRIPT, STYLE } from './assets.ts';
 import { esc, layout } from './html.ts';
 import { schedulesPage } from './schedules-page.ts';
 import { alertsPage } from './alerts-page.ts';
+import { alertsQueryOf } from '../routes/alerts.ts';
 import { loginRoutes } from './login.ts';
 import { listPage, taskPage, type ListView } from './pages.ts';
 import { listFilter } from '../list-filter.ts';
@@ -102,13 +103,7 @@ export function dashboardRoutes(app: Hono<Env>, deps: DashboardDeps): void {
     page(async (c) => {
       const q = validate(AlertsQuery, c.req.query(), 'filters');
       const limit = 100;
-      const list = await engine.alerts({
-        limit,
-        ...(q.kind ? { kind: q.kind } : {}),
-        ...(q.workflow !== undefined ? { workflow: q.workflow } : {}),
-        ...(q.taskId !== undefined ? { taskId: q.taskId } : {}),
-        ...(q.cursor !== undefined ? { before: q.cursor } : {}),
-      });
+      const list = await engine.alerts(alertsQueryOf(q, limit));
       const filter = { kinds: q.kind ?? null, workflow: q.workflow ?? null, taskId: q.taskId ?? null };
       return { title: 'Alerts', body: alertsPage(list, filter, list.length === limit ? (list.at(-1)?.id ?? null) : null) };
     }),
