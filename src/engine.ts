@@ -43,25 +43,8 @@ import { TaskHandle } from './commands/task-handle.ts';
 import * as cmd from './commands/index.ts';
 import type { EngineOptions } from './commands/engine-options.ts';
 import type { Schedules } from './schedules/schedules.ts';
+import type { DriftFilter, DriftReport, TaskDrift } from './replay/drift.ts';
 export { TaskHandle } from './commands/task-handle.ts';
-export type { EngineOptions } from './commands/engine-options.ts';
-
-export type {
-  By,
-  CommandOptions,
-  MoveOptions,
-  CountOptions,
-  Explanation,
-  ListOptions,
-  ListResult,
-  ResultOptions,
-  RetryTaskOptions,
-  ForkOptions,
-  SignalOptions,
-  SignalResult,
-  StartOptions,
-  StartResult,
-} from './commands/options.ts';
 
 /**
  * The engine a workflow's code runs under (the one whose worker runs the task), for code that
@@ -194,6 +177,19 @@ export class Engine {
    */
   async fork(id: string, options: ForkOptions = {}): Promise<StartResult> {
     return cmd.forkTask(this.#core.starts, id, options);
+  }
+
+  /**
+   * The recorded model calls (`stepwise-engine/ai`) the current code would make with another request
+   * (prompt, model, tools or settings changed), of one task or of a filter's tasks, found by
+   * replaying each without calling the model. Re-run from the first: `retry(id, { fromStep: 'first-drift' })`.
+   * @example
+   * const { drifted } = await engine.drift({ workflow: 'summary', status: 'succeeded' });
+   */
+  drift(id: string): Promise<TaskDrift>;
+  drift(filter?: DriftFilter): Promise<DriftReport>;
+  async drift(target: string | DriftFilter = {}): Promise<TaskDrift | DriftReport> {
+    return typeof target === 'string' ? cmd.taskDrift(this.#ctx, target) : cmd.filterDrift(this.#ctx, target);
   }
 
   /**

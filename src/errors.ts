@@ -66,5 +66,9 @@ export { LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavaila
 export { ApprovalNotFoundError, TaskEndedError, ApprovalRequiredError, ApprovalExpiredError } from './errors/approval.ts';
 export { ScheduleNotFoundError } from './errors/schedule.ts';
 
+// Replays of a task's journal against the current code
+export { ReplayCheckError, isReplayCheckError } from './errors/replay.ts';
+export type { ReplayFailure } from './errors/replay.ts';
+
 // The payload store
 export { PayloadUnreadableError } from './errors/payload.ts';

@@ -48,8 +48,8 @@ export type { MachineOptions } from './machine/machine.ts';
 // Running them: the engine (commands and reads), its options and results, and workers
 export { Engine, TaskHandle, engineOf } from './engine.ts';
 export type { StartManyItem } from './start-plan.ts';
+export type { EngineOptions } from './commands/engine-options.ts';
 export type {
-  EngineOptions,
   CommandOptions,
   MoveOptions,
   SignalOptions,
@@ -64,7 +64,9 @@ export type {
   CountOptions,
   ResultOptions,
   Explanation,
-} from './engine.ts';
+} from './commands/options.ts';
+export type { TaskDrift, DriftFilter, DriftReport } from './replay/drift.ts';
+export type { DriftedCall } from './replay/replay-task.ts';
 export { Worker } from './worker.ts';
 export type { WorkerOptions, WorkerState } from './worker.ts';
 export type { WorkerEvents, WorkerEventName } from './events.ts';
@@ -205,8 +207,10 @@ export {
   TaskEndedError,
   ApprovalRequiredError,
   ApprovalExpiredError,
+  ReplayCheckError,
+  isReplayCheckError,
 } from './errors.ts';
-export type { ErrorCode, StepwiseErrorOptions, OutputIssue } from './errors.ts';
+export type { ErrorCode, StepwiseErrorOptions, OutputIssue, ReplayFailure } from './errors.ts';
 
 // Failure handling: a step's `classify` hook, output validation, reading failed attempts
 export type { ErrorClass, FailureKind, ClassifyResult, Classifier } from './failure/classify.ts';

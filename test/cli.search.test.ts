@@ -6,6 +6,7 @@ import { Engine } from '../src/index.ts';
 import { tempDir } from './support/engine.ts';
 import { runCli } from './support/processes.ts';
 import { triple } from './fixtures/crash-workflows.ts';
+import { summary } from './fixtures/drift-workflows.ts';
 
 describe('stepwise fork and retry --from-step', () => {
   it('forks a finished task from a step with another input, and re-runs it from a step', async () => {
@@ -112,5 +113,46 @@ describe('stepwise ls: search', () => {
     const badKey = runCli(['start', 'triple', '--input', '{}', '--db', db, '--tag', '9x=1']);
     expect(badKey.code).not.toBe(0);
     expect(badKey.err).toContain('is not a tag key');
+  });
+});
+
+describe('stepwise drift, and retry --from-step first-drift --module', () => {
+  it("reports the tasks whose model calls the module's code makes otherwise, and re-runs one from its first drift", async () => {
+    const db = `sqlite:${join(tempDir(), 'drift.db')}`;
+    const module = 'test/fixtures/drift-workflows.ts';
+    const engine = new Engine({ store: db, workflows: [summary] });
+    const worker = engine.worker({ concurrency: 1, pollIntervalMs: 20 });
+    await worker.start();
+    try {
+      const { id } = await engine.start(summary, { doc: 'tides' });
+      expect(await engine.result(id, { timeout: '20s' })).toBe('answer 1');
+      const edited = { STEPWISE_TEST_PROMPT: 'Summarise in one line' };
+
+      const same = runCli(['drift', module, id, '--db', db]);
+      expect(same.code, same.err).toBe(0);
+      expect(same.out).toContain('no drift');
+      const one = runCli(['drift', module, id, '--db', db], edited);
+      expect(one.code, one.err).toBe(0);
+      expect(one.out).toContain('1 drifted model call(s)');
+      expect(one.out).toContain(`stepwise retry ${id} --from-step summarise`);
+      const all = runCli(['drift', module, '--workflow', 'summary', '--status', 'succeeded', '--db', db, '--json'], edited);
+      expect(all.code, all.err).toBe(0);
+      expect(JSON.parse(all.out)).toMatchObject({ checked: 1, drifted: [{ taskId: id, firstDrift: 'summarise' }], unreplayable: [] });
+
+      const noModule = runCli(['retry', id, '--from-step', 'first-drift', '--db', db]);
+      expect(noModule.code).not.toBe(0);
+      expect(noModule.err).toContain('--module');
+      expect(runCli(['drift', '--db', db]).err).toContain('Missing workflow module');
+      expect(runCli(['drift', module, '--bogus', '--db', db]).code).not.toBe(0);
+
+      const rerun = runCli(['retry', id, '--from-step', 'first-drift', '--module', module, '--as', 'ops', '--db', db], edited);
+      expect(rerun.code, rerun.err).toBe(0);
+      expect(await engine.result(id, { timeout: '20s' })).toBe('answer 2');
+      const entry = (await engine.get(id)).history.find((h) => h.type === 'transition' && h.event === 'retry');
+      expect(entry).toMatchObject({ actor: { id: 'ops' }, detail: { fromStep: 'summarise' } });
+    } finally {
+      await worker.stop();
+      await engine.close();
+    }
   });
 });

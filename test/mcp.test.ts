@@ -10,6 +10,7 @@ import { Engine, workflow } from '../src/index.ts';
 import { createServer } from '../src/server/index.ts';
 import { makeEngine, startWorker, tempDir, waitForStatus } from './support/engine.ts';
 import { TOKENS, tokenOf } from './support/server.ts';
+import { summary } from './fixtures/drift-workflows.ts';
 
 const parked = workflow('parked', async (ctx, input: { topic: string }) => {
   await ctx.step('draft', () => `draft of ${input.topic}`);
@@ -42,7 +43,19 @@ describe('MCP server', () => {
     await client.connect(transport);
     try {
       const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-      expect(tools).toEqual(['cancel_task', 'decide_approval', 'explain_task', 'fork_task', 'list_approvals', 'list_tasks', 'retry_task', 'show_task', 'task_log', 'task_usage']);
+      expect(tools).toEqual([
+        'cancel_task',
+        'decide_approval',
+        'explain_task',
+        'fork_task',
+        'list_approvals',
+        'list_tasks',
+        'retry_task',
+        'show_task',
+        'task_drift',
+        'task_log',
+        'task_usage',
+      ]);
       const found = parsed(await client.callTool({ name: 'list_tasks', arguments: { tags: { tenant: 'acme' } } }));
       expect(found.tasks.map((t: { id: string }) => t.id)).toEqual([id]);
       const shown = parsed(await client.callTool({ name: 'show_task', arguments: { id } }));
@@ -115,6 +128,36 @@ describe('MCP server', () => {
     } finally {
       await close();
       await worker.stop();
+    }
+  });
+
+  it("over stdio with --module: task_drift reports a changed prompt's drift, and retry_task re-runs from 'first-drift'", async () => {
+    const db = `sqlite:${join(tempDir(), 'mcp-drift.db')}`;
+    const engine = new Engine({ store: db, workflows: [summary] });
+    const worker = engine.worker({ pollIntervalMs: 20 });
+    await worker.start();
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    try {
+      const { id } = await engine.start(summary, { doc: 'tides' });
+      expect(await engine.result(id, { timeout: '20s' })).toBe('answer 1');
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: ['--import', 'tsx', 'src/cli/main.ts', 'mcp', '--db', db, '--as', 'claude', '--module', 'test/fixtures/drift-workflows.ts'],
+        cwd: new URL('..', import.meta.url).pathname,
+        env: { ...(process.env as Record<string, string>), STEPWISE_TEST_PROMPT: 'Summarise in one line' },
+        stderr: 'pipe',
+      });
+      await client.connect(transport);
+      const drift = parsed(await client.callTool({ name: 'task_drift', arguments: { id } }));
+      expect(drift).toMatchObject({ taskId: id, firstDrift: 'summarise', drift: [{ step: 'summarise' }] });
+      const rerun = parsed(await client.callTool({ name: 'retry_task', arguments: { id, fromStep: 'first-drift' } }));
+      expect(rerun.status).toBe('pending');
+      expect(await engine.result(id, { timeout: '20s' })).toBe('answer 2');
+      expect((await engine.get(id)).history.find((e) => e.type === 'transition' && e.event === 'retry')).toMatchObject({ actor: { id: 'claude' }, detail: { fromStep: 'summarise' } });
+    } finally {
+      await client.close();
+      await worker.stop();
+      await engine.close();
     }
   });
 });

@@ -1,10 +1,14 @@
 // Re-run and fork over HTTP: POST /api/tasks/:id/retry takes fromStep (required for a succeeded or
 // cancelled task), POST /api/tasks/:id/fork makes the fork (201); both need the operate right; the
 // dashboard shows the step buttons to an operator only, and a fork's page names its source.
+// GET /api/tasks/:id/drift and GET /api/drift report recorded model calls the server's code would
+// make otherwise, and fromStep 'first-drift' re-runs from the first.
 import { describe, expect, it } from 'vitest';
+import { MockLanguageModelV3 } from 'ai/test';
 import { workflow } from '../src/index.ts';
+import { generateText } from '../src/ai/index.ts';
 import { createServer } from '../src/server/index.ts';
-import { makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 import { call, TOKENS } from './support/server.ts';
 
 const ran: string[] = [];
@@ -48,6 +52,52 @@ describe('HTTP API and dashboard: re-run and fork', () => {
       expect((await call(server, 'GET', `/tasks/${id}`, { as: 'vera' })).body).not.toContain('data-rerun');
       const forkPage = (await call(server, 'GET', `/tasks/${fork.body.id}`, { as: 'vera' })).body as string;
       expect(forkPage).toContain(`<dt>Forked from</dt><dd class="forked"><a href="/tasks/${id}">`);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it("reports drift to a viewer and re-runs from 'first-drift' for an operator", async () => {
+    let calls = 0;
+    const model = new MockLanguageModelV3({
+      modelId: 'm1',
+      doGenerate: async () => ({
+        content: [{ type: 'text' as const, text: `answer ${++calls}` }],
+        finishReason: { unified: 'stop' as const, raw: undefined },
+        usage: { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } },
+        warnings: [],
+      }),
+    });
+    const summary = (prompt: string) => workflow('summary', async (ctx) => (await generateText(ctx, 'summarise', { model, prompt })).text);
+    const url = tempDbUrl();
+    const old = makeEngine({ store: url, workflows: [summary('Summarise')] });
+    const w1 = await startWorker(old);
+    const { id } = await old.start('summary');
+    await old.result(id, { timeout: '10s' });
+    await w1.stop();
+
+    const engine = makeEngine({ store: url, workflows: [summary('Summarise in one line')] });
+    const server = createServer(engine, { tokens: TOKENS });
+    const one = await call(server, 'GET', `/api/tasks/${id}/drift`, { as: 'vera' });
+    expect(one.status).toBe(200);
+    expect(one.body).toMatchObject({ taskId: id, workflow: 'summary', firstDrift: 'summarise', drift: [{ step: 'summarise' }] });
+    const all = await call(server, 'GET', '/api/drift?workflow=summary&status=succeeded&limit=10', { as: 'vera' });
+    expect(all.status).toBe(200);
+    expect(all.body).toMatchObject({ checked: 1, drifted: [{ taskId: id, firstDrift: 'summarise' }], unreplayable: [], nextCursor: null });
+    expect((await call(server, 'GET', '/api/drift?statuz=failed', { as: 'vera' })).status).toBe(400);
+    expect((await call(server, 'GET', '/api/tasks/0000000000000000000000000z/drift', { as: 'vera' })).status).toBe(404);
+    expect(calls).toBe(1);
+
+    expect((await call(server, 'POST', `/api/tasks/${id}/retry`, { as: 'vera', body: { fromStep: 'first-drift' } })).status).toBe(403);
+    const worker = await startWorker(engine);
+    try {
+      const rerun = await call(server, 'POST', `/api/tasks/${id}/retry`, { as: 'oscar', body: { fromStep: 'first-drift' } });
+      expect(rerun.status).toBe(200);
+      expect(await engine.result(id, { timeout: '10s' })).toBe('answer 2');
+      // Nothing has drifted now: a second re-run from the first drift is a conflict.
+      const again = await call(server, 'POST', `/api/tasks/${id}/retry`, { as: 'oscar', body: { fromStep: 'first-drift' } });
+      expect(again.status).toBe(409);
+      expect(again.body.error.message).toContain('no drifted model call');
     } finally {
       await worker.stop();
     }

@@ -12,7 +12,7 @@ import { Engine, workflow, type Worker, type Workflow } from '../src/index.ts';
 import type { Store } from '../src/store.ts';
 import { openStore } from '../src/store-url.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { ProcessStore, type CrashPlan, type WriteInfo } from '../src/testing/crash-store.ts';
+import { ProcessStore, type CrashPlan, type WriteInfo } from '../src/replay/process-store.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PeriodicScheduler } from '../src/worker/periodic.ts';
-import { ManualClock } from '../src/testing/manual-clock.ts';
+import { ManualClock } from '../src/manual-clock.ts';
 
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 

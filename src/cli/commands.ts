@@ -11,6 +11,7 @@ import { LiveBlock, taskItem, usageSoFar } from './live.ts';
 import { keyedStartOptions } from './start-options.ts';
 import { searchFlags, statusFlag, tagFlags } from './search-options.ts';
 import { readTree, treeLines } from './tree.ts';
+import { moduleFlag } from './drift.ts';
 
 export async function start(ctx: CommandContext): Promise<void> {
   const name = need(ctx, 0, 'workflow name (stepwise start <workflow> --input JSON)');
@@ -169,23 +170,42 @@ function command(run: (engine: Engine, id: string, ctx: CommandContext) => Promi
 }
 
 export const cancel = command((e, id, ctx) => e.cancel(id, { ...by(ctx), ...(str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}) }), 'cancel');
-export const retry = command((e, id, ctx) => e.retry(id, { ...by(ctx), ...(str(ctx.options, 'from-step') !== undefined ? { fromStep: str(ctx.options, 'from-step') } : {}) }), 'retry');
+export async function retry(ctx: CommandContext): Promise<void> {
+  const id = need(ctx, 0, 'task id (stepwise retry <id> [--from-step S|first-drift --module M])');
+  const fromStep = str(ctx.options, 'from-step');
+  const workflows = await moduleFlag(ctx);
+  await withEngine(
+    ctx,
+    async (engine) => {
+      const t = await engine.retry(id, { ...by(ctx), ...(fromStep !== undefined ? { fromStep } : {}) });
+      ctx.out(ctx.json ? JSON.stringify(t) : `${t.id} → ${colorStatus(t.status)}`);
+    },
+    false,
+    workflows,
+  );
+}
 export async function fork(ctx: CommandContext): Promise<void> {
   const id = need(ctx, 0, 'task id (stepwise fork <id> [--from-step S] [--input JSON])');
   const fromStep = str(ctx.options, 'from-step');
   const input = str(ctx.options, 'input');
   const tags = tagFlags(ctx, 'fork');
   const title = str(ctx.options, 'title');
-  await withEngine(ctx, async (engine) => {
-    const f = await engine.fork(id, {
-      ...by(ctx),
-      ...(fromStep !== undefined ? { fromStep } : {}),
-      ...(input !== undefined ? { input: parseJson(input, '--input') } : {}),
-      ...(tags ? { tags } : {}),
-      ...(title !== undefined ? { title } : {}),
-    });
-    ctx.out(ctx.json ? JSON.stringify(f) : `Forked ${id}${fromStep ? ` from step ${fromStep}` : ''} → ${f.id} (${colorStatus(f.status)})`);
-  });
+  const workflows = await moduleFlag(ctx);
+  await withEngine(
+    ctx,
+    async (engine) => {
+      const f = await engine.fork(id, {
+        ...by(ctx),
+        ...(fromStep !== undefined ? { fromStep } : {}),
+        ...(input !== undefined ? { input: parseJson(input, '--input') } : {}),
+        ...(tags ? { tags } : {}),
+        ...(title !== undefined ? { title } : {}),
+      });
+      ctx.out(ctx.json ? JSON.stringify(f) : `Forked ${id}${fromStep ? ` from step ${fromStep}` : ''} → ${f.id} (${colorStatus(f.status)})`);
+    },
+    false,
+    workflows,
+  );
 }
 
 export const pause = command((e, id, ctx) => e.pause(id, { ...by(ctx), ...(ctx.options.subtree === true ? { subtree: true } : {}) }), 'pause');

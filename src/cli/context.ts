@@ -5,7 +5,7 @@
  * --as, and an engine that is closed when the command ends.
  */
 import { readFileSync } from 'node:fs';
-import { Engine, InvalidArgumentError } from '../index.ts';
+import { Engine, InvalidArgumentError, type Workflow } from '../index.ts';
 import { payloadOptionsFromEnv } from './payload-env.ts';
 
 export interface CommandContext {
@@ -74,11 +74,12 @@ export function keyOption(ctx: CommandContext): string | undefined {
 }
 
 /**
- * An engine on the command's store. Only `worker` and `migrate` may create a database: for every
- * other command a mistyped sqlite: path is an error, not a new empty file.
+ * An engine on the command's store, with `workflows` registered (the code a replay needs). Only
+ * `worker` and `migrate` may create a database: for every other command a mistyped sqlite: path is
+ * an error, not a new empty file.
  */
-export async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) => Promise<T>, create = false): Promise<T> {
-  const engine = new Engine({ store: ctx.db, ...payloadOptionsFromEnv(), ...(create ? {} : { sqlite: { mustExist: true } }) });
+export async function withEngine<T>(ctx: CommandContext, fn: (engine: Engine) => Promise<T>, create = false, workflows: readonly Workflow[] = []): Promise<T> {
+  const engine = new Engine({ store: ctx.db, workflows: [...workflows], ...payloadOptionsFromEnv(), ...(create ? {} : { sqlite: { mustExist: true } }) });
   try {
     return await fn(engine);
   } finally {

@@ -12,6 +12,7 @@ import type { CommandContext } from './context.ts';
 import { worker } from './worker.ts';
 import * as approvalCommands from './approvals.ts';
 import { alerts } from './alerts.ts';
+import { drift } from './drift.ts';
 import { bulk as bulkCommand } from './bulk.ts';
 import { schedules } from './schedules.ts';
 
@@ -39,8 +40,13 @@ Commands:
   explain <id>               why a task is (not) moving
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
   retry <id> [--from-step S] run a failed task again from the failed step, or any finished task from step S
-  fork <id> [--from-step S] [--input JSON|@file|-] [--tag K=V]... [--title T]
+        [--module M]         (--from-step first-drift --module M: from its first model call M's code makes otherwise)
+  fork <id> [--from-step S] [--input JSON|@file|-] [--tag K=V]... [--title T] [--module M]
                              a new task that reuses <id>'s journal before step S (with another input)
+  drift <module> [<id>] [--status S[,S]] [--workflow W] [--tag K=V]... [--since D] [--until D]
+        [--failed-with CODE] [--text T] [--limit N] [--cursor C]
+                             recorded model calls <module>'s code would make with another request
+                             (prompt, model, tools, settings changed), found by replaying each task
   bulk <cancel|retry|pause|resume|delete> [--status S[,S]] [--workflow W] [--tag K=V]... [--since D] [--until D]
        [--failed-with CODE] [--text T] [--limit N] [--reason R] [--from-step S] [--yes]
                              one command on every task the filters match; without --yes it only counts
@@ -53,9 +59,10 @@ Commands:
   signal <id> <name> [--data JSON|@file|-] [--key K] [--require-waiting]
                              send an event to ctx.waitForEvent(name); --require-waiting refuses
                              it unless the task waits for that name (catches typos)
-  mcp [--as NAME] [--role viewer|operator|approver|admin]
+  mcp [--as NAME] [--role viewer|operator|approver|admin] [--module M]
                              the MCP server on stdin/stdout for coding agents (tools to search, show,
-                             explain, cancel, retry, fork tasks and decide approvals); see docs/mcp.md
+                             explain, cancel, retry, fork tasks, report drift against M's code and
+                             decide approvals); see docs/mcp.md
   serve [module] [--port N] [--host H] [--auth FILE] [--with-worker] [--log json|pretty|none]
                              HTTP API and dashboard (tokens from --auth FILE or STEPWISE_TOKENS
                              "name:role:token,..."; roles viewer, operator, approver, admin)
@@ -95,6 +102,7 @@ const COMMANDS: Record<string, Command> = {
   cancel: commands.cancel,
   retry: commands.retry,
   fork: commands.fork,
+  drift,
   bulk: bulkCommand,
   pause: commands.pause,
   resume: commands.resume,
@@ -121,8 +129,9 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   show: [],
   explain: [],
   cancel: ['reason', 'as'],
-  retry: ['from-step', 'as'],
-  fork: ['from-step', 'input', 'tag', 'title', 'as'],
+  retry: ['from-step', 'module', 'as'],
+  fork: ['from-step', 'input', 'tag', 'title', 'module', 'as'],
+  drift: ['status', 'workflow', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'cursor'],
   bulk: ['status', 'workflow', 'parent', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'reason', 'from-step', 'yes', 'as'],
   pause: ['as', 'subtree'],
   resume: ['as', 'subtree'],
@@ -132,7 +141,7 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   send: ['data', 'key', 'as'],
   migrate: [],
   serve: ['port', 'host', 'auth', 'with-worker', 'log'],
-  mcp: ['as', 'role'],
+  mcp: ['as', 'role', 'module'],
   approvals: ['pending', 'status', 'approver', 'workflow'],
   alerts: ['kind', 'workflow', 'task', 'limit', 'cursor'],
   approve: ['as', 'comment', 'data', 'key'],
@@ -199,6 +208,7 @@ const OPTIONS = {
   'with-worker': { type: 'boolean' },
   log: { type: 'string' },
   'from-step': { type: 'string' },
+  module: { type: 'string' },
   pending: { type: 'boolean' },
   approver: { type: 'string' },
   kind: { type: 'string' },

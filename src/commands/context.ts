@@ -28,6 +28,8 @@ export interface CommandContext {
   deliver(e: WakeEvent, row?: TaskRow): void;
   /** Tells this process's log readers that entries of `taskId` were committed. */
   appended(taskId: string): void;
+  /** The Engine these commands serve (a replay hands it to workflow code's `engineOf(ctx)`). */
+  readonly engine: object;
 }
 
 /** The actor of a command: `by` checked, an anonymous user without it. */

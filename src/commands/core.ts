@@ -115,6 +115,7 @@ export class EngineCore {
       observers: this.observers,
       deliver: (e, row) => this.deliver(e, row),
       appended: (taskId) => this.appended(taskId),
+      engine: this.#engine,
     };
     this.starts = { ctx: this.ctx, batcher: (store) => this.#startBatcher(store) };
     this.results = { ctx: this.ctx, waiters: this.#waiters, listenSettled: (store) => this.listenSettled(store), heldHere: (taskId) => this.#heldHere(taskId) };

@@ -7,6 +7,7 @@
  * entry names the source and the step.
  */
 import { FORK_OPTIONS, checkOptionKeys } from '../option-keys.ts';
+import { resolveFromStep } from '../replay/drift.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import type { StepRow } from '../store.ts';
 import { planRetryFrom, forgetUndone, undoneSteps } from '../failure/retry-from.ts';
@@ -35,7 +36,8 @@ export async function forkTask(deps: StartDeps, id: string, options: ForkOptions
   }
   const store = await ctx.open();
   const source = await taskRow(store, id);
-  const copies = forkedRows(await store.getSteps(id), options.fromStep, id);
+  const fromStep = await resolveFromStep(ctx, id, options.fromStep, 'engine.fork()');
+  const copies = forkedRows(await store.getSteps(id), fromStep, id);
   const input = 'input' in options ? options.input : decodeJson(source.input);
   const sourceTags = source.tags ? (JSON.parse(source.tags) as Record<string, string>) : {};
   const planned = await planStart(startContext(ctx, store), source.workflow, input, {
@@ -50,7 +52,7 @@ export async function forkTask(deps: StartDeps, id: string, options: ForkOptions
     // The journal copied is the source's version's: the fork runs on that version's code.
     workflowVersion: source.workflowVersion,
     forkedFrom: source.id,
-    log: { ...planned.task.log, data: JSON.stringify({ ...log, detail: { forkedFrom: source.id, fromStep: options.fromStep ?? null, copied: copies.map((s) => s.name) } }) },
+    log: { ...planned.task.log, data: JSON.stringify({ ...log, detail: { forkedFrom: source.id, fromStep: fromStep ?? null, copied: copies.map((s) => s.name) } }) },
   };
   // Told to this process's workers and announced to others as a start is.
   const { task: row } = await deps.batcher(store).insertAlone(task, async (notify) => ({

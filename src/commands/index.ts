@@ -17,3 +17,4 @@ export { startChildTask, childrenOf, parentOf, moveSubtree, wantsSubtree } from 
 export { forkTask } from './fork.ts';
 export { listAlerts } from './alerts.ts';
 export { bulk, BULK_ACTIONS, type BulkAction, type BulkOptions, type BulkResult } from './bulk.ts';
+export { taskDrift, filterDrift, resolveFromStep, type DriftFilter, type DriftReport, type TaskDrift } from '../replay/drift.ts';

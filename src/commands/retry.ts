@@ -14,6 +14,7 @@ import { retryDeadline, taskDeadline } from '../failure/deadline.ts';
 import { calledAfterReceiving, consequencesOf, forgetUndone, planRetryFrom, undoneSteps } from '../failure/retry-from.ts';
 import { countRedo } from '../failure/redo.ts';
 import { isCleanupSeq } from '../run/cleanup-scope.ts';
+import { resolveFromStep } from '../replay/drift.ts';
 import { runCommand, type CommandContext, type CommandWrite } from './context.ts';
 import type { RetryTaskOptions } from './options.ts';
 import { checkKeysFree } from './keyed-start.ts';
@@ -34,11 +35,13 @@ export function retryRefusal(task: TaskRow): string | null {
 export async function retryTask(ctx: CommandContext, id: string, options: RetryTaskOptions): Promise<TaskRow> {
   checkOptionKeys(options, RETRY_OPTIONS, 'engine.retry()');
   const store = await ctx.open();
+  // The first drifted model call is found by a replay, before the command's guarded write.
+  const fromStep = await resolveFromStep(ctx, id, options.fromStep, 'engine.retry()');
   const newDeadline = options.deadline === undefined ? undefined : taskDeadline(ctx.clock.now(), options.deadline, undefined);
   return runCommand(ctx, id, 'retry', options.by, async (task) => {
     const refusal = retryRefusal(task);
     if (refusal) throw new ConflictError(refusal);
-    if ((task.status === 'succeeded' || task.status === 'cancelled') && options.fromStep === undefined) {
+    if ((task.status === 'succeeded' || task.status === 'cancelled') && fromStep === undefined) {
       throw new ConflictError(
         `Task ${id} ${task.status === 'succeeded' ? 'succeeded' : 'was cancelled'}: only a failed task runs again from where it failed. Re-run it from a step with retry(id, { fromStep: '<step>' }) (stepwise retry ${id} --from-step <step>), or fork it (engine.fork).`,
       );
@@ -46,7 +49,7 @@ export async function retryTask(ctx: CommandContext, id: string, options: RetryT
     // A task that has not ended is refused by the lifecycle (its legal events) before any read.
     if (task.status !== 'failed' && task.status !== 'succeeded' && task.status !== 'cancelled') return {};
     await checkKeysFree(store, task);
-    const plan = await planRetry(store, task, await store.getSteps(id), options.fromStep, retryDeadline(task, newDeadline, ctx.clock.now()));
+    const plan = await planRetry(store, task, await store.getSteps(id), fromStep, retryDeadline(task, newDeadline, ctx.clock.now()));
     if (task.status === 'failed') return plan;
     // A re-run of a finished task: its outcome is forgotten with the steps that made it.
     return { ...plan, set: { ...plan.set, output: null, cancelReason: null, finishedAt: null }, detail: { ...(plan.detail as Record<string, unknown>), rerun: task.status } };

@@ -10,7 +10,7 @@
  * again must get the same idempotency key, and the task must not fail with NON_DETERMINISM. The
  * first crash point where it does not is a {@link ResumeCheckError}.
  *
- * How a run is simulated and driven is in `trial.ts` (processes), `crash-store.ts` (the crash) and
+ * How a run is simulated and driven is in `trial.ts` (processes), `replay/process-store.ts` (the crash) and
  * `world.ts` (signals, approvals, the clock); the judgement of one run is below.
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -23,8 +23,8 @@ import type { RateLimits } from '../api/rate-limits.ts';
 import type { Observer } from '../observers.ts';
 import { openStore } from '../store-url.ts';
 import { isWorkflow, type Workflow } from '../workflow.ts';
-import { firstDifference, normalized, notJson, sameJson, show } from './compare.ts';
-import { ManualClock } from './manual-clock.ts';
+import { firstDifference, normalized, notJson, sameJson, show } from '../replay/compare.ts';
+import { ManualClock } from '../manual-clock.ts';
 import { ResumeCheckError, describePoint, type CrashPoint, type CrashPointResult, type ResumeFailure, type ResumeReport } from './resume-report.ts';
 import { runTrial, type JournalCall, type TaskOutcome, type TrialResult, type TrialSettings } from './trial.ts';
 import type { ApprovalAnswer, TaskWait } from './world.ts';

@@ -4,7 +4,7 @@
  * `checkResume`, which crashes a workflow's worker at every step boundary and checks that a new
  * worker finishes the task as if nothing had happened.
  */
-export { ManualClock } from './manual-clock.ts';
+export { ManualClock } from '../manual-clock.ts';
 
 // Crash at every step boundary
 export { checkResume, type CheckResumeOptions, type RunSetup } from './check-resume.ts';

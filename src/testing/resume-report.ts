@@ -5,10 +5,10 @@
  * did. The error's message names the crash point, the step and what differed, with a hint.
  */
 import { ERROR_CODES, StepwiseError, isStepwiseError } from '../errors.ts';
-import type { WriteInfo } from './crash-store.ts';
+import type { WriteInfo } from '../replay/process-store.ts';
 import type { JournalCall, StepAttempt, TaskOutcome } from './trial.ts';
 
-export type { WriteInfo } from './crash-store.ts';
+export type { WriteInfo } from '../replay/process-store.ts';
 export type { JournalCall, StepAttempt, TaskOutcome } from './trial.ts';
 
 /** One crash point: a worker dies right before or right after one of the task's durable writes. */

@@ -1,8 +1,8 @@
 /**
  * @module testing/trial
  * One run of a workflow for `checkResume`: a task on a fresh database, a worker process that may
- * die at a chosen write (see `crash-store.ts`), a second worker process that then takes the task
- * over, and "the world" (`world.ts`) that drives the task to its end.
+ * die at a chosen write (see `replay/process-store.ts`), a second worker process that then takes
+ * the task over, and "the world" (`world.ts`) that drives the task to its end.
  *
  * A process is an engine and a worker of their own, on a store instance of their own, as another
  * process on the same database would be. The dead one is abandoned on the spot (`Worker.abandon`:
@@ -11,7 +11,6 @@
  * host does for a dead process, so that the second worker reclaims the task at once instead of
  * waiting for the lease to expire.
  */
-import type { Clock } from '../clock.ts';
 import { Engine } from '../engine.ts';
 import { isFinished } from '../lifecycle.ts';
 import type { Limits } from '../limits.ts';
@@ -21,8 +20,9 @@ import type { Store } from '../store.ts';
 import { openStore } from '../store-url.ts';
 import type { Worker, WorkerOptions } from '../worker.ts';
 import type { Workflow, WorkflowContext } from '../workflow.ts';
-import { ProcessStore, type CrashPlan, type WriteInfo } from './crash-store.ts';
-import type { ManualClock } from './manual-clock.ts';
+import { ProcessStore, type CrashPlan, type WriteInfo } from '../replay/process-store.ts';
+import type { ManualClock } from '../manual-clock.ts';
+import { processClock } from '../replay/process-clock.ts';
 import { World, type WorldAnswers } from './world.ts';
 
 /** One attempt of a step, with the key it received. */
@@ -107,15 +107,6 @@ async function atMost(p: Promise<unknown>, ms: number): Promise<void> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** A clock that goes silent with its process: a dead process's timers never fire. */
-export function processClock(clock: ManualClock, alive: () => boolean): Clock {
-  const never = (): Promise<void> => new Promise<void>(() => undefined);
-  return {
-    now: () => clock.now(),
-    sleep: (ms, signal) => (alive() ? clock.sleep(ms, signal).then(() => (alive() ? undefined : never())) : never()),
-  };
 }
 
 /** Observers that hear nothing from a dead process. */

@@ -13,7 +13,7 @@ import type { DecideOptions } from '../approvals/types.ts';
 import type { Engine } from '../engine.ts';
 import { isFinished } from '../lifecycle.ts';
 import type { Store, TaskRow } from '../store.ts';
-import type { ManualClock } from './manual-clock.ts';
+import type { ManualClock } from '../manual-clock.ts';
 
 /** A decision `checkResume` makes for an approval the task waits for. */
 export interface ApprovalAnswer {

@@ -110,6 +110,13 @@ function taskTools(tool: Register, engine: Engine, limits: SummaryLimits): void 
       return { entries, more: t.history.filter((e) => e.seq > after).length > entries.length };
     },
   );
+  tool(
+    'task_drift',
+    "A task's recorded model calls that this server's code would make with another request (prompt, model, tools or settings changed), found by replaying it without calling the model; firstDrift is the step to re-run from (retry_task with fromStep 'first-drift').",
+    'read',
+    { id: Id },
+    async ({ id }) => engine.drift(id),
+  );
   tool('task_usage', "A task's model usage: tokens and cost in total and per step, and its budget.", 'read', { id: Id }, async ({ id }) => {
     const t = await engine.get(id, { steps: false, history: false });
     return t.usage ?? { total: null, steps: {} };
@@ -127,14 +134,14 @@ function actionTools(tool: Register, engine: Engine, identity: Identity, limits:
   );
   tool(
     'retry_task',
-    'Run a task again: a failed one from the step that failed, or any finished one from fromStep (a step id: name, or name#2).',
+    "Run a task again: a failed one from the step that failed, or any finished one from fromStep (a step id: name, or name#2; 'first-drift': its first model call the code now makes otherwise).",
     'operate',
     { id: Id, fromStep: z.string().optional() },
     async ({ id, fromStep }) => summarizeTask(await engine.retry(id, { by: { kind: 'user', id: identity.name }, ...(fromStep !== undefined ? { fromStep } : {}) }), limits.valueBytes).item,
   );
   tool(
     'fork_task',
-    'Fork a task into a new one that reuses its recorded steps before fromStep, with another input if given; the source is untouched.',
+    "Fork a task into a new one that reuses its recorded steps before fromStep ('first-drift': its first model call the code now makes otherwise), with another input if given; the source is untouched.",
     'operate',
     { id: Id, fromStep: z.string().optional(), input: z.unknown().optional(), tags: z.record(z.string(), z.string()).optional() },
     async ({ id, fromStep, input, tags }) =>

@@ -1,16 +1,19 @@
 /**
  * @module server/routes/rerun
  * Running work again: retry a task (a failed one from where it failed, any finished one from a
- * named step) and fork one from a step into a new task.
+ * named step or from its first drifted model call) and fork one from a step into a new task; and
+ * the drift that tells which runs to re-run (recorded model calls the current code would make with
+ * another request: `engine.drift`).
  */
 import { z } from 'zod';
-import type { Engine } from '../../index.ts';
-import { Json, TaskId } from '../schemas.ts';
+import type { Engine, TaskStatus } from '../../index.ts';
+import { listFilter } from '../list-filter.ts';
+import { Json, ListQuery, TaskId } from '../schemas.ts';
 import { summarizeTask, type SummaryLimits } from '../summaries.ts';
 import { actorOf } from './tasks.ts';
 import { route, type RouteSpec } from './route.ts';
 
-const StepId = z.string().min(1).max(300).describe('a step id of the task: `name`, or `name#2` for its second call');
+const StepId = z.string().min(1).max(300).describe("a step id of the task: `name`, or `name#2` for its second call; 'first-drift': the step of its first drifted model call (engine.drift)");
 
 export const RetryBody = z.object({ fromStep: StepId.optional().describe('run again from this step (required for a succeeded or cancelled task)') }).strict();
 
@@ -36,9 +39,9 @@ function retryRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
     idempotency: 'replay',
     responses: {
       200: 'the task after the command, summarized as in lists',
-      400: 'no such step',
+      400: "no such step, or fromStep 'first-drift' for a workflow this server does not run",
       404: 'unknown id',
-      409: 'not legal from its status (legalEvents says what is), or a succeeded or cancelled task without fromStep',
+      409: "not legal from its status (legalEvents says what is), a succeeded or cancelled task without fromStep, or fromStep 'first-drift' and no drifted model call (or REPLAY_CHECK_FAILED: the code does not replay the task)",
     },
     async handle({ identity, params, body }) {
       const task = await engine.retry(params.id as string, { by: actorOf(identity), ...(body.fromStep !== undefined ? { fromStep: body.fromStep } : {}) });
@@ -56,7 +59,12 @@ function forkRoute(engine: Engine): RouteSpec {
     params: id,
     body: ForkBody,
     idempotency: 'replay',
-    responses: { 201: '{ id, workflow, status, created }: the fork', 400: 'no such step, or a bad input or tag', 404: 'unknown id' },
+    responses: {
+      201: '{ id, workflow, status, created }: the fork',
+      400: 'no such step, or a bad input or tag',
+      404: 'unknown id',
+      409: "fromStep 'first-drift' and no drifted model call, or REPLAY_CHECK_FAILED",
+    },
     async handle({ identity, params, body }) {
       const fork = await engine.fork(params.id as string, {
         by: actorOf(identity),
@@ -70,6 +78,46 @@ function forkRoute(engine: Engine): RouteSpec {
   });
 }
 
+function taskDriftRoute(engine: Engine): RouteSpec {
+  return route({
+    method: 'get',
+    path: '/api/tasks/:id/drift',
+    summary:
+      "A task's recorded model calls that the current code would make with another request (prompt, model, tools or settings changed), found by replaying it without calling the model",
+    permission: 'read',
+    params: id,
+    responses: {
+      200: '{ taskId, workflow, firstDrift, drift: [{ step, model, recordedFingerprint, fingerprint }] }',
+      400: 'a workflow this server does not run (serve its module)',
+      404: 'unknown id',
+      409: 'REPLAY_CHECK_FAILED: the current code does not replay the task (its message says where)',
+    },
+    async handle({ params }) {
+      return { status: 200, body: await engine.drift(params.id as string) };
+    },
+  });
+}
+
+function driftRoute(engine: Engine): RouteSpec {
+  return route({
+    method: 'get',
+    path: '/api/drift',
+    summary:
+      "The tasks of a filter (the task list's) whose recorded model calls the current code would make otherwise, each with its first drifted step; limit tasks are replayed (default 100)",
+    permission: 'read',
+    query: ListQuery,
+    responses: { 200: '{ drifted: [{ taskId, workflow, firstDrift, drift }], checked, unreplayable: [{ taskId, workflow, reason }], nextCursor }', 400: 'bad filter' },
+    async handle({ query }) {
+      const filter = {
+        ...listFilter({ ...query, status: query.status?.length ? (query.status as TaskStatus[]) : undefined }),
+        ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+        ...(query.limit !== undefined ? { limit: query.limit } : {}),
+      };
+      return { status: 200, body: await engine.drift(filter) };
+    },
+  });
+}
+
 export function rerunRoutes(engine: Engine, limits: SummaryLimits): RouteSpec[] {
-  return [retryRoute(engine, limits), forkRoute(engine)];
+  return [retryRoute(engine, limits), forkRoute(engine), taskDriftRoute(engine), driftRoute(engine)];
 }

@@ -1,8 +1,9 @@
 /**
- * @module testing/crash-store
- * The store as one worker process sees it, for `checkResume`'s crash simulation: a Proxy over a
- * real store that counts the writes carrying a task's durable state and makes the process die at
- * a chosen one.
+ * @module replay/process-store
+ * The store as one worker process sees it: a Proxy over a real store that counts the writes
+ * carrying a task's durable state and makes the process die at a chosen one. `checkResume`
+ * (testing/) crashes a worker at each write with it; a replay (replay/replay-task.ts) stops at
+ * the first write, before it reaches the database.
  *
  * Counted, in the order the process makes them: `writeBatch` / `writeBatchNow` (checkpoints and
  * end-of-run transitions, through the worker's group commit), `transition` fenced by a run's
@@ -15,10 +16,10 @@
  * At the chosen write the process dies: `before`, the write never reaches the database (the step
  * whose result it carries ran; its checkpoint is lost; a transactional step's function, which runs
  * inside its write, does not run: what it wrote would have rolled back with it); `after`, it
- * commits and its answer never comes back. `onDeath` is called at that instant, synchronously. From then on every call, read or
- * write, returns a promise that never settles, as a dead process hears nothing; `writeBatchNow`,
- * being synchronous, throws instead, and its caller's retry goes to `writeBatch`, which never
- * settles. Nothing the process asks for after its death reaches the database.
+ * commits and its answer never comes back. `onDeath` is called at that instant, synchronously.
+ * From then on every call, read or write, returns a promise that never settles, as a dead process
+ * hears nothing; `writeBatchNow`, being synchronous, throws instead, and its caller's retry goes to
+ * `writeBatch`, which never settles. Nothing the process asks for after its death reaches the database.
  */
 import { RESERVED_SIGNAL_PREFIX } from '../approvals/policy.ts';
 import type { IdempotencyBackend } from '../idempotency/records.ts';

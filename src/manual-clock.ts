@@ -1,10 +1,10 @@
 /**
- * @module testing/manual-clock
+ * @module manual-clock
  * A clock that moves only when told to: `advance('1h')` fires every timer due within the hour, in
  * order, so a test of an hour-long backoff, sleep or timeout takes milliseconds.
  */
-import type { Clock } from '../clock.ts';
-import { toMs, type Duration } from '../duration.ts';
+import type { Clock } from './clock.ts';
+import { toMs, type Duration } from './duration.ts';
 
 interface Timer {
   at: number;

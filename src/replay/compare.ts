@@ -1,5 +1,5 @@
 /**
- * @module testing/compare
+ * @module replay/compare
  * Comparing what two runs of a workflow produced, as JSON: the first place where two values differ
  * (a path such as `.items[2].title`), and values shown short enough for an error message. Each run
  * has its own task id, which outputs, error messages and idempotency keys may contain: it is
