@@ -88,6 +88,52 @@ describe(`alerts (${TEST_STORE})`, () => {
     }
   });
 
+  it('raises workers-gone for due tasks of a version no live worker serves, while workers of another version live', async () => {
+    const url = tempDbUrl();
+    const v1 = workflow('pinned', async () => 1, { version: '1' });
+    const v2 = workflow('pinned', async () => 2, { version: '2' });
+    const old = makeEngine({ store: url, workflows: [v1] });
+    const w = await startWorker(old);
+    await w.stop(); // version 1's workers are gone
+    const { id } = await old.start(v1, {});
+    const seen: Alert[] = [];
+    const current = makeEngine({ store: url, workflows: [v2], alerts: { every: '200ms', failureRate: false }, observers: [{ onAlert: (x) => void seen.push(x) }] });
+    const w2 = await startWorker(current);
+    try {
+      await eventually(() => seen.some((x) => x.kind === 'workers-gone'), 15_000, 'the workers-gone alert');
+      expect(seen.find((x) => x.kind === 'workers-gone')).toMatchObject({
+        subject: 'workflow:pinned',
+        data: { liveVersions: ['2'] },
+        message: expect.stringContaining('under a version no live worker serves (live workers serve 2)'),
+      });
+      // Not run by the version-2 worker, and explain names the version it waits for.
+      expect((await current.get(id)).status).toBe('pending');
+      expect((await current.explain(id)).summary).toContain('1');
+    } finally {
+      await w2.stop();
+    }
+  });
+
+  it('raises no workers-gone alert while live workers serve the due tasks of every version', async () => {
+    const url = tempDbUrl();
+    const v1 = workflow('served', async (ctx) => ctx.waitForEvent('go'), { version: '1' });
+    const v2 = workflow('served', async (ctx) => ctx.waitForEvent('go'), { version: '2', compatibleVersions: ['1'] });
+    const old = makeEngine({ store: url, workflows: [v1] });
+    const { id } = await old.start(v1, {});
+    const seen: Alert[] = [];
+    const current = makeEngine({ store: url, workflows: [v2], alerts: { every: '100ms', failureRate: false }, observers: [{ onAlert: (x) => void seen.push(x) }] });
+    const w2 = await startWorker(current);
+    try {
+      // The version-1 task is served (version 2 replays it): it runs and waits.
+      await waitForStatus(current, id, 'waiting');
+      await current.start(v2, {});
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(seen.filter((x) => x.kind === 'workers-gone')).toEqual([]);
+    } finally {
+      await w2.stop();
+    }
+  });
+
   it('raises a crash loop when a task is taken over after its worker died', async () => {
     const url = tempDbUrl();
     let hang = true;

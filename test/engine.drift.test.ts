@@ -144,6 +144,29 @@ describe(`engine.drift and fromStep 'first-drift' (${TEST_STORE})`, () => {
     await expect(grown.drift(ids[0] as string)).rejects.toMatchObject({ code: 'REPLAY_CHECK_FAILED', reason: 'new-call', taskId: ids[0] });
   });
 
+  it("a bulk retry from 'first-drift' re-runs each drifted task from its own first drift and skips the others, also when counting", async () => {
+    const fake = fakeModel('m1');
+    const url = tempDbUrl();
+    const old = await recorded(url, article(fake.model, 'Draft'), ['a', 'b'], { batch: 'y' });
+    const [current] = (await recorded(url, article(fake.model, 'Draft v2'), ['c'], { batch: 'y' })) as [string];
+    const engine = makeEngine({ store: url, workflows: [article(fake.model, 'Draft v2')] });
+    const filter = { tags: { batch: 'y' } };
+    const dry = await engine.bulk({ action: 'retry', filter, fromStep: 'first-drift', dryRun: true });
+    expect(dry).toMatchObject({ matched: 3, acted: 2, skippedCount: 1, skipped: [{ id: current, status: 'succeeded', reason: 'no drifted model call' }], failedCount: 0 });
+    expect(fake.prompts).toHaveLength(6);
+    const worker = await startWorker(engine);
+    try {
+      const done = await engine.bulk({ action: 'retry', filter, fromStep: 'first-drift', by: 'ops' });
+      expect(done).toMatchObject({ matched: 3, acted: 2, skippedCount: 1, failedCount: 0 });
+      for (const id of old) expect(((await engine.result(id, { timeout: '10s' })) as { draft: string }).draft).toMatch(/^m1 answer [78]$/);
+    } finally {
+      await worker.stop();
+    }
+    expect(fake.prompts).toHaveLength(8);
+    expect(fake.prompts.slice(6).every((p) => p.includes('Draft v2: m1 answer'))).toBe(true);
+    expect((await engine.get(current)).retries).toBe(0);
+  });
+
   it('refuses what it cannot do with a typed error, and leaves the task as it was', async () => {
     const fake = fakeModel('m1');
     const url = tempDbUrl();

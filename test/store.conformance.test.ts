@@ -1738,6 +1738,21 @@ for (const backend of backends) {
         expect(await store.deleteTasks({ statuses: ['succeeded'], ids: [byId.id] }, 10)).toEqual([{ id: byId.id, workflow: byId.workflow, status: 'succeeded' }]);
       });
 
+      it('counts the due tasks of a workflow by version: those of none of the versions given', async () => {
+        const wf = ns.wf('versions');
+        await store.insertTask(newTask(ns, { workflow: wf, workflowVersion: 'v1' }));
+        await store.insertTask(newTask(ns, { workflow: wf, workflowVersion: 'v1' }));
+        await store.insertTask(newTask(ns, { workflow: wf, workflowVersion: 'v2' }));
+        await store.insertTask(newTask(ns, { workflow: wf, workflowVersion: 'v3', runAt: T0 + 10_000 }));
+        const due = { statuses: ['pending' as const], workflows: [wf], dueBy: T0 + 1 };
+        expect(await store.countTasks(due)).toEqual({ pending: 3 });
+        expect(await store.countTasks({ ...due, notVersions: ['v2'] })).toEqual({ pending: 2 });
+        expect(await store.countTasks({ ...due, notVersions: ['v1', 'v2'] })).toEqual({});
+        expect(await store.countTasks({ ...due, notVersions: ['v1'] })).toEqual({ pending: 1 });
+        expect(await store.countTasks({ ...due, dueBy: T0 + 20_000, notVersions: ['v1', 'v2'] })).toEqual({ pending: 1 });
+        expect(await store.countTasks({ ...due, notVersions: [] })).toEqual({ pending: 3 });
+      });
+
       it('deletes the finished tasks a deletion selects, oldest id first, up to the limit; counts them first', async () => {
         const old = await finished('succeeded', T0 + 10);
         const oldFailed = await finished('failed', T0 + 20);

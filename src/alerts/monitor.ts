@@ -72,15 +72,33 @@ export class AlertMonitor {
         }
       }
       if (this.#o.workersGone) {
-        const due = await store.countTasks({ statuses: ['pending', 'waiting'], workflows: [workflow], dueBy: now }, 1);
-        if ((due.pending ?? 0) + (due.waiting ?? 0) > 0 && !(await liveVersions(store, workflow)).length) {
-          found.push(alertOf('workers-gone', workflow, null, now, `Workflow "${workflow}" has tasks due and no live worker serves it: start a worker with its code.`, {}));
-        }
+        const gone = await this.#workersGone(workflow, now);
+        if (gone) found.push(gone);
       }
     }
     const raised: Alert[] = [];
     for (const a of found) if (await this.raise(a)) raised.push(a);
     return raised;
+  }
+
+  /**
+   * Due tasks of `workflow` that no live worker serves: none serves the workflow at all, or the
+   * live ones serve other versions (a task started under a version whose workers are all gone).
+   */
+  async #workersGone(workflow: string, now: number): Promise<Alert | null> {
+    const { store } = this.#host;
+    const due = async (notVersions?: string[]): Promise<boolean> => {
+      const c = await store.countTasks({ statuses: ['pending', 'waiting'], workflows: [workflow], dueBy: now, ...(notVersions ? { notVersions } : {}) }, 1);
+      return (c.pending ?? 0) + (c.waiting ?? 0) > 0;
+    };
+    if (!(await due())) return null;
+    const live = await liveVersions(store, workflow);
+    if (!live.length) return alertOf('workers-gone', workflow, null, now, `Workflow "${workflow}" has tasks due and no live worker serves it: start a worker with its code.`, {});
+    if (!(await due(live))) return null;
+    const message =
+      `Workflow "${workflow}" has tasks due under a version no live worker serves (live workers serve ${live.join(', ')}): ` +
+      `start a worker with that version's code, or let the new code replay it (compatibleVersions); \`stepwise explain <id>\` names the version.`;
+    return alertOf('workers-gone', workflow, null, now, message, { liveVersions: live });
   }
 
   /** A claim by this worker: a reclaim whose epoch shows the task's workers died `reclaims` times raises a crash loop. */

@@ -7,12 +7,15 @@
  * checked against the task's status and recorded in its log with the actor, as a single command
  * is. A dry run only counts what the action would take. A task the action does not apply to (a
  * cancel of a finished task) is skipped, and one whose command fails is reported with its error;
- * neither stops the rest.
+ * neither stops the rest. A retry from `'first-drift'` replays each task first (also in a dry run,
+ * so the count is right): a task with no drifted model call is skipped, one its code does not
+ * replay is reported failed, and the rest are re-run from their own first drifted step.
  */
 import { BULK_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { InvalidArgumentError, coerceError } from '../errors.ts';
 import { legalEvents, type LifecycleEvent } from '../lifecycle.ts';
 import type { TaskSummary } from '../task-info.ts';
+import { FIRST_DRIFT } from '../replay/drift.ts';
 import type { CommandOptions, ListOptions, ListResult } from './options.ts';
 
 export const BULK_ACTIONS = ['cancel', 'retry', 'pause', 'resume', 'delete'] as const;
@@ -28,7 +31,7 @@ export interface BulkOptions extends CommandOptions {
   limit?: number;
   /** `cancel`: the reason recorded on each task. */
   reason?: string;
-  /** `retry`: the step each task runs again from (required for succeeded and cancelled tasks). */
+  /** `retry`: the step each task runs again from (required for succeeded and cancelled tasks); `'first-drift'`: each task's first drifted model call. */
   fromStep?: string;
 }
 
@@ -39,8 +42,8 @@ export interface BulkResult {
   matched: number;
   /** Tasks acted on (a dry run: that the action would take). */
   acted: number;
-  /** Tasks the action does not apply to in their status, the first 100. */
-  skipped: Array<{ id: string; status: string }>;
+  /** Tasks the action does not apply to in their status (or, from `'first-drift'`, with no drifted call: `reason` says so), the first 100. */
+  skipped: Array<{ id: string; status: string; reason?: string }>;
   skippedCount: number;
   /** Tasks whose command failed, with its error, the first 100. */
   failed: Array<{ id: string; code: string; message: string }>;
@@ -57,6 +60,7 @@ export interface BulkHost {
   pause(id: string, options: CommandOptions): Promise<unknown>;
   resume(id: string, options: CommandOptions): Promise<unknown>;
   delete(id: string, options: CommandOptions): Promise<unknown>;
+  drift(id: string): Promise<{ firstDrift: string | null }>;
 }
 
 const PAGE = 200;
@@ -88,10 +92,10 @@ export async function bulk(host: BulkHost, options: BulkOptions): Promise<BulkRe
   const limit = options.limit ?? 10_000;
   const by = options.by !== undefined ? { by: options.by } : {};
   const result: BulkResult = { action, dryRun, matched: 0, acted: 0, skipped: [], skippedCount: 0, failed: [], failedCount: 0, truncated: false };
-  const act = (id: string): Promise<unknown> => {
-    if (action === 'cancel') return host.cancel(id, { ...by, ...(options.reason !== undefined ? { reason: options.reason } : {}) });
-    if (action === 'retry') return host.retry(id, { ...by, ...(fromStep !== undefined ? { fromStep } : {}) });
-    return host[action](id, by);
+  const act = (t: TaskSummary & { step?: string }): Promise<unknown> => {
+    if (action === 'cancel') return host.cancel(t.id, { ...by, ...(options.reason !== undefined ? { reason: options.reason } : {}) });
+    if (action === 'retry') return host.retry(t.id, { ...by, ...(fromStep !== undefined ? { fromStep: t.step ?? fromStep } : {}) });
+    return host[action](t.id, by);
   };
   let cursor: string | undefined;
   do {
@@ -102,26 +106,45 @@ export async function bulk(host: BulkHost, options: BulkOptions): Promise<BulkRe
       result.truncated = true;
     }
     result.matched += tasks.length;
-    const todo: TaskSummary[] = [];
+    let todo: Array<TaskSummary & { step?: string }> = [];
     for (const t of tasks) {
       if (applies(action, t, fromStep)) todo.push(t);
       else if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status });
     }
+    if (action === 'retry' && fromStep === FIRST_DRIFT) todo = await firstDrifts(host, todo, result);
     if (dryRun) result.acted += todo.length;
-    else await inBatches(todo, (t) => act(t.id), result);
+    else await inBatches(todo, act, result);
     cursor = result.truncated ? undefined : (page.nextCursor ?? undefined);
   } while (cursor);
   return result;
 }
 
-/** Runs `fn` on each task, {@link CONCURRENCY} at a time, counting the acted and the failed. */
-async function inBatches(tasks: readonly TaskSummary[], fn: (t: TaskSummary) => Promise<unknown>, result: BulkResult): Promise<void> {
+/** The tasks with a drifted model call, each with the step it re-runs from; those without are skipped, those whose replay fails are failed. */
+async function firstDrifts(host: BulkHost, tasks: readonly TaskSummary[], result: BulkResult): Promise<Array<TaskSummary & { step: string }>> {
+  const drifted: Array<TaskSummary & { step: string }> = [];
+  await inBatches(
+    tasks,
+    async (t) => {
+      const { firstDrift } = await host.drift(t.id);
+      if (firstDrift !== null) drifted.push({ ...t, step: firstDrift });
+      else if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status, reason: 'no drifted model call' });
+    },
+    result,
+    false,
+  );
+  // In list order (newest first), as the rest of the command goes.
+  const order = new Map(tasks.map((t, i) => [t.id, i]));
+  return drifted.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
+}
+
+/** Runs `fn` on each task, {@link CONCURRENCY} at a time, counting the failed and (`acts`) the acted. */
+async function inBatches<T extends TaskSummary>(tasks: readonly T[], fn: (t: T) => Promise<unknown>, result: BulkResult, acts = true): Promise<void> {
   for (let i = 0; i < tasks.length; i += CONCURRENCY) {
     await Promise.all(
       tasks.slice(i, i + CONCURRENCY).map(async (t) => {
         try {
           await fn(t);
-          result.acted++;
+          if (acts) result.acted++;
         } catch (e) {
           const error = coerceError(e) as Error & { code?: unknown };
           if (result.failedCount++ < KEPT) result.failed.push({ id: t.id, code: typeof error.code === 'string' ? error.code : 'INTERNAL', message: error.message });

@@ -85,6 +85,7 @@ export function selectionCondition(d: TaskSelection, p: SqlParams): string {
   if (d.finishedBefore !== undefined) where.push(`finished_at < ${p.add(d.finishedBefore, 'bigint')}`);
   if (d.workflows) where.push(p.anyOf('workflow', d.workflows, 'text'));
   if (d.dueBy !== undefined) where.push(`run_at <= ${p.add(d.dueBy, 'bigint')}`);
+  if (d.notVersions?.length) where.push(`NOT (${p.anyOf('workflow_version', d.notVersions, 'text')})`);
   return where.join(' AND ');
 }
 

@@ -26,6 +26,8 @@ export interface TaskSelection {
   workflows?: readonly string[];
   /** Only tasks due by this time (`run_at` at or before it). */
   dueBy?: number;
+  /** Only tasks whose workflow version is none of these. */
+  notVersions?: readonly string[];
 }
 
 /** A task a deletion removed. */
