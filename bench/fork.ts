@@ -3,7 +3,9 @@
 // the call of `engine.fork()` to its answer (the fork created, not run), median and p99 of 20;
 // the rows the fork wrote are counted in the tables (task rows, journal rows, log entries, tag
 // rows). Beside it, from the call to the result: the fork run to its end (replaying 199 recorded
-// steps, running one) against a new start of the same task (running all 200).
+// steps, running one) against a new start of the same task (running all 200). And `engine.drift(id)`
+// on the 200-step task: its replay against the current code in a scratch database (no step runs),
+// from the call to the answer, median and p99.
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -27,6 +29,7 @@ interface ForkFigure {
   rows: Record<string, number>;
   forkToResultMs: number;
   freshToResultMs: number;
+  driftMs: { p50: number; p99: number };
 }
 
 async function measure(url: string, label: string, count: (table: 'tasks' | 'steps' | 'events' | 'tags') => Promise<number>, samples: number): Promise<ForkFigure> {
@@ -46,6 +49,13 @@ async function measure(url: string, label: string, count: (table: 'tasks' | 'ste
       times.push(performance.now() - t0);
     }
     const after = { tasks: await count('tasks'), steps: await count('steps'), events: await count('events'), tags: await count('tags') };
+    const drifts: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      const t0 = performance.now();
+      const d = await engine.drift(id);
+      drifts.push(performance.now() - t0);
+      if (d.firstDrift !== null) throw new Error(`bench (f): the task's own code drifted at ${d.firstDrift}`);
+    }
     const perFork = Object.fromEntries(Object.entries(after).map(([k, v]) => [k, (v - before[k as keyof typeof before]) / samples]));
     const runner = engine.worker({ concurrency: 8 });
     await runner.start();
@@ -60,7 +70,14 @@ async function measure(url: string, label: string, count: (table: 'tasks' | 'ste
     await engine.result(fresh.id, { timeout: '120s' });
     const freshToResultMs = performance.now() - t0;
     await runner.stop();
-    return { store: label, forkMs: { p50: median(times), p99: percentile(times, 99) }, rows: perFork, forkToResultMs, freshToResultMs };
+    return {
+      store: label,
+      forkMs: { p50: median(times), p99: percentile(times, 99) },
+      rows: perFork,
+      forkToResultMs,
+      freshToResultMs,
+      driftMs: { p50: median(drifts), p99: percentile(drifts, 99) },
+    };
   } finally {
     await engine.close();
   }
@@ -105,6 +122,9 @@ export async function report(ctx: Ctx): Promise<void> {
     ctx.line(`    ${f.store.padEnd(10)} fork ${fmt(f.forkMs.p50, 2)} / ${fmt(f.forkMs.p99, 2)} ms (rows: ${rows});`);
     ctx.line(
       `    ${''.padEnd(10)} to the result: fork ${fmt(f.forkToResultMs, 0)} ms vs new start ${fmt(f.freshToResultMs, 0)} ms (${fmt(f.freshToResultMs / f.forkToResultMs, 1)}× faster)`,
+    );
+    ctx.line(
+      `    ${''.padEnd(10)} engine.drift (replays ${STEPS} in a scratch copy) ${fmt(f.driftMs.p50, 1)} / ${fmt(f.driftMs.p99, 1)} ms: ${fmt(f.driftMs.p50 / f.freshToResultMs, 2)}× a new start's run`,
     );
   }
   ctx.results.fork = figures;

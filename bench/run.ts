@@ -48,6 +48,18 @@ if (process.argv.includes('--rate-limits-only')) {
   if (pgUp) await postgres.cleanup();
   process.exit(0);
 }
+if (process.argv.includes('--stream-close-only')) {
+  const pgUp = await postgres.pgAvailable();
+  await (await import('./stream-close.ts')).report({ quick, pgUp, line, results });
+  if (pgUp) await postgres.cleanup();
+  process.exit(0);
+}
+if (process.argv.includes('--fork-only')) {
+  const pgUp = await postgres.pgAvailable();
+  await (await import('./fork.ts')).report({ quick, pgUp, line, results });
+  if (pgUp) await postgres.cleanup();
+  process.exit(0);
+}
 if (process.argv.includes('--search-only')) {
   const pgUp = await postgres.pgAvailable();
   await (await import('./search.ts')).report({ quick, pgUp, line, results });
@@ -240,6 +252,7 @@ if (coreOnly) {
 await (await import('./idempotency.ts')).report({ line, rounds, quick, pgUp, results });
 
 results.cancel = await (await import('./cancel.ts')).cancelLatency(quick, line);
+await (await import('./stream-close.ts')).report({ quick, pgUp, line, results });
 await (await import('./approvals.ts')).run({ quick, pgUp, line, results });
 await (await import('./scale.ts')).run({ quick, pgUp, line, results });
 await (await import('./retention.ts')).report({ quick, pgUp, line, results });

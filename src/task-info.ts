@@ -124,7 +124,6 @@ export interface RelatedTaskInfo {
   status: TaskStatus;
 }
 
-/** A task with its journal (`steps`) and its event log (`history`, oldest first). */
 /** A task with its journal, its event log and the approvals it asked for (oldest first). */
 export type TaskInfo = TaskSummary & {
   /** The task that started this one with `ctx.startChild` / `ctx.child`, or null. */

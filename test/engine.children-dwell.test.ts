@@ -1,0 +1,51 @@
+// A parent failed by its dwell bound while it waits for a child: the child (onParentEnd 'cancel',
+// the default) is cancelled before the parent ends failed with the dwell error, and an abandoned
+// child is left running. (The scanner's expire makes the parent due with the error; the worker
+// that claims it fails the run, whose end settles the children as any failing run does.)
+import { describe, expect, it } from 'vitest';
+import { ERROR_CODES, workflow } from '../src/index.ts';
+import { ManualClock } from '../src/testing/index.ts';
+import { makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+
+async function advanceUntil(clock: ManualClock, check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await check()) return;
+    await clock.advance('1s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`never reached: ${what}`);
+}
+
+describe('child tasks: a parent failed by its dwell bound', () => {
+  it('cancels its child before it ends failed with the dwell error; an abandoned child goes on', async () => {
+    const clock = new ManualClock();
+    const leaf = workflow('dwell-leaf', async (ctx) => ctx.waitForEvent('go'));
+    const parent = workflow(
+      'dwell-parent',
+      async (ctx) => {
+        await ctx.startChild(leaf, undefined, { name: 'kept', onParentEnd: 'abandon' });
+        return ctx.child(leaf, undefined, { name: 'awaited' });
+      },
+      { dwell: { waiting: { after: '1h', then: 'fail' } } },
+    );
+    const engine = makeEngine({ workflows: [parent, leaf], clock });
+    await startWorker(engine, { dwellScanMs: 50 });
+    const { id } = await engine.start(parent);
+    await waitForStatus(engine, id, 'waiting');
+    const children = async () => (await engine.get(id)).children;
+    await advanceUntil(clock, async () => (await children()).length === 2 && (await children()).every((c) => c.status === 'waiting'), 'both children waiting');
+    await clock.advance('1h');
+    await advanceUntil(clock, async () => (await engine.get(id)).status === 'failed', 'the parent failed');
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error).toMatchObject({ code: ERROR_CODES.TIMEOUT, name: 'DwellTimeoutError' });
+    // Each child's id is the output of the parent's call that started it.
+    const idOf = (name: string): string => (info.steps.find((s) => s.name === name)?.output as { id: string }).id;
+    const status = new Map((await children()).map((c) => [c.id, c.status]));
+    expect(status.get(idOf('awaited'))).toBe('cancelled');
+    expect(status.get(idOf('kept'))).toBe('waiting');
+    const awaited = await engine.get(idOf('awaited'));
+    expect(awaited.cancelReason).toContain(`its parent task ${id}`);
+    // The child ended before its parent did.
+    expect(awaited.finishedAt as number).toBeLessThanOrEqual(info.finishedAt as number);
+  });
+});
