@@ -144,18 +144,26 @@ export interface DbosResult {
   perStepUs: number;
 }
 
-/** DBOS Transact on the same database (its own schema), installed under bench/peers on first use. */
+/** DBOS Transact on the same work (bench/peers/dbos.mjs). */
 export function dbos(tasks: number, longSteps: number): DbosResult | { error: string } {
+  return runDbos<DbosResult>('dbos.mjs', [String(tasks), String(longSteps)]);
+}
+
+/**
+ * Runs a DBOS Transact script of bench/peers (installed there on first use) on the same database,
+ * in a schema of its own dropped afterwards; its last line of output is its JSON result.
+ */
+export function runDbos<T>(script: string, args: string[]): T | { error: string } {
   const dir = join(root, 'bench/peers');
   if (!existsSync(join(dir, 'node_modules/@dbos-inc/dbos-sdk'))) {
     const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
     if (r.status !== 0) return { error: 'npm ci in bench/peers failed (DBOS Transact not installed)' };
   }
-  const schema = `stepwise_bench_dbos_${process.pid}`;
+  const schema = `stepwise_bench_dbos_${process.pid}_${script.replace(/\W/g, '_')}`;
   try {
-    const out = execFileSync(process.execPath, [join(dir, 'dbos.mjs'), PG_URL, schema, String(tasks), String(longSteps)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const out = execFileSync(process.execPath, [join(dir, script), PG_URL, schema, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
     const line = out.trim().split('\n').at(-1) as string;
-    return JSON.parse(line) as DbosResult;
+    return JSON.parse(line) as T;
   } catch (e) {
     return { error: (e as Error).message };
   } finally {

@@ -51,6 +51,13 @@ if (process.argv.includes('--rate-limits-only')) {
 if (process.argv.includes('--stream-close-only')) {
   const pgUp = await postgres.pgAvailable();
   await (await import('./stream-close.ts')).report({ quick, pgUp, line, results });
+  await (await import('./fan-out.ts')).report({ quick, pgUp, line, results });
+  if (pgUp) await postgres.cleanup();
+  process.exit(0);
+}
+if (process.argv.includes('--fan-out-only')) {
+  const pgUp = await postgres.pgAvailable();
+  await (await import('./fan-out.ts')).report({ quick, pgUp, line, results });
   if (pgUp) await postgres.cleanup();
   process.exit(0);
 }

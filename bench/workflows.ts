@@ -40,3 +40,15 @@ export const cancellable = workflow('bench-cancellable', async (ctx, input: { lo
       }),
   );
 });
+
+/** A child of the fan-out bench: one no-op step that returns when it ran (ms since the epoch). */
+export const fanLeaf = workflow('bench-fan-leaf', async (ctx, _input: { i: number }) => ctx.step('noop', () => Date.now()));
+
+/** A parent that fans out to `n` children of `fanLeaf` and returns the latest time one of them ran. */
+export const fanParent = workflow('bench-fan-parent', async (ctx, input: { n: number }) => {
+  const ran = await ctx.children(
+    fanLeaf,
+    Array.from({ length: input.n }, (_, i) => ({ i })),
+  );
+  return Math.max(...ran);
+});

@@ -1,0 +1,74 @@
+// `npm run bench`, (m) fan-out (issue 30): a parent that fans out to 1,000 children of one no-op
+// step (`ctx.children`, starts written together) and returns when the last has ended, on
+// PostgreSQL. Timed from the call that starts the parent to its result; and the parent's wake-up:
+// from the last child's step (the latest time a child's step ran, which the parent returns) to the
+// result in the caller's hands. Stepwise with its workers in this process, and with 2 worker
+// processes (the caller's engine runs none); beside it, DBOS Transact doing the same with child
+// workflows (`DBOS.startWorkflow` inside the parent, all awaited; one process, as DBOS runs a
+// started workflow where it is started). Each: a warm-up parent of 50, then the median of 3.
+import { Engine } from '../dist/index.js';
+import { fmt, spawnWorker, stopWorkers } from './lib.ts';
+import * as postgres from './postgres.ts';
+import { fanLeaf, fanParent } from './workflows.ts';
+
+interface Ctx {
+  quick: boolean;
+  pgUp: boolean;
+  line: (s: string) => void;
+  results: Record<string, unknown>;
+}
+
+export interface FanOut {
+  system: string;
+  children: number;
+  totalMs: number;
+  wakeMs: number;
+}
+
+const CONCURRENCY = 50;
+
+async function measure(label: string, children: number, processes: 0 | 2): Promise<FanOut> {
+  const url = postgres.freshPgUrl('fanout');
+  const engine = new Engine({ store: url, workflows: [fanParent, fanLeaf] });
+  await engine.ready();
+  const worker = processes === 0 ? engine.worker({ concurrency: CONCURRENCY }) : null;
+  await worker?.start();
+  const spawned = processes === 0 ? [] : Array.from({ length: processes }, () => spawnWorker(url, ['--concurrency', String(CONCURRENCY)]));
+  const once = async (n: number): Promise<{ totalMs: number; wakeMs: number }> => {
+    const t0 = performance.now();
+    const { id } = await engine.start(fanParent, { n });
+    const latest = await engine.result<number>(id, { timeout: '300s' });
+    const end = Date.now();
+    return { totalMs: performance.now() - t0, wakeMs: end - latest };
+  };
+  try {
+    await once(50);
+    const runs = [await once(children), await once(children), await once(children)].sort((a, b) => a.totalMs - b.totalMs);
+    const mid = runs[1] as { totalMs: number; wakeMs: number };
+    return { system: label, children, ...mid };
+  } finally {
+    await worker?.stop();
+    await stopWorkers(spawned);
+    await engine.close();
+  }
+}
+
+export async function report(ctx: Ctx): Promise<void> {
+  if (!ctx.pgUp) {
+    ctx.line('\n(m) Fan-out: skipped (no PostgreSQL)');
+    return;
+  }
+  const children = ctx.quick ? 200 : 1000;
+  ctx.line(`\n(m) Fan-out on PostgreSQL: a parent to ${children} children of one no-op step; parent start → result, and last child's step → result`);
+  ctx.line('    (median of 3 after a warm-up of 50).');
+  const figures: FanOut[] = [await measure('Stepwise, workers in this process', children, 0), await measure('Stepwise, 2 worker processes', children, 2)];
+  const peer = postgres.runDbos<FanOut & { version: string }>('dbos-fanout.mjs', [String(children)]);
+  if ('error' in peer) ctx.line(`    DBOS: ${peer.error}`);
+  else figures.push({ system: `DBOS Transact ${peer.version}, one process`, children, totalMs: peer.totalMs, wakeMs: peer.wakeMs });
+  const dbos = figures.find((f) => f.system.startsWith('DBOS'));
+  for (const f of figures) {
+    const vs = dbos && f !== dbos ? `   ${fmt(dbos.totalMs / f.totalMs, 1)}× DBOS` : '';
+    ctx.line(`    ${f.system.padEnd(38)} ${fmt(f.totalMs, 0).padStart(6)} ms   wake-up ${fmt(f.wakeMs, 0).padStart(4)} ms${vs}`);
+  }
+  ctx.results.fanOut = figures;
+}
