@@ -25,11 +25,13 @@ import type {
   LogPage,
   NewEvent,
   NewTask,
+  SignalRow,
   StepRow,
   Store,
   TaskRow,
   TransitionWrite,
   WakeEvent,
+  WriteOp,
 } from '../src/store.ts';
 import { transitionEntry } from '../src/log-entries.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
@@ -1489,6 +1491,63 @@ for (const backend of backends) {
           at: e.at,
           data: e.data === null ? null : (JSON.parse(e.data) as Record<string, unknown>),
         }));
+
+      it('a batch of checkpoints that consume signals writes what the same writes one by one would, each guarded on its own', async () => {
+        const one = await claimedTask(store, ns);
+        const batched = await claimedTask(store, ns);
+        const stale = await claimedTask(store, ns);
+        const signalsOf = async (taskId: string) => {
+          for (const name of ['a', 'b', 'c']) await store.insertSignal({ actorKind: 'user', actorId: 'bob', taskId, name, payload: null, idempotencyKey: null, at: T0 + 5 });
+          return store.getSignals(taskId);
+        };
+        const writes = (task: TaskRow, signals: readonly SignalRow[], epoch = task.epoch): WriteOp[] => [
+          { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 0, epoch) },
+          { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 1, epoch, { kind: 'event' }), consume: { signalId: (signals[0] as SignalRow).id, seq: 1 } },
+          { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 2, epoch, { kind: 'event' }), consume: { signalId: (signals[1] as SignalRow).id, seq: 2 } },
+          { kind: 'step', taskId: task.id, epoch, step: stepRow(task.id, 3, epoch) },
+        ];
+        const oneSignals = await signalsOf(one.id);
+        for (const op of writes(one, oneSignals)) expect(await store.writeBatch([op])).toEqual([true]);
+        const batchedSignals = await signalsOf(batched.id);
+        const staleSignals = await signalsOf(stale.id);
+        const [staleWrite] = writes(stale, staleSignals, stale.epoch + 1).slice(1, 2) as [WriteOp];
+        expect(await store.writeBatch([...writes(batched, batchedSignals), staleWrite])).toEqual([true, true, true, true, false]);
+        // The same journal, the same signals consumed, the same entries numbered without a gap.
+        const journal = async (taskId: string) => (await store.getSteps(taskId)).map((r) => ({ ...r, taskId: 'x' }));
+        expect(await journal(batched.id)).toEqual(await journal(one.id));
+        expect((await store.getSignals(batched.id)).map((x) => x.consumedSeq)).toEqual([1, 2, null]);
+        expect((await store.getSignals(one.id)).map((x) => x.consumedSeq)).toEqual([1, 2, null]);
+        const log = async (taskId: string, signals: readonly SignalRow[]) =>
+          (await entries(store, taskId)).map((e) => ({ ...e, data: e.data && 'signalId' in e.data ? { ...e.data, signalId: signals.findIndex((x) => x.id === e.data?.signalId) } : e.data }));
+        const batchedLog = await log(batched.id, batchedSignals);
+        expect(batchedLog.map((e) => e.seq)).toEqual(batchedLog.map((_, i) => i + 1));
+        expect(batchedLog.map((e) => ({ ...e, at: 0 }))).toEqual((await log(one.id, oneSignals)).map((e) => ({ ...e, at: 0 })));
+        expect(batchedLog.filter((e) => e.type === 'signal:consumed').map((e) => e.data)).toEqual([
+          { signalId: 0, seq: 1 },
+          { signalId: 1, seq: 2 },
+        ]);
+        // The refused write consumed nothing and wrote nothing.
+        expect((await store.getSignals(stale.id)).map((x) => x.consumedSeq)).toEqual([null, null, null]);
+        expect(await store.getSteps(stale.id)).toEqual([]);
+        // Two writes of one position, one consuming: the last wins and its signal is consumed.
+        const last = {
+          kind: 'step' as const,
+          taskId: batched.id,
+          epoch: batched.epoch,
+          step: stepRow(batched.id, 4, batched.epoch, { kind: 'event' }),
+          consume: { signalId: (batchedSignals[2] as SignalRow).id, seq: 4 },
+        };
+        expect(
+          await store.writeBatch([
+            { kind: 'step', taskId: batched.id, epoch: batched.epoch, step: stepRow(batched.id, 4, batched.epoch, { status: 'waiting', kind: 'event', output: null, finishedAt: null }) },
+            last,
+          ]),
+        ).toEqual([true, true]);
+        expect((await store.getSteps(batched.id)).find((r) => r.seq === 4)).toEqual(last.step);
+        expect((await store.getSignals(batched.id)).map((x) => x.consumedSeq)).toEqual([1, 2, 4]);
+        const after = await entries(store, batched.id);
+        expect(after.map((e) => e.seq)).toEqual(after.map((_, i) => i + 1));
+      });
 
       it('every kind of write appends its entries, numbered 1, 2, 3… per task, with the actor that caused it', async () => {
         const { task } = await store.insertTask(newTask(ns, planCreation({ kind: 'user', id: 'alice' })));

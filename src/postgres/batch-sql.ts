@@ -20,7 +20,7 @@
  * them never deadlock.
  */
 import { STEP_COLUMNS, stepColumnArrays } from '../rows.ts';
-import { journalCarries, stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
+import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
 import type { NewEvent, StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
 import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
 import { listenerName, notifySql } from './listen.ts';
@@ -28,11 +28,17 @@ import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, loc
 
 /**
  * The rows of a step batch. The last write of a (task, seq) wins, as a sequence of upserts would
- * (an INSERT … ON CONFLICT may not touch one row twice); a row of another task than its writer's is
- * refused here (`rowOf` 0). Each row's place among the rows of its task and epoch (1, 2, …), which
- * are accepted or refused together: its entry takes seq (new counter - rows of the group + place).
- * In one pass, keyed by task id: a batch holds one row of most tasks.
+ * (an INSERT … ON CONFLICT may not touch one row twice; the caller sends a write that consumes a
+ * signal here only when no other write of the batch has its position); a row of another task than
+ * its writer's is refused here (`rowOf` 0). Each row takes one log number, two when it consumes a
+ * signal (its step's entry, then the consumption's). The rows of a task and epoch are accepted or
+ * refused together; a row's place is the last of its numbers counted in the group (1, 2, …), so
+ * its first entry takes seq (new counter - numbers of the group + place - width + 1). In one pass,
+ * keyed by task id: a batch holds one row of most tasks.
  */
+/** The log numbers a row takes: its step's entry (or the row, which carries it), and a consumption's. */
+const widthOf = (op: StepWrite): number => (op.consume ? 2 : 1);
+
 function batchRows(ops: readonly StepWrite[]): { rows: StepWrite[]; rowOf: number[]; places: number[] } {
   const rows: StepWrite[] = [];
   const rowOf = new Array<number>(ops.length);
@@ -68,12 +74,12 @@ function batchRows(ops: readonly StepWrite[]): { rows: StepWrite[]; rowOf: numbe
       rowOf[i] = r + 1;
     }
   }
-  const places = new Array<number>(rows.length).fill(1);
-  if (several) {
+  const places = rows.map((op) => widthOf(op));
+  if (several || rows.some((op) => op.consume)) {
     const counts = new Map<string, number>();
     rows.forEach((op, r) => {
       const key = `${op.taskId}\u0000${op.epoch}`;
-      const k = (counts.get(key) ?? 0) + 1;
+      const k = (counts.get(key) ?? 0) + widthOf(op);
       counts.set(key, k);
       places[r] = k;
     });
@@ -82,9 +88,10 @@ function batchRows(ops: readonly StepWrite[]): { rows: StepWrite[]; rowOf: numbe
 }
 
 /**
- * The fenced checkpoints of `ops` (none with `consume`). Returns the statement and, per op, the
- * place (1-based) of its row among the statement's rows, or 0 for an op refused here; the
- * statement returns the places of the rows it accepted (`ord`).
+ * The fenced checkpoints of `ops`, with the signals some of them consume (each marked consumed, with
+ * a `signal:consumed` entry after its step's, only if its row was accepted). Returns the statement
+ * and, per op, the place (1-based) of its row among the statement's rows, or 0 for an op refused
+ * here; the statement returns the places of the rows it accepted (`ord`).
  */
 export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: string; values: unknown[]; rowOf: number[] } {
   const { rows, rowOf, places } = batchRows(ops);
@@ -111,17 +118,21 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
   const evType = p.add(evTypes, 'text[]');
   const evData = p.add(evDatas, 'text[]');
   const place = p.add(places, 'integer[]');
-  // g: rows per task and epoch; l: those tasks locked in id order (an UPDATE … FROM a sorted list
-  // does not lock in that order: two batches sharing tasks deadlocked), still leased at the epoch;
-  // u: their log counters bumped by their row counts; a: the accepted rows, each with its entry's seq
-  // (in batch order, below the task's new counter), read by both inserts. (One join, on keys the
+  // Writes that consume a signal add their columns (the others' statement stays as it was).
+  const consuming = rows.some((op) => op.consume);
+  const extra = consuming ? consumeColumns(p, rows) : [];
+  // g: log numbers per task and epoch; l: those tasks locked in id order (an UPDATE … FROM a sorted
+  // list does not lock in that order: two batches sharing tasks deadlocked), still leased at the
+  // epoch; u: their log counters bumped by those numbers; a: the accepted rows, each with its first
+  // entry's seq (in batch order, below the task's new counter), read by the inserts (and by the
+  // marking of the consumed signals, only for accepted rows). (One join, on keys the
   // planner can hash: a filter on the unnested rows would make it expect one row and loop.) Every
   // row of `a` is written (the upsert updates a row that exists), so `a` is what was accepted.
   const text = `WITH i AS (
-      SELECT * FROM unnest(${columns.join(', ')}, ${fence}, ${evAt}, ${evType}, ${evData}, ${place}) WITH ORDINALITY
-        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, ev_at, ev_type, ev_data, place, ord)
+      SELECT * FROM unnest(${[...columns, fence, evAt, evType, evData, place, ...extra].join(', ')}) WITH ORDINALITY
+        AS i(${STEP_COLUMNS.join(', ')}, fence_epoch, ev_at, ev_type, ev_data, place${consuming ? ', width, consume_id, consume_seq, consume_data' : ''}, ord)
     ), g AS (
-      SELECT task_id, fence_epoch, count(*)::int AS n FROM i GROUP BY task_id, fence_epoch
+      SELECT task_id, fence_epoch, ${consuming ? 'sum(width)::int' : 'count(*)::int'} AS n FROM i GROUP BY task_id, fence_epoch
     ), l AS (
       SELECT g.task_id, g.n FROM (SELECT * FROM g ORDER BY task_id COLLATE "C") g
       CROSS JOIN LATERAL (${lockById(t, 'g.task_id', 'NO KEY UPDATE')}) k
@@ -130,7 +141,7 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
       UPDATE ${t.tasks} AS t SET event_seq = t.event_seq + l.n FROM l WHERE t.id = l.task_id
       RETURNING t.id, t.epoch, t.event_seq, t.lease_owner, l.n
     ), a AS (
-      SELECT i.*, u.event_seq - u.n + i.place AS ev_seq, coalesce(u.lease_owner, 'unknown') AS ev_actor
+      SELECT i.*, u.event_seq - u.n + i.place${consuming ? ' - i.width + 1' : ''} AS ev_seq, coalesce(u.lease_owner, 'unknown') AS ev_actor
       FROM i JOIN u ON u.id = i.task_id AND u.epoch = i.fence_epoch
     ), ins AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
@@ -138,10 +149,37 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
     ), ev AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-      SELECT task_id, ev_seq, ev_at, ev_type, 'worker', ev_actor, ev_data FROM a WHERE NOT ${carriesSql('a.status')}
+      SELECT task_id, ev_seq, ev_at, ev_type, 'worker', ev_actor, ev_data FROM a WHERE NOT ${carriesSql('a.status')}${
+        consuming
+          ? `
+      UNION ALL
+      SELECT task_id, ev_seq + 1, ev_at, 'signal:consumed', 'worker', ev_actor, consume_data FROM a WHERE consume_id IS NOT NULL
+    ), consumed AS (
+      UPDATE ${t.signals} AS s SET consumed_seq = a.consume_seq FROM a WHERE s.id = a.consume_id AND s.consumed_seq IS NULL`
+          : ''
+      }
     )
     SELECT ord FROM a`;
   return { text, values: p.values, rowOf };
+}
+
+/** The columns of a batch with signals to consume: each row's log numbers, the signal, its position, the consumption's entry. */
+function consumeColumns(p: Params, rows: readonly StepWrite[]): string[] {
+  return [
+    p.add(rows.map(widthOf), 'integer[]'),
+    p.add(
+      rows.map((op) => op.consume?.signalId ?? null),
+      'bigint[]',
+    ),
+    p.add(
+      rows.map((op) => op.consume?.seq ?? null),
+      'integer[]',
+    ),
+    p.add(
+      rows.map((op) => (op.consume ? signalConsumedEntry('worker', '', op.consume).data : null)),
+      'text[]',
+    ),
+  ];
 }
 
 /** One array parameter per journal column. */

@@ -2,9 +2,9 @@
  * @module postgres/write-batch
  * Internal: not part of the public API.
  * The engine's group commit on PostgreSQL: a lone plain step write (the hot path: one prepared
- * autocommit statement, on the kept connection when it is free), plain step checkpoints and
- * end-of-run transitions as multi-row statements (see batch-sql.ts), and the rest one by one in a
- * transaction, including the step write that consumes a signal.
+ * autocommit statement, on the kept connection when it is free), step checkpoints (with the signals
+ * they consume) and end-of-run transitions as multi-row statements (see batch-sql.ts), and the
+ * rest one by one in a transaction.
  */
 import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
 import { transition, transitionOn } from './transition.ts';
@@ -16,9 +16,10 @@ import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../
 import type { StepWrite, TransitionWrite, WriteOp, WriteResult } from '../store.ts';
 
 /**
- * Group commit: plain step checkpoints go into one multi-row statement, end-of-run transitions
- * into another (see batch-sql.ts); each op keeps its own guard. Writes that need more (signal
- * consumption, journal rows with a transition, an event wait) run one by one in a transaction.
+ * Group commit: step checkpoints go into one multi-row statement, end-of-run transitions into
+ * another (see batch-sql.ts); each op keeps its own guard. Writes that need more (journal rows with
+ * a transition, an event wait, two writes of one position of which one consumes a signal) run one
+ * by one in a transaction.
  */
 export function writeBatch(c: PgContext, ops: readonly WriteOp[]): Promise<WriteResult[]> {
   const [only] = ops;
@@ -45,8 +46,12 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
     const transitions: Array<{ op: TransitionWrite; at: number }> = [];
     const rest: Array<{ op: WriteOp; at: number }> = [];
     const transitionTasks = new Set<string>();
+    // A write that consumes a signal joins the multi-row statement unless another write of the
+    // batch has its position (the statement keeps one row per position: the last write's).
+    const positions = new Map<string, number>();
+    for (const op of ops) if (op.kind === 'step') positions.set(`${op.taskId}\u0000${op.step.seq}`, (positions.get(`${op.taskId}\u0000${op.step.seq}`) ?? 0) + 1);
     ops.forEach((op, at) => {
-      if (op.kind === 'step' && !op.consume) steps.push({ op, at });
+      if (op.kind === 'step' && (!op.consume || positions.get(`${op.taskId}\u0000${op.step.seq}`) === 1)) steps.push({ op, at });
       else if (op.kind === 'transition' && isBatchableTransition(op) && !transitionTasks.has(op.taskId)) {
         transitionTasks.add(op.taskId);
         transitions.push({ op, at });
