@@ -8,24 +8,8 @@ import { MockLanguageModelV3 } from 'ai/test';
 import { workflow, type Workflow } from '../src/index.ts';
 import { generateText } from '../src/ai/index.ts';
 import { checkDrift, checkReplay } from '../src/testing/index.ts';
+import { fakeModel } from './support/fake-model.ts';
 import { TEST_STORE, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
-
-function fakeModel(id: string): { model: MockLanguageModelV3; prompts: string[] } {
-  const prompts: string[] = [];
-  const model = new MockLanguageModelV3({
-    modelId: id,
-    doGenerate: async (options) => {
-      prompts.push(JSON.stringify(options.prompt));
-      return {
-        content: [{ type: 'text' as const, text: `answer ${prompts.length}` }],
-        finishReason: { unified: 'stop' as const, raw: undefined },
-        usage: { inputTokens: { total: 5, noCache: 5, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } },
-        warnings: [],
-      };
-    },
-  });
-  return { model, prompts };
-}
 
 /** A summary then a wait: version 1's prompt is `prompt`, its model `model`. */
 function summary(model: MockLanguageModelV3, prompt: string, temperature = 0): Workflow<{ doc: string }, string> {

@@ -5,16 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { makeEngine, startWorker, waitForStatus } from './support/engine.ts';
-
-async function advanceUntil(clock: ManualClock, check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await check()) return;
-    await clock.advance('1s');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`never reached: ${what}`);
-}
+import { advanceUntil, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
 
 describe('child tasks: a parent failed by its dwell bound', () => {
   it('cancels its child before it ends failed with the dwell error; an abandoned child goes on', async () => {

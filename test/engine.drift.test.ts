@@ -6,25 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { MockLanguageModelV3 } from 'ai/test';
 import { workflow, type Workflow } from '../src/index.ts';
 import { generateText } from '../src/ai/index.ts';
+import { fakeModel as baseModel } from './support/fake-model.ts';
 import { TEST_STORE, makeEngine, startWorker, tempDbUrl } from './support/engine.ts';
 
-/** A model that answers `<id> answer <n>` and records each prompt it was sent. */
-function fakeModel(id: string): { model: MockLanguageModelV3; prompts: string[] } {
-  const prompts: string[] = [];
-  const model = new MockLanguageModelV3({
-    modelId: id,
-    doGenerate: async (options) => {
-      prompts.push(JSON.stringify(options.prompt));
-      return {
-        content: [{ type: 'text' as const, text: `${id} answer ${prompts.length}` }],
-        finishReason: { unified: 'stop' as const, raw: undefined },
-        usage: { inputTokens: { total: 5, noCache: 5, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 2, text: 2, reasoning: 0 } },
-        warnings: [],
-      };
-    },
-  });
-  return { model, prompts };
-}
+/** A model answering `<id> answer <n>`. */
+const fakeModel = (id: string): ReturnType<typeof baseModel> => baseModel(id, `${id} `);
 
 /** An outline then a draft, each a model call; `draftPrompt` is what a prompt fix edits. */
 function article(model: MockLanguageModelV3, draftPrompt: string, extraStep = false): Workflow<{ topic: string }, { outline: string; draft: string }> {

@@ -4,20 +4,10 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ERROR_CODES, InvalidArgumentError, openStore, workflow, type DwellEvent, type Engine, type EngineOptions, type TaskEvent } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { TEST_STORE, eventually, gate, makeEngine, startWorker, tempDbUrl, transitionsOf, waitForStatus } from './support/engine.ts';
+import { advanceUntil, eventually, gate, makeEngine, startWorker, tempDbUrl, TEST_STORE, transitionsOf, waitForStatus } from './support/engine.ts';
 import { spyStore } from './support/store-spy.ts';
 
 const dwellEvents = (history: TaskEvent[]): DwellEvent[] => history.filter((e): e is DwellEvent => e.type === 'dwell:exceeded');
-
-/** Moves the engine clock a scan interval at a time until `check` holds (the scanner runs on the engine clock). */
-async function advanceUntil(clock: ManualClock, check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await check()) return;
-    await clock.advance('1s');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`never reached: ${what}`);
-}
 
 /**
  * An engine whose dwell scans are counted, and `scanned()`: waits until a whole scan ran after the

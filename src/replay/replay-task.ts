@@ -24,7 +24,7 @@ import { workflow as defineWorkflow, type Workflow } from '../workflow.ts';
 import { EngineCore } from '../commands/core.ts';
 import { importTask } from './journal-copy.ts';
 import { endOf, errorOf, otherEnd } from './replay-end.ts';
-import { processClock } from './process-clock.ts';
+import { SIMULATED_WORKER, processClock } from './process-clock.ts';
 import { ProcessStore } from './process-store.ts';
 
 /** What a replay reads from: the engine's store, clock and workflows, and the Engine (workflow code's `engineOf(ctx)`). */
@@ -84,16 +84,8 @@ export interface DriftedCall {
   fingerprint: string;
 }
 
-/** How the replay's worker runs: no background jobs, and a short wait for a call the journal says comes next. */
-const REPLAY_WORKER: WorkerOptions = {
-  workerId: 'replay',
-  parkAfterMs: 0,
-  pollIntervalMs: 5,
-  replayStallMs: 2000,
-  shutdownGraceMs: 100,
-  idempotencyPurgeMs: 0,
-  retentionSweepMs: 0,
-};
+/** The replay's worker: a simulated process's. */
+const REPLAY_WORKER: WorkerOptions = { ...SIMULATED_WORKER, workerId: 'replay' };
 
 /** Commands the replay's engine refuses: workflow code that calls them outside a step would act on the scratch copy. */
 function refused(): never {

@@ -18,11 +18,11 @@ import type { RateLimits } from '../api/rate-limits.ts';
 import type { Observer } from '../observers.ts';
 import type { Store } from '../store.ts';
 import { openStore } from '../store-url.ts';
-import type { Worker, WorkerOptions } from '../worker.ts';
+import type { Worker } from '../worker.ts';
 import type { Workflow, WorkflowContext } from '../workflow.ts';
 import { ProcessStore, type CrashPlan, type WriteInfo } from '../replay/process-store.ts';
 import type { ManualClock } from '../manual-clock.ts';
-import { processClock } from '../replay/process-clock.ts';
+import { SIMULATED_WORKER, processClock } from '../replay/process-clock.ts';
 import { World, type WorldAnswers } from './world.ts';
 
 /** One attempt of a step, with the key it received. */
@@ -74,18 +74,6 @@ export interface TrialResult {
   second: StepAttempt[];
   end: TrialEnd;
 }
-
-/** The workers of the check: every wait parks (so the world sees it), fast polls, no sweeps. */
-export const WORKER_OPTIONS: WorkerOptions = {
-  parkAfterMs: 0,
-  pollIntervalMs: 5,
-  // A replay that waits this long for the call its journal says comes next has diverged.
-  replayStallMs: 2000,
-  // Stopping a worker with a task still running happens only after a run ran out of time.
-  shutdownGraceMs: 100,
-  idempotencyPurgeMs: 0,
-  retentionSweepMs: 0,
-};
 
 interface Process {
   readonly dead: boolean;
@@ -179,7 +167,7 @@ async function startProcess(s: TrialSettings, url: string, plan: CrashPlan | nul
     ...(s.limits ? { limits: s.limits } : {}),
     ...(s.rateLimits ? { rateLimits: s.rateLimits } : {}),
   });
-  const w = engine.worker({ ...WORKER_OPTIONS, workerId });
+  const w = engine.worker({ ...SIMULATED_WORKER, workerId });
   worker = w;
   const attempts: StepAttempt[] = [];
   w.on('step:started', (e) => {

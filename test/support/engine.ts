@@ -5,6 +5,7 @@ import { PG_URL, dropSchema, freshSchemaName } from './postgres.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ManualClock } from '../../src/manual-clock.ts';
 import { Engine, type EngineOptions, type TaskInfo, type TaskStatus, type TransitionEvent, type Worker, type WorkerOptions } from '../../src/index.ts';
 
 /** Which backend the engine suites run on. */
@@ -98,4 +99,14 @@ export function schemasOfThisFile(prefix: string): () => string {
 /** The `transition` entries of a task's log: its lifecycle, without step and signal entries. */
 export function transitionsOf(info: TaskInfo): TransitionEvent[] {
   return info.history.filter((e): e is TransitionEvent => e.type === 'transition');
+}
+
+/** Moves the engine clock a second at a time (a little real time between) until `check` holds. */
+export async function advanceUntil(clock: ManualClock, check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await check()) return;
+    await clock.advance('1s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`never reached: ${what}`);
 }
