@@ -108,7 +108,7 @@ describe(`alerts (${TEST_STORE})`, () => {
       });
       // Not run by the version-2 worker, and explain names the version it waits for.
       expect((await current.get(id)).status).toBe('pending');
-      expect((await current.explain(id)).summary).toContain('1');
+      expect((await current.explain(id)).summary).toContain('version 1');
     } finally {
       await w2.stop();
     }

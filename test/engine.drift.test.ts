@@ -4,7 +4,7 @@
 // before it keep their recorded answers, the drifted one and the rest are made anew.
 import { describe, expect, it } from 'vitest';
 import { MockLanguageModelV3 } from 'ai/test';
-import { workflow, type Workflow } from '../src/index.ts';
+import { engineOf, workflow, type Workflow } from '../src/index.ts';
 import { generateText } from '../src/ai/index.ts';
 import { fakeModel as baseModel } from './support/fake-model.ts';
 import { TEST_STORE, makeEngine, startWorker, tempDbUrl } from './support/engine.ts';
@@ -151,6 +151,42 @@ describe(`engine.drift and fromStep 'first-drift' (${TEST_STORE})`, () => {
     expect(fake.prompts).toHaveLength(8);
     expect(fake.prompts.slice(6).every((p) => p.includes('Draft v2: m1 answer'))).toBe(true);
     expect((await engine.get(current)).retries).toBe(0);
+  });
+
+  it('never lets replayed code act on the real database through engineOf(ctx)', async () => {
+    const fake = fakeModel('m1');
+    const url = tempDbUrl();
+    const side = workflow('side-effect', async () => 1);
+    // Holds the engine at the top (fine), and starts a task outside a step (a mistake a replay must not repeat).
+    const careless = (prompt: string): Workflow<{ topic: string }, string> =>
+      workflow('careless', async (ctx, input: { topic: string }) => {
+        const engine = engineOf(ctx);
+        const r = await generateText(ctx, 'write', { model: fake.model, prompt: `${prompt}: ${input.topic}` });
+        if (input.topic === 'outside') await engine.start(side);
+        await ctx.step('notify', () => engine.list({ limit: 1 }).then(() => 'ok'));
+        return r.text;
+      });
+    const engine = makeEngine({ store: url, workflows: [careless('Write'), side] });
+    const worker = await startWorker(engine);
+    const ids: string[] = [];
+    try {
+      for (const topic of ['inside', 'outside']) {
+        const { id } = await engine.start('careless', { topic });
+        await engine.result(id, { timeout: '10s' });
+        ids.push(id);
+      }
+    } finally {
+      await worker.stop();
+    }
+    const sides = async (): Promise<number> => (await engine.list({ workflow: 'side-effect' })).tasks.length;
+    expect(await sides()).toBe(1);
+    const edited = makeEngine({ store: url, workflows: [careless('Write well'), side] });
+    // The engine held at the top replays; the drift is found.
+    expect((await edited.drift(ids[0] as string)).firstDrift).toBe('write');
+    // The start outside a step is refused in the replay: reported, and no second side task.
+    await expect(edited.drift(ids[1] as string)).rejects.toMatchObject({ code: 'REPLAY_CHECK_FAILED', message: expect.stringContaining('runs no command') });
+    expect(await sides()).toBe(1);
+    expect(fake.prompts).toHaveLength(2);
   });
 
   it('refuses what it cannot do with a typed error, and leaves the task as it was', async () => {

@@ -1529,24 +1529,41 @@ for (const backend of backends) {
         // The refused write consumed nothing and wrote nothing.
         expect((await store.getSignals(stale.id)).map((x) => x.consumedSeq)).toEqual([null, null, null]);
         expect(await store.getSteps(stale.id)).toEqual([]);
-        // Two writes of one position, one consuming: the last wins and its signal is consumed.
-        const last = {
-          kind: 'step' as const,
-          taskId: batched.id,
-          epoch: batched.epoch,
-          step: stepRow(batched.id, 4, batched.epoch, { kind: 'event' }),
-          consume: { signalId: (batchedSignals[2] as SignalRow).id, seq: 4 },
-        };
-        expect(
-          await store.writeBatch([
-            { kind: 'step', taskId: batched.id, epoch: batched.epoch, step: stepRow(batched.id, 4, batched.epoch, { status: 'waiting', kind: 'event', output: null, finishedAt: null }) },
-            last,
-          ]),
-        ).toEqual([true, true]);
-        expect((await store.getSteps(batched.id)).find((r) => r.seq === 4)).toEqual(last.step);
-        expect((await store.getSignals(batched.id)).map((x) => x.consumedSeq)).toEqual([1, 2, 4]);
-        const after = await entries(store, batched.id);
-        expect(after.map((e) => e.seq)).toEqual(after.map((_, i) => i + 1));
+      });
+
+      it('two writes of one position in a batch, one consuming a signal, write what they would one by one, in either order', async () => {
+        for (const consumingFirst of [false, true]) {
+          const outcomes: unknown[] = [];
+          for (const batched of [false, true]) {
+            const task = await claimedTask(store, ns);
+            await store.insertSignal({ actorKind: 'user', actorId: 'bob', taskId: task.id, name: 'a', payload: null, idempotencyKey: null, at: T0 + 5 });
+            const [signal] = await store.getSignals(task.id);
+            const waiting: WriteOp = {
+              kind: 'step',
+              taskId: task.id,
+              epoch: task.epoch,
+              step: stepRow(task.id, 0, task.epoch, { status: 'waiting', kind: 'event', output: null, finishedAt: null }),
+            };
+            const consuming: WriteOp = {
+              kind: 'step',
+              taskId: task.id,
+              epoch: task.epoch,
+              step: stepRow(task.id, 0, task.epoch, { kind: 'event' }),
+              consume: { signalId: (signal as SignalRow).id, seq: 0 },
+            };
+            const ops = consumingFirst ? [consuming, waiting] : [waiting, consuming];
+            if (batched) expect(await store.writeBatch(ops)).toEqual([true, true]);
+            else for (const op of ops) expect(await store.writeBatch([op])).toEqual([true]);
+            // (A row written over loses the entry it carried, one by one too: the numbers are compared, not counted.)
+            const log = (await entries(store, task.id)).map((e) => ({ seq: e.seq, type: e.type }));
+            outcomes.push({
+              steps: (await store.getSteps(task.id)).map((r) => ({ ...r, taskId: 'x' })),
+              consumed: (await store.getSignals(task.id)).map((x) => x.consumedSeq),
+              log,
+            });
+          }
+          expect(outcomes[1]).toEqual(outcomes[0]);
+        }
       });
 
       it('every kind of write appends its entries, numbered 1, 2, 3… per task, with the actor that caused it', async () => {

@@ -14,7 +14,8 @@ import { retryDeadline, taskDeadline } from '../failure/deadline.ts';
 import { calledAfterReceiving, consequencesOf, forgetUndone, planRetryFrom, undoneSteps } from '../failure/retry-from.ts';
 import { countRedo } from '../failure/redo.ts';
 import { isCleanupSeq } from '../run/cleanup-scope.ts';
-import { resolveFromStep } from '../replay/drift.ts';
+import { FIRST_DRIFT, resolveFromStep } from '../replay/drift.ts';
+import { isFinished } from '../lifecycle.ts';
 import { runCommand, type CommandContext, type CommandWrite } from './context.ts';
 import type { RetryTaskOptions } from './options.ts';
 import { checkKeysFree } from './keyed-start.ts';
@@ -35,8 +36,10 @@ export function retryRefusal(task: TaskRow): string | null {
 export async function retryTask(ctx: CommandContext, id: string, options: RetryTaskOptions): Promise<TaskRow> {
   checkOptionKeys(options, RETRY_OPTIONS, 'engine.retry()');
   const store = await ctx.open();
-  // The first drifted model call is found by a replay, before the command's guarded write.
-  const fromStep = await resolveFromStep(ctx, id, options.fromStep, 'engine.retry()');
+  // The first drifted model call is found by a replay, before the command's guarded write; a task
+  // that has not ended is left to the command to refuse (its legal events), not replayed first.
+  const current = options.fromStep === FIRST_DRIFT ? await store.getTask(id) : null;
+  const fromStep = current && !isFinished(current.status) ? options.fromStep : await resolveFromStep(ctx, id, options.fromStep, 'engine.retry()');
   const newDeadline = options.deadline === undefined ? undefined : taskDeadline(ctx.clock.now(), options.deadline, undefined);
   return runCommand(ctx, id, 'retry', options.by, async (task) => {
     const refusal = retryRefusal(task);

@@ -6,9 +6,11 @@
  *
  * - Step checkpoints: one multi-row `INSERT … SELECT FROM unnest(…)`, each row written only if
  *   its task, locked `FOR NO KEY UPDATE`, still has the writer's epoch and a leased status (the
- *   fence, per task), and one log entry per row written. Each fenced task's log counter is bumped
- *   by the number of its rows in the batch; its entries take the numbers below the new value in
- *   batch order (see `appendFence` in sql-text.ts for why this is safe under concurrent writers).
+ *   fence, per task), with one log entry per row written (or the row carries it), and for a row
+ *   that consumes a signal the signal marked consumed and a `signal:consumed` entry after it. Each
+ *   fenced task's log counter is bumped by the numbers its rows take in the batch; its entries take
+ *   the numbers below the new value in batch order (see `appendFence` in sql-text.ts for why this
+ *   is safe under concurrent writers).
  * - End-of-run transitions (epoch-guarded, without signals, deletions or an event wait): one
  *   multi-row `UPDATE … FROM unnest(…)` over the task rows, locked `FOR UPDATE`, whose status,
  *   epoch and pause request match, plus their log entries (numbered from the counter the same

@@ -46,13 +46,10 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
     const transitions: Array<{ op: TransitionWrite; at: number }> = [];
     const rest: Array<{ op: WriteOp; at: number }> = [];
     const transitionTasks = new Set<string>();
-    // A write that consumes a signal joins the multi-row statement unless another write of the
-    // batch has its position (the statement keeps one row per position: the last write's).
-    const positions = new Map<string, number>();
-    for (const op of ops) if (op.kind === 'step') positions.set(`${op.taskId}\u0000${op.step.seq}`, (positions.get(`${op.taskId}\u0000${op.step.seq}`) ?? 0) + 1);
+    const oneByOne = tasksWrittenInOrder(ops);
     ops.forEach((op, at) => {
-      if (op.kind === 'step' && (!op.consume || positions.get(`${op.taskId}\u0000${op.step.seq}`) === 1)) steps.push({ op, at });
-      else if (op.kind === 'transition' && isBatchableTransition(op) && !transitionTasks.has(op.taskId)) {
+      if (op.kind === 'step' && !oneByOne.has(op.taskId)) steps.push({ op, at });
+      else if (op.kind === 'transition' && isBatchableTransition(op) && !transitionTasks.has(op.taskId) && !oneByOne.has(op.taskId)) {
         transitionTasks.add(op.taskId);
         transitions.push({ op, at });
       } else rest.push({ op, at });
@@ -90,6 +87,27 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
     }
     return results;
   });
+}
+
+/**
+ * Tasks whose step writes must run one by one, in order: two writes of one position where one
+ * consumes a signal (the multi-row statement keeps one row per position, the last write's, and
+ * would drop the other's consumption or entry).
+ */
+function tasksWrittenInOrder(ops: readonly WriteOp[]): Set<string> {
+  const out = new Set<string>();
+  if (!ops.some((op) => op.kind === 'step' && op.consume)) return out;
+  const positions = new Map<string, { count: number; consumes: boolean }>();
+  for (const op of ops) {
+    if (op.kind !== 'step') continue;
+    const key = `${op.taskId}\u0000${op.step.seq}`;
+    const p = positions.get(key) ?? { count: 0, consumes: false };
+    p.count++;
+    p.consumes ||= op.consume !== undefined;
+    positions.set(key, p);
+    if (p.count > 1 && p.consumes) out.add(op.taskId);
+  }
+  return out;
 }
 
 /** The text of {@link resultStepSql} per store (built once; prepared once per connection). */

@@ -5,7 +5,7 @@
  * replaying each task (replay-task.ts: a scratch copy, no model call, no side effect); and
  * `'first-drift'`, the step a re-run or a fork starts from to record new answers.
  */
-import { ConflictError, InvalidArgumentError, isReplayCheckError } from '../errors.ts';
+import { ConflictError, ERROR_CODES, InvalidArgumentError, isReplayCheckError, isStepwiseError } from '../errors.ts';
 import { checkOptionKeys, LIST_OPTIONS } from '../option-keys.ts';
 import type { CommandContext } from '../commands/context.ts';
 import type { ListOptions } from '../commands/options.ts';
@@ -69,6 +69,8 @@ export async function filterDrift(ctx: CommandContext, filter: DriftFilter): Pro
         const d = await taskDrift(ctx, t.id);
         if (d.firstDrift !== null) report.drifted.push({ ...d, firstDrift: d.firstDrift });
       } catch (e) {
+        // A task deleted since the page was read (retention, a user) is no longer there to report on.
+        if (isStepwiseError(e, ERROR_CODES.TASK_NOT_FOUND)) continue;
         if (!isReplayCheckError(e)) throw e;
         report.unreplayable.push({ taskId: t.id, workflow: t.workflow, reason: e.message });
       }
@@ -80,8 +82,9 @@ export async function filterDrift(ctx: CommandContext, filter: DriftFilter): Pro
 }
 
 /**
- * `fromStep` as given, or for `'first-drift'` the step of the task's first drifted model call.
- * A task with none is a ConflictError: there is nothing to re-run for a changed prompt.
+ * `fromStep` as given, or for `'first-drift'` the step of the task's first drifted model call (the
+ * word is reserved: a step itself named `first-drift` cannot be named as `fromStep`). A task with
+ * none is a ConflictError: there is nothing to re-run.
  */
 export async function resolveFromStep(ctx: CommandContext, id: string, fromStep: string | undefined, caller: string): Promise<string | undefined> {
   if (fromStep !== FIRST_DRIFT) return fromStep;

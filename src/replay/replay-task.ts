@@ -84,12 +84,26 @@ export interface DriftedCall {
   fingerprint: string;
 }
 
-/** The replay's worker: a simulated process's. */
-const REPLAY_WORKER: WorkerOptions = { ...SIMULATED_WORKER, workerId: 'replay' };
+/** The replay's worker: a simulated process's, that waits for a call as long as the replay may take (a busy server is slow, not divergent). */
+const replayWorker = (timeoutMs: number): WorkerOptions => ({ ...SIMULATED_WORKER, workerId: 'replay', replayStallMs: timeoutMs });
 
-/** Commands the replay's engine refuses: workflow code that calls them outside a step would act on the scratch copy. */
+/** What workflow code calling the engine (`engineOf(ctx)`) outside a step gets in a replay. */
 function refused(): never {
-  throw new ConflictError('A replay runs no command: the code called the engine outside a step.');
+  throw new ConflictError('A replay runs no command: the workflow code called the engine outside a step (engineOf(ctx)), which a replay never lets reach the database.');
+}
+
+/**
+ * The Engine as replayed code sees it: still an Engine (`engineOf(ctx)` at the top of a workflow
+ * works, and steps, which never run in a replay, may hold it), but every method refuses, so the
+ * replay cannot act on the real database.
+ */
+function commandless(engine: object): object {
+  return new Proxy(engine, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? refused : value;
+    },
+  });
 }
 
 /**
@@ -178,8 +192,11 @@ async function runReplay(
     died();
   });
   made(v);
-  const replayer = new EngineCore({ store: v.store, workflows: [code], clock: processClock(clock, () => !v.dead) }, { start: refused, get: refused, cancel: refused, engine });
-  worker = replayer.worker(REPLAY_WORKER);
+  const replayer = new EngineCore(
+    { store: v.store, workflows: [code], clock: processClock(clock, () => !v.dead) },
+    { start: refused, get: refused, cancel: refused, engine: commandless(engine) },
+  );
+  worker = replayer.worker(replayWorker(timeoutMs));
   worker.on('model:drift', (e) => void drift.push({ step: e.step, model: e.model, recordedFingerprint: e.recordedFingerprint, fingerprint: e.fingerprint }));
   worker.on('step:started', (e) => {
     if (v.dead) return;

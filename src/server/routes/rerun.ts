@@ -28,6 +28,9 @@ export const ForkBody = z
 
 const id = { id: TaskId };
 
+/** The task list's filters; a call replays at most 100 tasks (each in the server's process): page on with `cursor`. */
+const DriftQuery = ListQuery.extend({ limit: z.coerce.number().int().min(1).max(100).optional() });
+
 function retryRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
   return route({
     method: 'post',
@@ -103,9 +106,9 @@ function driftRoute(engine: Engine): RouteSpec {
     method: 'get',
     path: '/api/drift',
     summary:
-      "The tasks of a filter (the task list's) whose recorded model calls the current code would make otherwise, each with its first drifted step; limit tasks are replayed (default 100)",
+      "The tasks of a filter (the task list's) whose recorded model calls the current code would make otherwise, each with its first drifted step; at most 100 tasks are replayed per call (limit), then nextCursor",
     permission: 'read',
-    query: ListQuery,
+    query: DriftQuery,
     responses: { 200: '{ drifted: [{ taskId, workflow, firstDrift, drift }], checked, unreplayable: [{ taskId, workflow, reason }], nextCursor }', 400: 'bad filter' },
     async handle({ query }) {
       const filter = {
