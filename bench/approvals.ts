@@ -7,16 +7,9 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { Engine } from '../dist/index.js';
 import { approvalThenStep } from './approval-workflows.ts';
-import { fmt, percentile, root, stopWorkers, tempDir } from './lib.ts';
+import { fmt, percentile, root, stopWorkers, tempDir, type SectionCtx } from './lib.ts';
 import * as postgres from './postgres.ts';
 import { parkedMemory, type ParkedMemory } from './scale.ts';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 /** The approval task `taskId` asked for, once it exists. */
 async function approvalOf(engine: Engine, taskId: string): Promise<string> {
@@ -61,7 +54,7 @@ async function decideLatency(db: string, samples: number, otherProcess: boolean)
   }
 }
 
-export async function run(c: Ctx): Promise<void> {
+export async function run(c: SectionCtx): Promise<void> {
   const n = c.quick ? 1000 : 10_000;
   const samples = c.quick ? 20 : 100;
   c.line(`\n(f1) Approvals: ${n.toLocaleString('en')} tasks parked on approvals, one worker of concurrency 8 in this process (tasks`);

@@ -7,15 +7,8 @@
 import { join } from 'node:path';
 import pg from 'pg';
 import { Engine, openStore, workflow } from '../dist/index.js';
-import { fmt, tempDir } from './lib.ts';
+import { fmt, tempDir, type SectionCtx } from './lib.ts';
 import * as postgres from './postgres.ts';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 export interface ClaimCost {
   store: string;
@@ -96,7 +89,7 @@ async function measure(store: string, layout: Layout, url: (label: string) => st
   return { store, layout, tasks: TASKS, keys: KEYS, claims: CLAIMS, unkeyedMs, keyedMs, ratio: keyedMs / unkeyedMs };
 }
 
-export async function report(c: Ctx): Promise<void> {
+export async function report(c: SectionCtx): Promise<void> {
   c.line(`\n(k) Flow control: ${CLAIMS} claims of ${BATCH} from ${TASKS} due tasks over ${KEYS} keys, limit 1 per key vs no key;`);
   c.line('    mixed: task i has key i mod 1,000; runs: ten consecutive tasks per key (each claim skips the backlog of the keys it filled).');
   const figures: ClaimCost[] = [];

@@ -10,16 +10,9 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Engine } from '../dist/index.js';
-import { fmt, median, percentile, tempDir } from './lib.ts';
+import { fmt, median, percentile, tempDir, type SectionCtx } from './lib.ts';
 import * as postgres from './postgres.ts';
 import { manySteps } from './workflows.ts';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 const STEPS = 200;
 
@@ -83,7 +76,7 @@ async function measure(url: string, label: string, count: (table: 'tasks' | 'ste
   }
 }
 
-export async function report(ctx: Ctx): Promise<void> {
+export async function report(ctx: SectionCtx): Promise<void> {
   const samples = ctx.quick ? 5 : 20;
   ctx.line(`\n(f) Fork: a ${STEPS}-step task forked from its last step (${STEPS - 1} journal rows copied); engine.fork() call to answer,`);
   ctx.line(`    p50 / p99 of ${samples}; rows written per fork; and to the result: the fork run (replays ${STEPS - 1}, runs 1) vs a new start (runs ${STEPS}).`);

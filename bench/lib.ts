@@ -22,6 +22,14 @@ export function percentile(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
 }
 
+/** What a bench section's `report` is given: quick mode, whether PostgreSQL is up, where to print, where to put its figures. */
+export interface SectionCtx {
+  quick: boolean;
+  pgUp: boolean;
+  line: (s: string) => void;
+  results: Record<string, unknown>;
+}
+
 export interface Overhead {
   rawMinimalUs: number;
   rawJournalUs: number;

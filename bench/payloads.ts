@@ -19,18 +19,11 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import pg from 'pg';
 import { Engine, workflow } from '../dist/index.js';
-import { fmt, median, root, tempDir } from './lib.ts';
+import { fmt, median, root, tempDir, type SectionCtx } from './lib.ts';
 import * as postgres from './postgres.ts';
 import { manySteps } from './workflows.ts';
 // @ts-expect-error: a plain JavaScript module shared with the peers' scripts
 import { turnMessages } from './peers/chat-messages.mjs';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 type Message = { role: string; content: string };
 const messagesOf = turnMessages as (t: number) => Message[];
@@ -115,7 +108,7 @@ function langGraph(turns: number): Bytes | { error: string } {
 
 const kb = (n: number): string => `${fmt(n / 1024, 0)} KB`;
 
-async function bytesSection(ctx: Ctx, turnsList: number[]): Promise<void> {
+async function bytesSection(ctx: SectionCtx, turnsList: number[]): Promise<void> {
   const distinct = (turns: number): number => Array.from({ length: turns }, (_, t) => messagesOf(t).reduce((a, m) => a + JSON.stringify(m).length, 0)).reduce((a, b) => a + b, 0);
   const figures: Array<Record<string, unknown>> = [];
   for (const turns of turnsList) {
@@ -154,7 +147,7 @@ async function bytesSection(ctx: Ctx, turnsList: number[]): Promise<void> {
   ctx.results.payloadBytes = figures;
 }
 
-async function smallValues(ctx: Ctx, steps: number, rounds: number): Promise<void> {
+async function smallValues(ctx: SectionCtx, steps: number, rounds: number): Promise<void> {
   const stores: Array<{ label: string; url: () => string }> = [{ label: 'SQLite', url: () => `sqlite:${join(tempDir(), 'small.db')}` }];
   if (ctx.pgUp) stores.push({ label: 'PostgreSQL', url: () => postgres.freshPgUrl('small') });
   const out: Array<Record<string, unknown>> = [];
@@ -219,7 +212,7 @@ async function resumeOnce(url: string, payloads: boolean, turns: number, parkAt:
   return { ms, heapMb: (peak - base) / 1024 / 1024 };
 }
 
-async function resumeSection(ctx: Ctx, turns: number, parkAt: number): Promise<void> {
+async function resumeSection(ctx: SectionCtx, turns: number, parkAt: number): Promise<void> {
   const gc = gcFunction();
   const out: Array<Record<string, unknown>> = [];
   const stores: Array<{ label: string; url: () => string }> = [{ label: 'SQLite', url: () => `sqlite:${join(tempDir(), 'resume.db')}` }];
@@ -237,7 +230,7 @@ async function resumeSection(ctx: Ctx, turns: number, parkAt: number): Promise<v
   ctx.results.payloadResume = out;
 }
 
-export async function report(ctx: Ctx): Promise<void> {
+export async function report(ctx: SectionCtx): Promise<void> {
   const turnsList = ctx.quick ? [50, 100] : [100, 200, 300];
   ctx.line(`\n(p) Payload store: a chat loop checkpointing its whole transcript every turn (two ~1 KB messages a turn), ${turnsList.join(' / ')} turns, bytes stored:`);
   await bytesSection(ctx, turnsList);

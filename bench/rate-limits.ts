@@ -8,17 +8,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { Engine, workflow } from '../dist/index.js';
-import { fmt, median, root, stopWorkers, tempDir } from './lib.ts';
+import { fmt, median, root, stopWorkers, tempDir, type SectionCtx } from './lib.ts';
 import { limitedCall } from './rate-limit-workflows.ts';
 import { busiestWindow } from '../test/support/rate-calls.ts';
 import * as postgres from './postgres.ts';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 export interface RateLimitOverhead {
   store: string;
@@ -113,7 +106,7 @@ async function acrossProcesses(url: string, store: string, processes: number, ra
   }
 }
 
-export async function report(c: Ctx): Promise<void> {
+export async function report(c: SectionCtx): Promise<void> {
   const steps = c.quick ? 200 : 1000;
   const rounds = c.quick ? 3 : 5;
   c.line(`\n(k) Rate limits: a step that draws on a named limit (never binding) vs a plain step; one task of ${steps} steps, ${rounds} rounds each, alternating.`);

@@ -8,16 +8,9 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Engine } from '../dist/index.js';
-import { fmt, tempDir } from './lib.ts';
+import { fmt, tempDir, type SectionCtx } from './lib.ts';
 import * as postgres from './postgres.ts';
 import { threeSteps } from './workflows.ts';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 export interface RetentionFigure {
   store: string;
@@ -96,7 +89,7 @@ function figure(store: string, tasks: number, engineMs: number, rawMs: number): 
   return { store, tasks, engineTasksPerSec: (tasks * 1000) / engineMs, rawTasksPerSec: (tasks * 1000) / rawMs, ratio: engineMs / rawMs };
 }
 
-export async function report({ quick, pgUp, line, results }: Ctx): Promise<void> {
+export async function report({ quick, pgUp, line, results }: SectionCtx): Promise<void> {
   const n = quick ? 2000 : 10_000;
   line(`\n(i) Retention: ${n.toLocaleString('en-US')} finished three-step tasks deleted with their journal and log, by engine.purge (batches`);
   line('    of 1,000, each one transaction) and by hand-written SQL of the same rows (one transaction), on databases filled alike.');

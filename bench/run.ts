@@ -4,7 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { fmt, root, tempDir } from './lib.ts';
+import { fmt, root, tempDir, type SectionCtx } from './lib.ts';
 import { E2E_CONCURRENCY, endToEnd, type EndToEnd } from './end-to-end.ts';
 import * as sqlite from './sqlite.ts';
 import * as postgres from './postgres.ts';
@@ -30,59 +30,22 @@ const spread = (o: { roundRatios: number[] }): string => (o.roundRatios.length >
 
 line(`Stepwise benchmark (${results.machine as string})${quick ? ' — quick mode' : ''}`);
 if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).only({ quick, pgUp: await postgres.pgAvailable(), line, results });
-if (process.argv.includes('--schedules-only')) {
+/** `--<name>-only`: these sections alone, in order (each module's `report`). */
+const ALONE: Record<string, readonly string[]> = {
+  schedules: ['schedules'],
+  flow: ['flow-control'],
+  'rate-limits': ['rate-limits'],
+  'stream-close': ['stream-close'],
+  'fan-out': ['fan-out'],
+  fork: ['fork'],
+  search: ['search', 'fork'],
+  payloads: ['payloads'],
+  retention: ['retention'],
+};
+for (const [flag, sections] of Object.entries(ALONE)) {
+  if (!process.argv.includes(`--${flag}-only`)) continue;
   const pgUp = await postgres.pgAvailable();
-  await (await import('./schedules.ts')).report({ quick, pgUp, line, results });
-  if (pgUp) await postgres.cleanup();
-  process.exit(0);
-}
-if (process.argv.includes('--flow-only')) {
-  const pgUp = await postgres.pgAvailable();
-  await (await import('./flow-control.ts')).report({ quick, pgUp, line, results });
-  if (pgUp) await postgres.cleanup();
-  process.exit(0);
-}
-if (process.argv.includes('--rate-limits-only')) {
-  const pgUp = await postgres.pgAvailable();
-  await (await import('./rate-limits.ts')).report({ quick, pgUp, line, results });
-  if (pgUp) await postgres.cleanup();
-  process.exit(0);
-}
-if (process.argv.includes('--stream-close-only')) {
-  const pgUp = await postgres.pgAvailable();
-  await (await import('./stream-close.ts')).report({ quick, pgUp, line, results });
-  await (await import('./fan-out.ts')).report({ quick, pgUp, line, results });
-  if (pgUp) await postgres.cleanup();
-  process.exit(0);
-}
-if (process.argv.includes('--fan-out-only')) {
-  const pgUp = await postgres.pgAvailable();
-  await (await import('./fan-out.ts')).report({ quick, pgUp, line, results });
-  if (pgUp) await postgres.cleanup();
-  process.exit(0);
-}
-if (process.argv.includes('--fork-only')) {
-  const pgUp = await postgres.pgAvailable();
-  await (await import('./fork.ts')).report({ quick, pgUp, line, results });
-  if (pgUp) await postgres.cleanup();
-  process.exit(0);
-}
-if (process.argv.includes('--search-only')) {
-  const pgUp = await postgres.pgAvailable();
-  await (await import('./search.ts')).report({ quick, pgUp, line, results });
-  await (await import('./fork.ts')).report({ quick, pgUp, line, results });
-  if (pgUp) await postgres.cleanup();
-  process.exit(0);
-}
-if (process.argv.includes('--payloads-only')) {
-  const pgUp = await postgres.pgAvailable();
-  await (await import('./payloads.ts')).report({ quick, pgUp, line, results });
-  if (pgUp) await postgres.cleanup();
-  process.exit(0);
-}
-if (process.argv.includes('--retention-only')) {
-  const pgUp = await postgres.pgAvailable();
-  await (await import('./retention.ts')).report({ quick, pgUp, line, results });
+  for (const section of sections) await ((await import(`./${section}.ts`)) as { report: (ctx: SectionCtx) => Promise<void> }).report({ quick, pgUp, line, results });
   if (pgUp) await postgres.cleanup();
   process.exit(0);
 }
@@ -260,6 +223,7 @@ await (await import('./idempotency.ts')).report({ line, rounds, quick, pgUp, res
 
 results.cancel = await (await import('./cancel.ts')).cancelLatency(quick, line);
 await (await import('./stream-close.ts')).report({ quick, pgUp, line, results });
+await (await import('./fan-out.ts')).report({ quick, pgUp, line, results });
 await (await import('./approvals.ts')).run({ quick, pgUp, line, results });
 await (await import('./scale.ts')).run({ quick, pgUp, line, results });
 await (await import('./retention.ts')).report({ quick, pgUp, line, results });

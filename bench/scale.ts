@@ -18,16 +18,9 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import pg from 'pg';
 import { Engine, workflow, type Workflow } from '../dist/index.js';
-import { fmt, median, percentile, root, tempDir } from './lib.ts';
+import { fmt, median, percentile, root, tempDir, type SectionCtx } from './lib.ts';
 import * as postgres from './postgres.ts';
 import { threeSteps } from './workflows.ts';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 type Store = Awaited<ReturnType<Engine['ready']>>;
 
@@ -391,7 +384,7 @@ export async function parkedMemory(
   }
 }
 
-export async function run({ quick, pgUp, line, results }: Ctx): Promise<void> {
+export async function run({ quick, pgUp, line, results }: SectionCtx): Promise<void> {
   const big = quick ? 100_000 : 1_000_000;
   const parked = quick ? 10_000 : 100_000;
   const sizes = [10_000, big];
@@ -445,7 +438,7 @@ export async function run({ quick, pgUp, line, results }: Ctx): Promise<void> {
 }
 
 /** `--scale-only`: this section alone, written to .bench/results.json. */
-export async function only(ctx: Ctx): Promise<never> {
+export async function only(ctx: SectionCtx): Promise<never> {
   await run(ctx);
   if (ctx.pgUp) await postgres.cleanup();
   mkdirSync(join(root, '.bench'), { recursive: true });

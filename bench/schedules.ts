@@ -5,15 +5,8 @@
 // startedAt, both on the engine's clock.
 import { join } from 'node:path';
 import { Engine, workflow } from '../dist/index.js';
-import { fmt, percentile, tempDir } from './lib.ts';
+import { fmt, percentile, tempDir, type SectionCtx } from './lib.ts';
 import * as postgres from './postgres.ts';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 export interface ScheduleLatency {
   store: string;
@@ -62,7 +55,7 @@ async function measure(url: string, store: string, scanMs: number, ticks: number
   }
 }
 
-export async function report(c: Ctx): Promise<void> {
+export async function report(c: SectionCtx): Promise<void> {
   const ticks = c.quick ? 8 : 30;
   c.line(`\n(j) Schedules: a tick's time → its task created / its first step running; a schedule every second, ${ticks} ticks,`);
   c.line('    worker in the same process scanning every scheduleScanMs and waking at the next tick it knows of.');
@@ -79,6 +72,6 @@ export async function report(c: Ctx): Promise<void> {
   c.results.schedules = figures;
 }
 
-export async function only(c: Ctx): Promise<void> {
+export async function only(c: SectionCtx): Promise<void> {
   await report(c);
 }

@@ -11,15 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Engine } from '../dist/index.js';
-import { fmt, percentile, tempDir } from './lib.ts';
+import { fmt, percentile, tempDir, type SectionCtx } from './lib.ts';
 import * as postgres from './postgres.ts';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 const START = Date.UTC(2026, 0, 1);
@@ -146,7 +139,7 @@ async function postgresSection(n: number, samples: number): Promise<{ figures: A
   return { figures, plan };
 }
 
-export async function report(ctx: Ctx): Promise<void> {
+export async function report(ctx: SectionCtx): Promise<void> {
   const n = ctx.quick ? 100_000 : 1_000_000;
   const samples = ctx.quick ? 50 : 200;
   ctx.line(`\n(s) Search: engine.list({ …, limit: 50 }) on ${fmt(n, 0)} tasks (written straight into the tables; tags tenant`);

@@ -9,15 +9,8 @@ import { join } from 'node:path';
 import { Engine, workflow } from '../dist/index.js';
 import { chatCompletion } from '../dist/ai/index.js';
 import { startFakeOpenAI } from '../test/support/fake-openai.ts';
-import { fmt, median, percentile, tempDir } from './lib.ts';
+import { fmt, median, percentile, tempDir, type SectionCtx } from './lib.ts';
 import * as postgres from './postgres.ts';
-
-interface Ctx {
-  quick: boolean;
-  pgUp: boolean;
-  line: (s: string) => void;
-  results: Record<string, unknown>;
-}
 
 export interface StreamClose {
   store: string;
@@ -63,7 +56,7 @@ async function measure(url: string, label: string, samples: number): Promise<Str
   return { store: label, samples, p50Ms: median(times), p99Ms: percentile(times, 99), maxMs: Math.max(...times) };
 }
 
-export async function report(ctx: Ctx): Promise<void> {
+export async function report(ctx: SectionCtx): Promise<void> {
   const samples = ctx.quick ? 20 : 100;
   ctx.line(`\n(c2) A parent's cancel reaching its child's model stream: engine.cancel(parent) to the child's HTTP stream closed`);
   ctx.line(`    (seen by the fake model server), in-process worker, ${samples} samples.`);

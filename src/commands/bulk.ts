@@ -121,20 +121,22 @@ export async function bulk(host: BulkHost, options: BulkOptions): Promise<BulkRe
 
 /** The tasks with a drifted model call, each with the step it re-runs from; those without are skipped, those whose replay fails are failed. */
 async function firstDrifts(host: BulkHost, tasks: readonly TaskSummary[], result: BulkResult): Promise<Array<TaskSummary & { step: string }>> {
-  const drifted: Array<TaskSummary & { step: string }> = [];
+  const stepOf = new Map<string, string>();
   await inBatches(
     tasks,
     async (t) => {
       const { firstDrift } = await host.drift(t.id);
-      if (firstDrift !== null) drifted.push({ ...t, step: firstDrift });
+      if (firstDrift !== null) stepOf.set(t.id, firstDrift);
       else if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status, reason: 'no drifted model call' });
     },
     result,
     false,
   );
   // In list order (newest first), as the rest of the command goes.
-  const order = new Map(tasks.map((t, i) => [t.id, i]));
-  return drifted.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
+  return tasks.flatMap((t) => {
+    const step = stepOf.get(t.id);
+    return step === undefined ? [] : [{ ...t, step }];
+  });
 }
 
 /** Runs `fn` on each task, {@link CONCURRENCY} at a time, counting the failed and (`acts`) the acted. */

@@ -31,3 +31,11 @@ export function listFilter(f: ListFilterFields): Omit<ListOptions, 'limit' | 'cu
     ...(f.text !== undefined ? { text: f.text } : {}),
   };
 }
+
+/** The task list's query string (`ListQuery`, statuses as a comma list) as `engine.list`'s filter with its cursor. */
+export function queryFilter(query: Omit<ListFilterFields, 'status'> & { status?: readonly string[] | undefined; cursor?: string | undefined }): Omit<ListOptions, 'limit'> {
+  return {
+    ...listFilter({ ...query, status: query.status?.length ? (query.status as TaskStatus[]) : undefined }),
+    ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
+  };
+}

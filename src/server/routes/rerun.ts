@@ -6,8 +6,8 @@
  * another request: `engine.drift`).
  */
 import { z } from 'zod';
-import type { Engine, TaskStatus } from '../../index.ts';
-import { listFilter } from '../list-filter.ts';
+import type { Engine } from '../../index.ts';
+import { queryFilter } from '../list-filter.ts';
 import { Json, ListQuery, TaskId } from '../schemas.ts';
 import { summarizeTask, type SummaryLimits } from '../summaries.ts';
 import { actorOf } from './tasks.ts';
@@ -111,12 +111,7 @@ function driftRoute(engine: Engine): RouteSpec {
     query: DriftQuery,
     responses: { 200: '{ drifted: [{ taskId, workflow, firstDrift, drift }], checked, unreplayable: [{ taskId, workflow, reason }], nextCursor }', 400: 'bad filter' },
     async handle({ query }) {
-      const filter = {
-        ...listFilter({ ...query, status: query.status?.length ? (query.status as TaskStatus[]) : undefined }),
-        ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
-        ...(query.limit !== undefined ? { limit: query.limit } : {}),
-      };
-      return { status: 200, body: await engine.drift(filter) };
+      return { status: 200, body: await engine.drift({ ...queryFilter(query), ...(query.limit !== undefined ? { limit: query.limit } : {}) }) };
     },
   });
 }

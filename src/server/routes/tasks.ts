@@ -5,14 +5,14 @@
  * The actor of every command is the authenticated identity; nothing in a body can name another.
  */
 import { createHash } from 'node:crypto';
-import type { Engine, StartOptions, TaskStatus } from '../../index.ts';
+import type { Engine, StartOptions } from '../../index.ts';
 import type { Identity } from '../auth.ts';
 import { BatchBody, CancelBody, EmptyBody, EventName, ListQuery, PurgeBody, SendBody, SignalBody, SignalName, StartBody, TaskId } from '../schemas.ts';
 import { InvalidArgumentError } from '../../index.ts';
 import { errorResponse } from '../http-errors.ts';
 import { listPage, summarizeTask, type SummaryLimits } from '../summaries.ts';
 import { route, type RouteSpec } from './route.ts';
-import { listFilter } from '../list-filter.ts';
+import { queryFilter } from '../list-filter.ts';
 import type { z } from 'zod';
 
 /** The actor recorded in the task's log for a request of `identity`. */
@@ -123,11 +123,7 @@ function listRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
       400: 'bad filter',
     },
     async handle({ query }) {
-      const filter = {
-        ...listFilter({ ...query, status: query.status?.length ? (query.status as TaskStatus[]) : undefined }),
-        ...(query.cursor !== undefined ? { cursor: query.cursor } : {}),
-      };
-      return { status: 200, body: await listPage(engine, filter, query.limit ?? 50, limits) };
+      return { status: 200, body: await listPage(engine, queryFilter(query), query.limit ?? 50, limits) };
     },
   });
 }
