@@ -57,7 +57,7 @@ export { SingletonRunningError } from './errors/start.ts';
 export { ChildFailedError, ChildDepthExceededError } from './errors/child.ts';
 
 // How a task ended
-export { DeadlineExceededError, CompensationFailedError, TaskFailedError, TaskCancelledError, DwellTimeoutError } from './errors/task.ts';
+export { DeadlineExceededError, CompensationFailedError, RerunUndoError, TaskFailedError, TaskCancelledError, DwellTimeoutError } from './errors/task.ts';
 
 // Workers and stores
 export { LeaseLostError, WorkerStoppingError, SchemaMismatchError, StoreUnavailableError, StoreRefusedError, StoreDamagedError, ClosedError } from './errors/runtime.ts';

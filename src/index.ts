@@ -192,6 +192,7 @@ export {
   TaskCancelledError,
   DeadlineExceededError,
   CompensationFailedError,
+  RerunUndoError,
   DwellTimeoutError,
   ChildFailedError,
   ChildDepthExceededError,

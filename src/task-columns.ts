@@ -87,6 +87,7 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('depth', 'depth', 'integer', num),
   c('tags', 'tags', 'text', strOrNull),
   c('forkedFrom', 'forked_from', 'text', strOrNull),
+  c('undoFrom', 'undo_from', 'integer', numOrNull, {}),
 ]);
 
 /** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */

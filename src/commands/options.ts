@@ -112,6 +112,13 @@ export interface RetryTaskOptions extends CommandOptions {
   fromStep?: string;
   /** A new deadline for the retried task (a Date or ms since the epoch). */
   deadline?: Date | number;
+  /**
+   * Before a succeeded task runs again from `fromStep`, run the compensations of the completed
+   * steps it forgets (newest first), as a cleanup does; they then run again under new idempotency
+   * keys. A failed or cancelled task had its compensations run by its cleanup when it ended.
+   * @defaultValue false: the forgotten steps' effects are not undone
+   */
+  compensate?: boolean;
 }
 
 export interface ForkOptions extends CommandOptions {

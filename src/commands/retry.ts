@@ -7,7 +7,7 @@
  * the retry's log entry says. Also the refusal of a retry (a cancelled task whose cleanup failed).
  */
 import { RETRY_OPTIONS, checkOptionKeys } from '../option-keys.ts';
-import { ConflictError, ERROR_CODES } from '../errors.ts';
+import { ConflictError, ERROR_CODES, InvalidArgumentError } from '../errors.ts';
 import { decodeError, type SerializedError } from '../serialize.ts';
 import type { SignalRow, StepRow, Store, TaskPatch, TaskRow } from '../store.ts';
 import { retryDeadline, taskDeadline } from '../failure/deadline.ts';
@@ -35,6 +35,7 @@ export function retryRefusal(task: TaskRow): string | null {
 
 export async function retryTask(ctx: CommandContext, id: string, options: RetryTaskOptions): Promise<TaskRow> {
   checkOptionKeys(options, RETRY_OPTIONS, 'engine.retry()');
+  const compensate = compensateOption(options);
   const store = await ctx.open();
   // The first drifted model call is found by a replay, before the command's guarded write; a task
   // that has not ended is left to the command to refuse (its legal events), not replayed first.
@@ -52,11 +53,41 @@ export async function retryTask(ctx: CommandContext, id: string, options: RetryT
     // A task that has not ended is refused by the lifecycle (its legal events) before any read.
     if (task.status !== 'failed' && task.status !== 'succeeded' && task.status !== 'cancelled') return {};
     await checkKeysFree(store, task);
+    if (compensate) return planUndoingRerun(task, await store.getSteps(id), fromStep as string, retryDeadline(task, newDeadline, ctx.clock.now()));
     const plan = await planRetry(store, task, await store.getSteps(id), fromStep, retryDeadline(task, newDeadline, ctx.clock.now()));
     if (task.status === 'failed') return plan;
     // A re-run of a finished task: its outcome is forgotten with the steps that made it.
     return { ...plan, set: { ...plan.set, output: null, cancelReason: null, finishedAt: null }, detail: { ...(plan.detail as Record<string, unknown>), rerun: task.status } };
   });
+}
+
+/** `compensate`: a boolean, and only with `fromStep` (a failed task's retry from its failed step has nothing of its own to undo). */
+function compensateOption(options: RetryTaskOptions): boolean {
+  const { compensate } = options;
+  if (compensate === undefined || compensate === false) return false;
+  if (compensate !== true) throw new InvalidArgumentError(`engine.retry(): compensate must be true or false (got ${JSON.stringify(compensate) ?? typeof compensate}).`);
+  if (options.fromStep === undefined) throw new InvalidArgumentError('engine.retry(): compensate undoes the steps a re-run forgets: name the step to re-run from with fromStep.');
+  return true;
+}
+
+/**
+ * A re-run of a succeeded task that undoes first: the journal stays as it is and the task is marked
+ * with the position of `fromStep`; the run that claims it runs the compensations of the steps from
+ * there on, then forgets them (see `run/undo-rerun.ts`). A failed or cancelled task is refused:
+ * its cleanup ran its compensations when it ended (a plain retry runs the undone steps again).
+ */
+function planUndoingRerun(task: TaskRow, steps: readonly StepRow[], fromStep: string, deadline: { deadlineAt?: number | null }): CommandWrite {
+  if (task.status !== 'succeeded') {
+    throw new ConflictError(
+      `Task ${task.id} ${task.status === 'failed' ? 'failed' : 'was cancelled'}: its cleanup already ran the compensations of its completed steps when it ended (the steps it undid run again on retry, under new idempotency keys). compensate is for re-running a succeeded task: retry without it.`,
+    );
+  }
+  const journal = steps.filter((s) => !isCleanupSeq(s.seq));
+  const { deleteSteps, forgotten } = planRetryFrom(journal, fromStep, task.id);
+  return {
+    set: { error: null, incrementRetries: true, ...deadline, output: null, cancelReason: null, finishedAt: null, undoFrom: deleteSteps[0] as number },
+    detail: { retry: task.retries + 1, fromStep, rerun: task.status, compensate: true, undoing: forgotten },
+  };
 }
 
 /** A retry's plan: the failed task's journal split into the code's calls and its last cleanup, and what that cleanup undid. */
@@ -89,6 +120,7 @@ async function planRetry(store: Store, task: TaskRow, steps: readonly StepRow[],
   // The retried task's deadline; undone steps run again under new idempotency keys (failure/redo.ts).
   const set: TaskPatch = {
     error: null,
+    undoFrom: null,
     incrementRetries: true,
     ...deadline,
     ...(undone.length

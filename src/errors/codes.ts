@@ -54,6 +54,11 @@ export const ERROR_CODES = Object.freeze({
   DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
   /** A compensation (or cancel cleanup) failed for good: the task's effects need manual cleanup. */
   COMPENSATION_FAILED: 'COMPENSATION_FAILED',
+  /**
+   * A re-run that undoes first (`retry(id, { fromStep, compensate: true })`): its first run replays
+   * the code, refusing every new call with this error, and runs the compensations of the steps it forgets.
+   */
+  RERUN_UNDOING: 'RERUN_UNDOING',
   /** A state machine does not take this event now (not one of its state's events, a guard said no, or it is busy). */
   EVENT_REFUSED: 'EVENT_REFUSED',
   /** `checkResume` (stepwise-engine/testing): a workflow ended otherwise after a crash, ran a durable step again, … */
@@ -115,6 +120,7 @@ export const HTTP_STATUS: Readonly<Record<ErrorCode, number>> = Object.freeze({
   REPAIRABLE: 422,
   DEADLINE_EXCEEDED: 504,
   COMPENSATION_FAILED: 409,
+  RERUN_UNDOING: 409,
   EVENT_REFUSED: 409,
   RESUME_CHECK_FAILED: 500,
   REPLAY_CHECK_FAILED: 409,

@@ -20,6 +20,23 @@ export class DeadlineExceededError extends StepwiseError {
 }
 
 /**
+ * The first run of a re-run that undoes first (`retry(id, { fromStep, compensate: true })`) stops
+ * the code with this error: the code replays what it recorded and every new call is refused with
+ * it, while the compensations of the steps from `fromStep` on run. It reaches people only as the
+ * `cause` of a {@link CompensationFailedError} when one of those compensations failed for good.
+ */
+export class RerunUndoError extends StepwiseError {
+  readonly taskId: string;
+  readonly fromStep: string;
+  constructor(taskId: string, fromStep: string) {
+    super(ERROR_CODES.RERUN_UNDOING, `Task ${taskId} is re-run from step "${fromStep}", undoing the steps from there on first`);
+    this.name = 'RerunUndoError';
+    this.taskId = taskId;
+    this.fromStep = fromStep;
+  }
+}
+
+/**
  * The cleanup after a failure for good or a cancel failed for good: a compensation or an `onCancel`
  * handler failed (or the cleanup ran past its deadline), so what the task did is not fully undone
  * and the task ends `failed` — a cancelled one too. `cause` is what ended the task: its original

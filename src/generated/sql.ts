@@ -164,6 +164,13 @@ export const sqliteMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "9f4ae2d278f8425b",
     "sql": "-- stepwise_alerts  The alerts workers raised (see src/alerts/), one row each, for operators to list\n--                  (`engine.alerts()`, the dashboard). A row is written by the worker that delivers\n--                  the alert, at most once per subject and quiet period (`dedupe`: the kind, the\n--                  subject and the period, so a worker that takes over a delivery cut short by a\n--                  crash does not list it twice); rows older than the\n--                  engine's `alerts.keep` are deleted by the workers' retention job.\n\nCREATE TABLE stepwise_alerts (\n  id        TEXT PRIMARY KEY,\n  kind      TEXT NOT NULL,\n  subject   TEXT NOT NULL,\n  workflow  TEXT,\n  task_id   TEXT,\n  message   TEXT NOT NULL,\n  data      TEXT NOT NULL,\n  raised_at INTEGER NOT NULL,\n  raised_by TEXT NOT NULL,\n  dedupe    TEXT NOT NULL\n) WITHOUT ROWID;\nCREATE INDEX stepwise_alerts_raised ON stepwise_alerts (raised_at, id);\nCREATE UNIQUE INDEX stepwise_alerts_dedupe ON stepwise_alerts (dedupe);\n"
+  },
+  {
+    "id": 24,
+    "name": "undo_from",
+    "breaking": false,
+    "checksum": "f9fd085cdea85aa5",
+    "sql": "-- stepwise_tasks.undo_from  A re-run that undoes first (`retry(id, { fromStep, compensate: true })`)\n--                           is pending or running: the journal position of `fromStep`. The run that\n--                           claims the task replays its code, runs the compensations of the completed\n--                           steps from that position on, then forgets them and hands the task back\n--                           to run from there. NULL otherwise.\n\nALTER TABLE stepwise_tasks ADD COLUMN undo_from INTEGER;\n"
   }
 ];
 
@@ -329,5 +336,12 @@ export const postgresMigrations: readonly Migration[] = [
     "breaking": false,
     "checksum": "c90b85d01dce9165",
     "sql": "-- alerts  The alerts workers raised (see src/alerts/), one row each, for operators to list\n--         (`engine.alerts()`, the dashboard). A row is written by the worker that delivers the\n--         alert, at most once per subject and quiet period (`dedupe`: the kind, the subject and the\n--         period, so a worker that takes over a delivery cut short by a crash does not list it\n--         twice); rows older than the engine's\n--         `alerts.keep` are deleted by the workers' retention job.\n\nCREATE TABLE :SCHEMA.alerts (\n  id        TEXT COLLATE \"C\" PRIMARY KEY,\n  kind      TEXT NOT NULL,\n  subject   TEXT NOT NULL,\n  workflow  TEXT,\n  task_id   TEXT,\n  message   TEXT NOT NULL,\n  data      TEXT NOT NULL,\n  raised_at BIGINT NOT NULL,\n  raised_by TEXT NOT NULL,\n  dedupe    TEXT NOT NULL\n);\nCREATE INDEX alerts_raised ON :SCHEMA.alerts (raised_at, id);\nCREATE UNIQUE INDEX alerts_dedupe ON :SCHEMA.alerts (dedupe);\n"
+  },
+  {
+    "id": 24,
+    "name": "undo_from",
+    "breaking": false,
+    "checksum": "42bf2725cacb69bd",
+    "sql": "-- tasks.undo_from  A re-run that undoes first (`retry(id, { fromStep, compensate: true })`) is\n--                  pending or running: the journal position of `fromStep`. The run that claims the\n--                  task replays its code, runs the compensations of the completed steps from that\n--                  position on, then forgets them and hands the task back to run from there. NULL\n--                  otherwise.\n-- A nullable column rewrites nothing.\n\nALTER TABLE :SCHEMA.tasks ADD COLUMN undo_from INTEGER;\n"
   }
 ];

@@ -44,6 +44,7 @@ import type { Settled } from './outcome.ts';
 import { RUNNING, cancelOf, fatalOf, haltOf, mayWrite, type RunState } from './state.ts';
 import { inCleanup, type CancelHandler, type Compensation } from './cleanup-scope.ts';
 import { faultPoint } from '../fault-points.ts';
+import { compensationsToUndo, undoing } from './undo-rerun.ts';
 
 /** How the cleanup went. */
 export interface CleanupResult {
@@ -238,7 +239,8 @@ async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline,
   if (!cleanupDue(saved, result)) return DONE;
   const cancel = saved.kind === 'cancelled' ? cancelOf(saved) : null;
   const handlers = cancel ? [...run.cancelHandlers] : [];
-  const compensations = [...run.compensations].reverse();
+  // A re-run's undo runs only the compensations of the steps it forgets (see `undo-rerun.ts`).
+  const compensations = (undoing(run.undo, saved) ? compensationsToUndo(run.undo, run.compensations) : [...run.compensations]).reverse();
   // A step with a compensation still running now was not undone, and will not be: people must know.
   const bound = d.expired ? `the cleanup's ${run.cleanupMs} ms deadline` : `the ${run.deps.cancelGraceMs} ms grace period after its signal fired`;
   const failures: Array<{ step: string; error: Error }> = running.map((step) => ({
@@ -250,6 +252,7 @@ async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline,
   if (run.shutDown) return { failure: null, interrupted: true };
 
   const halt = haltOf(saved) ?? fatalOf(saved) ?? ended;
+  run.compensationsRun = new Set(compensations.map((c) => c.stepId));
   await runScope(run, d, { ended, halt, cancel, handlers, compensations, failures });
   // What the cleanup recorded is durable before the run's end (or before it stops without one).
   if (mayWrite(run.state)) await run.writer.flush().catch(() => undefined);

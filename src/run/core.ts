@@ -17,6 +17,7 @@ import { CLEANUP_SEQ, CODE_RUNNING, DEFAULT_CLEANUP_MS, isCleanupSeq, type Cance
 import type { ClaimedTask, SignalRow, StepRow, TaskRow } from '../store.ts';
 import { RUNNING, haltOf, hasEnded, withFatal, withLeaseLost, withStoreLost, type RunState } from './state.ts';
 import type { Wait } from './outcome.ts';
+import { undoOf, type UndoRerun } from './undo-rerun.ts';
 import type { ProgressPart, ReplayPart, Run, RunDefinition, RunDeps, WriterPart } from './run.ts';
 
 export type { Consume, ProgressPart, ReplayPart, Run, RunDefinition, RunDeps, RunOptions, RunServices, WriterPart } from './run.ts';
@@ -39,6 +40,8 @@ export class RunCore implements Run {
   readonly defaultRetry: RetryPolicy;
   /** When the task must be finished (ms), or null (see `failure/deadline.ts`). */
   readonly deadline: number | null;
+  /** The re-run's undo this run carries out, or null (see `undo-rerun.ts`). */
+  readonly undo: UndoRerun | null;
 
   /** How the run stands (see `state.ts`); changed through {@link setState} when it may halt. */
   state: RunState = RUNNING;
@@ -108,6 +111,8 @@ export class RunCore implements Run {
    * to the code (by step id): the cleanup waits for them before it begins (see `cleanup.ts`).
    */
   readonly undoable = new Set<string>();
+  /** The steps whose compensation the cleanup scope ran (or reported as not run), once it began. */
+  compensationsRun: ReadonlySet<string> | null = null;
   /** `ctx.onCancel` handlers, in registration order. */
   readonly cancelHandlers: CancelHandler[] = [];
   /** Where the run is in its cleanup (see `cleanup-scope.ts`). */
@@ -141,6 +146,7 @@ export class RunCore implements Run {
         this.cleanupSeq = Math.max(this.cleanupSeq, s.seq + 1);
       }
     }
+    this.undo = undoOf(claimed.task, this.journal);
     this.signals = [...claimed.signals];
     this.lastSignalId = claimed.signals.reduce((max, s) => Math.max(max, s.id), 0);
     this.defaultRetry = resolveRetry(workflow.options.retry);

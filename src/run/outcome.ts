@@ -56,6 +56,8 @@ export interface EndPlan {
   readonly set?: TaskPatch;
   readonly detail?: unknown;
   readonly steps?: StepRow[];
+  /** Journal positions forgotten by the same write (a re-run's undo, see `undo-rerun.ts`). */
+  readonly deleteSteps?: readonly number[];
   /** Written as it is also when the task is cancelling (a failed cleanup: `fail` from `cancelling`). */
   readonly overridesCancel?: boolean;
 }

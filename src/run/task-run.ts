@@ -19,7 +19,7 @@
 import { getEventListeners } from 'node:events';
 import { LeaseLostError, TaskCancelledError, WorkerStoppingError, coerceError } from '../errors.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import type { ClaimedTask } from '../store.ts';
+import type { ClaimedTask, StepRow } from '../store.ts';
 import { scheduleIdleCheck } from './activity.ts';
 import { RunCore, type RunDefinition, type RunDeps, type RunParts } from './core.ts';
 import { Replay } from './replay.ts';
@@ -29,6 +29,7 @@ import { who } from './identity.ts';
 import { decideEnd, type Settled } from './outcome.ts';
 import { armDeadline, deadlinePassed } from './deadline.ts';
 import { failedOutside } from './failed-outside.ts';
+import { startUndo, undoEnd, undoing } from './undo-rerun.ts';
 import { cleanupDue, runCleanup, type CleanupResult } from './cleanup.ts';
 import { inScope } from './cleanup-scope.ts';
 import { cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState } from './state.ts';
@@ -90,6 +91,9 @@ export class TaskRun {
   cancel(reason: string | undefined): void {
     const run = this.#run;
     if (cancelOf(run.state) || inScope(run.cleanup)) return;
+    // After a re-run's undo, whose scope ran only some compensations, this run does not end
+    // cancelled: its end finds the task cancelling and hands it over to a run that undoes the rest.
+    if (run.undo && run.cleanup.kind === 'over') return;
     run.setState(withCancel(run.state, reason, () => new TaskCancelledError(this.taskId, reason)));
   }
 
@@ -154,10 +158,11 @@ export class TaskRun {
   async execute(): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
     let result: Settled | null = null;
-    // Past its deadline, or failed from outside (see failure/failed-outside.ts), the task fails: its
-    // code replays what it recorded (its compensations are registered as it receives its steps'
-    // outputs) and makes no new call. Before the deadline, a timer fails it then.
-    const expired = failedOutside(run) || deadlinePassed(run);
+    // A re-run's undo (see undo-rerun.ts), a task past its deadline, or one failed from outside (see
+    // failed-outside.ts): the run fails at once; its code replays what it recorded (its compensations
+    // are registered as it receives its steps' outputs) and makes no new call. Before the deadline,
+    // a timer fails it then.
+    const expired = startUndo(run) || failedOutside(run) || deadlinePassed(run);
     const disarm = expired ? () => undefined : armDeadline(run);
     const fnDone = Promise.resolve()
       .then(() => run.deps.runCode(run))
@@ -176,8 +181,11 @@ export class TaskRun {
     // code receives the results it recorded and asks for (a resumed run), as the first run's code
     // had: compensations are registered as it receives its steps' outputs.
     let cleanup: CleanupResult = { failure: null, interrupted: false };
+    let unreached: StepRow | undefined;
     try {
       if (cleanupDue(run.state, result) && run.replay.pending) await run.replay.whenStuck();
+      // The first recorded call the code did not make (an undo cannot register its compensation).
+      unreached = run.replay.expected();
       cleanup = await runCleanup(run, result);
     } catch (e) {
       run.deps.emit('worker:error', { error: coerceError(e), during: `cleaning up task ${this.taskId}` });
@@ -189,7 +197,7 @@ export class TaskRun {
     run.waitTimers?.abort(null);
     run.replay.stop();
     try {
-      return await this.#finish(state, result, cleanup);
+      return await this.#finish(state, result, cleanup, unreached);
     } catch (e) {
       // The outcome could not be written (database unreachable): the lease will expire and the
       // task will be resumed from its last checkpoint by whichever worker claims it.
@@ -222,13 +230,19 @@ export class TaskRun {
     while (this.#run.live > 0 && Date.now() < deadline) await this.#run.nextChange(deadline - Date.now());
   }
 
-  async #finish(state: RunState, result: Settled | null, cleanup: CleanupResult): Promise<TaskStatus | 'lease-lost'> {
+  async #finish(state: RunState, result: Settled | null, cleanup: CleanupResult, unreached: StepRow | undefined): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
     // The worker stopped in the middle of the cleanup: the task keeps its status; the worker that
     // takes it over once its lease has expired resumes the cleanup (see `cleanup.ts`).
     if (cleanup.interrupted && state.kind !== 'lost') {
       await run.writer.settle();
       return cancelOf(state) ? 'cancelling' : 'running';
+    }
+    // A re-run's undo whose compensations all completed: the task runs again from its step.
+    if (!cleanup.failure && undoing(run.undo, state)) {
+      await run.writer.settle();
+      const rows = await run.deps.store.getSteps(this.taskId);
+      return run.writer.end(undoEnd(run.undo, { taskId: this.taskId, task: run.task, compensations: run.compensations, who: who(run) }, rows, unreached));
     }
     const plan = decideEnd(state, {
       result,

@@ -231,6 +231,7 @@ export class JournalWriter {
       detail,
       workerId: run.deps.workerId,
       steps: mode === 'abort' ? rows.results : [...(plan.steps ?? []), ...rows.results],
+      ...(mode === 'as-planned' && plan.deleteSteps ? { deleteSteps: plan.deleteSteps } : {}),
       consume: rows.consume,
       notify: (edge) => wakeFor(edge, run.taskId, run.workflow.name),
       parentId: run.task.parentId,
@@ -265,7 +266,8 @@ const RESUMABLE_ENDS: ReadonlySet<LifecycleEvent> = new Set<LifecycleEvent>(['pa
  * Stored with the run's end, so that a cancel while the task waits goes through `cancelling`.
  */
 function cleanupOwed(run: RunCore): boolean {
-  return run.cancelHandlers.length > 0 || (run.cleanup.kind !== 'over' && run.compensations.length > 0);
+  // A re-run's undo ran only some compensations (see `undo-rerun.ts`): the others are still owed.
+  return run.cancelHandlers.length > 0 || run.compensations.some((c) => !run.compensationsRun?.has(c.stepId));
 }
 
 /** The task as the run last knew it: its status, and the reason of a cancel it is in. */
@@ -290,7 +292,8 @@ function endMode(run: RunCore, status: TaskStatus, plan: EndPlan): 'as-planned' 
 /** A pause that arrived meanwhile turns `park` or `release` into `suspend`; one withdrawn turns `suspend` into `release`. */
 function replanForPause(plan: EndPlan, pauseRequested: boolean): EndPlan {
   if (plan.event === 'suspend' && !pauseRequested) return { ...plan, event: 'release' };
-  if ((plan.event === 'park' || plan.event === 'release') && pauseRequested) return { ...plan, event: 'suspend', set: {}, detail: { reason: 'pause requested' } };
+  // A re-run's undo keeps what it forgets and counts (see `undo-rerun.ts`); a park's wake-up does not apply.
+  if ((plan.event === 'park' || plan.event === 'release') && pauseRequested) return { ...plan, event: 'suspend', set: plan.deleteSteps ? plan.set : {}, detail: { ...(plan.deleteSteps ? (plan.detail as object) : {}), reason: 'pause requested' } };
   return plan;
 }
 

@@ -76,6 +76,12 @@ export interface TaskRow {
   tags: string | null;
   /** The task this one was forked from (`engine.fork`), or null. */
   forkedFrom: string | null;
+  /**
+   * A re-run that undoes first (`retry(id, { fromStep, compensate: true })`) has not finished
+   * undoing: the journal position of its `fromStep`, or null. The run that claims the task runs the
+   * compensations of the completed steps from there on (see `run/undo-rerun.ts`).
+   */
+  undoFrom: number | null;
 }
 
 export type StepKind = 'step' | 'sleep' | 'event';
@@ -155,6 +161,7 @@ export interface TaskPatch {
   deadlineAt?: number | null;
   hasCleanup?: boolean;
   redo?: string | null;
+  undoFrom?: number | null;
   /** `true` adds one to `retries`. */
   incrementRetries?: boolean;
 }

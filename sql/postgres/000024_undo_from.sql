@@ -1,0 +1,8 @@
+-- tasks.undo_from  A re-run that undoes first (`retry(id, { fromStep, compensate: true })`) is
+--                  pending or running: the journal position of `fromStep`. The run that claims the
+--                  task replays its code, runs the compensations of the completed steps from that
+--                  position on, then forgets them and hands the task back to run from there. NULL
+--                  otherwise.
+-- A nullable column rewrites nothing.
+
+ALTER TABLE :SCHEMA.tasks ADD COLUMN undo_from INTEGER;
