@@ -4,7 +4,7 @@
  * is a discriminated union on `status`: `output` exists only when it succeeded, `error` only when
  * it failed.
  */
-import { redoSuffix } from './failure/redo.ts';
+import { redoSuffix } from './run/redo.ts';
 import { engineKey } from './idempotency/keys.ts';
 import { isCleanupSeq } from './run/cleanup-scope.ts';
 import type { ApprovalInfo } from './approvals/types.ts';
@@ -186,7 +186,7 @@ export function parseStepId(stepId: string): { name: string; occurrence: number 
   return m ? { name: m[1] as string, occurrence: Number(m[2]) } : { name: stepId, occurrence: 1 };
 }
 
-/** A journal row as users see it; `redo`: the task's counts of steps run again after an undo (`failure/redo.ts`). */
+/** A journal row as users see it; `redo`: the task's counts of steps run again after an undo (`run/redo.ts`). */
 export function toStepInfo(row: StepRow, redo: string | null = null): StepInfo {
   const { name, occurrence } = parseStepId(row.name);
   return {

@@ -144,12 +144,27 @@ describe('stepwise drift, and retry --from-step first-drift --module', () => {
       expect(noModule.err).toContain('--module');
       expect(runCli(['drift', '--db', db]).err).toContain('Missing workflow module');
       expect(runCli(['drift', module, '--bogus', '--db', db]).code).not.toBe(0);
+      // A task id and list filters together: refused, not half-ignored.
+      const mixed = runCli(['drift', module, id, '--status', 'failed', '--db', db]);
+      expect(mixed.code).not.toBe(0);
+      expect(mixed.err).toContain('--status');
+      // bulk retry from each task's first drift replays against --module's code (a dry run counts).
+      const bulkDry = runCli(['bulk', 'retry', '--workflow', 'summary', '--from-step', 'first-drift', '--module', module, '--db', db, '--json'], edited);
+      expect(bulkDry.code, bulkDry.err).toBe(0);
+      expect(JSON.parse(bulkDry.out)).toMatchObject({ dryRun: true, matched: 1, acted: 1 });
 
       const rerun = runCli(['retry', id, '--from-step', 'first-drift', '--module', module, '--as', 'ops', '--db', db], edited);
       expect(rerun.code, rerun.err).toBe(0);
       expect(await engine.result(id, { timeout: '20s' })).toBe('answer 2');
       const entry = (await engine.get(id)).history.find((h) => h.type === 'transition' && h.event === 'retry');
       expect(entry).toMatchObject({ actor: { id: 'ops' }, detail: { fromStep: 'summarise' } });
+
+      // --compensate: the re-run undoes the steps from there on first (this workflow has no compensation to run).
+      const undo = runCli(['retry', id, '--from-step', 'summarise', '--compensate', '--db', db, '--json']);
+      expect(undo.code, undo.err).toBe(0);
+      expect(await engine.result(id, { timeout: '20s' })).toBe('answer 3');
+      const undoEntry = (await engine.get(id)).history.filter((h) => h.type === 'transition' && h.event === 'retry').at(-1);
+      expect(undoEntry).toMatchObject({ detail: { fromStep: 'summarise', compensate: true, undoing: ['summarise'] } });
     } finally {
       await worker.stop();
       await engine.close();

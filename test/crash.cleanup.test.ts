@@ -191,6 +191,56 @@ describe.each(stores)('the cleanup scope across a SIGKILL on $name (real process
     90_000,
   );
 
+  it('a worker killed in the middle of a compensation of a re-run that undoes first: the next worker reruns it, then the others, each once; the task runs again from its step under new keys', async () => {
+    const url = makeUrl();
+    const log = join(tempDir(), 'effects.log');
+    process.env.STEPWISE_TEST_LOG = log;
+    const engine = new Engine({ store: url, workflows: WORKFLOWS });
+    const me = process.pid;
+    try {
+      const { id } = await engine.start(cleanupSaga, { end: 'succeed' });
+      const first = await takeOver(engine);
+      await waitForStatus(engine, id, 'succeeded', 30_000);
+      await first.stop();
+      await engine.retry(id, { fromStep: 'reserve', compensate: true });
+      const a = spawnCli(['worker', FIXTURE, '--db', url, '--lease-ms', '1500', '--heartbeat-ms', '250', '--poll-ms', '50'], { STEPWISE_TEST_LOG: log, STEPWISE_TEST_KILL_AT: 'compensate' });
+      const exit = await a.exited;
+      expect(exit.signal, `worker A should die in the compensation; its output:\n${a.output()}`).toBe('SIGKILL');
+      expect((await engine.get(id)).status).toBe('running');
+      const worker = await takeOver(engine);
+      await waitForStatus(engine, id, ['succeeded', 'failed'], 30_000);
+      await worker.stop();
+      const info = await engine.get(id);
+      expect(info.status, JSON.stringify(info.status === 'failed' ? info.error : null)).toBe('succeeded');
+      const lines = readLog(log);
+      expect(did(lines, 'compensate-start')).toEqual([
+        [a.pid, `v1:${id}:compensate:book#1`],
+        [me, `v1:${id}:compensate:book#1`],
+      ]);
+      expect(did(lines, 'compensate')).toEqual([
+        [me, `v1:${id}:compensate:book#1`],
+        [me, `v1:${id}:compensate:reserve#1`],
+      ]);
+      // Run once before the re-run, and once after the undo under new keys.
+      expect(did(lines, 'reserve')).toEqual([
+        [me, `v1:${id}:reserve#1`],
+        [me, `v1:${id}:reserve#1:redo1`],
+      ]);
+      expect(did(lines, 'book')).toEqual([
+        [me, `v1:${id}:book#1`],
+        [me, `v1:${id}:book#1:redo1`],
+      ]);
+      expect(stepNames(info)).toEqual(['reserve:completed', 'book:completed']);
+      expect(
+        transitionsOf(info)
+          .map((t) => `${t.event}:${t.from}->${t.to}`)
+          .slice(-6),
+      ).toEqual(['retry:succeeded->pending', 'claim:pending->running', 'reclaim:running->running', 'release:running->pending', 'claim:pending->running', 'complete:running->succeeded']);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
   it('a worker killed after the cleanup, before the last transition: the next worker runs no cleanup step again and ends the task cancelled', async () => {
     const { engine, id, log, dead } = await crash(makeUrl(), 'cleanup:done', (e) => e.start(cleanupSaga, { end: 'cancel' }), true);
     try {

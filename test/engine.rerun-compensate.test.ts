@@ -60,12 +60,16 @@ describe(`a re-run that undoes first (${TEST_STORE})`, () => {
   it('runs the compensations of the forgotten steps, newest first, then runs again from the step under new keys; the steps before are neither undone nor run', async () => {
     const { wf, effects } = trip();
     const engine = makeEngine({ workflows: [wf] });
-    const worker = await startWorker(engine);
+    let worker = await startWorker(engine);
     try {
       const { id } = await engine.start(wf, { city: 'Oslo' });
       expect(await engine.result(id)).toBe('F1 + H1 in Oslo + C1');
+      // Held until explained: no worker takes it meanwhile.
+      await worker.stop();
       const again = await engine.retry(id, { fromStep: 'hotel', compensate: true });
       expect(again.status).toBe('pending');
+      expect((await engine.explain(id)).summary).toContain('Re-run from step "hotel", undoing first');
+      worker = await startWorker(engine);
       await waitForStatus(engine, id, ['succeeded', 'failed'], 30_000);
       expect(await engine.result(id)).toBe('F1 + H2 in Oslo + C1');
       expect(effects).toEqual([
@@ -108,7 +112,10 @@ describe(`a re-run that undoes first (${TEST_STORE})`, () => {
       const { id } = await engine.start(wf, { city: 'Oslo' });
       await engine.result(id);
       await expect(engine.retry(id, { compensate: true })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT, message: expect.stringContaining('fromStep') });
-      await expect(engine.retry(id, { fromStep: 'hotel', compensate: 'yes' as unknown as boolean })).rejects.toMatchObject({ code: ERROR_CODES.INVALID_ARGUMENT, message: expect.stringContaining('compensate') });
+      await expect(engine.retry(id, { fromStep: 'hotel', compensate: 'yes' as unknown as boolean })).rejects.toMatchObject({
+        code: ERROR_CODES.INVALID_ARGUMENT,
+        message: expect.stringContaining('compensate'),
+      });
       expect((await engine.get(id)).status).toBe('succeeded');
 
       await engine.retry(id, { fromStep: 'charge', compensate: false });
@@ -145,7 +152,14 @@ describe(`a re-run that undoes first (${TEST_STORE})`, () => {
       });
       expect(effects.slice(4)).toEqual([`cancel H1 in Oslo v1:${id}:compensate:hotel#1`]);
       // The journal keeps what was done and undone: nothing was run again.
-      expect(info.steps.map((s) => `${s.name}:${s.status}`)).toEqual(['flight:completed', 'hotel:completed', 'charge:completed', 'email:completed', 'compensate:charge:failed', 'compensate:hotel:completed']);
+      expect(info.steps.map((s) => `${s.name}:${s.status}`)).toEqual([
+        'flight:completed',
+        'hotel:completed',
+        'charge:completed',
+        'email:completed',
+        'compensate:charge:failed',
+        'compensate:hotel:completed',
+      ]);
     } finally {
       await worker.stop();
     }

@@ -39,6 +39,13 @@ const twoSteps = workflow('two-steps', async (ctx, input: { n: number }) => {
   return ctx.step('b', () => (ran.push('b'), a * 10));
 });
 
+/** Two steps with compensations: what "Undo and re-run from here" undoes, then runs again. */
+const trip: string[] = [];
+const booked = workflow('booked', async (ctx) => {
+  await ctx.step('hold', () => (trip.push('hold'), 'H'), { compensate: () => void trip.push('release hold') });
+  return ctx.step('pay', () => (trip.push('pay'), 'P'), { compensate: () => void trip.push('refund') });
+});
+
 describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   let browser: Browser;
   let engine: Engine;
@@ -52,7 +59,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
   beforeAll(async () => {
     fake = await startFakeOpenAI();
     openai = new OpenAI({ apiKey: 'test-key', baseURL: fake.baseURL, maxRetries: 0 });
-    engine = new Engine({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn, summarize, ticket, liveWriter, twoSteps] });
+    engine = new Engine({ store: `sqlite:${join(dir, 'dashboard.db')}`, workflows: [review, stubborn, summarize, ticket, liveWriter, twoSteps, booked] });
     await engine.worker({ ...FAST, leaseMs: 10_000 }).start();
     const server = createServer(engine, { tokens: TOKENS });
     ({ url, close } = await server.listen({ port: 0, hostname: '127.0.0.1' }));
@@ -125,7 +132,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     const page = await signIn('oscar');
     await page.goto(`${url}/tasks/${t.id}`);
     await page.waitForSelector('body[data-live-ready=true]');
-    await page.click('tr[data-step=b] button[data-rerun=retry]');
+    await page.click('tr[data-step=b] button[data-rerun=retry]:not([data-compensate])');
     await eventually(async () => (await engine.get(t.id)).retries === 1 && (await engine.get(t.id)).status === 'succeeded', 20_000, 're-run from b');
     expect(ran).toEqual(['b']);
     // The page reloaded to follow the re-run, and shows it finished with step b again (and its buttons).
@@ -138,6 +145,24 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     expect(ran).toEqual(['b', 'b']);
     await page.waitForSelector(`dd.forked a[href="/tasks/${t.id}"]`);
     expect((await engine.get(forkId)).forkedFrom).toBe(t.id);
+    await page.context().close();
+  });
+
+  it('undoes a succeeded task from a step, then re-runs it from there, after asking (operator)', async () => {
+    const t = await engine.start(booked);
+    expect(await engine.result(t.id, { timeout: '20s' })).toBe('P');
+    trip.length = 0;
+    const page = await signIn('oscar');
+    await page.goto(`${url}/tasks/${t.id}`);
+    await page.waitForSelector('body[data-live-ready=true]');
+    // Declined: nothing happens.
+    page.once('dialog', (d) => void d.dismiss());
+    await page.click('tr[data-step=hold] button[data-compensate]');
+    expect((await engine.get(t.id)).retries).toBe(0);
+    page.once('dialog', (d) => void d.accept());
+    await page.click('tr[data-step=hold] button[data-compensate]');
+    await eventually(async () => (await engine.get(t.id)).retries === 1 && (await engine.get(t.id)).status === 'succeeded', 20_000, 'the undo and the re-run');
+    expect(trip).toEqual(['refund', 'release hold', 'hold', 'pay']);
     await page.context().close();
   });
 

@@ -5,10 +5,10 @@
 // make otherwise, and fromStep 'first-drift' re-runs from the first.
 import { describe, expect, it } from 'vitest';
 import { MockLanguageModelV3 } from 'ai/test';
-import { workflow } from '../src/index.ts';
+import { NonRetryableError, workflow } from '../src/index.ts';
 import { generateText } from '../src/ai/index.ts';
 import { createServer } from '../src/server/index.ts';
-import { makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { eventually, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 import { call, TOKENS } from './support/server.ts';
 
 const ran: string[] = [];
@@ -17,7 +17,53 @@ const twoSteps = workflow('two-steps', async (ctx, input: { n: number }) => {
   return ctx.step('b', () => (ran.push('b'), a * 10));
 });
 
+const undone: string[] = [];
+const booking = workflow('booking', async (ctx, input: { fail?: boolean }) => {
+  await ctx.step('hold', () => (undone.push('hold'), 'H'), { compensate: () => void undone.push('release hold') });
+  await ctx.step('pay', () => (undone.push('pay'), 'P'), { compensate: () => void undone.push('refund') });
+  if (input.fail) await ctx.step('ship', () => Promise.reject(new NonRetryableError('no courier')));
+  return 'booked';
+});
+
 describe('HTTP API and dashboard: re-run and fork', () => {
+  it('re-runs a succeeded task undoing first (compensate), refuses a bad compensate, and a bulk retry with compensate skips the tasks that did not succeed', async () => {
+    const engine = makeEngine({ workflows: [booking] });
+    const server = createServer(engine, { tokens: TOKENS });
+    const worker = await startWorker(engine);
+    try {
+      const ok = await engine.start(booking, {}, { tags: { batch: 'b1' } });
+      const bad = await engine.start(booking, { fail: true }, { tags: { batch: 'b1' } });
+      await waitForStatus(engine, ok.id, 'succeeded');
+      await waitForStatus(engine, bad.id, 'failed');
+      undone.length = 0;
+      expect((await call(server, 'POST', `/api/tasks/${ok.id}/retry`, { as: 'oscar', body: { fromStep: 'pay', compensate: 'yes' } })).status).toBe(400);
+      const noStep = await call(server, 'POST', `/api/tasks/${ok.id}/retry`, { as: 'oscar', body: { compensate: true } });
+      expect(noStep.status).toBe(400);
+      expect(noStep.body.error.message).toContain('fromStep');
+      const rerun = await call(server, 'POST', `/api/tasks/${ok.id}/retry`, { as: 'oscar', body: { fromStep: 'pay', compensate: true } });
+      expect(rerun.status).toBe(200);
+      await eventually(async () => (await engine.get(ok.id)).status === 'succeeded', 10_000, 'the undo and re-run');
+      expect(undone).toEqual(['refund', 'pay']);
+
+      undone.length = 0;
+      const dry = await call(server, 'POST', '/api/tasks/bulk', {
+        as: 'oscar',
+        body: { action: 'retry', filter: { tags: { batch: 'b1' } }, fromStep: 'hold', compensate: true, dryRun: true },
+      });
+      expect(dry.status).toBe(200);
+      expect(dry.body).toMatchObject({ matched: 2, acted: 1, skippedCount: 1, skipped: [{ id: bad.id, status: 'failed', reason: expect.stringContaining('succeeded tasks only') }] });
+      const done = await call(server, 'POST', '/api/tasks/bulk', { as: 'oscar', body: { action: 'retry', filter: { tags: { batch: 'b1' } }, fromStep: 'hold', compensate: true } });
+      expect(done.body).toMatchObject({ acted: 1, failedCount: 0 });
+      await eventually(async () => (await engine.get(ok.id)).status === 'succeeded' && (await engine.get(ok.id)).retries === 2, 10_000, 'the bulk undo and re-run');
+      expect(undone).toEqual(['refund', 'release hold', 'hold', 'pay']);
+      expect((await engine.get(bad.id)).status).toBe('failed');
+      const badBulk = await call(server, 'POST', '/api/tasks/bulk', { as: 'oscar', body: { action: 'cancel', filter: {}, compensate: true, dryRun: true } });
+      expect(badBulk.status).toBe(400);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('re-runs a succeeded task from a step and forks it with another input; a viewer may do neither', async () => {
     const engine = makeEngine({ workflows: [twoSteps] });
     const server = createServer(engine, { tokens: TOKENS });

@@ -171,13 +171,14 @@ function command(run: (engine: Engine, id: string, ctx: CommandContext) => Promi
 
 export const cancel = command((e, id, ctx) => e.cancel(id, { ...by(ctx), ...(str(ctx.options, 'reason') ? { reason: str(ctx.options, 'reason') } : {}) }), 'cancel');
 export async function retry(ctx: CommandContext): Promise<void> {
-  const id = need(ctx, 0, 'task id (stepwise retry <id> [--from-step S|first-drift --module M])');
+  const id = need(ctx, 0, 'task id (stepwise retry <id> [--from-step S|first-drift --module M] [--compensate])');
   const fromStep = str(ctx.options, 'from-step');
+  const compensate = ctx.options.compensate === true;
   const workflows = await moduleFlag(ctx);
   await withEngine(
     ctx,
     async (engine) => {
-      const t = await engine.retry(id, { ...by(ctx), ...(fromStep !== undefined ? { fromStep } : {}) });
+      const t = await engine.retry(id, { ...by(ctx), ...(fromStep !== undefined ? { fromStep } : {}), ...(compensate ? { compensate } : {}) });
       ctx.out(ctx.json ? JSON.stringify(t) : `${t.id} → ${colorStatus(t.status)}`);
     },
     false,

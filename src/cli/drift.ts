@@ -6,15 +6,22 @@
  * call. Also `--module` for `retry` and `fork` with `--from-step first-drift`. Uses only the
  * public library API.
  */
-import type { DriftReport, TaskDrift, Workflow } from '../index.ts';
+import { InvalidArgumentError, type DriftReport, type TaskDrift, type Workflow } from '../index.ts';
 import { int, need, str, withEngine, type CommandContext } from './context.ts';
 import { loadWorkflows } from './load-module.ts';
 import { searchFlags, statusFlag } from './search-options.ts';
 import { bold, dim, table } from './style.ts';
 
+/** The list filters `drift` takes without a task id. */
+const LIST_FLAGS = ['status', 'workflow', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'cursor'] as const;
+
 export async function drift(ctx: CommandContext): Promise<void> {
   const workflows = await loadWorkflows(need(ctx, 0, 'workflow module (stepwise drift <module> [<id>]): the code to replay the tasks against'));
   const id = ctx.args[1];
+  if (id !== undefined) {
+    const filters = LIST_FLAGS.filter((f) => ctx.options[f] !== undefined);
+    if (filters.length) throw new InvalidArgumentError(`stepwise drift: ${filters.map((f) => `--${f}`).join(', ')} filter(s) the task list, not one task: give either a task id or filters.`);
+  }
   const statuses = statusFlag(ctx);
   await withEngine(
     ctx,

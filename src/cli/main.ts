@@ -40,6 +40,7 @@ Commands:
   explain <id>               why a task is (not) moving
   cancel <id> [--reason R]   cancel (a running task stops at once: its signal fires)
   retry <id> [--from-step S] run a failed task again from the failed step, or any finished task from step S
+        [--compensate]       (--compensate: a succeeded task's steps from S on are undone first, newest first)
         [--module M]         (--from-step first-drift --module M: from its first model call M's code makes otherwise)
   fork <id> [--from-step S] [--input JSON|@file|-] [--tag K=V]... [--title T] [--module M]
                              a new task that reuses <id>'s journal before step S (with another input)
@@ -48,7 +49,7 @@ Commands:
                              recorded model calls <module>'s code would make with another request
                              (prompt, model, tools, settings changed), found by replaying each task
   bulk <cancel|retry|pause|resume|delete> [--status S[,S]] [--workflow W] [--tag K=V]... [--since D] [--until D]
-       [--failed-with CODE] [--text T] [--limit N] [--reason R] [--from-step S] [--yes]
+       [--failed-with CODE] [--text T] [--limit N] [--reason R] [--from-step S] [--compensate] [--module M] [--yes]
                              one command on every task the filters match; without --yes it only counts
   pause <id> | resume <id> [--subtree]   pause at the next step boundary / continue (--subtree: its child tasks too)
   delete <id>                delete a finished task with its steps and log (its key is free again)
@@ -129,10 +130,10 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   show: [],
   explain: [],
   cancel: ['reason', 'as'],
-  retry: ['from-step', 'module', 'as'],
+  retry: ['from-step', 'compensate', 'module', 'as'],
   fork: ['from-step', 'input', 'tag', 'title', 'module', 'as'],
   drift: ['status', 'workflow', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'cursor'],
-  bulk: ['status', 'workflow', 'parent', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'reason', 'from-step', 'yes', 'as'],
+  bulk: ['status', 'workflow', 'parent', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'reason', 'from-step', 'compensate', 'module', 'yes', 'as'],
   pause: ['as', 'subtree'],
   resume: ['as', 'subtree'],
   delete: ['as'],
@@ -208,6 +209,7 @@ const OPTIONS = {
   'with-worker': { type: 'boolean' },
   log: { type: 'string' },
   'from-step': { type: 'string' },
+  compensate: { type: 'boolean' },
   module: { type: 'string' },
   pending: { type: 'boolean' },
   approver: { type: 'string' },

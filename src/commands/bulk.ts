@@ -33,6 +33,8 @@ export interface BulkOptions extends CommandOptions {
   reason?: string;
   /** `retry`: the step each task runs again from (required for succeeded and cancelled tasks); `'first-drift'`: each task's first drifted model call. */
   fromStep?: string;
+  /** `retry` with `fromStep`: undo each succeeded task's steps from there on first (`engine.retry`'s `compensate`); other statuses are skipped. */
+  compensate?: boolean;
 }
 
 export interface BulkResult {
@@ -56,7 +58,7 @@ export interface BulkResult {
 export interface BulkHost {
   list(options: ListOptions): Promise<ListResult>;
   cancel(id: string, options: CommandOptions & { reason?: string }): Promise<unknown>;
-  retry(id: string, options: CommandOptions & { fromStep?: string }): Promise<unknown>;
+  retry(id: string, options: CommandOptions & { fromStep?: string; compensate?: boolean }): Promise<unknown>;
   pause(id: string, options: CommandOptions): Promise<unknown>;
   resume(id: string, options: CommandOptions): Promise<unknown>;
   delete(id: string, options: CommandOptions): Promise<unknown>;
@@ -84,17 +86,22 @@ function checkBulk(options: BulkOptions): void {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError(`engine.bulk(): limit must be a whole number ≥ 1, got ${String(options.limit)}.`);
   if (options.reason !== undefined && options.action !== 'cancel') throw new InvalidArgumentError('engine.bulk(): reason goes with action "cancel".');
   if (options.fromStep !== undefined && options.action !== 'retry') throw new InvalidArgumentError('engine.bulk(): fromStep goes with action "retry".');
+  if (options.compensate !== undefined && typeof options.compensate !== 'boolean')
+    throw new InvalidArgumentError(`engine.bulk(): compensate must be true or false, got ${JSON.stringify(options.compensate)}.`);
+  if (options.compensate && (options.action !== 'retry' || options.fromStep === undefined))
+    throw new InvalidArgumentError('engine.bulk(): compensate goes with action "retry" and a fromStep.');
 }
 
 export async function bulk(host: BulkHost, options: BulkOptions): Promise<BulkResult> {
   checkBulk(options);
   const { action, dryRun = false, fromStep } = options;
+  const compensate = options.compensate === true;
   const limit = options.limit ?? 10_000;
   const by = options.by !== undefined ? { by: options.by } : {};
   const result: BulkResult = { action, dryRun, matched: 0, acted: 0, skipped: [], skippedCount: 0, failed: [], failedCount: 0, truncated: false };
   const act = (t: TaskSummary & { step?: string }): Promise<unknown> => {
     if (action === 'cancel') return host.cancel(t.id, { ...by, ...(options.reason !== undefined ? { reason: options.reason } : {}) });
-    if (action === 'retry') return host.retry(t.id, { ...by, ...(fromStep !== undefined ? { fromStep: t.step ?? fromStep } : {}) });
+    if (action === 'retry') return host.retry(t.id, { ...by, ...(fromStep !== undefined ? { fromStep: t.step ?? fromStep } : {}), ...(compensate ? { compensate } : {}) });
     return host[action](t.id, by);
   };
   let cursor: string | undefined;
@@ -108,7 +115,9 @@ export async function bulk(host: BulkHost, options: BulkOptions): Promise<BulkRe
     result.matched += tasks.length;
     let todo: Array<TaskSummary & { step?: string }> = [];
     for (const t of tasks) {
-      if (applies(action, t, fromStep)) todo.push(t);
+      if (compensate && t.status !== 'succeeded') {
+        if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status, reason: 'compensate re-runs succeeded tasks only (a cleanup undid the others when they ended)' });
+      } else if (applies(action, t, fromStep)) todo.push(t);
       else if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status });
     }
     if (action === 'retry' && fromStep === FIRST_DRIFT) todo = await firstDrifts(host, todo, result);

@@ -25,6 +25,8 @@ interface Circumstances {
   live: string[];
   /** Why a due task waits: its key's leased tasks and the higher-priority work ahead (when the store says). */
   queue: QueuePosition | null;
+  /** A re-run that undoes first: the step it runs from (see run/undo-rerun.ts), or null. */
+  undoFrom: string | null;
 }
 
 const at = (ms: number | null): string => (ms === null ? 'never' : new Date(ms).toISOString());
@@ -43,7 +45,8 @@ export async function explainTask(ctx: CommandContext, id: string): Promise<Expl
   const machine = machineInfo(row, steps);
   const due = (row.status === 'pending' || row.status === 'waiting') && row.runAt !== null && row.runAt <= now;
   const queue = due && store.queuePosition ? await store.queuePosition(row, now) : null;
-  const summary = explainSummary(row, { now, lease, wait, error, registered, live, queue });
+  const undoFrom = row.undoFrom === null ? null : (steps.find((s) => s.seq === row.undoFrom)?.name ?? `position ${row.undoFrom}`);
+  const summary = explainSummary(row, { now, lease, wait, error, registered, live, queue, undoFrom });
   return {
     id,
     status: row.status,
@@ -62,6 +65,11 @@ function explainSummary(row: TaskRow, c: Circumstances): string {
   // Failed from outside (the dwell scanner) with compensations to run: see failure/failed-outside.ts.
   if ((row.status === 'pending' || row.status === 'waiting') && c.error !== null) {
     return `Failing: ${c.error} A worker serving "${row.workflow}" version ${row.workflowVersion} replays it and runs its compensations; then it ends failed.`;
+  }
+  // A re-run that undoes first (see run/undo-rerun.ts).
+  if ((row.status === 'pending' || row.status === 'running') && c.undoFrom !== null) {
+    const who = row.status === 'pending' ? 'a worker serving' : `worker ${c.lease?.owner ?? '?'}, serving`;
+    return `Re-run from step "${c.undoFrom}", undoing first: ${who} "${row.workflow}" version ${row.workflowVersion} replays the task and runs the compensations of the steps from "${c.undoFrom}" on, newest first; then the task runs again from there.`;
   }
   switch (row.status) {
     case 'pending': {

@@ -12,7 +12,7 @@ import { decodeError, type SerializedError } from '../serialize.ts';
 import type { SignalRow, StepRow, Store, TaskPatch, TaskRow } from '../store.ts';
 import { retryDeadline, taskDeadline } from '../failure/deadline.ts';
 import { calledAfterReceiving, consequencesOf, forgetUndone, planRetryFrom, undoneSteps } from '../failure/retry-from.ts';
-import { countRedo } from '../failure/redo.ts';
+import { countRedo } from '../run/redo.ts';
 import { isCleanupSeq } from '../run/cleanup-scope.ts';
 import { FIRST_DRIFT, resolveFromStep } from '../replay/drift.ts';
 import { isFinished } from '../lifecycle.ts';
@@ -117,7 +117,7 @@ async function planRetry(store: Store, task: TaskRow, steps: readonly StepRow[],
   const journal = steps.filter((s) => !isCleanupSeq(s.seq));
   // The steps that cleanup undid run again, and so does what the code did after receiving them.
   const undone = undoneSteps(journal, cleanup);
-  // The retried task's deadline; undone steps run again under new idempotency keys (failure/redo.ts).
+  // The retried task's deadline; undone steps run again under new idempotency keys (run/redo.ts).
   const set: TaskPatch = {
     error: null,
     undoFrom: null,

@@ -26,7 +26,9 @@ export class DeadlineExceededError extends StepwiseError {
  * `cause` of a {@link CompensationFailedError} when one of those compensations failed for good.
  */
 export class RerunUndoError extends StepwiseError {
+  /** The task being re-run. */
   readonly taskId: string;
+  /** The step it is re-run from: its compensations and those of the later steps run. */
   readonly fromStep: string;
   constructor(taskId: string, fromStep: string) {
     super(ERROR_CODES.RERUN_UNDOING, `Task ${taskId} is re-run from step "${fromStep}", undoing the steps from there on first`);

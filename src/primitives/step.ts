@@ -17,7 +17,7 @@ import type { StepCall } from './step-call.ts';
 import { businessKey, keyedStep } from '../idempotency/step-key.ts';
 import { atMostOnceStep } from '../idempotency/at-most-once.ts';
 import { COMPENSATE, inScope, lateHalt } from '../run/cleanup-scope.ts';
-import { redoSuffix } from '../failure/redo.ts';
+import { redoSuffix } from '../run/redo.ts';
 import { engineKey } from '../idempotency/keys.ts';
 import { recordedReservation, stepRateOf } from '../rate-limits/step-draw.ts';
 

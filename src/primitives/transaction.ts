@@ -17,7 +17,7 @@
 import { TRANSACTION_OPTION_NAMES } from '../api/step.ts';
 import { checkCallOptions } from './call-options.ts';
 import { LeaseLostError, StepFailedError, coerceError, InvalidArgumentError } from '../errors.ts';
-import { redoSuffix } from '../failure/redo.ts';
+import { redoSuffix } from '../run/redo.ts';
 import { faultPoint } from '../fault-points.ts';
 import { encodeWithin } from '../limits.ts';
 import { backoffMs, resolveRetry, shouldRetry, type RetryPolicy } from '../retry.ts';

@@ -12,7 +12,7 @@
  *    crash hands back those that completed and runs the rest;
  * 3. when they have all completed, the run ends with `release`: the steps from `undoFrom` on and the
  *    cleanup's rows are forgotten, the undone steps are counted in `redo` (run again, they take new
- *    idempotency keys: `failure/redo.ts`) and the task is due again, to run from `fromStep` as any
+ *    idempotency keys: `redo.ts`) and the task is due again, to run from `fromStep` as any
  *    re-run does.
  *
  * A compensation that fails for good fails the task with a CompensationFailedError whose cause is
@@ -23,7 +23,7 @@
  */
 import { NonDeterminismError, RerunUndoError } from '../errors.ts';
 import type { StepRow, TaskRow } from '../store.ts';
-import { countRedo } from '../failure/redo.ts';
+import { countRedo } from './redo.ts';
 import { encodeError } from '../serialize.ts';
 import type { EndPlan } from './outcome.ts';
 import type { RunState } from './state.ts';

@@ -293,7 +293,8 @@ function endMode(run: RunCore, status: TaskStatus, plan: EndPlan): 'as-planned' 
 function replanForPause(plan: EndPlan, pauseRequested: boolean): EndPlan {
   if (plan.event === 'suspend' && !pauseRequested) return { ...plan, event: 'release' };
   // A re-run's undo keeps what it forgets and counts (see `undo-rerun.ts`); a park's wake-up does not apply.
-  if ((plan.event === 'park' || plan.event === 'release') && pauseRequested) return { ...plan, event: 'suspend', set: plan.deleteSteps ? plan.set : {}, detail: { ...(plan.deleteSteps ? (plan.detail as object) : {}), reason: 'pause requested' } };
+  if ((plan.event === 'park' || plan.event === 'release') && pauseRequested)
+    return { ...plan, event: 'suspend', set: plan.deleteSteps ? plan.set : {}, detail: { ...(plan.deleteSteps ? (plan.detail as object) : {}), reason: 'pause requested' } };
   return plan;
 }
 

@@ -95,7 +95,12 @@ export const SCRIPT = String.raw`(() => {
       rerun.disabled = true;
       try {
         const path = '/api/tasks/' + encodeURIComponent(rerun.dataset.task) + '/' + rerun.dataset.rerun;
-        const r = await post(path, { fromStep: rerun.dataset.step });
+        const body = { fromStep: rerun.dataset.step };
+        if (rerun.dataset.compensate) {
+          if (!confirm('Undo the steps from ' + rerun.dataset.step + ' on (their compensations run, newest first), then re-run from there?')) { rerun.disabled = false; return; }
+          body.compensate = true;
+        }
+        const r = await post(path, body);
         if (rerun.dataset.rerun === 'fork') { location.href = '/tasks/' + encodeURIComponent(r.id); return; }
         // The finished task's log stream has ended: a reload follows the new run live.
         location.reload();

@@ -250,7 +250,12 @@ function rerunButtons(t: TaskInfo, s: TaskInfo['steps'][number], operate: boolea
   if (!operate || s.cleanup || (s.status !== 'completed' && s.status !== 'failed')) return '';
   const attrs = `data-task="${esc(t.id)}" data-step="${esc(s.name)}"`;
   const rerun = isFinished(t.status) ? `<button type="button" class="small" data-rerun="retry" ${attrs}>Re-run from here</button>` : '';
-  return `${rerun}<button type="button" class="small" data-rerun="fork" ${attrs}>Fork from here</button>`;
+  // A succeeded task's compensations never ran: it may be undone from here first (a cleanup undid the others').
+  const undo =
+    t.status === 'succeeded'
+      ? `<button type="button" class="small" data-rerun="retry" data-compensate="1" ${attrs} title="Run the compensations of the steps from here on (newest first), then re-run from here">Undo and re-run from here</button>`
+      : '';
+  return `${rerun}${undo}<button type="button" class="small" data-rerun="fork" ${attrs}>Fork from here</button>`;
 }
 
 function timeline(t: TaskInfo, now: number, operate: boolean): string {

@@ -136,8 +136,16 @@ function actionTools(tool: Register, engine: Engine, identity: Identity, limits:
     'retry_task',
     "Run a task again: a failed one from the step that failed, or any finished one from fromStep (a step id: name, or name#2; 'first-drift': its first model call the code now makes otherwise).",
     'operate',
-    { id: Id, fromStep: z.string().optional() },
-    async ({ id, fromStep }) => summarizeTask(await engine.retry(id, { by: { kind: 'user', id: identity.name }, ...(fromStep !== undefined ? { fromStep } : {}) }), limits.valueBytes).item,
+    {
+      id: Id,
+      fromStep: z.string().optional(),
+      compensate: z.boolean().optional().describe('with fromStep, for a succeeded task: undo the steps from there on first (their compensations, newest first)'),
+    },
+    async ({ id, fromStep, compensate }) =>
+      summarizeTask(
+        await engine.retry(id, { by: { kind: 'user', id: identity.name }, ...(fromStep !== undefined ? { fromStep } : {}), ...(compensate !== undefined ? { compensate } : {}) }),
+        limits.valueBytes,
+      ).item,
   );
   tool(
     'fork_task',

@@ -35,6 +35,7 @@ export const BulkBody = z
     limit: z.number().int().min(1).max(1_000_000).optional().describe('act on at most this many tasks (default 10,000)'),
     reason: z.string().max(1000).optional().describe('cancel: the reason recorded on each task'),
     fromStep: z.string().min(1).max(300).optional().describe('retry: the step each task runs again from'),
+    compensate: z.boolean().optional().describe('retry with fromStep: undo each succeeded task from there on first (other statuses are skipped)'),
   })
   .strict();
 
@@ -60,6 +61,7 @@ export function bulkRoute(engine: Engine): RouteSpec {
         ...(body.limit !== undefined ? { limit: body.limit } : {}),
         ...(body.reason !== undefined ? { reason: body.reason } : {}),
         ...(body.fromStep !== undefined ? { fromStep: body.fromStep } : {}),
+        ...(body.compensate !== undefined ? { compensate: body.compensate } : {}),
       });
       return { status: 200, body: result };
     },

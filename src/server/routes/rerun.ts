@@ -15,7 +15,15 @@ import { route, type RouteSpec } from './route.ts';
 
 const StepId = z.string().min(1).max(300).describe("a step id of the task: `name`, or `name#2` for its second call; 'first-drift': the step of its first drifted model call (engine.drift)");
 
-export const RetryBody = z.object({ fromStep: StepId.optional().describe('run again from this step (required for a succeeded or cancelled task)') }).strict();
+export const RetryBody = z
+  .object({
+    fromStep: StepId.optional().describe('run again from this step (required for a succeeded or cancelled task)'),
+    compensate: z
+      .boolean()
+      .optional()
+      .describe('with fromStep, for a succeeded task: run the compensations of the steps from there on first (newest first); they then run again under new idempotency keys'),
+  })
+  .strict();
 
 export const ForkBody = z
   .object({
@@ -42,12 +50,16 @@ function retryRoute(engine: Engine, limits: SummaryLimits): RouteSpec {
     idempotency: 'replay',
     responses: {
       200: 'the task after the command, summarized as in lists',
-      400: "no such step, or fromStep 'first-drift' for a workflow this server does not run",
+      400: "no such step, compensate without fromStep, or fromStep 'first-drift' for a workflow this server does not run",
       404: 'unknown id',
-      409: "not legal from its status (legalEvents says what is), a succeeded or cancelled task without fromStep, or fromStep 'first-drift' and no drifted model call (or REPLAY_CHECK_FAILED: the code does not replay the task)",
+      409: "not legal from its status (legalEvents says what is), a succeeded or cancelled task without fromStep, compensate for a failed or cancelled task, or fromStep 'first-drift' and no drifted model call (or REPLAY_CHECK_FAILED: the code does not replay the task)",
     },
     async handle({ identity, params, body }) {
-      const task = await engine.retry(params.id as string, { by: actorOf(identity), ...(body.fromStep !== undefined ? { fromStep: body.fromStep } : {}) });
+      const task = await engine.retry(params.id as string, {
+        by: actorOf(identity),
+        ...(body.fromStep !== undefined ? { fromStep: body.fromStep } : {}),
+        ...(body.compensate !== undefined ? { compensate: body.compensate } : {}),
+      });
       return { status: 200, body: summarizeTask(task, limits.valueBytes).item };
     },
   });

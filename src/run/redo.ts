@@ -1,5 +1,5 @@
 /**
- * @module failure/redo
+ * @module run/redo
  * Internal: not part of the public API (the package exports only its index modules).
  * Idempotency keys of steps run again after their compensation undid them. A retry forgets a step
  * whose compensation completed (see `retry-from.ts`), so the retried run executes it anew; with the
@@ -8,7 +8,7 @@
  * `redo` column, and the step's key — and its compensation's, which undoes the new effect — takes
  * the suffix `:redo<n>`. Steps that were not undone keep their keys.
  */
-import { COMPENSATE } from '../run/cleanup-scope.ts';
+import { COMPENSATE } from './cleanup-scope.ts';
 
 /** The counts after a retry that undid `stepIds`, as stored (JSON), from the stored ones. */
 export function countRedo(stored: string | null, stepIds: readonly string[]): string | null {
