@@ -118,7 +118,10 @@ describe(`alerts (${TEST_STORE})`, () => {
     const url = tempDbUrl();
     const v1 = workflow('served', async (ctx) => ctx.waitForEvent('go'), { version: '1' });
     const v2 = workflow('served', async (ctx) => ctx.waitForEvent('go'), { version: '2', compatibleVersions: ['1'] });
-    const old = makeEngine({ store: url, workflows: [v1] });
+    // A control: a workflow no worker serves, whose alert shows the monitor has looked at the store.
+    const orphan = workflow('unserved', async () => 'never');
+    const old = makeEngine({ store: url, workflows: [v1, orphan] });
+    await (await startWorker(old)).stop(); // registered once, now gone
     const { id } = await old.start(v1, {});
     const seen: Alert[] = [];
     const current = makeEngine({ store: url, workflows: [v2], alerts: { every: '100ms', failureRate: false }, observers: [{ onAlert: (x) => void seen.push(x) }] });
@@ -127,8 +130,11 @@ describe(`alerts (${TEST_STORE})`, () => {
       // The version-1 task is served (version 2 replays it): it runs and waits.
       await waitForStatus(current, id, 'waiting');
       await current.start(v2, {});
-      await new Promise((r) => setTimeout(r, 1000));
-      expect(seen.filter((x) => x.kind === 'workers-gone')).toEqual([]);
+      await old.start(orphan, {});
+      // Once the monitor raised the control's alert, it has looked at "served" with its tasks due too.
+      await eventually(() => seen.some((x) => x.subject === 'workflow:unserved'), 15_000, "the control's workers-gone alert");
+      await new Promise((r) => setTimeout(r, 300)); // and a few rounds more (every 100 ms)
+      expect(seen.filter((x) => x.kind === 'workers-gone').map((x) => x.subject)).toEqual(['workflow:unserved']);
     } finally {
       await w2.stop();
     }
