@@ -68,7 +68,8 @@ export const LIFECYCLE_EVENTS = Object.freeze({
   retry: 'retry',
   /**
    * The dwell scanner: a waiting or paused task stayed longer than its workflow allows (`dwell`).
-   * It fails, at once or, with compensations to run, through a worker (see the table).
+   * It fails, at once or, with compensations to run, through a worker (see the table). A running
+   * task that made no progress for too long (`dwell.running`) fails through the run that holds it.
    */
   expire: 'expire',
 } as const);
@@ -150,6 +151,9 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge | r
     complete: e('succeeded', ['release-lease', 'clear-pause-request', 'finish']),
     fail: e('failed', ['release-lease', 'clear-pause-request', 'finish']),
     cancel: e('cancelling', ['abort-run']),
+    // The scanner writes the error; the worker's heartbeat brings it to the run, which fails with it
+    // and runs its cleanup (or, its worker dead, the run that reclaims the task: failed-outside.ts).
+    expire: e('running'),
     pause: e('running', ['request-pause'], { pauseRequested: false }),
     resume: e('running', ['clear-pause-request'], { pauseRequested: true }),
   },

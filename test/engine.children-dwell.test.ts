@@ -1,11 +1,13 @@
 // A parent failed by its dwell bound while it waits for a child: the child (onParentEnd 'cancel',
 // the default) is cancelled before the parent ends failed with the dwell error, and an abandoned
 // child is left running. (The scanner's expire makes the parent due with the error; the worker
-// that claims it fails the run, whose end settles the children as any failing run does.)
+// that claims it fails the run, whose end settles the children as any failing run does.) A parent
+// whose run stalls past dwell.running fails the same way, through the run that holds it: its
+// compensations run and its children are cancelled.
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { advanceUntil, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { advanceUntil, eventually, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
 
 describe('child tasks: a parent failed by its dwell bound', () => {
   it('cancels its child before it ends failed with the dwell error; an abandoned child goes on', async () => {
@@ -37,5 +39,35 @@ describe('child tasks: a parent failed by its dwell bound', () => {
     const awaited = await engine.get(idOf('awaited'));
     expect(awaited.cancelReason).toContain(`its parent task ${id}`);
     // (Which ended first is not compared by time: the test moves the engine clock while both end.)
+  });
+
+  it('a parent whose run stalls past dwell.running fails through its run: its compensation runs and its child is cancelled', async () => {
+    const clock = new ManualClock();
+    const undone: string[] = [];
+    const leaf = workflow('stall-leaf', async (ctx) => ctx.waitForEvent('go'));
+    const parent = workflow(
+      'stall-parent',
+      async (ctx) => {
+        await ctx.step('reserve', () => 'R1', { compensate: (r: string) => void undone.push(r) });
+        await ctx.startChild(leaf, undefined, { name: 'helper' });
+        // Stalls until its signal fires.
+        return ctx.step('crawl', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })));
+      },
+      { dwell: { running: { after: '10m', then: 'fail' } } },
+    );
+    const engine = makeEngine({ workflows: [parent, leaf], clock });
+    // A lease far longer than the clock moves: only the dwell bound stops the run.
+    await startWorker(engine, { dwellScanMs: 50, leaseMs: 7 * 86_400_000 });
+    const { id } = await engine.start(parent);
+    await eventually(async () => (await engine.get(id)).children.some((c) => c.status === 'waiting'), 10_000, 'the child waiting');
+    await clock.advance('11m');
+    await advanceUntil(clock, async () => (await engine.get(id)).status === 'failed', 'the parent failed');
+    const info = await engine.get(id);
+    expect(info.status === 'failed' && info.error).toMatchObject({ code: ERROR_CODES.TIMEOUT, name: 'DwellTimeoutError' });
+    expect(undone).toEqual(['R1']);
+    expect(info.steps.find((s) => s.name === 'compensate:reserve')?.status).toBe('completed');
+    const [child] = info.children;
+    expect(child?.status).toBe('cancelled');
+    expect((await engine.get(child!.id)).cancelReason).toContain(`its parent task ${id}`);
   });
 });

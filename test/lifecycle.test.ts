@@ -26,6 +26,8 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
     fail: 'failed',
     cancel: 'cancelling',
     pause: 'running',
+    // dwell.running: the scanner writes the error; the run that holds the task fails with it.
+    expire: 'running',
   },
   'running+pause': {
     reclaim: 'running',
@@ -36,6 +38,7 @@ const EXPECTED: Record<string, Partial<Record<LifecycleEvent, TaskStatus>>> = {
     fail: 'failed',
     cancel: 'cancelling',
     resume: 'running',
+    expire: 'running',
   },
   paused: { resume: 'pending', cancel: 'cancelled', expire: 'failed' },
   // A cancel must let a worker run the cleanup: through cancelling, reclaimed at once.

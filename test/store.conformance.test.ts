@@ -499,6 +499,7 @@ for (const backend of backends) {
           depth: 0,
           tags: null,
           forkedFrom: null,
+          undoFrom: null,
         });
         expect(await store.getTask(input.id)).toEqual(task);
         const history = await transitions(store, input.id);
@@ -1102,12 +1103,14 @@ for (const backend of backends) {
     });
 
     describe('leases', () => {
-      it('heartbeat renews only leases held at the current epoch and reports status, pause request and cancel reason', async () => {
+      it('heartbeat renews only leases held at the current epoch and reports status, pause request, cancel reason and a failure written from outside', async () => {
         const pausing = await claimedTask(store, ns);
         const cancelling = await claimedTask(store, ns);
         const lost = await claimedTask(store, ns);
+        const failing = await claimedTask(store, ns);
         await store.transition(write(pausing, { event: 'pause', to: 'running', pauseRequested: false, set: { pauseRequested: true } }));
         await store.transition(write(cancelling, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'user asked' } }));
+        await store.transition(write(failing, { event: 'expire', to: 'running', set: { error: '{"message":"stalled"}' } }));
 
         const held = await store.heartbeat({
           workerId: 'w1',
@@ -1117,11 +1120,13 @@ for (const backend of backends) {
             { taskId: pausing.id, epoch: pausing.epoch },
             { taskId: cancelling.id, epoch: cancelling.epoch },
             { taskId: lost.id, epoch: lost.epoch + 1 },
+            { taskId: failing.id, epoch: failing.epoch },
           ],
         });
         expect(held).toEqual([
-          { taskId: pausing.id, status: 'running', pauseRequested: true, cancelReason: null },
-          { taskId: cancelling.id, status: 'cancelling', pauseRequested: false, cancelReason: 'user asked' },
+          { taskId: pausing.id, status: 'running', pauseRequested: true, cancelReason: null, failing: false },
+          { taskId: cancelling.id, status: 'cancelling', pauseRequested: false, cancelReason: 'user asked', failing: false },
+          { taskId: failing.id, status: 'running', pauseRequested: false, cancelReason: null, failing: true },
         ]);
         await expectLease(store, (await mustGet(store, pausing.id)).leaseExpiresAt, T0 + 1000);
         await expectLease(store, (await mustGet(store, cancelling.id)).leaseExpiresAt, T0 + 1000);

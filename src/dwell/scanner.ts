@@ -9,8 +9,11 @@
  * running task's at its last sign of progress: the latest of `updatedAt` (the run started or was
  * reclaimed), the `at` of its last progress report, and the end of its last finished step (read
  * from the journal only once the first two are past the bound). Failing is the lifecycle's
- * `expire` (waiting, paused) or `fail` (running: the lease is released, so the run's next write is
- * refused); cancelling is the user's `cancel` (a running task goes through `cancelling`, its run
+ * `expire`: a waiting or paused task fails, or is made due for a worker to fail it after running its
+ * compensations; a running one keeps its status and lease, and its error tells the run that holds it
+ * to fail (the worker's heartbeat brings it), so that its compensations run and its children are
+ * cancelled as for any failure (its worker dead, the run that reclaims it fails at its start);
+ * cancelling is the user's `cancel` (a running task goes through `cancelling`, its run
  * aborted). Each is a `dwell:exceeded` entry in the task's log (actor system
  * `dwell-timeout`), written with the transition, or on its own for an alert, once per stay: every
  * write is guarded by the task's version, so two scanners never act twice.
@@ -64,6 +67,8 @@ export class DwellScanner {
         const afterMs = toMs(bound.after);
         const tasks = await store.listTasks({ statuses: [status], workflow: wf.name, limit: PAGE });
         for (const task of tasks) {
+          // A running task failed already is ending: its run fails with that error (see `#act`).
+          if (status === 'running' && task.error !== null) continue;
           const since = status === 'running' ? await this.#lastProgress(task, afterMs) : task.updatedAt;
           const due = since + afterMs;
           if (due <= clock.now()) await this.#act(task, status, afterMs, bound.then, since);
@@ -110,7 +115,7 @@ export class DwellScanner {
       return;
     }
     const reason = status === 'running' ? `ran longer than ${afterMs}ms without progress (dwell.running)` : `stayed ${status} longer than ${afterMs}ms (dwell.${status})`;
-    const event = outcome === 'cancel' ? 'cancel' : status === 'running' ? 'fail' : 'expire';
+    const event = outcome === 'cancel' ? 'cancel' : 'expire';
     const { write } = planTransition({
       taskId: task.id,
       state: task,

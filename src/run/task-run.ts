@@ -97,6 +97,19 @@ export class TaskRun {
     run.setState(withCancel(run.state, reason, () => new TaskCancelledError(this.taskId, reason)));
   }
 
+  /**
+   * The task was failed from outside the run (the dwell scanner's `dwell.running`, see
+   * `failed-outside.ts`): the run fails with `error` as past a deadline (its signal fires, its steps
+   * get the grace period), runs its cleanup (compensations, the cancel of its children) and ends
+   * failed. A run already halted or cleaning up ends as it would.
+   */
+  failFromOutside(error: Error): void {
+    const run = this.#run;
+    if (run.ended || run.state.kind !== 'running' || run.cleanup.kind !== 'code') return;
+    run.fail(error);
+    run.abortRun(error);
+  }
+
   /** Another worker owns the task now (or may, any moment): stop at once, write nothing. */
   loseLease(): void {
     const run = this.#run;
