@@ -36,7 +36,7 @@ describe('unknown option keys', () => {
     expect(await refused(engine.cancel(id, { reson: 'x' } as never))).toContain('engine.cancel(): unknown option "reson"');
     expect(await refused(engine.pause(id, { reason: 'x' } as never))).toContain('engine.pause(): unknown option "reason"');
     expect(await refused(engine.resume(id, { x: 1 } as never))).toContain('engine.resume(): unknown option "x"');
-    expect(await refused(engine.retry(id, { from: 'a' } as never))).toContain('engine.retry(): unknown option "from" (known: by, fromStep, deadline)');
+    expect(await refused(engine.retry(id, { from: 'a' } as never))).toContain('engine.retry(): unknown option "from" (known: by, fromStep, deadline, compensate)');
     expect(await refused(engine.signal(id, 'go', null, { key: 'k' } as never))).toContain('engine.signal(): unknown option "key"');
     expect(await refused(engine.purge({ olderThan: 0, dryrun: true } as never))).toContain('engine.purge(): unknown option "dryrun" (known: by, olderThan, status, workflow, dryRun, limit)');
     expect(await refused(engine.delete(id, { force: true } as never))).toContain('engine.delete(): unknown option "force" (known: by)');
