@@ -6,13 +6,13 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Engine, type TaskInfo, type Worker } from '../src/index.ts';
-import { cancelCleanup, cleanupSaga } from './fixtures/cleanup-workflows.ts';
+import { cancelCleanup, cleanupSaga, stallSaga } from './fixtures/cleanup-workflows.ts';
 import { FAST, eventually, schemasOfThisFile, tempDir, transitionsOf, waitForStatus } from './support/engine.ts';
 import { PG_URL, hasPostgres } from './support/postgres.ts';
 import { readLog, spawnCli, type LogLine } from './support/processes.ts';
 
 const FIXTURE = 'test/fixtures/cleanup-workflows.ts';
-const WORKFLOWS = [cancelCleanup, cleanupSaga];
+const WORKFLOWS = [cancelCleanup, cleanupSaga, stallSaga];
 const pgUp = await hasPostgres();
 const freshSchema = schemasOfThisFile('sw_crash_cleanup');
 
@@ -236,6 +236,42 @@ describe.each(stores)('the cleanup scope across a SIGKILL on $name (real process
           .map((t) => `${t.event}:${t.from}->${t.to}`)
           .slice(-6),
       ).toEqual(['retry:succeeded->pending', 'claim:pending->running', 'reclaim:running->running', 'release:running->pending', 'claim:pending->running', 'complete:running->succeeded']);
+    } finally {
+      await engine.close();
+    }
+  }, 90_000);
+
+  it('dwell.running fails a task whose worker stalled, then died: the worker that takes it over fails it at its start, after running its compensation', async () => {
+    const url = makeUrl();
+    const log = join(tempDir(), 'effects.log');
+    process.env.STEPWISE_TEST_LOG = log;
+    const engine = new Engine({ store: url, workflows: WORKFLOWS });
+    const me = process.pid;
+    try {
+      const a = spawnCli(['worker', FIXTURE, '--db', url, '--lease-ms', '8000', '--heartbeat-ms', '250', '--poll-ms', '50'], { STEPWISE_TEST_LOG: log, STEPWISE_TEST_SPIN: '1' });
+      const { id } = await engine.start(stallSaga);
+      await eventually(() => readLog(log).some((l) => l.event === 'crawl-start'), 30_000, 'worker A to stall in its step');
+      // This process's worker scans the dwell bounds; it cannot take the task while A's lease lasts.
+      const worker = engine.worker({ ...FAST, leaseMs: 10_000, dwellScanMs: 50 });
+      await worker.start();
+      await eventually(async () => transitionsOf(await engine.get(id)).some((t) => t.event === 'expire'), 30_000, 'the dwell failure');
+      expect((await engine.get(id)).status).toBe('running');
+      process.kill(a.pid, 'SIGKILL');
+      expect((await a.exited).signal).toBe('SIGKILL');
+      await waitForStatus(engine, id, ['failed', 'succeeded', 'cancelled'], 30_000);
+      await worker.stop();
+      const info = await engine.get(id);
+      expect(info.status === 'failed' && info.error).toMatchObject({ name: 'DwellTimeoutError' });
+      const lines = readLog(log);
+      expect(did(lines, 'reserve')).toEqual([[a.pid, `v1:${id}:reserve#1`]]);
+      expect(did(lines, 'compensate')).toEqual([[me, `v1:${id}:compensate:reserve#1`]]);
+      // The step ran in A only: the run that took over failed at its start and made no new call.
+      expect(did(lines, 'crawl-start').map(([pid]) => pid)).toEqual([a.pid]);
+      expect(
+        transitionsOf(info)
+          .map((t) => `${t.event}:${t.from}->${t.to}`)
+          .slice(-3),
+      ).toEqual(['expire:running->running', 'reclaim:running->running', 'fail:running->failed']);
     } finally {
       await engine.close();
     }
