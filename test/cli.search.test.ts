@@ -169,5 +169,6 @@ describe('stepwise drift, and retry --from-step first-drift --module', () => {
       await worker.stop();
       await engine.close();
     }
-  });
+    // Ten command-line runs, each a process of its own: slow on a busy machine.
+  }, 120_000);
 });

@@ -86,6 +86,7 @@ describe('the task-column table', () => {
         deadlineAt: 11,
         hasCleanup: true,
         redo: '{"a":1}',
+        undoFrom: 3,
       };
       const assigned = new Map(patchAssignments(full, (b) => b, 0));
       for (const c of PATCH_COLUMNS) expect(assigned.has(c.column), c.column).toBe(true);
