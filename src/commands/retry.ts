@@ -66,7 +66,8 @@ function compensateOption(options: RetryTaskOptions): boolean {
   const { compensate } = options;
   if (compensate === undefined || compensate === false) return false;
   if (compensate !== true) throw new InvalidArgumentError(`engine.retry(): compensate must be true or false (got ${JSON.stringify(compensate) ?? typeof compensate}).`);
-  if (options.fromStep === undefined) throw new InvalidArgumentError('engine.retry(): compensate undoes the steps a re-run forgets: name the step to re-run from with fromStep.');
+  if (options.fromStep === undefined)
+    throw new InvalidArgumentError('engine.retry(): compensate undoes the steps a re-run forgets: name the step to re-run from with fromStep (--from-step on the command line).');
   return true;
 }
 
