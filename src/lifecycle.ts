@@ -69,7 +69,8 @@ export const LIFECYCLE_EVENTS = Object.freeze({
   /**
    * The dwell scanner: a waiting or paused task stayed longer than its workflow allows (`dwell`).
    * It fails, at once or, with compensations to run, through a worker (see the table). A running
-   * task that made no progress for too long (`dwell.running`) fails through the run that holds it.
+   * task that made no progress for too long (`dwell.running`) is taken from its run and failed by
+   * the worker that reclaims it.
    */
   expire: 'expire',
 } as const);
@@ -90,12 +91,13 @@ export const USER_EVENTS: readonly LifecycleEvent[] = Object.freeze(['cancel', '
  * - `acquire-lease`: set lease owner and expiry, bump the fencing epoch.
  * - `release-lease`: clear the lease (the epoch stays, so the old holder stays fenced off).
  * - `expire-lease`: no owner, and a lease that expires now: a worker reclaims the task at once.
+ * - `fence`: `expire-lease`, and a new fencing epoch: the run that held the task may write nothing more.
  * - `abort-run`: tell the worker that holds the task to fire the run's AbortSignal.
  * - `request-pause` / `clear-pause-request`: set or clear the pause request of a running task.
  * - `schedule-now`: make the task due at once.
  * - `finish`: stamp `finished_at`.
  */
-export type LifecycleEffect = 'acquire-lease' | 'release-lease' | 'expire-lease' | 'abort-run' | 'request-pause' | 'clear-pause-request' | 'schedule-now' | 'finish';
+export type LifecycleEffect = 'acquire-lease' | 'release-lease' | 'expire-lease' | 'fence' | 'abort-run' | 'request-pause' | 'clear-pause-request' | 'schedule-now' | 'finish';
 
 /** What the task must be for an edge to apply; an edge without conditions always applies. */
 interface Condition {
@@ -151,9 +153,9 @@ const TABLE: Readonly<Record<TaskStatus, Partial<Record<LifecycleEvent, Edge | r
     complete: e('succeeded', ['release-lease', 'clear-pause-request', 'finish']),
     fail: e('failed', ['release-lease', 'clear-pause-request', 'finish']),
     cancel: e('cancelling', ['abort-run']),
-    // The scanner writes the error; the worker's heartbeat brings it to the run, which fails with it
-    // and runs its cleanup (or, its worker dead, the run that reclaims the task: failed-outside.ts).
-    expire: e('running'),
+    // The scanner writes the error and fences the stalled run off; the worker that reclaims the task
+    // fails it at its start, after replaying, so its cleanup runs (failed-outside.ts).
+    expire: e('running', ['fence']),
     pause: e('running', ['request-pause'], { pauseRequested: false }),
     resume: e('running', ['clear-pause-request'], { pauseRequested: true }),
   },

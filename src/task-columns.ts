@@ -90,7 +90,7 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('undoFrom', 'undo_from', 'integer', numOrNull, {}),
 ]);
 
-/** The columns a patch field writes directly (`clearLease`, `expireLease` and `incrementRetries` are derived below). */
+/** The columns a patch field writes directly (`clearLease`, `expireLease`, `incrementRetries` and `incrementEpoch` are derived below). */
 export const PATCH_COLUMNS: readonly TaskColumn[] = Object.freeze(TASK_COLUMNS.filter((col) => col.patch));
 
 /**
@@ -126,7 +126,7 @@ export function patchValue(col: TaskColumn, patch: TaskPatch): unknown {
  * Column assignments for a patch: `[column, value]` pairs, where a value of `{ raw }` is SQL text
  * rather than a parameter. Absent fields are left alone; `clearLease` clears the lease owner and
  * expiry; `expireLease` clears the owner and sets the expiry to `now` (the store's current time: a
- * value, or `{ raw }` SQL); `incrementRetries` adds one to `retries`.
+ * value, or `{ raw }` SQL); `incrementRetries` adds one to `retries`, `incrementEpoch` to `epoch`.
  */
 export function patchAssignments(patch: TaskPatch, toBool: (b: boolean) => unknown, now: unknown): Array<[string, unknown]> {
   const out: Array<[string, unknown]> = [];
@@ -143,6 +143,7 @@ export function patchAssignments(patch: TaskPatch, toBool: (b: boolean) => unkno
     out.push(['lease_expires_at', now]);
   }
   if (patch.incrementRetries) out.push(['retries', { raw: 'retries + 1' }]);
+  if (patch.incrementEpoch) out.push(['epoch', { raw: 'epoch + 1' }]);
   return out;
 }
 

@@ -89,6 +89,10 @@ export function effectColumns(edge: Transition, at: number): TaskPatch {
       case 'expire-lease':
         set.expireLease = true;
         break;
+      case 'fence':
+        set.expireLease = true;
+        set.incrementEpoch = true;
+        break;
       case 'finish':
         set.finishedAt = at;
         break;
@@ -125,7 +129,7 @@ export function wakeFor(edge: Transition, taskId: string, workflow: string, canc
   if (edge.effects.includes('abort-run')) return { reason: 'cancel', taskId, workflow, cancelReason: cancelReason ?? null };
   if (edge.effects.includes('request-pause')) return { reason: 'pause', taskId, workflow };
   if (edge.effects.includes('clear-pause-request') && edge.event === 'resume' && edge.to === 'running') return { reason: 'resume', taskId, workflow };
-  if (edge.to === 'pending' || edge.effects.includes('schedule-now') || edge.effects.includes('expire-lease')) return { reason: 'task', taskId, workflow };
+  if (edge.to === 'pending' || edge.effects.includes('schedule-now') || edge.effects.includes('expire-lease') || edge.effects.includes('fence')) return { reason: 'task', taskId, workflow };
   return undefined;
 }
 

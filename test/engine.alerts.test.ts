@@ -118,24 +118,35 @@ describe(`alerts (${TEST_STORE})`, () => {
     const url = tempDbUrl();
     const v1 = workflow('served', async (ctx) => ctx.waitForEvent('go'), { version: '1' });
     const v2 = workflow('served', async (ctx) => ctx.waitForEvent('go'), { version: '2', compatibleVersions: ['1'] });
+    // Holds the one slot of the live worker, so that the tasks of "served" stay due while the monitor looks.
+    let free!: () => void;
+    const held = new Promise<void>((resolve) => (free = resolve));
+    const hog = workflow('hog', async (ctx) => ctx.step('hold', () => held));
     // A control: a workflow no worker serves, whose alert shows the monitor has looked at the store.
     const orphan = workflow('unserved', async () => 'never');
     const old = makeEngine({ store: url, workflows: [v1, orphan] });
     await (await startWorker(old)).stop(); // registered once, now gone
-    const { id } = await old.start(v1, {});
     const seen: Alert[] = [];
-    const current = makeEngine({ store: url, workflows: [v2], alerts: { every: '100ms', failureRate: false }, observers: [{ onAlert: (x) => void seen.push(x) }] });
-    const w2 = await startWorker(current);
+    const current = makeEngine({ store: url, workflows: [v2, hog], alerts: { every: '100ms', failureRate: false }, observers: [{ onAlert: (x) => void seen.push(x) }] });
+    const w2 = await startWorker(current, { concurrency: 1 });
     try {
-      // The version-1 task is served (version 2 replays it): it runs and waits.
-      await waitForStatus(current, id, 'waiting');
-      await current.start(v2, {});
+      const h = await current.start(hog, {});
+      await waitForStatus(current, h.id, 'running');
+      // Due, under version 1 (which version 2 replays) and version 2, with the slot taken.
+      const { id } = await old.start(v1, {});
+      const due2 = await current.start(v2, {});
       await old.start(orphan, {});
       // Once the monitor raised the control's alert, it has looked at "served" with its tasks due too.
       await eventually(() => seen.some((x) => x.subject === 'workflow:unserved'), 15_000, "the control's workers-gone alert");
       await new Promise((r) => setTimeout(r, 300)); // and a few rounds more (every 100 ms)
+      expect((await current.get(id)).status).toBe('pending');
+      expect((await current.get(due2.id)).status).toBe('pending');
       expect(seen.filter((x) => x.kind === 'workers-gone').map((x) => x.subject)).toEqual(['workflow:unserved']);
+      // Served indeed: once the slot is free, version 2's code runs the version-1 task.
+      free();
+      await waitForStatus(current, id, 'waiting');
     } finally {
+      free();
       await w2.stop();
     }
   });

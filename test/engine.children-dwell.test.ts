@@ -2,8 +2,8 @@
 // the default) is cancelled before the parent ends failed with the dwell error, and an abandoned
 // child is left running. (The scanner's expire makes the parent due with the error; the worker
 // that claims it fails the run, whose end settles the children as any failing run does.) A parent
-// whose run stalls past dwell.running fails the same way, through the run that holds it: its
-// compensations run and its children are cancelled.
+// whose run stalls past dwell.running fails the same way: its run is fenced off, and the worker that
+// reclaims it fails it, running its compensations and cancelling its children.
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
@@ -41,7 +41,7 @@ describe('child tasks: a parent failed by its dwell bound', () => {
     // (Which ended first is not compared by time: the test moves the engine clock while both end.)
   });
 
-  it('a parent whose run stalls past dwell.running fails through its run: its compensation runs and its child is cancelled', async () => {
+  it('a parent whose run stalls past dwell.running is taken over and failed: its compensation runs and its child is cancelled', async () => {
     const clock = new ManualClock();
     const undone: string[] = [];
     const leaf = workflow('stall-leaf', async (ctx) => ctx.waitForEvent('go'));
@@ -53,7 +53,8 @@ describe('child tasks: a parent failed by its dwell bound', () => {
         // Stalls until its signal fires.
         return ctx.step('crawl', ({ signal }) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true })));
       },
-      { dwell: { running: { after: '10m', then: 'fail' } } },
+      // The cleanup's own deadline is on the engine clock, which the test moves fast.
+      { dwell: { running: { after: '10m', then: 'fail' } }, cleanupTimeout: '1d' },
     );
     const engine = makeEngine({ workflows: [parent, leaf], clock });
     // A lease far longer than the clock moves: only the dwell bound stops the run.

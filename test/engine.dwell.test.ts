@@ -208,13 +208,15 @@ describe('dwell timeouts', () => {
     await advanceUntil(clock, statusIs(engine, id, 'failed'), 'the stalled task failed');
     const info = await engine.get(id);
     expect(info.status === 'failed' && info.error).toMatchObject({ code: ERROR_CODES.TIMEOUT, name: 'DwellTimeoutError' });
-    // The scanner writes the failure (expire); the run that holds the task fails with it (its heartbeat brings it).
+    // The scanner writes the failure and fences the stalled run off (expire); the worker that reclaims
+    // the task fails it at its start.
     expect(
       transitionsOf(info)
-        .slice(-2)
+        .slice(-3)
         .map((t) => [t.event, t.from, t.to, t.actor?.kind === 'system' ? t.actor.id : 'worker']),
     ).toEqual([
       ['expire', 'running', 'running', 'dwell-timeout'],
+      ['reclaim', 'running', 'running', 'worker'],
       ['fail', 'running', 'failed', 'worker'],
     ]);
     expect(dwellEvents(info.history)).toMatchObject([{ status: 'running', afterMs: 600_000, since: reportedAt, outcome: 'fail' }]);

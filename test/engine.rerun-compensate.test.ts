@@ -196,4 +196,23 @@ describe(`a re-run that undoes first (${TEST_STORE})`, () => {
       await worker.stop();
     }
   });
+
+  it('a cancel before a worker takes the re-run goes through cancelling: a worker undoes every completed step', async () => {
+    const { wf, effects } = trip();
+    const engine = makeEngine({ workflows: [wf] });
+    let worker = await startWorker(engine);
+    try {
+      const { id } = await engine.start(wf, { city: 'Oslo' });
+      await engine.result(id);
+      await worker.stop();
+      await engine.retry(id, { fromStep: 'hotel', compensate: true });
+      expect((await engine.cancel(id, { reason: 'changed my mind' })).status).toBe('cancelling');
+      worker = await startWorker(engine);
+      await waitForStatus(engine, id, ['cancelled', 'failed', 'succeeded'], 30_000);
+      expect((await engine.get(id)).status).toBe('cancelled');
+      expect(effects.slice(4)).toEqual([`refund C1 v1:${id}:compensate:charge#1`, `cancel H1 in Oslo v1:${id}:compensate:hotel#1`, `cancel F1 v1:${id}:compensate:flight#1`]);
+    } finally {
+      await worker.stop();
+    }
+  });
 });

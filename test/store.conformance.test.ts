@@ -1103,14 +1103,19 @@ for (const backend of backends) {
     });
 
     describe('leases', () => {
-      it('heartbeat renews only leases held at the current epoch and reports status, pause request, cancel reason and a failure written from outside', async () => {
+      it('heartbeat renews only leases held at the current epoch and reports status, pause request and cancel reason; a fenced task is no longer held', async () => {
         const pausing = await claimedTask(store, ns);
         const cancelling = await claimedTask(store, ns);
         const lost = await claimedTask(store, ns);
         const failing = await claimedTask(store, ns);
         await store.transition(write(pausing, { event: 'pause', to: 'running', pauseRequested: false, set: { pauseRequested: true } }));
         await store.transition(write(cancelling, { event: 'cancel', to: 'cancelling', set: { cancelReason: 'user asked' } }));
-        await store.transition(write(failing, { event: 'expire', to: 'running', set: { error: '{"message":"stalled"}' } }));
+        // The dwell scanner's expire of a running task fences its run off: a new epoch, the lease expired.
+        expect(await store.transition(write(failing, { event: 'expire', to: 'running', set: { error: '{"message":"stalled"}', expireLease: true, incrementEpoch: true } }))).toMatchObject({
+          epoch: failing.epoch + 1,
+          leaseOwner: null,
+          error: '{"message":"stalled"}',
+        });
 
         const held = await store.heartbeat({
           workerId: 'w1',
@@ -1124,9 +1129,8 @@ for (const backend of backends) {
           ],
         });
         expect(held).toEqual([
-          { taskId: pausing.id, status: 'running', pauseRequested: true, cancelReason: null, failing: false },
-          { taskId: cancelling.id, status: 'cancelling', pauseRequested: false, cancelReason: 'user asked', failing: false },
-          { taskId: failing.id, status: 'running', pauseRequested: false, cancelReason: null, failing: true },
+          { taskId: pausing.id, status: 'running', pauseRequested: true, cancelReason: null },
+          { taskId: cancelling.id, status: 'cancelling', pauseRequested: false, cancelReason: 'user asked' },
         ]);
         await expectLease(store, (await mustGet(store, pausing.id)).leaseExpiresAt, T0 + 1000);
         await expectLease(store, (await mustGet(store, cancelling.id)).leaseExpiresAt, T0 + 1000);

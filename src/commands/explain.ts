@@ -67,7 +67,7 @@ function explainSummary(row: TaskRow, c: Circumstances): string {
     return `Failing: ${c.error} A worker serving "${row.workflow}" version ${row.workflowVersion} replays it and runs its compensations; then it ends failed.`;
   }
   if (row.status === 'running' && c.error !== null) {
-    return `Failing: ${c.error} Worker ${c.lease?.owner ?? '?'} stops its run at its next heartbeat (or, if that worker is dead, the worker that takes the task over), runs its compensations, cancels its children, and ends it failed.`;
+    return `Failing: ${c.error} Its stalled run was fenced off; a worker serving "${row.workflow}" version ${row.workflowVersion} takes it over, replays it, runs its compensations, cancels its children, and ends it failed.`;
   }
   // A re-run that undoes first (see run/undo-rerun.ts).
   if ((row.status === 'pending' || row.status === 'running') && c.undoFrom !== null) {

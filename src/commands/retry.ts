@@ -86,7 +86,9 @@ function planUndoingRerun(task: TaskRow, steps: readonly StepRow[], fromStep: st
   const journal = steps.filter((s) => !isCleanupSeq(s.seq));
   const { deleteSteps, forgotten } = planRetryFrom(journal, fromStep, task.id);
   return {
-    set: { error: null, incrementRetries: true, ...deadline, output: null, cancelReason: null, finishedAt: null, undoFrom: deleteSteps[0] as number },
+    // hasCleanup: a cancel before a worker takes the task goes through `cancelling`, so that a worker
+    // replays it and undoes every completed step (as a cancel during the undo does).
+    set: { error: null, incrementRetries: true, ...deadline, output: null, cancelReason: null, finishedAt: null, undoFrom: deleteSteps[0] as number, hasCleanup: true },
     detail: { retry: task.retries + 1, fromStep, rerun: task.status, compensate: true, undoing: forgotten },
   };
 }

@@ -10,9 +10,10 @@
  * reclaimed), the `at` of its last progress report, and the end of its last finished step (read
  * from the journal only once the first two are past the bound). Failing is the lifecycle's
  * `expire`: a waiting or paused task fails, or is made due for a worker to fail it after running its
- * compensations; a running one keeps its status and lease, and its error tells the run that holds it
- * to fail (the worker's heartbeat brings it), so that its compensations run and its children are
- * cancelled as for any failure (its worker dead, the run that reclaims it fails at its start);
+ * compensations; a running one keeps its status with its error, and its stalled run is fenced off (a
+ * new epoch, the lease expired: it may write nothing more), so that the worker that reclaims it fails
+ * it at its start after replaying it: its compensations run and its children are cancelled as for
+ * any failure;
  * cancelling is the user's `cancel` (a running task goes through `cancelling`, its run
  * aborted). Each is a `dwell:exceeded` entry in the task's log (actor system
  * `dwell-timeout`), written with the transition, or on its own for an alert, once per stay: every
@@ -67,7 +68,7 @@ export class DwellScanner {
         const afterMs = toMs(bound.after);
         const tasks = await store.listTasks({ statuses: [status], workflow: wf.name, limit: PAGE });
         for (const task of tasks) {
-          // A running task failed already is ending: its run fails with that error (see `#act`).
+          // A running task failed already awaits the worker that reclaims it and fails it (see `#act`).
           if (status === 'running' && task.error !== null) continue;
           const since = status === 'running' ? await this.#lastProgress(task, afterMs) : task.updatedAt;
           const due = since + afterMs;

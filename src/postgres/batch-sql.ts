@@ -199,7 +199,9 @@ function groupable(e: WakeEvent): boolean {
 
 /** Whether a transition can go into {@link transitionBatchSql}. */
 export function isBatchableTransition(w: TransitionWrite): boolean {
-  return 'epoch' in w.guard && w.from.length === 1 && !w.deleteSteps?.length && !w.consume?.length && !w.set.waitEvents?.length && !w.set.expireLease && !w.parentSignal;
+  return (
+    'epoch' in w.guard && w.from.length === 1 && !w.deleteSteps?.length && !w.consume?.length && !w.set.waitEvents?.length && !w.set.expireLease && !w.set.incrementEpoch && !w.parentSignal
+  );
 }
 
 /** Every op's log entries, flattened, as array parameters: op position (1-based, as `ord`), place in the op's entries. */

@@ -63,7 +63,6 @@ export async function heartbeat(c: PgContext, r: HeartbeatRequest): Promise<Held
         status: row.status as TaskStatus,
         pauseRequested: row.pause_requested === true,
         cancelReason: (row.cancel_reason as string | null) ?? null,
-        failing: row.failing === true,
       });
     }
     return out;

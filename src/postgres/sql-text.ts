@@ -123,7 +123,7 @@ export function heartbeatSql(t: Tables): string {
       WHERE t.epoch = h.epoch AND t.lease_owner = $4 AND t.status IN (${LEASED_SQL})
     )
     UPDATE ${t.tasks} AS t SET lease_expires_at = ${DB_NOW_MS} + $1::bigint FROM l WHERE t.id = l.id
-    RETURNING t.id, t.status, t.pause_requested, t.cancel_reason, t.error IS NOT NULL AS failing`;
+    RETURNING t.id, t.status, t.pause_requested, t.cancel_reason`;
 }
 
 /**

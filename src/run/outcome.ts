@@ -120,6 +120,5 @@ export function decideEnd(state: RunState, o: RunOutcome): EndPlan | 'lease-lost
   } catch (e) {
     return fail(e as Error);
   }
-  // A failure written from outside while the run ended (`dwell.running`) did not stop it: it succeeded.
-  return { event: 'complete', set: { output, error: null } };
+  return { event: 'complete', set: { output } };
 }

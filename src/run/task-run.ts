@@ -97,19 +97,6 @@ export class TaskRun {
     run.setState(withCancel(run.state, reason, () => new TaskCancelledError(this.taskId, reason)));
   }
 
-  /**
-   * The task was failed from outside the run (the dwell scanner's `dwell.running`, see
-   * `failed-outside.ts`): the run fails with `error` as past a deadline (its signal fires, its steps
-   * get the grace period), runs its cleanup (compensations, the cancel of its children) and ends
-   * failed. A run already halted or cleaning up ends as it would.
-   */
-  failFromOutside(error: Error): void {
-    const run = this.#run;
-    if (run.ended || run.state.kind !== 'running' || run.cleanup.kind !== 'code') return;
-    run.fail(error);
-    run.abortRun(error);
-  }
-
   /** Another worker owns the task now (or may, any moment): stop at once, write nothing. */
   loseLease(): void {
     const run = this.#run;
@@ -270,7 +257,8 @@ export class TaskRun {
       deadline: run.deadline,
       cleanupFailure: cleanup.failure,
     });
-    if (plan !== 'lease-lost') return run.writer.end(plan);
+    // A re-run's undo that ended otherwise (a failed compensation, a cancel) is over all the same.
+    if (plan !== 'lease-lost') return run.writer.end(run.undo ? { ...plan, set: { ...plan.set, undoFrom: null } } : plan);
     // A database that stayed away: writes already started settle first, as before a last write.
     if (state.kind === 'lost' && state.by === 'store') await run.writer.settle();
     return run.writer.lost();

@@ -21,7 +21,7 @@ export function heartbeat(c: SqliteContext, r: HeartbeatRequest): HeldTask[] {
     const out: HeldTask[] = [];
     const stmt = c.stmt(
       `UPDATE stepwise_tasks SET lease_expires_at = ? WHERE id = ? AND epoch = ? AND lease_owner = ? AND status IN (${LEASED_SQL})
-       RETURNING id, status, pause_requested, cancel_reason, error IS NOT NULL AS failing`,
+       RETURNING id, status, pause_requested, cancel_reason`,
     );
     for (const h of r.held) {
       const row = stmt.get(r.now + r.leaseMs, h.taskId, h.epoch, r.workerId) as Raw | undefined;
@@ -31,7 +31,6 @@ export function heartbeat(c: SqliteContext, r: HeartbeatRequest): HeldTask[] {
           status: row.status as TaskStatus,
           pauseRequested: row.pause_requested === 1,
           cancelReason: (row.cancel_reason as string | null) ?? null,
-          failing: row.failing === 1,
         });
       }
     }

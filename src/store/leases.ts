@@ -53,8 +53,6 @@ export interface HeldTask {
   status: TaskStatus;
   pauseRequested: boolean;
   cancelReason: string | null;
-  /** The task carries an error while leased: it was failed from outside its run (`dwell.running`), which must fail with it. */
-  failing: boolean;
 }
 
 /**

@@ -164,4 +164,6 @@ export interface TaskPatch {
   undoFrom?: number | null;
   /** `true` adds one to `retries`. */
   incrementRetries?: boolean;
+  /** `true` adds one to `epoch`: the run that held the task is fenced off (its writes are refused). */
+  incrementEpoch?: boolean;
 }

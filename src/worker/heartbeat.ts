@@ -3,7 +3,7 @@
  * Internal: not part of the public API (the package exports only its index modules).
  * A worker's leases: the heartbeat renews the lease of every task it runs (on its own timer, so a
  * ten-minute LLM call keeps its lease) and brings back cancel and pause requests made by other
- * processes, and failures decided outside the run (`dwell.running`). When renewals fail, a run whose lease may have expired stops itself before another
+ * processes. When renewals fail, a run whose lease may have expired stops itself before another
  * worker's run collides with it (self-fencing). Beside the renewals, every heartbeat ends the
  * cancelling tasks that no worker took over (see {@link abandonCancelling}).
  */
@@ -13,7 +13,6 @@ import { sourcesOf, transition } from '../lifecycle.ts';
 import type { TaskRun } from '../run/task-run.ts';
 import type { Store } from '../store.ts';
 import { effectColumns } from '../transitions.ts';
-import { decodeError, deserializeError } from '../serialize.ts';
 
 export interface HeartbeatHost {
   workerId: string;
@@ -94,16 +93,9 @@ export class Heartbeat {
       }
       this.#renewedAt.set(run.taskId, now);
       if (h.status === 'cancelling') run.cancel(h.cancelReason ?? undefined);
-      else if (h.failing) void this.#failFromOutside(run);
       else if (h.pauseRequested) run.requestPause();
       else run.withdrawPause();
     }
-  }
-
-  /** The task was failed from outside its run (`dwell.running`): the run fails with the task's error. */
-  async #failFromOutside(run: TaskRun): Promise<void> {
-    const task = await this.#host.store.getTask(run.taskId).catch(() => null);
-    if (task?.error && task.epoch === run.epoch) run.failFromOutside(deserializeError(decodeError(task.error)));
   }
 
   /** Stops the timer and waits for the heartbeat and fallback in flight. */
