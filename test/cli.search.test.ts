@@ -39,7 +39,8 @@ describe('stepwise fork and retry --from-step', () => {
       await worker.stop();
       await engine.close();
     }
-  });
+    // Each command-line run is a process of its own (several seconds on a busy machine).
+  }, 120_000);
 });
 
 describe('stepwise bulk', () => {
@@ -68,7 +69,8 @@ describe('stepwise bulk', () => {
     } finally {
       await engine.close();
     }
-  });
+    // Each command-line run is a process of its own (several seconds on a busy machine).
+  }, 120_000);
 });
 
 describe('stepwise ls: search', () => {
@@ -113,7 +115,8 @@ describe('stepwise ls: search', () => {
     const badKey = runCli(['start', 'triple', '--input', '{}', '--db', db, '--tag', '9x=1']);
     expect(badKey.code).not.toBe(0);
     expect(badKey.err).toContain('is not a tag key');
-  });
+    // Each command-line run is a process of its own (several seconds on a busy machine).
+  }, 120_000);
 });
 
 describe('stepwise drift, and retry --from-step first-drift --module', () => {
