@@ -215,4 +215,37 @@ describe(`a re-run that undoes first (${TEST_STORE})`, () => {
       await worker.stop();
     }
   });
+
+  it('a pause during the undo pauses the task once it is undone; resume runs it from the step', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const { wf, effects } = trip({ refundGate: gate });
+    const engine = makeEngine({ workflows: [wf] });
+    const worker = await startWorker(engine);
+    try {
+      const { id } = await engine.start(wf, { city: 'Oslo' });
+      await engine.result(id);
+      await engine.retry(id, { fromStep: 'hotel', compensate: true });
+      await eventually(() => effects.includes('refund held'), 30_000, 'the refund to start');
+      await engine.pause(id);
+      open();
+      await waitForStatus(engine, id, ['paused', 'succeeded', 'failed'], 30_000);
+      const paused = await engine.get(id);
+      expect(paused.status).toBe('paused');
+      expect(paused.steps.map((s) => s.name)).toEqual(['flight']);
+      expect(transitionsOf(paused).at(-1)).toMatchObject({ event: 'suspend', detail: { fromStep: 'hotel', undone: ['charge', 'hotel'] } });
+      await engine.resume(id);
+      await waitForStatus(engine, id, ['succeeded', 'failed'], 30_000);
+      expect(await engine.result(id)).toBe('F1 + H2 in Oslo + C1');
+      expect(effects.slice(5)).toEqual([
+        `refund C1 v1:${id}:compensate:charge#1`,
+        `cancel H1 in Oslo v1:${id}:compensate:hotel#1`,
+        `book hotel v1:${id}:hotel#1:redo1`,
+        `charge v1:${id}:charge#1:redo1`,
+        `email v1:${id}:email#1`,
+      ]);
+    } finally {
+      await worker.stop();
+    }
+  });
 });
