@@ -115,10 +115,9 @@ export async function bulk(host: BulkHost, options: BulkOptions): Promise<BulkRe
     result.matched += tasks.length;
     let todo: Array<TaskSummary & { step?: string }> = [];
     for (const t of tasks) {
-      if (compensate && t.status !== 'succeeded') {
-        if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status, reason: 'compensate re-runs succeeded tasks only (a cleanup undid the others when they ended)' });
-      } else if (applies(action, t, fromStep)) todo.push(t);
-      else if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status });
+      if (compensate && t.status !== 'succeeded') skip(result, t, 'compensate re-runs succeeded tasks only (a cleanup undid the others when they ended)');
+      else if (applies(action, t, fromStep)) todo.push(t);
+      else skip(result, t);
     }
     if (action === 'retry' && fromStep === FIRST_DRIFT) todo = await firstDrifts(host, todo, result);
     if (dryRun) result.acted += todo.length;
@@ -126,6 +125,11 @@ export async function bulk(host: BulkHost, options: BulkOptions): Promise<BulkRe
     cursor = result.truncated ? undefined : (page.nextCursor ?? undefined);
   } while (cursor);
   return result;
+}
+
+/** Counts `t` as skipped, keeping the first {@link KEPT} (with `reason` when it is not the task's status). */
+function skip(result: BulkResult, t: TaskSummary, reason?: string): void {
+  if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status, ...(reason !== undefined ? { reason } : {}) });
 }
 
 /** The tasks with a drifted model call, each with the step it re-runs from; those without are skipped, those whose replay fails are failed. */
@@ -136,7 +140,7 @@ async function firstDrifts(host: BulkHost, tasks: readonly TaskSummary[], result
     async (t) => {
       const { firstDrift } = await host.drift(t.id);
       if (firstDrift !== null) stepOf.set(t.id, firstDrift);
-      else if (result.skippedCount++ < KEPT) result.skipped.push({ id: t.id, status: t.status, reason: 'no drifted model call' });
+      else skip(result, t, 'no drifted model call');
     },
     result,
     false,
