@@ -1046,6 +1046,31 @@ for (const backend of backends) {
         expect((await store.getSignals(task.id))[0]?.consumedSeq).toBe(0);
       });
 
+      it('a write marked fresh writes what the same write without the mark would, even at a position that holds a row; refused like any other at a stale epoch', async () => {
+        // A retried write whose first attempt committed: the hint is wrong, the write still lands.
+        const outcome = async (fresh: boolean) => {
+          const task = await claimedTask(store, ns);
+          const mark = fresh ? { fresh: true as const } : {};
+          const results = [
+            ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch), ...mark }])),
+            ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch, { attempts: 2 }), ...mark }])),
+            ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 1, task.epoch, { status: 'retrying' }), ...mark }])),
+            ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch + 1, step: stepRow(task.id, 2, task.epoch), ...mark }])),
+            ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch + 1, step: stepRow(task.id, 0, task.epoch), ...mark }])),
+          ];
+          const steps = (await store.getSteps(task.id)).map((s) => ({ ...s, taskId: 'x' }));
+          const events = (await store.getEvents(task.id)).map((e) => [e.seq, e.type]);
+          return { results, steps, events };
+        };
+        const plain = await outcome(false);
+        expect(plain.results).toEqual([true, true, true, false, false]);
+        expect(plain.steps.map((s) => [s.seq, s.attempts, s.status])).toEqual([
+          [0, 2, 'completed'],
+          [1, 1, 'retrying'],
+        ]);
+        expect(await outcome(true)).toEqual(plain);
+      });
+
       it("a step's business key is kept on its journal row and in its log entry: written alone, in a batch, with a transition, and when the transition deletes the row", async () => {
         const a = await claimedTask(store, ns);
         const b = await claimedTask(store, ns);

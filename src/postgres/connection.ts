@@ -55,8 +55,6 @@ export interface PgContext {
   readonly listeners: Set<WakeListener>;
   /** Statement text → prepared statement name; one map per store, hence per pool. */
   readonly statementNames: Map<string, string>;
-  /** The lone step write's statement, built on first use. */
-  plainStepSql: string | undefined;
   /** Quoted table names. */
   readonly t: Tables;
   /** {@link run}'s translation, as a rejection handler (built once: the hot path uses it). */
@@ -100,7 +98,6 @@ export function openContext(url: string, schema: string, poolSize: number, deadl
     watchdog,
     listeners,
     statementNames: new Map(),
-    plainStepSql: undefined,
     t: tablesOf(schema),
     translate: (e: unknown): never => {
       throw translateError(e, description);

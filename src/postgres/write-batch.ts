@@ -110,8 +110,20 @@ function tasksWrittenInOrder(ops: readonly WriteOp[]): Set<string> {
   return out;
 }
 
-/** The text of {@link resultStepSql} per store (built once; prepared once per connection). */
-const resultSql = new WeakMap<PgContext, string>();
+/** The texts of the hot-path statements per store and shape (built once; prepared once per connection). */
+const stepTexts = new WeakMap<PgContext, Map<string, string>>();
+
+function stepText(c: PgContext, carried: boolean, fresh: boolean): string {
+  let texts = stepTexts.get(c);
+  if (!texts) stepTexts.set(c, (texts = new Map()));
+  const key = `${carried ? 'result' : 'plain'}${fresh ? ':fresh' : ''}`;
+  let text = texts.get(key);
+  if (text === undefined) texts.set(key, (text = carried ? resultStepSql(c.t, fresh) : plainStepSql(c.t, fresh)));
+  return text;
+}
+
+/** SQLSTATE of a unique violation. */
+const UNIQUE_VIOLATION = '23505';
 
 /**
  * The fenced journal write, one statement (see {@link plainStepSql}); one that consumes a signal
@@ -124,16 +136,22 @@ export function stepWrite(c: PgContext, db: Db, w: StepWrite): Promise<boolean> 
   // it was accepted.
   const values = stepValues(w.step);
   values.push(w.taskId, w.epoch);
-  let text: string;
-  if (journalCarries(w.step)) {
-    // A step's result is carried by its row: no entry of its own, no `events` in the statement.
-    text = resultSql.get(c) ?? (resultSql.set(c, resultStepSql(c.t)).get(c) as string);
-  } else {
-    values.push(stepEntryAt(w.step), `step:${w.step.status}`, stepEntry('worker', '', w.step).data);
-    text = c.plainStepSql ??= plainStepSql(c.t);
-  }
-  const onHot = db === c.pool ? c.hot.tryRun((client) => query(c, client, text, values)) : undefined;
-  return (onHot ?? query(c, db, text, values)).then((r) => r.rowCount === 1);
+  // A step's result is carried by its row: no entry of its own, no `events` in the statement.
+  const carried = journalCarries(w.step);
+  if (!carried) values.push(stepEntryAt(w.step), `step:${w.step.status}`, stepEntry('worker', '', w.step).data);
+  const send = (fresh: boolean): Promise<boolean> => {
+    const text = stepText(c, carried, fresh);
+    const onHot = db === c.pool ? c.hot.tryRun((client) => query(c, client, text, values)) : undefined;
+    return (onHot ?? query(c, db, text, values)).then((r) => r.rowCount === 1);
+  };
+  // Only in autocommit: inside a transaction a failed statement would abort it.
+  if (!w.fresh || db !== c.pool) return send(false);
+  // A row at the position after all (the first attempt of a retried write committed): the
+  // statement failed whole, fence included; it is made again as an upsert.
+  return send(true).catch((e: unknown) => {
+    if ((e as { code?: unknown } | null)?.code === UNIQUE_VIOLATION) return send(false);
+    throw e;
+  });
 }
 
 /**

@@ -58,6 +58,11 @@ export class RunCore implements Run {
   readonly cleanupOccurrences = new Map<string, number>();
   /** The next position. */
   seq = 0;
+  /**
+   * Code positions from here on hold no journal row the run knows of (none was loaded there, none
+   * written yet): their first write may be a plain insert (`StepWrite.fresh`).
+   */
+  freshFrom = 0;
   /** Per position: the `done` of the last result the code had received when it made the call. */
   readonly calledAfter = new Map<number, number>();
   /** Per position of a step with a business key: that key (`v<keyVersion>:<key>`), kept on its rows. */
@@ -140,8 +145,10 @@ export class RunCore implements Run {
     this.workflow = workflow;
     this.deps = deps;
     for (const s of claimed.steps) {
-      if (!isCleanupSeq(s.seq)) this.journal.set(s.seq, s);
-      else {
+      if (!isCleanupSeq(s.seq)) {
+        this.journal.set(s.seq, s);
+        this.freshFrom = Math.max(this.freshFrom, s.seq + 1);
+      } else {
         this.cleanupJournal.set(s.name, s);
         this.cleanupSeq = Math.max(this.cleanupSeq, s.seq + 1);
       }

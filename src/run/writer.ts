@@ -16,7 +16,7 @@
 import { ERROR_CODES, LeaseLostError, StoreRefusedError, StoreUnavailableError, coerceError, isStepwiseError, type StepwiseError } from '../errors.ts';
 import { encodeError } from '../serialize.ts';
 import type { LifecycleEvent, TaskStatus } from '../lifecycle.ts';
-import type { StepRow, TaskRow, TransitionWrite } from '../store.ts';
+import type { StepRow, StepWrite, TaskRow, TransitionWrite } from '../store.ts';
 import { planTransition, wakeFor } from '../transitions.ts';
 import type { Consume, RunCore } from './core.ts';
 import type { EndPlan } from './outcome.ts';
@@ -121,14 +121,17 @@ export class JournalWriter {
    */
   async checkpoint(row: StepRow, consume?: Consume): Promise<void> {
     const run = this.#run;
+    const write: StepWrite = consume ? { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row, consume } : { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row };
+    if (!isCleanupSeq(row.seq) && row.seq >= run.freshFrom) {
+      write.fresh = true;
+      run.freshFrom = row.seq + 1;
+    }
     for (;;) {
       // After a cancel or a worker stop the lease is still ours: a step that completed is recorded.
       if (!mayWrite(run.state)) throw haltReason(run.state);
       let accepted: unknown;
       try {
-        accepted = await run.deps.writer.write(
-          consume ? { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row, consume } : { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row },
-        );
+        accepted = await run.deps.writer.write(write);
       } catch (e) {
         if (isRefusal(e)) {
           // The same row would be refused again: the run fails with the refusal, named for its step.

@@ -57,6 +57,13 @@ export interface StepWrite {
   epoch: number;
   step: StepRow;
   consume?: { signalId: number; seq: number };
+  /**
+   * The writer knows of no journal row at this position (it is past every row the run loaded or
+   * has written): a store may insert the row without looking for one to update. Only a hint: if a
+   * row is there after all (a retried write whose first attempt committed), the store still
+   * updates it, as without the hint.
+   */
+  fresh?: true;
 }
 
 export type WriteOp = TransitionWrite | StepWrite;
