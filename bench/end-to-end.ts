@@ -12,6 +12,8 @@ export interface EndToEnd {
   /** 0: the worker runs in the submitting process; n: n worker processes, none in-process. */
   workerProcesses: number;
   tasks: number;
+  /** Tasks each worker may run at once. */
+  concurrency: number;
   seconds: number;
   stepsPerSec: number;
 }
@@ -36,14 +38,24 @@ export const E2E_CONCURRENCY = 512;
  * With `workerProcesses` > 0, the workers are CLI processes of this checkout (`bench/workflows.ts`
  * of the build under test is loaded by them) and the submitting engine runs no worker.
  */
-export async function endToEnd(root: string, build: string, url: string, store: string, submit: 'start' | 'startMany', workerProcesses: number, tasks = 500, rounds = 3): Promise<EndToEnd> {
+export async function endToEnd(
+  root: string,
+  build: string,
+  url: string,
+  store: string,
+  submit: 'start' | 'startMany',
+  workerProcesses: number,
+  tasks = 500,
+  rounds = 3,
+  concurrency = E2E_CONCURRENCY,
+): Promise<EndToEnd> {
   const { Engine } = await api(root);
   // The definition the build's worker processes load too (same name, same version).
   const { threeSteps } = (await import(join(root, 'bench/workflows.ts'))) as Api;
   const engine = new Engine({ store: url, workflows: [threeSteps] });
   await engine.ready();
-  const children = Array.from({ length: workerProcesses }, () => spawnWorker(url, ['--concurrency', String(E2E_CONCURRENCY)], {}, root));
-  const worker = workerProcesses ? null : engine.worker({ concurrency: E2E_CONCURRENCY });
+  const children = Array.from({ length: workerProcesses }, () => spawnWorker(url, ['--concurrency', String(concurrency)], {}, root));
+  const worker = workerProcesses ? null : engine.worker({ concurrency });
   await worker?.start();
   try {
     const batch = async (): Promise<number> => {
@@ -60,7 +72,7 @@ export async function endToEnd(root: string, build: string, url: string, store: 
     const runs: number[] = [];
     for (let r = 0; r < rounds; r++) runs.push(await batch());
     const seconds = median(runs);
-    return { build, store, submit, workerProcesses, tasks, seconds, stepsPerSec: (tasks * 3) / seconds };
+    return { build, store, submit, workerProcesses, tasks, concurrency, seconds, stepsPerSec: (tasks * 3) / seconds };
   } finally {
     await worker?.stop();
     await stopWorkers(children);

@@ -32,6 +32,7 @@ line(`Stepwise benchmark (${results.machine as string})${quick ? ' — quick mod
 if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).only({ quick, pgUp: await postgres.pgAvailable(), line, results });
 /** `--<name>-only`: these sections alone, in order (each module's `report`). */
 const ALONE: Record<string, readonly string[]> = {
+  headline: ['headline'],
   schedules: ['schedules'],
   flow: ['flow-control'],
   'rate-limits': ['rate-limits'],
@@ -47,11 +48,14 @@ for (const [flag, sections] of Object.entries(ALONE)) {
   const pgUp = await postgres.pgAvailable();
   for (const section of sections) await ((await import(`./${section}.ts`)) as { report: (ctx: SectionCtx) => Promise<void> }).report({ quick, pgUp, line, results });
   if (pgUp) await postgres.cleanup();
+  mkdirSync(join(root, '.bench'), { recursive: true });
+  writeFileSync(join(root, '.bench/results.json'), `${JSON.stringify(results, null, 2)}\n`);
   process.exit(0);
 }
 
-// (e2e) End to end, first: the figure a user sees.
+// The headline table first (the top of docs/benchmarks.md), then (e2e): the figure a user sees.
 const pgUpFirst = await postgres.pgAvailable();
+if (!coreOnly) await (await import('./headline.ts')).report({ quick, pgUp: pgUpFirst, line, results });
 async function endToEndSection(): Promise<void> {
   const base = process.env.STEPWISE_BENCH_BASE;
   line('\n(e2e) End to end: 500 tasks × 3 no-op steps submitted by one process (500 concurrent start() calls, or one');
