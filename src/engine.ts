@@ -160,7 +160,7 @@ export class Engine {
    * `primitives/child.ts`) calls it from inside the parent's start step.
    */
   async startChildTask(
-    parent: Pick<TaskRow, 'id' | 'rootId' | 'depth'> & { tags?: string | null },
+    parent: Pick<TaskRow, 'id' | 'rootId' | 'depth'> & { tags?: string | null; childUsage?: string | null },
     workflow: string | Workflow<unknown, unknown, unknown>,
     input: unknown,
     key: string,

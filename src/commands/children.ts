@@ -30,7 +30,7 @@ export interface RelatedTask {
  */
 export async function startChildTask(
   deps: StartDeps,
-  parent: Pick<TaskRow, 'id' | 'rootId' | 'depth'> & { tags?: string | null },
+  parent: Pick<TaskRow, 'id' | 'rootId' | 'depth'> & { tags?: string | null; childUsage?: string | null },
   workflow: string | Workflow<unknown, unknown, unknown>,
   input: unknown,
   key: string,
@@ -45,6 +45,8 @@ export async function startChildTask(
   planned.task.depth = depth;
   // A child inherits its parent's tags (a tenant's tree is found by the tenant's tag).
   if (parent.tags) planned.task.tags = JSON.parse(parent.tags) as Record<string, string>;
+  // The subtree budgets of the tasks above it, which its model calls are checked against.
+  if (parent.childUsage) planned.task.usage = parent.childUsage;
   return startResult(planned, await deps.batcher(store).insert(planned.task));
 }
 

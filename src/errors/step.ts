@@ -98,11 +98,19 @@ export class BudgetExceededError extends StepwiseError {
   readonly budget: number;
   /** Spent before the call (plus what the call may take, when it declares `maxOutputTokens`). */
   readonly projected: number;
+  /**
+   * The task whose subtree budget the call would pass (`budget.scope: 'subtree'`: this task's or
+   * one above it), counting the spending of every task below it; absent for a task's own budget.
+   */
+  readonly subtreeOf?: string;
   /** `note`: why a person's decision did not raise it, when the task asked (`onExceeded: { ask }`). */
-  constructor(taskId: string, step: string, limit: 'tokens' | 'usd', budget: number, projected: number, note = '') {
+  constructor(taskId: string, step: string, limit: 'tokens' | 'usd', budget: number, projected: number, note = '', subtreeOf?: string) {
+    const amounts = limit === 'usd' ? `$${projected.toFixed(4)} of $${budget}` : `${projected} of ${budget} tokens`;
     super(
       ERROR_CODES.BUDGET_EXCEEDED,
-      `Task ${taskId}: the model call of step "${step}" would exceed the task's ${limit} budget (${limit === 'usd' ? `$${projected.toFixed(4)} of $${budget}` : `${projected} of ${budget} tokens`})${note}. Raise it with engine.start(…, { budget }) for new tasks, or let a person raise it: budget.onExceeded: { ask }.`,
+      subtreeOf === undefined
+        ? `Task ${taskId}: the model call of step "${step}" would exceed the task's ${limit} budget (${amounts})${note}. Raise it with engine.start(…, { budget }) for new tasks, or let a person raise it: budget.onExceeded: { ask }.`
+        : `Task ${taskId}: the model call of step "${step}" would exceed the ${limit} budget of ${subtreeOf === taskId ? 'this task' : `task ${subtreeOf}`} and the tasks below it (${amounts}, all of them together)${note}. Raise it with engine.start(…, { budget: { …, scope: 'subtree' } }) for new trees.`,
     );
     this.name = 'BudgetExceededError';
     this.taskId = taskId;
@@ -110,6 +118,7 @@ export class BudgetExceededError extends StepwiseError {
     this.limit = limit;
     this.budget = budget;
     this.projected = projected;
+    if (subtreeOf !== undefined) this.subtreeOf = subtreeOf;
   }
 }
 

@@ -32,10 +32,17 @@ import { faultPoint } from '../fault-points.ts';
 import { KEY_MAX } from '../text-rules.ts';
 import { hashKey } from '../idempotency/keys.ts';
 import { waitForEvent } from './wait-for-event.ts';
+import { parseSummary } from '../ai/metering/usage.ts';
+import { childStartUsage } from '../ai/metering/subtree-budget.ts';
 
 /** What the primitive needs of the Engine the run works for (the Engine, seen from below). */
 export interface ChildHost {
-  startChildTask(parent: Run['task'], workflow: string | Workflow<unknown, unknown, unknown>, input: unknown, key: string): Promise<{ id: string; workflow: string }>;
+  startChildTask(
+    parent: Run['task'] & { tags: string | null; childUsage: string | null },
+    workflow: string | Workflow<unknown, unknown, unknown>,
+    input: unknown,
+    key: string,
+  ): Promise<{ id: string; workflow: string }>;
   list(options: { parent: string; status: TaskStatus[]; limit: number }): Promise<{ tasks: Array<{ id: string; status: TaskStatus }> }>;
   cancel(id: string, options: { reason: string; by: { kind: 'system'; id: string } }): Promise<unknown>;
   result(id: string): Promise<unknown>;
@@ -101,7 +108,10 @@ export async function startChild(
       const generation = run.task.retries ? `:retry${run.task.retries}` : '';
       const key = `child:${idempotencyKey}${generation}`;
       // A long step name makes a key past the limit: digested then (the same on every run).
-      const answer = await host.startChildTask({ ...run.task, tags: tagsOf(run) }, workflow, input, key.length > KEY_MAX ? `child:${hashKey(key)}` : key);
+      // The child learns the subtree budgets above it (see ai/metering/subtree-budget.ts).
+      const budget = parseSummary(run.task.usage).budget ?? run.workflow.options.budget;
+      const parent = { ...run.task, tags: tagsOf(run), childUsage: childStartUsage(run.task, budget) };
+      const answer = await host.startChildTask(parent, workflow, input, key.length > KEY_MAX ? `child:${hashKey(key)}` : key);
       faultPoint('child:created'); // the child exists; the parent's checkpoint of its start does not
       return { id: answer.id, workflow: answer.workflow };
     });

@@ -30,7 +30,9 @@ import {
   type PriceTable,
   type TokenCounts,
   type UsageSummary,
+  type UsageTotals,
 } from './usage.ts';
+import { subtreeSpent } from './subtree-budget.ts';
 
 const USAGE_EVENT = EVENT_TYPES.usageAttempt;
 
@@ -80,12 +82,21 @@ export class UsageMeter {
       events.push(lost);
     }
     const next = options.maxOutputTokens ?? 0;
-    const over = overBudget(this.budget, this.#summary.total, { tokens: next, usd: costOf(model, { outputTokens: next }, prices).costUsd });
+    const nextCall = { tokens: next, usd: costOf(model, { outputTokens: next }, prices).costUsd };
+    const budget = this.budget;
+    const over = overBudget(budget, budget?.scope === 'subtree' ? await this.#subtreeSpent(run.taskId) : this.#summary.total, nextCall);
     if (over) {
       if (events.length) await this.#write(events);
-      const onExceeded = this.budget?.onExceeded;
+      const onExceeded = budget?.onExceeded;
       if (onExceeded !== undefined && onExceeded !== 'fail') throw budgetPark(this, step, over, onExceeded.ask);
-      throw run.fail(new BudgetExceededError(run.taskId, step, over.limit, over.budget, over.projected));
+      throw run.fail(new BudgetExceededError(run.taskId, step, over.limit, over.budget, over.projected, '', budget?.scope === 'subtree' ? run.taskId : undefined));
+    }
+    // The subtree budgets of the tasks above: each against what its whole subtree has spent.
+    for (const limit of this.#summary.above ?? []) {
+      const overAbove = overBudget(limit, await this.#subtreeSpent(limit.taskId), nextCall);
+      if (!overAbove) continue;
+      if (events.length) await this.#write(events);
+      throw run.fail(new BudgetExceededError(run.taskId, step, overAbove.limit, overAbove.budget, overAbove.projected, '', limit.taskId));
     }
     const attempt = Math.max(this.#summary.retrying[step] ?? 0, this.#given.get(step) ?? 0) + 1;
     this.#given.set(step, attempt);
@@ -119,6 +130,12 @@ export class UsageMeter {
       this.#run.deps.emit('budget:spent', { taskId: this.#run.taskId, step, spent, budget: limits });
     }
     return u;
+  }
+
+  /** What the subtree of `taskId` (this task or one above it) has spent, this task's calls as this meter knows them. */
+  #subtreeSpent(taskId: string): Promise<UsageTotals> {
+    const run = this.#run;
+    return subtreeSpent(run.deps.store, run.task.rootId ?? run.taskId, taskId, { id: run.taskId, total: this.#summary.total });
   }
 
   /** The text attempt `attempt` of `step` streamed (what the chunk table kept of it). */

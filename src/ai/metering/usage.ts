@@ -54,6 +54,12 @@ export interface UsageTotals extends Required<TokenCounts> {
 export interface Budget {
   tokens?: number;
   usd?: number;
+  /**
+   * `'task'` (the default): the task's own calls. `'subtree'`: the calls of the task and of every
+   * task below it (its children, theirs, …) count together; a call of any of them that would pass
+   * it is not made, and that task fails with BUDGET_EXCEEDED. A subtree budget cannot ask.
+   */
+  scope?: 'task' | 'subtree';
   onExceeded?: 'fail' | { ask: Pick<ApprovalOptions, 'approvers' | 'timeout' | 'onTimeout' | 'remindEvery' | 'quorum'> };
 }
 
@@ -76,6 +82,15 @@ export interface UsageSummary {
   open: Record<string, OpenCall>;
   /** A budget given at `start()` (it wins over the workflow's). */
   budget?: Budget;
+  /** The subtree budgets of the tasks above this one (a child's, set when it is started). */
+  above?: SubtreeLimit[];
+}
+
+/** The subtree budget of a task above: its id and limits. */
+export interface SubtreeLimit {
+  taskId: string;
+  tokens?: number;
+  usd?: number;
 }
 
 export const emptyTotals = (): UsageTotals => ({
@@ -95,7 +110,7 @@ export function parseSummary(text: string | null): UsageSummary {
   if (!text) return emptySummary();
   const s = JSON.parse(text) as Partial<UsageSummary> & { steps?: Record<string, UsageTotals> };
   const retrying = s.retrying ?? Object.fromEntries(Object.entries(s.steps ?? {}).map(([step, t]) => [step, t.attempts]));
-  return { total: s.total ?? emptyTotals(), retrying, open: s.open ?? {}, ...(s.budget ? { budget: s.budget } : {}) };
+  return { total: s.total ?? emptyTotals(), retrying, open: s.open ?? {}, ...(s.budget ? { budget: s.budget } : {}), ...(s.above?.length ? { above: s.above } : {}) };
 }
 
 /** Per-step totals of a task's attempts (its `usage:attempt` log entries). */
@@ -208,9 +223,16 @@ export function checkBudget(budget: unknown, where: string): Budget {
       checkOnExceeded(b.onExceeded, where);
       continue;
     }
-    if (key !== 'tokens' && key !== 'usd') throw new TypeError(`${where}: unknown budget key "${key}" (known: tokens, usd, onExceeded).`);
+    if (key === 'scope') {
+      if (b.scope !== undefined && b.scope !== 'task' && b.scope !== 'subtree') throw new TypeError(`${where}: budget.scope must be 'task' or 'subtree', got ${JSON.stringify(b.scope)}.`);
+      continue;
+    }
+    if (key !== 'tokens' && key !== 'usd') throw new TypeError(`${where}: unknown budget key "${key}" (known: tokens, usd, scope, onExceeded).`);
     const v = b[key];
     if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v < 0)) throw new TypeError(`${where}: budget.${key} must be a number ≥ 0, got ${String(v)}.`);
+  }
+  if (b.scope === 'subtree' && b.onExceeded !== undefined && b.onExceeded !== 'fail') {
+    throw new TypeError(`${where}: a subtree budget cannot ask (budget.onExceeded must be 'fail'): the call that would pass it may be any task's of the tree.`);
   }
   return b as Budget;
 }
