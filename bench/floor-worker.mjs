@@ -8,7 +8,8 @@
 //   3. the last step's row with the final transition (status succeeded, output, lease cleared, the
 //      transition's log entry), one multi-row statement, fenced the same way.
 // Every statement commits on its own (autocommit), as Stepwise's group commit does; the log's seq
-// is gapless per task and commit-ordered (events carry the writing transaction's xid).
+// is gapless per task and commit-ordered (events carry the writing transaction's xid). A lease
+// lasts 30 s: a burst ends long before a heartbeat would fall due, for this worker as for Stepwise's.
 // Usage: node bench/floor-worker.mjs <postgres url> <schema> <batch> <worker id>
 // Runs until SIGTERM; polls every 5 ms while nothing is due.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,15 +24,23 @@ await client.connect();
 let stopping = false;
 process.on('SIGTERM', () => (stopping = true));
 
-const claimSql = `WITH due AS (
-    SELECT id FROM ${s}.tasks WHERE status = 'pending' AND run_at <= $1 ORDER BY run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED
+// Expired leases first (their runs are taken over: epoch + 1 fences the old one off), then due
+// pending tasks; each with its claim's log entry.
+const claimSql = `WITH expired AS (
+    SELECT id, true AS reclaim FROM ${s}.tasks WHERE status = 'running' AND lease_expires_at <= $1
+    ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
+  ), pending AS (
+    SELECT id, false AS reclaim FROM ${s}.tasks WHERE status = 'pending' AND run_at <= $1
+    ORDER BY run_at, id LIMIT $2 FOR UPDATE SKIP LOCKED
+  ), due AS (
+    (SELECT * FROM expired) UNION ALL (SELECT * FROM pending) LIMIT $2
   ), upd AS (
     UPDATE ${s}.tasks t SET status = 'running', epoch = t.epoch + 1, lease_owner = $3, lease_expires_at = $1 + ${LEASE_MS},
       event_seq = t.event_seq + 1, claimed_at = $1
-    FROM due WHERE t.id = due.id RETURNING t.id, t.epoch, t.event_seq
+    FROM due WHERE t.id = due.id RETURNING t.id, t.epoch, t.event_seq, due.reclaim
   ), log AS (
     INSERT INTO ${s}.events (task_id, seq, at, type, actor_id, data)
-    SELECT id, event_seq, $1, 'transition', $3, '{"event":"claim"}' FROM upd
+    SELECT id, event_seq, $1, 'transition', $3, CASE WHEN reclaim THEN '{"event":"reclaim"}' ELSE '{"event":"claim"}' END FROM upd
   ) SELECT id, epoch FROM upd`;
 
 const stepSql = `WITH f AS (

@@ -131,8 +131,11 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
           { name: 'batched checkpoints', text: stepBatch.text, values: stepBatch.values, rows: 40, most: 2 * 40 },
           { name: 'batched end-of-run transitions', text: transitionBatch.text, values: transitionBatch.values, rows: 40, most: 2 * 40 },
           { name: 'lone checkpoint', text: plainStepSql(t), values: plain, rows: 1, most: 1 },
+          // The same at a position the run knows to be free: a plain insert (the hot path).
+          { name: 'lone checkpoint at a free position', text: plainStepSql(t, true), values: [...stepValues(step(ids[0]!, 4)), ids[0], 1, NOW, 'step:completed', '{}'], rows: 1, most: 1 },
           // An INSERT without RETURNING reports no rows of its own (its row count says it wrote one).
           { name: 'lone step result', text: resultStepSql(t), values: [...stepValues(step(ids[0]!, 2)), ids[0], 1], rows: 0, most: 1 },
+          { name: 'lone step result at a free position', text: resultStepSql(t, true), values: [...stepValues(step(ids[0]!, 5)), ids[0], 1], rows: 0, most: 1 },
           { name: 'heartbeat', text: heartbeatSql(t), values: [60000, ids, ids.map(() => 1), 'worker-a'], rows: 40, most: 2 * 40 },
           // Bounded by the pending or leased tasks, which the due and leased indexes list (a bitmap
           // scan counts each twice: its index entries and its rows; the probes above left row versions).

@@ -1055,6 +1055,8 @@ for (const backend of backends) {
             ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch), ...mark }])),
             ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 0, task.epoch, { attempts: 2 }), ...mark }])),
             ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 1, task.epoch, { status: 'retrying' }), ...mark }])),
+            // A row with an entry of its own (not carried), over an occupied position.
+            ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch, step: stepRow(task.id, 1, task.epoch, { status: 'retrying', attempts: 2 }), ...mark }])),
             ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch + 1, step: stepRow(task.id, 2, task.epoch), ...mark }])),
             ...(await store.writeBatch([{ kind: 'step', taskId: task.id, epoch: task.epoch + 1, step: stepRow(task.id, 0, task.epoch), ...mark }])),
           ];
@@ -1063,10 +1065,10 @@ for (const backend of backends) {
           return { results, steps, events };
         };
         const plain = await outcome(false);
-        expect(plain.results).toEqual([true, true, true, false, false]);
+        expect(plain.results).toEqual([true, true, true, true, false, false]);
         expect(plain.steps.map((s) => [s.seq, s.attempts, s.status])).toEqual([
           [0, 2, 'completed'],
-          [1, 1, 'retrying'],
+          [1, 2, 'retrying'],
         ]);
         expect(await outcome(true)).toEqual(plain);
       });
