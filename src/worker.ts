@@ -151,7 +151,10 @@ export class Worker {
       ...(this.#host.fireSchedules ? { fireSchedules: this.#host.fireSchedules } : {}),
       alerts: this.#host.alerts ?? null,
       collectBlobsAfterMs: this.#host.collectBlobsAfterMs ?? 3_600_000,
-      onError: (error, during) => this.#news.emit('worker:error', { error, during }),
+      // A job that met the store closed under it ran as the engine shut down: nothing went wrong.
+      onError: (error, during) => {
+        if (!(error instanceof ClosedError)) this.#news.emit('worker:error', { error, during });
+      },
     });
     this.#news.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
   }
