@@ -14,7 +14,8 @@ import type { Store, TaskRow } from '../store.ts';
 import type { Workflow } from '../workflow.ts';
 import { planStart, startResult, type StartAnswer } from '../start-plan.ts';
 import { startContext, type StartDeps } from './start.ts';
-import { emptyTotals, parseSummary, type UsageTotals } from '../ai/metering/usage.ts';
+import type { UsageTotals } from '../ai/metering/usage.ts';
+import { totalsBelow } from '../ai/metering/subtree-budget.ts';
 
 /** What `engine.get()` shows of a task's parent or of one of its children. */
 export interface RelatedTask {
@@ -99,20 +100,7 @@ const TREE_READ = 10_000;
 export async function usageBelow(store: Store, row: TaskRow, hasChildren: boolean): Promise<UsageTotals | null> {
   if (!hasChildren) return null;
   const tree = await store.listTasks({ root: row.rootId ?? row.id, limit: TREE_READ });
-  const byParent = new Map<string, TaskRow[]>();
-  for (const t of tree) if (t.parentId) byParent.set(t.parentId, [...(byParent.get(t.parentId) ?? []), t]);
-  const sum = emptyTotals();
-  const queue = [...(byParent.get(row.id) ?? [])];
-  while (queue.length) {
-    const t = queue.pop() as TaskRow;
-    if (t.usage) addTotals(sum, parseSummary(t.usage).total);
-    queue.push(...(byParent.get(t.id) ?? []));
-  }
-  return sum;
-}
-
-function addTotals(into: UsageTotals, t: UsageTotals): void {
-  for (const k of Object.keys(into) as Array<keyof UsageTotals>) into[k] += t[k];
+  return totalsBelow(tree, row.id);
 }
 
 function related(t: TaskRow): RelatedTask {

@@ -35,21 +35,27 @@ export function childStartUsage(parent: Pick<TaskRow, 'id' | 'usage'>, budget: B
  */
 export async function subtreeSpent(store: Store, rootId: string, taskId: string, self: { id: string; total: UsageTotals }): Promise<UsageTotals> {
   const tree = await store.listTasks({ root: rootId, limit: TREE_READ });
+  const totalOf = (t: Pick<TaskRow, 'id' | 'usage'>): UsageTotals => (t.id === self.id ? self.total : parseSummary(t.usage).total);
+  const head = taskId === self.id ? self : { total: totalOf({ id: taskId, usage: (await store.getTask(taskId))?.usage ?? null }) };
+  const sum = totalsBelow(tree, taskId, totalOf);
+  addTotals(sum, head.total);
+  return sum;
+}
+
+/** The usage of every task of `tree` below `taskId` (its children, theirs, …), added up. */
+export function totalsBelow(tree: readonly TaskRow[], taskId: string, totalOf: (t: TaskRow) => UsageTotals = (t) => parseSummary(t.usage).total): UsageTotals {
   const byParent = new Map<string, TaskRow[]>();
   for (const t of tree) if (t.parentId) byParent.set(t.parentId, [...(byParent.get(t.parentId) ?? []), t]);
-  const totalOf = (id: string, usage: string | null): UsageTotals => (id === self.id ? self.total : parseSummary(usage).total);
   const sum = emptyTotals();
-  const head = taskId === self.id ? null : ((await store.getTask(taskId)) ?? null);
-  add(sum, taskId === self.id ? self.total : totalOf(taskId, head?.usage ?? null));
   const queue = [...(byParent.get(taskId) ?? [])];
   while (queue.length) {
     const t = queue.pop() as TaskRow;
-    add(sum, totalOf(t.id, t.usage));
+    addTotals(sum, totalOf(t));
     queue.push(...(byParent.get(t.id) ?? []));
   }
   return sum;
 }
 
-function add(into: UsageTotals, t: UsageTotals): void {
+function addTotals(into: UsageTotals, t: UsageTotals): void {
   for (const k of Object.keys(into) as Array<keyof UsageTotals>) into[k] += t[k];
 }
