@@ -5,7 +5,7 @@
  * The one table of the task row's columns: for each field of {@link TaskRow}, its column, its SQL
  * type on PostgreSQL, how a driver's value is read back, and whether a transition may set it (a
  * {@link TaskPatch} field). Row mapping (`rows.ts`), patch assignments (both stores), the
- * PostgreSQL parameter types and the batched transition statement (`postgres/batch-sql.ts`) are
+ * PostgreSQL parameter types and the batched transition statement (`postgres/transition-batch-sql.ts`) are
  * generated from it: a new column is one entry here plus its migrations.
  */
 import type { TaskStatus } from './lifecycle.ts';

@@ -4,7 +4,8 @@
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../src/index.ts';
-import { stepBatchSql, transitionBatchSql } from '../src/postgres/batch-sql.ts';
+import { stepBatchSql } from '../src/postgres/batch-sql.ts';
+import { transitionBatchSql } from '../src/postgres/transition-batch-sql.ts';
 import { DB_NOW_MS, heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, resultStepSql, tablesOf } from '../src/postgres/sql-text.ts';
 import { stepValues } from '../src/rows.ts';
 import { transitionEntry } from '../src/log-entries.ts';
@@ -125,11 +126,19 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
         }));
         const stepBatch = stepBatchSql(t, steps);
         const transitionBatch = transitionBatchSql(t, transitions, () => 'probe_channel');
+        // The same ends as children's, each with its signal to one of 4 parents (tasks 1…4).
+        const childEnds = transitionBatchSql(
+          t,
+          transitions.map((w, k) => ({ ...w, parentSignal: { taskId: id(1 + (k % 4)), name: `child:${w.taskId}` } })),
+          () => 'probe_channel',
+        );
         const plain = [...stepValues(step(ids[0]!, 1)), ids[0], 1, NOW, 'step:completed', '{}'];
         const cases: Array<{ name: string; text: string; values: unknown[]; rows: number; most: number }> = [
           // Each task row twice: locked in id order, then its log counter updated (as the heartbeat does).
           { name: 'batched checkpoints', text: stepBatch.text, values: stepBatch.values, rows: 40, most: 2 * 40 },
           { name: 'batched end-of-run transitions', text: transitionBatch.text, values: transitionBatch.values, rows: 40, most: 2 * 40 },
+          // And each parent row twice: locked (once for all its children), then its log counter updated.
+          { name: "batched ends of children, with their parents' signals", text: childEnds.text, values: childEnds.values, rows: 40, most: 2 * 40 + 2 * 4 },
           { name: 'lone checkpoint', text: plainStepSql(t), values: plain, rows: 1, most: 1 },
           // The same at a position the run knows to be free: a plain insert (the hot path).
           { name: 'lone checkpoint at a free position', text: plainStepSql(t, true), values: [...stepValues(step(ids[0]!, 4)), ids[0], 1, NOW, 'step:completed', '{}'], rows: 1, most: 1 },

@@ -832,6 +832,89 @@ for (const backend of backends) {
         expect(await store.transition(end(T0 + 300))).toBeNull();
         expect(await store.getSignals(parent.id)).toHaveLength(1);
       });
+
+      it("the ends of many children in one batch each reach their parent once, numbered in the parent's log without gaps, and wake only a parent that waits for one of them", async () => {
+        // Two parents: `a` waits for its second child's end, `b` waits for nothing yet. A third task
+        // ends in the same batch as its own child (the child's signal to it cannot share a statement with it).
+        const a = await claimedTask(store, ns);
+        const b = await claimedTask(store, ns);
+        const kidsA = [
+          await claimedTask(store, ns, { parentId: a.id, rootId: a.id, depth: 1 }),
+          await claimedTask(store, ns, { parentId: a.id, rootId: a.id, depth: 1 }),
+          await claimedTask(store, ns, { parentId: a.id, rootId: a.id, depth: 1 }),
+        ];
+        const kidB = await claimedTask(store, ns, { parentId: b.id, rootId: b.id, depth: 1 });
+        const waited = `child:${(kidsA[1] as TaskRow).id}`;
+        await store.transition(write(a, { event: 'park', to: 'waiting', guard: { epoch: a.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null, waitEvents: [waited] } }));
+        await store.transition(write(b, { event: 'park', to: 'waiting', guard: { epoch: b.epoch }, at: T0 + 100, set: { clearLease: true, runAt: null } }));
+        const mid = await claimedTask(store, ns);
+        const kidMid = await claimedTask(store, ns, { parentId: mid.id, rootId: mid.id, depth: 1 });
+        const logBefore = { a: (await logOf(store, a.id)).length, b: (await logOf(store, b.id)).length };
+        const end = (child: TaskRow, to: 'succeeded' | 'failed', at: number, parentId: string): TransitionWrite =>
+          write(child, {
+            event: to === 'succeeded' ? 'complete' : 'fail',
+            to,
+            guard: { epoch: child.epoch },
+            at,
+            set:
+              to === 'succeeded'
+                ? { clearLease: true, output: `{"child":${JSON.stringify(child.id)}}`, finishedAt: at }
+                : { clearLease: true, error: '{"code":"BOOM","message":"no"}', finishedAt: at },
+            parentSignal: { taskId: parentId, name: `child:${child.id}` },
+          });
+        const stale = { ...end(kidsA[2] as TaskRow, 'succeeded', T0 + 200, a.id), guard: { epoch: (kidsA[2] as TaskRow).epoch + 1 } };
+        const results = await store.writeBatch([
+          end(kidsA[0] as TaskRow, 'succeeded', T0 + 200, a.id),
+          end(kidMid, 'succeeded', T0 + 200, mid.id),
+          end(kidB, 'failed', T0 + 210, b.id),
+          write(mid, { event: 'complete', to: 'succeeded', guard: { epoch: mid.epoch }, at: T0 + 220, set: { clearLease: true, output: '1', finishedAt: T0 + 220 } }),
+          end(kidsA[1] as TaskRow, 'succeeded', T0 + 230, a.id),
+          stale, // refused by its guard: no signal
+        ]);
+        expect(results.map((r) => (r as TaskRow | null)?.status ?? null)).toEqual(['succeeded', 'succeeded', 'failed', 'succeeded', 'succeeded', null]);
+
+        const signalsOf = async (id: string) => (await store.getSignals(id)).map((s) => [s.name, JSON.parse(s.payload as string), s.idempotencyKey, s.consumedSeq]);
+        expect(await signalsOf(a.id)).toEqual([
+          [`child:${(kidsA[0] as TaskRow).id}`, { status: 'succeeded', output: { child: (kidsA[0] as TaskRow).id }, error: null }, `child:${(kidsA[0] as TaskRow).id}`, null],
+          [waited, { status: 'succeeded', output: { child: (kidsA[1] as TaskRow).id }, error: null }, waited, null],
+        ]);
+        expect(await signalsOf(b.id)).toEqual([[`child:${kidB.id}`, { status: 'failed', output: null, error: { code: 'BOOM', message: 'no' } }, `child:${kidB.id}`, null]]);
+        expect(await signalsOf(mid.id)).toEqual([[`child:${kidMid.id}`, { status: 'succeeded', output: { child: kidMid.id }, error: null }, `child:${kidMid.id}`, null]]);
+        // `a` waited for one of its signals: due at that end's time; `b` waited for none: not due.
+        expect(await mustGet(store, a.id)).toMatchObject({ status: 'waiting', runAt: T0 + 230 });
+        expect(await mustGet(store, b.id)).toMatchObject({ status: 'waiting', runAt: null });
+        // Each parent's log: its entries before, then one `signal:received` per new signal, numbered on without a gap, each naming its signal and child.
+        for (const [parent, kids] of [
+          [a, [kidsA[0], kidsA[1]]],
+          [b, [kidB]],
+        ] as Array<[TaskRow, TaskRow[]]>) {
+          const log = await store.getEvents(parent.id);
+          expect(log.map((e) => e.seq)).toEqual(log.map((_e, i) => i + 1));
+          const received = log.filter((e) => e.type === 'signal:received');
+          expect(received.map((e) => e.seq)).toEqual(kids.map((_k, i) => logBefore[parent === a ? 'a' : 'b'] + i + 1));
+          const signals = await store.getSignals(parent.id);
+          expect(received.map((e) => [e.actorKind, e.actorId, JSON.parse(e.data as string)])).toEqual(
+            kids.map((k, i) => [
+              'system',
+              `task:${k.id}`,
+              { signalId: (signals[i] as SignalRow).id, name: `child:${k.id}`, payload: JSON.parse((signals[i] as SignalRow).payload as string), idempotencyKey: `child:${k.id}` },
+            ]),
+          );
+        }
+        const midLog = await store.getEvents(mid.id);
+        expect(midLog.map((e) => e.seq)).toEqual(midLog.map((_e, i) => i + 1));
+        expect(midLog.filter((e) => e.type === 'signal:received')).toHaveLength(1);
+        // The refused end left its child leased and wrote nothing to the parent; sent again at its epoch, it reaches the parent once.
+        expect(await mustGet(store, (kidsA[2] as TaskRow).id)).toMatchObject({ status: 'running' });
+        const [late] = await store.writeBatch([
+          end(kidsA[2] as TaskRow, 'succeeded', T0 + 300, a.id),
+          write(b, { event: 'cancel', to: 'cancelled', guard: { version: (await mustGet(store, b.id)).version }, at: T0 + 300, set: {} }),
+        ]);
+        expect(late).toMatchObject({ status: 'succeeded' });
+        expect((await store.getSignals(a.id)).map((s) => s.name)).toEqual([`child:${(kidsA[0] as TaskRow).id}`, waited, `child:${(kidsA[2] as TaskRow).id}`]);
+        const aLog = await store.getEvents(a.id);
+        expect(aLog.map((e) => e.seq)).toEqual(aLog.map((_e, i) => i + 1));
+      });
     });
 
     describe('claims', () => {

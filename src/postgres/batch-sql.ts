@@ -11,10 +11,7 @@
  *   fenced task's log counter is bumped by the numbers its rows take in the batch; its entries take
  *   the numbers below the new value in batch order (see `appendFence` in sql-text.ts for why this
  *   is safe under concurrent writers).
- * - End-of-run transitions (epoch-guarded, without signals, deletions or an event wait): one
- *   multi-row `UPDATE … FROM unnest(…)` over the task rows, locked `FOR UPDATE`, whose status,
- *   epoch and pause request match, plus their log entries (numbered from the counter the same
- *   UPDATE bumps) and the journal rows they carry (for the tasks whose update happened).
+ * - End-of-run transitions: see transition-batch-sql.ts.
  *
  * Each task row is found by its primary key, one lookup per op ({@link lockById}), so a batch costs
  * the same on a table of a thousand tasks or of millions. Multi-row lockers take their row locks in
@@ -22,10 +19,8 @@
  * them never deadlock.
  */
 import { STEP_COLUMNS, stepColumnArrays } from '../rows.ts';
-import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt, transitionWriteEntries } from '../log-entries.ts';
-import type { NewEvent, StepRow, StepWrite, TransitionWrite, WakeEvent } from '../store.ts';
-import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
-import { listenerName, notifySql } from './listen.ts';
+import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../log-entries.ts';
+import type { StepRow, StepWrite } from '../store.ts';
 import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, lockById, type Tables } from './sql-text.ts';
 
 /**
@@ -185,176 +180,6 @@ function consumeColumns(p: Params, rows: readonly StepWrite[]): string[] {
 }
 
 /** One array parameter per journal column. */
-function stepColumns(p: Params, rows: readonly StepRow[]): string[] {
+export function stepColumns(p: Params, rows: readonly StepRow[]): string[] {
   return stepColumnArrays(rows).map((values, c) => p.add(values, `${STEP_TYPES[c]}[]`));
-}
-
-/** Task ids in one grouped notification: well under PostgreSQL's 8,000-byte payload limit. */
-const GROUP_IDS = 200;
-
-/** News that many tasks can share one notification for: finished, or runnable again. */
-function groupable(e: WakeEvent): boolean {
-  return e.reason === 'settled' || e.reason === 'task';
-}
-
-/** Whether a transition can go into {@link transitionBatchSql}. */
-export function isBatchableTransition(w: TransitionWrite): boolean {
-  return (
-    'epoch' in w.guard && w.from.length === 1 && !w.deleteSteps?.length && !w.consume?.length && !w.set.waitEvents?.length && !w.set.expireLease && !w.set.incrementEpoch && !w.parentSignal
-  );
-}
-
-/** Every op's log entries, flattened, as array parameters: op position (1-based, as `ord`), place in the op's entries. */
-function entryParams(p: Params, entries: readonly NewEvent[][]): Record<'op' | 'j' | 'type' | 'kind' | 'actor' | 'data', string> {
-  const flat = entries.flatMap((list, k) => list.map((e, j) => ({ op: k + 1, j: j + 1, e }))).filter((x) => x.e.carriedBy === undefined);
-  return {
-    op: p.add(
-      flat.map((x) => x.op),
-      'integer[]',
-    ),
-    j: p.add(
-      flat.map((x) => x.j),
-      'integer[]',
-    ),
-    type: p.add(
-      flat.map((x) => x.e.type),
-      'text[]',
-    ),
-    kind: p.add(
-      flat.map((x) => x.e.actorKind),
-      'text[]',
-    ),
-    actor: p.add(
-      flat.map((x) => x.e.actorId),
-      'text[]',
-    ),
-    data: p.add(
-      flat.map((x) => x.e.data),
-      'text[]',
-    ),
-  };
-}
-
-/**
- * The per-op array parameters of a transition batch, by column name, and the patch columns some
- * op of the batch sets.
- */
-function transitionColumns(
-  p: Params,
-  ops: readonly TransitionWrite[],
-  entries: readonly NewEvent[][],
-  channelOf: (event: WakeEvent) => string,
-): { i: Record<string, string>; written: typeof PATCH_COLUMNS } {
-  const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
-  const has =
-    (field: string) =>
-    (w: TransitionWrite): boolean =>
-      field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
-  // Most ops of a batch announce on one channel: its listener's name is hashed once.
-  const channels = ops.map((w) => (w.notify ? channelOf(w.notify) : null));
-  const listeners = new Map<string, string>();
-  const listenerOf = (ch: string): string => listeners.get(ch) ?? (listeners.set(ch, listenerName(ch)).get(ch) as string);
-  const i: Record<string, string> = {
-    id: col((w) => w.taskId, 'text'),
-    epoch: col((w) => ('epoch' in w.guard ? w.guard.epoch : null), 'integer'),
-    fromStatus: col((w) => w.from[0], 'text'),
-    toStatus: col((w) => w.to, 'text'),
-    event: col((w) => w.event, 'text'),
-    at: col((w) => w.at, 'bigint'),
-    evN: col((_w, k) => (entries[k] as unknown[]).length, 'integer'),
-    pauseGuard: col((w) => w.pauseRequested ?? null, 'boolean'),
-    clearLease: col((w) => w.set.clearLease === true, 'boolean'),
-    retries: col((w) => w.set.incrementRetries === true, 'boolean'),
-    // Finished tasks and tasks handed back go out as one notification per channel and reason (at
-    // most GROUP_IDS task ids each); any other news of a task keeps its own.
-    notifyGroup: col((w) => (w.notify && groupable(w.notify) ? w.notify.reason : null), 'text'),
-    notify: col((w) => (w.notify && !groupable(w.notify) ? JSON.stringify(w.notify) : null), 'text'),
-    notifyChannel: p.add(channels, 'text[]'),
-    notifyListener: p.add(
-      channels.map((ch) => (ch === null ? null : listenerOf(ch))),
-      'text[]',
-    ),
-  };
-  // Per column a patch may write (the task-column table) and some op of the batch sets: whether
-  // each op sets it, and the value (a column no op sets is not in the statement).
-  const written = PATCH_COLUMNS.filter((c) => ops.some(has(c.field)));
-  for (const c of written) {
-    const sets = has(c.field);
-    i[`set_${c.column}`] = col(sets, 'boolean');
-    i[`v_${c.column}`] = col((w) => (sets(w) ? patchValue(c, w.set) : null), c.pg);
-  }
-  return { i, written };
-}
-
-/** Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with `ord`). */
-export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channelOf: (event: WakeEvent) => string): { text: string; values: unknown[] } {
-  const p = new Params();
-  // Every op's log entries; those carried by journal rows are not written to `events`: their place goes to the row.
-  const entries = ops.map(transitionWriteEntries);
-  const ev = entryParams(p, entries);
-  const { i, written } = transitionColumns(p, ops, entries, channelOf);
-  // `ord` (1-based) is the op's position in `ops`, from unnest's ORDINALITY.
-  const names = Object.keys(i);
-  const sets = written.map((c) => `${c.column} = CASE WHEN c.set_${c.column} THEN c.v_${c.column} ELSE t.${c.column} END`).join(',\n        ');
-  const text = `WITH i AS (
-      SELECT * FROM unnest(${names.map((k) => i[k]).join(', ')}) WITH ORDINALITY AS i(${names.join(', ')}, ord)
-    ), cur AS (
-      SELECT i.*, t.status AS cur_status, t.epoch AS cur_epoch
-      FROM (SELECT * FROM i ORDER BY id COLLATE "C") i CROSS JOIN LATERAL (${lockById(t, 'i.id', 'UPDATE')}) t
-      WHERE t.epoch = i.epoch AND t.status = i.fromStatus AND (i.pauseGuard IS NULL OR t.pause_requested = i.pauseGuard)
-    ), upd AS (
-      UPDATE ${t.tasks} AS t SET status = c.toStatus, version = t.version + 1, updated_at = c.at,${sets ? `\n        ${sets},` : ''}
-        lease_owner = CASE WHEN c.clearLease THEN NULL ELSE t.lease_owner END,
-        lease_expires_at = CASE WHEN c.clearLease THEN NULL ELSE t.lease_expires_at END,
-        retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END,
-        event_seq = t.event_seq + c.evN
-      FROM cur c WHERE t.id = c.id
-      RETURNING t.*, c.ord AS batch_ord, c.notify AS batch_notify, c.notifyGroup AS batch_group, c.notifyChannel AS batch_channel,
-        c.notifyListener AS batch_listener, c.at AS ev_at, c.evN AS ev_n
-    ), log AS (
-      INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-      SELECT upd.id, upd.event_seq - upd.ev_n + e.j, upd.ev_at, e.type, e.kind, e.actor, e.data
-      FROM unnest(${ev.op}, ${ev.j}, ${ev.type}, ${ev.kind}, ${ev.actor}, ${ev.data}) AS e(op, j, type, kind, actor, data)
-      JOIN upd ON upd.batch_ord = e.op
-    )${journalCte(t, p, ops, entries)}, nt AS (
-      SELECT batch_channel, batch_listener, batch_group, id, (row_number() OVER (PARTITION BY batch_channel, batch_group ORDER BY id) - 1) / ${GROUP_IDS} AS chunk
-      FROM upd WHERE batch_group IS NOT NULL
-    ), sent AS (
-      SELECT ${notifySql('batch_channel', "json_build_object('reason', batch_group, 'taskId', '*', 'taskIds', json_agg(id))::text", 'batch_listener')} AS sent
-      FROM nt GROUP BY batch_channel, batch_listener, batch_group, chunk
-    )
-    SELECT upd.*, ${notifySql('batch_channel', 'batch_notify', 'batch_listener')} AS notified, (SELECT count(*) FROM sent) AS notified_batch FROM upd`;
-  return { text, values: p.values };
-}
-
-/**
- * The journal rows carried by batched transitions, written only for tasks whose update happened;
- * a row that carries its log entry takes that entry's seq (its place among the op's entries).
- * (Batched transitions are ends of runs: their rows are new results and waits, never a row that
- * already carries an entry, so nothing needs to be kept from the rows they overwrite.)
- */
-function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[], entries: readonly NewEvent[][]): string {
-  const last = new Map<string, { step: StepRow; place: number | null }>();
-  ops.forEach((op, k) => {
-    for (const step of op.steps ?? []) {
-      const j = (entries[k] as NewEvent[]).findIndex((e) => e.carriedBy === step.seq);
-      last.set(`${step.taskId}/${step.seq}`, { step, place: j < 0 ? null : j + 1 });
-    }
-  });
-  const rows = [...last.values()];
-  if (!rows.length) return '';
-  const columns = stepColumns(
-    p,
-    rows.map((r) => r.step),
-  );
-  const place = p.add(
-    rows.map((r) => r.place),
-    'integer[]',
-  );
-  return `, journal AS (
-      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
-      SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}, upd.event_seq - upd.ev_n + j.place
-      FROM unnest(${columns.join(', ')}, ${place}) AS j(${STEP_COLUMNS.join(', ')}, place) JOIN upd ON upd.id = j.task_id
-      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
-    )`;
 }

@@ -3,21 +3,23 @@
  * Internal: not part of the public API.
  * The engine's group commit on PostgreSQL: a lone plain step write (the hot path: one prepared
  * autocommit statement, on the kept connection when it is free), step checkpoints (with the signals
- * they consume) and end-of-run transitions as multi-row statements (see batch-sql.ts), and the
+ * they consume) and end-of-run transitions as multi-row statements (see batch-sql.ts and transition-batch-sql.ts), and the
  * rest one by one in a transaction.
  */
 import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
 import { transition, transitionOn } from './transition.ts';
 import { channelOf } from './listen.ts';
 import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql, resultStepSql } from './sql-text.ts';
-import { isBatchableTransition, stepBatchSql, transitionBatchSql } from './batch-sql.ts';
+import { stepBatchSql } from './batch-sql.ts';
+import { batchableTransitions, isBatchableTransition, transitionBatchSql } from './transition-batch-sql.ts';
 import { STEP_COLUMNS, stepValues, toTaskRow } from '../rows.ts';
 import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../log-entries.ts';
 import type { StepWrite, TransitionWrite, WriteOp, WriteResult } from '../store.ts';
 
 /**
- * Group commit: step checkpoints go into one multi-row statement, end-of-run transitions into
- * another (see batch-sql.ts); each op keeps its own guard. Writes that need more (journal rows with
+ * Group commit: step checkpoints go into one multi-row statement, end-of-run transitions (with the
+ * signals of finished children to their parents) into another (see batch-sql.ts, transition-batch-sql.ts); each op keeps
+ * its own guard. Writes that need more (journal rows with
  * a transition, an event wait, two writes of one position of which one consumes a signal) run one
  * by one in a transaction.
  */
@@ -39,7 +41,9 @@ export function writeBatch(c: PgContext, ops: readonly WriteOp[]): Promise<Write
 async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<WriteResult[]> {
   if (!ops.length) return [];
   const [only] = ops;
-  if (ops.length === 1 && only?.kind === 'transition') return [await transition(c, only)];
+  // A lone transition takes its own statement, except a child's end: the batch statement writes
+  // it with its signal to the parent in one round trip, where the one-by-one path takes a transaction of three.
+  if (ops.length === 1 && only?.kind === 'transition' && !(only.parentSignal && isBatchableTransition(only))) return [await transition(c, only)];
   return run(c, async () => {
     const results: WriteResult[] = new Array<WriteResult>(ops.length).fill(null);
     const steps: Array<{ op: StepWrite; at: number }> = [];
@@ -54,6 +58,13 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
         transitions.push({ op, at });
       } else rest.push({ op, at });
     });
+    // A child's end whose parent the batch also transitions goes one by one (see batchableTransitions).
+    const split = batchableTransitions(transitions);
+    if (split.rest.length) {
+      transitions.splice(0, transitions.length, ...split.batch);
+      rest.push(...split.rest);
+      rest.sort((x, y) => x.at - y.at);
+    }
     if (steps.length) {
       const { text, values, rowOf } = stepBatchSql(
         c.t,

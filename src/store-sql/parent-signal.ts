@@ -4,7 +4,12 @@
  * The signal a finished child task's transition sends its parent (`TransitionWrite.parentSignal`),
  * built once for both stores from the updated row: the child's status, output and error.
  */
-import type { SignalWrite, TaskRow } from '../store.ts';
+import type { SignalWrite, TaskRow, WakeEvent } from '../store.ts';
+
+/** The wake-up a child's end sends its parent's workers. */
+export function parentSignalNotify(to: { taskId: string }): WakeEvent {
+  return { reason: 'task', taskId: to.taskId };
+}
 
 export function parentSignalWrite(to: { taskId: string; name: string }, row: Pick<TaskRow, 'id' | 'status' | 'output' | 'error'>, at: number): SignalWrite {
   return {
@@ -16,6 +21,6 @@ export function parentSignalWrite(to: { taskId: string; name: string }, row: Pic
     at,
     actorKind: 'system',
     actorId: `task:${row.id}`,
-    notify: { reason: 'task', taskId: to.taskId },
+    notify: parentSignalNotify(to),
   };
 }

@@ -1,0 +1,265 @@
+/**
+ * @module postgres/transition-batch-sql
+ * Internal: not part of the public API (the package exports only its index modules).
+ * Group commit of end-of-run transitions on PostgreSQL (epoch-guarded, without deletions, consumed
+ * signals or an event wait): one multi-row `UPDATE … FROM unnest(…)` over the task rows, locked
+ * `FOR UPDATE` in id order, whose status, epoch and pause request match, plus their log entries
+ * (numbered from the counter the same UPDATE bumps), the journal rows they carry and, for
+ * finished children, their signals to their parents (for the tasks whose update happened), and
+ * the wake-ups, grouped per channel.
+ */
+import { STEP_COLUMNS } from '../rows.ts';
+import { transitionWriteEntries } from '../log-entries.ts';
+import type { NewEvent, StepRow, TransitionWrite, WakeEvent } from '../store.ts';
+import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
+import { listenerName, notifySql } from './listen.ts';
+import { parentSignalNotify } from '../store-sql/parent-signal.ts';
+import { Params, STEP_UPSERT_LOGGED_SET, lockById, type Tables } from './sql-text.ts';
+import { stepColumns } from './batch-sql.ts';
+
+/** Task ids in one grouped notification: well under PostgreSQL's 8,000-byte payload limit. */
+const GROUP_IDS = 200;
+
+/** News that many tasks can share one notification for: finished, or runnable again. */
+function groupable(e: WakeEvent): boolean {
+  return e.reason === 'settled' || e.reason === 'task';
+}
+
+/**
+ * Whether a transition can go into {@link transitionBatchSql}. A child's end (with its signal to
+ * the parent) can, unless its parent is written by the same batch (see {@link batchableTransitions}).
+ */
+export function isBatchableTransition(w: TransitionWrite): boolean {
+  return 'epoch' in w.guard && w.from.length === 1 && !w.deleteSteps?.length && !w.consume?.length && !w.set.waitEvents?.length && !w.set.expireLease && !w.set.incrementEpoch;
+}
+
+/**
+ * Of the transitions `ops` (each batchable, of distinct tasks), those that can share one
+ * {@link transitionBatchSql} statement: a child's end whose parent is also one of the batch's tasks
+ * is left out, as one statement cannot update a row twice (the parent's own transition and the
+ * child's signal to it). It goes through the one-by-one path, in the same transaction as the rest.
+ */
+export function batchableTransitions<T extends { op: TransitionWrite }>(ops: readonly T[]): { batch: T[]; rest: T[] } {
+  if (!ops.some((x) => x.op.parentSignal)) return { batch: [...ops], rest: [] };
+  const tasks = new Set(ops.map((x) => x.op.taskId));
+  const batch: T[] = [];
+  const rest: T[] = [];
+  for (const x of ops) (x.op.parentSignal && tasks.has(x.op.parentSignal.taskId) ? rest : batch).push(x);
+  return { batch, rest };
+}
+
+/** Every op's log entries, flattened, as array parameters: op position (1-based, as `ord`), place in the op's entries. */
+function entryParams(p: Params, entries: readonly NewEvent[][]): Record<'op' | 'j' | 'type' | 'kind' | 'actor' | 'data', string> {
+  const flat = entries.flatMap((list, k) => list.map((e, j) => ({ op: k + 1, j: j + 1, e }))).filter((x) => x.e.carriedBy === undefined);
+  return {
+    op: p.add(
+      flat.map((x) => x.op),
+      'integer[]',
+    ),
+    j: p.add(
+      flat.map((x) => x.j),
+      'integer[]',
+    ),
+    type: p.add(
+      flat.map((x) => x.e.type),
+      'text[]',
+    ),
+    kind: p.add(
+      flat.map((x) => x.e.actorKind),
+      'text[]',
+    ),
+    actor: p.add(
+      flat.map((x) => x.e.actorId),
+      'text[]',
+    ),
+    data: p.add(
+      flat.map((x) => x.e.data),
+      'text[]',
+    ),
+  };
+}
+
+/**
+ * The per-op array parameters of a transition batch, by column name, and the patch columns some
+ * op of the batch sets.
+ */
+function transitionColumns(
+  p: Params,
+  ops: readonly TransitionWrite[],
+  entries: readonly NewEvent[][],
+  channelOf: (event: WakeEvent) => string,
+): { i: Record<string, string>; written: typeof PATCH_COLUMNS } {
+  const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
+  const has =
+    (field: string) =>
+    (w: TransitionWrite): boolean =>
+      field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
+  // Most ops of a batch announce on one channel: its listener's name is hashed once.
+  const channels = ops.map((w) => (w.notify ? channelOf(w.notify) : null));
+  const listeners = new Map<string, string>();
+  const listenerOf = (ch: string): string => listeners.get(ch) ?? (listeners.set(ch, listenerName(ch)).get(ch) as string);
+  const i: Record<string, string> = {
+    id: col((w) => w.taskId, 'text'),
+    epoch: col((w) => ('epoch' in w.guard ? w.guard.epoch : null), 'integer'),
+    fromStatus: col((w) => w.from[0], 'text'),
+    toStatus: col((w) => w.to, 'text'),
+    event: col((w) => w.event, 'text'),
+    at: col((w) => w.at, 'bigint'),
+    evN: col((_w, k) => (entries[k] as unknown[]).length, 'integer'),
+    pauseGuard: col((w) => w.pauseRequested ?? null, 'boolean'),
+    clearLease: col((w) => w.set.clearLease === true, 'boolean'),
+    retries: col((w) => w.set.incrementRetries === true, 'boolean'),
+    // Finished tasks and tasks handed back go out as one notification per channel and reason (at
+    // most GROUP_IDS task ids each); any other news of a task keeps its own.
+    notifyGroup: col((w) => (w.notify && groupable(w.notify) ? w.notify.reason : null), 'text'),
+    notify: col((w) => (w.notify && !groupable(w.notify) ? JSON.stringify(w.notify) : null), 'text'),
+    notifyChannel: p.add(channels, 'text[]'),
+    notifyListener: p.add(
+      channels.map((ch) => (ch === null ? null : listenerOf(ch))),
+      'text[]',
+    ),
+  };
+  // A child's end: its parent, the signal's name (also its idempotency key, and as JSON for the
+  // parent's log entry), and the channel that wakes the parent's workers.
+  if (ops.some((w) => w.parentSignal)) {
+    const sigChannels = ops.map((w) => (w.parentSignal ? channelOf(parentSignalNotify(w.parentSignal)) : null));
+    i.sigParent = col((w) => w.parentSignal?.taskId ?? null, 'text');
+    i.sigName = col((w) => w.parentSignal?.name ?? null, 'text');
+    i.sigNameJson = col((w) => (w.parentSignal ? JSON.stringify(w.parentSignal.name) : null), 'text');
+    i.sigChannel = p.add(sigChannels, 'text[]');
+    i.sigListener = p.add(
+      sigChannels.map((ch) => (ch === null ? null : listenerOf(ch))),
+      'text[]',
+    );
+  }
+  // Per column a patch may write (the task-column table) and some op of the batch sets: whether
+  // each op sets it, and the value (a column no op sets is not in the statement).
+  const written = PATCH_COLUMNS.filter((c) => ops.some(has(c.field)));
+  for (const c of written) {
+    const sets = has(c.field);
+    i[`set_${c.column}`] = col(sets, 'boolean');
+    i[`v_${c.column}`] = col((w) => (sets(w) ? patchValue(c, w.set) : null), c.pg);
+  }
+  return { i, written };
+}
+
+/** Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with `ord`). */
+export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channelOf: (event: WakeEvent) => string): { text: string; values: unknown[] } {
+  const p = new Params();
+  // Every op's log entries; those carried by journal rows are not written to `events`: their place goes to the row.
+  const entries = ops.map(transitionWriteEntries);
+  const ev = entryParams(p, entries);
+  const { i, written } = transitionColumns(p, ops, entries, channelOf);
+  const signals = 'sigParent' in i;
+  // `ord` (1-based) is the op's position in `ops`, from unnest's ORDINALITY.
+  const names = Object.keys(i);
+  const sets = written.map((c) => `${c.column} = CASE WHEN c.set_${c.column} THEN c.v_${c.column} ELSE t.${c.column} END`).join(',\n        ');
+  const text = `WITH i AS (
+      SELECT * FROM unnest(${names.map((k) => i[k]).join(', ')}) WITH ORDINALITY AS i(${names.join(', ')}, ord)
+    ), cur AS (
+      SELECT i.*, t.status AS cur_status, t.epoch AS cur_epoch
+      FROM (SELECT * FROM i ORDER BY id COLLATE "C") i CROSS JOIN LATERAL (${lockById(t, 'i.id', 'UPDATE')}) t
+      WHERE t.epoch = i.epoch AND t.status = i.fromStatus AND (i.pauseGuard IS NULL OR t.pause_requested = i.pauseGuard)
+    ), upd AS (
+      UPDATE ${t.tasks} AS t SET status = c.toStatus, version = t.version + 1, updated_at = c.at,${sets ? `\n        ${sets},` : ''}
+        lease_owner = CASE WHEN c.clearLease THEN NULL ELSE t.lease_owner END,
+        lease_expires_at = CASE WHEN c.clearLease THEN NULL ELSE t.lease_expires_at END,
+        retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END,
+        event_seq = t.event_seq + c.evN
+      FROM cur c WHERE t.id = c.id
+      RETURNING t.*, c.ord AS batch_ord, c.notify AS batch_notify, c.notifyGroup AS batch_group, c.notifyChannel AS batch_channel,
+        c.notifyListener AS batch_listener, c.at AS ev_at, c.evN AS ev_n${signals ? ', c.sigParent AS sig_parent, c.sigName AS sig_name, c.sigNameJson AS sig_name_json, c.sigChannel AS sig_channel, c.sigListener AS sig_listener' : ''}
+    ), log AS (
+      INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+      SELECT upd.id, upd.event_seq - upd.ev_n + e.j, upd.ev_at, e.type, e.kind, e.actor, e.data
+      FROM unnest(${ev.op}, ${ev.j}, ${ev.type}, ${ev.kind}, ${ev.actor}, ${ev.data}) AS e(op, j, type, kind, actor, data)
+      JOIN upd ON upd.batch_ord = e.op
+    )${journalCte(t, p, ops, entries)}${signals ? parentSignalsCte(t) : ''}, nt AS (
+      SELECT batch_channel, batch_listener, batch_group, id, (row_number() OVER (PARTITION BY batch_channel, batch_group ORDER BY id) - 1) / ${GROUP_IDS} AS chunk
+      FROM (SELECT batch_channel, batch_listener, batch_group, id FROM upd WHERE batch_group IS NOT NULL${
+        signals
+          ? `
+        UNION ALL SELECT DISTINCT ON (task_id) channel, listener, 'task', task_id FROM sj`
+          : ''
+      }) n
+    ), sent AS (
+      SELECT ${notifySql('batch_channel', "json_build_object('reason', batch_group, 'taskId', '*', 'taskIds', json_agg(id))::text", 'batch_listener')} AS sent
+      FROM nt GROUP BY batch_channel, batch_listener, batch_group, chunk
+    )
+    SELECT upd.*, ${notifySql('batch_channel', 'batch_notify', 'batch_listener')} AS notified, (SELECT count(*) FROM sent) AS notified_batch FROM upd`;
+  return { text, values: p.values };
+}
+
+/**
+ * The signals of the batch's finished children to their parents, written as `insertSignal` writes
+ * one (see signals.ts), for the children whose update happened: `ps` the signals, their payload
+ * (the child's status, output and error) read from the updated row; `pl` their parents, each
+ * locked once, in id order, after every child of the batch (child before parent, as the one-by-one
+ * path locks them), so that a parent's transition that sets `wait_events` either committed before
+ * (then `pu` reads its `wait_events`: an UPDATE sees the newest row version of a row it waited for)
+ * or sees the signal; `sig` the new signals (a name already recorded keeps its row and writes
+ * nothing), `sj` with their children; `pu` per parent, the log counter bumped by its new signals and the parent made due if
+ * it waits for one of them; `plog` their `signal:received` entries, numbered below the new counter
+ * in signal id order.
+ */
+function parentSignalsCte(t: Tables): string {
+  return `, ps AS (
+      SELECT id AS child_id, sig_parent AS parent_id, sig_name AS name, sig_name_json AS name_json, sig_channel AS channel, sig_listener AS listener, ev_at AS at,
+        '{"status":' || to_json(status)::text || ',"output":' || coalesce(output, 'null') || ',"error":' || coalesce(error, 'null') || '}' AS payload
+      FROM upd WHERE sig_parent IS NOT NULL
+    ), pl AS (
+      SELECT k.id FROM (SELECT DISTINCT parent_id COLLATE "C" AS parent_id FROM ps ORDER BY 1) p
+      CROSS JOIN LATERAL (${lockById(t, 'p.parent_id', 'NO KEY UPDATE')}) k
+    ), sig AS (
+      INSERT INTO ${t.signals} AS s (task_id, name, payload, idempotency_key, created_at)
+      SELECT ps.parent_id, ps.name, ps.payload, ps.name, ps.at FROM ps JOIN pl ON pl.id = ps.parent_id ORDER BY ps.parent_id, ps.child_id
+      ON CONFLICT (task_id, idempotency_key) DO NOTHING
+      RETURNING s.id, s.task_id, s.name, s.payload, s.created_at
+    ), sj AS (
+      SELECT sig.*, ps.child_id, ps.name_json, ps.channel, ps.listener FROM sig JOIN ps ON ps.parent_id = sig.task_id AND ps.name = sig.name
+    ), sg AS (
+      SELECT task_id, count(*)::int AS n, array_agg(name) AS names, max(created_at) AS at FROM sig GROUP BY task_id
+    ), pu AS (
+      UPDATE ${t.tasks} AS t SET event_seq = t.event_seq + sg.n,
+        run_at = CASE WHEN EXISTS (SELECT 1 FROM unnest(sg.names) AS nm(name) WHERE strpos(t.wait_events, '|' || nm.name || '|') > 0) THEN sg.at ELSE t.run_at END
+      FROM sg WHERE t.id = sg.task_id
+      RETURNING t.id, t.event_seq, sg.n
+    ), plog AS (
+      INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+      SELECT sj.task_id, pu.event_seq - pu.n + row_number() OVER (PARTITION BY sj.task_id ORDER BY sj.id), sj.created_at, 'signal:received', 'system', 'task:' || sj.child_id,
+        '{"signalId":' || sj.id::text || ',"name":' || sj.name_json || ',"payload":' || sj.payload || ',"idempotencyKey":' || sj.name_json || '}'
+      FROM sj JOIN pu ON pu.id = sj.task_id
+    )`;
+}
+
+/**
+ * The journal rows carried by batched transitions, written only for tasks whose update happened;
+ * a row that carries its log entry takes that entry's seq (its place among the op's entries).
+ * (Batched transitions are ends of runs: their rows are new results and waits, never a row that
+ * already carries an entry, so nothing needs to be kept from the rows they overwrite.)
+ */
+function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[], entries: readonly NewEvent[][]): string {
+  const last = new Map<string, { step: StepRow; place: number | null }>();
+  ops.forEach((op, k) => {
+    for (const step of op.steps ?? []) {
+      const j = (entries[k] as NewEvent[]).findIndex((e) => e.carriedBy === step.seq);
+      last.set(`${step.taskId}/${step.seq}`, { step, place: j < 0 ? null : j + 1 });
+    }
+  });
+  const rows = [...last.values()];
+  if (!rows.length) return '';
+  const columns = stepColumns(
+    p,
+    rows.map((r) => r.step),
+  );
+  const place = p.add(
+    rows.map((r) => r.place),
+    'integer[]',
+  );
+  return `, journal AS (
+      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
+      SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}, upd.event_seq - upd.ev_n + j.place
+      FROM unnest(${columns.join(', ')}, ${place}) AS j(${STEP_COLUMNS.join(', ')}, place) JOIN upd ON upd.id = j.task_id
+      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
+    )`;
+}
