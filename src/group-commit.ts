@@ -4,6 +4,11 @@
  * The group-commit skeleton both batchers share: requests made in one tick are queued and written
  * together, at most `maxBatch` per batch and `maxInFlight` batches at once; a finished batch starts
  * the next. What a batch does (and how its requests are answered) is the caller's `commit`.
+ *
+ * With `keyOf` (the task a write is for), a request whose key has a batch in flight waits for that
+ * batch to finish instead of going out in another one: in the database it would only queue on the
+ * same row lock until that batch commits, and each would pay a commit of its own. Held back, a
+ * key's requests go out together, in order, in the next batch.
  */
 
 /** A queued request and how to answer it. */
@@ -17,14 +22,18 @@ export class GroupCommit<I, O> {
   readonly #commit: (batch: Array<Pending<I, O>>) => Promise<void>;
   readonly #maxBatch: number;
   readonly #maxInFlight: number;
+  readonly #keyOf: ((item: I) => string) | undefined;
   #queue: Array<Pending<I, O>> = [];
   #inFlight = 0;
   #scheduled = false;
+  /** Keys with a batch in flight: how many batches each. */
+  readonly #busy = new Map<string, number>();
 
-  constructor(commit: (batch: Array<Pending<I, O>>) => Promise<void>, maxBatch: number, maxInFlight = 1) {
+  constructor(commit: (batch: Array<Pending<I, O>>) => Promise<void>, maxBatch: number, maxInFlight = 1, keyOf?: (item: I) => string) {
     this.#commit = commit;
     this.#maxBatch = maxBatch;
     this.#maxInFlight = Math.max(1, maxInFlight);
+    this.#keyOf = keyOf;
   }
 
   /** Requests queued and not yet in a batch. */
@@ -64,9 +73,43 @@ export class GroupCommit<I, O> {
   /** Starts batches while there is work and room; each finished batch pumps again. */
   #pump(): void {
     while (this.#queue.length && this.#inFlight < this.#maxInFlight) {
-      const batch = this.#queue.splice(0, this.#maxBatch);
+      const batch = this.#keyOf ? this.#takeFree(this.#keyOf) : this.#queue.splice(0, this.#maxBatch);
+      if (!batch.length) return; // every queued request waits for its key's batch
       this.#inFlight++;
-      void this.#commit(batch).finally(() => this.end());
+      const keys = this.#keyOf ? this.#hold(batch, this.#keyOf) : null;
+      void this.#commit(batch).finally(() => {
+        if (keys) this.#release(keys);
+        this.end();
+      });
+    }
+  }
+
+  /** Up to `maxBatch` queued requests, in order, of keys with no batch in flight; the others stay queued, in order. */
+  #takeFree(keyOf: (item: I) => string): Array<Pending<I, O>> {
+    if (!this.#busy.size) return this.#queue.splice(0, this.#maxBatch);
+    const batch: Array<Pending<I, O>> = [];
+    const kept: Array<Pending<I, O>> = [];
+    for (const p of this.#queue) {
+      if (batch.length < this.#maxBatch && !this.#busy.has(keyOf(p.item))) batch.push(p);
+      else kept.push(p);
+    }
+    this.#queue = kept;
+    return batch;
+  }
+
+  /** Marks the keys of `batch` busy; returns them, to release when it finishes. */
+  #hold(batch: ReadonlyArray<Pending<I, O>>, keyOf: (item: I) => string): Set<string> {
+    const keys = new Set<string>();
+    for (const p of batch) keys.add(keyOf(p.item));
+    for (const k of keys) this.#busy.set(k, (this.#busy.get(k) ?? 0) + 1);
+    return keys;
+  }
+
+  #release(keys: ReadonlySet<string>): void {
+    for (const k of keys) {
+      const n = (this.#busy.get(k) ?? 1) - 1;
+      if (n > 0) this.#busy.set(k, n);
+      else this.#busy.delete(k);
     }
   }
 }

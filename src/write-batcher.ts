@@ -49,7 +49,13 @@ export class WriteBatcher {
   constructor(store: Store, options: WriteBatcherOptions = {}) {
     this.#store = store;
     this.#maxAttempts = options.maxAttempts ?? 6;
-    this.#group = new GroupCommit((batch) => this.#commit(batch), options.maxBatch ?? 256, options.maxInFlight ?? 1);
+    // Keyed by task: a task's writes wait for its batch in flight and then go out together (see GroupCommit).
+    this.#group = new GroupCommit(
+      (batch) => this.#commit(batch),
+      options.maxBatch ?? 256,
+      options.maxInFlight ?? 1,
+      (op) => op.taskId,
+    );
     this.#onRetry = options.onRetry;
     this.#alone = options.alone ?? (() => false);
     this.#onCommitted = options.onCommitted;
