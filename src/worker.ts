@@ -53,6 +53,8 @@ export class Worker {
   #heartbeat: Heartbeat | null = null;
   readonly #news: WorkerNewsDesk;
   readonly #runs = new Map<string, TaskRun>();
+  /** Tasks of `#runs` whose run has only its last write left: they hold no slot. */
+  readonly #ending = new Set<string>();
   readonly #running = new Set<Promise<void>>();
   #state: WorkerState = 'created';
   #store: Store | null = null;
@@ -183,7 +185,8 @@ export class Worker {
     const plan = claimPlan(this.#workflows);
     while (this.#state === 'running') {
       this.#woken = false;
-      const free = this.#o.concurrency - this.#runs.size;
+      // A run whose last write is all that is left holds no slot (see `ending`).
+      const free = this.#o.concurrency - this.#runs.size + this.#ending.size;
       const now = this.#host.clock.now();
       let got = 0;
       if (free > 0) {
@@ -248,6 +251,13 @@ export class Worker {
         rateLimits: this.#host.rateLimits,
         runCode: workflowCode(wf, this.#host.engine),
         replayStallMs: this.#o.replayStallMs,
+        // Its code is over and its last write queued: the slot goes to the next task while that
+        // write commits (claimed now if due tasks were left behind), instead of after it.
+        ending: () => {
+          if (this.#runs.get(claimed.task.id) !== run) return;
+          this.#ending.add(claimed.task.id);
+          if (this.#backlog) this.#poke();
+        },
       });
     } catch (e) {
       // A run that cannot even start would otherwise hold its lease until it expires, and again.
@@ -256,6 +266,7 @@ export class Worker {
     }
     // Reclaimed from its own earlier run (lease expired under it): fence that run off, as the heartbeat would.
     this.#runs.get(run.taskId)?.loseLease();
+    this.#ending.delete(run.taskId);
     this.#runs.set(run.taskId, run);
     this.#heartbeat?.renewed(run.taskId, started);
     if (this.#state === 'stopping') run.drain();
@@ -266,6 +277,7 @@ export class Worker {
       .then((status) => {
         if (this.#runs.get(run.taskId) === run) {
           this.#runs.delete(run.taskId);
+          this.#ending.delete(run.taskId);
           this.#heartbeat?.forget(run.taskId);
         }
         this.#news.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started }, info);

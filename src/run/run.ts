@@ -64,6 +64,11 @@ export interface RunDeps extends RunServices {
   runCode: (run: Run) => Promise<unknown>;
   /** How long a replay waits for the call its journal says comes next (default `REPLAY_STALL_MS`): for tests. */
   replayStallMs?: number | undefined;
+  /**
+   * Called once when the run's code and cleanup are over and only its last write is left: the
+   * worker may claim the next task for the slot while that write commits.
+   */
+  ending?: (() => void) | undefined;
 }
 
 /** A signal a result consumes (an event wait's), written with its checkpoint. */

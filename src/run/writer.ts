@@ -184,6 +184,7 @@ export class JournalWriter {
    */
   async end(plan: EndPlan, afterRefusal = false): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
+    if (!afterRefusal) run.deps.ending?.();
     // Rows of results not yet written go with the last transition (the end of the run keeps them from
     // being written on their own), once every write already started has settled.
     await this.settle();
