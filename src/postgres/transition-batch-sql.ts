@@ -156,11 +156,7 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
   const sets = written.map((c) => `${c.column} = CASE WHEN c.set_${c.column} THEN c.v_${c.column} ELSE t.${c.column} END`).join(',\n        ');
   const text = `WITH i AS (
       SELECT * FROM unnest(${names.map((k) => i[k]).join(', ')}) WITH ORDINALITY AS i(${names.join(', ')}, ord)
-    ), cur AS (
-      SELECT i.*, t.status AS cur_status, t.epoch AS cur_epoch
-      FROM (SELECT * FROM i ORDER BY id COLLATE "C") i CROSS JOIN LATERAL (${lockById(t, 'i.id', 'UPDATE')}) t
-      WHERE t.epoch = i.epoch AND t.status = i.fromStatus AND (i.pauseGuard IS NULL OR t.pause_requested = i.pauseGuard)
-    ), upd AS (
+    ), ${signals ? lockWithParents(t) : lockTasks(t)}, upd AS (
       UPDATE ${t.tasks} AS t SET status = c.toStatus, version = t.version + 1, updated_at = c.at,${sets ? `\n        ${sets},` : ''}
         lease_owner = CASE WHEN c.clearLease THEN NULL ELSE t.lease_owner END,
         lease_expires_at = CASE WHEN c.clearLease THEN NULL ELSE t.lease_expires_at END,
@@ -190,14 +186,39 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
   return { text, values: p.values };
 }
 
+/** `cur`: the batch's tasks, each locked (in id order) and kept if its guard holds on the newest row version. */
+function lockTasks(t: Tables): string {
+  return `cur AS (
+      SELECT i.*, t.status AS cur_status, t.epoch AS cur_epoch
+      FROM (SELECT * FROM i ORDER BY id COLLATE "C") i CROSS JOIN LATERAL (${lockById(t, 'i.id', 'UPDATE')}) t
+      WHERE t.epoch = i.epoch AND t.status = i.fromStatus AND (i.pauseGuard IS NULL OR t.pause_requested = i.pauseGuard)
+    )`;
+}
+
+/**
+ * With children's ends: `lk` locks the batch's tasks and their parents together, all before any
+ * update and in one pass in id order, as the heartbeat and every multi-row writer take their locks
+ * (a parent's id sorts before its children's: locked child first, a heartbeat holding the parent
+ * and waiting for the child deadlocked with it); `cur` keeps the tasks whose guard holds.
+ */
+function lockWithParents(t: Tables): string {
+  return `lk AS MATERIALIZED (
+      SELECT k.* FROM (SELECT DISTINCT u.id COLLATE "C" AS id FROM (SELECT id FROM i UNION ALL SELECT sigParent FROM i WHERE sigParent IS NOT NULL) u ORDER BY 1) o
+      CROSS JOIN LATERAL (${lockById(t, 'o.id', 'UPDATE')}) k
+    ), cur AS (
+      SELECT i.*, k.status AS cur_status, k.epoch AS cur_epoch FROM i JOIN lk k ON k.id = i.id
+      WHERE k.epoch = i.epoch AND k.status = i.fromStatus AND (i.pauseGuard IS NULL OR k.pause_requested = i.pauseGuard)
+    )`;
+}
+
 /**
  * The signals of the batch's finished children to their parents, written as `insertSignal` writes
  * one (see signals.ts), for the children whose update happened: `ps` the signals, their payload
- * (the child's status, output and error) read from the updated row; `pl` their parents, each
- * locked once, in id order, after every child of the batch (child before parent, as the one-by-one
- * path locks them), so that a parent's transition that sets `wait_events` either committed before
- * (then `pu` reads its `wait_events`: an UPDATE sees the newest row version of a row it waited for)
- * or sees the signal; `sig` the new signals (a name already recorded keeps its row and writes
+ * (the child's status, output and error) read from the updated row. Each parent was locked by `lk`
+ * (see {@link lockWithParents}) before the signals are written, so that a parent's transition that
+ * sets `wait_events` either committed before (then `pu` reads its `wait_events`: an UPDATE sees the
+ * newest row version of a row it waited for) or sees the signal; a parent that no longer exists
+ * gets none. `sig` the new signals (a name already recorded keeps its row and writes
  * nothing), `sj` with their children; `pu` per parent, the log counter bumped by its new signals and the parent made due if
  * it waits for one of them; `plog` their `signal:received` entries, numbered below the new counter
  * in signal id order.
@@ -207,12 +228,9 @@ function parentSignalsCte(t: Tables): string {
       SELECT id AS child_id, sig_parent AS parent_id, sig_name AS name, sig_name_json AS name_json, sig_channel AS channel, sig_listener AS listener, ev_at AS at,
         '{"status":' || to_json(status)::text || ',"output":' || coalesce(output, 'null') || ',"error":' || coalesce(error, 'null') || '}' AS payload
       FROM upd WHERE sig_parent IS NOT NULL
-    ), pl AS (
-      SELECT k.id FROM (SELECT DISTINCT parent_id COLLATE "C" AS parent_id FROM ps ORDER BY 1) p
-      CROSS JOIN LATERAL (${lockById(t, 'p.parent_id', 'NO KEY UPDATE')}) k
     ), sig AS (
       INSERT INTO ${t.signals} AS s (task_id, name, payload, idempotency_key, created_at)
-      SELECT ps.parent_id, ps.name, ps.payload, ps.name, ps.at FROM ps JOIN pl ON pl.id = ps.parent_id ORDER BY ps.parent_id, ps.child_id
+      SELECT ps.parent_id, ps.name, ps.payload, ps.name, ps.at FROM ps JOIN lk ON lk.id = ps.parent_id ORDER BY ps.parent_id, ps.child_id
       ON CONFLICT (task_id, idempotency_key) DO NOTHING
       RETURNING s.id, s.task_id, s.name, s.payload, s.created_at
     ), sj AS (

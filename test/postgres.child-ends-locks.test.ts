@@ -1,0 +1,90 @@
+// The ends of child tasks written in one batch lock the children and their parents in id order,
+// as the heartbeat and every multi-row writer do. A parent's id sorts before its children's: a
+// batch that locked a child and then waited for its parent deadlocked with a heartbeat holding the
+// parent and reaching for the child (PostgreSQL broke it after its deadlock timeout, a second's
+// stall, seen as a fan-out's parent woken late).
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { PostgresStore } from '../src/postgres/store.ts';
+import { planCreation } from '../src/transitions.ts';
+import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
+import type { TransitionWrite } from '../src/store.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+
+const T0 = 1_700_000_000_000;
+const schema = freshSchemaName('sw_childlocks');
+afterAll(async () => {
+  if (await hasPostgres()) await dropSchema(schema);
+});
+
+describe.skipIf(!(await hasPostgres()))('batched ends of children on PostgreSQL', () => {
+  it('take the parent’s lock before any child’s: a transaction holding the parent can still lock the children while the batch waits', async () => {
+    const store = new PostgresStore(PG_URL, { schema });
+    await store.migrate();
+    const holder = new pg.Client({ connectionString: PG_URL });
+    await holder.connect();
+    try {
+      // Ids in creation order, as the engine makes them: the parent's sorts first.
+      const task = (id: string, parentId?: string) =>
+        store.insertTask({
+          id,
+          workflow: 'wf',
+          workflowVersion: '1',
+          input: null,
+          idempotencyKey: null,
+          runAt: T0,
+          createdAt: T0,
+          ...(parentId ? { parentId, rootId: parentId, depth: 1 } : {}),
+          ...planCreation({ kind: 'user', id: 'anonymous' }),
+        });
+      await task('a-parent');
+      await task('b-child-1', 'a-parent');
+      await task('c-child-2', 'a-parent');
+      const claimed = await store.claim({
+        workerId: 'w1',
+        now: T0,
+        leaseMs: 60_000,
+        limit: 10,
+        workflows: ['wf'],
+        claim: { from: sourcesOf('claim'), to: 'running' as TaskStatus },
+        reclaim: { from: sourcesOf('reclaim'), to: { running: 'running', cancelling: 'cancelling' } as Partial<Record<TaskStatus, TaskStatus>> },
+      });
+      const epochOf = (id: string) => claimed.find((c) => c.task.id === id)?.task.epoch as number;
+      const end = (id: string): TransitionWrite => ({
+        kind: 'transition',
+        taskId: id,
+        event: 'complete',
+        from: ['running'],
+        to: 'succeeded',
+        guard: { epoch: epochOf(id) },
+        set: { clearLease: true, output: '1', finishedAt: T0 },
+        at: T0,
+        log: [],
+        parentSignal: { taskId: 'a-parent', name: `child:${id}` },
+      });
+
+      // A heartbeat's transaction: the parent's row first (id order).
+      await holder.query('BEGIN');
+      await holder.query(`SELECT id FROM "${schema}".tasks WHERE id = 'a-parent' FOR NO KEY UPDATE`);
+      const batch = store.writeBatch([end('b-child-1'), end('c-child-2')]);
+      // Once the batch's statement waits for a row lock (the parent's, held above)…
+      for (;;) {
+        const { rows } = await holder.query<{ n: string }>(
+          `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.query LIKE '%sigParent%' AND a.pid <> pg_backend_pid()`,
+        );
+        if (Number(rows[0]?.n) > 0) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // …the heartbeat reaches for the children: none is held by the batch, so no deadlock (which
+      // PostgreSQL would end with an error in one of the two after its deadlock timeout).
+      await holder.query("SET LOCAL deadlock_timeout = '100ms'");
+      await holder.query(`SELECT id FROM "${schema}".tasks WHERE id IN ('b-child-1', 'c-child-2') ORDER BY id FOR NO KEY UPDATE`);
+      await holder.query('COMMIT');
+      expect((await batch).map((r) => (r as { status?: string } | null)?.status)).toEqual(['succeeded', 'succeeded']);
+      expect((await store.getSignals('a-parent')).map((s) => s.name)).toEqual(['child:b-child-1', 'child:c-child-2']);
+    } finally {
+      await holder.end();
+      await store.close();
+    }
+  });
+});
