@@ -60,14 +60,33 @@ export class GroupCommit<I, O> {
     });
   }
 
-  /** A write made outside a batch counts as one in flight until {@link end}. */
-  begin(): void {
+  /**
+   * A write made outside a batch counts as one in flight until {@link end}; with `item`, its key is
+   * busy until then too (the key's queued requests wait for it).
+   */
+  begin(item?: I): void {
     this.#inFlight++;
+    if (item !== undefined && this.#keyOf) this.#hold([{ item, resolve: () => undefined, reject: () => undefined }], this.#keyOf);
   }
 
-  end(): void {
+  end(item?: I): void {
+    if (item !== undefined && this.#keyOf) this.#release(new Set([this.#keyOf(item)]));
     this.#inFlight--;
     this.#pump();
+  }
+
+  /** Queues `item` ahead of everything queued (a write made outside a batch that is to be tried again, before its key's later ones). */
+  enqueueFirst(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.#queue.unshift({ item, resolve, reject });
+      if (!this.#scheduled && this.#inFlight < this.#maxInFlight) {
+        this.#scheduled = true;
+        queueMicrotask(() => {
+          this.#scheduled = false;
+          this.#pump();
+        });
+      }
+    });
   }
 
   /** Starts batches while there is work and room; each finished batch pumps again. */

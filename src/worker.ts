@@ -56,6 +56,8 @@ export class Worker {
   /** Tasks of `#runs` whose run has only its last write left: they hold no slot. */
   readonly #ending = new Set<string>();
   readonly #running = new Set<Promise<void>>();
+  /** Each task's run here, until it has finished. */
+  readonly #runDone = new Map<string, Promise<void>>();
   #state: WorkerState = 'created';
   #store: Store | null = null;
   #writer: WriteBatcher | null = null;
@@ -228,6 +230,15 @@ export class Worker {
   }
 
   #startRun(claimed: ClaimedTask): void {
+    // Claimed again while its previous run here writes its end (that write made it due at once):
+    // the new run starts once the previous one has finished, so that their news stays in order.
+    const previous = this.#ending.has(claimed.task.id) ? this.#runDone.get(claimed.task.id) : undefined;
+    if (previous) {
+      const later = previous.then(() => this.#startRun(claimed));
+      this.#running.add(later);
+      void later.finally(() => this.#running.delete(later));
+      return;
+    }
     // The engine's current definition (it may have been re-registered since this worker started).
     const wf = this.#host.workflows().get(claimed.task.workflow) ?? (this.#workflows.get(claimed.task.workflow) as Workflow);
     const started = this.#host.clock.now();
@@ -288,7 +299,11 @@ export class Worker {
         if (this.#backlog || wf.options.concurrency || status === 'lease-lost' || !isFinished(status)) this.#poke();
       });
     this.#running.add(p);
-    void p.finally(() => this.#running.delete(p));
+    this.#runDone.set(run.taskId, p);
+    void p.finally(() => {
+      this.#running.delete(p);
+      if (this.#runDone.get(run.taskId) === p) this.#runDone.delete(run.taskId);
+    });
   }
 
   /** Fails a claimed task whose run could not be constructed (fenced by the claim's epoch). */

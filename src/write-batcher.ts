@@ -73,21 +73,23 @@ export class WriteBatcher {
           return Promise.resolve(results[0] as WriteResult);
         } catch (e) {
           this.#onRetry?.(e, 1);
-          return this.#enqueue(op);
+          return this.#group.enqueueFirst(op);
         }
       }
-      this.#group.begin();
-      const settled = (): void => this.#group.end();
+      // Its task is busy meanwhile: its next writes wait for this one (see GroupCommit).
+      this.#group.begin(op);
       return this.#store.writeBatch([op]).then(
         (results) => {
-          settled();
+          this.#group.end(op);
           this.#onCommitted?.([op], results);
           return results[0] as WriteResult;
         },
         (e: unknown) => {
-          settled();
           this.#onRetry?.(e, 1);
-          return this.#enqueue(op);
+          // Tried again ahead of its task's later writes, queued while it was in flight.
+          const again = this.#group.enqueueFirst(op);
+          this.#group.end(op);
+          return again;
         },
       );
     }
@@ -115,8 +117,14 @@ export class WriteBatcher {
         if (isStepwiseError(e, ERROR_CODES.STORE_REFUSED)) {
           // Refused for its content, which the same write cannot change: alone, the op fails now;
           // in a batch, each op is written on its own so that only the refused one fails.
+          // (One task's ops one after another, in order; tasks side by side.)
           if (batch.length === 1) (batch[0] as Pending).reject(e);
-          else await Promise.all(batch.map((p) => this.#commit([p])));
+          else
+            await Promise.all(
+              [...byTask(batch).values()].map(async (ops) => {
+                for (const p of ops) await this.#commit([p]);
+              }),
+            );
           return;
         }
         if (attempt >= this.#maxAttempts) {
@@ -128,4 +136,15 @@ export class WriteBatcher {
       }
     }
   }
+}
+
+/** The ops of a batch by task, each task's in batch order. */
+function byTask(batch: readonly Pending[]): Map<string, Pending[]> {
+  const out = new Map<string, Pending[]>();
+  for (const p of batch) {
+    const list = out.get(p.item.taskId);
+    if (list) list.push(p);
+    else out.set(p.item.taskId, [p]);
+  }
+  return out;
 }

@@ -73,6 +73,25 @@ describe('group commit keyed by task', () => {
     expect(batches[3]).toEqual(['a:5']);
   });
 
+  it("a write made outside a batch keeps its task busy until it ends; tried again, it goes ahead of the task's writes queued meanwhile", async () => {
+    const { group, batches, finish, tick } = harness(256, 4);
+    const direct = { task: 'a', n: 1 };
+    group.begin(direct);
+    void group.enqueue({ task: 'a', n: 2 });
+    void group.enqueue({ task: 'b', n: 1 });
+    await tick();
+    expect(batches).toEqual([['b:1']]); // a:2 waits for the direct write of a
+    // The direct write failed: queued again first, then its end frees the task.
+    void group.enqueueFirst(direct);
+    group.end(direct);
+    await tick();
+    expect(batches[1]).toEqual(['a:1', 'a:2']);
+    (finish[0] as () => void)();
+    (finish[1] as () => void)();
+    await tick();
+    expect(group.inFlight).toBe(0);
+  });
+
   it('without a key, batches go out as soon as a slot is free, as before', async () => {
     const batches: number[][] = [];
     const group = new GroupCommit<number, number>(

@@ -14,12 +14,19 @@ import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/post
 const T0 = 1_700_000_000_000;
 const schema = freshSchemaName('sw_childlocks');
 afterAll(async () => {
-  if (await hasPostgres()) await dropSchema(schema);
+  if (await hasPostgres()) for (const suffix of ['b', 'c', 'cl']) await dropSchema(`${schema}_${suffix}`);
 });
 
-describe.skipIf(!(await hasPostgres()))('batched ends of children on PostgreSQL', () => {
-  it('take the parent’s lock before any child’s: a transaction holding the parent can still lock the children while the batch waits', async () => {
-    const store = new PostgresStore(PG_URL, { schema });
+const CASES = [
+  { name: 'the multi-row statement of a batch', consume: false, lone: false },
+  // An end that consumes a signal (a child whose last call was an event wait) is not batched: it goes one by one.
+  { name: 'the one-by-one transaction of a batch', consume: true, lone: false },
+  { name: 'the transaction of a lone end', consume: true, lone: true },
+] as const;
+
+describe.skipIf(!(await hasPostgres()))('ends of children on PostgreSQL', () => {
+  it.each(CASES)('take the parent’s lock before any child’s ($name): a transaction holding the parent can still lock the children while the end waits', async ({ consume, lone }) => {
+    const store = new PostgresStore(PG_URL, { schema: `${schema}_${consume ? 'c' : 'b'}${lone ? 'l' : ''}` });
     await store.migrate();
     const holder = new pg.Client({ connectionString: PG_URL });
     await holder.connect();
@@ -50,7 +57,15 @@ describe.skipIf(!(await hasPostgres()))('batched ends of children on PostgreSQL'
         reclaim: { from: sourcesOf('reclaim'), to: { running: 'running', cancelling: 'cancelling' } as Partial<Record<TaskStatus, TaskStatus>> },
       });
       const epochOf = (id: string) => claimed.find((c) => c.task.id === id)?.task.epoch as number;
+      const signalOf: Record<string, number> = {};
+      if (consume) {
+        for (const id of ['b-child-1', 'c-child-2']) {
+          await store.insertSignal({ taskId: id, name: 'go', payload: null, idempotencyKey: null, at: T0, actorKind: 'user', actorId: 'anonymous' });
+          signalOf[id] = ((await store.getSignals(id))[0] as { id: number }).id;
+        }
+      }
       const end = (id: string): TransitionWrite => ({
+        ...(consume ? { consume: [{ signalId: signalOf[id] as number, seq: 1 }] } : {}),
         kind: 'transition',
         taskId: id,
         event: 'complete',
@@ -65,12 +80,13 @@ describe.skipIf(!(await hasPostgres()))('batched ends of children on PostgreSQL'
 
       // A heartbeat's transaction: the parent's row first (id order).
       await holder.query('BEGIN');
-      await holder.query(`SELECT id FROM "${schema}".tasks WHERE id = 'a-parent' FOR NO KEY UPDATE`);
-      const batch = store.writeBatch([end('b-child-1'), end('c-child-2')]);
+      await holder.query(`SELECT id FROM "${store.schema}".tasks WHERE id = 'a-parent' FOR NO KEY UPDATE`);
+      const batch = store.writeBatch(lone ? [end('b-child-1')] : [end('b-child-1'), end('c-child-2')]);
       // Once the batch's statement waits for a row lock (the parent's, held above)…
       for (;;) {
         const { rows } = await holder.query<{ n: string }>(
-          `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.query LIKE '%sigParent%' AND a.pid <> pg_backend_pid()`,
+          `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.query LIKE $1 AND a.pid <> pg_backend_pid()`,
+          [`%${store.schema}%`],
         );
         if (Number(rows[0]?.n) > 0) break;
         await new Promise((r) => setTimeout(r, 10));
@@ -78,10 +94,12 @@ describe.skipIf(!(await hasPostgres()))('batched ends of children on PostgreSQL'
       // …the heartbeat reaches for the children: none is held by the batch, so no deadlock (which
       // PostgreSQL would end with an error in one of the two after its deadlock timeout).
       await holder.query("SET LOCAL deadlock_timeout = '100ms'");
-      await holder.query(`SELECT id FROM "${schema}".tasks WHERE id IN ('b-child-1', 'c-child-2') ORDER BY id FOR NO KEY UPDATE`);
+      await holder.query(`SELECT id FROM "${store.schema}".tasks WHERE id IN ('b-child-1', 'c-child-2') ORDER BY id FOR NO KEY UPDATE`);
       await holder.query('COMMIT');
-      expect((await batch).map((r) => (r as { status?: string } | null)?.status)).toEqual(['succeeded', 'succeeded']);
-      expect((await store.getSignals('a-parent')).map((s) => s.name)).toEqual(['child:b-child-1', 'child:c-child-2']);
+      const ended = lone ? ['b-child-1'] : ['b-child-1', 'c-child-2'];
+      expect((await batch).map((r) => (r as { status?: string } | null)?.status)).toEqual(ended.map(() => 'succeeded'));
+      expect((await store.getSignals('a-parent')).map((s) => s.name)).toEqual(ended.map((id) => `child:${id}`));
+      if (consume) expect((await store.getSignals('b-child-1'))[0]?.consumedSeq).toBe(1);
     } finally {
       await holder.end();
       await store.close();

@@ -864,7 +864,7 @@ for (const backend of backends) {
           });
         const stale = { ...end(kidsA[2] as TaskRow, 'succeeded', T0 + 200, a.id), guard: { epoch: (kidsA[2] as TaskRow).epoch + 1 } };
         const results = await store.writeBatch([
-          end(kidsA[0] as TaskRow, 'succeeded', T0 + 200, a.id),
+          end(kidsA[0] as TaskRow, 'succeeded', T0 + 240, a.id), // later than the end `a` waits for: not its due time
           end(kidMid, 'succeeded', T0 + 200, mid.id),
           end(kidB, 'failed', T0 + 210, b.id),
           write(mid, { event: 'complete', to: 'succeeded', guard: { epoch: mid.epoch }, at: T0 + 220, set: { clearLease: true, output: '1', finishedAt: T0 + 220 } }),
@@ -880,7 +880,7 @@ for (const backend of backends) {
         ]);
         expect(await signalsOf(b.id)).toEqual([[`child:${kidB.id}`, { status: 'failed', output: null, error: { code: 'BOOM', message: 'no' } }, `child:${kidB.id}`, null]]);
         expect(await signalsOf(mid.id)).toEqual([[`child:${kidMid.id}`, { status: 'succeeded', output: { child: kidMid.id }, error: null }, `child:${kidMid.id}`, null]]);
-        // `a` waited for one of its signals: due at that end's time; `b` waited for none: not due.
+        // `a` waited for one of its signals: due at that end's time (not its other child's, later); `b` waited for none: not due.
         expect(await mustGet(store, a.id)).toMatchObject({ status: 'waiting', runAt: T0 + 230 });
         expect(await mustGet(store, b.id)).toMatchObject({ status: 'waiting', runAt: null });
         // Each parent's log: its entries before, then one `signal:received` per new signal, numbered on without a gap, each naming its signal and child.

@@ -219,8 +219,8 @@ function lockWithParents(t: Tables): string {
  * sets `wait_events` either committed before (then `pu` reads its `wait_events`: an UPDATE sees the
  * newest row version of a row it waited for) or sees the signal; a parent that no longer exists
  * gets none. `sig` the new signals (a name already recorded keeps its row and writes
- * nothing), `sj` with their children; `pu` per parent, the log counter bumped by its new signals and the parent made due if
- * it waits for one of them; `plog` their `signal:received` entries, numbered below the new counter
+ * nothing), `sj` with their children; `pu` per parent, the log counter bumped by its new signals and the parent made due (at
+ * the latest of them it waits for) if it waits for one of them; `plog` their `signal:received` entries, numbered below the new counter
  * in signal id order.
  */
 function parentSignalsCte(t: Tables): string {
@@ -236,10 +236,10 @@ function parentSignalsCte(t: Tables): string {
     ), sj AS (
       SELECT sig.*, ps.child_id, ps.name_json, ps.channel, ps.listener FROM sig JOIN ps ON ps.parent_id = sig.task_id AND ps.name = sig.name
     ), sg AS (
-      SELECT task_id, count(*)::int AS n, array_agg(name) AS names, max(created_at) AS at FROM sig GROUP BY task_id
+      SELECT task_id, count(*)::int AS n FROM sig GROUP BY task_id
     ), pu AS (
       UPDATE ${t.tasks} AS t SET event_seq = t.event_seq + sg.n,
-        run_at = CASE WHEN EXISTS (SELECT 1 FROM unnest(sg.names) AS nm(name) WHERE strpos(t.wait_events, '|' || nm.name || '|') > 0) THEN sg.at ELSE t.run_at END
+        run_at = coalesce((SELECT max(s.created_at) FROM sig s WHERE s.task_id = t.id AND strpos(t.wait_events, '|' || s.name || '|') > 0), t.run_at)
       FROM sg WHERE t.id = sg.task_id
       RETURNING t.id, t.event_seq, sg.n
     ), plog AS (

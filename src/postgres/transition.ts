@@ -25,7 +25,25 @@ import type { NewEvent, TaskRow, TransitionWrite } from '../store.ts';
  */
 export async function transition(c: PgContext, write: TransitionWrite): Promise<TaskRow | null> {
   const inTx = write.set.waitEvents?.length || write.parentSignal;
-  return run(c, () => (inTx ? tx(c, (client) => transitionOn(c, client, write)) : transitionOn(c, poolOf(c), write)));
+  return run(c, () =>
+    inTx
+      ? tx(c, async (client) => {
+          // A child's end locks its parent too: both first, in id order (see lockInIdOrder).
+          if (write.parentSignal) await lockInIdOrder(c, client, [write.taskId, write.parentSignal.taskId]);
+          return transitionOn(c, client, write);
+        })
+      : transitionOn(c, poolOf(c), write),
+  );
+}
+
+/**
+ * Locks the rows of `ids` in id order, in the caller's transaction, before writes that would lock
+ * them in another order: a child's end locks its parent after the child, and a parent's id sorts
+ * before its children's, so a heartbeat (which locks in id order) holding the parent and reaching
+ * for the child would deadlock with it.
+ */
+export async function lockInIdOrder(c: PgContext, client: Db, ids: readonly string[]): Promise<void> {
+  await rows(c, client, `SELECT k.id FROM (SELECT DISTINCT x COLLATE "C" AS id FROM unnest($1::text[]) AS x ORDER BY 1) o CROSS JOIN LATERAL (${lockById(c.t, 'o.id', 'UPDATE')}) k`, [ids]);
 }
 
 /** {@link transition} on `db` (the pool, or a client in the caller's transaction). */

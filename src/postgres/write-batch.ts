@@ -7,7 +7,7 @@
  * rest one by one in a transaction.
  */
 import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
-import { transition, transitionOn } from './transition.ts';
+import { lockInIdOrder, transition, transitionOn } from './transition.ts';
 import { channelOf } from './listen.ts';
 import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql, resultStepSql } from './sql-text.ts';
 import { stepBatchSql } from './batch-sql.ts';
@@ -90,6 +90,9 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
       // that two such transactions never deadlock; a stable sort keeps each task's ops in order.
       rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : 0));
       const out = await tx(c, async (client) => {
+        // A child's end also locks its parent, whose id sorts before its own: all of them first, in id order.
+        const parents = rest.flatMap((x) => (x.op.kind === 'transition' && x.op.parentSignal ? [x.op.parentSignal.taskId] : []));
+        if (parents.length) await lockInIdOrder(c, client, [...rest.map((x) => x.op.taskId), ...parents]);
         const r: WriteResult[] = [];
         for (const { op } of rest) r.push(op.kind === 'step' ? await stepWrite(c, client, op) : await transitionOn(c, client, op));
         return r;
