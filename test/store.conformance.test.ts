@@ -507,6 +507,17 @@ for (const backend of backends) {
         expect(history[0]).toMatchObject({ taskId: input.id, seq: 1, at: T0, event: 'create', fromStatus: null, toStatus: 'pending', actor: 'user:anonymous', detail: null });
       });
 
+      it('insertTasks keeps every text as it was given: quotes, backslashes, braces, commas, NULL-like words, empty strings and non-ASCII', async () => {
+        const texts = ['{"a":"b\\"c"}', 'back\\slash', '{1,2}', 'a,b', 'NULL', '', 'ünï 😀 "q"', ' lead and trail '];
+        const tasks = texts.map((text) => newTask(ns, { input: JSON.stringify(text), title: text === '' ? null : text }));
+        const created = await store.insertTasks(tasks);
+        for (const [k, t] of tasks.entries()) {
+          expect(created[k]?.task.input).toBe(JSON.stringify(texts[k]));
+          expect((await mustGet(store, t.id)).input).toBe(JSON.stringify(texts[k]));
+          expect((await mustGet(store, t.id)).title).toBe(texts[k] === '' ? null : texts[k]);
+        }
+      });
+
       it('insertTask keeps the deadline', async () => {
         const input = newTask(ns, { deadlineAt: T0 + 3_600_000 });
         const { task } = await store.insertTask(input);

@@ -9,6 +9,7 @@ import { findTaskByKey } from './read.ts';
 import { channelOf, listenerName, notifySql } from './listen.ts';
 import { payload } from './wake.ts';
 import { toTaskRow } from '../rows.ts';
+import { arrayLiteral } from './sql-text.ts';
 import type { NewTask, TaskRow, WakeEvent } from '../store.ts';
 
 type Inserted = { task: TaskRow; created: boolean };
@@ -111,7 +112,9 @@ function insertText(c: PgContext, tagged: boolean): string {
 }
 
 export function insertValues(c: PgContext, batch: readonly NewTask[], notify: WakeEvent | undefined): unknown[] {
-  const col = <T>(f: (t: NewTask) => T): T[] => batch.map(f);
+  // Each column as its array literal, built here in one pass: the driver's own serialisation of a
+  // JS array runs two regular-expression replacements on every element.
+  const col = <T>(f: (t: NewTask) => T): unknown => arrayLiteral(batch.map(f));
   const channel = channelOf(c, notify);
   return [
     col((t) => t.id),
