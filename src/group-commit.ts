@@ -50,13 +50,7 @@ export class GroupCommit<I, O> {
   enqueue(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.#queue.push({ item, resolve, reject });
-      if (!this.#scheduled && this.#inFlight < this.#maxInFlight) {
-        this.#scheduled = true;
-        queueMicrotask(() => {
-          this.#scheduled = false;
-          this.#pump();
-        });
-      }
+      this.#schedule();
     });
   }
 
@@ -66,7 +60,7 @@ export class GroupCommit<I, O> {
    */
   begin(item?: I): void {
     this.#inFlight++;
-    if (item !== undefined && this.#keyOf) this.#hold([{ item, resolve: () => undefined, reject: () => undefined }], this.#keyOf);
+    if (item !== undefined && this.#keyOf) this.#hold(new Set([this.#keyOf(item)]));
   }
 
   end(item?: I): void {
@@ -79,13 +73,17 @@ export class GroupCommit<I, O> {
   enqueueFirst(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.#queue.unshift({ item, resolve, reject });
-      if (!this.#scheduled && this.#inFlight < this.#maxInFlight) {
-        this.#scheduled = true;
-        queueMicrotask(() => {
-          this.#scheduled = false;
-          this.#pump();
-        });
-      }
+      this.#schedule();
+    });
+  }
+
+  /** A pump at the end of this tick (so that the tick's requests go together), if there is room. */
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight >= this.#maxInFlight) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      this.#pump();
     });
   }
 
@@ -95,7 +93,8 @@ export class GroupCommit<I, O> {
       const batch = this.#keyOf ? this.#takeFree(this.#keyOf) : this.#queue.splice(0, this.#maxBatch);
       if (!batch.length) return; // every queued request waits for its key's batch
       this.#inFlight++;
-      const keys = this.#keyOf ? this.#hold(batch, this.#keyOf) : null;
+      const keyOf = this.#keyOf;
+      const keys = keyOf ? this.#hold(new Set(batch.map((p) => keyOf(p.item)))) : null;
       void this.#commit(batch).finally(() => {
         if (keys) this.#release(keys);
         this.end();
@@ -116,10 +115,8 @@ export class GroupCommit<I, O> {
     return batch;
   }
 
-  /** Marks the keys of `batch` busy; returns them, to release when it finishes. */
-  #hold(batch: ReadonlyArray<Pending<I, O>>, keyOf: (item: I) => string): Set<string> {
-    const keys = new Set<string>();
-    for (const p of batch) keys.add(keyOf(p.item));
+  /** Marks `keys` busy (once more each); returns them, to release when their writes finish. */
+  #hold(keys: Set<string>): Set<string> {
     for (const k of keys) this.#busy.set(k, (this.#busy.get(k) ?? 0) + 1);
     return keys;
   }

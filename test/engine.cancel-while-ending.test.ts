@@ -3,9 +3,8 @@
 // final write is fenced off by the `cancelling` status; the cancel must then win with its cleanup
 // (onCancel handlers, compensations of the completed steps) and keep its reason.
 import { describe, expect, it } from 'vitest';
-import { Engine, openStore, workflow, type Store, type TaskInfo } from '../src/index.ts';
-import type { WriteOp } from '../src/store.ts';
-import { gate, makeEngine, startWorker, tempDbUrl, transitionsOf, waitForStatus } from './support/engine.ts';
+import { Engine, openStore, workflow, type TaskInfo } from '../src/index.ts';
+import { beforeEachWrite, gate, makeEngine, startWorker, tempDbUrl, transitionsOf, waitForStatus } from './support/engine.ts';
 
 /** A saga of three bookings, each compensated, with an onCancel handler; the last booking waits on `lastStep`. */
 function saga(name: string, effects: string[], lastStep: () => Promise<void>) {
@@ -83,23 +82,13 @@ describe('a cancel that lands while a run is ending', () => {
     const operator = new Engine({ store: url });
     let placed = false;
     // The run's final write (`complete`) waits until another engine's cancel has committed.
-    const store = new Proxy(inner, {
-      get(target, prop) {
-        if (prop === 'writeBatchNow') return undefined; // every write goes through writeBatch, which may wait
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'writeBatch') {
-          return async (ops: readonly WriteOp[]) => {
-            const end = ops.find((o) => o.kind === 'transition' && o.event === 'complete');
-            if (end && !placed) {
-              placed = true;
-              await operator.cancel(end.taskId, { reason: 'customer left' });
-            }
-            return inner.writeBatch(ops);
-          };
-        }
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    }) as Store;
+    const store = beforeEachWrite(inner, async (ops) => {
+      const end = ops.find((o) => o.kind === 'transition' && o.event === 'complete');
+      if (end && !placed) {
+        placed = true;
+        await operator.cancel(end.taskId, { reason: 'customer left' });
+      }
+    });
     const engine = makeEngine({ store, workflows: [wf] });
     try {
       await startWorker(engine, { heartbeatMs: 5000, leaseMs: 30_000 });
@@ -121,23 +110,13 @@ describe('a cancel that lands while a run is ending', () => {
     let placed = false;
     // Before the run's final write (`complete`) is sent, this engine cancels the task: the worker
     // hears of it at once, after the run's end was decided.
-    const store = new Proxy(inner, {
-      get(target, prop) {
-        if (prop === 'writeBatchNow') return undefined;
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'writeBatch') {
-          return async (ops: readonly WriteOp[]) => {
-            const end = ops.find((o) => o.kind === 'transition' && o.event === 'complete');
-            if (end && !placed && engine) {
-              placed = true;
-              await engine.cancel(end.taskId, { reason: 'customer left' });
-            }
-            return inner.writeBatch(ops);
-          };
-        }
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    }) as Store;
+    const store = beforeEachWrite(inner, async (ops) => {
+      const end = ops.find((o) => o.kind === 'transition' && o.event === 'complete');
+      if (end && !placed && engine) {
+        placed = true;
+        await engine.cancel(end.taskId, { reason: 'customer left' });
+      }
+    });
     engine = makeEngine({ store, workflows: [wf] });
     try {
       await startWorker(engine, { heartbeatMs: 5000, leaseMs: 30_000 });

@@ -2,9 +2,8 @@
 // due task is claimed while that write commits, instead of after it. The user code of two runs
 // still never overlaps at concurrency 1, and the first task ends as it would have.
 import { describe, expect, it } from 'vitest';
-import { openStore, workflow, type Store } from '../src/index.ts';
-import type { WriteOp } from '../src/store.ts';
-import { gate, makeEngine, startWorker, tempDbUrl } from './support/engine.ts';
+import { openStore, workflow } from '../src/index.ts';
+import { beforeEachWrite, gate, makeEngine, startWorker, tempDbUrl } from './support/engine.ts';
 
 describe('the slot of a run whose last write is in flight', () => {
   it('goes to the next due task at concurrency 1 while that write is held, and code of two runs never overlaps', async () => {
@@ -26,24 +25,14 @@ describe('the slot of a run whose last write is in flight', () => {
     const secondRan = gate();
     let held = false;
     // The first task's final write (`complete`) waits until the second task's step has run.
-    const store = new Proxy(inner, {
-      get(target, prop) {
-        if (prop === 'writeBatchNow') return undefined; // every write goes through writeBatch, which may wait
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'writeBatch') {
-          return async (ops: readonly WriteOp[]) => {
-            if (!held && ops.some((o) => o.kind === 'transition' && o.event === 'complete')) {
-              held = true;
-              ran.push('first end held');
-              await secondRan.promise;
-              ran.push('first end released');
-            }
-            return inner.writeBatch(ops);
-          };
-        }
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    }) as Store;
+    const store = beforeEachWrite(inner, async (ops) => {
+      if (!held && ops.some((o) => o.kind === 'transition' && o.event === 'complete')) {
+        held = true;
+        ran.push('first end held');
+        await secondRan.promise;
+        ran.push('first end released');
+      }
+    });
     const engine = makeEngine({ store, workflows: [wf] });
     try {
       await startWorker(engine, { concurrency: 1 });

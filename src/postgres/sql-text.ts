@@ -124,6 +124,14 @@ export function lockById(t: Tables, id: string, strength: 'UPDATE' | 'NO KEY UPD
 }
 
 /**
+ * Each task named by `ids` (a FROM item with a column `id`; repeats taken once) locked `FOR UPDATE`
+ * in id order, one lookup by key each, as every multi-row locker takes its locks: the locked rows.
+ */
+export function lockEachInIdOrder(t: Tables, ids: string): string {
+  return `SELECT k.* FROM (SELECT DISTINCT u.id COLLATE "C" AS id FROM ${ids} ORDER BY 1) o CROSS JOIN LATERAL (${lockById(t, 'o.id', 'UPDATE')}) k`;
+}
+
+/**
  * A worker's lease renewal: $1 the new expiry, $2/$3 the held task ids and epochs, $4 the worker.
  * Returns the tasks still held, with what the worker must act on (a pause or cancel request).
  * Rows are locked in id order, like every multi-row writer here, so none of them deadlock.

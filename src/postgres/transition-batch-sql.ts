@@ -14,7 +14,7 @@ import type { NewEvent, StepRow, TransitionWrite, WakeEvent } from '../store.ts'
 import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
 import { listenerName, notifySql } from './listen.ts';
 import { parentSignalNotify } from '../store-sql/parent-signal.ts';
-import { Params, STEP_UPSERT_LOGGED_SET, lockById, type Tables } from './sql-text.ts';
+import { Params, STEP_UPSERT_LOGGED_SET, lockById, lockEachInIdOrder, type Tables } from './sql-text.ts';
 import { stepColumns } from './batch-sql.ts';
 
 /** Task ids in one grouped notification: well under PostgreSQL's 8,000-byte payload limit. */
@@ -51,31 +51,14 @@ export function batchableTransitions<T extends { op: TransitionWrite }>(ops: rea
 /** Every op's log entries, flattened, as array parameters: op position (1-based, as `ord`), place in the op's entries. */
 function entryParams(p: Params, entries: readonly NewEvent[][]): Record<'op' | 'j' | 'type' | 'kind' | 'actor' | 'data', string> {
   const flat = entries.flatMap((list, k) => list.map((e, j) => ({ op: k + 1, j: j + 1, e }))).filter((x) => x.e.carriedBy === undefined);
+  const col = (f: (x: (typeof flat)[number]) => unknown, type: string): string => p.add(flat.map(f), type);
   return {
-    op: p.add(
-      flat.map((x) => x.op),
-      'integer[]',
-    ),
-    j: p.add(
-      flat.map((x) => x.j),
-      'integer[]',
-    ),
-    type: p.add(
-      flat.map((x) => x.e.type),
-      'text[]',
-    ),
-    kind: p.add(
-      flat.map((x) => x.e.actorKind),
-      'text[]',
-    ),
-    actor: p.add(
-      flat.map((x) => x.e.actorId),
-      'text[]',
-    ),
-    data: p.add(
-      flat.map((x) => x.e.data),
-      'text[]',
-    ),
+    op: col((x) => x.op, 'integer[]'),
+    j: col((x) => x.j, 'integer[]'),
+    type: col((x) => x.e.type, 'text[]'),
+    kind: col((x) => x.e.actorKind, 'text[]'),
+    actor: col((x) => x.e.actorId, 'text[]'),
+    data: col((x) => x.e.data, 'text[]'),
   };
 }
 
@@ -203,8 +186,7 @@ function lockTasks(t: Tables): string {
  */
 function lockWithParents(t: Tables): string {
   return `lk AS MATERIALIZED (
-      SELECT k.* FROM (SELECT DISTINCT u.id COLLATE "C" AS id FROM (SELECT id FROM i UNION ALL SELECT sigParent FROM i WHERE sigParent IS NOT NULL) u ORDER BY 1) o
-      CROSS JOIN LATERAL (${lockById(t, 'o.id', 'UPDATE')}) k
+      ${lockEachInIdOrder(t, '(SELECT id FROM i UNION ALL SELECT sigParent FROM i WHERE sigParent IS NOT NULL) u')}
     ), cur AS (
       SELECT i.*, k.status AS cur_status, k.epoch AS cur_epoch FROM i JOIN lk k ON k.id = i.id
       WHERE k.epoch = i.epoch AND k.status = i.fromStatus AND (i.pauseGuard IS NULL OR k.pause_requested = i.pauseGuard)

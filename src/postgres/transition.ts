@@ -10,7 +10,7 @@ import { channelOf, listenerName, notifySql } from './listen.ts';
 import { payload } from './wake.ts';
 import { insertSignalOn } from './signals.ts';
 import { parentSignalWrite } from '../store-sql/parent-signal.ts';
-import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, assignments, claimEntriesSql, lockById, sqlStatuses, type Tables } from './sql-text.ts';
+import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, assignments, claimEntriesSql, lockById, lockEachInIdOrder, sqlStatuses, type Tables } from './sql-text.ts';
 import { STEP_COLUMNS, encodeEvents, stepValues, toTaskRow } from '../rows.ts';
 import { transitionWriteEntries, uniqueConsumes, uniqueSteps } from '../log-entries.ts';
 import type { NewEvent, TaskRow, TransitionWrite } from '../store.ts';
@@ -43,7 +43,7 @@ export async function transition(c: PgContext, write: TransitionWrite): Promise<
  * for the child would deadlock with it.
  */
 export async function lockInIdOrder(c: PgContext, client: Db, ids: readonly string[]): Promise<void> {
-  await rows(c, client, `SELECT k.id FROM (SELECT DISTINCT x COLLATE "C" AS id FROM unnest($1::text[]) AS x ORDER BY 1) o CROSS JOIN LATERAL (${lockById(c.t, 'o.id', 'UPDATE')}) k`, [ids]);
+  await rows(c, client, `SELECT id FROM (${lockEachInIdOrder(c.t, 'unnest($1::text[]) AS u(id)')}) l`, [ids]);
 }
 
 /** {@link transition} on `db` (the pool, or a client in the caller's transaction). */

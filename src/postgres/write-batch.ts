@@ -47,7 +47,7 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
   return run(c, async () => {
     const results: WriteResult[] = new Array<WriteResult>(ops.length).fill(null);
     const steps: Array<{ op: StepWrite; at: number }> = [];
-    const transitions: Array<{ op: TransitionWrite; at: number }> = [];
+    const candidates: Array<{ op: TransitionWrite; at: number }> = [];
     const rest: Array<{ op: WriteOp; at: number }> = [];
     const transitionTasks = new Set<string>();
     const oneByOne = tasksWrittenInOrder(ops);
@@ -55,16 +55,12 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
       if (op.kind === 'step' && !oneByOne.has(op.taskId)) steps.push({ op, at });
       else if (op.kind === 'transition' && isBatchableTransition(op) && !transitionTasks.has(op.taskId) && !oneByOne.has(op.taskId)) {
         transitionTasks.add(op.taskId);
-        transitions.push({ op, at });
+        candidates.push({ op, at });
       } else rest.push({ op, at });
     });
     // A child's end whose parent the batch also transitions goes one by one (see batchableTransitions).
-    const split = batchableTransitions(transitions);
-    if (split.rest.length) {
-      transitions.splice(0, transitions.length, ...split.batch);
-      rest.push(...split.rest);
-      rest.sort((x, y) => x.at - y.at);
-    }
+    const { batch: transitions, rest: oneByOneEnds } = batchableTransitions(candidates);
+    rest.push(...oneByOneEnds);
     if (steps.length) {
       const { text, values, rowOf } = stepBatchSql(
         c.t,
@@ -87,8 +83,8 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
     }
     if (rest.length) {
       // Row locks in task id order, as every multi-row writer takes them (see batch-sql.ts), so
-      // that two such transactions never deadlock; a stable sort keeps each task's ops in order.
-      rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : 0));
+      // that two such transactions never deadlock; each task's ops in their order in the batch.
+      rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : x.at - y.at));
       const out = await tx(c, async (client) => {
         // A child's end also locks its parent, whose id sorts before its own: all of them first, in id order.
         const parents = rest.flatMap((x) => (x.op.kind === 'transition' && x.op.parentSignal ? [x.op.parentSignal.taskId] : []));

@@ -109,6 +109,11 @@ export class RunCore implements Run {
   /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
   readonly attemptAborts = new Set<() => void>();
 
+  /** Whether a step attempt of this run is in progress (with a timeout or without). */
+  get attempting(): boolean {
+    return this.attemptAborts.size > 0 || this.timedAttempts > 0;
+  }
+
   /** Compensations of completed steps, in the order the code received them (`cleanup.ts`). */
   readonly compensations: Compensation[] = [];
   /**

@@ -208,7 +208,7 @@ export class TaskRun {
       // (Nothing to tell when no step is running and nobody listens directly: no abort event to
       // dispatch. A signal derived with AbortSignal.any from a step that has already returned is
       // not told: work a step leaves behind after returning is its own.)
-      if (!run.aborted && (run.attemptAborts.size || run.timedAttempts || (run.controller && getEventListeners(run.controller.signal, 'abort').length))) {
+      if (!run.aborted && (run.attempting || (run.controller && getEventListeners(run.controller.signal, 'abort').length))) {
         run.abortRun(new Error(`Task ${this.taskId}: the run has ended`));
       }
     }

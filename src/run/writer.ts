@@ -186,7 +186,7 @@ export class JournalWriter {
     const run = this.#run;
     // Only the last write is left: the slot may go to the next task, unless a step of this run is
     // still running (the loser of a race, told to stop once the run ends).
-    if (!afterRefusal && run.attemptAborts.size === 0 && run.timedAttempts === 0) run.deps.ending?.();
+    if (!afterRefusal && !run.attempting) run.deps.ending?.();
     // Rows of results not yet written go with the last transition (the end of the run keeps them from
     // being written on their own), once every write already started has settled.
     await this.settle();

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ManualClock } from '../../src/manual-clock.ts';
+import type { Store, WriteOp } from '../../src/store.ts';
 import { Engine, type EngineOptions, type TaskInfo, type TaskStatus, type TransitionEvent, type Worker, type WorkerOptions } from '../../src/index.ts';
 
 /** Which backend the engine suites run on. */
@@ -109,4 +110,24 @@ export async function advanceUntil(clock: ManualClock, check: () => Promise<bool
     await new Promise((r) => setTimeout(r, 5));
   }
   throw new Error(`never reached: ${what}`);
+}
+
+/**
+ * `inner`, with every write going through `writeBatch` (no synchronous `writeBatchNow`), which
+ * first awaits `before(ops)`: a test holds or interleaves with a write there.
+ */
+export function beforeEachWrite(inner: Store, before: (ops: readonly WriteOp[]) => Promise<void> | void): Store {
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'writeBatchNow') return undefined;
+      if (prop === 'writeBatch') {
+        return async (ops: readonly WriteOp[]) => {
+          await before(ops);
+          return inner.writeBatch(ops);
+        };
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
