@@ -37,7 +37,9 @@ const ALONE: Record<string, readonly string[]> = {
   flow: ['flow-control'],
   'rate-limits': ['rate-limits'],
   'stream-close': ['stream-close'],
+  streams: ['streams'],
   'fan-out': ['fan-out'],
+  chat: ['chat-turns'],
   fork: ['fork'],
   search: ['search', 'fork'],
   payloads: ['payloads'],
@@ -227,7 +229,9 @@ await (await import('./idempotency.ts')).report({ line, rounds, quick, pgUp, res
 
 results.cancel = await (await import('./cancel.ts')).cancelLatency(quick, line);
 await (await import('./stream-close.ts')).report({ quick, pgUp, line, results });
+await (await import('./streams.ts')).report({ quick, pgUp, line, results });
 await (await import('./fan-out.ts')).report({ quick, pgUp, line, results });
+await (await import('./chat-turns.ts')).report({ quick, pgUp, line, results });
 await (await import('./approvals.ts')).run({ quick, pgUp, line, results });
 await (await import('./scale.ts')).run({ quick, pgUp, line, results });
 await (await import('./retention.ts')).report({ quick, pgUp, line, results });

@@ -52,3 +52,31 @@ export const fanParent = workflow('bench-fan-parent', async (ctx, input: { n: nu
   );
   return Math.max(...ran);
 });
+
+/**
+ * A chat session (issue 32's shape): waits for each message (parked between them), answers it in a
+ * step with a reply of about 1 KB, and ends on "bye". For turn latency at turn 10 and turn 300.
+ */
+export const chatTurns = workflow('bench-chat', async (ctx) => {
+  const { chatMessages, replyStep } = await import('../dist/ai/index.js');
+  const transcript: string[] = [];
+  for await (const m of chatMessages(ctx, { idle: '10m' })) {
+    transcript.push(m.text);
+    const reply = await ctx.step(replyStep(m.id), () => `${'a reply of some length '.repeat(45)}(turn ${transcript.length})`);
+    transcript.push(reply);
+    if (m.text === 'bye') break;
+  }
+  return transcript.length;
+});
+
+/**
+ * One streamed chat completion from the stamped model of bench/stream-model.ts (`model` says how
+ * many chunks and how far apart): for stream frame latency and throughput.
+ */
+export const streamStamps = workflow('bench-stream', async (ctx, input: { baseURL: string; model: string }) => {
+  const { chatCompletion } = await import('../dist/ai/index.js');
+  const { default: OpenAI } = await import('openai');
+  const client = new OpenAI({ apiKey: 'bench-key', baseURL: input.baseURL, maxRetries: 0 });
+  const r = await chatCompletion(ctx, 'answer', client, { model: input.model, messages: [{ role: 'user', content: 'go' }], stream: true });
+  return r.choices[0]?.message.content?.length ?? 0;
+});

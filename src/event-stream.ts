@@ -16,6 +16,7 @@ import { InvalidArgumentError } from './errors.ts';
 import { isFinished } from './lifecycle.ts';
 import type { NewsBus } from './news.ts';
 import { RESULT_ENTRY_TYPES } from './log-entries.ts';
+import { followLog } from './log-watch.ts';
 import type { EventRange, EventRow, Store } from './store.ts';
 import { toStreamEvent, type StreamEvent } from './stream-frames.ts';
 import { toTaskEvent, type TaskEvent } from './task-events.ts';
@@ -97,6 +98,7 @@ export function waitForNews(bus: NewsBus, taskId: string | undefined, ms: number
       bus.on('task:resume', match),
       bus.on('task:settled', match),
       bus.on('stream:appended', match),
+      bus.on('log:moved', match),
     );
     if (signal?.aborted) done();
     else signal?.addEventListener('abort', done, { once: true });
@@ -108,12 +110,22 @@ export function waitForNews(bus: NewsBus, taskId: string | undefined, ms: number
  * frames after `streamAfter`, each read merged with the entries by time (entries first on a tie).
  */
 export async function* taskEvents(store: Store, bus: NewsBus, taskId: string, options: EventsOptions): AsyncGenerator<TaskEvent | StreamEvent> {
+  // Entries and frames committed by this process are announced on the bus, and those of other
+  // processes too where the store tells them (SQLite) or the log watch finds them (log-watch.ts);
+  // the poll covers what neither does, more often for a streaming reader.
+  const unfollow = (options.follow ?? true) ? followLog(store, bus, taskId) : null;
+  try {
+    yield* readTask(store, bus, taskId, options);
+  } finally {
+    unfollow?.();
+  }
+}
+
+async function* readTask(store: Store, bus: NewsBus, taskId: string, options: EventsOptions): AsyncGenerator<TaskEvent | StreamEvent> {
   let after = typeof options.after === 'number' ? options.after : 0;
   let streamAfter = options.streamAfter ?? 0;
   const streams = options.streams === true;
   const follow = options.follow ?? true;
-  // Frames committed by this process are announced on the bus; those of other processes are
-  // found by polling, more often for a streaming reader.
   const pollMs = options.pollMs ?? (streams ? 100 : 500);
   for (;;) {
     if (options.signal?.aborted) return;

@@ -60,7 +60,9 @@ export type TaskNews =
   /** Entries of the task's event log were committed by this process. */
   | { type: 'log:appended'; taskId: string }
   /** Stream frames of the task were committed by this process (readers of its frames look again). */
-  | { type: 'stream:appended'; taskId: string };
+  | { type: 'stream:appended'; taskId: string }
+  /** Entries or stream frames of a followed task were committed by another process (`log-watch.ts`). */
+  | { type: 'log:moved'; taskId: string };
 
 /** The worker news that always come from a run of a task. */
 export type RunNewsType = 'run:claimed' | 'run:finished' | 'step:started' | 'step:completed' | 'step:retrying' | 'step:failed' | 'lease:lost' | 'approval:notice' | 'budget:spent';

@@ -51,7 +51,7 @@ import type { BlobStore } from './store/blobs.ts';
 import type { AlertStore } from './store/alerts.ts';
 
 export type { TaskRow, StepKind, StepStatus, StepRow, SignalRow, TaskPatch } from './store/rows.ts';
-export type { ActorKind, EventRow, NewEvent, EventRange, LogPage, LogAppend, LogStore } from './store/log.ts';
+export type { ActorKind, EventRow, NewEvent, EventRange, LogPage, LogAppend, LogPosition, LogStore } from './store/log.ts';
 export type { WriteGuard, TransitionWrite, StepWrite, WriteOp, WriteResult, JournalStore } from './store/journal.ts';
 export type { NewTask, ListQuery, QueuePosition, TagChange, TaskStore } from './store/tasks.ts';
 export type { RunEventsWrite, StreamChunkRow, ChunksWrite, RunStore } from './store/runs.ts';

@@ -20,20 +20,19 @@ import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
 import type { WorkerEvents } from './events.ts';
 import { shortId } from './ids.ts';
 import { isFinished } from './lifecycle.ts';
-import { TaskRun } from './run/task-run.ts';
-import { workflowCode } from './primitives/context.ts';
+import { TaskRun, type RunDeps } from './run/task-run.ts';
+import { ParkedRuns } from './worker/parked-runs.ts';
+import { DueAgain } from './worker/due-again.ts';
+import { failUnstartable, runDeps, type RunDepsSource } from './worker/run-deps.ts';
+import type { TaskStatus } from './lifecycle.ts';
 import type { ClaimedTask, Store } from './store.ts';
-import { planTransition, wakeFor } from './transitions.ts';
-import { encodeError } from './serialize.ts';
 import { WriteBatcher } from './write-batcher.ts';
 import type { Workflow } from './workflow.ts';
 import type { RunInfo } from './news.ts';
-import { DEFAULT_FRAMES_AFTER_END_MS } from './stream-frames.ts';
 import { checkText } from './text-rules.ts';
-import { DEFAULT_LIMITS } from './limits.ts';
-import { Background } from './worker/background.ts';
+import { workerBackground, type Background } from './worker/background.ts';
 import { recordPresence } from './worker/presence.ts';
-import { claimPlan, idle } from './worker/claiming.ts';
+import { claimPlan, idle, nextDueOf } from './worker/claiming.ts';
 import { Heartbeat } from './worker/heartbeat.ts';
 import { endDeadLocalLeases, localWorkerId } from './worker/local-leases.ts';
 import { WorkerNewsDesk } from './worker/news.ts';
@@ -58,6 +57,12 @@ export class Worker {
   readonly #running = new Set<Promise<void>>();
   /** Each task's run here, until it has finished. */
   readonly #runDone = new Map<string, Promise<void>>();
+  /** Runs that parked here, kept to be resumed without a replay (see `run/resume.ts`). */
+  readonly #parked: ParkedRuns;
+  /** Tasks its own writes left due at once, looked for again soon (see `worker/due-again.ts`). */
+  readonly #dueAgain = new DueAgain();
+  /** What every run of this worker is handed (set at start). */
+  #deps: RunDepsSource | null = null;
   #state: WorkerState = 'created';
   #store: Store | null = null;
   #writer: WriteBatcher | null = null;
@@ -80,6 +85,7 @@ export class Worker {
     if (typeof this.id !== 'string' || !this.id || this.id.length > 200) throw new InvalidArgumentError('worker option workerId must be a string of 1-200 characters.');
     checkText(this.id, 'The workerId');
     this.#o = resolveOptions(options);
+    this.#parked = new ParkedRuns(this.#o.keepParked, this.#o.keepParkedMs, host.clock);
     this.#news = new WorkerNewsDesk(host.bus, this.id);
   }
   get state(): WorkerState {
@@ -120,6 +126,7 @@ export class Worker {
       onCommitted: (ops, results) => {
         this.#news.appended(ops);
         this.#news.finished(results);
+        this.#dueAgain.note(results, this.#host.clock.now(), (w) => this.#workflows.has(w));
       },
     });
     await endDeadLocalLeases(store, this.#host.clock).catch((e: unknown) =>
@@ -137,29 +144,19 @@ export class Worker {
       onError: (error, during) => this.#news.emit('worker:error', { error, during }),
     });
     this.#heartbeat.start();
-    this.#loop = this.#claimLoop();
-    this.#background = new Background({
-      workerId: this.id,
+    const heartbeat = this.#heartbeat;
+    this.#deps = {
+      host: this.#host,
+      options: this.#o,
       store,
-      clock: this.#host.clock,
-      bus: this.#host.bus,
-      workflows: this.#workflows,
-      observers: this.#host.observers ?? [],
-      idempotency: this.#host.idempotency,
-      retention: this.#host.retention ?? {},
-      framesAfterEndMs: this.#host.streamFrames?.keep === 'step' ? null : (this.#host.streamFrames?.afterEndMs ?? DEFAULT_FRAMES_AFTER_END_MS),
-      dwellScanMs: this.#o.dwellScanMs,
-      purgeMs: this.#o.purgeMs,
-      retentionSweepMs: this.#o.retentionSweepMs,
-      scheduleScanMs: this.#o.scheduleScanMs,
-      ...(this.#host.fireSchedules ? { fireSchedules: this.#host.fireSchedules } : {}),
-      alerts: this.#host.alerts ?? null,
-      collectBlobsAfterMs: this.#host.collectBlobsAfterMs ?? 3_600_000,
-      // A job that met the store closed under it ran as the engine shut down: nothing went wrong.
-      onError: (error, during) => {
-        if (!(error instanceof ClosedError)) this.#news.emit('worker:error', { error, during });
-      },
-    });
+      writer: this.#writer,
+      workerId: this.id,
+      news: this.#news,
+      safeUntil: (taskId) => heartbeat.safeUntil(taskId),
+      keepParked: this.#parked.on,
+    };
+    this.#loop = this.#claimLoop();
+    this.#background = workerBackground(this.#host, this.#o, this.id, store, this.#workflows, (error, during) => this.#news.emit('worker:error', { error, during }));
     this.#news.emit('worker:started', { workerId: this.id, workflows: [...this.#workflows.keys()] });
   }
 
@@ -168,7 +165,9 @@ export class Worker {
     this.#unsubscribe.push(
       bus.on('task:ready', ({ taskId, workflow }) => {
         // A task made runnable, or a signal sent to one: a run of it here may be waiting for it.
-        this.#runs.get(taskId)?.signalArrived();
+        // (`'*'`: anything may have changed, as another process committed on SQLite.)
+        if (taskId === '*') for (const run of this.#runs.values()) run.signalArrived();
+        else this.#runs.get(taskId)?.signalArrived();
         if (!workflow || this.#workflows.has(workflow)) this.#poke();
       }),
       bus.on('task:cancel', ({ taskId, reason }) => this.#runs.get(taskId)?.cancel(reason ?? undefined)),
@@ -187,14 +186,17 @@ export class Worker {
     const plan = claimPlan(this.#workflows);
     while (this.#state === 'running') {
       this.#woken = false;
+      this.#parked.sweep();
       // A run whose last write is all that is left holds no slot (see `ending`).
       const free = this.#o.concurrency - this.#runs.size + this.#ending.size;
       const now = this.#host.clock.now();
       let got = 0;
       if (free > 0) {
         try {
-          const claimed = await store.claim({ ...plan, workerId: this.id, now, leaseMs: this.#o.leaseMs, limit: Math.min(free, this.#o.claimBatch) });
+          const limit = Math.min(free, this.#o.claimBatch);
+          const claimed = await store.claim({ ...plan, workerId: this.id, now, leaseMs: this.#o.leaseMs, limit, ...(this.#parked.size ? { journals: this.#parked.epochs } : {}) });
           got = claimed.length;
+          this.#dueAgain.taken(claimed.map((c) => c.task.id));
           if (got) this.#news.appended(claimed.map((c) => c.task));
           this.#backlog = got === Math.min(free, this.#o.claimBatch);
           for (const c of claimed) this.#startRun(c);
@@ -212,20 +214,11 @@ export class Worker {
       // Room for more: sleep until the next scheduled task falls due (a delayed start, a sleep or
       // a backoff that parked), if that comes before the next poll. Notifications wake it sooner.
       // "Next" counts from the claim's own `now`: a task that fell due while the claim ran is next.
-      const nextDue = free > got ? await this.#nextDue(store, now) : null;
+      const nextDue = free > got ? await nextDueOf(store, [...this.#workflows.keys()], now) : null;
       if (this.#woken || this.#state !== 'running') continue;
       if (nextDue !== null && nextDue <= this.#host.clock.now()) continue; // due already: claim it
-      await idle(this.#o.pollIntervalMs, nextDue, this.#host.clock, (wake) => (this.#wake = wake));
+      await idle(Math.min(this.#o.pollIntervalMs, this.#dueAgain.lookAgainMs() ?? Infinity), nextDue, this.#host.clock, (wake) => (this.#wake = wake));
       this.#wake = null;
-    }
-  }
-
-  /** When the next task of this worker's workflows falls due (null: none, or the store did not say). */
-  async #nextDue(store: Store, after: number): Promise<number | null> {
-    try {
-      return await store.nextRunAt({ workflows: [...this.#workflows.keys()], after });
-    } catch {
-      return null; // the poll still comes; the claim reports what is wrong with the store
     }
   }
 
@@ -234,56 +227,62 @@ export class Worker {
     // the new run starts once the previous one has finished, so that their news stays in order.
     const previous = this.#ending.has(claimed.task.id) ? this.#runDone.get(claimed.task.id) : undefined;
     if (previous) {
-      const later = previous.then(() => this.#startRun(claimed));
-      this.#running.add(later);
-      void later.finally(() => this.#running.delete(later));
+      this.#later(
+        claimed.task.id,
+        previous.then(() => this.#startRun(claimed)),
+      );
       return;
     }
     // The engine's current definition (it may have been re-registered since this worker started).
     const wf = this.#host.workflows().get(claimed.task.workflow) ?? (this.#workflows.get(claimed.task.workflow) as Workflow);
-    const started = this.#host.clock.now();
-    const info: RunInfo = { taskId: claimed.task.id, workflow: wf.name, epoch: claimed.task.epoch, workerId: this.id, reclaimed: claimed.event === 'reclaim' };
-    let run: TaskRun;
-    try {
-      run = new TaskRun(claimed, wf, {
-        store: this.#store as Store,
-        writer: this.#writer as WriteBatcher,
-        clock: this.#host.clock,
-        workerId: this.id,
-        parkAfterMs: this.#o.parkAfterMs,
-        cancelGraceMs: this.#o.cancelGraceMs,
-        leaseSafeUntil: () => (this.#heartbeat as Heartbeat).safeUntil(claimed.task.id),
-        emit: this.#news.emitFor(info),
-        hears: (name) => this.#news.hears(name),
-        outputBytes: this.#host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
-        idempotency: this.#host.idempotency,
-        streamFrames: this.#host.streamFrames?.keep ?? 'task',
-        framesAppended: (taskId) => this.#news.framesAppended(taskId),
-        rateLimits: this.#host.rateLimits,
-        runCode: workflowCode(wf, this.#host.engine),
-        replayStallMs: this.#o.replayStallMs,
-        // Its code is over and its last write queued: the slot goes to the next task while that
-        // write commits (claimed now if due tasks were left behind), instead of after it.
-        ending: () => {
-          if (this.#runs.get(claimed.task.id) !== run) return;
-          this.#ending.add(claimed.task.id);
-          if (this.#backlog) this.#poke();
-        },
-      });
-    } catch (e) {
-      // A run that cannot even start would otherwise hold its lease until it expires, and again.
-      void this.#failUnstartable(claimed, coerceError(e));
+    // The task's run parked here and was kept: it goes on where it stopped if nothing came between.
+    const kept = this.#parked.take(claimed.task.id);
+    const resumed = kept && kept.workflow === wf && kept.resumable(claimed) ? kept : null;
+    if (kept && !resumed) kept.discard();
+    if (!resumed && claimed.journalOmitted) {
+      // The kept run may not go on after all (its task changed meanwhile): a replay needs the journal.
+      this.#later(
+        claimed.task.id,
+        this.#withJournal(claimed).then((full) => this.#startRun(full)),
+      );
       return;
     }
+    const info: RunInfo = { taskId: claimed.task.id, workflow: wf.name, epoch: claimed.task.epoch, workerId: this.id, reclaimed: claimed.event === 'reclaim' };
+    let run: TaskRun | undefined = resumed ?? undefined;
+    const deps = (): RunDeps =>
+      runDeps(this.#deps as RunDepsSource, claimed.task.id, wf, info, () => {
+        // Its code is over and its last write queued: the slot goes to the next task while that
+        // write commits (claimed now if due tasks were left behind), instead of after it.
+        if (!run || this.#runs.get(claimed.task.id) !== run) return;
+        this.#ending.add(claimed.task.id);
+        if (this.#backlog) this.#poke();
+      });
+    if (!run) {
+      try {
+        run = new TaskRun(claimed, wf, deps());
+      } catch (e) {
+        // A run that cannot even start would otherwise hold its lease until it expires, and again.
+        this.#news.emit('worker:error', { error: coerceError(e), during: `starting task ${claimed.task.id}` });
+        void failUnstartable(claimed, coerceError(e), this.#writer as WriteBatcher, this.#host.clock, this.id).catch((error: unknown) =>
+          this.#news.emit('worker:error', { error: coerceError(error), during: `failing task ${claimed.task.id}` }),
+        );
+        return;
+      }
+    }
+    this.#launch(run, wf, info, () => (resumed ? resumed.resume(claimed, deps()) : (run as TaskRun).execute()));
+  }
+
+  /** Runs `run` (its first run, or resumed) in a slot of this worker, and what follows its end. */
+  #launch(run: TaskRun, wf: Workflow, info: RunInfo, go: () => Promise<TaskStatus | 'lease-lost'>): void {
+    const started = this.#host.clock.now();
     // Reclaimed from its own earlier run (lease expired under it): fence that run off, as the heartbeat would.
     this.#runs.get(run.taskId)?.loseLease();
     this.#ending.delete(run.taskId);
     this.#runs.set(run.taskId, run);
     this.#heartbeat?.renewed(run.taskId, started);
     if (this.#state === 'stopping') run.drain();
-    this.#news.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: run.epoch, reclaimed: info.reclaimed }, info);
-    const p = run
-      .execute()
+    this.#news.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: info.epoch, reclaimed: info.reclaimed }, info);
+    const p = go()
       .catch(() => 'lease-lost' as const)
       .then((status) => {
         if (this.#runs.get(run.taskId) === run) {
@@ -291,6 +290,8 @@ export class Worker {
           this.#ending.delete(run.taskId);
           this.#heartbeat?.forget(run.taskId);
         }
+        if (run.kept && this.#state === 'running') this.#parked.keep(run);
+        else run.discard();
         this.#news.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started }, info);
         this.#news.settled(run.taskId, status);
         // The freed slot is worth a claim only if there may be work for it: due tasks were left
@@ -306,26 +307,17 @@ export class Worker {
     });
   }
 
-  /** Fails a claimed task whose run could not be constructed (fenced by the claim's epoch). */
-  async #failUnstartable(claimed: ClaimedTask, error: Error): Promise<void> {
-    this.#news.emit('worker:error', { error, during: `starting task ${claimed.task.id}` });
-    try {
-      const { write } = planTransition({
-        taskId: claimed.task.id,
-        state: claimed.task,
-        event: 'fail',
-        guard: { epoch: claimed.task.epoch },
-        at: this.#host.clock.now(),
-        set: { error: encodeError(error) },
-        detail: { error: error.message },
-        workerId: this.id,
-        notify: (edge) => wakeFor(edge, claimed.task.id, claimed.task.workflow),
-        parentId: claimed.task.parentId,
-      });
-      await (this.#writer as WriteBatcher).write(write);
-    } catch (e) {
-      this.#news.emit('worker:error', { error: coerceError(e), during: `failing task ${claimed.task.id}` });
-    }
+  /** A run's start that waits for something first: the worker's stop waits for it too. */
+  #later(taskId: string, start: Promise<void>): void {
+    const later = start.catch((e: unknown) => this.#news.emit('worker:error', { error: coerceError(e), during: `starting task ${taskId}` }));
+    this.#running.add(later);
+    void later.finally(() => this.#running.delete(later));
+  }
+
+  /** `claimed` with its journal, read now (the claim left it out). */
+  async #withJournal(claimed: ClaimedTask): Promise<ClaimedTask> {
+    const steps = await (this.#store as Store).getSteps(claimed.task.id);
+    return { task: claimed.task, event: claimed.event, steps, signals: claimed.signals };
   }
 
   /**
@@ -344,6 +336,7 @@ export class Worker {
     this.#news.emit('worker:stopping', { workerId: this.id, inFlight: this.#runs.size });
     this.#poke();
     for (const run of this.#runs.values()) run.drain();
+    this.#parked.clear();
     const graceMs = options.graceMs ?? this.#o.shutdownGraceMs;
     const all = (): Promise<unknown> => Promise.allSettled([...this.#running]);
     let timer: NodeJS.Timeout | undefined;
@@ -360,6 +353,7 @@ export class Worker {
       }
       await all();
     }
+    this.#parked.clear();
     await this.#background?.stop();
     await this.#heartbeat?.stop();
     await this.#writer?.drain();
@@ -390,6 +384,7 @@ export class Worker {
     // Their timers are cleared at once; what they wait for on the store never comes.
     this.#background?.abandon();
     for (const run of this.#runs.values()) run.abandon();
+    this.#parked.forget();
     for (const off of this.#unsubscribe.splice(0)) Promise.resolve(off()).catch(() => undefined);
   }
 

@@ -34,7 +34,8 @@ describe('generateText / streamText / generateObject (AI SDK)', () => {
       return r.text;
     });
     const engine = makeEngine({ workflows: [wf] });
-    await startWorker(engine);
+    // The parked run is not kept in memory, so the next run replays.
+    await startWorker(engine, { keepParked: 0 });
     const { id } = await engine.start('greet');
     await waitForStatus(engine, id, 'waiting');
     await engine.signal(id, 'go', null);

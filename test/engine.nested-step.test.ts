@@ -112,7 +112,7 @@ describe('durable calls inside a step function', () => {
     });
     const engine = makeEngine({ workflows: [wf] });
     try {
-      await startWorker(engine);
+      await startWorker(engine, { keepParked: 0 }); // not kept in memory: the signal replays the task
       const { id } = await engine.start(wf, {});
       await expect.poll(async () => (await engine.get(id)).status, { timeout: 20_000 }).toBe('waiting');
       await engine.signal(id, 'go');

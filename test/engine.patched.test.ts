@@ -31,7 +31,7 @@ const unpatched = () =>
 async function withEngine<T>(url: string, wf: ReturnType<typeof v1>, fn: (e: Engine) => Promise<T>): Promise<T> {
   const engine = new Engine({ store: url, workflows: [wf] });
   try {
-    await engine.worker({ ...FAST, parkAfterMs: 1 }).start(); // waits park at once: the signal replays the task
+    await engine.worker({ ...FAST, parkAfterMs: 1, keepParked: 0 }).start(); // waits park at once, not kept: the signal replays the task
     return await fn(engine);
   } finally {
     await engine.close();

@@ -211,7 +211,7 @@ describe('replay of concurrent branches', () => {
       return { one, two };
     });
     const engine = makeEngine({ workflows: [wf] });
-    await startWorker(engine);
+    await startWorker(engine, { keepParked: 0 }); // not kept in memory: the signal replays the task
     const { id } = await engine.start('branches');
     await waitForStatus(engine, id, 'waiting');
     const journal = (await engine.get(id)).steps.map((s) => [s.name, s.output]);

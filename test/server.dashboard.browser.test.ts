@@ -208,7 +208,12 @@ describe.skipIf(!hasChromium)('dashboard in Chromium', () => {
     await page.click('section.machine button[data-send=resolve]');
     await page.waitForSelector('section.task h1 .badge[data-status=succeeded]', { timeout: 20_000 });
     await page.waitForSelector('section.machine[data-machine-state=closed]');
-    expect(await page.locator('section.machine ol.states li').evaluateAll((li) => li.map((x) => x.getAttribute('data-state')))).toEqual(['triage', 'open', 'open', 'closed']);
+    expect(await page.locator('section.machine ol.states li').evaluateAll((li) => li.map((x) => (x as unknown as { dataset: { state: string } }).dataset.state))).toEqual([
+      'triage',
+      'open',
+      'open',
+      'closed',
+    ]);
     expect(await page.locator('section.machine button[data-send]').count()).toBe(0);
     expect(await engine.result(t.id)).toMatchObject({ state: 'closed', context: { escalated: true, resolution: 'replaced the toner' } });
     await page.context().close();

@@ -75,7 +75,7 @@ interface Setup {
 
 /** A worker on a store that dies at `plan`, and a client engine of its own on the same database. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-async function dyingWorker(wf: Workflow<any, any>, plan: CrashPlan): Promise<Setup> {
+async function dyingWorker(wf: Workflow<any, any>, plan: CrashPlan, beforeWorker?: () => void): Promise<Setup> {
   const dir = mkdtempSync(join(tmpdir(), 'stepwise-crash-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const url = `sqlite:${join(dir, 'db.sqlite')}`;
@@ -104,6 +104,7 @@ async function dyingWorker(wf: Workflow<any, any>, plan: CrashPlan): Promise<Set
     death = w;
     worker?.abandon();
   });
+  beforeWorker?.();
   const engine = new Engine({ store: view.store, workflows: [wf], clock });
   worker = engine.worker({ workerId: 'dying', pollIntervalMs: 5, parkAfterMs: 0 });
   await worker.start();
@@ -119,9 +120,13 @@ describe('a worker that dies at a write', () => {
       await ctx.sleep('nap', '1h');
       return ctx.step('c', () => ran(started, 'c', 3));
     });
-    const timers = watchTimers();
-    cleanups.push(() => timers.stop());
-    const s = await dyingWorker(wf, { write: 2, when: 'before' });
+    // The timers of the dying worker's engine, not those of the client engine, which lives on
+    // (on SQLite it watches for other processes' commits).
+    let timers: ReturnType<typeof watchTimers> = { live: () => [], stop: () => undefined };
+    const s = await dyingWorker(wf, { write: 2, when: 'before' }, () => {
+      timers = watchTimers();
+      cleanups.push(() => timers.stop());
+    });
     const { id } = await s.client.start(wf, null);
     await eventually(() => s.death() !== null, 'the worker to die');
     expect(s.death()).toMatchObject({ index: 2, what: 'the result of step "b"', results: ['b'] });

@@ -50,11 +50,11 @@ export function parseJson(text: string | undefined, what: string): unknown {
 }
 
 /** A whole number ≥ 1 (counts and milliseconds). */
-export function int(ctx: CommandContext, name: string): number | undefined {
+export function int(ctx: CommandContext, name: string, min = 1): number | undefined {
   const v = str(ctx.options, name);
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`--${name} must be a whole number ≥ 1, got "${v}"`);
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min) throw new InvalidArgumentError(`--${name} must be a whole number ≥ ${min}, got "${v}"`);
   return n;
 }
 

@@ -22,7 +22,7 @@ Usage: stepwise <command> [arguments] [--db URL] [--json]
 
 Commands:
   worker <module>            run the workflows exported by <module> (.js, or .ts with tsx)
-        [--concurrency N] [--claim-batch N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS]
+        [--concurrency N] [--claim-batch N] [--lease-ms MS] [--heartbeat-ms MS] [--poll-ms MS] [--grace-ms MS] [--keep-parked N]
         [--workflows a,b] [--worker-id ID] [--quiet] [--log json|pretty|none]
   start <workflow> --input JSON|@file|- [--key K] [--wait] [--title T] [--priority N] [--tag K=V]... [--workflow-version V]
         [--debounce KEY --period D [--max-wait D]] [--singleton KEY [--join]]
@@ -124,7 +124,7 @@ const COMMANDS: Record<string, Command> = {
 
 /** The options each command reads, besides --db, --json and --help: a flag of another command is refused, not ignored. */
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
-  worker: ['concurrency', 'claim-batch', 'lease-ms', 'heartbeat-ms', 'poll-ms', 'grace-ms', 'workflows', 'worker-id', 'quiet', 'log'],
+  worker: ['concurrency', 'claim-batch', 'lease-ms', 'heartbeat-ms', 'poll-ms', 'grace-ms', 'keep-parked', 'workflows', 'worker-id', 'quiet', 'log'],
   start: ['input', 'inputs', 'key', 'key-field', 'wait', 'as', 'title', 'debounce', 'period', 'max-wait', 'singleton', 'join', 'priority', 'tag', 'workflow-version'],
   ls: ['status', 'workflow', 'parent', 'tag', 'since', 'until', 'failed-with', 'text', 'limit', 'cursor'],
   show: [],
@@ -198,6 +198,7 @@ const OPTIONS = {
   'heartbeat-ms': { type: 'string' },
   'poll-ms': { type: 'string' },
   'grace-ms': { type: 'string' },
+  'keep-parked': { type: 'string' },
   'worker-id': { type: 'string' },
   quiet: { type: 'boolean' },
   as: { type: 'string' },

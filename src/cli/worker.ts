@@ -45,6 +45,7 @@ function workerOptions(ctx: CommandContext): WorkerOptions {
     ...(int(ctx, 'heartbeat-ms') !== undefined ? { heartbeatMs: int(ctx, 'heartbeat-ms') } : {}),
     ...(int(ctx, 'poll-ms') !== undefined ? { pollIntervalMs: int(ctx, 'poll-ms') } : {}),
     ...(int(ctx, 'grace-ms') !== undefined ? { shutdownGraceMs: int(ctx, 'grace-ms') } : {}),
+    ...(int(ctx, 'keep-parked', 0) !== undefined ? { keepParked: int(ctx, 'keep-parked', 0) } : {}),
     ...(str(ctx.options, 'worker-id') ? { workerId: str(ctx.options, 'worker-id') } : {}),
     ...(only?.length ? { workflows: only } : {}),
   };

@@ -17,6 +17,7 @@ import { capsOf, isCapped, nextWindow, subtractLeased, takeWindow, type PickedTa
 import type { TaskStatus } from '../lifecycle.ts';
 import { toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
 import type { ClaimRequest, ClaimedTask } from '../store.ts';
+import { journalHeld } from '../store/leases.ts';
 
 export async function claim(c: PgContext, r: ClaimRequest): Promise<ClaimedTask[]> {
   if (r.limit <= 0 || r.workflows.length === 0) return [];
@@ -92,14 +93,27 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
            SELECT * FROM u ORDER BY p_ord`,
     p.values,
   );
-  const steps = groupBy((await rows(c, client, `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [ids])).map(toStepRow), (s) => s.taskId);
+  return withJournals(c, client, r, taken);
+}
+
+/** The claimed rows with their journals (but those the worker holds) and unconsumed signals. */
+async function withJournals(c: PgContext, client: ClientBase, r: ClaimRequest, taken: Record<string, unknown>[]): Promise<ClaimedTask[]> {
+  const ids = taken.map((row) => String(row.id));
+  const held = new Set(taken.filter((row) => row.p_event === 'claim' && journalHeld(r, { id: String(row.id), epoch: Number(row.epoch) })).map((row) => String(row.id)));
+  const read = ids.filter((id) => !held.has(id));
+  const steps = groupBy(
+    read.length ? (await rows(c, client, `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [read])).map(toStepRow) : [],
+    (s) => s.taskId,
+  );
   const signals = groupBy(
     (await rows(c, client, `SELECT * FROM ${c.t.signals} WHERE task_id = ANY($1::text[]) AND consumed_seq IS NULL ORDER BY id`, [ids])).map(toSignalRow),
     (s) => s.taskId,
   );
   return taken.map((row) => {
     const task = toTaskRow(row);
-    return { task, event: row.p_event as 'claim' | 'reclaim', steps: steps.get(task.id) ?? [], signals: signals.get(task.id) ?? [] };
+    const claimed: ClaimedTask = { task, event: row.p_event as 'claim' | 'reclaim', steps: steps.get(task.id) ?? [], signals: signals.get(task.id) ?? [] };
+    if (held.has(task.id)) claimed.journalOmitted = true;
+    return claimed;
   });
 }
 
@@ -162,7 +176,8 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   // committed while this statement waited is included (later ones are fenced off). A first run
   // has no journal, but a fork's (the rows it copied). Signals sent meanwhile are picked up when the
   // run waits for them.
-  const withSteps = taken.filter((row) => Number(row.runs) > 1 || row.forked_from !== null).map((row) => String(row.id));
+  const held = (row: Record<string, unknown>): boolean => row.p_pri !== 0 && journalHeld(r, { id: String(row.id), epoch: Number(row.epoch) });
+  const withSteps = taken.filter((row) => (Number(row.runs) > 1 || row.forked_from !== null) && !held(row)).map((row) => String(row.id));
   const withSignals = taken.filter((row) => row.has_signals === true).map((row) => String(row.id));
   const [steps, signals] = await Promise.all([
     withSteps.length ? rows(c, poolOf(c), `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [withSteps]) : Promise.resolve([]),
@@ -172,7 +187,9 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   const signalsBy = groupBy(signals.map(toSignalRow), (x) => x.taskId);
   return taken.map((row) => {
     const task = toTaskRow(row);
-    return { task, event: row.p_pri === 0 ? 'reclaim' : 'claim', steps: stepsBy.get(task.id) ?? [], signals: signalsBy.get(task.id) ?? [] };
+    const claimed: ClaimedTask = { task, event: row.p_pri === 0 ? 'reclaim' : 'claim', steps: stepsBy.get(task.id) ?? [], signals: signalsBy.get(task.id) ?? [] };
+    if (held(row)) claimed.journalOmitted = true;
+    return claimed;
   });
 }
 

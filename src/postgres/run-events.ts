@@ -10,7 +10,7 @@ import { LEASED_SQL, Params, appendFence, sqlStatuses } from './sql-text.ts';
 import { FINISHED_STATUSES } from '../lifecycle.ts';
 import { appendSql } from './transition.ts';
 import { toChunkRow } from '../rows.ts';
-import type { ChunksWrite, RunEventsWrite, StreamChunkRow } from '../store.ts';
+import type { ChunksWrite, LogPosition, RunEventsWrite, StreamChunkRow } from '../store.ts';
 
 export async function appendRunEvents(c: PgContext, w: RunEventsWrite): Promise<boolean> {
   return run(c, async () => {
@@ -49,6 +49,20 @@ export async function appendChunks(c: PgContext, w: ChunksWrite): Promise<boolea
 
 export async function getChunks(c: PgContext, taskId: string, after: number, limit: number): Promise<StreamChunkRow[]> {
   return run(c, async () => (await rows(c, poolOf(c), `SELECT * FROM ${c.t.chunks} WHERE task_id = $1 AND id > $2 ORDER BY id LIMIT $3`, [taskId, after, limit])).map(toChunkRow));
+}
+
+/** Each task's last log seq and last stream frame id, in one indexed read (see `LogStore.logPositions`). */
+export async function logPositions(c: PgContext, taskIds: readonly string[]): Promise<LogPosition[]> {
+  return run(c, async () =>
+    (
+      await rows(
+        c,
+        poolOf(c),
+        `SELECT t.id, t.event_seq, coalesce((SELECT max(k.id) FROM ${c.t.chunks} k WHERE k.task_id = t.id), 0) AS frame FROM ${c.t.tasks} t WHERE t.id = ANY($1::text[])`,
+        [taskIds],
+      )
+    ).map((r) => ({ taskId: String(r.id), seq: Number(r.event_seq), frame: Number(r.frame) })),
+  );
 }
 
 export async function deleteChunks(c: PgContext, taskId: string, step: string): Promise<void> {

@@ -119,8 +119,8 @@ export function appendFence(t: Tables, id: string, epoch: string, n: string): st
  * the planner from pushing them in. Under them, plans picked a scan of the leased-tasks index or a
  * sequential scan joined by hash, at a cost that grew with the table on every write.
  */
-export function lockById(t: Tables, id: string, strength: 'UPDATE' | 'NO KEY UPDATE'): string {
-  return `SELECT id, status, epoch, version, pause_requested, lease_owner FROM ${t.tasks} WHERE id = ${id} OFFSET 0 FOR ${strength}`;
+export function lockById(t: Tables, id: string, strength: 'UPDATE' | 'NO KEY UPDATE', also?: string): string {
+  return `SELECT id, status, epoch, version, pause_requested, lease_owner FROM ${t.tasks} WHERE id = ${id}${also ? ` AND ${also}` : ''} OFFSET 0 FOR ${strength}`;
 }
 
 /**
@@ -135,12 +135,18 @@ export function lockEachInIdOrder(t: Tables, ids: string): string {
  * A worker's lease renewal: $1 the new expiry, $2/$3 the held task ids and epochs, $4 the worker.
  * Returns the tasks still held, with what the worker must act on (a pause or cancel request).
  * Rows are locked in id order, like every multi-row writer here, so none of them deadlock.
+ * Only rows still held are locked (the owner and epoch test is in the locking query): a task whose
+ * run has just parked is due to be claimed, and a claim skips locked rows, so a renewal that locked
+ * it while waiting for another row would leave it to the next poll. Every edge out of a leased
+ * status clears the owner, so the owner test is enough there; the status test stays outside,
+ * because inside it matches the leased-tasks index's predicate and a plan made while no task ran
+ * read that whole index once per renewed task.
  */
 export function heartbeatSql(t: Tables): string {
   return `WITH l AS (
       SELECT t.id FROM (SELECT * FROM unnest($2::text[], $3::integer[]) AS h(id, epoch) ORDER BY id COLLATE "C") h
-      CROSS JOIN LATERAL (${lockById(t, 'h.id', 'NO KEY UPDATE')}) t
-      WHERE t.epoch = h.epoch AND t.lease_owner = $4 AND t.status IN (${LEASED_SQL})
+      CROSS JOIN LATERAL (${lockById(t, 'h.id', 'NO KEY UPDATE', 'epoch = h.epoch AND lease_owner = $4')}) t
+      WHERE t.status IN (${LEASED_SQL})
     )
     UPDATE ${t.tasks} AS t SET lease_expires_at = ${DB_NOW_MS} + $1::bigint FROM l WHERE t.id = l.id
     RETURNING t.id, t.status, t.pause_requested, t.cancel_reason`;

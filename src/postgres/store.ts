@@ -42,7 +42,7 @@ import { queuePosition } from './queue-position.ts';
 import { transition } from './transition.ts';
 import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
-import { appendChunks, appendRunEvents, deleteChunks, getChunks, purgeChunks } from './run-events.ts';
+import { appendChunks, appendRunEvents, deleteChunks, getChunks, logPositions, purgeChunks } from './run-events.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
 import { insertSignal } from './signals.ts';
 import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
@@ -61,7 +61,7 @@ import { InvalidArgumentError } from '../errors.ts';
 import { DEFAULT_DEADLINES, checkDeadline } from './deadlines.ts';
 import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, DeletionNote, DeletionRecord } from '../store.ts';
 import type { TaskSelection, ClaimRequest, ClaimedTask, EventRange, EventRow, ExpireRequest, HeartbeatRequest, HeldTask, ListQuery } from '../store.ts';
-import type { TagChange, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow, SignalInsert, SignalRow } from '../store.ts';
+import type { TagChange, LogPage, NewEvent, NewTask, NextRunRequest, RunEventsWrite, ChunksWrite, StreamChunkRow, SignalInsert, SignalRow, LogPosition } from '../store.ts';
 import type { SignalWrite, StepRow, Store, TransactionCheckpoint, TaskRow, QueuePosition, TransitionWrite, WakeEvent, WakeTopic, WorkerPresence } from '../store.ts';
 import type { WorkflowRegistration, WriteOp, WriteResult, ScheduleAdvance, ScheduleDefinition, ScheduleRow, DebounceWrite, SingletonAnswer } from '../store.ts';
 import type { RateDraw, RateDrawRequest } from '../store.ts';
@@ -247,6 +247,9 @@ export class PostgresStore implements Store {
   }
   getChunks(taskId: string, after: number, limit: number): Promise<StreamChunkRow[]> {
     return getChunks(this.#c, taskId, after, limit);
+  }
+  logPositions(taskIds: readonly string[]): Promise<LogPosition[]> {
+    return logPositions(this.#c, taskIds);
   }
   deleteChunks(taskId: string, step: string): Promise<void> {
     return deleteChunks(this.#c, taskId, step);

@@ -9,11 +9,16 @@ import { InvalidArgumentError } from '../errors.ts';
 import { TAGS_MAX, checkTags } from '../api/tags.ts';
 import type { Run } from '../run/run.ts';
 
-/** The tags a run's task has as far as the run knows (its row's at claim, then its own changes), as the row's text. */
-const known = new WeakMap<Run, string | null>();
+/**
+ * The tags a run's task has as far as the run knows (its row's at claim, then its own changes), as
+ * the row's text, with the epoch they were written at: a run resumed under a new claim (see
+ * `run/resume.ts`) has its task's row as that claim read it.
+ */
+const known = new WeakMap<Run, { epoch: number; tags: string | null }>();
 
 export function tagsOf(run: Run): string | null {
-  return known.has(run) ? (known.get(run) as string | null) : run.task.tags;
+  const k = known.get(run);
+  return k && k.epoch === run.epoch ? k.tags : run.task.tags;
 }
 
 export async function setTags(run: Run, tags: Readonly<Record<string, string | null>>): Promise<Record<string, string>> {
@@ -36,6 +41,6 @@ export async function setTags(run: Run, tags: Readonly<Record<string, string | n
   const after = await run.deps.store.setTags(run.taskId, { set, remove, epoch: run.epoch, max: TAGS_MAX });
   if (after === 'too-many') throw run.fail(new InvalidArgumentError(`ctx.setTags(): a task has at most ${TAGS_MAX} tags; remove some (a null value removes a tag) before adding others.`));
   if (after === null) return { ...set };
-  known.set(run, Object.keys(after).length ? JSON.stringify(after) : null);
+  known.set(run, { epoch: run.epoch, tags: Object.keys(after).length ? JSON.stringify(after) : null });
   return after;
 }

@@ -18,7 +18,7 @@
  * inside its write, does not run: what it wrote would have rolled back with it); `after`, it
  * commits and its answer never comes back. `onDeath` is called at that instant, synchronously.
  * From then on every call, read or write, returns a promise that never settles, as a dead process
- * hears nothing; `writeBatchNow`, being synchronous, throws instead, and its caller's retry goes to
+ * hears nothing (its subscriptions end); `writeBatchNow`, being synchronous, throws instead, and its caller's retry goes to
  * `writeBatch`, which never settles. Nothing the process asks for after its death reaches the database.
  */
 import { RESERVED_SIGNAL_PREFIX } from '../approvals/policy.ts';
@@ -118,6 +118,8 @@ export class ProcessStore {
   readonly #onDeath: (write: WriteInfo | null) => void;
   #dead = false;
   #records: IdempotencyBackend | null = null;
+  /** The process's subscriptions to other processes' news, ended at its death. */
+  readonly #subscriptions: Array<() => Promise<void>> = [];
   /** Calls made before the death that the database has not answered yet. */
   readonly #inFlight = new Set<Promise<unknown>>();
 
@@ -129,6 +131,14 @@ export class ProcessStore {
         const value: unknown = Reflect.get(target, prop, target);
         if (typeof value !== 'function') return value;
         const method = value as (...args: unknown[]) => unknown;
+        if (prop === 'subscribe') {
+          // What the process hears from other processes stops with it, as its connection would.
+          return (listener: (e: unknown) => void, topic?: unknown) =>
+            (this.#call(() => method.call(target, (e: unknown) => void (this.#dead || listener(e)), topic), null, false) as Promise<(() => Promise<void>) | null>).then((off) => {
+              if (off) this.#subscriptions.push(off);
+              return off;
+            });
+        }
         if (prop === 'idempotencyRecords') {
           return () => (this.#records ??= this.#wrapRecords(method.call(target) as IdempotencyBackend));
         }
@@ -197,6 +207,7 @@ export class ProcessStore {
   #die(write: WriteInfo | null): void {
     if (this.#dead) return;
     this.#dead = true;
+    for (const off of this.#subscriptions.splice(0)) void off().catch(() => undefined);
     this.#onDeath(write);
   }
 

@@ -33,10 +33,11 @@ export interface RunParts {
 
 export class RunCore implements Run {
   readonly taskId: string;
-  readonly epoch: number;
+  /** The fencing epoch of the run's lease (a new one when a parked run is resumed: see {@link rearm}). */
+  epoch: number;
   readonly workflow: RunDefinition;
-  readonly task: TaskRow;
-  readonly deps: RunDeps;
+  task: TaskRow;
+  deps: RunDeps;
   readonly defaultRetry: RetryPolicy;
   /** When the task must be finished (ms), or null (see `failure/deadline.ts`). */
   readonly deadline: number | null;
@@ -89,10 +90,10 @@ export class RunCore implements Run {
   /** Ends the in-process timers of waits when the run ends. */
   waitTimers: AbortController | null = null;
   /** Resolves when the run can only wait (or was asked to stop and is quiet). */
-  readonly idle: Promise<void>;
+  idle!: Promise<void>;
   signalIdle!: () => void;
   /** Resolves at the first halt. */
-  readonly halted: Promise<void>;
+  halted!: Promise<void>;
   #signalHalt!: () => void;
   readonly #changeWaiters = new Set<() => void>();
 
@@ -168,12 +169,37 @@ export class RunCore implements Run {
     const stored = claimed.task.deadlineAt ?? null;
     this.deadline = stored === null ? byTimeout : byTimeout === null ? stored : Math.min(stored, byTimeout);
     this.cleanupMs = workflow.options.cleanupTimeout === undefined ? DEFAULT_CLEANUP_MS : toMs(workflow.options.cleanupTimeout);
-    this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
-    this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
+    this.#newEnds();
     this.#checkIdle = parts.checkIdle;
     this.replay = parts.replay(this, claimed.steps);
     this.writer = parts.writer(this);
     this.progress = parts.progress(this);
+  }
+
+  #newEnds(): void {
+    this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
+    this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
+  }
+
+  /**
+   * Takes the run up again under a new claim, after it parked and was kept in memory (see
+   * `resume.ts`): the new lease's epoch and task row, the worker's services for it, the signals not
+   * consumed yet, and a run state as at a start. What the code built is kept: its positions,
+   * occurrences, compensations, handlers and waits, as a replay would have rebuilt them.
+   */
+  rearm(claimed: ClaimedTask, deps: RunDeps): void {
+    this.task = claimed.task;
+    this.epoch = claimed.task.epoch;
+    this.deps = deps;
+    this.state = RUNNING;
+    this.idleCheckScheduled = false;
+    this.waitTimers = null;
+    this.#newEnds();
+    this.signals.splice(0, this.signals.length, ...claimed.signals);
+    this.lastSignalId = claimed.signals.reduce((max, s) => Math.max(max, s.id), this.lastSignalId);
+    this.signalNews = false;
+    // The park wrote the waits' rows: every position the code has taken may hold one now.
+    this.freshFrom = Math.max(this.freshFrom, this.seq);
   }
 
   get signal(): AbortSignal {

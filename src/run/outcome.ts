@@ -21,6 +21,11 @@ export interface Wait {
   describe: Record<string, unknown>;
   /** Set by {@link waitFor}: ends the wait in-process before its deadline (a signal arrived). */
   wake?: () => void;
+  /**
+   * Set by {@link waitFor} for a wait that settles in-process: arms its deadline's timer again
+   * when a parked run is resumed in memory (see `resume.ts`).
+   */
+  rearm?: () => void;
 }
 import { pauseRequested, type RunState } from './state.ts';
 

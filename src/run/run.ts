@@ -69,6 +69,11 @@ export interface RunDeps extends RunServices {
    * worker may claim the next task for the slot while that write commits.
    */
   ending?: (() => void) | undefined;
+  /**
+   * A run that parks may be kept in memory, to be resumed where it stopped if this worker claims
+   * its task next (see `resume.ts`).
+   */
+  keepParked?: boolean | undefined;
 }
 
 /** A signal a result consumes (an event wait's), written with its checkpoint. */
@@ -123,7 +128,7 @@ export interface Run {
   readonly workflow: RunDefinition;
   readonly task: Readonly<TaskRow>;
   /** The worker's services a call uses (the journal's batcher, the run's code and its timings are the kernel's). */
-  readonly deps: Readonly<Omit<RunDeps, 'writer' | 'runCode' | 'cancelGraceMs' | 'leaseSafeUntil' | 'replayStallMs'>>;
+  readonly deps: Readonly<Omit<RunDeps, 'writer' | 'runCode' | 'cancelGraceMs' | 'leaseSafeUntil' | 'replayStallMs' | 'keepParked'>>;
   /** The workflow's retry policy of steps. */
   readonly defaultRetry: RetryPolicy;
   /** How the run stands (see `state.ts`). */

@@ -32,6 +32,7 @@ import { failedOutside } from './failed-outside.ts';
 import { startUndo, undoEnd, undoing } from './undo-rerun.ts';
 import { cleanupDue, runCleanup, type CleanupResult } from './cleanup.ts';
 import { inScope } from './cleanup-scope.ts';
+import { mayKeep, resumesFromPark } from './resume.ts';
 import { cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState } from './state.ts';
 
 export type { RunDefinition, RunDeps } from './core.ts';
@@ -46,13 +47,17 @@ const PARTS: RunParts = {
 
 export class TaskRun {
   readonly taskId: string;
-  readonly epoch: number;
   readonly workflow: RunDefinition;
   readonly #run: RunCore;
+  /** The workflow function's run, once started: settles when the function does. */
+  #code: Promise<void> | null = null;
+  /** How the workflow function settled, once it has. */
+  #result: Settled | null = null;
+  /** The run parked and may be resumed in memory (see `resume.ts`). */
+  #kept = false;
 
   constructor(claimed: ClaimedTask, workflow: RunDefinition, deps: RunDeps) {
     this.taskId = claimed.task.id;
-    this.epoch = claimed.task.epoch;
     this.workflow = workflow;
     this.#run = new RunCore(claimed, workflow, deps, PARTS);
     if (claimed.task.status === 'cancelling') this.cancel(claimed.task.cancelReason ?? undefined);
@@ -61,6 +66,45 @@ export class TaskRun {
 
   get signal(): AbortSignal {
     return this.#run.signal;
+  }
+
+  /** The fencing epoch of the run's lease. */
+  get epoch(): number {
+    return this.#run.epoch;
+  }
+
+  /** The run parked and is kept: the worker may resume it (see {@link resume}) or drop it ({@link discard}). */
+  get kept(): boolean {
+    return this.#kept;
+  }
+
+  /** Whether `claimed` may take up this kept run where it parked (see `resume.ts`). */
+  resumable(claimed: ClaimedTask): boolean {
+    return this.#kept && resumesFromPark(this.#run, claimed, this.#run.deps.clock.now());
+  }
+
+  /**
+   * Takes up the kept run under `claimed` (which {@link resumable} accepted), with the worker's
+   * services for that claim: its waits end if their signals came or their deadlines passed, and
+   * the run goes on from there. Never throws.
+   */
+  resume(claimed: ClaimedTask, deps: RunDeps): Promise<TaskStatus | 'lease-lost'> {
+    const run = this.#run;
+    this.#kept = false;
+    run.rearm(claimed, deps);
+    for (const wait of [...run.waits.values()]) {
+      if (wait.wake && run.signals.some((s) => wait.events.includes(s.name))) wait.wake();
+    }
+    for (const wait of [...run.waits.values()]) wait.rearm?.();
+    scheduleIdleCheck(run);
+    return this.#drive(false);
+  }
+
+  /** The kept run will not be resumed: what its end would have told its steps, they are told now. */
+  discard(): void {
+    if (!this.#kept) return;
+    this.#kept = false;
+    this.#abortLeftovers();
   }
 
   // --- commands from the worker ---------------------------------------------------------------
@@ -146,6 +190,7 @@ export class TaskRun {
    */
   abandon(): void {
     const run = this.#run;
+    this.#kept = false;
     run.abandoned = true;
     run.replay.stop();
     run.progress.stop();
@@ -155,22 +200,28 @@ export class TaskRun {
   // --- the run ----------------------------------------------------------------------------------
 
   /** Runs the workflow until it finishes or can only wait, and writes the outcome. Never throws. */
-  async execute(): Promise<TaskStatus | 'lease-lost'> {
+  execute(): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
-    let result: Settled | null = null;
     // A re-run's undo (see undo-rerun.ts), a task past its deadline, or one failed from outside (see
     // failed-outside.ts): the run fails at once; its code replays what it recorded (its compensations
     // are registered as it receives its steps' outputs) and makes no new call. Before the deadline,
     // a timer fails it then.
     const expired = startUndo(run) || failedOutside(run) || deadlinePassed(run);
-    const disarm = expired ? () => undefined : armDeadline(run);
-    const fnDone = Promise.resolve()
+    this.#code = Promise.resolve()
       .then(() => run.deps.runCode(run))
       .then(
-        (value) => void (result = { ok: true, value }),
-        (error: unknown) => void (result = { ok: false, error }),
+        (value) => void (this.#result = { ok: true, value }),
+        (error: unknown) => void (this.#result = { ok: false, error }),
       );
     run.replay.start();
+    return this.#drive(expired);
+  }
+
+  /** Drives the run's code (started, or resumed) until it finishes or can only wait, and writes the outcome. */
+  async #drive(expired: boolean): Promise<TaskStatus | 'lease-lost'> {
+    const run = this.#run;
+    const fnDone = this.#code as Promise<void>;
+    const disarm = expired ? () => undefined : armDeadline(run);
     // One grace period from the halt, for the function and its live work together.
     let graceEnds = Infinity;
     await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone, (graceEnds = Date.now() + run.deps.cancelGraceMs)))]);
@@ -183,10 +234,10 @@ export class TaskRun {
     let cleanup: CleanupResult = { failure: null, interrupted: false };
     let unreached: StepRow | undefined;
     try {
-      if (cleanupDue(run.state, result) && run.replay.pending) await run.replay.whenStuck();
+      if (cleanupDue(run.state, this.#result) && run.replay.pending) await run.replay.whenStuck();
       // The first recorded call the code did not make (an undo cannot register its compensation).
       unreached = run.replay.expected();
-      cleanup = await runCleanup(run, result);
+      cleanup = await runCleanup(run, this.#result);
     } catch (e) {
       run.deps.emit('worker:error', { error: coerceError(e), during: `cleaning up task ${this.taskId}` });
     }
@@ -197,20 +248,29 @@ export class TaskRun {
     run.waitTimers?.abort(null);
     run.replay.stop();
     try {
-      return await this.#finish(state, result, cleanup, unreached);
+      const status = await this.#finish(state, this.#result, cleanup, unreached);
+      this.#kept = status === 'waiting' && run.deps.keepParked === true && mayKeep(run, state);
+      return status;
     } catch (e) {
       // The outcome could not be written (database unreachable): the lease will expire and the
       // task will be resumed from its last checkpoint by whichever worker claims it.
       run.deps.emit('worker:error', { error: coerceError(e), during: `finishing task ${this.taskId}` });
       return 'lease-lost';
     } finally {
-      // Steps still running after the workflow returned (the losers of a race) are told to stop.
-      // (Nothing to tell when no step is running and nobody listens directly: no abort event to
-      // dispatch. A signal derived with AbortSignal.any from a step that has already returned is
-      // not told: work a step leaves behind after returning is its own.)
-      if (!run.aborted && (run.attempting || (run.controller && getEventListeners(run.controller.signal, 'abort').length))) {
-        run.abortRun(new Error(`Task ${this.taskId}: the run has ended`));
-      }
+      if (!this.#kept) this.#abortLeftovers();
+    }
+  }
+
+  /**
+   * Steps still running after the workflow returned (the losers of a race) are told to stop.
+   * (Nothing to tell when no step is running and nobody listens directly: no abort event to
+   * dispatch. A signal derived with AbortSignal.any from a step that has already returned is
+   * not told: work a step leaves behind after returning is its own.)
+   */
+  #abortLeftovers(): void {
+    const run = this.#run;
+    if (!run.aborted && (run.attempting || (run.controller && getEventListeners(run.controller.signal, 'abort').length))) {
+      run.abortRun(new Error(`Task ${this.taskId}: the run has ended`));
     }
   }
 

@@ -34,11 +34,17 @@ export function waitFor(view: Run, wait: Wait, activity: Activity, timer = true)
     };
     // An event wait ends early when its signal arrives while the run goes on.
     if (wait.events.length) wait.wake = end;
-    if (wait.wakeAt === null) {
-      scheduleIdleCheck(run);
-      return;
-    }
-    clock.sleep(Math.max(0, wait.wakeAt - clock.now()), (run.waitTimers ??= new AbortController()).signal).then(end, () => undefined);
+    const arm = (): void => {
+      if (wait.wakeAt === null) {
+        scheduleIdleCheck(run);
+        return;
+      }
+      clock.sleep(Math.max(0, wait.wakeAt - clock.now()), (run.waitTimers ??= new AbortController()).signal).then(end, () => undefined);
+    };
+    // A resumed run's wait whose deadline has passed ends at once (a clock's timer of no length
+    // may wait for the clock to move).
+    wait.rearm = () => (wait.wakeAt !== null && wait.wakeAt <= clock.now() ? end() : arm());
+    arm();
   });
 }
 

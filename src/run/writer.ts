@@ -72,7 +72,8 @@ export class JournalWriter {
   complete<T>(row: StepRow, value: () => T, consume?: Consume, onDurable?: () => void): Promise<T> {
     const run = this.#run;
     const done = run.replay.nextDone();
-    const entry: Deferred = { row: { ...row, done }, consume, handed: false, onDurable };
+    // A row begun before a park is this run's row once the run was resumed (see `resume.ts`).
+    const entry: Deferred = { row: { ...row, done, epoch: run.epoch }, consume, handed: false, onDurable };
     this.#deferred.push(entry);
     return run.replay.inOrder(
       Promise.resolve().then(value),
@@ -121,6 +122,7 @@ export class JournalWriter {
    */
   async checkpoint(row: StepRow, consume?: Consume): Promise<void> {
     const run = this.#run;
+    if (row.epoch !== run.epoch) row = { ...row, epoch: run.epoch };
     const write: StepWrite = consume ? { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row, consume } : { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row };
     if (!isCleanupSeq(row.seq) && row.seq >= run.freshFrom) {
       write.fresh = true;

@@ -10,6 +10,7 @@ import type { TaskStatus } from '../lifecycle.ts';
 import { toSignalRow, toTaskRow } from '../rows.ts';
 import { transitionEntry } from '../log-entries.ts';
 import type { ClaimRequest, ClaimedTask, SignalRow } from '../store.ts';
+import { journalHeld } from '../store/leases.ts';
 import type { Raw, SqliteContext } from './context.ts';
 import { CLAIM_TASK_SQL, DUE_INDEX, LEASED_INDEX, LEASED_SQL, inList, statusTerm } from './sql.ts';
 
@@ -127,8 +128,10 @@ export function claim(c: SqliteContext, r: ClaimRequest): ClaimedTask[] {
       const row = toTaskRow(raw);
       const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
       c.append(Number(raw.no), r.now, [transitionEntry('worker', r.workerId, { event: p.event, from: p.status, to, epoch: row.epoch, detail })]);
+      const signals = signalsBy.get(p.id) ?? [];
+      if (p.event === 'claim' && journalHeld(r, row)) return { task: row, event: p.event, steps: [], signals, journalOmitted: true };
       // A first run has no journal yet, but a fork's (the rows it copied).
-      return { task: row, event: p.event, steps: row.runs > 1 || row.forkedFrom !== null ? c.steps(p.id, Number(raw.no)) : [], signals: signalsBy.get(p.id) ?? [] };
+      return { task: row, event: p.event, steps: row.runs > 1 || row.forkedFrom !== null ? c.steps(p.id, Number(raw.no)) : [], signals };
     });
   });
 }

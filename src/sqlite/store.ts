@@ -33,6 +33,8 @@ import * as schedules from './schedules.ts';
 import * as keyed from './keyed-starts.ts';
 import * as rateLimits from './rate-limits.ts';
 import type { Transaction } from '../store/transactions.ts';
+import type { WakeEvent, WakeTopic } from '../store/wake.ts';
+import { CommitWatch } from './commit-watch.ts';
 import type { IdempotencyBackend } from '../store/idempotency.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, DeletedTask, DeletionNote, DeletionRecord } from '../store.ts';
@@ -65,6 +67,8 @@ export class SqliteStore implements Store {
   readonly #now: () => number;
   #transactions: SqliteTransactions | undefined;
   #idempotency: SqliteIdempotency | undefined;
+  /** Commits of other connections (other processes), heard by `subscribe`. */
+  readonly #watch = new CommitWatch(() => this.#c.db);
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.path = path;
@@ -98,8 +102,19 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * Wake-ups from other processes: when another connection has committed to the file, subscribers
+   * hear that anything may have changed (`taskId: '*'`; see `commit-watch.ts`). A database in
+   * memory has no other connection: no subscription.
+   */
+  async subscribe(listener: (event: WakeEvent) => void, topic: WakeTopic = 'work'): Promise<(() => Promise<void>) | null> {
+    if (this.path === ':memory:' || !this.#c.open) return null;
+    return this.#watch.add(listener, topic);
+  }
+
   async close(): Promise<void> {
     if (!this.#c.open) return;
+    this.#watch.stop();
     this.#transactions?.close();
     this.#c.close();
   }

@@ -32,13 +32,27 @@ export interface ClaimRequest {
   reclaim: { from: readonly TaskStatus[]; to: Readonly<Partial<Record<TaskStatus, TaskStatus>>> };
   /** Per-workflow caps on tasks in leased statuses, across all workers. */
   concurrency?: Readonly<Record<string, number>>;
+  /**
+   * Tasks whose journal the worker holds in memory, with the epoch it holds it at (a run that
+   * parked and was kept). A claim of one of them at the next epoch does not read its journal: its
+   * `steps` are empty and `journalOmitted` is set.
+   */
+  journals?: ReadonlyMap<string, number>;
 }
 
 export interface ClaimedTask {
   task: TaskRow;
   event: 'claim' | 'reclaim';
+  /** The task's journal, by position (empty when `journalOmitted`). */
   steps: StepRow[];
   signals: SignalRow[];
+  /** The journal was not read: the worker holds it (see `ClaimRequest.journals`). */
+  journalOmitted?: true;
+}
+
+/** Whether a claim leaves the journal of `task` out, the worker holding it (see `ClaimRequest.journals`). */
+export function journalHeld(r: ClaimRequest, task: { id: string; epoch: number }): boolean {
+  return r.journals !== undefined && r.journals.get(task.id) === task.epoch - 1;
 }
 
 export interface HeartbeatRequest {

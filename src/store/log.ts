@@ -74,6 +74,13 @@ export interface LogAppend {
   log: readonly NewEvent[];
 }
 
+/** Where a task's log and stream stand: its last log seq, and its last stream frame's id (0: none). */
+export interface LogPosition {
+  taskId: string;
+  seq: number;
+  frame: number;
+}
+
 /** A task's log and the log of every task. */
 export interface LogStore {
   /**
@@ -81,6 +88,12 @@ export interface LogStore {
    * all): its entries of their own merged with those its journal rows carry.
    */
   getEvents(taskId: string, after?: number, limit?: number): Promise<EventRow[]>;
+  /**
+   * Where the logs and streams of these tasks stand (a task not found is left out): for readers
+   * that follow a task, in a process that the store does not tell of entries committed elsewhere
+   * (`log-watch.ts`). Stores that tell every commit (SQLite's `subscribe`) leave it out.
+   */
+  logPositions?(taskIds: readonly string[]): Promise<LogPosition[]>;
   /**
    * A task's log entries of these types, oldest first: types that journal rows never carry (model
    * usage, alerts), read without the rest of the log.

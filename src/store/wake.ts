@@ -40,9 +40,10 @@ export function topicOf(event: WakeEvent): WakeTopic {
 /** Cross-process wake-ups; stores without a channel leave both out. */
 export interface WakeStore {
   /**
-   * Subscribes to wake-ups from other processes (PostgreSQL LISTEN/NOTIFY): the `notify` events
-   * of writes committed anywhere, of one topic. Stores without a cross-process channel do not
-   * implement it; callers then rely on polling and heartbeats.
+   * Subscribes to wake-ups from other processes, of one topic: on PostgreSQL (LISTEN/NOTIFY) the
+   * `notify` events of writes committed anywhere; on SQLite, `taskId: '*'` ("anything may have
+   * changed") whenever another connection has committed to the file. Stores without a
+   * cross-process channel do not implement it; callers then rely on polling and heartbeats.
    */
   subscribe?(listener: (event: WakeEvent) => void, topic?: WakeTopic): Promise<(() => Promise<void>) | null>;
   /** Announces a change to other processes (no-op where unsupported). */

@@ -11,7 +11,10 @@
 import { closeEndedApprovals } from '../approvals/closer.ts';
 import { systemClock } from '../clock.ts';
 import { DwellScanner } from '../dwell/scanner.ts';
-import { coerceError } from '../errors.ts';
+import { ClosedError, coerceError } from '../errors.ts';
+import { DEFAULT_FRAMES_AFTER_END_MS } from '../stream-frames.ts';
+import type { WorkerHost } from './host.ts';
+import type { ResolvedOptions } from './options.ts';
 import type { Idempotency } from '../idempotency/run.ts';
 import type { NewsBus } from '../news.ts';
 import type { Observer } from '../observers.ts';
@@ -191,5 +194,38 @@ function blobsJob(host: BackgroundHost): Sweeper | null {
     purge: (limit) => layer.collect(host.clock.now() - host.collectBlobsAfterMs, limit),
     intervalMs: host.retentionSweepMs,
     onError: (e) => host.onError(coerceError(e), 'deleting blobs no task holds'),
+  });
+}
+
+/** The background jobs of a worker serving `workflows`, from its engine and its options. */
+export function workerBackground(
+  host: WorkerHost,
+  o: ResolvedOptions,
+  workerId: string,
+  store: Store,
+  workflows: ReadonlyMap<string, Workflow>,
+  onError: (error: Error, during: string) => void,
+): Background {
+  return new Background({
+    workerId,
+    store,
+    clock: host.clock,
+    bus: host.bus,
+    workflows,
+    observers: host.observers ?? [],
+    idempotency: host.idempotency,
+    retention: host.retention ?? {},
+    framesAfterEndMs: host.streamFrames?.keep === 'step' ? null : (host.streamFrames?.afterEndMs ?? DEFAULT_FRAMES_AFTER_END_MS),
+    dwellScanMs: o.dwellScanMs,
+    purgeMs: o.purgeMs,
+    retentionSweepMs: o.retentionSweepMs,
+    scheduleScanMs: o.scheduleScanMs,
+    ...(host.fireSchedules ? { fireSchedules: host.fireSchedules } : {}),
+    alerts: host.alerts ?? null,
+    collectBlobsAfterMs: host.collectBlobsAfterMs ?? 3_600_000,
+    // A job that met the store closed under it ran as the engine shut down: nothing went wrong.
+    onError: (error, during) => {
+      if (!(error instanceof ClosedError)) onError(error, during);
+    },
   });
 }

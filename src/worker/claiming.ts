@@ -7,7 +7,7 @@
  */
 import type { Clock } from '../clock.ts';
 import { sourcesOf, transition } from '../lifecycle.ts';
-import type { ClaimRequest } from '../store.ts';
+import type { ClaimRequest, Store } from '../store.ts';
 import type { Workflow } from '../workflow.ts';
 
 /** The fixed part of every claim of a worker serving `workflows`. */
@@ -46,4 +46,13 @@ export function idle(pollMs: number, nextDue: number | null, clock: Clock, onWak
     if (until && nextDue !== null) clock.sleep(Math.max(1, nextDue - clock.now()), until.signal).then(done, () => undefined);
     onWake(() => setImmediate(done));
   });
+}
+
+/** When the next task of `workflows` falls due after `after` (null: none, or the store did not say). */
+export async function nextDueOf(store: Store, workflows: string[], after: number): Promise<number | null> {
+  try {
+    return await store.nextRunAt({ workflows, after });
+  } catch {
+    return null; // the poll still comes; the claim reports what is wrong with the store
+  }
 }

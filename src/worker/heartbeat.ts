@@ -80,12 +80,14 @@ export class Heartbeat {
   async #renew(): Promise<void> {
     const { store, clock, runs, workerId, leaseMs } = this.#host;
     const now = clock.now();
-    const list = [...runs.values()];
+    // Each run with the epoch its lease is renewed at: a kept run resumed while the renewal was in
+    // flight is the same object at a new epoch, and the answer about the old one is not about it.
+    const list = [...runs.values()].map((run) => ({ run, epoch: run.epoch }));
     if (!list.length) return;
-    const held = await store.heartbeat({ workerId, now, leaseMs, held: list.map((r) => ({ taskId: r.taskId, epoch: r.epoch })) });
+    const held = await store.heartbeat({ workerId, now, leaseMs, held: list.map(({ run, epoch }) => ({ taskId: run.taskId, epoch })) });
     const byId = new Map(held.map((h) => [h.taskId, h]));
-    for (const run of list) {
-      if (runs.get(run.taskId) !== run) continue; // finished meanwhile
+    for (const { run, epoch } of list) {
+      if (runs.get(run.taskId) !== run || run.epoch !== epoch) continue; // finished, or claimed again, meanwhile
       const h = byId.get(run.taskId);
       if (!h) {
         run.loseLease();

@@ -1,0 +1,75 @@
+/**
+ * @module worker/run-deps
+ * Internal: not part of the public API.
+ * What a worker hands each run of a claimed task (`RunDeps`), and the failure of a claimed task
+ * whose run cannot even be constructed.
+ */
+import type { Clock } from '../clock.ts';
+import type { ClaimedTask, Store } from '../store.ts';
+import type { RunDeps } from '../run/task-run.ts';
+import type { RunInfo } from '../news.ts';
+import type { Workflow } from '../workflow.ts';
+import type { WriteBatcher } from '../write-batcher.ts';
+import { workflowCode } from '../primitives/context.ts';
+import { DEFAULT_LIMITS } from '../limits.ts';
+import { planTransition, wakeFor } from '../transitions.ts';
+import { encodeError } from '../serialize.ts';
+import type { WorkerHost } from './host.ts';
+import type { WorkerNewsDesk } from './news.ts';
+import type { ResolvedOptions } from './options.ts';
+
+/** The worker's parts every run uses. */
+export interface RunDepsSource {
+  host: WorkerHost;
+  options: ResolvedOptions;
+  store: Store;
+  writer: WriteBatcher;
+  workerId: string;
+  news: WorkerNewsDesk;
+  /** Until when the lease of a task is surely still held (the heartbeat's view). */
+  safeUntil: (taskId: string) => number;
+  /** Runs that park may be kept in memory (`keepParked` > 0). */
+  keepParked: boolean;
+}
+
+/** The services of one run of `taskId` (`ending`: its code is over, only its last write is left). */
+export function runDeps(src: RunDepsSource, taskId: string, wf: Workflow, info: RunInfo, ending: () => void): RunDeps {
+  const { host, options: o, news } = src;
+  return {
+    store: src.store,
+    writer: src.writer,
+    clock: host.clock,
+    workerId: src.workerId,
+    parkAfterMs: o.parkAfterMs,
+    cancelGraceMs: o.cancelGraceMs,
+    leaseSafeUntil: () => src.safeUntil(taskId),
+    emit: news.emitFor(info),
+    hears: (name) => news.hears(name),
+    outputBytes: host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
+    idempotency: host.idempotency,
+    streamFrames: host.streamFrames?.keep ?? 'task',
+    framesAppended: (id) => news.framesAppended(id),
+    rateLimits: host.rateLimits,
+    runCode: workflowCode(wf, host.engine),
+    replayStallMs: o.replayStallMs,
+    ending,
+    keepParked: src.keepParked,
+  };
+}
+
+/** Fails a claimed task whose run could not be constructed (fenced by the claim's epoch). */
+export async function failUnstartable(claimed: ClaimedTask, error: Error, writer: WriteBatcher, clock: Clock, workerId: string): Promise<void> {
+  const { write } = planTransition({
+    taskId: claimed.task.id,
+    state: claimed.task,
+    event: 'fail',
+    guard: { epoch: claimed.task.epoch },
+    at: clock.now(),
+    set: { error: encodeError(error) },
+    detail: { error: error.message },
+    workerId,
+    notify: (edge) => wakeFor(edge, claimed.task.id, claimed.task.workflow),
+    parentId: claimed.task.parentId,
+  });
+  await writer.write(write);
+}
