@@ -58,7 +58,10 @@ class LogWatch {
       for (const p of now) {
         const f = this.#followed.get(p.taskId);
         if (!f) continue;
-        const moved = f.at !== null && (f.at.seq !== p.seq || f.at.frame !== p.frame);
+        // A task's first look tells its followers too: the watch does not know what they read
+        // before it, and an entry committed between a follower's first read and this look would
+        // otherwise be taken as the starting point and wait for the follower's next poll.
+        const moved = f.at === null || f.at.seq !== p.seq || f.at.frame !== p.frame;
         f.at = p;
         if (moved) this.#bus.publish({ type: 'log:moved', taskId: p.taskId });
       }
