@@ -23,7 +23,7 @@ import { isFinished } from './lifecycle.ts';
 import { TaskRun, type RunDeps } from './run/task-run.ts';
 import { ParkedRuns } from './worker/parked-runs.ts';
 import { DueAgain } from './worker/due-again.ts';
-import { failUnstartable, runDeps, type RunDepsSource } from './worker/run-deps.ts';
+import { failUnstartable, releaseUnread, runDeps, withJournal, type RunDepsSource } from './worker/run-deps.ts';
 import type { TaskStatus } from './lifecycle.ts';
 import type { ClaimedTask, Store } from './store.ts';
 import { WriteBatcher } from './write-batcher.ts';
@@ -199,7 +199,7 @@ export class Worker {
           this.#dueAgain.taken(claimed.map((c) => c.task.id));
           if (got) this.#news.appended(claimed.map((c) => c.task));
           this.#backlog = got === Math.min(free, this.#o.claimBatch);
-          for (const c of claimed) this.#startRun(c);
+          for (const c of claimed) this.#startRun(c, now);
         } catch (e) {
           this.#backlog = true;
           this.#news.emit('worker:error', { error: coerceError(e), during: 'claiming tasks' });
@@ -222,14 +222,15 @@ export class Worker {
     }
   }
 
-  #startRun(claimed: ClaimedTask): void {
+  /** Starts the run of a task claimed at `claimedAt` (the claim's `now`: its lease runs from then). */
+  #startRun(claimed: ClaimedTask, claimedAt: number): void {
     // Claimed again while its previous run here writes its end (that write made it due at once):
     // the new run starts once the previous one has finished, so that their news stays in order.
     const previous = this.#ending.has(claimed.task.id) ? this.#runDone.get(claimed.task.id) : undefined;
     if (previous) {
       this.#later(
         claimed.task.id,
-        previous.then(() => this.#startRun(claimed)),
+        previous.then(() => this.#startRun(claimed, claimedAt)),
       );
       return;
     }
@@ -243,7 +244,10 @@ export class Worker {
       // The kept run may not go on after all (its task changed meanwhile): a replay needs the journal.
       this.#later(
         claimed.task.id,
-        this.#withJournal(claimed).then((full) => this.#startRun(full)),
+        withJournal(this.#store as Store, claimed).then(
+          (full) => this.#startRun(full, claimedAt),
+          (e: unknown) => this.#handBack(claimed, coerceError(e)),
+        ),
       );
       return;
     }
@@ -269,17 +273,19 @@ export class Worker {
         return;
       }
     }
-    this.#launch(run, wf, info, () => (resumed ? resumed.resume(claimed, deps()) : (run as TaskRun).execute()));
+    this.#launch(run, wf, info, claimedAt, () => (resumed ? resumed.resume(claimed, deps()) : (run as TaskRun).execute()));
   }
 
   /** Runs `run` (its first run, or resumed) in a slot of this worker, and what follows its end. */
-  #launch(run: TaskRun, wf: Workflow, info: RunInfo, go: () => Promise<TaskStatus | 'lease-lost'>): void {
+  #launch(run: TaskRun, wf: Workflow, info: RunInfo, claimedAt: number, go: () => Promise<TaskStatus | 'lease-lost'>): void {
     const started = this.#host.clock.now();
     // Reclaimed from its own earlier run (lease expired under it): fence that run off, as the heartbeat would.
     this.#runs.get(run.taskId)?.loseLease();
     this.#ending.delete(run.taskId);
     this.#runs.set(run.taskId, run);
-    this.#heartbeat?.renewed(run.taskId, started);
+    // The lease runs from the claim, not from now: a start that waited (a journal read, the end
+    // of the task's previous run here) has less of it left.
+    this.#heartbeat?.renewed(run.taskId, claimedAt);
     if (this.#state === 'stopping') run.drain();
     this.#news.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: info.epoch, reclaimed: info.reclaimed }, info);
     const p = go()
@@ -314,10 +320,10 @@ export class Worker {
     void later.finally(() => this.#running.delete(later));
   }
 
-  /** `claimed` with its journal, read now (the claim left it out). */
-  async #withJournal(claimed: ClaimedTask): Promise<ClaimedTask> {
-    const steps = await (this.#store as Store).getSteps(claimed.task.id);
-    return { task: claimed.task, event: claimed.event, steps, signals: claimed.signals };
+  /** A claimed task whose journal could not be read is handed back rather than held until its lease expires. */
+  async #handBack(claimed: ClaimedTask, error: Error): Promise<void> {
+    this.#news.emit('worker:error', { error, during: `reading the journal of task ${claimed.task.id}` });
+    await releaseUnread(claimed, error, this.#writer as WriteBatcher, this.#host.clock, this.id);
   }
 
   /**

@@ -4,7 +4,9 @@
 // workflow counts how often its function starts: a replay starts it again, a resumed run does not.
 import { describe, expect, it } from 'vitest';
 import { openStore, workflow, type Store } from '../src/index.ts';
+import { ManualClock } from '../src/testing/index.ts';
 import type { HeartbeatRequest } from '../src/store/leases.ts';
+import type { WriteOp } from '../src/store/journal.ts';
 import { CHAT_MESSAGE_SIGNAL, chatMessages, replyStep, type ChatMessage } from '../src/ai/index.ts';
 import { TEST_STORE, eventually, gate, makeEngine, startWorker, tempDbUrl, transitionsOf, waitForStatus } from './support/engine.ts';
 
@@ -108,6 +110,32 @@ describe('parked runs kept in memory', () => {
     expect(transitionsOf(await engine.get(id)).map((t) => t.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
   });
 
+  it("a step's retry parked and resumed in memory reports its next attempt under the new claim's epoch", async () => {
+    let calls = 0;
+    const flaky = workflow('kept-flaky', async (ctx) => {
+      starts.set(ctx.taskId, started(ctx.taskId) + 1);
+      return ctx.step(
+        'call',
+        () => {
+          if (++calls === 1) throw new Error('try again');
+          return 'ok';
+        },
+        { retry: { maxAttempts: 3, initialDelay: 300, maxDelay: 300, jitter: false } },
+      );
+    });
+    const attempts: Array<{ attempt: number; epoch: number }> = [];
+    const engine = makeEngine({ workflows: [flaky], observers: [{ onStepStart: (a) => void attempts.push({ attempt: a.attempt, epoch: a.epoch }) }] });
+    await startWorker(engine, { parkAfterMs: 0 });
+    const { id } = await engine.start(flaky, {});
+    expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
+    expect(started(id)).toBe(1);
+    expect(transitionsOf(await engine.get(id)).map((t) => t.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
+    expect(attempts).toEqual([
+      { attempt: 1, epoch: 1 },
+      { attempt: 2, epoch: 2 },
+    ]);
+  });
+
   it('a parked task cancelled with cleanup owed is not resumed: the cancel replays it and its compensation runs', async () => {
     const undone: string[] = [];
     const booking = workflow('kept-booking', async (ctx) => {
@@ -173,6 +201,113 @@ describe('parked runs kept in memory', () => {
       expect(lost).toEqual([]);
       expect(started(id)).toBe(1);
       expect(transitionsOf(await engine.get(id)).map((t) => t.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
+      await engine.close();
+    } finally {
+      await inner.close();
+    }
+  });
+
+  it('a renewal answered after the park committed, before the worker let go of the run, does not cost the kept run', async () => {
+    const waiter = workflow('kept-waiter', async (ctx) => {
+      starts.set(ctx.taskId, started(ctx.taskId) + 1);
+      await ctx.waitForEvent('go', { timeout: '10m' });
+      return 'done';
+    });
+    const inner = await openStore(tempDbUrl());
+    const parkCommitted = gate();
+    const answered = gate();
+    let parks = 0;
+    let renewalsAfterPark = 0;
+    // The park's write returns only once a renewal sent after it committed has been answered (the
+    // store no longer counts the task as held) and the heartbeat has dealt with that answer.
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'writeBatchNow') return undefined;
+        if (prop === 'writeBatch') {
+          return async (ops: readonly WriteOp[]) => {
+            const r = await inner.writeBatch(ops);
+            if (ops.some((op) => op.kind === 'transition' && op.event === 'park') && ++parks === 1) {
+              parkCommitted.open();
+              await answered.promise;
+            }
+            return r;
+          };
+        }
+        if (prop === 'heartbeat') {
+          return async (r: HeartbeatRequest) => {
+            const answer = await inner.heartbeat(r);
+            if (parks === 1 && r.held.length && ++renewalsAfterPark === 1) setTimeout(() => answered.open(), 50);
+            return answer;
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Store;
+    try {
+      const engine = makeEngine({ store, workflows: [waiter] });
+      await startWorker(engine, { parkAfterMs: 0, heartbeatMs: 20, leaseMs: 60_000 });
+      const { id } = await engine.start(waiter, {});
+      await parkCommitted.promise;
+      await answered.promise;
+      await waitForStatus(engine, id, 'waiting');
+      await engine.signal(id, 'go', {});
+      expect(await engine.result(id, { timeout: '20s' })).toBe('done');
+      expect(started(id)).toBe(1);
+      await engine.close();
+    } finally {
+      await inner.close();
+    }
+  });
+
+  it('a kept run that may not go on, whose journal then cannot be read, hands its task back instead of holding it for a lease', async () => {
+    // The workflow's deadline passes while it parks: the claim at the deadline may not resume the
+    // kept run, and the journal the claim left out must be read for a replay.
+    const bounded = workflow(
+      'kept-unread',
+      async (ctx) => {
+        starts.set(ctx.taskId, started(ctx.taskId) + 1);
+        await ctx.step('a', () => 1);
+        await ctx.waitForEvent('confirm', { timeout: '10m' });
+        return 'confirmed';
+      },
+      { timeout: '1m' },
+    );
+    const clock = new ManualClock();
+    const inner = await openStore(tempDbUrl());
+    let failReads = 0;
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'getSteps') {
+          return async (taskId: string) => {
+            if (failReads > 0) {
+              failReads--;
+              throw new Error('connection reset');
+            }
+            return inner.getSteps(taskId);
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Store;
+    try {
+      const engine = makeEngine({ store, workflows: [bounded], clock });
+      // The test reads the task through the store itself: only the worker's reads fail.
+      const reader = makeEngine({ store: inner, workflows: [bounded], clock });
+      // A lease of a minute: the task ends within the test only if it is handed back.
+      const worker = await startWorker(engine, { parkAfterMs: 0, leaseMs: 60_000 });
+      const errors: string[] = [];
+      worker.on('worker:error', ({ during }) => errors.push(during));
+      failReads = 1;
+      const { id } = await engine.start(bounded, {});
+      await waitForStatus(reader, id, 'waiting');
+      await clock.advance('1m'); // within the 5 minutes a parked run is kept
+      await waitForStatus(reader, id, 'failed');
+      const info = await reader.get(id);
+      expect(info.status === 'failed' && info.error.code).toBe('DEADLINE_EXCEEDED');
+      expect(errors).toEqual([`reading the journal of task ${id}`]);
+      expect(transitionsOf(info).map((t) => t.event)).toEqual(['create', 'claim', 'park', 'claim', 'release', 'claim', 'fail']);
       await engine.close();
     } finally {
       await inner.close();

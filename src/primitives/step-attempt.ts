@@ -68,7 +68,8 @@ function resumeRecorded(run: Run, c: StepCall<unknown>): boolean {
 
 /** Runs the step's attempts (resuming a recorded retry) until it succeeds or fails for good. */
 export async function executeStep<T>(run: Run, c: StepCall<T>): Promise<T> {
-  const { clock, emit, hears } = run.deps;
+  // `run.deps` is read at each use: a run resumed after a park has the services of its new claim.
+  const { clock } = run.deps;
   const { options, recorded } = c;
   const asked = resumeRecorded(run, c as StepCall<unknown>);
   if (recorded?.status === 'retrying' && recorded.wakeAt !== null) {
@@ -114,7 +115,7 @@ export async function executeStep<T>(run: Run, c: StepCall<T>): Promise<T> {
     }
     c.attempt++;
     c.started = clock.now();
-    if (hears('step:started')) emit('step:started', attemptOf(run, c));
+    if (run.deps.hears('step:started')) run.deps.emit('step:started', attemptOf(run, c));
     let value: T;
     if (c.undoable) run.trackUndoable(c.stepId);
     try {

@@ -92,14 +92,14 @@ export function stepSucceeded<T>(run: Run, c: StepCall<T>, value: T): Promise<T>
   const finishedAt = run.deps.clock.now();
   const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.firstStart, finishedAt });
   const attempt = c.attempt;
-  const { emit, hears } = run.deps;
   return run.writer.complete(
     row,
     () => (output === null ? undefined : JSON.parse(output)) as T,
     undefined,
     // Reported once the result is durable (a step reported completed never runs again).
     () => {
-      if (hears('step:completed')) emit('step:completed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt, durationMs: finishedAt - c.started });
+      if (run.deps.hears('step:completed'))
+        run.deps.emit('step:completed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt, durationMs: finishedAt - c.started });
     },
   );
 }

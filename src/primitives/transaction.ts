@@ -84,7 +84,8 @@ const TRANSACTION: Primitive<TxFn, TransactionOptions | undefined, TxCall, unkno
 };
 
 async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
-  const { clock, emit, hears } = run.deps;
+  // `run.deps` is read at each use: a run resumed after a park has the services of its new claim.
+  const { clock } = run.deps;
   c.firstStart = clock.now();
   for (;;) {
     // No side effect before every result the code has received is durable.
@@ -96,7 +97,7 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
       return parked(run);
     }
     c.attempt++;
-    if (hears('step:started')) emit('step:started', attemptOf(run, c));
+    if (run.deps.hears('step:started')) run.deps.emit('step:started', attemptOf(run, c));
     const started = clock.now();
     let output: string | null = null;
     let done = 0;
@@ -120,7 +121,7 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
       const error = coerceError(raw);
       if (!shouldRetry(c.policy, error, c.attempt)) return stepFailed(run, c, error);
       const delayMs = backoffMs(c.policy, c.attempt, error);
-      emit('step:retrying', { ...attemptOf(run, c), delayMs, error, parked: false });
+      run.deps.emit('step:retrying', { ...attemptOf(run, c), delayMs, error, parked: false });
       await clock.sleep(delayMs, run.signal);
       continue;
     }
@@ -130,7 +131,7 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
       throw haltReason(run.state);
     }
     faultPoint('transaction:committed');
-    if (hears('step:completed')) emit('step:completed', { ...attemptOf(run, c), durationMs: clock.now() - started });
+    if (run.deps.hears('step:completed')) run.deps.emit('step:completed', { ...attemptOf(run, c), durationMs: clock.now() - started });
     const result = output;
     return run.replay.inOrder(
       Promise.resolve().then(() => decodeJson(result)),

@@ -324,9 +324,13 @@ export class RunCore implements Run {
     const fetching: Promise<boolean> = this.deps.store.pendingSignals(this.taskId, this.lastSignalId).then(
       (fresh) => {
         if (this.#fetching === fetching) this.#fetching = null;
-        for (const s of fresh) this.signals.push(s);
-        if (fresh.length) this.lastSignalId = Math.max(...fresh.map((s) => s.id));
-        return fresh.length > 0;
+        // Only signals newer than any the run knows of now: a read that began before a resume
+        // (`rearm`) may return signals the new claim already handed over.
+        const known = this.lastSignalId;
+        const added = fresh.filter((s) => s.id > known);
+        for (const s of added) this.signals.push(s);
+        if (added.length) this.lastSignalId = Math.max(...added.map((s) => s.id));
+        return added.length > 0;
       },
       (e: unknown) => {
         if (this.#fetching === fetching) this.#fetching = null;

@@ -73,6 +73,11 @@ export class TaskRun {
     return this.#run.epoch;
   }
 
+  /** The run's code and cleanup are over: only its last write may be left (or it parked and is kept). */
+  get ended(): boolean {
+    return this.#run.ended;
+  }
+
   /** The run parked and is kept: the worker may resume it (see {@link resume}) or drop it ({@link discard}). */
   get kept(): boolean {
     return this.#kept;

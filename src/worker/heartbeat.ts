@@ -90,7 +90,10 @@ export class Heartbeat {
       if (runs.get(run.taskId) !== run || run.epoch !== epoch) continue; // finished, or claimed again, meanwhile
       const h = byId.get(run.taskId);
       if (!h) {
-        run.loseLease();
+        // A run whose end is written (or being written, fenced by its epoch) has nothing left to
+        // stop: a park that committed before this answer leaves the task unheld, and taking that
+        // for a lost lease would cost the parked run its place among the kept ones.
+        if (!run.ended) run.loseLease();
         continue;
       }
       this.#renewedAt.set(run.taskId, now);

@@ -73,3 +73,31 @@ export async function failUnstartable(claimed: ClaimedTask, error: Error, writer
   });
   await writer.write(write);
 }
+
+/**
+ * Hands a claimed task back whose run could not start because its journal could not be read (the
+ * claim left it out for a kept run that may not go on after all): a running task is due again at
+ * once, a cancelling one is left for the next worker to take over, rather than held under this
+ * worker's lease until it expires. Fenced by the claim's epoch.
+ */
+export async function releaseUnread(claimed: ClaimedTask, error: Error, writer: WriteBatcher, clock: Clock, workerId: string): Promise<void> {
+  const { write } = planTransition({
+    taskId: claimed.task.id,
+    state: claimed.task,
+    event: 'release',
+    guard: { epoch: claimed.task.epoch },
+    at: clock.now(),
+    set: {},
+    detail: { reason: `its journal could not be read: ${error.message}` },
+    workerId,
+    notify: (edge) => wakeFor(edge, claimed.task.id, claimed.task.workflow),
+    parentId: claimed.task.parentId,
+  });
+  await writer.write(write);
+}
+
+/** `claimed` with its journal, read now (the claim left it out: see `ClaimRequest.journals`). */
+export async function withJournal(store: Store, claimed: ClaimedTask): Promise<ClaimedTask> {
+  const steps = await store.getSteps(claimed.task.id);
+  return { task: claimed.task, event: claimed.event, steps, signals: claimed.signals };
+}
