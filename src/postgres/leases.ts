@@ -5,7 +5,7 @@
  * expiry of leases whose holder stopped renewing them, and when the next task falls due.
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
-import { DB_NOW_MS, LEASED_SQL, Params, assignments, heartbeatSql, nextDueSql, sqlStatuses } from './sql-text.ts';
+import { DB_NOW_MS, LEASED_SQL, Params, assignments, heartbeatSql, lockEachInIdOrder, nextDueSql, sqlStatuses } from './sql-text.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import type { ExpireRequest, HeartbeatRequest, HeldTask, NextRunRequest } from '../store.ts';
 
@@ -18,7 +18,12 @@ export async function leaseOwners(c: PgContext, _now: number): Promise<string[]>
   );
 }
 
-/** Ends the live leases of `owner` now (the database's now), so that the next claim reclaims its tasks. */
+/**
+ * Ends the live leases of `owner` now (the database's now), so that the next claim reclaims its
+ * tasks. The rows are locked in id order first, as every multi-row writer here locks them (a scan
+ * order would deadlock with a write batch over the same tasks); the update then tests each row as
+ * it stands once locked.
+ */
 export async function endLeasesOf(c: PgContext, owner: string, _now: number): Promise<number> {
   return run(
     c,
@@ -27,8 +32,11 @@ export async function endLeasesOf(c: PgContext, owner: string, _now: number): Pr
         await rows(
           c,
           poolOf(c),
-          `WITH n AS (SELECT ${DB_NOW_MS} AS now)
-      UPDATE ${c.t.tasks} SET lease_expires_at = n.now FROM n WHERE lease_owner = $1 AND status IN (${LEASED_SQL}) AND lease_expires_at > n.now RETURNING 1`,
+          `WITH n AS (SELECT ${DB_NOW_MS} AS now),
+            held AS (SELECT id FROM ${c.t.tasks}, n WHERE lease_owner = $1 AND status IN (${LEASED_SQL}) AND lease_expires_at > n.now),
+            k AS (${lockEachInIdOrder(c.t, 'held u')})
+      UPDATE ${c.t.tasks} t SET lease_expires_at = n.now FROM n, k
+      WHERE t.id = k.id AND t.lease_owner = $1 AND t.status IN (${LEASED_SQL}) AND t.lease_expires_at > n.now RETURNING 1`,
           [owner],
         )
       ).length,
