@@ -154,12 +154,14 @@ export async function report(c: SectionCtx): Promise<void> {
     const perMinute = 300;
     const queued = 3 * perMinute;
     c.line(
-      `    A limit of ${perMinute} calls a minute shared by 4 worker processes: ${queued} tasks of one limited step, started at once; the most calls any minute held, and each whole minute's calls from the first call on, as a share of the limit:`,
+      `    A limit of ${perMinute} calls a minute shared by 4 worker processes: ${queued} tasks of one limited step, started at once; the most calls any minute held, the calls per minute over the run as a share of the limit, and each whole minute's calls from the first call on:`,
     );
     const minutes: RateLimitThroughput[] = [await acrossProcesses(`sqlite:${join(tempDir(), 'rate-minute.db')}`, 'sqlite', 4, perMinute, 60_000, queued)];
     if (c.pgUp) minutes.push(await acrossProcesses(postgres.freshPgUrl('rateminute'), 'postgres', 4, perMinute, 60_000, queued));
     for (const f of minutes) {
-      c.line(`    ${f.store.padEnd(9)} busiest minute ${f.busiestWindow} of ${f.rate} | whole minutes ${f.windows.map((w) => `${fmt(w * 100, 1)}%`).join(', ')} of the limit`);
+      c.line(
+        `    ${f.store.padEnd(9)} busiest minute ${f.busiestWindow} of ${f.rate} | throughput ${fmt(f.share * 100, 1)}% of the limit | whole minutes ${f.windows.map((w) => `${fmt(w * 100, 1)}%`).join(', ')}`,
+      );
     }
     shared.push(...minutes);
   }
