@@ -3,7 +3,7 @@
 // between (another worker's run, a cancel) makes the next run replay its journal as before. Each
 // workflow counts how often its function starts: a replay starts it again, a resumed run does not.
 import { describe, expect, it } from 'vitest';
-import { openStore, workflow, type Store } from '../src/index.ts';
+import { openStore, workflow, type Store, type WorkflowContext } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import type { HeartbeatRequest } from '../src/store/leases.ts';
 import type { WriteOp } from '../src/store/journal.ts';
@@ -310,6 +310,57 @@ describe('parked runs kept in memory', () => {
       expect(transitionsOf(info).map((t) => t.event)).toEqual(['create', 'claim', 'park', 'claim', 'release', 'claim', 'fail']);
       await engine.close();
     } finally {
+      await inner.close();
+    }
+  });
+
+  // On PostgreSQL leases run on the database's clock, so only the worker's own count can fence the
+  // run here (on SQLite the store's lease, on the engine's clock, expires too, and the worker's
+  // reclaim fences the run whatever it counted).
+  it.skipIf(TEST_STORE !== 'postgres')('a run whose start waited counts its lease from the claim: past it, the run fences itself at the next heartbeat', async () => {
+    const bHeld = gate<string>();
+    const code = async (ctx: WorkflowContext): Promise<string> => {
+      await ctx.step('a', () => 1);
+      await ctx.waitForEvent('go', { timeout: '10m' });
+      return ctx.step('b', () => bHeld.promise);
+    };
+    const clock = new ManualClock();
+    const inner = await openStore(tempDbUrl());
+    let slowRead = false;
+    // The journal read of the claim after the signal takes 40 s of the engine's clock.
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        if (prop === 'getSteps') {
+          return async (taskId: string) => {
+            if (slowRead) {
+              slowRead = false;
+              await clock.advance('40s');
+            }
+            return inner.getSteps(taskId);
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Store;
+    try {
+      const engine = makeEngine({ store, workflows: [workflow('kept-slow-start', code)], clock });
+      const reader = makeEngine({ store: inner, clock });
+      const worker = await startWorker(engine, { parkAfterMs: 0, leaseMs: 30_000, heartbeatMs: 20 });
+      const lost: number[] = [];
+      worker.on('lease:lost', ({ epoch }) => lost.push(epoch));
+      const { id } = await engine.start('kept-slow-start', {});
+      await waitForStatus(reader, id, 'waiting');
+      // A new definition of the workflow: the kept run may not go on, and the claim's journal is read.
+      engine.register(workflow('kept-slow-start', code));
+      slowRead = true;
+      await engine.signal(id, 'go', {});
+      await eventually(async () => lost.length > 0, 10_000, 'the run fencing itself');
+      expect(lost).toEqual([2]);
+      bHeld.open('late');
+      await engine.close();
+    } finally {
+      bHeld.open('late');
       await inner.close();
     }
   });
