@@ -359,7 +359,6 @@ export class Worker {
       }
       await all();
     }
-    this.#parked.clear();
     await this.#background?.stop();
     await this.#heartbeat?.stop();
     await this.#writer?.drain();

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation } from '../src/transitions.ts';
-import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
+import { claimOf } from './support/claims.ts';
 import type { TransitionWrite } from '../src/store.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
 
@@ -47,15 +47,7 @@ describe.skipIf(!(await hasPostgres()))('ends of children on PostgreSQL', () => 
       await task('a-parent');
       await task('b-child-1', 'a-parent');
       await task('c-child-2', 'a-parent');
-      const claimed = await store.claim({
-        workerId: 'w1',
-        now: T0,
-        leaseMs: 60_000,
-        limit: 10,
-        workflows: ['wf'],
-        claim: { from: sourcesOf('claim'), to: 'running' as TaskStatus },
-        reclaim: { from: sourcesOf('reclaim'), to: { running: 'running', cancelling: 'cancelling' } as Partial<Record<TaskStatus, TaskStatus>> },
-      });
+      const claimed = await store.claim(claimOf('w1', T0));
       const epochOf = (id: string) => claimed.find((c) => c.task.id === id)?.task.epoch as number;
       const signalOf: Record<string, number> = {};
       if (consume) {

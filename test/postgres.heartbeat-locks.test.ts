@@ -6,8 +6,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation } from '../src/transitions.ts';
-import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
-import type { ClaimRequest } from '../src/store.ts';
+import { claimOf } from './support/claims.ts';
 import { eventually } from './support/engine.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
 
@@ -15,16 +14,6 @@ const T0 = 1_700_000_000_000;
 const schema = freshSchemaName('sw_hblocks');
 afterAll(async () => {
   if (await hasPostgres()) await dropSchema(schema);
-});
-
-const claimOf = (workerId: string, now: number): ClaimRequest => ({
-  workerId,
-  now,
-  leaseMs: 60_000,
-  limit: 10,
-  workflows: ['wf'],
-  claim: { from: sourcesOf('claim'), to: 'running' as TaskStatus },
-  reclaim: { from: sourcesOf('reclaim'), to: { running: 'running', cancelling: 'cancelling' } as Partial<Record<TaskStatus, TaskStatus>> },
 });
 
 describe.skipIf(!(await hasPostgres()))('heartbeats on PostgreSQL', () => {

@@ -9,7 +9,7 @@ import { SqliteStore } from '../src/sqlite/store.ts';
 import { PostgresStore } from '../src/postgres/store.ts';
 import { WriteBatcher } from '../src/write-batcher.ts';
 import { isStepwiseError } from '../src/errors.ts';
-import { sourcesOf, type TaskStatus } from '../src/lifecycle.ts';
+import { claimOf } from './support/claims.ts';
 import { planCreation } from '../src/transitions.ts';
 import type { StepRow, Store, TaskRow } from '../src/store.ts';
 import { tempDir } from './support/engine.ts';
@@ -43,15 +43,7 @@ async function claimedTasks(store: Store, n: number): Promise<TaskRow[]> {
   for (const id of ids) {
     await store.insertTask({ id, workflow: 'wf', workflowVersion: '1', input: null, idempotencyKey: null, runAt: T0, createdAt: T0, ...planCreation({ kind: 'user', id: 'anonymous' }) });
   }
-  const claimed = await store.claim({
-    workerId: 'w1',
-    now: T0,
-    leaseMs: 60_000,
-    limit: n,
-    workflows: ['wf'],
-    claim: { from: sourcesOf('claim'), to: 'running' as TaskStatus },
-    reclaim: { from: sourcesOf('reclaim'), to: { running: 'running', cancelling: 'cancelling' } as Partial<Record<TaskStatus, TaskStatus>> },
-  });
+  const claimed = await store.claim(claimOf('w1', T0, n));
   return ids.map((id) => claimed.find((c) => c.task.id === id)?.task as TaskRow);
 }
 

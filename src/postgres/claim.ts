@@ -99,7 +99,7 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
 /** The claimed rows with their journals (but those the worker holds) and unconsumed signals. */
 async function withJournals(c: PgContext, client: ClientBase, r: ClaimRequest, taken: Record<string, unknown>[]): Promise<ClaimedTask[]> {
   const ids = taken.map((row) => String(row.id));
-  const held = new Set(taken.filter((row) => row.p_event === 'claim' && journalHeld(r, { id: String(row.id), epoch: Number(row.epoch) })).map((row) => String(row.id)));
+  const held = new Set(taken.filter((row) => journalHeld(r, { id: String(row.id), epoch: Number(row.epoch) }, row.p_event as 'claim' | 'reclaim')).map((row) => String(row.id)));
   const read = ids.filter((id) => !held.has(id));
   const steps = groupBy(
     read.length ? (await rows(c, client, `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [read])).map(toStepRow) : [],
@@ -176,7 +176,8 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   // committed while this statement waited is included (later ones are fenced off). A first run
   // has no journal, but a fork's (the rows it copied). Signals sent meanwhile are picked up when the
   // run waits for them.
-  const held = (row: Record<string, unknown>): boolean => row.p_pri !== 0 && journalHeld(r, { id: String(row.id), epoch: Number(row.epoch) });
+  const eventOf = (row: Record<string, unknown>): 'claim' | 'reclaim' => (row.p_pri === 0 ? 'reclaim' : 'claim');
+  const held = (row: Record<string, unknown>): boolean => journalHeld(r, { id: String(row.id), epoch: Number(row.epoch) }, eventOf(row));
   const withSteps = taken.filter((row) => (Number(row.runs) > 1 || row.forked_from !== null) && !held(row)).map((row) => String(row.id));
   const withSignals = taken.filter((row) => row.has_signals === true).map((row) => String(row.id));
   const [steps, signals] = await Promise.all([
@@ -187,7 +188,7 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   const signalsBy = groupBy(signals.map(toSignalRow), (x) => x.taskId);
   return taken.map((row) => {
     const task = toTaskRow(row);
-    const claimed: ClaimedTask = { task, event: row.p_pri === 0 ? 'reclaim' : 'claim', steps: stepsBy.get(task.id) ?? [], signals: signalsBy.get(task.id) ?? [] };
+    const claimed: ClaimedTask = { task, event: eventOf(row), steps: stepsBy.get(task.id) ?? [], signals: signalsBy.get(task.id) ?? [] };
     if (held(row)) claimed.journalOmitted = true;
     return claimed;
   });

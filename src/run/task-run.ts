@@ -97,10 +97,11 @@ export class TaskRun {
     const run = this.#run;
     this.#kept = false;
     run.rearm(claimed, deps);
+    // A wait whose signal came ends now; the others arm their deadlines again.
     for (const wait of [...run.waits.values()]) {
       if (wait.wake && run.signals.some((s) => wait.events.includes(s.name))) wait.wake();
+      else wait.rearm?.();
     }
-    for (const wait of [...run.waits.values()]) wait.rearm?.();
     scheduleIdleCheck(run);
     return this.#drive(false);
   }

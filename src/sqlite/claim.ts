@@ -129,7 +129,7 @@ export function claim(c: SqliteContext, r: ClaimRequest): ClaimedTask[] {
       const detail = p.event === 'reclaim' ? JSON.stringify({ previousOwner: p.leaseOwner }) : null;
       c.append(Number(raw.no), r.now, [transitionEntry('worker', r.workerId, { event: p.event, from: p.status, to, epoch: row.epoch, detail })]);
       const signals = signalsBy.get(p.id) ?? [];
-      if (p.event === 'claim' && journalHeld(r, row)) return { task: row, event: p.event, steps: [], signals, journalOmitted: true };
+      if (journalHeld(r, row, p.event)) return { task: row, event: p.event, steps: [], signals, journalOmitted: true };
       // A first run has no journal yet, but a fork's (the rows it copied).
       return { task: row, event: p.event, steps: row.runs > 1 || row.forkedFrom !== null ? c.steps(p.id, Number(raw.no)) : [], signals };
     });

@@ -50,9 +50,12 @@ export interface ClaimedTask {
   journalOmitted?: true;
 }
 
-/** Whether a claim leaves the journal of `task` out, the worker holding it (see `ClaimRequest.journals`). */
-export function journalHeld(r: ClaimRequest, task: { id: string; epoch: number }): boolean {
-  return r.journals !== undefined && r.journals.get(task.id) === task.epoch - 1;
+/**
+ * Whether a claim leaves the journal of `task` out, the worker holding it (see
+ * `ClaimRequest.journals`): a claim (never a reclaim) at the epoch after the one held.
+ */
+export function journalHeld(r: ClaimRequest, task: { id: string; epoch: number }, event: 'claim' | 'reclaim'): boolean {
+  return event === 'claim' && r.journals !== undefined && r.journals.get(task.id) === task.epoch - 1;
 }
 
 export interface HeartbeatRequest {

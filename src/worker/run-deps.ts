@@ -5,7 +5,7 @@
  * whose run cannot even be constructed.
  */
 import type { Clock } from '../clock.ts';
-import type { ClaimedTask, Store } from '../store.ts';
+import type { ClaimedTask, Store, TaskPatch } from '../store.ts';
 import type { RunDeps } from '../run/task-run.ts';
 import type { RunInfo } from '../news.ts';
 import type { Workflow } from '../workflow.ts';
@@ -57,16 +57,24 @@ export function runDeps(src: RunDepsSource, taskId: string, wf: Workflow, info: 
   };
 }
 
-/** Fails a claimed task whose run could not be constructed (fenced by the claim's epoch). */
-export async function failUnstartable(claimed: ClaimedTask, error: Error, writer: WriteBatcher, clock: Clock, workerId: string): Promise<void> {
+/** Ends a claim this worker cannot run, by `event` from the claimed status, fenced by the claim's epoch. */
+async function endClaim(
+  claimed: ClaimedTask,
+  event: 'fail' | 'release',
+  set: TaskPatch,
+  detail: Record<string, unknown>,
+  writer: WriteBatcher,
+  clock: Clock,
+  workerId: string,
+): Promise<void> {
   const { write } = planTransition({
     taskId: claimed.task.id,
     state: claimed.task,
-    event: 'fail',
+    event,
     guard: { epoch: claimed.task.epoch },
     at: clock.now(),
-    set: { error: encodeError(error) },
-    detail: { error: error.message },
+    set,
+    detail,
     workerId,
     notify: (edge) => wakeFor(edge, claimed.task.id, claimed.task.workflow),
     parentId: claimed.task.parentId,
@@ -74,26 +82,19 @@ export async function failUnstartable(claimed: ClaimedTask, error: Error, writer
   await writer.write(write);
 }
 
+/** Fails a claimed task whose run could not be constructed. */
+export function failUnstartable(claimed: ClaimedTask, error: Error, writer: WriteBatcher, clock: Clock, workerId: string): Promise<void> {
+  return endClaim(claimed, 'fail', { error: encodeError(error) }, { error: error.message }, writer, clock, workerId);
+}
+
 /**
  * Hands a claimed task back whose run could not start because its journal could not be read (the
  * claim left it out for a kept run that may not go on after all): a running task is due again at
  * once, a cancelling one is left for the next worker to take over, rather than held under this
- * worker's lease until it expires. Fenced by the claim's epoch.
+ * worker's lease until it expires.
  */
-export async function releaseUnread(claimed: ClaimedTask, error: Error, writer: WriteBatcher, clock: Clock, workerId: string): Promise<void> {
-  const { write } = planTransition({
-    taskId: claimed.task.id,
-    state: claimed.task,
-    event: 'release',
-    guard: { epoch: claimed.task.epoch },
-    at: clock.now(),
-    set: {},
-    detail: { reason: `its journal could not be read: ${error.message}` },
-    workerId,
-    notify: (edge) => wakeFor(edge, claimed.task.id, claimed.task.workflow),
-    parentId: claimed.task.parentId,
-  });
-  await writer.write(write);
+export function releaseUnread(claimed: ClaimedTask, error: Error, writer: WriteBatcher, clock: Clock, workerId: string): Promise<void> {
+  return endClaim(claimed, 'release', {}, { reason: `its journal could not be read: ${error.message}` }, writer, clock, workerId);
 }
 
 /** `claimed` with its journal, read now (the claim left it out: see `ClaimRequest.journals`). */
