@@ -29,7 +29,8 @@
  *   write: the first `log` entry's, or for a StepWrite the worker holding the lease.
  *
  * The contract is grouped by capability, one interface per file of `store/` (tasks, journal, log,
- * runs, leases, signals, approvals, retention, workflows, wake-ups, idempotency, transactions);
+ * runs, leases, signals, approvals, retention, workflows, wake-ups, idempotency, transactions,
+ * key queues, …);
  * {@link Store} is their sum. A new capability adds a group, not members to one interface.
  */
 import type { TaskStore } from './store/tasks.ts';
@@ -49,6 +50,7 @@ import type { KeyedStartStore } from './store/keyed-starts.ts';
 import type { RateLimitStore } from './store/rate-limits.ts';
 import type { BlobStore } from './store/blobs.ts';
 import type { AlertStore } from './store/alerts.ts';
+import type { KeyQueueStore } from './store/key-queues.ts';
 
 export type { TaskRow, StepKind, StepStatus, StepRow, SignalRow, TaskPatch } from './store/rows.ts';
 export type { ActorKind, EventRow, NewEvent, EventRange, LogPage, LogAppend, LogPosition, LogStore } from './store/log.ts';
@@ -69,6 +71,7 @@ export type { DebounceWrite, SingletonAnswer, KeyedStartStore } from './store/ke
 export type { RateDrawRequest, RateDraw, RateLimitStore } from './store/rate-limits.ts';
 export type { BlobRow, BlobWrite, BlobTouch, BlobUsage, CollectedBlob, StoredBlob, BlobStore } from './store/blobs.ts';
 export type { AlertRow, AlertQuery, AlertStore } from './store/alerts.ts';
+export type { KeyQueueStore } from './store/key-queues.ts';
 
 /** What the engine needs from a database: every capability group, and the store's own life. */
 export interface Store
@@ -89,7 +92,8 @@ export interface Store
     KeyedStartStore,
     RateLimitStore,
     BlobStore,
-    AlertStore {
+    AlertStore,
+    KeyQueueStore {
   readonly dialect: 'sqlite' | 'postgres';
   /** A printable description (no secrets). */
   readonly description: string;

@@ -13,6 +13,7 @@ import type { ClientBase } from 'pg';
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import { DB_NOW_MS, Params, leasedCountSql, reclaimTargetSql, servedSql, sqlStatuses } from './sql-text.ts';
 import { DUE_ORDER, keyRoomSql, takeSlotsSql } from './key-slots.ts';
+import { NOT_HELD } from './key-queues.ts';
 import { capsOf, isCapped, nextWindow, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { toSignalRow, toStepRow, toTaskRow } from '../rows.ts';
@@ -40,7 +41,7 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
       const q = new Params();
       const text = `SELECT id, status, workflow, lease_owner FROM ${c.t.tasks} t
                WHERE status IN (${sqlStatuses(from)}) AND ${due} <= ${due === 'lease_expires_at' ? DB_NOW_MS : q.add(r.now, 'bigint')} AND ${servedSql(q, window.allowed, r.versions)}
-               ${event === 'claim' ? `AND ${keyRoomSql(c.t, 't', q.add(r.now, 'bigint'))}` : ''}
+               ${event === 'claim' ? `AND ${NOT_HELD} AND ${keyRoomSql(c.t, 't', q.add(r.now, 'bigint'))}` : ''}
                AND NOT (id = ANY(${q.add(
                  picked.map((x) => x.id),
                  'text[]',
@@ -140,7 +141,7 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   if (r.claim.from.length) {
     parts.push(`c AS (
         SELECT id, status, NULL::text AS lease_owner, 1 AS pri, ${DUE_ORDER} AS due, concurrency_key AS ckey, concurrency_limit AS clim FROM ${c.t.tasks} t
-        WHERE status IN (${sqlStatuses(r.claim.from)}) AND ${DUE_ORDER} <= ${now} AND run_at <= ${now} AND ${served} AND ${keyRoomSql(c.t, 't', now)}
+        WHERE status IN (${sqlStatuses(r.claim.from)}) AND ${DUE_ORDER} <= ${now} AND run_at <= ${now} AND ${served} AND ${NOT_HELD} AND ${keyRoomSql(c.t, 't', now)}
         ORDER BY ${DUE_ORDER}, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
   }
   if (!parts.length) return [];

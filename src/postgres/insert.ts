@@ -10,6 +10,7 @@ import { channelOf, listenerName, notifySql } from './listen.ts';
 import { payload } from './wake.ts';
 import { toTaskRow } from '../rows.ts';
 import { arrayLiteral } from './sql-text.ts';
+import { heldAtStartSql } from './key-queues.ts';
 import type { NewTask, TaskRow, WakeEvent } from '../store.ts';
 
 type Inserted = { task: TaskRow; created: boolean };
@@ -44,7 +45,8 @@ export async function insertTasks(c: PgContext, tasks: readonly NewTask[], notif
       const batch = todo.map((at) => tasks[at] as NewTask);
       const created = new Map<string, TaskRow>();
       const tagged = batch.some((t) => t.tags && Object.keys(t.tags).length);
-      for (const row of await rows(c, poolOf(c), insertSql(c, tagged), insertValues(c, batch, notify))) {
+      const keyed = batch.some((t) => t.concurrencyKey != null);
+      for (const row of await rows(c, poolOf(c), insertSql(c, tagged, keyed), insertValues(c, batch, notify))) {
         const task = toTaskRow(row);
         created.set(task.id, task);
       }
@@ -72,29 +74,32 @@ export async function insertTasks(c: PgContext, tasks: readonly NewTask[], notif
 }
 
 /**
- * The statement's text per store, without and with the tag index's rows (it never changes, so it
- * is prepared once per connection; tasks without tags do not pay for the tag rows' CTE).
+ * The statement's text per store, without and with the tag index's rows, without and with the
+ * hold of keyed tasks (it never changes, so it is prepared once per connection; tasks without tags
+ * or keys do not pay for those parts).
  */
-const texts = new WeakMap<PgContext, [string, string]>();
+const texts = new WeakMap<PgContext, string[]>();
 
-export function insertSql(c: PgContext, tagged: boolean): string {
+export function insertSql(c: PgContext, tagged: boolean, keyed = false): string {
   let text = texts.get(c);
-  if (text === undefined) texts.set(c, (text = [insertText(c, false), insertText(c, true)]));
-  return text[tagged ? 1 : 0];
+  if (text === undefined) texts.set(c, (text = [insertText(c, false, false), insertText(c, true, false), insertText(c, false, true), insertText(c, true, true)]));
+  return text[(tagged ? 1 : 0) + (keyed ? 2 : 0)] as string;
 }
 
-function insertText(c: PgContext, tagged: boolean): string {
-  return `WITH i AS (
+function insertText(c: PgContext, tagged: boolean, keyed: boolean): string {
+  return `WITH i0 AS (
       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
         $9::text[], $10::text[], $11::text[], $12::text[], $16::text[], $17::bigint[],
         $18::text[], $19::text[], $20::text[], $21::text[], $22::integer[], $23::integer[], $24::text[], $25::text[], $26::integer[], $27::text[], $28::text[]) WITH ORDINALITY
         AS i(id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, ev_type, ev_kind, ev_actor, ev_data, usage, deadline_at,
           title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from, ord)
+    ), i AS (
+      SELECT i0.*, ${keyed ? heldAtStartSql(c.t, 'i0') : 'false'} AS held_by_key FROM i0
     ), ins AS (
       INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq, usage, deadline_at,
-        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from)
+        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from, held_by_key)
       SELECT id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, created_at, 1, usage, deadline_at,
-        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from FROM i ORDER BY ord
+        title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from, held_by_key FROM i ORDER BY ord
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
     ), h AS (
       INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)

@@ -14,7 +14,7 @@ export async function queuePosition(c: PgContext, task: TaskRow, now: number): P
       c,
       poolOf(c),
       `SELECT CASE WHEN $1::text IS NULL THEN NULL ELSE (SELECT count(*) FROM ${c.t.slots} WHERE key = $1::text) END AS key_leased,
-         (SELECT count(*) FROM ${c.t.tasks} WHERE status IN ('pending', 'waiting') AND run_at <= $2::bigint AND ${DUE_ORDER} <= $3::bigint
+         (SELECT count(*) FROM ${c.t.tasks} WHERE status IN ('pending', 'waiting') AND NOT held_by_key AND run_at <= $2::bigint AND ${DUE_ORDER} <= $3::bigint
            AND (${DUE_ORDER}, id) < ($3::bigint, $4::text) AND priority > $5::integer) AS ahead`,
       [task.concurrencyKey, now, (task.runAt ?? now) - task.priority * 1000, task.id, task.priority],
     );

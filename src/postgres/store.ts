@@ -44,6 +44,7 @@ import { writeBatch } from './write-batch.ts';
 import { claim } from './claim.ts';
 import { appendChunks, appendRunEvents, deleteChunks, getChunks, logPositions, purgeChunks } from './run-events.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
+import { releaseHeld } from './key-queues.ts';
 import { insertSignal } from './signals.ts';
 import { appendEvents, getApproval, insertApproval, listApprovals, updateApproval } from './approvals.ts';
 import { listWorkflows, recordPresence, registerWorkflows, removePresence, servedVersions } from './workflows.ts';
@@ -266,6 +267,9 @@ export class PostgresStore implements Store {
   }
   nextRunAt(r: NextRunRequest): Promise<number | null> {
     return nextRunAt(this.#c, r);
+  }
+  releaseHeld(now: number): Promise<number> {
+    return releaseHeld(this.#c, now);
   }
   expireLeases(r: ExpireRequest): Promise<number> {
     return expireLeases(this.#c, r);

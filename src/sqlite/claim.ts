@@ -12,6 +12,7 @@ import { transitionEntry } from '../log-entries.ts';
 import type { ClaimRequest, ClaimedTask, SignalRow } from '../store.ts';
 import { journalHeld } from '../store/leases.ts';
 import type { Raw, SqliteContext } from './context.ts';
+import { NOT_HELD } from './key-queues.ts';
 import { CLAIM_TASK_SQL, DUE_INDEX, LEASED_INDEX, LEASED_SQL, inList, statusTerm } from './sql.ts';
 
 /** `(+workflow IN (…) OR (+workflow = ? AND workflow_version IN (…)) …)`: the workflows (and versions) a worker serves. */
@@ -72,8 +73,8 @@ function pick(
     // (named for due tasks: the planner would rather sort the status index's rows by priority).
     const rows = c
       .stmt(
-        `SELECT id, status, workflow, lease_owner${keys ? `, concurrency_key, concurrency_limit, ${KEY_USED} AS key_used` : ''} FROM stepwise_tasks t${keys && from.every((s) => index.includes(s)) ? ' INDEXED BY stepwise_tasks_due_priority' : ''}
-       WHERE ${statusTerm(from, index)} AND ${due} <= ? ${keys ? `AND run_at <= ? AND (concurrency_key IS NULL OR ${KEY_USED} < concurrency_limit AND ${KEY_USED} + ${KEY_AHEAD} < concurrency_limit)` : ''} AND ${served.sql}
+        `SELECT id, status, workflow, lease_owner${keys ? `, concurrency_key, concurrency_limit, ${KEY_USED} AS key_used` : ''} FROM stepwise_tasks t${keys && from.every((s) => index.includes(s)) ? ' INDEXED BY stepwise_tasks_due_order' : ''}
+       WHERE ${statusTerm(from, index)}${keys ? ` AND ${NOT_HELD}` : ''} AND ${due} <= ? ${keys ? `AND run_at <= ? AND (concurrency_key IS NULL OR ${KEY_USED} < concurrency_limit AND ${KEY_USED} + ${KEY_AHEAD} < concurrency_limit)` : ''} AND ${served.sql}
        ${taken.length ? `AND id NOT IN (${inList(taken.length)})` : ''}
        ORDER BY ${order} LIMIT ?`,
       )

@@ -13,7 +13,7 @@ export function queuePosition(c: SqliteContext, task: TaskRow, now: number): Que
   const row = c
     .stmt(
       `SELECT CASE WHEN ? IS NULL THEN NULL ELSE (SELECT count(*) FROM stepwise_tasks WHERE concurrency_key = ? AND status IN (${LEASED_SQL})) END AS key_leased,
-         (SELECT count(*) FROM stepwise_tasks WHERE status IN ('pending', 'waiting') AND run_at <= ? AND (run_at - priority * 1000) <= ?
+         (SELECT count(*) FROM stepwise_tasks WHERE status IN ('pending', 'waiting') AND held_by_key = 0 AND run_at <= ? AND (run_at - priority * 1000) <= ?
            AND ((run_at - priority * 1000), id) < (?, ?) AND priority > ?) AS ahead`,
     )
     .get(task.concurrencyKey, task.concurrencyKey, now, due, due, task.id, task.priority) as Raw;

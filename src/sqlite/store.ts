@@ -26,6 +26,7 @@ import { byKey, getEventRanges, getEvents, getEventsOfType, getSignalByKey, getS
 import { transition } from './transition.ts';
 import { writeBatchNow } from './write-batch.ts';
 import { endLeasesOf, expireLeases, heartbeat, leaseOwners, nextRunAt, setProgress } from './leases.ts';
+import { releaseHeld } from './key-queues.ts';
 import { appendChunks, appendRunEvents, appendTaskEvents, deleteChunks, getChunks, purgeChunks } from './run-events.ts';
 import { insertSignal } from './signals.ts';
 import { listWorkflows, recordPresence, registerWorkflows, removePresence, servedVersions } from './workflows.ts';
@@ -258,6 +259,10 @@ export class SqliteStore implements Store {
 
   async nextRunAt(r: NextRunRequest): Promise<number | null> {
     return nextRunAt(this.#c, r);
+  }
+
+  async releaseHeld(now: number): Promise<number> {
+    return releaseHeld(this.#c, now);
   }
 
   async leaseOwners(now: number): Promise<string[]> {

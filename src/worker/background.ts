@@ -5,7 +5,8 @@
  * the dwell scanner (tasks past their workflow's `dwell` bounds; it also wakes when the earliest
  * bound it saw passes), closing the open approvals of ended tasks (approvals/closer.ts), deleting
  * expired idempotency records and finished tasks past their retention (sweeper.ts, retention/),
- * refreshing the worker's presence (presence.ts).
+ * refreshing the worker's presence (presence.ts), releasing tasks held behind their keys
+ * (key-release-job.ts).
  * Their errors are the worker's `worker:error` news, named by what was being done.
  */
 import { closeEndedApprovals } from '../approvals/closer.ts';
@@ -28,6 +29,7 @@ import type { Workflow } from '../workflow.ts';
 import { PeriodicScheduler } from './periodic.ts';
 import { PRESENCE_REFRESH_MS, presenceJob } from './presence.ts';
 import { alertPurgeJob, alertsJob } from './alerts-job.ts';
+import { keyReleaseJob } from './key-release-job.ts';
 import { DEFAULT_ALERT_KEEP_MS } from '../alerts/options.ts';
 import type { ResolvedAlerts } from '../alerts/options.ts';
 import type { Alert } from '../alerts/types.ts';
@@ -79,6 +81,7 @@ export class Background {
     const blobs = blobsJob(host);
     if (blobs) this.#scheduler.add(blobs.job('deleting blobs no task holds'));
     this.#scheduler.add({ ...presenceJob(host.store, host.workerId, host.workflows), firstDelayMs: PRESENCE_REFRESH_MS });
+    keyReleaseJob(this.#scheduler, host);
     const fire = host.fireSchedules;
     if (fire && host.scheduleScanMs > 0) {
       // A scan every scheduleScanMs (for schedules created or changed elsewhere), and one at the
