@@ -70,6 +70,20 @@ describe('limits per key', () => {
     expect(most).toBe(2);
   });
 
+  it('explain says a task waits behind the tasks of its key queued before it', async () => {
+    const wf = workflow('queued', async (ctx, _input: { tenant: string }) => ctx.step('work', () => null), { concurrency: { key: (input) => input.tenant, limit: 2 } });
+    const url = tempDbUrl();
+    const engine = makeEngine({ store: url, workflows: [wf] });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await engine.start(wf, { tenant: 'q' })).id);
+    // A live worker elsewhere, so that explain speaks of the queue rather than of the missing worker.
+    const store = await openStore(url);
+    await store.recordPresence({ workerId: 'elsewhere', served: [{ name: 'queued', version: '1' }], at: Date.now() }, 0);
+    await store.close();
+    expect((await engine.explain(ids[2] as string)).summary).toMatch(/concurrency key "q" has 2 task\(s\) queued before it \(0 of 2 running\): it runs in its turn/);
+    expect((await engine.explain(ids[1] as string)).summary).toMatch(/^Pending and due: the next worker serving "queued"/);
+  });
+
   it('lets go of its place while it waits for an event, and a cancel of a running task frees its place', async () => {
     const held = gate();
     const wf = workflow(

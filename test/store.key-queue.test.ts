@@ -13,6 +13,8 @@ import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation, planTransition } from '../src/transitions.ts';
 import type { NewTask, Store, TaskRow } from '../src/store.ts';
 import { claimOf } from './support/claims.ts';
+import { FAST } from './support/engine.ts';
+import { Engine, workflow } from '../src/index.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, sql } from './support/postgres.ts';
 
 const T0 = 1_700_000_000_000;
@@ -24,7 +26,7 @@ afterAll(async () => {
 
 interface Backend {
   name: string;
-  open(): Promise<{ store: Store; held(): Promise<string[]>; raw(text: string): Promise<void> }>;
+  open(): Promise<{ url: string; store: Store; held(): Promise<string[]>; raw(text: string): Promise<void> }>;
 }
 
 const sqlite: Backend = {
@@ -38,6 +40,7 @@ const sqlite: Backend = {
     const db = new Database(file);
     cleanups.push(() => void db.close());
     return {
+      url: `sqlite:${file}`,
       store,
       held: async () => (db.prepare('SELECT id FROM stepwise_tasks WHERE held_by_key = 1 ORDER BY id').all() as Array<{ id: string }>).map((r) => r.id),
       raw: async (text) => void db.exec(text.replaceAll('$tasks', 'stepwise_tasks').replaceAll('$false', '0').replaceAll('$true', '1')),
@@ -53,6 +56,7 @@ const postgres: Backend = {
     const store = new PostgresStore(PG_URL, { schema });
     await store.migrate();
     return {
+      url: `${PG_URL}?schema=${schema}`,
       store,
       held: async () => (await sql<{ id: string }>(`SELECT id FROM "${schema}".tasks WHERE held_by_key ORDER BY id`)).map((r) => r.id),
       raw: async (text) => void (await sql(text.replaceAll('$tasks', `"${schema}".tasks`).replaceAll('$false', 'false').replaceAll('$true', 'true'))),
@@ -166,4 +170,19 @@ describe.each([sqlite, ...(pgUp ? [postgres] : [])])('tasks held behind their ke
     await raw(`UPDATE $tasks SET held_by_key = $false WHERE id = 'r2'`);
     expect(await claimedIds(store, T0 + 6)).toEqual([]);
   });
+
+  it('a worker serving the workflow runs the release pass: a task left held with room in its key still runs', async () => {
+    const { url, store, raw } = await backend.open();
+    const wf = workflow('wf', async (ctx) => ctx.step('work', () => 'done'), { concurrency: { key: () => 'only', limit: 1 } });
+    const engine = new Engine({ store: url, workflows: [wf] });
+    cleanups.push(() => engine.close());
+    const task = await engine.start(wf, {});
+    await raw(`UPDATE $tasks SET held_by_key = $true WHERE id = '${task.id}'`);
+    const worker = engine.worker({ ...FAST });
+    await worker.start();
+    // Nothing else releases it: only the worker's pass (every few seconds) does.
+    expect(await engine.result(task.id, { timeout: '30s' })).toBe('done');
+    await worker.stop();
+    void store;
+  }, 60_000);
 });

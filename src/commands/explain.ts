@@ -129,9 +129,13 @@ const list = (versions: string[]): string => [...new Set(versions)].join(', ');
 function dueSummary(row: TaskRow, c: Circumstances): string {
   const q = c.queue;
   const parts: string[] = [];
-  if (q && row.concurrencyKey !== null && row.concurrencyLimit !== null && q.keyLeased !== null && q.keyLeased >= row.concurrencyLimit) {
+  if (q && row.concurrencyKey !== null && row.concurrencyLimit !== null && q.keyLeased !== null) {
     const key = row.concurrencyKey.slice(row.workflow.length + 1);
-    parts.push(`its concurrency key "${key}" is at its limit (${q.keyLeased} of ${row.concurrencyLimit} running): it runs when one of them ends`);
+    const limit = row.concurrencyLimit;
+    if (q.keyLeased >= limit) parts.push(`its concurrency key "${key}" is at its limit (${q.keyLeased} of ${limit} running): it runs when one of them ends`);
+    else if (q.keyAhead !== null && q.keyLeased + q.keyAhead >= limit) {
+      parts.push(`its concurrency key "${key}" has ${q.keyAhead} task(s) queued before it (${q.keyLeased} of ${limit} running): it runs in its turn`);
+    }
   }
   if (q && q.aheadByPriority > 0) parts.push(`${q.aheadByPriority} due task(s) of higher priority go first (its priority ${row.priority} counts as ${row.priority} s of waiting)`);
   if (parts.length) return `Pending and due, but waiting: ${parts.join('; ')}.`;

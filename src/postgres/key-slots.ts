@@ -19,14 +19,14 @@ export const DUE_ORDER = '(run_at - priority::bigint * 1000)';
  * A candidate's condition: no key, or a task at the head of its key's due queue: the key's slots
  * taken plus the tasks of the key due before it are fewer than its limit. Both are index probes
  * (the slot table's key, and `tasks_key_due`, read at most `limit` rows). So a claim takes no
- * more tasks of a key than it has room for, in due order, and skips a full key's backlog row by
- * row without reading it. `now` is the claim's due time (SQL).
+ * more tasks of a key than it has room for, in due order. A full key's backlog is held at start
+ * (key-queues.ts), out of the index the claim reads, so the probes run mostly for tasks that can
+ * run. `now` is the claim's due time (SQL).
  */
 export function keyRoomSql(t: Tables, alias: string, now: string): string {
   const a = alias;
   const taken = `(SELECT count(*) FROM ${t.slots} s WHERE s.key = ${a}.concurrency_key)`;
-  // A full key is refused on the first probe; the second runs only for keys with room.
-  return `(${a}.concurrency_key IS NULL OR ${taken} < ${a}.concurrency_limit AND ${taken} + (
+  return `(${a}.concurrency_key IS NULL OR ${taken} + (
       SELECT count(*) FROM (SELECT 1 FROM ${t.tasks} x WHERE x.concurrency_key = ${a}.concurrency_key AND x.status IN ('pending', 'waiting')
         AND x.run_at <= ${now} AND (x.run_at - x.priority::bigint * 1000, x.id) < (${a}.run_at - ${a}.priority::bigint * 1000, ${a}.id)
         LIMIT ${a}.concurrency_limit) h) < ${a}.concurrency_limit)`;

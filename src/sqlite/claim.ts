@@ -74,7 +74,7 @@ function pick(
     const rows = c
       .stmt(
         `SELECT id, status, workflow, lease_owner${keys ? `, concurrency_key, concurrency_limit, ${KEY_USED} AS key_used` : ''} FROM stepwise_tasks t${keys && from.every((s) => index.includes(s)) ? ' INDEXED BY stepwise_tasks_due_order' : ''}
-       WHERE ${statusTerm(from, index)}${keys ? ` AND ${NOT_HELD}` : ''} AND ${due} <= ? ${keys ? `AND run_at <= ? AND (concurrency_key IS NULL OR ${KEY_USED} < concurrency_limit AND ${KEY_USED} + ${KEY_AHEAD} < concurrency_limit)` : ''} AND ${served.sql}
+       WHERE ${statusTerm(from, index)}${keys ? ` AND ${NOT_HELD}` : ''} AND ${due} <= ? ${keys ? `AND run_at <= ? AND (concurrency_key IS NULL OR ${KEY_USED} + ${KEY_AHEAD} < concurrency_limit)` : ''} AND ${served.sql}
        ${taken.length ? `AND id NOT IN (${inList(taken.length)})` : ''}
        ORDER BY ${order} LIMIT ?`,
       )

@@ -8,7 +8,7 @@ import { toTaskRow } from '../rows.ts';
 import type { NewTask, TaskRow } from '../store.ts';
 import type { Raw, SqliteContext } from './context.ts';
 import { byKey } from './read.ts';
-import { heldAtStart } from './key-queues.ts';
+import { HELD_AT_START_SQL, heldAtStartParams } from './key-queues.ts';
 
 /** One task, inside the caller's write transaction (`debounce.ts` and `singleton.ts` use it too). */
 export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; created: boolean } {
@@ -16,7 +16,7 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
     .stmt(
       `INSERT INTO stepwise_tasks (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at, title, debounce_key, singleton_key,
        concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from, held_by_key)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${HELD_AT_START_SQL})
      ON CONFLICT (idempotency_key) DO NOTHING RETURNING *`,
     )
     .get(
@@ -42,7 +42,7 @@ export function insertOne(c: SqliteContext, task: NewTask): { task: TaskRow; cre
       task.depth ?? 0,
       tagsText(task.tags),
       task.forkedFrom ?? null,
-      heldAtStart(c, task) ? 1 : 0,
+      ...heldAtStartParams(task),
     ) as Raw | undefined;
   if (row) {
     if (task.tags) writeTagRows(c, task.id, task.tags);

@@ -46,8 +46,13 @@ export interface NewTask {
   notify?: WakeEvent;
 }
 
+/** Where a due task stands in the claim order (for `explain`). */
 export interface QueuePosition {
+  /** Tasks of its key holding a lease (null: no key). */
   keyLeased: number | null;
+  /** Due tasks of its key before it in due order, held or not, counted up to its limit (null: no key). */
+  keyAhead: number | null;
+  /** Due tasks before it in claim order with a higher priority (held ones do not go first). */
   aheadByPriority: number;
 }
 
