@@ -82,6 +82,7 @@ export const TASK_COLUMNS: readonly TaskColumn[] = Object.freeze([
   c('concurrencyKey', 'concurrency_key', 'text', strOrNull),
   c('concurrencyLimit', 'concurrency_limit', 'integer', numOrNull),
   c('priority', 'priority', 'integer', (v) => (v === null || v === undefined ? 0 : num(v))),
+  c('heldByKey', 'held_by_key', 'boolean', bool),
   c('parentId', 'parent_id', 'text', strOrNull),
   c('rootId', 'root_id', 'text', strOrNull),
   c('depth', 'depth', 'integer', num),

@@ -5,9 +5,11 @@
  * being written (or within the same tick) are committed together in one database transaction, so
  * concurrent tasks share one durable write. Each op keeps its own fence: one op refused does not
  * affect the others. A failed batch (database unreachable, lock timeout) is retried with backoff;
- * every op is an idempotent upsert or a guarded update, so a retry cannot apply twice.
+ * every op is an idempotent upsert or a guarded update, so a retry cannot apply twice, and the ops
+ * a store says it committed before the failure (`committedOf`) are answered and not written again.
  */
 import type { Store, WriteOp, WriteResult } from './store.ts';
+import { committedOf } from './store/journal.ts';
 import { ERROR_CODES, isStepwiseError } from './errors.ts';
 import { GroupCommit, type Pending as Queued } from './group-commit.ts';
 
@@ -105,6 +107,22 @@ export class WriteBatcher {
     while (this.#group.queued || this.#group.inFlight) await new Promise((r) => setImmediate(r));
   }
 
+  /** Resolves the ops of `batch` that `committed` answers (by index); returns the others. */
+  #settleCommitted(batch: Pending[], committed: ReadonlyMap<number, WriteResult> | undefined): Pending[] {
+    if (!committed?.size) return batch;
+    const ops: WriteOp[] = [];
+    const results: WriteResult[] = [];
+    const left: Pending[] = [];
+    batch.forEach((p, i) => {
+      if (!committed.has(i)) return void left.push(p);
+      ops.push(p.item);
+      results.push(committed.get(i) as WriteResult);
+    });
+    this.#onCommitted?.(ops, results);
+    batch.forEach((p, i) => committed.has(i) && p.resolve(committed.get(i) as WriteResult));
+    return left;
+  }
+
   async #commit(batch: Pending[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -114,6 +132,9 @@ export class WriteBatcher {
         batch.forEach((p, i) => p.resolve(results[i] as WriteResult));
         return;
       } catch (e) {
+        // Ops the store committed before it failed are answered now and not written again.
+        batch = this.#settleCommitted(batch, committedOf(e));
+        if (!batch.length) return;
         if (isStepwiseError(e, ERROR_CODES.STORE_REFUSED)) {
           // Refused for its content, which the same write cannot change: alone, the op fails now;
           // in a batch, each op is written on its own so that only the refused one fails.

@@ -39,6 +39,12 @@ async function countingEngine(options: EngineOptions): Promise<{ engine: Engine;
 
 /** Scans often, so that waiting for one takes little real time. */
 const SCANS = { dwellScanMs: 50 };
+/**
+ * A lease no test outlives: these tests move the engine's clock by hours while runs go on in real
+ * time, and on PostgreSQL leases expire on the database's clock; with a short lease a run slowed
+ * by a busy machine lost it and was reclaimed mid-test.
+ */
+const LONG_LEASE = { leaseMs: 7 * 86_400_000 };
 
 const statusIs = (engine: Engine, id: string, status: string) => async () => (await engine.get(id)).status === status;
 
@@ -53,7 +59,7 @@ describe('dwell timeouts', () => {
       dwell: { waiting: { after: '1d', then: 'fail' } },
     });
     const { engine, scanned } = await countingEngine({ workflows: [wf], clock });
-    await startWorker(engine, SCANS);
+    await startWorker(engine, { ...LONG_LEASE, ...SCANS });
     const { id } = await engine.start(wf);
     await waitForStatus(engine, id, 'waiting');
     await clock.advance('23h');
@@ -85,7 +91,7 @@ describe('dwell timeouts', () => {
       { dwell: { waiting: { after: '1h', then: 'fail' } } },
     );
     const engine = makeEngine({ workflows: [wf], clock });
-    await startWorker(engine);
+    await startWorker(engine, LONG_LEASE);
     const { id } = await engine.start(wf);
     await waitForStatus(engine, id, 'waiting');
     await clock.advance('1h');
@@ -115,7 +121,7 @@ describe('dwell timeouts', () => {
       { dwell: { paused: { after: '2h', then: 'fail' } } },
     );
     const engine = makeEngine({ workflows: [wf], clock });
-    await startWorker(engine);
+    await startWorker(engine, LONG_LEASE);
     const { id } = await engine.start(wf);
     await waitForStatus(engine, id, 'waiting');
     await engine.pause(id);
@@ -135,7 +141,7 @@ describe('dwell timeouts', () => {
     const clock = new ManualClock();
     const wf = workflow('forgotten-pause', async (ctx) => ctx.waitForEvent('go'), { dwell: { paused: { after: '2h', then: 'cancel' } } });
     const engine = makeEngine({ workflows: [wf], clock });
-    await startWorker(engine);
+    await startWorker(engine, LONG_LEASE);
     const { id } = await engine.start(wf);
     await waitForStatus(engine, id, 'waiting');
     await engine.pause(id, { by: 'ops' });
@@ -157,7 +163,7 @@ describe('dwell timeouts', () => {
       { dwell: { waiting: { after: '1h', then: 'alert' } } },
     );
     const { engine, scanned } = await countingEngine({ workflows: [wf], clock });
-    await startWorker(engine, SCANS);
+    await startWorker(engine, { ...LONG_LEASE, ...SCANS });
     const { id } = await engine.start(wf);
     await waitForStatus(engine, id, 'waiting');
     await clock.advance('1h');
@@ -175,7 +181,6 @@ describe('dwell timeouts', () => {
   });
 
   // Leases far longer than the clock moves here, so that only the dwell bound can stop a run.
-  const LONG_LEASE = { leaseMs: 7 * 86_400_000 };
 
   it('fails a task running longer than dwell.running without progress; a progress report restarts the bound', async () => {
     const clock = new ManualClock();

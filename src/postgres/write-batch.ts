@@ -15,6 +15,7 @@ import { batchableTransitions, isBatchableTransition, transitionBatchSql } from 
 import { STEP_COLUMNS, stepValues, toTaskRow } from '../rows.ts';
 import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../log-entries.ts';
 import type { StepWrite, TransitionWrite, WriteOp, WriteResult } from '../store.ts';
+import { markCommitted } from '../store/journal.ts';
 
 /**
  * Group commit: step checkpoints go into one multi-row statement, end-of-run transitions (with the
@@ -61,42 +62,52 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
     // A child's end whose parent the batch also transitions goes one by one (see batchableTransitions).
     const { batch: transitions, rest: oneByOneEnds } = batchableTransitions(candidates);
     rest.push(...oneByOneEnds);
-    if (steps.length) {
-      const { text, values, rowOf } = stepBatchSql(
-        c.t,
-        steps.map((s) => s.op),
-      );
-      const accepted = new Array<boolean>(rowOf.length + 1).fill(false);
-      for (const r of await rows(c, poolOf(c), text, values)) accepted[Number(r.ord)] = true;
-      steps.forEach((s, i) => (results[s.at] = accepted[rowOf[i] as number] === true));
-    }
-    if (transitions.length) {
-      const { text, values } = transitionBatchSql(
-        c.t,
-        transitions.map((x) => x.op),
-        (e) => channelOf(c, e),
-      );
-      for (const row of await rows(c, poolOf(c), text, values)) {
-        const entry = transitions[Number(row.batch_ord) - 1];
-        if (entry) results[entry.at] = toTaskRow(row);
+    // The step statement and the transition statement each autocommit: if a later part fails,
+    // the error says which ops are written (see markCommitted), so a retry writes only the rest.
+    const committed = new Map<number, WriteResult>();
+    const settle = (at: number, result: WriteResult): void => void committed.set(at, (results[at] = result));
+    try {
+      if (steps.length) {
+        const { text, values, rowOf } = stepBatchSql(
+          c.t,
+          steps.map((s) => s.op),
+        );
+        const accepted = new Array<boolean>(rowOf.length + 1).fill(false);
+        for (const r of await rows(c, poolOf(c), text, values)) accepted[Number(r.ord)] = true;
+        steps.forEach((s, i) => settle(s.at, accepted[rowOf[i] as number] === true));
       }
-    }
-    if (rest.length) {
-      // Row locks in task id order, as every multi-row writer takes them (see batch-sql.ts), so
-      // that two such transactions never deadlock; each task's ops in their order in the batch.
-      rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : x.at - y.at));
-      const out = await tx(c, async (client) => {
-        // A child's end also locks its parent, whose id sorts before its own: all of them first, in id order.
-        const parents = rest.flatMap((x) => (x.op.kind === 'transition' && x.op.parentSignal ? [x.op.parentSignal.taskId] : []));
-        if (parents.length) await lockInIdOrder(c, client, [...rest.map((x) => x.op.taskId), ...parents]);
-        const r: WriteResult[] = [];
-        for (const { op } of rest) r.push(op.kind === 'step' ? await stepWrite(c, client, op) : await transitionOn(c, client, op));
-        return r;
-      });
-      rest.forEach((x, i) => (results[x.at] = out[i] as WriteResult));
+      if (transitions.length) {
+        const { text, values } = transitionBatchSql(
+          c.t,
+          transitions.map((x) => x.op),
+          (e) => channelOf(c, e),
+        );
+        const byOrd = new Map<number, WriteResult>();
+        for (const row of await rows(c, poolOf(c), text, values)) byOrd.set(Number(row.batch_ord), toTaskRow(row));
+        transitions.forEach((x, i) => settle(x.at, byOrd.get(i + 1) ?? null));
+      }
+      if (rest.length) await writeRest(c, rest, results);
+    } catch (e) {
+      throw markCommitted(translateError(e, c.description), committed);
     }
     return results;
   });
+}
+
+/** The ops that need more than the multi-row statements, one by one in one transaction. */
+async function writeRest(c: PgContext, rest: Array<{ op: WriteOp; at: number }>, results: WriteResult[]): Promise<void> {
+  // Row locks in task id order, as every multi-row writer takes them (see batch-sql.ts), so
+  // that two such transactions never deadlock; each task's ops in their order in the batch.
+  rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : x.at - y.at));
+  const out = await tx(c, async (client) => {
+    // A child's end also locks its parent, whose id sorts before its own: all of them first, in id order.
+    const parents = rest.flatMap((x) => (x.op.kind === 'transition' && x.op.parentSignal ? [x.op.parentSignal.taskId] : []));
+    if (parents.length) await lockInIdOrder(c, client, [...rest.map((x) => x.op.taskId), ...parents]);
+    const r: WriteResult[] = [];
+    for (const { op } of rest) r.push(op.kind === 'step' ? await stepWrite(c, client, op) : await transitionOn(c, client, op));
+    return r;
+  });
+  rest.forEach((x, i) => (results[x.at] = out[i] as WriteResult));
 }
 
 /**

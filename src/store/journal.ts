@@ -77,11 +77,30 @@ export interface JournalStore {
    * write, including the waitEvents rule (a waiting task made due by an earlier signal).
    */
   transition(write: TransitionWrite): Promise<TaskRow | null>;
-  /** Many fenced writes in one transaction; each op is guarded on its own. */
+  /**
+   * Many fenced writes; each op is guarded on its own. A store may commit a batch in parts (the
+   * PostgreSQL store's step statement autocommits before its transitions run): one that fails
+   * after a part committed marks the error it throws with that part's results
+   * ({@link markCommitted}), so that a retry writes only the rest. Writing a committed op again
+   * would not apply it twice, but a step result written again moves its log entry to a new seq.
+   */
   writeBatch(ops: readonly WriteOp[]): Promise<WriteResult[]>;
   /**
    * `writeBatch`, done before returning: offered by a store on a synchronous driver (SQLite), so
    * that a lone run's checkpoint costs no promise round of its own. Same results, same errors.
    */
   writeBatchNow?(ops: readonly WriteOp[]): WriteResult[];
+}
+
+const COMMITTED = Symbol.for('stepwise.batch.committed');
+
+/** Marks `error` with the results of the ops of a batch (by index) that committed before it failed. */
+export function markCommitted(error: unknown, committed: ReadonlyMap<number, WriteResult>): unknown {
+  if (committed.size && typeof error === 'object' && error !== null) Object.defineProperty(error, COMMITTED, { value: committed, configurable: true });
+  return error;
+}
+
+/** The results of the ops that committed before a `writeBatch` failed with `error` (see {@link markCommitted}). */
+export function committedOf(error: unknown): ReadonlyMap<number, WriteResult> | undefined {
+  return typeof error === 'object' && error !== null ? ((error as Record<symbol, unknown>)[COMMITTED] as ReadonlyMap<number, WriteResult> | undefined) : undefined;
 }

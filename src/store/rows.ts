@@ -66,6 +66,11 @@ export interface TaskRow {
   concurrencyLimit: number | null;
   /** 0..1000, higher first: claims order due tasks by `runAt - priority * 1000`. */
   priority: number;
+  /**
+   * Started behind its key's limit and not yet released: left out of claims until room opens in
+   * its key (see `store/key-queues.ts`). Set by the store, never by a transition.
+   */
+  heldByKey: boolean;
   /** The task that started this one (`ctx.startChild`), or null. Its end signals the parent (`child:<id>`). */
   parentId: string | null;
   /** The first task of this one's tree, or null for a task started from outside. */
