@@ -494,6 +494,7 @@ for (const backend of backends) {
           concurrencyKey: null,
           concurrencyLimit: null,
           priority: 0,
+          heldByKey: false,
           parentId: null,
           rootId: null,
           depth: 0,

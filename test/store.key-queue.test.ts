@@ -138,6 +138,15 @@ describe.each([sqlite, ...(pgUp ? [postgres] : [])])('tasks held behind their ke
     expect(await claimedIds(store, T0 + 14)).toEqual(['c5', 'c6']);
   });
 
+  it('a leased task deleted gives its place up: the next is released and can be claimed', async () => {
+    const { store, held } = await backend.open();
+    await store.insertTasks([keyed('d1', 'd'), keyed('d2', 'd', T0 + 1)]);
+    expect(await claimedIds(store, T0 + 2)).toEqual(['d1']);
+    expect(await store.deleteTasks({ statuses: ['running'], ids: ['d1'] }, 10)).toHaveLength(1);
+    expect(await held()).toEqual([]);
+    expect(await claimedIds(store, T0 + 3)).toEqual(['d2']);
+  });
+
   it('a start of higher priority goes to the head of the queue unheld; a delayed start is not held', async () => {
     const { store, held } = await backend.open();
     await store.insertTasks([keyed('p1', 'p'), keyed('p2', 'p', T0 + 1)]);
