@@ -45,13 +45,17 @@ describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
 
       const args = ['worker', 'test/fixtures/chaos-workflows.ts', '--db', db, '--lease-ms', String(LEASE_MS), '--heartbeat-ms', '400', '--poll-ms', '250', '--concurrency', '4'];
       const env = { CHAOS_PG_URL: PG_URL, CHAOS_SCHEMA: schema };
+      const workerIds = new Map<SpawnedWorker, string>();
       const spawnOne = (): SpawnedWorker => {
-        const w = spawnCli(args, env);
+        const id = `chaos-${outputs.length + 1}`;
+        const w = spawnCli([...args, '--worker-id', id], env);
+        workerIds.set(w, id);
         outputs.push(w);
         return w;
       };
       const slots = Array.from({ length: WORKERS }, spawnOne);
       const frozen = new Set<number>();
+      const fencedOff: SpawnedWorker[] = [];
       let kills = 0;
       let stops = 0;
       const started = Date.now();
@@ -67,20 +71,39 @@ describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
           slots[i] = spawnOne();
         } else {
           // Frozen past its lease: its tasks are reclaimed elsewhere; when it thaws it is a zombie.
+          // A worker frozen while it held no lease (still starting, or idle), or whose tasks no one
+          // reclaimed before it thawed, has nothing to be fenced off from: only a zombie whose task
+          // moved on while it was frozen must find its lease lost.
+          const held = (
+            await client.query<{ id: string; epoch: number }>(`SELECT id, epoch FROM "${schema}".tasks WHERE lease_owner = $1 AND status IN ('running', 'cancelling')`, [
+              workerIds.get(victim),
+            ])
+          ).rows;
           victim.child.kill('SIGSTOP');
           stops++;
           frozen.add(i);
           setTimeout(
-            () => {
-              victim.child.kill('SIGCONT');
-              frozen.delete(i);
-            },
+            () =>
+              void (async () => {
+                const moved = held.length
+                  ? ((
+                      await client.query<{ n: number }>(
+                        `SELECT count(*)::int AS n FROM "${schema}".tasks t JOIN unnest($1::text[], $2::int[]) AS h(id, epoch) ON t.id = h.id WHERE t.epoch > h.epoch`,
+                        [held.map((h) => h.id), held.map((h) => h.epoch)],
+                      )
+                    ).rows[0]?.n ?? 0)
+                  : 0;
+                victim.child.kill('SIGCONT');
+                if (moved > 0) fencedOff.push(victim);
+                // Left alone a while after it thaws, so that it meets its lost lease before any kill.
+                setTimeout(() => frozen.delete(i), 2000);
+              })(),
             between(LEASE_MS + 500, LEASE_MS + 1500),
           );
         }
       }
       const chaosSeconds = (Date.now() - started) / 1000;
-      await sleep(LEASE_MS + 1500); // every frozen worker has thawed
+      await sleep(LEASE_MS + 2000); // every frozen worker has thawed
       for (const [n, id] of ids.entries()) expect(await engine.result(id, { timeout: '3m' })).toBe(4 * n);
 
       // Each task's log, written by workers that were killed and frozen at random, alone rebuilds
@@ -153,7 +176,8 @@ describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
       const refused = outputs.reduce((n, w) => n + (w.output().match(/lease lost/g)?.length ?? 0), 0);
 
       console.log(
-        `[chaos] ${chaosSeconds.toFixed(1)} s of chaos: ${kills} SIGKILLs, ${stops} SIGSTOP/SIGCONT zombies, ${outputs.length} worker processes; ` +
+        `[chaos] ${chaosSeconds.toFixed(1)} s of chaos: ${kills} SIGKILLs, ${stops} SIGSTOP/SIGCONT zombies ` +
+          `(${fencedOff.length} thawed after a task of theirs was reclaimed), ${outputs.length} worker processes; ` +
           `${TASKS} tasks, ${TASKS * 4} steps, ${resumptions} resumptions (reclaims), ${reExecuted} steps re-executed by a later run ` +
           `(interrupted before their checkpoint, same idempotency key), ${refused} runs fenced off (writes refused after a lost lease), ` +
           `${audit.rows[0]?.writes} journal writes audited, ${audit.rows[0]?.stale} under a stale epoch.`,
@@ -161,7 +185,8 @@ describe.skipIf(!(await hasPostgres()))('chaos on PostgreSQL', () => {
       expect(chaosSeconds).toBeGreaterThanOrEqual(30);
       expect(kills).toBeGreaterThan(0);
       expect(resumptions).toBeGreaterThan(0);
-      expect(stops === 0 || refused > 0).toBe(true);
+      // Each zombie whose task another worker took over while it was frozen had its writes refused.
+      for (const w of fencedOff) expect(w.output(), workerIds.get(w)).toMatch(/lease lost/);
       for (const w of slots) w.child.kill('SIGTERM');
       await Promise.all(slots.map((w) => w.exited));
     } finally {

@@ -12,7 +12,7 @@ import { generateText } from '../src/ai/index.ts';
 import { openStore } from '../src/store-url.ts';
 import { ManualClock, checkResume, faultPlan } from '../src/testing/index.ts';
 import { contentPipeline } from '../examples/content-pipeline/workflow.ts';
-import { TEST_STORE, makeEngine, startWorker, tempDir, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { TEST_STORE, eventually, makeEngine, startWorker, tempDir, tempDbUrl } from './support/engine.ts';
 
 const KILL_FIXTURE = new URL('./fixtures/kill-at-step.ts', import.meta.url).pathname;
 
@@ -77,8 +77,10 @@ describe(`fault injection (${TEST_STORE})`, () => {
     const worker = await startWorker(engine);
     try {
       const { id } = await engine.start(greet, {});
-      // The retry waits the 1 s the 429 asked for, on the engine's clock.
-      await waitForStatus(engine, id, ['running', 'waiting'], 10_000);
+      // The retry waits the 1 s the 429 asked for, on the engine's clock. The clock moves only
+      // once the attempt's failure is written: a second passing during the call would count in
+      // the measured wait below (the retry is due a second after the failure, not the start).
+      await eventually(async () => (await engine.get(id)).history.some((e) => e.type === 'step:retrying'), 10_000, 'the retry recorded');
       for (let i = 0; i < 50 && (await engine.get(id)).status !== 'succeeded'; i++) {
         await clock.advance('1s');
         await new Promise((r) => setTimeout(r, 20));
