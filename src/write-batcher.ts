@@ -110,17 +110,14 @@ export class WriteBatcher {
   /** Resolves the ops of `batch` that `committed` answers (by index); returns the others. */
   #settleCommitted(batch: Pending[], committed: ReadonlyMap<number, WriteResult> | undefined): Pending[] {
     if (!committed?.size) return batch;
-    const ops: WriteOp[] = [];
-    const results: WriteResult[] = [];
-    const left: Pending[] = [];
-    batch.forEach((p, i) => {
-      if (!committed.has(i)) return void left.push(p);
-      ops.push(p.item);
-      results.push(committed.get(i) as WriteResult);
-    });
-    this.#onCommitted?.(ops, results);
-    batch.forEach((p, i) => committed.has(i) && p.resolve(committed.get(i) as WriteResult));
-    return left;
+    const done = batch.filter((_, i) => committed.has(i));
+    const results = [...committed.keys()].sort((a, b) => a - b).map((i) => committed.get(i) as WriteResult);
+    this.#onCommitted?.(
+      done.map((p) => p.item),
+      results,
+    );
+    done.forEach((p, k) => p.resolve(results[k] as WriteResult));
+    return batch.filter((_, i) => !committed.has(i));
   }
 
   async #commit(batch: Pending[]): Promise<void> {

@@ -5,9 +5,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation, planTransition } from '../src/transitions.ts';
-import { committedOf, type StepRow, type TaskRow, type WriteOp } from '../src/store.ts';
+import { committedOf, type TaskRow, type WriteOp } from '../src/store.ts';
 import { WriteBatcher } from '../src/write-batcher.ts';
 import { claimOf } from './support/claims.ts';
+import { stepRow } from './support/rows.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, sql } from './support/postgres.ts';
 
 const T0 = 1_700_000_000_000;
@@ -15,26 +16,6 @@ const schemas: string[] = [];
 afterAll(async () => {
   if (await hasPostgres()) for (const s of schemas) await dropSchema(s);
 });
-
-function step(taskId: string, seq: number, epoch: number): StepRow {
-  return {
-    taskId,
-    seq,
-    name: `s${seq}`,
-    kind: 'step',
-    status: 'completed',
-    output: JSON.stringify({ seq }),
-    error: null,
-    attempts: 1,
-    startedAt: T0,
-    finishedAt: T0 + 1,
-    wakeAt: null,
-    epoch,
-    done: seq + 1,
-    calledAfter: seq,
-    businessKey: null,
-  };
-}
 
 /** Three running tasks, and a batch: two step results and the third task's completion. */
 async function setUp(): Promise<{ store: PostgresStore; schema: string; ops: WriteOp[] }> {
@@ -57,8 +38,8 @@ async function setUp(): Promise<{ store: PostgresStore; schema: string; ops: Wri
     set: { clearLease: true, output: '1', finishedAt: T0 + 5 },
   });
   const ops: WriteOp[] = [
-    { kind: 'step', taskId: 't1', epoch: tasks.get('t1')!.epoch, step: step('t1', 0, tasks.get('t1')!.epoch) },
-    { kind: 'step', taskId: 't2', epoch: tasks.get('t2')!.epoch, step: step('t2', 0, tasks.get('t2')!.epoch) },
+    { kind: 'step', taskId: 't1', epoch: tasks.get('t1')!.epoch, step: stepRow('t1', 0, tasks.get('t1')!.epoch) },
+    { kind: 'step', taskId: 't2', epoch: tasks.get('t2')!.epoch, step: stepRow('t2', 0, tasks.get('t2')!.epoch) },
     end.write,
   ];
   // The first completion written fails with a transient error (a deadlock, say); a sequence's

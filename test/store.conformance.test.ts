@@ -26,7 +26,6 @@ import type {
   NewEvent,
   NewTask,
   SignalRow,
-  StepRow,
   Store,
   TaskRow,
   TransitionWrite,
@@ -35,6 +34,7 @@ import type {
 } from '../src/store.ts';
 import { transitionEntry } from '../src/log-entries.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, withPg } from './support/postgres.ts';
+import { stepRow } from './support/rows.ts';
 
 const T0 = 1_700_000_000_000;
 const LEASE_MS = 30_000;
@@ -205,27 +205,6 @@ function newTask(ns: Namespace, over: Partial<NewTask> = {}): NewTask {
 
 function claimRequest(ns: Namespace, over: Partial<ClaimRequest> = {}): ClaimRequest {
   return { workerId: 'w1', now: T0, leaseMs: LEASE_MS, limit: 10, workflows: [ns.wf()], claim: CLAIM, reclaim: RECLAIM, ...over };
-}
-
-function stepRow(taskId: string, seq: number, epoch: number, over: Partial<StepRow> = {}): StepRow {
-  return {
-    taskId,
-    seq,
-    name: `s${seq}`,
-    kind: 'step',
-    status: 'completed',
-    output: JSON.stringify({ seq }),
-    error: null,
-    attempts: 1,
-    startedAt: T0,
-    finishedAt: T0 + 1,
-    wakeAt: null,
-    epoch,
-    done: seq + 1,
-    calledAfter: seq,
-    businessKey: null,
-    ...over,
-  };
 }
 
 /**

@@ -181,7 +181,7 @@ describe.each([sqlite, ...(pgUp ? [postgres] : [])])('tasks held behind their ke
   });
 
   it('a worker serving the workflow runs the release pass: a task left held with room in its key still runs', async () => {
-    const { url, store, raw } = await backend.open();
+    const { url, raw } = await backend.open();
     const wf = workflow('wf', async (ctx) => ctx.step('work', () => 'done'), { concurrency: { key: () => 'only', limit: 1 } });
     const engine = new Engine({ store: url, workflows: [wf] });
     cleanups.push(() => engine.close());
@@ -192,6 +192,5 @@ describe.each([sqlite, ...(pgUp ? [postgres] : [])])('tasks held behind their ke
     // Nothing else releases it: only the worker's pass (every few seconds) does.
     expect(await engine.result(task.id, { timeout: '30s' })).toBe('done');
     await worker.stop();
-    void store;
   }, 60_000);
 });

@@ -15,7 +15,7 @@ import type { PeriodicScheduler } from './periodic.ts';
 export const KEY_RELEASE_MS = 5000;
 
 /** Whether a workflow limits its tasks per key (`concurrency: { key, limit }`). */
-export const limitsPerKey = (w: Workflow): boolean => typeof w.options.concurrency === 'object' && w.options.concurrency !== null;
+const limitsPerKey = (w: Workflow): boolean => typeof w.options.concurrency === 'object' && w.options.concurrency !== null;
 
 export function keyReleaseJob(scheduler: PeriodicScheduler, host: { store: Store; clock: Clock; workflows: ReadonlyMap<string, Workflow> }): void {
   if (![...host.workflows.values()].some(limitsPerKey)) return;
