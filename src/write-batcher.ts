@@ -75,7 +75,7 @@ export class WriteBatcher {
           return Promise.resolve(results[0] as WriteResult);
         } catch (e) {
           this.#onRetry?.(e, 1);
-          return this.#group.enqueueFirst(op);
+          return this.#group.enqueueFirst(sentAgain(op));
         }
       }
       // Its task is busy meanwhile: its next writes wait for this one (see GroupCommit).
@@ -89,7 +89,7 @@ export class WriteBatcher {
         (e: unknown) => {
           this.#onRetry?.(e, 1);
           // Tried again ahead of its task's later writes, queued while it was in flight.
-          const again = this.#group.enqueueFirst(op);
+          const again = this.#group.enqueueFirst(sentAgain(op));
           this.#group.end(op);
           return again;
         },
@@ -151,9 +151,19 @@ export class WriteBatcher {
         }
         this.#onRetry?.(e, attempt);
         await new Promise((r) => setTimeout(r, Math.min(2000, 50 * 2 ** attempt)));
+        batch = batch.map((p) => ({ ...p, item: sentAgain(p.item) }));
       }
     }
   }
+}
+
+/**
+ * `op` as it is sent after a failed attempt, which may have committed before its answer was lost:
+ * a checkpoint then counts a row identical to it as its own (see `StepWrite.again`). A transition
+ * needs no mark: its guard refuses a second application.
+ */
+function sentAgain(op: WriteOp): WriteOp {
+  return op.kind === 'step' && !op.again ? { ...op, again: true } : op;
 }
 
 /** The ops of a batch by task, each task's in batch order. */

@@ -141,10 +141,13 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
           { name: "batched ends of children, with their parents' signals", text: childEnds.text, values: childEnds.values, rows: 40, most: 2 * 40 + 2 * 4 },
           { name: 'lone checkpoint', text: plainStepSql(t), values: plain, rows: 1, most: 1 },
           // The same at a position the run knows to be free: a plain insert (the hot path).
-          { name: 'lone checkpoint at a free position', text: plainStepSql(t, true), values: [...stepValues(step(ids[0]!, 4)), ids[0], 1, NOW, 'step:completed', '{}'], rows: 1, most: 1 },
+          { name: 'lone checkpoint at a free position', text: plainStepSql(t, 'fresh'), values: [...stepValues(step(ids[0]!, 4)), ids[0], 1, NOW, 'step:completed', '{}'], rows: 1, most: 1 },
           // An INSERT without RETURNING reports no rows of its own (its row count says it wrote one).
           { name: 'lone step result', text: resultStepSql(t), values: [...stepValues(step(ids[0]!, 2)), ids[0], 1], rows: 0, most: 1 },
-          { name: 'lone step result at a free position', text: resultStepSql(t, true), values: [...stepValues(step(ids[0]!, 5)), ids[0], 1], rows: 0, most: 1 },
+          { name: 'lone step result at a free position', text: resultStepSql(t, 'fresh'), values: [...stepValues(step(ids[0]!, 5)), ids[0], 1], rows: 0, most: 1 },
+          // Sent again after a lost answer: the position's row looked up by key, compared, and taken as the write.
+          { name: 'lone checkpoint sent again', text: plainStepSql(t, 'again'), values: plain, rows: 1, most: 2 },
+          { name: 'lone step result sent again', text: resultStepSql(t, 'again'), values: [...stepValues(step(ids[0]!, 2)), ids[0], 1], rows: 1, most: 2 },
           { name: 'heartbeat', text: heartbeatSql(t), values: [60000, ids, ids.map(() => 1), 'worker-a'], rows: 40, most: 2 * 40 },
           // Bounded by the pending or leased tasks, which the due and leased indexes list (a bitmap
           // scan counts each twice: its index entries and its rows; the probes above left row versions).

@@ -40,41 +40,36 @@ export const STEP_UPSERT_LOGGED_SET = `${STEP_UPSERT_SET}, log_seq = excluded.lo
 export const carriesSql = (status: string): string => `${status} IN ('completed', 'failed')`;
 
 /**
+ * How a checkpoint's statement meets a row already at its position: `fresh`, none is looked for
+ * (see {@link upsertClause}); `upsert`, it replaces it; `again`, a row identical to the write is
+ * taken as the write itself, committed by an earlier attempt whose answer was lost
+ * (`StepWrite.again`): the statement then writes nothing and still answers accepted.
+ */
+export type StepShape = 'fresh' | 'upsert' | 'again';
+
+/**
  * The fenced checkpoint of one plain step and its log entry: parameters are the step's columns
  * (in {@link STEP_COLUMNS} order), then the task id, the writer's epoch, and the entry's time,
  * type and data. Accepted (one row) only while the task is leased at that epoch
  * ({@link appendFence}, which also numbers the entry). A step's result is carried by its row
  * (`log_seq`, one row written); a wait or a retry due also gets a row of its own in `events`.
  */
-export function plainStepSql(t: Tables, fresh = false): string {
+export function plainStepSql(t: Tables, shape: StepShape = 'upsert'): string {
   const n = STEP_COLUMNS.length;
-  const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
+  const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`);
   const status = `$${STEP_COLUMNS.indexOf('status') + 1}::text`;
   const task = `$${n + 1}::text`;
-  return `WITH f AS (${appendFence(t, task, `$${n + 2}::integer`, '1')}
+  const again = shape === 'again';
+  return `WITH ${again ? `d AS (${sameStepSql(t, values)}), ` : ''}f AS (${appendFence(t, task, `$${n + 2}::integer`, '1', again ? 'd' : undefined)}
     ), ins AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
-      SELECT ${values}, CASE WHEN ${carriesSql(status)} THEN f.event_seq END FROM f${upsertClause(fresh)}
+      SELECT ${values.join(', ')}, CASE WHEN ${carriesSql(status)} THEN f.event_seq END FROM f${upsertClause(shape)}
     ), ev AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
       SELECT ${task}, f.event_seq, $${n + 3}::bigint, $${n + 4}::text, 'worker', coalesce(f.lease_owner, 'unknown'), $${n + 5}::text
       FROM f WHERE NOT ${carriesSql(status)}
     )
-    SELECT 1 FROM f`;
-}
-
-/**
- * How a checkpoint's row meets one already at its position: it replaces it; or, for a position
- * the writer knows to be free (`StepWrite.fresh`), none is looked for: a plain insert skips the
- * conflict machinery (arbiter index, speculative insertion), a tenth of a step's cost. If a row is
- * there after all, the insert fails with a unique violation and the write is made again with the
- * upsert (see `postgres/write-batch.ts`).
- */
-function upsertClause(fresh: boolean): string {
-  return fresh
-    ? ''
-    : `
-      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}`;
+    SELECT 1 FROM f${again ? ' UNION ALL SELECT 1 FROM d' : ''}`;
 }
 
 /**
@@ -83,13 +78,45 @@ function upsertClause(fresh: boolean): string {
  * `events` table in the statement (a relation a statement names is opened and locked on every
  * execution, even for an insert of no rows). Accepted when it reports one row.
  */
-export function resultStepSql(t: Tables, fresh = false): string {
+export function resultStepSql(t: Tables, shape: StepShape = 'upsert'): string {
   const n = STEP_COLUMNS.length;
-  const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`).join(', ');
-  return `WITH f AS (${appendFence(t, `$${n + 1}::text`, `$${n + 2}::integer`, '1')}
+  const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`);
+  const fence = (unless?: string): string => appendFence(t, `$${n + 1}::text`, `$${n + 2}::integer`, '1', unless);
+  if (shape !== 'again')
+    return `WITH f AS (${fence()}
     )
     INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
-    SELECT ${values}, f.event_seq FROM f${upsertClause(fresh)}`;
+    SELECT ${values.join(', ')}, f.event_seq FROM f${upsertClause(shape)}`;
+  return `WITH d AS (${sameStepSql(t, values)}), f AS (${fence('d')}
+    ), ins AS (
+      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
+      SELECT ${values.join(', ')}, f.event_seq FROM f${upsertClause(shape)}
+    )
+    SELECT 1 FROM f UNION ALL SELECT 1 FROM d`;
+}
+
+/**
+ * The journal row at the position of a write whose step columns are `values` (SQL, in
+ * {@link STEP_COLUMNS} order), if it is identical to it: the same epoch, status, attempts, output,
+ * times and the rest (see {@link StepShape} `again`).
+ */
+export function sameStepSql(t: Tables, values: readonly string[]): string {
+  return `SELECT 1 FROM ${t.steps} WHERE task_id = ${values[0]} AND seq = ${values[1]}
+      AND (${STEP_COLUMNS.slice(2).join(', ')}) IS NOT DISTINCT FROM (${values.slice(2).join(', ')})`;
+}
+
+/**
+ * How a checkpoint's row meets one already at its position: it replaces it; or, for a position
+ * the writer knows to be free (`StepWrite.fresh`), none is looked for: a plain insert skips the
+ * conflict machinery (arbiter index, speculative insertion), a tenth of a step's cost. If a row is
+ * there after all, the insert fails with a unique violation and the write is made again as
+ * `again` (see `postgres/write-batch.ts`).
+ */
+function upsertClause(shape: StepShape): string {
+  return shape === 'fresh'
+    ? ''
+    : `
+      ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}`;
 }
 
 /**
@@ -105,10 +132,11 @@ export function resultStepSql(t: Tables, fresh = false): string {
  * partial index applies: the row is found by its primary key whatever the statistics say (with a
  * plain `status IN (…)`, generic plans chose a scan of that index on tables analyzed while no task
  * ran). `event_seq` is in no index, so on a page with room (fillfactor 80) the update stays HOT.
+ * With `unless` (a CTE's name), nothing is appended when that CTE has a row.
  */
-export function appendFence(t: Tables, id: string, epoch: string, n: string): string {
+export function appendFence(t: Tables, id: string, epoch: string, n: string, unless?: string): string {
   return `UPDATE ${t.tasks} SET event_seq = event_seq + ${n}
-      WHERE id = ${id} AND epoch = ${epoch} AND (status IN (${LEASED_SQL})) IS TRUE
+      WHERE id = ${id} AND epoch = ${epoch} AND (status IN (${LEASED_SQL})) IS TRUE${unless ? ` AND NOT EXISTS (SELECT 1 FROM ${unless})` : ''}
       RETURNING event_seq, lease_owner`;
 }
 

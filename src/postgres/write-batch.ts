@@ -9,7 +9,7 @@
 import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
 import { lockInIdOrder, transition, transitionOn } from './transition.ts';
 import { channelOf } from './listen.ts';
-import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql, resultStepSql } from './sql-text.ts';
+import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql, resultStepSql, sameStepSql, type StepShape } from './sql-text.ts';
 import { stepBatchSql } from './batch-sql.ts';
 import { batchableTransitions, isBatchableTransition, transitionBatchSql } from './transition-batch-sql.ts';
 import { STEP_COLUMNS, stepValues, toTaskRow } from '../rows.ts';
@@ -113,10 +113,12 @@ async function writeRest(c: PgContext, rest: Array<{ op: WriteOp; at: number }>,
 /**
  * Tasks whose step writes must run one by one, in order: two writes of one position where one
  * consumes a signal (the multi-row statement keeps one row per position, the last write's, and
- * would drop the other's consumption or entry).
+ * would drop the other's consumption or entry), and a write sent again (`StepWrite.again`: its
+ * statement takes an identical row as itself, which the multi-row one does not look for).
  */
 function tasksWrittenInOrder(ops: readonly WriteOp[]): Set<string> {
   const out = new Set<string>();
+  for (const op of ops) if (op.kind === 'step' && op.again) out.add(op.taskId);
   if (!ops.some((op) => op.kind === 'step' && op.consume)) return out;
   const positions = new Map<string, { count: number; consumes: boolean }>();
   for (const op of ops) {
@@ -134,12 +136,12 @@ function tasksWrittenInOrder(ops: readonly WriteOp[]): Set<string> {
 /** The texts of the hot-path statements per store and shape (built once; prepared once per connection). */
 const stepTexts = new WeakMap<PgContext, Map<string, string>>();
 
-function stepText(c: PgContext, carried: boolean, fresh: boolean): string {
+function stepText(c: PgContext, carried: boolean, shape: StepShape): string {
   let texts = stepTexts.get(c);
   if (!texts) stepTexts.set(c, (texts = new Map()));
-  const key = `${carried ? 'result' : 'plain'}${fresh ? ':fresh' : ''}`;
+  const key = `${carried ? 'result' : 'plain'}:${shape}`;
   let text = texts.get(key);
-  if (text === undefined) texts.set(key, (text = carried ? resultStepSql(c.t, fresh) : plainStepSql(c.t, fresh)));
+  if (text === undefined) texts.set(key, (text = carried ? resultStepSql(c.t, shape) : plainStepSql(c.t, shape)));
   return text;
 }
 
@@ -160,17 +162,18 @@ export function stepWrite(c: PgContext, db: Db, w: StepWrite): Promise<boolean> 
   // A step's result is carried by its row: no entry of its own, no `events` in the statement.
   const carried = journalCarries(w.step);
   if (!carried) values.push(stepEntryAt(w.step), `step:${w.step.status}`, stepEntry('worker', '', w.step).data);
-  const send = (fresh: boolean): Promise<boolean> => {
-    const text = stepText(c, carried, fresh);
+  const send = (shape: StepShape): Promise<boolean> => {
+    const text = stepText(c, carried, shape);
     const onHot = db === c.pool ? c.hot.tryRun((client) => query(c, client, text, values)) : undefined;
     return (onHot ?? query(c, db, text, values)).then((r) => r.rowCount === 1);
   };
+  if (w.again) return send('again');
   // Only in autocommit: inside a transaction a failed statement would abort it.
-  if (!w.fresh || db !== c.pool) return send(false);
+  if (!w.fresh || db !== c.pool) return send('upsert');
   // A row at the position after all (the first attempt of a retried write committed): the
-  // statement failed whole, fence included; it is made again as an upsert.
-  return send(true).catch((e: unknown) => {
-    if ((e as { code?: unknown } | null)?.code === UNIQUE_VIOLATION) return send(false);
+  // statement failed whole, fence included; it is made again, taking an identical row as itself.
+  return send('fresh').catch((e: unknown) => {
+    if ((e as { code?: unknown } | null)?.code === UNIQUE_VIOLATION) return send('again');
     throw e;
   });
 }
@@ -189,7 +192,9 @@ async function consumingStepWrite(c: PgContext, db: Db, w: StepWrite, consume: N
   const types = carried ? ['signal:consumed'] : [`step:${w.step.status}`, 'signal:consumed'];
   const data = carried ? [signalConsumedEntry('worker', '', consume).data] : [stepEntry('worker', '', w.step).data, signalConsumedEntry('worker', '', consume).data];
   const places = carried ? [2] : [1, 2];
-  const text = `WITH f AS (${appendFence(t, task, p.add(w.epoch, 'integer'), '2')}
+  // Sent again (see StepWrite.again): an identical row is this write, committed with its consumption.
+  const same = w.again ? `d AS (${sameStepSql(t, values)}), ` : '';
+  const text = `WITH ${same}f AS (${appendFence(t, task, p.add(w.epoch, 'integer'), '2', w.again ? 'd' : undefined)}
       ), ins AS (
         INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq) SELECT ${values.join(', ')}, ${carried ? 'f.event_seq - 1' : 'NULL::integer'} FROM f
         ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
@@ -200,7 +205,7 @@ async function consumingStepWrite(c: PgContext, db: Db, w: StepWrite, consume: N
         INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
         SELECT ${task}, f.event_seq - 2 + e.place, ${p.add(stepEntryAt(w.step), 'bigint')}, e.type, 'worker', coalesce(f.lease_owner, 'unknown'), e.data
         FROM f, unnest(${p.add(types, 'text[]')}, ${p.add(data, 'text[]')}, ${p.add(places, 'integer[]')}) AS e(type, data, place)
-      ) SELECT count(*)::int AS n FROM f`;
+      ) SELECT ((SELECT count(*) FROM f)${w.again ? ' + (SELECT count(*) FROM d)' : ''})::int AS n`;
   const [row] = await rows(c, db, text, p.values);
   return row?.n === 1;
 }

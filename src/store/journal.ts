@@ -64,6 +64,13 @@ export interface StepWrite {
    * updates it, as without the hint.
    */
   fresh?: true;
+  /**
+   * The write is sent again after an attempt whose answer was lost (a connection that dropped
+   * around its commit): that attempt may have committed. A row at the position identical to this
+   * one (same epoch, status, attempts, output, times…) is then this write: the store answers it
+   * accepted without writing it again, so the log takes no second entry for it and has no gap.
+   */
+  again?: true;
 }
 
 export type WriteOp = TransitionWrite | StepWrite;
