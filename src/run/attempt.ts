@@ -150,18 +150,29 @@ function stepContext(run: RunCore, c: AttemptCall<unknown>, signal: AbortSignal)
 
 /** Calls the step function: its value goes to `settle`, its failure (thrown or rejected) to `fail`. */
 function callStep<T>(run: RunCore, stepId: string, fn: (s: StepContext) => PromiseLike<T> | T, ctx: StepContext, settle: (v: T) => void, fail: (e: unknown) => void): void {
-  let result: PromiseLike<T> | T;
+  let call: { result: PromiseLike<T> | T; done: () => void };
   try {
     // In the step's async context, so that a durable call made inside it is refused (see identity.ts).
-    result = runAsStep(run, stepId, () => fn(ctx));
+    call = runAsStep(run, stepId, () => fn(ctx));
   } catch (e) {
     return fail(e);
   }
+  const { result, done } = call;
   if (isThenable(result)) {
     // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
-    Promise.resolve(result).then((v) => settle(v as T), fail);
+    Promise.resolve(result).then(
+      (v) => {
+        done();
+        settle(v as T);
+      },
+      (e: unknown) => {
+        done();
+        fail(e);
+      },
+    );
   } else {
     // A synchronous step: its value is final.
+    done();
     settle(result as T);
   }
 }

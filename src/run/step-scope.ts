@@ -4,6 +4,12 @@
  * Which step's function is running, as the async context of that function's code: a durable call
  * made from inside it (directly, or through a helper that takes `ctx`) sees the enclosing step,
  * while calls running beside it (`Promise.all` of two steps in the workflow code) do not.
+ *
+ * An enabled async context costs every promise and every native callback of the process a hook,
+ * so it is enabled only while a step function of this process is in flight: from its call until
+ * the promise it returned settles (a synchronous function: until it returns). A call made after
+ * its own step settled is not inside that step any more, and a context that nothing reads need
+ * not be carried.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -13,10 +19,27 @@ interface Enclosing {
 }
 
 const scope = new AsyncLocalStorage<Enclosing>();
+/** Step functions in flight in this process (the async context is enabled while there are any). */
+let inFlight = 0;
 
-/** Calls a step's function `fn` of `run` as the code of step `stepId`. */
-export function runAsStep<T>(run: object, stepId: string, fn: () => T): T {
-  return scope.run({ run, stepId }, fn);
+/**
+ * Calls a step's function `fn` of `run` as the code of step `stepId`. The caller calls the
+ * returned `done` once the function's result has settled (or it threw).
+ */
+export function runAsStep<T>(run: object, stepId: string, fn: () => T): { result: T; done: () => void } {
+  inFlight++;
+  let open = true;
+  const done = (): void => {
+    if (!open) return;
+    open = false;
+    if (--inFlight === 0) scope.disable();
+  };
+  try {
+    return { result: scope.run({ run, stepId }, fn), done };
+  } catch (e) {
+    done();
+    throw e;
+  }
 }
 
 /** The step of `run` whose function is making the current call, or null (the workflow code's own call). */
