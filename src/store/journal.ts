@@ -69,6 +69,7 @@ export interface StepWrite {
    * around its commit): that attempt may have committed. A row at the position identical to this
    * one (same epoch, status, attempts, output, times…) is then this write: the store answers it
    * accepted without writing it again, so the log takes no second entry for it and has no gap.
+   * A store whose commits always answer (SQLite's, in the process) may ignore it.
    */
   again?: true;
 }
