@@ -1,8 +1,9 @@
 // Small helpers for the benchmark: timing, medians, temp dirs, spawning workers.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Engine, type TaskStatus } from '../dist/index.js';
 
 export const root = new URL('..', import.meta.url).pathname;
@@ -79,8 +80,16 @@ export async function pairedOverhead(rounds: number, raw: (shape: 'minimal' | 'j
 export function spawnWorker(db: string, extra: string[] = [], env: Record<string, string> = {}, from = root): ChildProcess {
   return spawn(process.execPath, [join(from, 'dist/cli/main.js'), 'worker', join(from, 'bench/workflows.ts'), '--db', db, '--quiet', ...extra], {
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...profiling(), ...env },
   });
+}
+
+/** With STEPWISE_BENCH_PROFILE=<directory>, the worker processes load bench/burst-profile.mjs. */
+function profiling(): Record<string, string> {
+  const dir = process.env.STEPWISE_BENCH_PROFILE;
+  if (!dir) return {};
+  mkdirSync(dir, { recursive: true });
+  return { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${pathToFileURL(join(root, 'bench/burst-profile.mjs')).href}`.trim() };
 }
 
 export async function stopWorkers(children: ChildProcess[]): Promise<void> {

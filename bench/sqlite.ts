@@ -142,6 +142,11 @@ export async function throughput(
   }
 }
 
+/** With STEPWISE_BENCH_PROFILE, starts or stops the worker processes' profiles (bench/burst-profile.mjs). */
+function profileToggle(pids: readonly number[]): void {
+  if (process.env.STEPWISE_BENCH_PROFILE) for (const pid of pids) process.kill(pid, 'SIGUSR2');
+}
+
 /** One measured burst: `tasks` tasks due at the same moment, run by the (warm) worker processes. */
 async function burst(engine: Engine, label: string, tasks: number, workers: number, pids: number[]): Promise<Throughput> {
   const dueAt = Date.now() + 1000 + tasks * 5;
@@ -149,9 +154,11 @@ async function burst(engine: Engine, label: string, tasks: number, workers: numb
   for (let i = 0; i < tasks; i++) ids.push((await engine.start(threeSteps, undefined, { delay: Math.max(0, dueAt - Date.now()) })).id);
   while (Date.now() < dueAt - 20) await new Promise((r) => setTimeout(r, 5));
   const before = cpuSample(pids);
+  profileToggle(pids);
   await waitNoneUnfinished(engine, 10); // the CPU window ends close to the last finish
   const after = cpuSample(pids);
   const { spanMs } = await waitAllDone(engine, ids);
+  profileToggle(pids);
   const seconds = spanMs / 1000;
   const cpu = before && after ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, postgresMs: postgresCpuMs(before, after) } : undefined;
   return { store: label, workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds, ...(cpu ? { cpu } : {}) };
