@@ -214,6 +214,12 @@ export class JournalWriter {
         return row.status;
       }
       const fresh = await run.deps.store.getTask(run.taskId);
+      if (fresh && appliedAlready(fresh, write)) {
+        // An earlier attempt of this very write committed, but its answer was lost (a connection
+        // that dropped around the commit): its retry's guard refused it. The run ended as planned.
+        for (const d of deferred) d.onDurable?.();
+        return fresh.status;
+      }
       if (!fresh || fresh.epoch !== run.epoch || (fresh.status !== 'running' && fresh.status !== 'cancelling')) return this.lost();
       known = { status: fresh.status, reason: cancelOf(run.state)?.reason ?? fresh.cancelReason ?? null };
       current = replanForPause(current, fresh.pauseRequested);
@@ -314,4 +320,13 @@ function isRefusal(e: unknown): e is StepwiseError {
 function refusalCode(e: unknown): string | null {
   const code = (e as { dbCode?: unknown }).dbCode;
   return typeof code === 'string' ? code : null;
+}
+
+/**
+ * Whether `row` shows `write` applied: the write's target status, under the writer's epoch, at the
+ * write's own time (a transition sets `updated_at` to its `at`). No other write takes a task of
+ * that epoch to that status at that moment.
+ */
+function appliedAlready(row: TaskRow, write: TransitionWrite): boolean {
+  return 'epoch' in write.guard && row.epoch === write.guard.epoch && row.status === write.to && row.updatedAt === write.at;
 }
