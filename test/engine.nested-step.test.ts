@@ -103,6 +103,29 @@ describe('durable calls inside a step function', () => {
     }
   });
 
+  it('refuses a call inside a step still in flight after steps beside it (synchronous and asynchronous) have ended', async () => {
+    const wf = workflow('nested-after-others', async (ctx) => {
+      const [, , brief] = await Promise.all([
+        ctx.step('quick', () => 1),
+        ctx.step('short', async () => new Promise<number>((r) => setTimeout(() => r(2), 1))),
+        ctx.step('long', async () => {
+          await new Promise((r) => setTimeout(r, 30));
+          return summarise(ctx, 'late');
+        }),
+      ]);
+      return brief;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    try {
+      await startWorker(engine);
+      const { id } = await engine.start(wf, {});
+      const error = await failure(id, engine);
+      expect(error.message).toContain('step "summarise late" was called inside the function of step "long"');
+    } finally {
+      await engine.close();
+    }
+  });
+
   it('still runs steps side by side (Promise.all) and a step chained on another step’s result, and replays them after a park', async () => {
     const wf = workflow('beside', async (ctx) => {
       const [a, b] = await Promise.all([summarise(ctx, 'x'), ctx.step('slow', async () => new Promise<string>((r) => setTimeout(() => r('y'), 5)))]);
