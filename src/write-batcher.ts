@@ -110,14 +110,20 @@ export class WriteBatcher {
   /** Resolves the ops of `batch` that `committed` answers (by index); returns the others. */
   #settleCommitted(batch: Pending[], committed: ReadonlyMap<number, WriteResult> | undefined): Pending[] {
     if (!committed?.size) return batch;
-    const done = batch.filter((_, i) => committed.has(i));
-    const results = [...committed.keys()].sort((a, b) => a - b).map((i) => committed.get(i) as WriteResult);
+    const done: Pending[] = [];
+    const results: WriteResult[] = [];
+    const rest: Pending[] = [];
+    batch.forEach((p, i) => {
+      if (!committed.has(i)) return void rest.push(p);
+      done.push(p);
+      results.push(committed.get(i) as WriteResult);
+    });
     this.#onCommitted?.(
       done.map((p) => p.item),
       results,
     );
     done.forEach((p, k) => p.resolve(results[k] as WriteResult));
-    return batch.filter((_, i) => !committed.has(i));
+    return rest;
   }
 
   async #commit(batch: Pending[]): Promise<void> {

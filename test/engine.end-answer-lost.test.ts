@@ -4,28 +4,18 @@
 // shows, and finish as planned instead of reporting its lease lost.
 import { describe, expect, it } from 'vitest';
 import { Engine, StoreUnavailableError, openStore, workflow, type Store, type TaskStatus } from '../src/index.ts';
-import type { WriteOp } from '../src/store.ts';
-import { FAST, tempDbUrl } from './support/engine.ts';
+import { FAST, aroundEachWrite, tempDbUrl } from './support/engine.ts';
 
 /** `inner`, whose first write that ends a task commits and then fails as a lost answer does. */
 function losingFirstEnd(inner: Store): { store: Store; lost: () => number } {
   let lost = 0;
-  const store = new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'writeBatchNow') return undefined;
-      if (prop === 'writeBatch') {
-        return async (ops: readonly WriteOp[]) => {
-          const results = await inner.writeBatch(ops);
-          if (lost === 0 && ops.some((op) => op.kind === 'transition' && op.to === 'succeeded')) {
-            lost++;
-            throw new StoreUnavailableError('The database is unavailable: Connection terminated unexpectedly');
-          }
-          return results;
-        };
-      }
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
+  const store = aroundEachWrite(inner, async (ops, write) => {
+    const results = await write(ops);
+    if (lost === 0 && ops.some((op) => op.kind === 'transition' && op.to === 'succeeded')) {
+      lost++;
+      throw new StoreUnavailableError('The database is unavailable: Connection terminated unexpectedly');
+    }
+    return results;
   });
   return { store, lost: () => lost };
 }

@@ -1,8 +1,8 @@
 // A durable call made inside another step's function is refused at once (NESTED_STEP), naming both
 // steps; calls beside each other (parallel steps, a step chained on another's result) still run.
 import { describe, expect, it } from 'vitest';
-import { NestedStepError, TaskFailedError, workflow, type WorkflowContext } from '../src/index.ts';
-import { makeEngine, startWorker } from './support/engine.ts';
+import { NestedStepError, TaskFailedError, workflow, type TaskInfo, type Workflow, type WorkflowContext } from '../src/index.ts';
+import { gate, makeEngine, startWorker } from './support/engine.ts';
 
 /** A helper that takes ctx, as model calls and sub-agents do. */
 async function summarise(ctx: WorkflowContext, text: string): Promise<string> {
@@ -18,6 +18,19 @@ async function failure(id: string, engine: ReturnType<typeof makeEngine>): Promi
   return cause;
 }
 
+/** Runs one task of `wf` to its NESTED_STEP failure: the error, and the task as `engine.get` shows it. */
+async function nestedFailure(wf: Workflow<unknown, unknown>): Promise<{ error: Error & { code: string }; info: TaskInfo }> {
+  const engine = makeEngine({ workflows: [wf] });
+  try {
+    await startWorker(engine);
+    const { id } = await engine.start(wf, {});
+    const error = await failure(id, engine);
+    return { error, info: await engine.get(id) };
+  } finally {
+    await engine.close();
+  }
+}
+
 describe('durable calls inside a step function', () => {
   it('fails the task on its first run with NESTED_STEP naming the enclosing step and the inner call, and records no inner step', async () => {
     let outerRuns = 0;
@@ -28,20 +41,12 @@ describe('durable calls inside a step function', () => {
       });
       return brief;
     });
-    const engine = makeEngine({ workflows: [wf] });
-    try {
-      await startWorker(engine);
-      const { id } = await engine.start(wf, {});
-      const error = await failure(id, engine);
-      expect(error.message).toContain('step "summarise notes" was called inside the function of step "research"');
-      expect(error.message).toContain('Call step "summarise notes" from the workflow function');
-      const info = await engine.get(id);
-      expect(info.status).toBe('failed');
-      expect(info.steps.map((s) => s.name)).not.toContain('summarise notes');
-      expect(outerRuns).toBe(1); // not retried: retrying cannot fix the code
-    } finally {
-      await engine.close();
-    }
+    const { error, info } = await nestedFailure(wf);
+    expect(error.message).toContain('step "summarise notes" was called inside the function of step "research"');
+    expect(error.message).toContain('Call step "summarise notes" from the workflow function');
+    expect(info.status).toBe('failed');
+    expect(info.steps.map((s) => s.name)).not.toContain('summarise notes');
+    expect(outerRuns).toBe(1); // not retried: retrying cannot fix the code
   });
 
   it('refuses a helper that takes ctx called in a ctx.forEach item, after awaits and timers inside the item', async () => {
@@ -51,16 +56,9 @@ describe('durable calls inside a step function', () => {
         return summarise(ctx, page);
       }),
     );
-    const engine = makeEngine({ workflows: [wf] });
-    try {
-      await startWorker(engine);
-      const { id } = await engine.start(wf, {});
-      const error = await failure(id, engine);
-      expect(error.message).toContain('step "summarise a" was called inside the function of step "pages:0-1"');
-      expect(error.message).toContain('ctx.forEach item');
-    } finally {
-      await engine.close();
-    }
+    const { error } = await nestedFailure(wf);
+    expect(error.message).toContain('step "summarise a" was called inside the function of step "pages:0-1"');
+    expect(error.message).toContain('ctx.forEach item');
   });
 
   it('refuses ctx.sleep and ctx.waitForEvent inside a step function too', async () => {
@@ -105,25 +103,25 @@ describe('durable calls inside a step function', () => {
 
   it('refuses a call inside a step still in flight after steps beside it (synchronous and asynchronous) have ended', async () => {
     const wf = workflow('nested-after-others', async (ctx) => {
+      // The long step makes its call only once the short one has ended (its result reached the code).
+      const shortEnded = gate();
       const [, , brief] = await Promise.all([
         ctx.step('quick', () => 1),
-        ctx.step('short', async () => new Promise<number>((r) => setTimeout(() => r(2), 1))),
+        ctx
+          .step('short', async () => new Promise<number>((r) => setImmediate(() => r(2))))
+          .then((v) => {
+            shortEnded.open();
+            return v;
+          }),
         ctx.step('long', async () => {
-          await new Promise((r) => setTimeout(r, 30));
+          await shortEnded.promise;
           return summarise(ctx, 'late');
         }),
       ]);
       return brief;
     });
-    const engine = makeEngine({ workflows: [wf] });
-    try {
-      await startWorker(engine);
-      const { id } = await engine.start(wf, {});
-      const error = await failure(id, engine);
-      expect(error.message).toContain('step "summarise late" was called inside the function of step "long"');
-    } finally {
-      await engine.close();
-    }
+    const { error } = await nestedFailure(wf);
+    expect(error.message).toContain('step "summarise late" was called inside the function of step "long"');
   });
 
   it('still runs steps side by side (Promise.all) and a step chained on another step’s result, and replays them after a park', async () => {

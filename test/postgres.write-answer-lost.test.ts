@@ -5,10 +5,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation } from '../src/transitions.ts';
-import type { Store, StepWrite, TaskRow, WriteOp, WriteResult } from '../src/store.ts';
+import type { Store, StepWrite, TaskRow } from '../src/store.ts';
 import { WriteBatcher } from '../src/write-batcher.ts';
 import { claimOf } from './support/claims.ts';
 import { stepRow } from './support/rows.ts';
+import { aroundEachWrite } from './support/engine.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
 
 const T0 = 1_700_000_000_000;
@@ -42,19 +43,12 @@ function write(taskId: string, epoch: number, seq: number, over: Parameters<type
 /** A store whose first `writeBatch` commits and then fails as a dropped connection does. */
 function losingFirstAnswer(store: PostgresStore): Store {
   let lost = false;
-  return new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop === 'writeBatch')
-        return async (ops: readonly WriteOp[]): Promise<WriteResult[]> => {
-          const results = await target.writeBatch(ops);
-          if (lost) return results;
-          lost = true;
-          throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
-        };
-      const v: unknown = Reflect.get(target, prop, receiver);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  }) as Store;
+  return aroundEachWrite(store, async (ops, write) => {
+    const results = await write(ops);
+    if (lost) return results;
+    lost = true;
+    throw Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' });
+  });
 }
 
 describe.skipIf(!(await hasPostgres()))('a PostgreSQL checkpoint sent again after its answer was lost', () => {

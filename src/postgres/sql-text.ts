@@ -81,17 +81,11 @@ export function plainStepSql(t: Tables, shape: StepShape = 'upsert'): string {
 export function resultStepSql(t: Tables, shape: StepShape = 'upsert'): string {
   const n = STEP_COLUMNS.length;
   const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`);
-  const fence = (unless?: string): string => appendFence(t, `$${n + 1}::text`, `$${n + 2}::integer`, '1', unless);
-  if (shape !== 'again')
-    return `WITH f AS (${fence()}
-    )
-    INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
+  const insert = `INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
     SELECT ${values.join(', ')}, f.event_seq FROM f${upsertClause(shape)}`;
-  return `WITH d AS (${sameStepSql(t, values)}), f AS (${fence('d')}
-    ), ins AS (
-      INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
-      SELECT ${values.join(', ')}, f.event_seq FROM f${upsertClause(shape)}
-    )
+  if (shape !== 'again') return `WITH f AS (${appendFence(t, `$${n + 1}::text`, `$${n + 2}::integer`, '1')}) ${insert}`;
+  // Sent again: the insert becomes a step of the statement, which answers one row when it wrote or found the row.
+  return `WITH d AS (${sameStepSql(t, values)}), f AS (${appendFence(t, `$${n + 1}::text`, `$${n + 2}::integer`, '1', 'd')}), ins AS (${insert})
     SELECT 1 FROM f UNION ALL SELECT 1 FROM d`;
 }
 

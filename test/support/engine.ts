@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ManualClock } from '../../src/manual-clock.ts';
-import type { Store, WriteOp } from '../../src/store.ts';
+import type { Store, WriteOp, WriteResult } from '../../src/store.ts';
 import { Engine, type EngineOptions, type TaskInfo, type TaskStatus, type TransitionEvent, type Worker, type WorkerOptions } from '../../src/index.ts';
 
 /** Which backend the engine suites run on. */
@@ -117,15 +117,22 @@ export async function advanceUntil(clock: ManualClock, check: () => Promise<bool
  * first awaits `before(ops)`: a test holds or interleaves with a write there.
  */
 export function beforeEachWrite(inner: Store, before: (ops: readonly WriteOp[]) => Promise<void> | void): Store {
+  return aroundEachWrite(inner, async (ops, write) => {
+    await before(ops);
+    return write(ops);
+  });
+}
+
+/**
+ * `inner`, with every write going through `writeBatch` (no synchronous `writeBatchNow`), made by
+ * `around(ops, write)`: `write` is the store's own; a test delays it, or fails after it (an answer
+ * lost after the commit).
+ */
+export function aroundEachWrite(inner: Store, around: (ops: readonly WriteOp[], write: (ops: readonly WriteOp[]) => Promise<WriteResult[]>) => Promise<WriteResult[]>): Store {
   return new Proxy(inner, {
     get(target, prop) {
       if (prop === 'writeBatchNow') return undefined;
-      if (prop === 'writeBatch') {
-        return async (ops: readonly WriteOp[]) => {
-          await before(ops);
-          return inner.writeBatch(ops);
-        };
-      }
+      if (prop === 'writeBatch') return (ops: readonly WriteOp[]) => around(ops, (o) => inner.writeBatch(o));
       const value = Reflect.get(target, prop, target) as unknown;
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
