@@ -72,7 +72,7 @@ export function attempt<T>(view: Run, c: AttemptCall<T>): Promise<T> {
   const timeout = timeoutMs === undefined ? undefined : new AbortController();
   // With a timeout, the step's own signal (the run's or the timeout's); without, the run's.
   const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
-  const ctx = stepContext(run, c, own ?? run.signal);
+  const ctx = stepContext(run, c, own);
   const fn = c.fn;
   return new Promise<T>((ok, fail) => {
     // Nor does a running step's end reach the code of a dead worker (see above).
@@ -130,22 +130,54 @@ export function attempt<T>(view: Run, c: AttemptCall<T>): Promise<T> {
   });
 }
 
-/** What the step function of `c` receives (its signal: the run's, or its own with a timeout). */
-function stepContext(run: RunCore, c: AttemptCall<unknown>, signal: AbortSignal): StepContext {
-  return Object.freeze({
-    // A data property: an object literal with a getter costs more to build than the run's one
-    // AbortController (made at the run's first attempt).
-    signal,
-    idempotencyKey: c.idempotencyKey,
-    attempt: c.attempt,
-    lastError: c.lastError,
-    lastOutput: c.lastOutput,
-    taskId: run.taskId,
-    stepName: c.stepId,
-    epoch: run.epoch,
-    progress: (p: Progress) => run.progress.report(c.stepId, p),
-    rateLimit: c.ticket,
-  });
+/**
+ * What the step function of `c` receives. Its signal is the attempt's own (with a timeout), or the
+ * run's, read only when the step asks for it: the run's AbortController is made on first use, and a
+ * step that never reads its signal costs the run none. Every field is an own enumerable property
+ * (`signal` an accessor), as on a plain object, so that `{ ...s }` keeps them all; built by a
+ * constructor with one shared accessor, not as an object literal with a getter, which V8 builds
+ * through a slow path, several microseconds a step.
+ */
+class AttemptContext implements StepContext {
+  static readonly #signal: PropertyDescriptor = {
+    enumerable: true,
+    get(this: AttemptContext): AbortSignal {
+      return this.#own ?? this.#run.signal;
+    },
+  };
+  readonly #run: RunCore;
+  readonly #own: AbortSignal | undefined;
+  declare readonly signal: AbortSignal;
+  readonly idempotencyKey: string;
+  readonly attempt: number;
+  readonly lastError: Error | undefined;
+  readonly lastOutput: unknown;
+  readonly taskId: string;
+  readonly stepName: string;
+  readonly epoch: number;
+  readonly progress: (p: Progress) => void;
+  readonly rateLimit: RateLimitTicket | undefined;
+
+  constructor(run: RunCore, c: AttemptCall<unknown>, own: AbortSignal | undefined) {
+    this.#run = run;
+    this.#own = own;
+    Object.defineProperty(this, 'signal', AttemptContext.#signal);
+    this.idempotencyKey = c.idempotencyKey;
+    this.attempt = c.attempt;
+    this.lastError = c.lastError;
+    this.lastOutput = c.lastOutput;
+    this.taskId = run.taskId;
+    this.stepName = c.stepId;
+    this.epoch = run.epoch;
+    const stepId = c.stepId;
+    this.progress = (p: Progress) => run.progress.report(stepId, p);
+    this.rateLimit = c.ticket;
+    Object.freeze(this);
+  }
+}
+
+function stepContext(run: RunCore, c: AttemptCall<unknown>, own: AbortSignal | undefined): StepContext {
+  return new AttemptContext(run, c, own);
 }
 
 /** Calls the step function: its value goes to `settle`, its failure (thrown or rejected) to `fail`. */
