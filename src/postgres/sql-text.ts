@@ -246,14 +246,34 @@ export class Params implements SqlParams {
 
 const NEEDS_ESCAPE = /["\\]/;
 const ESCAPED = /["\\]/g;
+/** Characters JSON writes as escapes PostgreSQL's array syntax reads differently: controls, lone surrogates. */
+// eslint-disable-next-line no-control-regex -- the control characters are what it looks for
+const JSON_ONLY_ESCAPES = /[\u0000-\u001f\ud800-\udfff]/;
 
 /**
  * A one-dimensional array of strings, numbers, booleans and nulls as PostgreSQL's array literal
- * text (`{"a",1,true,NULL}`), the form the driver sends arrays in, built in one pass: batched writes
- * send dozens of arrays of hundreds of elements, and the driver escapes every element with two
- * regular expressions. Anything else (a nested array, an object) is left to the driver.
+ * text (`{"a",1,true,null}`), the form the driver sends arrays in: batched writes send dozens of
+ * arrays of hundreds of elements, and the driver escapes every element with two regular
+ * expressions. Inside an array literal a quoted element escapes `"` and `\` with a backslash, as
+ * JSON does, and an unquoted `null` is NULL: so an array whose strings hold no control character
+ * or lone surrogate (which JSON writes as `\n`, `\u…`) and whose numbers are finite is its own
+ * `JSON.stringify` between braces, built natively (the journal's JSON texts are full of quotes);
+ * any other goes element by element. Anything else (a nested array, an object) is left to the driver.
  */
 export function arrayLiteral(values: readonly unknown[]): unknown {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (typeof v === 'string') {
+      if (JSON_ONLY_ESCAPES.test(v)) return elementWise(values);
+    } else if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return elementWise(values);
+    } else if (v !== null && v !== undefined && typeof v !== 'boolean') return values;
+  }
+  return `{${JSON.stringify(values).slice(1, -1)}}`;
+}
+
+/** {@link arrayLiteral} one element at a time (for strings JSON would escape differently). */
+function elementWise(values: readonly unknown[]): unknown {
   const parts = new Array<string>(values.length);
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
