@@ -59,8 +59,8 @@ export function plainStepSql(t: Tables, shape: StepShape = 'upsert'): string {
   const values = STEP_TYPES.map((type, i) => `$${i + 1}::${type}`);
   const status = `$${STEP_COLUMNS.indexOf('status') + 1}::text`;
   const task = `$${n + 1}::text`;
-  const again = shape === 'again';
-  return `WITH ${again ? `d AS (${sameStepSql(t, values)}), ` : ''}f AS (${appendFence(t, task, `$${n + 2}::integer`, '1', again ? 'd' : undefined)}
+  const again = sentAgainCte(t, values, shape === 'again');
+  return `WITH ${again.cte}f AS (${appendFence(t, task, `$${n + 2}::integer`, '1', again.unless)}
     ), ins AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
       SELECT ${values.join(', ')}, CASE WHEN ${carriesSql(status)} THEN f.event_seq END FROM f${upsertClause(shape)}
@@ -69,7 +69,7 @@ export function plainStepSql(t: Tables, shape: StepShape = 'upsert'): string {
       SELECT ${task}, f.event_seq, $${n + 3}::bigint, $${n + 4}::text, 'worker', coalesce(f.lease_owner, 'unknown'), $${n + 5}::text
       FROM f WHERE NOT ${carriesSql(status)}
     )
-    SELECT 1 FROM f${again ? ' UNION ALL SELECT 1 FROM d' : ''}`;
+    SELECT 1 FROM f${again.unless ? ' UNION ALL SELECT 1 FROM d' : ''}`;
 }
 
 /**
@@ -85,7 +85,8 @@ export function resultStepSql(t: Tables, shape: StepShape = 'upsert'): string {
     SELECT ${values.join(', ')}, f.event_seq FROM f${upsertClause(shape)}`;
   if (shape !== 'again') return `WITH f AS (${appendFence(t, `$${n + 1}::text`, `$${n + 2}::integer`, '1')}) ${insert}`;
   // Sent again: the insert becomes a step of the statement, which answers one row when it wrote or found the row.
-  return `WITH d AS (${sameStepSql(t, values)}), f AS (${appendFence(t, `$${n + 1}::text`, `$${n + 2}::integer`, '1', 'd')}), ins AS (${insert})
+  const again = sentAgainCte(t, values, true);
+  return `WITH ${again.cte}f AS (${appendFence(t, `$${n + 1}::text`, `$${n + 2}::integer`, '1', again.unless)}), ins AS (${insert})
     SELECT 1 FROM f UNION ALL SELECT 1 FROM d`;
 }
 
@@ -94,9 +95,18 @@ export function resultStepSql(t: Tables, shape: StepShape = 'upsert'): string {
  * {@link STEP_COLUMNS} order), if it is identical to it: the same epoch, status, attempts, output,
  * times and the rest (see {@link StepShape} `again`).
  */
-export function sameStepSql(t: Tables, values: readonly string[]): string {
+function sameStepSql(t: Tables, values: readonly string[]): string {
   return `SELECT 1 FROM ${t.steps} WHERE task_id = ${values[0]} AND seq = ${values[1]}
       AND (${STEP_COLUMNS.slice(2).join(', ')}) IS NOT DISTINCT FROM (${values.slice(2).join(', ')})`;
+}
+
+/**
+ * What a checkpoint's statement adds when the write is sent again (`again`): the CTE `d`, first in
+ * its `WITH`, that finds a row identical to the write ({@link sameStepSql}), and the name the fence
+ * skips on ({@link appendFence} `unless`). Otherwise nothing.
+ */
+export function sentAgainCte(t: Tables, values: readonly string[], again: boolean): { cte: string; unless: string | undefined } {
+  return again ? { cte: `d AS (${sameStepSql(t, values)}), `, unless: 'd' } : { cte: '', unless: undefined };
 }
 
 /**

@@ -9,7 +9,7 @@
 import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
 import { lockInIdOrder, transition, transitionOn } from './transition.ts';
 import { channelOf } from './listen.ts';
-import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql, resultStepSql, sameStepSql, type StepShape } from './sql-text.ts';
+import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql, resultStepSql, sentAgainCte, type StepShape } from './sql-text.ts';
 import { stepBatchSql } from './batch-sql.ts';
 import { batchableTransitions, isBatchableTransition, transitionBatchSql } from './transition-batch-sql.ts';
 import { STEP_COLUMNS, stepValues, toTaskRow } from '../rows.ts';
@@ -193,8 +193,8 @@ async function consumingStepWrite(c: PgContext, db: Db, w: StepWrite, consume: N
   const data = carried ? [signalConsumedEntry('worker', '', consume).data] : [stepEntry('worker', '', w.step).data, signalConsumedEntry('worker', '', consume).data];
   const places = carried ? [2] : [1, 2];
   // Sent again (see StepWrite.again): an identical row is this write, committed with its consumption.
-  const same = w.again ? `d AS (${sameStepSql(t, values)}), ` : '';
-  const text = `WITH ${same}f AS (${appendFence(t, task, p.add(w.epoch, 'integer'), '2', w.again ? 'd' : undefined)}
+  const again = sentAgainCte(t, values, w.again === true);
+  const text = `WITH ${again.cte}f AS (${appendFence(t, task, p.add(w.epoch, 'integer'), '2', again.unless)}
       ), ins AS (
         INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq) SELECT ${values.join(', ')}, ${carried ? 'f.event_seq - 1' : 'NULL::integer'} FROM f
         ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
@@ -205,7 +205,7 @@ async function consumingStepWrite(c: PgContext, db: Db, w: StepWrite, consume: N
         INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
         SELECT ${task}, f.event_seq - 2 + e.place, ${p.add(stepEntryAt(w.step), 'bigint')}, e.type, 'worker', coalesce(f.lease_owner, 'unknown'), e.data
         FROM f, unnest(${p.add(types, 'text[]')}, ${p.add(data, 'text[]')}, ${p.add(places, 'integer[]')}) AS e(type, data, place)
-      ) SELECT ((SELECT count(*) FROM f)${w.again ? ' + (SELECT count(*) FROM d)' : ''})::int AS n`;
+      ) SELECT ((SELECT count(*) FROM f)${again.unless ? ' + (SELECT count(*) FROM d)' : ''})::int AS n`;
   const [row] = await rows(c, db, text, p.values);
   return row?.n === 1;
 }

@@ -72,7 +72,7 @@ export function attempt<T>(view: Run, c: AttemptCall<T>): Promise<T> {
   const timeout = timeoutMs === undefined ? undefined : new AbortController();
   // With a timeout, the step's own signal (the run's or the timeout's); without, the run's.
   const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
-  const ctx = stepContext(run, c, own);
+  const ctx = new AttemptContext(run, c, own);
   const fn = c.fn;
   return new Promise<T>((ok, fail) => {
     // Nor does a running step's end reach the code of a dead worker (see above).
@@ -174,10 +174,6 @@ class AttemptContext implements StepContext {
     this.rateLimit = c.ticket;
     Object.freeze(this);
   }
-}
-
-function stepContext(run: RunCore, c: AttemptCall<unknown>, own: AbortSignal | undefined): StepContext {
-  return new AttemptContext(run, c, own);
 }
 
 /** Calls the step function: its value goes to `settle`, its failure (thrown or rejected) to `fail`. */
