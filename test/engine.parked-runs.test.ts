@@ -3,7 +3,7 @@
 // between (another worker's run, a cancel) makes the next run replay its journal as before. Each
 // workflow counts how often its function starts: a replay starts it again, a resumed run does not.
 import { describe, expect, it } from 'vitest';
-import { openStore, workflow, type Store, type WorkflowContext } from '../src/index.ts';
+import { Engine, openStore, workflow, type Store, type WorkflowContext } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import type { HeartbeatRequest } from '../src/store/leases.ts';
 import type { WriteOp } from '../src/store/journal.ts';
@@ -300,8 +300,9 @@ describe('parked runs kept in memory', () => {
       const errors: string[] = [];
       worker.on('worker:error', ({ during }) => errors.push(during));
       failReads = 1;
+      const parked = new Promise<void>((resolve) => worker.on('run:finished', ({ status }) => status === 'waiting' && resolve()));
       const { id } = await engine.start(bounded, {});
-      await waitForStatus(reader, id, 'waiting');
+      await parked; // kept by the worker (its park alone could be seen before that)
       await clock.advance('1m'); // within the 5 minutes a parked run is kept
       await waitForStatus(reader, id, 'failed');
       const info = await reader.get(id);
@@ -343,24 +344,25 @@ describe('parked runs kept in memory', () => {
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     }) as Store;
+    const engine = new Engine({ store, workflows: [workflow('kept-slow-start', code)], clock });
     try {
-      const engine = makeEngine({ store, workflows: [workflow('kept-slow-start', code)], clock });
-      const reader = makeEngine({ store: inner, clock });
       const worker = await startWorker(engine, { parkAfterMs: 0, leaseMs: 30_000, heartbeatMs: 20 });
       const lost: number[] = [];
       worker.on('lease:lost', ({ epoch }) => lost.push(epoch));
+      // The run is in the worker's keep set once its end is reported, not when its park commits: a
+      // claim made before that would read the journal itself, and the slow read would not happen.
+      const parked = new Promise<void>((resolve) => worker.on('run:finished', ({ status }) => status === 'waiting' && resolve()));
       const { id } = await engine.start('kept-slow-start', {});
-      await waitForStatus(reader, id, 'waiting');
+      await parked;
       // A new definition of the workflow: the kept run may not go on, and the claim's journal is read.
       engine.register(workflow('kept-slow-start', code));
       slowRead = true;
       await engine.signal(id, 'go', {});
       await eventually(async () => lost.length > 0, 10_000, 'the run fencing itself');
       expect(lost).toEqual([2]);
-      bHeld.open('late');
-      await engine.close();
     } finally {
       bHeld.open('late');
+      await engine.close();
       await inner.close();
     }
   });
