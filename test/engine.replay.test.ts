@@ -222,6 +222,30 @@ describe('replay of concurrent branches', () => {
     expect(calls.sort()).toEqual(['page-1', 'page-2']); // nothing ran twice
   });
 
+  it('keeps the identities of 40 branches whose continuations pass through microtasks and a tick callback before their next call, results arriving together', async () => {
+    const calls: string[] = [];
+    const wf = workflow('many-branches', async (ctx) => {
+      const branch = async (i: number): Promise<string> => {
+        // Several branches' first results arrive in the same timer callback: handed one per turn.
+        await ctx.step(`first-${i}`, () => new Promise((r) => setTimeout(r, (i * 7) % 5)));
+        await new Promise((r) => process.nextTick(r));
+        for (let k = 0; k < i % 4; k++) await Promise.resolve();
+        // One name for every branch: which occurrence each gets is the order of the calls.
+        return ctx.step('fetch', () => (calls.push(`page-${i}`), `page-${i}`));
+      };
+      const pages = await Promise.all(Array.from({ length: 40 }, (_, i) => branch(i)));
+      await ctx.waitForEvent('go'); // park: the next run replays everything above
+      return pages;
+    });
+    const engine = makeEngine({ workflows: [wf] });
+    await startWorker(engine, { keepParked: 0 });
+    const { id } = await engine.start('many-branches');
+    await waitForStatus(engine, id, 'waiting');
+    await engine.signal(id, 'go', null);
+    expect(await engine.result(id)).toEqual(Array.from({ length: 40 }, (_, i) => `page-${i}`));
+    expect(calls).toHaveLength(40); // nothing ran twice: every branch found its own recorded call
+  });
+
   it('does not let a step re-run after a crash overtake results recorded before it', async () => {
     // First run: `long` is in flight while `a` and then `b` complete; the run stops (pause).
     // Second run: `long` runs again live and finishes fast; it must not hand its result over

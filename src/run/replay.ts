@@ -8,25 +8,22 @@
  * `Promise.all` branches await different things. Results produced in this run are handed over
  * only after the replay is complete, in the order they were recorded.
  *
- * Results are handed over one per macrotask (after the code's continuations have run), in the
- * first run as in replay, so both interleave branches identically. The one exception is a result
- * of the only call in flight, after the replay: nothing can be ordered against it (the code makes
- * the same lone call in a replay), so the next result may follow without waiting for a turn —
- * for a while (see AT_ONCE_MAX / AT_ONCE_MS), so that timers and I/O still get in.
+ * Results are handed over one per turn, a turn being the moment the code's continuations have
+ * all run (see {@link nextTurn}), in the first run as in replay, so both interleave branches
+ * identically. The one exception is a result of the only call in flight, after the replay:
+ * nothing can be ordered against it (the code makes the same lone call in a replay), so the next
+ * result may follow without waiting for a turn, for a while (see `turns.ts`).
  *
  * The cleanup scope's recorded results are not part of this order: they are handed back when
  * asked for (see `cleanup-scope.ts`), and its new results follow their own order, so that the
  * cleanup never waits for the code's replay (the code may have stopped before the end of it).
- *
- * Turns of the event loop are shared by all runs in the process: the runs of all tasks take their
- * turns together, in one macrotask, so that the checkpoints their code requests next arrive
- * together and share one database write.
  */
 import type { StepRow } from '../store.ts';
 import { scheduleIdleCheck } from './activity.ts';
 import type { RunCore } from './core.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
 import { diverged } from './identity.ts';
+import { mayStayInTurn, nextTurn } from './turns.ts';
 import { isRef } from '../payloads/token.ts';
 import { ERROR_CODES, PayloadUnreadableError, StoreUnavailableError, coerceError, isStepwiseError } from '../errors.ts';
 
@@ -38,62 +35,6 @@ const LOAD_AHEAD = 4;
  * next has diverged (a worker may set another length for tests: `RunDeps.replayStallMs`).
  */
 export const REPLAY_STALL_MS = 30_000;
-/**
- * Results handed over at once (without waiting for the next turn) in one macrotask, by all runs of
- * the process together, and the longest such a macrotask may last: then everyone waits for a turn,
- * so heartbeats, cancels and other tasks get in every few milliseconds however quick the steps are.
- */
-const AT_ONCE_MAX = 1024;
-const AT_ONCE_MS = 4;
-
-// --- turns of the event loop, shared by all runs in the process ----------------------------------
-
-let queue: Array<() => void> = [];
-let turnScheduled = false;
-
-/** Runs `fn` in the next turn (after the current macrotask and its microtasks). */
-export function nextTurn(fn: () => void): void {
-  queue.push(fn);
-  if (turnScheduled) return;
-  turnScheduled = true;
-  setImmediate(() => {
-    turnScheduled = false;
-    const due = queue;
-    queue = [];
-    for (const f of due) f();
-  });
-}
-
-/** Bumped when the event loop turns (by an immediate armed while a streak is going on). */
-let turn = 0;
-let bumpArmed = false;
-let streakTurn = -1;
-let streakStart = 0;
-let streakCount = 0;
-
-/**
- * Whether one more result may be handed over within the current macrotask (without waiting for a
- * turn): at most AT_ONCE_MAX hand-overs or AT_ONCE_MS of real time per macrotask, by all runs.
- */
-function mayStayInTurn(): boolean {
-  if (!bumpArmed) {
-    bumpArmed = true;
-    setImmediate(() => {
-      bumpArmed = false;
-      turn++;
-    });
-  }
-  const now = performance.now();
-  if (streakTurn !== turn) {
-    streakTurn = turn;
-    streakStart = now;
-    streakCount = 0;
-  }
-  if (streakCount >= AT_ONCE_MAX || now - streakStart > AT_ONCE_MS) return false;
-  streakCount++;
-  return true;
-}
-
 // --- one run's replay ----------------------------------------------------------------------------
 
 export class Replay {

@@ -21,7 +21,7 @@ import { planTransition, wakeFor } from '../transitions.ts';
 import type { Consume, RunCore } from './core.ts';
 import type { EndPlan } from './outcome.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
-import { nextTurn } from './replay.ts';
+import { nextTurn } from './turns.ts';
 import { cancelOf, haltReason, mayWrite, withLeaseLost, withStoreLost } from './state.ts';
 
 /** A consumed signal: written with the row of the call that received it. */
@@ -30,8 +30,6 @@ import { cancelOf, haltReason, mayWrite, withLeaseLost, withStoreLost } from './
 interface Deferred {
   row: StepRow;
   consume: Consume | undefined;
-  /** The code has received it. */
-  handed: boolean;
   /** Called once the row is durable. */
   onDurable: (() => void) | undefined;
 }
@@ -47,7 +45,9 @@ export class JournalWriter {
    * transition (so the final step of a task costs no write of its own), or one turn after their
    * hand-over at the latest.
    */
-  #deferred: Deferred[] = [];
+  #handed: Deferred[] = [];
+  /** Results recorded and not handed to the code yet, in `done` order (see `#handed`). */
+  readonly #unhanded = new Set<Deferred>();
   /** Writes of deferred rows in progress (settles when all of them have). */
   #writes: Promise<unknown> = Promise.resolve();
   #writesPending = 0;
@@ -66,20 +66,20 @@ export class JournalWriter {
 
   /**
    * Records a result for the code (with its `done`) and hands it over in order. Its row is
-   * written later (see `#deferred`): nothing the code does before its next side effect is
+   * written later (see `#handed`): nothing the code does before its next side effect is
    * observable, and a crash before the write replays the result's call, which is deterministic.
    */
   complete<T>(row: StepRow, value: () => T, consume?: Consume, onDurable?: () => void): Promise<T> {
     const run = this.#run;
     const done = run.replay.nextDone();
     // A row begun before a park is this run's row once the run was resumed (see `resume.ts`).
-    const entry: Deferred = { row: { ...row, done, epoch: run.epoch }, consume, handed: false, onDurable };
-    this.#deferred.push(entry);
+    const entry: Deferred = { row: { ...row, done, epoch: run.epoch }, consume, onDurable };
+    this.#unhanded.add(entry);
     return run.replay.inOrder(
       Promise.resolve().then(value),
       done,
       () => {
-        entry.handed = true;
+        if (this.#unhanded.delete(entry)) this.#handed.push(entry);
         if (this.#flushTurn) return;
         this.#flushTurn = true;
         nextTurn(() => {
@@ -97,9 +97,9 @@ export class JournalWriter {
    * far is durable. Once the last transition is being prepared, rows wait for it.
    */
   flush(handedOnly = false): Promise<unknown> {
-    if (this.#deferred.length && mayWrite(this.#run.state) && !this.#run.ended) {
-      const batch = handedOnly ? this.#deferred.filter((d) => d.handed) : this.#deferred;
-      this.#deferred = handedOnly ? this.#deferred.filter((d) => !d.handed) : [];
+    if ((this.#handed.length || this.#unhanded.size) && mayWrite(this.#run.state) && !this.#run.ended) {
+      const batch = handedOnly ? this.#handed : this.#takeDeferred();
+      this.#handed = [];
       if (batch.length) {
         const only = batch.length === 1 ? (batch[0] as Deferred) : null;
         const written = only
@@ -114,6 +114,14 @@ export class JournalWriter {
       }
     }
     return this.#writes;
+  }
+
+  /** Every result whose row is not written yet, handed or not, in `done` order; none is left. */
+  #takeDeferred(): Deferred[] {
+    const all = this.#handed.concat([...this.#unhanded]);
+    this.#handed = [];
+    this.#unhanded.clear();
+    return all;
   }
 
   /**
@@ -193,7 +201,7 @@ export class JournalWriter {
     // being written on their own), once every write already started has settled.
     await this.settle();
     if (!mayWrite(run.state)) return this.lost();
-    const deferred = this.#deferred.splice(0);
+    const deferred = this.#takeDeferred();
     const rows = { results: deferred.map((d) => d.row), consume: deferred.flatMap((d) => (d.consume ? [d.consume] : [])) };
     let known: KnownTask = { status: cancelOf(run.state) ? 'cancelling' : 'running', reason: cancelOf(run.state)?.reason ?? null };
     let current = plan;
