@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { TaskCancelledError, workflow } from '../src/index.ts';
-import { eventually, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
+import { Engine, TaskCancelledError, openStore, workflow, type Store } from '../src/index.ts';
+import { eventually, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
 /** A child whose step runs until its signal fires; it records what it saw. */
 function blockingChild(name: string, seen: Map<string, string>) {
@@ -104,6 +104,52 @@ describe('child tasks: cancel cascade', () => {
     expect((await engine.get(childId)).status).not.toBe('cancelled');
     release.go = true;
     expect(await engine.result(childId)).toBe('finished alone');
+  });
+
+  it('a parent that received the end of each of its children ends without looking them up again; one it did not await is still cancelled', async () => {
+    const inner = await openStore(tempDbUrl());
+    const lookups: number[] = [];
+    // Counts the reads of a parent's children (the parent's end lists those still live).
+    const store = new Proxy(inner, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (prop === 'listTasks') return (q: Parameters<Store['listTasks']>[0]) => (q.parent && lookups.push(1), inner.listTasks(q));
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Store;
+    const seen = new Map<string, string>();
+    const leaf = blockingChild('leaf-4', seen);
+    const quick = workflow('quick', async (ctx, input: { n: number }) => ctx.step('one', () => input.n));
+    const awaited = workflow('awaits-all', async (ctx) => {
+      const both = await ctx.children(quick, [{ n: 1 }, { n: 2 }]);
+      const h = await ctx.startChild(quick, { n: 3 });
+      return [...both, await h.result()];
+    });
+    const leaves = workflow('leaves-one', async (ctx) => {
+      const h = await ctx.startChild(leaf, { label: 'd' });
+      await ctx.child(quick, { n: 4 });
+      await ctx.step('wait-until-child-runs', async () => {
+        while (!seen.has('d:started')) await new Promise((r) => setTimeout(r, 5));
+      });
+      return h.id;
+    });
+    try {
+      const engine = new Engine({ store, workflows: [awaited, leaves, quick, leaf] });
+      try {
+        await startWorker(engine, { concurrency: 4 });
+        const a = await engine.start(awaited);
+        expect(await engine.result(a.id)).toEqual([1, 2, 3]);
+        expect(lookups).toEqual([]);
+        const b = await engine.start(leaves);
+        const childId = await engine.result<string>(b.id);
+        expect((await engine.get(childId)).status).toBe('cancelled');
+        expect(lookups.length).toBeGreaterThan(0);
+      } finally {
+        await engine.close();
+      }
+    } finally {
+      await inner.close();
+    }
   });
 
   it('a failing parent cancels its other running children before it ends failed', async () => {

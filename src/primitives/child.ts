@@ -38,7 +38,7 @@ import { childStartUsage } from '../ai/metering/subtree-budget.ts';
 /** What the primitive needs of the Engine the run works for (the Engine, seen from below). */
 export interface ChildHost {
   startChildTask(
-    parent: Run['task'] & { tags: string | null; childUsage: string | null },
+    parent: Pick<Run['task'], 'id' | 'rootId' | 'depth'> & { tags: string | null; childUsage: string | null },
     workflow: string | Workflow<unknown, unknown, unknown>,
     input: unknown,
     key: string,
@@ -51,6 +51,8 @@ export interface ChildHost {
 /** The children one run of a parent started (or found again on replay), by id. */
 interface RunChildren {
   readonly onParentEnd: Map<string, 'cancel' | 'abandon'>;
+  /** Those whose end the parent received (`result()`): ended for sure. */
+  readonly ended: Set<string>;
 }
 
 const CHILDREN = new WeakMap<Run, RunChildren>();
@@ -81,7 +83,7 @@ function checkOptions(run: Run, workflowName: string, options: ChildOptions): vo
 function childrenOf(run: Run, host: ChildHost): RunChildren {
   let children = CHILDREN.get(run);
   if (!children) {
-    children = { onParentEnd: new Map() };
+    children = { onParentEnd: new Map(), ended: new Set() };
     CHILDREN.set(run, children);
     run.registerCancelHandler({ fn: ({ reason }) => endChildren(host, run.taskId, () => true, `its parent task ${run.taskId} was cancelled${reason ? `: ${reason}` : ''}`) });
   }
@@ -110,7 +112,8 @@ export async function startChild(
       // A long step name makes a key past the limit: digested then (the same on every run).
       // The child learns the subtree budgets above it (see ai/metering/subtree-budget.ts).
       const budget = parseSummary(run.task.usage).budget ?? run.workflow.options.budget;
-      const parent = { ...run.task, tags: tagsOf(run), childUsage: childStartUsage(run.task, budget) };
+      const { id, rootId, depth } = run.task;
+      const parent = { id, rootId, depth, tags: tagsOf(run), childUsage: childStartUsage(run.task, budget) };
       const answer = await host.startChildTask(parent, workflow, input, key.length > KEY_MAX ? `child:${hashKey(key)}` : key);
       faultPoint('child:created'); // the child exists; the parent's checkpoint of its start does not
       return { id: answer.id, workflow: answer.workflow };
@@ -133,6 +136,7 @@ export async function startChild(
 async function awaitChild(run: Run, child: { id: string; workflow: string }): Promise<unknown> {
   const got = await waitForEvent<{ status: TaskStatus; output: unknown; error: SerializedError | null }>(run, childEndSignal(child.id));
   const end = (got.timedOut ? null : got.payload) ?? { status: 'failed' as const, output: null, error: null };
+  if (!got.timedOut) CHILDREN.get(run)?.ended.add(child.id);
   if (end.status === 'succeeded') return end.output;
   const status = end.status === 'cancelled' ? 'cancelled' : 'failed';
   const error = end.error;
@@ -166,6 +170,8 @@ async function settleChildren(run: Run, engine: object | undefined): Promise<voi
   const children = CHILDREN.get(run);
   if (!children || haltOf(run.state) !== null || !engine) return;
   const cancel = (id: string): boolean => children.onParentEnd.get(id) !== 'abandon';
+  // Every child it would cancel has ended (the parent received each end): nothing to look up.
+  if ([...children.onParentEnd.keys()].every((id) => !cancel(id) || children.ended.has(id))) return;
   // (Should the run take itself to be idle meanwhile, because the code left a wait registered, it
   // parks on that wait; its next run returns here again and finds the children ended.)
   await endChildren(engine as ChildHost, run.taskId, cancel, `its parent task ${run.taskId} ended`);

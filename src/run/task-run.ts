@@ -98,8 +98,9 @@ export class TaskRun {
     this.#kept = false;
     run.rearm(claimed, deps);
     // A wait whose signal came ends now; the others arm their deadlines again.
+    const sent = signalNames(run);
     for (const wait of [...run.waits.values()]) {
-      if (wait.wake && run.signals.some((s) => wait.events.includes(s.name))) wait.wake();
+      if (wait.wake && wait.events.some((e) => sent.has(e))) wait.wake();
       else wait.rearm?.();
     }
     scheduleIdleCheck(run);
@@ -129,8 +130,9 @@ export class TaskRun {
     core.fetchSignals().then(
       (fresh) => {
         if (!fresh || core.ended) return;
+        const sent = signalNames(core);
         for (const wait of [...core.waits.values()]) {
-          if (wait.wake && core.signals.some((s) => wait.events.includes(s.name))) wait.wake();
+          if (wait.wake && wait.events.some((e) => sent.has(e))) wait.wake();
         }
       },
       () => undefined,
@@ -329,4 +331,9 @@ export class TaskRun {
     if (state.kind === 'lost' && state.by === 'store') await run.writer.settle();
     return run.writer.lost();
   }
+}
+
+/** The names of the signals the run holds and has not consumed (a fan-in waits on a thousand of them). */
+function signalNames(run: RunCore): Set<string> {
+  return new Set(run.signals.map((s) => s.name));
 }
