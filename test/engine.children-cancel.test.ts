@@ -113,7 +113,12 @@ describe('child tasks: cancel cascade', () => {
     const store = new Proxy(inner, {
       get(target, prop) {
         const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'listTasks') return (q: Parameters<Store['listTasks']>[0]) => (q.parent && lookups.push(1), inner.listTasks(q));
+        if (prop === 'listTasks') {
+          return (q: Parameters<Store['listTasks']>[0]) => {
+            if (q.parent) lookups.push(1);
+            return inner.listTasks(q);
+          };
+        }
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     }) as Store;

@@ -99,7 +99,7 @@ export class JournalWriter {
   flush(handedOnly = false): Promise<unknown> {
     if ((this.#handed.length || this.#unhanded.size) && mayWrite(this.#run.state) && !this.#run.ended) {
       const batch = handedOnly ? this.#handed : this.#takeDeferred();
-      this.#handed = [];
+      if (handedOnly) this.#handed = [];
       if (batch.length) {
         const only = batch.length === 1 ? (batch[0] as Deferred) : null;
         const written = only
