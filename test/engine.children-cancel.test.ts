@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Engine, TaskCancelledError, openStore, workflow, type Store } from '../src/index.ts';
+import { Engine, TaskCancelledError, openStore, workflow } from '../src/index.ts';
 import { eventually, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { spyStore } from './support/store-spy.ts';
 
 /** A child whose step runs until its signal fires; it records what it saw. */
 function blockingChild(name: string, seen: Map<string, string>) {
@@ -110,18 +111,12 @@ describe('child tasks: cancel cascade', () => {
     const inner = await openStore(tempDbUrl());
     const lookups: number[] = [];
     // Counts the reads of a parent's children (the parent's end lists those still live).
-    const store = new Proxy(inner, {
-      get(target, prop) {
-        const value = Reflect.get(target, prop, target) as unknown;
-        if (prop === 'listTasks') {
-          return (q: Parameters<Store['listTasks']>[0]) => {
-            if (q.parent) lookups.push(1);
-            return inner.listTasks(q);
-          };
-        }
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    const store = spyStore(inner, {
+      listTasks: (list) => (q) => {
+        if (q.parent) lookups.push(1);
+        return list(q);
       },
-    }) as Store;
+    });
     const seen = new Map<string, string>();
     const leaf = blockingChild('leaf-4', seen);
     const quick = workflow('quick', async (ctx, input: { n: number }) => ctx.step('one', () => input.n));
