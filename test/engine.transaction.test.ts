@@ -90,6 +90,8 @@ describe('ctx.transaction', () => {
     const url = tempDbUrl();
     const orders = userTable(url);
     const tasks = url.startsWith('sqlite:') ? 'stepwise_tasks' : `"${new URL(url).searchParams.get('schema')}".tasks`;
+    // On PostgreSQL a claim also copies the epoch to the task's head, where a checkpoint's fence reads it.
+    const heads = url.startsWith('sqlite:') ? null : `"${new URL(url).searchParams.get('schema')}".task_heads`;
     let first = true;
     const wf = workflow('fenced-save', async (ctx) =>
       ctx.transaction('save', async (tx) => {
@@ -98,6 +100,7 @@ describe('ctx.transaction', () => {
           first = false;
           // As if another worker claimed the task meanwhile: its epoch moves on before our checkpoint.
           await tx.execute(`UPDATE ${tasks} SET epoch = epoch + 1 WHERE id = ${orders.p(1)}`, [ctx.taskId]);
+          if (heads) await tx.execute(`UPDATE ${heads} SET epoch = epoch + 1 WHERE id = $1`, [ctx.taskId]);
         }
         return 'saved';
       }),

@@ -14,7 +14,7 @@ const freshSchema = schemasOfThisFile('sw_hot');
 /** Backends of this schema's store whose last statement was a step checkpoint, and are idle now. */
 async function idleCheckpointBackends(schema: string): Promise<number[]> {
   const rows = await sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = 'stepwise' AND state = 'idle' AND query LIKE $1`, [
-    `WITH f AS (UPDATE "${schema}".tasks SET event_seq%`,
+    `WITH f AS (UPDATE "${schema}".task_heads SET event_seq%`,
   ]);
   return rows.map((r) => r.pid);
 }

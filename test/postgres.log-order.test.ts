@@ -69,7 +69,7 @@ describe.skipIf(!available)("the log of every task, where PostgreSQL's order is 
       // The older transaction appends to the task as the store does: counter, then entry.
       const entry = signalReceivedEntry('user', 'older', { signalId: 0, name: 'ping', payload: '{"n":2}', idempotencyKey: null });
       await early.query(
-        `WITH f AS (UPDATE "${s}".tasks SET event_seq = event_seq + 1 WHERE id = $1 RETURNING event_seq)
+        `WITH f AS (UPDATE "${s}".task_heads SET event_seq = event_seq + 1 WHERE id = $1 RETURNING event_seq)
          INSERT INTO "${s}".events (task_id, seq, at, type, actor_kind, actor_id, data) SELECT $1, f.event_seq, $2, $3, $4, $5, $6 FROM f`,
         [id, Date.now(), entry.type, entry.actorKind, entry.actorId, entry.data],
       );

@@ -2216,7 +2216,7 @@ if (wantPostgres)
         const count = (type: string): number => log.filter((e) => e.type === type).length;
         expect([count('transition'), count('signal:received'), count('step:completed')]).toEqual([3, 50, 75]);
         expect((await pick(2).getEvents(other.id)).map((e) => e.seq)).toEqual(Array.from({ length: 2 + 25 }, (_, i) => i + 1));
-        const counter = await withPg(async (c) => (await c.query(`SELECT event_seq FROM "${schema}".tasks WHERE id = $1`, [task.id])).rows[0].event_seq as number);
+        const counter = await withPg(async (c) => (await c.query(`SELECT event_seq FROM "${schema}".task_heads WHERE id = $1`, [task.id])).rows[0].event_seq as number);
         expect(counter).toBe(expected);
       }
     });

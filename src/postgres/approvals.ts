@@ -4,7 +4,7 @@
  * The approval table on PostgreSQL. Every write is one transaction that locks the task row first
  * (`FOR NO KEY UPDATE`, as a signal does), so that it serializes with a transition that sets
  * `wait_events` (the park of the run that waits for the approval: see transition.ts) and with
- * other writers of the task's log, whose counter `event_seq` numbers the entries it appends.
+ * other writers of the task's log, whose counter `event_seq` (on the task's head) numbers the entries it appends.
  */
 import type { ClientBase } from 'pg';
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
@@ -16,12 +16,13 @@ import { approvalGuardPasses } from '../store-sql/guards.ts';
 import { approvalTerms, whereOf } from '../store-sql/filters.ts';
 import { approvalInsertSql, approvalUpdateSql } from '../store-sql/set-list.ts';
 import { Params } from './sql-text.ts';
+import { bumpHeadSql } from './heads.ts';
 import type { ApprovalChange, ApprovalInsert, ApprovalQuery, ApprovalRow, ApprovalUpdate, LogAppend, NewEvent, WakeEvent } from '../store.ts';
 
 /** Appends entries to the task's log, numbered from its counter (the task row is locked). */
 async function append(c: PgContext, client: ClientBase, taskId: string, at: number, entries: readonly NewEvent[]): Promise<void> {
   if (!entries.length) return;
-  const [bumped] = await rows(c, client, `UPDATE ${c.t.tasks} SET event_seq = event_seq + $2 WHERE id = $1 RETURNING event_seq`, [taskId, entries.length]);
+  const [bumped] = await rows(c, client, bumpHeadSql(c.t, '$1', '$2'), [taskId, entries.length]);
   const last = Number(bumped?.event_seq);
   await rows(
     c,

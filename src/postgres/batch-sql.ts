@@ -5,15 +5,15 @@
  * one round trip and one commit whatever its size.
  *
  * - Step checkpoints: one multi-row `INSERT … SELECT FROM unnest(…)`, each row written only if
- *   its task, locked `FOR NO KEY UPDATE`, still has the writer's epoch and a leased status (the
- *   fence, per task), with one log entry per row written (or the row carries it), and for a row
- *   that consumes a signal the signal marked consumed and a `signal:consumed` entry after it. Each
- *   fenced task's log counter is bumped by the numbers its rows take in the batch; its entries take
- *   the numbers below the new value in batch order (see `appendFence` in sql-text.ts for why this
- *   is safe under concurrent writers).
+ *   its task's head (heads.ts), locked `FOR NO KEY UPDATE`, still has the writer's epoch and a
+ *   leased status (the fence, per task), with one log entry per row written (or the row carries
+ *   it), and for a row that consumes a signal the signal marked consumed and a `signal:consumed`
+ *   entry after it. Each fenced task's log counter is bumped by the numbers its rows take in the
+ *   batch; its entries take the numbers below the new value in batch order (see `appendFence` in
+ *   heads.ts for why this is safe under concurrent writers).
  * - End-of-run transitions: see transition-batch-sql.ts.
  *
- * Each task row is found by its primary key, one lookup per op ({@link lockById}), so a batch costs
+ * Each head row is found by its primary key, one lookup per op, so a batch costs
  * the same on a table of a thousand tasks or of millions. Multi-row lockers take their row locks in
  * id order (the ops sorted by id, in the C collation of the key), as the heartbeat does, so two of
  * them never deadlock.
@@ -21,7 +21,7 @@
 import { STEP_COLUMNS, stepColumnArrays } from '../rows.ts';
 import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../log-entries.ts';
 import type { StepRow, StepWrite } from '../store.ts';
-import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, lockById, type Tables } from './sql-text.ts';
+import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, type Tables } from './sql-text.ts';
 
 /**
  * The rows of a step batch. The last write of a (task, seq) wins, as a sequence of upserts would
@@ -118,9 +118,9 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
   // Writes that consume a signal add their columns (the others' statement stays as it was).
   const consuming = rows.some((op) => op.consume);
   const extra = consuming ? consumeColumns(p, rows) : [];
-  // g: log numbers per task and epoch; l: those tasks locked in id order (an UPDATE … FROM a sorted
-  // list does not lock in that order: two batches sharing tasks deadlocked), still leased at the
-  // epoch; u: their log counters bumped by those numbers; a: the accepted rows, each with its first
+  // g: log numbers per task and epoch; l: those tasks' heads locked in id order (an UPDATE … FROM a
+  // sorted list does not lock in that order: two batches sharing tasks deadlocked), still leased at
+  // the epoch; u: their log counters bumped by those numbers; a: the accepted rows, each with its first
   // entry's seq (in batch order, below the task's new counter), read by the inserts (and by the
   // marking of the consumed signals, only for accepted rows). (One join, on keys the
   // planner can hash: a filter on the unnested rows would make it expect one row and loop.) Every
@@ -132,10 +132,10 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
       SELECT task_id, fence_epoch, ${consuming ? 'sum(width)::int' : 'count(*)::int'} AS n FROM i GROUP BY task_id, fence_epoch
     ), l AS (
       SELECT g.task_id, g.n FROM (SELECT * FROM g ORDER BY task_id COLLATE "C") g
-      CROSS JOIN LATERAL (${lockById(t, 'g.task_id', 'NO KEY UPDATE')}) k
+      CROSS JOIN LATERAL (SELECT epoch, status FROM ${t.heads} WHERE id = g.task_id OFFSET 0 FOR NO KEY UPDATE) k
       WHERE k.epoch = g.fence_epoch AND k.status IN (${LEASED_SQL})
     ), u AS (
-      UPDATE ${t.tasks} AS t SET event_seq = t.event_seq + l.n FROM l WHERE t.id = l.task_id
+      UPDATE ${t.heads} AS t SET event_seq = t.event_seq + l.n FROM l WHERE t.id = l.task_id
       RETURNING t.id, t.epoch, t.event_seq, t.lease_owner, l.n
     ), a AS (
       SELECT i.*, u.event_seq - u.n + i.place${consuming ? ' - i.width + 1' : ''} AS ev_seq, coalesce(u.lease_owner, 'unknown') AS ev_actor

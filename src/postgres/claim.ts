@@ -12,6 +12,7 @@
 import type { ClientBase } from 'pg';
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import { DB_NOW_MS, Params, leasedCountSql, reclaimTargetSql, servedSql, sqlStatuses } from './sql-text.ts';
+import { writeHeadsSql } from './heads.ts';
 import { DUE_ORDER, keyRoomSql, takeSlotsSql } from './key-slots.ts';
 import { NOT_HELD } from './key-queues.ts';
 import { capsOf, isCapped, nextWindow, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
@@ -82,14 +83,14 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
              SET status = CASE WHEN p.p_event = 'reclaim' THEN ${reclaimTargetSql(p, r.reclaim.to, 'p.p_status')} ELSE ${p.add(r.claim.to, 'text')} END,
                lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${DB_NOW_MS} + ${p.add(r.leaseMs, 'bigint')},
                epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL,
-               updated_at = ${p.add(r.now, 'bigint')}, event_seq = t.event_seq + 1
+               updated_at = ${p.add(r.now, 'bigint')}
              FROM p WHERE t.id = p.p_id AND (p.p_event = 'reclaim' OR t.concurrency_key IS NULL OR p.p_id IN (SELECT task_id FROM ins))
              RETURNING t.*, p.p_event, p.p_status, p.p_detail, p.p_ord
-           ), h AS (
+           ), ${writeHeadsSql(c.t, 'hd', '(SELECT id, status, epoch, lease_owner, 1 AS n FROM u) r')}, h AS (
              INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-             SELECT id, event_seq, updated_at, 'transition', 'worker', lease_owner,
+             SELECT u.id, hd.event_seq, updated_at, 'transition', 'worker', lease_owner,
                json_build_object('event', p_event, 'from', p_status, 'to', status, 'epoch', epoch, 'detail', p_detail::json)::text
-             FROM u ORDER BY p_ord
+             FROM u JOIN hd ON hd.id = u.id ORDER BY p_ord
            )
            SELECT * FROM u ORDER BY p_ord`,
     p.values,
@@ -157,16 +158,15 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
          UPDATE ${c.t.tasks} AS t
          SET status = CASE WHEN p.pri = 0 THEN ${reclaimTo} ELSE ${claimTo} END,
            lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${DB_NOW_MS} + ${p.add(r.leaseMs, 'bigint')},
-           epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL, updated_at = ${now},
-           event_seq = t.event_seq + 1
+           epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL, updated_at = ${now}
          FROM p WHERE t.id = p.id
          RETURNING t.*, p.pri AS p_pri, p.status AS p_status, p.lease_owner AS p_owner
-       ), h AS (
+       ), ${writeHeadsSql(c.t, 'hd', '(SELECT id, status, epoch, lease_owner, 1 AS n FROM u) r')}, h AS (
          INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-         SELECT id, event_seq, ${now}, 'transition', 'worker', lease_owner,
+         SELECT u.id, hd.event_seq, ${now}, 'transition', 'worker', lease_owner,
            json_build_object('event', CASE WHEN p_pri = 0 THEN 'reclaim' ELSE 'claim' END, 'from', p_status, 'to', status, 'epoch', epoch,
              'detail', CASE WHEN p_pri = 0 THEN json_build_object('previousOwner', p_owner) END)::text
-         FROM u ORDER BY p_pri, id
+         FROM u JOIN hd ON hd.id = u.id ORDER BY p_pri, u.id
        )
        SELECT u.*,
          EXISTS (SELECT 1 FROM ${c.t.signals} g WHERE g.task_id = u.id AND g.consumed_seq IS NULL) AS has_signals

@@ -96,11 +96,13 @@ function insertText(c: PgContext, tagged: boolean, keyed: boolean): string {
     ), i AS (
       SELECT i0.*, ${keyed ? heldAtStartSql(c.t, 'i0') : 'false'} AS held_by_key FROM i0
     ), ins AS (
-      INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, event_seq, usage, deadline_at,
+      INSERT INTO ${c.t.tasks} (id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, updated_at, usage, deadline_at,
         title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from, held_by_key)
-      SELECT id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, created_at, 1, usage, deadline_at,
+      SELECT id, workflow, workflow_version, status, input, idempotency_key, run_at, created_at, created_at, usage, deadline_at,
         title, debounce_key, singleton_key, concurrency_key, concurrency_limit, priority, parent_id, root_id, depth, tags, forked_from, held_by_key FROM i ORDER BY ord
       ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING *
+    ), hd AS (
+      INSERT INTO ${c.t.heads} (id, status, epoch, lease_owner, event_seq) SELECT id, status, epoch, lease_owner, 1 FROM ins
     ), h AS (
       INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
       SELECT i.id, 1, i.created_at, i.ev_type, i.ev_kind, i.ev_actor, i.ev_data FROM i JOIN ins ON ins.id = i.id

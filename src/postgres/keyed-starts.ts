@@ -61,12 +61,14 @@ export function debounceUpdateSql(t: Tables): string {
   return `WITH held AS (
       UPDATE ${t.tasks} SET input = $1::text,
         run_at = CASE WHEN $2::bigint IS NULL THEN $3::bigint ELSE LEAST($3::bigint, created_at + $2::bigint) END,
-        title = coalesce($11::text, title), concurrency_key = $12::text, concurrency_limit = $13::integer, priority = $14::integer, version = version + 1, updated_at = $4::bigint, event_seq = event_seq + 1
+        title = coalesce($11::text, title), concurrency_key = $12::text, concurrency_limit = $13::integer, priority = $14::integer, version = version + 1, updated_at = $4::bigint
       WHERE workflow = $5::text AND debounce_key = $6::text AND ${UNCLAIMED_DEBOUNCE_SQL}
       RETURNING *
+    ), hd AS (
+      UPDATE ${t.heads} AS h SET event_seq = h.event_seq + 1 FROM held WHERE h.id = held.id RETURNING h.id, h.event_seq
     ), log AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-      SELECT id, event_seq, $4::bigint, $7::text, $8::text, $9::text, $10::text FROM held
+      SELECT id, event_seq, $4::bigint, $7::text, $8::text, $9::text, $10::text FROM hd
     )
     SELECT * FROM held`;
 }

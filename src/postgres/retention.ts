@@ -39,6 +39,7 @@ export function deleteTasksSql(t: Tables, d: TaskSelection, limit: number): { pi
   const ids = '$1::text[]';
   const text = `WITH gone AS (
       DELETE FROM ${t.tasks} WHERE id = ANY(${ids}) RETURNING id, workflow, status
+    ), heads AS (DELETE FROM ${t.heads} WHERE id = ANY(${ids})
     ), steps AS (DELETE FROM ${t.steps} WHERE task_id = ANY(${ids})
     ), events AS (DELETE FROM ${t.events} WHERE task_id = ANY(${ids})
     ), signals AS (DELETE FROM ${t.signals} WHERE task_id = ANY(${ids})

@@ -2,11 +2,11 @@
  * @module postgres/run-events
  * Internal: not part of the public API.
  * What a run writes beside its journal: log entries (model usage of an attempt) with the task's
- * usage column, in one statement fenced by the run's epoch (see {@link appendFence}: the row lock
- * numbers the entries without gaps, as for a checkpoint); and the chunks of a streaming step.
+ * usage column, in one statement fenced by the run's epoch on the task row, which it locks before
+ * taking the entries' numbers from the task's head (see heads.ts: numbered without gaps, as for a checkpoint); and the chunks of a streaming step.
  */
 import { poolOf, query, rows, run, type PgContext } from './connection.ts';
-import { LEASED_SQL, Params, appendFence, sqlStatuses } from './sql-text.ts';
+import { LEASED_SQL, Params, sqlStatuses } from './sql-text.ts';
 import { FINISHED_STATUSES } from '../lifecycle.ts';
 import { appendSql } from './transition.ts';
 import { toChunkRow } from '../rows.ts';
@@ -20,7 +20,11 @@ export async function appendRunEvents(c: PgContext, w: RunEventsWrite): Promise<
     const n = w.events.length;
     const usage = p.add(w.usage, 'text');
     const at = p.add(w.at, 'bigint');
-    const sql = `WITH f AS (${appendFence(c.t, id, epoch, String(n)).replace('SET event_seq', `SET usage = ${usage}, event_seq`)}
+    // The task row (its usage) is locked and fenced before the head, in the heads' lock order.
+    const sql = `WITH k AS (
+        UPDATE ${c.t.tasks} SET usage = ${usage} WHERE id = ${id} AND epoch = ${epoch} AND (status IN (${LEASED_SQL})) IS TRUE RETURNING id
+      ), f AS (
+        UPDATE ${c.t.heads} SET event_seq = event_seq + ${n} WHERE id = (SELECT id FROM k) RETURNING event_seq
       ), log AS (${appendSql(c.t, p, 'f', id, `f.event_seq - ${n}`, at, w.events)}
       )
       SELECT 1 FROM f`;
@@ -58,7 +62,7 @@ export async function logPositions(c: PgContext, taskIds: readonly string[]): Pr
       await rows(
         c,
         poolOf(c),
-        `SELECT t.id, t.event_seq, coalesce((SELECT max(k.id) FROM ${c.t.chunks} k WHERE k.task_id = t.id), 0) AS frame FROM ${c.t.tasks} t WHERE t.id = ANY($1::text[])`,
+        `SELECT t.id, t.event_seq, coalesce((SELECT max(k.id) FROM ${c.t.chunks} k WHERE k.task_id = t.id), 0) AS frame FROM ${c.t.heads} t WHERE t.id = ANY($1::text[])`,
         [taskIds],
       )
     ).map((r) => ({ taskId: String(r.id), seq: Number(r.event_seq), frame: Number(r.frame) })),

@@ -38,11 +38,12 @@ export async function insertSignalOn(c: PgContext, client: Db, s: SignalWrite): 
     `WITH ins AS (
          INSERT INTO ${c.t.signals} (task_id, name, payload, idempotency_key, created_at) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (task_id, idempotency_key) DO NOTHING RETURNING id
-       ), due AS (
-         UPDATE ${c.t.tasks} SET event_seq = event_seq + 1,
-           run_at = CASE WHEN strpos(wait_events, '|' || $2 || '|') > 0 THEN $5 ELSE run_at END,
+       ), woke AS (
+         UPDATE ${c.t.tasks} SET run_at = CASE WHEN strpos(wait_events, '|' || $2 || '|') > 0 THEN $5 ELSE run_at END,
            wait_events = CASE WHEN $12::boolean THEN NULL ELSE wait_events END
-         WHERE id = $1 AND EXISTS (SELECT 1 FROM ins) RETURNING event_seq
+         WHERE id = $1 AND EXISTS (SELECT 1 FROM ins) RETURNING id
+       ), due AS (
+         UPDATE ${c.t.heads} SET event_seq = event_seq + 1 WHERE id = (SELECT id FROM woke) RETURNING event_seq
        ), log AS (
          INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
          SELECT $1, due.event_seq, $5, 'signal:received', $8::text, $9::text, '{"signalId":' || ins.id::text || $10::text FROM ins, due

@@ -10,6 +10,7 @@ import { PATCH_TYPES } from '../task-columns.ts';
 import type { ClaimRequest, TaskPatch } from '../store.ts';
 import { quoteIdent } from './migrate.ts';
 import { servedSet } from '../claim-plan.ts';
+import { appendFence } from './heads.ts';
 import { statusLiterals } from '../store-sql/filters.ts';
 import type { SqlParams } from '../store-sql/params.ts';
 
@@ -121,27 +122,6 @@ function upsertClause(shape: StepShape): string {
     ? ''
     : `
       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}`;
-}
-
-/**
- * The fence of a checkpoint that appends `n` log entries: an UPDATE of the task row `id`, only
- * while it is leased at `epoch`, that adds `n` to its log counter and returns the new value (the
- * entries take seq new - n + 1 … new) and the lease holder (their actor). The row lock it takes
- * until commit holds off a concurrent claim (whose epoch bump would otherwise commit between the
- * check and the write) and serialises every appender of the task: one that waited re-checks the
- * fence and re-reads the counter on the newest row version (EvalPlanQual), so no two writers take
- * the same seq and none leaves a gap.
- *
- * The status test is written `(…) IS TRUE` so that the planner cannot prove the leased-tasks
- * partial index applies: the row is found by its primary key whatever the statistics say (with a
- * plain `status IN (…)`, generic plans chose a scan of that index on tables analyzed while no task
- * ran). `event_seq` is in no index, so on a page with room (fillfactor 80) the update stays HOT.
- * With `unless` (a CTE's name), nothing is appended when that CTE has a row.
- */
-export function appendFence(t: Tables, id: string, epoch: string, n: string, unless?: string): string {
-  return `UPDATE ${t.tasks} SET event_seq = event_seq + ${n}
-      WHERE id = ${id} AND epoch = ${epoch} AND (status IN (${LEASED_SQL})) IS TRUE${unless ? ` AND NOT EXISTS (SELECT 1 FROM ${unless})` : ''}
-      RETURNING event_seq, lease_owner`;
 }
 
 /**
@@ -318,6 +298,7 @@ export function servedSql(p: Params, workflows: readonly string[], versions: Cla
 /** Quoted, schema-qualified table names. */
 export interface Tables {
   tasks: string;
+  heads: string;
   steps: string;
   events: string;
   signals: string;
@@ -338,6 +319,7 @@ export function tablesOf(schema: string): Tables {
   const s = quoteIdent(schema);
   return {
     tasks: `${s}.tasks`,
+    heads: `${s}.task_heads`,
     steps: `${s}.steps`,
     events: `${s}.events`,
     signals: `${s}.signals`,

@@ -5,15 +5,17 @@
  * concurrent writers are serialized:
  *
  * - A transition is one statement: a CTE that locks the task row by its primary key (`SELECT …
- *   FOR UPDATE`, the guard checked on the newest row version), updates it (bumping its log
- *   counter `event_seq` by the number of entries), appends the log entries numbered from that
- *   counter, and upserts steps / consumes signals only if the update happened. A transition that sets
- *   `waitEvents` runs a second statement in the same transaction (after the lock is held, so that
- *   its fresh snapshot sees any signal committed before), see transition.ts.
- * - A step write is one autocommit statement fenced by an UPDATE of the task row that bumps its
- *   log counter only while the writer's epoch is current (see `appendFence`): a claim that bumps
- *   the epoch either waits for the write, or makes it fail its re-check; concurrent appenders of
- *   one task queue on the row lock and number their entries one after the other.
+ *   FOR UPDATE`, the guard checked on the newest row version), updates it, copies its status,
+ *   epoch and lease owner to the task's head (`task_heads`, see heads.ts) while bumping the head's
+ *   log counter `event_seq` by the number of entries, appends the log entries numbered from that
+ *   counter, and upserts steps / consumes signals only if the update happened. A transition that
+ *   sets `waitEvents` runs a second statement in the same transaction (after the lock is held, so
+ *   that its fresh snapshot sees any signal committed before), see transition.ts.
+ * - A step write is one autocommit statement fenced by an UPDATE of the task's head (a narrow row,
+ *   not the task row) that bumps its log counter only while the writer's epoch is current (see
+ *   `appendFence`): a claim that bumps the epoch either waits for the write, or makes it fail its
+ *   re-check; concurrent appenders of one task queue on the row lock and number their entries one
+ *   after the other.
  * - The log (`events`) is read across tasks in (xid, id) order, below the snapshot's xmin (see
  *   read.ts and sql/postgres/000003_events.sql).
  * - Claims lock candidates with `FOR UPDATE SKIP LOCKED`, so that workers take disjoint tasks

@@ -15,6 +15,7 @@ import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
 import { listenerName, notifySql } from './listen.ts';
 import { parentSignalNotify } from '../store-sql/parent-signal.ts';
 import { Params, STEP_UPSERT_LOGGED_SET, lockById, lockEachInIdOrder, type Tables } from './sql-text.ts';
+import { writeHeadsSql } from './heads.ts';
 import { stepColumns } from './batch-sql.ts';
 
 /** Task ids in one grouped notification: well under PostgreSQL's 8,000-byte payload limit. */
@@ -143,17 +144,16 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
       UPDATE ${t.tasks} AS t SET status = c.toStatus, version = t.version + 1, updated_at = c.at,${sets ? `\n        ${sets},` : ''}
         lease_owner = CASE WHEN c.clearLease THEN NULL ELSE t.lease_owner END,
         lease_expires_at = CASE WHEN c.clearLease THEN NULL ELSE t.lease_expires_at END,
-        retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END,
-        event_seq = t.event_seq + c.evN
+        retries = t.retries + CASE WHEN c.retries THEN 1 ELSE 0 END
       FROM cur c WHERE t.id = c.id
       RETURNING t.*, c.ord AS batch_ord, c.notify AS batch_notify, c.notifyGroup AS batch_group, c.notifyChannel AS batch_channel,
         c.notifyListener AS batch_listener, c.at AS ev_at, c.evN AS ev_n${signals ? ', c.sigParent AS sig_parent, c.sigName AS sig_name, c.sigNameJson AS sig_name_json, c.sigChannel AS sig_channel, c.sigListener AS sig_listener' : ''}
-    ), log AS (
+    )${signals ? parentSignalsCte(t) : ''}, ${writeHeadsSql(t, 'hd', headRows(signals))}, log AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-      SELECT upd.id, upd.event_seq - upd.ev_n + e.j, upd.ev_at, e.type, e.kind, e.actor, e.data
+      SELECT upd.id, hd.event_seq - upd.ev_n + e.j, upd.ev_at, e.type, e.kind, e.actor, e.data
       FROM unnest(${ev.op}, ${ev.j}, ${ev.type}, ${ev.kind}, ${ev.actor}, ${ev.data}) AS e(op, j, type, kind, actor, data)
-      JOIN upd ON upd.batch_ord = e.op
-    )${journalCte(t, p, ops, entries)}${signals ? parentSignalsCte(t) : ''}, nt AS (
+      JOIN upd ON upd.batch_ord = e.op JOIN hd ON hd.id = upd.id
+    )${journalCte(t, p, ops, entries)}${signals ? parentLogCte(t) : ''}, nt AS (
       SELECT batch_channel, batch_listener, batch_group, id, (row_number() OVER (PARTITION BY batch_channel, batch_group ORDER BY id) - 1) / ${GROUP_IDS} AS chunk
       FROM (SELECT batch_channel, batch_listener, batch_group, id FROM upd WHERE batch_group IS NOT NULL${
         signals
@@ -201,9 +201,9 @@ function lockWithParents(t: Tables): string {
  * sets `wait_events` either committed before (then `pu` reads its `wait_events`: an UPDATE sees the
  * newest row version of a row it waited for) or sees the signal; a parent that no longer exists
  * gets none. `sig` the new signals (a name already recorded keeps its row and writes
- * nothing), `sj` with their children; `pu` per parent, the log counter bumped by its new signals and the parent made due (at
- * the latest of them it waits for) if it waits for one of them; `plog` their `signal:received` entries, numbered below the new counter
- * in signal id order.
+ * nothing), `sj` with their children; `pu` per parent with new signals, made due (at the latest of
+ * them it waits for) if it waits for one of them; its head's log counter is then bumped by their
+ * number (`hd`, with the batch's own heads) and `plog` appends their `signal:received` entries.
  */
 function parentSignalsCte(t: Tables): string {
   return `, ps AS (
@@ -220,15 +220,26 @@ function parentSignalsCte(t: Tables): string {
     ), sg AS (
       SELECT task_id, count(*)::int AS n FROM sig GROUP BY task_id
     ), pu AS (
-      UPDATE ${t.tasks} AS t SET event_seq = t.event_seq + sg.n,
+      UPDATE ${t.tasks} AS t SET
         run_at = coalesce((SELECT max(s.created_at) FROM sig s WHERE s.task_id = t.id AND strpos(t.wait_events, '|' || s.name || '|') > 0), t.run_at)
       FROM sg WHERE t.id = sg.task_id
-      RETURNING t.id, t.event_seq, sg.n
-    ), plog AS (
+      RETURNING t.id, sg.n
+    )`;
+}
+
+/** The heads the batch writes: its tasks' (their new status, and their entries), and with children's ends their parents' (the signals' entries). */
+function headRows(signals: boolean): string {
+  const parents = signals ? ' UNION ALL SELECT id, NULL::text, NULL::integer, NULL::text, n FROM pu' : '';
+  return `(SELECT id, status, epoch, lease_owner, ev_n AS n FROM upd${parents}) r`;
+}
+
+/** `plog`: the parents' `signal:received` entries, numbered below their heads' new counters in signal id order. */
+function parentLogCte(t: Tables): string {
+  return `, plog AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-      SELECT sj.task_id, pu.event_seq - pu.n + row_number() OVER (PARTITION BY sj.task_id ORDER BY sj.id), sj.created_at, 'signal:received', 'system', 'task:' || sj.child_id,
+      SELECT sj.task_id, hd.event_seq - pu.n + row_number() OVER (PARTITION BY sj.task_id ORDER BY sj.id), sj.created_at, 'signal:received', 'system', 'task:' || sj.child_id,
         '{"signalId":' || sj.id::text || ',"name":' || sj.name_json || ',"payload":' || sj.payload || ',"idempotencyKey":' || sj.name_json || '}'
-      FROM sj JOIN pu ON pu.id = sj.task_id
+      FROM sj JOIN pu ON pu.id = sj.task_id JOIN hd ON hd.id = pu.id
     )`;
 }
 
@@ -258,8 +269,8 @@ function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[], entri
   );
   return `, journal AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
-      SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}, upd.event_seq - upd.ev_n + j.place
-      FROM unnest(${columns.join(', ')}, ${place}) AS j(${STEP_COLUMNS.join(', ')}, place) JOIN upd ON upd.id = j.task_id
+      SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}, hd.event_seq - upd.ev_n + j.place
+      FROM unnest(${columns.join(', ')}, ${place}) AS j(${STEP_COLUMNS.join(', ')}, place) JOIN upd ON upd.id = j.task_id JOIN hd ON hd.id = upd.id
       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
     )`;
 }

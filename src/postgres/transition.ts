@@ -11,6 +11,7 @@ import { payload } from './wake.ts';
 import { insertSignalOn } from './signals.ts';
 import { parentSignalWrite } from '../store-sql/parent-signal.ts';
 import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, assignments, claimEntriesSql, lockById, lockEachInIdOrder, sqlStatuses, type Tables } from './sql-text.ts';
+import { writeHeadsSql } from './heads.ts';
 import { STEP_COLUMNS, encodeEvents, stepValues, toTaskRow } from '../rows.ts';
 import { transitionWriteEntries, uniqueConsumes, uniqueSteps } from '../log-entries.ts';
 import type { NewEvent, TaskRow, TransitionWrite } from '../store.ts';
@@ -71,8 +72,8 @@ export async function transitionOn(c: PgContext, db: Db, w: TransitionWrite): Pr
 
 /**
  * `cur` locks the task and keeps it if the guard holds (checked on the newest row version, once
- * a concurrent writer has committed); `upd` applies the patch and adds the number of entries to
- * the log counter; `log` appends the entries numbered below the new counter; `steps` and
+ * a concurrent writer has committed); `upd` applies the patch; `hd` copies the status to the
+ * task's head and adds the number of entries to its log counter; `log` appends the entries numbered below the new counter; `steps` and
  * `consumed` run only if `upd` did.
  */
 function transitionSql(c: PgContext, w: TransitionWrite): { text: string; values: unknown[] } {
@@ -90,9 +91,9 @@ function transitionSql(c: PgContext, w: TransitionWrite): { text: string; values
         SELECT id AS cur_id FROM (${lockById(t, id, 'UPDATE')}) l
         WHERE status IN (${sqlStatuses(w.from)}) AND ${guard}${pause}
       ), upd AS (
-        UPDATE ${t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${at}, event_seq = t.event_seq + ${n}${sets}
+        UPDATE ${t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${at}${sets}
         FROM cur WHERE t.id = cur.cur_id RETURNING t.*
-      ), log AS (${appendSql(t, p, 'upd', 'upd.id', `upd.event_seq - ${n}`, at, entries)}
+      ), ${writeHeadsSql(t, 'hd', `(SELECT id, status, epoch, lease_owner, ${n} AS n FROM upd) r`)}, log AS (${appendSql(t, p, 'hd', 'hd.id', `hd.event_seq - ${n}`, at, entries)}
       )`;
   const steps = uniqueSteps(w.steps ?? []);
   // Journal rows this write deletes or rewrites keep the entries they carry: stored on their own
@@ -126,8 +127,8 @@ function transitionSql(c: PgContext, w: TransitionWrite): { text: string; values
     );
     text += `, steps AS (
         INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
-        SELECT ${STEP_COLUMNS.map((col) => `j.${col}`).join(', ')}, upd.event_seq - ${n} + j.place
-        FROM unnest(${columns.join(', ')}, ${places}) AS j(${STEP_COLUMNS.join(', ')}, place), upd
+        SELECT ${STEP_COLUMNS.map((col) => `j.${col}`).join(', ')}, hd.event_seq - ${n} + j.place
+        FROM unnest(${columns.join(', ')}, ${places}) AS j(${STEP_COLUMNS.join(', ')}, place), hd
         ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
       )`;
   }

@@ -9,7 +9,8 @@
 import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
 import { lockInIdOrder, transition, transitionOn } from './transition.ts';
 import { channelOf } from './listen.ts';
-import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, appendFence, plainStepSql, resultStepSql, sentAgainCte, type StepShape } from './sql-text.ts';
+import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, plainStepSql, resultStepSql, sentAgainCte, type StepShape } from './sql-text.ts';
+import { appendFence } from './heads.ts';
 import { stepBatchSql } from './batch-sql.ts';
 import { batchableTransitions, isBatchableTransition, transitionBatchSql } from './transition-batch-sql.ts';
 import { STEP_COLUMNS, stepValues, toTaskRow } from '../rows.ts';

@@ -159,19 +159,25 @@ export async function withChildren(run: Run, engine: object | undefined, code: (
   try {
     value = await code();
   } catch (e) {
-    await settleChildren(run, engine).catch(() => undefined);
+    await settleChildren(run, engine, false).catch(() => undefined);
     throw e;
   }
-  await settleChildren(run, engine);
+  await settleChildren(run, engine, true);
   return value;
 }
 
-async function settleChildren(run: Run, engine: object | undefined): Promise<void> {
+/**
+ * `returned`: the code returned, so this run went through every call of its path, and knows every
+ * child it started. Code that threw may have stopped part way through its replay (a run failed by
+ * the engine, a dwell bound's error, stops at its first call): children started by earlier runs
+ * further on are unknown to it, so they are looked up.
+ */
+async function settleChildren(run: Run, engine: object | undefined, returned: boolean): Promise<void> {
   const children = CHILDREN.get(run);
   if (!children || haltOf(run.state) !== null || !engine) return;
   const cancel = (id: string): boolean => children.onParentEnd.get(id) !== 'abandon';
   // Every child it would cancel has ended (the parent received each end): nothing to look up.
-  if ([...children.onParentEnd.keys()].every((id) => !cancel(id) || children.ended.has(id))) return;
+  if (returned && [...children.onParentEnd.keys()].every((id) => !cancel(id) || children.ended.has(id))) return;
   // (Should the run take itself to be idle meanwhile, because the code left a wait registered, it
   // parks on that wait; its next run returns here again and finds the children ended.)
   await endChildren(engine as ChildHost, run.taskId, cancel, `its parent task ${run.taskId} ended`);
