@@ -131,7 +131,7 @@ export async function pgThroughput(workers: number, tasks: number, concurrency =
   const schema = new URL(url).searchParams.get('schema') as string;
   return throughput(url, 'postgres', tasks, workers, {
     concurrency,
-    afterWarmUp: () => sql(`ANALYZE "${schema}".tasks, "${schema}".steps, "${schema}".events`),
+    afterWarmUp: () => sql(`ANALYZE "${schema}".tasks, "${schema}".task_heads, "${schema}".steps, "${schema}".events`),
   });
 }
 
