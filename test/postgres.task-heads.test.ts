@@ -119,6 +119,7 @@ describe.skipIf(!(await hasPostgres()))('task heads on PostgreSQL', () => {
       expect(await store.claim({ ...claimOf('w-old', now), leaseMs: 1 })).toHaveLength(2);
       await new Promise((done) => setTimeout(done, 20));
       expect(await store.expireLeases({ now, event: 'release', from: ['running'], to: 'pending', set: { clearLease: true, runAt: now }, expiredForMs: 0 })).toBe(2);
+      expect(await headsOutOfStep(schema)).toEqual([]); // the expiry's own copy, before a claim overwrites it
       const reclaimed = await store.claim({ ...claimOf('w-new', now), leaseMs: 1 });
       expect(reclaimed.map((x) => x.task.epoch).sort()).toEqual([2, 2]);
       await new Promise((done) => setTimeout(done, 20));

@@ -14,7 +14,8 @@
 --   n entries runs `UPDATE task_heads SET event_seq = event_seq + n … RETURNING event_seq`.
 -- Lock order: a statement that locks a task's row locks it before the task's head row; a
 --   statement that locks several heads locks them in id order. A checkpoint locks only heads
---   (and waits for nothing once it holds one), so heads never close a cycle of waits.
+--   (and on its own waits for nothing once it holds one; a transaction that also writes
+--   transitions locks their task rows first), so heads never close a cycle of waits.
 -- fillfactor 50: each step leaves a dead version of this row; room on its page keeps the
 --   update heap-only (no index write; no column here but the key is indexed).
 

@@ -7,8 +7,9 @@
  * task's status, epoch or owner writes the copy in the same statement ({@link writeHeadsSql}).
  *
  * Lock order, which keeps heads out of every cycle of waits: a statement locks a task's row before
- * its head; several heads are locked in id order; a checkpoint locks heads only, and waits for no
- * other lock once it holds one.
+ * its head; several heads are locked in id order; a checkpoint locks heads only, and on its own
+ * (autocommit) waits for no other lock once it holds one; a transaction that also writes
+ * transitions locks their task rows first, in id order (write-batch.ts).
  */
 import { LEASED_STATUSES } from '../lifecycle.ts';
 import { statusLiterals } from '../store-sql/filters.ts';

@@ -4,9 +4,10 @@
  * Deleting finished tasks on PostgreSQL, and counting tasks by the same selection. A deletion is
  * one transaction: a statement picks and locks the tasks (oldest id first, skipping rows another
  * transaction holds), the next deletes each with its journal, log, signals, approvals and stream
- * chunks. Every writer of a task's rows locks the task row first (a signal, a decision, a
- * log append, a checkpoint), so a task picked here has no writer in flight, and one whose writer
- * comes later finds no task.
+ * chunks. Every writer of a task's rows but a checkpoint locks the task row first (a signal, a
+ * decision, a log append), so a task picked here has no writer in flight, and one whose writer
+ * comes later finds no task; a checkpoint is fenced by the task's head, whose status a finished
+ * task's end wrote (after any checkpoint that held the head had committed).
  *
  * The scan is bounded by `idBefore` (ids begin with their creation time): by the primary key, by
  * `tasks_workflow (workflow, id)` for some workflows, or by `tasks_status (status, id)` for a
@@ -39,7 +40,7 @@ export function deleteTasksSql(t: Tables, d: TaskSelection, limit: number): { pi
   const ids = '$1::text[]';
   const text = `WITH gone AS (
       DELETE FROM ${t.tasks} WHERE id = ANY(${ids}) RETURNING id, workflow, status
-    ), heads AS (DELETE FROM ${t.heads} WHERE id = ANY(${ids})
+    ), heads AS (DELETE FROM ${t.heads} WHERE id IN (SELECT id FROM ${t.heads} WHERE id = ANY(${ids}) ORDER BY id FOR UPDATE)
     ), steps AS (DELETE FROM ${t.steps} WHERE task_id = ANY(${ids})
     ), events AS (DELETE FROM ${t.events} WHERE task_id = ANY(${ids})
     ), signals AS (DELETE FROM ${t.signals} WHERE task_id = ANY(${ids})

@@ -3,7 +3,7 @@
  * Internal: not part of the public API.
  * Transactional steps on PostgreSQL: the user's SQL and the step's checkpoint in one transaction on
  * one pooled connection. The checkpoint is the same fenced statement as any step's (its UPDATE of
- * the task row holds off a concurrent claim until commit); a refused fence rolls the user's writes
+ * the task's head holds off a concurrent claim until commit); a refused fence rolls the user's writes
  * back with it. A transaction that loses a deadlock is run again from the start, function included
  * (everything it did was rolled back).
  */

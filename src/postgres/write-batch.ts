@@ -101,9 +101,12 @@ async function writeRest(c: PgContext, rest: Array<{ op: WriteOp; at: number }>,
   // that two such transactions never deadlock; each task's ops in their order in the batch.
   rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : x.at - y.at));
   const out = await tx(c, async (client) => {
-    // A child's end also locks its parent, whose id sorts before its own: all of them first, in id order.
+    // A child's end also locks its parent, whose id sorts before its own: all of them first, in id
+    // order. So are the task rows when checkpoints come with transitions: a checkpoint locks only
+    // its task's head, which it holds to the commit, and a task row is locked before its head.
     const parents = rest.flatMap((x) => (x.op.kind === 'transition' && x.op.parentSignal ? [x.op.parentSignal.taskId] : []));
-    if (parents.length) await lockInIdOrder(c, client, [...rest.map((x) => x.op.taskId), ...parents]);
+    const mixed = rest.some((x) => x.op.kind === 'step') && rest.some((x) => x.op.kind === 'transition');
+    if (parents.length || mixed) await lockInIdOrder(c, client, [...rest.map((x) => x.op.taskId), ...parents]);
     const r: WriteResult[] = [];
     for (const { op } of rest) r.push(op.kind === 'step' ? await stepWrite(c, client, op) : await transitionOn(c, client, op));
     return r;
@@ -156,7 +159,7 @@ const UNIQUE_VIOLATION = '23505';
 export function stepWrite(c: PgContext, db: Db, w: StepWrite): Promise<boolean> {
   if (w.consume) return consumingStepWrite(c, db, w, w.consume);
   // The hot path: one statement whose text never changes (prepared once per connection); the
-  // task row is locked by the fence's UPDATE, and the row count (of the log entry) says whether
+  // task's head is locked by the fence's UPDATE, and the row count (of the log entry) says whether
   // it was accepted.
   const values = stepValues(w.step);
   values.push(w.taskId, w.epoch);

@@ -168,9 +168,10 @@ export async function withChildren(run: Run, engine: object | undefined, code: (
 
 /**
  * `returned`: the code returned, so this run went through every call of its path, and knows every
- * child it started. Code that threw may have stopped part way through its replay (a run failed by
- * the engine, a dwell bound's error, stops at its first call): children started by earlier runs
- * further on are unknown to it, so they are looked up.
+ * child it started. Code that threw may have stopped before some of them (a branch of a
+ * `Promise.all` that rejected while another's start was still on its way; a run failed from outside
+ * part way through its replay): children started by earlier runs, or still starting, may be
+ * unknown to it, so they are looked up.
  */
 async function settleChildren(run: Run, engine: object | undefined, returned: boolean): Promise<void> {
   const children = CHILDREN.get(run);
