@@ -59,27 +59,12 @@ export function writeHeadsSql(t: Tables, name: string, rows: string): string {
 }
 
 /**
- * `(SELECT id, status, epoch, lease_owner, <n> AS n FROM <from>) r`: the rows for
- * {@link writeHeadsSql} of the task rows a statement wrote (`from`, a CTE returning those columns),
- * each appending `n` entries (SQL, evaluated on the row).
- */
-export function copiedRows(from: string, n: string): string {
-  return `(SELECT id, status, epoch, lease_owner, ${n} AS n FROM ${from}) r`;
-}
-
-/**
- * An UPDATE that raises by `n` the log counter of the tasks `ids` names (a query of one column `id`:
- * tasks whose rows the statement has locked, in the lock order above) and returns their `id` and
- * new `event_seq`.
- */
-export function bumpHeadsSql(t: Tables, ids: string, n: string): string {
-  return `UPDATE ${t.heads} SET event_seq = event_seq + ${n} WHERE id IN (${ids}) RETURNING id, event_seq`;
-}
-
-/**
- * {@link bumpHeadsSql} for task `id` after locking its row (`FOR NO KEY UPDATE`): an append of
- * entries that writes nothing else of the task.
+ * An UPDATE that raises the log counter of task `id` by `n` and returns the new `event_seq`, after
+ * locking the task's row (`FOR NO KEY UPDATE`): an append of entries that writes nothing else of the
+ * task, in the lock order above.
  */
 export function bumpHeadSql(t: Tables, id: string, n: string): string {
-  return bumpHeadsSql(t, `SELECT id FROM ${t.tasks} WHERE id = ${id} FOR NO KEY UPDATE`, n);
+  return `UPDATE ${t.heads} SET event_seq = event_seq + ${n}
+      WHERE id = (SELECT id FROM ${t.tasks} WHERE id = ${id} FOR NO KEY UPDATE)
+      RETURNING event_seq`;
 }

@@ -24,7 +24,6 @@ import { StoreUnavailableError } from '../errors.ts';
 import type { DebounceWrite, NewTask, SingletonAnswer, TaskRow, WakeEvent } from '../store.ts';
 import { LIVE_SINGLETON_SQL, UNCLAIMED_DEBOUNCE_SQL } from '../store-sql/keyed-starts.ts';
 import type { Tables } from './sql-text.ts';
-import { bumpHeadsSql } from './heads.ts';
 
 /** How often a start goes round (a task claimed or ended between two statements) before it gives up. */
 const ROUNDS = 10;
@@ -66,7 +65,7 @@ export function debounceUpdateSql(t: Tables): string {
       WHERE workflow = $5::text AND debounce_key = $6::text AND ${UNCLAIMED_DEBOUNCE_SQL}
       RETURNING *
     ), hd AS (
-      ${bumpHeadsSql(t, 'SELECT id FROM held', '1')}
+      UPDATE ${t.heads} AS h SET event_seq = h.event_seq + 1 FROM held WHERE h.id = held.id RETURNING h.id, h.event_seq
     ), log AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
       SELECT id, event_seq, $4::bigint, $7::text, $8::text, $9::text, $10::text FROM hd

@@ -3,8 +3,7 @@
  * Internal: not part of the public API.
  * What a run writes beside its journal: log entries (model usage of an attempt) with the task's
  * usage column, in one statement fenced by the run's epoch on the task row, which it locks before
- * taking the entries' numbers from the task's head (see heads.ts: numbered without gaps, as for a
- * checkpoint); and the chunks of a streaming step.
+ * taking the entries' numbers from the task's head (see heads.ts: numbered without gaps, as for a checkpoint); and the chunks of a streaming step.
  */
 import { poolOf, query, rows, run, type PgContext } from './connection.ts';
 import { LEASED_SQL, Params, sqlStatuses } from './sql-text.ts';
@@ -12,7 +11,6 @@ import { FINISHED_STATUSES } from '../lifecycle.ts';
 import { appendSql } from './transition.ts';
 import { toChunkRow } from '../rows.ts';
 import type { ChunksWrite, LogPosition, RunEventsWrite, StreamChunkRow } from '../store.ts';
-import { bumpHeadsSql } from './heads.ts';
 
 export async function appendRunEvents(c: PgContext, w: RunEventsWrite): Promise<boolean> {
   return run(c, async () => {
@@ -26,7 +24,7 @@ export async function appendRunEvents(c: PgContext, w: RunEventsWrite): Promise<
     const sql = `WITH k AS (
         UPDATE ${c.t.tasks} SET usage = ${usage} WHERE id = ${id} AND epoch = ${epoch} AND (status IN (${LEASED_SQL})) IS TRUE RETURNING id
       ), f AS (
-        ${bumpHeadsSql(c.t, 'SELECT id FROM k', String(n))}
+        UPDATE ${c.t.heads} SET event_seq = event_seq + ${n} WHERE id = (SELECT id FROM k) RETURNING event_seq
       ), log AS (${appendSql(c.t, p, 'f', id, `f.event_seq - ${n}`, at, w.events)}
       )
       SELECT 1 FROM f`;

@@ -11,7 +11,6 @@ import { signalReceivedEntry } from '../log-entries.ts';
 import type { SignalInsert, SignalWrite } from '../store.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { notAwaited } from '../store-sql/guards.ts';
-import { bumpHeadsSql } from './heads.ts';
 
 /**
  * Locks the task row first (so a concurrent transition that sets `wait_events` is either seen by
@@ -44,7 +43,7 @@ export async function insertSignalOn(c: PgContext, client: Db, s: SignalWrite): 
            wait_events = CASE WHEN $12::boolean THEN NULL ELSE wait_events END
          WHERE id = $1 AND EXISTS (SELECT 1 FROM ins) RETURNING id
        ), due AS (
-         ${bumpHeadsSql(c.t, 'SELECT id FROM woke', '1')}
+         UPDATE ${c.t.heads} SET event_seq = event_seq + 1 WHERE id = (SELECT id FROM woke) RETURNING event_seq
        ), log AS (
          INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
          SELECT $1, due.event_seq, $5, 'signal:received', $8::text, $9::text, '{"signalId":' || ins.id::text || $10::text FROM ins, due
