@@ -27,7 +27,7 @@ type Once = (n: number) => Promise<{ totalMs: number; wakeMs: number }>;
 async function setUp(dir: string, processes: 0 | 2): Promise<{ once: Once; stop: () => Promise<void> }> {
   // The build's own API and workflows (the worker processes load the same definitions).
   const { Engine } = await api(dir);
-  const { fanLeaf, fanParent } = (await import(join(dir, 'bench/workflows.ts'))) as Record<string, never>;
+  const { fanLeaf, fanParent } = (await import(join(dir, 'bench/workflows.ts'))) as typeof import('./workflows.ts');
   const url = postgres.freshPgUrl('fanout');
   const engine = new Engine({ store: url, workflows: [fanParent, fanLeaf] });
   await engine.ready();

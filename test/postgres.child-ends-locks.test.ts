@@ -9,7 +9,7 @@ import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation } from '../src/transitions.ts';
 import { claimOf } from './support/claims.ts';
 import type { TransitionWrite } from '../src/store.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres, untilLockWaitIn } from './support/postgres.ts';
 
 const T0 = 1_700_000_000_000;
 const schema = freshSchemaName('sw_childlocks');
@@ -75,14 +75,7 @@ describe.skipIf(!(await hasPostgres()))('ends of children on PostgreSQL', () => 
       await holder.query(`SELECT id FROM "${store.schema}".tasks WHERE id = 'a-parent' FOR NO KEY UPDATE`);
       const batch = store.writeBatch(lone ? [end('b-child-1')] : [end('b-child-1'), end('c-child-2')]);
       // Once the batch's statement waits for a row lock (the parent's, held above)…
-      for (;;) {
-        const { rows } = await holder.query<{ n: string }>(
-          `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.query LIKE $1 AND a.pid <> pg_backend_pid()`,
-          [`%${store.schema}%`],
-        );
-        if (Number(rows[0]?.n) > 0) break;
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await untilLockWaitIn(holder, store.schema);
       // …the heartbeat reaches for the children: none is held by the batch, so no deadlock (which
       // PostgreSQL would end with an error in one of the two after its deadlock timeout).
       await holder.query("SET LOCAL deadlock_timeout = '100ms'");

@@ -8,31 +8,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation } from '../src/transitions.ts';
 import { claimOf } from './support/claims.ts';
-import type { StepRow, WriteOp } from '../src/store.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres } from './support/postgres.ts';
+import type { WriteOp } from '../src/store.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres, untilLockWaitIn } from './support/postgres.ts';
+import { stepRow } from './support/rows.ts';
 
 const T0 = 1_700_000_000_000;
 const schema = freshSchemaName('sw_headlocks');
 afterAll(async () => {
   if (await hasPostgres()) await dropSchema(schema);
-});
-
-const step = (taskId: string, epoch: number): StepRow => ({
-  taskId,
-  seq: 0,
-  name: 'save',
-  kind: 'step',
-  status: 'completed',
-  output: '1',
-  error: null,
-  attempts: 1,
-  startedAt: T0,
-  finishedAt: T0,
-  wakeAt: null,
-  epoch,
-  done: null,
-  calledAfter: null,
-  businessKey: null,
 });
 
 describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL', () => {
@@ -56,7 +39,7 @@ describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL'
       const epoch = claimed?.task.epoch as number;
       const ops: WriteOp[] = [
         // Sent again (its first answer lost): one by one, in a transaction with the task's end.
-        { kind: 'step', taskId: 'a-task', epoch, step: step('a-task', epoch), again: true },
+        { kind: 'step', taskId: 'a-task', epoch, step: stepRow('a-task', 0, epoch), again: true },
         {
           kind: 'transition',
           taskId: 'a-task',
@@ -75,14 +58,7 @@ describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL'
       await holder.query(`SELECT id FROM "${schema}".tasks WHERE id = 'a-task' FOR NO KEY UPDATE`);
       const batch = store.writeBatch(ops);
       // …and once the batch waits for a row lock…
-      for (;;) {
-        const { rows } = await holder.query<{ n: string }>(
-          `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.query LIKE $1 AND a.pid <> pg_backend_pid()`,
-          [`%${schema}%`],
-        );
-        if (Number(rows[0]?.n) > 0) break;
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await untilLockWaitIn(holder, schema);
       // …its head: the batch holds no head while it waits, so no deadlock.
       await holder.query("SET LOCAL deadlock_timeout = '100ms'");
       await holder.query(`UPDATE "${schema}".task_heads SET event_seq = event_seq WHERE id = 'a-task'`);

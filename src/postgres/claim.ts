@@ -12,7 +12,7 @@
 import type { ClientBase } from 'pg';
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
 import { DB_NOW_MS, Params, leasedCountSql, reclaimTargetSql, servedSql, sqlStatuses } from './sql-text.ts';
-import { writeHeadsSql } from './heads.ts';
+import { copiedRows, writeHeadsSql } from './heads.ts';
 import { DUE_ORDER, keyRoomSql, takeSlotsSql } from './key-slots.ts';
 import { NOT_HELD } from './key-queues.ts';
 import { capsOf, isCapped, nextWindow, subtractLeased, takeWindow, type PickedTask } from '../claim-plan.ts';
@@ -86,7 +86,7 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
                updated_at = ${p.add(r.now, 'bigint')}
              FROM p WHERE t.id = p.p_id AND (p.p_event = 'reclaim' OR t.concurrency_key IS NULL OR p.p_id IN (SELECT task_id FROM ins))
              RETURNING t.*, p.p_event, p.p_status, p.p_detail, p.p_ord
-           ), ${writeHeadsSql(c.t, 'hd', '(SELECT id, status, epoch, lease_owner, 1 AS n FROM u) r')}, h AS (
+           ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1'))}, h AS (
              INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
              SELECT u.id, hd.event_seq, updated_at, 'transition', 'worker', lease_owner,
                json_build_object('event', p_event, 'from', p_status, 'to', status, 'epoch', epoch, 'detail', p_detail::json)::text
@@ -161,7 +161,7 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
            epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL, updated_at = ${now}
          FROM p WHERE t.id = p.id
          RETURNING t.*, p.pri AS p_pri, p.status AS p_status, p.lease_owner AS p_owner
-       ), ${writeHeadsSql(c.t, 'hd', '(SELECT id, status, epoch, lease_owner, 1 AS n FROM u) r')}, h AS (
+       ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1'))}, h AS (
          INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
          SELECT u.id, hd.event_seq, ${now}, 'transition', 'worker', lease_owner,
            json_build_object('event', CASE WHEN p_pri = 0 THEN 'reclaim' ELSE 'claim' END, 'from', p_status, 'to', status, 'epoch', epoch,

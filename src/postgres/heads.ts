@@ -59,6 +59,15 @@ export function writeHeadsSql(t: Tables, name: string, rows: string): string {
 }
 
 /**
+ * `(SELECT id, status, epoch, lease_owner, <n> AS n FROM <from>) r`: the rows for
+ * {@link writeHeadsSql} of the task rows a statement wrote (`from`, a CTE returning those columns),
+ * each appending `n` entries (SQL, evaluated on the row).
+ */
+export function copiedRows(from: string, n: string): string {
+  return `(SELECT id, status, epoch, lease_owner, ${n} AS n FROM ${from}) r`;
+}
+
+/**
  * An UPDATE that raises the log counter of task `id` by `n` and returns the new `event_seq`, after
  * locking the task's row (`FOR NO KEY UPDATE`): an append of entries that writes nothing else of the
  * task, in the lock order above.

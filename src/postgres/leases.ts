@@ -7,7 +7,7 @@
 import { poolOf, rows, run, type PgContext } from './connection.ts';
 import { DB_NOW_MS, LEASED_SQL, Params, assignments, heartbeatSql, lockEachInIdOrder, nextDueSql, sqlStatuses } from './sql-text.ts';
 import type { TaskStatus } from '../lifecycle.ts';
-import { writeHeadsSql } from './heads.ts';
+import { copiedRows, writeHeadsSql } from './heads.ts';
 import type { ExpireRequest, HeartbeatRequest, HeldTask, NextRunRequest } from '../store.ts';
 
 /** The workers holding live leases (by the database's clock; `now` is not used). */
@@ -114,7 +114,7 @@ export async function expireLeases(c: PgContext, r: ExpireRequest): Promise<numb
          ), u AS (
            UPDATE ${c.t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}${sets}
            FROM x WHERE t.id = x.x_id RETURNING t.id, t.status, t.epoch, t.lease_owner
-         ), ${writeHeadsSql(c.t, 'hd', '(SELECT id, status, epoch, lease_owner, 1 AS n FROM u) r')}, h AS (
+         ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1'))}, h AS (
            INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
            SELECT x_id, hd.event_seq, ${now}, 'transition', 'system', 'lease-expiry',
              json_build_object('event', ${p.add(r.event, 'text')}, 'from', x_status, 'to', ${to},

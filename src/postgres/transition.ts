@@ -11,7 +11,7 @@ import { payload } from './wake.ts';
 import { insertSignalOn } from './signals.ts';
 import { parentSignalWrite } from '../store-sql/parent-signal.ts';
 import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, assignments, claimEntriesSql, lockById, lockEachInIdOrder, sqlStatuses, type Tables } from './sql-text.ts';
-import { writeHeadsSql } from './heads.ts';
+import { copiedRows, writeHeadsSql } from './heads.ts';
 import { STEP_COLUMNS, encodeEvents, stepValues, toTaskRow } from '../rows.ts';
 import { transitionWriteEntries, uniqueConsumes, uniqueSteps } from '../log-entries.ts';
 import type { NewEvent, TaskRow, TransitionWrite } from '../store.ts';
@@ -93,7 +93,7 @@ function transitionSql(c: PgContext, w: TransitionWrite): { text: string; values
       ), upd AS (
         UPDATE ${t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${at}${sets}
         FROM cur WHERE t.id = cur.cur_id RETURNING t.*
-      ), ${writeHeadsSql(t, 'hd', `(SELECT id, status, epoch, lease_owner, ${n} AS n FROM upd) r`)}, log AS (${appendSql(t, p, 'hd', 'hd.id', `hd.event_seq - ${n}`, at, entries)}
+      ), ${writeHeadsSql(t, 'hd', copiedRows('upd', n))}, log AS (${appendSql(t, p, 'hd', 'hd.id', `hd.event_seq - ${n}`, at, entries)}
       )`;
   const steps = uniqueSteps(w.steps ?? []);
   // Journal rows this write deletes or rewrites keep the entries they carry: stored on their own

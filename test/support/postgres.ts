@@ -48,3 +48,18 @@ export function sql<T extends pg.QueryResultRow>(text: string, values: unknown[]
 export async function dropSchema(schema: string): Promise<void> {
   await withPg((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
 }
+
+/**
+ * Resolves once another backend, running a statement that names `schema`, waits for a lock: polled
+ * on `client` (which may hold the lock in an open transaction) every 10 ms.
+ */
+export async function untilLockWaitIn(client: pg.ClientBase, schema: string): Promise<void> {
+  for (;;) {
+    const { rows } = await client.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.query LIKE $1 AND a.pid <> pg_backend_pid()`,
+      [`%${schema}%`],
+    );
+    if (Number(rows[0]?.n) > 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
