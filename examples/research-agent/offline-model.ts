@@ -42,6 +42,12 @@ function decide(messages: Message[]): { tool: { name: string; args: Record<strin
 
 export interface OfflineModel {
   readonly baseURL: string;
+  /** Requests answered or begun so far (a repeated call counts again). */
+  readonly requests: number;
+  /** Streamed answers under way now. */
+  readonly streaming: number;
+  /** Streamed answers whose client hung up before their end (a cancelled or killed caller). */
+  readonly hungUp: number;
   close(): Promise<void>;
 }
 
@@ -55,11 +61,15 @@ export type OfflinePolicy = (messages: Message[]) => ReturnType<typeof decide>;
 export async function startOfflineModel(options: { paceMs?: number; policy?: OfflinePolicy } = {}): Promise<OfflineModel> {
   const paceMs = options.paceMs ?? 40;
   const policy = options.policy ?? decide;
+  let requests = 0;
+  let hungUp = 0;
+  let streaming = 0;
   const server: Server = createServer((req, res) => {
     let raw = '';
     req.on('data', (d: Buffer) => (raw += d.toString()));
     req.on('end', () => {
       void (async () => {
+        requests++;
         const body = JSON.parse(raw || '{}') as { model?: string; messages?: Message[]; stream?: boolean };
         const messages = body.messages ?? [];
         const model = body.model ?? 'offline-researcher';
@@ -87,6 +97,12 @@ export async function startOfflineModel(options: { paceMs?: number; policy?: Off
           return;
         }
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        let ended = false;
+        streaming++;
+        res.once('close', () => {
+          streaming--;
+          if (!ended) hungUp++;
+        });
         const send = (chunk: object): boolean => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, ...chunk })}\n\n`);
         send({ choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
         if (call) {
@@ -100,6 +116,7 @@ export async function startOfflineModel(options: { paceMs?: number; policy?: Off
         }
         send({ choices: [{ index: 0, delta: {}, finish_reason: call ? 'tool_calls' : 'stop' }] });
         send({ choices: [], usage });
+        ended = true;
         res.end('data: [DONE]\n\n');
       })();
     });
@@ -108,6 +125,15 @@ export async function startOfflineModel(options: { paceMs?: number; policy?: Off
   const { port } = server.address() as AddressInfo;
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
+    get requests() {
+      return requests;
+    },
+    get streaming() {
+      return streaming;
+    },
+    get hungUp() {
+      return hungUp;
+    },
     close: () => {
       server.closeAllConnections();
       return new Promise<void>((resolve) => server.close(() => resolve()));
