@@ -2,7 +2,9 @@
 // its commit. Written one by one in a transaction with a transition of the same task (a write sent
 // again takes that path), it must not hold the head while the transition waits for the task row:
 // a signal's append, which locks the row and then the head, would close a cycle of waits that
-// PostgreSQL ends with a deadlock error after its deadlock timeout.
+// PostgreSQL ends with a deadlock error after its deadlock timeout. A child's end written one by
+// one reaches its own head (its transition) before its parent's (its signal), against the id order
+// in which a checkpoint batch locks heads: it must hold both heads before it writes.
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/postgres/store.ts';
@@ -15,7 +17,7 @@ import { stepRow } from './support/rows.ts';
 const T0 = 1_700_000_000_000;
 const schema = freshSchemaName('sw_headlocks');
 afterAll(async () => {
-  if (await hasPostgres()) await dropSchema(schema);
+  if (await hasPostgres()) for (const s of [schema, `${schema}_c`]) await dropSchema(s);
 });
 
 describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL', () => {
@@ -66,6 +68,78 @@ describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL'
       const [written, ended] = await batch;
       expect(written).toBe(true);
       expect((ended as { status?: string } | null)?.status).toBe('succeeded');
+    } finally {
+      await holder.end();
+      await store.close();
+    }
+  });
+
+  it('a child’s end written one by one holds its parent’s head and its own before it writes: a checkpoint batch of both waits for it, with no cycle', async () => {
+    const store = new PostgresStore(PG_URL, { schema: `${schema}_c` });
+    await store.migrate();
+    const holder = new pg.Client({ connectionString: PG_URL });
+    await holder.connect();
+    try {
+      const task = (id: string, parentId?: string) =>
+        store.insertTask({
+          id,
+          workflow: 'wf',
+          workflowVersion: '1',
+          input: null,
+          idempotencyKey: null,
+          runAt: T0,
+          createdAt: T0,
+          ...(parentId ? { parentId, rootId: parentId, depth: 1 } : {}),
+          ...planCreation({ kind: 'user', id: 'anonymous' }),
+        });
+      await task('a-parent');
+      await task('b-child', 'a-parent');
+      const claimed = await store.claim(claimOf('w1', T0));
+      const epochOf = (id: string) => claimed.find((c) => c.task.id === id)?.task.epoch as number;
+      // Not batchable (it deletes a journal row): a transaction of its own, its signal after its transition.
+      const end: WriteOp = {
+        kind: 'transition',
+        taskId: 'b-child',
+        event: 'fail',
+        from: ['running'],
+        to: 'failed',
+        guard: { epoch: epochOf('b-child') },
+        set: { clearLease: true, error: '"boom"', finishedAt: T0 },
+        deleteSteps: [9],
+        at: T0,
+        log: [],
+        parentSignal: { taskId: 'a-parent', name: 'child:b-child' },
+      };
+      // An uncommitted signal of the same key holds the end at its signal, after its transition.
+      await holder.query('BEGIN');
+      await holder.query(`INSERT INTO "${store.schema}".signals (task_id, name, payload, idempotency_key, created_at) VALUES ('a-parent', 'child:b-child', NULL, 'child:b-child', $1)`, [T0]);
+      const ended = store.writeBatch([end]);
+      await untilLockWaitIn(holder, store.schema);
+      // Held there, the end holds both heads (without the fix, its own only: the batch below would
+      // take the parent's, then wait for the child's, which the end holds while it waits for the parent's).
+      const headLocked = async (id: string): Promise<boolean> => {
+        await holder.query('SAVEPOINT probe');
+        try {
+          await holder.query(`SELECT 1 FROM "${store.schema}".task_heads WHERE id = $1 FOR NO KEY UPDATE NOWAIT`, [id]);
+          return false;
+        } catch {
+          return true;
+        } finally {
+          await holder.query('ROLLBACK TO SAVEPOINT probe');
+        }
+      };
+      expect(await headLocked('a-parent')).toBe(true);
+      expect(await headLocked('b-child')).toBe(true);
+      // A checkpoint batch of both tasks (a stale run of the child in another process) waits for the parent's head.
+      const checkpoints = store.writeBatch([
+        { kind: 'step', taskId: 'a-parent', epoch: epochOf('a-parent'), step: stepRow('a-parent', 0, epochOf('a-parent')) },
+        { kind: 'step', taskId: 'b-child', epoch: epochOf('b-child'), step: stepRow('b-child', 0, epochOf('b-child')) },
+      ]);
+      await holder.query('ROLLBACK');
+      expect(((await ended)[0] as { status?: string } | null)?.status).toBe('failed');
+      // The parent's checkpoint is written; the child's is refused (its task has ended).
+      expect(await checkpoints).toEqual([true, false]);
+      expect((await store.getSignals('a-parent')).map((s) => s.name)).toEqual(['child:b-child']);
     } finally {
       await holder.end();
       await store.close();

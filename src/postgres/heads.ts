@@ -8,8 +8,9 @@
  *
  * Lock order, which keeps heads out of every cycle of waits: a statement locks a task's row before
  * its head; several heads are locked in id order; a checkpoint locks heads only, and on its own
- * (autocommit) waits for no other lock once it holds one; a transaction that also writes
- * transitions locks their task rows first, in id order (write-batch.ts).
+ * (autocommit) waits for no other lock once it holds one; a transaction that writes several tasks
+ * one by one, or a child's end with its parent's signal, locks their task rows first, then their
+ * heads, each in id order ({@link lockHeadsSql}; write-batch.ts, transition.ts).
  */
 import { LEASED_STATUSES } from '../lifecycle.ts';
 import { statusLiterals } from '../store-sql/filters.ts';
@@ -65,6 +66,18 @@ export function writeHeadsSql(t: Tables, name: string, rows: string): string {
  */
 export function copiedRows(from: string, n: string): string {
   return `(SELECT id, status, epoch, lease_owner, ${n} AS n FROM ${from}) r`;
+}
+
+/**
+ * A SELECT that locks the heads of the tasks `ids` (an array parameter of task ids; repeats taken
+ * once) in id order: in a transaction that has locked those tasks' rows (`lockInIdOrder`), before
+ * any of its writes locks a head. Its writes may reach a child's head before its parent's (a
+ * child's end, then its signal to the parent), and a parent's id sorts before its children's; a
+ * checkpoint batch holding the parent's head and reaching for the child's would close a cycle.
+ */
+export function lockHeadsSql(t: Tables, ids: string): string {
+  return `SELECT 1 FROM (SELECT DISTINCT u.id COLLATE "C" AS id FROM unnest(${ids}) AS u(id) ORDER BY 1) o
+      CROSS JOIN LATERAL (SELECT 1 FROM ${t.heads} WHERE id = o.id OFFSET 0 FOR NO KEY UPDATE) h`;
 }
 
 /**

@@ -11,7 +11,7 @@ import { payload } from './wake.ts';
 import { insertSignalOn } from './signals.ts';
 import { parentSignalWrite } from '../store-sql/parent-signal.ts';
 import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, assignments, claimEntriesSql, lockById, lockEachInIdOrder, sqlStatuses, type Tables } from './sql-text.ts';
-import { copiedRows, writeHeadsSql } from './heads.ts';
+import { copiedRows, lockHeadsSql, writeHeadsSql } from './heads.ts';
 import { STEP_COLUMNS, encodeEvents, stepValues, toTaskRow } from '../rows.ts';
 import { transitionWriteEntries, uniqueConsumes, uniqueSteps } from '../log-entries.ts';
 import type { NewEvent, TaskRow, TransitionWrite } from '../store.ts';
@@ -38,13 +38,15 @@ export async function transition(c: PgContext, write: TransitionWrite): Promise<
 }
 
 /**
- * Locks the rows of `ids` in id order, in the caller's transaction, before writes that would lock
- * them in another order: a child's end locks its parent after the child, and a parent's id sorts
- * before its children's, so a heartbeat (which locks in id order) holding the parent and reaching
- * for the child would deadlock with it.
+ * Locks the rows of `ids` in id order, then their heads in id order, in the caller's transaction,
+ * before writes that would lock them in another order: a child's end locks its parent after the
+ * child, and a parent's id sorts before its children's, so a heartbeat (which locks rows in id
+ * order) holding the parent and reaching for the child would deadlock with it, and so would a
+ * checkpoint batch (which locks heads in id order). Two statements: every row before any head.
  */
 export async function lockInIdOrder(c: PgContext, client: Db, ids: readonly string[]): Promise<void> {
   await rows(c, client, `SELECT id FROM (${lockEachInIdOrder(c.t, 'unnest($1::text[]) AS u(id)')}) l`, [ids]);
+  await rows(c, client, lockHeadsSql(c.t, '$1::text[]'), [ids]);
 }
 
 /** {@link transition} on `db` (the pool, or a client in the caller's transaction). */

@@ -101,9 +101,10 @@ async function writeRest(c: PgContext, rest: Array<{ op: WriteOp; at: number }>,
   // that two such transactions never deadlock; each task's ops in their order in the batch.
   rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : x.at - y.at));
   const out = await tx(c, async (client) => {
-    // A child's end also locks its parent, whose id sorts before its own: all of them first, in id
-    // order. So are the task rows when checkpoints come with transitions: a checkpoint locks only
-    // its task's head, which it holds to the commit, and a task row is locked before its head.
+    // A child's end also locks its parent, whose id sorts before its own: all of their rows first,
+    // then their heads, each in id order (see lockInIdOrder). So when checkpoints come with
+    // transitions: a checkpoint locks only its task's head, which it holds to the commit, and a
+    // task row is locked before its head.
     const parents = rest.flatMap((x) => (x.op.kind === 'transition' && x.op.parentSignal ? [x.op.parentSignal.taskId] : []));
     const mixed = rest.some((x) => x.op.kind === 'step') && rest.some((x) => x.op.kind === 'transition');
     if (parents.length || mixed) await lockInIdOrder(c, client, [...rest.map((x) => x.op.taskId), ...parents]);
