@@ -17,11 +17,13 @@
  *   child, and waits for their ends: the parent ends after its children's cleanup.
  * - When the parent's code returns or throws with children still running, those started with
  *   `onParentEnd: 'cancel'` (the default) are cancelled and waited for before the parent ends.
+ *   The start's recorded output names the option (`{ id, workflow, onParentEnd }`), so a run whose
+ *   code threw before it reached a start again still knows what that child asked for.
  */
 import { tagsOf } from './tags.ts';
 import { ChildFailedError, InvalidArgumentError, StepFailedError, coerceError, isStepwiseError } from '../errors.ts';
 import { isFinished, type TaskStatus } from '../lifecycle.ts';
-import type { SerializedError } from '../serialize.ts';
+import { decodeJson, type SerializedError } from '../serialize.ts';
 import type { ChildHandle, ChildOptions } from '../api/child.ts';
 import type { Workflow } from '../workflow.ts';
 import type { Run } from '../run/run.ts';
@@ -116,7 +118,7 @@ export async function startChild(
       const parent = { id, rootId, depth, tags: tagsOf(run), childUsage: childStartUsage(run.task, budget) };
       const answer = await host.startChildTask(parent, workflow, input, key.length > KEY_MAX ? `child:${hashKey(key)}` : key);
       faultPoint('child:created'); // the child exists; the parent's checkpoint of its start does not
-      return { id: answer.id, workflow: answer.workflow };
+      return { id: answer.id, workflow: answer.workflow, onParentEnd: options.onParentEnd ?? 'cancel' };
     });
   } catch (e) {
     // A start the engine refused (an unknown workflow, a bad input, too deep): its own coded error.
@@ -174,14 +176,32 @@ export async function withChildren(run: Run, engine: object | undefined, code: (
  * unknown to it, so they are looked up.
  */
 async function settleChildren(run: Run, engine: object | undefined, returned: boolean): Promise<void> {
+  if (haltOf(run.state) !== null || !engine) return;
   const children = CHILDREN.get(run);
-  if (!children || haltOf(run.state) !== null || !engine) return;
-  const cancel = (id: string): boolean => children.onParentEnd.get(id) !== 'abandon';
+  // Code that threw: the starts its journal records, which it may not have reached again.
+  const recorded = returned ? undefined : recordedChildren(run);
+  if (!children && !recorded?.size) return;
+  const cancel = (id: string): boolean => (children?.onParentEnd.get(id) ?? recorded?.get(id)) !== 'abandon';
   // Every child it would cancel has ended (the parent received each end): nothing to look up.
-  if (returned && [...children.onParentEnd.keys()].every((id) => !cancel(id) || children.ended.has(id))) return;
+  if (returned && children && [...children.onParentEnd.keys()].every((id) => !cancel(id) || children.ended.has(id))) return;
   // (Should the run take itself to be idle meanwhile, because the code left a wait registered, it
   // parks on that wait; its next run returns here again and finds the children ended.)
   await endChildren(engine as ChildHost, run.taskId, cancel, `its parent task ${run.taskId} ended`);
+}
+
+/**
+ * The children whose start the run's journal records, by id, with the `onParentEnd` each asked
+ * for. (Starts recorded before the output named the option are not found: such a child counts as
+ * `cancel`, the default, as any child the run does not know.)
+ */
+function recordedChildren(run: Run): Map<string, 'cancel' | 'abandon'> {
+  const out = new Map<string, 'cancel' | 'abandon'>();
+  for (const row of run.recordedRows()) {
+    if (row.kind !== 'step' || row.status !== 'completed' || !row.output?.includes('"onParentEnd"')) continue;
+    const v = decodeJson(row.output) as { id?: unknown; workflow?: unknown; onParentEnd?: unknown } | null;
+    if (typeof v?.id === 'string' && typeof v.workflow === 'string' && (v.onParentEnd === 'cancel' || v.onParentEnd === 'abandon')) out.set(v.id, v.onParentEnd);
+  }
+  return out;
 }
 
 /**

@@ -257,6 +257,10 @@ export class RunCore implements Run {
     return this.journal.get(this.seq);
   }
 
+  recordedRows(): Iterable<StepRow> {
+    return this.journal.values();
+  }
+
   keyCall(seq: number, key: string): void {
     this.businessKeys.set(seq, key);
   }
