@@ -80,7 +80,7 @@ describe('multi-agent example', () => {
   it('npm run example:multi-agent:kill: a worker SIGKILLed mid-stream; its sub-agents are reclaimed by the other and resumed, each started once, only interrupted model calls made again', () => {
     const { status, out } = demo('kill.ts');
     expect(status, out).toBe(0);
-    const killed = /Killing (worker-\d) \(pid \d+\) with SIGKILL while it runs (\d) sub-agent/.exec(out);
+    const killed = /Killed (worker-\d) \(pid \d+\) with SIGKILL while it ran (\d) sub-agent/.exec(out);
     expect(killed, out).not.toBeNull();
     const [, victim, n] = killed as RegExpExecArray;
     expect(Number(n)).toBeGreaterThan(0);

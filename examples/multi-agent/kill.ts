@@ -35,18 +35,20 @@ async function main(): Promise<void> {
   try {
     const { id } = await engine.start(planner, { topic: 'durable execution' });
     console.log(`Planner ${id}: three sub-agents (child tasks) on two worker processes, in ${DB}\n`);
-    let running: TaskInfo[] = [];
-    await until('a sub-agent streaming its answer', async () => {
+    // The sub-agents running now, each with the worker that holds its lease.
+    const running = async (): Promise<TaskInfo[]> => {
       const children = await Promise.all((await engine.get(id)).children.map((c) => engine.get(c.id)));
-      running = children.filter((c) => c.status === 'running' && c.lease);
-      return running.length > 0 && model.streaming > 0;
-    });
-    const load = (w: WorkerProcess): number => running.filter((c) => c.lease?.owner === w.id).length;
+      return children.filter((c) => c.status === 'running' && c.lease);
+    };
+    let before: TaskInfo[] = [];
+    await until('a sub-agent streaming its answer', async () => (before = await running()).length > 0 && model.streaming > 0);
+    const load = (w: WorkerProcess): number => before.filter((c) => c.lease?.owner === w.id).length;
     const victim = [...workers].sort((a, b) => load(b) - load(a))[0] as WorkerProcess;
-    const interrupted = running.filter((c) => c.lease?.owner === victim.id).map((c) => c.id);
-    console.log(`✗ Killing ${victim.id} (pid ${victim.child.pid}) with SIGKILL while it runs ${interrupted.length} sub-agent(s): ${interrupted.join(', ')}`);
     victim.child.kill('SIGKILL');
     await victim.exited;
+    // Its leases outlive it: the sub-agents it held when it died.
+    const interrupted = (await running()).filter((c) => c.lease?.owner === victim.id).map((c) => c.id);
+    console.log(`✗ Killed ${victim.id} (pid ${victim.child.pid}) with SIGKILL while it ran ${interrupted.length} sub-agent(s): ${interrupted.join(', ')}`);
     console.log(`  Their leases expire within ${LEASE_MS / 1000}s; the other worker reclaims them and resumes each at its interrupted call.\n`);
 
     const out = await engine.result<{ modelCalls: number }>(id, { timeout: '120s' });
