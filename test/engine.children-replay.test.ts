@@ -1,18 +1,23 @@
-// A parent's later run whose code throws before it reaches its child starts again (code changed
-// between runs, or a branch that failed first): the children its earlier run started are still
-// settled as each asked, from the starts its journal records. One started with onParentEnd
-// 'cancel' is cancelled before the parent ends; one with 'abandon' goes on.
+// A parent's later run whose code does not reach its child starts again (it throws first, or its
+// code changed between runs and returns): the children its earlier run started are still settled
+// as each asked, from the starts its journal records. One started with onParentEnd 'cancel' is
+// cancelled before the parent ends; one with 'abandon' goes on.
 import { describe, expect, it } from 'vitest';
 import { workflow } from '../src/index.ts';
 import { eventually, makeEngine, startWorker, waitForStatus } from './support/engine.ts';
 
-describe('child tasks: a replay that throws before its child starts', () => {
-  it('cancels the children started with cancel and leaves those started with abandon, though the run never reached their starts', async () => {
+describe('child tasks: a later run that does not reach its child starts again', () => {
+  it.each([
+    { change: 'throws at once', error: 'the second run throws at once' },
+    // Code changed between runs: it returns without the calls its journal records.
+    { change: 'returns at once', error: 'NON_DETERMINISM' },
+  ])('when it $change, the children started with cancel are cancelled and those started with abandon go on', async ({ change, error }) => {
     let runs = 0;
-    const leaf = workflow('replay-throw-leaf', async (ctx) => ctx.waitForEvent('go'));
-    const parent = workflow('replay-throw-parent', async (ctx) => {
+    const leaf = workflow('replay-leaf', async (ctx) => ctx.waitForEvent('go'));
+    const parent = workflow('replay-parent', async (ctx) => {
       runs++;
-      if (runs > 1) throw new Error('the second run throws at once');
+      if (runs > 1 && change === 'throws at once') throw new Error('the second run throws at once');
+      if (runs > 1) return 'changed';
       await ctx.startChild(leaf, undefined, { name: 'kept', onParentEnd: 'abandon' });
       await ctx.startChild(leaf, undefined, { name: 'dropped' });
       return ctx.waitForEvent('next');
@@ -26,7 +31,7 @@ describe('child tasks: a replay that throws before its child starts', () => {
     await waitForStatus(engine, id, 'failed');
     expect(runs).toBe(2);
     const info = await engine.get(id);
-    expect(info.status === 'failed' && info.error.message).toContain('the second run throws at once');
+    expect(info.status === 'failed' && `${info.error.code} ${info.error.message}`).toContain(error);
     // Each child's id is the output of the start that recorded it, with the option it asked for.
     const started = (name: string) => info.steps.find((s) => s.name === name)?.output as { id: string; onParentEnd: string };
     expect(started('kept').onParentEnd).toBe('abandon');

@@ -9,7 +9,7 @@ import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation } from '../src/transitions.ts';
 import { claimOf } from './support/claims.ts';
 import type { TransitionWrite } from '../src/store.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres, untilLockWaitIn } from './support/postgres.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres, untilBlockedBy } from './support/postgres.ts';
 
 const T0 = 1_700_000_000_000;
 const schema = freshSchemaName('sw_childlocks');
@@ -75,7 +75,7 @@ describe.skipIf(!(await hasPostgres()))('ends of children on PostgreSQL', () => 
       await holder.query(`SELECT id FROM "${store.schema}".tasks WHERE id = 'a-parent' FOR NO KEY UPDATE`);
       const batch = store.writeBatch(lone ? [end('b-child-1')] : [end('b-child-1'), end('c-child-2')]);
       // Once the batch's statement waits for a row lock (the parent's, held above)…
-      await untilLockWaitIn(holder, store.schema);
+      await untilBlockedBy(holder);
       // …the heartbeat reaches for the children: none is held by the batch, so no deadlock (which
       // PostgreSQL would end with an error in one of the two after its deadlock timeout).
       await holder.query("SET LOCAL deadlock_timeout = '100ms'");

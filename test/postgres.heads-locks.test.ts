@@ -11,13 +11,13 @@ import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation } from '../src/transitions.ts';
 import { claimOf } from './support/claims.ts';
 import type { WriteOp } from '../src/store.ts';
-import { PG_URL, dropSchema, freshSchemaName, hasPostgres, untilLockWaitIn } from './support/postgres.ts';
+import { PG_URL, dropSchema, freshSchemaName, hasPostgres, untilBlockedBy } from './support/postgres.ts';
 import { stepRow } from './support/rows.ts';
 
 const T0 = 1_700_000_000_000;
 const schema = freshSchemaName('sw_headlocks');
 afterAll(async () => {
-  if (await hasPostgres()) for (const s of [schema, `${schema}_c`]) await dropSchema(s);
+  if (await hasPostgres()) for (const s of [schema, `${schema}_c`, `${schema}_t`]) await dropSchema(s);
 });
 
 describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL', () => {
@@ -60,7 +60,7 @@ describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL'
       await holder.query(`SELECT id FROM "${schema}".tasks WHERE id = 'a-task' FOR NO KEY UPDATE`);
       const batch = store.writeBatch(ops);
       // …and once the batch waits for a row lock…
-      await untilLockWaitIn(holder, schema);
+      await untilBlockedBy(holder);
       // …its head: the batch holds no head while it waits, so no deadlock.
       await holder.query("SET LOCAL deadlock_timeout = '100ms'");
       await holder.query(`UPDATE "${schema}".task_heads SET event_seq = event_seq WHERE id = 'a-task'`);
@@ -114,7 +114,7 @@ describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL'
       await holder.query('BEGIN');
       await holder.query(`INSERT INTO "${store.schema}".signals (task_id, name, payload, idempotency_key, created_at) VALUES ('a-parent', 'child:b-child', NULL, 'child:b-child', $1)`, [T0]);
       const ended = store.writeBatch([end]);
-      await untilLockWaitIn(holder, store.schema);
+      await untilBlockedBy(holder);
       // Held there, the end holds both heads (without the fix, its own only: the batch below would
       // take the parent's, then wait for the child's, which the end holds while it waits for the parent's).
       const headLocked = async (id: string): Promise<boolean> => {
@@ -140,6 +140,44 @@ describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL'
       // The parent's checkpoint is written; the child's is refused (its task has ended).
       expect(await checkpoints).toEqual([true, false]);
       expect((await store.getSignals('a-parent')).map((s) => s.name)).toEqual(['child:b-child']);
+    } finally {
+      await holder.end();
+      await store.close();
+    }
+  });
+
+  it('a transaction of several tasks’ transitions locks all their rows before any head: waiting for a row, it holds no head', async () => {
+    const store = new PostgresStore(PG_URL, { schema: `${schema}_t` });
+    await store.migrate();
+    const holder = new pg.Client({ connectionString: PG_URL });
+    await holder.connect();
+    try {
+      for (const id of ['a-task', 'b-task'])
+        await store.insertTask({ id, workflow: 'wf', workflowVersion: '1', input: null, idempotencyKey: null, runAt: T0, createdAt: T0, ...planCreation({ kind: 'user', id: 'anonymous' }) });
+      const claimed = await store.claim(claimOf('w1', T0));
+      // Parks on an event wait: not batchable, so the two go one by one in one transaction.
+      const park = (id: string): WriteOp => ({
+        kind: 'transition',
+        taskId: id,
+        event: 'park',
+        from: ['running'],
+        to: 'waiting',
+        guard: { epoch: claimed.find((c) => c.task.id === id)?.task.epoch as number },
+        set: { clearLease: true, runAt: null, waitEvents: ['go'] },
+        at: T0,
+        log: [],
+      });
+      // Another transaction holds the second task's row…
+      await holder.query('BEGIN');
+      await holder.query(`SELECT id FROM "${store.schema}".tasks WHERE id = 'b-task' FOR NO KEY UPDATE`);
+      const parked = store.writeBatch([park('a-task'), park('b-task')]);
+      await untilBlockedBy(holder);
+      // …and the batch, waiting for it, holds the first task's row but not its head.
+      await holder.query('SAVEPOINT probe');
+      await holder.query(`SELECT 1 FROM "${store.schema}".task_heads WHERE id = 'a-task' FOR NO KEY UPDATE NOWAIT`);
+      await holder.query('ROLLBACK TO SAVEPOINT probe');
+      await holder.query('COMMIT');
+      expect((await parked).map((r) => (r as { status?: string } | null)?.status)).toEqual(['waiting', 'waiting']);
     } finally {
       await holder.end();
       await store.close();

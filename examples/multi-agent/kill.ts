@@ -51,7 +51,7 @@ async function main(): Promise<void> {
     console.log(`✗ Killed ${victim.id} (pid ${victim.child.pid}) with SIGKILL while it ran ${interrupted.length} sub-agent(s): ${interrupted.join(', ')}`);
     console.log(`  Their leases expire within ${LEASE_MS / 1000}s; the other worker reclaims them and resumes each at its interrupted call.\n`);
 
-    const out = await engine.result<{ modelCalls: number }>(id, { timeout: '120s' });
+    const out = await engine.result<{ modelCalls: number }>(id, { timeout: '90s' });
     const info = await engine.get(id);
     const children = await Promise.all(info.children.map((c) => engine.get(c.id)));
     console.log(`Planner ${info.status}: ${children.length} sub-agents (started once each), ${out.modelCalls} model calls.`);

@@ -15,6 +15,19 @@ const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 /** A short lease, so that a killed worker's tasks are reclaimed within seconds. */
 export const LEASE_MS = 3000;
 
+/** The worker processes started and not yet exited: stopped with this process, however it ends. */
+const live = new Set<ChildProcess>();
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.once(signal, () => {
+    for (const child of live) child.kill('SIGTERM');
+    process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGTERM' ? 15 : 1));
+  });
+}
+// An exit that skipped the demo's own stop (an uncaught error, a signal above): none is left behind.
+process.once('exit', () => {
+  for (const child of live) child.kill('SIGKILL');
+});
+
 export interface WorkerProcess {
   readonly id: string;
   readonly child: ChildProcess;
@@ -29,7 +42,13 @@ export function startWorker(id: string, db: string, modelURL: string): WorkerPro
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, STEPWISE_AGENT_BASE_URL: modelURL, NO_COLOR: '1' },
   });
-  const exited = new Promise<void>((done) => child.once('exit', () => done()));
+  live.add(child);
+  const exited = new Promise<void>((done) =>
+    child.once('exit', () => {
+      live.delete(child);
+      done();
+    }),
+  );
   return { id, child, exited };
 }
 

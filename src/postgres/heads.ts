@@ -8,9 +8,10 @@
  *
  * Lock order, which keeps heads out of every cycle of waits: a statement locks a task's row before
  * its head; several heads are locked in id order; a checkpoint locks heads only, and on its own
- * (autocommit) waits for no other lock once it holds one; a transaction that writes several tasks
- * one by one, or a child's end with its parent's signal, locks their task rows first, then their
- * heads, each in id order ({@link lockHeadsSql}; write-batch.ts, transition.ts).
+ * (autocommit) waits for no other lock once it holds one; a transaction that writes transitions
+ * one by one, of several tasks or with checkpoints, or a child's end with its parent's signal,
+ * locks their task rows first, then their heads, each in id order ({@link lockHeadsSql};
+ * write-batch.ts, transition.ts).
  */
 import { LEASED_STATUSES } from '../lifecycle.ts';
 import { statusLiterals } from '../store-sql/filters.ts';

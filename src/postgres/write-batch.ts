@@ -101,13 +101,16 @@ async function writeRest(c: PgContext, rest: Array<{ op: WriteOp; at: number }>,
   // that two such transactions never deadlock; each task's ops in their order in the batch.
   rest.sort((x, y) => (x.op.taskId < y.op.taskId ? -1 : x.op.taskId > y.op.taskId ? 1 : x.at - y.at));
   const out = await tx(c, async (client) => {
-    // A child's end also locks its parent, whose id sorts before its own: all of their rows first,
-    // then their heads, each in id order (see lockInIdOrder). So when checkpoints come with
-    // transitions: a checkpoint locks only its task's head, which it holds to the commit, and a
-    // task row is locked before its head.
+    // Where it writes a transition, the transaction first locks every task row it writes, then
+    // their heads, each in id order (see lockInIdOrder), unless it writes nothing but transitions
+    // of one task: a transition locks its row, then its head, a child's end also its parent's
+    // (whose id sorts first), a checkpoint its head only, each held to the commit. Checkpoints
+    // alone lock heads only, one each, in the id order of `rest`.
     const parents = rest.flatMap((x) => (x.op.kind === 'transition' && x.op.parentSignal ? [x.op.parentSignal.taskId] : []));
-    const mixed = rest.some((x) => x.op.kind === 'step') && rest.some((x) => x.op.kind === 'transition');
-    if (parents.length || mixed) await lockInIdOrder(c, client, [...rest.map((x) => x.op.taskId), ...parents]);
+    const transitions = rest.some((x) => x.op.kind === 'transition');
+    const several = new Set(rest.map((x) => x.op.taskId)).size > 1;
+    const mixed = transitions && rest.some((x) => x.op.kind === 'step');
+    if (parents.length || mixed || (transitions && several)) await lockInIdOrder(c, client, [...rest.map((x) => x.op.taskId), ...parents]);
     const r: WriteResult[] = [];
     for (const { op } of rest) r.push(op.kind === 'step' ? await stepWrite(c, client, op) : await transitionOn(c, client, op));
     return r;

@@ -18,7 +18,7 @@
  * - When the parent's code returns or throws with children still running, those started with
  *   `onParentEnd: 'cancel'` (the default) are cancelled and waited for before the parent ends.
  *   The start's recorded output names the option (`{ id, workflow, onParentEnd }`), so a run whose
- *   code threw before it reached a start again still knows what that child asked for.
+ *   code did not reach a start again (it threw first, or changed) still knows what that child asked for.
  */
 import { tagsOf } from './tags.ts';
 import { ChildFailedError, InvalidArgumentError, StepFailedError, coerceError, isStepwiseError } from '../errors.ts';
@@ -169,21 +169,22 @@ export async function withChildren(run: Run, engine: object | undefined, code: (
 }
 
 /**
- * `returned`: the code returned, so this run went through every call of its path, and knows every
- * child it started. Code that threw may have stopped before some of them (a branch of a
- * `Promise.all` that rejected while another's start was still on its way; a run failed from outside
- * part way through its replay): children started by earlier runs, or still starting, may be
- * unknown to it, so they are looked up.
+ * `returned`: the code returned. Code that threw may have stopped before some of its starts (a
+ * branch of a `Promise.all` that rejected while another's start was still on its way; a run failed
+ * from outside part way through its replay), and code that changed between runs may return
+ * without reaching them: the starts its journal records (see {@link recordedChildren}) are
+ * settled too, each as it asked. When the run knows every recorded start and every child it would
+ * cancel has ended, nothing is looked up.
  */
 async function settleChildren(run: Run, engine: object | undefined, returned: boolean): Promise<void> {
   if (haltOf(run.state) !== null || !engine) return;
   const children = CHILDREN.get(run);
-  // Code that threw: the starts its journal records, which it may not have reached again.
-  const recorded = returned ? undefined : recordedChildren(run);
-  if (!children && !recorded?.size) return;
-  const cancel = (id: string): boolean => (children?.onParentEnd.get(id) ?? recorded?.get(id)) !== 'abandon';
-  // Every child it would cancel has ended (the parent received each end): nothing to look up.
-  if (returned && children && [...children.onParentEnd.keys()].every((id) => !cancel(id) || children.ended.has(id))) return;
+  const recorded = recordedChildren(run);
+  if (!children && !recorded.size) return;
+  const cancel = (id: string): boolean => (children?.onParentEnd.get(id) ?? recorded.get(id)) !== 'abandon';
+  // Every start known to this run, and every child it would cancel ended (the parent received each end).
+  const settled = children && [...recorded.keys()].every((id) => children.onParentEnd.has(id)) && [...children.onParentEnd.keys()].every((id) => !cancel(id) || children.ended.has(id));
+  if (returned && settled) return;
   // (Should the run take itself to be idle meanwhile, because the code left a wait registered, it
   // parks on that wait; its next run returns here again and finds the children ended.)
   await endChildren(engine as ChildHost, run.taskId, cancel, `its parent task ${run.taskId} ended`);
@@ -198,7 +199,12 @@ function recordedChildren(run: Run): Map<string, 'cancel' | 'abandon'> {
   const out = new Map<string, 'cancel' | 'abandon'>();
   for (const row of run.recordedRows()) {
     if (row.kind !== 'step' || row.status !== 'completed' || !row.output?.includes('"onParentEnd"')) continue;
-    const v = decodeJson(row.output) as { id?: unknown; workflow?: unknown; onParentEnd?: unknown } | null;
+    let v: { id?: unknown; workflow?: unknown; onParentEnd?: unknown } | null;
+    try {
+      v = decodeJson(row.output) as typeof v;
+    } catch {
+      continue; // not a start's output (a step's own value that does not decode here)
+    }
     if (typeof v?.id === 'string' && typeof v.workflow === 'string' && (v.onParentEnd === 'cancel' || v.onParentEnd === 'abandon')) out.set(v.id, v.onParentEnd);
   }
   return out;

@@ -164,7 +164,7 @@ export interface Run {
   occurrence(name: string): number;
   /** The journal's row at the position the next call will take, if the task recorded one there. */
   nextRecorded(): StepRow | undefined;
-  /** The code's journal rows the run holds (loaded at its claim, or written by it), by position. */
+  /** The code's journal rows loaded at the run's claim (not those it wrote since), by position. */
   recordedRows(): Iterable<StepRow>;
   /** Keeps the business key of the call at `seq` on its journal rows. */
   keyCall(seq: number, key: string): void;

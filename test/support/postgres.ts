@@ -50,16 +50,26 @@ export async function dropSchema(schema: string): Promise<void> {
 }
 
 /**
- * Resolves once another backend, running a statement that names `schema`, waits for a lock: polled
- * on `client` (which may hold the lock in an open transaction) every 10 ms.
+ * Resolves once another backend waits for a lock that `holder` holds (`pg_blocking_pids`, read from
+ * the lock manager itself, so it does not depend on what pg_stat_activity shows of the waiter),
+ * polled on `holder` (in its open transaction) every 10 ms; throws after `ms`, with the lock waits
+ * of the moment, so that a test waiting for a wait that never comes fails with what it saw.
  */
-export async function untilLockWaitIn(client: pg.ClientBase, schema: string): Promise<void> {
+export async function untilBlockedBy(holder: pg.ClientBase, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
   for (;;) {
-    const { rows } = await client.query<{ n: string }>(
-      `SELECT count(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.query LIKE $1 AND a.pid <> pg_backend_pid()`,
-      [`%${schema}%`],
+    const { rows } = await holder.query<{ n: string }>(
+      `SELECT count(*) AS n FROM (SELECT DISTINCT pid FROM pg_locks WHERE NOT granted) w WHERE pg_backend_pid() = ANY (pg_blocking_pids(w.pid))`,
     );
     if (Number(rows[0]?.n) > 0) return;
+    if (Date.now() > deadline) {
+      const waits = await holder.query(
+        `SELECT l.pid, l.locktype, l.mode, pg_blocking_pids(l.pid) AS blocked_by, left(a.query, 120) AS query FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted`,
+      );
+      throw new Error(
+        `no backend waited for a lock of backend ${String((await holder.query('SELECT pg_backend_pid() AS p')).rows[0]?.p)} within ${ms} ms; lock waits: ${JSON.stringify(waits.rows)}`,
+      );
+    }
     await new Promise((r) => setTimeout(r, 10));
   }
 }
