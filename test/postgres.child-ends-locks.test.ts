@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/postgres/store.ts';
-import { planCreation } from '../src/transitions.ts';
+import { newTask } from './support/rows.ts';
 import { claimOf } from './support/claims.ts';
 import type { TransitionWrite } from '../src/store.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, untilBlockedBy } from './support/postgres.ts';
@@ -32,18 +32,7 @@ describe.skipIf(!(await hasPostgres()))('ends of children on PostgreSQL', () => 
     await holder.connect();
     try {
       // Ids in creation order, as the engine makes them: the parent's sorts first.
-      const task = (id: string, parentId?: string) =>
-        store.insertTask({
-          id,
-          workflow: 'wf',
-          workflowVersion: '1',
-          input: null,
-          idempotencyKey: null,
-          runAt: T0,
-          createdAt: T0,
-          ...(parentId ? { parentId, rootId: parentId, depth: 1 } : {}),
-          ...planCreation({ kind: 'user', id: 'anonymous' }),
-        });
+      const task = (id: string, parentId?: string) => store.insertTask(newTask(id, parentId));
       await task('a-parent');
       await task('b-child-1', 'a-parent');
       await task('c-child-2', 'a-parent');

@@ -8,11 +8,10 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/postgres/store.ts';
-import { planCreation } from '../src/transitions.ts';
 import { claimOf } from './support/claims.ts';
 import type { WriteOp } from '../src/store.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, untilBlockedBy } from './support/postgres.ts';
-import { stepRow } from './support/rows.ts';
+import { newTask, stepRow } from './support/rows.ts';
 
 const T0 = 1_700_000_000_000;
 const schema = freshSchemaName('sw_headlocks');
@@ -27,16 +26,7 @@ describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL'
     const holder = new pg.Client({ connectionString: PG_URL });
     await holder.connect();
     try {
-      await store.insertTask({
-        id: 'a-task',
-        workflow: 'wf',
-        workflowVersion: '1',
-        input: null,
-        idempotencyKey: null,
-        runAt: T0,
-        createdAt: T0,
-        ...planCreation({ kind: 'user', id: 'anonymous' }),
-      });
+      await store.insertTask(newTask('a-task'));
       const [claimed] = await store.claim(claimOf('w1', T0));
       const epoch = claimed?.task.epoch as number;
       const ops: WriteOp[] = [
@@ -80,18 +70,7 @@ describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL'
     const holder = new pg.Client({ connectionString: PG_URL });
     await holder.connect();
     try {
-      const task = (id: string, parentId?: string) =>
-        store.insertTask({
-          id,
-          workflow: 'wf',
-          workflowVersion: '1',
-          input: null,
-          idempotencyKey: null,
-          runAt: T0,
-          createdAt: T0,
-          ...(parentId ? { parentId, rootId: parentId, depth: 1 } : {}),
-          ...planCreation({ kind: 'user', id: 'anonymous' }),
-        });
+      const task = (id: string, parentId?: string) => store.insertTask(newTask(id, parentId));
       await task('a-parent');
       await task('b-child', 'a-parent');
       const claimed = await store.claim(claimOf('w1', T0));
@@ -152,8 +131,7 @@ describe.skipIf(!(await hasPostgres()))('task heads and task rows on PostgreSQL'
     const holder = new pg.Client({ connectionString: PG_URL });
     await holder.connect();
     try {
-      for (const id of ['a-task', 'b-task'])
-        await store.insertTask({ id, workflow: 'wf', workflowVersion: '1', input: null, idempotencyKey: null, runAt: T0, createdAt: T0, ...planCreation({ kind: 'user', id: 'anonymous' }) });
+      for (const id of ['a-task', 'b-task']) await store.insertTask(newTask(id));
       const claimed = await store.claim(claimOf('w1', T0));
       // Parks on an event wait: not batchable, so the two go one by one in one transaction.
       const park = (id: string): WriteOp => ({
