@@ -36,8 +36,9 @@ async function main(): Promise<void> {
     console.log(`${stepwise(args).trimEnd()}\n`);
     await until('the planner to end', async () => (await engine.get(id)).status === 'cancelled');
     const children = (await engine.get(id)).children;
-    // A stream's close reaches the model at its next word: give it one.
-    await new Promise((r) => setTimeout(r, 300));
+    // The model hears each client hang up on its own socket: wait for the first (a cancel that
+    // closed no stream fails the demo below).
+    await until('a model stream closed', async () => model.hungUp > 0, 10_000).catch(() => undefined);
     console.log(`Planner cancelled; sub-agents: ${children.map((c) => c.status).join(', ')}; ${model.hungUp} model stream(s) closed mid-answer.\n`);
     console.log(`$ npx stepwise show ${id} --db ${DB}`);
     console.log(stepwise(['show', id, '--db', DB]));
