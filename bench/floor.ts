@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
-import { root, stopWorkers } from './lib.ts';
+import { cpuSample, postgresCpuMs, root, stopWorkers } from './lib.ts';
 import { PG_URL } from './postgres.ts';
 import type { Throughput } from './sqlite.ts';
 
@@ -70,10 +70,17 @@ export async function floorThroughput(workers: number, tasks: number, batch = 25
     const runs: Throughput[] = [];
     for (let b = 0; b < bursts; b++) {
       const prefix = `b${b}-`;
-      await insertTasks(c, s, tasks, Date.now() + 300, prefix);
+      const dueAt = Date.now() + 300;
+      await insertTasks(c, s, tasks, dueAt, prefix);
+      while (Date.now() < dueAt - 20) await new Promise((r) => setTimeout(r, 5));
+      // The CPU window as in (b): from just before the burst falls due to its last finish.
+      const pids = children.map((ch) => ch.pid ?? 0);
+      const before = cpuSample(pids);
       const { spanMs } = await waitDone(c, s, prefix);
+      const after = cpuSample(pids);
       const seconds = spanMs / 1000;
-      runs.push({ store: 'floor', workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds });
+      const cpu = before && after ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, postgresMs: postgresCpuMs(before, after) } : undefined;
+      runs.push({ store: 'floor', workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds, ...(cpu ? { cpu } : {}) });
     }
     return [...runs].sort((x, y) => x.stepsPerSec - y.stepsPerSec)[Math.floor(runs.length / 2)] as Throughput;
   } finally {

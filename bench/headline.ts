@@ -182,7 +182,13 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
   const drainRows = [...drains].map(([workers, d]) => {
     const ours = median(d.ours.map((t) => t.stepsPerSec));
     const floor = median(d.floor.map((t) => t.stepsPerSec));
-    return { workers, stepsPerSec: ours, floorStepsPerSec: floor, fraction: median(d.ours.map((t, i) => t.stepsPerSec / (d.floor[i] as Throughput).stepsPerSec)) };
+    return {
+      workers,
+      stepsPerSec: ours,
+      floorStepsPerSec: floor,
+      fraction: median(d.ours.map((t, i) => t.stepsPerSec / (d.floor[i] as Throughput).stepsPerSec)),
+      cpu: { ours: cpuPerTask(d.ours), floor: cpuPerTask(d.floor) },
+    };
   });
   out.drain = drainRows;
   results.headline = out;
@@ -206,6 +212,12 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
     );
   }
   line('');
+  const cpuText = (c: CpuPerTask | null): string => (c ? `worker ${fmt(c.workerUs, 0)} µs, PostgreSQL ${fmt(c.postgresUs, 0)} µs` : 'not measured');
+  line(
+    `    Drain CPU per task (medians of the bursts' CPU windows, all worker processes, all PostgreSQL processes): ${drainRows
+      .map((d) => `${d.workers} process${d.workers > 1 ? 'es' : ''}: Stepwise ${cpuText(d.cpu.ours)}; floor ${cpuText(d.cpu.floor)}`)
+      .join(' | ')}.`,
+  );
   line(
     `    Per step, what the database does (a whole task ÷ its 1,000 steps): Stepwise ${fmt(anatomy.statements, 3)} statements, ${fmt(anatomy.roundTrips, 3)} round trips, ${fmt(anatomy.walBytes, 0)} WAL bytes; the raw INSERT 1, 1, ${fmt(rawWal, 0)}.`,
   );
@@ -218,4 +230,19 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
   line('    DBOS runs its 500 workflows at once (it has no concurrency limit for workflows started directly); every Stepwise row is');
   line('    divided by that one figure. Drain: both spans end at the time the last end-of-run write was prepared (before it');
   line('    commits), and with 500 tasks and claims of up to 256 the third and fourth process find little to claim.');
+}
+
+interface CpuPerTask {
+  workerUs: number;
+  postgresUs: number;
+}
+
+/** The CPU a burst's processes used per task (µs): the median over the bursts that measured it, or null. */
+function cpuPerTask(runs: readonly Throughput[]): CpuPerTask | null {
+  const measured = runs.filter((t) => t.cpu);
+  if (!measured.length) return null;
+  return {
+    workerUs: median(measured.map((t) => ((t.cpu as NonNullable<Throughput['cpu']>).workersMs * 1000) / t.tasks)),
+    postgresUs: median(measured.map((t) => ((t.cpu as NonNullable<Throughput['cpu']>).postgresMs * 1000) / t.tasks)),
+  };
 }

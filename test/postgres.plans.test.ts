@@ -1,7 +1,6 @@
 // The PostgreSQL store's frequent statements do work in proportion to what they touch, not to the
 // size of the tasks table, whatever the planner's statistics say: each is prepared with a generic
 // plan (as the store runs them) on a table of 30,000 tasks and executed under EXPLAIN ANALYZE.
-import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../src/index.ts';
 import { stepBatchSql } from '../src/postgres/batch-sql.ts';
@@ -13,6 +12,7 @@ import type { StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
 import { countTasksSql, deleteTasksSql } from '../src/postgres/retention.ts';
 import { ALL_STATUSES } from '../src/lifecycle.ts';
 import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
+import { explain, type PlanNode } from './support/plans.ts';
 import { schemasOfThisFile } from './support/engine.ts';
 
 const freshSchema = schemasOfThisFile('sw_plans');
@@ -21,17 +21,6 @@ const TASKS = 30_000;
 const RUNNING = 3_000; // every 10th task
 const PENDING = 500; // due later, beyond the running ones
 const NOW = 1_000_000;
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Index Recheck'?: number;
-  Plans?: PlanNode[];
-}
 
 /** Rows of the tasks table and of their heads (or entries of their indexes) that the plan read, and how it read them. */
 function tasksWork(node: PlanNode, acc = { rows: 0, access: new Set<string>() }): { rows: number; access: Set<string> } {
@@ -43,24 +32,6 @@ function tasksWork(node: PlanNode, acc = { rows: 0, access: new Set<string>() })
   }
   for (const child of node.Plans ?? []) tasksWork(child, acc);
   return acc;
-}
-
-/** Runs `text` as a prepared statement with a generic plan, under EXPLAIN ANALYZE, and rolls it back. */
-async function explain(c: pg.Client, text: string, values: unknown[]): Promise<PlanNode> {
-  const literal = (v: unknown): string => {
-    if (v === null || v === undefined) return 'NULL';
-    if (Array.isArray(v)) return c.escapeLiteral(`{${v.map((x) => (x === null ? 'NULL' : `"${String(x).replace(/["\\]/g, '\\$&')}"`)).join(',')}}`);
-    return c.escapeLiteral(String(v));
-  };
-  await c.query('BEGIN');
-  try {
-    await c.query(`PREPARE probe AS ${text}`);
-    const r = await c.query(`EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) EXECUTE probe(${values.map(literal).join(', ')})`);
-    return (r.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
-  } finally {
-    await c.query('ROLLBACK');
-    await c.query('DEALLOCATE ALL'); // a prepared statement outlives the transaction
-  }
 }
 
 const id = (n: number): string => `task-${String(n).padStart(6, '0')}`;

@@ -11,7 +11,7 @@
  */
 import type { ClientBase } from 'pg';
 import { poolOf, rows, run, tx, type PgContext } from './connection.ts';
-import { DB_NOW_MS, Params, leasedCountSql, reclaimTargetSql, servedSql, sqlStatuses } from './sql-text.ts';
+import { DB_NOW_MS, Params, leasedCountSql, reclaimTargetSql, servedSql, sqlStatuses, type Tables } from './sql-text.ts';
 import { copiedRows, writeHeadsSql } from './heads.ts';
 import { DUE_ORDER, keyRoomSql, takeSlotsSql } from './key-slots.ts';
 import { NOT_HELD } from './key-queues.ts';
@@ -86,11 +86,11 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
                updated_at = ${p.add(r.now, 'bigint')}
              FROM p WHERE t.id = p.p_id AND (p.p_event = 'reclaim' OR t.concurrency_key IS NULL OR p.p_id IN (SELECT task_id FROM ins))
              RETURNING t.*, p.p_event, p.p_status, p.p_detail, p.p_ord
-           ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1'))}, h AS (
+           ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1', 'updated_at, p_event, p_status, p_detail, p_ord'))}, h AS (
              INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-             SELECT u.id, hd.event_seq, updated_at, 'transition', 'worker', lease_owner,
+             SELECT id, event_seq, updated_at, 'transition', 'worker', lease_owner,
                json_build_object('event', p_event, 'from', p_status, 'to', status, 'epoch', epoch, 'detail', p_detail::json)::text
-             FROM u JOIN hd ON hd.id = u.id ORDER BY p_ord
+             FROM hd ORDER BY p_ord
            )
            SELECT * FROM u ORDER BY p_ord`,
     p.values,
@@ -120,12 +120,11 @@ async function withJournals(c: PgContext, client: ClientBase, r: ClaimRequest, t
 }
 
 /**
- * Claims without concurrency caps: one autocommit statement locks candidates with
+ * The claim without concurrency caps: one autocommit statement that locks candidates with
  * `FOR UPDATE SKIP LOCKED` (expired leases first, then due tasks), takes them and appends their
- * claim entries; the journals of resumed tasks are read afterwards (a journal cannot change once
- * the claim has committed: older runs are fenced off).
+ * claim entries; null when the request claims from no status.
  */
-async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask[]> {
+export function claimUncappedSql(t: Tables, r: ClaimRequest): { text: string; values: unknown[] } | null {
   const p = new Params();
   const now = p.add(r.now, 'bigint');
   const served = servedSql(p, r.workflows, r.versions);
@@ -135,44 +134,50 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   const parts: string[] = [];
   if (r.reclaim.from.length) {
     parts.push(`r AS (
-        SELECT id, status, lease_owner, 0 AS pri, lease_expires_at AS due, NULL::text AS ckey, NULL::integer AS clim FROM ${c.t.tasks}
+        SELECT id, status, lease_owner, 0 AS pri, lease_expires_at AS due, NULL::text AS ckey, NULL::integer AS clim FROM ${t.tasks}
         WHERE status IN (${sqlStatuses(r.reclaim.from)}) AND lease_expires_at <= ${DB_NOW_MS} AND ${served}
         ORDER BY lease_expires_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
   }
   if (r.claim.from.length) {
     parts.push(`c AS (
-        SELECT id, status, NULL::text AS lease_owner, 1 AS pri, ${DUE_ORDER} AS due, concurrency_key AS ckey, concurrency_limit AS clim FROM ${c.t.tasks} t
-        WHERE status IN (${sqlStatuses(r.claim.from)}) AND ${DUE_ORDER} <= ${now} AND run_at <= ${now} AND ${served} AND ${NOT_HELD} AND ${keyRoomSql(c.t, 't', now)}
+        SELECT id, status, NULL::text AS lease_owner, 1 AS pri, ${DUE_ORDER} AS due, concurrency_key AS ckey, concurrency_limit AS clim FROM ${t.tasks} t
+        WHERE status IN (${sqlStatuses(r.claim.from)}) AND ${DUE_ORDER} <= ${now} AND run_at <= ${now} AND ${served} AND ${NOT_HELD} AND ${keyRoomSql(t, 't', now)}
         ORDER BY ${DUE_ORDER}, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)`);
   }
-  if (!parts.length) return [];
+  if (!parts.length) return null;
   const union = [r.reclaim.from.length ? 'SELECT * FROM r' : '', r.claim.from.length ? 'SELECT * FROM c' : ''].filter(Boolean).join(' UNION ALL ');
-  const taken = await rows(
-    c,
-    poolOf(c),
-    `WITH ${parts.join(', ')},
+  const text = `WITH ${parts.join(', ')},
        p0 AS (SELECT * FROM (${union}) x ORDER BY pri, due, id LIMIT ${limit}),
-       ${takeSlotsSql(c.t, 'p0')},
+       ${takeSlotsSql(t, 'p0')},
        p AS (SELECT * FROM p0 WHERE ckey IS NULL OR id IN (SELECT task_id FROM ins)),
        u AS (
-         UPDATE ${c.t.tasks} AS t
+         UPDATE ${t.tasks} AS t
          SET status = CASE WHEN p.pri = 0 THEN ${reclaimTo} ELSE ${claimTo} END,
            lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${DB_NOW_MS} + ${p.add(r.leaseMs, 'bigint')},
            epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL, updated_at = ${now}
          FROM p WHERE t.id = p.id
          RETURNING t.*, p.pri AS p_pri, p.status AS p_status, p.lease_owner AS p_owner
-       ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1'))}, h AS (
-         INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-         SELECT u.id, hd.event_seq, ${now}, 'transition', 'worker', lease_owner,
+       ), ${writeHeadsSql(t, 'hd', copiedRows('u', '1', 'p_pri, p_status, p_owner'))}, h AS (
+         INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+         SELECT id, event_seq, ${now}, 'transition', 'worker', lease_owner,
            json_build_object('event', CASE WHEN p_pri = 0 THEN 'reclaim' ELSE 'claim' END, 'from', p_status, 'to', status, 'epoch', epoch,
              'detail', CASE WHEN p_pri = 0 THEN json_build_object('previousOwner', p_owner) END)::text
-         FROM u JOIN hd ON hd.id = u.id ORDER BY p_pri, u.id
+         FROM hd ORDER BY p_pri, id
        )
        SELECT u.*,
-         EXISTS (SELECT 1 FROM ${c.t.signals} g WHERE g.task_id = u.id AND g.consumed_seq IS NULL) AS has_signals
-       FROM u ORDER BY p_pri, id`,
-    p.values,
-  );
+         EXISTS (SELECT 1 FROM ${t.signals} g WHERE g.task_id = u.id AND g.consumed_seq IS NULL) AS has_signals
+       FROM u ORDER BY p_pri, id`;
+  return { text, values: p.values };
+}
+
+/**
+ * Claims without concurrency caps ({@link claimUncappedSql}); the journals of resumed tasks are
+ * read afterwards (a journal cannot change once the claim has committed: older runs are fenced off).
+ */
+async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask[]> {
+  const statement = claimUncappedSql(c.t, r);
+  if (!statement) return [];
+  const taken = await rows(c, poolOf(c), statement.text, statement.values);
   // The journal is read after the claim committed, with a fresh snapshot: a step write that
   // committed while this statement waited is included (later ones are fenced off). A first run
   // has no journal, but a fork's (the rows it copied). Signals sent meanwhile are picked up when the

@@ -42,11 +42,17 @@ export function appendFence(t: Tables, id: string, epoch: string, n: string, unl
 
 /**
  * The CTEs `<name>_lk` and `<name>`: the heads of the rows of `rows` (a FROM item with columns `id`,
- * `status`, `epoch`, `lease_owner` and `n`) locked in id order, then each updated: its log counter
- * raised by `n`, and, for a row whose `status` is not NULL (a task row this statement wrote), the
- * status, epoch and lease owner copied from it. `<name>` returns `id` and the new `event_seq`: the
- * row's entries take seq event_seq - n + 1 … event_seq. Every row of `rows` must be a task whose row
- * this statement locked (see the lock order above); a task appears at most once.
+ * `status`, `epoch`, `lease_owner` and `n`, and any others) locked in id order, then each updated:
+ * its log counter raised by `n`, and, for a row whose `status` is not NULL (a task row this
+ * statement wrote), the status, epoch and lease owner copied from it. `<name>` returns the new
+ * `event_seq` and every column of the row of `rows` (so `id`, `n` and the others): the row's
+ * entries take seq event_seq - n + 1 … event_seq. Every row of `rows` must be a task whose row this
+ * statement locked (see the lock order above); a task appears at most once.
+ *
+ * A statement that writes log entries or journal rows reads what it needs of the task from
+ * `<name>`'s columns rather than joining `<name>` to another CTE of the same statement: the
+ * planner estimates one row for each such CTE and joins them by a nested loop, whose cost grows
+ * with the square of the batch (65,000 comparisons for a batch of 256 tasks).
  */
 export function writeHeadsSql(t: Tables, name: string, rows: string): string {
   return `${name}_lk AS MATERIALIZED (
@@ -56,17 +62,18 @@ export function writeHeadsSql(t: Tables, name: string, rows: string): string {
       UPDATE ${t.heads} AS h SET event_seq = h.event_seq + x.n, status = coalesce(x.status, h.status), epoch = coalesce(x.epoch, h.epoch),
         lease_owner = CASE WHEN x.status IS NULL THEN h.lease_owner ELSE x.lease_owner END
       FROM ${name}_lk x WHERE h.id = x.id
-      RETURNING h.id, h.event_seq
+      RETURNING h.event_seq, x.*
     )`;
 }
 
 /**
- * `(SELECT id, status, epoch, lease_owner, <n> AS n FROM <from>) r`: the rows for
+ * `(SELECT id, status, epoch, lease_owner, <n> AS n[, <carried>] FROM <from>) r`: the rows for
  * {@link writeHeadsSql} of the task rows a statement wrote (`from`, a CTE returning those columns),
- * each appending `n` entries (SQL, evaluated on the row).
+ * each appending `n` entries (SQL, evaluated on the row), with the columns of `from` listed in
+ * `carried` passed through to the heads' CTE for the statement's log entries.
  */
-export function copiedRows(from: string, n: string): string {
-  return `(SELECT id, status, epoch, lease_owner, ${n} AS n FROM ${from}) r`;
+export function copiedRows(from: string, n: string, carried = ''): string {
+  return `(SELECT id, status, epoch, lease_owner, ${n} AS n${carried ? `, ${carried}` : ''} FROM ${from}) r`;
 }
 
 /**

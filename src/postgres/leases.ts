@@ -113,13 +113,13 @@ export async function expireLeases(c: PgContext, r: ExpireRequest): Promise<numb
            FOR UPDATE SKIP LOCKED
          ), u AS (
            UPDATE ${c.t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}${sets}
-           FROM x WHERE t.id = x.x_id RETURNING t.id, t.status, t.epoch, t.lease_owner
-         ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1'))}, h AS (
+           FROM x WHERE t.id = x.x_id RETURNING t.id, t.status, t.epoch, t.lease_owner, x.*
+         ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1', 'x_status, x_owner, x_workflow, x_version'))}, h AS (
            INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-           SELECT x_id, hd.event_seq, ${now}, 'transition', 'system', 'lease-expiry',
+           SELECT id, event_seq, ${now}, 'transition', 'system', 'lease-expiry',
              json_build_object('event', ${p.add(r.event, 'text')}, 'from', x_status, 'to', ${to},
                'detail', ${note})::text
-           FROM x JOIN hd ON hd.id = x.x_id
+           FROM hd
          )
          SELECT count(*)::int AS n FROM u`,
       p.values,

@@ -150,9 +150,9 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
         c.notifyListener AS batch_listener, c.at AS ev_at, c.evN AS ev_n${signals ? ', c.sigParent AS sig_parent, c.sigName AS sig_name, c.sigNameJson AS sig_name_json, c.sigChannel AS sig_channel, c.sigListener AS sig_listener' : ''}
     )${signals ? parentSignalsCte(t) : ''}, ${writeHeadsSql(t, 'hd', headRows(signals))}, log AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-      SELECT upd.id, hd.event_seq - upd.ev_n + e.j, upd.ev_at, e.type, e.kind, e.actor, e.data
+      SELECT hd.id, hd.event_seq - hd.n + e.j, hd.ev_at, e.type, e.kind, e.actor, e.data
       FROM unnest(${ev.op}, ${ev.j}, ${ev.type}, ${ev.kind}, ${ev.actor}, ${ev.data}) AS e(op, j, type, kind, actor, data)
-      JOIN upd ON upd.batch_ord = e.op JOIN hd ON hd.id = upd.id
+      JOIN hd ON hd.batch_ord = e.op
     )${journalCte(t, p, ops, entries)}${signals ? parentLogCte(t) : ''}, nt AS (
       SELECT batch_channel, batch_listener, batch_group, id, (row_number() OVER (PARTITION BY batch_channel, batch_group ORDER BY id) - 1) / ${GROUP_IDS} AS chunk
       FROM (SELECT batch_channel, batch_listener, batch_group, id FROM upd WHERE batch_group IS NOT NULL${
@@ -204,6 +204,11 @@ function lockWithParents(t: Tables): string {
  * nothing), `sj` with their children; `pu` per parent with new signals, made due (at the latest of
  * them it waits for) if it waits for one of them; its head's log counter is then bumped by their
  * number (`hd`, with the batch's own heads) and `plog` appends their `signal:received` entries.
+ *
+ * `sj` finds each new signal's child in a JSON object keyed by parent and name, built once from
+ * `ps`, and `plog` each parent's counter in one built from `hd`, instead of joining two CTEs: the
+ * planner estimates one row for each and would compare every signal with every row of the other
+ * (see heads.ts, {@link writeHeadsSql}).
  */
 function parentSignalsCte(t: Tables): string {
   return `, ps AS (
@@ -216,7 +221,10 @@ function parentSignalsCte(t: Tables): string {
       ON CONFLICT (task_id, idempotency_key) DO NOTHING
       RETURNING s.id, s.task_id, s.name, s.payload, s.created_at
     ), sj AS (
-      SELECT sig.*, ps.child_id, ps.name_json, ps.channel, ps.listener FROM sig JOIN ps ON ps.parent_id = sig.task_id AND ps.name = sig.name
+      SELECT sig.*, x ->> 0 AS child_id, x ->> 1 AS name_json, x ->> 2 AS channel, x ->> 3 AS listener
+      FROM sig CROSS JOIN (
+        SELECT jsonb_object_agg(jsonb_build_array(parent_id, name)::text, jsonb_build_array(child_id, name_json, channel, listener)) AS m FROM ps
+      ) pm CROSS JOIN LATERAL (SELECT pm.m -> jsonb_build_array(sig.task_id, sig.name)::text AS x) l
     ), sg AS (
       SELECT task_id, count(*)::int AS n FROM sig GROUP BY task_id
     ), pu AS (
@@ -227,19 +235,22 @@ function parentSignalsCte(t: Tables): string {
     )`;
 }
 
-/** The heads the batch writes: its tasks' (their new status, and their entries), and with children's ends their parents' (the signals' entries). */
+/**
+ * The heads the batch writes: its tasks' (their new status, and their entries, with the op's
+ * position and time for those entries), and with children's ends their parents' (the signals' entries).
+ */
 function headRows(signals: boolean): string {
-  const parents = signals ? ' UNION ALL SELECT id, NULL::text, NULL::integer, NULL::text, n FROM pu' : '';
-  return `(SELECT id, status, epoch, lease_owner, ev_n AS n FROM upd${parents}) r`;
+  const parents = signals ? ' UNION ALL SELECT id, NULL::text, NULL::integer, NULL::text, n, NULL::bigint, NULL::bigint FROM pu' : '';
+  return `(SELECT id, status, epoch, lease_owner, ev_n AS n, batch_ord, ev_at FROM upd${parents}) r`;
 }
 
 /** `plog`: the parents' `signal:received` entries, numbered below their heads' new counters in signal id order. */
 function parentLogCte(t: Tables): string {
   return `, plog AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-      SELECT sj.task_id, hd.event_seq - pu.n + row_number() OVER (PARTITION BY sj.task_id ORDER BY sj.id), sj.created_at, 'signal:received', 'system', 'task:' || sj.child_id,
+      SELECT sj.task_id, (hm.m ->> sj.task_id)::int + row_number() OVER (PARTITION BY sj.task_id ORDER BY sj.id), sj.created_at, 'signal:received', 'system', 'task:' || sj.child_id,
         '{"signalId":' || sj.id::text || ',"name":' || sj.name_json || ',"payload":' || sj.payload || ',"idempotencyKey":' || sj.name_json || '}'
-      FROM sj JOIN pu ON pu.id = sj.task_id JOIN hd ON hd.id = pu.id
+      FROM sj CROSS JOIN (SELECT jsonb_object_agg(id, event_seq - n) AS m FROM hd WHERE batch_ord IS NULL) hm
     )`;
 }
 
@@ -269,8 +280,8 @@ function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[], entri
   );
   return `, journal AS (
       INSERT INTO ${t.steps} (${STEP_COLUMNS.join(', ')}, log_seq)
-      SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}, hd.event_seq - upd.ev_n + j.place
-      FROM unnest(${columns.join(', ')}, ${place}) AS j(${STEP_COLUMNS.join(', ')}, place) JOIN upd ON upd.id = j.task_id JOIN hd ON hd.id = upd.id
+      SELECT ${STEP_COLUMNS.map((c) => `j.${c}`).join(', ')}, hd.event_seq - hd.n + j.place
+      FROM unnest(${columns.join(', ')}, ${place}) AS j(${STEP_COLUMNS.join(', ')}, place) JOIN hd ON hd.id = j.task_id AND hd.batch_ord IS NOT NULL
       ON CONFLICT (task_id, seq) DO UPDATE SET ${STEP_UPSERT_LOGGED_SET}
     )`;
 }

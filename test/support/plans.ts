@@ -1,0 +1,34 @@
+// EXPLAIN ANALYZE of a store statement as the store runs it: prepared with a generic plan, its
+// parameters as the driver sends them, in a transaction rolled back afterwards.
+import type pg from 'pg';
+
+export interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  'Rows Removed by Join Filter'?: number;
+  'Join Filter'?: string;
+  Plans?: PlanNode[];
+}
+
+/** Runs `text` as a prepared statement with a generic plan, under EXPLAIN ANALYZE, and rolls it back. */
+export async function explain(c: pg.Client, text: string, values: unknown[]): Promise<PlanNode> {
+  const literal = (v: unknown): string => {
+    if (v === null || v === undefined) return 'NULL';
+    if (Array.isArray(v)) return c.escapeLiteral(`{${v.map((x) => (x === null ? 'NULL' : `"${String(x).replace(/["\\]/g, '\\$&')}"`)).join(',')}}`);
+    return c.escapeLiteral(String(v));
+  };
+  await c.query('BEGIN');
+  try {
+    await c.query(`PREPARE probe AS ${text}`);
+    const r = await c.query(`EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) EXECUTE probe(${values.map(literal).join(', ')})`);
+    return (r.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
+  } finally {
+    await c.query('ROLLBACK');
+    await c.query('DEALLOCATE ALL'); // a prepared statement outlives the transaction
+  }
+}
