@@ -7,10 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { Engine } from '../src/index.ts';
 import { stepBatchSql } from '../src/postgres/batch-sql.ts';
 import { claimUncappedSql } from '../src/postgres/claim.ts';
+import type { PgContext } from '../src/postgres/connection.ts';
+import { insertSql, insertValues } from '../src/postgres/insert.ts';
 import { transitionBatchSql } from '../src/postgres/transition-batch-sql.ts';
 import { DB_NOW_MS, tablesOf } from '../src/postgres/sql-text.ts';
 import { transitionEntry } from '../src/log-entries.ts';
-import type { StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
+import type { NewTask, StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
 import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
 import { explain, type PlanNode } from './support/plans.ts';
 import { schemasOfThisFile } from './support/engine.ts';
@@ -87,11 +89,25 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL batched statements', () => {
       }));
       const childEnds = ends.map((w, k) => ({ ...w, parentSignal: { taskId: id(1 + (k % 4)), name: `child:${w.taskId}` } }));
       const claim = claimUncappedSql(t, claimOf('worker-b', NOW, BATCH));
+      // Starts batched into one statement (the parts of the store its text and values read).
+      const ctx = { t, channel: 'probe_channel', settledChannel: 'probe_done' } as PgContext;
+      const starts: NewTask[] = Array.from({ length: BATCH }, (_, k) => ({
+        id: id(100_000 + k),
+        workflow: 'wf',
+        workflowVersion: '1',
+        input: 'null',
+        idempotencyKey: null,
+        runAt: NOW,
+        createdAt: NOW,
+        status: 'pending',
+        log: transitionEntry('user', 'client', { event: 'create', from: null, to: 'pending' }),
+      }));
       const cases = [
         { name: 'batched checkpoints', ...stepBatchSql(t, steps), rows: BATCH },
         { name: 'batched end-of-run transitions', ...transitionBatchSql(t, ends, () => 'probe_channel'), rows: BATCH },
         { name: "batched ends of children, with their parents' signals", ...transitionBatchSql(t, childEnds, () => 'probe_channel'), rows: BATCH },
         { name: 'a claim of a batch of due tasks', text: claim!.text, values: claim!.values, rows: BATCH },
+        { name: 'a batch of starts', text: insertSql(ctx, false), values: insertValues(ctx, starts, undefined), rows: BATCH },
       ];
       for (const k of cases) {
         const plan = await explain(c, k.text, k.values);
