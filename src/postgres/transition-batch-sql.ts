@@ -205,10 +205,12 @@ function lockWithParents(t: Tables): string {
  * them it waits for) if it waits for one of them; its head's log counter is then bumped by their
  * number (`hd`, with the batch's own heads) and `plog` appends their `signal:received` entries.
  *
- * `sj` finds each new signal's child in a JSON object keyed by parent and name, built once from
- * `ps`, and `plog` each parent's counter in one built from `hd`, instead of joining two CTEs: the
- * planner estimates one row for each and would compare every signal with every row of the other
- * (see heads.ts, {@link writeHeadsSql}).
+ * `sj` finds each new signal's child in a JSON object keyed by parent and name (`pm`, built once
+ * from `ps`), and `plog` each parent's counter in one built from `hd` (`hm`), instead of joining
+ * two CTEs: the planner estimates one row for each and would compare every signal with every row
+ * of the other (see heads.ts, {@link writeHeadsSql}). Each object is a MATERIALIZED CTE of one
+ * row: as a subquery beside a row source the planner expects to be one row, it would be rebuilt
+ * for every signal. `pu` reads each parent's own signals from `sg`'s arrays, not from `sig`.
  */
 function parentSignalsCte(t: Tables): string {
   return `, ps AS (
@@ -220,16 +222,16 @@ function parentSignalsCte(t: Tables): string {
       SELECT ps.parent_id, ps.name, ps.payload, ps.name, ps.at FROM ps JOIN lk ON lk.id = ps.parent_id ORDER BY ps.parent_id, ps.child_id
       ON CONFLICT (task_id, idempotency_key) DO NOTHING
       RETURNING s.id, s.task_id, s.name, s.payload, s.created_at
+    ), pm AS MATERIALIZED (
+      SELECT jsonb_object_agg(jsonb_build_array(parent_id, name)::text, jsonb_build_array(child_id, name_json, channel, listener)) AS m FROM ps
     ), sj AS (
       SELECT sig.*, x ->> 0 AS child_id, x ->> 1 AS name_json, x ->> 2 AS channel, x ->> 3 AS listener
-      FROM sig CROSS JOIN (
-        SELECT jsonb_object_agg(jsonb_build_array(parent_id, name)::text, jsonb_build_array(child_id, name_json, channel, listener)) AS m FROM ps
-      ) pm CROSS JOIN LATERAL (SELECT pm.m -> jsonb_build_array(sig.task_id, sig.name)::text AS x) l
+      FROM sig CROSS JOIN pm CROSS JOIN LATERAL (SELECT pm.m -> jsonb_build_array(sig.task_id, sig.name)::text AS x) l
     ), sg AS (
-      SELECT task_id, count(*)::int AS n FROM sig GROUP BY task_id
+      SELECT task_id, count(*)::int AS n, array_agg(name) AS names, array_agg(created_at) AS ats FROM sig GROUP BY task_id
     ), pu AS (
       UPDATE ${t.tasks} AS t SET
-        run_at = coalesce((SELECT max(s.created_at) FROM sig s WHERE s.task_id = t.id AND strpos(t.wait_events, '|' || s.name || '|') > 0), t.run_at)
+        run_at = coalesce((SELECT max(a.at) FROM unnest(sg.names, sg.ats) AS a(name, at) WHERE strpos(t.wait_events, '|' || a.name || '|') > 0), t.run_at)
       FROM sg WHERE t.id = sg.task_id
       RETURNING t.id, sg.n
     )`;
@@ -246,11 +248,13 @@ function headRows(signals: boolean): string {
 
 /** `plog`: the parents' `signal:received` entries, numbered below their heads' new counters in signal id order. */
 function parentLogCte(t: Tables): string {
-  return `, plog AS (
+  return `, hm AS MATERIALIZED (
+      SELECT jsonb_object_agg(id, event_seq - n) AS m FROM hd WHERE batch_ord IS NULL
+    ), plog AS (
       INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
       SELECT sj.task_id, (hm.m ->> sj.task_id)::int + row_number() OVER (PARTITION BY sj.task_id ORDER BY sj.id), sj.created_at, 'signal:received', 'system', 'task:' || sj.child_id,
         '{"signalId":' || sj.id::text || ',"name":' || sj.name_json || ',"payload":' || sj.payload || ',"idempotencyKey":' || sj.name_json || '}'
-      FROM sj CROSS JOIN (SELECT jsonb_object_agg(id, event_seq - n) AS m FROM hd WHERE batch_ord IS NULL) hm
+      FROM sj CROSS JOIN hm
     )`;
 }
 

@@ -12,6 +12,8 @@ export interface PlanNode {
   'Rows Removed by Index Recheck'?: number;
   'Rows Removed by Join Filter'?: number;
   'Join Filter'?: string;
+  'CTE Name'?: string;
+  Filter?: string;
   Plans?: PlanNode[];
 }
 
