@@ -7,8 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../src/index.ts';
 import { stepBatchSql } from '../src/postgres/batch-sql.ts';
-import { claimUncappedSql } from '../src/postgres/claim.ts';
+import { cappedTakeSql, claimUncappedSql } from '../src/postgres/claim.ts';
 import type { PgContext } from '../src/postgres/connection.ts';
+import { expireLeasesSql } from '../src/postgres/leases.ts';
 import { insertSql, insertValues } from '../src/postgres/insert.ts';
 import { transitionBatchSql } from '../src/postgres/transition-batch-sql.ts';
 import { DB_NOW_MS, tablesOf } from '../src/postgres/sql-text.ts';
@@ -97,6 +98,11 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL batched statements', () => {
       }));
       const childEnds = ends.map((w, k) => ({ ...w, parentSignal: { taskId: id(1 + (k % PARENTS)), name: `child:${w.taskId}` } }));
       const claim = claimUncappedSql(t, claimOf('worker-b', NOW, BATCH));
+      // A capped claim's statement that takes the candidates its transaction picked (the due tasks).
+      const due = Array.from({ length: BATCH }, (_, k) => ({ id: id(PARENTS + BATCH + k + 1), status: 'pending' as const, leaseOwner: null, event: 'claim' as const }));
+      const capped = cappedTakeSql(t, claimOf('worker-b', NOW, BATCH), due);
+      // The running tasks' leases taken as expired (expiredForMs below zero moves the cutoff past their expiry).
+      const expiry = expireLeasesSql(t, { now: NOW, event: 'abort', from: ['running'], to: 'cancelled', set: { clearLease: true, finishedAt: NOW }, expiredForMs: -120_000, note: 'probe' });
       // Starts batched into one statement (the parts of the store its text and values read).
       const ctx = { t, channel: 'probe_channel', settledChannel: 'probe_done' } as PgContext;
       const starts: NewTask[] = Array.from({ length: BATCH }, (_, k) => ({
@@ -115,12 +121,16 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL batched statements', () => {
         { name: 'batched end-of-run transitions', ...transitionBatchSql(t, ends, () => 'probe_channel'), rows: BATCH },
         { name: "batched ends of children, with their parents' signals", ...transitionBatchSql(t, childEnds, () => 'probe_channel'), rows: BATCH },
         { name: 'a claim of a batch of due tasks', text: claim!.text, values: claim!.values, rows: BATCH },
+        { name: 'a capped claim taking a batch of picked tasks', ...capped, rows: BATCH },
+        // One row: the count of the tasks it took; its update of the tasks takes all of them.
+        { name: 'a lease expiry of a batch of tasks', ...expiry, rows: 1, updated: BATCH },
         { name: 'a batch of starts', text: insertSql(ctx, false), values: insertValues(ctx, starts, undefined), rows: BATCH },
       ];
       for (const k of cases) {
         const plan = await explain(c, k.text, k.values);
         expect(plan['Actual Rows'], k.name).toBe(k.rows);
         const nodes = handled(plan);
+        if ('updated' in k) expect(nodes.find((n) => n.node.startsWith('ModifyTable tasks'))?.rows, `${k.name}: tasks updated`).toBe(k.updated);
         const worst = nodes.reduce((a, b) => (b.rows > a.rows ? b : a));
         // A hash join, a sort or an index lookup per row handles about one row per row of the
         // batch (a child's end also its parent's, a start its idempotency check): a few times the

@@ -56,12 +56,16 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
   await pick('claim', r.claim.from, 'run_at', `${DUE_ORDER}, id`);
   if (!picked.length) return [];
 
+  const { text, values } = cappedTakeSql(c.t, r, picked);
+  const taken = await rows(c, client, text, values);
+  return withJournals(c, client, r, taken);
+}
+
+/** The statement of a capped claim that takes the `picked` candidates (locked by its transaction) and appends their claim entries. */
+export function cappedTakeSql(t: Tables, r: ClaimRequest, picked: readonly PickedTask[]): { text: string; values: unknown[] } {
   const p = new Params();
   const ids = picked.map((x) => x.id);
-  const taken = await rows(
-    c,
-    client,
-    `WITH p AS (
+  const text = `WITH p AS (
              SELECT * FROM unnest(${p.add(ids, 'text[]')}, ${p.add(
                picked.map((x) => x.event),
                'text[]',
@@ -77,25 +81,23 @@ async function claimCapped(c: PgContext, client: ClientBase, r: ClaimRequest): P
                WITH ORDINALITY AS p(p_id, p_event, p_status, p_detail, p_ord)
            ), kc AS (
              SELECT t.id, t.concurrency_key AS ckey, t.concurrency_limit AS clim, ${DUE_ORDER} AS due
-             FROM ${c.t.tasks} t JOIN p ON t.id = p.p_id WHERE p.p_event = 'claim'
-           ), ${takeSlotsSql(c.t, 'kc')}, u AS (
-             UPDATE ${c.t.tasks} AS t
+             FROM ${t.tasks} t JOIN p ON t.id = p.p_id WHERE p.p_event = 'claim'
+           ), ${takeSlotsSql(t, 'kc')}, u AS (
+             UPDATE ${t.tasks} AS t
              SET status = CASE WHEN p.p_event = 'reclaim' THEN ${reclaimTargetSql(p, r.reclaim.to, 'p.p_status')} ELSE ${p.add(r.claim.to, 'text')} END,
                lease_owner = ${p.add(r.workerId, 'text')}, lease_expires_at = ${DB_NOW_MS} + ${p.add(r.leaseMs, 'bigint')},
                epoch = t.epoch + 1, version = t.version + 1, runs = t.runs + 1, wait = NULL, wait_events = NULL,
                updated_at = ${p.add(r.now, 'bigint')}
              FROM p WHERE t.id = p.p_id AND (p.p_event = 'reclaim' OR t.concurrency_key IS NULL OR p.p_id IN (SELECT task_id FROM ins))
              RETURNING t.*, p.p_event, p.p_status, p.p_detail, p.p_ord
-           ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1', 'updated_at, p_event, p_status, p_detail, p_ord'))}, h AS (
-             INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+           ), ${writeHeadsSql(t, 'hd', copiedRows('u', '1', 'updated_at, p_event, p_status, p_detail, p_ord'))}, h AS (
+             INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
              SELECT id, event_seq, updated_at, 'transition', 'worker', lease_owner,
                json_build_object('event', p_event, 'from', p_status, 'to', status, 'epoch', epoch, 'detail', p_detail::json)::text
              FROM hd ORDER BY p_ord
            )
-           SELECT * FROM u ORDER BY p_ord`,
-    p.values,
-  );
-  return withJournals(c, client, r, taken);
+           SELECT * FROM u ORDER BY p_ord`;
+  return { text, values: p.values };
 }
 
 /** The claimed rows with their journals (but those the worker holds) and unconsumed signals. */

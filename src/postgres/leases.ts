@@ -5,7 +5,7 @@
  * expiry of leases whose holder stopped renewing them, and when the next task falls due.
  */
 import { poolOf, rows, run, type PgContext } from './connection.ts';
-import { DB_NOW_MS, LEASED_SQL, Params, assignments, heartbeatSql, lockEachInIdOrder, nextDueSql, sqlStatuses } from './sql-text.ts';
+import { DB_NOW_MS, LEASED_SQL, Params, assignments, heartbeatSql, lockEachInIdOrder, nextDueSql, sqlStatuses, type Tables } from './sql-text.ts';
 import type { TaskStatus } from '../lifecycle.ts';
 import { copiedRows, writeHeadsSql } from './heads.ts';
 import type { ExpireRequest, HeartbeatRequest, HeldTask, NextRunRequest } from '../store.ts';
@@ -87,6 +87,36 @@ export async function nextRunAt(c: PgContext, r: NextRunRequest): Promise<number
   });
 }
 
+/** The statement of {@link expireLeases}: takes the expired tasks (skipping locked ones), each with its log entry; returns their count as `n`. */
+export function expireLeasesSql(t: Tables, r: ExpireRequest): { text: string; values: unknown[] } {
+  const p = new Params();
+  const now = p.add(r.now, 'bigint');
+  const to = p.add(r.to, 'text');
+  const sets = assignments(r.set, p);
+  const note =
+    r.note === undefined
+      ? `json_build_object('reason', 'lease expired', 'previousOwner', x_owner)`
+      : `json_build_object('reason', 'lease expired', 'previousOwner', x_owner,
+         'note', replace(replace(${p.add(r.note, 'text')}, '{workflow}', x_workflow), '{version}', x_version))`;
+  const text = `WITH x AS (
+           SELECT id AS x_id, status AS x_status, epoch AS x_epoch, lease_owner AS x_owner, workflow AS x_workflow, workflow_version AS x_version
+           FROM ${t.tasks}
+           WHERE status IN (${sqlStatuses(r.from)}) AND lease_expires_at <= ${DB_NOW_MS} - ${p.add(r.expiredForMs ?? 0, 'bigint')}
+           FOR UPDATE SKIP LOCKED
+         ), u AS (
+           UPDATE ${t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}${sets}
+           FROM x WHERE t.id = x.x_id RETURNING t.id, t.status, t.epoch, t.lease_owner, x.*
+         ), ${writeHeadsSql(t, 'hd', copiedRows('u', '1', 'x_status, x_owner, x_workflow, x_version'))}, h AS (
+           INSERT INTO ${t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
+           SELECT id, event_seq, ${now}, 'transition', 'system', 'lease-expiry',
+             json_build_object('event', ${p.add(r.event, 'text')}, 'from', x_status, 'to', ${to},
+               'detail', ${note})::text
+           FROM hd
+         )
+         SELECT count(*)::int AS n FROM u`;
+  return { text, values: p.values };
+}
+
 /**
  * One statement; tasks another transaction holds (being claimed or renewed) are skipped. Expiry
  * is judged by the database's clock; `now` dates the change.
@@ -94,36 +124,8 @@ export async function nextRunAt(c: PgContext, r: NextRunRequest): Promise<number
 export async function expireLeases(c: PgContext, r: ExpireRequest): Promise<number> {
   if (!r.from.length) return 0;
   return run(c, async () => {
-    const p = new Params();
-    const now = p.add(r.now, 'bigint');
-    const to = p.add(r.to, 'text');
-    const sets = assignments(r.set, p);
-    const note =
-      r.note === undefined
-        ? `json_build_object('reason', 'lease expired', 'previousOwner', x_owner)`
-        : `json_build_object('reason', 'lease expired', 'previousOwner', x_owner,
-           'note', replace(replace(${p.add(r.note, 'text')}, '{workflow}', x_workflow), '{version}', x_version))`;
-    const [row] = await rows(
-      c,
-      poolOf(c),
-      `WITH x AS (
-           SELECT id AS x_id, status AS x_status, epoch AS x_epoch, lease_owner AS x_owner, workflow AS x_workflow, workflow_version AS x_version
-           FROM ${c.t.tasks}
-           WHERE status IN (${sqlStatuses(r.from)}) AND lease_expires_at <= ${DB_NOW_MS} - ${p.add(r.expiredForMs ?? 0, 'bigint')}
-           FOR UPDATE SKIP LOCKED
-         ), u AS (
-           UPDATE ${c.t.tasks} AS t SET status = ${to}, version = t.version + 1, updated_at = ${now}${sets}
-           FROM x WHERE t.id = x.x_id RETURNING t.id, t.status, t.epoch, t.lease_owner, x.*
-         ), ${writeHeadsSql(c.t, 'hd', copiedRows('u', '1', 'x_status, x_owner, x_workflow, x_version'))}, h AS (
-           INSERT INTO ${c.t.events} (task_id, seq, at, type, actor_kind, actor_id, data)
-           SELECT id, event_seq, ${now}, 'transition', 'system', 'lease-expiry',
-             json_build_object('event', ${p.add(r.event, 'text')}, 'from', x_status, 'to', ${to},
-               'detail', ${note})::text
-           FROM hd
-         )
-         SELECT count(*)::int AS n FROM u`,
-      p.values,
-    );
+    const { text, values } = expireLeasesSql(c.t, r);
+    const [row] = await rows(c, poolOf(c), text, values);
     return Number(row?.n ?? 0);
   });
 }
