@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
-import { cpuSample, postgresCpuMs, root, stopWorkers } from './lib.ts';
+import { cpuBetween, cpuSample, root, stopWorkers } from './lib.ts';
 import { PG_URL } from './postgres.ts';
 import type { Throughput } from './sqlite.ts';
 
@@ -79,7 +79,7 @@ export async function floorThroughput(workers: number, tasks: number, batch = 25
       const { spanMs } = await waitDone(c, s, prefix);
       const after = cpuSample(pids);
       const seconds = spanMs / 1000;
-      const cpu = before && after ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, postgresMs: postgresCpuMs(before, after) } : undefined;
+      const cpu = cpuBetween(before, after);
       runs.push({ store: 'floor', workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds, ...(cpu ? { cpu } : {}) });
     }
     return [...runs].sort((x, y) => x.stepsPerSec - y.stepsPerSec)[Math.floor(runs.length / 2)] as Throughput;

@@ -181,6 +181,11 @@ export function postgresCpuMs(before: CpuSample, after: CpuSample): number {
   return ms;
 }
 
+/** The CPU a burst used between two samples (null where /proc was not readable). */
+export function cpuBetween(before: CpuSample | null, after: CpuSample | null): { wallMs: number; workersMs: number; postgresMs: number } | undefined {
+  return before && after ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, postgresMs: postgresCpuMs(before, after) } : undefined;
+}
+
 export type { TaskStatus };
 
 export function fmt(n: number, digits = 1): string {

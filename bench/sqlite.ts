@@ -2,7 +2,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Engine } from '../dist/index.js';
-import { cpuSample, median, pairedOverhead, postgresCpuMs, spawnWorker, stopWorkers, tempDir, waitAllDone, waitNoneUnfinished, type Overhead } from './lib.ts';
+import { cpuBetween, cpuSample, median, pairedOverhead, spawnWorker, stopWorkers, tempDir, waitAllDone, waitNoneUnfinished, type Overhead } from './lib.ts';
 import { manySteps, threeSteps } from './workflows.ts';
 
 type Sync = 'FULL' | 'NORMAL';
@@ -160,6 +160,6 @@ async function burst(engine: Engine, label: string, tasks: number, workers: numb
   const { spanMs } = await waitAllDone(engine, ids);
   profileToggle(pids);
   const seconds = spanMs / 1000;
-  const cpu = before && after ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, postgresMs: postgresCpuMs(before, after) } : undefined;
+  const cpu = cpuBetween(before, after);
   return { store: label, workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds, ...(cpu ? { cpu } : {}) };
 }

@@ -14,9 +14,9 @@ import { insertSql, insertValues } from '../src/postgres/insert.ts';
 import { transitionBatchSql } from '../src/postgres/transition-batch-sql.ts';
 import { DB_NOW_MS, tablesOf } from '../src/postgres/sql-text.ts';
 import { transitionEntry } from '../src/log-entries.ts';
-import type { NewTask, StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
+import type { NewTask, StepWrite, TransitionWrite } from '../src/store.ts';
 import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
-import { explain, type PlanNode } from './support/plans.ts';
+import { PROBE_NOW, explain, probeId, probeStep, type PlanNode } from './support/plans.ts';
 import { schemasOfThisFile } from './support/engine.ts';
 import { claimOf } from './support/claims.ts';
 
@@ -25,7 +25,7 @@ const freshSchema = schemasOfThisFile('sw_joins');
 const BATCH = 200;
 /** Parents of the batch's children in the case of children's ends (two children each). */
 const PARENTS = BATCH / 2;
-const NOW = 1_000_000;
+const NOW = PROBE_NOW;
 
 /**
  * The nodes of a plan, each with the rows it handled: those it returned, and those its filter or
@@ -39,24 +39,8 @@ function handled(node: PlanNode, acc: Array<{ node: string; rows: number }> = []
   return acc;
 }
 
-const id = (n: number): string => `task-${String(n).padStart(6, '0')}`;
-const step = (taskId: string, seq: number): StepRow => ({
-  taskId,
-  seq,
-  name: `s${seq}`,
-  kind: 'step',
-  status: 'completed',
-  output: '1',
-  error: null,
-  attempts: 1,
-  startedAt: NOW,
-  finishedAt: NOW,
-  wakeAt: null,
-  epoch: 1,
-  done: null,
-  calledAfter: null,
-  businessKey: null,
-});
+const id = probeId;
+const step = probeStep;
 
 describe.skipIf(!(await hasPostgres()))('PostgreSQL batched statements', () => {
   it(`compare rows in proportion to a batch of ${BATCH} tasks, not to its square`, async () => {

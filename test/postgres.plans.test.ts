@@ -8,11 +8,11 @@ import { transitionBatchSql } from '../src/postgres/transition-batch-sql.ts';
 import { DB_NOW_MS, heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, resultStepSql, tablesOf } from '../src/postgres/sql-text.ts';
 import { stepValues } from '../src/rows.ts';
 import { transitionEntry } from '../src/log-entries.ts';
-import type { StepRow, StepWrite, TransitionWrite } from '../src/store.ts';
+import type { StepWrite, TransitionWrite } from '../src/store.ts';
 import { countTasksSql, deleteTasksSql } from '../src/postgres/retention.ts';
 import { ALL_STATUSES } from '../src/lifecycle.ts';
 import { PG_URL, hasPostgres, withPg } from './support/postgres.ts';
-import { explain, type PlanNode } from './support/plans.ts';
+import { PROBE_NOW, explain, probeId, probeStep, type PlanNode } from './support/plans.ts';
 import { schemasOfThisFile } from './support/engine.ts';
 
 const freshSchema = schemasOfThisFile('sw_plans');
@@ -20,7 +20,7 @@ const freshSchema = schemasOfThisFile('sw_plans');
 const TASKS = 30_000;
 const RUNNING = 3_000; // every 10th task
 const PENDING = 500; // due later, beyond the running ones
-const NOW = 1_000_000;
+const NOW = PROBE_NOW;
 
 /** Rows of the tasks table and of their heads (or entries of their indexes) that the plan read, and how it read them. */
 function tasksWork(node: PlanNode, acc = { rows: 0, access: new Set<string>() }): { rows: number; access: Set<string> } {
@@ -34,25 +34,9 @@ function tasksWork(node: PlanNode, acc = { rows: 0, access: new Set<string>() })
   return acc;
 }
 
-const id = (n: number): string => `task-${String(n).padStart(6, '0')}`;
+const id = probeId;
 const runningIds = (k: number): string[] => Array.from({ length: k }, (_, i) => id((i + 1) * 10 * Math.floor(RUNNING / k)));
-const step = (taskId: string, seq: number): StepRow => ({
-  taskId,
-  seq,
-  name: `s${seq}`,
-  kind: 'step',
-  status: 'completed',
-  output: '1',
-  error: null,
-  attempts: 1,
-  startedAt: NOW,
-  finishedAt: NOW,
-  wakeAt: null,
-  epoch: 1,
-  done: null,
-  calledAfter: null,
-  businessKey: null,
-});
+const step = probeStep;
 
 describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
   for (const stats of ['analyzed while empty, then loaded', 'analyzed once loaded', 'analyzed while none ran, then 3,000 running'] as const) {

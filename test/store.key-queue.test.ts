@@ -10,9 +10,10 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteStore } from '../src/sqlite/store.ts';
 import { PostgresStore } from '../src/postgres/store.ts';
-import { planCreation, planTransition } from '../src/transitions.ts';
+import { planTransition } from '../src/transitions.ts';
 import type { NewTask, Store, TaskRow } from '../src/store.ts';
 import { claimOf } from './support/claims.ts';
+import { newTask } from './support/rows.ts';
 import { FAST } from './support/engine.ts';
 import { Engine, workflow } from '../src/index.ts';
 import { PG_URL, dropSchema, freshSchemaName, hasPostgres, sql } from './support/postgres.ts';
@@ -65,19 +66,7 @@ const postgres: Backend = {
 };
 
 function keyed(id: string, key: string, at = T0, extra: Partial<NewTask> = {}): NewTask {
-  return {
-    id,
-    workflow: 'wf',
-    workflowVersion: '1',
-    input: null,
-    idempotencyKey: null,
-    runAt: at,
-    createdAt: at,
-    concurrencyKey: key,
-    concurrencyLimit: 1,
-    ...planCreation({ kind: 'user', id: 'anonymous' }),
-    ...extra,
-  };
+  return { ...newTask(id), runAt: at, createdAt: at, concurrencyKey: key, concurrencyLimit: 1, ...extra };
 }
 
 const claimedIds = async (store: Store, now: number): Promise<string[]> => (await store.claim(claimOf('w', now))).map((c) => c.task.id).sort();

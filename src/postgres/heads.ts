@@ -84,8 +84,16 @@ export function copiedRows(from: string, n: string, carried = ''): string {
  * checkpoint batch holding the parent's head and reaching for the child's would close a cycle.
  */
 export function lockHeadsSql(t: Tables, ids: string): string {
-  return `SELECT 1 FROM (SELECT DISTINCT u.id COLLATE "C" AS id FROM unnest(${ids}) AS u(id) ORDER BY 1) o
+  return `SELECT 1 FROM ${idOrderSql(`unnest(${ids}) AS u(id)`)}
       CROSS JOIN LATERAL (SELECT 1 FROM ${t.heads} WHERE id = o.id OFFSET 0 FOR NO KEY UPDATE) h`;
+}
+
+/**
+ * `(…) o`: the distinct ids of `ids` (a FROM item named `u` with a column `id`) in id order (`C`
+ * collation), the order every multi-row locker takes its locks in.
+ */
+export function idOrderSql(ids: string): string {
+  return `(SELECT DISTINCT u.id COLLATE "C" AS id FROM ${ids} ORDER BY 1) o`;
 }
 
 /**

@@ -121,7 +121,7 @@ export async function getEventRanges(c: PgContext, ranges: readonly EventRange[]
  * moved out of journal rows are left out, and each row says its task's previous one (see `LogPage`).
  *
  * This order is not always a task's seq order. A transaction's xid is taken at its first write,
- * its seqs when it locks the task's head: one that took its xid, then waited for the row while a
+ * its seqs when it locks the task's head: one that took its xid, then waited for the head while a
  * younger transaction appended to the task, numbers its entries after the younger one's and is
  * placed before them here. `prevSeq` therefore only counts entries placed before the row, and
  * the reader (event-stream.ts) delivers the task's lower seqs placed after it first.

@@ -10,7 +10,7 @@ import { PATCH_TYPES } from '../task-columns.ts';
 import type { ClaimRequest, TaskPatch } from '../store.ts';
 import { quoteIdent } from './migrate.ts';
 import { servedSet } from '../claim-plan.ts';
-import { appendFence } from './heads.ts';
+import { appendFence, idOrderSql } from './heads.ts';
 import { statusLiterals } from '../store-sql/filters.ts';
 import type { SqlParams } from '../store-sql/params.ts';
 
@@ -140,7 +140,7 @@ export function lockById(t: Tables, id: string, strength: 'UPDATE' | 'NO KEY UPD
  * in id order, one lookup by key each, as every multi-row locker takes its locks: the locked rows.
  */
 export function lockEachInIdOrder(t: Tables, ids: string): string {
-  return `SELECT k.* FROM (SELECT DISTINCT u.id COLLATE "C" AS id FROM ${ids} ORDER BY 1) o CROSS JOIN LATERAL (${lockById(t, 'o.id', 'UPDATE')}) k`;
+  return `SELECT k.* FROM ${idOrderSql(ids)} CROSS JOIN LATERAL (${lockById(t, 'o.id', 'UPDATE')}) k`;
 }
 
 /**

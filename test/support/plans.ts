@@ -1,6 +1,7 @@
 // EXPLAIN ANALYZE of a store statement as the store runs it: prepared with a generic plan, its
 // parameters as the driver sends them, in a transaction rolled back afterwards.
 import type pg from 'pg';
+import type { StepRow } from '../../src/store.ts';
 
 export interface PlanNode {
   'Node Type': string;
@@ -33,4 +34,31 @@ export async function explain(c: pg.Client, text: string, values: unknown[]): Pr
     await c.query('ROLLBACK');
     await c.query('DEALLOCATE ALL'); // a prepared statement outlives the transaction
   }
+}
+
+/** The time the plan tests' probe rows carry. */
+export const PROBE_NOW = 1_000_000;
+
+/** The id of the plan tests' task number `n`. */
+export const probeId = (n: number): string => `task-${String(n).padStart(6, '0')}`;
+
+/** A completed journal row of `taskId` at `seq`, under epoch 1, as the plan tests write it. */
+export function probeStep(taskId: string, seq: number): StepRow {
+  return {
+    taskId,
+    seq,
+    name: `s${seq}`,
+    kind: 'step',
+    status: 'completed',
+    output: '1',
+    error: null,
+    attempts: 1,
+    startedAt: PROBE_NOW,
+    finishedAt: PROBE_NOW,
+    wakeAt: null,
+    epoch: 1,
+    done: null,
+    calledAfter: null,
+    businessKey: null,
+  };
 }
