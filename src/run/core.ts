@@ -31,6 +31,10 @@ export interface RunParts {
   checkIdle(run: RunCore): void;
 }
 
+const NO_ROWS: ReadonlyMap<number, StepRow> = new Map();
+const NO_WAITS: ReadonlyMap<number, Wait> = new Map();
+const NO_STEPS: ReadonlySet<string> = new Set();
+
 export class RunCore implements Run {
   readonly taskId: string;
   /** The fencing epoch of the run's lease (a new one when a parked run is resumed: see {@link rearm}). */
@@ -50,13 +54,13 @@ export class RunCore implements Run {
   refused = 0;
 
   // Identity (see `identity.ts`; the cleanup's in `cleanup-scope.ts`).
-  /** The code's journal rows, by position. */
-  readonly journal = new Map<number, StepRow>();
-  /** The cleanup scope's journal rows, by step id. */
-  readonly cleanupJournal = new Map<string, StepRow>();
+  /** The code's journal rows, by position (as claimed: a first run has none). */
+  readonly journal: ReadonlyMap<number, StepRow>;
   /** The next free position of the cleanup scope. */
   cleanupSeq = CLEANUP_SEQ;
-  readonly cleanupOccurrences = new Map<string, number>();
+  // Made at their first write (see the accessors below): most runs never write them.
+  #cleanupJournal: Map<string, StepRow> | null = null;
+  #cleanupOccurrences: Map<string, number> | null = null;
   /** The next position. */
   seq = 0;
   /**
@@ -67,7 +71,7 @@ export class RunCore implements Run {
   /** Per position: the `done` of the last result the code had received when it made the call. */
   readonly calledAfter = new Map<number, number>();
   /** Per position of a step with a business key: that key (`v<keyVersion>:<key>`), kept on its rows. */
-  readonly businessKeys = new Map<number, string>();
+  #businessKeys: Map<number, string> | null = null;
   readonly occurrences = new Map<string, number>();
   /** Signals sent to the task and not consumed yet. */
   readonly signals: SignalRow[];
@@ -86,7 +90,7 @@ export class RunCore implements Run {
   /** Bumped by every call and every hand-over: the code is not quiet while it moves. */
   activity = 0;
   idleCheckScheduled = false;
-  readonly waits = new Map<number, Wait>();
+  #waits: Map<number, Wait> | null = null;
   /** Ends the in-process timers of waits when the run ends. */
   waitTimers: AbortController | null = null;
   /** Resolves when the run can only wait (or was asked to stop and is quiet). */
@@ -95,7 +99,7 @@ export class RunCore implements Run {
   /** Resolves at the first halt. */
   halted!: Promise<void>;
   #signalHalt!: () => void;
-  readonly #changeWaiters = new Set<() => void>();
+  #changeWaiters: Set<() => void> | null = null;
 
   /**
    * The run's AbortSignal, made when first asked for. At the end of a run it is fired only if a
@@ -115,13 +119,39 @@ export class RunCore implements Run {
     return this.attemptAborts.size > 0 || this.timedAttempts > 0;
   }
 
-  /** Compensations of completed steps, in the order the code received them (`cleanup.ts`). */
-  readonly compensations: Compensation[] = [];
+  // The collections most runs never write are made at their first write: hundreds of runs are in
+  // flight at once, and what a run holds is what the garbage collector copies while it lives.
+
+  /** The cleanup scope's journal rows, by step id. */
+  get cleanupJournal(): Map<string, StepRow> {
+    return (this.#cleanupJournal ??= new Map());
+  }
+  /** How often each name was called in the cleanup scope. */
+  get cleanupOccurrences(): Map<string, number> {
+    return (this.#cleanupOccurrences ??= new Map());
+  }
+  /** The waits the task may park on, by position (see `waits.ts`). */
+  get waits(): ReadonlyMap<number, Wait> {
+    return this.#waits ?? NO_WAITS;
+  }
+  setWait(wait: Wait): void {
+    (this.#waits ??= new Map()).set(wait.row.seq, wait);
+  }
+  deleteWait(seq: number): void {
+    this.#waits?.delete(seq);
+  }
+
   /**
    * The code's steps with a compensation whose attempt is running, or whose result is on its way
    * to the code (by step id): the cleanup waits for them before it begins (see `cleanup.ts`).
    */
-  readonly undoable = new Set<string>();
+  get undoable(): ReadonlySet<string> {
+    return this.#undoable ?? NO_STEPS;
+  }
+
+  /** Compensations of completed steps, in the order the code received them (`cleanup.ts`). */
+  readonly compensations: Compensation[] = [];
+  #undoable: Set<string> | null = null;
   /** The steps whose compensation the cleanup scope ran (or reported as not run), once it began. */
   compensationsRun: ReadonlySet<string> | null = null;
   /** `ctx.onCancel` handlers, in registration order. */
@@ -150,15 +180,17 @@ export class RunCore implements Run {
     this.epoch = claimed.task.epoch;
     this.workflow = workflow;
     this.deps = deps;
+    let journal: Map<number, StepRow> | null = null;
     for (const s of claimed.steps) {
       if (!isCleanupSeq(s.seq)) {
-        this.journal.set(s.seq, s);
+        (journal ??= new Map()).set(s.seq, s);
         this.freshFrom = Math.max(this.freshFrom, s.seq + 1);
       } else {
         this.cleanupJournal.set(s.name, s);
         this.cleanupSeq = Math.max(this.cleanupSeq, s.seq + 1);
       }
     }
+    this.journal = journal ?? NO_ROWS;
     this.undo = undoOf(claimed.task, this.journal);
     this.signals = [...claimed.signals];
     this.lastSignalId = claimed.signals.reduce((max, s) => Math.max(max, s.id), 0);
@@ -216,10 +248,10 @@ export class RunCore implements Run {
    * state moves, or something aborts the run (the cleanup's deadline, too, after a cancel).
    */
   changed(): void {
-    if (!this.#changeWaiters.size) return;
-    const waiters = [...this.#changeWaiters];
-    this.#changeWaiters.clear();
-    for (const wake of waiters) wake();
+    const waiting = this.#changeWaiters;
+    if (!waiting?.size) return;
+    this.#changeWaiters = null;
+    for (const wake of waiting) wake();
   }
 
   /** Resolves at the next {@link changed}, or after `ms` (a wait for in-flight work to settle, with its bound). */
@@ -227,11 +259,11 @@ export class RunCore implements Run {
     return new Promise<void>((resolve) => {
       const wake = (): void => {
         clearTimeout(timer);
-        this.#changeWaiters.delete(wake);
+        this.#changeWaiters?.delete(wake);
         resolve();
       };
       const timer = setTimeout(wake, Math.min(Math.max(0, ms), 2 ** 31 - 1));
-      this.#changeWaiters.add(wake);
+      (this.#changeWaiters ??= new Set()).add(wake);
     });
   }
 
@@ -262,7 +294,12 @@ export class RunCore implements Run {
   }
 
   keyCall(seq: number, key: string): void {
-    this.businessKeys.set(seq, key);
+    (this.#businessKeys ??= new Map()).set(seq, key);
+  }
+
+  /** The business key of the step at position `seq`, or null (see {@link keyCall}). */
+  businessKeyOf(seq: number): string | null {
+    return this.#businessKeys?.get(seq) ?? null;
   }
 
   registerCompensation(c: Compensation): void {
@@ -274,12 +311,12 @@ export class RunCore implements Run {
   }
 
   trackUndoable(stepId: string): void {
-    this.undoable.add(stepId);
+    (this.#undoable ??= new Set()).add(stepId);
   }
 
   /** A step in {@link undoable} failed, or the code received its output (its compensation is registered). */
   settledUndoable(stepId: string): void {
-    if (this.undoable.delete(stepId)) this.changed();
+    if (this.#undoable?.delete(stepId)) this.changed();
   }
 
   /** Fires the run's signal (if anyone asked for it) and stops the attempts in progress. */

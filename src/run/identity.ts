@@ -155,7 +155,7 @@ export function journalRow(view: Run, seq: number, stepId: string, kind: StepKin
     epoch: run.epoch,
     done: null,
     calledAfter: run.calledAfter.get(seq) ?? null,
-    businessKey: run.businessKeys.get(seq) ?? null,
+    businessKey: run.businessKeyOf(seq),
     ...fields,
   };
 }

@@ -35,6 +35,8 @@ const LOAD_AHEAD = 4;
  * next has diverged (a worker may set another length for tests: `RunDeps.replayStallMs`).
  */
 export const REPLAY_STALL_MS = 30_000;
+/** A settled gate: the cleanup scope's first result waits for nothing. */
+const SETTLED: Promise<void> = Promise.resolve();
 // --- one run's replay ----------------------------------------------------------------------------
 
 export class Replay {
@@ -42,11 +44,11 @@ export class Replay {
   /** The recorded results, in `done` order. */
   readonly #rows: StepRow[];
   #index = 0;
-  /** Hands a recorded result to the code; with `failure`, rejects the call with it instead. */
-  readonly #calls = new Map<number, (failure?: unknown) => void>();
-  /** Recorded outputs being loaded (see {@link #load}), and the references they replaced. */
+  /** Hands a recorded result to the code; with `failure`, rejects the call with it instead (made at the first, as a first run has none). */
+  #calls: Map<number, (failure?: unknown) => void> | null = null;
+  /** Recorded outputs being loaded (see {@link #load}), and the references they replaced (made at the first). */
   #loading: Promise<void> | null = null;
-  readonly #refs = new Map<StepRow, string>();
+  #refs: Map<StepRow, string> | null = null;
   #loadFailure: unknown = undefined;
   /** A replay turn is pending. */
   scheduled = false;
@@ -59,7 +61,7 @@ export class Replay {
   /** Resolutions of this run are handed over in `done` order, after the replay. */
   #gate: Promise<void>;
   /** The cleanup scope's new results, in `done` order among themselves. */
-  #cleanupGate: Promise<void> = Promise.resolve();
+  #cleanupGate: Promise<void> = SETTLED;
   /** Resolves once the code has been handed back every recorded result, or the run gave up on the rest. */
   readonly #over: Promise<void>;
   #overNow!: () => void;
@@ -161,7 +163,7 @@ export class Replay {
   replayed<T>(seq: number, settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T> {
     this.#stuck = false;
     return new Promise<T>((resolve, reject) => {
-      this.#calls.set(seq, (failure?: unknown) => {
+      (this.#calls ??= new Map()).set(seq, (failure?: unknown) => {
         if (failure !== undefined) return reject(failure);
         try {
           resolve(settle(rec, stepId));
@@ -182,7 +184,7 @@ export class Replay {
     const rows: StepRow[] = [];
     for (let i = from; i < this.#rows.length && rows.length < LOAD_AHEAD; i++) {
       const row = this.#rows[i] as StepRow;
-      if (!this.#refs.has(row) && isRef(row.output)) rows.push(row);
+      if (!this.#refs?.has(row) && isRef(row.output)) rows.push(row);
     }
     const resolve = this.#run.deps.store.resolvePayloads;
     if (!resolve) {
@@ -199,7 +201,7 @@ export class Replay {
       .then(
         (texts) => {
           rows.forEach((r, i) => {
-            this.#refs.set(r, r.output as string);
+            (this.#refs ??= new Map()).set(r, r.output as string);
             r.output = texts[i] as string;
           });
         },
@@ -236,12 +238,12 @@ export class Replay {
       scheduleIdleCheck(run);
       return;
     }
-    const unloaded = !this.#refs.has(next) && isRef(next.output);
+    const unloaded = !this.#refs?.has(next) && isRef(next.output);
     if (unloaded && this.#loadFailure === undefined) {
       this.#load(this.#index);
       return;
     }
-    const call = this.#calls.get(next.seq);
+    const call = this.#calls?.get(next.seq);
     if (!call) {
       this.#stuck = true;
       for (const f of this.#unstuck.splice(0)) f();
@@ -258,16 +260,16 @@ export class Replay {
     }
     if (this.#stall) clearTimeout(this.#stall);
     this.#stall = null;
-    this.#calls.delete(next.seq);
+    this.#calls?.delete(next.seq);
     this.#index++;
     run.activity++;
     this.handed = next.done as number;
     call(unloaded ? this.#loadFailure : undefined);
     // The code has the value now: the row goes back to its reference, and the text can be freed.
-    const ref = this.#refs.get(next);
+    const ref = this.#refs?.get(next);
     if (ref !== undefined) {
       next.output = ref;
-      this.#refs.delete(next);
+      this.#refs?.delete(next);
     }
     this.#schedule();
   }

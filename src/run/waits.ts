@@ -21,14 +21,14 @@ import { haltReason } from './state.ts';
  */
 export function waitFor(view: Run, wait: Wait, activity: Activity, timer = true): Promise<void> {
   const run = coreOf(view);
-  run.waits.set(wait.row.seq, wait);
+  run.setWait(wait);
   activity.idle();
   if (!timer) return parked<void>(run);
   const { clock } = run.deps;
   return new Promise<void>((resolve) => {
     const end = (): void => {
       if (run.ended || run.waits.get(wait.row.seq) !== wait) return;
-      run.waits.delete(wait.row.seq);
+      run.deleteWait(wait.row.seq);
       activity.busy();
       resolve();
     };

@@ -34,10 +34,11 @@ export class WorkerNewsDesk {
     };
   }
 
-  /** Whether anyone listens to news `name` (of any worker of the engine, or an observer). */
-  hears(name: WorkerEventName): boolean {
-    return this.#bus.hears(name);
-  }
+  /**
+   * Whether anyone listens to news `name` (of any worker of the engine, or an observer). A bound
+   * function, as {@link framesAppended} is: every run of the worker is handed the same one.
+   */
+  readonly hears = (name: WorkerEventName): boolean => this.#bus.hears(name);
 
   /** Publishes news `name` of this worker; `run`: the run it came from, if any. */
   emit<K extends WorkerEventName>(name: K, payload: WorkerEvents[K], run: RunInfo | null = null): void {
@@ -57,9 +58,9 @@ export class WorkerNewsDesk {
   }
 
   /** Tells this process's readers of stream frames that frames of the task were committed. */
-  framesAppended(taskId: string): void {
+  readonly framesAppended = (taskId: string): void => {
     if (this.#bus.hears('stream:appended')) this.#bus.publish({ type: 'stream:appended', taskId });
-  }
+  };
 
   /**
    * Hands the rows of tasks that committed writes finished to this process's `result()` waiters,

@@ -32,6 +32,16 @@ export interface RunDepsSource {
   keepParked: boolean;
 }
 
+/** How the runs of `wf` run its code, made once per workflow and engine. */
+const codes = new WeakMap<Workflow, { engine: object | undefined; code: RunDeps['runCode'] }>();
+function codeOf(wf: Workflow, engine: object | undefined): RunDeps['runCode'] {
+  const known = codes.get(wf);
+  if (known && known.engine === engine) return known.code;
+  const code = workflowCode(wf, engine);
+  codes.set(wf, { engine, code });
+  return code;
+}
+
 /** The services of one run of `taskId` (`ending`: its code is over, only its last write is left). */
 export function runDeps(src: RunDepsSource, taskId: string, wf: Workflow, info: RunInfo, ending: () => void): RunDeps {
   const { host, options: o, news } = src;
@@ -44,13 +54,13 @@ export function runDeps(src: RunDepsSource, taskId: string, wf: Workflow, info: 
     cancelGraceMs: o.cancelGraceMs,
     leaseSafeUntil: () => src.safeUntil(taskId),
     emit: news.emitFor(info),
-    hears: (name) => news.hears(name),
+    hears: news.hears,
     outputBytes: host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
     idempotency: host.idempotency,
     streamFrames: host.streamFrames?.keep ?? 'task',
-    framesAppended: (id) => news.framesAppended(id),
+    framesAppended: news.framesAppended,
     rateLimits: host.rateLimits,
-    runCode: workflowCode(wf, host.engine),
+    runCode: codeOf(wf, host.engine),
     replayStallMs: o.replayStallMs,
     ending,
     keepParked: src.keepParked,
