@@ -141,6 +141,9 @@ export class RunCore implements Run {
     this.#waits?.delete(seq);
   }
 
+  /** Compensations of completed steps, in the order the code received them (`cleanup.ts`). */
+  readonly compensations: Compensation[] = [];
+  #undoable: Set<string> | null = null;
   /**
    * The code's steps with a compensation whose attempt is running, or whose result is on its way
    * to the code (by step id): the cleanup waits for them before it begins (see `cleanup.ts`).
@@ -148,10 +151,6 @@ export class RunCore implements Run {
   get undoable(): ReadonlySet<string> {
     return this.#undoable ?? NO_STEPS;
   }
-
-  /** Compensations of completed steps, in the order the code received them (`cleanup.ts`). */
-  readonly compensations: Compensation[] = [];
-  #undoable: Set<string> | null = null;
   /** The steps whose compensation the cleanup scope ran (or reported as not run), once it began. */
   compensationsRun: ReadonlySet<string> | null = null;
   /** `ctx.onCancel` handlers, in registration order. */

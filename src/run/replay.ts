@@ -44,7 +44,7 @@ export class Replay {
   /** The recorded results, in `done` order. */
   readonly #rows: StepRow[];
   #index = 0;
-  /** Hands a recorded result to the code; with `failure`, rejects the call with it instead (made at the first, as a first run has none). */
+  /** Hands a recorded result to the code; with `failure`, rejects the call with it instead (made at the first). */
   #calls: Map<number, (failure?: unknown) => void> | null = null;
   /** Recorded outputs being loaded (see {@link #load}), and the references they replaced (made at the first). */
   #loading: Promise<void> | null = null;
