@@ -4,6 +4,7 @@
 // comparisons, and a subquery beside such a CTE is run again for each of its rows. Each statement
 // is run on batches of 200 tasks under EXPLAIN ANALYZE, as the store runs it (a generic plan), and
 // the rows every node of its plan handled, over all its loops, are counted.
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../src/index.ts';
 import { stepBatchSql } from '../src/postgres/batch-sql.ts';
@@ -11,6 +12,7 @@ import { cappedTakeSql, claimUncappedSql } from '../src/postgres/claim.ts';
 import type { PgContext } from '../src/postgres/connection.ts';
 import { expireLeasesSql } from '../src/postgres/leases.ts';
 import { insertSql, insertValues } from '../src/postgres/insert.ts';
+import { listenerName } from '../src/postgres/listen.ts';
 import { transitionBatchSql } from '../src/postgres/transition-batch-sql.ts';
 import { DB_NOW_MS, tablesOf } from '../src/postgres/sql-text.ts';
 import { transitionEntry } from '../src/log-entries.ts';
@@ -36,6 +38,13 @@ function handled(node: PlanNode, acc: Array<{ node: string; rows: number }> = []
   const rows = (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Join Filter'] ?? 0)) * node['Actual Loops'];
   acc.push({ node: [node['Node Type'], node['Relation Name'] ?? node['CTE Name'] ?? '', node['Join Filter'] ?? node.Filter ?? ''].join(' ').trim(), rows });
   for (const child of node.Plans ?? []) handled(child, acc);
+  return acc;
+}
+
+/** The loops of every node of `node`'s plan that scans the set-returning function `fn`. */
+function loopsOf(node: PlanNode & { 'Function Name'?: string }, fn: string, acc: number[] = []): number[] {
+  if (node['Function Name'] === fn) acc.push(node['Actual Loops']);
+  for (const child of node.Plans ?? []) loopsOf(child, fn, acc);
   return acc;
 }
 
@@ -80,6 +89,8 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL batched statements', () => {
         steps: [step(taskId, 3)],
         log: [transitionEntry('worker', 'worker-a', { event: 'succeed', from: 'running', to: 'succeeded', output: '3' })],
       }));
+      // Ends that each announce their own news (a cancel's is not grouped), with a listener connected.
+      const announcing = ends.map((w) => ({ ...w, notify: { reason: 'cancel' as const, taskId: w.taskId } }));
       const childEnds = ends.map((w, k) => ({ ...w, parentSignal: { taskId: id(1 + (k % PARENTS)), name: `child:${w.taskId}` } }));
       const claim = claimUncappedSql(t, claimOf('worker-b', NOW, BATCH));
       // A capped claim's statement that takes the candidates its transaction picked (the due tasks).
@@ -103,6 +114,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL batched statements', () => {
       const cases = [
         { name: 'batched checkpoints', ...stepBatchSql(t, steps), rows: BATCH },
         { name: 'batched end-of-run transitions', ...transitionBatchSql(t, ends, () => 'probe_channel'), rows: BATCH },
+        { name: 'batched end-of-run transitions that each notify a listener', ...transitionBatchSql(t, announcing, () => 'probe_channel'), rows: BATCH, notifies: true },
         { name: "batched ends of children, with their parents' signals", ...transitionBatchSql(t, childEnds, () => 'probe_channel'), rows: BATCH },
         { name: 'a claim of a batch of due tasks', text: claim!.text, values: claim!.values, rows: BATCH },
         { name: 'a capped claim taking a batch of picked tasks', ...capped, rows: BATCH },
@@ -110,8 +122,14 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL batched statements', () => {
         { name: 'a lease expiry of a batch of tasks', ...expiry, rows: 1, updated: BATCH },
         { name: 'a batch of starts', text: insertSql(ctx, false), values: insertValues(ctx, starts, undefined), rows: BATCH },
       ];
+      // A connection that listens on the probe's channel, as an engine's listener names itself.
+      const listener = new pg.Client({ connectionString: PG_URL, application_name: listenerName('probe_channel') });
+      await listener.connect();
       for (const k of cases) {
         const plan = await explain(c, k.text, k.values);
+        // Whether a listener is connected is read from pg_stat_activity once per statement, not
+        // once per task (each read copies the status of every backend).
+        if ('notifies' in k) expect(Math.max(...loopsOf(plan, 'pg_stat_get_activity')), `${k.name}: reads of pg_stat_activity`).toBe(1);
         expect(plan['Actual Rows'], k.name).toBe(k.rows);
         const nodes = handled(plan);
         if ('updated' in k) expect(nodes.find((n) => n.node.startsWith('ModifyTable tasks'))?.rows, `${k.name}: tasks updated`).toBe(k.updated);
@@ -121,6 +139,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL batched statements', () => {
         // batch, against 40,000 for a loop over the batch per row.
         expect(worst.rows, `${k.name}: ${worst.node} handled ${worst.rows} rows`).toBeLessThanOrEqual(4 * BATCH);
       }
+      await listener.end();
     });
   });
 });

@@ -27,6 +27,8 @@ export async function notify(c: PgContext, event: WakeEvent): Promise<void> {
   await run(c, () => poolOf(c).query(`SELECT ${notifySql('$1::text', '$2::text', '$3::text')}`, [channel, JSON.stringify(event), listenerName(channel)]));
 }
 
+const LISTENER_PREFIX = 'stepwise-listen ';
+
 /**
  * The `application_name` of the connections that LISTEN on `channel`: a fixed prefix and a hash
  * of the channel (names are limited to 63 bytes; a collision only sends a NOTIFY nobody needed).
@@ -34,15 +36,22 @@ export async function notify(c: PgContext, event: WakeEvent): Promise<void> {
 export function listenerName(channel: string): string {
   let h = 0x811c9dc5;
   for (let i = 0; i < channel.length; i++) h = Math.imul(h ^ channel.charCodeAt(i), 0x01000193) >>> 0;
-  return `stepwise-listen ${h.toString(16).padStart(8, '0')}`;
+  return `${LISTENER_PREFIX}${h.toString(16).padStart(8, '0')}`;
 }
+
+/**
+ * The names of the open listening connections (see {@link listenerName}), as one array. It does not
+ * refer to the statement's rows, so PostgreSQL reads `pg_stat_activity` once per statement (an
+ * InitPlan), not once per row of a batch: each read copies the status of every backend.
+ */
+const LISTENERS_SQL = `ARRAY(SELECT application_name FROM pg_stat_activity WHERE application_name LIKE '${LISTENER_PREFIX}%')`;
 
 /**
  * A SQL expression that sends `payload` on `channel` if a connection named `listener` (see
  * {@link listenerName}) is open, else NULL: arguments are SQL expressions of type text.
  */
 export function notifySql(channel: string, payload: string, listener: string): string {
-  return `CASE WHEN ${payload} IS NOT NULL AND EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = ${listener}) THEN pg_notify(${channel}, ${payload}) END`;
+  return `CASE WHEN ${payload} IS NOT NULL AND ${listener} = ANY(${LISTENERS_SQL}) THEN pg_notify(${channel}, ${payload}) END`;
 }
 
 /** The channel an event travels on (see {@link topicOf}). */

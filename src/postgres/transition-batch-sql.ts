@@ -11,7 +11,7 @@
 import { STEP_COLUMNS } from '../rows.ts';
 import { transitionWriteEntries } from '../log-entries.ts';
 import type { NewEvent, StepRow, TransitionWrite, WakeEvent } from '../store.ts';
-import { PATCH_COLUMNS, patchValue } from '../task-columns.ts';
+import { PATCH_COLUMNS, TASK_COLUMNS, patchValue } from '../task-columns.ts';
 import { listenerName, notifySql } from './listen.ts';
 import { parentSignalNotify } from '../store-sql/parent-signal.ts';
 import { Params, STEP_UPSERT_LOGGED_SET, lockById, lockEachInIdOrder, type Tables } from './sql-text.ts';
@@ -127,6 +127,13 @@ function transitionColumns(
   return { i, written };
 }
 
+/**
+ * What the batch returns of each updated task: the task row's columns and the op's place, not the
+ * columns the statement carried for its own use (a wake-up's payload, the log's numbers), which
+ * the driver would parse for every task of every batch.
+ */
+const TASK_OUT = TASK_COLUMNS.map((c) => `upd.${c.column}`).join(', ');
+
 /** Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with `ord`). */
 export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channelOf: (event: WakeEvent) => string): { text: string; values: unknown[] } {
   const p = new Params();
@@ -165,7 +172,7 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
       SELECT ${notifySql('batch_channel', "json_build_object('reason', batch_group, 'taskId', '*', 'taskIds', json_agg(id))::text", 'batch_listener')} AS sent
       FROM nt GROUP BY batch_channel, batch_listener, batch_group, chunk
     )
-    SELECT upd.*, ${notifySql('batch_channel', 'batch_notify', 'batch_listener')} AS notified, (SELECT count(*) FROM sent) AS notified_batch FROM upd`;
+    SELECT ${TASK_OUT}, upd.batch_ord, ${notifySql('batch_channel', 'batch_notify', 'batch_listener')} AS notified, (SELECT count(*) FROM sent) AS notified_batch FROM upd`;
   return { text, values: p.values };
 }
 
