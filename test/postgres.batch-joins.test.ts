@@ -125,21 +125,24 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL batched statements', () => {
       // A connection that listens on the probe's channel, as an engine's listener names itself.
       const listener = new pg.Client({ connectionString: PG_URL, application_name: listenerName('probe_channel') });
       await listener.connect();
-      for (const k of cases) {
-        const plan = await explain(c, k.text, k.values);
-        // Whether a listener is connected is read from pg_stat_activity once per statement, not
-        // once per task (each read copies the status of every backend).
-        if ('notifies' in k) expect(Math.max(...loopsOf(plan, 'pg_stat_get_activity')), `${k.name}: reads of pg_stat_activity`).toBe(1);
-        expect(plan['Actual Rows'], k.name).toBe(k.rows);
-        const nodes = handled(plan);
-        if ('updated' in k) expect(nodes.find((n) => n.node.startsWith('ModifyTable tasks'))?.rows, `${k.name}: tasks updated`).toBe(k.updated);
-        const worst = nodes.reduce((a, b) => (b.rows > a.rows ? b : a));
-        // A hash join, a sort or an index lookup per row handles about one row per row of the
-        // batch (a child's end also its parent's, a start its idempotency check): a few times the
-        // batch, against 40,000 for a loop over the batch per row.
-        expect(worst.rows, `${k.name}: ${worst.node} handled ${worst.rows} rows`).toBeLessThanOrEqual(4 * BATCH);
+      try {
+        for (const k of cases) {
+          const plan = await explain(c, k.text, k.values);
+          // Whether a listener is connected is read from pg_stat_activity once per statement, not
+          // once per task (each read copies the status of every backend).
+          if ('notifies' in k) expect(Math.max(...loopsOf(plan, 'pg_stat_get_activity')), `${k.name}: reads of pg_stat_activity`).toBe(1);
+          expect(plan['Actual Rows'], k.name).toBe(k.rows);
+          const nodes = handled(plan);
+          if ('updated' in k) expect(nodes.find((n) => n.node.startsWith('ModifyTable tasks'))?.rows, `${k.name}: tasks updated`).toBe(k.updated);
+          const worst = nodes.reduce((a, b) => (b.rows > a.rows ? b : a));
+          // A hash join, a sort or an index lookup per row handles about one row per row of the
+          // batch (a child's end also its parent's, a start its idempotency check): a few times the
+          // batch, against 40,000 for a loop over the batch per row.
+          expect(worst.rows, `${k.name}: ${worst.node} handled ${worst.rows} rows`).toBeLessThanOrEqual(4 * BATCH);
+        }
+      } finally {
+        await listener.end();
       }
-      await listener.end();
     });
   });
 });
