@@ -58,7 +58,7 @@ export class RunCore implements Run {
   readonly journal: ReadonlyMap<number, StepRow>;
   /** The next free position of the cleanup scope. */
   cleanupSeq = CLEANUP_SEQ;
-  // Made at their first write (see the accessors below): most runs never write them.
+  // Made at their first write, like the other collections of the accessors below.
   #cleanupJournal: Map<string, StepRow> | null = null;
   #cleanupOccurrences: Map<string, number> | null = null;
   /** The next position. */

@@ -2,6 +2,7 @@
 // parameters as the driver sends them, in a transaction rolled back afterwards.
 import type pg from 'pg';
 import type { StepRow } from '../../src/store.ts';
+import { stepRow } from './rows.ts';
 
 export interface PlanNode {
   'Node Type': string;
@@ -44,21 +45,5 @@ export const probeId = (n: number): string => `task-${String(n).padStart(6, '0')
 
 /** A completed journal row of `taskId` at `seq`, under epoch 1, as the plan tests write it. */
 export function probeStep(taskId: string, seq: number): StepRow {
-  return {
-    taskId,
-    seq,
-    name: `s${seq}`,
-    kind: 'step',
-    status: 'completed',
-    output: '1',
-    error: null,
-    attempts: 1,
-    startedAt: PROBE_NOW,
-    finishedAt: PROBE_NOW,
-    wakeAt: null,
-    epoch: 1,
-    done: null,
-    calledAfter: null,
-    businessKey: null,
-  };
+  return stepRow(taskId, seq, 1, { output: '1', startedAt: PROBE_NOW, finishedAt: PROBE_NOW, done: null, calledAfter: null });
 }
