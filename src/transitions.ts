@@ -43,7 +43,8 @@ export function planCreation(actor: { kind: ActorKind; id: string }): { status: 
 /** The lifecycle edge plus the store write that performs it. */
 export function planTransition(input: TransitionInput): { edge: Transition; write: TransitionWrite } {
   const edge = transition(input.state, input.event, input.taskId);
-  const set: TaskPatch = { ...effectColumns(edge, input.at), ...input.set };
+  // effectColumns builds a fresh object: the caller's columns go onto it.
+  const set: TaskPatch = input.set ? Object.assign(effectColumns(edge, input.at), input.set) : effectColumns(edge, input.at);
   const detail = input.detail === undefined ? null : JSON.stringify(input.detail);
   const actor = input.actor ?? (input.workerId ? { kind: 'worker' as const, id: input.workerId } : { kind: 'user' as const, id: 'anonymous' });
   const write: TransitionWrite = {

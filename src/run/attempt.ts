@@ -17,7 +17,7 @@ import { StepTimeoutError } from '../errors.ts';
 import type { Progress, StepContext } from '../api/step.ts';
 import type { RateLimitTicket } from '../api/rate-limits.ts';
 import { lateHalt } from './cleanup-scope.ts';
-import { runAsStep } from './step-scope.ts';
+import { isThenable, runAsStep, stepSettled } from './step-scope.ts';
 import { coreOf, type RunCore } from './core.ts';
 import type { Run } from './run.ts';
 import { haltOf, mayWrite } from './state.ts';
@@ -43,11 +43,6 @@ export interface AttemptCall<T> {
   ticket?: RateLimitTicket | undefined;
 }
 
-/** A promise or any other thenable (a query builder, a promise from another realm). */
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
-}
-
 /**
  * Whether the value a step returned after its signal fired (`why`) counts all the same: a step of
  * the code with a compensation, stopped by what ends the task with its cleanup (a cancel, the task's
@@ -68,66 +63,114 @@ export function attempt<T>(view: Run, c: AttemptCall<T>): Promise<T> {
   // A dead worker (TaskRun.abandon: the crash simulation of stepwise-engine/testing) starts nothing.
   if (run.abandoned) return new Promise<T>(() => undefined);
   if (run.aborted) return Promise.reject(run.abortReason);
-  const timeoutMs = c.timeoutMs;
-  const timeout = timeoutMs === undefined ? undefined : new AbortController();
-  // With a timeout, the step's own signal (the run's or the timeout's); without, the run's.
-  const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
-  const ctx = new AttemptContext(run, c, own);
-  const fn = c.fn;
-  return new Promise<T>((ok, fail) => {
-    // Nor does a running step's end reach the code of a dead worker (see above).
-    const resolve = (v: T): void => {
-      if (!run.abandoned) ok(v);
-    };
-    const reject = (e: unknown): void => {
-      if (!run.abandoned) fail(e);
-    };
-    const timerStop = timeout ? new AbortController() : undefined;
-    let done = false;
-    const cleanup = (): void => {
-      if (done) return;
-      done = true;
-      if (own) {
-        own.removeEventListener('abort', onAbort);
-        run.timedAttempts--;
-      } else run.attemptAborts.delete(onAbort);
-      timerStop?.abort(null);
-    };
-    /** Why the attempt was told to stop, if it was: then its result does not count. */
-    const interrupted = (): unknown => (own?.aborted ? own.reason : run.aborted ? run.abortReason : c.inCleanup ? undefined : (lateHalt(run.cleanup) ?? undefined));
-    const settle = (v: T): void => {
-      cleanup();
-      const why = interrupted();
-      if (why === undefined || undoneLater(run, c, why)) resolve(v);
-      else reject(why);
-    };
-    const onAbort = (): void => {
-      // The step was told to stop. If it was cancelled or its worker is stopping, the lease is
-      // still ours: give it the grace period to settle (its result does not count: see above).
-      // A timeout or a lost lease ends the attempt at once.
-      const reason: unknown = own ? own.reason : run.abortReason;
-      const halt = haltOf(run.state);
-      if (halt && reason === halt && mayWrite(run.state)) return;
-      cleanup();
-      reject(reason);
-    };
+  return new Attempt(run, c).promise;
+}
+
+/** What the run calls on the attempts in progress without a timeout when it aborts (`RunCore.abortRun`). */
+interface AbortHandler {
+  handleEvent(): void;
+}
+
+const unset = (): void => undefined;
+
+/**
+ * One attempt in progress: its promise, how it settles, and its abort handler. The object is its
+ * own handler (`handleEvent`, the form an EventTarget listener object takes), so an attempt
+ * allocates no closure of its own: the step path is hot.
+ */
+class Attempt<T> implements AbortHandler {
+  readonly promise: Promise<T>;
+  readonly #run: RunCore;
+  readonly #c: AttemptCall<T>;
+  /** With a timeout, the step's own signal (the run's or the timeout's); without, none: the run's. */
+  readonly #own: AbortSignal | undefined;
+  readonly #timerStop: AbortController | undefined;
+  #ok: (v: T) => void = unset;
+  #fail: (e: unknown) => void = unset;
+  #done = false;
+
+  constructor(run: RunCore, c: AttemptCall<T>) {
+    this.#run = run;
+    this.#c = c;
+    const timeoutMs = c.timeoutMs;
+    const timeout = timeoutMs === undefined ? undefined : new AbortController();
+    const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
+    this.#own = own;
+    this.#timerStop = timeout ? new AbortController() : undefined;
+    const ctx = new AttemptContext(run, c, own);
+    this.promise = new Promise<T>((ok, fail) => {
+      this.#ok = ok;
+      this.#fail = fail;
+    });
     // Without a timeout the run calls the attempt's handler when it aborts (once), which costs
     // far less than an EventTarget listener per attempt.
     if (own) {
       run.timedAttempts++;
-      own.addEventListener('abort', onAbort, { once: true });
-    } else run.attemptAborts.add(onAbort);
-    if (timeout && timerStop && timeoutMs !== undefined) {
-      run.deps.clock.sleep(timeoutMs, timerStop.signal).then(
+      own.addEventListener('abort', this, { once: true });
+    } else run.attemptAborts.add(this);
+    if (timeout && this.#timerStop && timeoutMs !== undefined) {
+      run.deps.clock.sleep(timeoutMs, this.#timerStop.signal).then(
         () => timeout.abort(new StepTimeoutError(c.stepId, timeoutMs)),
         () => undefined,
       );
     }
-    callStep(run, c.stepId, fn, ctx, settle, (e) => {
-      cleanup();
-      reject(e);
-    });
-  });
+    callStep(run, c.stepId, c.fn, ctx, this);
+  }
+
+  // Nor does a running step's end reach the code of a dead worker (see above).
+  #resolve(v: T): void {
+    if (!this.#run.abandoned) this.#ok(v);
+  }
+
+  #reject(e: unknown): void {
+    if (!this.#run.abandoned) this.#fail(e);
+  }
+
+  #cleanup(): void {
+    if (this.#done) return;
+    this.#done = true;
+    const own = this.#own;
+    if (own) {
+      own.removeEventListener('abort', this);
+      this.#run.timedAttempts--;
+    } else this.#run.attemptAborts.delete(this);
+    this.#timerStop?.abort(null);
+  }
+
+  /** Why the attempt was told to stop, if it was: then its result does not count. */
+  #interrupted(): unknown {
+    const run = this.#run;
+    const own = this.#own;
+    return own?.aborted ? own.reason : run.aborted ? run.abortReason : this.#c.inCleanup ? undefined : (lateHalt(run.cleanup) ?? undefined);
+  }
+
+  /** The step function's value. */
+  settle(v: T): void {
+    this.#cleanup();
+    const why = this.#interrupted();
+    if (why === undefined || undoneLater(this.#run, this.#c, why)) this.#resolve(v);
+    else this.#reject(why);
+  }
+
+  /** The step function's failure (thrown or rejected). */
+  failed(e: unknown): void {
+    this.#cleanup();
+    this.#reject(e);
+  }
+
+  /**
+   * The step was told to stop. If it was cancelled or its worker is stopping, the lease is still
+   * ours: give it the grace period to settle (its result does not count: see above). A timeout or
+   * a lost lease ends the attempt at once.
+   */
+  handleEvent(): void {
+    const run = this.#run;
+    const reason: unknown = this.#own ? this.#own.reason : run.abortReason;
+    const halt = haltOf(run.state);
+    if (halt && reason === halt && mayWrite(run.state)) return;
+    this.#cleanup();
+    this.#reject(reason);
+  }
 }
 
 /**
@@ -176,31 +219,29 @@ class AttemptContext implements StepContext {
   }
 }
 
-/** Calls the step function: its value goes to `settle`, its failure (thrown or rejected) to `fail`. */
-function callStep<T>(run: RunCore, stepId: string, fn: (s: StepContext) => PromiseLike<T> | T, ctx: StepContext, settle: (v: T) => void, fail: (e: unknown) => void): void {
-  let call: { result: PromiseLike<T> | T; done: () => void };
+/** Calls the step function: its value goes to `a.settle`, its failure (thrown or rejected) to `a.failed`. */
+function callStep<T>(run: RunCore, stepId: string, fn: (s: StepContext) => PromiseLike<T> | T, ctx: StepContext, a: Attempt<T>): void {
+  let result: PromiseLike<T> | T;
   try {
     // In the step's async context, so that a durable call made inside it is refused (see identity.ts).
-    call = runAsStep(run, stepId, () => fn(ctx));
+    result = runAsStep(run, stepId, fn, ctx);
   } catch (e) {
-    return fail(e);
+    return a.failed(e);
   }
-  const { result, done } = call;
   if (isThenable(result)) {
     // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
     Promise.resolve(result).then(
       (v) => {
-        done();
-        settle(v as T);
+        stepSettled();
+        a.settle(v);
       },
       (e: unknown) => {
-        done();
-        fail(e);
+        stepSettled();
+        a.failed(e);
       },
     );
   } else {
-    // A synchronous step: its value is final.
-    done();
-    settle(result as T);
+    // A synchronous step: its value is final (and it has left the step's context).
+    a.settle(result);
   }
 }

@@ -112,7 +112,7 @@ export class RunCore implements Run {
   /** Attempts with a timeout in progress (they listen on their own signal). */
   timedAttempts = 0;
   /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
-  readonly attemptAborts = new Set<() => void>();
+  readonly attemptAborts = new Set<{ handleEvent(): void }>();
 
   /** Whether a step attempt of this run is in progress (with a timeout or without). */
   get attempting(): boolean {
@@ -325,7 +325,7 @@ export class RunCore implements Run {
     this.aborted = true;
     this.abortReason = reason;
     this.controller?.abort(reason);
-    for (const onAbort of [...this.attemptAborts]) onAbort();
+    for (const a of [...this.attemptAborts]) a.handleEvent();
   }
 
   /** Moves to `next`; at the first halt, fires the signal with its error and wakes the waiting run. */

@@ -59,20 +59,8 @@ export function position(run: RunCore, name: string, kind: StepKind, given?: num
     checkName(run, name, kind);
     return cleanupPosition(run, given === undefined ? `${ON_CANCEL}${name}` : name, kind, given);
   }
-  // A name this run has seen before was checked then (a loop calls the same name thousands of times).
   const seen = typeof name === 'string' ? run.occurrences.get(name) : undefined;
-  if (seen === undefined) {
-    checkName(run, name, kind);
-    // The cleanup's calls are named with these prefixes: a code call so named would share their ids and keys.
-    const reserved = [ON_CANCEL, COMPENSATE].find((prefix) => name.startsWith(prefix));
-    if (reserved) {
-      throw run.fail(
-        new InvalidArgumentError(
-          `${kind} name ${JSON.stringify(name)} is not valid: the prefix "${reserved}" is reserved for the calls of the cleanup (onCancel handlers, compensations). Choose another name.`,
-        ),
-      );
-    }
-  }
+  if (seen === undefined) checkCodeName(run, name, kind);
   const outer = enclosingStep(run);
   if (outer !== null) throw run.fail(nested(run, outer, kind, name));
   run.activity++;
@@ -93,6 +81,30 @@ export function position(run: RunCore, name: string, kind: StepKind, given?: num
     );
   }
   return { name, occurrence, seq, stepId, recorded };
+}
+
+/**
+ * Names that passed {@link checkCodeName} in this process. A name's validity depends on nothing
+ * but the name, and the runs of a workflow call the same few names: each is checked once, not at
+ * every call of every run. Bounded, so that generated names cannot grow it without end.
+ */
+const validNames = new Set<string>();
+const VALID_NAMES_MAX = 4096;
+
+/** Throws (failing the run) if `name` is not valid for a call of the workflow code. */
+function checkCodeName(run: RunCore, name: string, kind: StepKind): void {
+  if (validNames.has(name)) return;
+  checkName(run, name, kind);
+  // The cleanup's calls are named with these prefixes: a code call so named would share their ids and keys.
+  const reserved = [ON_CANCEL, COMPENSATE].find((prefix) => name.startsWith(prefix));
+  if (reserved) {
+    throw run.fail(
+      new InvalidArgumentError(
+        `${kind} name ${JSON.stringify(name)} is not valid: the prefix "${reserved}" is reserved for the calls of the cleanup (onCancel handlers, compensations). Choose another name.`,
+      ),
+    );
+  }
+  if (validNames.size < VALID_NAMES_MAX) validNames.add(name);
 }
 
 /** The error of a durable call made inside the function of step `outer`. */

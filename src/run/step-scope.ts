@@ -22,24 +22,32 @@ const scope = new AsyncLocalStorage<Enclosing>();
 /** Step functions in flight in this process (the async context is enabled while there are any). */
 let inFlight = 0;
 
+/** A promise or any other thenable (a query builder, a promise from another realm). */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+}
+
 /**
- * Calls a step's function `fn` of `run` as the code of step `stepId`. The caller calls the
- * returned `done` once the function's result has settled (or it threw).
+ * Calls a step's function `fn(arg)` of `run` as the code of step `stepId`. A function that throws
+ * or returns a value that is not a thenable has left the step when this returns; for a thenable,
+ * the caller calls {@link stepSettled} once it has settled.
  */
-export function runAsStep<T>(run: object, stepId: string, fn: () => T): { result: T; done: () => void } {
+export function runAsStep<A, T>(run: object, stepId: string, fn: (arg: A) => T, arg: A): T {
   inFlight++;
-  let open = true;
-  const done = (): void => {
-    if (!open) return;
-    open = false;
-    if (--inFlight === 0) scope.disable();
-  };
+  let result: T;
   try {
-    return { result: scope.run({ run, stepId }, fn), done };
+    result = scope.run({ run, stepId }, fn, arg);
   } catch (e) {
-    done();
+    stepSettled();
     throw e;
   }
+  if (!isThenable(result)) stepSettled();
+  return result;
+}
+
+/** A step function's thenable result has settled (see {@link runAsStep}). */
+export function stepSettled(): void {
+  if (--inFlight === 0) scope.disable();
 }
 
 /** The step of `run` whose function is making the current call, or null (the workflow code's own call). */
