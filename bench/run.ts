@@ -33,6 +33,7 @@ if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).on
 /** `--<name>-only`: these sections alone, in order (each module's `report`). */
 const ALONE: Record<string, readonly string[]> = {
   headline: ['headline'],
+  alloc: ['allocation'],
   schedules: ['schedules'],
   flow: ['flow-control'],
   'rate-limits': ['rate-limits'],
@@ -57,7 +58,10 @@ for (const [flag, sections] of Object.entries(ALONE)) {
 
 // The headline table first (the top of docs/benchmarks.md), then (e2e): the figure a user sees.
 const pgUpFirst = await postgres.pgAvailable();
-if (!coreOnly && !process.argv.includes('--e2e-only')) await (await import('./headline.ts')).report({ quick, pgUp: pgUpFirst, line, results });
+if (!coreOnly && !process.argv.includes('--e2e-only')) {
+  await (await import('./headline.ts')).report({ quick, pgUp: pgUpFirst, line, results });
+  await (await import('./allocation.ts')).report({ quick, pgUp: pgUpFirst, line, results });
+}
 async function endToEndSection(): Promise<void> {
   const base = process.env.STEPWISE_BENCH_BASE;
   line('\n(e2e) End to end: 500 tasks × 3 no-op steps submitted by one process (500 concurrent start() calls, or one');

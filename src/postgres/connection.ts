@@ -19,8 +19,9 @@ import { checkApplied } from '../migrations.ts';
 import { postgresMigrations } from '../generated/sql.ts';
 import { quoteIdent } from './migrate.ts';
 import { translateRefusal } from './refusals.ts';
+import { rowObjects, type Raw } from './row-objects.ts';
 
-export type Raw = Record<string, unknown>;
+export type { Raw } from './row-objects.ts';
 export type PgModule = typeof import('pg');
 /** Where a statement runs: the pool (autocommit) or a client inside a transaction. */
 export type Db = ClientBase | Pool;
@@ -135,13 +136,22 @@ export function query(c: PgContext, db: Db, text: string, values: readonly unkno
     name = `stepwise_${c.statementNames.size + 1}`;
     c.statementNames.set(text, name);
   }
-  const config = name === undefined ? { text, values: values as unknown[] } : { name, text, values: values as unknown[] };
-  if (db !== c.pool) return db.query<Raw>(config);
+  // Rows come as arrays and become objects of a fixed shape (see row-objects.ts).
+  const config = name === undefined ? { text, values: values as unknown[], rowMode: 'array' as const } : { name, text, values: values as unknown[], rowMode: 'array' as const };
+  if (db !== c.pool) return db.query<unknown[]>(config).then(withObjects);
   // Through the pool, a connection whose prepared statement went stale (a migration changed a
   // column's type) is destroyed by the pool on the error: run it again on another one.
   const pool = db;
-  const attempt = (left: number): Promise<QueryResult<Raw>> => pool.query<Raw>(config).catch((e: unknown) => (left > 0 && isStalePlan(e) ? attempt(left - 1) : Promise.reject(e)));
+  const attempt = (left: number): Promise<QueryResult<Raw>> =>
+    pool.query<unknown[]>(config).then(withObjects, (e: unknown) => (left > 0 && isStalePlan(e) ? attempt(left - 1) : Promise.reject(e)));
   return attempt(c.poolSize);
+}
+
+function withObjects(r: QueryResult<unknown[]>): QueryResult<Raw> {
+  // A text of several statements (unnamed, without parameters) answers one result per statement.
+  if (Array.isArray(r)) for (const each of r as QueryResult<unknown[]>[]) withObjects(each);
+  else (r as unknown as QueryResult<Raw>).rows = rowObjects(r.fields, r.rows);
+  return r as unknown as QueryResult<Raw>;
 }
 
 /** `fn` in one transaction on one pooled client; re-run if it loses a deadlock. */

@@ -1,0 +1,64 @@
+// Run by bench/allocation.ts in a process of its own, started with a young generation large enough
+// that no garbage collection runs during a burst (--min-semi-space-size / --max-semi-space-size):
+// the heap's growth over a burst is then what the burst allocated. Engine and worker in this
+// process, on the store given; bursts of `tasks` tasks of `steps` no-op steps, counted finished by
+// the worker's own `run:finished` events (no result() call, whose waiting is not the worker's).
+// Prints one line of JSON: bytes allocated and promises created per task, for each measured burst.
+// Usage: node --expose-gc --min-semi-space-size=256 --max-semi-space-size=256 --import tsx
+//          bench/allocation-probe.ts <build dir> <store url> <tasks> <steps>
+import { PerformanceObserver } from 'node:perf_hooks';
+import { promiseHooks } from 'node:v8';
+import { join } from 'node:path';
+
+const [build, store, tasksArg, stepsArg] = process.argv.slice(2) as [string, string, string, string];
+const tasks = Number(tasksArg);
+const steps = Number(stepsArg);
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('allocation-probe: run with --expose-gc');
+let collections = 0;
+new PerformanceObserver((list) => (collections += list.getEntries().length)).observe({ entryTypes: ['gc'] });
+
+// The build under test (its dist/ and its bench/workflows.ts, which imports that dist/).
+const { Engine } = (await import(join(build, 'dist/index.js'))) as typeof import('../dist/index.js');
+const { manySteps } = (await import(join(build, 'bench/workflows.ts'))) as typeof import('./workflows.ts');
+const engine = new Engine({ store, workflows: [manySteps] });
+await engine.ready();
+
+/** One burst: `tasks` started (not measured), then drained by a fresh worker at concurrency 256. */
+async function burst(measure: 'bytes' | 'promises'): Promise<{ perTask: number; collections: number }> {
+  await engine.startMany(Array.from({ length: tasks }, () => ({ workflow: manySteps, input: { n: steps } })));
+  const worker = engine.worker({ concurrency: 256 });
+  let finished = 0;
+  let allDone!: () => void;
+  const done = new Promise<void>((resolve) => (allDone = resolve));
+  worker.on('run:finished', () => {
+    if (++finished === tasks) allDone();
+  });
+  gc?.();
+  await new Promise((resolve) => setTimeout(resolve, 10)); // the collection's own event is counted before the burst
+  let promises = 0;
+  const stop = measure === 'promises' ? promiseHooks.onInit(() => void promises++) : null;
+  const before = collections;
+  const heapBefore = process.memoryUsage().heapUsed;
+  await worker.start();
+  await done;
+  const heapAfter = process.memoryUsage().heapUsed;
+  stop?.();
+  await new Promise((resolve) => setTimeout(resolve, 10)); // lets the observer report a collection during the burst
+  const during = collections - before;
+  await worker.stop();
+  return { perTask: measure === 'bytes' ? (heapAfter - heapBefore) / tasks : promises / tasks, collections: during };
+}
+
+for (let i = 0; i < 3; i++) await burst('bytes'); // warm-up: the code is compiled and optimised
+const bytes: number[] = [];
+let disturbed = 0;
+for (let i = 0; i < 5; i++) {
+  const b = await burst('bytes');
+  if (b.collections) disturbed++;
+  else bytes.push(b.perTask);
+}
+const promises: number[] = [];
+for (let i = 0; i < 3; i++) promises.push((await burst('promises')).perTask);
+await engine.close();
+console.log(JSON.stringify({ bytes, promises, disturbed }));
