@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
-import { cpuBetween, cpuSample, root, stopWorkers } from './lib.ts';
+import { cpuBetween, cpuSample, root, stopWorkers, workerNodeFlags } from './lib.ts';
 import { PG_URL } from './postgres.ts';
 import type { Throughput } from './sqlite.ts';
 
@@ -62,7 +62,7 @@ export async function floorThroughput(workers: number, tasks: number, batch = 25
   try {
     await c.query(schemaSql(s));
     children = Array.from({ length: workers }, (_, i) =>
-      spawn(process.execPath, [join(root, 'bench/floor-worker.mjs'), PG_URL, schema, String(batch), `floor-${i}`], { stdio: ['ignore', 'ignore', 'inherit'] }),
+      spawn(process.execPath, [...workerNodeFlags(), join(root, 'bench/floor-worker.mjs'), PG_URL, schema, String(batch), `floor-${i}`], { stdio: ['ignore', 'ignore', 'inherit'] }),
     );
     await insertTasks(c, s, 2 * tasks * workers, Date.now(), 'warm-');
     await waitDone(c, s, 'warm-');

@@ -9,7 +9,7 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import pg from 'pg';
-import { fmt, median, pairedOverhead, root, type Overhead, type SectionCtx } from './lib.ts';
+import { fmt, median, pairedOverhead, root, workerNodeFlags, type Overhead, type SectionCtx } from './lib.ts';
 import { api, endToEnd, type EndToEnd } from './end-to-end.ts';
 import { floorThroughput } from './floor.ts';
 import * as postgres from './postgres.ts';
@@ -191,6 +191,7 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
     };
   });
   out.drain = drainRows;
+  out.workerNodeFlags = workerNodeFlags();
   results.headline = out;
 
   // The table.
@@ -230,6 +231,8 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
   line('    DBOS runs its 500 workflows at once (it has no concurrency limit for workflows started directly); every Stepwise row is');
   line('    divided by that one figure. Drain: both spans end at the time the last end-of-run write was prepared (before it');
   line('    commits), and with 500 tasks and claims of up to 256 the third and fourth process find little to claim.');
+  const flags = workerNodeFlags();
+  if (flags.length) line(`    Worker processes (Stepwise's and the floor's) started with Node flags ${flags.join(' ')} (STEPWISE_BENCH_WORKER_FLAGS).`);
 }
 
 interface CpuPerTask {

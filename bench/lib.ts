@@ -76,9 +76,19 @@ export async function pairedOverhead(rounds: number, raw: (shape: 'minimal' | 'j
   };
 }
 
+/**
+ * Node's own flags for the worker processes the bench starts, Stepwise's and the floor's alike:
+ * `STEPWISE_BENCH_WORKER_FLAGS="--max-semi-space-size=64 --min-semi-space-size=64"` measures the
+ * drain with the young generation docs/operations.md suggests for busy workers. None by default.
+ */
+export function workerNodeFlags(): string[] {
+  const flags = process.env.STEPWISE_BENCH_WORKER_FLAGS?.trim();
+  return flags ? flags.split(/\s+/) : [];
+}
+
 /** A worker process of the build in `from` (this checkout by default) running bench/workflows.ts. */
 export function spawnWorker(db: string, extra: string[] = [], env: Record<string, string> = {}, from = root): ChildProcess {
-  return spawn(process.execPath, [join(from, 'dist/cli/main.js'), 'worker', join(from, 'bench/workflows.ts'), '--db', db, '--quiet', ...extra], {
+  return spawn(process.execPath, [...workerNodeFlags(), join(from, 'dist/cli/main.js'), 'worker', join(from, 'bench/workflows.ts'), '--db', db, '--quiet', ...extra], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, ...profiling(), ...env },
   });
