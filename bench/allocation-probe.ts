@@ -13,8 +13,9 @@ import { join } from 'node:path';
 const [build, store, tasksArg, stepsArg] = process.argv.slice(2) as [string, string, string, string];
 const tasks = Number(tasksArg);
 const steps = Number(stepsArg);
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error('allocation-probe: run with --expose-gc');
+const exposed = (globalThis as { gc?: () => void }).gc;
+if (!exposed) throw new Error('allocation-probe: run with --expose-gc');
+const gc: () => void = exposed;
 let collections = 0;
 new PerformanceObserver((list) => (collections += list.getEntries().length)).observe({ entryTypes: ['gc'] });
 
@@ -34,7 +35,7 @@ async function burst(measure: 'bytes' | 'promises'): Promise<{ perTask: number; 
   worker.on('run:finished', () => {
     if (++finished === tasks) allDone();
   });
-  gc?.();
+  gc();
   await new Promise((resolve) => setTimeout(resolve, 10)); // the collection's own event is counted before the burst
   let promises = 0;
   const stop = measure === 'promises' ? promiseHooks.onInit(() => void promises++) : null;

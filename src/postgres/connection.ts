@@ -137,7 +137,7 @@ export function query(c: PgContext, db: Db, text: string, values: readonly unkno
     c.statementNames.set(text, name);
   }
   // Rows come as arrays and become objects of a fixed shape (see row-objects.ts).
-  const config = name === undefined ? { text, values: values as unknown[], rowMode: 'array' as const } : { name, text, values: values as unknown[], rowMode: 'array' as const };
+  const config = { name, text, values: values as unknown[], rowMode: 'array' as const };
   if (db !== c.pool) return db.query<unknown[]>(config).then(withObjects);
   // Through the pool, a connection whose prepared statement went stale (a migration changed a
   // column's type) is destroyed by the pool on the error: run it again on another one.

@@ -64,6 +64,9 @@ export function scheduleIdleCheck(run: RunCore): void {
   // Only a run that waits, was asked to stop starting work, or holds results for the replay can
   // end before its code returns; the common case (a run busy with its steps) checks nothing.
   if (!run.waits.size && run.state.hold === 'none' && !run.refused && !run.gated) return;
+  // Work other than results held for the replay is live: the run is not quiet, and that work
+  // checks again when it stops being live (an activity's `idle`, a result's hand-over).
+  if (run.live > run.gated) return;
   run.idleCheckScheduled = true;
   const quietSince = run.activity;
   setImmediate(() => {

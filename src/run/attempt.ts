@@ -17,7 +17,7 @@ import { StepTimeoutError } from '../errors.ts';
 import type { Progress, StepContext } from '../api/step.ts';
 import type { RateLimitTicket } from '../api/rate-limits.ts';
 import { lateHalt } from './cleanup-scope.ts';
-import { isThenable, runAsStep, stepSettled } from './step-scope.ts';
+import { runAsStep, stepSettled } from './step-scope.ts';
 import { coreOf, type RunCore } from './core.ts';
 import type { Run } from './run.ts';
 import { haltOf, mayWrite } from './state.ts';
@@ -41,6 +41,11 @@ export interface AttemptCall<T> {
   undoable: boolean;
   /** The draw of this attempt on the step's rate limit (see `rate-limits/`), if it has one. */
   ticket?: RateLimitTicket | undefined;
+}
+
+/** A promise or any other thenable (a query builder, a promise from another realm). */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
 }
 
 /**
@@ -95,8 +100,9 @@ class Attempt<T> implements AbortHandler {
     const timeoutMs = c.timeoutMs;
     const timeout = timeoutMs === undefined ? undefined : new AbortController();
     const own = timeout ? AbortSignal.any([run.signal, timeout.signal]) : undefined;
+    const timerStop = timeout ? new AbortController() : undefined;
     this.#own = own;
-    this.#timerStop = timeout ? new AbortController() : undefined;
+    this.#timerStop = timerStop;
     const ctx = new AttemptContext(run, c, own);
     this.promise = new Promise<T>((ok, fail) => {
       this.#ok = ok;
@@ -108,8 +114,8 @@ class Attempt<T> implements AbortHandler {
       run.timedAttempts++;
       own.addEventListener('abort', this, { once: true });
     } else run.attemptAborts.add(this);
-    if (timeout && this.#timerStop && timeoutMs !== undefined) {
-      run.deps.clock.sleep(timeoutMs, this.#timerStop.signal).then(
+    if (timeout && timerStop && timeoutMs !== undefined) {
+      run.deps.clock.sleep(timeoutMs, timerStop.signal).then(
         () => timeout.abort(new StepTimeoutError(c.stepId, timeoutMs)),
         () => undefined,
       );
@@ -241,7 +247,8 @@ function callStep<T>(run: RunCore, stepId: string, fn: (s: StepContext) => Promi
       },
     );
   } else {
-    // A synchronous step: its value is final (and it has left the step's context).
+    // A synchronous step: its value is final.
+    stepSettled();
     a.settle(result);
   }
 }

@@ -294,9 +294,7 @@ export class Replay {
       // The result is ready; if it still waits for the replay, the run may be stalled on it.
       gated = true;
       run.gated++;
-      // Only once nothing else is live can the run be idle; whatever else is live checks when it
-      // stops being so (see `activity.ts`).
-      if (run.live === run.gated) scheduleIdleCheck(run);
+      scheduleIdleCheck(run);
       if (this.#index < this.#rows.length) this.#schedule();
     };
     work.then(ready, ready);

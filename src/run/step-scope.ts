@@ -22,30 +22,22 @@ const scope = new AsyncLocalStorage<Enclosing>();
 /** Step functions in flight in this process (the async context is enabled while there are any). */
 let inFlight = 0;
 
-/** A promise or any other thenable (a query builder, a promise from another realm). */
-export function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
-}
-
 /**
  * Calls a step's function `fn(arg)` of `run` as the code of step `stepId`. A function that throws
- * or returns a value that is not a thenable has left the step when this returns; for a thenable,
- * the caller calls {@link stepSettled} once it has settled.
+ * has left the step when this throws; otherwise the caller calls {@link stepSettled} once the
+ * result has settled (at once for a value that is not a thenable).
  */
 export function runAsStep<A, T>(run: object, stepId: string, fn: (arg: A) => T, arg: A): T {
   inFlight++;
-  let result: T;
   try {
-    result = scope.run({ run, stepId }, fn, arg);
+    return scope.run({ run, stepId }, fn, arg);
   } catch (e) {
     stepSettled();
     throw e;
   }
-  if (!isThenable(result)) stepSettled();
-  return result;
 }
 
-/** A step function's thenable result has settled (see {@link runAsStep}). */
+/** A step function's result has settled (see {@link runAsStep}). */
 export function stepSettled(): void {
   if (--inFlight === 0) scope.disable();
 }
