@@ -11,11 +11,20 @@
  * key's requests go out together, in order, in the next batch.
  */
 
+import { withResolvers } from './resolvers.ts';
+
 /** A queued request and how to answer it. */
 export interface Pending<I, O> {
   item: I;
   resolve: (r: O) => void;
   reject: (e: unknown) => void;
+}
+
+/** The keys of a batch's items (a loop of the module, not a per-call closure: see resolvers.ts). */
+function keysOf<I, O>(batch: ReadonlyArray<Pending<I, O>>, keyOf: (item: I) => string): Set<string> {
+  const keys = new Set<string>();
+  for (const p of batch) keys.add(keyOf(p.item));
+  return keys;
 }
 
 export class GroupCommit<I, O> {
@@ -48,10 +57,10 @@ export class GroupCommit<I, O> {
 
   /** Queues `item` for a batch of this tick (or the next one once room frees up). */
   enqueue(item: I): Promise<O> {
-    return new Promise<O>((resolve, reject) => {
-      this.#queue.push({ item, resolve, reject });
-      this.#schedule();
-    });
+    const { promise, resolve, reject } = withResolvers<O>();
+    this.#queue.push({ item, resolve, reject });
+    this.#schedule();
+    return promise;
   }
 
   /**
@@ -71,10 +80,10 @@ export class GroupCommit<I, O> {
 
   /** Queues `item` ahead of everything queued (a write made outside a batch that is to be tried again, before its key's later ones). */
   enqueueFirst(item: I): Promise<O> {
-    return new Promise<O>((resolve, reject) => {
-      this.#queue.unshift({ item, resolve, reject });
-      this.#schedule();
-    });
+    const { promise, resolve, reject } = withResolvers<O>();
+    this.#queue.unshift({ item, resolve, reject });
+    this.#schedule();
+    return promise;
   }
 
   /** A pump at the end of this tick (so that the tick's requests go together), if there is room. */
@@ -93,8 +102,7 @@ export class GroupCommit<I, O> {
       const batch = this.#keyOf ? this.#takeFree(this.#keyOf) : this.#queue.splice(0, this.#maxBatch);
       if (!batch.length) return; // every queued request waits for its key's batch
       this.#inFlight++;
-      const keyOf = this.#keyOf;
-      const keys = keyOf ? this.#hold(new Set(batch.map((p) => keyOf(p.item)))) : null;
+      const keys = this.#keyOf ? this.#hold(keysOf(batch, this.#keyOf)) : null;
       void this.#commit(batch).finally(() => {
         if (keys) this.#release(keys);
         this.end();

@@ -118,21 +118,18 @@ export class WriteBatcher {
       done.push(p);
       results.push(committed.get(i) as WriteResult);
     });
-    this.#onCommitted?.(
-      done.map((p) => p.item),
-      results,
-    );
-    done.forEach((p, k) => p.resolve(results[k] as WriteResult));
+    this.#onCommitted?.(itemsOf(done), results);
+    answerAll(done, results);
     return rest;
   }
 
   async #commit(batch: Pending[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const ops = batch.map((p) => p.item);
+        const ops = itemsOf(batch);
         const results = await this.#store.writeBatch(ops);
         this.#onCommitted?.(ops, results);
-        batch.forEach((p, i) => p.resolve(results[i] as WriteResult));
+        answerAll(batch, results);
         return;
       } catch (e) {
         // Ops the store committed before it failed are answered now and not written again.
@@ -181,4 +178,15 @@ function byTask(batch: readonly Pending[]): Map<string, Pending[]> {
     else out.set(p.item.taskId, [p]);
   }
   return out;
+}
+
+// A batch's ops and answers, by loops of the module rather than per-call closures (see resolvers.ts).
+function itemsOf(batch: readonly Pending[]): WriteOp[] {
+  const ops = new Array<WriteOp>(batch.length);
+  for (let i = 0; i < batch.length; i++) ops[i] = (batch[i] as Pending).item;
+  return ops;
+}
+
+function answerAll(batch: readonly Pending[], results: readonly WriteResult[]): void {
+  for (let i = 0; i < batch.length; i++) (batch[i] as Pending).resolve(results[i] as WriteResult);
 }

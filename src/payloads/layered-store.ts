@@ -45,6 +45,7 @@ export function withPayloads(inner: Store, options: PayloadLayerOptions): Store 
   };
   // One wrapper per method, made on first use: the hot path reads the same few methods per step.
   const wrapped = new Map<string | symbol, unknown>();
+  const resolveRead = (x: unknown): unknown => layer.resolve(x);
   const proxy = new Proxy(inner, {
     get(target, prop, receiver) {
       if (Object.hasOwn(overrides, prop)) return overrides[prop as keyof Store];
@@ -54,7 +55,7 @@ export function withPayloads(inner: Store, options: PayloadLayerOptions): Store 
       if (w === undefined) {
         w = (...args: unknown[]) => {
           const r: unknown = (v as (...a: unknown[]) => unknown).apply(target, args);
-          return r instanceof Promise ? r.then((x) => layer.resolve(x)) : r;
+          return r instanceof Promise ? r.then(resolveRead) : r;
         };
         wrapped.set(prop, w);
       }
@@ -63,6 +64,19 @@ export function withPayloads(inner: Store, options: PayloadLayerOptions): Store 
   });
   LAYERS.set(proxy, layer);
   return proxy;
+}
+
+type Pending = ReturnType<PayloadLayer['newPending']>;
+
+// The callbacks of a batch's `map` are functions of the module with the layer as `this`, not
+// closures of each call: V8 drops a closure's optimised code once all its closures are gone, so
+// per-call closures are compiled again after each quiet spell (docs/architecture.md, "Hot paths").
+function newTaskOf(this: { layer: PayloadLayer; p: Pending }, t: NewTask): NewTask {
+  return this.layer.newTask(this.p, t);
+}
+
+function opOf(this: { layer: PayloadLayer; p: Pending }, op: WriteOp): WriteOp {
+  return this.layer.op(this.p, op);
 }
 
 /** The calls that create tasks: their inputs are encoded, held by the new task. */
@@ -78,7 +92,7 @@ function startOverrides(layer: PayloadLayer, s: Store): Partial<Record<keyof Sto
     insertTask: (task: NewTask) => one(task, (t) => s.insertTask(t)),
     async insertTasks(tasks: readonly NewTask[], notify?: WakeEvent) {
       const p = layer.newPending();
-      const ts = tasks.map((t) => layer.newTask(p, t));
+      const ts = tasks.map(newTaskOf, { layer, p });
       await layer.flush(p);
       return layer.resolve(await s.insertTasks(ts, notify), p);
     },
@@ -115,14 +129,14 @@ function writeOverrides(layer: PayloadLayer, s: Store, options: PayloadLayerOpti
     },
     async writeBatch(ops: readonly WriteOp[]) {
       const p = layer.newPending();
-      const o = ops.map((op) => layer.op(p, op));
+      const o = ops.map(opOf, { layer, p });
       await layer.flush(p);
       return layer.resolve(await s.writeBatch(o), p);
     },
     writeBatchNow: layer.syncWrites
       ? (ops: readonly WriteOp[]) => {
           const p = layer.newPending();
-          const o = ops.map((op) => layer.op(p, op));
+          const o = ops.map(opOf, { layer, p });
           layer.flushNow(p);
           return layer.resolveNow(s.writeBatchNow!(o), p);
         }

@@ -27,26 +27,32 @@ const PAYLOAD_KEYS = new Set(['input', 'output', 'error', 'payload', 'data', 'de
  * only, a few levels deep; `fn`'s answer replaces the string in place.
  */
 function visit(value: unknown, all: boolean, fn: (s: string) => string): unknown {
-  const walk = (v: unknown, depth: number, slot: boolean): unknown => {
-    if (typeof v === 'string') return slot && v.includes(MARK) ? fn(v) : v;
-    if (typeof v !== 'object' || v === null || depth > 8) return v;
-    if (Array.isArray(v)) {
-      for (let i = 0; i < v.length; i++) {
-        const next = walk(v[i], depth + 1, slot);
-        if (next !== v[i]) v[i] = next;
-      }
-      return v;
-    }
-    const proto: unknown = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) return v;
-    const o = v as Record<string, unknown>;
-    for (const k in o) {
-      const next = walk(o[k], depth + 1, PAYLOAD_KEYS.has(k));
-      if (next !== o[k]) o[k] = next;
+  return walk(value, 0, all, fn);
+}
+
+/**
+ * One level of {@link visit}. A function of the module, not a closure of each call: V8 drops the
+ * optimised code of a closure once every closure of its kind is gone, so a closure made per call
+ * is compiled again after each quiet spell of a worker (see docs/architecture.md, "Hot paths").
+ */
+function walk(v: unknown, depth: number, slot: boolean, fn: (s: string) => string): unknown {
+  if (typeof v === 'string') return slot && v.includes(MARK) ? fn(v) : v;
+  if (typeof v !== 'object' || v === null || depth > 8) return v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const next = walk(v[i], depth + 1, slot, fn);
+      if (next !== v[i]) v[i] = next;
     }
     return v;
-  };
-  return walk(value, 0, all);
+  }
+  const proto: unknown = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return v;
+  const o = v as Record<string, unknown>;
+  for (const k in o) {
+    const next = walk(o[k], depth + 1, PAYLOAD_KEYS.has(k), fn);
+    if (next !== o[k]) o[k] = next;
+  }
+  return v;
 }
 
 /** Strings of `value` that hold a token, in payload slots (see {@link visit}). */

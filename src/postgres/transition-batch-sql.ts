@@ -51,15 +51,102 @@ export function batchableTransitions<T extends { op: TransitionWrite }>(ops: rea
 
 /** Every op's log entries, flattened, as array parameters: op position (1-based, as `ord`), place in the op's entries. */
 function entryParams(p: Params, entries: readonly NewEvent[][]): Record<'op' | 'j' | 'type' | 'kind' | 'actor' | 'data', string> {
-  const flat = entries.flatMap((list, k) => list.map((e, j) => ({ op: k + 1, j: j + 1, e }))).filter((x) => x.e.carriedBy === undefined);
-  const col = (f: (x: (typeof flat)[number]) => unknown, type: string): string => p.add(flat.map(f), type);
+  // Loops rather than per-call callbacks throughout this module: it runs once per batch, and V8
+  // compiles a per-call closure again after each quiet spell of the worker (see resolvers.ts).
+  const op: number[] = [];
+  const j: number[] = [];
+  const type: string[] = [];
+  const kind: string[] = [];
+  const actor: Array<string | null> = [];
+  const data: Array<string | null> = [];
+  for (let k = 0; k < entries.length; k++) {
+    const list = entries[k] as NewEvent[];
+    for (let n = 0; n < list.length; n++) {
+      const e = list[n] as NewEvent;
+      if (e.carriedBy !== undefined) continue;
+      op.push(k + 1);
+      j.push(n + 1);
+      type.push(e.type);
+      kind.push(e.actorKind);
+      actor.push(e.actorId);
+      data.push(e.data);
+    }
+  }
   return {
-    op: col((x) => x.op, 'integer[]'),
-    j: col((x) => x.j, 'integer[]'),
-    type: col((x) => x.e.type, 'text[]'),
-    kind: col((x) => x.e.actorKind, 'text[]'),
-    actor: col((x) => x.e.actorId, 'text[]'),
-    data: col((x) => x.e.data, 'text[]'),
+    op: p.add(op, 'integer[]'),
+    j: p.add(j, 'integer[]'),
+    type: p.add(type, 'text[]'),
+    kind: p.add(kind, 'text[]'),
+    actor: p.add(actor, 'text[]'),
+    data: p.add(data, 'text[]'),
+  };
+}
+
+/** Whether the transition's patch sets `field` (to a value, not `undefined`). */
+function setsField(w: TransitionWrite, field: string): boolean {
+  return field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
+}
+
+/** The per-op columns every transition batch has, as array parameters (added in a fixed order). */
+function baseColumns(p: Params, ops: readonly TransitionWrite[], entries: readonly NewEvent[][], channelOf: (event: WakeEvent) => string): Record<string, string> {
+  const n = ops.length;
+  const id = new Array<string>(n);
+  const epoch = new Array<number | null>(n);
+  const fromStatus = new Array<string | undefined>(n);
+  const toStatus = new Array<string>(n);
+  const event = new Array<string>(n);
+  const at = new Array<number>(n);
+  const evN = new Array<number>(n);
+  const pauseGuard = new Array<boolean | null>(n);
+  const clearLease = new Array<boolean>(n);
+  const retries = new Array<boolean>(n);
+  const notifyGroup = new Array<string | null>(n);
+  const notify = new Array<string | null>(n);
+  const channels = new Array<string | null>(n);
+  const listeners = new Array<string | null>(n);
+  // Most ops of a batch announce on one channel: its listener's name is hashed once.
+  const listenerOfChannel = new Map<string, string>();
+  for (let k = 0; k < n; k++) {
+    const w = ops[k] as TransitionWrite;
+    id[k] = w.taskId;
+    epoch[k] = 'epoch' in w.guard ? w.guard.epoch : null;
+    fromStatus[k] = w.from[0];
+    toStatus[k] = w.to;
+    event[k] = w.event;
+    at[k] = w.at;
+    evN[k] = (entries[k] as unknown[]).length;
+    pauseGuard[k] = w.pauseRequested ?? null;
+    clearLease[k] = w.set.clearLease === true;
+    retries[k] = w.set.incrementRetries === true;
+    // Finished tasks and tasks handed back go out as one notification per channel and reason (at
+    // most GROUP_IDS task ids each); any other news of a task keeps its own.
+    const news = w.notify;
+    notifyGroup[k] = news && groupable(news) ? news.reason : null;
+    notify[k] = news && !groupable(news) ? JSON.stringify(news) : null;
+    const ch = news ? channelOf(news) : null;
+    channels[k] = ch;
+    if (ch === null) listeners[k] = null;
+    else {
+      let name = listenerOfChannel.get(ch);
+      if (name === undefined) listenerOfChannel.set(ch, (name = listenerName(ch)));
+      listeners[k] = name;
+    }
+  }
+  return {
+    id: p.add(id, 'text[]'),
+    epoch: p.add(epoch, 'integer[]'),
+    fromStatus: p.add(fromStatus, 'text[]'),
+    toStatus: p.add(toStatus, 'text[]'),
+    event: p.add(event, 'text[]'),
+    at: p.add(at, 'bigint[]'),
+    evN: p.add(evN, 'integer[]'),
+    pauseGuard: p.add(pauseGuard, 'boolean[]'),
+    clearLease: p.add(clearLease, 'boolean[]'),
+    retries: p.add(retries, 'boolean[]'),
+    notifyGroup: p.add(notifyGroup, 'text[]'),
+    notify: p.add(notify, 'text[]'),
+    notifyChannel: p.add(channels, 'text[]'),
+    notifyListener: p.add(listeners, 'text[]'),
   };
 }
 
@@ -73,39 +160,13 @@ function transitionColumns(
   entries: readonly NewEvent[][],
   channelOf: (event: WakeEvent) => string,
 ): { i: Record<string, string>; written: typeof PATCH_COLUMNS } {
-  const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
-  const has =
-    (field: string) =>
-    (w: TransitionWrite): boolean =>
-      field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
-  // Most ops of a batch announce on one channel: its listener's name is hashed once.
-  const channels = ops.map((w) => (w.notify ? channelOf(w.notify) : null));
-  const listeners = new Map<string, string>();
-  const listenerOf = (ch: string): string => listeners.get(ch) ?? (listeners.set(ch, listenerName(ch)).get(ch) as string);
-  const i: Record<string, string> = {
-    id: col((w) => w.taskId, 'text'),
-    epoch: col((w) => ('epoch' in w.guard ? w.guard.epoch : null), 'integer'),
-    fromStatus: col((w) => w.from[0], 'text'),
-    toStatus: col((w) => w.to, 'text'),
-    event: col((w) => w.event, 'text'),
-    at: col((w) => w.at, 'bigint'),
-    evN: col((_w, k) => (entries[k] as unknown[]).length, 'integer'),
-    pauseGuard: col((w) => w.pauseRequested ?? null, 'boolean'),
-    clearLease: col((w) => w.set.clearLease === true, 'boolean'),
-    retries: col((w) => w.set.incrementRetries === true, 'boolean'),
-    // Finished tasks and tasks handed back go out as one notification per channel and reason (at
-    // most GROUP_IDS task ids each); any other news of a task keeps its own.
-    notifyGroup: col((w) => (w.notify && groupable(w.notify) ? w.notify.reason : null), 'text'),
-    notify: col((w) => (w.notify && !groupable(w.notify) ? JSON.stringify(w.notify) : null), 'text'),
-    notifyChannel: p.add(channels, 'text[]'),
-    notifyListener: p.add(
-      channels.map((ch) => (ch === null ? null : listenerOf(ch))),
-      'text[]',
-    ),
-  };
+  const i = baseColumns(p, ops, entries, channelOf);
   // A child's end: its parent, the signal's name (also its idempotency key, and as JSON for the
   // parent's log entry), and the channel that wakes the parent's workers.
   if (ops.some((w) => w.parentSignal)) {
+    const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
+    const listeners = new Map<string, string>();
+    const listenerOf = (ch: string): string => listeners.get(ch) ?? (listeners.set(ch, listenerName(ch)).get(ch) as string);
     const sigChannels = ops.map((w) => (w.parentSignal ? channelOf(parentSignalNotify(w.parentSignal)) : null));
     i.sigParent = col((w) => w.parentSignal?.taskId ?? null, 'text');
     i.sigName = col((w) => w.parentSignal?.name ?? null, 'text');
@@ -118,11 +179,17 @@ function transitionColumns(
   }
   // Per column a patch may write (the task-column table) and some op of the batch sets: whether
   // each op sets it, and the value (a column no op sets is not in the statement).
-  const written = PATCH_COLUMNS.filter((c) => ops.some(has(c.field)));
-  for (const c of written) {
-    const sets = has(c.field);
-    i[`set_${c.column}`] = col(sets, 'boolean');
-    i[`v_${c.column}`] = col((w) => (sets(w) ? patchValue(c, w.set) : null), c.pg);
+  const written: Array<(typeof PATCH_COLUMNS)[number]> = [];
+  for (const c of PATCH_COLUMNS) {
+    const sets = new Array<boolean>(ops.length);
+    let any = false;
+    for (let k = 0; k < ops.length; k++) any = (sets[k] = setsField(ops[k] as TransitionWrite, c.field)) || any;
+    if (!any) continue;
+    written.push(c);
+    const values = new Array<unknown>(ops.length);
+    for (let k = 0; k < ops.length; k++) values[k] = sets[k] ? patchValue(c, (ops[k] as TransitionWrite).set) : null;
+    i[`set_${c.column}`] = p.add(sets, 'boolean[]');
+    i[`v_${c.column}`] = p.add(values, `${c.pg}[]`);
   }
   return { i, written };
 }

@@ -6,7 +6,7 @@
  * they consume) and end-of-run transitions as multi-row statements (see batch-sql.ts and transition-batch-sql.ts), and the
  * rest one by one in a transaction.
  */
-import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
+import { poolOf, query, rows, translateError, tx, type Db, type PgContext } from './connection.ts';
 import { lockInIdOrder, transition, transitionOn } from './transition.ts';
 import { channelOf } from './listen.ts';
 import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, plainStepSql, resultStepSql, sentAgainCte, type StepShape } from './sql-text.ts';
@@ -15,7 +15,7 @@ import { stepBatchSql } from './batch-sql.ts';
 import { batchableTransitions, isBatchableTransition, transitionBatchSql } from './transition-batch-sql.ts';
 import { STEP_COLUMNS, stepValues, toTaskRow } from '../rows.ts';
 import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../log-entries.ts';
-import type { StepWrite, TransitionWrite, WriteOp, WriteResult } from '../store.ts';
+import type { StepWrite, TransitionWrite, WakeEvent, WriteOp, WriteResult } from '../store.ts';
 import { markCommitted } from '../store/journal.ts';
 
 /**
@@ -46,53 +46,77 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
   // A lone transition takes its own statement, except a child's end: the batch statement writes
   // it with its signal to the parent in one round trip, where the one-by-one path takes a transaction of three.
   if (ops.length === 1 && only?.kind === 'transition' && !(only.parentSignal && isBatchableTransition(only))) return [await transition(c, only)];
-  return run(c, async () => {
-    const results: WriteResult[] = new Array<WriteResult>(ops.length).fill(null);
-    const steps: Array<{ op: StepWrite; at: number }> = [];
-    const candidates: Array<{ op: TransitionWrite; at: number }> = [];
-    const rest: Array<{ op: WriteOp; at: number }> = [];
-    const transitionTasks = new Set<string>();
-    const oneByOne = tasksWrittenInOrder(ops);
-    ops.forEach((op, at) => {
-      if (op.kind === 'step' && !oneByOne.has(op.taskId)) steps.push({ op, at });
-      else if (op.kind === 'transition' && isBatchableTransition(op) && !transitionTasks.has(op.taskId) && !oneByOne.has(op.taskId)) {
-        transitionTasks.add(op.taskId);
-        candidates.push({ op, at });
-      } else rest.push({ op, at });
-    });
-    // A child's end whose parent the batch also transitions goes one by one (see batchableTransitions).
-    const { batch: transitions, rest: oneByOneEnds } = batchableTransitions(candidates);
-    rest.push(...oneByOneEnds);
-    // The step statement and the transition statement each autocommit: if a later part fails,
-    // the error says which ops are written (see markCommitted), so a retry writes only the rest.
-    const committed = new Map<number, WriteResult>();
-    const settle = (at: number, result: WriteResult): void => void committed.set(at, (results[at] = result));
-    try {
-      if (steps.length) {
-        const { text, values, rowOf } = stepBatchSql(
-          c.t,
-          steps.map((s) => s.op),
-        );
-        const accepted = new Array<boolean>(rowOf.length + 1).fill(false);
-        for (const r of await rows(c, poolOf(c), text, values)) accepted[Number(r.ord)] = true;
-        steps.forEach((s, i) => settle(s.at, accepted[rowOf[i] as number] === true));
+  try {
+    return await writeGrouped(c, ops);
+  } catch (e) {
+    throw translateError(e, c.description);
+  }
+}
+
+/**
+ * A batch of several ops: the plain step writes in one statement, the batchable transitions in
+ * another, the rest one by one. Loops rather than per-call callbacks: this runs once per batch,
+ * and V8 compiles a per-call closure again after each quiet spell of the worker (see resolvers.ts).
+ */
+async function writeGrouped(c: PgContext, ops: readonly WriteOp[]): Promise<WriteResult[]> {
+  const results: WriteResult[] = new Array<WriteResult>(ops.length).fill(null);
+  const stepOps: StepWrite[] = [];
+  const stepAt: number[] = [];
+  const candidates: Array<{ op: TransitionWrite; at: number }> = [];
+  const rest: Array<{ op: WriteOp; at: number }> = [];
+  const transitionTasks = new Set<string>();
+  const oneByOne = tasksWrittenInOrder(ops);
+  for (let at = 0; at < ops.length; at++) {
+    const op = ops[at] as WriteOp;
+    if (op.kind === 'step' && !oneByOne.has(op.taskId)) {
+      stepOps.push(op);
+      stepAt.push(at);
+    } else if (op.kind === 'transition' && isBatchableTransition(op) && !transitionTasks.has(op.taskId) && !oneByOne.has(op.taskId)) {
+      transitionTasks.add(op.taskId);
+      candidates.push({ op, at });
+    } else rest.push({ op, at });
+  }
+  // A child's end whose parent the batch also transitions goes one by one (see batchableTransitions).
+  const { batch: transitions, rest: oneByOneEnds } = batchableTransitions(candidates);
+  for (const x of oneByOneEnds) rest.push(x);
+  // The step statement and the transition statement each autocommit: if a later part fails,
+  // the error says which ops are written (see markCommitted), so a retry writes only the rest.
+  const committed = new Map<number, WriteResult>();
+  try {
+    if (stepOps.length) {
+      const { text, values, rowOf } = stepBatchSql(c.t, stepOps);
+      const accepted = new Array<boolean>(rowOf.length + 1).fill(false);
+      for (const r of await rows(c, poolOf(c), text, values)) accepted[Number(r.ord)] = true;
+      for (let i = 0; i < stepOps.length; i++) {
+        const at = stepAt[i] as number;
+        committed.set(at, (results[at] = accepted[rowOf[i] as number] === true));
       }
-      if (transitions.length) {
-        const { text, values } = transitionBatchSql(
-          c.t,
-          transitions.map((x) => x.op),
-          (e) => channelOf(c, e),
-        );
-        const byOrd = new Map<number, WriteResult>();
-        for (const row of await rows(c, poolOf(c), text, values)) byOrd.set(Number(row.batch_ord), toTaskRow(row));
-        transitions.forEach((x, i) => settle(x.at, byOrd.get(i + 1) ?? null));
-      }
-      if (rest.length) await writeRest(c, rest, results);
-    } catch (e) {
-      throw markCommitted(translateError(e, c.description), committed);
     }
-    return results;
-  });
+    if (transitions.length) {
+      const transitionOps = new Array<TransitionWrite>(transitions.length);
+      for (let i = 0; i < transitions.length; i++) transitionOps[i] = (transitions[i] as { op: TransitionWrite }).op;
+      const { text, values } = transitionBatchSql(c.t, transitionOps, channelFnOf(c));
+      const byOrd = new Map<number, WriteResult>();
+      for (const row of await rows(c, poolOf(c), text, values)) byOrd.set(Number(row.batch_ord), toTaskRow(row));
+      for (let i = 0; i < transitions.length; i++) {
+        const at = (transitions[i] as { at: number }).at;
+        committed.set(at, (results[at] = byOrd.get(i + 1) ?? null));
+      }
+    }
+    if (rest.length) await writeRest(c, rest, results);
+  } catch (e) {
+    throw markCommitted(translateError(e, c.description), committed);
+  }
+  return results;
+}
+
+/** Each store's channel function, made once (see {@link writeGrouped}). */
+const channelFns = new WeakMap<PgContext, (event: WakeEvent) => string>();
+
+function channelFnOf(c: PgContext): (event: WakeEvent) => string {
+  let fn = channelFns.get(c);
+  if (!fn) channelFns.set(c, (fn = (event: WakeEvent): string => channelOf(c, event)));
+  return fn;
 }
 
 /** The ops that need more than the multi-row statements, one by one in one transaction. */

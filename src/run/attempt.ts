@@ -21,6 +21,7 @@ import { runAsStep, stepSettled } from './step-scope.ts';
 import { coreOf, type RunCore } from './core.ts';
 import type { Run } from './run.ts';
 import { haltOf, mayWrite } from './state.ts';
+import { withResolvers } from '../resolvers.ts';
 
 /**
  * What one attempt needs of its step call: the function, its context's fields, its own timeout,
@@ -76,8 +77,6 @@ interface AbortHandler {
   handleEvent(): void;
 }
 
-const unset = (): void => undefined;
-
 /**
  * One attempt in progress: its promise, how it settles, and its abort handler. The object is its
  * own handler (`handleEvent`, the form an EventTarget listener object takes), so an attempt
@@ -90,8 +89,8 @@ class Attempt<T> implements AbortHandler {
   /** With a timeout, the step's own signal (the run's or the timeout's); without, none: the run's. */
   readonly #own: AbortSignal | undefined;
   readonly #timerStop: AbortController | undefined;
-  #ok: (v: T) => void = unset;
-  #fail: (e: unknown) => void = unset;
+  readonly #ok: (v: T) => void;
+  readonly #fail: (e: unknown) => void;
   #done = false;
 
   constructor(run: RunCore, c: AttemptCall<T>) {
@@ -104,10 +103,10 @@ class Attempt<T> implements AbortHandler {
     this.#own = own;
     this.#timerStop = timerStop;
     const ctx = new AttemptContext(run, c, own);
-    this.promise = new Promise<T>((ok, fail) => {
-      this.#ok = ok;
-      this.#fail = fail;
-    });
+    const settle = withResolvers<T>();
+    this.promise = settle.promise;
+    this.#ok = settle.resolve;
+    this.#fail = settle.reject;
     // Without a timeout the run calls the attempt's handler when it aborts (once), which costs
     // far less than an EventTarget listener per attempt.
     if (own) {

@@ -13,6 +13,7 @@
 import { setMaxListeners } from 'node:events';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';
 import { toMs } from '../duration.ts';
+import { withResolvers } from '../resolvers.ts';
 import { CLEANUP_SEQ, CODE_RUNNING, DEFAULT_CLEANUP_MS, isCleanupSeq, type CancelHandler, type CleanupPhase, type Compensation } from './cleanup-scope.ts';
 import type { ClaimedTask, SignalRow, StepRow, TaskRow } from '../store.ts';
 import { RUNNING, haltOf, hasEnded, withFatal, withLeaseLost, withStoreLost, type RunState } from './state.ts';
@@ -208,8 +209,8 @@ export class RunCore implements Run {
   }
 
   #newEnds(): void {
-    this.idle = new Promise<void>((resolve) => (this.signalIdle = resolve));
-    this.halted = new Promise<void>((resolve) => (this.#signalHalt = resolve));
+    ({ promise: this.idle, resolve: this.signalIdle } = withResolvers<void>());
+    ({ promise: this.halted, resolve: this.#signalHalt } = withResolvers<void>());
   }
 
   /**

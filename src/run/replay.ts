@@ -25,6 +25,7 @@ import { isCleanupSeq } from './cleanup-scope.ts';
 import { diverged } from './identity.ts';
 import { mayStayInTurn, nextTurn } from './turns.ts';
 import { isRef } from '../payloads/token.ts';
+import { withResolvers } from '../resolvers.ts';
 import { ERROR_CODES, PayloadUnreadableError, StoreUnavailableError, coerceError, isStepwiseError } from '../errors.ts';
 
 /** Recorded outputs left as references by the claim (see `resolvePayloads`) loaded at once, ahead of the replay. */
@@ -76,8 +77,8 @@ export class Replay {
     const done = steps.filter((s) => s.done !== null);
     this.#rows = done.filter((s) => !isCleanupSeq(s.seq)).sort((a, b) => (a.done as number) - (b.done as number));
     this.#done = done.reduce((max, s) => Math.max(max, s.done as number), 0);
-    this.#gate = new Promise<void>((resolve) => (this.#finished = resolve));
-    this.#over = new Promise<void>((resolve) => (this.#overNow = resolve));
+    ({ promise: this.#gate, resolve: this.#finished } = withResolvers<void>());
+    ({ promise: this.#over, resolve: this.#overNow } = withResolvers<void>());
     if (!this.#rows.length) this.#finish();
   }
 
@@ -283,8 +284,7 @@ export class Replay {
   inOrder<T>(work: Promise<T>, done: number, afterHandOver?: () => void, cleanup = false): Promise<T> {
     const run = this.#run;
     const previous = cleanup ? this.#cleanupGate : this.#gate;
-    let open!: () => void;
-    const next = new Promise<void>((resolve) => (open = resolve));
+    const { promise: next, resolve: open } = withResolvers<void>();
     if (cleanup) this.#cleanupGate = next;
     else this.#gate = next;
     run.live++;

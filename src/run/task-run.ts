@@ -215,14 +215,22 @@ export class TaskRun {
     // are registered as it receives its steps' outputs) and makes no new call. Before the deadline,
     // a timer fails it then.
     const expired = startUndo(run) || failedOutside(run) || deadlinePassed(run);
-    this.#code = Promise.resolve()
-      .then(() => run.deps.runCode(run))
-      .then(
-        (value) => void (this.#result = { ok: true, value }),
-        (error: unknown) => void (this.#result = { ok: false, error }),
-      );
+    this.#code = this.#runCode();
     run.replay.start();
     return this.#drive(expired);
+  }
+
+  /**
+   * The workflow's code, from the next microtask on (after the replay has started), its outcome
+   * kept in `#result`. A method, not closures made per run: see resolvers.ts.
+   */
+  async #runCode(): Promise<void> {
+    await undefined;
+    try {
+      this.#result = { ok: true, value: await this.#run.deps.runCode(this.#run) };
+    } catch (error) {
+      this.#result = { ok: false, error };
+    }
   }
 
   /** Drives the run's code (started, or resumed) until it finishes or can only wait, and writes the outcome. */
