@@ -213,7 +213,8 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
     );
   }
   line('');
-  const cpuText = (c: CpuPerTask | null): string => (c ? `worker ${fmt(c.workerUs, 0)} µs, PostgreSQL ${fmt(c.postgresUs, 0)} µs` : 'not measured');
+  const cpuText = (c: CpuPerTask | null): string =>
+    c ? `worker ${fmt(c.workerUs, 0)} µs (main thread ${fmt(c.workerMainUs, 0)} µs), PostgreSQL ${fmt(c.postgresUs, 0)} µs` : 'not measured';
   line(
     `    Drain CPU per task (medians of the bursts' CPU windows, all worker processes, all PostgreSQL processes): ${drainRows
       .map((d) => `${d.workers} process${d.workers > 1 ? 'es' : ''}: Stepwise ${cpuText(d.cpu.ours)}; floor ${cpuText(d.cpu.floor)}`)
@@ -237,6 +238,8 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
 
 interface CpuPerTask {
   workerUs: number;
+  /** Of `workerUs`, the main threads' (the JavaScript); the rest is V8's and libuv's other threads. */
+  workerMainUs: number;
   postgresUs: number;
 }
 
@@ -246,6 +249,7 @@ function cpuPerTask(runs: readonly Throughput[]): CpuPerTask | null {
   if (!measured.length) return null;
   return {
     workerUs: median(measured.map((t) => ((t.cpu as NonNullable<Throughput['cpu']>).workersMs * 1000) / t.tasks)),
+    workerMainUs: median(measured.map((t) => ((t.cpu as NonNullable<Throughput['cpu']>).workersMainMs * 1000) / t.tasks)),
     postgresUs: median(measured.map((t) => ((t.cpu as NonNullable<Throughput['cpu']>).postgresMs * 1000) / t.tasks)),
   };
 }

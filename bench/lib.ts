@@ -149,15 +149,20 @@ export interface CpuSample {
   at: number;
   /** CPU time used so far (ms, 10 ms resolution) by the given processes. */
   workersMs: number;
+  /**
+   * Of that, by their main threads (where the JavaScript runs); the rest is V8's background
+   * threads (optimising compiles, parallel and concurrent collection) and libuv's pool.
+   */
+  workersMainMs: number;
   /** CPU time used so far by each PostgreSQL process (backends come and go between samples). */
   postgres: Map<string, number>;
 }
 
 /** CPU used so far by `pids` and by each PostgreSQL process (Linux /proc); null where /proc is not there. */
 export function cpuSample(pids: readonly number[]): CpuSample | null {
-  const ticks = (pid: string): { comm: string; ms: number } | null => {
+  const ticks = (pid: string, thread = false): { comm: string; ms: number } | null => {
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const stat = readFileSync(thread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       // utime + stime, in clock ticks of 10 ms (USER_HZ is 100 on Linux).
       return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ms: (Number(fields[11]) + Number(fields[12])) * 10 };
@@ -172,13 +177,17 @@ export function cpuSample(pids: readonly number[]): CpuSample | null {
     return null;
   }
   let workersMs = 0;
-  for (const pid of pids) workersMs += ticks(String(pid))?.ms ?? 0;
+  let workersMainMs = 0;
+  for (const pid of pids) {
+    workersMs += ticks(String(pid))?.ms ?? 0;
+    workersMainMs += ticks(String(pid), true)?.ms ?? 0;
+  }
   const postgres = new Map<string, number>();
   for (const pid of procs) {
     const t = ticks(pid);
     if (t?.comm.startsWith('postgres')) postgres.set(pid, t.ms);
   }
-  return { at: Date.now(), workersMs, postgres };
+  return { at: Date.now(), workersMs, workersMainMs, postgres };
 }
 
 /**
@@ -192,8 +201,10 @@ export function postgresCpuMs(before: CpuSample, after: CpuSample): number {
 }
 
 /** The CPU a burst used between two samples (null where /proc was not readable). */
-export function cpuBetween(before: CpuSample | null, after: CpuSample | null): { wallMs: number; workersMs: number; postgresMs: number } | undefined {
-  return before && after ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, postgresMs: postgresCpuMs(before, after) } : undefined;
+export function cpuBetween(before: CpuSample | null, after: CpuSample | null): { wallMs: number; workersMs: number; workersMainMs: number; postgresMs: number } | undefined {
+  return before && after
+    ? { wallMs: after.at - before.at, workersMs: after.workersMs - before.workersMs, workersMainMs: after.workersMainMs - before.workersMainMs, postgresMs: postgresCpuMs(before, after) }
+    : undefined;
 }
 
 export type { TaskStatus };

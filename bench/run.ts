@@ -17,12 +17,12 @@ const rounds = quick ? 1 : 5;
 const results: Record<string, unknown> = { machine: `${process.version} on ${process.platform}/${process.arch}`, at: new Date().toISOString() };
 const line = (s: string): void => console.log(s);
 const cores = cpus().length;
-/** "CPU: workers 290 ms + PostgreSQL 90 ms in 400 ms (2 cores: 48% busy)". */
+/** "CPU: workers 290 ms (main threads 180 ms) + PostgreSQL 90 ms in 400 ms (2 cores: 48% busy)". */
 const cpuNote = (t: sqlite.Throughput): string => {
   if (!t.cpu) return '';
-  const { wallMs, workersMs, postgresMs } = t.cpu;
+  const { wallMs, workersMs, workersMainMs, postgresMs } = t.cpu;
   const busy = Math.round((100 * (workersMs + postgresMs)) / (wallMs * cores));
-  return `  CPU: worker${t.workers > 1 ? 's' : ''} ${fmt(workersMs, 0)} ms${postgresMs ? ` + PostgreSQL ${fmt(postgresMs, 0)} ms` : ''} in ${fmt(wallMs, 0)} ms (${cores} cores ${busy}% busy)`;
+  return `  CPU: worker${t.workers > 1 ? 's' : ''} ${fmt(workersMs, 0)} ms (main thread${t.workers > 1 ? 's' : ''} ${fmt(workersMainMs, 0)} ms)${postgresMs ? ` + PostgreSQL ${fmt(postgresMs, 0)} ms` : ''} in ${fmt(wallMs, 0)} ms (${cores} cores ${busy}% busy)`;
 };
 
 /** "  (rounds 1.08–1.21×)": the spread of the rounds' journal-row ratios. */
@@ -34,6 +34,7 @@ if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).on
 const ALONE: Record<string, readonly string[]> = {
   headline: ['headline'],
   alloc: ['allocation'],
+  jit: ['recompiles'],
   schedules: ['schedules'],
   flow: ['flow-control'],
   'rate-limits': ['rate-limits'],
@@ -61,6 +62,7 @@ const pgUpFirst = await postgres.pgAvailable();
 if (!coreOnly && !process.argv.includes('--e2e-only')) {
   await (await import('./headline.ts')).report({ quick, pgUp: pgUpFirst, line, results });
   await (await import('./allocation.ts')).report({ quick, pgUp: pgUpFirst, line, results });
+  await (await import('./recompiles.ts')).report({ quick, pgUp: pgUpFirst, line, results });
 }
 async function endToEndSection(): Promise<void> {
   const base = process.env.STEPWISE_BENCH_BASE;

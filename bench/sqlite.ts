@@ -95,7 +95,7 @@ export interface Throughput {
   tasksPerSec: number;
   stepsPerSec: number;
   /** CPU used while the tasks ran (from their due time until none was left), where /proc tells. */
-  cpu?: { wallMs: number; workersMs: number; postgresMs: number };
+  cpu?: { wallMs: number; workersMs: number; workersMainMs: number; postgresMs: number };
 }
 
 /**
