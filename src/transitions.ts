@@ -139,5 +139,6 @@ export function batchWakeOfRows(tasks: readonly Pick<TaskRow, 'id' | 'workflow'>
   const [first] = tasks;
   if (!first) return undefined;
   if (tasks.length === 1) return { reason: 'task', taskId: first.id, workflow: first.workflow };
-  return tasks.every((t) => t.workflow === first.workflow) ? { reason: 'task', taskId: '*', workflow: first.workflow } : { reason: 'task', taskId: '*' };
+  for (const t of tasks) if (t.workflow !== first.workflow) return { reason: 'task', taskId: '*' };
+  return { reason: 'task', taskId: '*', workflow: first.workflow };
 }

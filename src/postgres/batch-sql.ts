@@ -71,7 +71,7 @@ function batchRows(ops: readonly StepWrite[]): { rows: StepWrite[]; rowOf: numbe
       rowOf[i] = r + 1;
     }
   }
-  const places = rows.map((op) => widthOf(op));
+  const places = rows.map(widthOf);
   if (several || rows.some((op) => op.consume)) {
     const counts = new Map<string, number>();
     rows.forEach((op, r) => {

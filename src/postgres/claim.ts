@@ -184,10 +184,12 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   // committed while this statement waited is included (later ones are fenced off). A first run
   // has no journal, but a fork's (the rows it copied). Signals sent meanwhile are picked up when the
   // run waits for them.
-  const eventOf = (row: Record<string, unknown>): 'claim' | 'reclaim' => (row.p_pri === 0 ? 'reclaim' : 'claim');
-  const held = (row: Record<string, unknown>): boolean => journalHeld(r, { id: String(row.id), epoch: Number(row.epoch) }, eventOf(row));
-  const withSteps = taken.filter((row) => (Number(row.runs) > 1 || row.forked_from !== null) && !held(row)).map((row) => String(row.id));
-  const withSignals = taken.filter((row) => row.has_signals === true).map((row) => String(row.id));
+  const withSteps: string[] = [];
+  const withSignals: string[] = [];
+  for (const row of taken) {
+    if ((Number(row.runs) > 1 || row.forked_from !== null) && !heldRow(r, row)) withSteps.push(String(row.id));
+    if (row.has_signals === true) withSignals.push(String(row.id));
+  }
   const [steps, signals] = await Promise.all([
     withSteps.length ? rows(c, poolOf(c), `SELECT * FROM ${c.t.steps} WHERE task_id = ANY($1::text[]) ORDER BY task_id, seq`, [withSteps]) : Promise.resolve([]),
     withSignals.length ? rows(c, poolOf(c), `SELECT * FROM ${c.t.signals} WHERE task_id = ANY($1::text[]) AND consumed_seq IS NULL ORDER BY id`, [withSignals]) : Promise.resolve([]),
@@ -197,9 +199,19 @@ async function claimUncapped(c: PgContext, r: ClaimRequest): Promise<ClaimedTask
   return taken.map((row) => {
     const task = toTaskRow(row);
     const claimed: ClaimedTask = { task, event: eventOf(row), steps: stepsBy.get(task.id) ?? [], signals: signalsBy.get(task.id) ?? [] };
-    if (held(row)) claimed.journalOmitted = true;
+    if (heldRow(r, row)) claimed.journalOmitted = true;
     return claimed;
   });
+}
+
+/** Whether a claimed row was a claim or the reclaim of an expired lease (the statement's `p_pri`). */
+function eventOf(row: Record<string, unknown>): 'claim' | 'reclaim' {
+  return row.p_pri === 0 ? 'reclaim' : 'claim';
+}
+
+/** Whether the claimer holds the claimed row's journal already (see `journalHeld`). */
+function heldRow(r: ClaimRequest, row: Record<string, unknown>): boolean {
+  return journalHeld(r, { id: String(row.id), epoch: Number(row.epoch) }, eventOf(row));
 }
 
 /**

@@ -151,7 +151,9 @@ async function writeRest(c: PgContext, rest: Array<{ op: WriteOp; at: number }>,
 function tasksWrittenInOrder(ops: readonly WriteOp[]): Set<string> {
   const out = new Set<string>();
   for (const op of ops) if (op.kind === 'step' && op.again) out.add(op.taskId);
-  if (!ops.some((op) => op.kind === 'step' && op.consume)) return out;
+  let consumes = false;
+  for (const op of ops) if (op.kind === 'step' && op.consume) consumes = true;
+  if (!consumes) return out;
   const positions = new Map<string, { count: number; consumes: boolean }>();
   for (const op of ops) {
     if (op.kind !== 'step') continue;

@@ -156,10 +156,10 @@ export async function child(run: Run, engine: object | undefined, workflow: stri
  * that were started with `onParentEnd: 'cancel'` are cancelled, and their ends waited for, before
  * the run goes on to end the task.
  */
-export async function withChildren(run: Run, engine: object | undefined, code: () => Promise<unknown>): Promise<unknown> {
+export async function withChildren(run: Run, engine: object | undefined, code: (run: Run) => Promise<unknown>): Promise<unknown> {
   let value: unknown;
   try {
-    value = await code();
+    value = await code(run);
   } catch (e) {
     await settleChildren(run, engine, false).catch(() => undefined);
     throw e;

@@ -114,5 +114,7 @@ export function createContext(run: Run, engine?: object): WorkflowContext {
 
 /** How the kernel runs `wf`'s code on a run (`RunDeps.runCode`): its `ctx`, and the task's input. */
 export function workflowCode(wf: Workflow, engine?: object): (run: Run) => Promise<unknown> {
-  return (run) => withChildren(run, engine, () => wf.fn(createContext(run, engine), decodeJson(run.task.input)));
+  // Made once per workflow, not per run (see resolvers.ts).
+  const code = (run: Run): Promise<unknown> => wf.fn(createContext(run, engine), decodeJson(run.task.input));
+  return (run) => withChildren(run, engine, code);
 }

@@ -92,14 +92,22 @@ export function stepSucceeded<T>(run: Run, c: StepCall<T>, value: T): Promise<T>
   const finishedAt = run.deps.clock.now();
   const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.firstStart, finishedAt });
   const attempt = c.attempt;
+  // Functions of the module bound to this step's values, not closures made per step (see resolvers.ts).
   return run.writer.complete(
     row,
-    () => (output === null ? undefined : JSON.parse(output)) as T,
+    parsedOutput.bind(null, output) as () => T,
     undefined,
     // Reported once the result is durable (a step reported completed never runs again).
-    () => {
-      if (run.deps.hears('step:completed'))
-        run.deps.emit('step:completed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt, durationMs: finishedAt - c.started });
-    },
+    reportCompleted.bind(null, run, c as StepCall<unknown>, attempt, finishedAt),
   );
+}
+
+/** What the code receives of a step's output: its JSON copy, as a replay would hand it back. */
+function parsedOutput(output: string | null): unknown {
+  return output === null ? undefined : JSON.parse(output);
+}
+
+function reportCompleted(run: Run, c: StepCall<unknown>, attempt: number, finishedAt: number): void {
+  if (run.deps.hears('step:completed'))
+    run.deps.emit('step:completed', { taskId: run.taskId, step: c.stepId, idempotencyKey: c.idempotencyKey, attempt, durationMs: finishedAt - c.started });
 }

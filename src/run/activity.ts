@@ -30,29 +30,41 @@ export interface Activity {
  */
 export function track<A, T>(run: RunCore, work: (run: RunCore, arg: A, activity: Activity) => Promise<T>, arg: A): Promise<T> {
   run.live++;
-  let counted = true;
-  const activity: Activity = {
-    idle: () => {
-      if (!counted) return;
-      counted = false;
-      run.live--;
-      run.changed();
-      scheduleIdleCheck(run);
-    },
-    busy: () => {
-      if (counted) return;
-      counted = true;
-      run.live++;
-    },
-  };
+  const activity = new CallActivity(run);
   let p: Promise<T>;
   try {
     p = work(run, arg, activity);
   } catch (e) {
     p = Promise.reject(e);
   }
-  p.then(activity.idle, activity.idle);
+  const idle = activity.idle.bind(activity);
+  p.then(idle, idle);
   return p;
+}
+
+/** One tracked call's activity (see {@link track}): a class, not closures made per call (see resolvers.ts). */
+class CallActivity implements Activity {
+  readonly #run: RunCore;
+  #counted = true;
+
+  constructor(run: RunCore) {
+    this.#run = run;
+  }
+
+  idle(): void {
+    if (!this.#counted) return;
+    this.#counted = false;
+    const run = this.#run;
+    run.live--;
+    run.changed();
+    scheduleIdleCheck(run);
+  }
+
+  busy(): void {
+    if (this.#counted) return;
+    this.#counted = true;
+    this.#run.live++;
+  }
 }
 
 /**

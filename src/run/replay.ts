@@ -36,6 +36,22 @@ const LOAD_AHEAD = 4;
  * next has diverged (a worker may set another length for tests: `RunDeps.replayStallMs`).
  */
 export const REPLAY_STALL_MS = 30_000;
+
+/** A result on its way to the code (see {@link Replay.inOrder}). */
+interface HandOver {
+  readonly done: number;
+  readonly afterHandOver: (() => void) | undefined;
+  readonly cleanup: boolean;
+  readonly open: () => void;
+  /** Counted in `run.gated` (ready, and waiting for its turn). */
+  gated: boolean;
+}
+
+/** The work whose result is handed over next (bound to it as the gate's continuation). */
+function resultOf<T>(work: Promise<T>): Promise<T> {
+  return work;
+}
+
 /** A settled gate: the cleanup scope's first result waits for nothing. */
 const SETTLED: Promise<void> = Promise.resolve();
 // --- one run's replay ----------------------------------------------------------------------------
@@ -282,39 +298,48 @@ export class Replay {
    * cleanup scope (`cleanup`) waits only for the cleanup's earlier results.
    */
   inOrder<T>(work: Promise<T>, done: number, afterHandOver?: () => void, cleanup = false): Promise<T> {
-    const run = this.#run;
     const previous = cleanup ? this.#cleanupGate : this.#gate;
     const { promise: next, resolve: open } = withResolvers<void>();
     if (cleanup) this.#cleanupGate = next;
     else this.#gate = next;
-    run.live++;
-    let gated = false;
-    const ready = (): void => {
-      if (cleanup) return;
-      // The result is ready; if it still waits for the replay, the run may be stalled on it.
-      gated = true;
-      run.gated++;
-      scheduleIdleCheck(run);
-      if (this.#index < this.#rows.length) this.#schedule();
-    };
+    this.#run.live++;
+    // The result's callbacks are methods bound to its state, not closures made per result: V8
+    // compiles a per-call closure again after each quiet spell of the worker (see resolvers.ts).
+    const h: HandOver = { done, afterHandOver, cleanup, open, gated: false };
+    const ready = this.#ready.bind(this, h);
     work.then(ready, ready);
-    const settled = previous.then(() => work);
-    const release = (): void => {
-      if (gated) run.gated--;
-      run.live--;
-      run.changed();
-      open();
-      scheduleIdleCheck(run);
-    };
-    const handedOver = (): void => {
-      run.activity++;
-      this.handed = done;
-      afterHandOver?.();
-      if (this.#mayHandOverAtOnce()) release();
-      else nextTurn(release);
-    };
+    const settled = previous.then(resultOf.bind(null, work) as () => Promise<T>);
+    const handedOver = this.#handedOver.bind(this, h);
     settled.then(handedOver, handedOver);
     return settled;
+  }
+
+  /** A result is ready; if it still waits for the replay, the run may be stalled on it. */
+  #ready(h: HandOver): void {
+    if (h.cleanup) return;
+    const run = this.#run;
+    h.gated = true;
+    run.gated++;
+    scheduleIdleCheck(run);
+    if (this.#index < this.#rows.length) this.#schedule();
+  }
+
+  /** The code has the result: the next one may follow, now or a turn later. */
+  #handedOver(h: HandOver): void {
+    this.#run.activity++;
+    this.handed = h.done;
+    h.afterHandOver?.();
+    if (this.#mayHandOverAtOnce()) this.#release(h);
+    else nextTurn(this.#release.bind(this, h));
+  }
+
+  #release(h: HandOver): void {
+    const run = this.#run;
+    if (h.gated) run.gated--;
+    run.live--;
+    run.changed();
+    h.open();
+    scheduleIdleCheck(run);
   }
 
   /**

@@ -75,20 +75,25 @@ export class JournalWriter {
     // A row begun before a park is this run's row once the run was resumed (see `resume.ts`).
     const entry: Deferred = { row: { ...row, done, epoch: run.epoch }, consume, onDurable };
     this.#unhanded.add(entry);
-    return run.replay.inOrder(
-      Promise.resolve().then(value),
-      done,
-      () => {
-        if (this.#unhanded.delete(entry)) this.#handed.push(entry);
-        if (this.#flushTurn) return;
-        this.#flushTurn = true;
-        nextTurn(() => {
-          this.#flushTurn = false;
-          void this.flush(true).catch(() => undefined);
-        });
-      },
-      isCleanupSeq(row.seq),
-    );
+    // Bound methods, not closures made per result (see resolvers.ts).
+    return run.replay.inOrder(Promise.resolve().then(value), done, this.#handedOver.bind(this, entry), isCleanupSeq(row.seq));
+  }
+
+  /** The code has `entry`'s result: its row is written a turn later, with the others handed over by then. */
+  #handedOver(entry: Deferred): void {
+    if (this.#unhanded.delete(entry)) this.#handed.push(entry);
+    if (this.#flushTurn) return;
+    this.#flushTurn = true;
+    nextTurn(this.#flushHanded.bind(this));
+  }
+
+  #flushHanded(): void {
+    this.#flushTurn = false;
+    void this.flush(true).catch(ignore);
+  }
+
+  #writeSettled(): void {
+    this.#writesPending--;
   }
 
   /**
@@ -107,7 +112,7 @@ export class JournalWriter {
           : Promise.all(batch.map((d) => this.checkpoint(d.row, d.consume))).then(() => {
               for (const d of batch) d.onDurable?.();
             });
-        const settled = (): void => void this.#writesPending--;
+        const settled = this.#writeSettled.bind(this);
         written.then(settled, settled);
         // Earlier writes all settled: this one alone is what is in progress.
         this.#writes = this.#writesPending++ === 0 ? written : Promise.all([this.#writes, written]);
@@ -338,3 +343,6 @@ function refusalCode(e: unknown): string | null {
 function appliedAlready(row: TaskRow, write: TransitionWrite): boolean {
   return 'epoch' in write.guard && row.epoch === write.guard.epoch && row.status === write.to && row.updatedAt === write.at;
 }
+
+/** A write's failure is seen by whoever waits for it (`flush`, `settle`): the turn's own call ignores it. */
+function ignore(): void {}
