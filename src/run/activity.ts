@@ -30,41 +30,42 @@ export interface Activity {
  */
 export function track<A, T>(run: RunCore, work: (run: RunCore, arg: A, activity: Activity) => Promise<T>, arg: A): Promise<T> {
   run.live++;
-  const activity = new CallActivity(run);
+  const activity: CallActivity = { run, counted: true, idle: activityIdle, busy: activityBusy };
   let p: Promise<T>;
   try {
     p = work(run, arg, activity);
   } catch (e) {
     p = Promise.reject(e);
   }
-  const idle = activity.idle.bind(activity);
+  const idle = activityIdle.bind(activity);
   p.then(idle, idle);
   return p;
 }
 
-/** One tracked call's activity (see {@link track}): a class, not closures made per call (see resolvers.ts). */
-class CallActivity implements Activity {
-  readonly #run: RunCore;
-  #counted = true;
+/**
+ * One tracked call's activity (see {@link track}). An object literal whose methods are functions
+ * of the module: no closure per call, and a shape V8 keeps while `track` lives (the shape of a
+ * class's instances is dropped once none is alive, and code depending on it with it: see
+ * resolvers.ts).
+ */
+interface CallActivity extends Activity {
+  readonly run: RunCore;
+  counted: boolean;
+}
 
-  constructor(run: RunCore) {
-    this.#run = run;
-  }
+function activityIdle(this: CallActivity): void {
+  if (!this.counted) return;
+  this.counted = false;
+  const run = this.run;
+  run.live--;
+  run.changed();
+  scheduleIdleCheck(run);
+}
 
-  idle(): void {
-    if (!this.#counted) return;
-    this.#counted = false;
-    const run = this.#run;
-    run.live--;
-    run.changed();
-    scheduleIdleCheck(run);
-  }
-
-  busy(): void {
-    if (this.#counted) return;
-    this.#counted = true;
-    this.#run.live++;
-  }
+function activityBusy(this: CallActivity): void {
+  if (this.counted) return;
+  this.counted = true;
+  this.run.live++;
 }
 
 /**
