@@ -6,6 +6,7 @@
 // counts the compiles between them. With `keep`, one task whose step waits for its signal stays
 // in flight throughout, so that the run's objects of its kind never all die.
 // Usage: node --trace-opt --expose-gc --import tsx bench/recompile-probe.ts <build> <store> <tasks> <steps> <bursts> <keep: 0|1>
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
@@ -23,7 +24,9 @@ const engine = new Engine({ store, workflows: [manySteps, cancellable] });
 await engine.ready();
 const worker = engine.worker({ concurrency: 256 });
 await worker.start();
-const kept = keepArg === '1' ? await engine.start(cancellable, { log: join(tmpdir(), `stepwise-recompile-${process.pid}.log`) }) : null;
+// The long task's step appends to this file when it starts and when its signal fires (removed at the end).
+const keptLog = join(tmpdir(), `stepwise-recompile-${process.pid}.log`);
+const kept = keepArg === '1' ? await engine.start(cancellable, { log: keptLog }) : null;
 let finished = 0;
 let target = 0;
 let allDone: () => void = () => undefined;
@@ -44,3 +47,4 @@ for (let b = 0; b < bursts; b++) {
 if (kept) await engine.cancel(kept.id);
 await worker.stop();
 await engine.close();
+rmSync(keptLog, { force: true });

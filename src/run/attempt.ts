@@ -103,10 +103,7 @@ class Attempt<T> implements AbortHandler {
     this.#own = own;
     this.#timerStop = timerStop;
     const ctx = new AttemptContext(run, c, own);
-    const settle = withResolvers<T>();
-    this.promise = settle.promise;
-    this.#ok = settle.resolve;
-    this.#fail = settle.reject;
+    ({ promise: this.promise, resolve: this.#ok, reject: this.#fail } = withResolvers<T>());
     // Without a timeout the run calls the attempt's handler when it aborts (once), which costs
     // far less than an EventTarget listener per attempt.
     if (own) {
