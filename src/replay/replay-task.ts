@@ -26,7 +26,6 @@ import { importTask } from './journal-copy.ts';
 import { endOf, errorOf, otherEnd } from './replay-end.ts';
 import { SIMULATED_WORKER, processClock } from './process-clock.ts';
 import { ProcessStore } from './process-store.ts';
-import { withResolvers } from '../resolvers.ts';
 
 /** What a replay reads from: the engine's store, clock and workflows, and the Engine (workflow code's `engineOf(ctx)`). */
 export interface ReplaySource {
@@ -185,7 +184,8 @@ async function runReplay(
 ): Promise<{ view: ProcessStore; newCall: string | null; drift: DriftedCall[] } | null> {
   let newCall: string | null = null;
   const drift: DriftedCall[] = [];
-  const { promise: stopped, resolve: died } = withResolvers<void>();
+  let died!: () => void;
+  const stopped = new Promise<void>((resolve) => (died = resolve));
   let worker: Worker | null = null;
   const v = new ProcessStore(scratch, { write: 1, when: 'before' }, () => {
     worker?.abandon();
