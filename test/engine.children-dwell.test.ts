@@ -1,7 +1,8 @@
 // A parent failed by its dwell bound while it waits for a child: the child (onParentEnd 'cancel',
 // the default) is cancelled before the parent ends failed with the dwell error, and an abandoned
 // child is left running. (The scanner's expire makes the parent due with the error; the worker
-// that claims it fails the run, whose end settles the children as any failing run does.) A parent
+// that claims it fails the run, whose cleanup cancels the children and waits for their ends, as any
+// run that fails for good does.) A parent
 // whose run stalls past dwell.running fails the same way: its run is fenced off, and the worker that
 // reclaims it fails it, running its compensations and cancelling its children.
 import { describe, expect, it } from 'vitest';
@@ -68,8 +69,9 @@ describe('child tasks: a parent failed by its dwell bound', () => {
     expect(undone).toEqual(['R1']);
     expect(info.steps.find((s) => s.name === 'compensate:reserve')?.status).toBe('completed');
     const [child] = info.children;
-    // The cascade's cancel of the child may commit just after the parent's end.
-    await eventually(async () => (await engine.get(child!.id)).status === 'cancelled', 10_000, 'the child cancelled');
-    expect((await engine.get(child!.id)).cancelReason).toContain(`its parent task ${id}`);
+    // The parent's cleanup cancelled the child and waited for its end before the parent's end.
+    const ended = await engine.get(child!.id);
+    expect(ended.status).toBe('cancelled');
+    expect(ended.cancelReason).toContain(`its parent task ${id}`);
   });
 });

@@ -87,7 +87,13 @@ function childrenOf(run: Run, host: ChildHost): RunChildren {
   if (!children) {
     children = { onParentEnd: new Map(), ended: new Set() };
     CHILDREN.set(run, children);
-    run.registerCancelHandler({ fn: ({ reason }) => endChildren(host, run.taskId, () => true, `its parent task ${run.taskId} was cancelled${reason ? `: ${reason}` : ''}`) });
+    // A cancel ends every child; a failure for good those the code's end would cancel (see
+    // settleChildren), in the run's cleanup: also when the code was not waited for (a run failed
+    // from outside or past its deadline ends once it is quiet, whatever its code still does).
+    run.registerCancelHandler({
+      fn: ({ reason }) => endChildren(host, run.taskId, () => true, `its parent task ${run.taskId} was cancelled${reason ? `: ${reason}` : ''}`),
+      onFailure: () => endChildren(host, run.taskId, cancelOnEnd(run), `its parent task ${run.taskId} ended`),
+    });
   }
   return children;
 }
@@ -181,13 +187,18 @@ async function settleChildren(run: Run, engine: object | undefined, returned: bo
   const children = CHILDREN.get(run);
   const recorded = recordedChildren(run);
   if (!children && !recorded.size) return;
-  const cancel = (id: string): boolean => (children?.onParentEnd.get(id) ?? recorded.get(id)) !== 'abandon';
+  const cancel = cancelOnEnd(run, children, recorded);
   // Every start known to this run, and every child it would cancel ended (the parent received each end).
   const settled = children && [...recorded.keys()].every((id) => children.onParentEnd.has(id)) && [...children.onParentEnd.keys()].every((id) => !cancel(id) || children.ended.has(id));
   if (returned && settled) return;
   // (Should the run take itself to be idle meanwhile, because the code left a wait registered, it
   // parks on that wait; its next run returns here again and finds the children ended.)
   await endChildren(engine as ChildHost, run.taskId, cancel, `its parent task ${run.taskId} ended`);
+}
+
+/** Which of the run's children its end cancels: all but those started with `onParentEnd: 'abandon'`. */
+function cancelOnEnd(run: Run, children = CHILDREN.get(run), recorded = recordedChildren(run)): (id: string) => boolean {
+  return (id) => (children?.onParentEnd.get(id) ?? recorded.get(id)) !== 'abandon';
 }
 
 /**

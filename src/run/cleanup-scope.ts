@@ -65,6 +65,12 @@ export interface Compensation {
 
 export interface CancelHandler {
   fn: (info: { reason: string | undefined; signal: AbortSignal }) => unknown;
+  /**
+   * What the handler does when the run fails for good instead (none: it runs only after a cancel).
+   * The kernel's own handlers use it, for what must be undone on any end but success: a parent's
+   * children (see primitives/child.ts).
+   */
+  onFailure?: (info: { signal: AbortSignal }) => unknown;
 }
 
 /** How long the cleanup scope may take, unless the workflow says otherwise. */

@@ -3,7 +3,11 @@
  * Internal: not part of the public API (the package exports only its index modules).
  * What runs after the workflow code has stopped for good, in a scope that a cancel does not
  * interrupt and with its own deadline (`cleanupTimeout`, on the engine's clock):
- * - after a cancel, the handlers registered with `ctx.onCancel(fn)`, in registration order;
+ * - after a cancel, the handlers registered with `ctx.onCancel(fn)`, in registration order (and
+ *   the kernel's own, such as the one that cancels a parent's children); after a failure for good,
+ *   the kernel's handlers that have an `onFailure` (a parent's children started with
+ *   `onParentEnd: 'cancel'` are cancelled and their ends awaited, even when the code was not
+ *   waited for: a run failed from outside, or past its deadline);
  * - after a cancel or a failure for good (a step that failed, a deadline), the compensations of the
  *   steps that completed (`ctx.step(name, fn, { compensate })`), in reverse order of completion.
  *
@@ -193,12 +197,13 @@ async function runScope(run: RunCore, d: CleanupDeadline, w: ScopeWork): Promise
   };
   try {
     await inCleanup(run, async () => {
+      const what = cancel ? 'onCancel' : 'onFailure';
       for (const h of handlers) {
-        if (skipped('onCancel')) continue;
+        if (skipped(what)) continue;
         try {
-          await bounded('onCancel', () => h.fn({ reason: cancel?.reason, signal: run.signal }));
+          await bounded(what, () => (cancel ? h.fn({ reason: cancel.reason, signal: run.signal }) : h.onFailure?.({ signal: run.signal })));
         } catch (e) {
-          failed('onCancel', e);
+          failed(what, e);
         }
       }
       for (const c of compensations) {
@@ -216,11 +221,16 @@ async function runScope(run: RunCore, d: CleanupDeadline, w: ScopeWork): Promise
   }
 }
 
+/** The handlers the end runs: all after a cancel; after a failure for good, those with `onFailure`. */
+function handlersOf(run: RunCore, cancelled: boolean): CancelHandler[] {
+  return cancelled ? [...run.cancelHandlers] : run.cancelHandlers.filter((h) => h.onFailure);
+}
+
 /** Runs the cancel handlers and compensations that the run's end calls for; see the module doc. */
 export async function runCleanup(run: RunCore, result: Settled | null): Promise<CleanupResult> {
   if (!cleanupDue(run.state, result)) return DONE;
   // Nothing registered and nothing in flight to register: nothing to clean up.
-  if (!run.compensations.length && !run.undoable.size && !(run.state.kind === 'cancelled' && run.cancelHandlers.length)) return DONE;
+  if (!run.compensations.length && !run.undoable.size && !handlersOf(run, run.state.kind === 'cancelled').length) return DONE;
   // The code has stopped for good: its new calls are refused from now on; its calls in flight go on.
   const ended = haltOf(run.state) ?? fatalOf(run.state) ?? new Error(`Task ${run.taskId}: the run has ended`);
   run.cleanup = { kind: 'stopped', ended };
@@ -238,7 +248,7 @@ async function cleanUp(run: RunCore, result: Settled | null, d: CleanupDeadline,
   // A lost lease, or a worker's grace period that ended, while it waited: nothing to clean up here.
   if (!cleanupDue(saved, result)) return DONE;
   const cancel = saved.kind === 'cancelled' ? cancelOf(saved) : null;
-  const handlers = cancel ? [...run.cancelHandlers] : [];
+  const handlers = handlersOf(run, cancel !== null);
   // A re-run's undo runs only the compensations of the steps it forgets (see `undo-rerun.ts`).
   const compensations = (undoing(run.undo, saved) ? compensationsToUndo(run.undo, run.compensations) : [...run.compensations]).reverse();
   // A step with a compensation still running now was not undone, and will not be: people must know.
