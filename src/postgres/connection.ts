@@ -112,10 +112,10 @@ export function poolOf(c: PgContext): Pool {
   return c.pool;
 }
 
-/** Runs `fn`, translating driver errors at this one boundary. */
-export async function run<T>(c: PgContext, fn: () => Promise<T>): Promise<T> {
+/** Runs `fn(...args)`, translating driver errors at this one boundary. */
+export async function run<T, A extends unknown[] = []>(c: PgContext, fn: (...args: A) => Promise<T>, ...args: A): Promise<T> {
   try {
-    return await fn();
+    return await fn(...args);
   } catch (e) {
     throw translateError(e, c.description);
   }

@@ -82,13 +82,35 @@ function entryParams(p: Params, entries: readonly NewEvent[][]): Record<'op' | '
   };
 }
 
+/** Each channel's listener name (null for none); `names` caches them, so each channel is hashed once. */
+function listenerNames(channels: ReadonlyArray<string | null>, names: Map<string, string>): Array<string | null> {
+  const out = new Array<string | null>(channels.length);
+  for (let k = 0; k < channels.length; k++) {
+    const ch = channels[k] ?? null;
+    if (ch === null) {
+      out[k] = null;
+      continue;
+    }
+    let name = names.get(ch);
+    if (name === undefined) names.set(ch, (name = listenerName(ch)));
+    out[k] = name;
+  }
+  return out;
+}
+
 /** Whether the transition's patch sets `field` (to a value, not `undefined`). */
 function setsField(w: TransitionWrite, field: string): boolean {
   return field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
 }
 
 /** The per-op columns every transition batch has, as array parameters (added in a fixed order). */
-function baseColumns(p: Params, ops: readonly TransitionWrite[], entries: readonly NewEvent[][], channelOf: (event: WakeEvent) => string): Record<string, string> {
+function baseColumns(
+  p: Params,
+  ops: readonly TransitionWrite[],
+  entries: readonly NewEvent[][],
+  channelOf: (event: WakeEvent) => string,
+  names: Map<string, string>,
+): Record<string, string> {
   const n = ops.length;
   const id = new Array<string>(n);
   const epoch = new Array<number | null>(n);
@@ -103,9 +125,6 @@ function baseColumns(p: Params, ops: readonly TransitionWrite[], entries: readon
   const notifyGroup = new Array<string | null>(n);
   const notify = new Array<string | null>(n);
   const channels = new Array<string | null>(n);
-  const listeners = new Array<string | null>(n);
-  // Most ops of a batch announce on one channel: its listener's name is hashed once.
-  const listenerOfChannel = new Map<string, string>();
   for (let k = 0; k < n; k++) {
     const w = ops[k] as TransitionWrite;
     id[k] = w.taskId;
@@ -123,14 +142,7 @@ function baseColumns(p: Params, ops: readonly TransitionWrite[], entries: readon
     const news = w.notify;
     notifyGroup[k] = news && groupable(news) ? news.reason : null;
     notify[k] = news && !groupable(news) ? JSON.stringify(news) : null;
-    const ch = news ? channelOf(news) : null;
-    channels[k] = ch;
-    if (ch === null) listeners[k] = null;
-    else {
-      let name = listenerOfChannel.get(ch);
-      if (name === undefined) listenerOfChannel.set(ch, (name = listenerName(ch)));
-      listeners[k] = name;
-    }
+    channels[k] = news ? channelOf(news) : null;
   }
   return {
     id: p.add(id, 'text[]'),
@@ -146,7 +158,7 @@ function baseColumns(p: Params, ops: readonly TransitionWrite[], entries: readon
     notifyGroup: p.add(notifyGroup, 'text[]'),
     notify: p.add(notify, 'text[]'),
     notifyChannel: p.add(channels, 'text[]'),
-    notifyListener: p.add(listeners, 'text[]'),
+    notifyListener: p.add(listenerNames(channels, names), 'text[]'),
   };
 }
 
@@ -160,22 +172,19 @@ function transitionColumns(
   entries: readonly NewEvent[][],
   channelOf: (event: WakeEvent) => string,
 ): { i: Record<string, string>; written: typeof PATCH_COLUMNS } {
-  const i = baseColumns(p, ops, entries, channelOf);
+  // Most ops of a batch announce on one channel: its listener's name is hashed once.
+  const names = new Map<string, string>();
+  const i = baseColumns(p, ops, entries, channelOf, names);
   // A child's end: its parent, the signal's name (also its idempotency key, and as JSON for the
   // parent's log entry), and the channel that wakes the parent's workers.
   if (ops.some((w) => w.parentSignal)) {
     const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
-    const listeners = new Map<string, string>();
-    const listenerOf = (ch: string): string => listeners.get(ch) ?? (listeners.set(ch, listenerName(ch)).get(ch) as string);
     const sigChannels = ops.map((w) => (w.parentSignal ? channelOf(parentSignalNotify(w.parentSignal)) : null));
     i.sigParent = col((w) => w.parentSignal?.taskId ?? null, 'text');
     i.sigName = col((w) => w.parentSignal?.name ?? null, 'text');
     i.sigNameJson = col((w) => (w.parentSignal ? JSON.stringify(w.parentSignal.name) : null), 'text');
     i.sigChannel = p.add(sigChannels, 'text[]');
-    i.sigListener = p.add(
-      sigChannels.map((ch) => (ch === null ? null : listenerOf(ch))),
-      'text[]',
-    );
+    i.sigListener = p.add(listenerNames(sigChannels, names), 'text[]');
   }
   // Per column a patch may write (the task-column table) and some op of the batch sets: whether
   // each op sets it, and the value (a column no op sets is not in the statement).

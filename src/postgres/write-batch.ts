@@ -6,7 +6,7 @@
  * they consume) and end-of-run transitions as multi-row statements (see batch-sql.ts and transition-batch-sql.ts), and the
  * rest one by one in a transaction.
  */
-import { poolOf, query, rows, translateError, tx, type Db, type PgContext } from './connection.ts';
+import { poolOf, query, rows, run, translateError, tx, type Db, type PgContext } from './connection.ts';
 import { lockInIdOrder, transition, transitionOn } from './transition.ts';
 import { channelOf } from './listen.ts';
 import { Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, plainStepSql, resultStepSql, sentAgainCte, type StepShape } from './sql-text.ts';
@@ -46,11 +46,7 @@ async function writeBatchRest(c: PgContext, ops: readonly WriteOp[]): Promise<Wr
   // A lone transition takes its own statement, except a child's end: the batch statement writes
   // it with its signal to the parent in one round trip, where the one-by-one path takes a transaction of three.
   if (ops.length === 1 && only?.kind === 'transition' && !(only.parentSignal && isBatchableTransition(only))) return [await transition(c, only)];
-  try {
-    return await writeGrouped(c, ops);
-  } catch (e) {
-    throw translateError(e, c.description);
-  }
+  return run(c, writeGrouped, c, ops);
 }
 
 /**

@@ -26,6 +26,7 @@ import { importTask } from './journal-copy.ts';
 import { endOf, errorOf, otherEnd } from './replay-end.ts';
 import { SIMULATED_WORKER, processClock } from './process-clock.ts';
 import { ProcessStore } from './process-store.ts';
+import { withResolvers } from '../resolvers.ts';
 
 /** What a replay reads from: the engine's store, clock and workflows, and the Engine (workflow code's `engineOf(ctx)`). */
 export interface ReplaySource {
@@ -184,8 +185,7 @@ async function runReplay(
 ): Promise<{ view: ProcessStore; newCall: string | null; drift: DriftedCall[] } | null> {
   let newCall: string | null = null;
   const drift: DriftedCall[] = [];
-  let died!: () => void;
-  const stopped = new Promise<void>((resolve) => (died = resolve));
+  const { promise: stopped, resolve: died } = withResolvers<void>();
   let worker: Worker | null = null;
   const v = new ProcessStore(scratch, { write: 1, when: 'before' }, () => {
     worker?.abandon();

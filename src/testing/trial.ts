@@ -24,6 +24,7 @@ import { ProcessStore, type CrashPlan, type WriteInfo } from '../replay/process-
 import type { ManualClock } from '../manual-clock.ts';
 import { SIMULATED_WORKER, processClock } from '../replay/process-clock.ts';
 import { World, type WorldAnswers } from './world.ts';
+import { withResolvers } from '../resolvers.ts';
 
 /** One attempt of a step, with the key it received. */
 export interface StepAttempt {
@@ -151,8 +152,7 @@ function trackedWorkflow(wf: Workflow, running: Set<Promise<unknown>>): Workflow
 async function startProcess(s: TrialSettings, url: string, plan: CrashPlan | null, workerId: string): Promise<Process> {
   const real: Store = await openStore(url);
   let worker: Worker | null = null;
-  let died!: () => void;
-  const dead = new Promise<void>((resolve) => (died = resolve));
+  const { promise: dead, resolve: died } = withResolvers<void>();
   const view = new ProcessStore(real, plan, () => {
     worker?.abandon();
     died();
