@@ -20,7 +20,8 @@ describe('child tasks: a parent failed by its dwell bound', () => {
         await ctx.startChild(leaf, undefined, { name: 'kept', onParentEnd: 'abandon' });
         return ctx.child(leaf, undefined, { name: 'awaited' });
       },
-      { dwell: { waiting: { after: '1h', then: 'fail' } } },
+      // The cleanup that cancels the child has its own deadline on the engine clock, which the test moves fast.
+      { dwell: { waiting: { after: '1h', then: 'fail' } }, cleanupTimeout: '1d' },
     );
     const engine = makeEngine({ workflows: [parent, leaf], clock });
     await startWorker(engine, { dwellScanMs: 50 });

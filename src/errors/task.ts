@@ -39,6 +39,12 @@ export class RerunUndoError extends StepwiseError {
 }
 
 /**
+ * The step a {@link CompensationFailedError} names for the cancel of a failed parent's child tasks
+ * (those started with `onParentEnd: 'cancel'`), when it failed or did not finish in time.
+ */
+export const CHILD_TASKS = 'child tasks';
+
+/**
  * The cleanup after a failure for good or a cancel failed for good: a compensation or an `onCancel`
  * handler failed (or the cleanup ran past its deadline), so what the task did is not fully undone
  * and the task ends `failed` — a cancelled one too. `cause` is what ended the task: its original
@@ -48,8 +54,9 @@ export class RerunUndoError extends StepwiseError {
 export class CompensationFailedError extends StepwiseError {
   readonly taskId: string;
   /**
-   * The steps whose compensation failed or did not run (`onCancel` for a cancel handler), and steps
-   * still running when the cleanup began (not undone), comma-separated.
+   * The steps whose compensation failed or did not run (`onCancel` for a cancel handler,
+   * `child tasks` for the cancel of the children a failed parent ends), and steps still running
+   * when the cleanup began (not undone), comma-separated.
    */
   readonly failedCompensations: string;
   /** The task had been cancelled (a cancelled task is never retried: the cleanup is left to people). */
@@ -57,7 +64,9 @@ export class CompensationFailedError extends StepwiseError {
   /** The cancel's reason, when `cancelled`. */
   readonly cancelReason: string | null;
   constructor(taskId: string, original: Error | null, failures: ReadonlyArray<{ step: string; error: Error }>, cancel?: { reason: string | undefined }) {
-    const list = failures.map((f) => `${f.step === 'onCancel' ? 'onCancel cleanup' : `compensation of "${f.step}"`}: ${f.error.message}`).join('; ');
+    const list = failures
+      .map((f) => `${f.step === 'onCancel' ? 'onCancel cleanup' : f.step === CHILD_TASKS ? 'the cancel of its child tasks' : `compensation of "${f.step}"`}: ${f.error.message}`)
+      .join('; ');
     const ending = cancel ? ` was cancelled${cancel.reason ? ` (reason: ${cancel.reason})` : ''} and` : original ? ` failed (${original.message}) and` : '';
     super(ERROR_CODES.COMPENSATION_FAILED, `Task ${taskId}${ending} could not be fully undone: ${list}. Manual cleanup is needed.`, original ? { cause: original } : {});
     this.name = 'CompensationFailedError';

@@ -22,11 +22,13 @@
  */
 import { tagsOf } from './tags.ts';
 import { ChildFailedError, InvalidArgumentError, StepFailedError, coerceError, isStepwiseError } from '../errors.ts';
+import { CHILD_TASKS } from '../errors/task.ts';
 import { isFinished, type TaskStatus } from '../lifecycle.ts';
 import { decodeJson, type SerializedError } from '../serialize.ts';
 import type { ChildHandle, ChildOptions } from '../api/child.ts';
 import type { Workflow } from '../workflow.ts';
 import type { Run } from '../run/run.ts';
+import type { CancelHandler } from '../run/cleanup-scope.ts';
 import { haltOf } from '../run/state.ts';
 import { childEndSignal } from '../transitions.ts';
 import { step } from './step.ts';
@@ -55,6 +57,8 @@ interface RunChildren {
   readonly onParentEnd: Map<string, 'cancel' | 'abandon'>;
   /** Those whose end the parent received (`result()`): ended for sure. */
   readonly ended: Set<string>;
+  /** The run's handler that ends them on a cancel, or on a failure for good in the cleanup. */
+  readonly handler: CancelHandler;
 }
 
 const CHILDREN = new WeakMap<Run, RunChildren>();
@@ -85,15 +89,17 @@ function checkOptions(run: Run, workflowName: string, options: ChildOptions): vo
 function childrenOf(run: Run, host: ChildHost): RunChildren {
   let children = CHILDREN.get(run);
   if (!children) {
-    children = { onParentEnd: new Map(), ended: new Set() };
-    CHILDREN.set(run, children);
     // A cancel ends every child; a failure for good those the code's end would cancel (see
     // settleChildren), in the run's cleanup: also when the code was not waited for (a run failed
     // from outside or past its deadline ends once it is quiet, whatever its code still does).
-    run.registerCancelHandler({
+    const handler: CancelHandler = {
       fn: ({ reason }) => endChildren(host, run.taskId, () => true, `its parent task ${run.taskId} was cancelled${reason ? `: ${reason}` : ''}`),
       onFailure: () => endChildren(host, run.taskId, cancelOnEnd(run), `its parent task ${run.taskId} ended`),
-    });
+      failureLabel: CHILD_TASKS,
+    };
+    children = { onParentEnd: new Map(), ended: new Set(), handler };
+    CHILDREN.set(run, children);
+    run.registerCancelHandler(handler);
   }
   return children;
 }
@@ -167,7 +173,14 @@ export async function withChildren(run: Run, engine: object | undefined, code: (
   try {
     value = await code(run);
   } catch (e) {
-    await settleChildren(run, engine, false).catch(() => undefined);
+    // Once the code has ended its children, the cleanup of a run failed for good has nothing to
+    // do for them (should this fail, the cleanup ends them).
+    const settled = await settleChildren(run, engine, false).then(
+      () => true,
+      () => false,
+    );
+    const children = CHILDREN.get(run);
+    if (settled && children) children.handler.onFailure = undefined;
     throw e;
   }
   await settleChildren(run, engine, true);

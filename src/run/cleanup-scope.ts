@@ -71,6 +71,8 @@ export interface CancelHandler {
    * children (see primitives/child.ts).
    */
   onFailure?: (info: { signal: AbortSignal }) => unknown;
+  /** What a failure of `onFailure` is reported as (the step it names in a CompensationFailedError). */
+  failureLabel?: string;
 }
 
 /** How long the cleanup scope may take, unless the workflow says otherwise. */

@@ -197,8 +197,8 @@ async function runScope(run: RunCore, d: CleanupDeadline, w: ScopeWork): Promise
   };
   try {
     await inCleanup(run, async () => {
-      const what = cancel ? 'onCancel' : 'onFailure';
       for (const h of handlers) {
+        const what = cancel ? 'onCancel' : (h.failureLabel ?? 'onFailure');
         if (skipped(what)) continue;
         try {
           await bounded(what, () => (cancel ? h.fn({ reason: cancel.reason, signal: run.signal }) : h.onFailure?.({ signal: run.signal })));
@@ -221,9 +221,13 @@ async function runScope(run: RunCore, d: CleanupDeadline, w: ScopeWork): Promise
   }
 }
 
-/** The handlers the end runs: all after a cancel; after a failure for good, those with `onFailure`. */
+/**
+ * The handlers the end runs: all after a cancel; after a failure for good, those with `onFailure`.
+ * A re-run's undo is no end of the task: it runs none.
+ */
 function handlersOf(run: RunCore, cancelled: boolean): CancelHandler[] {
-  return cancelled ? [...run.cancelHandlers] : run.cancelHandlers.filter((h) => h.onFailure);
+  if (cancelled) return [...run.cancelHandlers];
+  return undoing(run.undo, run.state) ? [] : run.cancelHandlers.filter((h) => h.onFailure);
 }
 
 /** Runs the cancel handlers and compensations that the run's end calls for; see the module doc. */
