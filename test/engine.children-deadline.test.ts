@@ -1,7 +1,7 @@
 // A parent that fails for good while its code cannot get to its end (it awaits a promise of its own
 // that never settles, past the task's deadline): its run ends whatever the code still does, and its
-// cleanup cancels its children (onParentEnd 'cancel') and waits for their ends
-// before the parent's end is written. An abandoned child is left alone.
+// cleanup cancels its children (onParentEnd 'cancel') and waits for their ends before the parent's
+// end is written. An abandoned child is left alone.
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';

@@ -2,9 +2,9 @@
 // the default) is cancelled before the parent ends failed with the dwell error, and an abandoned
 // child is left running. (The scanner's expire makes the parent due with the error; the worker
 // that claims it fails the run, whose cleanup cancels the children and waits for their ends, as any
-// run that fails for good does.) A parent
-// whose run stalls past dwell.running fails the same way: its run is fenced off, and the worker that
-// reclaims it fails it, running its compensations and cancelling its children.
+// run that fails for good does.) A parent whose run stalls past dwell.running fails the same way:
+// its run is fenced off, and the worker that reclaims it fails it, running its compensations and
+// cancelling its children.
 import { describe, expect, it } from 'vitest';
 import { ERROR_CODES, workflow } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';

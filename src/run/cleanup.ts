@@ -201,6 +201,7 @@ async function runScope(run: RunCore, d: CleanupDeadline, w: ScopeWork): Promise
         const what = cancel ? 'onCancel' : (h.failureLabel ?? 'onFailure');
         if (skipped(what)) continue;
         try {
+          // (A handler's `onFailure` may be withdrawn meanwhile: its code did the work after all.)
           await bounded(what, () => (cancel ? h.fn({ reason: cancel.reason, signal: run.signal }) : h.onFailure?.({ signal: run.signal })));
         } catch (e) {
           failed(what, e);
