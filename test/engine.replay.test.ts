@@ -250,11 +250,19 @@ describe('replay of concurrent branches', () => {
     // First run: `long` is in flight while `a` and then `b` complete; the run stops (pause).
     // Second run: `long` runs again live and finishes fast; it must not hand its result over
     // before `a` and `b` are replayed, or the branch after it would take their positions.
-    let longMs = 300;
+    // The first run's `long` waits on a gate that opens only after the worker has stopped, so
+    // it is still in flight however slowly `a`, `b` and `c` are written.
+    let openGate = (): void => {};
+    const gate = new Promise<void>((r) => (openGate = r));
+    let firstRun = true;
     const order: string[] = [];
     const wf = workflow('overtake', async (ctx) => {
       const slow = (async () => {
-        await ctx.step('long', () => new Promise((r) => setTimeout(() => r('long'), longMs)));
+        await ctx.step('long', async () => {
+          if (firstRun) await gate;
+          else await new Promise((r) => setTimeout(r, 1));
+          return 'long';
+        });
         order.push('after-long');
         return ctx.step('x', () => 'x');
       })();
@@ -272,12 +280,14 @@ describe('replay of concurrent branches', () => {
     const { id } = await engine.start('overtake');
     // Stop the worker while `long` runs (after a, b, c completed): the task is released.
     const started = Date.now();
-    while (Date.now() - started < 5000 && (await engine.get(id)).steps.filter((s) => s.status === 'completed').length < 3) {
+    while (Date.now() - started < 30_000 && (await engine.get(id)).steps.filter((s) => s.status === 'completed').length < 3) {
       await new Promise((r) => setTimeout(r, 5));
     }
+    expect((await engine.get(id)).steps.filter((s) => s.status === 'completed').map((s) => s.name)).toEqual(['a', 'b', 'c']);
     await worker.stop({ graceMs: 0 });
     expect((await engine.get(id)).status).toBe('pending');
-    longMs = 1;
+    firstRun = false;
+    openGate(); // the abandoned attempt of `long` ends now; its result is not recorded
     order.length = 0;
     await startWorker(engine);
     expect(await engine.result(id)).toEqual(['x', 'c']);
