@@ -11,6 +11,7 @@ import type { UsageReport, Workflow, WorkflowContext } from '../workflow.ts';
 import { decodeJson } from '../serialize.ts';
 import type { Run } from '../run/run.ts';
 import { coreOf } from '../run/core.ts';
+import { newest } from '../run/warm-shapes.ts';
 import { InvalidArgumentError } from '../errors.ts';
 import { forEach } from './for-each.ts';
 import { patched } from './patched.ts';
@@ -105,6 +106,7 @@ class RunContext implements WorkflowContext {
       run.registerCancelHandler({ fn });
     };
     Object.freeze(this);
+    newest.runContext = this;
   }
 }
 

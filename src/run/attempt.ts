@@ -13,6 +13,7 @@
  * may have happened, so its result is checkpointed and compensated. A step gets the grace period
  * to settle (to stop its side effect cleanly); a timeout or a lost lease ends the attempt at once.
  */
+import { newest } from './warm-shapes.ts';
 import { StepTimeoutError } from '../errors.ts';
 import type { Progress, StepContext } from '../api/step.ts';
 import type { RateLimitTicket } from '../api/rate-limits.ts';
@@ -116,6 +117,8 @@ class Attempt<T> implements AbortHandler {
         () => undefined,
       );
     }
+    newest.attempt = this;
+    newest.stepContext = ctx;
     callStep(run, c.stepId, c.fn, ctx, this);
   }
 

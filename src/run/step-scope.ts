@@ -21,6 +21,17 @@ interface Enclosing {
 const scope = new AsyncLocalStorage<Enclosing>();
 /** Step functions in flight in this process (the async context is enabled while there are any). */
 let inFlight = 0;
+/**
+ * A promise made inside the context, kept for the life of the process. An enabled context gives
+ * every promise an async id and the context's slot, so promises made while it is enabled share one
+ * hidden class, which the optimised code of Node's promise hooks is specialised for; this promise
+ * keeps that class alive through a worker's idle spells (see `run/warm-shapes.ts`).
+ */
+let keptPromise: Promise<void> | null = null;
+
+function keepPromiseClass(): void {
+  keptPromise = scope.run({ run: scope, stepId: '' }, () => Promise.resolve());
+}
 
 /**
  * Calls a step's function `fn(arg)` of `run` as the code of step `stepId`. A function that throws
@@ -29,6 +40,7 @@ let inFlight = 0;
  */
 export function runAsStep<A, T>(run: object, stepId: string, fn: (arg: A) => T, arg: A): T {
   inFlight++;
+  if (keptPromise === null) keepPromiseClass();
   try {
     return scope.run({ run, stepId }, fn, arg);
   } catch (e) {
