@@ -18,7 +18,9 @@ describe('crash recovery on SQLite (real processes)', () => {
     try {
       const { id } = await engine.start('pipeline', { slowMs: 1500 });
       const args = ['worker', FIXTURE, '--db', db, '--lease-ms', '1500', '--heartbeat-ms', '250', '--poll-ms', '50'];
-      const a = spawnCli(args, { STEPWISE_TEST_LOG: log });
+      // Worker A stays in slow-write until it is killed (the file it waits for is never made): a
+      // busy machine that is slow to see it start cannot let it finish the step first.
+      const a = spawnCli(args, { STEPWISE_TEST_LOG: log, STEPWISE_TEST_HOLD_UNTIL: join(dir, 'never') });
       await eventually(() => readLog(log).some((l) => l.event === 'start' && l.pid === a.pid), 20_000, 'worker A to start slow-write');
       a.child.kill('SIGKILL');
       expect((await a.exited).signal).toBe('SIGKILL');

@@ -64,14 +64,19 @@ describe('cancellation', () => {
 
   it('shows the cancel on ctx.signal even to code that first looks at it afterwards', async () => {
     const entered = gate();
+    const settle = gate();
+    let stepSignal: AbortSignal | undefined;
     let seen: { aborted: boolean; reason: unknown } | null = null;
     const wf = workflow('late-look', async (ctx) => {
       // The step settles within the grace period without ever touching a signal; its result does
       // not count (it was told to stop), so the code receives the cancel and looks afterwards.
+      // It settles when the test lets it, once the cancel has reached the run (not after a timer
+      // that a slow cancel could outlast, which would let the task succeed).
       try {
-        await ctx.step('slow', async () => {
+        await ctx.step('slow', async ({ signal }) => {
+          stepSignal = signal; // for the test to watch; the step itself never looks at it
           entered.open();
-          await new Promise((r) => setTimeout(r, 150));
+          await settle.promise;
           return 'done';
         });
       } catch {
@@ -84,6 +89,8 @@ describe('cancellation', () => {
     const { id } = await engine.start(wf);
     await entered.promise;
     await engine.cancel(id, { reason: 'changed my mind' });
+    await eventually(() => stepSignal?.aborted === true, 10_000, 'the cancel to reach the step');
+    settle.open();
     await waitForStatus(engine, id, 'cancelled', 5000);
     expect(seen).not.toBeNull();
     expect(seen!.aborted).toBe(true);

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { Engine, StoreUnavailableError, openStore, workflow, type Store, type WorkerEvents } from '../src/index.ts';
 import type { WriteOp } from '../src/store.ts';
 import { spyStore } from './support/store-spy.ts';
-import { tempDbUrl } from './support/engine.ts';
+import { eventually, tempDbUrl } from './support/engine.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -136,9 +136,11 @@ describe('durability of results', () => {
       await engine.worker({ pollIntervalMs: 20, heartbeatMs: 50, leaseMs: 2000 }).start();
       const { id } = await engine.start(wf);
       expect(await engine.result(id, { timeout: '10s' })).toBe('ok');
-      await sleep(200);
-      const info = await engine.get(id);
-      expect(info.steps.map((s) => `${s.name}:${s.status}`).sort()).toEqual(['a:completed', 'charge:completed']);
+      // A step write still on its way lands in its own time (polled, not a fixed wait a busy
+      // machine can outlast); a lost row never does.
+      const rows = async (): Promise<string[]> => (await engine.get(id)).steps.map((s) => `${s.name}:${s.status}`).sort();
+      await eventually(async () => (await rows()).join() === 'a:completed,charge:completed', 10_000, 'both step rows, completed');
+      expect(await rows()).toEqual(['a:completed', 'charge:completed']);
       expect(charged).toBe(1);
     } finally {
       await engine.close();
@@ -197,7 +199,8 @@ describe('durability of results', () => {
       await worker.start();
       const { id } = await engine.start(wf);
       await engine.result(id);
-      await sleep(50);
+      // The run's end is reported once the worker is done with it, after the result is out.
+      await eventually(() => events.includes('run:finished:'), 10_000, 'the run to be reported finished');
       // `two` is written with the task's completion, so it is reported after one's (flushed before two ran).
       expect(events).toEqual(['step:completed:one', 'step:completed:two', 'run:finished:']);
     } finally {

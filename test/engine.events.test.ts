@@ -2,7 +2,8 @@
 // the engine suites run on (SQLite, and PostgreSQL in the engine-on-postgres project).
 import { describe, expect, it } from 'vitest';
 import { Engine, NonRetryableError, rebuildTask, workflow, type Observer, type StepInfo, type TaskEvent, type TaskInfo } from '../src/index.ts';
-import { TEST_STORE, eventually, gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
+import { ManualClock } from '../src/testing/index.ts';
+import { TEST_STORE, advanceUntil, eventually, gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
 /** The stored task as the log must rebuild it. */
 function expectRebuilt(info: TaskInfo): void {
@@ -345,39 +346,64 @@ describe(`observers (${TEST_STORE})`, () => {
 
 describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, () => {
   it('gives a signal sent before the deadline to its wait, while another branch keeps the run busy', async () => {
+    // On a manual clock the deadline passes only once the signal is stored, and long-work runs
+    // until the test lets it end: however slowly the signal is written, it is before the deadline,
+    // and the run is busy when it comes (real timers would let a slow write lose).
+    const clock = new ManualClock();
     const working = gate();
+    const finish = gate();
     const wf = workflow('busy-wait', async (ctx) => {
       const [decision] = await Promise.all([
         ctx.waitForEvent<string>('approve', { timeout: '2s' }),
-        ctx.step('long-work', () => {
+        ctx.step('long-work', async () => {
           working.open();
-          return new Promise((r) => setTimeout(() => r('worked'), 3000));
+          await finish.promise;
+          return 'worked';
         }),
       ]);
       const next = await ctx.waitForEvent<string>('approve', { timeout: '200ms' });
       return { first: decision, second: next };
     });
-    const engine = makeEngine({ workflows: [wf] });
-    await startWorker(engine);
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, { leaseMs: 86_400_000 });
     const { id } = await engine.start(wf, undefined);
     await working.promise; // the wait is registered and the run is busy beside it
     await engine.signal(id, 'approve', 'yes');
+    await clock.advance('2s'); // the deadline, while long-work still runs
+    finish.open();
+    // The second wait gets no signal: it times out once the clock passes its deadline.
+    await advanceUntil(clock, async () => (await engine.get(id)).status === 'succeeded', 'the second wait to time out');
     expect(await engine.result(id, { timeout: '20s' })).toEqual({ first: { timedOut: false, name: 'approve', payload: 'yes' }, second: { timedOut: true } });
   });
 
   it('gives the wait a signal sent before its deadline by another process whose news never arrives', async () => {
+    // On a manual clock shared by both engines, the deadline passes only once the signal is stored,
+    // and while the other branch still runs: however slowly the sender writes, the signal is
+    // before it, and the run is busy when it comes (real timers would let a slow write lose).
+    const clock = new ManualClock();
+    const working = gate();
+    const finish = gate();
     const wf = workflow('busy-wait-2', async (ctx) => {
-      const [decision] = await Promise.all([ctx.waitForEvent<string>('approve', { timeout: '1s' }), ctx.step('long-work', () => new Promise((r) => setTimeout(() => r('worked'), 1500)))]);
+      const [decision] = await Promise.all([
+        ctx.waitForEvent<string>('approve', { timeout: '1s' }),
+        ctx.step('long-work', async () => {
+          working.open();
+          await finish.promise;
+          return 'worked';
+        }),
+      ]);
       return decision;
     });
     const url = tempDbUrl();
-    const runner = new Engine({ store: url, workflows: [wf] });
-    const sender = new Engine({ store: url });
+    const runner = new Engine({ store: url, workflows: [wf], clock });
+    const sender = new Engine({ store: url, clock });
     try {
-      await startWorker(runner);
+      await startWorker(runner, { leaseMs: 86_400_000 });
       const { id } = await runner.start(wf, undefined);
-      await waitForStatus(runner, id, 'running');
+      await working.promise; // the wait is registered and the run is busy beside it
       await sender.signal(id, 'approve', 'from afar');
+      await clock.advance('1s'); // the deadline, in the run, while long-work still runs
+      finish.open();
       expect(await runner.result(id, { timeout: '20s' })).toEqual({ timedOut: false, name: 'approve', payload: 'from afar' });
     } finally {
       await runner.close();

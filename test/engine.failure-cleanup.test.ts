@@ -485,11 +485,13 @@ describe('a cancelling task whose worker died', () => {
     });
     const engine = makeEngine({ workflows: [other, served] });
     const { id } = await engine.start(served);
-    // Both workers heartbeat (and would end the task) once the lease has been expired for 600 ms;
-    // the worker serving it reclaims it within a poll of the expiry.
-    await startWorker(engine, { workflows: ['other'], leaseMs: 600, heartbeatMs: 50 });
+    // Both workers heartbeat (and would end the task) once the lease has been expired for their
+    // lease period; the worker serving it reclaims it within a poll of the expiry. That period is
+    // long (5 s): a busy machine may take a good part of a second to start the serving worker, and
+    // the test is about who acts first, not about how quickly a worker starts.
+    await startWorker(engine, { workflows: ['other'], leaseMs: 5000, heartbeatMs: 50 });
     await claimByDeadWorker(engine, id, 'served');
-    await startWorker(engine, { workflows: ['served'], leaseMs: 600, heartbeatMs: 50 });
+    await startWorker(engine, { workflows: ['served'], leaseMs: 5000, heartbeatMs: 50 });
     await waitForStatus(engine, id, ['cancelled', 'failed']);
     const info = await engine.get(id);
     expect(info.status).toBe('cancelled');

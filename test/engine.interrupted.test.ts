@@ -78,7 +78,9 @@ describe(`interrupted steps are never checkpointed (${TEST_STORE}, real AI SDK s
   });
 
   it('ends a task cancelled mid-stream as cancelled, with no completed step recorded', async () => {
-    const m = slowFirstModel();
+    // 300 words at 50 ms (15 s): the cancel (a read and a write, then the news to the worker) reaches
+    // the step mid-stream however slow the database is; at 5 ms the stream could end first.
+    const m = slowFirstModel(50);
     const wf = writer('cancel-mid-stream', m.model);
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine);

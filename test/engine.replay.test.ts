@@ -330,13 +330,18 @@ describe('waiting on several things at once', () => {
   });
 
   it('ends a long sleep in-process when it is due while a step is still running', async () => {
-    const wf = workflow('deadline', async (ctx) =>
-      Promise.race([ctx.step('slow-llm', () => new Promise((r) => setTimeout(() => r('answer'), 3000))), ctx.sleep('deadline', 300).then(() => 'deadline')]),
-    );
+    // The step answers only after the task has ended (not after a timer a slow machine could let
+    // run out first): the result can only come from the sleep, ended while the step still ran.
+    const answer = gate();
+    const wf = workflow('deadline', async (ctx) => Promise.race([ctx.step('slow-llm', () => answer.promise.then(() => 'answer')), ctx.sleep('deadline', 300).then(() => 'deadline')]));
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine, { parkAfterMs: 100 });
     const { id } = await engine.start('deadline');
-    expect(await engine.result(id, { timeout: '2500ms' })).toBe('deadline');
+    try {
+      expect(await engine.result(id, { timeout: '20s' })).toBe('deadline');
+    } finally {
+      answer.open();
+    }
   });
 
   it('parks on every wait of a Promise.race and wakes on whichever event arrives', async () => {

@@ -29,7 +29,9 @@ describe('scheduled work', () => {
     const engine = makeEngine({ workflows: [wf] });
     await startWorker(engine, { ...RARE_POLL, parkAfterMs: 50 });
     const { id } = await engine.start(wf);
-    await waitForStatus(engine, id, 'waiting');
+    // Parked: seen in the log, which keeps it (the task is waiting only until the sleep ends, a
+    // moment a busy machine can let a status poll miss).
+    await eventually(async () => transitionsOf(await engine.get(id)).some((t) => t.event === 'park'), 10_000, 'the task to park on its sleep');
     expect(await engine.result(id, { timeout: '20s' })).toBe('a');
     expect(transitionsOf(await engine.get(id)).map((h) => h.event)).toEqual(['create', 'claim', 'park', 'claim', 'complete']);
   });

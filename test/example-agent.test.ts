@@ -61,6 +61,11 @@ describe('research-agent example (real processes)', () => {
   }, 240_000);
 
   it('stops mid-stream on `stepwise cancel`: the task ends cancelled and the cut-off attempt is billed as cancelled', async () => {
+    // A word a second: the answer streams for about a minute, so the cancel, from a CLI process
+    // that takes seconds to start on a busy machine, still finds it streaming (at 100 ms a word
+    // the answer could end first, and the task succeed).
+    await model.close();
+    model = await startOfflineModel({ paceMs: 1000 });
     const db = `sqlite:${join(tempDir(), 'agent.db')}`;
     const engine = new Engine({ store: db, workflows: [researchAgent] });
     try {

@@ -2,6 +2,7 @@
 // a while) and comes back: the worker keeps running, retries its writes, re-subscribes to
 // notifications, and the task finishes with every completed step run once.
 import { afterAll, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Engine, isStepwiseError, type Worker } from '../src/index.ts';
 import { pipeline, triple } from './fixtures/crash-workflows.ts';
@@ -40,12 +41,19 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL outage', () => {
     const engine = new Engine({ store: direct, workflows: [pipeline, triple] });
     try {
       await engine.ready();
-      const w = spawnCli(['worker', 'test/fixtures/crash-workflows.ts', '--db', viaProxy, '--lease-ms', '10000', '--heartbeat-ms', '300', '--poll-ms', '200'], { STEPWISE_TEST_LOG: log });
+      // slow-write runs until the test creates `release`: however slowly the test sees it start, the
+      // database is cut while it runs.
+      const release = join(tempDir(), 'release-slow-write');
+      const w = spawnCli(['worker', 'test/fixtures/crash-workflows.ts', '--db', viaProxy, '--lease-ms', '10000', '--heartbeat-ms', '300', '--poll-ms', '200'], {
+        STEPWISE_TEST_LOG: log,
+        STEPWISE_TEST_HOLD_UNTIL: release,
+      });
       await eventually(() => w.output().includes('started; workflows'), 20_000, 'worker start');
       const { id } = await engine.start(pipeline, { slowMs: 1500 });
       await eventually(() => readLog(log).some((l) => l.event === 'start'), 20_000, 'slow-write to start');
       // The database disappears while slow-write runs; its checkpoint will find no database.
       proxy.cut();
+      writeFileSync(release, '');
       // The outage lasts until the step has finished and its checkpoint failed for want of a database.
       await eventually(() => /failed during writing checkpoints \(attempt 1\)/.test(w.output()), 30_000, 'the checkpoint to fail during the outage');
       expect(readLog(log).some((l) => l.event === 'effect' && l.key.endsWith('slow-write#1'))).toBe(true);
