@@ -6,15 +6,15 @@
  *
  * V8 holds the hidden classes (maps) embedded in optimised code weakly: a full collection that finds
  * no live object of such a class frees it and throws the code away ("weak objects"). A worker that
- * goes idle gets such a collection from V8's memory reducer within seconds, when every object of
- * the last burst is garbage; the next burst then runs unoptimised and compiles the step path again on
+ * goes idle gets such a collection from V8's memory reducer (after about 8 s of quiet), when every
+ * object of the last burst is garbage; the next burst then runs unoptimised and compiles the step path again on
  * V8's background threads, CPU a small machine takes from the worker and the database. One object of
  * each kind is enough to keep its class, and with the run it references (the run's `ctx` and its
  * step's objects reach the run's own), the classes of the rest of the run.
  *
  * The cost is memory: an idle worker keeps the objects of the last run it worked on (its step's
- * output among them) until it works on another one. `docs/architecture.md` ("Optimised code across
- * idle spells") has the measurements.
+ * output among them) until it works on another one. `docs/architecture.md` ("Hot paths and V8's
+ * optimised code") says more, `docs/benchmarks.md` (2026-12-07) has the measurements.
  */
 export const newest: {
   /** The `ctx` of the newest run (`primitives/context.ts`): its bound primitives are closures whose code V8 keeps only while one is alive. */
