@@ -1,7 +1,7 @@
 // The task event log (engine.get().history, engine.events()) and the observer seam, on the store
 // the engine suites run on (SQLite, and PostgreSQL in the engine-on-postgres project).
 import { describe, expect, it } from 'vitest';
-import { Engine, NonRetryableError, rebuildTask, workflow, type Observer, type StepInfo, type TaskEvent, type TaskInfo } from '../src/index.ts';
+import { Engine, NonRetryableError, rebuildTask, workflow, type Observer, type StepInfo, type TaskEvent, type TaskInfo, type WorkflowContext } from '../src/index.ts';
 import { ManualClock } from '../src/testing/index.ts';
 import { TEST_STORE, advanceUntil, eventually, gate, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
@@ -344,6 +344,17 @@ describe(`observers (${TEST_STORE})`, () => {
   });
 });
 
+type Gate = ReturnType<typeof gate<void>>;
+
+/** The busy branch of the tests below: a step that opens `working` as it starts and runs until the test opens `finish`. */
+function longWork(ctx: WorkflowContext, working: Gate, finish: Gate): Promise<string> {
+  return ctx.step('long-work', async () => {
+    working.open();
+    await finish.promise;
+    return 'worked';
+  });
+}
+
 describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, () => {
   it('gives a signal sent before the deadline to its wait, while another branch keeps the run busy', async () => {
     // On a manual clock the deadline passes only once the signal is stored, and long-work runs
@@ -353,14 +364,7 @@ describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, ()
     const working = gate();
     const finish = gate();
     const wf = workflow('busy-wait', async (ctx) => {
-      const [decision] = await Promise.all([
-        ctx.waitForEvent<string>('approve', { timeout: '2s' }),
-        ctx.step('long-work', async () => {
-          working.open();
-          await finish.promise;
-          return 'worked';
-        }),
-      ]);
+      const [decision] = await Promise.all([ctx.waitForEvent<string>('approve', { timeout: '2s' }), longWork(ctx, working, finish)]);
       const next = await ctx.waitForEvent<string>('approve', { timeout: '200ms' });
       return { first: decision, second: next };
     });
@@ -384,14 +388,7 @@ describe(`signals reach a wait the run is still busy beside (${TEST_STORE})`, ()
     const working = gate();
     const finish = gate();
     const wf = workflow('busy-wait-2', async (ctx) => {
-      const [decision] = await Promise.all([
-        ctx.waitForEvent<string>('approve', { timeout: '1s' }),
-        ctx.step('long-work', async () => {
-          working.open();
-          await finish.promise;
-          return 'worked';
-        }),
-      ]);
+      const [decision] = await Promise.all([ctx.waitForEvent<string>('approve', { timeout: '1s' }), longWork(ctx, working, finish)]);
       return decision;
     });
     const url = tempDbUrl();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { workflow, type WorkflowContext } from '../src/index.ts';
-import { gate, makeEngine, startWorker, waitForStatus, transitionsOf } from './support/engine.ts';
+import { eventually, gate, makeEngine, startWorker, waitForStatus, transitionsOf } from './support/engine.ts';
 
 describe('checkpoint and replay', () => {
   it('returns recorded outputs of completed steps without running them again after a pause and resume', async () => {
@@ -252,14 +252,13 @@ describe('replay of concurrent branches', () => {
     // before `a` and `b` are replayed, or the branch after it would take their positions.
     // The first run's `long` waits on a gate that opens only after the worker has stopped, so
     // it is still in flight however slowly `a`, `b` and `c` are written.
-    let openGate = (): void => {};
-    const gate = new Promise<void>((r) => (openGate = r));
+    const held = gate();
     let firstRun = true;
     const order: string[] = [];
     const wf = workflow('overtake', async (ctx) => {
       const slow = (async () => {
         await ctx.step('long', async () => {
-          if (firstRun) await gate;
+          if (firstRun) await held.promise;
           else await new Promise((r) => setTimeout(r, 1));
           return 'long';
         });
@@ -279,15 +278,13 @@ describe('replay of concurrent branches', () => {
     const worker = await startWorker(engine);
     const { id } = await engine.start('overtake');
     // Stop the worker while `long` runs (after a, b, c completed): the task is released.
-    const started = Date.now();
-    while (Date.now() - started < 30_000 && (await engine.get(id)).steps.filter((s) => s.status === 'completed').length < 3) {
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    expect((await engine.get(id)).steps.filter((s) => s.status === 'completed').map((s) => s.name)).toEqual(['a', 'b', 'c']);
+    const completed = async (): Promise<string[]> => (await engine.get(id)).steps.filter((s) => s.status === 'completed').map((s) => s.name);
+    await eventually(async () => (await completed()).length >= 3, 30_000, 'a, b and c to complete');
+    expect(await completed()).toEqual(['a', 'b', 'c']);
     await worker.stop({ graceMs: 0 });
     expect((await engine.get(id)).status).toBe('pending');
     firstRun = false;
-    openGate(); // the abandoned attempt of `long` ends now; its result is not recorded
+    held.open(); // the abandoned attempt of `long` ends now; its result is not recorded
     order.length = 0;
     await startWorker(engine);
     expect(await engine.result(id)).toEqual(['x', 'c']);

@@ -175,16 +175,20 @@ export async function withChildren(run: Run, engine: object | undefined, code: (
   } catch (e) {
     // Once the code has ended its children, the cleanup of a run failed for good has nothing to
     // do for them (should this fail, the cleanup ends them).
-    const settled = await settleChildren(run, engine, false).then(
-      () => true,
-      () => false,
+    await settleChildren(run, engine, false).then(
+      () => withdrawFailureHandler(run),
+      () => undefined,
     );
-    const children = CHILDREN.get(run);
-    if (settled && children) children.handler.onFailure = undefined;
     throw e;
   }
   await settleChildren(run, engine, true);
   return value;
+}
+
+/** The code has ended the run's children: the cleanup of a run failed for good leaves them be. */
+function withdrawFailureHandler(run: Run): void {
+  const children = CHILDREN.get(run);
+  if (children) children.handler.onFailure = undefined;
 }
 
 /**

@@ -7,10 +7,11 @@
  * V8 holds the hidden classes (maps) embedded in optimised code weakly: a full collection that finds
  * no live object of such a class frees it and throws the code away ("weak objects"). A worker that
  * goes idle gets such a collection from V8's memory reducer (after about 8 s of quiet), when every
- * object of the last burst is garbage; the next burst then runs unoptimised and compiles the step path again on
- * V8's background threads, CPU a small machine takes from the worker and the database. One object of
- * each kind is enough to keep its class, and with the run it references (the run's `ctx` and its
- * step's objects reach the run's own), the classes of the rest of the run.
+ * object of the last burst is garbage; the next burst then runs unoptimised and compiles the step
+ * path again on V8's background threads, CPU a small machine takes from the worker and the
+ * database. One object of each kind is enough to keep its class, and through the run it
+ * references (the `ctx` and the step's objects reach the run's own), the classes of the rest of
+ * the run.
  *
  * The cost is memory: an idle worker keeps the objects of the last run it worked on (its step's
  * output among them) until it works on another one. `docs/architecture.md` ("Hot paths and V8's
