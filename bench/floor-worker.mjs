@@ -9,7 +9,9 @@
 //      transition's log entry), one multi-row statement, fenced the same way.
 // Every statement commits on its own (autocommit), as Stepwise's group commit does; the log's seq
 // is gapless per task and commit-ordered (events carry the writing transaction's xid). A lease
-// lasts 30 s: a burst ends long before a heartbeat would fall due, for this worker as for Stepwise's.
+// lasts 30 s and this worker never renews one: a burst ends long before it would need to. (A
+// Stepwise worker's heartbeat beats every 2 s whatever it runs, so about one burst in sixteen
+// includes a renewal of all its leases: see docs/benchmarks.md.)
 // Usage: node bench/floor-worker.mjs <postgres url> <schema> <batch> <worker id>
 // Runs until SIGTERM; polls every 5 ms while nothing is due.
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -207,7 +207,6 @@ export function claimEntriesSql(t: Tables, task: string): string {
     AND (data LIKE '{"event" : "claim",%' OR data LIKE '{"event" : "reclaim",%') OFFSET 0`;
 }
 
-/** Collects positional parameters, each with an explicit SQL type. */
 /**
  * The status a reclaimed task takes (SQL), from its status before (`column`): the request's
  * target per source status (NULL for a status without one, which the NOT NULL column refuses).
@@ -217,6 +216,7 @@ export function reclaimTargetSql(p: Params, to: ClaimRequest['reclaim']['to'], c
   return arms.length ? `CASE ${column} ${arms.join(' ')} END` : 'NULL';
 }
 
+/** Collects positional parameters, each with an explicit SQL type. */
 export class Params implements SqlParams {
   readonly values: unknown[] = [];
   add(value: unknown, type: string): string {
