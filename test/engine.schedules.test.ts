@@ -161,10 +161,12 @@ describe('schedules', () => {
       await clock.advance('30s');
       await eventually(() => started.length === 1, 10_000, 'the first tick');
       const [first] = await tasksOf(engine);
-      // The first task has recorded its step and waits: the cancel lands on a task at rest (a cancel
-      // landing between a step's return and its checkpoint waits out cancelGraceMs on the engine's
-      // clock, which this test does not move).
-      await eventually(async () => (await engine.get(first!.id)).steps.some((x) => x.name === 'mark' && x.status === 'completed'), 10_000, 'the first step recorded');
+      // The first task has parked on its event: the cancel lands on a task at rest. Its step's row
+      // alone is no sign of that (it may be written a turn after its result, before the park): a
+      // run still going when the clock moves a minute loses its two-second lease, and the
+      // cancelling task then waits for a poll on the engine's clock, which this test does not move.
+      await firstParked(engine);
+      expect((await engine.get(first!.id)).steps.some((x) => x.name === 'mark' && x.status === 'completed')).toBe(true);
       await clock.advance('1m');
       await eventually(() => started.length === 2, 10_000, 'the second tick');
       await eventually(async () => (await engine.get(first!.id)).status === 'cancelled', 10_000, 'the first to be cancelled');
