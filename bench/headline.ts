@@ -187,6 +187,8 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
       stepsPerSec: ours,
       floorStepsPerSec: floor,
       fraction: median(d.ours.map((t, i) => t.stepsPerSec / (d.floor[i] as Throughput).stepsPerSec)),
+      /** Each round's own fraction (Stepwise's burst over the floor's, run one after the other). */
+      roundFractions: d.ours.map((t, i) => t.stepsPerSec / (d.floor[i] as Throughput).stepsPerSec),
       cpu: { ours: cpuPerTask(d.ours), floor: cpuPerTask(d.floor) },
     };
   });
@@ -229,6 +231,7 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
     );
   }
   line(`    Rounds per step ratio: ${step.roundRatios.map((r) => fmt(r, 2)).join(', ')}${baseStep ? `; base ${baseStep.roundRatios.map((r) => fmt(r, 2)).join(', ')}` : ''}.`);
+  line(`    Rounds of the drain's fraction: ${drainRows.map((d) => `${d.workers} process${d.workers > 1 ? 'es' : ''} ${d.roundFractions.map((r) => fmt(r, 2)).join(', ')}`).join('; ')}.`);
   line('    DBOS runs its 500 workflows at once (it has no concurrency limit for workflows started directly); every Stepwise row is');
   line('    divided by that one figure. Drain: both spans end at the time the last end-of-run write was prepared (before it');
   line('    commits), and with 500 tasks and claims of up to 256 the third and fourth process find little to claim.');
