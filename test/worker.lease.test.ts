@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Engine, openStore, workflow } from '../src/index.ts';
 import { eventually, gate, makeEngine, startWorker, tempDbUrl, waitForStatus, transitionsOf } from './support/engine.ts';
 import { spyStore } from './support/store-spy.ts';
+import { ManualClock } from '../src/testing/index.ts';
 
 describe('worker leases', () => {
   it('keeps the lease of a step that runs longer than the lease, by heartbeat', async () => {
@@ -17,6 +18,32 @@ describe('worker leases', () => {
     const info = await engine.get(id);
     expect(info.runs).toBe(1);
     expect(transitionsOf(info).map((h) => h.event)).toEqual(['create', 'claim', 'complete']);
+  });
+
+  it('does not renew the lease of a run that gave it up, so the task is taken over while that run is still stuck in its step', async () => {
+    // The engine's clock jumps past the lease while a step hangs (ignoring its signal), as after a
+    // stall: the heartbeat's run gives up its lease. Renewing that lease in the same heartbeat, and
+    // in every one after it while the step still hangs, would hold the task for a run that no
+    // longer runs it. The lease is left to expire, and the task is reclaimed and finished.
+    const clock = new ManualClock(Date.UTC(2030, 0, 1));
+    const stuck = gate();
+    let calls = 0;
+    const wf = workflow('hangs', async (ctx) =>
+      ctx.step('call', async () => {
+        if (++calls > 1) return 'second run';
+        stuck.open();
+        return new Promise(() => undefined);
+      }),
+    );
+    const engine = makeEngine({ workflows: [wf], clock });
+    await startWorker(engine, { leaseMs: 1000, heartbeatMs: 50 });
+    const { id } = await engine.start('hangs');
+    await stuck.promise;
+    await clock.advance('10s');
+    expect(await engine.result(id, { timeout: '10s' })).toBe('second run');
+    const info = await engine.get(id);
+    expect(calls).toBe(2);
+    expect(transitionsOf(info).map((h) => h.event)).toEqual(['create', 'claim', 'reclaim', 'complete']);
   });
 
   it('stop() lets an in-flight step finish within the grace period, then releases the task at the next boundary', async () => {

@@ -149,6 +149,12 @@ export class TaskRun {
     run.setState(withCancel(run.state, reason, () => new TaskCancelledError(this.taskId, reason)));
   }
 
+  /** The run gave up its lease ({@link loseLease}): it writes nothing more, and its lease is not to be renewed. */
+  get leaseLost(): boolean {
+    const s = this.#run.state;
+    return s.kind === 'lost' && s.by === 'lease';
+  }
+
   /** Another worker owns the task now (or may, any moment): stop at once, write nothing. */
   loseLease(): void {
     const run = this.#run;

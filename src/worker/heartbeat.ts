@@ -82,7 +82,10 @@ export class Heartbeat {
     const now = clock.now();
     // Each run with the epoch its lease is renewed at: a kept run resumed while the renewal was in
     // flight is the same object at a new epoch, and the answer about the old one is not about it.
-    const list = [...runs.values()].map((run) => ({ run, epoch: run.epoch }));
+    // A run that gave up its lease (self-fenced, above) is not renewed: it stays in `runs` until its
+    // step returns, and renewing its lease would keep every other worker from taking the task over.
+    const list: Array<{ run: TaskRun; epoch: number }> = [];
+    for (const run of runs.values()) if (!run.leaseLost) list.push({ run, epoch: run.epoch });
     if (!list.length) return;
     const held = await store.heartbeat({ workerId, now, leaseMs, held: list.map(({ run, epoch }) => ({ taskId: run.taskId, epoch })) });
     const byId = new Map(held.map((h) => [h.taskId, h]));
