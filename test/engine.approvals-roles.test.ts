@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { Engine, isStepwiseError, openStore, workflow, type ApprovalInfo } from '../src/index.ts';
 import type { ApprovalUpdate } from '../src/store.ts';
 import { ManualClock } from '../src/testing/index.ts';
-import { eventually, makeEngine, startWorker, tempDbUrl } from './support/engine.ts';
+import { eventually, makeEngine, startWorker, tempDbUrl, waitForStatus } from './support/engine.ts';
 
 async function openApproval(engine: Engine, taskId: string): Promise<ApprovalInfo> {
   let found: ApprovalInfo | undefined;
@@ -40,6 +40,9 @@ describe('approvals by role, hand-over escalation, repeated decisions', () => {
     await startWorker(engine);
     const { id } = await engine.start(wf, {});
     const a = await openApproval(engine, id);
+    // Parked on it (the record is written before the run parks): a run still going when the clock
+    // jumps an hour would give its lease up.
+    await waitForStatus(engine, id, 'waiting');
     await clock.advance('61m');
     const late = await engine.decide(a.id, { approve: true, by: 'alice' }).catch((e: unknown) => e);
     expect(isStepwiseError(late, 'FORBIDDEN')).toBe(true);
@@ -55,6 +58,9 @@ describe('approvals by role, hand-over escalation, repeated decisions', () => {
     await startWorker(engine);
     const { id } = await engine.start(wf, {});
     const a = await openApproval(engine, id);
+    // Parked on it (the record is written before the run parks): a run still going when the clock
+    // jumps an hour would give its lease up.
+    await waitForStatus(engine, id, 'waiting');
     await clock.advance('61m');
     await engine.decide(a.id, { approve: true, by: 'alice' });
     expect(await engine.result(id)).toBe('alice');

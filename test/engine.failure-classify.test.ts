@@ -99,7 +99,9 @@ describe('error classification', () => {
       return flaky;
     });
     const engine = makeEngine({ workflows: [wf], clock });
-    await startWorker(engine);
+    // A lease longer than the clock's moves: the retry waits in-process (2 s is within parkAfterMs),
+    // and a run still going when the clock jumps past its lease would give the lease up.
+    await startWorker(engine, { leaseMs: 60_000 });
     const { id } = await engine.start('ai-sdk');
     await eventually(async () => stepOf(await engine.get(id), 'flaky')?.status === 'retrying', 10_000, 'the overload recorded');
     expect(stepOf(await engine.get(id), 'flaky')?.error?.class).toMatchObject({ kind: 'transient', retryAfterMs: 2000, status: 529 });

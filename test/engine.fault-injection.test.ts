@@ -74,7 +74,9 @@ describe(`fault injection (${TEST_STORE})`, () => {
     const greet = workflow('greet', async (ctx) => (await generateText(ctx, 'greet', { model, prompt: 'Say hello in French' })).text);
     const clock = new ManualClock();
     const engine = makeEngine({ workflows: [greet], clock });
-    const worker = await startWorker(engine);
+    // A lease longer than the clock's moves below: the retry waits in-process, and a run still going
+    // when the clock passes its lease would give the lease up and the call could be made again.
+    const worker = await startWorker(engine, { leaseMs: 60_000 });
     try {
       const { id } = await engine.start(greet, {});
       // The retry waits the 1 s the 429 asked for, on the engine's clock. The clock moves only

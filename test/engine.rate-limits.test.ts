@@ -61,6 +61,16 @@ describe('rate limits', () => {
       for (let w = 1; w <= 3; w++) {
         await clock.advance(placed(10 * SECOND));
         await eventually(() => calls.length === 5 * (w + 1), 20_000, `window ${w}`);
+        // The window's runs have ended before the clock moves again: a run still going when the
+        // clock jumps past its lease would give the lease up (and its step could run again).
+        await eventually(
+          async () => {
+            const now = await statuses(a);
+            return now.filter((x) => x === 'succeeded').length === 5 * (w + 1) && now.every((x) => x === 'succeeded' || x === 'waiting');
+          },
+          20_000,
+          `window ${w}'s tasks ended`,
+        );
       }
       await eventually(async () => (await statuses(b)).every((s) => s === 'succeeded'), 20_000, 'all succeeded');
       // Each window holds exactly the limit: no interval of 10 s holds more, and none was left unused.
