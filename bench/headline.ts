@@ -182,13 +182,14 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
   const drainRows = [...drains].map(([workers, d]) => {
     const ours = median(d.ours.map((t) => t.stepsPerSec));
     const floor = median(d.floor.map((t) => t.stepsPerSec));
+    // Each round's own fraction (Stepwise's burst over the floor's, run one after the other).
+    const roundFractions = d.ours.map((t, i) => t.stepsPerSec / (d.floor[i] as Throughput).stepsPerSec);
     return {
       workers,
       stepsPerSec: ours,
       floorStepsPerSec: floor,
-      fraction: median(d.ours.map((t, i) => t.stepsPerSec / (d.floor[i] as Throughput).stepsPerSec)),
-      /** Each round's own fraction (Stepwise's burst over the floor's, run one after the other). */
-      roundFractions: d.ours.map((t, i) => t.stepsPerSec / (d.floor[i] as Throughput).stepsPerSec),
+      fraction: median(roundFractions),
+      roundFractions,
       cpu: { ours: cpuPerTask(d.ours), floor: cpuPerTask(d.floor) },
     };
   });

@@ -54,6 +54,11 @@ export function haltOf(s: RunState): Error | null {
   return s.kind === 'running' ? null : s.halt;
 }
 
+/** The run gave up its lease: it writes nothing more, and its lease is not to be renewed. */
+export function isLeaseLost(s: RunState): boolean {
+  return s.kind === 'lost' && s.by === 'lease';
+}
+
 /** A call that goes on after waiting stops here if the run was halted meanwhile. */
 export function throwIfHalted(s: RunState): void {
   const halt = haltOf(s);

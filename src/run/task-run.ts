@@ -33,7 +33,7 @@ import { startUndo, undoEnd, undoing } from './undo-rerun.ts';
 import { cleanupDue, runCleanup, type CleanupResult } from './cleanup.ts';
 import { inScope } from './cleanup-scope.ts';
 import { mayKeep, resumesFromPark } from './resume.ts';
-import { cancelOf, haltOf, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState } from './state.ts';
+import { cancelOf, haltOf, isLeaseLost, withCancel, withDrain, withEnd, withLeaseLost, withPause, withShutdown, withoutPause, type RunState } from './state.ts';
 
 export type { RunDefinition, RunDeps } from './core.ts';
 
@@ -151,8 +151,7 @@ export class TaskRun {
 
   /** The run gave up its lease ({@link loseLease}): it writes nothing more, and its lease is not to be renewed. */
   get leaseLost(): boolean {
-    const s = this.#run.state;
-    return s.kind === 'lost' && s.by === 'lease';
+    return isLeaseLost(this.#run.state);
   }
 
   /** Another worker owns the task now (or may, any moment): stop at once, write nothing. */
