@@ -124,6 +124,43 @@ describe('durable calls inside a step function', () => {
     expect(error.message).toContain('step "summarise late" was called inside the function of step "long"');
   });
 
+  it('refuses a call in the continuation of a plain (not async) step function that returns a promise', async () => {
+    const wf = workflow('nested-plain-promise', async (ctx) => ctx.step('fetch', () => new Promise<void>((r) => setImmediate(r)).then(() => summarise(ctx, 'body'))));
+    const { error } = await nestedFailure(wf);
+    expect(error.message).toContain('step "summarise body" was called inside the function of step "fetch"');
+  });
+
+  it('refuses a call made inside a plain step function whose name already ran synchronously many times', async () => {
+    // The first calls of `tick` return plain values: later calls of that name take the cheaper
+    // marker instead of the async context, which must refuse the inner call all the same.
+    const wf = workflow('nested-plain-repeat', async (ctx) => {
+      for (let i = 0; i < 5; i++) await ctx.step('tick', () => i);
+      return ctx.step('tick', () => summarise(ctx, 'late tick'));
+    });
+    const { error, info } = await nestedFailure(wf);
+    expect(error.message).toContain('step "summarise late tick" was called inside the function of step "tick#6"');
+    expect(info.steps.filter((s) => s.status === 'completed').map((s) => s.name)).toEqual(['tick', 'tick#2', 'tick#3', 'tick#4', 'tick#5']);
+  });
+
+  it('refuses a call in the continuation of a plain step function that returned plain values under the same name before, from its next call on', async () => {
+    // `poll` returned plain values; its next call returns a promise (not in the context, the one
+    // case the marker misses: see run/step-scope.ts), so the call after that is in the context again.
+    let inner = 0;
+    const wf = workflow('nested-plain-turns-async', async (ctx) => {
+      await ctx.step('poll', () => 1);
+      await ctx.step('poll', () => Promise.resolve(2));
+      return ctx.step('poll', () =>
+        Promise.resolve(3).then(() => {
+          inner++;
+          return summarise(ctx, 'third poll');
+        }),
+      );
+    });
+    const { error } = await nestedFailure(wf);
+    expect(error.message).toContain('step "summarise third poll" was called inside the function of step "poll#3"');
+    expect(inner).toBe(1);
+  });
+
   it('still runs steps side by side (Promise.all) and a step chained on another step’s result, and replays them after a park', async () => {
     const wf = workflow('beside', async (ctx) => {
       const [a, b] = await Promise.all([summarise(ctx, 'x'), ctx.step('slow', async () => new Promise<string>((r) => setTimeout(() => r('y'), 5)))]);

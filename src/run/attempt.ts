@@ -18,7 +18,7 @@ import { StepTimeoutError } from '../errors.ts';
 import type { Progress, StepContext } from '../api/step.ts';
 import type { RateLimitTicket } from '../api/rate-limits.ts';
 import { lateHalt } from './cleanup-scope.ts';
-import { runAsStep, stepSettled } from './step-scope.ts';
+import { heldForResult, runAsStep, stepSettled } from './step-scope.ts';
 import { coreOf, type RunCore } from './core.ts';
 import type { Run } from './run.ts';
 import { haltOf, mayWrite } from './state.ts';
@@ -234,20 +234,20 @@ function callStep<T>(run: RunCore, stepId: string, fn: (s: StepContext) => Promi
     return a.failed(e);
   }
   if (isThenable(result)) {
+    const held = heldForResult();
     // Adopted as a real promise: a foreign thenable gets the same one-shot settlement.
     Promise.resolve(result).then(
       (v) => {
-        stepSettled();
+        if (held) stepSettled();
         a.settle(v);
       },
       (e: unknown) => {
-        stepSettled();
+        if (held) stepSettled();
         a.failed(e);
       },
     );
   } else {
     // A synchronous step: its value is final.
-    stepSettled();
     a.settle(result);
   }
 }
