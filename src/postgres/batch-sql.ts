@@ -21,7 +21,7 @@
 import { STEP_COLUMNS, stepColumnArrays } from '../rows.ts';
 import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../log-entries.ts';
 import type { StepRow, StepWrite } from '../store.ts';
-import { LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, type Tables } from './sql-text.ts';
+import { BatchColumns, LEASED_SQL, Params, STEP_TYPES, STEP_UPSERT_LOGGED_SET, carriesSql, type Tables } from './sql-text.ts';
 
 /**
  * The rows of a step batch. The last write of a (task, seq) wins, as a sequence of upserts would
@@ -93,11 +93,12 @@ function batchRows(ops: readonly StepWrite[]): { rows: StepWrite[]; rowOf: numbe
 export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: string; values: unknown[]; rowOf: number[] } {
   const { rows, rowOf, places } = batchRows(ops);
   const p = new Params();
+  const n = rows.length;
+  const col = new BatchColumns(p, n);
   const columns = stepColumns(
-    p,
+    col,
     rows.map((op) => op.step),
   );
-  const n = rows.length;
   const fenceEpochs = new Array<number>(n);
   const evAts = new Array<number | null>(n);
   const evTypes = new Array<string>(n);
@@ -110,14 +111,14 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
     // A row that carries its entry has no entry of its own to write: no JSON is built for it.
     evDatas[r] = journalCarries(op.step) ? null : stepEntry('worker', '', op.step).data;
   }
-  const fence = p.add(fenceEpochs, 'integer[]');
-  const evAt = p.add(evAts, 'bigint[]');
-  const evType = p.add(evTypes, 'text[]');
-  const evData = p.add(evDatas, 'text[]');
-  const place = p.add(places, 'integer[]');
+  const fence = col.add(fenceEpochs, 'integer[]');
+  const evAt = col.add(evAts, 'bigint[]');
+  const evType = col.add(evTypes, 'text[]');
+  const evData = col.add(evDatas, 'text[]');
+  const place = col.add(places, 'integer[]');
   // Writes that consume a signal add their columns (the others' statement stays as it was).
   const consuming = rows.some((op) => op.consume);
-  const extra = consuming ? consumeColumns(p, rows) : [];
+  const extra = consuming ? consumeColumns(col, rows) : [];
   // g: log numbers per task and epoch; l: those tasks' heads locked in id order (an UPDATE … FROM a
   // sorted list does not lock in that order: two batches sharing tasks deadlocked), still leased at
   // the epoch; u: their log counters bumped by those numbers; a: the accepted rows, each with its first
@@ -161,7 +162,7 @@ export function stepBatchSql(t: Tables, ops: readonly StepWrite[]): { text: stri
 }
 
 /** The columns of a batch with signals to consume: each row's log numbers, the signal, its position, the consumption's entry. */
-function consumeColumns(p: Params, rows: readonly StepWrite[]): string[] {
+function consumeColumns(p: BatchColumns, rows: readonly StepWrite[]): string[] {
   return [
     p.add(rows.map(widthOf), 'integer[]'),
     p.add(
@@ -180,6 +181,6 @@ function consumeColumns(p: Params, rows: readonly StepWrite[]): string[] {
 }
 
 /** One array parameter per journal column. */
-export function stepColumns(p: Params, rows: readonly StepRow[]): string[] {
+export function stepColumns(p: BatchColumns, rows: readonly StepRow[]): string[] {
   return stepColumnArrays(rows).map((values, c) => p.add(values, `${STEP_TYPES[c]}[]`));
 }

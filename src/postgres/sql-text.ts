@@ -234,6 +234,40 @@ export class Params implements SqlParams {
   }
 }
 
+/**
+ * The columns of a multi-row statement's rows, one array parameter per column for `unnest`, all
+ * of `n` elements. A batch of hundreds of rows repeats one value down most columns (the worker,
+ * the status, the event, the channel), and an array is parsed element by element on both sides: a
+ * column whose every row holds the same primitive value is sent as that one value and filled out
+ * in SQL. The statement's text is the same either way (one prepared statement); a batch of one row
+ * sends its arrays as they are.
+ */
+export class BatchColumns {
+  readonly #p: Params;
+  /** The rows' count as SQL (a parameter), when there are several rows. */
+  readonly #rows: string | null;
+
+  constructor(p: Params, n: number) {
+    this.#p = p;
+    this.#rows = n > 1 ? p.add(n, 'integer') : null;
+  }
+
+  /** The column `values` (one per row) of SQL array type `type` (`text[]`, …), as an SQL expression. */
+  add(values: readonly unknown[], type: string): string {
+    if (this.#rows === null) return this.#p.add(values, type);
+    const ref = this.#p.add(sameThroughout(values) ? [values[0]] : values, type);
+    return `(CASE WHEN cardinality(${ref}) = 1 THEN array_fill((${ref})[1], ARRAY[${this.#rows}]) ELSE ${ref} END)`;
+  }
+}
+
+/** Whether every element of `values` (two or more) is the same string, number, boolean or null. */
+function sameThroughout(values: readonly unknown[]): boolean {
+  const first = values[0] ?? null;
+  if (values.length < 2 || (typeof first === 'object' && first !== null)) return false;
+  for (let i = 1; i < values.length; i++) if ((values[i] ?? null) !== first) return false;
+  return true;
+}
+
 const NEEDS_ESCAPE = /["\\]/;
 const ESCAPED = /["\\]/g;
 /** Characters JSON writes as escapes PostgreSQL's array syntax reads differently: controls, lone surrogates. */

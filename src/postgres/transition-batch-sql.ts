@@ -14,7 +14,7 @@ import type { NewEvent, StepRow, TransitionWrite, WakeEvent } from '../store.ts'
 import { PATCH_COLUMNS, TASK_COLUMNS, patchValue } from '../task-columns.ts';
 import { listenerName, notifySql } from './listen.ts';
 import { parentSignalNotify } from '../store-sql/parent-signal.ts';
-import { Params, STEP_UPSERT_LOGGED_SET, lockById, lockEachInIdOrder, type Tables } from './sql-text.ts';
+import { BatchColumns, Params, STEP_UPSERT_LOGGED_SET, lockById, lockEachInIdOrder, type Tables } from './sql-text.ts';
 import { writeHeadsSql } from './heads.ts';
 import { stepColumns } from './batch-sql.ts';
 
@@ -72,13 +72,14 @@ function entryParams(p: Params, entries: readonly NewEvent[][]): Record<'op' | '
       data.push(e.data);
     }
   }
+  const col = new BatchColumns(p, op.length);
   return {
-    op: p.add(op, 'integer[]'),
-    j: p.add(j, 'integer[]'),
-    type: p.add(type, 'text[]'),
-    kind: p.add(kind, 'text[]'),
-    actor: p.add(actor, 'text[]'),
-    data: p.add(data, 'text[]'),
+    op: col.add(op, 'integer[]'),
+    j: col.add(j, 'integer[]'),
+    type: col.add(type, 'text[]'),
+    kind: col.add(kind, 'text[]'),
+    actor: col.add(actor, 'text[]'),
+    data: col.add(data, 'text[]'),
   };
 }
 
@@ -105,7 +106,7 @@ function setsField(w: TransitionWrite, field: string): boolean {
 
 /** The per-op columns every transition batch has, as array parameters (added in a fixed order). */
 function baseColumns(
-  p: Params,
+  p: BatchColumns,
   ops: readonly TransitionWrite[],
   entries: readonly NewEvent[][],
   channelOf: (event: WakeEvent) => string,
@@ -174,17 +175,18 @@ function transitionColumns(
 ): { i: Record<string, string>; written: typeof PATCH_COLUMNS } {
   // Most ops of a batch announce on one channel: its listener's name is hashed once.
   const names = new Map<string, string>();
-  const i = baseColumns(p, ops, entries, channelOf, names);
+  const cols = new BatchColumns(p, ops.length);
+  const i = baseColumns(cols, ops, entries, channelOf, names);
   // A child's end: its parent, the signal's name (also its idempotency key, and as JSON for the
   // parent's log entry), and the channel that wakes the parent's workers.
   if (ops.some((w) => w.parentSignal)) {
-    const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => p.add(ops.map(f), `${type}[]`);
+    const col = <T>(f: (w: TransitionWrite, k: number) => T, type: string): string => cols.add(ops.map(f), `${type}[]`);
     const sigChannels = ops.map((w) => (w.parentSignal ? channelOf(parentSignalNotify(w.parentSignal)) : null));
     i.sigParent = col((w) => w.parentSignal?.taskId ?? null, 'text');
     i.sigName = col((w) => w.parentSignal?.name ?? null, 'text');
     i.sigNameJson = col((w) => (w.parentSignal ? JSON.stringify(w.parentSignal.name) : null), 'text');
-    i.sigChannel = p.add(sigChannels, 'text[]');
-    i.sigListener = p.add(listenerNames(sigChannels, names), 'text[]');
+    i.sigChannel = cols.add(sigChannels, 'text[]');
+    i.sigListener = cols.add(listenerNames(sigChannels, names), 'text[]');
   }
   // Per column a patch may write (the task-column table) and some op of the batch sets: whether
   // each op sets it, and the value (a column no op sets is not in the statement).
@@ -197,8 +199,8 @@ function transitionColumns(
     written.push(c);
     const values = new Array<unknown>(ops.length);
     for (let k = 0; k < ops.length; k++) values[k] = sets[k] ? patchValue(c, (ops[k] as TransitionWrite).set) : null;
-    i[`set_${c.column}`] = p.add(sets, 'boolean[]');
-    i[`v_${c.column}`] = p.add(values, `${c.pg}[]`);
+    i[`set_${c.column}`] = cols.add(sets, 'boolean[]');
+    i[`v_${c.column}`] = cols.add(values, `${c.pg}[]`);
   }
   return { i, written };
 }
@@ -357,11 +359,12 @@ function journalCte(t: Tables, p: Params, ops: readonly TransitionWrite[], entri
   });
   const rows = [...last.values()];
   if (!rows.length) return '';
+  const col = new BatchColumns(p, rows.length);
   const columns = stepColumns(
-    p,
+    col,
     rows.map((r) => r.step),
   );
-  const place = p.add(
+  const place = col.add(
     rows.map((r) => r.place),
     'integer[]',
   );
