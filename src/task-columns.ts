@@ -9,7 +9,7 @@
  * generated from it: a new column is one entry here plus its migrations.
  */
 import type { TaskStatus } from './lifecycle.ts';
-import type { TaskPatch, TaskRow } from './store.ts';
+import type { TaskHead, TaskPatch, TaskRow } from './store.ts';
 
 type Raw = Record<string, unknown>;
 
@@ -115,6 +115,23 @@ function compileDecoder(columns: readonly TaskColumn[]): (r: Raw) => TaskRow {
       return row as unknown as TaskRow;
     };
   }
+}
+
+/** The columns of a {@link TaskHead}, as SQL of the alias `t` (a transition batch's answer when every op asks for heads). */
+export const HEAD_SQL = (t: string): string => `${t}.id, ${t}.workflow, ${t}.status, ${t}.epoch, ${t}.lease_owner, ${t}.run_at, ${t}.updated_at`;
+
+/** A task's head from a database row of {@link HEAD_SQL}'s columns. */
+export function toTaskHead(r: Raw): TaskHead {
+  return {
+    id: String(r.id),
+    workflow: String(r.workflow),
+    status: r.status as TaskStatus,
+    epoch: num(r.epoch),
+    leaseOwner: strOrNull(r.lease_owner),
+    runAt: numOrNull(r.run_at),
+    updatedAt: num(r.updated_at),
+    head: true,
+  };
 }
 
 /** The value a patch binds for `col` (booleans stay booleans here; each store binds its own). */

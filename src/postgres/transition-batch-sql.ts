@@ -11,7 +11,7 @@
 import { STEP_COLUMNS } from '../rows.ts';
 import { transitionWriteEntries } from '../log-entries.ts';
 import type { NewEvent, StepRow, TransitionWrite, WakeEvent } from '../store.ts';
-import { PATCH_COLUMNS, TASK_COLUMNS, patchValue } from '../task-columns.ts';
+import { HEAD_SQL, PATCH_COLUMNS, TASK_COLUMNS, patchValue } from '../task-columns.ts';
 import { listenerName, notifySql } from './listen.ts';
 import { parentSignalNotify } from '../store-sql/parent-signal.ts';
 import { BatchColumns, Params, STEP_UPSERT_LOGGED_SET, lockById, lockEachInIdOrder, type Tables } from './sql-text.ts';
@@ -211,10 +211,16 @@ function transitionColumns(
  * the driver would parse for every task of every batch.
  */
 const TASK_OUT = TASK_COLUMNS.map((c) => `upd.${c.column}`).join(', ');
+const HEAD_OUT = HEAD_SQL('upd');
 
-/** Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with `ord`). */
-export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channelOf: (event: WakeEvent) => string): { text: string; values: unknown[] } {
+/**
+ * Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with
+ * `ord`), or their heads alone when every op asks for that (`heads`: see `TaskHead`).
+ */
+export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channelOf: (event: WakeEvent) => string): { text: string; values: unknown[]; heads: boolean } {
   const p = new Params();
+  let heads = true;
+  for (let k = 0; k < ops.length && heads; k++) heads = (ops[k] as TransitionWrite).answer === 'head';
   // Every op's log entries; those carried by journal rows are not written to `events`: their place goes to the row.
   const entries = ops.map(transitionWriteEntries);
   const ev = entryParams(p, entries);
@@ -250,8 +256,8 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
       SELECT ${notifySql('batch_channel', "json_build_object('reason', batch_group, 'taskId', '*', 'taskIds', json_agg(id))::text", 'batch_listener')} AS sent
       FROM nt GROUP BY batch_channel, batch_listener, batch_group, chunk
     )
-    SELECT ${TASK_OUT}, upd.batch_ord, ${notifySql('batch_channel', 'batch_notify', 'batch_listener')} AS notified, (SELECT count(*) FROM sent) AS notified_batch FROM upd`;
-  return { text, values: p.values };
+    SELECT ${heads ? HEAD_OUT : TASK_OUT}, upd.batch_ord, ${notifySql('batch_channel', 'batch_notify', 'batch_listener')} AS notified, (SELECT count(*) FROM sent) AS notified_batch FROM upd`;
+  return { text, values: p.values, heads };
 }
 
 /** `cur`: the batch's tasks, each locked (in id order) and kept if its guard holds on the newest row version. */

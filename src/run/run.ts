@@ -55,6 +55,12 @@ export interface RunDeps extends RunServices {
   emit: Emit;
   /** Whether an event has listeners: step events are built only then (a step is a hot path). */
   hears: (name: WorkerEventName) => boolean;
+  /**
+   * Whether this process reads the rows of finished tasks as their ends commit (`result()` waiters
+   * here): when not, the run's last write asks for the task's head alone (`TransitionWrite.answer`).
+   * Absent: whole rows.
+   */
+  rowsHeard?: (() => boolean) | undefined;
   /** The largest step or task output, in bytes of JSON. */
   outputBytes: number;
   /**

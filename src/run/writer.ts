@@ -16,7 +16,7 @@
 import { ERROR_CODES, LeaseLostError, StoreRefusedError, StoreUnavailableError, coerceError, isStepwiseError, type StepwiseError } from '../errors.ts';
 import { encodeError } from '../serialize.ts';
 import type { LifecycleEvent, TaskStatus } from '../lifecycle.ts';
-import type { StepRow, StepWrite, TaskRow, TransitionWrite } from '../store.ts';
+import type { StepRow, StepWrite, TaskHead, TaskRow, TransitionWrite } from '../store.ts';
 import { planTransition, wakeFor } from '../transitions.ts';
 import type { Consume, RunCore } from './core.ts';
 import type { EndPlan } from './outcome.ts';
@@ -212,7 +212,7 @@ export class JournalWriter {
     let current = plan;
     for (let i = 0; i < 4; i++) {
       const { write, ev } = this.#planLast(current, known, rows);
-      let row: TaskRow | null;
+      let row: TaskRow | TaskHead | null;
       try {
         row = await this.#writeLast(write);
       } catch (e) {
@@ -265,6 +265,8 @@ export class JournalWriter {
     });
     // Parking or handing back must not swallow a pause this run has not heard of yet.
     if (mode === 'as-planned' && (ev === 'park' || ev === 'release')) write.pauseRequested = false;
+    // The run reads only the status of what the write answers; whole rows only for readers here.
+    if (run.deps.rowsHeard?.() === false) write.answer = 'head';
     return { write, ev };
   }
 
@@ -272,10 +274,10 @@ export class JournalWriter {
    * The last transition; while the lease is surely ours a failing database is retried (results
    * the code received may travel only with this write, and giving up means running them again).
    */
-  async #writeLast(write: TransitionWrite): Promise<TaskRow | null> {
+  async #writeLast(write: TransitionWrite): Promise<TaskRow | TaskHead | null> {
     for (;;) {
       try {
-        return (await this.#run.deps.writer.write(write)) as TaskRow | null;
+        return (await this.#run.deps.writer.write(write)) as TaskRow | TaskHead | null;
       } catch (e) {
         if (isRefusal(e) || !this.#mayRetry()) throw e;
         await new Promise((r) => setTimeout(r, RETRY_MS));

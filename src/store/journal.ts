@@ -45,6 +45,11 @@ export interface TransitionWrite {
    * for it, and workers are woken.
    */
   parentSignal?: { taskId: string; name: string };
+  /**
+   * `'head'`: the writer needs only the task's head back (see {@link TaskHead}), not its whole
+   * row; a store may answer with the row all the same.
+   */
+  answer?: 'head';
 }
 // When `set.waitEvents` names events, the store also makes the task due at `at` if an unconsumed
 // signal of one of those names already exists, so that a signal sent while the task was still
@@ -75,8 +80,20 @@ export interface StepWrite {
 }
 
 export type WriteOp = TransitionWrite | StepWrite;
-/** For a transition: the updated row, or `null` if its guard failed; for a step: accepted or not. */
-export type WriteResult = TaskRow | null | boolean;
+/**
+ * What a transition written with `answer: 'head'` may be answered with: the updated task's
+ * lifecycle fields, without its input, output and the rest (a batch of hundreds of ends need not
+ * send and parse hundreds of whole rows when nobody in the writing process reads them).
+ */
+export type TaskHead = Pick<TaskRow, 'id' | 'workflow' | 'status' | 'epoch' | 'leaseOwner' | 'runAt' | 'updatedAt'> & { readonly head: true };
+
+/** Whether a transition's answer is a head alone (see {@link TaskHead}). */
+export function isTaskHead(r: TaskRow | TaskHead): r is TaskHead {
+  return 'head' in r;
+}
+
+/** For a transition: the updated row (or its head), or `null` if its guard failed; for a step: accepted or not. */
+export type WriteResult = TaskRow | TaskHead | null | boolean;
 
 /** Transitions and checkpoints. */
 export interface JournalStore {

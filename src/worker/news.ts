@@ -8,7 +8,7 @@
 import type { Emit, WorkerEventName, WorkerEvents } from '../events.ts';
 import { isFinished } from '../lifecycle.ts';
 import type { NewsBus, RunInfo, WorkerNews } from '../news.ts';
-import type { WriteResult } from '../store.ts';
+import { isTaskHead, type WriteResult } from '../store.ts';
 
 export class WorkerNewsDesk {
   readonly #bus: NewsBus;
@@ -68,8 +68,16 @@ export class WorkerNewsDesk {
    */
   finished(results: readonly WriteResult[]): void {
     if (!this.#bus.hears('task:settled')) return;
-    for (const r of results) if (typeof r === 'object' && r !== null && isFinished(r.status)) this.#bus.publish({ type: 'task:settled', taskId: r.id, status: r.status, row: r });
+    for (const r of results) {
+      if (typeof r !== 'object' || r === null || !isFinished(r.status)) continue;
+      // A head alone (written when nobody here listened) is news without the row: a waiter reads it.
+      if (isTaskHead(r)) this.#bus.publish({ type: 'task:settled', taskId: r.id, status: r.status });
+      else this.#bus.publish({ type: 'task:settled', taskId: r.id, status: r.status, row: r });
+    }
   }
+
+  /** Whether this process hears of finished tasks with their rows (its `result()` waiters): ends are then written answering whole rows. */
+  readonly rowsHeard = (): boolean => this.#bus.hears('task:settled');
 
   /** A run of this worker ended (`lease-lost`: without writing). */
   settled(taskId: string, status: WorkerEvents['run:finished']['status']): void {

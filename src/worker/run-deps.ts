@@ -55,6 +55,7 @@ export function runDeps(src: RunDepsSource, taskId: string, wf: Workflow, info: 
     leaseSafeUntil: () => src.safeUntil(taskId),
     emit: news.emitFor(info),
     hears: news.hears,
+    rowsHeard: news.rowsHeard,
     outputBytes: host.outputBytes ?? DEFAULT_LIMITS.outputBytes,
     idempotency: host.idempotency,
     streamFrames: host.streamFrames?.keep ?? 'task',
