@@ -238,8 +238,8 @@ export class Params implements SqlParams {
  * The columns of a multi-row statement's rows, one array parameter per column for `unnest`, all
  * of `n` elements. A batch of hundreds of rows repeats one value down most columns (the worker,
  * the status, the event, the channel), and an array is parsed element by element on both sides: a
- * column whose every row holds the same primitive value is sent as that one value and filled out
- * in SQL. The statement's text is the same either way (one prepared statement); a batch of one row
+ * column whose every row holds the same primitive value is sent as an array of that one value and
+ * filled out in SQL. The statement's text is the same either way (one prepared statement); a batch of one row
  * sends its arrays as they are.
  */
 export class BatchColumns {
@@ -260,7 +260,10 @@ export class BatchColumns {
   }
 }
 
-/** Whether every element of `values` (two or more) is the same string, number, boolean or null. */
+/**
+ * Whether every element of `values` (two or more) is the same string, number, bigint, boolean or
+ * null (`undefined` counts as null, as in the array literal; NaN is never the same as itself).
+ */
 function sameThroughout(values: readonly unknown[]): boolean {
   const first = values[0] ?? null;
   if (values.length < 2 || (typeof first === 'object' && first !== null)) return false;

@@ -228,8 +228,9 @@ class AttemptContext implements StepContext {
 function callStep<T>(run: RunCore, stepId: string, fn: (s: StepContext) => PromiseLike<T> | T, ctx: StepContext, a: Attempt<T>): void {
   let result: PromiseLike<T> | T;
   try {
-    // In the step's async context, so that a durable call made inside it is refused (see identity.ts).
-    result = runAsStep(run, stepId, fn, ctx);
+    // As the step's code (its async context, or a marker: see step-scope.ts), so that a durable
+    // call made inside it is refused (see identity.ts).
+    result = runAsStep(run, run.workflow, stepId, fn, ctx);
   } catch (e) {
     return a.failed(e);
   }

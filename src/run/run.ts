@@ -56,8 +56,9 @@ export interface RunDeps extends RunServices {
   /** Whether an event has listeners: step events are built only then (a step is a hot path). */
   hears: (name: WorkerEventName) => boolean;
   /**
-   * Whether this process reads the rows of finished tasks as their ends commit (`result()` waiters
-   * here): when not, the run's last write asks for the task's head alone (`TransitionWrite.answer`).
+   * Whether anything in this process listens for finished tasks (`result()` waiters, readers of
+   * events, an engine that started tasks here), which may read their rows as their ends commit:
+   * when not, the run's last write asks for the task's head alone (`TransitionWrite.answer`).
    * Absent: whole rows.
    */
   rowsHeard?: (() => boolean) | undefined;

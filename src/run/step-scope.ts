@@ -12,13 +12,13 @@
  * not be carried.
  *
  * Turning the context on and off costs about 2 KB of garbage and a microsecond or two, which a
- * synchronous step (`() => value`) paid twice per call. A function whose calls need no context is
- * called with a plain marker instead, set for the length of the call: a plain (not `async`)
- * function whose step name already returned a value that is not a thenable in this process. An
- * `async` function, and a plain one whose name is new or returned a thenable, is called in the
- * context (a thenable's continuations are code of the step). The one call the marker misses: a
- * plain function whose name returned a plain value before and now returns a promise whose
- * continuations make a durable call; its name is called in the context from then on.
+ * synchronous step (`() => value`) paid twice per call. So a plain (not `async`) function is
+ * called with a marker instead, set for the length of the call, when every earlier call of its
+ * step name in its workflow returned a value that is not a thenable. An `async` function, a name
+ * not seen yet, and a name whose plain function has ever returned a thenable (for good) are called
+ * in the context, whose continuations carry it. The one call the marker misses, once per
+ * workflow and name in a process: the first time such a function returns a promise, a durable
+ * call made in that promise's continuations.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -49,11 +49,13 @@ let marked: Enclosing | null = null;
 const AsyncFunction = (async () => undefined).constructor;
 
 /**
- * Step names (a step id without its `#n`) whose plain function returned a value that is not a
- * thenable, when last called in this process. Bounded, so that generated names cannot grow it
- * without end (a name left out is called in the context: slower, never wrong).
+ * Per workflow (its definition object), what the plain functions of each step name (a step id
+ * without its `#n`) returned: true while every call returned a value that is not a thenable, false
+ * for good once one returned a thenable. Per workflow, because two workflows may call different
+ * functions by one name. Bounded, so that generated names cannot grow it without end (a name left
+ * out is called in the context: slower, never wrong).
  */
-const plainNames = new Set<string>();
+const plainNames = new WeakMap<object, Map<string, boolean>>();
 const PLAIN_NAMES_MAX = 4096;
 
 function nameOf(stepId: string): string {
@@ -69,24 +71,32 @@ function isThenable(value: unknown): boolean {
 let held = false;
 
 /**
- * Calls a step's function `fn(arg)` of `run` as the code of step `stepId`. If the context is held
- * for its result (a thenable: see {@link heldForResult}), the caller calls {@link stepSettled}
- * once it has settled. A function that throws has left the step when this throws.
+ * Calls a step's function `fn(arg)` of `run` (of `workflow`) as the code of step `stepId`. If the
+ * context is held for its result (a thenable: see {@link heldForResult}), the caller calls
+ * {@link stepSettled} once it has settled. A function that throws has left the step when this throws.
  */
-export function runAsStep<A, T>(run: object, stepId: string, fn: (arg: A) => T, arg: A): T {
+export function runAsStep<A, T>(run: object, workflow: object, stepId: string, fn: (arg: A) => T, arg: A): T {
   held = false;
   const plain = !(fn instanceof AsyncFunction);
-  if (plain && plainNames.has(nameOf(stepId))) {
-    const outer = marked;
-    marked = { run, stepId };
-    let result: T;
-    try {
-      result = fn(arg);
-    } finally {
-      marked = outer;
+  const name = plain ? nameOf(stepId) : '';
+  let names: Map<string, boolean> | undefined;
+  if (plain) {
+    names = plainNames.get(workflow);
+    if (names === undefined) plainNames.set(workflow, (names = new Map()));
+    if (names.get(name) === true) {
+      const outer = marked;
+      marked = { run, stepId };
+      let result: T;
+      try {
+        result = fn(arg);
+      } finally {
+        marked = outer;
+      }
+      // The function may have started another run's step, which set the flag.
+      held = false;
+      if (isThenable(result)) names.set(name, false);
+      return result;
     }
-    if (isThenable(result)) plainNames.delete(nameOf(stepId));
-    return result;
   }
   inFlight++;
   if (keptPromise === null) keepPromiseClass();
@@ -97,12 +107,18 @@ export function runAsStep<A, T>(run: object, stepId: string, fn: (arg: A) => T, 
     stepSettled();
     throw e;
   }
-  if (isThenable(result)) {
+  const thenable = isThenable(result);
+  if (names !== undefined && (names.has(name) || names.size < PLAIN_NAMES_MAX)) {
+    // A name recorded false (it returned a thenable) stays false.
+    if (thenable) names.set(name, false);
+    else if (!names.has(name)) names.set(name, true);
+  }
+  if (thenable) {
     held = true;
     return result;
   }
   stepSettled();
-  if (plain && plainNames.size < PLAIN_NAMES_MAX) plainNames.add(nameOf(stepId));
+  held = false;
   return result;
 }
 

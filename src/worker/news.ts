@@ -76,7 +76,10 @@ export class WorkerNewsDesk {
     }
   }
 
-  /** Whether this process hears of finished tasks with their rows (its `result()` waiters): ends are then written answering whole rows. */
+  /**
+   * Whether anything in this process listens for finished tasks (`result()` waiters, readers of
+   * events, an engine that started tasks here): ends are then written answering whole rows.
+   */
   readonly rowsHeard = (): boolean => this.#bus.hears('task:settled');
 
   /** A run of this worker ended (`lease-lost`: without writing). */

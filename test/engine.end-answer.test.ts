@@ -1,0 +1,72 @@
+// A run's last write asks for the task's head alone when nothing in the worker's process listens
+// for finished tasks (a worker process of its own), and for the whole row when something does (the
+// engine that started the task and waits for its result). The result reads the same either way.
+import { describe, expect, it } from 'vitest';
+import { Engine, openStore, workflow, type Store } from '../src/index.ts';
+import type { WriteOp } from '../src/store.ts';
+import { gate, startWorker, tempDbUrl } from './support/engine.ts';
+
+const wf = workflow('end-answer', async (ctx, input: { n: number }) => (await ctx.step('double', () => input.n * 2)) + 1);
+
+/** `inner`, with the `answer` of every transition written through `writeBatch` recorded. */
+function recording(inner: Store): { store: Store; answers: Array<string | undefined> } {
+  const answers: Array<string | undefined> = [];
+  const store = new Proxy(inner, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target) as unknown;
+      // SQLite writes a lone op at once (`writeBatchNow`) and a batch through `writeBatch`.
+      if (prop === 'writeBatch' || (prop === 'writeBatchNow' && inner.writeBatchNow)) {
+        const write = (value as (ops: readonly WriteOp[]) => unknown).bind(target);
+        return (ops: readonly WriteOp[]) => {
+          for (const op of ops) if (op.kind === 'transition') answers.push(op.answer);
+          return write(ops);
+        };
+      }
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { store, answers };
+}
+
+describe('the answer a run’s last write asks for', () => {
+  it('is the head alone in a process where nothing listens for finished tasks; the result is read whole elsewhere', async () => {
+    const url = tempDbUrl();
+    const { store, answers } = recording(await openStore(url));
+    const workerSide = new Engine({ store, workflows: [wf] });
+    const client = new Engine({ store: url, workflows: [wf] });
+    try {
+      await startWorker(workerSide);
+      const handles = await client.startMany([1, 2, 3].map((n) => ({ workflow: wf, input: { n } })));
+      expect(await Promise.all(handles.map((h) => client.result(h.id, { timeout: '20s' })))).toEqual([3, 5, 7]);
+      expect(answers.length).toBeGreaterThanOrEqual(3);
+      expect(answers.every((a) => a === 'head')).toBe(true);
+      expect(await client.get(handles[0]!.id)).toMatchObject({ status: 'succeeded', output: 3 });
+    } finally {
+      await workerSide.close();
+      await client.close();
+    }
+  });
+
+  it('is the whole row in a process whose result() waits for the task when its run ends', async () => {
+    const open = gate();
+    const gated = workflow('end-answer-gated', async (ctx) =>
+      ctx.step('wait', async () => {
+        await open.promise;
+        return 'done';
+      }),
+    );
+    const { store, answers } = recording(await openStore(tempDbUrl()));
+    const engine = new Engine({ store, workflows: [gated] });
+    try {
+      await startWorker(engine);
+      const { id } = await engine.start(gated, {});
+      const result = engine.result(id, { timeout: '20s' });
+      open.open();
+      expect(await result).toBe('done');
+      expect(answers.length).toBeGreaterThanOrEqual(1);
+      expect(answers.every((a) => a === undefined)).toBe(true);
+    } finally {
+      await engine.close();
+    }
+  });
+});
