@@ -99,6 +99,16 @@ function listenerNames(channels: ReadonlyArray<string | null>, names: Map<string
   return out;
 }
 
+/** The patch fields some op of the batch sets (to a value, not `undefined`): the ops' own keys, a few each. */
+function patchColumnsSet(ops: readonly TransitionWrite[]): Set<string> {
+  const used = new Set<string>();
+  for (let k = 0; k < ops.length; k++) {
+    const set = (ops[k] as TransitionWrite).set as Record<string, unknown>;
+    for (const field in set) if (set[field] !== undefined) used.add(field);
+  }
+  return used;
+}
+
 /** Whether the transition's patch sets `field` (to a value, not `undefined`). */
 function setsField(w: TransitionWrite, field: string): boolean {
   return field in w.set && (w.set as Record<string, unknown>)[field] !== undefined;
@@ -191,11 +201,11 @@ function transitionColumns(
   // Per column a patch may write (the task-column table) and some op of the batch sets: whether
   // each op sets it, and the value (a column no op sets is not in the statement).
   const written: Array<(typeof PATCH_COLUMNS)[number]> = [];
+  const used = patchColumnsSet(ops);
   for (const c of PATCH_COLUMNS) {
+    if (!used.has(c.field)) continue;
     const sets = new Array<boolean>(ops.length);
-    let any = false;
-    for (let k = 0; k < ops.length; k++) any = (sets[k] = setsField(ops[k] as TransitionWrite, c.field)) || any;
-    if (!any) continue;
+    for (let k = 0; k < ops.length; k++) sets[k] = setsField(ops[k] as TransitionWrite, c.field);
     written.push(c);
     const values = new Array<unknown>(ops.length);
     for (let k = 0; k < ops.length; k++) values[k] = sets[k] ? patchValue(c, (ops[k] as TransitionWrite).set) : null;

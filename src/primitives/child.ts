@@ -199,9 +199,24 @@ function withdrawFailureHandler(run: Run): void {
  * settled too, each as it asked. When the run knows every recorded start and every child it would
  * cancel has ended, nothing is looked up.
  */
-async function settleChildren(run: Run, engine: object | undefined, returned: boolean): Promise<void> {
-  if (haltOf(run.state) !== null || !engine) return;
+function settleChildren(run: Run, engine: object | undefined, returned: boolean): Promise<void> {
+  // Most runs start no child: answered at once, settled (as an async function that returned).
+  if (haltOf(run.state) !== null || !engine) return SETTLED;
   const children = CHILDREN.get(run);
+  if (!children && !recordsStart(run)) return SETTLED;
+  return settleStarted(run, engine, returned, children);
+}
+
+const SETTLED: Promise<void> = Promise.resolve();
+
+/** Whether the run's journal may record a child's start (its output names `onParentEnd`). */
+function recordsStart(run: Run): boolean {
+  for (const row of run.recordedRows()) if (row.kind === 'step' && row.status === 'completed' && row.output?.includes('"onParentEnd"')) return true;
+  return false;
+}
+
+/** {@link settleChildren} of a run that started children, or whose journal records starts. */
+async function settleStarted(run: Run, engine: object, returned: boolean, children: RunChildren | undefined): Promise<void> {
   const recorded = recordedChildren(run);
   if (!children && !recorded.size) return;
   const cancel = cancelOnEnd(run, children, recorded);

@@ -71,9 +71,12 @@ export class JournalWriter {
    */
   complete<T>(row: StepRow, value: () => T, consume?: Consume, onDurable?: () => void): Promise<T> {
     const run = this.#run;
-    const done = run.replay.nextDone();
-    // A row begun before a park is this run's row once the run was resumed (see `resume.ts`).
-    const entry: Deferred = { row: { ...row, done, epoch: run.epoch }, consume, onDurable };
+    // The row is the caller's own, made for this result (journalRow): completed in place. A row
+    // begun before a park is this run's row once the run was resumed (see `resume.ts`).
+    row.done = run.replay.nextDone();
+    row.epoch = run.epoch;
+    const done = row.done;
+    const entry: Deferred = { row, consume, onDurable };
     this.#unhanded.add(entry);
     // Bound methods, not closures made per result (see resolvers.ts).
     return run.replay.inOrder(Promise.resolve().then(value), done, this.#handedOver.bind(this, entry), isCleanupSeq(row.seq));
@@ -123,9 +126,12 @@ export class JournalWriter {
 
   /** Every result whose row is not written yet, handed or not, in `done` order; none is left. */
   #takeDeferred(): Deferred[] {
-    const all = this.#handed.concat([...this.#unhanded]);
+    const all = this.#handed;
     this.#handed = [];
-    this.#unhanded.clear();
+    if (this.#unhanded.size) {
+      for (const d of this.#unhanded) all.push(d);
+      this.#unhanded.clear();
+    }
     return all;
   }
 
