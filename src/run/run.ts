@@ -108,6 +108,7 @@ export interface ReplayPart {
 
 /** The run's journal writer (`writer.ts`): checkpoints, and the run's last transition. */
 export interface WriterPart {
+  /** Records a result; takes `row` over (it sets its `done` and `epoch`): pass a row made for this result, never a recorded one. */
   complete<T>(row: StepRow, value: () => T, consume?: Consume, onDurable?: () => void): Promise<T>;
   flush(handedOnly?: boolean): Promise<unknown>;
   checkpoint(row: StepRow, consume?: Consume): Promise<void>;
