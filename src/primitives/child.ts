@@ -28,6 +28,7 @@ import { decodeJson, type SerializedError } from '../serialize.ts';
 import type { ChildHandle, ChildOptions } from '../api/child.ts';
 import type { Workflow } from '../workflow.ts';
 import type { Run } from '../run/run.ts';
+import type { StepRow } from '../store.ts';
 import type { CancelHandler } from '../run/cleanup-scope.ts';
 import { haltOf } from '../run/state.ts';
 import { childEndSignal } from '../transitions.ts';
@@ -209,10 +210,15 @@ function settleChildren(run: Run, engine: object | undefined, returned: boolean)
 
 const SETTLED: Promise<void> = Promise.resolve();
 
-/** Whether the run's journal may record a child's start (its output names `onParentEnd`). */
+/** Whether the run's journal may record a child's start. */
 function recordsStart(run: Run): boolean {
-  for (const row of run.recordedRows()) if (row.kind === 'step' && row.status === 'completed' && row.output?.includes('"onParentEnd"')) return true;
+  for (const row of run.recordedRows()) if (mayRecordStart(row)) return true;
   return false;
+}
+
+/** Whether `row` may be a child's start: a completed step whose output names `onParentEnd`. */
+function mayRecordStart(row: StepRow): row is StepRow & { output: string } {
+  return row.kind === 'step' && row.status === 'completed' && row.output?.includes('"onParentEnd"') === true;
 }
 
 /** {@link settleChildren} of a run that started children, or whose journal records starts. */
@@ -241,7 +247,7 @@ function cancelOnEnd(run: Run, children = CHILDREN.get(run), recorded = recorded
 function recordedChildren(run: Run): Map<string, 'cancel' | 'abandon'> {
   const out = new Map<string, 'cancel' | 'abandon'>();
   for (const row of run.recordedRows()) {
-    if (row.kind !== 'step' || row.status !== 'completed' || !row.output?.includes('"onParentEnd"')) continue;
+    if (!mayRecordStart(row)) continue;
     let v: { id?: unknown; workflow?: unknown; onParentEnd?: unknown } | null;
     try {
       v = decodeJson(row.output) as typeof v;
