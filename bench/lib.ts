@@ -77,6 +77,15 @@ export async function pairedOverhead(rounds: number, raw: (shape: 'minimal' | 'j
 }
 
 /**
+ * Bursts a drain runs before the measured ones, made as the measured ones are and not measured,
+ * for Stepwise's worker processes and the floor's alike. V8 optimises a function once it has run
+ * enough: a fresh Stepwise worker process drains its first bursts at half the pace of its fifth and
+ * later ones, while it compiles the path of a batch (docs/benchmarks.md, Figures, 2026-12-07
+ * midday). Measured before that, the drain is a fresh process's, not a long-lived worker's.
+ */
+export const WARM_UP_BURSTS = 4;
+
+/**
  * Node's own flags for the worker processes the bench starts, Stepwise's and the floor's alike:
  * `STEPWISE_BENCH_WORKER_FLAGS="--max-semi-space-size=64 --min-semi-space-size=64"` measures the
  * drain with the young generation docs/operations.md suggests for busy workers. None by default.

@@ -2,7 +2,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { Engine } from '../dist/index.js';
-import { cpuBetween, cpuSample, median, pairedOverhead, spawnWorker, stopWorkers, tempDir, waitAllDone, waitNoneUnfinished, type Overhead } from './lib.ts';
+import { WARM_UP_BURSTS, cpuBetween, cpuSample, median, pairedOverhead, spawnWorker, stopWorkers, tempDir, waitAllDone, waitNoneUnfinished, type Overhead } from './lib.ts';
 import { manySteps, threeSteps } from './workflows.ts';
 
 type Sync = 'FULL' | 'NORMAL';
@@ -100,9 +100,10 @@ export interface Throughput {
 
 /**
  * `tasks` tasks of three no-op steps run by `workers` worker processes. The processes first run
- * a warm-up burst, twice the batch for each process (as a long-lived worker is warm: V8 optimises
- * the whole path only after thousands of steps, and a process that got a share of a single batch
- * was measured still cold, so more processes looked slower than they are); then `bursts` times, the
+ * a warm-up burst, twice the batch for each process, then {@link WARM_UP_BURSTS} bursts made as the
+ * measured ones are, not measured (as a long-lived worker is warm: V8 optimises the whole path
+ * only after thousands of steps, and a process that got a share of a single batch was measured
+ * still cold, so more processes looked slower than they are); then `bursts` times, the
  * measured tasks are enqueued to become due all at the same moment, so that the measurement (first
  * claim → last finish, from the tasks' own history) sees them all waiting, as if enqueued before
  * the workers. A burst lasts a fraction of a second, so one garbage collection or a neighbour's
@@ -126,16 +127,9 @@ export async function throughput(
     await waitAllDone(engine, warm);
     await afterWarmUp?.();
     const runs: Throughput[] = [];
-    for (let b = 0; b < bursts; b++)
-      runs.push(
-        await burst(
-          engine,
-          label,
-          tasks,
-          workers,
-          children.map((c) => c.pid ?? 0),
-        ),
-      );
+    const pids = children.map((c) => c.pid ?? 0);
+    for (let b = 0; b < WARM_UP_BURSTS; b++) await burst(engine, label, tasks, workers, pids, false);
+    for (let b = 0; b < bursts; b++) runs.push(await burst(engine, label, tasks, workers, pids, true));
     return [...runs].sort((x, y) => x.stepsPerSec - y.stepsPerSec)[Math.floor(runs.length / 2)] as Throughput;
   } finally {
     await stopWorkers(children);
@@ -148,18 +142,18 @@ function profileToggle(pids: readonly number[]): void {
   if (process.env.STEPWISE_BENCH_PROFILE) for (const pid of pids) process.kill(pid, 'SIGUSR2');
 }
 
-/** One measured burst: `tasks` tasks due at the same moment, run by the (warm) worker processes. */
-async function burst(engine: Engine, label: string, tasks: number, workers: number, pids: number[]): Promise<Throughput> {
+/** One burst: `tasks` tasks due at the same moment, run by the (warm) worker processes; profiled if `measured`. */
+async function burst(engine: Engine, label: string, tasks: number, workers: number, pids: number[], measured: boolean): Promise<Throughput> {
   const dueAt = Date.now() + 1000 + tasks * 5;
   const ids: string[] = [];
   for (let i = 0; i < tasks; i++) ids.push((await engine.start(threeSteps, undefined, { delay: Math.max(0, dueAt - Date.now()) })).id);
   while (Date.now() < dueAt - 20) await new Promise((r) => setTimeout(r, 5));
   const before = cpuSample(pids);
-  profileToggle(pids);
+  if (measured) profileToggle(pids);
   await waitNoneUnfinished(engine, 10); // the CPU window ends close to the last finish
   const after = cpuSample(pids);
   const { spanMs } = await waitAllDone(engine, ids);
-  profileToggle(pids);
+  if (measured) profileToggle(pids);
   const seconds = spanMs / 1000;
   const cpu = cpuBetween(before, after);
   return { store: label, workers, tasks, steps: tasks * 3, seconds, tasksPerSec: tasks / seconds, stepsPerSec: (tasks * 3) / seconds, ...(cpu ? { cpu } : {}) };
