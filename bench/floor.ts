@@ -1,6 +1,6 @@
 // The drain's floor on PostgreSQL: the same burst as (b) run by hand-written SQL workers
 // (bench/floor-worker.mjs), measured the same way: warm-up of twice the burst per process and
-// WARM_UP_BURSTS bursts not measured, then bursts of tasks all due at one moment, first claim → last finish from the tasks' own times.
+// WARM_UP_BURSTS bursts per process not measured, then bursts of tasks all due at one moment, first claim → last finish from the tasks' own times.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -68,8 +68,8 @@ export async function floorThroughput(workers: number, tasks: number, batch = 25
     await waitDone(c, s, 'warm-');
     await c.query(`ANALYZE ${s}.tasks, ${s}.steps, ${s}.events`);
     const runs: Throughput[] = [];
-    // The first WARM_UP_BURSTS bursts are not measured, as in Stepwise's drain (bench/sqlite.ts).
-    for (let b = -WARM_UP_BURSTS; b < bursts; b++) {
+    // The first WARM_UP_BURSTS bursts per process are not measured, as in Stepwise's drain (bench/sqlite.ts).
+    for (let b = -WARM_UP_BURSTS * workers; b < bursts; b++) {
       const prefix = `b${b}-`;
       const dueAt = Date.now() + 300;
       await insertTasks(c, s, tasks, dueAt, prefix);

@@ -77,11 +77,12 @@ export async function pairedOverhead(rounds: number, raw: (shape: 'minimal' | 'j
 }
 
 /**
- * Bursts a drain runs before the measured ones, made as the measured ones are and not measured,
- * for Stepwise's worker processes and the floor's alike. V8 optimises a function once it has run
- * enough: a fresh Stepwise worker process drains its first bursts at half the pace of its fifth and
- * later ones, while it compiles the path of a batch (docs/benchmarks.md, Figures, 2026-12-07
- * midday). Measured before that, the drain is a fresh process's, not a long-lived worker's.
+ * Bursts a drain runs before the measured ones, per worker process (a process runs its share of
+ * each burst), made as the measured ones are and not measured, for Stepwise's worker processes
+ * and the floor's alike. V8 optimises a function once it has run enough: a fresh Stepwise worker
+ * process drains its first bursts at half the pace of its fifth and later ones, while it compiles
+ * the path of a batch (docs/benchmarks.md, Figures, 2026-12-07 midday). Measured before that, the
+ * drain is a fresh process's, not a long-lived worker's.
  */
 export const WARM_UP_BURSTS = 4;
 

@@ -100,8 +100,8 @@ export interface Throughput {
 
 /**
  * `tasks` tasks of three no-op steps run by `workers` worker processes. The processes first run
- * a warm-up burst, twice the batch for each process, then {@link WARM_UP_BURSTS} bursts made as the
- * measured ones are, not measured (as a long-lived worker is warm: V8 optimises the whole path
+ * a warm-up burst, twice the batch for each process, then {@link WARM_UP_BURSTS} bursts per process
+ * made as the measured ones are, not measured (as a long-lived worker is warm: V8 optimises the whole path
  * only after thousands of steps, and a process that got a share of a single batch was measured
  * still cold, so more processes looked slower than they are); then `bursts` times, the
  * measured tasks are enqueued to become due all at the same moment, so that the measurement (first
@@ -128,7 +128,7 @@ export async function throughput(
     await afterWarmUp?.();
     const runs: Throughput[] = [];
     const pids = children.map((c) => c.pid ?? 0);
-    for (let b = 0; b < WARM_UP_BURSTS; b++) await burst(engine, label, tasks, workers, pids, false);
+    for (let b = 0; b < WARM_UP_BURSTS * workers; b++) await burst(engine, label, tasks, workers, pids, false);
     for (let b = 0; b < bursts; b++) runs.push(await burst(engine, label, tasks, workers, pids, true));
     return [...runs].sort((x, y) => x.stepsPerSec - y.stepsPerSec)[Math.floor(runs.length / 2)] as Throughput;
   } finally {
