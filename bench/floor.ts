@@ -1,6 +1,7 @@
 // The drain's floor on PostgreSQL: the same burst as (b) run by hand-written SQL workers
 // (bench/floor-worker.mjs), measured the same way: warm-up of twice the burst per process and
-// WARM_UP_BURSTS bursts per process not measured, then bursts of tasks all due at one moment, first claim → last finish from the tasks' own times.
+// WARM_UP_BURSTS bursts per process not measured, then bursts of tasks all due at one moment,
+// first claim → last finish from the tasks' own times.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import pg from 'pg';
