@@ -77,12 +77,13 @@ export async function pairedOverhead(rounds: number, raw: (shape: 'minimal' | 'j
 }
 
 /**
- * Bursts a drain runs before the measured ones, per worker process (a process runs its share of
- * each burst), made as the measured ones are and not measured, for Stepwise's worker processes
- * and the floor's alike. V8 optimises a function once it has run enough: a fresh Stepwise worker
- * process drains its first bursts at half the pace of its fifth and later ones, while it compiles
- * the path of a batch (docs/benchmarks.md, Figures, 2026-12-07 midday). Measured before that, the
- * drain is a fresh process's, not a long-lived worker's.
+ * Bursts a drain runs before the measured ones, per worker process (a process runs part of each
+ * burst), made as the measured ones are and not measured, for Stepwise's worker processes and the
+ * floor's alike. V8 optimises a function once it has run enough: a fresh Stepwise worker process
+ * drains its first burst at about a third of the pace of its fifth and later ones, and the next
+ * three at about three quarters, while it compiles the path of a batch (docs/benchmarks.md,
+ * Figures, 2026-12-07 midday). Measured before that, the drain is a fresh process's, not a
+ * long-lived worker's.
  */
 export const WARM_UP_BURSTS = 4;
 

@@ -4,7 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { fmt, root, tempDir, type SectionCtx } from './lib.ts';
+import { WARM_UP_BURSTS, fmt, root, tempDir, type SectionCtx } from './lib.ts';
 import { E2E_CONCURRENCY, endToEnd, type EndToEnd } from './end-to-end.ts';
 import * as sqlite from './sqlite.ts';
 import * as postgres from './postgres.ts';
@@ -154,7 +154,7 @@ results.overhead = overhead;
 
 line('\n(b) Drain: 500 tasks × 3 no-op steps, started beforehand and all due at once, run by warmed-up worker processes');
 line(
-  `    (concurrency 256 each, default claims (up to 256), default 500 ms poll; first claim → last finish, from the tasks' own history:\n    the starts and the result() calls are not in it;\n    each process of either engine warmed up with twice the batch, then 4 unmeasured bursts per process; per round the median of 3 batches;\n    median of ${rounds} interleaved round${rounds > 1 ? 's' : ''}).`,
+  `    (concurrency 256 each, default claims (up to 256), default 500 ms poll; first claim → last finish, from the tasks' own history:\n    the starts and the result() calls are not in it;\n    each worker process warmed up with twice the batch, then ${WARM_UP_BURSTS} unmeasured bursts per process; per round the median of 3 batches;\n    median of ${rounds} interleaved round${rounds > 1 ? 's' : ''}).`,
 );
 const tp: sqlite.Throughput[] = [];
 const medianOf = (runs: sqlite.Throughput[]): sqlite.Throughput => {

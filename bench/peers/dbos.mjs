@@ -1,6 +1,6 @@
 // DBOS Transact doing the benchmark's work, in its fastest single-process mode (workflows started
-// directly with DBOS.startWorkflow, all at once, all awaited), warmed up and measured as Stepwise's
-// workers are: a warm-up of twice the batch, then three measured batches, the median reported.
+// directly with DBOS.startWorkflow, all at once, all awaited), in one process: a warm-up of twice
+// the batch, then three measured batches, the median reported.
 // Prints one JSON line with the figures.
 // Usage: node bench/peers/dbos.mjs <postgres url of an existing database> <schema> <tasks> <steps-in-long-workflow>
 import { DBOS } from '@dbos-inc/dbos-sdk';
