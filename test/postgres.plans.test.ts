@@ -4,6 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../src/index.ts';
 import { stepBatchSql } from '../src/postgres/batch-sql.ts';
+import { claimUncappedSql } from '../src/postgres/claim.ts';
+import { claimPlan } from '../src/worker/claiming.ts';
+import type { Workflow } from '../src/workflow.ts';
 import { transitionBatchSql } from '../src/postgres/transition-batch-sql.ts';
 import { DB_NOW_MS, heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, resultStepSql, tablesOf } from '../src/postgres/sql-text.ts';
 import { stepValues } from '../src/rows.ts';
@@ -90,6 +93,15 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
           () => 'probe_channel',
         );
         const plain = [...stepValues(step(ids[0]!, 1)), ids[0], 1, NOW, 'step:completed', '{}'];
+        // A worker's poll when nothing is due and no lease has expired (3,000 are live).
+        const idlePoll = claimUncappedSql(t, {
+          ...claimPlan(new Map([['w', { name: 'w', version: '1', options: {} } as unknown as Workflow]])),
+          workerId: 'worker-b',
+          now: NOW,
+          leaseMs: 30_000,
+          limit: 256,
+        });
+        if (!idlePoll) throw new Error('the claim plan claims from no status');
         const cases: Array<{ name: string; text: string; values: unknown[]; rows: number; most: number }> = [
           // Each head twice: locked in id order, then its log counter updated (as the heartbeat does); no task row.
           { name: 'batched checkpoints', text: stepBatch.text, values: stepBatch.values, rows: 40, most: 2 * 40 },
@@ -106,6 +118,8 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
           // Sent again after a lost answer: the position's row looked up by key, compared, and taken as the write.
           { name: 'lone checkpoint sent again', text: plainStepSql(t, 'again'), values: plain, rows: 1, most: 2 },
           { name: 'lone step result sent again', text: resultStepSql(t, 'again'), values: [...stepValues(step(ids[0]!, 2)), ids[0], 1], rows: 1, most: 2 },
+          // Expired leases are found by the lease index's range up to now, not by reading every live lease.
+          { name: 'claim with nothing due', text: idlePoll.text, values: idlePoll.values, rows: 0, most: 10 },
           { name: 'heartbeat', text: heartbeatSql(t), values: [60000, ids, ids.map(() => 1), 'worker-a'], rows: 40, most: 2 * 40 },
           // Bounded by the pending or leased tasks, which the due and leased indexes list (a bitmap
           // scan counts each twice: its index entries and its rows; the probes above left row versions).

@@ -26,8 +26,13 @@ export const LEASED_SQL = sqlStatuses(LEASED_STATUSES);
  * The database's clock in milliseconds since the epoch. Leases are judged by it alone (their
  * expiry is written and compared in this clock), so that workers whose clocks disagree agree on
  * whose lease is live; the caller's `now` dates log entries and decides when scheduled work is due.
+ *
+ * A scalar subquery, read once per statement: `clock_timestamp()` alone is volatile, so a
+ * comparison with it could not bound an index scan, and finding expired leases (`lease_expires_at
+ * <= now`, which every claim asks) would read the whole lease index, every live lease of every
+ * worker, on each poll.
  */
-export const DB_NOW_MS = '(floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint';
+export const DB_NOW_MS = '(SELECT (floor(extract(epoch FROM clock_timestamp()) * 1000))::bigint)';
 
 /** SQL types of {@link STEP_COLUMNS}, in order. */
 export const STEP_TYPES = ['text', 'integer', 'text', 'text', 'text', 'text', 'text', 'integer', 'bigint', 'bigint', 'bigint', 'integer', 'integer', 'integer', 'text'] as const;
