@@ -51,6 +51,25 @@ describe(`fault injection (${TEST_STORE})`, () => {
     }
   });
 
+  it('leaves the rest of ctx working under a plan: its signal, its schedule time and every primitive but the faulted step', async () => {
+    const reader = workflow('reader', async (ctx) => {
+      const { sleep } = ctx;
+      await sleep('beat', '1ms');
+      const got = await ctx.step('look', () => 'seen');
+      return { aborted: ctx.signal.aborted, scheduledAt: ctx.scheduledAt, got, same: ctx.sleep === sleep, keys: Object.keys(ctx).includes('children') };
+    });
+    const plan = faultPlan([{ step: 'look', fail: new RetryableError('flaky'), times: 1 }]);
+    const engine = makeEngine({ workflows: [plan.workflow(reader)] });
+    const worker = await startWorker(engine);
+    try {
+      const { id } = await engine.start('reader', {});
+      expect(await engine.result(id, { timeout: '10s' })).toEqual({ aborted: false, scheduledAt: null, got: 'seen', same: true, keys: true });
+      expect(plan.fired()).toEqual([1]);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('hangs an attempt until its timeout stops it; the next attempt succeeds', async () => {
     const slow = workflow('slow', async (ctx) => ctx.step('fetch', () => 'page', { timeout: '100ms', retry: { maxAttempts: 2, initialDelay: '10ms' } }));
     const plan = faultPlan([{ step: 'fetch', hang: true }]);

@@ -23,6 +23,7 @@ import { coreOf, type RunCore } from './core.ts';
 import type { Run } from './run.ts';
 import { haltOf, mayWrite } from './state.ts';
 import { withResolvers } from '../resolvers.ts';
+import { removeItem } from '../small-lists.ts';
 
 /**
  * What one attempt needs of its step call: the function, its context's fields, its own timeout,
@@ -110,7 +111,7 @@ class Attempt<T> implements AbortHandler {
     if (own) {
       run.timedAttempts++;
       own.addEventListener('abort', this, { once: true });
-    } else run.attemptAborts.add(this);
+    } else run.attemptAborts.push(this);
     if (timeout && timerStop && timeoutMs !== undefined) {
       run.deps.clock.sleep(timeoutMs, timerStop.signal).then(
         () => timeout.abort(new StepTimeoutError(c.stepId, timeoutMs)),
@@ -138,7 +139,7 @@ class Attempt<T> implements AbortHandler {
     if (own) {
       own.removeEventListener('abort', this);
       this.#run.timedAttempts--;
-    } else this.#run.attemptAborts.delete(this);
+    } else removeItem(this.#run.attemptAborts, this);
     this.#timerStop?.abort(null);
   }
 

@@ -112,12 +112,12 @@ export class RunCore implements Run {
   abortReason: unknown;
   /** Attempts with a timeout in progress (they listen on their own signal). */
   timedAttempts = 0;
-  /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. */
-  readonly attemptAborts = new Set<{ handleEvent(): void }>();
+  /** Abort handlers of the attempts in progress (without a timeout): called when the run aborts. An array: see small-lists.ts. */
+  readonly attemptAborts: Array<{ handleEvent(): void }> = [];
 
   /** Whether a step attempt of this run is in progress (with a timeout or without). */
   get attempting(): boolean {
-    return this.attemptAborts.size > 0 || this.timedAttempts > 0;
+    return this.attemptAborts.length > 0 || this.timedAttempts > 0;
   }
 
   // The collections most runs never write are made at their first write: hundreds of runs are in

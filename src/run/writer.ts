@@ -23,6 +23,7 @@ import type { EndPlan } from './outcome.ts';
 import { isCleanupSeq } from './cleanup-scope.ts';
 import { nextTurn } from './turns.ts';
 import { cancelOf, haltReason, mayWrite, withLeaseLost, withStoreLost } from './state.ts';
+import { removeItem } from '../small-lists.ts';
 
 /** A consumed signal: written with the row of the call that received it. */
 
@@ -46,8 +47,8 @@ export class JournalWriter {
    * hand-over at the latest.
    */
   #handed: Deferred[] = [];
-  /** Results recorded and not handed to the code yet, in `done` order (see `#handed`). */
-  readonly #unhanded = new Set<Deferred>();
+  /** Results recorded and not handed to the code yet, in `done` order (see `#handed`; an array: see small-lists.ts). */
+  #unhanded: Deferred[] = [];
   /** Writes of deferred rows in progress (settles when all of them have). */
   #writes: Promise<unknown> = Promise.resolve();
   #writesPending = 0;
@@ -77,14 +78,14 @@ export class JournalWriter {
     row.epoch = run.epoch;
     const done = row.done;
     const entry: Deferred = { row, consume, onDurable };
-    this.#unhanded.add(entry);
+    this.#unhanded.push(entry);
     // Bound methods, not closures made per result (see resolvers.ts).
     return run.replay.inOrder(Promise.resolve().then(value), done, this.#handedOver.bind(this, entry), isCleanupSeq(row.seq));
   }
 
   /** The code has `entry`'s result: its row is written a turn later, with the others handed over by then. */
   #handedOver(entry: Deferred): void {
-    if (this.#unhanded.delete(entry)) this.#handed.push(entry);
+    if (removeItem(this.#unhanded, entry)) this.#handed.push(entry);
     if (this.#flushTurn) return;
     this.#flushTurn = true;
     nextTurn(this.#flushHanded.bind(this));
@@ -105,7 +106,7 @@ export class JournalWriter {
    * far is durable. Once the last transition is being prepared, rows wait for it.
    */
   flush(handedOnly = false): Promise<unknown> {
-    if ((this.#handed.length || this.#unhanded.size) && mayWrite(this.#run.state) && !this.#run.ended) {
+    if ((this.#handed.length || this.#unhanded.length) && mayWrite(this.#run.state) && !this.#run.ended) {
       const batch = handedOnly ? this.#handed : this.#takeDeferred();
       if (handedOnly) this.#handed = [];
       if (batch.length) {
@@ -128,9 +129,9 @@ export class JournalWriter {
   #takeDeferred(): Deferred[] {
     const all = this.#handed;
     this.#handed = [];
-    if (this.#unhanded.size) {
+    if (this.#unhanded.length) {
       for (const d of this.#unhanded) all.push(d);
-      this.#unhanded.clear();
+      this.#unhanded.length = 0;
     }
     return all;
   }
