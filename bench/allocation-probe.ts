@@ -3,7 +3,9 @@
 // the heap's growth over a burst is then what the burst allocated. Engine and worker in this
 // process, on the store given; bursts of `tasks` tasks of `steps` no-op steps, counted finished by
 // the worker's own `run:finished` events (no result() call, whose waiting is not the worker's).
-// Prints one line of JSON: bytes allocated and promises created per task, for each measured burst.
+// Prints one line of JSON: bytes allocated and promises created per task, for each measured burst;
+// and (tasks of one step or more) the bytes a run holds while it is in flight: the heap after a full
+// collection with 256 runs inside their last step's function, less the heap once they have ended.
 // Usage: node --expose-gc --min-semi-space-size=256 --max-semi-space-size=256 --import tsx
 //          bench/allocation-probe.ts <build dir> <store url> <tasks> <steps>
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -20,9 +22,20 @@ let collections = 0;
 new PerformanceObserver((list) => (collections += list.getEntries().length)).observe({ entryTypes: ['gc'] });
 
 // The build under test (its dist/ and its bench/workflows.ts, which imports that dist/).
-const { Engine } = (await import(join(build, 'dist/index.js'))) as typeof import('../dist/index.js');
+const { Engine, workflow } = (await import(join(build, 'dist/index.js'))) as typeof import('../dist/index.js');
 const { manySteps } = (await import(join(build, 'bench/workflows.ts'))) as typeof import('./workflows.ts');
-const engine = new Engine({ store, workflows: [manySteps] });
+
+/** Runs parked inside their last step's function until the probe opens the gate. */
+const gate = { want: 0, entered: 0, allIn: (): void => undefined, open: (): void => undefined, opened: Promise.resolve() };
+async function gatedStep(): Promise<number> {
+  if (++gate.entered === gate.want) gate.allIn();
+  await gate.opened;
+  return 1;
+}
+const held = workflow('alloc-held', async (ctx, input: { n: number }) => {
+  for (let i = 0; i < input.n; i++) await ctx.step(`s${i}`, i === input.n - 1 ? gatedStep : async () => i);
+});
+const engine = new Engine({ store, workflows: [manySteps, held] });
 await engine.ready();
 
 /** One burst: `tasks` started (not measured), then drained by a fresh worker at concurrency 256. */
@@ -61,5 +74,34 @@ for (let i = 0; i < 5; i++) {
 }
 const promises: number[] = [];
 for (let i = 0; i < 3; i++) promises.push((await burst('promises')).perTask);
+
+/** Bytes a run holds in flight (see the header): 256 runs at once, each inside its last step. */
+async function heldPerRun(): Promise<number> {
+  const n = 256;
+  gate.want = n;
+  gate.entered = 0;
+  const allIn = new Promise<void>((resolve) => (gate.allIn = resolve));
+  gate.opened = new Promise<void>((resolve) => (gate.open = resolve));
+  await engine.startMany(Array.from({ length: n }, () => ({ workflow: held, input: { n: steps } })));
+  const worker = engine.worker({ concurrency: n });
+  let finished = 0;
+  let allDone!: () => void;
+  const done = new Promise<void>((resolve) => (allDone = resolve));
+  worker.on('run:finished', () => {
+    if (++finished === n) allDone();
+  });
+  await worker.start();
+  await allIn;
+  gc();
+  const during = process.memoryUsage().heapUsed;
+  gate.open();
+  await done;
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  await worker.stop();
+  return (during - after) / n;
+}
+const heldBytes: number[] = [];
+if (steps > 0) for (let i = 0; i < 4; i++) heldBytes.push(await heldPerRun());
 await engine.close();
-console.log(JSON.stringify({ bytes, promises, disturbed }));
+console.log(JSON.stringify({ bytes, promises, disturbed, held: heldBytes.slice(1) }));

@@ -30,9 +30,12 @@ function expire(run: DeadlineRun): void {
   run.abortRun(error);
 }
 
+/** What disarms no timer: a run without a deadline holds this one function, not one of its own. */
+export function disarmed(): void {}
+
 /** Arms the deadline's timer for the run; the returned function disarms it (at the end of the run). */
 export function armDeadline(run: DeadlineRun): () => void {
-  if (run.deadline === null) return () => undefined;
+  if (run.deadline === null) return disarmed;
   const stop = new AbortController();
   run.deps.clock.sleep(Math.max(0, run.deadline - run.deps.clock.now()), stop.signal).then(
     () => expire(run),

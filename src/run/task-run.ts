@@ -27,7 +27,7 @@ import { JournalWriter } from './writer.ts';
 import { ProgressReporter } from './progress.ts';
 import { who } from './identity.ts';
 import { decideEnd, type Settled } from './outcome.ts';
-import { armDeadline, deadlinePassed } from './deadline.ts';
+import { armDeadline, deadlinePassed, disarmed } from './deadline.ts';
 import { failedOutside } from './failed-outside.ts';
 import { startUndo, undoEnd, undoing } from './undo-rerun.ts';
 import { cleanupDue, runCleanup, type CleanupResult } from './cleanup.ts';
@@ -242,7 +242,7 @@ export class TaskRun {
   async #drive(expired: boolean): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
     const fnDone = this.#code as Promise<void>;
-    const disarm = expired ? () => undefined : armDeadline(run);
+    const disarm = expired ? disarmed : armDeadline(run);
     // One grace period from the halt, for the function and its live work together.
     let graceEnds = Infinity;
     await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone, (graceEnds = Date.now() + run.deps.cancelGraceMs)))]);
