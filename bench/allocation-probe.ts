@@ -83,7 +83,8 @@ async function heldPerRun(): Promise<number> {
   const allIn = new Promise<void>((resolve) => (gate.allIn = resolve));
   gate.opened = new Promise<void>((resolve) => (gate.open = resolve));
   await engine.startMany(Array.from({ length: n }, () => ({ workflow: held, input: { n: steps } })));
-  const worker = engine.worker({ concurrency: n });
+  // No heartbeat during the measurement: one in flight holds every run it renews until it is answered.
+  const worker = engine.worker({ concurrency: n, leaseMs: 600_000, heartbeatMs: 300_000 });
   let finished = 0;
   let allDone!: () => void;
   const done = new Promise<void>((resolve) => (allDone = resolve));
