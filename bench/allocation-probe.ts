@@ -84,7 +84,7 @@ async function heldPerRun(): Promise<number> {
   gate.opened = new Promise<void>((resolve) => (gate.open = resolve));
   await engine.startMany(Array.from({ length: n }, () => ({ workflow: held, input: { n: steps } })));
   // No heartbeat during the measurement: one in flight holds every run it renews until it is answered.
-  const worker = engine.worker({ concurrency: n, leaseMs: 600_000, heartbeatMs: 300_000 });
+  const worker = engine.worker({ concurrency: n, leaseMs: 900_000, heartbeatMs: 300_000 });
   let finished = 0;
   let allDone!: () => void;
   const done = new Promise<void>((resolve) => (allDone = resolve));
@@ -97,6 +97,8 @@ async function heldPerRun(): Promise<number> {
   const during = process.memoryUsage().heapUsed;
   gate.open();
   await done;
+  // The runs' ends settle a few turns after their last event (the worker's bookkeeping, the news).
+  await new Promise((resolve) => setTimeout(resolve, 100));
   gc();
   const after = process.memoryUsage().heapUsed;
   await worker.stop();
