@@ -5,7 +5,8 @@
 // the worker's own `run:finished` events (no result() call, whose waiting is not the worker's).
 // Prints one line of JSON: bytes allocated and promises created per task, for each measured burst;
 // and (tasks of one step or more) the bytes a run holds while it is in flight: the heap after a full
-// collection with 256 runs inside their last step's function, less the heap once they have ended.
+// collection with 256 runs inside their last step's function, less the heap once they have ended
+// and the worker has stopped.
 // Usage: node --expose-gc --min-semi-space-size=256 --max-semi-space-size=256 --import tsx
 //          bench/allocation-probe.ts <build dir> <store url> <tasks> <steps>
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -97,11 +98,11 @@ async function heldPerRun(): Promise<number> {
   const during = process.memoryUsage().heapUsed;
   gate.open();
   await done;
-  // The runs' ends settle a few turns after their last event (the worker's bookkeeping, the news).
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  // Once the worker has stopped, every run's end has settled (the worker's bookkeeping follows a
+  // run's last event by a few turns); what the stopped worker itself held is a few KB in all.
+  await worker.stop();
   gc();
   const after = process.memoryUsage().heapUsed;
-  await worker.stop();
   return (during - after) / n;
 }
 const heldBytes: number[] = [];

@@ -38,8 +38,8 @@ export async function report({ pgUp, line, results }: SectionCtx): Promise<void>
   line('    in one process whose young generation is big enough that no collection runs in a burst: the heap');
   line('    grown over a burst is what it allocated (median of 5 bursts after 3 warm-up ones); promises counted');
   line('    by a promise hook in 3 more bursts; and what a run holds in flight: the heap after a full collection');
-  line('    with 256 runs inside their last step, less the heap once they have ended (median of 3). A young');
-  line('    collection copies what the runs in flight hold. Counts, not times: a busy machine does not move them.');
+  line('    with 256 runs inside their last step, less the heap once they ended and the worker stopped (median of 3). A');
+  line('    young collection copies what the runs in flight hold. Counts, not times: a busy machine does not move them.');
   const out: Allocation[] = [];
   const stores: Array<[string, () => string]> = [['sqlite', () => `sqlite:${join(tempDir(), `alloc-${out.length}.db`)}`]];
   if (pgUp) stores.push(['postgres', () => freshPgUrl(`alloc${out.length}`)]);

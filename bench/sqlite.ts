@@ -106,8 +106,9 @@ export interface Throughput {
  * single batch was measured still cold, so more processes looked slower than they are); then
  * `bursts` times, the measured tasks are enqueued to become due all at the same moment, so that
  * the measurement (first claim → last finish, from the tasks' own history) sees them all
- * waiting, as if enqueued before the workers. A burst lasts a fraction of a second, so one garbage collection or a neighbour's
- * fsync moves it by tens of percent: the median burst is reported.
+ * waiting, as if enqueued before the workers. A burst lasts a fraction of a second, so one
+ * garbage collection or a neighbour's fsync moves it by tens of percent: the median burst is
+ * reported.
  */
 export async function throughput(
   db: string,

@@ -2,11 +2,10 @@
 // size of the tasks table, whatever the planner's statistics say: each is prepared with a generic
 // plan (as the store runs them) on a table of 30,000 tasks and executed under EXPLAIN ANALYZE.
 import { describe, expect, it } from 'vitest';
-import { Engine } from '../src/index.ts';
+import { Engine, workflow } from '../src/index.ts';
 import { stepBatchSql } from '../src/postgres/batch-sql.ts';
 import { claimUncappedSql } from '../src/postgres/claim.ts';
 import { claimPlan } from '../src/worker/claiming.ts';
-import type { Workflow } from '../src/workflow.ts';
 import { transitionBatchSql } from '../src/postgres/transition-batch-sql.ts';
 import { DB_NOW_MS, heartbeatSql, leasedCountSql, nextDueSql, plainStepSql, resultStepSql, tablesOf } from '../src/postgres/sql-text.ts';
 import { stepValues } from '../src/rows.ts';
@@ -95,7 +94,7 @@ describe.skipIf(!(await hasPostgres()))('PostgreSQL statement plans', () => {
         const plain = [...stepValues(step(ids[0]!, 1)), ids[0], 1, NOW, 'step:completed', '{}'];
         // A worker's poll when nothing is due and no lease has expired (3,000 are live).
         const idlePoll = claimUncappedSql(t, {
-          ...claimPlan(new Map([['w', { name: 'w', version: '1', options: {} } as unknown as Workflow]])),
+          ...claimPlan(new Map([['w', workflow('w', async () => undefined)]])),
           workerId: 'worker-b',
           now: NOW,
           leaseMs: 30_000,

@@ -62,10 +62,13 @@ const BINDERS: { readonly [K in PrimitiveName]: (run: Run, engine: object | unde
   },
 };
 
+/** A slot for each primitive (the class below lists them, so that every run's object has one shape; this type checks the list). */
+type BoundSlots = { [K in PrimitiveName]: WorkflowContext[K] | undefined };
+
 /** Where a ctx keeps the primitives bound so far (one object, of a fixed shape, per run). */
 const BOUND: unique symbol = Symbol('stepwise.bound-primitives');
 
-class Bound {
+class Bound implements BoundSlots {
   step: WorkflowContext['step'] | undefined = undefined;
   transaction: WorkflowContext['transaction'] | undefined = undefined;
   sleep: WorkflowContext['sleep'] | undefined = undefined;
