@@ -19,7 +19,7 @@
 import { ClosedError, InvalidArgumentError, coerceError } from './errors.ts';
 import type { WorkerEvents } from './events.ts';
 import { shortId } from './ids.ts';
-import { isFinished } from './lifecycle.ts';
+import { isFinished, isTaskStatus } from './lifecycle.ts';
 import { TaskRun, type RunDeps } from './run/task-run.ts';
 import { ParkedRuns } from './worker/parked-runs.ts';
 import { DueAgain } from './worker/due-again.ts';
@@ -54,7 +54,8 @@ export class Worker {
   readonly #runs = new Map<string, TaskRun>();
   /** Tasks of `#runs` whose run has only its last write left: they hold no slot. */
   readonly #ending = new Set<string>();
-  readonly #running = new Set<Promise<void>>();
+  /** What stop() waits for: each run launched here (by its TaskRun), each start that waits first. */
+  readonly #running = new Map<object, Promise<void>>();
   /** Each task's run here, until it has finished. */
   readonly #runDone = new Map<string, Promise<void>>();
   /** Runs that parked here, kept to be resumed without a replay (see `run/resume.ts`). */
@@ -288,35 +289,35 @@ export class Worker {
     this.#heartbeat?.renewed(run.taskId, claimedAt);
     if (this.#state === 'stopping') run.drain();
     this.#news.emit('run:claimed', { taskId: run.taskId, workflow: wf.name, epoch: info.epoch, reclaimed: info.reclaimed }, info);
-    const p = go()
-      .catch(() => 'lease-lost' as const)
-      .then((status) => {
-        if (this.#runs.get(run.taskId) === run) {
-          this.#runs.delete(run.taskId);
-          this.#ending.delete(run.taskId);
-          this.#heartbeat?.forget(run.taskId);
-        }
-        if (run.kept && this.#state === 'running') this.#parked.keep(run);
-        else run.discard();
-        this.#news.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started }, info);
-        this.#news.settled(run.taskId, status);
-        // The freed slot is worth a claim only if there may be work for it: due tasks were left
-        // behind, the workflow is capped (a task held back by the cap may run now), or the task is
-        // not finished (it parked or was handed back: its next due time must be counted).
-        if (this.#backlog || wf.options.concurrency || status === 'lease-lost' || !isFinished(status)) this.#poke();
-      });
-    this.#running.add(p);
+    const ended = this.#runEnded.bind(this, run, wf, info, started);
+    const p = go().then(ended, ended);
+    this.#running.set(run, p);
     this.#runDone.set(run.taskId, p);
-    void p.finally(() => {
-      this.#running.delete(p);
-      if (this.#runDone.get(run.taskId) === p) this.#runDone.delete(run.taskId);
-    });
+  }
+
+  /** After `run` ended with `outcome` (a rejection, which `go` does not make, counts as a lost lease). Synchronous: its promise settles as this returns. */
+  #runEnded(run: TaskRun, wf: Workflow, info: RunInfo, started: number, outcome: unknown): void {
+    const status: TaskStatus | 'lease-lost' = isTaskStatus(outcome) ? outcome : 'lease-lost';
+    if (this.#runDone.get(run.taskId) === this.#running.get(run)) this.#runDone.delete(run.taskId);
+    this.#running.delete(run);
+    if (this.#runs.get(run.taskId) === run) {
+      this.#runs.delete(run.taskId);
+      this.#ending.delete(run.taskId);
+      this.#heartbeat?.forget(run.taskId);
+    }
+    if (run.kept && this.#state === 'running') this.#parked.keep(run);
+    else run.discard();
+    this.#news.emit('run:finished', { taskId: run.taskId, workflow: wf.name, status, durationMs: this.#host.clock.now() - started }, info);
+    this.#news.settled(run.taskId, status);
+    // The freed slot is worth a claim only if there may be work for it: due tasks were left behind, the workflow is
+    // capped (a task held back by the cap may run now), or the task is not finished (its next due time must be counted).
+    if (this.#backlog || wf.options.concurrency || status === 'lease-lost' || !isFinished(status)) this.#poke();
   }
 
   /** A run's start that waits for something first: the worker's stop waits for it too. */
   #later(taskId: string, start: Promise<void>): void {
     const later = start.catch((e: unknown) => this.#news.emit('worker:error', { error: coerceError(e), during: `starting task ${taskId}` }));
-    this.#running.add(later);
+    this.#running.set(later, later);
     void later.finally(() => this.#running.delete(later));
   }
 
@@ -344,7 +345,7 @@ export class Worker {
     for (const run of this.#runs.values()) run.drain();
     this.#parked.clear();
     const graceMs = options.graceMs ?? this.#o.shutdownGraceMs;
-    const all = (): Promise<unknown> => Promise.allSettled([...this.#running]);
+    const all = (): Promise<unknown> => Promise.allSettled([...this.#running.values()]);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([all(), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
     clearTimeout(timer);

@@ -169,21 +169,34 @@ export async function child(run: Run, engine: object | undefined, workflow: stri
  * that were started with `onParentEnd: 'cancel'` are cancelled, and their ends waited for, before
  * the run goes on to end the task.
  */
-export async function withChildren(run: Run, engine: object | undefined, code: (run: Run) => Promise<unknown>): Promise<unknown> {
-  let value: unknown;
+export function withChildren(run: Run, engine: object | undefined, code: (run: Run) => Promise<unknown>): Promise<unknown> {
+  let running: Promise<unknown>;
   try {
-    value = await code(run);
+    running = Promise.resolve(code(run));
   } catch (e) {
-    // Once the code has ended its children, the cleanup of a run failed for good has nothing to
-    // do for them (should this fail, the cleanup ends them).
-    await settleChildren(run, engine, false).then(
-      () => withdrawFailureHandler(run),
-      () => undefined,
-    );
-    throw e;
+    running = Promise.reject(e);
   }
-  await settleChildren(run, engine, true);
-  return value;
+  // Functions of the module bound to this run, not an async frame per run (see resolvers.ts).
+  return running.then(codeReturned.bind(null, run, engine), codeThrew.bind(null, run, engine));
+}
+
+function codeReturned(run: Run, engine: object | undefined, value: unknown): unknown {
+  const settled = settleChildren(run, engine, true);
+  return settled === SETTLED ? value : settled.then(() => value);
+}
+
+function codeThrew(run: Run, engine: object | undefined, error: unknown): Promise<never> {
+  // Once the code has ended its children, the cleanup of a run failed for good has nothing to
+  // do for them (should this fail, the cleanup ends them).
+  return settleChildren(run, engine, false).then(
+    () => {
+      withdrawFailureHandler(run);
+      throw error;
+    },
+    () => {
+      throw error;
+    },
+  );
 }
 
 /** The code has ended the run's children: the cleanup of a run failed for good leaves them be. */

@@ -13,7 +13,7 @@
 import { setMaxListeners } from 'node:events';
 import { resolveRetry, type RetryPolicy } from '../retry.ts';
 import { toMs } from '../duration.ts';
-import { withResolvers } from '../resolvers.ts';
+import { DriverWake } from './driver-wake.ts';
 import { CLEANUP_SEQ, CODE_RUNNING, DEFAULT_CLEANUP_MS, isCleanupSeq, type CancelHandler, type CleanupPhase, type Compensation } from './cleanup-scope.ts';
 import type { ClaimedTask, SignalRow, StepRow, TaskRow } from '../store.ts';
 import { RUNNING, haltOf, hasEnded, withFatal, withLeaseLost, withStoreLost, type RunState } from './state.ts';
@@ -94,12 +94,8 @@ export class RunCore implements Run {
   #waits: Map<number, Wait> | null = null;
   /** Ends the in-process timers of waits when the run ends. */
   waitTimers: AbortController | null = null;
-  /** Resolves when the run can only wait (or was asked to stop and is quiet). */
-  idle!: Promise<void>;
-  signalIdle!: () => void;
-  /** Resolves at the first halt. */
-  halted!: Promise<void>;
-  #signalHalt!: () => void;
+  /** What ends the wait of the run's driver (`TaskRun`): idle, a halt, the code's end. */
+  readonly driver = new DriverWake();
   #changeWaiters: Set<() => void> | null = null;
 
   /**
@@ -201,16 +197,16 @@ export class RunCore implements Run {
     const stored = claimed.task.deadlineAt ?? null;
     this.deadline = stored === null ? byTimeout : byTimeout === null ? stored : Math.min(stored, byTimeout);
     this.cleanupMs = workflow.options.cleanupTimeout === undefined ? DEFAULT_CLEANUP_MS : toMs(workflow.options.cleanupTimeout);
-    this.#newEnds();
     this.#checkIdle = parts.checkIdle;
     this.replay = parts.replay(this, claimed.steps);
     this.writer = parts.writer(this);
     this.progress = parts.progress(this);
   }
 
-  #newEnds(): void {
-    ({ promise: this.idle, resolve: this.signalIdle } = withResolvers<void>());
-    ({ promise: this.halted, resolve: this.#signalHalt } = withResolvers<void>());
+  /** The run can only wait, or was asked to stop and is quiet: its driver ends it. */
+  signalIdle(): void {
+    this.driver.idle = true;
+    this.driver.wake();
   }
 
   /**
@@ -226,7 +222,7 @@ export class RunCore implements Run {
     this.state = RUNNING;
     this.idleCheckScheduled = false;
     this.waitTimers = null;
-    this.#newEnds();
+    this.driver.reset();
     this.signals.splice(0, this.signals.length, ...claimed.signals);
     this.lastSignalId = claimed.signals.reduce((max, s) => Math.max(max, s.id), this.lastSignalId);
     this.signalNews = false;
@@ -336,7 +332,8 @@ export class RunCore implements Run {
     this.changed();
     if (first) {
       this.abortRun(first);
-      this.#signalHalt();
+      this.driver.halted = true;
+      this.driver.wake();
     }
   }
 

@@ -49,8 +49,6 @@ export class TaskRun {
   readonly taskId: string;
   readonly workflow: RunDefinition;
   readonly #run: RunCore;
-  /** The workflow function's run, once started: settles when the function does. */
-  #code: Promise<void> | null = null;
   /** How the workflow function settled, once it has. */
   #result: Settled | null = null;
   /** The run parked and may be resumed in memory (see `resume.ts`). */
@@ -220,32 +218,47 @@ export class TaskRun {
     // are registered as it receives its steps' outputs) and makes no new call. Before the deadline,
     // a timer fails it then.
     const expired = startUndo(run) || failedOutside(run) || deadlinePassed(run);
-    this.#code = this.#runCode();
+    // The code starts on the next microtask, once the replay has started and the driver waits.
+    queueMicrotask(this.#startCode.bind(this));
     run.replay.start();
     return this.#drive(expired);
   }
 
   /**
-   * The workflow's code, from the next microtask on (after the replay has started), its outcome
-   * kept in `#result`. A method, not closures made per run: see resolvers.ts.
+   * Runs the workflow's code; its outcome is kept in `#result` and wakes the driver. Bound
+   * methods, not closures or an async frame per run: a run in flight holds what its code's
+   * continuation holds, and a young collection copies that for every run in flight.
    */
-  async #runCode(): Promise<void> {
-    await undefined;
+  #startCode(): void {
+    let code: Promise<unknown>;
     try {
-      this.#result = { ok: true, value: await this.#run.deps.runCode(this.#run) };
+      code = Promise.resolve(this.#run.deps.runCode(this.#run));
     } catch (error) {
-      this.#result = { ok: false, error };
+      this.#codeThrew(error);
+      return;
     }
+    void code.then(this.#codeReturned.bind(this), this.#codeThrew.bind(this));
+  }
+
+  #codeReturned(value: unknown): void {
+    this.#result = { ok: true, value };
+    this.#run.driver.wake();
+  }
+
+  #codeThrew(error: unknown): void {
+    this.#result = { ok: false, error };
+    this.#run.driver.wake();
   }
 
   /** Drives the run's code (started, or resumed) until it finishes or can only wait, and writes the outcome. */
   async #drive(expired: boolean): Promise<TaskStatus | 'lease-lost'> {
     const run = this.#run;
-    const fnDone = this.#code as Promise<void>;
     const disarm = expired ? disarmed : armDeadline(run);
     // One grace period from the halt, for the function and its live work together.
     let graceEnds = Infinity;
-    await Promise.race([fnDone, run.idle, run.halted.then(() => this.#grace(fnDone, (graceEnds = Date.now() + run.deps.cancelGraceMs)))]);
+    // Until the code settles or the run can only wait; after a halt, for the grace period at most.
+    if (this.#result === null && !run.driver.idle) await run.driver.promise;
+    if (this.#result === null && !run.driver.idle && run.driver.halted) await this.#grace((graceEnds = Date.now() + run.deps.cancelGraceMs));
     // After a halt or the task's deadline (the signal fired), live work gets the grace period to settle.
     if (haltOf(run.state) || run.aborted) await this.#settleLive(Number.isFinite(graceEnds) ? graceEnds : Date.now() + run.deps.cancelGraceMs);
     disarm();
@@ -300,9 +313,11 @@ export class TaskRun {
    * Real time, not the engine's clock: this bounds how long a worker slot stays busy, whatever
    * time the workflow lives in.
    */
-  async #grace(work: Promise<unknown>, deadline: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, deadline - Date.now()))))]);
+  async #grace(deadline: number): Promise<void> {
+    const run = this.#run;
+    run.driver.renew();
+    const timer = setTimeout(() => run.driver.wake(), Math.max(0, deadline - Date.now()));
+    await run.driver.promise;
     clearTimeout(timer);
   }
 

@@ -1,0 +1,40 @@
+/**
+ * @module run/driver-wake
+ * Internal: not part of the public API (the package exports only its index modules).
+ * What ends a run driver's wait (see `TaskRun`): the run can only wait (idle), it halted, or its
+ * code settled. One promise for the three, made again for each wait: a run in flight holds one
+ * promise for its driver, not one per cause and a race between them (a young collection copies
+ * what every run in flight holds).
+ */
+import { withResolvers } from '../resolvers.ts';
+
+export class DriverWake {
+  /** Resolves at the next {@link wake} after it was made (see {@link renew}). */
+  promise!: Promise<void>;
+  #resolve!: () => void;
+  /** The run can only wait (or was asked to stop and is quiet). */
+  idle = false;
+  /** The run halted: the first halt's signal fired. */
+  halted = false;
+
+  constructor() {
+    this.renew();
+  }
+
+  /** A fresh {@link promise}, for the driver's next wait. */
+  renew(): void {
+    ({ promise: this.promise, resolve: this.#resolve } = withResolvers<void>());
+  }
+
+  /** A new run of the same code (a kept run resumed): neither idle nor halted, and a fresh promise. */
+  reset(): void {
+    this.idle = false;
+    this.halted = false;
+    this.renew();
+  }
+
+  /** Ends the driver's wait. */
+  wake(): void {
+    this.#resolve();
+  }
+}
