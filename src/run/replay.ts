@@ -52,8 +52,10 @@ function resultOf<T>(work: Promise<T>): Promise<T> {
   return work;
 }
 
-/** A settled gate: the cleanup scope's first result waits for nothing. */
+/** A settled gate: the cleanup scope's first result waits for nothing (nor does a run with nothing to replay). */
 const SETTLED: Promise<void> = Promise.resolve();
+
+function nothing(): void {}
 // --- one run's replay ----------------------------------------------------------------------------
 
 export class Replay {
@@ -93,9 +95,15 @@ export class Replay {
     const done = steps.filter((s) => s.done !== null);
     this.#rows = done.filter((s) => !isCleanupSeq(s.seq)).sort((a, b) => (a.done as number) - (b.done as number));
     this.#done = done.reduce((max, s) => Math.max(max, s.done as number), 0);
+    if (!this.#rows.length) {
+      // Nothing to replay (a task's first run): over already, and no promise made to say so.
+      this.#gate = SETTLED;
+      this.#over = SETTLED;
+      this.#finished = this.#overNow = nothing;
+      return;
+    }
     ({ promise: this.#gate, resolve: this.#finished } = withResolvers<void>());
     ({ promise: this.#over, resolve: this.#overNow } = withResolvers<void>());
-    if (!this.#rows.length) this.#finish();
   }
 
   #finish(): void {

@@ -80,17 +80,20 @@ export class Heartbeat {
   async #renew(): Promise<void> {
     const { store, clock, runs, workerId, leaseMs } = this.#host;
     const now = clock.now();
-    // Each run with the epoch its lease is renewed at: a kept run resumed while the renewal was in
+    // Each task with the epoch its lease is renewed at: a kept run resumed while the renewal was in
     // flight is the same object at a new epoch, and the answer about the old one is not about it.
+    // Ids, not the runs: a run that ends meanwhile is not held until the answer comes.
     // A run that gave up its lease (self-fenced, above) is not renewed: it stays in `runs` until its
     // step returns, and renewing its lease would keep every other worker from taking the task over.
-    const list: Array<{ run: TaskRun; epoch: number }> = [];
-    for (const run of runs.values()) if (!run.leaseLost) list.push({ run, epoch: run.epoch });
+    const list: Array<{ taskId: string; epoch: number }> = [];
+    for (const run of runs.values()) if (!run.leaseLost) list.push({ taskId: run.taskId, epoch: run.epoch });
     if (!list.length) return;
-    const held = await store.heartbeat({ workerId, now, leaseMs, held: list.map(({ run, epoch }) => ({ taskId: run.taskId, epoch })) });
+    const held = await store.heartbeat({ workerId, now, leaseMs, held: list });
     const byId = new Map(held.map((h) => [h.taskId, h]));
-    for (const { run, epoch } of list) {
-      if (runs.get(run.taskId) !== run || run.epoch !== epoch) continue; // finished, or claimed again, meanwhile
+    for (const { taskId, epoch } of list) {
+      const run = runs.get(taskId);
+      // Finished, or claimed again (a new epoch), meanwhile.
+      if (!run || run.epoch !== epoch) continue;
       const h = byId.get(run.taskId);
       if (!h) {
         // A run whose end is written (or being written, fenced by its epoch) has nothing left to
