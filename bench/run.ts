@@ -33,6 +33,7 @@ if (process.argv.includes('--scale-only')) await (await import('./scale.ts')).on
 /** `--<name>-only`: these sections alone, in order (each module's `report`). */
 const ALONE: Record<string, readonly string[]> = {
   headline: ['headline'],
+  'drain-long': ['long-drain'],
   alloc: ['allocation'],
   jit: ['recompiles'],
   schedules: ['schedules'],

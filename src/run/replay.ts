@@ -55,7 +55,9 @@ function resultOf<T>(work: Promise<T>): Promise<T> {
 /** A settled gate: the cleanup scope's first result waits for nothing (nor does a run with nothing to replay). */
 const SETTLED: Promise<void> = Promise.resolve();
 
+/** What ends the replay of a run that had nothing to replay: it was over from the start. */
 function nothing(): void {}
+
 // --- one run's replay ----------------------------------------------------------------------------
 
 export class Replay {
