@@ -176,9 +176,12 @@ export function withChildren(run: Run, engine: object | undefined, code: (run: R
   } catch (e) {
     running = Promise.reject(e);
   }
-  // Functions of the module bound to this run, not an async frame per run (see resolvers.ts).
-  return running.then(codeReturned.bind(null, run, engine), codeThrew.bind(null, run, engine));
+  // Functions of the module bound to this run, not an async frame per run (see resolvers.ts). The
+  // intrinsic `then`, as `await` uses: a promise whose own `then` was replaced does not get called.
+  return PROMISE_THEN.call(running, codeReturned.bind(null, run, engine), codeThrew.bind(null, run, engine)) as Promise<unknown>;
 }
+
+const PROMISE_THEN = Promise.prototype.then;
 
 function codeReturned(run: Run, engine: object | undefined, value: unknown): unknown {
   const settled = settleChildren(run, engine, true);

@@ -2,9 +2,10 @@
  * @module run/driver-wake
  * Internal: not part of the public API (the package exports only its index modules).
  * What ends a run driver's wait (see `TaskRun`): the run can only wait (idle), it halted, or its
- * code settled. One promise for the three, made again for each wait: a run in flight holds one
- * promise for its driver, not one per cause and a race between them (a young collection copies
- * what every run in flight holds).
+ * code settled; for the grace period after a halt, its timer too. One promise for them all, made
+ * when the run starts, again when a kept run is resumed, and for the grace period: a run in flight
+ * holds one promise for its driver, not one per cause and a race between them (a young collection
+ * copies what every run in flight holds).
  */
 import { withResolvers } from '../resolvers.ts';
 

@@ -218,7 +218,7 @@ export class TaskRun {
     // are registered as it receives its steps' outputs) and makes no new call. Before the deadline,
     // a timer fails it then.
     const expired = startUndo(run) || failedOutside(run) || deadlinePassed(run);
-    // The code starts on the next microtask, once the replay has started and the driver waits.
+    // The code starts on the next microtask, once the replay has started and the driver has reached its first wait.
     queueMicrotask(this.#startCode.bind(this));
     run.replay.start();
     return this.#drive(expired);
@@ -257,7 +257,10 @@ export class TaskRun {
     // One grace period from the halt, for the function and its live work together.
     let graceEnds = Infinity;
     // Until the code settles or the run can only wait; after a halt, for the grace period at most.
-    if (this.#result === null && !run.driver.idle) await run.driver.promise;
+    // The driver goes on a turn after its wake, so the code's continuations queued by then run
+    // first: a run that failed at its start is idle already, and its code's first turns still
+    // register their handlers (an onCancel after a plain await) before the cleanup looks for them.
+    if (this.#result === null) await run.driver.promise.then();
     if (this.#result === null && !run.driver.idle && run.driver.halted) await this.#grace((graceEnds = Date.now() + run.deps.cancelGraceMs));
     // After a halt or the task's deadline (the signal fired), live work gets the grace period to settle.
     if (haltOf(run.state) || run.aborted) await this.#settleLive(Number.isFinite(graceEnds) ? graceEnds : Date.now() + run.deps.cancelGraceMs);
