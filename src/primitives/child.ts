@@ -164,6 +164,9 @@ export async function child(run: Run, engine: object | undefined, workflow: stri
   return (await startChild(run, engine, workflow, input, options)).result();
 }
 
+/** The intrinsic `then` (see {@link withChildren}). */
+const PROMISE_THEN = Promise.prototype.then;
+
 /**
  * Runs the workflow's code; when it has returned or thrown (not halted), children still running
  * that were started with `onParentEnd: 'cancel'` are cancelled, and their ends waited for, before
@@ -180,8 +183,6 @@ export function withChildren(run: Run, engine: object | undefined, code: (run: R
   // intrinsic `then`, as `await` uses: a promise whose own `then` was replaced does not get called.
   return PROMISE_THEN.call(running, codeReturned.bind(null, run, engine), codeThrew.bind(null, run, engine)) as Promise<unknown>;
 }
-
-const PROMISE_THEN = Promise.prototype.then;
 
 function codeReturned(run: Run, engine: object | undefined, value: unknown): unknown {
   const settled = settleChildren(run, engine, true);

@@ -205,8 +205,7 @@ export class RunCore implements Run {
 
   /** The run can only wait, or was asked to stop and is quiet: its driver ends it. */
   signalIdle(): void {
-    this.driver.idle = true;
-    this.driver.wake();
+    this.driver.becameIdle();
   }
 
   /**
@@ -332,8 +331,7 @@ export class RunCore implements Run {
     this.changed();
     if (first) {
       this.abortRun(first);
-      this.driver.halted = true;
-      this.driver.wake();
+      this.driver.haltedNow();
     }
   }
 

@@ -38,4 +38,16 @@ export class DriverWake {
   wake(): void {
     this.#resolve();
   }
+
+  /** The run can only wait (or was asked to stop and is quiet): the driver ends it. */
+  becameIdle(): void {
+    this.idle = true;
+    this.#resolve();
+  }
+
+  /** The run's first halt: the driver gives the code its grace period. */
+  haltedNow(): void {
+    this.halted = true;
+    this.#resolve();
+  }
 }
