@@ -127,13 +127,9 @@ export async function executeStep<T>(run: Run, c: StepCall<T>): Promise<T> {
       if (next === AGAIN) continue;
       return next.done;
     }
-    const done = stepSucceeded(run, c, value);
-    if (c.undoable) {
-      // Tracked until the code receives the output (which registers the compensation).
-      const untrack = (): void => run.settledUndoable(c.stepId);
-      done.then(untrack, untrack);
-    }
-    return done;
+    // An undoable step stays tracked until the code receives its output and registers its
+    // compensation (see `step.ts`).
+    return stepSucceeded(run, c, value);
   }
 }
 

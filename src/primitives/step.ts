@@ -82,12 +82,22 @@ export function step<T>(run: Run, name: string, fn: (s: StepContext) => PromiseL
   if (inScope(run.cleanup)) return p;
   // The occurrence this call took (its position was taken synchronously by `call`).
   const occurrence = run.occurrence(name);
-  // Registered when the code receives the output, in that order (replayed results too).
-  return p.then((output) => {
-    const undo: Undo = { name, occurrence, output, fn: compensate, retry: options.retry };
-    run.registerCompensation({ stepId: occurrence === 1 ? name : `${name}#${occurrence}`, undo: () => compensationStep(run, undo) });
-    return output;
-  });
+  const stepId = occurrence === 1 ? name : `${name}#${occurrence}`;
+  // Registered when the code receives the output, in that order (replayed results too). A step
+  // executed in this run is tracked as undoable until then (see `run/cleanup.ts`): the cleanup
+  // waits for it, and finds its compensation registered.
+  return p.then(
+    (output) => {
+      const undo: Undo = { name, occurrence, output, fn: compensate, retry: options.retry };
+      run.registerCompensation({ stepId, undo: () => compensationStep(run, undo) });
+      run.settledUndoable(stepId);
+      return output;
+    },
+    (e: unknown) => {
+      run.settledUndoable(stepId);
+      throw e;
+    },
+  );
 }
 
 /** A completed step's compensation: the step, its output, and the function that undoes it. */

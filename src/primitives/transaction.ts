@@ -133,10 +133,7 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
     faultPoint('transaction:committed');
     if (run.deps.hears('step:completed')) run.deps.emit('step:completed', { ...attemptOf(run, c), durationMs: clock.now() - started });
     const result = output;
-    return run.replay.inOrder(
-      Promise.resolve().then(() => decodeJson(result)),
-      done,
-    );
+    return run.replay.inOrder(() => decodeJson(result), done);
   }
 }
 

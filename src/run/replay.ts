@@ -26,6 +26,7 @@ import { diverged } from './identity.ts';
 import { mayStayInTurn, nextTurn } from './turns.ts';
 import { isRef } from '../payloads/token.ts';
 import { withResolvers } from '../resolvers.ts';
+import { opened, resultOf, settledWith, type Chain, type HandOver } from './hand-over.ts';
 import { ERROR_CODES, PayloadUnreadableError, StoreUnavailableError, coerceError, isStepwiseError } from '../errors.ts';
 
 /** Recorded outputs left as references by the claim (see `resolvePayloads`) loaded at once, ahead of the replay. */
@@ -37,26 +38,11 @@ const LOAD_AHEAD = 4;
  */
 export const REPLAY_STALL_MS = 30_000;
 
-/** A result on its way to the code (see {@link Replay.inOrder}). */
-interface HandOver {
-  readonly done: number;
-  readonly afterHandOver: (() => void) | undefined;
-  readonly cleanup: boolean;
-  readonly open: () => void;
-  /** Counted in `run.gated` (ready, and waiting for its turn). */
-  gated: boolean;
-}
-
-/** The work whose result is handed over next (bound to it as the gate's continuation). */
-function resultOf<T>(work: Promise<T>): Promise<T> {
-  return work;
-}
-
-/** A settled gate: the cleanup scope's first result waits for nothing (nor does a run with nothing to replay). */
-const SETTLED: Promise<void> = Promise.resolve();
-
 /** What ends the replay of a run that had nothing to replay: it was over from the start. */
 function nothing(): void {}
+
+/** The replay's end in a run with nothing to replay: settled from the start. */
+const SETTLED: Promise<void> = Promise.resolve();
 
 // --- one run's replay ----------------------------------------------------------------------------
 
@@ -79,10 +65,10 @@ export class Replay {
   #done: number;
   /** The `done` of the last result handed to the code in this run (0: none yet). */
   handed = 0;
-  /** Resolutions of this run are handed over in `done` order, after the replay. */
-  #gate: Promise<void>;
+  /** Results of this run are handed over in `done` order, after the replay. */
+  readonly #chain: Chain = { gate: null, tail: null };
   /** The cleanup scope's new results, in `done` order among themselves. */
-  #cleanupGate: Promise<void> = SETTLED;
+  readonly #cleanupChain: Chain = { gate: null, tail: null };
   /** Resolves once the code has been handed back every recorded result, or the run gave up on the rest. */
   readonly #over: Promise<void>;
   #overNow!: () => void;
@@ -99,17 +85,17 @@ export class Replay {
     this.#done = done.reduce((max, s) => Math.max(max, s.done as number), 0);
     if (!this.#rows.length) {
       // Nothing to replay (a task's first run): over already, and no promise made to say so.
-      this.#gate = SETTLED;
       this.#over = SETTLED;
       this.#finished = this.#overNow = nothing;
       return;
     }
-    ({ promise: this.#gate, resolve: this.#finished } = withResolvers<void>());
+    ({ promise: this.#chain.gate, resolve: this.#finished } = withResolvers<void>());
     ({ promise: this.#over, resolve: this.#overNow } = withResolvers<void>());
   }
 
   #finish(): void {
     this.#finished();
+    this.#chain.gate = null;
     this.#overNow();
   }
 
@@ -303,25 +289,37 @@ export class Replay {
 
   /**
    * Hands a result of this run to the code in `done` order, after the replay: `done` was taken
-   * when it was recorded, the result is handed over when `work` settled and every earlier result
-   * has been handed over; the next one follows a macrotask later, as in replay. A result of the
+   * when it was recorded, the result (`value()`, or what it throws) is handed over once every
+   * earlier result has been; the next one follows a macrotask later, as in replay. A result of the
    * cleanup scope (`cleanup`) waits only for the cleanup's earlier results.
    */
-  inOrder<T>(work: Promise<T>, done: number, afterHandOver?: () => void, cleanup = false): Promise<T> {
-    const previous = cleanup ? this.#cleanupGate : this.#gate;
-    const { promise: next, resolve: open } = withResolvers<void>();
-    if (cleanup) this.#cleanupGate = next;
-    else this.#gate = next;
+  inOrder<T>(value: () => T, done: number, afterHandOver?: () => void, cleanup = false): Promise<T> {
+    const chain = cleanup ? this.#cleanupChain : this.#chain;
+    const previous = chain.tail ? opened(chain.tail) : chain.gate;
+    const h: HandOver = { done, afterHandOver, cleanup, gated: false, opened: null, open: null };
+    chain.tail = h;
     this.#run.live++;
+    const work = settledWith(value);
     // The result's callbacks are methods bound to its state, not closures made per result: V8
     // compiles a per-call closure again after each quiet spell of the worker (see resolvers.ts).
-    const h: HandOver = { done, afterHandOver, cleanup, open, gated: false };
+    if (previous === null) {
+      // Nothing to wait for (the common case: the code awaits one call at a time): the result is
+      // handed over as it settles, and no promise is made for the next one unless it comes first.
+      const now = this.#readyAndHandedOver.bind(this, h);
+      work.then(now, now);
+      return work;
+    }
     const ready = this.#ready.bind(this, h);
     work.then(ready, ready);
     const settled = previous.then(resultOf.bind(null, work) as () => Promise<T>);
     const handedOver = this.#handedOver.bind(this, h);
     settled.then(handedOver, handedOver);
     return settled;
+  }
+
+  #readyAndHandedOver(h: HandOver): void {
+    this.#ready(h);
+    this.#handedOver(h);
   }
 
   /** A result is ready; if it still waits for the replay, the run may be stalled on it. */
@@ -348,7 +346,9 @@ export class Replay {
     if (h.gated) run.gated--;
     run.live--;
     run.changed();
-    h.open();
+    const chain = h.cleanup ? this.#cleanupChain : this.#chain;
+    if (chain.tail === h) chain.tail = null;
+    h.open?.();
     scheduleIdleCheck(run);
   }
 

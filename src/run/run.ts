@@ -103,7 +103,7 @@ export interface ReplayPart {
   nextDone(): number;
   replayed<T>(seq: number, settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T>;
   recalled<T>(settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T>;
-  inOrder<T>(work: Promise<T>, done: number, afterHandOver?: () => void, cleanup?: boolean): Promise<T>;
+  inOrder<T>(value: () => T, done: number, afterHandOver?: () => void, cleanup?: boolean): Promise<T>;
 }
 
 /** The run's journal writer (`writer.ts`): checkpoints, and the run's last transition. */

@@ -80,7 +80,7 @@ export class JournalWriter {
     const entry: Deferred = { row, consume, onDurable };
     this.#unhanded.push(entry);
     // Bound methods, not closures made per result (see resolvers.ts).
-    return run.replay.inOrder(Promise.resolve().then(value), done, this.#handedOver.bind(this, entry), isCleanupSeq(row.seq));
+    return run.replay.inOrder(value, done, this.#handedOver.bind(this, entry), isCleanupSeq(row.seq));
   }
 
   /** The code has `entry`'s result: its row is written a turn later, with the others handed over by then. */
