@@ -96,7 +96,13 @@ export class JournalWriter {
     void this.flush(true).catch(ignore);
   }
 
-  #writeSettled(): void {
+  /** The write of `batch` committed: their rows are durable. */
+  #written(batch: Deferred[]): void {
+    this.#writesPending--;
+    for (const d of batch) d.onDurable?.();
+  }
+
+  #writeFailed(): void {
     this.#writesPending--;
   }
 
@@ -111,13 +117,9 @@ export class JournalWriter {
       if (handedOnly) this.#handed = [];
       if (batch.length) {
         const only = batch.length === 1 ? (batch[0] as Deferred) : null;
-        const written = only
-          ? this.checkpoint(only.row, only.consume).then(only.onDurable)
-          : Promise.all(batch.map((d) => this.checkpoint(d.row, d.consume))).then(() => {
-              for (const d of batch) d.onDurable?.();
-            });
-        const settled = this.#writeSettled.bind(this);
-        written.then(settled, settled);
+        const written = only ? this.checkpoint(only.row, only.consume) : Promise.all(batch.map((d) => this.checkpoint(d.row, d.consume)));
+        // Its first reaction: the rows are reported durable before anyone waiting on the flush resumes.
+        written.then(this.#written.bind(this, batch), this.#writeFailed.bind(this));
         // Earlier writes all settled: this one alone is what is in progress.
         this.#writes = this.#writesPending++ === 0 ? written : Promise.all([this.#writes, written]);
       }
