@@ -36,7 +36,12 @@ export interface StepCall<T> extends AttemptCall<T> {
   repairBudget: number;
   /** Called in the cleanup scope (see `run/cleanup.ts`): a step from before it may not finish in it. */
   inCleanup: boolean;
-  /** A step of the code with a compensation: tracked (`run.trackUndoable`) while an attempt runs (see `run/cleanup.ts`). */
+  /**
+   * A step of the code with a compensation: tracked (`run.trackUndoable`) from the start of an
+   * attempt until the code receives its output and registers the compensation (see `run/cleanup.ts`).
+   * `step()` untracks it then, by the id it computes as `identity.ts` does: a call with `undoable`
+   * set is made only through `step()`; a failure decided here untracks it at once.
+   */
   undoable: boolean;
   firstStart: number;
   /** When the current attempt started. */
@@ -87,6 +92,8 @@ export function stepSucceeded<T>(run: Run, c: StepCall<T>, value: T): Promise<T>
   try {
     output = encodeWithin(value, () => `The output of step "${c.stepId}"`, run.deps.outputBytes, 'outputBytes');
   } catch (e) {
+    // No output to undo: untracked now, not once a keyed step's store has heard of the failure.
+    if (c.undoable) run.settledUndoable(c.stepId);
     return stepFailed(run, c, e as NotSerializableError);
   }
   const finishedAt = run.deps.clock.now();

@@ -290,8 +290,10 @@ export class Replay {
   /**
    * Hands a result of this run to the code in `done` order, after the replay: `done` was taken
    * when it was recorded, the result (`value()`, or what it throws) is handed over once every
-   * earlier result has been; the next one follows a macrotask later, as in replay. A result of the
-   * cleanup scope (`cleanup`) waits only for the cleanup's earlier results.
+   * earlier result has been released; it is released a turn later, as in replay, or at once when
+   * it is the only call in flight (see `#mayHandOverAtOnce`). A result with nothing before it is
+   * handed over in its promise's first reaction. A result of the cleanup scope (`cleanup`) waits
+   * only for the cleanup's earlier results.
    */
   inOrder<T>(value: () => T, done: number, afterHandOver?: () => void, cleanup = false): Promise<T> {
     const chain = cleanup ? this.#cleanupChain : this.#chain;

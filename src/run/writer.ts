@@ -31,7 +31,7 @@ import { removeItem } from '../small-lists.ts';
 interface Deferred {
   row: StepRow;
   consume: Consume | undefined;
-  /** Called once the row is durable. */
+  /** Called once the row is durable; it must not throw (it runs in the write's reaction, whose promise nobody awaits). */
   onDurable: (() => void) | undefined;
 }
 
