@@ -30,6 +30,8 @@ import { parked, type Activity } from '../run/activity.ts';
 import { call, type Primitive } from '../run/call.ts';
 import type { Run } from '../run/run.ts';
 import { journalRow } from '../run/identity.ts';
+import { isCleanupSeq } from '../run/cleanup-scope.ts';
+import type { Reservation } from '../run/hand-over.ts';
 import { haltReason, throwIfHalted } from '../run/state.ts';
 import { attemptOf, stepFailed } from './step-call.ts';
 
@@ -100,7 +102,8 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
     if (run.deps.hears('step:started')) run.deps.emit('step:started', attemptOf(run, c));
     const started = clock.now();
     let output: string | null = null;
-    let done = 0;
+    // Its place among the results the code receives, taken as its checkpoint is written.
+    const place: { slot: Reservation<unknown> | null } = { slot: null };
     let accepted: boolean;
     try {
       ({ accepted } = await c.runner(
@@ -110,13 +113,17 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
           return value;
         },
         (): TransactionCheckpoint => {
-          // Its place among the results the code receives is taken as it is written.
-          done = run.replay.nextDone();
+          // Its place among the results the code receives is taken as it is written: a result
+          // recorded after it, while the commit's answer is on its way, reaches the code after it.
+          const done = run.replay.nextDone();
+          place.slot?.cancel(); // a store that prepared the checkpoint twice: the first place is given up
+          place.slot = run.replay.reserve(done, isCleanupSeq(c.seq));
           const row = journalRow(run, c.seq, c.stepId, 'step', { output, attempts: c.attempt, startedAt: c.firstStart, finishedAt: clock.now(), done });
           return { write: { kind: 'step', taskId: run.taskId, epoch: run.epoch, step: row }, blobs: [] };
         },
       ));
     } catch (raw) {
+      place.slot?.cancel();
       throwIfHalted(run.state);
       const error = coerceError(raw);
       if (!shouldRetry(c.policy, error, c.attempt)) return stepFailed(run, c, error);
@@ -126,6 +133,7 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
       continue;
     }
     if (!accepted) {
+      place.slot?.cancel();
       // The fence refused the checkpoint: another worker owns the task; the writes rolled back.
       run.lose('lease', () => new LeaseLostError(run.taskId, run.epoch));
       throw haltReason(run.state);
@@ -133,7 +141,10 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
     faultPoint('transaction:committed');
     if (run.deps.hears('step:completed')) run.deps.emit('step:completed', { ...attemptOf(run, c), durationMs: clock.now() - started });
     const result = output;
-    return run.replay.inOrder(() => decodeJson(result), done);
+    // Accepted: the checkpoint was written, and its place taken with it.
+    const slot = place.slot as unknown as Reservation<unknown>;
+    slot.settle(() => decodeJson(result));
+    return slot.promise;
   }
 }
 

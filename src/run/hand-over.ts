@@ -17,6 +17,18 @@ export interface HandOver {
   /** What the next result of its chain waits for: made only when a next result comes before this one is released. */
   opened: Promise<void> | null;
   open: (() => void) | null;
+  /** A reserved place given up (see `Replay.reserve`): released in its turn, handing the code nothing. */
+  void?: boolean;
+}
+
+/** A place taken in the order before the result's value is known (see `Replay.reserve`). */
+export interface Reservation<T> {
+  /** What the code receives, in the place's turn. */
+  readonly promise: Promise<T>;
+  /** The result: `value()`, or what it throws. */
+  settle(value: () => T): void;
+  /** No result comes (the write that recorded it failed): the next result takes the turn. */
+  cancel(): void;
 }
 
 /**

@@ -26,7 +26,7 @@ import { diverged } from './identity.ts';
 import { mayStayInTurn, nextTurn } from './turns.ts';
 import { isRef } from '../payloads/token.ts';
 import { withResolvers } from '../resolvers.ts';
-import { opened, resultOf, settledWith, type Chain, type HandOver } from './hand-over.ts';
+import { opened, resultOf, settledWith, type Chain, type HandOver, type Reservation } from './hand-over.ts';
 import { ERROR_CODES, PayloadUnreadableError, StoreUnavailableError, coerceError, isStepwiseError } from '../errors.ts';
 
 /** Recorded outputs left as references by the claim (see `resolvePayloads`) loaded at once, ahead of the replay. */
@@ -319,6 +319,38 @@ export class Replay {
     return settled;
   }
 
+  /**
+   * Takes place `done` in the code's order (or the cleanup's) now, for a result whose value comes
+   * later: a transaction's (its `done` is taken inside its commit, before the commit's answer).
+   */
+  reserve<T>(done: number, cleanup: boolean): Reservation<T> {
+    const chain = cleanup ? this.#cleanupChain : this.#chain;
+    const previous = chain.tail ? opened(chain.tail) : (chain.gate ?? SETTLED);
+    const h: HandOver = { done, afterHandOver: undefined, cleanup, gated: false, opened: null, open: null };
+    chain.tail = h;
+    this.#run.live++;
+    const slot = withResolvers<T>();
+    const ready = this.#ready.bind(this, h);
+    slot.promise.then(ready, ready);
+    const promise = previous.then(resultOf.bind(null, slot.promise) as () => Promise<T>);
+    const handedOver = this.#handedOver.bind(this, h);
+    promise.then(handedOver, handedOver);
+    return {
+      promise,
+      settle: (value) => {
+        try {
+          slot.resolve(value());
+        } catch (e) {
+          slot.reject(e);
+        }
+      },
+      cancel: () => {
+        h.void = true;
+        slot.reject(new Error('cancelled'));
+      },
+    };
+  }
+
   #readyAndHandedOver(h: HandOver): void {
     this.#ready(h);
     this.#handedOver(h);
@@ -336,6 +368,7 @@ export class Replay {
 
   /** The code has the result: the next one may follow, now or a turn later. */
   #handedOver(h: HandOver): void {
+    if (h.void) return this.#release(h);
     this.#run.activity++;
     this.handed = h.done;
     h.afterHandOver?.();

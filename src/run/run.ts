@@ -16,6 +16,7 @@ import type { Progress } from '../api/step.ts';
 import type { WriteBatcher } from '../write-batcher.ts';
 import type { CancelHandler, CleanupPhase, Compensation } from './cleanup-scope.ts';
 import type { RunState } from './state.ts';
+import type { Reservation } from './hand-over.ts';
 import type { EndPlan } from './outcome.ts';
 
 /**
@@ -104,6 +105,7 @@ export interface ReplayPart {
   replayed<T>(seq: number, settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T>;
   recalled<T>(settle: (rec: StepRow, stepId: string) => T, rec: StepRow, stepId: string): Promise<T>;
   inOrder<T>(value: () => T, done: number, afterHandOver?: () => void, cleanup?: boolean): Promise<T>;
+  reserve<T>(done: number, cleanup: boolean): Reservation<T>;
 }
 
 /** The run's journal writer (`writer.ts`): checkpoints, and the run's last transition. */
@@ -150,7 +152,7 @@ export interface Run {
   /** Checkpoints: a call's result or failure is recorded as the code receives it. */
   readonly writer: WriterPart;
   /** The order of results handed to the code (`replay.ts`): for a call that writes its own checkpoint. */
-  readonly replay: Pick<ReplayPart, 'nextDone' | 'inOrder'>;
+  readonly replay: Pick<ReplayPart, 'nextDone' | 'inOrder' | 'reserve'>;
   readonly progress: ProgressPart;
   /** Signals sent to the task and not consumed yet, oldest first. */
   readonly signals: readonly SignalRow[];
