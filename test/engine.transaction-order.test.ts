@@ -14,7 +14,9 @@ describe('a transaction beside a step', () => {
     const store: Store = await openStore(tempDbUrl());
     let checkpointed!: () => void;
     const afterCheckpoint = new Promise<void>((resolve) => (checkpointed = resolve));
-    // The commit's answer comes late: the parallel step completes after the transaction took its place.
+    // The commit's answer comes late: the parallel step completes after the transaction took its
+    // place. The delay only lets the old order show (the step handed over first); the order asserted
+    // below follows from the `done`s, however long the step takes on a busy machine.
     const run = store.runInTransaction?.bind(store);
     if (!run) throw new Error('the store runs no transactions');
     store.runInTransaction = (fn, checkpoint) =>

@@ -142,7 +142,7 @@ async function executeTransaction(run: Run, c: TxCall): Promise<unknown> {
     if (run.deps.hears('step:completed')) run.deps.emit('step:completed', { ...attemptOf(run, c), durationMs: clock.now() - started });
     const result = output;
     // Accepted: the checkpoint was written, and its place taken with it.
-    const slot = place.slot as unknown as Reservation<unknown>;
+    const slot = place.slot as Reservation<unknown>;
     slot.settle(() => decodeJson(result));
     return slot.promise;
   }

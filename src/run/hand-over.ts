@@ -18,7 +18,7 @@ export interface HandOver {
   opened: Promise<void> | null;
   open: (() => void) | null;
   /** A reserved place given up (see `Replay.reserve`): released in its turn, handing the code nothing. */
-  void?: boolean;
+  void: boolean;
 }
 
 /** A place taken in the order before the result's value is known (see `Replay.reserve`). */
@@ -52,6 +52,15 @@ export function settledWith<T>(value: () => T): Promise<T> {
     return Promise.resolve(value());
   } catch (e) {
     return Promise.reject(e);
+  }
+}
+
+/** Settles `slot` with `value()`, or rejects it with what that throws. */
+export function settleWith<T>(slot: { resolve: (v: T) => void; reject: (e: unknown) => void }, value: () => T): void {
+  try {
+    slot.resolve(value());
+  } catch (e) {
+    slot.reject(e);
   }
 }
 

@@ -26,7 +26,7 @@ import { diverged } from './identity.ts';
 import { mayStayInTurn, nextTurn } from './turns.ts';
 import { isRef } from '../payloads/token.ts';
 import { withResolvers } from '../resolvers.ts';
-import { opened, resultOf, settledWith, type Chain, type HandOver, type Reservation } from './hand-over.ts';
+import { opened, resultOf, settleWith, settledWith, type Chain, type HandOver, type Reservation } from './hand-over.ts';
 import { ERROR_CODES, PayloadUnreadableError, StoreUnavailableError, coerceError, isStepwiseError } from '../errors.ts';
 
 /** Recorded outputs left as references by the claim (see `resolvePayloads`) loaded at once, ahead of the replay. */
@@ -296,11 +296,7 @@ export class Replay {
    * only for the cleanup's earlier results.
    */
   inOrder<T>(value: () => T, done: number, afterHandOver?: () => void, cleanup = false): Promise<T> {
-    const chain = cleanup ? this.#cleanupChain : this.#chain;
-    const previous = chain.tail ? opened(chain.tail) : chain.gate;
-    const h: HandOver = { done, afterHandOver, cleanup, gated: false, opened: null, open: null };
-    chain.tail = h;
-    this.#run.live++;
+    const { h, previous } = this.#join(done, afterHandOver, cleanup);
     const work = settledWith(value);
     // The result's callbacks are methods bound to its state, not closures made per result: V8
     // compiles a per-call closure again after each quiet spell of the worker (see resolvers.ts).
@@ -311,12 +307,7 @@ export class Replay {
       work.then(now, now);
       return work;
     }
-    const ready = this.#ready.bind(this, h);
-    work.then(ready, ready);
-    const settled = previous.then(resultOf.bind(null, work) as () => Promise<T>);
-    const handedOver = this.#handedOver.bind(this, h);
-    settled.then(handedOver, handedOver);
-    return settled;
+    return this.#behind(previous, work, h);
   }
 
   /**
@@ -324,31 +315,36 @@ export class Replay {
    * later: a transaction's (its `done` is taken inside its commit, before the commit's answer).
    */
   reserve<T>(done: number, cleanup: boolean): Reservation<T> {
-    const chain = cleanup ? this.#cleanupChain : this.#chain;
-    const previous = chain.tail ? opened(chain.tail) : (chain.gate ?? SETTLED);
-    const h: HandOver = { done, afterHandOver: undefined, cleanup, gated: false, opened: null, open: null };
-    chain.tail = h;
-    this.#run.live++;
+    const { h, previous } = this.#join(done, undefined, cleanup);
     const slot = withResolvers<T>();
-    const ready = this.#ready.bind(this, h);
-    slot.promise.then(ready, ready);
-    const promise = previous.then(resultOf.bind(null, slot.promise) as () => Promise<T>);
-    const handedOver = this.#handedOver.bind(this, h);
-    promise.then(handedOver, handedOver);
     return {
-      promise,
-      settle: (value) => {
-        try {
-          slot.resolve(value());
-        } catch (e) {
-          slot.reject(e);
-        }
-      },
+      promise: this.#behind(previous ?? SETTLED, slot.promise, h),
+      settle: (value) => settleWith(slot, value),
       cancel: () => {
         h.void = true;
         slot.reject(new Error('cancelled'));
       },
     };
+  }
+
+  /** A new result at the end of its chain, counted live; `previous`: what it waits for (null: nothing). */
+  #join(done: number, afterHandOver: (() => void) | undefined, cleanup: boolean): { h: HandOver; previous: Promise<void> | null } {
+    const chain = cleanup ? this.#cleanupChain : this.#chain;
+    const previous = chain.tail ? opened(chain.tail) : chain.gate;
+    const h: HandOver = { done, afterHandOver, cleanup, gated: false, opened: null, open: null, void: false };
+    chain.tail = h;
+    this.#run.live++;
+    return { h, previous };
+  }
+
+  /** `work`'s result, handed over once `previous` has settled. */
+  #behind<T>(previous: Promise<void>, work: Promise<T>, h: HandOver): Promise<T> {
+    const ready = this.#ready.bind(this, h);
+    work.then(ready, ready);
+    const settled = previous.then(resultOf.bind(null, work) as () => Promise<T>);
+    const handedOver = this.#handedOver.bind(this, h);
+    settled.then(handedOver, handedOver);
+    return settled;
   }
 
   #readyAndHandedOver(h: HandOver): void {
