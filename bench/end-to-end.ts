@@ -79,3 +79,56 @@ export async function endToEnd(
     await engine.close();
   }
 }
+
+/** One concurrency's end to end, measured round by round beside a peer's batches. */
+export interface EndToEndBeside {
+  concurrency: number;
+  tasks: number;
+  /** Median of Stepwise's batches, steps per second. */
+  stepsPerSec: number;
+  /** Median of the peer's batches of the same rounds. */
+  peerStepsPerSec: number;
+  /** Each round's Stepwise batch over the peer's batch of the same round. */
+  roundRatios: number[];
+  /** The median of `roundRatios`: the figure. */
+  ratio: number;
+}
+
+/**
+ * End to end at `concurrency`, beside a peer that runs the same batch (500 three-step workflows,
+ * the user's call to the last answer): Stepwise's engine and in-process worker are warmed up with
+ * two batches, then each round runs one peer batch and one Stepwise batch back to back (which
+ * goes first alternates), so that both figures of a round see the same machine. The peer keeps
+ * running between rounds (its own warm-up is the caller's).
+ */
+export async function endToEndBeside(root: string, url: string, concurrency: number, peerBatch: () => Promise<number>, tasks = 500, rounds = 5): Promise<EndToEndBeside> {
+  const { Engine } = await api(root);
+  const { threeSteps } = (await import(join(root, 'bench/workflows.ts'))) as Api;
+  const engine = new Engine({ store: url, workflows: [threeSteps] });
+  await engine.ready();
+  const worker = engine.worker({ concurrency });
+  await worker.start();
+  const batch = async (): Promise<number> => {
+    const t0 = performance.now();
+    const handles = await Promise.all(Array.from({ length: tasks }, () => engine.start(threeSteps)));
+    await Promise.all(handles.map((h: Api) => engine.result(h.id, { timeout: '600s' })));
+    return (performance.now() - t0) / 1000;
+  };
+  try {
+    await batch();
+    await batch();
+    const ours: number[] = [];
+    const theirs: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      if (r % 2 === 0) theirs.push(await peerBatch());
+      ours.push(await batch());
+      if (r % 2 === 1) theirs.push(await peerBatch());
+    }
+    const steps = tasks * 3;
+    const roundRatios = ours.map((s, i) => (theirs[i] as number) / s);
+    return { concurrency, tasks, stepsPerSec: steps / median(ours), peerStepsPerSec: steps / median(theirs), roundRatios, ratio: median(roundRatios) };
+  } finally {
+    await worker.stop();
+    await engine.close();
+  }
+}

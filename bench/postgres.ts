@@ -1,8 +1,9 @@
 // PostgreSQL benchmarks: per-step overhead against the raw write, throughput with 1, 2 and 4
 // worker processes, DBOS Transact on the same work, and wake-up latency.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { Engine } from '../dist/index.js';
 import { median, pairedOverhead, percentile, root, spawnWorker, stopWorkers, type Overhead } from './lib.ts';
@@ -154,11 +155,8 @@ export function dbos(tasks: number, longSteps: number): DbosResult | { error: st
  * in a schema of its own dropped afterwards; its last line of output is its JSON result.
  */
 export function runDbos<T>(script: string, args: string[]): T | { error: string } {
-  const dir = join(root, 'bench/peers');
-  if (!existsSync(join(dir, 'node_modules/@dbos-inc/dbos-sdk'))) {
-    const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
-    if (r.status !== 0) return { error: 'npm ci in bench/peers failed (DBOS Transact not installed)' };
-  }
+  const dir = peersDir();
+  if (typeof dir !== 'string') return dir;
   const schema = `stepwise_bench_dbos_${process.pid}_${script.replace(/\W/g, '_')}`;
   try {
     const out = execFileSync(process.execPath, [join(dir, script), PG_URL, schema, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
@@ -169,6 +167,54 @@ export function runDbos<T>(script: string, args: string[]): T | { error: string 
   } finally {
     void sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
   }
+}
+
+/** bench/peers with its packages installed (on first use), or why not. */
+function peersDir(): string | { error: string } {
+  const dir = join(root, 'bench/peers');
+  if (!existsSync(join(dir, 'node_modules/@dbos-inc/dbos-sdk'))) {
+    const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: dir, stdio: 'inherit' });
+    if (r.status !== 0) return { error: 'npm ci in bench/peers failed (DBOS Transact not installed)' };
+  }
+  return dir;
+}
+
+/** A warm DBOS Transact process that runs one batch of `tasks` three-step workflows when asked. */
+export interface DbosServer {
+  /** Seconds from DBOS's first startWorkflow to its last result, for one batch. */
+  batch(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts bench/peers/dbos.mjs in `--serve` mode on the same database (a schema of its own, dropped
+ * at close): launched and idle until `batch()` is called, so that its batches can alternate with
+ * Stepwise's in one run.
+ */
+export async function dbosServer(tasks: number): Promise<DbosServer> {
+  const dir = peersDir();
+  if (typeof dir !== 'string') throw new Error(dir.error);
+  const schema = `stepwise_bench_dbos_${process.pid}_served`;
+  const child = spawn(process.execPath, [join(dir, 'dbos.mjs'), PG_URL, schema, String(tasks), '0', '--serve'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async (): Promise<Record<string, unknown>> => {
+    const r = await lines.next();
+    if (r.done) throw new Error(`DBOS Transact exited (code ${String(child.exitCode)}) before answering`);
+    return JSON.parse(r.value) as Record<string, unknown>;
+  };
+  await next(); // { ready }
+  return {
+    async batch() {
+      child.stdin.write('batch\n');
+      return (await next()).seconds as number;
+    },
+    async close() {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.stdin.end('quit\n');
+      await exited;
+      await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    },
+  };
 }
 
 export interface Latency {

@@ -1,8 +1,8 @@
 // DBOS Transact doing the benchmark's work, in its fastest single-process mode (workflows started
 // directly with DBOS.startWorkflow, all at once, all awaited), in one process: a warm-up of twice
 // the batch, then three measured batches, the median reported.
-// Prints one JSON line with the figures.
-// Usage: node bench/peers/dbos.mjs <postgres url of an existing database> <schema> <tasks> <steps-in-long-workflow>
+// Prints one JSON line with the figures. With --serve, runs batches when asked instead (see below).
+// Usage: node bench/peers/dbos.mjs <postgres url of an existing database> <schema> <tasks> <steps-in-long-workflow> [--serve]
 import { DBOS } from '@dbos-inc/dbos-sdk';
 
 process.noDeprecation = true; // pg warns about queued queries inside DBOS at launch
@@ -33,6 +33,19 @@ async function batch() {
   return (performance.now() - t0) / 1000;
 }
 // Warm-up (JIT, pool, plans), as for Stepwise's workers.
+if (process.argv.includes('--serve')) {
+  // Batches on demand, so that a caller can alternate them with its own in one run: each line
+  // `batch` on stdin runs one and answers its seconds as a JSON line; `quit` (or the end of stdin)
+  // shuts DBOS down.
+  const { createInterface } = await import('node:readline');
+  console.log(JSON.stringify({ ready: true, version: '5.3.0' }));
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (line.trim() === 'quit') break;
+    if (line.trim() === 'batch') console.log(JSON.stringify({ seconds: await batch() }));
+  }
+  await DBOS.shutdown();
+  process.exit(0);
+}
 await batch();
 await batch();
 const concurrentS = [await batch(), await batch(), await batch()].sort((a, b) => a - b)[1];
