@@ -16,7 +16,7 @@
  */
 import type { WorkerEventName, WorkerEvents } from './events.ts';
 import type { TaskStatus } from './lifecycle.ts';
-import type { TaskRow } from './store.ts';
+import type { TaskOutcome } from './store.ts';
 import type { DwellAlert } from './task-events/dwell.ts';
 
 /** One run of a task: a worker's claim of it until the run ends. */
@@ -52,11 +52,11 @@ export type TaskNews =
   | { type: 'task:resume'; taskId: string }
   /**
    * A run ended or a task changed where a waiter may want to look again. `status`: the task's
-   * status when known (`lease-lost`: a run that ended without writing); `row`: the task's row as
-   * the write that finished it committed it (given only by that write's process, only for a
-   * finished task).
+   * status when known (`lease-lost`: a run that ended without writing); `row`: the task's outcome
+   * (or whole row) as the write that finished it committed it (given only by that write's
+   * process, only for a finished task).
    */
-  | { type: 'task:settled'; taskId: string; status?: TaskStatus | 'lease-lost'; row?: TaskRow }
+  | { type: 'task:settled'; taskId: string; status?: TaskStatus | 'lease-lost'; row?: TaskOutcome }
   /** Entries of the task's event log were committed by this process. */
   | { type: 'log:appended'; taskId: string }
   /** Stream frames of the task were committed by this process (readers of its frames look again). */

@@ -23,7 +23,7 @@
 import type { Clock } from './clock.ts';
 import { isFinished } from './lifecycle.ts';
 import type { NewsBus } from './news.ts';
-import type { Store, TaskRow } from './store.ts';
+import type { Store, TaskOutcome, TaskRow } from './store.ts';
 
 /** Most ids in one grouped read. */
 const READ_BATCH = 1000;
@@ -34,8 +34,8 @@ const UNHEARD_MAX = 100_000;
 
 /** One `result()` call's interest in a task, registered before its first read. */
 export interface Watch {
-  /** The task's finished row, once news from this process handed it over. */
-  readonly settled: TaskRow | null;
+  /** The finished task's outcome, once news from this process handed it over. */
+  readonly settled: TaskOutcome | null;
   /** Forgets news that came so far (call it before each read: the read covers that news). */
   reset(): void;
   /**
@@ -48,7 +48,7 @@ export interface Watch {
 }
 
 class Waiter implements Watch {
-  settled: TaskRow | null = null;
+  settled: TaskOutcome | null = null;
   #news = false;
   #wake: (() => void) | null = null;
   readonly #close: (w: Waiter) => void;
@@ -57,7 +57,7 @@ class Waiter implements Watch {
     this.#close = close;
   }
 
-  tell(row: TaskRow | undefined): void {
+  tell(row: TaskOutcome | undefined): void {
     if (row && isFinished(row.status)) this.settled = row;
     this.#news = true;
     this.#wake?.();
@@ -219,7 +219,7 @@ export class ResultWaiters {
     }
   }
 
-  #tell(taskId: string, row: TaskRow | undefined): void {
+  #tell(taskId: string, row: TaskOutcome | undefined): void {
     const sets = taskId === '*' ? [...this.#waiting.values()] : [this.#waiting.get(taskId)];
     for (const set of sets) for (const w of set ?? []) w.tell(row);
   }

@@ -54,8 +54,8 @@ import type { KeyQueueStore } from './store/key-queues.ts';
 
 export type { TaskRow, StepKind, StepStatus, StepRow, SignalRow, TaskPatch } from './store/rows.ts';
 export type { ActorKind, EventRow, NewEvent, EventRange, LogPage, LogAppend, LogPosition, LogStore } from './store/log.ts';
-export type { WriteGuard, TransitionWrite, StepWrite, WriteOp, WriteResult, JournalStore, TaskHead } from './store/journal.ts';
-export { committedOf, isTaskHead, markCommitted } from './store/journal.ts';
+export type { WriteGuard, TransitionWrite, StepWrite, WriteOp, WriteResult, JournalStore, TaskHead, TaskEnd, TaskOutcome } from './store/journal.ts';
+export { committedOf, isTaskEnd, isTaskHead, markCommitted } from './store/journal.ts';
 export type { NewTask, ListQuery, QueuePosition, TagChange, TaskStore } from './store/tasks.ts';
 export type { RunEventsWrite, StreamChunkRow, ChunksWrite, RunStore } from './store/runs.ts';
 export type { ClaimRequest, ClaimedTask, HeartbeatRequest, HeldTask, ExpireRequest, NextRunRequest, LeaseStore } from './store/leases.ts';

@@ -9,7 +9,7 @@
  * generated from it: a new column is one entry here plus its migrations.
  */
 import type { TaskStatus } from './lifecycle.ts';
-import type { TaskHead, TaskPatch, TaskRow } from './store.ts';
+import type { TaskEnd, TaskHead, TaskPatch, TaskRow } from './store.ts';
 
 type Raw = Record<string, unknown>;
 
@@ -132,6 +132,14 @@ export function toTaskHead(r: Raw): TaskHead {
     updatedAt: num(r.updated_at),
     head: true,
   };
+}
+
+/** The columns of a {@link TaskEnd}, as SQL of the alias `t`: the head's and the outcome's. */
+export const END_SQL = (t: string): string => `${HEAD_SQL(t)}, ${t}.output, ${t}.error, ${t}.cancel_reason`;
+
+/** A task's end from a database row of {@link END_SQL}'s columns. */
+export function toTaskEnd(r: Raw): TaskEnd {
+  return { ...toTaskHead(r), output: strOrNull(r.output), error: strOrNull(r.error), cancelReason: strOrNull(r.cancel_reason), end: true };
 }
 
 /** The value a patch binds for `col` (booleans stay booleans here; each store binds its own). */

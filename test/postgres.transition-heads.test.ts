@@ -1,11 +1,15 @@
 // Ends written asking for the task's head alone (`answer: 'head'`, what a worker asks when nobody
 // in its process reads finished rows) are answered with the head on PostgreSQL, and write the same
-// rows; one op of the batch wanting the whole row gets whole rows for all. A head is news of the
-// end without a row, so a waiter reads the row from the store.
+// rows; asking for the end (`answer: 'end'`, when `result()` may wait here) adds the outcome
+// (output, error, cancel reason), never the input; one op of the batch wanting the whole row gets
+// whole rows for all. A head is news of the end without its outcome, so a waiter reads the row
+// from the store; an end hands the waiter the outcome.
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/postgres/store.ts';
 import { planCreation, planTransition } from '../src/transitions.ts';
-import type { TaskRow, TransitionWrite, WriteResult } from '../src/store.ts';
+import type { TaskEnd, TaskRow, TransitionWrite, WriteResult } from '../src/store.ts';
+import { ResultWaiters } from '../src/result-waiters.ts';
+import { systemClock } from '../src/clock.ts';
 import { NewsBus } from '../src/news.ts';
 import { WorkerNewsDesk } from '../src/worker/news.ts';
 import { claimOf } from './support/claims.ts';
@@ -58,6 +62,43 @@ describe.skipIf(!(await hasPostgres()))('ends that ask for the head alone, on Po
     }
   });
 
+  it('asking for the end, are answered with each task’s head and outcome, not its input', async () => {
+    const { store, ends } = await setUp();
+    try {
+      const results = await store.writeBatch(ends.map((e) => ({ ...e, answer: 'end' as const })));
+      expect(results).toEqual(
+        ['t1', 't2', 't3'].map((id, k) => ({
+          id,
+          workflow: 'wf',
+          status: 'succeeded',
+          epoch: 1,
+          leaseOwner: null,
+          runAt: T0,
+          updatedAt: T0 + 5,
+          output: String(k + 1),
+          error: null,
+          cancelReason: null,
+          head: true,
+          end: true,
+        })),
+      );
+      expect((await store.getTask('t2'))?.input).toBe('{"n":1}');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('are answered with ends for all when some ops of the batch ask for heads and some for ends', async () => {
+    const { store, ends } = await setUp();
+    try {
+      const results = await store.writeBatch(ends.map((e, k) => ({ ...e, answer: k === 0 ? ('end' as const) : ('head' as const) })));
+      expect(results.map((r) => (r as TaskEnd).output)).toEqual(['1', '2', '3']);
+      expect(results.every((r) => typeof r === 'object' && r !== null && 'end' in r && !('input' in r))).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('are answered with whole rows when one op of the batch wants its row', async () => {
     const { store, ends } = await setUp();
     try {
@@ -81,5 +122,30 @@ describe('news of ends answered with heads', () => {
     desk.finished([head, running, true, null]);
     expect(heard).toEqual([{ type: 'task:settled', taskId: 't1', status: 'succeeded' }]);
     expect(desk.rowsHeard()).toBe(true);
+  });
+
+  it('hands this process’s waiters the outcome of an end, which result() answers without reading the task', async () => {
+    const bus = new NewsBus();
+    const desk = new WorkerNewsDesk(bus, 'w');
+    const waiters = new ResultWaiters(bus, systemClock);
+    const watch = waiters.watch('t1');
+    const end: WriteResult = {
+      id: 't1',
+      workflow: 'wf',
+      status: 'failed',
+      epoch: 1,
+      leaseOwner: null,
+      runAt: null,
+      updatedAt: 5,
+      output: null,
+      error: '{"message":"no"}',
+      cancelReason: null,
+      head: true,
+      end: true,
+    };
+    desk.finished([end]);
+    expect(watch.settled).toEqual(end);
+    expect(await watch.next(1000)).toBe('news');
+    watch.close();
   });
 });

@@ -8,7 +8,7 @@ import { RESULT_OPTIONS, checkOptionKeys } from '../option-keys.ts';
 import { toMs } from '../duration.ts';
 import { ERROR_CODES, InvalidArgumentError, TaskCancelledError, TaskFailedError, TaskNotFoundError, TimeoutError, isStepwiseError } from '../errors.ts';
 import { decodeError, decodeJson, deserializeError } from '../serialize.ts';
-import type { Store, TaskRow } from '../store.ts';
+import type { Store, TaskOutcome } from '../store.ts';
 import type { ResultWaiters } from '../result-waiters.ts';
 import type { CommandContext } from './context.ts';
 import type { ResultOptions } from './options.ts';
@@ -22,8 +22,8 @@ export interface ResultDeps {
   heldHere(taskId: string): boolean;
 }
 
-/** The answer of a finished row: `{ output }` if it succeeded; throws the error of a failed or cancelled one; null if unfinished. */
-function outcomeOf<O>(id: string, row: TaskRow | null): { output: O } | null {
+/** The answer of a finished task: `{ output }` if it succeeded; throws the error of a failed or cancelled one; null if unfinished. */
+function outcomeOf<O>(id: string, row: TaskOutcome | null): { output: O } | null {
   if (row?.status === 'succeeded') return { output: decodeJson(row.output) as O };
   if (row?.status === 'failed') {
     const error = row.error ? deserializeError(decodeError(row.error)) : undefined;

@@ -11,7 +11,7 @@
 import { STEP_COLUMNS } from '../rows.ts';
 import { transitionWriteEntries } from '../log-entries.ts';
 import type { NewEvent, StepRow, TransitionWrite, WakeEvent } from '../store.ts';
-import { HEAD_SQL, PATCH_COLUMNS, TASK_COLUMNS, patchValue } from '../task-columns.ts';
+import { END_SQL, HEAD_SQL, PATCH_COLUMNS, TASK_COLUMNS, patchValue } from '../task-columns.ts';
 import { listenerName, notifySql } from './listen.ts';
 import { parentSignalNotify } from '../store-sql/parent-signal.ts';
 import { BatchColumns, Params, STEP_UPSERT_LOGGED_SET, lockById, lockEachInIdOrder, type Tables } from './sql-text.ts';
@@ -216,21 +216,26 @@ function transitionColumns(
 }
 
 /**
- * What the batch returns of each updated task: the task row's columns and the op's place, not the
+ * What the batch returns of each updated task (by {@link BatchAnswer}) and the op's place, not the
  * columns the statement carried for its own use (a wake-up's payload, the log's numbers), which
  * the driver would parse for every task of every batch.
  */
-const TASK_OUT = TASK_COLUMNS.map((c) => `upd.${c.column}`).join(', ');
-const HEAD_OUT = HEAD_SQL('upd');
+const OUT = { row: TASK_COLUMNS.map((c) => `upd.${c.column}`).join(', '), head: HEAD_SQL('upd'), end: END_SQL('upd') };
+
+/** What a batch answers of each task: the least that covers every op's `answer` (see `TransitionWrite.answer`). */
+export type BatchAnswer = 'row' | 'head' | 'end';
+function answerOf(ops: readonly TransitionWrite[]): BatchAnswer {
+  if (ops.some((op) => op.answer === undefined)) return 'row';
+  return ops.some((op) => op.answer === 'end') ? 'end' : 'head';
+}
 
 /**
  * Epoch-guarded transitions of distinct tasks in one statement; returns the updated rows (with
- * `ord`), or their heads alone when every op asks for that (`heads`: see `TaskHead`).
+ * `ord`), or their heads, or their ends, when every op asks for no more (`answer`).
  */
-export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channelOf: (event: WakeEvent) => string): { text: string; values: unknown[]; heads: boolean } {
+export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], channelOf: (event: WakeEvent) => string): { text: string; values: unknown[]; answer: BatchAnswer } {
   const p = new Params();
-  let heads = true;
-  for (let k = 0; k < ops.length && heads; k++) heads = (ops[k] as TransitionWrite).answer === 'head';
+  const answer = answerOf(ops);
   // Every op's log entries; those carried by journal rows are not written to `events`: their place goes to the row.
   const entries = ops.map(transitionWriteEntries);
   const ev = entryParams(p, entries);
@@ -266,8 +271,8 @@ export function transitionBatchSql(t: Tables, ops: readonly TransitionWrite[], c
       SELECT ${notifySql('batch_channel', "json_build_object('reason', batch_group, 'taskId', '*', 'taskIds', json_agg(id))::text", 'batch_listener')} AS sent
       FROM nt GROUP BY batch_channel, batch_listener, batch_group, chunk
     )
-    SELECT ${heads ? HEAD_OUT : TASK_OUT}, upd.batch_ord, ${notifySql('batch_channel', 'batch_notify', 'batch_listener')} AS notified, (SELECT count(*) FROM sent) AS notified_batch FROM upd`;
-  return { text, values: p.values, heads };
+    SELECT ${OUT[answer]}, upd.batch_ord, ${notifySql('batch_channel', 'batch_notify', 'batch_listener')} AS notified, (SELECT count(*) FROM sent) AS notified_batch FROM upd`;
+  return { text, values: p.values, answer };
 }
 
 /** `cur`: the batch's tasks, each locked (in id order) and kept if its guard holds on the newest row version. */

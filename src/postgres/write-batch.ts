@@ -14,7 +14,7 @@ import { appendFence } from './heads.ts';
 import { stepBatchSql } from './batch-sql.ts';
 import { batchableTransitions, isBatchableTransition, transitionBatchSql } from './transition-batch-sql.ts';
 import { STEP_COLUMNS, stepValues, toTaskRow } from '../rows.ts';
-import { toTaskHead } from '../task-columns.ts';
+import { toTaskEnd, toTaskHead } from '../task-columns.ts';
 import { journalCarries, signalConsumedEntry, stepEntry, stepEntryAt } from '../log-entries.ts';
 import type { StepWrite, TransitionWrite, WakeEvent, WriteOp, WriteResult } from '../store.ts';
 import { markCommitted } from '../store/journal.ts';
@@ -92,9 +92,10 @@ async function writeGrouped(c: PgContext, ops: readonly WriteOp[]): Promise<Writ
     if (transitions.length) {
       const transitionOps = new Array<TransitionWrite>(transitions.length);
       for (let i = 0; i < transitions.length; i++) transitionOps[i] = (transitions[i] as { op: TransitionWrite }).op;
-      const { text, values, heads } = transitionBatchSql(c.t, transitionOps, channelFnOf(c));
+      const { text, values, answer } = transitionBatchSql(c.t, transitionOps, channelFnOf(c));
+      const decode = answer === 'head' ? toTaskHead : answer === 'end' ? toTaskEnd : toTaskRow;
       const byOrd = new Map<number, WriteResult>();
-      for (const row of await rows(c, poolOf(c), text, values)) byOrd.set(Number(row.batch_ord), heads ? toTaskHead(row) : toTaskRow(row));
+      for (const row of await rows(c, poolOf(c), text, values)) byOrd.set(Number(row.batch_ord), decode(row));
       for (let i = 0; i < transitions.length; i++) {
         const at = (transitions[i] as { at: number }).at;
         committed.set(at, (results[at] = byOrd.get(i + 1) ?? null));

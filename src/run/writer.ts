@@ -274,8 +274,8 @@ export class JournalWriter {
     });
     // Parking or handing back must not swallow a pause this run has not heard of yet.
     if (mode === 'as-planned' && (ev === 'park' || ev === 'release')) write.pauseRequested = false;
-    // The run reads only the status of what the write answers; whole rows only for readers here.
-    if (run.deps.rowsHeard?.() === false) write.answer = 'head';
+    // The run reads only the status of what the write answers; readers here (`result()`) the outcome.
+    write.answer = run.deps.rowsHeard?.() === false ? 'head' : 'end';
     return { write, ev };
   }
 

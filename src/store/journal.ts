@@ -46,10 +46,11 @@ export interface TransitionWrite {
    */
   parentSignal?: { taskId: string; name: string };
   /**
-   * `'head'`: the writer needs only the task's head back (see {@link TaskHead}), not its whole
-   * row; a store may answer with the row all the same.
+   * `'head'`: the writer needs only the task's head back (see {@link TaskHead}); `'end'`: its head
+   * and its outcome (see {@link TaskEnd}), not its whole row. A store may answer with more (the
+   * row, or an end for a head) all the same.
    */
-  answer?: 'head';
+  answer?: 'head' | 'end';
 }
 // When `set.waitEvents` names events, the store also makes the task due at `at` if an unconsumed
 // signal of one of those names already exists, so that a signal sent while the task was still
@@ -87,13 +88,28 @@ export type WriteOp = TransitionWrite | StepWrite;
  */
 export type TaskHead = Pick<TaskRow, 'id' | 'workflow' | 'status' | 'epoch' | 'leaseOwner' | 'runAt' | 'updatedAt'> & { readonly head: true };
 
-/** Whether a transition's answer is a head alone (see {@link TaskHead}). */
+/** What `result()` answers of a finished task: its status, output, error and cancel reason. */
+export type TaskOutcome = Pick<TaskRow, 'status' | 'output' | 'error' | 'cancelReason'>;
+
+/**
+ * What a transition written with `answer: 'end'` may be answered with: the head and what
+ * `result()` answers of a finished task (its output, error and cancel reason), without its input
+ * and the rest: a task's end does not send its input back to the worker that ran it.
+ */
+export type TaskEnd = TaskHead & TaskOutcome & { readonly end: true };
+
+/** Whether a transition's answer is a head (see {@link TaskHead}), with its outcome or not. */
 export function isTaskHead(r: TaskRow | TaskHead): r is TaskHead {
   return 'head' in r;
 }
 
-/** For a transition: the updated row (or its head), or `null` if its guard failed; for a step: accepted or not. */
-export type WriteResult = TaskRow | TaskHead | null | boolean;
+/** Whether a transition's answer is a head with its outcome (see {@link TaskEnd}). */
+export function isTaskEnd(r: TaskRow | TaskHead): r is TaskEnd {
+  return 'end' in r;
+}
+
+/** For a transition: the updated row (or its head, or its end), or `null` if its guard failed; for a step: accepted or not. */
+export type WriteResult = TaskRow | TaskHead | TaskEnd | null | boolean;
 
 /** Transitions and checkpoints. */
 export interface JournalStore {

@@ -8,7 +8,7 @@
 import type { Emit, WorkerEventName, WorkerEvents } from '../events.ts';
 import { isFinished } from '../lifecycle.ts';
 import type { NewsBus, RunInfo, WorkerNews } from '../news.ts';
-import { isTaskHead, type WriteResult } from '../store.ts';
+import { isTaskEnd, isTaskHead, type WriteResult } from '../store.ts';
 
 export class WorkerNewsDesk {
   readonly #bus: NewsBus;
@@ -70,15 +70,15 @@ export class WorkerNewsDesk {
     if (!this.#bus.hears('task:settled')) return;
     for (const r of results) {
       if (typeof r !== 'object' || r === null || !isFinished(r.status)) continue;
-      // A head alone (written when nobody here listened) is news without the row: a waiter reads it.
-      if (isTaskHead(r)) this.#bus.publish({ type: 'task:settled', taskId: r.id, status: r.status });
+      // A head alone (written when nobody here listened) is news without the outcome: a waiter reads it.
+      if (isTaskHead(r) && !isTaskEnd(r)) this.#bus.publish({ type: 'task:settled', taskId: r.id, status: r.status });
       else this.#bus.publish({ type: 'task:settled', taskId: r.id, status: r.status, row: r });
     }
   }
 
   /**
    * Whether anything in this process listens for finished tasks (`result()` waiters, readers of
-   * events, an engine that started tasks here): ends are then written answering whole rows.
+   * events, an engine that started tasks here): ends are then written answering their outcomes.
    */
   readonly rowsHeard = (): boolean => this.#bus.hears('task:settled');
 
