@@ -105,9 +105,7 @@ export async function endToEndBeside(root: string, url: string, concurrency: num
   const { Engine } = await api(root);
   const { threeSteps } = (await import(join(root, 'bench/workflows.ts'))) as Api;
   const engine = new Engine({ store: url, workflows: [threeSteps] });
-  await engine.ready();
   const worker = engine.worker({ concurrency });
-  await worker.start();
   const batch = async (): Promise<number> => {
     const t0 = performance.now();
     const handles = await Promise.all(Array.from({ length: tasks }, () => engine.start(threeSteps)));
@@ -115,6 +113,8 @@ export async function endToEndBeside(root: string, url: string, concurrency: num
     return (performance.now() - t0) / 1000;
   };
   try {
+    await engine.ready();
+    await worker.start();
     await batch();
     await batch();
     const ours: number[] = [];

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import pg from 'pg';
 import { fmt, median, pairedOverhead, root, workerNodeFlags, type Overhead, type SectionCtx } from './lib.ts';
-import { api, endToEndBeside, type EndToEndBeside } from './end-to-end.ts';
+import { api, endToEnd, endToEndBeside, type EndToEnd, type EndToEndBeside } from './end-to-end.ts';
 import { floorThroughput } from './floor.ts';
 import * as postgres from './postgres.ts';
 import { measureSteps, type Throughput } from './sqlite.ts';
@@ -163,11 +163,15 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
   out.step = { ...step, anatomy, rawWalBytes: rawWal, ...(baseStep ? { base: { ...baseStep, anatomy: baseAnatomy } } : {}) };
 
   // 2. End to end: 500 concurrent start() calls, in-process worker at 8 / 64 / 512, each round
-  // beside a batch of DBOS's (one warm DBOS process throughout).
+  // beside a batch of DBOS's (one warm DBOS process throughout). Without DBOS, Stepwise alone.
   const e2e: EndToEndBeside[] = [];
+  const alone: EndToEnd[] = [];
   let dbosError: string | null = null;
-  try {
-    const dbos = await postgres.dbosServer(500);
+  const dbos = await postgres.dbosServer(500).catch((e: unknown) => {
+    dbosError = (e as Error).message;
+    return null;
+  });
+  if (dbos) {
     try {
       await dbos.batch();
       await dbos.batch();
@@ -175,10 +179,10 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
     } finally {
       await dbos.close();
     }
-  } catch (e) {
-    dbosError = (e as Error).message;
+  } else {
+    for (const concurrency of [8, 64, 512]) alone.push(await endToEnd(root, 'this build', postgres.freshPgUrl(`hc${concurrency}`), 'postgres', 'start', 0, 500, quick ? 1 : 5, concurrency));
   }
-  out.endToEnd = e2e;
+  out.endToEnd = dbos ? e2e : alone;
   if (dbosError) out.dbosError = dbosError;
 
   // 3. The drain against the floor, 1 / 2 / 4 worker processes, interleaved round by round.
@@ -216,7 +220,11 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
   line(
     `| 1. Per step, task of 1,000 no-op steps, 1 worker | ${fmt(step.stepUs, 0)} µs | raw autocommit INSERT of a journal row ${fmt(step.rawJournalUs, 0)} µs | **${fmt(step.ratioJournal, 2)}×** | ≤ 1.3× |`,
   );
-  if (dbosError) line(`| 2. End to end, 500 × 3 steps | – | DBOS failed: ${dbosError} | – | ≥ 10× at concurrency 64 |`);
+  for (const x of alone) {
+    line(
+      `| 2. End to end, 500 × 3 steps, worker concurrency ${x.concurrency} | ${fmt(x.stepsPerSec, 0)} steps/s | DBOS did not run: ${dbosError ?? '?'} | – | ${x.concurrency === 64 ? '≥ 10×' : ''} |`,
+    );
+  }
   for (const x of e2e) {
     line(
       `| 2. End to end, 500 × 3 steps, worker concurrency ${x.concurrency} | ${fmt(x.stepsPerSec, 0)} steps/s | DBOS ${fmt(x.peerStepsPerSec, 0)} steps/s, same rounds | **${fmt(x.ratio, 1)}×** | ${x.concurrency === 64 ? '≥ 10×' : ''} |`,
@@ -245,12 +253,15 @@ export async function report({ quick, pgUp, line, results }: SectionCtx): Promis
   }
   line(`    Rounds per step ratio: ${step.roundRatios.map((r) => fmt(r, 2)).join(', ')}${baseStep ? `; base ${baseStep.roundRatios.map((r) => fmt(r, 2)).join(', ')}` : ''}.`);
   line(`    Rounds of the drain's fraction: ${drainRows.map((d) => `${d.workers} process${d.workers > 1 ? 'es' : ''} ${d.roundFractions.map((r) => fmt(r, 2)).join(', ')}`).join('; ')}.`);
-  line(
-    `    Rounds of end to end (Stepwise's batch over DBOS's batch of the same round): ${e2e.map((x) => `concurrency ${x.concurrency} ${x.roundRatios.map((r) => fmt(r, 1)).join(', ')}`).join('; ')}.`,
-  );
-  line('    DBOS runs its 500 workflows at once (it has no concurrency limit for workflows started directly), in one warm process');
-  line('    beside the bench; each round runs one DBOS batch and one Stepwise batch back to back, alternating which goes first, and');
-  line("    a row's ratio is the median of its rounds' ratios. Drain: both spans end at the time the last end-of-run write was prepared (before it");
+  if (e2e.length) {
+    line(
+      `    Rounds of end to end (Stepwise's batch over DBOS's batch of the same round): ${e2e.map((x) => `concurrency ${x.concurrency} ${x.roundRatios.map((r) => fmt(r, 1)).join(', ')}`).join('; ')}.`,
+    );
+    line('    DBOS runs its 500 workflows at once (it has no concurrency limit for workflows started directly), in one warm process');
+    line('    beside the bench; each round runs one DBOS batch and one Stepwise batch, one after the other, alternating which goes');
+    line("    first, and a row's ratio is the median of its rounds' ratios.");
+  }
+  line('    Drain: both spans end at the time the last end-of-run write was prepared (before it');
   line('    commits), and with 500 tasks and claims of up to 256 the third and fourth process find little to claim.');
   const flags = workerNodeFlags();
   if (flags.length) line(`    Worker processes (Stepwise's and the floor's) started with Node flags ${flags.join(' ')} (STEPWISE_BENCH_WORKER_FLAGS).`);

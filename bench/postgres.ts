@@ -196,24 +196,42 @@ export async function dbosServer(tasks: number): Promise<DbosServer> {
   if (typeof dir !== 'string') throw new Error(dir.error);
   const schema = `stepwise_bench_dbos_${process.pid}_served`;
   const child = spawn(process.execPath, [join(dir, 'dbos.mjs'), PG_URL, schema, String(tasks), '0', '--serve'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.stdin.on('error', () => undefined); // a child that died: its exit is what the caller hears of
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  /** The child's next answer (a JSON object line; anything else it prints is skipped). */
   const next = async (): Promise<Record<string, unknown>> => {
-    const r = await lines.next();
-    if (r.done) throw new Error(`DBOS Transact exited (code ${String(child.exitCode)}) before answering`);
-    return JSON.parse(r.value) as Record<string, unknown>;
+    for (;;) {
+      const r = await lines.next();
+      if (r.done) throw new Error('DBOS Transact exited before answering (its own output above says why)');
+      if (r.value.startsWith('{')) return JSON.parse(r.value) as Record<string, unknown>;
+    }
   };
-  await next(); // { ready }
+  const close = async (): Promise<void> => {
+    try {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.stdin.end('quit\n');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        await exited;
+        clearTimeout(timer);
+      }
+    } finally {
+      await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    }
+  };
+  try {
+    await next(); // { ready }
+  } catch (e) {
+    child.kill('SIGKILL');
+    await close();
+    throw e;
+  }
   return {
     async batch() {
       child.stdin.write('batch\n');
       return (await next()).seconds as number;
     },
-    async close() {
-      const exited = new Promise((r) => child.once('exit', r));
-      child.stdin.end('quit\n');
-      await exited;
-      await sql(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    },
+    close,
   };
 }
 

@@ -7,8 +7,9 @@
  * another process, which may name a whole batch of tasks) wakes the waiters of that task only, so
  * that a thousand waiting calls cost one listener, not a thousand checks per finished task. `'*'`
  * (notifications may have been missed) wakes every waiter. News from this process carries the
- * task's row as the write that finished it committed it (what a read would return): the waiter
- * takes it without reading. Other news makes the waiter read its task again.
+ * task's outcome (status, output, error, cancel reason) as the write that finished it committed
+ * it (what a read would return): the waiter takes it without reading. Other news makes the waiter
+ * read its task again.
  *
  * Reads are grouped: the reads asked for in the same turn of the event loop go into one
  * `Store.getTasks` call, so that a batch of waiters woken together (or a burst of `result()`

@@ -32,7 +32,6 @@ async function batch() {
   await Promise.all(handles.map((h) => h.getResult()));
   return (performance.now() - t0) / 1000;
 }
-// Warm-up (JIT, pool, plans), as for Stepwise's workers.
 if (process.argv.includes('--serve')) {
   // Batches on demand, so that a caller can alternate them with its own in one run: each line
   // `batch` on stdin runs one and answers its seconds as a JSON line; `quit` (or the end of stdin)
@@ -46,6 +45,7 @@ if (process.argv.includes('--serve')) {
   await DBOS.shutdown();
   process.exit(0);
 }
+// Warm-up (JIT, pool, plans), as for Stepwise's workers.
 await batch();
 await batch();
 const concurrentS = [await batch(), await batch(), await batch()].sort((a, b) => a - b)[1];

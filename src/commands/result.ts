@@ -46,7 +46,7 @@ export async function awaitResult<O>(deps: ResultDeps, id: string, options: Resu
   let pollMs = (await deps.listenSettled(store)) ? 250 : 25;
   // Listening starts before the first read: news that arrives while a read is in flight is kept
   // (the read may have seen the task unfinished). News from this process's own workers and
-  // commands hands over the finished row, which is then not read again (result-waiters.ts).
+  // commands hands over the finished task's outcome, which is then not read again (result-waiters.ts).
   // A store whose calls hang (a network that drops packets) must not hold a read past the timeout.
   const late = (): Error => new TimeoutError(`Task ${id} could not be read within the timeout of ${String(options.timeout)}: the store did not answer.`);
   const watch = waiters.watch(id);
@@ -79,7 +79,7 @@ export async function awaitResult<O>(deps: ResultDeps, id: string, options: Resu
       const woken = await watch.next(Math.min(pollMs, remaining), options.signal);
       pollMs = Math.min(1000, pollMs * 2);
       // A poll need not read a task that a worker of this process runs: that worker announces
-      // the end of its run here (with the row, when it wrote the end).
+      // the end of its run here (with the outcome, when it wrote the end).
       read = woken === 'news' || !deps.heldHere(id);
     }
   } finally {

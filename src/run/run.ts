@@ -58,9 +58,9 @@ export interface RunDeps extends RunServices {
   hears: (name: WorkerEventName) => boolean;
   /**
    * Whether anything in this process listens for finished tasks (`result()` waiters, readers of
-   * events, an engine that started tasks here), which may read their rows as their ends commit:
-   * when not, the run's last write asks for the task's head alone (`TransitionWrite.answer`).
-   * Absent: whole rows.
+   * events, an engine that started tasks here), which take the outcome of a task as its end
+   * commits: the run's last write then asks for the task's end (its head and outcome), and when
+   * not for its head alone (`TransitionWrite.answer`). Absent: the end.
    */
   rowsHeard?: (() => boolean) | undefined;
   /** The largest step or task output, in bytes of JSON. */
