@@ -33,6 +33,17 @@ export async function api(root: string): Promise<Api> {
  */
 export const E2E_CONCURRENCY = 512;
 
+/** Seconds from the first start of `tasks` three-step tasks (`submit`) to the last result. */
+async function batchSeconds(engine: Api, threeSteps: Api, tasks: number, submit: 'start' | 'startMany'): Promise<number> {
+  const t0 = performance.now();
+  const handles =
+    submit === 'startMany'
+      ? await engine.startMany(Array.from({ length: tasks }, () => ({ workflow: threeSteps })))
+      : await Promise.all(Array.from({ length: tasks }, () => engine.start(threeSteps)));
+  await Promise.all(handles.map((h: Api) => engine.result(h.id, { timeout: '600s' })));
+  return (performance.now() - t0) / 1000;
+}
+
 /**
  * `rounds` batches of `tasks` tasks × 3 no-op steps after two warm-up batches; the median batch.
  * With `workerProcesses` > 0, the workers are CLI processes of this checkout (`bench/workflows.ts`
@@ -58,15 +69,7 @@ export async function endToEnd(
   const worker = workerProcesses ? null : engine.worker({ concurrency });
   await worker?.start();
   try {
-    const batch = async (): Promise<number> => {
-      const t0 = performance.now();
-      const handles =
-        submit === 'startMany'
-          ? await engine.startMany(Array.from({ length: tasks }, () => ({ workflow: threeSteps })))
-          : await Promise.all(Array.from({ length: tasks }, () => engine.start(threeSteps)));
-      await Promise.all(handles.map((h: Api) => engine.result(h.id, { timeout: '600s' })));
-      return (performance.now() - t0) / 1000;
-    };
+    const batch = (): Promise<number> => batchSeconds(engine, threeSteps, tasks, submit);
     await batch();
     await batch();
     const runs: number[] = [];
@@ -106,12 +109,7 @@ export async function endToEndBeside(root: string, url: string, concurrency: num
   const { threeSteps } = (await import(join(root, 'bench/workflows.ts'))) as Api;
   const engine = new Engine({ store: url, workflows: [threeSteps] });
   const worker = engine.worker({ concurrency });
-  const batch = async (): Promise<number> => {
-    const t0 = performance.now();
-    const handles = await Promise.all(Array.from({ length: tasks }, () => engine.start(threeSteps)));
-    await Promise.all(handles.map((h: Api) => engine.result(h.id, { timeout: '600s' })));
-    return (performance.now() - t0) / 1000;
-  };
+  const batch = (): Promise<number> => batchSeconds(engine, threeSteps, tasks, 'start');
   try {
     await engine.ready();
     await worker.start();
